@@ -1,0 +1,178 @@
+// attnkit: single-head attention entry points. Each checks every argument,
+// builds one AttentionJob and runs it through a single dispatch.
+#include "src/core/attention.h"
+
+#include <utility>
+
+#include "src/core/internal.h"
+#include "src/core/validate.h"
+
+namespace attnkit {
+namespace {
+
+using internal::AttentionJob;
+using internal::CheckedProduct;
+using internal::CheckFinite;
+using internal::CheckNoOverlap;
+using internal::CheckShape;
+using internal::CheckView;
+
+// Allocates m as [rows, cols] after checking that the size is acceptable.
+Status Allocate(const char* what, size_t rows, size_t cols, Matrix* m) {
+  size_t n;
+  ATTNKIT_RETURN_IF_ERROR(CheckedProduct(what, rows, cols, &n));
+  m->Reset(rows, cols);
+  return Status::Ok();
+}
+
+// Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]: shapes and values.
+Status CheckQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V) {
+  ATTNKIT_RETURN_IF_ERROR(CheckView("Q", Q));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("K", K, K.rows, Q.cols, "T_k", "d_k, the columns of Q"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("V", V, K.rows, V.cols, "T_k, the rows of K", "d_v"));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("Q", Q));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("K", K));
+  return CheckFinite("V", V);
+}
+
+// Allocates every [T_q, T_k] matrix of a trace.
+Status AllocateTraceScores(size_t T_q, size_t T_k, AttentionTrace* trace) {
+  for (Matrix* m : {&trace->raw_scores, &trace->scaled_scores, &trace->masked_scores,
+                    &trace->weights}) {
+    ATTNKIT_RETURN_IF_ERROR(Allocate("scores [T_q, T_k]", T_q, T_k, m));
+  }
+  return Status::Ok();
+}
+
+// Attention on given Q, K, V into `out`, or into trace->output when tracing.
+Status RunQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
+              const AttentionOptions& options, size_t default_scale_dim, MatrixView out,
+              AttentionTrace* trace) {
+  AttentionJob job;
+  ATTNKIT_RETURN_IF_ERROR(CheckOptions(options, Q.rows, K.rows, default_scale_dim,
+                                       /*batched=*/false, &job.params));
+  job.heads.push_back({Q, K, V, out, internal::KeyLength(options, 0, K.rows)});
+  job.trace = trace;
+  if (!internal::RunAttentionJob(job)) return internal::OverflowStatus("out");
+  if (trace) trace->scale = job.params.scale;
+  return Status::Ok();
+}
+
+struct ProjectionNames {
+  const char* X_q;
+  const char* X_kv;
+};
+
+// Projects X_q and X_kv (which may be the same) and attends; writes `out`
+// ([T_q, d_v]) or, with a trace, every intermediate.
+Status RunProjected(ProjectionNames names, ConstMatrixView X_q, ConstMatrixView X_kv,
+                    ConstMatrixView W_Q, ConstMatrixView W_K, ConstMatrixView W_V,
+                    const AttentionOptions& options, MatrixView out, AttentionTrace* trace) {
+  ATTNKIT_RETURN_IF_ERROR(CheckView(names.X_q, X_q));
+  ATTNKIT_RETURN_IF_ERROR(CheckView(names.X_kv, X_kv));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("W_Q", W_Q, X_q.cols, W_Q.cols,
+                                     "d_model, the columns of X", "d_k"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("W_K", W_K, X_kv.cols, W_Q.cols,
+                                     "d_model, the columns of X", "d_k, the columns of W_Q"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("W_V", W_V, X_kv.cols, W_V.cols,
+                                     "d_model, the columns of X", "d_v"));
+  const size_t T_q = X_q.rows, T_k = X_kv.rows, d_k = W_Q.cols, d_v = W_V.cols;
+  if (!trace) {
+    ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, T_q, d_v, "T, the rows of X",
+                                       "d_v, the columns of W_V"));
+    ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, names.X_q, X_q));
+    ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, names.X_kv, X_kv));
+  }
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite(names.X_q, X_q));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite(names.X_kv, X_kv));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("W_Q", W_Q));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("W_K", W_K));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("W_V", W_V));
+
+  AttentionJob job;
+  ATTNKIT_RETURN_IF_ERROR(CheckOptions(options, T_q, T_k, d_k, /*batched=*/false, &job.params));
+  // Intermediates are built here and handed over only on success.
+  AttentionTrace local;
+  AttentionTrace* t = &local;
+  ATTNKIT_RETURN_IF_ERROR(Allocate("Q [T_q, d_k]", T_q, d_k, &t->Q));
+  ATTNKIT_RETURN_IF_ERROR(Allocate("K [T_k, d_k]", T_k, d_k, &t->K));
+  ATTNKIT_RETURN_IF_ERROR(Allocate("V [T_k, d_v]", T_k, d_v, &t->V));
+  if (trace) {
+    ATTNKIT_RETURN_IF_ERROR(AllocateTraceScores(T_q, T_k, t));
+    ATTNKIT_RETURN_IF_ERROR(Allocate("output [T_q, d_v]", T_q, d_v, &t->output));
+    t->X = Matrix::Copy(X_q);
+    out = t->output.view();
+  }
+  job.projections = {{X_q, W_Q, t->Q.view()}, {X_kv, W_K, t->K.view()}, {X_kv, W_V, t->V.view()}};
+  job.heads.push_back({t->Q.view(), t->K.view(), t->V.view(), out,
+                       internal::KeyLength(options, 0, T_k)});
+  job.trace = trace ? t : nullptr;
+  if (!internal::RunAttentionJob(job)) return internal::OverflowStatus("out");
+  if (trace) {
+    t->scale = job.params.scale;
+    *trace = std::move(local);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Attention(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
+                 const AttentionOptions& options, MatrixView out) {
+  ATTNKIT_RETURN_IF_ERROR(CheckQKV(Q, K, V));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, Q.rows, V.cols, "T_q, the rows of Q",
+                                     "d_v, the columns of V"));
+  for (auto [name, in] : {std::pair<const char*, ConstMatrixView>{"Q", Q}, {"K", K}, {"V", V}}) {
+    ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, name, in));
+  }
+  return RunQKV(Q, K, V, options, Q.cols, out, nullptr);
+}
+
+Status SelfAttention(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrixView W_K,
+                     ConstMatrixView W_V, const AttentionOptions& options, MatrixView out) {
+  return RunProjected({"X", "X"}, X, X, W_Q, W_K, W_V, options, out, nullptr);
+}
+
+Status CrossAttention(ConstMatrixView X_q, ConstMatrixView X_kv, ConstMatrixView W_Q,
+                      ConstMatrixView W_K, ConstMatrixView W_V,
+                      const AttentionOptions& options, MatrixView out) {
+  return RunProjected({"X_q", "X_kv"}, X_q, X_kv, W_Q, W_K, W_V, options, out, nullptr);
+}
+
+Status ParameterFreeAttention(ConstMatrixView X, const AttentionOptions& options,
+                              MatrixView out) {
+  ATTNKIT_RETURN_IF_ERROR(CheckView("X", X));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, X.rows, X.cols, "T, the rows of X",
+                                     "d_model, the columns of X"));
+  ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, "X", X));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("X", X));
+  return RunQKV(X, X, X, options, X.cols, out, nullptr);
+}
+
+Status TraceAttention(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrixView W_K,
+                      ConstMatrixView W_V, const AttentionOptions& options,
+                      AttentionTrace* trace) {
+  if (trace == nullptr) {
+    return Status(ErrorCode::kInvalidArgument, "trace: expected a pointer, got null");
+  }
+  return RunProjected({"X", "X"}, X, X, W_Q, W_K, W_V, options, MatrixView(), trace);
+}
+
+Status TraceAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
+                         const AttentionOptions& options, AttentionTrace* trace) {
+  if (trace == nullptr) {
+    return Status(ErrorCode::kInvalidArgument, "trace: expected a pointer, got null");
+  }
+  ATTNKIT_RETURN_IF_ERROR(CheckQKV(Q, K, V));
+  AttentionTrace t;
+  ATTNKIT_RETURN_IF_ERROR(AllocateTraceScores(Q.rows, K.rows, &t));
+  ATTNKIT_RETURN_IF_ERROR(Allocate("output [T_q, d_v]", Q.rows, V.cols, &t.output));
+  t.Q = Matrix::Copy(Q);
+  t.K = Matrix::Copy(K);
+  t.V = Matrix::Copy(V);
+  ATTNKIT_RETURN_IF_ERROR(RunQKV(t.Q, t.K, t.V, options, Q.cols, t.output.view(), &t));
+  *trace = std::move(t);
+  return Status::Ok();
+}
+
+}  // namespace attnkit

@@ -1,0 +1,234 @@
+// attnkit: the KV cache and attention against it.
+#include "src/core/kv_cache.h"
+
+#include <cstring>
+#include <string>
+
+#include "src/core/heads.h"
+#include "src/core/internal.h"
+#include "src/core/validate.h"
+
+namespace attnkit {
+
+using internal::CheckFinite;
+using internal::CheckNoOverlap;
+using internal::CheckShape;
+using internal::CheckView;
+using internal::Heads;
+
+namespace {
+
+std::string Str(size_t v) { return std::to_string(v); }
+
+Status CheckCreated(const KVCache& cache) {
+  if (cache.batch() == 0) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "cache: expected a cache made by KVCache::Create, got an empty one");
+  }
+  return Status::Ok();
+}
+
+Status CheckRoom(const KVCache& cache, size_t T_new) {
+  if (T_new > cache.capacity() - cache.size()) {
+    return Status(ErrorCode::kCapacity, "capacity: expected at most " + Str(cache.capacity()) +
+                                            " cached tokens, got " + Str(cache.size()) + " + " +
+                                            Str(T_new) + " new = " + Str(cache.size() + T_new));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status KVCache::Create(size_t batch, size_t num_kv_heads, size_t d_k, size_t d_v, size_t capacity,
+                       KVCache* cache) {
+  if (cache == nullptr) {
+    return Status(ErrorCode::kInvalidArgument, "cache: expected a pointer, got null");
+  }
+  const std::pair<const char*, size_t> sizes[] = {
+      {"batch", batch}, {"num_kv_heads", num_kv_heads}, {"d_k", d_k}, {"d_v", d_v},
+      {"capacity", capacity}};
+  for (const auto& [name, value] : sizes) {
+    if (value == 0) {
+      return Status(ErrorCode::kInvalidArgument, std::string(name) + ": expected at least 1, got 0");
+    }
+  }
+  size_t blocks, rows, nk, nv;
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct("batch * num_kv_heads", batch, num_kv_heads, &blocks));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct("capacity (tokens * batch * heads)", blocks, capacity, &rows));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct("capacity (cached keys)", rows, d_k, &nk));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct("capacity (cached values)", rows, d_v, &nv));
+  KVCache c;
+  c.batch_ = batch;
+  c.num_kv_heads_ = num_kv_heads;
+  c.d_k_ = d_k;
+  c.d_v_ = d_v;
+  c.capacity_ = capacity;
+  c.keys_.assign(nk, 0.0f);
+  c.values_.assign(nv, 0.0f);
+  *cache = std::move(c);
+  return Status::Ok();
+}
+
+ConstMatrixView KVCache::Keys(size_t item, size_t kv_head) const {
+  if (item >= batch_ || kv_head >= num_kv_heads_) return ConstMatrixView();
+  return ConstMatrixView(keys_.data() + (item * num_kv_heads_ + kv_head) * capacity_ * d_k_,
+                         size_, d_k_);
+}
+
+ConstMatrixView KVCache::Values(size_t item, size_t kv_head) const {
+  if (item >= batch_ || kv_head >= num_kv_heads_) return ConstMatrixView();
+  return ConstMatrixView(values_.data() + (item * num_kv_heads_ + kv_head) * capacity_ * d_v_,
+                         size_, d_v_);
+}
+
+Status KVCache::Append(ConstMatrixView K_new, ConstMatrixView V_new) {
+  ATTNKIT_RETURN_IF_ERROR(CheckCreated(*this));
+  ATTNKIT_RETURN_IF_ERROR(CheckView("K_new", K_new));
+  size_t T_new;
+  ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("K_new", K_new.rows, batch_, &T_new));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("K_new", K_new, K_new.rows, num_kv_heads_ * d_k_,
+                                     "batch * T_new", "num_kv_heads * d_k of the cache"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("V_new", V_new, K_new.rows, num_kv_heads_ * d_v_,
+                                     "batch * T_new, the rows of K_new",
+                                     "num_kv_heads * d_v of the cache"));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("K_new", K_new));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("V_new", V_new));
+  ATTNKIT_RETURN_IF_ERROR(CheckRoom(*this, T_new));
+  AppendUnchecked(K_new, V_new);
+  return Status::Ok();
+}
+
+void KVCache::AppendUnchecked(ConstMatrixView K_new, ConstMatrixView V_new) {
+  const size_t T_new = K_new.rows / batch_;
+  for (size_t b = 0; b < batch_; ++b) {
+    for (size_t g = 0; g < num_kv_heads_; ++g) {
+      float* k = keys_.data() + ((b * num_kv_heads_ + g) * capacity_ + size_) * d_k_;
+      float* v = values_.data() + ((b * num_kv_heads_ + g) * capacity_ + size_) * d_v_;
+      for (size_t t = 0; t < T_new; ++t) {
+        std::memcpy(k + t * d_k_, K_new.Row(b * T_new + t) + g * d_k_, d_k_ * sizeof(float));
+        std::memcpy(v + t * d_v_, V_new.Row(b * T_new + t) + g * d_v_, d_v_ * sizeof(float));
+      }
+    }
+  }
+  size_ += T_new;
+}
+
+namespace {
+
+// Heads of the queries against a cache: the config must match the cache.
+Status CheckHeadsMatchCache(const Heads& heads, const KVCache& cache) {
+  if (heads.num_kv_heads != cache.num_kv_heads()) {
+    return Status(ErrorCode::kShapeMismatch,
+                  "num_kv_heads: expected " + Str(cache.num_kv_heads()) +
+                      " (the cache's), got " + Str(heads.num_kv_heads));
+  }
+  if (heads.d_k != cache.d_k()) {
+    return Status(ErrorCode::kShapeMismatch,
+                  "d_k: expected " + Str(cache.d_k()) + " (the cache's), got " + Str(heads.d_k));
+  }
+  if (heads.d_v != cache.d_v()) {
+    return Status(ErrorCode::kShapeMismatch,
+                  "d_v: expected " + Str(cache.d_v()) + " (the cache's), got " + Str(heads.d_v));
+  }
+  return Status::Ok();
+}
+
+// Tasks of every (item, query head) against the cache holding T_k tokens.
+void AddCachedTasks(ConstMatrixView Q, MatrixView out, const KVCache& cache, size_t T_q,
+                    size_t T_k, const Heads& heads, const AttentionOptions& options,
+                    std::vector<internal::HeadTask>* tasks) {
+  internal::AddHeadTasks(
+      Q, out, cache.batch(), T_q, T_k, heads, options,
+      [&](size_t b, size_t g, ConstMatrixView* k, ConstMatrixView* v) {
+        // Rows [0, T_k): the views may run past size() before the append
+        // that fills them; the storage is allocated for the full capacity.
+        const ConstMatrixView keys = cache.Keys(b, g), values = cache.Values(b, g);
+        *k = ConstMatrixView(keys.data, T_k, keys.cols);
+        *v = ConstMatrixView(values.data, T_k, values.cols);
+      },
+      tasks);
+}
+
+}  // namespace
+
+Status AttendCached(ConstMatrixView Q_new, const KVCache& cache, size_t num_heads,
+                    const AttentionOptions& options, MatrixView out) {
+  ATTNKIT_RETURN_IF_ERROR(CheckCreated(cache));
+  ATTNKIT_RETURN_IF_ERROR(CheckView("Q_new", Q_new));
+  HeadConfig config;
+  config.num_heads = num_heads;
+  config.num_kv_heads = cache.num_kv_heads();
+  config.d_k = cache.d_k();
+  config.d_v = cache.d_v();
+  Heads heads;
+  ATTNKIT_RETURN_IF_ERROR(internal::ResolveHeads(config, Q_new.cols, "the columns of Q_new", 0, &heads));
+  size_t T_new;
+  ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("Q_new", Q_new.rows, cache.batch(), &T_new));
+  if (T_new > cache.size()) {
+    return Status(ErrorCode::kShapeMismatch,
+                  "Q_new: expected at most " + Str(cache.size()) +
+                      " tokens per item (the cache's size; append K and V first), got " + Str(T_new));
+  }
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("Q_new", Q_new, Q_new.rows, num_heads * cache.d_k(),
+                                     "batch * T_new", "num_heads * d_k of the cache"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, Q_new.rows, num_heads * cache.d_v(),
+                                     "batch * T_new, the rows of Q_new", "num_heads * d_v"));
+  ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, "Q_new", Q_new));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("Q_new", Q_new));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, cache.batch()));
+  internal::AttentionJob job;
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T_new, cache.size(), cache.d_k(),
+                                                 /*batched=*/true, &job.params));
+  AddCachedTasks(Q_new, out, cache, T_new, cache.size(), heads, options, &job.heads);
+  if (!internal::RunAttentionJob(job)) return internal::OverflowStatus("out");
+  return Status::Ok();
+}
+
+Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
+                       const HeadConfig& config, const AttentionOptions& options, KVCache* cache,
+                       MatrixView out) {
+  if (cache == nullptr) {
+    return Status(ErrorCode::kInvalidArgument, "cache: expected a pointer, got null");
+  }
+  ATTNKIT_RETURN_IF_ERROR(CheckCreated(*cache));
+  ATTNKIT_RETURN_IF_ERROR(CheckView("X_new", X_new));
+  Heads heads;
+  ATTNKIT_RETURN_IF_ERROR(internal::ResolveHeads(config, X_new.cols, "d_model", 0, &heads));
+  ATTNKIT_RETURN_IF_ERROR(CheckHeadsMatchCache(heads, *cache));
+  size_t T_new;
+  ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("X_new", X_new.rows, cache->batch(), &T_new));
+  size_t d_out;
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckMultiHeadWeights(weights, X_new.cols, heads, &d_out));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, X_new.rows, d_out, "batch * T_new, the rows of X_new",
+                                     weights.W_O.empty() ? "num_heads * d_v" : "the columns of W_O"));
+  ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, "X_new", X_new));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("X_new", X_new));
+  ATTNKIT_RETURN_IF_ERROR(CheckRoom(*cache, T_new));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, cache->batch()));
+  const size_t T_k = cache->size() + T_new;
+  internal::AttentionJob job;
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T_new, T_k, heads.d_k,
+                                                 /*batched=*/true, &job.params));
+  Matrix Q(X_new.rows, heads.num_heads * heads.d_k);
+  Matrix K(X_new.rows, heads.num_kv_heads * heads.d_k);
+  Matrix V(X_new.rows, heads.num_kv_heads * heads.d_v);
+  Matrix merged;
+  MatrixView heads_out = out;
+  if (!weights.W_O.empty()) {
+    merged.Reset(X_new.rows, heads.num_heads * heads.d_v);
+    heads_out = merged.view();
+    job.output = {merged.view(), weights.W_O, out};
+  }
+  job.projections = {{X_new, weights.W_Q, Q.view()}, {X_new, weights.W_K, K.view()},
+                     {X_new, weights.W_V, V.view()}};
+  job.after_projections = [&] { cache->AppendUnchecked(K.view(), V.view()); };
+  AddCachedTasks(Q.view(), heads_out, *cache, T_new, T_k, heads, options, &job.heads);
+  const size_t size_before = cache->size();
+  if (!internal::RunAttentionJob(job)) {
+    cache->Truncate(size_before);  // leave the cache as it was
+    return internal::OverflowStatus("out");
+  }
+  return Status::Ok();
+}
+
+}  // namespace attnkit

@@ -1,0 +1,74 @@
+// attnkit: a key/value cache for token-by-token decoding.
+#ifndef ATTNKIT_KV_CACHE_H_
+#define ATTNKIT_KV_CACHE_H_
+
+#include <cstddef>
+#include <vector>
+
+#include "src/core/attention.h"
+#include "src/core/matrix.h"
+#include "src/core/multihead.h"
+#include "src/core/status.h"
+
+namespace attnkit {
+
+// Layout: keys   [batch, num_kv_heads, capacity, d_k]
+//         values [batch, num_kv_heads, capacity, d_v]
+// contiguous; rows [0, size()) of each (item, head) block are filled. Every
+// batch item holds the same number of tokens. The capacity is fixed at
+// creation: appending past it is an error (ErrorCode::kCapacity) and leaves
+// the cache unchanged.
+class KVCache {
+ public:
+  KVCache() = default;  // empty; use Create
+
+  static Status Create(size_t batch, size_t num_kv_heads, size_t d_k, size_t d_v,
+                       size_t capacity, KVCache* cache);
+
+  size_t batch() const { return batch_; }
+  size_t num_kv_heads() const { return num_kv_heads_; }
+  size_t d_k() const { return d_k_; }
+  size_t d_v() const { return d_v_; }
+  size_t capacity() const { return capacity_; }
+  size_t size() const { return size_; }  // tokens cached per batch item
+
+  // Appends T_new tokens per item: K_new [batch*T_new, num_kv_heads*d_k],
+  // V_new [batch*T_new, num_kv_heads*d_v] (concatenated-head layout).
+  Status Append(ConstMatrixView K_new, ConstMatrixView V_new);
+
+  // The cached keys [size, d_k] / values [size, d_v] of one item and head.
+  // Views are valid until the next Append, Reset or Create.
+  ConstMatrixView Keys(size_t item, size_t kv_head) const;
+  ConstMatrixView Values(size_t item, size_t kv_head) const;
+
+  void Reset() { size_ = 0; }  // forget all tokens, keep the capacity
+
+  // For MultiHeadDecode, which has checked everything already: append without
+  // checks, and undo to an earlier size.
+  void AppendUnchecked(ConstMatrixView K_new, ConstMatrixView V_new);
+  void Truncate(size_t size) { if (size < size_) size_ = size; }
+
+ private:
+  size_t batch_ = 0, num_kv_heads_ = 0, d_k_ = 0, d_v_ = 0, capacity_ = 0;
+  size_t size_ = 0;
+  std::vector<float> keys_, values_;
+};
+
+// The newest T_new tokens' queries against everything cached (the queries'
+// own tokens must already be appended): Q_new [batch*T_new, num_heads*d_k]
+// -> out [batch*T_new, num_heads*d_v]. Causal by default with offset
+// size - T_new, so row t equals row (size - T_new + t) of full causal attention.
+Status AttendCached(ConstMatrixView Q_new, const KVCache& cache, size_t num_heads,
+                    const AttentionOptions& options, MatrixView out);
+
+// One decoding step of multi-head self-attention: projects X_new
+// [batch*T_new, d_model] to Q, K, V, appends K and V to the cache, attends the
+// new queries against the cache and applies W_O -> out [batch*T_new, d_out].
+// On error the cache is unchanged.
+Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
+                       const HeadConfig& config, const AttentionOptions& options,
+                       KVCache* cache, MatrixView out);
+
+}  // namespace attnkit
+
+#endif  // ATTNKIT_KV_CACHE_H_

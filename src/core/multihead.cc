@@ -1,0 +1,263 @@
+// attnkit: multi-head attention, grouped K/V heads, batching, split/merge.
+#include "src/core/multihead.h"
+
+#include <cstring>
+#include <string>
+
+#include "src/core/heads.h"
+#include "src/core/internal.h"
+#include "src/core/validate.h"
+
+namespace attnkit {
+namespace internal {
+
+Status ResolveHeads(const HeadConfig& c, size_t q_cols, const char* q_cols_name,
+                    size_t v_cols, Heads* h) {
+  if (c.num_heads == 0) {
+    return Status(ErrorCode::kInvalidArgument, "num_heads: expected at least 1, got 0");
+  }
+  h->num_heads = c.num_heads;
+  h->num_kv_heads = c.num_kv_heads ? c.num_kv_heads : c.num_heads;
+  if (c.num_heads % h->num_kv_heads != 0) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "num_kv_heads: expected a divisor of num_heads = " + std::to_string(c.num_heads) +
+                      ", got " + std::to_string(h->num_kv_heads));
+  }
+  h->d_k = c.d_k;
+  if (h->d_k == 0) {
+    if (q_cols % c.num_heads != 0) {
+      return Status(ErrorCode::kInvalidArgument,
+                    std::string("num_heads: expected a divisor of ") + q_cols_name + " = " +
+                        std::to_string(q_cols) + " (d_k = " + q_cols_name +
+                        " / num_heads), got " + std::to_string(c.num_heads));
+    }
+    h->d_k = q_cols / c.num_heads;
+  }
+  h->d_v = c.d_v;
+  if (h->d_v == 0) {
+    if (v_cols == 0) {
+      h->d_v = h->d_k;
+    } else if (v_cols % h->num_kv_heads != 0) {
+      return Status(ErrorCode::kShapeMismatch,
+                    "V: expected columns divisible by num_kv_heads = " +
+                        std::to_string(h->num_kv_heads) + ", got " + std::to_string(v_cols));
+    } else {
+      h->d_v = v_cols / h->num_kv_heads;
+    }
+  }
+  // Guard the products used for shapes below.
+  size_t n;
+  ATTNKIT_RETURN_IF_ERROR(CheckedProduct("num_heads * d_k", h->num_heads, h->d_k, &n));
+  ATTNKIT_RETURN_IF_ERROR(CheckedProduct("num_heads * d_v", h->num_heads, h->d_v, &n));
+  return Status::Ok();
+}
+
+Status SequenceLength(const char* name, size_t rows, size_t batch, size_t* seq_len) {
+  if (batch == 0) {
+    return Status(ErrorCode::kInvalidArgument, "batch: expected at least 1, got 0");
+  }
+  if (rows % batch != 0) {
+    return Status(ErrorCode::kShapeMismatch,
+                  std::string(name) + ": expected rows divisible by batch = " +
+                      std::to_string(batch) + " (rows = batch * seq_len), got " +
+                      std::to_string(rows));
+  }
+  *seq_len = rows / batch;
+  return Status::Ok();
+}
+
+Status CheckKeyLengthCount(const AttentionOptions& options, size_t batch) {
+  if (!options.key_lengths.empty() && options.key_lengths.size() != batch) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "key_lengths: expected batch = " + std::to_string(batch) +
+                      " lengths (or none), got " + std::to_string(options.key_lengths.size()));
+  }
+  return Status::Ok();
+}
+
+void AddHeadTasks(
+    ConstMatrixView Q, MatrixView out, size_t batch, size_t T_q, size_t T_k, const Heads& heads,
+    const AttentionOptions& options,
+    const std::function<void(size_t, size_t, ConstMatrixView*, ConstMatrixView*)>& kv,
+    std::vector<HeadTask>* tasks) {
+  for (size_t b = 0; b < batch; ++b) {
+    const size_t key_length = KeyLength(options, b, T_k);
+    for (size_t h = 0; h < heads.num_heads; ++h) {
+      HeadTask t;
+      t.Q = Q.Block(b * T_q, T_q, h * heads.d_k, heads.d_k);
+      kv(b, h / heads.group(), &t.K, &t.V);
+      t.out = out.Block(b * T_q, T_q, h * heads.d_v, heads.d_v);
+      t.key_length = key_length;
+      tasks->push_back(t);
+    }
+  }
+}
+
+}  // namespace internal
+
+using internal::CheckFinite;
+using internal::CheckNoOverlap;
+using internal::CheckShape;
+using internal::CheckView;
+using internal::Heads;
+
+Status SplitHeads(ConstMatrixView x, size_t num_heads, MatrixView out) {
+  ATTNKIT_RETURN_IF_ERROR(CheckView("x", x));
+  if (num_heads == 0) {
+    return Status(ErrorCode::kInvalidArgument, "num_heads: expected at least 1, got 0");
+  }
+  if (x.cols % num_heads != 0) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "num_heads: expected a divisor of the columns of x = " + std::to_string(x.cols) +
+                      ", got " + std::to_string(num_heads));
+  }
+  const size_t T = x.rows, d = x.cols / num_heads;
+  size_t rows;
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct("out rows (num_heads * T)", num_heads, T, &rows));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, rows, d, "num_heads * T", "head dim = cols / num_heads"));
+  ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, "x", x));
+  for (size_t h = 0; h < num_heads; ++h) {
+    for (size_t t = 0; t < T; ++t) {
+      std::memcpy(out.Row(h * T + t), x.Row(t) + h * d, d * sizeof(float));
+    }
+  }
+  return Status::Ok();
+}
+
+Status MergeHeads(ConstMatrixView heads, size_t num_heads, MatrixView out) {
+  ATTNKIT_RETURN_IF_ERROR(CheckView("heads", heads));
+  size_t T;
+  if (num_heads == 0) {
+    return Status(ErrorCode::kInvalidArgument, "num_heads: expected at least 1, got 0");
+  }
+  if (heads.rows % num_heads != 0) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "num_heads: expected a divisor of the rows of heads = " +
+                      std::to_string(heads.rows) + ", got " + std::to_string(num_heads));
+  }
+  T = heads.rows / num_heads;
+  const size_t d = heads.cols;
+  size_t cols;
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct("out cols (num_heads * d)", num_heads, d, &cols));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, T, cols, "T = rows of heads / num_heads", "num_heads * d"));
+  ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, "heads", heads));
+  for (size_t h = 0; h < num_heads; ++h) {
+    for (size_t t = 0; t < T; ++t) {
+      std::memcpy(out.Row(t) + h * d, heads.Row(h * T + t), d * sizeof(float));
+    }
+  }
+  return Status::Ok();
+}
+
+Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
+                             size_t batch, const HeadConfig& config,
+                             const AttentionOptions& options, MatrixView out) {
+  ATTNKIT_RETURN_IF_ERROR(CheckView("Q", Q));
+  ATTNKIT_RETURN_IF_ERROR(CheckView("K", K));
+  ATTNKIT_RETURN_IF_ERROR(CheckView("V", V));
+  Heads heads;
+  ATTNKIT_RETURN_IF_ERROR(internal::ResolveHeads(config, Q.cols, "the columns of Q", V.cols, &heads));
+  size_t T_q, T_k;
+  ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("Q", Q.rows, batch, &T_q));
+  ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("K", K.rows, batch, &T_k));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("Q", Q, Q.rows, heads.num_heads * heads.d_k, "batch * T_q",
+                                     "num_heads * d_k"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("K", K, K.rows, heads.num_kv_heads * heads.d_k,
+                                     "batch * T_k", "num_kv_heads * d_k"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("V", V, K.rows, heads.num_kv_heads * heads.d_v,
+                                     "batch * T_k, the rows of K", "num_kv_heads * d_v"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, Q.rows, heads.num_heads * heads.d_v,
+                                     "batch * T_q, the rows of Q", "num_heads * d_v"));
+  ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, "Q", Q));
+  ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, "K", K));
+  ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, "V", V));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("Q", Q));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("K", K));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("V", V));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, batch));
+  internal::AttentionJob job;
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T_q, T_k, heads.d_k, /*batched=*/true,
+                                                 &job.params));
+  internal::AddHeadTasks(
+      Q, out, batch, T_q, T_k, heads, options,
+      [&](size_t b, size_t g, ConstMatrixView* k, ConstMatrixView* v) {
+        *k = K.Block(b * T_k, T_k, g * heads.d_k, heads.d_k);
+        *v = V.Block(b * T_k, T_k, g * heads.d_v, heads.d_v);
+      },
+      &job.heads);
+  if (!internal::RunAttentionJob(job)) return internal::OverflowStatus("out");
+  return Status::Ok();
+}
+
+namespace internal {
+
+Status CheckMultiHeadWeights(const MultiHeadWeights& w, size_t d_model, const Heads& heads,
+                             size_t* d_out) {
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("W_Q", w.W_Q, d_model, heads.num_heads * heads.d_k,
+                                     "d_model, the columns of X", "num_heads * d_k"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("W_K", w.W_K, d_model, heads.num_kv_heads * heads.d_k,
+                                     "d_model, the columns of X", "num_kv_heads * d_k"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("W_V", w.W_V, d_model, heads.num_kv_heads * heads.d_v,
+                                     "d_model, the columns of X", "num_kv_heads * d_v"));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("W_Q", w.W_Q));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("W_K", w.W_K));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("W_V", w.W_V));
+  *d_out = heads.num_heads * heads.d_v;
+  if (!w.W_O.empty()) {
+    ATTNKIT_RETURN_IF_ERROR(CheckShape("W_O", w.W_O, heads.num_heads * heads.d_v, w.W_O.cols,
+                                       "num_heads * d_v", "d_out"));
+    ATTNKIT_RETURN_IF_ERROR(CheckFinite("W_O", w.W_O));
+    *d_out = w.W_O.cols;
+  }
+  return Status::Ok();
+}
+
+}  // namespace internal
+
+Status MultiHeadAttention(ConstMatrixView X, size_t batch, const MultiHeadWeights& weights,
+                          const HeadConfig& config, const AttentionOptions& options,
+                          MatrixView out) {
+  ATTNKIT_RETURN_IF_ERROR(CheckView("X", X));
+  Heads heads;
+  ATTNKIT_RETURN_IF_ERROR(internal::ResolveHeads(config, X.cols, "d_model", 0, &heads));
+  size_t T;
+  ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("X", X.rows, batch, &T));
+  size_t d_out;
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckMultiHeadWeights(weights, X.cols, heads, &d_out));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, X.rows, d_out, "batch * T, the rows of X",
+                                     weights.W_O.empty() ? "num_heads * d_v" : "the columns of W_O"));
+  ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, "X", X));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("X", X));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, batch));
+  internal::AttentionJob job;
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T, T, heads.d_k, /*batched=*/true,
+                                                 &job.params));
+  size_t n;
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct("Q [batch*T, num_heads*d_k]", X.rows,
+                                                   heads.num_heads * heads.d_k, &n));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct("V [batch*T, num_heads*d_v]", X.rows,
+                                                   heads.num_heads * heads.d_v, &n));
+  Matrix Q(X.rows, heads.num_heads * heads.d_k);
+  Matrix K(X.rows, heads.num_kv_heads * heads.d_k);
+  Matrix V(X.rows, heads.num_kv_heads * heads.d_v);
+  Matrix merged;
+  MatrixView heads_out = out;
+  if (!weights.W_O.empty()) {
+    merged.Reset(X.rows, heads.num_heads * heads.d_v);
+    heads_out = merged.view();
+    job.output = {merged.view(), weights.W_O, out};
+  }
+  job.projections = {{X, weights.W_Q, Q.view()}, {X, weights.W_K, K.view()},
+                     {X, weights.W_V, V.view()}};
+  internal::AddHeadTasks(
+      Q.view(), heads_out, batch, T, T, heads, options,
+      [&](size_t b, size_t g, ConstMatrixView* k, ConstMatrixView* v) {
+        *k = K.view().Block(b * T, T, g * heads.d_k, heads.d_k);
+        *v = V.view().Block(b * T, T, g * heads.d_v, heads.d_v);
+      },
+      &job.heads);
+  if (!internal::RunAttentionJob(job)) return internal::OverflowStatus("out");
+  return Status::Ok();
+}
+
+}  // namespace attnkit

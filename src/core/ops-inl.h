@@ -1,0 +1,199 @@
+// attnkit: per-target SIMD kernels (Highway). Included by dispatch.cc once per
+// target through foreach_target.h, hence the toggled include guard. All
+// pointers are float32, row-major; n counts elements. Unless said otherwise
+// inputs and outputs must not alias (HWY_RESTRICT).
+
+#if defined(ATTNKIT_OPS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef ATTNKIT_OPS_INL_H_
+#undef ATTNKIT_OPS_INL_H_
+#else
+#define ATTNKIT_OPS_INL_H_
+#endif
+
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+#include "src/core/matrix.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace attnkit {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using DF1 = hn::CappedTag<float, 1>;  // one lane, for the tails
+
+// a [n] . b [n]. Two independent accumulators hide FMA latency (4 cycles, 2
+// ports); more did not help at the head sizes attention uses (d_k <= 256).
+HWY_INLINE float Dot(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
+                     size_t n) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  auto sum0 = hn::Zero(d);
+  auto sum1 = hn::Zero(d);
+  size_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    sum0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), sum0);
+    sum1 = hn::MulAdd(hn::LoadU(d, a + i + N), hn::LoadU(d, b + i + N), sum1);
+  }
+  for (; i + N <= n; i += N) {
+    sum0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), sum0);
+  }
+  const DF1 d1;
+  auto tail = hn::Zero(d1);
+  for (; i < n; ++i) {
+    tail = hn::MulAdd(hn::LoadU(d1, a + i), hn::LoadU(d1, b + i), tail);
+  }
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(sum0, sum1))) + hn::GetLane(tail);
+}
+
+// y [n] += s * x [n].
+HWY_INLINE void MulAddRow(float s, const float* HWY_RESTRICT x,
+                          float* HWY_RESTRICT y, size_t n) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  const auto vs = hn::Set(d, s);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    hn::StoreU(hn::MulAdd(vs, hn::LoadU(d, x + i), hn::LoadU(d, y + i)), d, y + i);
+  }
+  const DF1 d1;
+  const auto vs1 = hn::Set(d1, s);
+  for (; i < n; ++i) {
+    hn::StoreU(hn::MulAdd(vs1, hn::LoadU(d1, x + i), hn::LoadU(d1, y + i)), d1, y + i);
+  }
+}
+
+// x [n] = 0.
+HWY_INLINE void ZeroRow(float* HWY_RESTRICT x, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] = 0.0f;
+}
+
+// One vector step of ScaleRow: s * scale, then softcap * tanh(s / softcap).
+template <class D, class V>
+HWY_INLINE V ScaleCap(D d, V v, float scale, float softcap) {
+  v = hn::Mul(v, hn::Set(d, scale));
+  if (softcap > 0.0f) {
+    v = hn::Mul(hn::Set(d, softcap),
+                hn::Tanh(d, hn::Mul(v, hn::Set(d, 1.0f / softcap))));
+  }
+  return v;
+}
+
+// x [n] in place: x * scale, then soft-capped when softcap > 0.
+HWY_INLINE void ScaleRow(float* HWY_RESTRICT x, size_t n, float scale,
+                         float softcap) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    hn::StoreU(ScaleCap(d, hn::LoadU(d, x + i), scale, softcap), d, x + i);
+  }
+  const DF1 d1;
+  for (; i < n; ++i) {
+    hn::StoreU(ScaleCap(d1, hn::LoadU(d1, x + i), scale, softcap), d1, x + i);
+  }
+}
+
+// True if every value of x [n] is finite.
+HWY_INLINE bool AllFinite(const float* HWY_RESTRICT x, size_t n) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  // |v| < inf is false for +-inf and NaN.
+  const auto inf = hn::Set(d, std::numeric_limits<float>::infinity());
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    if (!hn::AllTrue(d, hn::Lt(hn::Abs(hn::LoadU(d, x + i)), inf))) return false;
+  }
+  for (; i < n; ++i) {
+    if (!(x[i] - x[i] == 0.0f)) return false;
+  }
+  return true;
+}
+
+// Row softmax of x [n] in place, numerically stable: p_j = exp(x_j - max) /
+// sum. -inf entries (masked) get exactly 0; a row of only -inf becomes all
+// zeros. Returns false if the row holds NaN or +inf (overflowed scores).
+// Exp is Highway's (1 ULP, valid down to -FLT_MAX; 0 below -104).
+HWY_INLINE bool SoftmaxRow(float* HWY_RESTRICT x, size_t n) {
+  const DF d;
+  const DF1 d1;
+  const size_t N = hn::Lanes(d);
+  const float kInf = std::numeric_limits<float>::infinity();
+  // Pass 1: max, and reject NaN / +inf (v < +inf is false for both).
+  auto vmax = hn::Set(d, -kInf);
+  auto vmax1 = hn::Set(d1, -kInf);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto v = hn::LoadU(d, x + i);
+    if (!hn::AllTrue(d, hn::Lt(v, hn::Set(d, kInf)))) return false;
+    vmax = hn::Max(vmax, v);
+  }
+  for (; i < n; ++i) {
+    const auto v = hn::LoadU(d1, x + i);
+    if (!hn::AllTrue(d1, hn::Lt(v, hn::Set(d1, kInf)))) return false;
+    vmax1 = hn::Max(vmax1, v);
+  }
+  const float max = std::max(hn::GetLane(hn::MaxOfLanes(d, vmax)), hn::GetLane(vmax1));
+  if (max == -kInf) {  // fully masked: zeros, not NaN from -inf - -inf
+    ZeroRow(x, n);
+    return true;
+  }
+  // Pass 2: x = exp(x - max) (exp(-inf) = 0), summed with two accumulators.
+  auto vsum = hn::Zero(d);
+  auto vsum1 = hn::Zero(d1);
+  i = 0;
+  for (; i + N <= n; i += N) {
+    const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), hn::Set(d, max)));
+    vsum = hn::Add(vsum, e);
+    hn::StoreU(e, d, x + i);
+  }
+  for (; i < n; ++i) {
+    const auto e = hn::Exp(d1, hn::Sub(hn::LoadU(d1, x + i), hn::Set(d1, max)));
+    vsum1 = hn::Add(vsum1, e);
+    hn::StoreU(e, d1, x + i);
+  }
+  // sum >= 1: the max entry contributes exp(0) = 1.
+  const float inv = 1.0f / (hn::GetLane(hn::SumOfLanes(d, vsum)) + hn::GetLane(vsum1));
+  ScaleRow(x, n, inv, 0.0f);
+  return true;
+}
+
+// C [M, N] = A [M, K] B [K, N]. Row i of C accumulates A[i, k] * B row k.
+HWY_INLINE void MatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
+  for (size_t i = 0; i < A.rows; ++i) {
+    float* HWY_RESTRICT c = C.Row(i);
+    ZeroRow(c, C.cols);
+    const float* HWY_RESTRICT a = A.Row(i);
+    for (size_t k = 0; k < A.cols; ++k) {
+      if (a[k] != 0.0f) MulAddRow(a[k], B.Row(k), c, C.cols);
+    }
+  }
+}
+
+// C [M, N] = A [M, K] B^T with B [N, K]: C[i, j] = A row i . B row j.
+HWY_INLINE void MatMulTransposed(ConstMatrixView A, ConstMatrixView B,
+                                 MatrixView C) {
+  for (size_t i = 0; i < A.rows; ++i) {
+    for (size_t j = 0; j < B.rows; ++j) {
+      C(i, j) = Dot(A.Row(i), B.Row(j), A.cols);
+    }
+  }
+}
+
+// True if every value of m is finite.
+HWY_INLINE bool AllFinite(ConstMatrixView m) {
+  for (size_t r = 0; r < m.rows; ++r) {
+    if (!AllFinite(m.Row(r), m.cols)) return false;
+  }
+  return true;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace attnkit
+HWY_AFTER_NAMESPACE();
+
+#endif  // ATTNKIT_OPS_INL_H_

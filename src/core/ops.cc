@@ -1,0 +1,65 @@
+// attnkit: the public kernel operations: check arguments, dispatch once.
+#include "src/core/ops.h"
+
+#include <cmath>
+
+#include "src/core/internal.h"
+#include "src/core/validate.h"
+
+namespace attnkit {
+
+using internal::CheckFinite;
+using internal::CheckNoOverlap;
+using internal::CheckShape;
+using internal::CheckView;
+
+Status MatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
+  ATTNKIT_RETURN_IF_ERROR(CheckView("A", A));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("B", B, A.cols, B.cols, "K, the columns of A", "N"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("C", C, A.rows, B.cols, "M, the rows of A",
+                                     "N, the columns of B"));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("A", A));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("B", B));
+  ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("C", C, "A", A));
+  ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("C", C, "B", B));
+  if (!internal::RunMatMul(A, B, C)) return internal::OverflowStatus("C");
+  return Status::Ok();
+}
+
+Status MatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
+  ATTNKIT_RETURN_IF_ERROR(CheckView("A", A));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("B", B, B.rows, A.cols, "N", "K, the columns of A"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("C", C, A.rows, B.rows, "M, the rows of A",
+                                     "N, the rows of B"));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("A", A));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("B", B));
+  ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("C", C, "A", A));
+  ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("C", C, "B", B));
+  if (!internal::RunMatMulTransposed(A, B, C)) return internal::OverflowStatus("C");
+  return Status::Ok();
+}
+
+Status ScaleScores(MatrixView x, float scale, float softcap) {
+  ATTNKIT_RETURN_IF_ERROR(CheckView("x", x));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("x", x));
+  if (!std::isfinite(scale)) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "scale: expected a finite number, got " + std::to_string(scale));
+  }
+  if (!std::isfinite(softcap) || softcap < 0.0f) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "softcap: expected 0 (off) or a finite number > 0, got " + std::to_string(softcap));
+  }
+  if (!internal::RunScaleScores(x, scale, softcap)) return internal::OverflowStatus("x");
+  return Status::Ok();
+}
+
+Status SoftmaxRows(MatrixView x) {
+  ATTNKIT_RETURN_IF_ERROR(CheckView("x", x));
+  // -inf marks masked entries; NaN and +inf are errors.
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("x", x, /*allow_neg_inf=*/true));
+  if (!internal::RunSoftmaxRows(x)) return internal::OverflowStatus("x");
+  return Status::Ok();
+}
+
+}  // namespace attnkit

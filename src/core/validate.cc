@@ -1,0 +1,183 @@
+#include "src/core/validate.h"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <sstream>
+
+namespace attnkit {
+namespace internal {
+namespace {
+
+std::string Str(size_t v) { return std::to_string(v); }
+
+std::string FloatString(float v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+}  // namespace
+
+std::string ShapeString(size_t rows, size_t cols) {
+  return "[" + Str(rows) + ", " + Str(cols) + "]";
+}
+
+Status CheckedProduct(const char* what, size_t a, size_t b, size_t* product) {
+  if (b != 0 && a > std::numeric_limits<size_t>::max() / b) {
+    return Status(ErrorCode::kOverflow, std::string(what) + ": expected a size product that fits in size_t, got " +
+                                            Str(a) + " * " + Str(b) + " which overflows");
+  }
+  *product = a * b;
+  if (*product > kMaxElements) {
+    return Status(ErrorCode::kOverflow, std::string(what) + ": expected at most " + Str(kMaxElements) +
+                                            " elements, got " + Str(a) + " * " + Str(b) + " = " +
+                                            Str(*product));
+  }
+  return Status::Ok();
+}
+
+template <typename T>
+Status CheckView(const char* name, MatrixViewT<T> v) {
+  const std::string n(name);
+  if (v.rows == 0 || v.cols == 0) {
+    return Status(ErrorCode::kInvalidArgument,
+                  n + ": expected a non-empty matrix, got shape " + ShapeString(v.rows, v.cols));
+  }
+  if (v.data == nullptr) {
+    return Status(ErrorCode::kInvalidArgument,
+                  n + ": expected a data pointer, got null for shape " + ShapeString(v.rows, v.cols));
+  }
+  if (v.stride < v.cols) {
+    return Status(ErrorCode::kInvalidArgument, n + ": expected a row stride >= cols = " + Str(v.cols) +
+                                                   ", got " + Str(v.stride));
+  }
+  size_t span;
+  ATTNKIT_RETURN_IF_ERROR(CheckedProduct(name, v.rows, v.stride, &span));
+  return Status::Ok();
+}
+template Status CheckView(const char*, MatrixViewT<float>);
+template Status CheckView(const char*, MatrixViewT<const float>);
+template Status CheckView(const char*, MatrixViewT<const uint8_t>);
+
+template <typename T>
+Status CheckShape(const char* name, MatrixViewT<T> v, size_t rows, size_t cols,
+                  const char* rows_note, const char* cols_note) {
+  ATTNKIT_RETURN_IF_ERROR(CheckView(name, v));
+  const std::string n(name);
+  if (v.rows != rows) {
+    return Status(ErrorCode::kShapeMismatch, n + ": expected " + Str(rows) + " rows (" + rows_note +
+                                                 "), got " + Str(v.rows) + " (shape " +
+                                                 ShapeString(v.rows, v.cols) + ")");
+  }
+  if (v.cols != cols) {
+    return Status(ErrorCode::kShapeMismatch, n + ": expected " + Str(cols) + " columns (" + cols_note +
+                                                 "), got " + Str(v.cols) + " (shape " +
+                                                 ShapeString(v.rows, v.cols) + ")");
+  }
+  return Status::Ok();
+}
+template Status CheckShape(const char*, MatrixViewT<float>, size_t, size_t, const char*,
+                           const char*);
+template Status CheckShape(const char*, MatrixViewT<const float>, size_t, size_t,
+                           const char*, const char*);
+template Status CheckShape(const char*, MatrixViewT<const uint8_t>, size_t, size_t,
+                           const char*, const char*);
+
+Status CheckFinite(const char* name, ConstMatrixView v, bool allow_neg_inf) {
+  for (size_t r = 0; r < v.rows; ++r) {
+    const float* row = v.Row(r);
+    for (size_t c = 0; c < v.cols; ++c) {
+      const float x = row[c];
+      if (std::isfinite(x) || (allow_neg_inf && x == -std::numeric_limits<float>::infinity())) {
+        continue;
+      }
+      return Status(ErrorCode::kNonFinite,
+                    std::string(name) + ": expected finite values" +
+                        (allow_neg_inf ? " or -inf" : "") + ", got " + FloatString(x) +
+                        " at (" + Str(r) + ", " + Str(c) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckNoOverlap(const char* out_name, MatrixView out, const char* in_name,
+                      ConstMatrixView in) {
+  const float* o0 = out.data;
+  const float* o1 = out.data + (out.rows - 1) * out.stride + out.cols;
+  const float* i0 = in.data;
+  const float* i1 = in.data + (in.rows - 1) * in.stride + in.cols;
+  // Compare as integers: pointers into different arrays are not ordered.
+  const auto a0 = reinterpret_cast<uintptr_t>(o0), a1 = reinterpret_cast<uintptr_t>(o1);
+  const auto b0 = reinterpret_cast<uintptr_t>(i0), b1 = reinterpret_cast<uintptr_t>(i1);
+  if (a0 < b1 && b0 < a1) {
+    return Status(ErrorCode::kInvalidArgument, std::string(out_name) +
+                                                   ": expected memory separate from " + in_name +
+                                                   ", got an overlapping view");
+  }
+  return Status::Ok();
+}
+
+Status CheckOptions(const AttentionOptions& o, size_t T_q, size_t T_k,
+                    size_t default_scale_dim, bool batched, ScoreParams* params) {
+  if (o.scale.has_value()) {
+    const float s = *o.scale;
+    if (!std::isfinite(s) || !(s > 0.0f)) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "scale: expected a finite number > 0, got " + FloatString(s));
+    }
+    params->scale = s;
+  } else {
+    params->scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(default_scale_dim)));
+  }
+  if (!std::isfinite(o.softcap) || o.softcap < 0.0f) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "softcap: expected 0 (off) or a finite number > 0, got " + FloatString(o.softcap));
+  }
+  params->softcap = o.softcap;
+  params->causal = o.causal;
+  if (o.key_length.has_value() && *o.key_length > T_k) {
+    return Status(ErrorCode::kInvalidArgument, "key_length: expected at most T_k = " + Str(T_k) +
+                                                   ", got " + Str(*o.key_length));
+  }
+  if (!o.key_lengths.empty() && !batched) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "key_lengths: expected empty for a single sequence (use key_length), got " +
+                      Str(o.key_lengths.size()) + " lengths");
+  }
+  for (size_t b = 0; b < o.key_lengths.size(); ++b) {
+    if (o.key_lengths[b] > T_k) {
+      return Status(ErrorCode::kInvalidArgument, "key_lengths[" + Str(b) +
+                                                     "]: expected at most T_k = " + Str(T_k) +
+                                                     ", got " + Str(o.key_lengths[b]));
+    }
+  }
+  params->bool_mask = MaskView();
+  if (!o.bool_mask.empty()) {
+    ATTNKIT_RETURN_IF_ERROR(CheckShape("bool_mask", o.bool_mask, T_q, T_k, "T_q, the query count",
+                                       "T_k, the key count"));
+    params->bool_mask = o.bool_mask;
+  }
+  params->additive_mask = ConstMatrixView();
+  if (!o.additive_mask.empty()) {
+    ATTNKIT_RETURN_IF_ERROR(CheckShape("additive_mask", o.additive_mask, T_q, T_k,
+                                       "T_q, the query count", "T_k, the key count"));
+    ATTNKIT_RETURN_IF_ERROR(CheckFinite("additive_mask", o.additive_mask, /*allow_neg_inf=*/true));
+    params->additive_mask = o.additive_mask;
+  }
+  return Status::Ok();
+}
+
+size_t KeyLength(const AttentionOptions& o, size_t item, size_t T_k) {
+  if (!o.key_lengths.empty()) return o.key_lengths[item];
+  return o.key_length.value_or(T_k);
+}
+
+Status OverflowStatus(const char* what) {
+  return Status(ErrorCode::kOverflow,
+                std::string(what) + ": expected results within float range, got an overflow "
+                                    "(inf or NaN) from finite inputs; scale the inputs down");
+}
+
+}  // namespace internal
+}  // namespace attnkit

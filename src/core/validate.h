@@ -1,0 +1,61 @@
+// attnkit: argument checks shared by the public operations. Every message
+// names the parameter, what was expected and what was given.
+#ifndef ATTNKIT_VALIDATE_H_
+#define ATTNKIT_VALIDATE_H_
+
+#include <cstddef>
+#include <string>
+
+#include "src/core/attention.h"
+#include "src/core/internal.h"
+#include "src/core/matrix.h"
+#include "src/core/status.h"
+
+namespace attnkit {
+namespace internal {
+
+// The largest matrix (in elements) attnkit accepts or allocates: 2^28 floats
+// (1 GiB). Larger requests fail with ErrorCode::kOverflow instead of
+// exhausting memory.
+constexpr size_t kMaxElements = size_t{1} << 28;
+
+// "[3, 4]"
+std::string ShapeString(size_t rows, size_t cols);
+
+// a * b, or an error naming `what` if it overflows or exceeds kMaxElements.
+Status CheckedProduct(const char* what, size_t a, size_t b, size_t* product);
+
+// A usable view: non-null, rows and cols > 0, stride >= cols, size in range.
+template <typename T>
+Status CheckView(const char* name, MatrixViewT<T> v);
+
+// CheckView plus the exact shape. `rows_note` / `cols_note` say where the
+// expected number comes from, e.g. "d_model, the columns of X".
+template <typename T>
+Status CheckShape(const char* name, MatrixViewT<T> v, size_t rows, size_t cols,
+                  const char* rows_note, const char* cols_note);
+
+// Every value finite (additive masks may also hold -inf).
+Status CheckFinite(const char* name, ConstMatrixView v, bool allow_neg_inf = false);
+
+// `out` must not share memory with `in`.
+Status CheckNoOverlap(const char* out_name, MatrixView out, const char* in_name,
+                      ConstMatrixView in);
+
+// Checks options against the shapes of one head [T_q, T_k] with d_k columns
+// and fills the score parameters (scale, softcap, masks). `batched`: whether
+// options.key_lengths may be used. `default_scale_dim`: the dimension whose
+// 1/sqrt gives the default scale.
+Status CheckOptions(const AttentionOptions& options, size_t T_q, size_t T_k,
+                    size_t default_scale_dim, bool batched, ScoreParams* params);
+
+// The key length of batch item `item` (all keys if no padding is set).
+size_t KeyLength(const AttentionOptions& options, size_t item, size_t T_k);
+
+// The status for a job that overflowed.
+Status OverflowStatus(const char* what);
+
+}  // namespace internal
+}  // namespace attnkit
+
+#endif  // ATTNKIT_VALIDATE_H_

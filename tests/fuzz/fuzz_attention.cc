@@ -1,0 +1,226 @@
+// libFuzzer target: drives the public attnkit API with random shapes, values,
+// masks and options (some deliberately wrong). Built with
+// -fsanitize=fuzzer,address,undefined. It fails (traps) if an operation
+// crashes, trips a sanitizer, reports OK on non-finite input, reports an error
+// without a message, or returns OK with a NaN or Inf in its output.
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "src/core/attnkit.h"
+
+namespace {
+
+using attnkit::ConstMatrixView;
+using attnkit::Matrix;
+using attnkit::Status;
+
+void Check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "fuzz_attention: %s\n", what);
+    __builtin_trap();
+  }
+}
+
+struct Fuzz {
+  FuzzedDataProvider& in;
+  bool all_finite = true;  // every float handed out so far was finite
+
+  size_t Size(size_t max) { return in.ConsumeIntegralInRange<size_t>(0, max); }
+  // Mostly 1..max, sometimes 0 (an error case).
+  size_t Dim(size_t max) { return in.ConsumeIntegralInRange<uint8_t>(0, 15) == 0 ? 0 : 1 + Size(max - 1); }
+
+  float Value() {
+    switch (in.ConsumeIntegralInRange<int>(0, 15)) {
+      case 0: {  // any bit pattern: NaN, Inf, huge, tiny
+        const uint32_t bits = in.ConsumeIntegral<uint32_t>();
+        float f;
+        std::memcpy(&f, &bits, sizeof(f));
+        if (!std::isfinite(f)) all_finite = false;
+        return f;
+      }
+      case 1:
+        return in.ConsumeFloatingPointInRange<float>(-1e4f, 1e4f);
+      default:
+        return in.ConsumeIntegralInRange<int>(-64, 64) / 16.0f;
+    }
+  }
+
+  Matrix Mat(size_t rows, size_t cols) {
+    Matrix m(rows, cols);
+    for (size_t i = 0; i < m.size(); ++i) m.data()[i] = Value();
+    return m;
+  }
+
+  // Usually the right size, sometimes off by one (an error case).
+  size_t Maybe(size_t n) {
+    switch (in.ConsumeIntegralInRange<int>(0, 31)) {
+      case 0: return n + 1;
+      case 1: return n ? n - 1 : 0;
+      default: return n;
+    }
+  }
+
+  attnkit::AttentionOptions Options(size_t T_q, size_t T_k, size_t batch, Matrix* additive,
+                                    std::vector<uint8_t>* mask) {
+    attnkit::AttentionOptions o;
+    const uint8_t flags = in.ConsumeIntegral<uint8_t>();
+    o.causal = flags & 1;
+    if (flags & 2) o.scale = in.ConsumeBool() ? Value() : in.ConsumeFloatingPointInRange<float>(0.01f, 4.0f);
+    if (flags & 4) o.softcap = in.ConsumeFloatingPointInRange<float>(-1.0f, 60.0f);
+    if (flags & 8) o.key_length = Size(T_k + 1);
+    if (flags & 16) {
+      for (size_t b = 0, n = Maybe(batch); b < n; ++b) o.key_lengths.push_back(Size(T_k + 1));
+    }
+    if (flags & 32) {
+      const size_t r = Maybe(T_q), c = Maybe(T_k);
+      mask->resize(r * c);
+      for (auto& m : *mask) m = in.ConsumeBool();
+      o.bool_mask = attnkit::MaskView(mask->data(), r, c);
+    }
+    if (flags & 64) {
+      *additive = Matrix(Maybe(T_q), Maybe(T_k));
+      for (size_t i = 0; i < additive->size(); ++i) {
+        additive->data()[i] = in.ConsumeIntegralInRange<int>(0, 3) == 0
+                                  ? -INFINITY
+                                  : in.ConsumeFloatingPointInRange<float>(-8.0f, 8.0f);
+      }
+      o.additive_mask = *additive;
+    }
+    return o;
+  }
+};
+
+bool Finite(ConstMatrixView m) {
+  for (size_t r = 0; r < m.rows; ++r)
+    for (size_t c = 0; c < m.cols; ++c)
+      if (!std::isfinite(m(r, c))) return false;
+  return true;
+}
+
+// Every status: an error has a message; OK needs finite inputs and outputs.
+void Expect(const Status& s, const Fuzz& f, std::initializer_list<ConstMatrixView> outputs) {
+  if (!s.ok()) {
+    Check(!s.message().empty(), "error without a message");
+    return;
+  }
+  Check(f.all_finite, "OK status for non-finite input");
+  for (const ConstMatrixView& o : outputs) Check(Finite(o), "NaN or Inf in an OK output");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  FuzzedDataProvider in(data, size);
+  Fuzz f{in};
+  const int op = in.ConsumeIntegralInRange<int>(0, 7);
+  const size_t T = f.Dim(12), T_k = f.Dim(12), d_model = f.Dim(12), d_k = f.Dim(8),
+               d_v = f.Dim(8), batch = 1 + f.Size(2);
+  Matrix additive;
+  std::vector<uint8_t> mask;
+  switch (op) {
+    case 0: {  // Attention / cross-attention on Q, K, V
+      Matrix Q = f.Mat(T, d_k), K = f.Mat(T_k, f.Maybe(d_k)), V = f.Mat(f.Maybe(T_k), d_v);
+      auto o = f.Options(T, T_k, 1, &additive, &mask);
+      Matrix out(T, f.Maybe(d_v));
+      Expect(attnkit::Attention(Q, K, V, o, out), f, {out});
+      break;
+    }
+    case 1: {  // SelfAttention with projections
+      Matrix X = f.Mat(T, d_model), WQ = f.Mat(f.Maybe(d_model), d_k),
+             WK = f.Mat(d_model, f.Maybe(d_k)), WV = f.Mat(d_model, d_v);
+      auto o = f.Options(T, T, 1, &additive, &mask);
+      Matrix out(f.Maybe(T), d_v);
+      Expect(attnkit::SelfAttention(X, WQ, WK, WV, o, out), f, {out});
+      break;
+    }
+    case 2: {  // Trace
+      Matrix X = f.Mat(T, d_model), WQ = f.Mat(d_model, d_k), WK = f.Mat(d_model, d_k),
+             WV = f.Mat(f.Maybe(d_model), d_v);
+      auto o = f.Options(T, T, 1, &additive, &mask);
+      attnkit::AttentionTrace t;
+      const Status s = attnkit::TraceAttention(X, WQ, WK, WV, o, &t);
+      Expect(s, f, {t.output, t.weights, t.Q, t.K, t.V});
+      break;
+    }
+    case 3: {  // ParameterFree
+      Matrix X = f.Mat(T, d_model);
+      auto o = f.Options(T, T, 1, &additive, &mask);
+      Matrix out(T, f.Maybe(d_model));
+      Expect(attnkit::ParameterFreeAttention(X, o, out), f, {out});
+      break;
+    }
+    case 4: case 5: {  // MultiHeadAttention (4) or MultiHeadAttentionQKV (5)
+      attnkit::HeadConfig c;
+      c.num_heads = f.Size(4);
+      c.num_kv_heads = f.Size(4);
+      c.d_k = f.Size(4);
+      c.d_v = f.Size(4);
+      const size_t h = c.num_heads ? c.num_heads : 1, kvh = c.num_kv_heads ? c.num_kv_heads : h;
+      const size_t dk = c.d_k ? c.d_k : (d_model / h ? d_model / h : 1), dv = c.d_v ? c.d_v : dk;
+      if (op == 4) {
+        auto o = f.Options(T, T, batch, &additive, &mask);
+        Matrix X = f.Mat(batch * T, d_model), WQ = f.Mat(d_model, h * dk),
+               WK = f.Mat(d_model, f.Maybe(kvh * dk)), WV = f.Mat(d_model, kvh * dv);
+        const bool use_wo = in.ConsumeBool();  // W_O is optional
+        Matrix WO = use_wo ? f.Mat(h * dv, d_model) : Matrix();
+        attnkit::MultiHeadWeights w{WQ, WK, WV, use_wo ? ConstMatrixView(WO) : ConstMatrixView()};
+        Matrix out(batch * T, w.W_O.empty() ? h * dv : d_model);
+        Expect(attnkit::MultiHeadAttention(X, batch, w, c, o, out), f, {out});
+      } else {
+        Matrix Q = f.Mat(batch * T, h * dk), K = f.Mat(batch * T_k, kvh * dk),
+               V = f.Mat(batch * f.Maybe(T_k), kvh * dv);
+        auto o = f.Options(T, T_k, batch, &additive, &mask);
+        Matrix out(batch * T, h * dv);
+        Expect(attnkit::MultiHeadAttentionQKV(Q, K, V, batch, c, o, out), f, {out});
+      }
+      break;
+    }
+    case 6: {  // decode with a KV cache, a few steps
+      const size_t h = 1 + f.Size(3), kvh = 1 + f.Size(h - 1), dk = 1 + f.Size(4), dv = 1 + f.Size(4);
+      attnkit::KVCache cache;
+      const Status created = attnkit::KVCache::Create(batch, kvh, dk, dv, f.Dim(8), &cache);
+      Expect(created, f, {});
+      attnkit::HeadConfig c{h, kvh, dk, dv};
+      Matrix WQ = f.Mat(d_model, h * dk), WK = f.Mat(d_model, kvh * dk),
+             WV = f.Mat(d_model, kvh * dv), WO = f.Mat(h * dv, d_model);
+      attnkit::MultiHeadWeights w{WQ, WK, WV, WO};
+      const bool weights_finite = f.all_finite;
+      for (int step = 0, steps = 1 + f.Size(4); step < steps; ++step) {
+        const size_t t_new = 1 + f.Size(2);
+        f.all_finite = weights_finite;  // this step's inputs: weights and X
+        Matrix X = f.Mat(batch * t_new, d_model);
+        attnkit::DecodeOptions o;
+        Matrix out(batch * t_new, d_model);
+        const size_t before = cache.size();
+        const Status s = attnkit::MultiHeadDecode(X, w, c, o, &cache, out);
+        Expect(s, f, {out});
+        Check(s.ok() ? cache.size() == before + t_new : cache.size() == before,
+              "cache size wrong after decode");
+      }
+      break;
+    }
+    case 7: {  // kernels
+      Matrix x = f.Mat(T, T_k);
+      if (x.size() && in.ConsumeBool()) x.data()[0] = -INFINITY;
+      // Softmax accepts -inf (masked); only NaN and +inf are bad input.
+      f.all_finite = true;
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (std::isnan(x.data()[i]) || x.data()[i] == INFINITY) f.all_finite = false;
+      }
+      Expect(attnkit::SoftmaxRows(x), f, {});
+      f.all_finite = true;
+      Matrix A = f.Mat(T, d_k), B = f.Mat(f.Maybe(d_k), d_v), C(T, d_v);
+      Expect(attnkit::MatMul(A, B, C), f, {C});
+      f.all_finite = true;
+      Matrix heads(T * d_k, d_v), merged(d_k ? T : 0, d_k * d_v);
+      Expect(attnkit::MergeHeads(heads, d_k, merged), f, {merged});
+      break;
+    }
+  }
+  return 0;
+}
