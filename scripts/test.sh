@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# npm test: installs what is missing, builds every variant and runs every
+# suite, then prints a summary. Suites:
+#   native  Catch2 via CTest, Release, every compiled Highway target
+#   asan    the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   wasm    the same suite compiled to WebAssembly (SIMD128), run under node
+#   fuzz    the libFuzzer target for ATTNKIT_FUZZ_SECONDS (default 30)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh || exit 1
+
+declare -a names results
+total_pass=0
+total_fail=0
+
+# Runs ctest in build/$1 and records its counts.
+run_ctest() {
+  local variant=$1 log="build/ctest-$1.log"
+  echo "== test $variant"
+  if ! bash scripts/build.sh "$variant"; then
+    names+=("$variant"); results+=("BUILD FAILED"); total_fail=$((total_fail + 1)); return
+  fi
+  ctest --test-dir "build/$variant" --output-on-failure -j"$(nproc)" 2>&1 | tee "$log"
+  local line pass=0 fail=0
+  line=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1)
+  if [[ $line =~ ([0-9]+)\ tests?\ failed\ out\ of\ ([0-9]+) ]]; then
+    fail=${BASH_REMATCH[1]}
+    pass=$((BASH_REMATCH[2] - fail))
+  else
+    fail=1  # ctest found no tests or did not finish
+  fi
+  names+=("$variant"); results+=("$pass passed, $fail failed")
+  total_pass=$((total_pass + pass)); total_fail=$((total_fail + fail))
+}
+
+run_ctest native
+run_ctest asan
+run_ctest wasm
+
+echo "== test fuzz"
+if bash scripts/fuzz.sh "${ATTNKIT_FUZZ_SECONDS:-30}"; then
+  names+=(fuzz); results+=("1 passed, 0 failed"); total_pass=$((total_pass + 1))
+else
+  names+=(fuzz); results+=("0 passed, 1 failed"); total_fail=$((total_fail + 1))
+fi
+
+echo
+echo "== summary"
+for i in "${!names[@]}"; do printf '  %-8s %s\n' "${names[$i]}" "${results[$i]}"; done
+echo "summary: $total_pass passed, $total_fail failed"
+((total_fail == 0))
