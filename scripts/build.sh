@@ -4,7 +4,9 @@
 #   asan    build/asan    AddressSanitizer + UndefinedBehaviorSanitizer
 #   wasm    build/wasm    Emscripten, WebAssembly SIMD128; tests run under node
 #   fuzz    build/fuzz    clang libFuzzer target with ASan + UBSan
-# Usage: scripts/build.sh [native|asan|wasm|fuzz]...   (default: native)
+#   package dist/         the npm package: wasm (SIMD128) and wasm-scalar modules
+#                         for browsers and Node, the JS layer, the .d.ts
+# Usage: scripts/build.sh [native|asan|wasm|fuzz|package]...   (default: native)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -30,7 +32,30 @@ build() {
       [[ -f build/fuzz/CMakeCache.txt ]] ||
         CXX=clang++ cmake -S . -B build/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNKIT_FUZZ=ON
       cmake --build build/fuzz -j"$jobs" ;;
-    *) echo "build: unknown variant '$variant' (native, asan, wasm, fuzz)" >&2; return 2 ;;
+    wasm-scalar)
+      [[ -f build/wasm-scalar/CMakeCache.txt ]] ||
+        emcmake cmake -S . -B build/wasm-scalar -DCMAKE_BUILD_TYPE=Release \
+          -DATTNKIT_WASM_SIMD=OFF -DATTNKIT_BUILD_TESTS=OFF
+      cmake --build build/wasm-scalar -j"$jobs" ;;
+    package)
+      build wasm
+      build wasm-scalar
+      mkdir -p dist
+      for v in simd scalar; do
+        dir=build/wasm; [[ $v == scalar ]] && dir=build/wasm-scalar
+        cp "$dir/src/bindings/attnkit-$v.mjs" "$dir/src/bindings/attnkit-$v.wasm" \
+           "$dir/src/bindings/attnkit-$v.node.cjs" dist/
+      done
+      # The JS layer: one ES module for browsers and bundlers, one CommonJS
+      # module for Node (re-exported to Node ESM by attnkit.node.mjs).
+      npx esbuild src/js/web.js --bundle --format=esm --log-level=warning \
+        --external:./attnkit-simd.mjs --external:./attnkit-scalar.mjs --outfile=dist/attnkit.mjs
+      npx esbuild src/js/node.js --bundle --format=cjs --platform=node --log-level=warning \
+        --external:./attnkit-simd.node.cjs --external:./attnkit-scalar.node.cjs \
+        --outfile=dist/attnkit.node.cjs
+      cp src/js/node.mjs dist/attnkit.node.mjs
+      cp src/js/attnkit.d.ts dist/attnkit.d.ts ;;
+    *) echo "build: unknown variant '$variant' (native, asan, wasm, wasm-scalar, fuzz, package)" >&2; return 2 ;;
   esac
 }
 

@@ -1,0 +1,254 @@
+/**
+ * attnkit: transformer self-attention computed by a C++17 / Highway SIMD core
+ * compiled to WebAssembly. Every function copies its inputs into the module once
+ * and returns JS-owned Float32Arrays (never views into wasm memory).
+ *
+ * Shapes follow the maths: X [T, d_model], Q [T_q, d_k], K [T_k, d_k],
+ * V [T_k, d_v], scores and weights [T_q, T_k], output [T_q, d_v].
+ */
+
+/** A row-major float32 matrix. */
+export interface Matrix {
+  data: Float32Array;
+  rows: number;
+  cols: number;
+}
+
+/** A row-major float32 tensor of any rank (e.g. [batch, seq, heads * head_dim]). */
+export interface Tensor {
+  data: Float32Array;
+  shape: number[];
+}
+
+/**
+ * What functions accept as a matrix: a {@link Matrix} (data may also be a plain
+ * number array), or nested rows such as `[[1, 2], [3, 4]]`.
+ */
+export type MatrixLike =
+  | { data: Float32Array | ArrayLike<number>; rows: number; cols: number }
+  | ArrayLike<ArrayLike<number>>;
+
+/** A boolean mask [T_q, T_k]: true / nonzero = may attend. */
+export type MaskLike =
+  | { data: Uint8Array | ArrayLike<number | boolean>; rows: number; cols: number }
+  | ArrayLike<ArrayLike<number | boolean>>;
+
+/** What functions accept as a tensor: a {@link Tensor} or a {@link MatrixLike} (rank 2). */
+export type TensorLike =
+  | { data: Float32Array | ArrayLike<number>; shape: ArrayLike<number> }
+  | MatrixLike;
+
+/**
+ * Options of every attention call. Masks combine: a key is attended only if every
+ * mask allows it. Order: raw = Q K^T; scaled = raw * scale, then soft-capped;
+ * masked = scaled + additiveMask, -Infinity where a mask forbids; weights =
+ * row softmax; output = weights V. A fully masked row gives zero weights and a
+ * zero output row, never NaN.
+ */
+export interface AttentionOptions {
+  /** Multiplies Q K^T. Default 1 / sqrt(d_k) (1 / sqrt(d_model) when parameter-free). Finite, > 0. */
+  scale?: number;
+  /** 0 (default) = off; else s -> softcap * tanh(s / softcap) after scaling. Finite, >= 0. */
+  softcap?: number;
+  /** Query i sees key j only if j <= i + (T_k - T_q). Default false (true for KV cache calls). */
+  causal?: boolean;
+  /** Key padding for one sequence: only keys [0, keyLength) are attended. */
+  keyLength?: number;
+  /** Key padding for a batch: one length per item (batched calls only). */
+  keyLengths?: ArrayLike<number>;
+  /** Boolean mask [T_q, T_k], shared by every batch item and head. */
+  boolMask?: MaskLike;
+  /** Additive mask [T_q, T_k] (may hold -Infinity, not NaN or +Infinity). */
+  additiveMask?: MatrixLike;
+}
+
+/** Projection weights of one head: W_Q and W_K [d_model, d_k], W_V [d_model, d_v]. */
+export interface HeadWeights {
+  W_Q: MatrixLike;
+  W_K: MatrixLike;
+  W_V: MatrixLike;
+}
+
+/**
+ * Multi-head weights, one big projection per role: W_Q [d_model, h*d_k],
+ * W_K [d_model, kvh*d_k], W_V [d_model, kvh*d_v], W_O [h*d_v, d_out] (optional:
+ * without it the merged heads [.., h*d_v] are returned).
+ */
+export interface MultiHeadWeights extends HeadWeights {
+  W_O?: MatrixLike;
+}
+
+/** Head configuration. Omitted: numKvHeads = numHeads, dK = d_model / numHeads, dV = dK. */
+export interface HeadConfig {
+  numHeads: number;
+  /** Must divide numHeads; 1 = multi-query attention. */
+  numKvHeads?: number;
+  dK?: number;
+  dV?: number;
+}
+
+/** Every intermediate of single-head attention, each with its shape. */
+export interface AttentionTrace {
+  /** [T, d_model]; absent for traceQKV. */
+  X?: Matrix;
+  Q: Matrix;
+  K: Matrix;
+  V: Matrix;
+  /** Q K^T [T_q, T_k] */
+  rawScores: Matrix;
+  /** raw * scale, soft-capped if enabled */
+  scaledScores: Matrix;
+  /** scaled + additive mask, -Infinity where masked */
+  maskedScores: Matrix;
+  /** row softmax: each row sums to 1, or is all 0 when fully masked */
+  weights: Matrix;
+  /** weights V [T_q, d_v] */
+  output: Matrix;
+  /** the scale that was applied */
+  scale: number;
+}
+
+/**
+ * Layout of multi-head tensors: "bshd" = [batch, seq, heads*head_dim] (PyTorch
+ * Linear output, ONNX MultiHeadAttention) or "bhsd" = [batch, heads, seq, head_dim]
+ * (PyTorch scaled_dot_product_attention).
+ */
+export type HeadLayout = "bshd" | "bhsd";
+
+/** Options of multi-head calls on Q, K, V. */
+export interface MultiHeadOptions extends AttentionOptions {
+  /** Default "bshd". Outputs use the same layout as the inputs. */
+  layout?: HeadLayout;
+}
+
+/** Creation parameters of a {@link KVCache}. */
+export interface KVCacheConfig {
+  batch?: number;
+  numKvHeads: number;
+  dK: number;
+  dV: number;
+  /** Maximum tokens per batch item; appending past it throws. */
+  capacity: number;
+}
+
+/**
+ * Keys and values of past tokens, for token-by-token decoding. Layout
+ * [batch, numKvHeads, capacity, dK|dV]. Holds wasm memory: call dispose() (or use
+ * `using cache = attn.createKVCache(...)`) when done.
+ */
+export interface KVCache {
+  readonly batch: number;
+  readonly numKvHeads: number;
+  readonly dK: number;
+  readonly dV: number;
+  readonly capacity: number;
+  /** Tokens cached per batch item. */
+  readonly size: number;
+  /** Appends tokens: K [batch, T_new, kvh*dK], V [batch, T_new, kvh*dV] (bshd). */
+  append(K: TensorLike, V: TensorLike): void;
+  /** Cached keys [size, dK] of one item and K/V head. */
+  keys(item: number, kvHead: number): Matrix;
+  /** Cached values [size, dV] of one item and K/V head. */
+  values(item: number, kvHead: number): Matrix;
+  /**
+   * The newest queries against the cache (their K/V must be appended already):
+   * Q [batch, T_new, numHeads*dK] -> [batch, T_new, numHeads*dV]. Causal by default.
+   */
+  attend(Q: TensorLike, numHeads: number, options?: AttentionOptions): Tensor;
+  /**
+   * One decoding step: projects X [batch, T_new, d_model], appends its K and V,
+   * attends and applies W_O -> [batch, T_new, d_out]. On error the cache is unchanged.
+   */
+  decode(X: TensorLike, weights: MultiHeadWeights, config: HeadConfig, options?: AttentionOptions): Tensor;
+  /** Forgets every token; keeps the capacity. */
+  reset(): void;
+  /** Frees the wasm memory. Any later call throws. Safe to call twice. */
+  dispose(): void;
+  [Symbol.dispose](): void;
+}
+
+/** The loaded module. */
+export interface Attnkit {
+  /** True if the WebAssembly SIMD128 build was loaded (false: the scalar fallback). */
+  readonly simd: boolean;
+  /** The Highway target the core runs on: "WASM" (SIMD128) or "EMU128"/"SCALAR". */
+  readonly target: string;
+
+  /** Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v] -> [T_q, d_v]. T_q may differ from T_k. */
+  attention(Q: MatrixLike, K: MatrixLike, V: MatrixLike, options?: AttentionOptions): Matrix;
+  /** X [T, d_model] projected to Q, K, V, then attention -> [T, d_v]. */
+  selfAttention(X: MatrixLike, weights: HeadWeights, options?: AttentionOptions): Matrix;
+  /** Queries from Xq [T_q, d_q], keys and values from Xkv [T_k, d_kv] -> [T_q, d_v]. */
+  crossAttention(Xq: MatrixLike, Xkv: MatrixLike, weights: HeadWeights, options?: AttentionOptions): Matrix;
+  /** Q = K = V = X, scale 1/sqrt(d_model) -> [T, d_model]. */
+  parameterFreeAttention(X: MatrixLike, options?: AttentionOptions): Matrix;
+  /** As selfAttention, returning every intermediate. */
+  trace(X: MatrixLike, weights: HeadWeights, options?: AttentionOptions): AttentionTrace;
+  /** As attention, returning every intermediate. */
+  traceQKV(Q: MatrixLike, K: MatrixLike, V: MatrixLike, options?: AttentionOptions): AttentionTrace;
+
+  /** A [M, K] B [K, N] -> [M, N]. */
+  matmul(A: MatrixLike, B: MatrixLike): Matrix;
+  /** Row softmax; -Infinity = masked (weight 0); an all -Infinity row gives zeros. */
+  softmax(x: MatrixLike): Matrix;
+  /** [T, h*d] -> [h, T, d]. */
+  splitHeads(x: MatrixLike, numHeads: number): Tensor;
+  /** [h, T, d] -> [T, h*d]. */
+  mergeHeads(heads: TensorLike): Matrix;
+
+  /**
+   * Multi-head self-attention: X [batch, T, d_model] (or [T, d_model]) -> project ->
+   * split -> attend per head (grouped K/V heads) -> merge -> W_O -> [batch, T, d_out].
+   */
+  multiHeadAttention(X: TensorLike, weights: MultiHeadWeights, config: HeadConfig, options?: AttentionOptions): Tensor;
+  /**
+   * Multi-head attention on projected Q, K, V in layout "bshd" (default) or "bhsd";
+   * the output has the same layout, with head_dim = dV.
+   */
+  multiHeadAttentionQKV(Q: TensorLike, K: TensorLike, V: TensorLike, config: HeadConfig, options?: MultiHeadOptions): Tensor;
+
+  /** A KV cache for decoding (see {@link KVCache}). */
+  createKVCache(config: KVCacheConfig): KVCache;
+
+  /** Bytes of wasm linear memory (for leak checks). */
+  memoryBytes(): number;
+  /** Bytes currently allocated on the wasm heap (for leak checks). */
+  heapBytesInUse(): number;
+}
+
+/** Error codes, as in the C++ core. */
+export type ErrorCode =
+  | "invalid_argument"
+  | "shape_mismatch"
+  | "non_finite"
+  | "overflow"
+  | "capacity"
+  | "type"
+  | "disposed";
+
+/**
+ * Every error attnkit throws. Its message names the parameter, what was expected
+ * and what was given. Bad values (shapes, sizes, non-finite numbers, capacity, use
+ * after dispose) throw AttnkitError, a RangeError; wrong types throw
+ * AttnkitTypeError, a TypeError. `e instanceof AttnkitError` is true for both.
+ */
+export declare class AttnkitError extends RangeError {
+  readonly code: ErrorCode;
+  /** The parameter at fault, e.g. "W_Q" or "options.scale". */
+  readonly parameter: string;
+}
+/** Wrong types: a string where a matrix was expected, a missing argument. */
+export declare class AttnkitTypeError extends TypeError {
+  readonly code: ErrorCode;
+  readonly parameter: string;
+}
+
+/** Loader options. */
+export interface LoadOptions {
+  /** Force the SIMD (true) or scalar (false) build; default: feature detection. */
+  simd?: boolean;
+}
+
+/** Loads the module (once per options; later calls return the same promise). */
+export function createAttnkit(options?: LoadOptions): Promise<Attnkit>;
+export default createAttnkit;

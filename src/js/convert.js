@@ -1,0 +1,152 @@
+// attnkit: turning what users pass (nested arrays, {data, rows, cols},
+// {data, shape}, options) into checked, flat typed arrays, and the layout
+// changes between "bhsd" and "bshd". No attention maths here.
+import { describe, rangeError, typeError } from "./errors.js";
+
+const MAX_DIM = 2 ** 31 - 1;
+
+export function isObject(v) {
+  return v !== null && typeof v === "object";
+}
+
+/** A positive (or, with allowZero, non-negative) integer, else a RangeError naming `name`. */
+export function checkCount(name, value, { allowZero = false } = {}) {
+  if (typeof value !== "number") throw typeError(name, allowZero ? "a non-negative integer" : "a positive integer", value);
+  if (!Number.isInteger(value) || value < (allowZero ? 0 : 1) || value > MAX_DIM) {
+    throw rangeError(name, allowZero ? "a non-negative integer" : "a positive integer", describe(value));
+  }
+  return value;
+}
+
+// Copies array-like numbers into a Float32Array, checking each is a number.
+function toFloat32(name, data, length) {
+  if (data instanceof Float32Array) return data;
+  const out = new Float32Array(length);
+  for (let i = 0; i < length; ++i) {
+    const v = data[i];
+    if (typeof v !== "number") throw typeError(`${name}[${i}]`, "a number", v);
+    out[i] = v;
+  }
+  return out;
+}
+
+function isArrayLike(v) {
+  return Array.isArray(v) || ArrayBuffer.isView(v);
+}
+
+/**
+ * {data: Float32Array, rows, cols} from a Matrix-like or nested rows. `name` is
+ * used in messages ("X", "weights.W_Q").
+ */
+export function toMatrix(name, value) {
+  if (Array.isArray(value)) {
+    const rows = value.length;
+    if (rows === 0) throw rangeError(name, "at least one row", "an empty array");
+    const first = value[0];
+    if (!isArrayLike(first)) throw typeError(`${name}[0]`, "a row (an array of numbers)", first);
+    const cols = first.length;
+    if (cols === 0) throw rangeError(`${name}[0]`, "at least one column", "an empty row");
+    const data = new Float32Array(rows * cols);
+    for (let r = 0; r < rows; ++r) {
+      const row = value[r];
+      if (!isArrayLike(row)) throw typeError(`${name}[${r}]`, "a row (an array of numbers)", row);
+      if (row.length !== cols) throw rangeError(`${name}[${r}]`, `${cols} values (as row 0)`, `${row.length}`, "shape_mismatch");
+      for (let c = 0; c < cols; ++c) {
+        const v = row[c];
+        if (typeof v !== "number") throw typeError(`${name}[${r}][${c}]`, "a number", v);
+        data[r * cols + c] = v;
+      }
+    }
+    return { data, rows, cols };
+  }
+  if (isObject(value) && "data" in value && "rows" in value && "cols" in value) {
+    const rows = checkCount(`${name}.rows`, value.rows);
+    const cols = checkCount(`${name}.cols`, value.cols);
+    const { data } = value;
+    if (!isArrayLike(data)) throw typeError(`${name}.data`, "a Float32Array or an array of numbers", data);
+    if (data.length !== rows * cols) {
+      throw rangeError(`${name}.data`, `${rows * cols} values (rows ${rows} × cols ${cols})`, `${data.length}`, "shape_mismatch");
+    }
+    return { data: toFloat32(`${name}.data`, data, data.length), rows, cols };
+  }
+  if (isObject(value) && "data" in value && "shape" in value) {
+    const t = toTensor(name, value);
+    if (t.shape.length !== 2) throw rangeError(`${name}.shape`, "2 dimensions [rows, cols]", `[${t.shape.join(", ")}]`, "shape_mismatch");
+    return { data: t.data, rows: t.shape[0], cols: t.shape[1] };
+  }
+  throw typeError(name, "a matrix {data, rows, cols} or an array of rows", value);
+}
+
+/** {data: Float32Array, shape: number[]} from a Tensor-like or Matrix-like. */
+export function toTensor(name, value) {
+  if (isObject(value) && !Array.isArray(value) && "shape" in value && "data" in value) {
+    if (!isArrayLike(value.shape)) throw typeError(`${name}.shape`, "an array of sizes", value.shape);
+    const shape = Array.from(value.shape, (d, i) => checkCount(`${name}.shape[${i}]`, d));
+    if (shape.length === 0) throw rangeError(`${name}.shape`, "at least one dimension", "[]", "shape_mismatch");
+    const size = shape.reduce((a, b) => a * b, 1);
+    const { data } = value;
+    if (!isArrayLike(data)) throw typeError(`${name}.data`, "a Float32Array or an array of numbers", data);
+    if (data.length !== size) {
+      throw rangeError(`${name}.data`, `${size} values (shape [${shape.join(", ")}])`, `${data.length}`, "shape_mismatch");
+    }
+    return { data: toFloat32(`${name}.data`, data, size), shape };
+  }
+  const m = toMatrix(name, value);
+  return { data: m.data, shape: [m.rows, m.cols] };
+}
+
+/** A boolean mask as {data: Uint8Array, rows, cols}. */
+export function toMask(name, value) {
+  let rows, cols, get;
+  if (Array.isArray(value)) {
+    rows = value.length;
+    if (rows === 0 || !isArrayLike(value[0])) throw typeError(name, "a boolean mask: an array of rows", value);
+    cols = value[0].length;
+    get = (r, c) => {
+      const row = value[r];
+      if (!isArrayLike(row) || row.length !== cols) {
+        throw rangeError(`${name}[${r}]`, `${cols} values (as row 0)`, describe(row), "shape_mismatch");
+      }
+      return row[c];
+    };
+  } else if (isObject(value) && "data" in value && "rows" in value && "cols" in value) {
+    rows = checkCount(`${name}.rows`, value.rows);
+    cols = checkCount(`${name}.cols`, value.cols);
+    if (!isArrayLike(value.data)) throw typeError(`${name}.data`, "a Uint8Array or an array of booleans", value.data);
+    if (value.data.length !== rows * cols) {
+      throw rangeError(`${name}.data`, `${rows * cols} values (rows ${rows} × cols ${cols})`, `${value.data.length}`, "shape_mismatch");
+    }
+    if (value.data instanceof Uint8Array) return { data: value.data, rows, cols };
+    get = (r, c) => value.data[r * cols + c];
+  } else {
+    throw typeError(name, "a boolean mask {data, rows, cols} or an array of rows", value);
+  }
+  const data = new Uint8Array(rows * cols);
+  for (let r = 0; r < rows; ++r) {
+    for (let c = 0; c < cols; ++c) {
+      const v = get(r, c);
+      if (typeof v !== "boolean" && typeof v !== "number") throw typeError(`${name}[${r}][${c}]`, "a boolean or number", v);
+      data[r * cols + c] = v ? 1 : 0;
+    }
+  }
+  return { data, rows, cols };
+}
+
+/**
+ * [B, S, H, D] stored as [B, H, S, D] ("bhsd") to [B, S, H*D] ("bshd"), or back
+ * with `inverse`. A copy that only moves values.
+ */
+export function transposeHeads(data, B, H, S, D, inverse = false) {
+  const out = new Float32Array(data.length);
+  for (let b = 0; b < B; ++b) {
+    for (let h = 0; h < H; ++h) {
+      for (let s = 0; s < S; ++s) {
+        const bhsd = ((b * H + h) * S + s) * D;
+        const bshd = ((b * S + s) * H + h) * D;
+        if (inverse) out.set(data.subarray(bshd, bshd + D), bhsd);
+        else out.set(data.subarray(bhsd, bhsd + D), bshd);
+      }
+    }
+  }
+  return out;
+}
