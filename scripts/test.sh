@@ -4,6 +4,9 @@
 #   native  Catch2 via CTest, Release, every compiled Highway target
 #   asan    the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   wasm    the same suite compiled to WebAssembly (SIMD128), run under node
+#   node    the npm package (dist/): node:test harness in tests/js, including
+#           the pack-and-install tests (Node ESM/CJS, import map page, Vite app)
+#   browser the web page (web/, built by Vite) in headless Chromium, tests/browser
 #   fuzz    the libFuzzer target for ATTNKIT_FUZZ_SECONDS (default 30)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -33,9 +36,37 @@ run_ctest() {
   total_pass=$((total_pass + pass)); total_fail=$((total_fail + fail))
 }
 
+# Runs `node --test` on a folder and records its counts (TAP "# pass N").
+run_node() {
+  local suite=$1 dir=$2 log="build/node-$1.tap"
+  echo "== test $suite"
+  node --test --test-reporter=spec --test-reporter-destination=stdout \
+    --test-reporter=tap --test-reporter-destination="$log" "$dir"
+  local pass fail
+  pass=$(grep -E '^# pass [0-9]+' "$log" | tail -1 | awk '{print $3}')
+  fail=$(grep -E '^# fail [0-9]+' "$log" | tail -1 | awk '{print $3}')
+  [[ -n $pass && -n $fail ]] || { pass=0; fail=1; }
+  [[ $pass -gt 0 ]] || fail=$((fail + 1))  # a suite that ran nothing has failed
+  names+=("$suite"); results+=("$pass passed, $fail failed")
+  total_pass=$((total_pass + pass)); total_fail=$((total_fail + fail))
+}
+
 run_ctest native
 run_ctest asan
 run_ctest wasm
+
+echo "== build package"
+if bash scripts/build.sh package; then
+  run_node node tests/js
+  echo "== build web"
+  if npx vite build web --logLevel warn; then
+    run_node browser tests/browser
+  else
+    names+=(browser); results+=("BUILD FAILED"); total_fail=$((total_fail + 1))
+  fi
+else
+  names+=(node); results+=("BUILD FAILED"); total_fail=$((total_fail + 1))
+fi
 
 echo "== test fuzz"
 if bash scripts/fuzz.sh "${ATTNKIT_FUZZ_SECONDS:-30}"; then

@@ -44,11 +44,11 @@ Status ScaleScores(MatrixView x, float scale, float softcap) {
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("x", x));
   if (!std::isfinite(scale)) {
     return Status(ErrorCode::kInvalidArgument,
-                  "scale: expected a finite number, got " + std::to_string(scale));
+                  "scale: expected a finite number, got " + internal::FloatString(scale));
   }
   if (!std::isfinite(softcap) || softcap < 0.0f) {
     return Status(ErrorCode::kInvalidArgument,
-                  "softcap: expected 0 (off) or a finite number > 0, got " + std::to_string(softcap));
+                  "softcap: expected 0 (off) or a finite number > 0, got " + internal::FloatString(softcap));
   }
   if (!internal::RunScaleScores(x, scale, softcap)) return internal::OverflowStatus("x");
   return Status::Ok();

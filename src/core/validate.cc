@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <sstream>
+#include <cstdio>
 
 namespace attnkit {
 namespace internal {
@@ -11,13 +11,13 @@ namespace {
 
 std::string Str(size_t v) { return std::to_string(v); }
 
-std::string FloatString(float v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
-
 }  // namespace
+
+std::string FloatString(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", static_cast<double>(v));
+  return buf;
+}
 
 std::string ShapeString(size_t rows, size_t cols) {
   return "[" + Str(rows) + ", " + Str(cols) + "]";

@@ -22,6 +22,9 @@ constexpr size_t kMaxElements = size_t{1} << 28;
 // "[3, 4]"
 std::string ShapeString(size_t rows, size_t cols);
 
+// "0.5", "nan", "-inf"
+std::string FloatString(float v);
+
 // a * b, or an error naming `what` if it overflows or exceeds kMaxElements.
 Status CheckedProduct(const char* what, size_t a, size_t b, size_t* product);
 
