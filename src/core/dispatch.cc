@@ -54,6 +54,8 @@ HWY_INLINE bool AttendHead(const HeadTask& t, const ScoreParams& p,
     for (size_t j = 0; j < n; ++j) row[j] = Dot(q, t.K.Row(j), d_k);
     if (trace) KeepRow(row, n, &trace->raw_scores, i);
     ScaleRow(row, n, p.scale, p.softcap);
+    // A score that overflowed (to +-inf or NaN) is an error, never a mask.
+    if (!AllFinite(row, limit)) return false;
     if (trace) KeepRow(row, n, &trace->scaled_scores, i);
     for (size_t j = limit; j < n; ++j) row[j] = kNegInf;
     if (!p.bool_mask.empty()) {

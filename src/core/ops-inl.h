@@ -77,8 +77,10 @@ template <class D, class V>
 HWY_INLINE V ScaleCap(D d, V v, float scale, float softcap) {
   v = hn::Mul(v, hn::Set(d, scale));
   if (softcap > 0.0f) {
-    v = hn::Mul(hn::Set(d, softcap),
-                hn::Tanh(d, hn::Mul(v, hn::Set(d, 1.0f / softcap))));
+    // Div, not Mul by 1/softcap: for a subnormal softcap the reciprocal is inf
+    // and 0 * inf would be NaN.
+    const auto cap = hn::Set(d, softcap);
+    v = hn::Mul(cap, hn::Tanh(d, hn::Div(v, cap)));
   }
   return v;
 }

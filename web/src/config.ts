@@ -1,0 +1,99 @@
+// Resolves the state into consistent shapes: tokens per batch item, d_model,
+// d_k, d_v, heads and kv heads, and the options passed to attnkit.
+import type { AttentionOptions } from "attnkit";
+import { FEATURES } from "./lexicon";
+import { SEED001 } from "./presets";
+import { customCells, type State } from "./state";
+import { tokenize, uniqueLabels } from "./tokenize";
+
+export const PAD = "[PAD]";
+
+export interface Item {
+  tokens: string[];
+  labels: string[];
+  /** Tokens before padding. */
+  realLength: number;
+}
+
+export interface Config {
+  items: Item[];
+  T: number;
+  dModel: number;
+  dK: number;
+  dV: number;
+  heads: number;
+  kvHeads: number;
+  featureNames: string[] | null;
+  seedMode: boolean;
+  /** The scale passed to attnkit (1/sqrt(d_k) when scaling, divided by the temperature). */
+  scale: number;
+  truncated: boolean;
+  /** What was adjusted to keep the shapes consistent. */
+  notes: string[];
+}
+
+function largestDivisorAtMost(n: number, max: number): number {
+  for (let d = Math.max(1, Math.min(n, max)); d > 1; d--) if (n % d === 0) return d;
+  return 1;
+}
+
+const int = (v: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, Math.round(v) || lo));
+
+export function resolveConfig(s: State): Config {
+  const notes: string[] = [];
+  const seedMode = s.weights === "seed";
+  let truncated = false;
+  const texts = seedMode ? [SEED001.tokens.join(" ")] : s.batch ? [s.text, s.text2] : [s.text];
+  const raw = texts.map((t) => {
+    const r = tokenize(t);
+    truncated ||= r.truncated;
+    return r.tokens.length ? r.tokens : ["…"];
+  });
+  let T = Math.max(...raw.map((t) => t.length));
+  if (s.mask === "padding" && !seedMode && !s.batch) T += 2;
+  const items: Item[] = raw.map((tokens) => {
+    const padded = tokens.concat(Array<string>(T - tokens.length).fill(PAD));
+    return { tokens: padded, labels: uniqueLabels(padded), realLength: tokens.length };
+  });
+
+  let dModel = seedMode ? 4 : s.emb === "features" ? FEATURES.length : int(s.dModel, 2, 256);
+  let weights = s.weights;
+  if (weights === "designed" && s.emb !== "features") {
+    notes.push("designed heads need the feature embeddings: random weights used");
+    weights = "random";
+  }
+  let heads = int(s.heads, 1, 16);
+  let dK = int(s.dK, 1, 256);
+  let dV = int(s.dV, 1, 256);
+  if (weights !== "random") {
+    const h = largestDivisorAtMost(dModel, heads);
+    if (h !== heads) notes.push(`heads must divide d_model = ${dModel}: using ${h}`);
+    heads = h;
+    dK = dV = dModel / heads;
+  }
+  let kvHeads = largestDivisorAtMost(heads, int(s.kvHeads, 1, 16));
+  if (weights !== "random") kvHeads = heads; // fixed projections: one K/V head per head
+  else if (kvHeads !== s.kvHeads) notes.push(`kv heads must divide heads: using ${kvHeads}`);
+  if (seedMode) dModel = 4;
+  const scale = (s.scaling ? 1 / Math.sqrt(dK) : 1) / s.temperature;
+  return {
+    items, T, dModel, dK, dV, heads, kvHeads, seedMode, scale, truncated, notes,
+    featureNames: s.emb === "features" && !seedMode ? [...FEATURES] : null,
+  };
+}
+
+/** The options of every attention call for one batch item. */
+export function attentionOptions(s: State, cfg: Config, item: Item): AttentionOptions {
+  const o: AttentionOptions = { scale: cfg.scale };
+  if (s.mask === "causal") o.causal = true;
+  if (item.realLength < cfg.T) o.keyLength = item.realLength;
+  if (s.mask === "custom") {
+    const blocked = customCells(s);
+    const rows: number[][] = [];
+    for (let i = 0; i < cfg.T; i++) {
+      rows.push(Array.from({ length: cfg.T }, (_, j) => (blocked.has(`${i}.${j}`) ? 0 : 1)));
+    }
+    o.boolMask = rows;
+  }
+  return o;
+}

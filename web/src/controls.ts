@@ -1,0 +1,110 @@
+// The settings panel: reads the state into the form and turns form events into state patches.
+import type { Config } from "./config";
+import { PRESETS, presetById } from "./presets";
+import { DEFAULT_STATE, type State } from "./state";
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+
+type Set = (patch: Partial<State>, opts?: { animate?: boolean }) => void;
+
+/** The state a preset selects (its fields on top of the defaults for inputs). */
+export function presetState(id: string, s: State): Partial<State> {
+  const p = presetById(id);
+  if (!p) return { preset: "custom" };
+  return {
+    preset: p.id, text: p.text, text2: p.text2 ?? s.text2, batch: false, custom: "", edits: {},
+    query: 1, head: 0, decodeStep: 0, emb: DEFAULT_STATE.emb, ...p.set,
+  };
+}
+
+export function bindControls(get: () => State, set: Set): void {
+  const preset = $<HTMLSelectElement>("preset");
+  preset.innerHTML = PRESETS.map((p) => `<option value="${p.id}">${p.label}</option>`).join("") + `<option value="custom">custom text</option>`;
+  preset.addEventListener("change", () => set(presetState(preset.value, get()), { animate: true }));
+  $<HTMLTextAreaElement>("text").addEventListener("input", (e) => {
+    const s = get();
+    const patch: Partial<State> = { text: (e.target as HTMLTextAreaElement).value, preset: "custom", custom: "" };
+    if (s.weights === "seed") patch.weights = "identity";
+    set(patch);
+  });
+  $<HTMLTextAreaElement>("text2").addEventListener("input", (e) => set({ text2: (e.target as HTMLTextAreaElement).value, custom: "" }));
+  const checks: [string, keyof State][] = [["batch", "batch"], ["pe", "pe"], ["scaling", "scaling"]];
+  for (const [id, key] of checks) {
+    $<HTMLInputElement>(id).addEventListener("change", (e) => set({ [key]: (e.target as HTMLInputElement).checked, custom: "" } as Partial<State>));
+  }
+  $<HTMLSelectElement>("emb").addEventListener("change", (e) => {
+    const emb = (e.target as HTMLSelectElement).value as State["emb"];
+    const s = get();
+    set({ emb, edits: {}, weights: s.weights === "designed" && emb === "random" ? "random" : s.weights === "seed" ? "identity" : s.weights });
+  });
+  $<HTMLSelectElement>("weights").addEventListener("change", (e) => {
+    const w = (e.target as HTMLSelectElement).value as State["weights"];
+    if (w === "seed") set(presetState("seed001", get()));
+    else set({ weights: w, edits: {}, emb: w === "designed" ? "features" : get().emb, preset: get().weights === "seed" ? "custom" : get().preset });
+  });
+  const numbers: [string, keyof State][] = [["dModel", "dModel"], ["seed", "seed"], ["dK", "dK"], ["dV", "dV"], ["heads", "heads"], ["kvHeads", "kvHeads"]];
+  for (const [id, key] of numbers) {
+    $<HTMLInputElement>(id).addEventListener("change", (e) => {
+      const v = Number((e.target as HTMLInputElement).value);
+      if (!Number.isFinite(v)) return;
+      const patch = { [key]: v, edits: {} } as Partial<State>;
+      if (key === "heads" && get().kvHeads === get().heads) patch.kvHeads = v;
+      set(patch);
+    });
+  }
+  $<HTMLButtonElement>("reroll").addEventListener("click", () => set({ seed: get().seed + 1, weights: get().weights === "seed" ? "random" : get().weights === "identity" ? "random" : get().weights, edits: {} }));
+  $<HTMLButtonElement>("reset-edits").addEventListener("click", () => set({ edits: {} }));
+  $<HTMLSelectElement>("mask").addEventListener("change", (e) => set({ mask: (e.target as HTMLSelectElement).value as State["mask"] }));
+  $<HTMLInputElement>("temperature").addEventListener("input", (e) => set({ temperature: Number((e.target as HTMLInputElement).value) }));
+  $<HTMLSelectElement>("query").addEventListener("change", (e) => set({ query: Number((e.target as HTMLSelectElement).value) }, { animate: true }));
+  $<HTMLSelectElement>("head").addEventListener("change", (e) => set({ head: Number((e.target as HTMLSelectElement).value) }, { animate: true }));
+  $<HTMLSelectElement>("speed").addEventListener("change", (e) => set({ speed: Number((e.target as HTMLSelectElement).value) }));
+}
+
+function setValue(id: string, v: string): void {
+  const el = $<HTMLInputElement>(id);
+  if (el.value !== v && document.activeElement !== el) el.value = v;
+}
+
+function options(sel: HTMLSelectElement, items: string[], value: number): void {
+  const html = items.map((t, i) => `<option value="${i}">${t}</option>`).join("");
+  if (sel.dataset.html !== html) {
+    sel.innerHTML = html;
+    sel.dataset.html = html;
+  }
+  sel.value = String(value);
+}
+
+export function syncControls(s: State, cfg: Config): void {
+  setValue("preset", s.preset);
+  setValue("text", cfg.seedMode ? cfg.items[0].tokens.join(" ") : s.text);
+  setValue("text2", s.text2);
+  $<HTMLInputElement>("batch").checked = s.batch;
+  $<HTMLInputElement>("batch").disabled = cfg.seedMode;
+  $("text2-label").hidden = !s.batch || cfg.seedMode;
+  setValue("emb", s.emb);
+  $<HTMLSelectElement>("emb").disabled = cfg.seedMode;
+  setValue("dModel", String(cfg.dModel));
+  $<HTMLInputElement>("dModel").disabled = s.emb !== "random" || cfg.seedMode;
+  $<HTMLInputElement>("pe").checked = s.pe;
+  setValue("weights", s.weights);
+  setValue("seed", String(s.seed));
+  setValue("dK", String(cfg.dK));
+  setValue("dV", String(cfg.dV));
+  setValue("heads", String(cfg.heads));
+  setValue("kvHeads", String(cfg.kvHeads));
+  for (const id of ["dK", "dV", "kvHeads"]) $<HTMLInputElement>(id).disabled = s.weights !== "random";
+  setValue("mask", s.mask);
+  $<HTMLInputElement>("scaling").checked = s.scaling;
+  setValue("temperature", String(s.temperature));
+  $("temp-out").textContent = s.temperature.toFixed(2);
+  options($<HTMLSelectElement>("query"), cfg.items[0].labels.map((l, i) => `${i}: ${l}`), Math.min(s.query, cfg.T - 1));
+  options($<HTMLSelectElement>("head"), Array.from({ length: cfg.heads }, (_, h) => `head ${h}`), Math.min(s.head, cfg.heads - 1));
+  setValue("speed", String(s.speed));
+  const nEdits = Object.keys(s.edits).length;
+  $("edits-info").textContent = nEdits ? `${nEdits} edited cell${nEdits > 1 ? "s" : ""}` : "Click a cell of X, W or Wᴼ to edit it.";
+  $<HTMLButtonElement>("reset-edits").disabled = nEdits === 0;
+  const unknown = cfg.items[0].tokens.length;
+  $("token-info").textContent = `${unknown} token${unknown > 1 ? "s" : ""}${cfg.truncated ? " (text truncated)" : ""} · T = ${cfg.T}, d_model = ${cfg.dModel}, d_k = ${cfg.dK}, d_v = ${cfg.dV}, heads = ${cfg.heads}/${cfg.kvHeads} kv`;
+  $("notes").textContent = cfg.notes.join("; ");
+}

@@ -1,0 +1,117 @@
+// Shared pieces of the step scenes.
+import type { AttentionTrace, Attnkit, Matrix } from "attnkit";
+import type { Config } from "../config";
+import { escapeHtml, fmt, sub } from "../format";
+import type { ItemModel, Model } from "../model";
+import type { State } from "../state";
+import type { G, MatrixData } from "../views/matrix";
+
+export interface SceneCtx {
+  attn: Attnkit;
+  state: State;
+  model: Model;
+  cfg: Config;
+  item: ItemModel;
+  itemIndex: number;
+  /** The selected head's trace. */
+  trace: AttentionTrace;
+  /** Width and height available for this item's drawing. */
+  width: number;
+  height: number;
+  /** Play the scene's entry animation. */
+  animate: boolean;
+  set: (patch: Partial<State>) => void;
+  /** Opens the cell editor for an editable matrix ("X0", "WQ", ...). */
+  edit: (name: string, r: number, c: number, value: number, e: MouseEvent) => void;
+}
+
+export interface SceneResult {
+  width: number;
+  height: number;
+  /** Length of the entry animation in ms (0 if none). */
+  duration: number;
+}
+
+export interface Scene {
+  title: string;
+  /** HTML: the maths and the shapes of this step. */
+  caption: (ctx: SceneCtx) => string;
+  render: (g: G, ctx: SceneCtx) => SceneResult;
+}
+
+/** A cell size that fits `unitsW` x `unitsH` cells (plus fixed space) into the box. */
+export function fitCell(unitsW: number, unitsH: number, ctx: SceneCtx, fixedW = 120, fixedH = 120, max = 44): number {
+  const w = (ctx.width - fixedW) / Math.max(1, unitsW);
+  const h = (Math.max(ctx.height, 320) - fixedH) / Math.max(1, unitsH);
+  return Math.max(3, Math.min(max, Math.floor(Math.min(w, h))));
+}
+
+export function tokenLabels(item: ItemModel): string[] {
+  return item.item.tokens.map((l, i) => `${l} ${sub(i)}`);
+}
+
+/** d_model column labels: feature names or indices. */
+export function dimLabels(cfg: Config, n: number): string[] {
+  return cfg.featureNames && cfg.featureNames.length === n ? cfg.featureNames : Array.from({ length: n }, (_, i) => String(i));
+}
+
+export function indexLabels(n: number): string[] {
+  return Array.from({ length: n }, (_, i) => String(i));
+}
+
+export function tokenName(ctx: SceneCtx, i: number): string {
+  return escapeHtml(ctx.item.item.labels[i] ?? String(i));
+}
+
+export function at(m: MatrixData, r: number, c: number): number {
+  return m.data[r * m.cols + c];
+}
+
+export function row(m: MatrixData, r: number): number[] {
+  return Array.from({ length: m.cols }, (_, c) => m.data[r * m.cols + c]);
+}
+
+/** K^T for display: the same numbers laid out by column (a re-layout, no arithmetic). */
+export function transposed(m: Matrix): Matrix {
+  const t = new Float32Array(m.data.length);
+  for (let r = 0; r < m.rows; r++) for (let c = 0; c < m.cols; c++) t[c * m.rows + r] = m.data[r * m.cols + c];
+  return { data: t, rows: m.cols, cols: m.rows };
+}
+
+/** "a₀·b₀ + a₁·b₁ + … = result": the factors written out, the result from attnkit. */
+export function expandDot(a: number[], b: number[], result: number, maxTerms = 8): string {
+  const terms = a.slice(0, maxTerms).map((x, k) => `${fmt(x)}·${fmt(b[k])}`);
+  if (a.length > maxTerms) terms.push(`… (${a.length - maxTerms} more)`);
+  return `${terms.join(" + ")} = <b>${fmt(result, 4)}</b>`;
+}
+
+export function selectedQuery(ctx: SceneCtx): number {
+  return Math.min(Math.max(0, ctx.state.query), ctx.cfg.T - 1);
+}
+
+export function headLabel(ctx: SceneCtx): string {
+  if (ctx.cfg.heads === 1) return "";
+  const g = Math.floor(ctx.state.head / (ctx.cfg.heads / ctx.cfg.kvHeads));
+  return ` (head ${ctx.state.head}${ctx.cfg.kvHeads !== ctx.cfg.heads ? `, kv head ${g}` : ""})`;
+}
+
+/** A boxed note from the seed comparison. */
+export function seedNote(html: string): string {
+  return `<div class="seed-note" data-testid="seed-note"><b>Seed 001 check:</b> ${html}</div>`;
+}
+
+export function vec(a: ArrayLike<number>, digits = 2, max = 8): string {
+  const v = Array.from(a).slice(0, max).map((x) => fmt(x, digits));
+  if (a.length > max) v.push("…");
+  return `[${v.join(", ")}]`;
+}
+
+/** Largest finite |value| (masked cells are −∞). */
+export function maxAbsFinite(m: MatrixData): number {
+  let r = 0;
+  for (let i = 0; i < m.data.length; i++) {
+    const v = Math.abs(m.data[i]);
+    if (Number.isFinite(v) && v > r) r = v;
+  }
+  return r;
+}

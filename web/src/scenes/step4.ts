@@ -1,0 +1,56 @@
+// Step 4: divide by sqrt(d_k) (and by the temperature).
+import { fmt, maxAbs, shape, sub } from "../format";
+import { dur } from "../motion";
+import { diverging } from "../views/colors";
+import { signedLegend } from "../views/legend";
+import { commonTop, drawMatrix, op, outlineRow } from "../views/matrix";
+import { at, fitCell, headLabel, seedNote, selectedQuery, tokenLabels, tokenName, type Scene, type SceneCtx } from "./common";
+
+export function scaleFormula(ctx: SceneCtx): string {
+  const { dK } = ctx.cfg;
+  const { scaling, temperature } = ctx.state;
+  const base = scaling ? `1/√d<sub>k</sub> = 1/√${dK}` : "1 (scaling off)";
+  const temp = temperature !== 1 ? `, divided by the temperature τ = ${temperature}` : "";
+  return `${base}${temp} → scale = <b>${fmt(ctx.trace.scale, 4)}</b>`;
+}
+
+export const step4: Scene = {
+  title: "Scale by 1/√dₖ",
+  caption: (ctx) => {
+    const { T } = ctx.cfg;
+    const seed = ctx.cfg.seedMode ? seedNote("the printed Q K<sup>T</sup>/√4 table is the printed Q K<sup>T</sup> halved (consistent with itself), so it inherits that table's errors; the numbers here follow from the computed scores.") : "";
+    return `<p>Dot products of d<sub>k</sub>-dimensional vectors grow like √d<sub>k</sub>; large scores saturate the softmax (see the saturation view).
+      So every score is multiplied by ${scaleFormula(ctx)}${headLabel(ctx)}.</p>
+      <p class="shapes">Q K<sup>T</sup> / √d<sub>k</sub>: ${shape("T", "T")} → ${shape("T", "T")} = ${shape(T, T)}, element-wise</p>${seed}`;
+  },
+  render: (g, ctx) => {
+    const { T } = ctx.cfg;
+    const tr = ctx.trace;
+    const i = selectedQuery(ctx);
+    const labels = tokenLabels(ctx.item);
+    const cell = fitCell(2 * T + 4, T, ctx, 220, 170);
+    const top = commonTop(cell, labels);
+    const m = Math.max(maxAbs(tr.rawScores.data), 1e-6);
+    const color = diverging(m);
+    const A = drawMatrix(g, { minTop: top, id: "raw4", title: "Q Kᵀ", shape: shape(T, T), m: tr.rawScores, x: 0, y: 0, cell, color,
+      rowLabels: labels, colLabels: labels, rowAxis: "query i", colAxis: "key j",
+      tip: (r, c, v) => `q${sub(r)} · k${sub(c)} = <b>${fmt(v, 4)}</b>` });
+    let x = A.width + cell * 0.4;
+    op(g, x + cell * 1.2, A.gy + (T * cell) / 2, `× ${fmt(tr.scale, 3)}`);
+    x += cell * 2.6 + 30;
+    const B = drawMatrix(g, { minTop: top, id: "scaled", title: "Q Kᵀ / √dₖ", shape: shape(T, T), m: tr.scaledScores, x, y: 0, cell, color,
+      colLabels: labels, rowLabels: labels, labelsRight: true, colAxis: "key j",
+      hidden: ctx.animate ? () => true : undefined,
+      tip: (r, c, v) => `(q${sub(r)} · k${sub(c)}) × scale<br>= ${fmt(at(tr.rawScores, r, c), 4)} × ${fmt(tr.scale, 4)} = <b>${fmt(v, 4)}</b><br>(“${tokenName(ctx, r)}” → “${tokenName(ctx, c)}”)` });
+    outlineRow(g, A, i, T);
+    outlineRow(g, B, i, T);
+    const height = Math.max(A.height, B.height);
+    const lh = signedLegend(g, 8, height + 14, m, "score (same scale for both)");
+    let duration = 0;
+    if (ctx.animate) {
+      B.cells.transition().delay((d) => dur(200 + d.r * 80)).duration(dur(300)).attr("opacity", 1);
+      duration = dur(200 + T * 80 + 300);
+    }
+    return { width: x + B.width, height: height + 14 + lh, duration };
+  },
+};

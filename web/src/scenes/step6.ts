@@ -1,0 +1,60 @@
+// Step 6: softmax per row; each row sums to 1.
+import { fmt, shape, sub } from "../format";
+import { dur } from "../motion";
+import { SEED001 } from "../presets";
+import { diverging, sequential } from "../views/colors";
+import { signedLegend, weightLegend } from "../views/legend";
+import { commonTop, drawMatrix, op, outlineRow } from "../views/matrix";
+import { at, fitCell, headLabel, maxAbsFinite, row, seedNote, selectedQuery, tokenLabels, tokenName, vec, type Scene } from "./common";
+
+export const step6: Scene = {
+  title: "Softmax per row",
+  caption: (ctx) => {
+    const { T } = ctx.cfg;
+    let seed = "";
+    if (ctx.cfg.seedMode) {
+      const col0 = SEED001.softmax.map((r) => r[0]);
+      seed = seedNote(`the seed normalises <b>columns</b> (its column 0: ${vec(col0, 3)} sums to 1, its row 0 sums to ${SEED001.softmax[0][0]}).
+        Softmax runs over each query's <b>row</b> of keys: with the causal mask, query 0 sees only key 0, so row 0 here is ${vec(row(ctx.trace.weights, 0), 3)}.`);
+    }
+    return `<p>Each row becomes a probability distribution over the keys:
+      <b>α<sub>ij</sub> = exp(s<sub>ij</sub>) / Σ<sub>j′</sub> exp(s<sub>ij′</sub>)</b>. Masked cells (−∞) get weight 0; the Σ column shows every row sums to 1${headLabel(ctx)}.</p>
+      <p class="shapes">softmax over the last axis: ${shape("T", "T")} → ${shape(T, T)}; row sums ${shape(T, 1)} = weights × 1</p>${seed}`;
+  },
+  render: (g, ctx) => {
+    const { T } = ctx.cfg;
+    const tr = ctx.trace;
+    const sums = ctx.item.rowSums[ctx.state.head];
+    const i = selectedQuery(ctx);
+    const labels = tokenLabels(ctx.item);
+    const cell = fitCell(2 * T + 6, T, ctx, 260, 170);
+    const top = commonTop(cell, labels);
+    const m = Math.max(maxAbsFinite(tr.maskedScores), 1e-6);
+    const A = drawMatrix(g, { minTop: top, id: "masked6", title: "masked scores", shape: shape(T, T), m: tr.maskedScores, x: 0, y: 0, cell,
+      color: diverging(m), rowLabels: labels, colLabels: labels, rowAxis: "query i",
+      tip: (r, c, v) => `s${sub(r)}${sub(c)} = <b>${fmt(v, 4)}</b>` });
+    let x = A.width + cell * 0.4;
+    op(g, x + cell * 1.6, A.gy + (T * cell) / 2, "softmax →");
+    x += cell * 3.2 + 40;
+    const W = drawMatrix(g, { minTop: top, id: "weights", title: "weights α", shape: shape(T, T), m: tr.weights, x, y: 0, cell, color: sequential(),
+      colLabels: labels, digits: 2, colAxis: "key j",
+      hidden: ctx.animate ? () => true : undefined,
+      tip: (r, c, v) => `α${sub(r)}${sub(c)} = softmax(row ${r})[${c}] = <b>${fmt(v, 4)}</b><br>“${tokenName(ctx, r)}” gives ${fmt(v * 100, 1)}% of its attention to “${tokenName(ctx, c)}”${at(tr.maskedScores, r, c) === -Infinity ? "<br>(masked: exp(−∞) = 0)" : ""}<br>row ${r} sums to ${fmt(at(sums, r, 0), 4)}` });
+    x += W.width + cell * 0.3;
+    const S = drawMatrix(g, { minTop: top, id: "rowsums", title: "Σ", m: sums, x, y: 0, cell, color: sequential(), digits: 2,
+      rowLabels: labels, labelsRight: true, colLabels: [""],
+      hidden: ctx.animate ? () => true : undefined,
+      tip: (r, _c, v) => `Σ<sub>j</sub> α${sub(r)}<sub>j</sub> = <b>${fmt(v, 6)}</b>` });
+    outlineRow(g, W, i, T);
+    const height = Math.max(A.height, W.height, S.height);
+    let lh = signedLegend(g, 8, height + 14, m, "score", true);
+    lh = Math.max(lh, weightLegend(g, 260, height + 14));
+    let duration = 0;
+    if (ctx.animate) {
+      W.cells.transition().delay((d) => dur(200 + d.r * 120)).duration(dur(300)).attr("opacity", 1);
+      S.cells.transition().delay((d) => dur(350 + d.r * 120)).duration(dur(300)).attr("opacity", 1);
+      duration = dur(350 + T * 120 + 300);
+    }
+    return { width: x + S.width, height: height + 14 + lh, duration };
+  },
+};

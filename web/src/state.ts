@@ -1,0 +1,142 @@
+// The page state. All of it lives in the URL query string, so a view can be shared.
+
+export type EmbeddingKind = "features" | "random";
+export type WeightKind = "random" | "identity" | "designed" | "seed";
+export type MaskKind = "none" | "causal" | "padding" | "custom";
+export type ViewId = "steps" | "headview" | "grid" | "saturation" | "decoding";
+
+export interface State {
+  preset: string;
+  text: string;
+  text2: string;
+  batch: boolean;
+  emb: EmbeddingKind;
+  dModel: number;
+  pe: boolean;
+  weights: WeightKind;
+  seed: number;
+  dK: number;
+  dV: number;
+  heads: number;
+  kvHeads: number;
+  mask: MaskKind;
+  /** Custom mask: blocked cells "i.j" joined by "_". */
+  custom: string;
+  scaling: boolean;
+  temperature: number;
+  view: ViewId;
+  step: number;
+  query: number;
+  head: number;
+  /** Matrix role for step 2: Q, K or V. */
+  role: "Q" | "K" | "V";
+  speed: number;
+  /** Saturation experiment: logit multiplier 1..100 and the logits' source. */
+  satScale: number;
+  satSource: "random" | "query";
+  decodeStep: number;
+  /** Edited cells: "X0:r:c" (batch item 0), "WQ:r:c", ... -> value. */
+  edits: Record<string, number>;
+}
+
+export const STEP_COUNT = 8;
+
+export const DEFAULT_STATE: State = {
+  preset: "train",
+  text: "the train left the station on time",
+  text2: "I cashed the check at the bank",
+  batch: false,
+  emb: "features",
+  dModel: 16,
+  pe: false,
+  weights: "identity",
+  seed: 1,
+  dK: 8,
+  dV: 8,
+  heads: 1,
+  kvHeads: 1,
+  mask: "none",
+  custom: "",
+  scaling: true,
+  temperature: 1,
+  view: "steps",
+  step: 1,
+  query: 1,
+  head: 0,
+  role: "Q",
+  speed: 1,
+  satScale: 1,
+  satSource: "random",
+  decodeStep: 0,
+  edits: {},
+};
+
+type Key = keyof State;
+const SHORT: Record<Key, string> = {
+  preset: "p", text: "t", text2: "t2", batch: "b", emb: "e", dModel: "dm", pe: "pe", weights: "w",
+  seed: "s", dK: "dk", dV: "dv", heads: "h", kvHeads: "kvh", mask: "m", custom: "cm", scaling: "sc",
+  temperature: "tau", view: "v", step: "st", query: "q", head: "hd", role: "r", speed: "sp",
+  satScale: "sat", satSource: "ss", decodeStep: "ds", edits: "ed",
+};
+
+/** The state as a query string holding only what differs from the defaults. */
+export function toQuery(s: State): string {
+  const p = new URLSearchParams();
+  for (const key of Object.keys(SHORT) as Key[]) {
+    const v = s[key];
+    const d = DEFAULT_STATE[key];
+    if (key === "edits") {
+      const entries = Object.entries(s.edits);
+      if (entries.length) p.set(SHORT[key], entries.map(([k, val]) => `${k}=${val}`).join(","));
+    } else if (v !== d) {
+      p.set(SHORT[key], typeof v === "boolean" ? (v ? "1" : "0") : String(v));
+    }
+  }
+  return p.toString();
+}
+
+/** Parses a query string; unknown or malformed fields keep their defaults. */
+export function fromQuery(query: string): State {
+  const p = new URLSearchParams(query);
+  const s: State = { ...DEFAULT_STATE, edits: {} };
+  const rec = s as unknown as Record<string, unknown>;
+  for (const key of Object.keys(SHORT) as Key[]) {
+    const raw = p.get(SHORT[key]);
+    if (raw === null) continue;
+    const d = DEFAULT_STATE[key];
+    if (key === "edits") {
+      for (const part of raw.split(",")) {
+        const [k, val] = part.split("=");
+        const n = Number(val);
+        if (/^(X[01]|WQ|WK|WV|WO):\d+:\d+$/.test(k) && Number.isFinite(n)) s.edits[k] = n;
+      }
+    } else if (typeof d === "boolean") {
+      rec[key] = raw === "1";
+    } else if (typeof d === "number") {
+      const n = Number(raw);
+      if (Number.isFinite(n)) rec[key] = n;
+    } else {
+      rec[key] = raw;
+    }
+  }
+  if (!["features", "random"].includes(s.emb)) s.emb = DEFAULT_STATE.emb;
+  if (!["random", "identity", "designed", "seed"].includes(s.weights)) s.weights = DEFAULT_STATE.weights;
+  if (!["none", "causal", "padding", "custom"].includes(s.mask)) s.mask = DEFAULT_STATE.mask;
+  if (!["steps", "headview", "grid", "saturation", "decoding"].includes(s.view)) s.view = "steps";
+  if (!["Q", "K", "V"].includes(s.role)) s.role = "Q";
+  if (s.satSource !== "query") s.satSource = "random";
+  s.step = clampInt(s.step, 1, STEP_COUNT);
+  s.satScale = Math.min(100, Math.max(1, s.satScale));
+  s.temperature = Math.min(10, Math.max(0.05, s.temperature));
+  s.speed = Math.min(4, Math.max(0.25, s.speed));
+  return s;
+}
+
+export function clampInt(v: number, lo: number, hi: number): number {
+  return Math.min(hi, Math.max(lo, Math.round(v)));
+}
+
+/** Blocked cells of the custom mask. */
+export function customCells(s: State): Set<string> {
+  return new Set(s.custom ? s.custom.split("_") : []);
+}

@@ -1,0 +1,116 @@
+// The softmax saturation experiment (seed 000): logits z scaled by c = 1..100, the
+// softmax with and without the division by sqrt(d_k), and the entropy. The softmax
+// and the entropy's sum come from attnkit (softmax, matmul).
+import type { Attnkit, Matrix } from "attnkit";
+import * as d3 from "d3";
+import { fmt, shape } from "../format";
+import { normal } from "../random";
+import { row, selectedQuery, type Scene, type SceneCtx } from "../scenes/common";
+import type { G } from "./matrix";
+
+const N_RANDOM = 8;
+const SCALES = d3.range(1, 101);
+
+function logits(ctx: SceneCtx): { z: number[]; names: string[]; source: string } {
+  if (ctx.state.satSource === "query") {
+    const i = selectedQuery(ctx);
+    return { z: row(ctx.trace.rawScores, i), names: ctx.item.item.labels, source: `the raw scores q·k of “${ctx.item.item.labels[i]}”` };
+  }
+  const rnd = normal(ctx.state.seed * 31 + 7);
+  return { z: Array.from({ length: N_RANDOM }, () => rnd()), names: d3.range(N_RANDOM).map(String), source: `${N_RANDOM} random N(0, 1) numbers (seed ${ctx.state.seed})` };
+}
+
+/** Rows: c·z / divisor for every c in SCALES (the experiment's inputs). */
+function scaled(z: number[], divisor: number): Matrix {
+  const m = { data: new Float32Array(SCALES.length * z.length), rows: SCALES.length, cols: z.length };
+  SCALES.forEach((c, r) => z.forEach((v, j) => (m.data[r * z.length + j] = (c * v) / divisor)));
+  return m;
+}
+
+/** Entropy of each row of P: the diagonal of P (−ln P)^T, one matmul. */
+function entropies(attn: Attnkit, P: Matrix): number[] {
+  const L = { data: new Float32Array(P.data.length), rows: P.cols, cols: P.rows };
+  for (let r = 0; r < P.rows; r++) for (let j = 0; j < P.cols; j++) L.data[j * P.rows + r] = -Math.log(Math.max(P.data[r * P.cols + j], 1e-30));
+  const PL = attn.matmul(P, L);
+  return d3.range(P.rows).map((r) => PL.data[r * P.rows + r]);
+}
+
+export interface SatResult {
+  z: number[];
+  plain: Matrix;
+  scaledP: Matrix;
+  hPlain: number[];
+  hScaled: number[];
+}
+
+export function saturation(attn: Attnkit, ctx: SceneCtx): SatResult & { names: string[]; source: string; dK: number } {
+  const { z, names, source } = logits(ctx);
+  const dK = ctx.cfg.dK;
+  const plain = attn.softmax(scaled(z, 1));
+  const scaledP = attn.softmax(scaled(z, Math.sqrt(dK)));
+  return { z, names, source, dK, plain, scaledP, hPlain: entropies(attn, plain), hScaled: entropies(attn, scaledP) };
+}
+
+function bars(g: G, x0: number, y0: number, w: number, h: number, p: number[], names: string[], title: string, color: string, id: string): void {
+  const gg = g.append("g").attr("transform", `translate(${x0},${y0})`).attr("data-testid", id);
+  const x = d3.scaleBand<number>().domain(d3.range(p.length)).range([0, w]).padding(0.15);
+  const y = d3.scaleLinear().domain([0, 1]).range([h, 0]);
+  gg.append("text").attr("class", "m-title").attr("y", -10).text(title);
+  gg.append("g").call(d3.axisLeft(y).ticks(5));
+  gg.append("g").attr("transform", `translate(0,${h})`).call(d3.axisBottom(x).tickFormat((j) => names[j] ?? String(j)))
+    .selectAll("text").attr("transform", p.length > 10 ? "rotate(-45)" : null).attr("text-anchor", p.length > 10 ? "end" : "middle");
+  gg.selectAll("rect.bar").data(p).join("rect").attr("class", "bar").attr("x", (_d, j) => x(j) ?? 0)
+    .attr("y", (d) => y(d)).attr("width", x.bandwidth()).attr("height", (d) => h - y(d)).attr("fill", color)
+    .attr("data-value", (d) => String(d));
+  gg.append("text").attr("class", "m-axis-title").attr("transform", `translate(-32,${h / 2}) rotate(-90)`).attr("text-anchor", "middle").text("softmax probability");
+}
+
+export const saturationView: Scene = {
+  title: "Softmax saturation",
+  caption: (ctx) => {
+    const c = ctx.state.satScale;
+    return `<p>Multiply a vector of logits by <b>c</b> and the softmax saturates: almost all weight on the largest logit, almost none elsewhere (seed 000).
+      Dividing by √d<sub>k</sub> (d<sub>k</sub> = ${ctx.cfg.dK}) keeps it in its sensitive range for longer; the entropy (in nats; ln n is uniform, 0 is one-hot) measures how spread out it is.</p>
+      <p><label>c = <b data-testid="sat-c">×${c}</b> <input type="range" min="1" max="100" step="1" value="${c}" data-set="satScale" data-testid="sat-slider" aria-label="logit multiplier"></label>
+      <label>logits: <select data-set="satSource" data-testid="sat-source" aria-label="logit source">
+        <option value="random"${ctx.state.satSource === "random" ? " selected" : ""}>random N(0,1)</option>
+        <option value="query"${ctx.state.satSource === "query" ? " selected" : ""}>the selected query's scores</option></select></label></p>
+      <p class="shapes">softmax over ${shape(SCALES.length, "n")} rows (one per c), with and without ÷√d<sub>k</sub></p>`;
+  },
+  render: (g, ctx) => {
+    const r = saturation(ctx.attn, ctx);
+    const c = ctx.state.satScale;
+    const k = c - 1;
+    const n = r.z.length;
+    const pRow = (m: Matrix) => row(m, k);
+    const W = Math.min(ctx.width, 1000);
+    const bw = Math.max(240, (W - 120) / 2 - 30);
+    const bh = 170;
+    g.append("text").attr("class", "note").attr("y", 12).text(`logits z: ${r.source}`);
+    bars(g, 50, 50, bw, bh, pRow(r.plain), r.names, `softmax(${c}·z)   H = ${fmt(r.hPlain[k], 3)} nats`, "#d6604d", "sat-plain");
+    bars(g, 50 + bw + 70, 50, bw, bh, pRow(r.scaledP), r.names, `softmax(${c}·z / √${r.dK})   H = ${fmt(r.hScaled[k], 3)} nats`, "#4393c3", "sat-scaled");
+    // Entropy against c.
+    const y0 = 50 + bh + 80;
+    const ew = Math.min(W - 80, 2 * bw + 70), eh = 150;
+    const gg = g.append("g").attr("transform", `translate(50,${y0})`).attr("data-testid", "sat-entropy");
+    const x = d3.scaleLog().domain([1, 100]).range([0, ew]);
+    const y = d3.scaleLinear().domain([0, Math.log(n) * 1.05]).range([eh, 0]);
+    gg.append("text").attr("class", "m-title").attr("y", -10).text("entropy of the softmax against c");
+    gg.append("g").attr("transform", `translate(0,${eh})`).call(d3.axisBottom(x).ticks(5, "~g"));
+    gg.append("g").call(d3.axisLeft(y).ticks(5));
+    gg.append("text").attr("class", "m-axis-title").attr("x", ew / 2).attr("y", eh + 32).attr("text-anchor", "middle").text("c (log scale)");
+    gg.append("text").attr("class", "m-axis-title").attr("transform", `translate(-34,${eh / 2}) rotate(-90)`).attr("text-anchor", "middle").text("entropy (nats)");
+    gg.append("line").attr("x1", 0).attr("x2", ew).attr("y1", y(Math.log(n))).attr("y2", y(Math.log(n))).attr("stroke", "#aaa").attr("stroke-dasharray", "4 3");
+    gg.append("text").attr("class", "note").attr("x", ew - 4).attr("y", y(Math.log(n)) - 4).attr("text-anchor", "end").text(`ln ${n} (uniform)`);
+    const line = d3.line<number>().x((_d, i) => x(SCALES[i])).y((d) => y(d));
+    gg.append("path").attr("d", line(r.hPlain)).attr("fill", "none").attr("stroke", "#d6604d").attr("stroke-width", 2);
+    gg.append("path").attr("d", line(r.hScaled)).attr("fill", "none").attr("stroke", "#4393c3").attr("stroke-width", 2);
+    gg.append("line").attr("x1", x(c)).attr("x2", x(c)).attr("y1", 0).attr("y2", eh).attr("stroke", "#f59e0b").attr("stroke-width", 2);
+    const lg = gg.append("g").attr("transform", `translate(${ew - 190},${eh * 0.3})`);
+    [["without ÷√dₖ", "#d6604d"], [`with ÷√${r.dK}`, "#4393c3"]].forEach(([t, col], i) => {
+      lg.append("rect").attr("y", i * 16).attr("width", 14).attr("height", 4).attr("fill", col);
+      lg.append("text").attr("class", "note").attr("x", 20).attr("y", i * 16 + 5).text(t);
+    });
+    return { width: Math.max(ew, 2 * bw + 70) + 60, height: y0 + eh + 44, duration: 0 };
+  },
+};
