@@ -16,6 +16,7 @@
 
 #include "hwy/highway.h"
 #include "src/core/ops-inl.h"
+#include "src/core/flash-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace attnkit {
@@ -91,12 +92,22 @@ bool RunAttentionJobT(const AttentionJob& job) {
     if (!Project(p)) return false;
   }
   if (job.after_projections) job.after_projections();
-  size_t max_keys = 0;
-  for (const HeadTask& t : job.heads) max_keys = std::max(max_keys, t.K.rows);
-  std::vector<float> row(max_keys);
+  // The trace keeps every score, so it takes the row-at-a-time path; so do
+  // blocks of fewer than 4 queries (decoding), where packing K^T would cost
+  // as much as the attention itself. Everything else is fused.
+  std::vector<float> row;
+  std::vector<float> kt;
+  const float* packed_from = nullptr;
+  size_t packed_keys = 0;
   for (const HeadTask& t : job.heads) {
-    if (!AttendHead(t, job.params, row.data(), job.trace)) return false;
-    if (!AllFinite(t.out)) return false;
+    bool ok;
+    if (job.trace || t.Q.rows < 4) {
+      row.resize(std::max(row.size(), t.K.rows));
+      ok = AttendHead(t, job.params, row.data(), job.trace);
+    } else {
+      ok = FlashHead(t, job.params, &kt, &packed_from, &packed_keys);
+    }
+    if (!ok || !AllFinite(t.out)) return false;
   }
   if (!job.output.W.empty() && !Project(job.output)) return false;
   return true;

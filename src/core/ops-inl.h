@@ -116,6 +116,28 @@ HWY_INLINE bool AllFinite(const float* HWY_RESTRICT x, size_t n) {
   return true;
 }
 
+// x [n] = exp(x - max) in place; returns the sum. exp(-inf) = 0 exactly.
+// (XNNPACK calls this raddstoreexpminusmax.)
+HWY_INLINE float ExpSubtractSum(float* HWY_RESTRICT x, size_t n, float max) {
+  const DF d;
+  const DF1 d1;
+  const size_t N = hn::Lanes(d);
+  auto vsum = hn::Zero(d);
+  auto vsum1 = hn::Zero(d1);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), hn::Set(d, max)));
+    vsum = hn::Add(vsum, e);
+    hn::StoreU(e, d, x + i);
+  }
+  for (; i < n; ++i) {
+    const auto e = hn::Exp(d1, hn::Sub(hn::LoadU(d1, x + i), hn::Set(d1, max)));
+    vsum1 = hn::Add(vsum1, e);
+    hn::StoreU(e, d1, x + i);
+  }
+  return hn::GetLane(hn::SumOfLanes(d, vsum)) + hn::GetLane(vsum1);
+}
+
 // Row softmax of x [n] in place, numerically stable: p_j = exp(x_j - max) /
 // sum. -inf entries (masked) get exactly 0; a row of only -inf becomes all
 // zeros. Returns false if the row holds NaN or +inf (overflowed scores).
@@ -144,35 +166,68 @@ HWY_INLINE bool SoftmaxRow(float* HWY_RESTRICT x, size_t n) {
     ZeroRow(x, n);
     return true;
   }
-  // Pass 2: x = exp(x - max) (exp(-inf) = 0), summed with two accumulators.
-  auto vsum = hn::Zero(d);
-  auto vsum1 = hn::Zero(d1);
-  i = 0;
-  for (; i + N <= n; i += N) {
-    const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), hn::Set(d, max)));
-    vsum = hn::Add(vsum, e);
-    hn::StoreU(e, d, x + i);
-  }
-  for (; i < n; ++i) {
-    const auto e = hn::Exp(d1, hn::Sub(hn::LoadU(d1, x + i), hn::Set(d1, max)));
-    vsum1 = hn::Add(vsum1, e);
-    hn::StoreU(e, d1, x + i);
-  }
   // sum >= 1: the max entry contributes exp(0) = 1.
-  const float inv = 1.0f / (hn::GetLane(hn::SumOfLanes(d, vsum)) + hn::GetLane(vsum1));
+  const float inv = 1.0f / ExpSubtractSum(x, n, max);
   ScaleRow(x, n, inv, 0.0f);
   return true;
 }
 
-// C [M, N] = A [M, K] B [K, N]. Row i of C accumulates A[i, k] * B row k.
-HWY_INLINE void MatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
-  for (size_t i = 0; i < A.rows; ++i) {
-    float* HWY_RESTRICT c = C.Row(i);
-    ZeroRow(c, C.cols);
-    const float* HWY_RESTRICT a = A.Row(i);
-    for (size_t k = 0; k < A.cols; ++k) {
-      if (a[k] != 0.0f) MulAddRow(a[k], B.Row(k), c, C.cols);
+// One register tile of C = A B (or C += A B with kAccumulate):
+// C rows [i, i + kRows), columns [j, j + kCols * Lanes(d)), from A [M, K] and
+// B [K, N]. The kRows x kCols accumulators stay in registers for the whole K
+// loop: per k, kCols loads of B and kRows broadcasts of A feed kRows * kCols
+// FMAs. 4 x 2 fits the 16 registers of SSE4/AVX2 and the WASM target.
+template <size_t kRows, size_t kCols, bool kAccumulate, class D>
+HWY_INLINE void GemmTile(D d, ConstMatrixView A, ConstMatrixView B, MatrixView C, size_t i,
+                         size_t j) {
+  using V = hn::Vec<D>;
+  const size_t N = hn::Lanes(d);
+  V acc[kRows][kCols];
+  for (size_t r = 0; r < kRows; ++r) {
+    for (size_t c = 0; c < kCols; ++c) {
+      acc[r][c] = kAccumulate ? hn::LoadU(d, C.Row(i + r) + j + c * N) : hn::Zero(d);
     }
+  }
+  const float* a[kRows];
+  for (size_t r = 0; r < kRows; ++r) a[r] = A.Row(i + r);
+  for (size_t k = 0; k < A.cols; ++k) {
+    const float* HWY_RESTRICT b = B.Row(k) + j;
+    V bv[kCols];
+    for (size_t c = 0; c < kCols; ++c) bv[c] = hn::LoadU(d, b + c * N);
+    for (size_t r = 0; r < kRows; ++r) {
+      const V av = hn::Set(d, a[r][k]);
+      for (size_t c = 0; c < kCols; ++c) acc[r][c] = hn::MulAdd(av, bv[c], acc[r][c]);
+    }
+  }
+  for (size_t r = 0; r < kRows; ++r) {
+    for (size_t c = 0; c < kCols; ++c) hn::StoreU(acc[r][c], d, C.Row(i + r) + j + c * N);
+  }
+}
+
+// C rows [i, i + kRows) = (or +=) A rows [i, i + kRows) B, all columns: tiles
+// of two vectors, then one, then single lanes.
+template <size_t kRows, bool kAccumulate>
+HWY_INLINE void GemmRows(ConstMatrixView A, ConstMatrixView B, MatrixView C, size_t i) {
+  const DF d;
+  const DF1 d1;
+  const size_t N = hn::Lanes(d);
+  size_t j = 0;
+  for (; j + 2 * N <= C.cols; j += 2 * N) GemmTile<kRows, 2, kAccumulate>(d, A, B, C, i, j);
+  for (; j + N <= C.cols; j += N) GemmTile<kRows, 1, kAccumulate>(d, A, B, C, i, j);
+  for (; j < C.cols; ++j) GemmTile<kRows, 1, kAccumulate>(d1, A, B, C, i, j);
+}
+
+// C [M, N] = A [M, K] B [K, N] (or C += A B with kAccumulate), four rows at a
+// time. C must not alias A or B.
+template <bool kAccumulate = false>
+HWY_INLINE void MatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
+  size_t i = 0;
+  for (; i + 4 <= A.rows; i += 4) GemmRows<4, kAccumulate>(A, B, C, i);
+  switch (A.rows - i) {
+    case 3: GemmRows<3, kAccumulate>(A, B, C, i); break;
+    case 2: GemmRows<2, kAccumulate>(A, B, C, i); break;
+    case 1: GemmRows<1, kAccumulate>(A, B, C, i); break;
+    default: break;
   }
 }
 

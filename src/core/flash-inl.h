@@ -1,0 +1,161 @@
+// attnkit: fused attention for one head (per target; toggled include guard).
+//
+// Computes out = softmax(mask(softcap(Q K^T * scale))) V without ever holding
+// the [T_q, T_k] score matrix: blocks of kRows queries meet tiles of
+// kTileKeys keys, and each query row keeps a running max m, a running sum l and
+// an accumulator o that is rescaled by exp(m_old - m_new) whenever the max
+// grows (online softmax: Milakov & Gimelshein 2018, "Online normalizer
+// calculation for softmax"; tiling as in Dao et al. 2022, FlashAttention).
+// Per tile:
+//   S [kRows, kTileKeys] = Q_block K_tile^T   register-blocked GEMM on K^T
+//   S = softcap(S * scale); masked keys -> -inf
+//   P = exp(S - m_new), l = l * alpha + rowsum(P), o = o * alpha + P V_tile
+// Key tiles past the last visible key of the block (causal, key padding) are
+// skipped. A row that sees no key ends with l == 0 and stays all zeros.
+// Memory: K^T [d_k, T_k rounded up to kTileKeys] plus one [kRows, kTileKeys]
+// tile, i.e. O((T_q + T_k) d).
+
+#if defined(ATTNKIT_FLASH_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef ATTNKIT_FLASH_INL_H_
+#undef ATTNKIT_FLASH_INL_H_
+#else
+#define ATTNKIT_FLASH_INL_H_
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <vector>
+
+#include "hwy/highway.h"
+#include "src/core/internal.h"
+#include "src/core/ops-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace attnkit {
+namespace HWY_NAMESPACE {
+
+constexpr size_t kTileKeys = 64;  // a multiple of 2 * Lanes for every target
+
+// The number of keys query i sees before the per-cell masks:
+// min(key_length, i + (T_k - T_q) + 1 if causal), clamped to [0, T_k].
+HWY_INLINE size_t VisibleKeys(const internal::HeadTask& t, const internal::ScoreParams& p,
+                              size_t i) {
+  const size_t T_q = t.Q.rows, T_k = t.K.rows;
+  size_t limit = std::min(t.key_length, T_k);
+  if (p.causal) {
+    const size_t seen = (i + 1 + T_k > T_q) ? i + 1 + T_k - T_q : 0;
+    limit = std::min(limit, seen);
+  }
+  return limit;
+}
+
+// kt [d_k, padded] = K rows [0, keys) transposed; columns [keys, padded) = 0.
+HWY_INLINE void PackKeysTransposed(ConstMatrixView K, size_t keys, size_t padded,
+                                   std::vector<float>* kt) {
+  kt->assign(K.cols * padded, 0.0f);
+  for (size_t j = 0; j < keys; ++j) {
+    const float* k = K.Row(j);
+    for (size_t c = 0; c < K.cols; ++c) (*kt)[c * padded + j] = k[c];
+  }
+}
+
+// Query rows [i0, i0 + kRows) of one head against the packed keys kt
+// [d_k, kt_stride]. Returns false if a visible score overflowed.
+template <size_t kRows>
+HWY_INLINE bool FlashRows(const internal::HeadTask& t, const internal::ScoreParams& p,
+                          const float* HWY_RESTRICT kt, size_t kt_stride, size_t i0) {
+  const float kNegInf = -std::numeric_limits<float>::infinity();
+  const size_t d_k = t.Q.cols, d_v = t.V.cols;
+  size_t visible[kRows];
+  size_t block_keys = 0;
+  float m[kRows], l[kRows];
+  for (size_t r = 0; r < kRows; ++r) {
+    visible[r] = VisibleKeys(t, p, i0 + r);
+    block_keys = std::max(block_keys, visible[r]);
+    m[r] = kNegInf;
+    l[r] = 0.0f;
+    ZeroRow(t.out.Row(i0 + r), d_v);
+  }
+  HWY_ALIGN float s[kRows * kTileKeys];
+  const MatrixView S(s, kRows, kTileKeys);
+  const ConstMatrixView Q = t.Q.Block(i0, kRows, 0, d_k);
+  const MatrixView O = t.out.Block(i0, kRows, 0, d_v);
+  for (size_t j0 = 0; j0 < block_keys; j0 += kTileKeys) {
+    // S = Q_block K_tile^T over a full (zero-padded) tile of keys.
+    GemmRows<kRows, false>(Q, ConstMatrixView(kt + j0, d_k, kTileKeys, kt_stride), S, 0);
+    const size_t tile_keys = std::min(kTileKeys, block_keys - j0);
+    for (size_t r = 0; r < kRows; ++r) {
+      float* HWY_RESTRICT row = S.Row(r);
+      const size_t n = visible[r] > j0 ? std::min(tile_keys, visible[r] - j0) : 0;
+      ScaleRow(row, n, p.scale, p.softcap);
+      if (!AllFinite(row, n)) return false;
+      if (!p.bool_mask.empty()) {
+        const uint8_t* allow = p.bool_mask.Row(i0 + r) + j0;
+        for (size_t j = 0; j < n; ++j) {
+          if (!allow[j]) row[j] = kNegInf;
+        }
+      }
+      if (!p.additive_mask.empty()) {
+        const float* add = p.additive_mask.Row(i0 + r) + j0;
+        for (size_t j = 0; j < n; ++j) row[j] += add[j];
+      }
+      float tile_max = kNegInf;
+      for (size_t j = 0; j < n; ++j) tile_max = std::max(tile_max, row[j]);
+      if (!(tile_max < std::numeric_limits<float>::infinity())) return false;  // +inf sum
+      if (tile_max == kNegInf) {  // nothing visible in this tile: P row = 0
+        ZeroRow(row, tile_keys);
+        continue;
+      }
+      const float m_new = std::max(m[r], tile_max);
+      const float alpha = std::exp(m[r] - m_new);  // 0 on the first visible tile
+      const float sum = ExpSubtractSum(row, n, m_new);
+      ZeroRow(row + n, tile_keys - n);
+      l[r] = l[r] * alpha + sum;
+      if (alpha != 1.0f) ScaleRow(O.Row(r), d_v, alpha, 0.0f);
+      m[r] = m_new;
+    }
+    // O += P V_tile: P [kRows, tile_keys], V rows [j0, j0 + tile_keys).
+    MatMul<true>(ConstMatrixView(s, kRows, tile_keys, kTileKeys),
+                 t.V.Block(j0, tile_keys, 0, d_v), O);
+  }
+  for (size_t r = 0; r < kRows; ++r) {
+    if (l[r] > 0.0f) ScaleRow(O.Row(r), d_v, 1.0f / l[r], 0.0f);
+  }
+  return true;
+}
+
+// One head, fused. `kt` is scratch for the packed keys, reused across calls;
+// `packed_from` remembers which K it holds (query heads of one K/V group share
+// it). Returns false if scores overflowed.
+HWY_INLINE bool FlashHead(const internal::HeadTask& t, const internal::ScoreParams& p,
+                          std::vector<float>* kt, const float** packed_from,
+                          size_t* packed_keys) {
+  // Keys no query can see are never packed.
+  size_t keys = 0;
+  for (size_t i = 0; i < t.Q.rows; ++i) keys = std::max(keys, VisibleKeys(t, p, i));
+  const size_t padded = (keys + kTileKeys - 1) / kTileKeys * kTileKeys;
+  if (*packed_from != t.K.data || *packed_keys != keys) {
+    PackKeysTransposed(t.K, keys, padded, kt);
+    *packed_from = t.K.data;
+    *packed_keys = keys;
+  }
+  const float* k = kt->data();
+  size_t i = 0;
+  for (; i + 4 <= t.Q.rows; i += 4) {
+    if (!FlashRows<4>(t, p, k, padded, i)) return false;
+  }
+  switch (t.Q.rows - i) {
+    case 3: return FlashRows<3>(t, p, k, padded, i);
+    case 2: return FlashRows<2>(t, p, k, padded, i);
+    case 1: return FlashRows<1>(t, p, k, padded, i);
+    default: return true;
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace attnkit
+HWY_AFTER_NAMESPACE();
+
+#endif  // ATTNKIT_FLASH_INL_H_
