@@ -10,20 +10,14 @@
 namespace attnkit {
 namespace {
 
+using internal::Allocate;
+using internal::AllocateCopy;
 using internal::AttentionJob;
 using internal::CheckedProduct;
 using internal::CheckFinite;
 using internal::CheckNoOverlap;
 using internal::CheckShape;
 using internal::CheckView;
-
-// Allocates m as [rows, cols] after checking that the size is acceptable.
-Status Allocate(const char* what, size_t rows, size_t cols, Matrix* m) {
-  size_t n;
-  ATTNKIT_RETURN_IF_ERROR(CheckedProduct(what, rows, cols, &n));
-  m->Reset(rows, cols);
-  return Status::Ok();
-}
 
 // Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]: shapes and values.
 Status CheckQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V) {
@@ -53,7 +47,7 @@ Status RunQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                                        /*batched=*/false, &job.params));
   job.heads.push_back({Q, K, V, out, internal::KeyLength(options, 0, K.rows)});
   job.trace = trace;
-  if (!internal::RunAttentionJob(job)) return internal::OverflowStatus("out");
+  ATTNKIT_RETURN_IF_ERROR(internal::RunAttentionJob(&job));
   if (trace) trace->scale = job.params.scale;
   return Status::Ok();
 }
@@ -100,14 +94,14 @@ Status RunProjected(ProjectionNames names, ConstMatrixView X_q, ConstMatrixView 
   if (trace) {
     ATTNKIT_RETURN_IF_ERROR(AllocateTraceScores(T_q, T_k, t));
     ATTNKIT_RETURN_IF_ERROR(Allocate("output [T_q, d_v]", T_q, d_v, &t->output));
-    t->X = Matrix::Copy(X_q);
+    ATTNKIT_RETURN_IF_ERROR(AllocateCopy("X [T, d_model]", X_q, &t->X));
     out = t->output.view();
   }
   job.projections = {{X_q, W_Q, t->Q.view()}, {X_kv, W_K, t->K.view()}, {X_kv, W_V, t->V.view()}};
   job.heads.push_back({t->Q.view(), t->K.view(), t->V.view(), out,
                        internal::KeyLength(options, 0, T_k)});
   job.trace = trace ? t : nullptr;
-  if (!internal::RunAttentionJob(job)) return internal::OverflowStatus("out");
+  ATTNKIT_RETURN_IF_ERROR(internal::RunAttentionJob(&job));
   if (trace) {
     t->scale = job.params.scale;
     *trace = std::move(local);
@@ -167,9 +161,9 @@ Status TraceAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V
   AttentionTrace t;
   ATTNKIT_RETURN_IF_ERROR(AllocateTraceScores(Q.rows, K.rows, &t));
   ATTNKIT_RETURN_IF_ERROR(Allocate("output [T_q, d_v]", Q.rows, V.cols, &t.output));
-  t.Q = Matrix::Copy(Q);
-  t.K = Matrix::Copy(K);
-  t.V = Matrix::Copy(V);
+  ATTNKIT_RETURN_IF_ERROR(AllocateCopy("Q [T_q, d_k]", Q, &t.Q));
+  ATTNKIT_RETURN_IF_ERROR(AllocateCopy("K [T_k, d_k]", K, &t.K));
+  ATTNKIT_RETURN_IF_ERROR(AllocateCopy("V [T_k, d_v]", V, &t.V));
   ATTNKIT_RETURN_IF_ERROR(RunQKV(t.Q, t.K, t.V, options, Q.cols, t.output.view(), &t));
   *trace = std::move(t);
   return Status::Ok();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "src/core/internal.h"
+#include "src/core/validate.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/core/dispatch.cc"
@@ -95,17 +96,15 @@ bool RunAttentionJobT(const AttentionJob& job) {
   // The trace keeps every score, so it takes the row-at-a-time path; so do
   // blocks of fewer than 4 queries (decoding), where packing K^T would cost
   // as much as the attention itself. Everything else is fused.
-  std::vector<float> row;
-  std::vector<float> kt;
   const float* packed_from = nullptr;
   size_t packed_keys = 0;
   for (const HeadTask& t : job.heads) {
     bool ok;
-    if (job.trace || t.Q.rows < 4) {
-      row.resize(std::max(row.size(), t.K.rows));
-      ok = AttendHead(t, job.params, row.data(), job.trace);
+    if (job.trace || t.Q.rows < internal::kFlashMinQueries) {
+      packed_from = nullptr;  // the row path overwrites the scratch
+      ok = AttendHead(t, job.params, job.scratch, job.trace);
     } else {
-      ok = FlashHead(t, job.params, &kt, &packed_from, &packed_keys);
+      ok = FlashHead(t, job.params, job.scratch, &packed_from, &packed_keys);
     }
     if (!ok || !AllFinite(t.out)) return false;
   }
@@ -158,8 +157,23 @@ HWY_EXPORT(SoftmaxRowsT);
 
 namespace internal {
 
-bool RunAttentionJob(const AttentionJob& job) {
-  return ATTNKIT_DISPATCH(RunAttentionJobT)(job);
+Status RunAttentionJob(AttentionJob* job) {
+  // Scratch floats: a score row [T_k] on the row path, K^T [d_k, T_k rounded
+  // up to the tile] on the fused path; one buffer serves every head in turn.
+  size_t floats = 0;
+  for (const HeadTask& t : job->heads) {
+    size_t n = t.K.rows;
+    if (!job->trace && t.Q.rows >= kFlashMinQueries) {
+      const size_t padded = (t.K.rows + kFlashTileKeys - 1) / kFlashTileKeys * kFlashTileKeys;
+      ATTNKIT_RETURN_IF_ERROR(CheckedProduct("K^T scratch [d_k, T_k]", t.K.cols, padded, &n));
+    }
+    floats = std::max(floats, n);
+  }
+  FloatBuffer scratch;
+  if (!scratch.Allocate(floats)) return OutOfMemory("scratch", floats);
+  job->scratch = scratch.data();
+  if (!ATTNKIT_DISPATCH(RunAttentionJobT)(*job)) return OverflowStatus("out");
+  return Status::Ok();
 }
 bool RunMatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
   return ATTNKIT_DISPATCH(MatMulT)(A, B, C);

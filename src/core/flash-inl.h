@@ -26,7 +26,6 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
-#include <vector>
 
 #include "hwy/highway.h"
 #include "src/core/internal.h"
@@ -36,7 +35,7 @@ HWY_BEFORE_NAMESPACE();
 namespace attnkit {
 namespace HWY_NAMESPACE {
 
-constexpr size_t kTileKeys = 64;  // a multiple of 2 * Lanes for every target
+constexpr size_t kTileKeys = internal::kFlashTileKeys;
 
 // The number of keys query i sees before the per-cell masks:
 // min(key_length, i + (T_k - T_q) + 1 if causal), clamped to [0, T_k].
@@ -51,13 +50,22 @@ HWY_INLINE size_t VisibleKeys(const internal::HeadTask& t, const internal::Score
   return limit;
 }
 
-// kt [d_k, padded] = K rows [0, keys) transposed; columns [keys, padded) = 0.
-HWY_INLINE void PackKeysTransposed(ConstMatrixView K, size_t keys, size_t padded,
-                                   std::vector<float>* kt) {
-  kt->assign(K.cols * padded, 0.0f);
-  for (size_t j = 0; j < keys; ++j) {
-    const float* k = K.Row(j);
-    for (size_t c = 0; c < K.cols; ++c) (*kt)[c * padded + j] = k[c];
+// Query rows per block: with 32 vector registers (AVX-512) 8 rows x 2 vectors
+// of accumulators fit; with 16 (SSE4, AVX2, WASM) 4 x 2 do.
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+constexpr size_t kBlockRows = 8;
+#else
+constexpr size_t kBlockRows = 4;
+#endif
+
+// kt [d_k, padded] = K rows [0, keys) transposed, times `scale`; columns
+// [keys, padded) = 0. Folding the scale into K saves a pass over the scores.
+HWY_INLINE void PackKeysTransposed(ConstMatrixView K, size_t keys, size_t padded, float scale,
+                                   float* HWY_RESTRICT kt) {
+  for (size_t c = 0; c < K.cols; ++c) {
+    float* HWY_RESTRICT dst = kt + c * padded;
+    for (size_t j = 0; j < keys; ++j) dst[j] = K(j, c) * scale;
+    ZeroRow(dst + keys, padded - keys);
   }
 }
 
@@ -89,8 +97,12 @@ HWY_INLINE bool FlashRows(const internal::HeadTask& t, const internal::ScorePara
     for (size_t r = 0; r < kRows; ++r) {
       float* HWY_RESTRICT row = S.Row(r);
       const size_t n = visible[r] > j0 ? std::min(tile_keys, visible[r] - j0) : 0;
-      ScaleRow(row, n, p.scale, p.softcap);
-      if (!AllFinite(row, n)) return false;
+      // The scale is already in K^T; softcap after it.
+      if (p.softcap > 0.0f) ScaleRow(row, n, 1.0f, p.softcap);
+      const bool masks = !p.bool_mask.empty() || !p.additive_mask.empty();
+      float tile_max;
+      // An overflowed score (NaN, +-inf) is an error, never a mask.
+      if (!RowMax</*kAllowNegInf=*/false>(row, n, &tile_max)) return false;
       if (!p.bool_mask.empty()) {
         const uint8_t* allow = p.bool_mask.Row(i0 + r) + j0;
         for (size_t j = 0; j < n; ++j) {
@@ -101,9 +113,7 @@ HWY_INLINE bool FlashRows(const internal::HeadTask& t, const internal::ScorePara
         const float* add = p.additive_mask.Row(i0 + r) + j0;
         for (size_t j = 0; j < n; ++j) row[j] += add[j];
       }
-      float tile_max = kNegInf;
-      for (size_t j = 0; j < n; ++j) tile_max = std::max(tile_max, row[j]);
-      if (!(tile_max < std::numeric_limits<float>::infinity())) return false;  // +inf sum
+      if (masks && !RowMax(row, n, &tile_max)) return false;  // +inf from the additive mask
       if (tile_max == kNegInf) {  // nothing visible in this tile: P row = 0
         ZeroRow(row, tile_keys);
         continue;
@@ -126,25 +136,30 @@ HWY_INLINE bool FlashRows(const internal::HeadTask& t, const internal::ScorePara
   return true;
 }
 
-// One head, fused. `kt` is scratch for the packed keys, reused across calls;
-// `packed_from` remembers which K it holds (query heads of one K/V group share
-// it). Returns false if scores overflowed.
+// One head, fused. `kt` is scratch for the packed keys ([d_k, T_k rounded up
+// to kTileKeys]), reused across calls; `packed_from` remembers which K it
+// holds (query heads of one K/V group share it). Returns false if scores
+// overflowed.
 HWY_INLINE bool FlashHead(const internal::HeadTask& t, const internal::ScoreParams& p,
-                          std::vector<float>* kt, const float** packed_from,
+                          float* HWY_RESTRICT kt, const float** packed_from,
                           size_t* packed_keys) {
   // Keys no query can see are never packed.
   size_t keys = 0;
   for (size_t i = 0; i < t.Q.rows; ++i) keys = std::max(keys, VisibleKeys(t, p, i));
   const size_t padded = (keys + kTileKeys - 1) / kTileKeys * kTileKeys;
   if (*packed_from != t.K.data || *packed_keys != keys) {
-    PackKeysTransposed(t.K, keys, padded, kt);
+    PackKeysTransposed(t.K, keys, padded, p.scale, kt);
     *packed_from = t.K.data;
     *packed_keys = keys;
   }
-  const float* k = kt->data();
+  const float* k = kt;
   size_t i = 0;
-  for (; i + 4 <= t.Q.rows; i += 4) {
+  for (; i + kBlockRows <= t.Q.rows; i += kBlockRows) {
+    if (!FlashRows<kBlockRows>(t, p, k, padded, i)) return false;
+  }
+  if (kBlockRows > 4 && i + 4 <= t.Q.rows) {
     if (!FlashRows<4>(t, p, k, padded, i)) return false;
+    i += 4;
   }
   switch (t.Q.rows - i) {
     case 3: return FlashRows<3>(t, p, k, padded, i);

@@ -9,6 +9,7 @@
 
 #include "src/core/attention.h"
 #include "src/core/matrix.h"
+#include "src/core/status.h"
 
 namespace attnkit {
 namespace internal {
@@ -36,6 +37,12 @@ struct Projection {
   MatrixView dst;
 };
 
+// The fused kernel's key tile (a multiple of 2 * Lanes on every target), and
+// the fewest queries for which it is used; smaller blocks (decoding) and
+// traces go one query row at a time.
+constexpr size_t kFlashTileKeys = 64;
+constexpr size_t kFlashMinQueries = 4;
+
 // Everything one public attention operation computes, in order:
 //   1. projections (Q, K, V from X), each checked for overflow;
 //   2. after_projections(), if set (the KV cache appends here);
@@ -49,15 +56,21 @@ struct AttentionJob {
   ScoreParams params;
   Projection output;
   AttentionTrace* trace = nullptr;
+  // Scratch for the heads (one score row, or the packed K^T of the fused
+  // kernel), allocated by RunAttentionJob.
+  float* scratch = nullptr;
 };
 
-// Each returns false if a result overflowed float (non-finite output from
-// finite inputs); outputs are then unspecified.
+// Allocates the job's scratch and runs it with one dispatch. Errors: kOverflow
+// if a result overflowed float (non-finite output from finite inputs) or the
+// scratch memory is not there; outputs are then unspecified.
+Status RunAttentionJob(AttentionJob* job);
+
+// Each returns false if a result overflowed float; outputs are then unspecified.
 bool RunMatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C);
 bool RunMatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C);
 bool RunScaleScores(MatrixView x, float scale, float softcap);
 bool RunSoftmaxRows(MatrixView x);
-bool RunAttentionJob(const AttentionJob& job);
 
 }  // namespace internal
 }  // namespace attnkit

@@ -63,8 +63,8 @@ Status KVCache::Create(size_t batch, size_t num_kv_heads, size_t d_k, size_t d_v
   c.d_k_ = d_k;
   c.d_v_ = d_v;
   c.capacity_ = capacity;
-  c.keys_.assign(nk, 0.0f);
-  c.values_.assign(nv, 0.0f);
+  if (!c.keys_.Allocate(nk)) return internal::OutOfMemory("capacity (cached keys)", nk);
+  if (!c.values_.Allocate(nv)) return internal::OutOfMemory("capacity (cached values)", nv);
   *cache = std::move(c);
   return Status::Ok();
 }
@@ -180,8 +180,7 @@ Status AttendCached(ConstMatrixView Q_new, const KVCache& cache, size_t num_head
   ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T_new, cache.size(), cache.d_k(),
                                                  /*batched=*/true, &job.params));
   AddCachedTasks(Q_new, out, cache, T_new, cache.size(), heads, options, &job.heads);
-  if (!internal::RunAttentionJob(job)) return internal::OverflowStatus("out");
-  return Status::Ok();
+  return internal::RunAttentionJob(&job);
 }
 
 Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
@@ -209,13 +208,17 @@ Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
   internal::AttentionJob job;
   ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T_new, T_k, heads.d_k,
                                                  /*batched=*/true, &job.params));
-  Matrix Q(X_new.rows, heads.num_heads * heads.d_k);
-  Matrix K(X_new.rows, heads.num_kv_heads * heads.d_k);
-  Matrix V(X_new.rows, heads.num_kv_heads * heads.d_v);
-  Matrix merged;
+  Matrix Q, K, V, merged;
+  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("Q [batch*T_new, num_heads*d_k]", X_new.rows,
+                                             heads.num_heads * heads.d_k, &Q));
+  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("K [batch*T_new, num_kv_heads*d_k]", X_new.rows,
+                                             heads.num_kv_heads * heads.d_k, &K));
+  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("V [batch*T_new, num_kv_heads*d_v]", X_new.rows,
+                                             heads.num_kv_heads * heads.d_v, &V));
   MatrixView heads_out = out;
   if (!weights.W_O.empty()) {
-    merged.Reset(X_new.rows, heads.num_heads * heads.d_v);
+    ATTNKIT_RETURN_IF_ERROR(internal::Allocate("merged heads [batch*T_new, num_heads*d_v]",
+                                               X_new.rows, heads.num_heads * heads.d_v, &merged));
     heads_out = merged.view();
     job.output = {merged.view(), weights.W_O, out};
   }
@@ -224,11 +227,9 @@ Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
   job.after_projections = [&] { cache->AppendUnchecked(K.view(), V.view()); };
   AddCachedTasks(Q.view(), heads_out, *cache, T_new, T_k, heads, options, &job.heads);
   const size_t size_before = cache->size();
-  if (!internal::RunAttentionJob(job)) {
-    cache->Truncate(size_before);  // leave the cache as it was
-    return internal::OverflowStatus("out");
-  }
-  return Status::Ok();
+  const Status status = internal::RunAttentionJob(&job);
+  if (!status.ok()) cache->Truncate(size_before);  // leave the cache as it was
+  return status;
 }
 
 }  // namespace attnkit

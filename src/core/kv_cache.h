@@ -3,7 +3,6 @@
 #define ATTNKIT_KV_CACHE_H_
 
 #include <cstddef>
-#include <vector>
 
 #include "src/core/attention.h"
 #include "src/core/matrix.h"
@@ -51,7 +50,7 @@ class KVCache {
  private:
   size_t batch_ = 0, num_kv_heads_ = 0, d_k_ = 0, d_v_ = 0, capacity_ = 0;
   size_t size_ = 0;
-  std::vector<float> keys_, values_;
+  FloatBuffer keys_, values_;
 };
 
 // The newest T_new tokens' queries against everything cached (the queries'

@@ -4,32 +4,36 @@
 
 namespace attnkit {
 
-Matrix::Matrix(std::initializer_list<std::initializer_list<float>> rows)
-    : rows_(rows.size()), cols_(rows.size() ? rows.begin()->size() : 0) {
-  data_.reserve(rows_ * cols_);
+Matrix::Matrix(std::initializer_list<std::initializer_list<float>> rows) {
+  // The shape is set by the first row: short rows are zero-padded, long rows
+  // truncated.
+  const size_t cols = rows.size() ? rows.begin()->size() : 0;
+  if (!Reset(rows.size(), cols)) return;
+  size_t r = 0;
   for (const auto& row : rows) {
-    // Short rows are zero-padded, long rows truncated: the shape is set by the
-    // first row.
     size_t c = 0;
     for (float v : row) {
-      if (c++ < cols_) data_.push_back(v);
+      if (c < cols) (*this)(r, c) = v;
+      ++c;
     }
-    for (; c < cols_; ++c) data_.push_back(0.0f);
+    ++r;
   }
 }
 
 Matrix Matrix::Copy(ConstMatrixView v) {
-  Matrix m(v.rows, v.cols);
+  Matrix m;
+  if (!m.Reset(v.rows, v.cols)) return m;
   for (size_t r = 0; r < v.rows; ++r) {
     std::copy(v.Row(r), v.Row(r) + v.cols, m.data() + r * v.cols);
   }
   return m;
 }
 
-void Matrix::Reset(size_t rows, size_t cols) {
-  rows_ = rows;
-  cols_ = cols;
-  data_.assign(rows * cols, 0.0f);
+bool Matrix::Reset(size_t rows, size_t cols) {
+  const bool ok = (cols == 0 || rows <= SIZE_MAX / cols) && data_.Allocate(rows * cols);
+  rows_ = ok ? rows : 0;
+  cols_ = ok ? cols : 0;
+  return ok;
 }
 
 }  // namespace attnkit

@@ -8,8 +8,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <initializer_list>
-#include <vector>
+#include <memory>
 
 namespace attnkit {
 
@@ -46,37 +47,66 @@ using ConstMatrixView = MatrixViewT<const float>;
 // A boolean mask [T_q, T_k]: nonzero = may attend, 0 = masked out.
 using MaskView = MatrixViewT<const uint8_t>;
 
-// Owning, contiguous (stride == cols), zero-initialised.
+// Zero-initialised floats from calloc: allocation failure is reported (empty
+// buffer), never an exception or an abort, natively and in WebAssembly.
+class FloatBuffer {
+ public:
+  FloatBuffer() = default;
+  // Returns false (and leaves the buffer empty) if the memory is not there.
+  bool Allocate(size_t n) {
+    data_.reset(n ? static_cast<float*>(std::calloc(n, sizeof(float))) : nullptr);
+    size_ = data_ ? n : 0;
+    return data_ != nullptr || n == 0;
+  }
+  float* data() { return data_.get(); }
+  const float* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+
+ private:
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
+  std::unique_ptr<float[], Free> data_;
+  size_t size_ = 0;
+};
+
+// Owning, contiguous (stride == cols), zero-initialised. If memory cannot be
+// had, a constructor or Reset leaves the matrix empty (0 x 0).
 class Matrix {
  public:
   Matrix() = default;
-  Matrix(size_t rows, size_t cols) : rows_(rows), cols_(cols), data_(rows * cols) {}
+  Matrix(size_t rows, size_t cols) { Reset(rows, cols); }
   // Matrix m = {{1, 2}, {3, 4}}; rows must have equal length.
   Matrix(std::initializer_list<std::initializer_list<float>> rows);
 
-  // Copies any view into a new contiguous matrix.
+  // Copies any view into a new contiguous matrix (empty if out of memory).
   static Matrix Copy(ConstMatrixView v);
+  Matrix(Matrix&&) = default;
+  Matrix& operator=(Matrix&&) = default;
+  Matrix(const Matrix& o) : Matrix(Copy(o)) {}
+  Matrix& operator=(const Matrix& o) { return *this = Copy(o); }
 
   size_t rows() const { return rows_; }
   size_t cols() const { return cols_; }
-  size_t size() const { return data_.size(); }
+  size_t size() const { return rows_ * cols_; }
   float* data() { return data_.data(); }
   const float* data() const { return data_.data(); }
-  float& operator()(size_t r, size_t c) { return data_[r * cols_ + c]; }
-  float operator()(size_t r, size_t c) const { return data_[r * cols_ + c]; }
+  float& operator()(size_t r, size_t c) { return data()[r * cols_ + c]; }
+  float operator()(size_t r, size_t c) const { return data()[r * cols_ + c]; }
 
   MatrixView view() { return MatrixView(data_.data(), rows_, cols_); }
   ConstMatrixView view() const { return ConstMatrixView(data_.data(), rows_, cols_); }
   operator MatrixView() { return view(); }              // NOLINT
   operator ConstMatrixView() const { return view(); }   // NOLINT
 
-  // Changes the shape; contents become zero.
-  void Reset(size_t rows, size_t cols);
+  // Changes the shape; contents become zero. Returns false (matrix empty) if
+  // the memory is not there.
+  bool Reset(size_t rows, size_t cols);
 
  private:
   size_t rows_ = 0;
   size_t cols_ = 0;
-  std::vector<float> data_;
+  FloatBuffer data_;
 };
 
 }  // namespace attnkit

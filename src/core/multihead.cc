@@ -185,8 +185,7 @@ Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixVi
         *v = V.Block(b * T_k, T_k, g * heads.d_v, heads.d_v);
       },
       &job.heads);
-  if (!internal::RunAttentionJob(job)) return internal::OverflowStatus("out");
-  return Status::Ok();
+  return internal::RunAttentionJob(&job);
 }
 
 namespace internal {
@@ -232,18 +231,17 @@ Status MultiHeadAttention(ConstMatrixView X, size_t batch, const MultiHeadWeight
   internal::AttentionJob job;
   ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T, T, heads.d_k, /*batched=*/true,
                                                  &job.params));
-  size_t n;
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct("Q [batch*T, num_heads*d_k]", X.rows,
-                                                   heads.num_heads * heads.d_k, &n));
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct("V [batch*T, num_heads*d_v]", X.rows,
-                                                   heads.num_heads * heads.d_v, &n));
-  Matrix Q(X.rows, heads.num_heads * heads.d_k);
-  Matrix K(X.rows, heads.num_kv_heads * heads.d_k);
-  Matrix V(X.rows, heads.num_kv_heads * heads.d_v);
-  Matrix merged;
+  Matrix Q, K, V, merged;
+  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("Q [batch*T, num_heads*d_k]", X.rows,
+                                             heads.num_heads * heads.d_k, &Q));
+  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("K [batch*T, num_kv_heads*d_k]", X.rows,
+                                             heads.num_kv_heads * heads.d_k, &K));
+  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("V [batch*T, num_kv_heads*d_v]", X.rows,
+                                             heads.num_kv_heads * heads.d_v, &V));
   MatrixView heads_out = out;
   if (!weights.W_O.empty()) {
-    merged.Reset(X.rows, heads.num_heads * heads.d_v);
+    ATTNKIT_RETURN_IF_ERROR(internal::Allocate("merged heads [batch*T, num_heads*d_v]", X.rows,
+                                               heads.num_heads * heads.d_v, &merged));
     heads_out = merged.view();
     job.output = {merged.view(), weights.W_O, out};
   }
@@ -256,8 +254,7 @@ Status MultiHeadAttention(ConstMatrixView X, size_t batch, const MultiHeadWeight
         *v = V.view().Block(b * T, T, g * heads.d_v, heads.d_v);
       },
       &job.heads);
-  if (!internal::RunAttentionJob(job)) return internal::OverflowStatus("out");
-  return Status::Ok();
+  return internal::RunAttentionJob(&job);
 }
 
 }  // namespace attnkit

@@ -100,6 +100,40 @@ HWY_INLINE void ScaleRow(float* HWY_RESTRICT x, size_t n, float scale,
   }
 }
 
+// The max of x [n] into *max (-inf for n = 0). Returns false if x holds NaN
+// or +inf, or, unless kAllowNegInf, -inf.
+template <bool kAllowNegInf = true>
+HWY_INLINE bool RowMax(const float* HWY_RESTRICT x, size_t n, float* max) {
+  const DF d;
+  const DF1 d1;
+  const size_t N = hn::Lanes(d);
+  const float kInf = std::numeric_limits<float>::infinity();
+  auto vmax = hn::Set(d, -kInf);
+  auto vmax1 = hn::Set(d1, -kInf);
+  size_t i = 0;
+  // v < +inf is false for NaN and +inf; |v| < +inf also for -inf.
+  for (; i + N <= n; i += N) {
+    const auto v = hn::LoadU(d, x + i);
+    const auto m = kAllowNegInf ? v : hn::Abs(v);
+    if (!hn::AllTrue(d, hn::Lt(m, hn::Set(d, kInf)))) return false;
+    vmax = hn::Max(vmax, v);
+  }
+  for (; i < n; ++i) {
+    const auto v = hn::LoadU(d1, x + i);
+    const auto m = kAllowNegInf ? v : hn::Abs(v);
+    if (!hn::AllTrue(d1, hn::Lt(m, hn::Set(d1, kInf)))) return false;
+    vmax1 = hn::Max(vmax1, v);
+  }
+  // Decide "all -inf" on the lanes themselves: EMU128's MaxOfLanes starts
+  // from the lowest finite float and would report -FLT_MAX for them.
+  if (hn::AllTrue(d, hn::Eq(vmax, hn::Set(d, -kInf))) && hn::GetLane(vmax1) == -kInf) {
+    *max = -kInf;
+  } else {
+    *max = std::max(hn::GetLane(hn::MaxOfLanes(d, vmax)), hn::GetLane(vmax1));
+  }
+  return true;
+}
+
 // True if every value of x [n] is finite.
 HWY_INLINE bool AllFinite(const float* HWY_RESTRICT x, size_t n) {
   const DF d;
@@ -143,25 +177,10 @@ HWY_INLINE float ExpSubtractSum(float* HWY_RESTRICT x, size_t n, float max) {
 // zeros. Returns false if the row holds NaN or +inf (overflowed scores).
 // Exp is Highway's (1 ULP, valid down to -FLT_MAX; 0 below -104).
 HWY_INLINE bool SoftmaxRow(float* HWY_RESTRICT x, size_t n) {
-  const DF d;
-  const DF1 d1;
-  const size_t N = hn::Lanes(d);
   const float kInf = std::numeric_limits<float>::infinity();
-  // Pass 1: max, and reject NaN / +inf (v < +inf is false for both).
-  auto vmax = hn::Set(d, -kInf);
-  auto vmax1 = hn::Set(d1, -kInf);
-  size_t i = 0;
-  for (; i + N <= n; i += N) {
-    const auto v = hn::LoadU(d, x + i);
-    if (!hn::AllTrue(d, hn::Lt(v, hn::Set(d, kInf)))) return false;
-    vmax = hn::Max(vmax, v);
-  }
-  for (; i < n; ++i) {
-    const auto v = hn::LoadU(d1, x + i);
-    if (!hn::AllTrue(d1, hn::Lt(v, hn::Set(d1, kInf)))) return false;
-    vmax1 = hn::Max(vmax1, v);
-  }
-  const float max = std::max(hn::GetLane(hn::MaxOfLanes(d, vmax)), hn::GetLane(vmax1));
+  // Reject NaN / +inf (v < +inf is false for both) while finding the max.
+  float max;
+  if (!RowMax(x, n, &max)) return false;
   if (max == -kInf) {  // fully masked: zeros, not NaN from -inf - -inf
     ZeroRow(x, n);
     return true;

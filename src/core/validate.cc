@@ -1,5 +1,6 @@
 #include "src/core/validate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -183,6 +184,26 @@ Status CheckOptions(const AttentionOptions& o, size_t T_q, size_t T_k,
 size_t KeyLength(const AttentionOptions& o, size_t item, size_t T_k) {
   if (!o.key_lengths.empty()) return o.key_lengths[item];
   return o.key_length.value_or(T_k);
+}
+
+Status Allocate(const char* what, size_t rows, size_t cols, Matrix* m) {
+  size_t n;
+  ATTNKIT_RETURN_IF_ERROR(CheckedProduct(what, rows, cols, &n));
+  if (!m->Reset(rows, cols)) return OutOfMemory(what, n);
+  return Status::Ok();
+}
+
+Status AllocateCopy(const char* what, ConstMatrixView v, Matrix* m) {
+  ATTNKIT_RETURN_IF_ERROR(Allocate(what, v.rows, v.cols, m));
+  for (size_t r = 0; r < v.rows; ++r) {
+    std::copy(v.Row(r), v.Row(r) + v.cols, m->data() + r * v.cols);
+  }
+  return Status::Ok();
+}
+
+Status OutOfMemory(const char* what, size_t floats) {
+  return Status(ErrorCode::kOverflow, std::string(what) + ": expected memory for " + Str(floats) +
+                                          " floats, got an allocation failure");
 }
 
 Status OverflowStatus(const char* what) {

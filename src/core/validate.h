@@ -55,6 +55,16 @@ Status CheckOptions(const AttentionOptions& options, size_t T_q, size_t T_k,
 // The key length of batch item `item` (all keys if no padding is set).
 size_t KeyLength(const AttentionOptions& options, size_t item, size_t T_k);
 
+// m = zeros [rows, cols], or kOverflow naming `what` if the size is out of
+// range or the memory is not there.
+Status Allocate(const char* what, size_t rows, size_t cols, Matrix* m);
+
+// m = a contiguous copy of v, or kOverflow as Allocate.
+Status AllocateCopy(const char* what, ConstMatrixView v, Matrix* m);
+
+// kOverflow: `floats` floats for `what` could not be allocated.
+Status OutOfMemory(const char* what, size_t floats);
+
 // The status for a job that overflowed.
 Status OverflowStatus(const char* what);
 
