@@ -47,7 +47,18 @@ function checkOptions(options, extraKeys = []) {
     }
   }
   for (const key of ["scale", "softcap"]) {
-    if (options[key] !== undefined && typeof options[key] !== "number") throw typeError(`options.${key}`, "a number", options[key]);
+    const v = options[key];
+    if (v === undefined) continue;
+    if (typeof v !== "number") throw typeError(`options.${key}`, "a number", v);
+    // Checked here, not only in the core, so the message shows the value given:
+    // the core sees float32, where 1e40 is inf and 1e-50 is 0.
+    const f = Math.fround(v);
+    if (key === "scale" && !(Number.isFinite(f) && f > 0)) {
+      throw rangeError("options.scale", "a finite number > 0 (as float32)", describe(v));
+    }
+    if (key === "softcap" && !(Number.isFinite(f) && f >= 0)) {
+      throw rangeError("options.softcap", "0 (off) or a finite number > 0 (as float32)", describe(v));
+    }
   }
   if (options.causal !== undefined && typeof options.causal !== "boolean") {
     throw typeError("options.causal", "a boolean", options.causal);

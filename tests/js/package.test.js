@@ -1,0 +1,249 @@
+// The tarball the way users get it: `npm pack`, install the .tgz into a fresh
+// temporary project, then use it from Node ESM `import`, Node CommonJS
+// `require`, a plain HTML page with an import map in headless Chromium, and a
+// Vite app build in headless Chromium (playwright-core driving Debian's
+// chromium). Also prints the package size table and checks the budget.
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync, spawnSync } from "node:child_process";
+import { createServer } from "node:http";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { extname, join, normalize, resolve, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
+import { chromium } from "playwright-core";
+import { createAttnkit } from "attnkit";
+import * as ref from "./reference.js";
+import { assertClose } from "./helpers.js";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const CHROMIUM = "/usr/bin/chromium";
+const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+  "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const BUDGET_GZIP = 150 * 1024;
+
+// The computation every consumer runs: causal attention on fixed inputs, plus an error check.
+const INPUT = {
+  Q: [[0.1, -0.2, 0.3, 0.4], [0.5, 0.6, -0.7, 0.8], [-0.9, 1.0, 1.1, -1.2]],
+  K: [[0.2, 0.1, -0.1, 0.3], [-0.4, 0.5, 0.6, 0.1], [0.7, -0.8, 0.2, 0.4]],
+  V: [[1, 2], [3, -4], [-5, 6]],
+};
+const COMPUTE = `
+  const input = ${JSON.stringify(INPUT)};
+  function compute(attn, AttnkitError) {
+    const out = attn.attention(input.Q, input.K, input.V, { causal: true });
+    let error = null;
+    try { attn.attention("not a matrix", input.K, input.V); } catch (e) {
+      error = { attnkit: e instanceof AttnkitError, type: e instanceof TypeError, code: e.code, parameter: e.parameter, message: e.message };
+    }
+    return { simd: attn.simd, target: attn.target, data: Array.from(out.data), rows: out.rows, cols: out.cols, error };
+  }`;
+
+const MIME = { ".html": "text/html", ".js": "text/javascript", ".mjs": "text/javascript", ".wasm": "application/wasm", ".json": "application/json", ".css": "text/css" };
+
+/** A static file server for `dir` on 127.0.0.1 and a free port. */
+async function serve(dir) {
+  const base = resolve(dir);
+  const server = createServer((req, res) => {
+    const path = decodeURIComponent(new URL(req.url, "http://x").pathname);
+    let file = normalize(join(base, path));
+    if (file !== base && !file.startsWith(base + sep)) { res.writeHead(403).end(); return; }
+    if (existsSync(file) && statSync(file).isDirectory()) file = join(file, "index.html");
+    if (!existsSync(file)) { res.writeHead(404).end("not found"); return; }
+    res.writeHead(200, { "content-type": MIME[extname(file)] ?? "application/octet-stream", "cache-control": "no-store" });
+    res.end(readFileSync(file));
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  return { server, url: `http://127.0.0.1:${server.address().port}` };
+}
+
+function run(cmd, args, cwd) {
+  const r = spawnSync(cmd, args, { cwd, encoding: "utf8", env: { ...process.env, npm_config_update_notifier: "false" } });
+  assert.equal(r.status, 0, `${cmd} ${args.join(" ")} failed (${r.status}):\n${r.stdout}\n${r.stderr}`);
+  return r.stdout;
+}
+
+describe("the npm package, packed and installed", () => {
+  let tmp, app, tarball, tarballFiles, browser, expected;
+  const servers = [];
+
+  before(async () => {
+    tmp = mkdtempSync(join(tmpdir(), "attnkit-pack-"));
+    const packed = JSON.parse(run("npm", ["pack", "--json", "--pack-destination", tmp], root));
+    tarball = join(tmp, packed[0].filename);
+    tarballFiles = packed[0].files.map((f) => f.path);
+    app = join(tmp, "app");
+    mkdirSync(app);
+    writeFileSync(join(app, "package.json"), JSON.stringify({ name: "app", version: "1.0.0", private: true, type: "module" }, null, 2));
+    run("npm", ["install", tarball, "--no-audit", "--no-fund", "--offline", "--no-package-lock"], app);
+    // What the repo's own build computes (SIMD), and the float64 reference.
+    const attn = await createAttnkit({ simd: true });
+    expected = Array.from(attn.attention(INPUT.Q, INPUT.K, INPUT.V, { causal: true }).data);
+    assertClose(expected, ref.attention(INPUT.Q, INPUT.K, INPUT.V, { causal: true }), "repo result vs reference");
+    assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is installed`);
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+  });
+
+  after(async () => {
+    await browser?.close();
+    for (const s of servers) s.close();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  /** Loads `url` in a fresh page, waits for #result and returns it parsed; fails on console errors. */
+  async function loadPage(url) {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const problems = [];
+    page.on("console", (m) => { if (m.type() === "error") problems.push(`console.error: ${m.text()}`); });
+    page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+    page.on("requestfailed", (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
+    page.on("response", (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
+    try {
+      await page.goto(url);
+      await page.waitForFunction(() => document.getElementById("result")?.textContent, null, { timeout: 20000 });
+      const text = await page.textContent("#result");
+      assert.deepEqual(problems, [], "no console errors, page errors or failed requests");
+      return JSON.parse(text);
+    } finally {
+      await context.close();
+    }
+  }
+
+  function checkResult(r, label, simd) {
+    if (r.failed) assert.fail(`${label}: ${r.failed}`);
+    if (simd !== undefined) assert.equal(r.simd, simd, `${label}: simd`);
+    assert.equal(r.target, r.simd ? "WASM" : r.target);
+    assert.deepEqual([r.rows, r.cols], [3, 2], label);
+    assertClose(r.data, expected, `${label} vs Node`, { abs: 1e-6, rel: 1e-6 });
+    assert.deepEqual({ attnkit: r.error.attnkit, type: r.error.type, code: r.error.code, parameter: r.error.parameter },
+      { attnkit: true, type: true, code: "type", parameter: "Q" }, `${label}: the error`);
+    assert.match(r.error.message, /^Q: expected a matrix .*, got string "not a matrix"$/);
+  }
+
+  it("the tarball holds the dist files, README, LICENSE and package.json only", () => {
+    const files = [...tarballFiles].sort();
+    assert.deepEqual(files, ["LICENSE", "README.md", "dist/attnkit-scalar.mjs", "dist/attnkit-scalar.node.cjs",
+      "dist/attnkit-scalar.wasm", "dist/attnkit-simd.mjs", "dist/attnkit-simd.node.cjs", "dist/attnkit-simd.wasm",
+      "dist/attnkit.d.ts", "dist/attnkit.mjs", "dist/attnkit.node.cjs", "dist/attnkit.node.mjs", "package.json"]);
+    const installed = JSON.parse(readFileSync(join(app, "node_modules/attnkit/package.json"), "utf8"));
+    assert.equal(installed.name, "attnkit");
+    assert.equal(installed.dependencies, undefined, "no runtime dependencies");
+  });
+
+  it("Node ESM: import createAttnkit, { AttnkitError } from \"attnkit\"", () => {
+    const script = `
+      import createAttnkit, { AttnkitError, createAttnkit as named } from "attnkit";
+      import { createRequire } from "node:module";
+      ${COMPUTE}
+      const results = [];
+      for (const simd of [true, false]) results.push(compute(await createAttnkit({ simd }), AttnkitError));
+      results.push(compute(await createAttnkit(), AttnkitError));  // feature detection
+      const cjs = createRequire(import.meta.url)("attnkit");
+      const shared = cjs.createAttnkit === named && cjs.AttnkitError === AttnkitError && (await cjs.createAttnkit({ simd: true })) === (await named({ simd: true }));
+      console.log(JSON.stringify({ results, shared, resolved: import.meta.resolve("attnkit") }));`;
+    writeFileSync(join(app, "esm.mjs"), script);
+    const out = JSON.parse(run(process.execPath, ["esm.mjs"], app).trim());
+    assert.match(out.resolved, /\/app\/node_modules\/attnkit\/dist\/attnkit\.node\.mjs$/);
+    checkResult(out.results[0], "ESM simd", true);
+    checkResult(out.results[1], "ESM scalar", false);
+    checkResult(out.results[2], "ESM default", true);
+    assert.equal(out.shared, true, "ESM and CommonJS share one module instance and one set of classes");
+  });
+
+  it("Node CommonJS: const { createAttnkit } = require(\"attnkit\")", () => {
+    const script = `
+      const { createAttnkit, AttnkitError, AttnkitTypeError } = require("attnkit");
+      ${COMPUTE}
+      (async () => {
+        const results = [];
+        for (const simd of [true, false]) results.push(compute(await createAttnkit({ simd }), AttnkitError));
+        console.log(JSON.stringify({ results, resolved: require.resolve("attnkit"), typeErrorClass: typeof AttnkitTypeError }));
+      })().catch((e) => { console.error(e); process.exit(1); });`;
+    writeFileSync(join(app, "cjs.cjs"), script);
+    const out = JSON.parse(run(process.execPath, ["cjs.cjs"], app).trim());
+    assert.match(out.resolved, /\/app\/node_modules\/attnkit\/dist\/attnkit\.node\.cjs$/);
+    assert.equal(out.typeErrorClass, "function");
+    checkResult(out.results[0], "CJS simd", true);
+    checkResult(out.results[1], "CJS scalar", false);
+  });
+
+  it("a plain HTML page with an import map, in headless Chromium (SIMD and scalar)", async () => {
+    for (const [name, load] of [["index", "{}"], ["scalar", "{ simd: false }"]]) {
+      writeFileSync(join(app, `${name}.html`), `<!doctype html>
+<html><head><meta charset="utf-8"><title>attnkit</title><link rel="icon" href="data:,">
+<script type="importmap">{"imports": {"attnkit": "./node_modules/attnkit/dist/attnkit.mjs"}}</script>
+</head><body><pre id="result"></pre>
+<script type="module">
+  import createAttnkit, { AttnkitError } from "attnkit";
+  ${COMPUTE}
+  try {
+    const attn = await createAttnkit(${load});
+    document.getElementById("result").textContent = JSON.stringify(compute(attn, AttnkitError));
+  } catch (e) {
+    document.getElementById("result").textContent = JSON.stringify({ failed: String(e && e.stack || e) });
+  }
+</script></body></html>`);
+    }
+    const { server, url } = await serve(app);
+    servers.push(server);
+    checkResult(await loadPage(`${url}/index.html`), "browser page (feature detection)", true);
+    checkResult(await loadPage(`${url}/scalar.html`), "browser page (scalar)", false);
+  });
+
+  it("a Vite app build, in headless Chromium", async () => {
+    const site = join(app, "site");
+    mkdirSync(site);
+    writeFileSync(join(site, "index.html"), `<!doctype html>
+<html><head><meta charset="utf-8"><title>attnkit + vite</title><link rel="icon" href="data:,"></head>
+<body><pre id="result"></pre><script type="module" src="./main.js"></script></body></html>`);
+    writeFileSync(join(site, "main.js"), `
+import createAttnkit, { AttnkitError } from "attnkit";
+${COMPUTE}
+createAttnkit().then((attn) => {
+  document.getElementById("result").textContent = JSON.stringify(compute(attn, AttnkitError));
+}, (e) => {
+  document.getElementById("result").textContent = JSON.stringify({ failed: String(e && e.stack || e) });
+});`);
+    run(process.execPath, [join(root, "node_modules/vite/bin/vite.js"), "build", "--logLevel", "warn"], site);
+    const built = join(site, "dist");
+    const assets = execFileSync("ls", ["-1", join(built, "assets")], { encoding: "utf8" }).trim().split("\n");
+    assert.ok(assets.some((f) => f.endsWith(".wasm")), `the build emits the .wasm: ${assets.join(", ")}`);
+    // The bundle came from the installed tarball (the temp project's node_modules).
+    assert.ok(existsSync(join(app, "node_modules/attnkit/dist/attnkit.mjs")));
+    const { server, url } = await serve(built);
+    servers.push(server);
+    checkResult(await loadPage(`${url}/`), "Vite app", true);
+  });
+
+  it("package size: the browser SIMD load is under 150 KB gzipped", () => {
+    const dist = join(app, "node_modules/attnkit/dist");
+    const size = (names) => {
+      let raw = 0, gz = 0;
+      for (const n of names) {
+        const bytes = readFileSync(join(dist, n));
+        raw += bytes.length;
+        gz += gzipSync(bytes, { level: 9 }).length;
+      }
+      return { raw, gz };
+    };
+    const rows = [
+      ["browser, SIMD", ["attnkit.mjs", "attnkit-simd.mjs", "attnkit-simd.wasm"]],
+      ["browser, scalar", ["attnkit.mjs", "attnkit-scalar.mjs", "attnkit-scalar.wasm"]],
+      ["Node, SIMD", ["attnkit.node.cjs", "attnkit-simd.node.cjs"]],
+      ["Node, scalar", ["attnkit.node.cjs", "attnkit-scalar.node.cjs"]],
+      ["  attnkit-simd.wasm alone", ["attnkit-simd.wasm"]],
+      ["  attnkit.mjs + attnkit-simd.mjs (JS)", ["attnkit.mjs", "attnkit-simd.mjs"]],
+    ].map(([label, names]) => ({ label, files: names.join(" + "), ...size(names) }));
+    const kb = (n) => `${(n / 1024).toFixed(1)} KB`;
+    const lines = [
+      "| load | files | raw | gzipped |",
+      "|---|---|---:|---:|",
+      ...rows.map((r) => `| ${r.label} | ${r.files} | ${kb(r.raw)} | ${kb(r.gz)} |`),
+    ];
+    console.log(lines.join("\n"));
+    const simd = rows[0];
+    assert.ok(simd.gz < BUDGET_GZIP, `browser SIMD load is ${kb(simd.gz)} gzipped, budget ${kb(BUDGET_GZIP)}`);
+  });
+});
