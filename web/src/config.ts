@@ -84,9 +84,22 @@ export function resolveConfig(s: State): Config {
 
 /** The options of every attention call for one batch item. */
 export function attentionOptions(s: State, cfg: Config, item: Item): AttentionOptions {
-  const o: AttentionOptions = { scale: cfg.scale };
-  if (s.mask === "causal") o.causal = true;
+  const o = sharedOptions(s, cfg);
   if (item.realLength < cfg.T) o.keyLength = item.realLength;
+  return o;
+}
+
+/** The options of one batched call over every item: keyLengths pads the shorter sentence. */
+export function batchOptions(s: State, cfg: Config): AttentionOptions {
+  const o = sharedOptions(s, cfg);
+  if (cfg.items.some((it) => it.realLength < cfg.T)) o.keyLengths = cfg.items.map((it) => it.realLength);
+  return o;
+}
+
+function sharedOptions(s: State, cfg: Config): AttentionOptions {
+  const o: AttentionOptions = { scale: cfg.scale };
+  if (s.softcap > 0) o.softcap = s.softcap;
+  if (s.mask === "causal") o.causal = true;
   if (s.mask === "custom") {
     const blocked = customCells(s);
     const rows: number[][] = [];

@@ -56,6 +56,7 @@ export function bindControls(get: () => State, set: Set): void {
   $<HTMLButtonElement>("reset-edits").addEventListener("click", () => set({ edits: {} }));
   $<HTMLSelectElement>("mask").addEventListener("change", (e) => set({ mask: (e.target as HTMLSelectElement).value as State["mask"] }));
   $<HTMLInputElement>("temperature").addEventListener("input", (e) => set({ temperature: Number((e.target as HTMLInputElement).value) }));
+  $<HTMLInputElement>("softcap").addEventListener("input", (e) => set({ softcap: Number((e.target as HTMLInputElement).value) }));
   $<HTMLSelectElement>("query").addEventListener("change", (e) => set({ query: Number((e.target as HTMLSelectElement).value) }, { animate: true }));
   $<HTMLSelectElement>("head").addEventListener("change", (e) => set({ head: Number((e.target as HTMLSelectElement).value) }, { animate: true }));
   $<HTMLSelectElement>("speed").addEventListener("change", (e) => set({ speed: Number((e.target as HTMLSelectElement).value) }));
@@ -98,6 +99,8 @@ export function syncControls(s: State, cfg: Config): void {
   $<HTMLInputElement>("scaling").checked = s.scaling;
   setValue("temperature", String(s.temperature));
   $("temp-out").textContent = s.temperature.toFixed(2);
+  setValue("softcap", String(s.softcap));
+  $("softcap-out").textContent = s.softcap > 0 ? s.softcap.toFixed(1) : "0 (off)";
   options($<HTMLSelectElement>("query"), cfg.items[0].labels.map((l, i) => `${i}: ${l}`), Math.min(s.query, cfg.T - 1));
   options($<HTMLSelectElement>("head"), Array.from({ length: cfg.heads }, (_, h) => `head ${h}`), Math.min(s.head, cfg.heads - 1));
   setValue("speed", String(s.speed));

@@ -13,6 +13,16 @@ function download(blob: Blob, name: string): void {
 
 export function svgText(svg: SVGSVGElement): string {
   const clone = svg.cloneNode(true) as SVGSVGElement;
+  // Canvas matrices (inside <foreignObject>) become <image>s of their pixels.
+  const live = svg.querySelectorAll("foreignObject");
+  clone.querySelectorAll("foreignObject").forEach((fo, k) => {
+    const canvas = live[k]?.querySelector("canvas");
+    const img = document.createElementNS("http://www.w3.org/2000/svg", "image");
+    for (const a of ["x", "y", "width", "height"]) if (fo.hasAttribute(a)) img.setAttribute(a, fo.getAttribute(a)!);
+    if (canvas) img.setAttribute("href", canvas.toDataURL("image/png"));
+    img.setAttribute("preserveAspectRatio", "none");
+    fo.replaceWith(img);
+  });
   clone.setAttribute("xmlns", "http://www.w3.org/2000/svg");
   clone.setAttribute("xmlns:xlink", "http://www.w3.org/1999/xlink");
   const bg = document.createElementNS("http://www.w3.org/2000/svg", "rect");

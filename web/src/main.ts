@@ -19,7 +19,7 @@ import { addDefs } from "./views/colors";
 import { decodingView } from "./views/decoding";
 import { gridView } from "./views/grid";
 import { headView, toggleHead } from "./views/headview";
-import type { G } from "./views/matrix";
+import { clearRegistry, drawnIds, drawnMatrix, type G } from "./views/matrix";
 import { saturationView } from "./views/saturation";
 import { hideTip } from "./views/tooltip";
 
@@ -33,9 +33,13 @@ interface Timing {
   firstRenderMs: number;
   lastRenderMs: number;
   lastComputeMs: number;
+  /** Whether the last render recomputed anything (false: only redrawn). */
+  lastRecomputed: boolean;
+  /** Of lastRenderMs: the browser's style and layout. */
+  lastLayoutMs: number;
   renders: number;
 }
-const timing: Timing = { loadMs: 0, firstRenderMs: 0, lastRenderMs: 0, lastComputeMs: 0, renders: 0 };
+const timing: Timing = { loadMs: 0, firstRenderMs: 0, lastRenderMs: 0, lastComputeMs: 0, lastRecomputed: false, lastLayoutMs: 0, renders: 0 };
 
 let attn: Attnkit;
 let state: State = fromQuery(location.search.slice(1));
@@ -47,15 +51,26 @@ let playTimer: number | undefined;
 
 /** State fields that change the numbers (the rest only change what is shown). */
 function inputsKey(s: State): string {
-  const { view: _v, step: _s, query: _q, head: _h, role: _r, speed: _sp, satScale: _c, satSource: _ss, decodeStep: _d, preset: _p, ...rest } = s;
+  const { view: _v, step: _s, query: _q, head: _h, role: _r, speed: _sp, satScale: _c, satSource: _ss, decodeStep: _d, preset: _p, hidden: _hh, ...rest } = s;
   return JSON.stringify(rest);
 }
 
 function set(patch: Partial<State>, opts: { animate?: boolean } = {}): void {
   state = { ...state, ...patch };
   if ("speed" in patch) setSpeed(state.speed);
-  history.replaceState(null, "", `?${toQuery(state)}`);
+  saveUrl();
   render(opts.animate ?? false);
+}
+
+// The URL follows the state, at most every 120 ms (a dragged slider fires many events;
+// browsers throttle frequent history updates).
+let urlTimer: number | undefined;
+function saveUrl(): void {
+  if (urlTimer !== undefined) return;
+  urlTimer = window.setTimeout(() => {
+    urlTimer = undefined;
+    history.replaceState(null, "", `?${toQuery(state)}`);
+  }, 120);
 }
 
 function sceneOf(s: State): Scene {
@@ -71,10 +86,12 @@ function render(animate: boolean): void {
   const t0 = performance.now();
   hideTip();
   const key = inputsKey(state);
+  timing.lastRecomputed = false;
   if (!model || key !== modelKey) {
     try {
-      model = computeModel(attn, state);
+      model = computeModel(attn, state, model);
       modelKey = key;
+      timing.lastRecomputed = true;
     } catch (err) {
       showError(err);
       return;
@@ -91,22 +108,31 @@ function render(animate: boolean): void {
   const scene = sceneOf(state);
   const stage = $("stage");
   stage.querySelectorAll("svg").forEach((s) => d3.select(s).selectAll("*").interrupt());
-  stage.replaceChildren();
-  const svg = d3.select(stage).append("svg").attr("data-testid", "scene-svg")
+  clearRegistry();
+  // One <svg> for the page's life: each render replaces its content but keeps the
+  // shared <defs> and <style> (a new <style> would restyle the whole document).
+  let node = stage.querySelector<SVGSVGElement>("svg[data-testid=scene-svg]");
+  if (!node) {
+    stage.replaceChildren();
+    node = d3.select(stage).append("svg").attr("data-testid", "scene-svg").node()!;
+    addDefs(d3.select(node));
+  }
+  for (const child of [...node.children]) if (child.tagName !== "defs" && child.tagName !== "style") child.remove();
+  const svg = d3.select(node)
     .attr("data-view", state.view).attr("data-step", state.step).attr("role", "img")
     .attr("aria-label", `${scene.title}`);
-  addDefs(svg);
   const perItem = state.view !== "saturation" && state.view !== "decoding";
   const items = perItem ? m.items : m.items.slice(0, 1);
   const gap = 36;
-  const avail = Math.max(320, stage.clientWidth - 24);
+  // Narrow screens: the scene keeps a readable size and the stage scrolls sideways.
+  const avail = Math.max(640, stage.clientWidth - 24);
   const itemWidth = (avail - gap * (items.length - 1)) / items.length;
   const ctxs: SceneCtx[] = items.map((item, i) => ({
     attn, state, model: m, cfg, item, itemIndex: i, trace: item.heads[state.head],
     width: itemWidth, height: Math.max(360, innerHeight - 300), animate: animate && !reducedMotion(),
     set, edit: (name, r, c, value, e) => openEditor(e, `${name.replace(/^X\d/, "X")}[${r}, ${c}]`, value, (v) => set({ edits: { ...state.edits, [`${name}:${r}:${c}`]: v } })),
   }));
-  $("caption").innerHTML = `<h2 data-testid="scene-title">${state.view === "steps" ? `${state.step}. ` : ""}${scene.title}</h2>${scene.caption(ctxs[0])}`;
+  setHtml("caption", `<h2 data-testid="scene-title">${state.view === "steps" ? `${state.step}. ` : ""}${scene.title}</h2>${scene.caption(ctxs[0])}`);
   let x = 0, height = 0, duration = 0;
   const top = items.length > 1 ? 24 : 0;
   ctxs.forEach((ctx, i) => {
@@ -122,16 +148,29 @@ function render(animate: boolean): void {
   });
   const w = Math.ceil(x - gap + 12), h = Math.ceil(height + top + 12);
   svg.attr("width", w).attr("height", h).attr("viewBox", `0 0 ${w} ${h}`);
+  // Style and layout now, so that the time below is the whole redraw but the paint.
+  const tl = performance.now();
+  void stage.getBoundingClientRect();
+  timing.lastLayoutMs = performance.now() - tl;
 
   timing.lastRenderMs = performance.now() - t0;
-  timing.lastComputeMs = m.computeMs;
+  timing.lastComputeMs = timing.lastRecomputed ? m.computeMs : 0;
   timing.renders++;
   if (timing.renders === 1) timing.firstRenderMs = performance.now();
   const batch = m.items.length > 1 ? " · batch of 2" : "";
-  $("status").innerHTML = `computed by <b>attnkit</b> (${attn.target}${attn.simd ? ", SIMD128" : ""})${batch} · attnkit calls ${m.computeMs.toFixed(1)} ms · render ${timing.lastRenderMs.toFixed(1)} ms`;
+  $("status").innerHTML = `computed by <b>attnkit</b> (${attn.target}${attn.simd ? ", SIMD128" : ""})${batch} · ${timing.lastRecomputed ? `attnkit calls ${m.computeMs.toFixed(1)} ms` : "no recompute"} · redraw ${timing.lastRenderMs.toFixed(1)} ms`;
   document.body.dataset.ready = "1";
   document.body.dataset.renders = String(timing.renders);
   if (playing) schedule(duration);
+}
+
+/** Sets innerHTML only when it changes (no relayout of an unchanged caption). */
+function setHtml(id: string, html: string): void {
+  const el = $(id);
+  if (el.dataset.html !== html) {
+    el.innerHTML = html;
+    el.dataset.html = html;
+  }
 }
 
 function syncNav(): void {
@@ -213,8 +252,7 @@ function bindNav(): void {
     }
     const hd = t.closest<HTMLElement>("[data-toggle-head]");
     if (hd && e.type === "click") {
-      toggleHead(Number(hd.dataset.toggleHead));
-      render(false);
+      set(toggleHead(state, Number(hd.dataset.toggleHead)));
     }
   };
   caption.addEventListener("click", (e) => {
@@ -228,6 +266,15 @@ function bindNav(): void {
     navigator.clipboard?.writeText(location.href).then(() => done("Link copied."), () => done(`Link: ${location.href}`)) ?? done(`Link: ${location.href}`);
   });
   $("help-open").addEventListener("click", () => $<HTMLDialogElement>("help").showModal());
+  // Narrow screens: the settings are a drawer, closed at first so the scene shows.
+  const drawer = $<HTMLButtonElement>("controls-toggle");
+  const setDrawer = (open: boolean) => {
+    document.body.classList.toggle("controls-open", open);
+    drawer.setAttribute("aria-expanded", String(open));
+    drawer.textContent = open ? "✕ Settings" : "☰ Settings";
+  };
+  setDrawer(false);
+  drawer.addEventListener("click", () => setDrawer(!document.body.classList.contains("controls-open")));
 }
 
 function currentSvg(): SVGSVGElement {
@@ -275,7 +322,11 @@ async function main(): Promise<void> {
   }
   timing.loadMs = performance.now() - t0;
   setSpeed(state.speed);
-  (window as unknown as { __attnkit: unknown }).__attnkit = { timing, target: attn.target, simd: attn.simd, state: () => state };
+  // Test hook: timing, the state, and the numbers of every matrix on screen (canvas ones included).
+  (window as unknown as { __attnkit: unknown }).__attnkit = {
+    timing, target: attn.target, simd: attn.simd, state: () => state,
+    matrix: (id: string, nth = 0) => drawnMatrix(id, nth), matrixIds: () => drawnIds(),
+  };
   bindControls(() => state, set);
   bindNav();
   bindKeys();

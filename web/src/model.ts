@@ -3,9 +3,9 @@
 // projections (matmul), the reshape into heads (splitHeads), each head's trace
 // (traceQKV), concat (mergeHeads), the output projection (matmul), row sums
 // (weights times a ones column, matmul), and a cross-check against
-// multiHeadAttention / multiHeadAttentionQKV.
+// multiHeadAttention / multiHeadAttentionQKV (one batched call for a batch of two).
 import type { AttentionOptions, AttentionTrace, Attnkit, Matrix, Tensor } from "attnkit";
-import { attentionOptions, resolveConfig, type Config, type Item } from "./config";
+import { attentionOptions, batchOptions, resolveConfig, type Config, type Item } from "./config";
 import { embed, fromRows, type Embedded } from "./embeddings";
 import { seedK, SEED001 } from "./presets";
 import type { State } from "./state";
@@ -24,19 +24,31 @@ export interface ItemModel extends Embedded {
   Vh: Tensor;
   /** One trace per head. */
   heads: AttentionTrace[];
-  /** Row sums of each head's weights [T, 1]. */
-  rowSums: Matrix[];
-  /** Concat of the heads [T, h*d_v] and times W^O [T, d_model]. */
-  merged: Matrix;
-  out: Matrix;
+  /** Row sums of each head's weights [T, 1] (computed on first use). */
+  readonly rowSums: Matrix[];
+  /** Concat of the heads [T, h*d_v] and times W^O [T, d_model] (computed on first use). */
+  readonly merged: Matrix;
+  readonly out: Matrix;
   /** Largest |out - multiHeadAttention(...)|: the step-by-step path agrees with the one-call API (computed on first use). */
   readonly checkDiff: number;
+  /** Batch mode: both sentences through one batched multiHeadAttention call (null otherwise). */
+  readonly batched: BatchResult | null;
+}
+
+export interface BatchResult {
+  /** [batch, T, d_model] */
+  out: Tensor;
+  keyLengths: number[];
+  options: AttentionOptions;
 }
 
 export interface Model {
   cfg: Config;
   weights: Weights;
   items: ItemModel[];
+  /** Reused while only the mask, scale, temperature or softcap change. */
+  projected: Projected[];
+  projectionKey: string;
   /** Milliseconds spent in attnkit calls. */
   computeMs: number;
 }
@@ -63,52 +75,121 @@ function maxAbsDiff(a: Float32Array, b: Float32Array): number {
   return m;
 }
 
-function runItem(attn: Attnkit, s: State, cfg: Config, w: Weights, item: Item, index: number): ItemModel {
+/** The projections of one item: they depend on the text, embeddings and weights, not on the mask or scale. */
+export interface Projected extends Embedded {
+  item: Item;
+  Q: Matrix;
+  K: Matrix;
+  V: Matrix;
+  Qh: Tensor;
+  Kh: Tensor;
+  Vh: Tensor;
+}
+
+function project(attn: Attnkit, s: State, cfg: Config, w: Weights, item: Item, index: number): Projected {
   const emb = embed(s, cfg, item, index);
-  const options = attentionOptions(s, cfg, item);
   const Q = attn.matmul(emb.X, w.WQ);
   const K = w.WK ? attn.matmul(emb.X, w.WK) : fromRows(seedK());
   const V = w.WV ? attn.matmul(emb.X, w.WV) : fromRows(SEED001.V);
   const Qh = attn.splitHeads(Q, cfg.heads);
   const Kh = attn.splitHeads(K, cfg.kvHeads);
   const Vh = attn.splitHeads(V, cfg.kvHeads);
+  return { ...emb, item, Q, K, V, Qh, Kh, Vh };
+}
+
+function headConfig(cfg: Config) {
+  return { numHeads: cfg.heads, numKvHeads: cfg.kvHeads, dK: cfg.dK, dV: cfg.dV };
+}
+
+function attendItem(attn: Attnkit, s: State, cfg: Config, w: Weights, p: Projected, batched: () => BatchResult | null, index: number): ItemModel {
+  const options = attentionOptions(s, cfg, p.item);
   const heads: AttentionTrace[] = [];
-  const rowSums: Matrix[] = [];
-  const outs = new Float32Array(cfg.heads * cfg.T * cfg.dV);
   for (let h = 0; h < cfg.heads; h++) {
     const g = kvGroup(cfg, h);
-    const tr = attn.traceQKV(headSlice(Qh, h), headSlice(Kh, g), headSlice(Vh, g), options);
-    heads.push(tr);
-    rowSums.push(attn.matmul(tr.weights, ones(cfg.T)));
-    outs.set(tr.output.data, h * cfg.T * cfg.dV);
+    heads.push(attn.traceQKV(headSlice(p.Qh, h), headSlice(p.Kh, g), headSlice(p.Vh, g), options));
   }
-  const merged = attn.mergeHeads({ data: outs, shape: [cfg.heads, cfg.T, cfg.dV] });
-  const out = attn.matmul(merged, w.WO);
-  const config = { numHeads: cfg.heads, numKvHeads: cfg.kvHeads, dK: cfg.dK, dV: cfg.dV };
-  // The same attention in one call, for the check shown in step 8.
+  // Row sums, concat and W^O only when a scene asks for them.
+  let rowSums: Matrix[] | undefined, merged: Matrix | undefined, out: Matrix | undefined, diff: number | undefined;
+  const merge = (): Matrix => {
+    if (!merged) {
+      const outs = new Float32Array(cfg.heads * cfg.T * cfg.dV);
+      heads.forEach((tr, h) => outs.set(tr.output.data, h * cfg.T * cfg.dV));
+      merged = attn.mergeHeads({ data: outs, shape: [cfg.heads, cfg.T, cfg.dV] });
+    }
+    return merged;
+  };
+  // The same attention in one call (for a batch: one batched call for both items), for the check shown in step 8.
   const check = (): number => {
+    const b = batched();
+    if (b) return maxAbsDiff(b.out.data.subarray(index * cfg.T * cfg.dModel, (index + 1) * cfg.T * cfg.dModel), item.out.data);
+    const config = headConfig(cfg);
     if (w.WK && w.WV) {
-      const whole = attn.multiHeadAttention(emb.X, { W_Q: w.WQ, W_K: w.WK, W_V: w.WV, W_O: w.WO }, config, options);
-      return maxAbsDiff(whole.data, out.data);
+      const whole = attn.multiHeadAttention(p.X, { W_Q: w.WQ, W_K: w.WK, W_V: w.WV, W_O: w.WO }, config, options);
+      return maxAbsDiff(whole.data, item.out.data);
     }
     const bshd = (m: Matrix) => ({ data: m.data, shape: [1, cfg.T, m.cols] });
-    const m = attn.multiHeadAttentionQKV(bshd(Q), bshd(K), bshd(V), config, options);
-    return maxAbsDiff(m.data, merged.data);
+    const m = attn.multiHeadAttentionQKV(bshd(p.Q), bshd(p.K), bshd(p.V), config, options);
+    return maxAbsDiff(m.data, merge().data);
   };
-  let diff: number | undefined;
-  return {
-    ...emb, item, options, Q, K, V, Qh, Kh, Vh, heads, rowSums, merged, out,
+  const item: ItemModel = {
+    ...p, options, heads,
+    get rowSums() {
+      rowSums ??= heads.map((tr) => attn.matmul(tr.weights, ones(cfg.T)));
+      return rowSums;
+    },
+    get merged() {
+      return merge();
+    },
+    get out() {
+      out ??= attn.matmul(merge(), w.WO);
+      return out;
+    },
     get checkDiff() {
       diff ??= check();
       return diff;
     },
+    get batched() {
+      return batched();
+    },
   };
+  return item;
 }
 
-export function computeModel(attn: Attnkit, s: State): Model {
+/** State fields that change the projections (not the mask, scale, temperature or softcap). */
+function projectionKey(s: State): string {
+  const { view: _v, step: _s, query: _q, head: _h, role: _r, speed: _sp, satScale: _c, satSource: _ss, decodeStep: _d, preset: _p,
+    mask: _m, custom: _cm, scaling: _sc, temperature: _t, softcap: _cap, hidden: _hd, ...rest } = s;
+  return JSON.stringify(rest);
+}
+
+export function computeModel(attn: Attnkit, s: State, prev?: Model | null): Model {
   const cfg = resolveConfig(s);
-  const weights = makeWeights(s, cfg);
   const t0 = performance.now();
-  const items = cfg.items.map((item, i) => runItem(attn, s, cfg, weights, item, i));
-  return { cfg, weights, items, computeMs: performance.now() - t0 };
+  const key = projectionKey(s);
+  let weights: Weights, projected: Projected[];
+  if (prev && prev.projectionKey === key) {
+    weights = prev.weights;
+    projected = prev.projected;
+  } else {
+    weights = makeWeights(s, cfg);
+    projected = cfg.items.map((item, i) => project(attn, s, cfg, weights, item, i));
+  }
+  // A batch of two: the multi-head attention of both sentences in one call, X [2, T, d_model]
+  // with keyLengths padding the shorter one.
+  let batch: BatchResult | null | undefined;
+  const batched = (): BatchResult | null => {
+    if (batch !== undefined) return batch;
+    batch = null;
+    if (projected.length > 1 && weights.WK && weights.WV) {
+      const X = new Float32Array(projected.length * cfg.T * cfg.dModel);
+      projected.forEach((p, i) => X.set(p.X.data, i * cfg.T * cfg.dModel));
+      const options = batchOptions(s, cfg);
+      const out = attn.multiHeadAttention({ data: X, shape: [projected.length, cfg.T, cfg.dModel] },
+        { W_Q: weights.WQ, W_K: weights.WK, W_V: weights.WV, W_O: weights.WO }, headConfig(cfg), options);
+      batch = { out, keyLengths: cfg.items.map((it) => it.realLength), options };
+    }
+    return batch;
+  };
+  const items = projected.map((p, i) => attendItem(attn, s, cfg, weights, p, batched, i));
+  return { cfg, weights, items, projected, projectionKey: key, computeMs: performance.now() - t0 };
 }

@@ -24,6 +24,8 @@ export interface State {
   custom: string;
   scaling: boolean;
   temperature: number;
+  /** Soft cap of the scaled scores: s -> c·tanh(s / c); 0 = off. */
+  softcap: number;
   view: ViewId;
   step: number;
   query: number;
@@ -35,6 +37,8 @@ export interface State {
   satScale: number;
   satSource: "random" | "query";
   decodeStep: number;
+  /** Heads hidden in the head view, joined by "_". */
+  hidden: string;
   /** Edited cells: "X0:r:c" (batch item 0), "WQ:r:c", ... -> value. */
   edits: Record<string, number>;
 }
@@ -59,6 +63,7 @@ export const DEFAULT_STATE: State = {
   custom: "",
   scaling: true,
   temperature: 1,
+  softcap: 0,
   view: "steps",
   step: 1,
   query: 1,
@@ -68,6 +73,7 @@ export const DEFAULT_STATE: State = {
   satScale: 1,
   satSource: "random",
   decodeStep: 0,
+  hidden: "",
   edits: {},
 };
 
@@ -75,7 +81,7 @@ type Key = keyof State;
 const SHORT: Record<Key, string> = {
   preset: "p", text: "t", text2: "t2", batch: "b", emb: "e", dModel: "dm", pe: "pe", weights: "w",
   seed: "s", dK: "dk", dV: "dv", heads: "h", kvHeads: "kvh", mask: "m", custom: "cm", scaling: "sc",
-  temperature: "tau", view: "v", step: "st", query: "q", head: "hd", role: "r", speed: "sp",
+  temperature: "tau", softcap: "cap", hidden: "hh", view: "v", step: "st", query: "q", head: "hd", role: "r", speed: "sp",
   satScale: "sat", satSource: "ss", decodeStep: "ds", edits: "ed",
 };
 
@@ -129,11 +135,18 @@ export function fromQuery(query: string): State {
   s.satScale = Math.min(100, Math.max(1, s.satScale));
   s.temperature = Math.min(10, Math.max(0.05, s.temperature));
   s.speed = Math.min(4, Math.max(0.25, s.speed));
+  s.softcap = Math.min(100, Math.max(0, s.softcap));
+  if (!/^(\d+(_\d+)*)?$/.test(s.hidden)) s.hidden = "";
   return s;
 }
 
 export function clampInt(v: number, lo: number, hi: number): number {
   return Math.min(hi, Math.max(lo, Math.round(v)));
+}
+
+/** Heads hidden in the head view. */
+export function hiddenHeads(s: State): Set<number> {
+  return new Set(s.hidden ? s.hidden.split("_").map(Number) : []);
 }
 
 /** Blocked cells of the custom mask. */

@@ -55,8 +55,30 @@ export function dimLabels(cfg: Config, n: number): string[] {
   return cfg.featureNames && cfg.featureNames.length === n ? cfg.featureNames : Array.from({ length: n }, (_, i) => String(i));
 }
 
-export function indexLabels(n: number): string[] {
-  return Array.from({ length: n }, (_, i) => String(i));
+export function indexLabels(n: number, from = 0): string[] {
+  return Array.from({ length: n }, (_, i) => String(from + i));
+}
+
+/**
+ * Which projections stay in the named feature space: with identity weights
+ * Q = K = V = X; the designed heads copy X into V (W^V = W^O = I).
+ */
+export function featureSpace(ctx: Pick<SceneCtx, "cfg" | "state">): { qk: boolean; v: boolean } {
+  const named = !!ctx.cfg.featureNames;
+  const w = ctx.state.weights;
+  return { qk: named && w === "identity", v: named && (w === "identity" || w === "designed") };
+}
+
+/** Column labels of head h's Q or K slice [T, d_k]: feature names when Q = K = X, else indices. */
+export function qkLabels(ctx: Pick<SceneCtx, "cfg" | "state">, h: number): string[] {
+  const { dK } = ctx.cfg;
+  return featureSpace(ctx).qk ? ctx.cfg.featureNames!.slice(h * dK, (h + 1) * dK) : indexLabels(dK);
+}
+
+/** Column labels of K/V head g's V slice [T, d_v]: feature names when V = X, else indices. */
+export function vLabels(ctx: Pick<SceneCtx, "cfg" | "state">, g: number): string[] {
+  const { dV } = ctx.cfg;
+  return featureSpace(ctx).v ? ctx.cfg.featureNames!.slice(g * dV, (g + 1) * dV) : indexLabels(dV);
 }
 
 export function tokenName(ctx: SceneCtx, i: number): string {

@@ -56,12 +56,13 @@ export const step1: Scene = {
       rowLabelClass: (r) => (it.unknown[r] ? "unknown" : it.item.tokens[r] === "[PAD]" ? "tok-pad" : ""),
       tip: (r, c, v) => `x${sub(r)}[${cols[c]}] = <b>${fmt(v, 4)}</b> (token “${tokenName(ctx, r)}”)<br>${pe ? `E ${fmt(it.E.data[r * dModel + c], 3)} + P ${fmt(it.P.data[r * dModel + c], 3)}` : tokenTip(r)}<br><i>click to edit</i>`,
       onCell: (r, c, e) => ctx.edit(`X${ctx.itemIndex}`, r, c, it.X.data[r * dModel + c], e),
+      hidden: ctx.animate ? () => true : undefined,
     });
     const height = Math.max(X.height, ...parts.map((p) => p.height));
     const lh = signedLegend(g, 8, height + 14, m, "value (diverging: blue < 0 < red)");
     let duration = 0;
     if (ctx.animate) {
-      X.cells.attr("opacity", 0).transition().delay((d) => dur(d.r * 60)).duration(dur(250)).attr("opacity", 1);
+      X.reveal((r) => dur(r * 60), dur(250));
       duration = dur(T * 60 + 250);
     }
     return { width: x + X.width, height: height + 14 + lh, duration };

@@ -7,7 +7,7 @@ import { SEED001 } from "../presets";
 import { diverging } from "../views/colors";
 import { signedLegend } from "../views/legend";
 import { commonTop, drawMatrix, op, outlineCol, outlineRow } from "../views/matrix";
-import { at, dimLabels, expandDot, fitCell, headLabel, indexLabels, row, seedNote, selectedQuery, tokenLabels, vec, type Scene, type SceneCtx } from "./common";
+import { at, dimLabels, expandDot, fitCell, headLabel, indexLabels, qkLabels, vLabels, row, seedNote, selectedQuery, tokenLabels, vec, type Scene, type SceneCtx } from "./common";
 
 const ROLE_NAME = { Q: "query", K: "key", V: "value" } as const;
 
@@ -56,7 +56,7 @@ export const step2: Scene = {
     const i = selectedQuery(ctx);
     const labels = tokenLabels(it);
     const sup = info.role;
-    const outLabels = indexLabels(info.width);
+    const outLabels = info.W ? (info.role === "V" ? vLabels(ctx, info.headIndex) : qkLabels(ctx, info.headIndex)) : indexLabels(info.width);
     if (!info.W) {
       // Seed 001: K and V are printed, not computed from X.
       const cell = fitCell(info.width, T, ctx, 140, 160);
@@ -102,11 +102,11 @@ export const step2: Scene = {
         colHl.transition().delay(dur(c * step)).duration(dur(step * 0.6))
           .attr("opacity", 1).attr("x", Wv.gx + c * cell - 1);
       }
-      R.cells.filter((d) => d.r === i).transition().delay((d) => dur(d.c * step + step * 0.5)).duration(dur(200)).attr("opacity", 1);
+
       const rest = info.width * step + 300;
       colHl.transition().delay(dur(rest)).duration(dur(200)).attr("opacity", 0);
       rowHl.transition().delay(dur(rest)).duration(dur(200)).attr("opacity", 0).remove();
-      R.cells.filter((d) => d.r !== i).transition().delay((d) => dur(rest + d.r * 50)).duration(dur(250)).attr("opacity", 1);
+      R.reveal((r, c) => (r === i ? dur(c * step + step * 0.5) : dur(rest + r * 50)), (r) => (r === i ? dur(200) : dur(250)));
       duration = dur(rest + T * 50 + 250);
     }
     return { width: x + R.width, height: height + 14 + lh, duration };

@@ -5,7 +5,7 @@ import { SEED001 } from "../presets";
 import { diverging } from "../views/colors";
 import { signedLegend } from "../views/legend";
 import { commonTop, drawMatrix, op, outlineCol, outlineRow } from "../views/matrix";
-import { expandDot, fitCell, headLabel, indexLabels, row, seedNote, selectedQuery, tokenLabels, tokenName, transposed, vec, type Scene } from "./common";
+import { expandDot, fitCell, headLabel, qkLabels, row, seedNote, selectedQuery, tokenLabels, tokenName, transposed, vec, type Scene } from "./common";
 
 export const step3: Scene = {
   title: "Scores Q Kᵀ",
@@ -28,18 +28,19 @@ export const step3: Scene = {
     const labels = tokenLabels(ctx.item);
     const KT = transposed(tr.K);
     const cell = fitCell(dK + 2 * T + 4, Math.max(T, dK) + 0.5 * T, ctx, 160, 170);
-    const top = commonTop(cell, labels, indexLabels(dK));
+    const dims = qkLabels(ctx, ctx.state.head);
+    const top = commonTop(cell, labels, dims);
     const mQK = Math.max(maxAbs(tr.Q.data), maxAbs(tr.K.data), 1e-6);
     const mS = Math.max(maxAbs(tr.rawScores.data), 1e-6);
     const Qv = drawMatrix(g, { minTop: top, id: "Q3", title: "Q", shape: shape(T, dK), m: tr.Q, x: 0, y: 0, cell, color: diverging(mQK),
-      rowLabels: labels, colLabels: indexLabels(dK), rowAxis: "query i",
+      rowLabels: labels, colLabels: dims, rowAxis: "query i",
       tip: (r, c, v) => `q${sub(r)}[${c}] = <b>${fmt(v, 4)}</b><br><i>click to make “${tokenName(ctx, r)}” the query</i>`,
       onCell: (r) => ctx.set({ query: r }) });
     let x = Qv.width + cell * 0.4;
     op(g, x + cell * 0.6, Qv.gy + (T * cell) / 2, "×");
     x += cell * 1.6;
     const Kv = drawMatrix(g, { minTop: top, id: "KT", title: "Kᵀ", shape: shape(dK, T), m: KT, x, y: 0, cell, color: diverging(mQK),
-      colLabels: labels, rowLabels: indexLabels(dK), colAxis: "key j",
+      colLabels: labels, rowLabels: dims, colAxis: "key j",
       tip: (r, c, v) => `k${sub(c)}[${r}] = <b>${fmt(v, 4)}</b> (key “${tokenName(ctx, c)}”)` });
     x += Kv.width + cell * 0.4;
     const yS = 0;
@@ -63,10 +64,10 @@ export const step3: Scene = {
       for (let j = 0; j < T; j++) {
         colHl.transition().delay(dur(j * step)).duration(dur(step * 0.6)).attr("opacity", 1).attr("x", Kv.gx + j * cell - 1);
       }
-      S.cells.filter((d) => d.r === i).transition().delay((d) => dur(d.c * step + step * 0.5)).duration(dur(200)).attr("opacity", 1);
+
       const rest = T * step + 300;
       colHl.transition().delay(dur(rest)).duration(dur(200)).attr("opacity", 0);
-      S.cells.filter((d) => d.r !== i).transition().delay((d) => dur(rest + d.r * 40)).duration(dur(250)).attr("opacity", 1);
+      S.reveal((r, c) => (r === i ? dur(c * step + step * 0.5) : dur(rest + r * 40)), (r) => (r === i ? dur(200) : dur(250)));
       duration = dur(rest + T * 40 + 250);
     }
     outlineRow(g, S, i, T);

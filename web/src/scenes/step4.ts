@@ -11,7 +11,8 @@ export function scaleFormula(ctx: SceneCtx): string {
   const { scaling, temperature } = ctx.state;
   const base = scaling ? `1/√d<sub>k</sub> = 1/√${dK}` : "1 (scaling off)";
   const temp = temperature !== 1 ? `, divided by the temperature τ = ${temperature}` : "";
-  return `${base}${temp} → scale = <b>${fmt(ctx.trace.scale, 4)}</b>`;
+  const cap = ctx.state.softcap > 0 ? `; then soft-capped: s → c·tanh(s / c) with c = <b>${fmt(ctx.state.softcap, 1)}</b> (<code>options.softcap</code>), so no score exceeds ±${fmt(ctx.state.softcap, 1)}` : "";
+  return `${base}${temp} → scale = <b>${fmt(ctx.trace.scale, 4)}</b>${cap}`;
 }
 
 export const step4: Scene = {
@@ -38,17 +39,17 @@ export const step4: Scene = {
     let x = A.width + cell * 0.4;
     op(g, x + cell * 1.2, A.gy + (T * cell) / 2, `× ${fmt(tr.scale, 3)}`);
     x += cell * 2.6 + 30;
-    const B = drawMatrix(g, { minTop: top, id: "scaled", title: "Q Kᵀ / √dₖ", shape: shape(T, T), m: tr.scaledScores, x, y: 0, cell, color,
+    const B = drawMatrix(g, { minTop: top, id: "scaled", title: ctx.state.softcap > 0 ? "softcap(Q Kᵀ / √dₖ)" : "Q Kᵀ / √dₖ", shape: shape(T, T), m: tr.scaledScores, x, y: 0, cell, color,
       colLabels: labels, rowLabels: labels, labelsRight: true, colAxis: "key j",
       hidden: ctx.animate ? () => true : undefined,
-      tip: (r, c, v) => `(q${sub(r)} · k${sub(c)}) × scale<br>= ${fmt(at(tr.rawScores, r, c), 4)} × ${fmt(tr.scale, 4)} = <b>${fmt(v, 4)}</b><br>(“${tokenName(ctx, r)}” → “${tokenName(ctx, c)}”)` });
+      tip: (r, c, v) => `(q${sub(r)} · k${sub(c)}) × scale${ctx.state.softcap > 0 ? `, soft-capped at ${fmt(ctx.state.softcap, 1)}` : ""}<br>= ${ctx.state.softcap > 0 ? `${fmt(ctx.state.softcap, 1)}·tanh(${fmt(at(tr.rawScores, r, c), 4)} × ${fmt(tr.scale, 4)} / ${fmt(ctx.state.softcap, 1)})` : `${fmt(at(tr.rawScores, r, c), 4)} × ${fmt(tr.scale, 4)}`} = <b>${fmt(v, 4)}</b><br>(“${tokenName(ctx, r)}” → “${tokenName(ctx, c)}”)` });
     outlineRow(g, A, i, T);
     outlineRow(g, B, i, T);
     const height = Math.max(A.height, B.height);
     const lh = signedLegend(g, 8, height + 14, m, "score (same scale for both)");
     let duration = 0;
     if (ctx.animate) {
-      B.cells.transition().delay((d) => dur(200 + d.r * 80)).duration(dur(300)).attr("opacity", 1);
+      B.reveal((r) => dur(200 + r * 80), dur(300));
       duration = dur(200 + T * 80 + 300);
     }
     return { width: x + B.width, height: height + 14 + lh, duration };

@@ -65,10 +65,9 @@ export const step5: Scene = {
     op(g, x + cell * 0.6, A.gy + (T * cell) / 2, "+");
     x += cell * 1.6;
     const Mv = drawMatrix(g, { minTop: top, id: "M", title: "M", shape: shape(T, T), m: M, x, y: 0, cell, color: (v) => (v === -Infinity ? "url(#masked-hatch)" : "#ffffff"),
-      colLabels: labels, colAxis: "click to toggle", digits: 0,
+      colLabels: labels, colAxis: "click to toggle", digits: 0, stroke: "#d4d4d4",
       tip: (r, c, v) => `M[${r}, ${c}] = <b>${fmt(v)}</b><br>${v === -Infinity ? reason(ctx, r, c) : "query i may attend to key j"}<br><i>click to toggle</i>`,
       onCell: (r, c) => toggle(ctx, r, c, M) });
-    Mv.g.selectAll("rect.cell").style("stroke", "#d4d4d4");
     x += Mv.width + cell * 0.4;
     op(g, x + cell * 0.6, A.gy + (T * cell) / 2, "=");
     x += cell * 1.6;
@@ -80,7 +79,7 @@ export const step5: Scene = {
     const lh = signedLegend(g, 8, height + 14, m, "score", true);
     let duration = 0;
     if (ctx.animate) {
-      B.cells.transition().delay((d) => dur(200 + (d.r + d.c) * 40)).duration(dur(250)).attr("opacity", 1);
+      B.reveal((r, c) => dur(200 + (r + c) * 40), dur(250));
       duration = dur(200 + 2 * T * 40 + 250);
     }
     g.attr("data-mask-cells", M.data.filter((v) => v === -Infinity).length);

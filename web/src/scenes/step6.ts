@@ -27,15 +27,15 @@ export const step6: Scene = {
     const sums = ctx.item.rowSums[ctx.state.head];
     const i = selectedQuery(ctx);
     const labels = tokenLabels(ctx.item);
-    const cell = fitCell(2 * T + 6, T, ctx, 260, 170);
+    const cell = fitCell(2 * T + 2, T, ctx, 330, 170);
     const top = commonTop(cell, labels);
     const m = Math.max(maxAbsFinite(tr.maskedScores), 1e-6);
     const A = drawMatrix(g, { minTop: top, id: "masked6", title: "masked scores", shape: shape(T, T), m: tr.maskedScores, x: 0, y: 0, cell,
       color: diverging(m), rowLabels: labels, colLabels: labels, rowAxis: "query i",
       tip: (r, c, v) => `s${sub(r)}${sub(c)} = <b>${fmt(v, 4)}</b>` });
-    let x = A.width + cell * 0.4;
-    op(g, x + cell * 1.6, A.gy + (T * cell) / 2, "softmax →");
-    x += cell * 3.2 + 40;
+    let x = A.width + 8;
+    op(g, x + 58, A.gy + (T * cell) / 2, "softmax →");
+    x += 120;
     const W = drawMatrix(g, { minTop: top, id: "weights", title: "weights α", shape: shape(T, T), m: tr.weights, x, y: 0, cell, color: sequential(),
       colLabels: labels, digits: 2, colAxis: "key j",
       hidden: ctx.animate ? () => true : undefined,
@@ -48,11 +48,11 @@ export const step6: Scene = {
     outlineRow(g, W, i, T);
     const height = Math.max(A.height, W.height, S.height);
     let lh = signedLegend(g, 8, height + 14, m, "score", true);
-    lh = Math.max(lh, weightLegend(g, 260, height + 14));
+    lh = Math.max(lh, weightLegend(g, 340, height + 14));
     let duration = 0;
     if (ctx.animate) {
-      W.cells.transition().delay((d) => dur(200 + d.r * 120)).duration(dur(300)).attr("opacity", 1);
-      S.cells.transition().delay((d) => dur(350 + d.r * 120)).duration(dur(300)).attr("opacity", 1);
+      W.reveal((r) => dur(200 + r * 120), dur(300));
+      S.reveal((r) => dur(350 + r * 120), dur(300));
       duration = dur(350 + T * 120 + 300);
     }
     return { width: x + S.width, height: height + 14 + lh, duration };

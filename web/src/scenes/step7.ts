@@ -1,11 +1,12 @@
 // Step 7: weights times V; the output row as a weighted sum of value rows (seed 003's A(train) expansion).
 import { escapeHtml, fmt, maxAbs, shape, sub } from "../format";
+import { kvGroup } from "../model";
 import { dur } from "../motion";
 import { SEED001 } from "../presets";
 import { diverging, sequential } from "../views/colors";
 import { signedLegend, weightLegend } from "../views/legend";
 import { commonTop, drawMatrix, op, outlineRow, type G } from "../views/matrix";
-import { at, fitCell, headLabel, indexLabels, row, seedNote, selectedQuery, tokenLabels, tokenName, vec, type Scene, type SceneCtx } from "./common";
+import { at, fitCell, headLabel, vLabels, row, seedNote, selectedQuery, tokenLabels, tokenName, vec, type Scene, type SceneCtx } from "./common";
 
 /** The expansion terms of output row i, largest weights first when there are many. */
 function terms(ctx: SceneCtx, i: number): { j: number; a: number }[] {
@@ -62,7 +63,8 @@ export const step7: Scene = {
     const i = selectedQuery(ctx);
     const labels = tokenLabels(ctx.item);
     const cell = fitCell(T + 2 * dV + 6, T + 4, ctx, 300, 200);
-    const top = commonTop(cell, labels, indexLabels(dV));
+    const dims = vLabels(ctx, kvGroup(ctx.cfg, ctx.state.head));
+    const top = commonTop(cell, labels, dims);
     const m = Math.max(maxAbs(tr.V.data), maxAbs(tr.output.data), 1e-6);
     const color = diverging(m);
     const Wv = drawMatrix(g, { minTop: top, id: "weights7", title: "weights α", shape: shape(T, T), m: tr.weights, x: 0, y: 0, cell, color: sequential(),
@@ -77,15 +79,16 @@ export const step7: Scene = {
     const A = drawMatrix(g, { minTop: top, id: "alpha", title: `α${sub(i)}`, m: alpha, x, y: 0, cell, color: sequential(), colLabels: [""],
       tip: (r, _c, v) => `α${sub(i)}${sub(r)} = <b>${fmt(v, 4)}</b>: weight of v(${escapeHtml(labels[r])}) in A(${tokenName(ctx, i)})` });
     x += A.width + 4;
-    const V = drawMatrix(g, { minTop: top, id: "V7", title: "V", shape: shape(T, dV), m: tr.V, x, y: 0, cell, color, colLabels: indexLabels(dV),
-      rowLabels: labels, tip: (r, c, v) => `v${sub(r)}[${c}] = <b>${fmt(v, 4)}</b> (value of “${tokenName(ctx, r)}”)` });
-    // Value rows fade with their weight for the selected query.
-    V.cells.attr("opacity", (d) => 0.25 + 0.75 * Math.min(1, at(alpha, d.r, 0) * 2));
+    const V = drawMatrix(g, { minTop: top, id: "V7", title: "V", shape: shape(T, dV), m: tr.V, x, y: 0, cell, color, colLabels: dims,
+      rowLabels: labels,
+      // Value rows fade with their weight for the selected query.
+      opacity: (r) => 0.25 + 0.75 * Math.min(1, at(alpha, r, 0) * 2),
+      tip: (r, c, v) => `v${sub(r)}[${c}] = <b>${fmt(v, 4)}</b> (value of “${tokenName(ctx, r)}”)` });
     x += V.width + cell * 0.4;
     op(g, x + cell * 0.6, Wv.gy + (T * cell) / 2, "=");
     x += cell * 1.6;
     const O = drawMatrix(g, { minTop: top, id: "output", title: "output" + headLabel(ctx), shape: shape(T, dV), m: tr.output, x, y: 0, cell, color,
-      colLabels: indexLabels(dV), rowLabels: labels, labelsRight: true,
+      colLabels: dims, rowLabels: labels, labelsRight: true,
       hidden: ctx.animate ? (r) => r === i : undefined,
       tip: (r, c, v) => {
         const ts = row(tr.weights, r).map((a, j) => `${fmt(a, 3)}·${fmt(at(tr.V, j, c))}`);
@@ -101,7 +104,7 @@ export const step7: Scene = {
     if (ctx.animate) {
       const tspans = g.selectAll<SVGTSpanElement, unknown>("[data-testid=expansion] tspan");
       tspans.attr("opacity", 0).transition().delay((_d, k) => dur(300 + k * 500)).duration(dur(300)).attr("opacity", 1);
-      O.cells.filter((d) => d.r === i).transition().delay(dur(300 + tspans.size() * 500)).duration(dur(300)).attr("opacity", 1);
+      O.reveal((r) => (r === i ? dur(300 + tspans.size() * 500) : -1), dur(300));
       duration = dur(600 + tspans.size() * 500);
     }
     return { width: Math.max(x + O.width, 560), height: height + 18 + eh + 8 + lh, duration };

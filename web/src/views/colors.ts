@@ -1,19 +1,62 @@
 // Colour scales: diverging for signed values, sequential for weights in [0, 1].
 import * as d3 from "d3";
 
-export type ColorFn = (v: number) => string;
+/** A colour function; `rgb` (optional) is a fast path for canvas drawing: packed 0xRRGGBB, or MASKED (−1). */
+export type ColorFn = ((v: number) => string) & { rgb?: (v: number) => number };
+
+export const MASKED = -1;
+const parsed = new Map<string, number>();
+
+/** Packed 0xRRGGBB of a colour string (cached), MASKED for the hatch pattern. */
+export function packColor(fill: string): number {
+  let p = parsed.get(fill);
+  if (p === undefined) {
+    if (fill.startsWith("url")) p = MASKED;
+    else {
+      const c = d3.rgb(fill);
+      p = ((Math.round(c.r) & 255) << 16) | ((Math.round(c.g) & 255) << 8) | (Math.round(c.b) & 255);
+    }
+    if (parsed.size > 4096) parsed.clear();
+    parsed.set(fill, p);
+  }
+  return p;
+}
+
+/** Packed colour of v under fn: the LUT fast path when there is one. */
+export function rgbOf(fn: ColorFn, v: number): number {
+  return fn.rgb ? fn.rgb(v) : packColor(fn(v));
+}
+
+/** Adds a 256-step lookup table over [lo, hi] (built on first use) as fn.rgb. */
+function withLut(fn: (v: number) => string, lo: number, hi: number): ColorFn {
+  const f = fn as ColorFn;
+  let lut: Int32Array | null = null;
+  const N = 256;
+  f.rgb = (v: number) => {
+    if (v === -Infinity) return packColor(fn(v));
+    if (!Number.isFinite(v)) return 0x888888;
+    if (!lut) {
+      lut = new Int32Array(N);
+      for (let k = 0; k < N; k++) lut[k] = packColor(fn(lo + ((hi - lo) * k) / (N - 1)));
+    }
+    const k = Math.round(((v - lo) / (hi - lo || 1)) * (N - 1));
+    return lut[k < 0 ? 0 : k >= N ? N - 1 : k];
+  };
+  return f;
+}
 
 export const MASKED_FILL = "url(#masked-hatch)";
 
 /** Red for positive, blue for negative, white at zero; symmetric domain [-m, m]. */
 export function diverging(m: number): ColorFn {
   const s = d3.scaleDiverging(d3.interpolateRdBu).domain([m || 1, 0, -(m || 1)]).clamp(true);
-  return (v) => (v === -Infinity ? MASKED_FILL : Number.isFinite(v) ? s(v) : "#888");
+  const mm = m || 1;
+  return withLut((v) => (v === -Infinity ? MASKED_FILL : Number.isFinite(v) ? s(v) : "#888"), -mm, mm);
 }
 
 export function sequential(max = 1): ColorFn {
   const s = d3.scaleSequential((t) => d3.interpolateBlues(0.04 + 0.96 * t)).domain([0, max]).clamp(true);
-  return (v) => (Number.isFinite(v) ? s(v) : "#888");
+  return withLut((v) => (Number.isFinite(v) ? s(v) : "#888"), 0, max);
 }
 
 /** Dark or light text for a background colour. */

@@ -28,13 +28,29 @@ function rowTensor(m: Matrix, r: number) {
   return { data: m.data.slice(r * m.cols, (r + 1) * m.cols), shape: [1, 1, m.cols] };
 }
 
+function capOf(ctx: SceneCtx): { softcap?: number } {
+  return ctx.state.softcap > 0 ? { softcap: ctx.state.softcap } : {};
+}
+
+// The caption and the drawing share one decoding run per model, step and head.
+const memo = new WeakMap<object, Map<string, Decoded>>();
+
 export function decode(attn: Attnkit, ctx: SceneCtx): Decoded {
+  let byKey = memo.get(ctx.item);
+  if (!byKey) memo.set(ctx.item, (byKey = new Map()));
+  const key = `${ctx.state.decodeStep}:${ctx.state.head}`;
+  let d = byKey.get(key);
+  if (!d) byKey.set(key, (d = runDecode(attn, ctx)));
+  return d;
+}
+
+function runDecode(attn: Attnkit, ctx: SceneCtx): Decoded {
   const { T, heads, kvHeads, dK, dV, scale } = ctx.cfg;
   const it = ctx.item;
   const t = Math.min(Math.max(0, ctx.state.decodeStep), T);
   const config = { numHeads: heads, numKvHeads: kvHeads, dK, dV };
   const bshd = (m: Matrix) => ({ data: m.data, shape: [1, T, m.cols] });
-  const fullT = attn.multiHeadAttentionQKV(bshd(it.Q), bshd(it.K), bshd(it.V), config, { scale, causal: true });
+  const fullT = attn.multiHeadAttentionQKV(bshd(it.Q), bshd(it.K), bshd(it.V), config, { ...capOf(ctx), scale, causal: true });
   const full = { data: fullT.data, rows: T, cols: heads * dV };
   const outputs = { data: new Float32Array(t * heads * dV), rows: t, cols: heads * dV };
   let weights: Matrix | null = null, keys: Matrix | null = null, values: Matrix | null = null;
@@ -42,7 +58,7 @@ export function decode(attn: Attnkit, ctx: SceneCtx): Decoded {
   try {
     for (let s = 0; s < t; s++) {
       cache.append(rowTensor(it.K, s), rowTensor(it.V, s));
-      const out = cache.attend(rowTensor(it.Q, s), heads, { scale });
+      const out = cache.attend(rowTensor(it.Q, s), heads, { ...capOf(ctx), scale });
       outputs.data.set(out.data, s * heads * dV);
     }
     if (t > 0) {
@@ -52,7 +68,7 @@ export function decode(attn: Attnkit, ctx: SceneCtx): Decoded {
       values = cache.values(0, g);
       const q = headSlice(it.Qh, h);
       const qRow = { data: q.data.slice((t - 1) * dK, t * dK), rows: 1, cols: dK };
-      weights = attn.traceQKV(qRow, keys, values, { scale }).weights;
+      weights = attn.traceQKV(qRow, keys, values, { ...capOf(ctx), scale }).weights;
     }
   } finally {
     cache.dispose();
@@ -92,14 +108,14 @@ export const decodingView: Scene = {
     let height = 0;
     if (d.keys && d.values && d.weights) {
       const Kc = drawMatrix(g, { id: "cacheK", title: `K cache${heads > 1 ? ` (kv ${kvGroup(ctx.cfg, h)})` : ""}`, shape: shape(d.t, dK), m: d.keys, x, y, cell, color,
-        rowLabels: labels.slice(0, d.t), tip: (r, c, v) => `cached k${sub(r)}[${c}] = <b>${fmt(v, 4)}</b>` });
+        rowLabels: labels.slice(0, d.t), hidden: ctx.animate ? (r) => r === d.t - 1 : undefined, tip: (r, c, v) => `cached k${sub(r)}[${c}] = <b>${fmt(v, 4)}</b>` });
       x += Math.max(Kc.width, 130) + 14;
       const Vc = drawMatrix(g, { id: "cacheV", title: "V cache", shape: shape(d.t, dV), m: d.values, x, y, cell, color,
         tip: (r, c, v) => `cached v${sub(r)}[${c}] = <b>${fmt(v, 4)}</b>` });
       x += Math.max(Vc.width, 90) + 14;
       const Wr = drawMatrix(g, { id: "decodeWeights", title: `α of q${sub(d.t - 1)}`, shape: shape(1, d.t), m: d.weights, x, y, cell, color: sequential(),
         colLabels: labels.slice(0, d.t), tip: (_r, c, v) => `α${sub(d.t - 1)}${sub(c)} = <b>${fmt(v, 4)}</b>` });
-      if (ctx.animate) Kc.cells.filter((c) => c.r === d.t - 1).attr("opacity", 0).transition().duration(dur(400)).attr("opacity", 1);
+      if (ctx.animate) Kc.reveal((r) => (r === d.t - 1 ? 0 : -1), dur(400));
       x += Wr.width + 24;
       height = Math.max(Kc.height, Vc.height, Wr.height) + 16;
     }
