@@ -1,0 +1,252 @@
+// Kernels: MatMul, MatMulTransposed, ScaleScores (with softcap), SoftmaxRows,
+// and the SIMD target list, on every compiled target against the float64
+// reference.
+#include <cmath>
+#include <set>
+#include <string>
+
+#include "tests/reference.h"
+#include "tests/test_util.h"
+
+namespace attnkit_test {
+namespace {
+
+using attnkit::targets::Available;
+using attnkit::targets::Current;
+using attnkit::targets::Name;
+
+TEST_CASE("targets: Available lists distinct named targets and ForceForTest switches dispatch",
+          "[ops][targets]") {
+  const std::vector<int64_t> targets = Available();
+  REQUIRE(!targets.empty());
+  std::set<int64_t> distinct(targets.begin(), targets.end());
+  CHECK(distinct.size() == targets.size());
+  const int64_t normal = Current();
+  INFO("normal dispatch target " << Name(normal));
+  // With normal dispatch the best available target (listed first) is used.
+  CHECK(normal == targets.front());
+  for (int64_t t : targets) {
+    REQUIRE(Name(t) != nullptr);
+    INFO("target " << Name(t));
+    CHECK(std::string(Name(t)).size() > 0);
+    {
+      ForcedTarget forced(t);
+      CHECK(Current() == t);
+      // A dispatched operation works on the forced target.
+      TestMatrix A = FromRows({{1, 2}, {3, 4}}), B = FromRows({{5, 6}, {7, 8}}), C(2, 2);
+      CHECK_OK(attnkit::MatMul(A, B, C));
+      CHECK(C(0, 0) == 19.0f);
+      CHECK(C(1, 1) == 50.0f);
+    }
+    CHECK(Current() == normal);
+  }
+}
+
+TEST_CASE("MatMul matches the float64 reference on every target, sizes around lane counts",
+          "[ops][matmul]") {
+  ForEachTarget([](int64_t) {
+    uint32_t seed = 100;
+    for (size_t M : {size_t{1}, size_t{3}, size_t{17}}) {
+      for (size_t K : AllSizes()) {
+        for (size_t N : LaneSizes()) {
+          const Layout layout = ((K + N) % 2) ? Layout::kStrided : Layout::kContiguous;
+          INFO("M=" << M << " K=" << K << " N=" << N << " " << LayoutName(layout));
+          TestMatrix A = Random(M, K, ++seed, layout);
+          TestMatrix B = Random(K, N, ++seed, layout, -2.0f, 2.0f);
+          TestMatrix C(M, N, layout);
+          REQUIRE_OK(attnkit::MatMul(A, B, C));
+          CHECK_CLOSE(C, ref::MatMul(A.ToRef(), B.ToRef()), DotTol(K, 1.0, 2.0));
+          CHECK(C.PaddingIntact());
+        }
+      }
+    }
+    // The wide N sizes (31, 32, 33, 37) once more, with mixed layouts of the
+    // inputs and the output.
+    for (size_t N : {size_t{13}, size_t{31}, size_t{32}, size_t{33}, size_t{37}}) {
+      for (size_t K : {size_t{1}, size_t{16}, size_t{33}}) {
+        INFO("M=5 K=" << K << " N=" << N << " A strided, B contiguous, C strided");
+        TestMatrix A = Random(5, K, ++seed, Layout::kStrided);
+        TestMatrix B = Random(K, N, ++seed, Layout::kContiguous);
+        TestMatrix C(5, N, Layout::kStrided);
+        REQUIRE_OK(attnkit::MatMul(A, B, C));
+        CHECK_CLOSE(C, ref::MatMul(A.ToRef(), B.ToRef()), DotTol(K, 1.0, 1.0));
+        CHECK(C.PaddingIntact());
+      }
+    }
+  });
+}
+
+TEST_CASE("MatMul overwrites the output instead of accumulating into it", "[ops][matmul]") {
+  ForEachTarget([](int64_t) {
+    TestMatrix A = Random(4, 9, 1), B = Random(9, 7, 2);
+    TestMatrix C = Random(4, 7, 3, Layout::kContiguous, 100.0f, 200.0f);
+    REQUIRE_OK(attnkit::MatMul(A, B, C));
+    CHECK_CLOSE(C, ref::MatMul(A.ToRef(), B.ToRef()), DotTol(9, 1, 1));
+    TestMatrix D = Random(4, 4, 4, Layout::kStrided, 100.0f, 200.0f);
+    TestMatrix Bt = Random(4, 9, 5);
+    REQUIRE_OK(attnkit::MatMulTransposed(A, Bt, D));
+    CHECK_CLOSE(D, ref::MatMulT(A.ToRef(), Bt.ToRef()), DotTol(9, 1, 1));
+  });
+}
+
+TEST_CASE("MatMul on exact small integers is exact", "[ops][matmul]") {
+  ForEachTarget([](int64_t) {
+    TestMatrix A = FromRows({{1, 2, 3}, {4, 5, 6}});
+    TestMatrix B = FromRows({{7, 8}, {9, 10}, {11, 12}});
+    TestMatrix C(2, 2);
+    REQUIRE_OK(attnkit::MatMul(A, B, C));
+    CHECK(C(0, 0) == 58.0f);
+    CHECK(C(0, 1) == 64.0f);
+    CHECK(C(1, 0) == 139.0f);
+    CHECK(C(1, 1) == 154.0f);
+  });
+}
+
+TEST_CASE("MatMulTransposed matches the float64 reference on every target",
+          "[ops][matmul]") {
+  ForEachTarget([](int64_t) {
+    uint32_t seed = 200;
+    for (size_t M : {size_t{1}, size_t{4}, size_t{9}}) {
+      for (size_t K : AllSizes()) {
+        for (size_t N : LaneSizes()) {
+          const Layout layout = ((M + K + N) % 2) ? Layout::kStrided : Layout::kContiguous;
+          INFO("M=" << M << " K=" << K << " N=" << N << " " << LayoutName(layout));
+          TestMatrix A = Random(M, K, ++seed, layout, -3.0f, 3.0f);
+          TestMatrix B = Random(N, K, ++seed, layout);
+          TestMatrix C(M, N, layout);
+          REQUIRE_OK(attnkit::MatMulTransposed(A, B, C));
+          CHECK_CLOSE(C, ref::MatMulT(A.ToRef(), B.ToRef()), DotTol(K, 3.0, 1.0));
+          CHECK(C.PaddingIntact());
+        }
+      }
+    }
+    for (size_t N : {size_t{31}, size_t{32}, size_t{33}, size_t{37}}) {
+      INFO("M=3 K=13 N=" << N << " inputs contiguous, output strided");
+      TestMatrix A = Random(3, 13, ++seed), B = Random(N, 13, ++seed);
+      TestMatrix C(3, N, Layout::kStrided);
+      REQUIRE_OK(attnkit::MatMulTransposed(A, B, C));
+      CHECK_CLOSE(C, ref::MatMulT(A.ToRef(), B.ToRef()), DotTol(13, 1, 1));
+      CHECK(C.PaddingIntact());
+    }
+  });
+}
+
+TEST_CASE("ScaleScores scales and softcaps like the reference on every target",
+          "[ops][scale]") {
+  ForEachTarget([](int64_t) {
+    uint32_t seed = 300;
+    for (size_t N : AllSizes()) {
+      for (Layout layout : AllLayouts()) {
+        for (float scale : {1.0f, 0.125f, 0.7071068f, 3.0f}) {
+          for (float softcap : {0.0f, 0.5f, 5.0f, 30.0f}) {
+            INFO("N=" << N << " " << LayoutName(layout) << " scale=" << scale
+                      << " softcap=" << softcap);
+            TestMatrix x = Random(3, N, ++seed, layout, -20.0f, 20.0f);
+            const ref::Mat want = ref::Scale(x.ToRef(), scale, softcap);
+            REQUIRE_OK(attnkit::ScaleScores(x, scale, softcap));
+            // One multiply and a tanh: a few ulp relative, plus an absolute
+            // 1e-6 * softcap for tanh near 0 / saturation.
+            CHECK_CLOSE(x, want, (Tol{1e-6 * std::max(1.0f, softcap), 4e-6}));
+            CHECK(x.PaddingIntact());
+            if (softcap > 0.0f) {
+              // Capped values never exceed the cap.
+              CHECK(MaxAbs(x) <= softcap);
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+TEST_CASE("ScaleScores softcap saturates huge scores at +-softcap without NaN",
+          "[ops][scale]") {
+  ForEachTarget([](int64_t) {
+    TestMatrix x = FromRows({{1e30f, -1e30f, 3e38f, -3e38f, 0.0f}});
+    REQUIRE_OK(attnkit::ScaleScores(x, 1.0f, 10.0f));
+    CHECK(x(0, 0) == Approx(10.0f));
+    CHECK(x(0, 1) == Approx(-10.0f));
+    CHECK(x(0, 2) == Approx(10.0f));
+    CHECK(x(0, 3) == Approx(-10.0f));
+    CHECK(x(0, 4) == 0.0f);
+    CHECK(AllFinite(x));
+  });
+}
+
+TEST_CASE("SoftmaxRows matches the reference and rows sum to 1 on every target",
+          "[ops][softmax]") {
+  ForEachTarget([](int64_t) {
+    uint32_t seed = 400;
+    for (size_t N : AllSizes()) {
+      for (Layout layout : AllLayouts()) {
+        INFO("N=" << N << " " << LayoutName(layout));
+        TestMatrix x = Random(4, N, ++seed, layout, -8.0f, 8.0f);
+        const ref::Mat want = ref::SoftmaxRows(x.ToRef());
+        REQUIRE_OK(attnkit::SoftmaxRows(x));
+        // exp and the sum in float32: relative error of a few 1e-7 per term,
+        // and the largest input (8) amplifies nothing since max is subtracted.
+        CHECK_CLOSE(x, want, (Tol{2e-6, 1e-5}));
+        CHECK(x.PaddingIntact());
+        for (size_t r = 0; r < 4; ++r) CHECK(RowSum(x, r) == Approx(1.0).margin(1e-5));
+      }
+    }
+  });
+}
+
+TEST_CASE("SoftmaxRows gives -inf entries weight exactly 0 and fully -inf rows all zeros",
+          "[ops][softmax][mask]") {
+  ForEachTarget([](int64_t) {
+    uint32_t seed = 500;
+    for (size_t N : AllSizes()) {
+      for (Layout layout : AllLayouts()) {
+        INFO("N=" << N << " " << LayoutName(layout));
+        TestMatrix x = Random(4, N, ++seed, layout, -5.0f, 5.0f);
+        Rng rng(seed);
+        // Row 0: random -inf cells (one cell kept finite); row 1: all -inf;
+        // row 2: only the last cell finite; row 3: untouched.
+        for (size_t c = 0; c < N; ++c) {
+          if (c != N / 2 && rng.Uniform(0, 1) < 0.5f) x(0, c) = -kInf;
+          x(1, c) = -kInf;
+          if (c + 1 < N) x(2, c) = -kInf;
+        }
+        const TestMatrix before = CopyOf(x);
+        const ref::Mat want = ref::SoftmaxRows(x.ToRef());
+        REQUIRE_OK(attnkit::SoftmaxRows(x));
+        CHECK(AllFinite(x));
+        CHECK_CLOSE(x, want, (Tol{2e-6, 1e-5}));
+        for (size_t r = 0; r < 4; ++r)
+          for (size_t c = 0; c < N; ++c)
+            if (before(r, c) == -kInf) CHECK(x(r, c) == 0.0f);
+        for (size_t c = 0; c < N; ++c) CHECK(x(1, c) == 0.0f);
+        CHECK(x(2, N - 1) == Approx(1.0f).margin(1e-6));
+        CHECK(RowSum(x, 0) == Approx(1.0).margin(1e-5));
+        CHECK(RowSum(x, 3) == Approx(1.0).margin(1e-5));
+        CHECK(x.PaddingIntact());
+      }
+    }
+  });
+}
+
+TEST_CASE("SoftmaxRows stays finite and normalised for huge logits", "[ops][softmax]") {
+  ForEachTarget([](int64_t) {
+    for (size_t N : {size_t{1}, size_t{5}, size_t{17}, size_t{33}}) {
+      INFO("N=" << N);
+      TestMatrix x = Random(4, N, 600 + static_cast<uint32_t>(N), Layout::kStrided,
+                            -1e4f, 1e4f);
+      for (size_t c = 0; c < N; ++c) {
+        x(1, c) = 3e38f;    // all equal, near FLT_MAX
+        x(2, c) = -3e38f;   // all equal, near -FLT_MAX
+        x(3, c) = (c % 2) ? -3e38f : 3e38f;  // x - max overflows to -inf
+      }
+      const ref::Mat want = ref::SoftmaxRows(x.ToRef());
+      REQUIRE_OK(attnkit::SoftmaxRows(x));
+      CHECK(AllFinite(x));
+      CHECK_CLOSE(x, want, (Tol{2e-6, 1e-5}));
+      for (size_t r = 0; r < 4; ++r) CHECK(RowSum(x, r) == Approx(1.0).margin(1e-5));
+      CHECK(x(1, 0) == Approx(1.0 / N).margin(1e-6));
+    }
+  });
+}
+
+}  // namespace
+}  // namespace attnkit_test
