@@ -41,6 +41,19 @@ Status CheckKeyLengthCount(const AttentionOptions& options, size_t batch);
 Status CheckMultiHeadWeights(const MultiHeadWeights& weights, size_t d_model,
                              const Heads& heads, size_t* d_out);
 
+// The projections of multi-head attention: Q, K and V of X [rows, d_model],
+// and the merged heads when W_O is applied.
+struct Projected {
+  Matrix Q, K, V, merged;
+  MatrixView heads_out;  // where the heads write: merged, or `out` without W_O
+};
+
+// Allocates *p, adds Q = X W_Q, K = X W_K, V = X W_V to job->projections and,
+// with W_O, the output projection merged W_O -> out.
+Status AddMultiHeadProjections(ConstMatrixView X, const MultiHeadWeights& weights,
+                               const Heads& heads, MatrixView out, Projected* p,
+                               AttentionJob* job);
+
 // Appends one task per (item, query head): queries from Q [batch*T_q, h*d_k],
 // outputs into out [batch*T_q, h*d_v]; keys and values of (item, kv head)
 // from kv(item, kv_head, &K, &V).

@@ -208,24 +208,10 @@ Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
   internal::AttentionJob job;
   ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T_new, T_k, heads.d_k,
                                                  /*batched=*/true, &job.params));
-  Matrix Q, K, V, merged;
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("Q [batch*T_new, num_heads*d_k]", X_new.rows,
-                                             heads.num_heads * heads.d_k, &Q));
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("K [batch*T_new, num_kv_heads*d_k]", X_new.rows,
-                                             heads.num_kv_heads * heads.d_k, &K));
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("V [batch*T_new, num_kv_heads*d_v]", X_new.rows,
-                                             heads.num_kv_heads * heads.d_v, &V));
-  MatrixView heads_out = out;
-  if (!weights.W_O.empty()) {
-    ATTNKIT_RETURN_IF_ERROR(internal::Allocate("merged heads [batch*T_new, num_heads*d_v]",
-                                               X_new.rows, heads.num_heads * heads.d_v, &merged));
-    heads_out = merged.view();
-    job.output = {merged.view(), weights.W_O, out};
-  }
-  job.projections = {{X_new, weights.W_Q, Q.view()}, {X_new, weights.W_K, K.view()},
-                     {X_new, weights.W_V, V.view()}};
-  job.after_projections = [&] { cache->AppendUnchecked(K.view(), V.view()); };
-  AddCachedTasks(Q.view(), heads_out, *cache, T_new, T_k, heads, options, &job.heads);
+  internal::Projected p;
+  ATTNKIT_RETURN_IF_ERROR(internal::AddMultiHeadProjections(X_new, weights, heads, out, &p, &job));
+  job.after_projections = [&] { cache->AppendUnchecked(p.K.view(), p.V.view()); };
+  AddCachedTasks(p.Q.view(), p.heads_out, *cache, T_new, T_k, heads, options, &job.heads);
   const size_t size_before = cache->size();
   const Status status = internal::RunAttentionJob(&job);
   if (!status.ok()) cache->Truncate(size_before);  // leave the cache as it was

@@ -211,6 +211,27 @@ Status CheckMultiHeadWeights(const MultiHeadWeights& w, size_t d_model, const He
   return Status::Ok();
 }
 
+Status AddMultiHeadProjections(ConstMatrixView X, const MultiHeadWeights& weights,
+                               const Heads& heads, MatrixView out, Projected* p,
+                               AttentionJob* job) {
+  ATTNKIT_RETURN_IF_ERROR(Allocate("Q [batch*T, num_heads*d_k]", X.rows,
+                                   heads.num_heads * heads.d_k, &p->Q));
+  ATTNKIT_RETURN_IF_ERROR(Allocate("K [batch*T, num_kv_heads*d_k]", X.rows,
+                                   heads.num_kv_heads * heads.d_k, &p->K));
+  ATTNKIT_RETURN_IF_ERROR(Allocate("V [batch*T, num_kv_heads*d_v]", X.rows,
+                                   heads.num_kv_heads * heads.d_v, &p->V));
+  p->heads_out = out;
+  if (!weights.W_O.empty()) {
+    ATTNKIT_RETURN_IF_ERROR(Allocate("merged heads [batch*T, num_heads*d_v]", X.rows,
+                                     heads.num_heads * heads.d_v, &p->merged));
+    p->heads_out = p->merged.view();
+    job->output = {p->merged.view(), weights.W_O, out};
+  }
+  job->projections = {{X, weights.W_Q, p->Q.view()}, {X, weights.W_K, p->K.view()},
+                      {X, weights.W_V, p->V.view()}};
+  return Status::Ok();
+}
+
 }  // namespace internal
 
 Status MultiHeadAttention(ConstMatrixView X, size_t batch, const MultiHeadWeights& weights,
@@ -231,27 +252,13 @@ Status MultiHeadAttention(ConstMatrixView X, size_t batch, const MultiHeadWeight
   internal::AttentionJob job;
   ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T, T, heads.d_k, /*batched=*/true,
                                                  &job.params));
-  Matrix Q, K, V, merged;
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("Q [batch*T, num_heads*d_k]", X.rows,
-                                             heads.num_heads * heads.d_k, &Q));
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("K [batch*T, num_kv_heads*d_k]", X.rows,
-                                             heads.num_kv_heads * heads.d_k, &K));
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("V [batch*T, num_kv_heads*d_v]", X.rows,
-                                             heads.num_kv_heads * heads.d_v, &V));
-  MatrixView heads_out = out;
-  if (!weights.W_O.empty()) {
-    ATTNKIT_RETURN_IF_ERROR(internal::Allocate("merged heads [batch*T, num_heads*d_v]", X.rows,
-                                               heads.num_heads * heads.d_v, &merged));
-    heads_out = merged.view();
-    job.output = {merged.view(), weights.W_O, out};
-  }
-  job.projections = {{X, weights.W_Q, Q.view()}, {X, weights.W_K, K.view()},
-                     {X, weights.W_V, V.view()}};
+  internal::Projected p;
+  ATTNKIT_RETURN_IF_ERROR(internal::AddMultiHeadProjections(X, weights, heads, out, &p, &job));
   internal::AddHeadTasks(
-      Q.view(), heads_out, batch, T, T, heads, options,
+      p.Q.view(), p.heads_out, batch, T, T, heads, options,
       [&](size_t b, size_t g, ConstMatrixView* k, ConstMatrixView* v) {
-        *k = K.view().Block(b * T, T, g * heads.d_k, heads.d_k);
-        *v = V.view().Block(b * T, T, g * heads.d_v, heads.d_v);
+        *k = p.K.view().Block(b * T, T, g * heads.d_k, heads.d_k);
+        *v = p.V.view().Block(b * T, T, g * heads.d_v, heads.d_v);
       },
       &job.heads);
   return internal::RunAttentionJob(&job);
