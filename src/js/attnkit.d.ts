@@ -249,6 +249,9 @@ export interface LoadOptions {
   simd?: boolean;
 }
 
+/** True if this engine supports WebAssembly SIMD128 (what createAttnkit checks by default). */
+export function simdSupported(): boolean;
+
 /** Loads the module (once per options; later calls return the same promise). */
 export function createAttnkit(options?: LoadOptions): Promise<Attnkit>;
 export default createAttnkit;

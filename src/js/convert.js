@@ -1,12 +1,26 @@
 // attnkit: turning what users pass (nested arrays, {data, rows, cols},
 // {data, shape}, options) into checked, flat typed arrays, and the layout
 // changes between "bhsd" and "bshd". No attention maths here.
-import { describe, rangeError, typeError } from "./errors.js";
+import { AttnkitTypeError, describe, rangeError, typeError } from "./errors.js";
 
 const MAX_DIM = 2 ** 31 - 1;
 
 export function isObject(v) {
   return v !== null && typeof v === "object";
+}
+
+/** The loader's options: { simd?: boolean }; returns the variant to load. */
+export function loaderVariant(options, detect) {
+  if (options === undefined) return detect();
+  if (!isObject(options) || Array.isArray(options)) throw typeError("options", "an object { simd?: boolean }", options);
+  for (const key of Object.keys(options)) {
+    if (key !== "simd") {
+      throw new AttnkitTypeError(`options.${key}: expected one of simd, got an unknown option`, { parameter: `options.${key}` });
+    }
+  }
+  if (options.simd === undefined) return detect();
+  if (typeof options.simd !== "boolean") throw typeError("options.simd", "a boolean", options.simd);
+  return options.simd;
 }
 
 /** A positive (or, with allowZero, non-negative) integer, else a RangeError naming `name`. */

@@ -3,14 +3,20 @@
 // The wasm is embedded in each loader (-sSINGLE_FILE).
 import { wrap, AttnkitError, AttnkitTypeError } from "./api.js";
 import { simdSupported } from "./simd.js";
+import { loaderVariant } from "./convert.js";
 
 export { AttnkitError, AttnkitTypeError, simdSupported };
 
 const loaded = new Map();
 
 /** Loads the module once per variant; later calls return the same promise. */
-export function createAttnkit(options = {}) {
-  const simd = options.simd ?? simdSupported();
+export function createAttnkit(options) {
+  let simd;
+  try {
+    simd = loaderVariant(options, simdSupported);
+  } catch (e) {
+    return Promise.reject(e);  // bad options reject like a failed load
+  }
   if (!loaded.has(simd)) {
     // Plain require calls with literal paths: esbuild leaves them (external).
     const factory = simd ? require("./attnkit-simd.node.cjs") : require("./attnkit-scalar.node.cjs");

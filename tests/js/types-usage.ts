@@ -1,7 +1,7 @@
 // Type-checked (never run) by types.test.js: `tsc --noEmit -p tests/js/tsconfig.json`.
 // Exercises every export of attnkit's .d.ts with correct types, and a few wrong
 // uses marked @ts-expect-error (tsc fails if any of them stops being an error).
-import createAttnkitDefault, { createAttnkit, AttnkitError, AttnkitTypeError } from "attnkit";
+import createAttnkitDefault, { createAttnkit, simdSupported, AttnkitError, AttnkitTypeError } from "attnkit";
 import type {
   Attnkit, AttentionOptions, AttentionTrace, ErrorCode, HeadConfig, HeadLayout, HeadWeights, KVCache,
   KVCacheConfig, LoadOptions, MaskLike, Matrix, MatrixLike, MultiHeadOptions, MultiHeadWeights, Tensor, TensorLike,
@@ -13,6 +13,7 @@ const use = (..._values: unknown[]): void => {};
 const load: LoadOptions = { simd: true };
 const attn: Attnkit = await createAttnkit(load);
 const attn2: Attnkit = await createAttnkitDefault();
+const hasSimd: boolean = simdSupported();
 const isSimd: boolean = attn.simd && attn2.simd;
 const target: string = attn.target;
 
