@@ -55,7 +55,7 @@ run_ctest native
 run_ctest asan
 run_ctest wasm
 
-echo "== build package"
+
 if bash scripts/build.sh package; then
   run_node node tests/js
   echo "== build web"
