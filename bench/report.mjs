@@ -1,90 +1,225 @@
-// Turns bench/results/native.json (Google Benchmark) and wasm.json into
-// markdown tables (bench/results/results.md, also copied into the README
-// between the bench markers) and an SVG plot of GFLOP/s against T.
+// Turns bench/results/native.json (Google Benchmark) and wasm.json (every engine
+// timed in Node: attnkit wasm, plain JS and the peers) into markdown tables
+// (bench/results/results.md, also copied into the README between the bench
+// markers) and an SVG plot of GFLOP/s against T for every engine.
 import { readFileSync, writeFileSync, existsSync } from "node:fs";
 
 const dir = new URL("./results/", import.meta.url);
-const rows = [];  // { platform, engine, T, causal, gflops, ms }
-let peak = null;
+const rows = [];  // { platform: native | wasm | js, engine, T, causal, gflops, ms, rssBytes?, wasmBytes?, variant? }
+const extra = [];  // other native shapes
+let fmaPeak = null, wasmPeak = null, skipped = [], memoryOnly = [];
+
+const ATTNKIT_NATIVE = "attnkit (native)", ATTNKIT_WASM = "attnkit (wasm SIMD128)";
 
 if (existsSync(new URL("native.json", dir))) {
   const native = JSON.parse(readFileSync(new URL("native.json", dir), "utf8"));
-  const names = { BM_Attnkit: "attnkit (native)", BM_OpenBlas: "OpenBLAS sgemm", BM_Loop: "C++ loop" };
+  const names = { BM_Attnkit: ATTNKIT_NATIVE, BM_OpenBlas: "OpenBLAS sgemm", BM_Loop: "C++ loop" };
   for (const b of native.benchmarks) {
     if (b.aggregate_name && b.aggregate_name !== "median") continue;
-    const m = b.run_name.match(/^(BM_\w+)(?:\/T:(\d+)\/causal:(\d))?/);
-    if (!m) continue;
-    if (m[1] === "BM_FmaPeak") { peak = b.GFLOPs; continue; }
-    if (!names[m[1]]) continue;
-    rows.push({ platform: "native", engine: names[m[1]], T: +m[2], causal: m[3] === "1", gflops: b.GFLOPs / 1e0 });
-  }
-  for (const b of native.benchmarks) {
-    if (b.aggregate_name && b.aggregate_name !== "median") continue;
-    if (b.run_name.startsWith("BM_AttnkitMultiHead")) rows.push({ platform: "native", engine: "attnkit multi-head", extra: "B=1 T=512 d_model=512 h=8", gflops: b.GFLOPs });
+    if (b.run_name.startsWith("BM_FmaPeak")) { fmaPeak = Math.max(fmaPeak ?? 0, b.GFLOPs); continue; }
+    const m = b.run_name.match(/^(BM_\w+)\/T:(\d+)\/causal:(\d)/);
+    if (m && names[m[1]]) {
+      rows.push({ platform: "native", engine: names[m[1]], T: +m[2], causal: m[3] === "1", gflops: b.GFLOPs, ms: b.real_time });
+      continue;
+    }
+    if (b.run_name.startsWith("BM_AttnkitMultiHead")) extra.push({ engine: "attnkit multi-head", shape: "B=1 T=512 d_model=512 h=8", gflops: b.GFLOPs, time: `${b.real_time.toFixed(2)} ms` });
     const d = b.run_name.match(/^BM_AttnkitDecode\/cache:(\d+)/);
-    if (d) rows.push({ platform: "native", engine: "attnkit decode", extra: `1 query, 8 heads, cache ${d[1]}`, gflops: b.GFLOPs, us: b.real_time });
+    if (d) extra.push({ engine: "attnkit decode", shape: `1 query, 8 heads, cache ${d[1]}`, gflops: b.GFLOPs, time: `${b.real_time.toFixed(1)} µs` });
   }
 }
 if (existsSync(new URL("wasm.json", dir))) {
   const wasm = JSON.parse(readFileSync(new URL("wasm.json", dir), "utf8"));
-  for (const r of wasm.results) rows.push({ platform: "wasm", ...r });
+  for (const r of wasm.results) rows.push({ platform: r.platform ?? "wasm", ...r });
+  wasmPeak = wasm.wasmPeak?.gflops ?? null;
+  skipped = wasm.skipped ?? [];
+  memoryOnly = wasm.memoryOnly ?? [];
 }
 
-function table(platform, causal) {
-  const sel = rows.filter((r) => r.platform === platform && r.causal === causal && r.T);
-  const Ts = [...new Set(sel.map((r) => r.T))].sort((a, b) => a - b);
-  const engines = [...new Set(sel.map((r) => r.engine))];
-  const ours = engines[0];
-  let md = `| engine (${platform}, ${causal ? "causal" : "non-causal"}, d=64) | ${Ts.map((t) => `T=${t}`).join(" | ")} |\n`;
+const find = (engine, T, causal) => rows.find((r) => r.engine === engine && r.T === T && r.causal === causal);
+const Ts = [...new Set(rows.filter((r) => r.T).map((r) => r.T))].sort((a, b) => a - b);
+const mb = (bytes) => (bytes / 2 ** 20 >= 10 ? (bytes / 2 ** 20).toFixed(0) : (bytes / 2 ** 20).toFixed(1));
+
+// One table: the reference engine first (with % of its platform's peak), then the
+// others with "attnkit N×" = reference GFLOP/s / that engine's GFLOP/s.
+function table(title, ours, peak, engines, causal) {
+  const list = engines.filter((e) => Ts.some((T) => find(e, T, causal)));
+  if (!list.includes(ours)) return "";
+  let md = `| ${title}, ${causal ? "causal" : "non-causal"} | ${Ts.map((t) => `T=${t}`).join(" | ")} |\n`;
   md += `|---|${Ts.map(() => "---:").join("|")}|\n`;
-  for (const e of engines) {
-    md += `| ${e} | ` + Ts.map((T) => {
-      const r = sel.find((x) => x.engine === e && x.T === T);
+  for (const e of list) {
+    const label = rows.find((r) => r.engine === e)?.platform === "native" && title.startsWith("wasm") ? `${e} (native)` : e;
+    md += `| ${label} | ` + Ts.map((T) => {
+      const r = find(e, T, causal);
       if (!r) return "–";
-      const base = sel.find((x) => x.engine === ours && x.T === T);
-      const ratio = e === ours ? "" : ` (attnkit ${(base.gflops / r.gflops).toFixed(2)}×)`;
-      const pct = platform === "native" && peak && e === ours ? ` (${(100 * r.gflops / peak).toFixed(0)}% of peak)` : "";
-      return `${r.gflops.toFixed(1)}${ratio}${pct}`;
+      const base = find(ours, T, causal);
+      if (e === ours) return `**${r.gflops.toFixed(1)}**` + (peak ? ` (${(100 * r.gflops / peak).toFixed(0)}% of peak)` : "");
+      return `${r.gflops.toFixed(1)}` + (base ? ` (attnkit ${(base.gflops / r.gflops).toFixed(2)}×)` : "");
     }).join(" | ") + " |\n";
   }
   return md;
 }
 
-let md = "GFLOP/s (4·T²·d per head; median of interleaved repetitions; one core, fp32). " +
-  "In parentheses: how many times faster attnkit is than that engine.\n\n";
-if (peak) md += `Measured FMA peak of this core (Highway, best target): **${peak.toFixed(0)} GFLOP/s**.\n\n`;
-for (const p of ["native", "wasm"]) for (const c of [false, true]) {
-  if (rows.some((r) => r.platform === p && r.causal === c && r.T)) md += table(p, c) + "\n";
+const nodeNative = [...new Set(rows.filter((r) => r.platform === "native" && r.engine.startsWith("onnxruntime")).map((r) => r.engine))];
+const wasmPeers = [...new Set(rows.filter((r) => r.platform === "wasm" && !r.engine.startsWith("attnkit")).map((r) => r.engine))];
+const nativeEngines = [ATTNKIT_NATIVE, "OpenBLAS sgemm", "C++ loop", ...nodeNative];
+const wasmEngines = [ATTNKIT_WASM, "attnkit (wasm scalar)", "plain JS", ...wasmPeers, ...nodeNative];
+
+let md = "GFLOP/s (4·T²·d per head, also for causal runs; median of interleaved repetitions; one core, one thread, fp32; " +
+  "one head, d = 64). **Bold**: attnkit, with its share of the measured peak of that platform. " +
+  "In parentheses: how many times faster attnkit is than that engine (below 1: slower). " +
+  "Every engine's output was checked against attnkit's before timing (max abs difference < 1e-3).\n\n";
+const peaks = [];
+if (fmaPeak) peaks.push(`FMA peak of this core (Highway, best target): **${fmaPeak.toFixed(0)} GFLOP/s**`);
+if (wasmPeak) peaks.push(`WebAssembly SIMD128 mul+add peak in Node: **${wasmPeak.toFixed(1)} GFLOP/s**`);
+if (peaks.length) md += `Measured in the same run: ${peaks.join("; ")}.\n\n`;
+for (const causal of [false, true]) md += table("native", ATTNKIT_NATIVE, fmaPeak, nativeEngines, causal) + "\n";
+for (const causal of [false, true]) md += table("wasm (Node)", ATTNKIT_WASM, wasmPeak, wasmEngines, causal) + "\n";
+if (nodeNative.length) {
+  md += "Native engines: attnkit, OpenBLAS and the C++ loop run in Google Benchmark; onnxruntime-node (CPU EP, " +
+    "`intraOpNumThreads` = `interOpNumThreads` = 1, sequential) runs in Node in the same `npm run bench`, so its ratios " +
+    "to attnkit native come from two processes. In the wasm tables the onnxruntime-node rows are for reference: " +
+    "ratios there are attnkit wasm against native code. Peers: onnxruntime-node/-web with the com.microsoft " +
+    "MultiHeadAttention op (causal: `unidirectional = 1`) and with the plain MatMul/Softmax graph (causal: a -1e9 " +
+    "additive mask, made in the graph or given as an input filled once per shape, whichever is faster) from " +
+    "`bench/make_models.py`; onnxruntime-web: wasm EP, `numThreads` = 1, SIMD; tfjs-backend-wasm: single-threaded " +
+    "SIMD build, `setThreadsCount(1)`, (Q·scale)·Kᵀ (`matMul` with `transposeB` or an explicit `transpose`, whichever " +
+    "is faster) + a -1e9 band made once per shape, softmax, ·V. Causal GFLOP/s are dense-equivalent (about half " +
+    "the work is done), so a causal share of the peak overstates how busy the core was.\n";
+  const variants = new Map();
+  for (const r of rows.filter((x) => x.variant)) {
+    const key = `${r.engine}: ${r.variant}`;
+    variants.set(key, [...(variants.get(key) ?? []), `${r.T}${r.causal ? "c" : ""}`]);
+  }
+  if (variants.size) {
+    md += "Fastest formulation kept per shape (T; c = causal): " +
+      [...variants].map(([k, shapes]) => `${k} (${shapes.join(", ")})`).join("; ") + ".\n";
+  }
+  md += "\n";
 }
-const extra = rows.filter((r) => r.extra);
+// Shapes a peer could not run (–): grouped by engine and reason.
+const groups = new Map();
+for (const s of skipped) {
+  const key = `${s.engine}\u0000${s.reason.replace(/one call took [\d.]+ s/, "one call took over a minute / rounds")}`;
+  if (!groups.has(key)) groups.set(key, { engine: s.engine, reason: s.reason, shapes: [] });
+  groups.get(key).shapes.push(`T=${s.T}${s.causal ? " causal" : ""}`);
+}
+for (const g of groups.values()) md += `Not timed (–): ${g.engine} at ${g.shapes.join(", ")}: ${g.reason}.\n\n`;
+
+// Peak memory, measured in a fresh Node process per engine and shape.
+const memRows = rows.filter((r) => r.rssBytes != null);
+if (memRows.length) {
+  const memTs = [...new Set(memRows.map((r) => r.T))].sort((a, b) => a - b);
+  const engines = [...new Set(memRows.map((r) => r.engine))];
+  md += `| peak memory, MB (Node engines, non-causal / causal) | ${memTs.map((t) => `T=${t}`).join(" | ")} |\n`;
+  md += `|---|${memTs.map(() => "---:").join("|")}|\n`;
+  for (const e of engines) {
+    md += `| ${e} | ` + memTs.map((T) => {
+      const a = memRows.find((r) => r.engine === e && r.T === T && !r.causal), b = memRows.find((r) => r.engine === e && r.T === T && r.causal);
+      const cell = (r) => (r ? mb(r.rssBytes) + (r.wasmBytes ? ` [${mb(r.wasmBytes)}]` : "") : "–");
+      return `${cell(a)} / ${cell(b)}`;
+    }).join(" | ") + " |\n";
+  }
+  md += "\nGrowth of the resident set for one call (setup for that shape included), in a fresh process with the engine " +
+    "loaded and warmed up at T = 16 and the inputs already in JS arrays; [in brackets] the engine's whole wasm linear " +
+    "memory after the call (it never shrinks), where the module is reachable.";
+  for (const r of memoryOnly) md += ` ${r.engine} at T=${r.T}${r.causal ? " causal" : ""}: wasm memory ${mb(r.wasmBytes)} MB, resident growth ${mb(r.rssBytes)} MB.`;
+  md += "\n\n";
+}
+
+// The issue's targets, each with the figure it was judged on.
+const targets = [];
+const atLeast = (T) => Ts.filter((t) => t >= T);
+function ratioRow(label, ours, peers, causal, need, minT) {
+  const cells = [];
+  let ok = true, any = false;
+  for (const T of atLeast(minT)) {
+    const base = find(ours, T, causal);
+    const best = peers.map((p) => find(p, T, causal)).filter(Boolean).sort((a, b) => b.gflops - a.gflops)[0];
+    if (!base || !best) continue;
+    any = true;
+    const ratio = base.gflops / best.gflops;
+    ok &&= ratio >= need;
+    cells.push(`T=${T}: ${ratio.toFixed(2)}× (vs ${best.engine})`);
+  }
+  if (any) targets.push(`| ${label} | ≥ ${need}× | ${cells.join("; ")} | ${ok ? "met" : "**missed**"} |`);
+}
+ratioRow("wasm vs best wasm peer, non-causal, T ≥ 512", ATTNKIT_WASM, wasmPeers, false, 1.3, 512);
+ratioRow("wasm vs best wasm peer, causal, T ≥ 512", ATTNKIT_WASM, wasmPeers, true, 2, 512);
+ratioRow("wasm vs plain JS, non-causal", ATTNKIT_WASM, ["plain JS"], false, 6, 0);
+ratioRow("wasm vs plain JS, causal", ATTNKIT_WASM, ["plain JS"], true, 6, 0);
+ratioRow("native vs onnxruntime-node, non-causal, T ≥ 512", ATTNKIT_NATIVE, nodeNative, false, 1.0, 512);
+ratioRow("native vs onnxruntime-node, causal, T ≥ 512", ATTNKIT_NATIVE, nodeNative, true, 1.5, 512);
+const n2048 = find(ATTNKIT_NATIVE, 2048, false);
+if (n2048 && fmaPeak) {
+  const pct = 100 * n2048.gflops / fmaPeak;
+  targets.push(`| native share of the FMA peak, T = 2048, non-causal | ≥ 70% | ${pct.toFixed(0)}% (${n2048.gflops.toFixed(1)} of ${fmaPeak.toFixed(0)} GFLOP/s) | ${pct >= 70 ? "met" : "**missed**"} |`);
+}
+for (const r of memoryOnly) {
+  targets.push(`| wasm memory, one head, T = ${r.T}, d = 64 | ≤ 64 MB | ${mb(r.wasmBytes)} MB | ${r.wasmBytes <= 64 * 2 ** 20 ? "met" : "**missed**"} |`);
+}
+if (targets.length) md += `| target (issue #5) | needed | measured | |\n|---|---|---|---|\n${targets.join("\n")}\n\n`;
+
+extra.sort((a, b) => a.engine.localeCompare(b.engine) || parseInt(a.shape.match(/cache (\d+)/)?.[1] ?? 0) - parseInt(b.shape.match(/cache (\d+)/)?.[1] ?? 0));
 if (extra.length) {
-  md += "| other shapes (native) | GFLOP/s |\n|---|---:|\n";
-  for (const r of extra) md += `| ${r.engine}: ${r.extra} | ${r.gflops.toFixed(1)} |\n`;
+  md += "| other shapes (native) | GFLOP/s | time |\n|---|---:|---:|\n";
+  for (const r of extra) md += `| ${r.engine}: ${r.shape} | ${r.gflops.toFixed(1)} | ${r.time} |\n`;
 }
 writeFileSync(new URL("results.md", dir), md);
 
-// SVG: GFLOP/s against T (log2), one polyline per engine and platform (non-causal).
-const series = {};
-for (const r of rows.filter((x) => x.T && !x.causal)) (series[`${r.engine}`] ??= []).push(r);
-const W = 640, H = 360, L = 60, B = 40;
-const Ts = [...new Set(rows.filter((r) => r.T).map((r) => r.T))].sort((a, b) => a - b);
-const maxG = Math.max(1, ...rows.filter((r) => r.T).map((r) => r.gflops));
-const x = (T) => L + (W - L - 170) * (Math.log2(T) - Math.log2(Ts[0])) / Math.max(1, Math.log2(Ts.at(-1)) - Math.log2(Ts[0]));
-const y = (g) => H - B - (H - B - 20) * g / maxG;
-const colors = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"];
-let svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="12">\n`;
-svg += `<rect width="${W}" height="${H}" fill="white"/><text x="${L}" y="14">GFLOP/s, one head, d=64, non-causal</text>\n`;
-for (const T of Ts) svg += `<text x="${x(T)}" y="${H - B + 16}" text-anchor="middle">${T}</text>`;
-svg += `<text x="${(W - 170 + L) / 2}" y="${H - 6}" text-anchor="middle">T (tokens)</text>\n`;
-for (let g = 0; g <= maxG; g += Math.max(1, Math.ceil(maxG / 6 / 5) * 5)) {
-  svg += `<line x1="${L}" x2="${W - 170}" y1="${y(g)}" y2="${y(g)}" stroke="#ddd"/><text x="${L - 6}" y="${y(g) + 4}" text-anchor="end">${g}</text>\n`;
+// SVG: GFLOP/s (log scale) against T (log2), one panel per masking, one polyline
+// per engine; native engines solid, wasm dashed, JS dotted; the two peaks as grey lines.
+const engines = [...nativeEngines, ...wasmEngines.filter((e) => !nativeEngines.includes(e))]
+  .filter((e) => rows.some((r) => r.engine === e && r.T));
+const palette = {
+  [ATTNKIT_NATIVE]: "#1f4fb4", [ATTNKIT_WASM]: "#d62728", "attnkit (wasm scalar)": "#f28e8e", "OpenBLAS sgemm": "#ff7f0e",
+  "C++ loop": "#8c564b", "plain JS": "#7f7f7f", "onnxruntime-node MultiHeadAttention": "#2ca02c",
+  "onnxruntime-node MatMul graph": "#17becf", "onnxruntime-web MultiHeadAttention": "#9467bd",
+  "onnxruntime-web MatMul graph": "#e377c2", "tfjs-backend-wasm": "#bcbd22",
+};
+const spare = ["#393b79", "#637939", "#8c6d31", "#843c39"];
+const colorOf = (e, i) => palette[e] ?? spare[i % spare.length];
+const W = 1020, H = 380, top = 30, bottom = 44, left = 54, panelW = 300, gap = 40, legendX = left + 2 * panelW + gap + 20;
+const all = rows.filter((r) => r.T).map((r) => r.gflops).concat([fmaPeak, wasmPeak].filter(Boolean));
+const gMin = Math.min(...all) / 1.5, gMax = Math.max(...all) * 1.5;
+const ticks = [];
+for (let p = Math.floor(Math.log10(gMin)); p <= Math.ceil(Math.log10(gMax)); ++p) {
+  for (const m of [1, 2, 5]) if (m * 10 ** p >= gMin && m * 10 ** p <= gMax) ticks.push(+(m * 10 ** p).toPrecision(1));
 }
-Object.entries(series).forEach(([name, pts], i) => {
-  pts.sort((a, b) => a.T - b.T);
-  const c = colors[i % colors.length];
-  svg += `<polyline fill="none" stroke="${c}" stroke-width="2" points="${pts.map((p) => `${x(p.T)},${y(p.gflops)}`).join(" ")}"/>\n`;
-  svg += `<text x="${W - 160}" y="${30 + 16 * i}" fill="${c}">${name}</text>\n`;
+const y = (g) => top + (H - top - bottom) * (1 - (Math.log10(g) - Math.log10(gMin)) / (Math.log10(gMax) - Math.log10(gMin)));
+const style = (e) => {
+  const p = rows.find((r) => r.engine === e)?.platform;
+  return p === "native" ? "" : p === "js" ? ' stroke-dasharray="2 3"' : ' stroke-dasharray="6 3"';
+};
+let svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="11">\n`;
+svg += `<rect width="${W}" height="${H}" fill="white"/>\n`;
+[false, true].forEach((causal, p) => {
+  const x0 = left + p * (panelW + gap);
+  const x = (T) => x0 + panelW * (Ts.length > 1 ? (Math.log2(T) - Math.log2(Ts[0])) / (Math.log2(Ts.at(-1)) - Math.log2(Ts[0])) : 0.5);
+  svg += `<text x="${x0}" y="${top - 12}" font-size="12">GFLOP/s, one head, d=64, ${causal ? "causal" : "non-causal"}</text>\n`;
+  for (const g of ticks) {
+    svg += `<line x1="${x0}" x2="${x0 + panelW}" y1="${y(g)}" y2="${y(g)}" stroke="#ddd"/>`;
+    svg += `<text x="${x0 - 4}" y="${y(g) + 4}" text-anchor="end">${g}</text>\n`;
+  }
+  for (const T of Ts) svg += `<text x="${x(T)}" y="${H - bottom + 15}" text-anchor="middle">${T}</text>`;
+  svg += `<text x="${x0 + panelW / 2}" y="${H - 8}" text-anchor="middle">T (tokens)</text>\n`;
+  for (const [name, g] of [["FMA peak (native)", fmaPeak], ["SIMD128 peak (wasm)", wasmPeak]]) {
+    if (g) svg += `<line x1="${x0}" x2="${x0 + panelW}" y1="${y(g)}" y2="${y(g)}" stroke="#999" stroke-width="1.5" stroke-dasharray="1 2"/><text x="${x0 + panelW - 2}" y="${y(g) - 3}" text-anchor="end" fill="#777">${name}</text>\n`;
+  }
+  engines.forEach((e, i) => {
+    const pts = Ts.map((T) => find(e, T, causal)).filter(Boolean);
+    if (!pts.length) return;
+    const c = colorOf(e, i);
+    svg += `<polyline fill="none" stroke="${c}" stroke-width="${e.startsWith("attnkit") ? 3 : 1.8}"${style(e)} points="${pts.map((r) => `${x(r.T).toFixed(1)},${y(r.gflops).toFixed(1)}`).join(" ")}"/>\n`;
+    for (const r of pts) svg += `<circle cx="${x(r.T).toFixed(1)}" cy="${y(r.gflops).toFixed(1)}" r="2.5" fill="${c}"/>`;
+    svg += "\n";
+  });
 });
+engines.forEach((e, i) => {
+  const c = colorOf(e, i), yy = top + 16 * i;
+  const label = rows.find((r) => r.engine === e)?.platform === "native" && !e.includes("native") && e.startsWith("onnxruntime-node") ? `${e} (native)` : e;
+  svg += `<line x1="${legendX}" x2="${legendX + 22}" y1="${yy - 4}" y2="${yy - 4}" stroke="${c}" stroke-width="${e.startsWith("attnkit") ? 3 : 1.8}"${style(e)}/><text x="${legendX + 28}" y="${yy}" fill="${c}">${label}</text>\n`;
+});
+svg += `<text x="${legendX}" y="${top + 16 * engines.length + 10}" fill="#555">solid: native · dashed: wasm · dotted: JS</text>\n`;
 svg += "</svg>\n";
 writeFileSync(new URL("gflops.svg", dir), svg);
 

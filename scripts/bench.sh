@@ -1,24 +1,49 @@
 #!/usr/bin/env bash
-# npm run bench: native (Google Benchmark) and WebAssembly (Node) benchmarks,
-# each engine timed in the same run on the same shapes, one core. Writes
-# bench/results/{native,wasm}.json, results.md, gflops.svg and the README table.
+# npm run bench: native (Google Benchmark) and Node (WebAssembly, JS and the
+# peers of bench/peers.mjs) benchmarks, each engine timed in the same run on the
+# same shapes, one core. Writes bench/results/{native,wasm}.json, results.md,
+# gflops.svg and the README table.
 # --quick: fewer shapes and repetitions.
+# The peers (onnxruntime-node, onnxruntime-web, tfjs-backend-wasm) are the
+# dependencies of bench/package.json, installed here from bench/package-lock.json
+# (never by npm test); their ONNX models are written by bench/make_models.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0; [[ ${1:-} == --quick ]] && quick=1
 bash scripts/setup.sh
 missing=()
-for pkg in libbenchmark-dev libopenblas-dev; do
+for pkg in libbenchmark-dev libopenblas-dev python3-onnx; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
 if ((${#missing[@]})); then
+  echo "bench: installing Debian packages: ${missing[*]}"
   sudo=(); [[ $(id -u) -ne 0 ]] && sudo=(sudo)
-  "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+  "${sudo[@]}" apt-get update -q
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 [[ -f build/bench/CMakeCache.txt ]] ||
   CXX=g++ cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DATTNKIT_BUILD_TESTS=OFF -DATTNKIT_BUILD_BENCH=ON
 cmake --build build/bench -j"$(nproc)"
 [[ -f dist/attnkit.mjs ]] || bash scripts/build.sh package
+
+# The wasm machine limit: a SIMD128 mul + add loop, a standalone module (no JS glue).
+mkdir -p build/bench-wasm
+if [[ ! -f build/bench-wasm/peak.wasm || bench/wasm/peak.cc -nt build/bench-wasm/peak.wasm ]]; then
+  echo "bench: emcc bench/wasm/peak.cc"
+  NODE_PATH=/usr/share/nodejs emcc -O3 -msimd128 --no-entry bench/wasm/peak.cc -o build/bench-wasm/peak.wasm
+fi
+
+# The peers, from the lockfile, only when bench/node_modules is missing or stale.
+# bench/.npmrc sets ignore-scripts: onnxruntime-node ships its CPU binary for
+# linux x64 in its npm tarball; its postinstall would only fetch CUDA libraries
+# from outside the npm registry (ONNXRUNTIME_NODE_INSTALL=skip says so too).
+if [[ ! -f bench/node_modules/.package-lock.json || bench/package-lock.json -nt bench/node_modules/.package-lock.json ]]; then
+  echo "bench: npm ci in bench/"
+  (cd bench && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund)
+fi
+# Debian's python3-onnx is importable by Debian's python3 (not by another python3 on PATH).
+/usr/bin/python3 bench/make_models.py bench/models
+
 mkdir -p bench/results
 filter='.'; reps=5
 ((quick)) && { filter='FmaPeak|T:(128|512)/|MultiHead|cache:(1024|4096)'; reps=3; }
@@ -28,6 +53,6 @@ OPENBLAS_NUM_THREADS=1 ./build/bench/attnkit_bench --benchmark_filter="$filter" 
   --benchmark_repetitions=$reps --benchmark_enable_random_interleaving=true \
   --benchmark_report_aggregates_only=true --benchmark_min_time=0.1 \
   --benchmark_out=bench/results/native.json --benchmark_out_format=json
-echo "== wasm"
+echo "== node: attnkit wasm, plain JS, onnxruntime-node, onnxruntime-web, tfjs-backend-wasm"
 node bench/wasm/bench.mjs $( ((quick)) && echo --quick ) > bench/results/wasm.json
 node bench/report.mjs
