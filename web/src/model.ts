@@ -11,17 +11,8 @@ import { seedK, SEED001 } from "./presets";
 import type { State } from "./state";
 import { makeWeights, type Weights } from "./weights";
 
-export interface ItemModel extends Embedded {
-  item: Item;
+export interface ItemModel extends Projected {
   options: AttentionOptions;
-  /** Full projections: Q [T, h*d_k], K [T, kvh*d_k], V [T, kvh*d_v]. */
-  Q: Matrix;
-  K: Matrix;
-  V: Matrix;
-  /** The same split into heads: [h, T, d_k], [kvh, T, d_k], [kvh, T, d_v]. */
-  Qh: Tensor;
-  Kh: Tensor;
-  Vh: Tensor;
   /** One trace per head. */
   heads: AttentionTrace[];
   /** Row sums of each head's weights [T, 1] (computed on first use). */
@@ -78,9 +69,11 @@ function maxAbsDiff(a: Float32Array, b: Float32Array): number {
 /** The projections of one item: they depend on the text, embeddings and weights, not on the mask or scale. */
 export interface Projected extends Embedded {
   item: Item;
+  /** Full projections: Q [T, h*d_k], K [T, kvh*d_k], V [T, kvh*d_v]. */
   Q: Matrix;
   K: Matrix;
   V: Matrix;
+  /** The same split into heads: [h, T, d_k], [kvh, T, d_k], [kvh, T, d_v]. */
   Qh: Tensor;
   Kh: Tensor;
   Vh: Tensor;
