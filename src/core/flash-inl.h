@@ -119,7 +119,9 @@ HWY_INLINE bool FlashRows(const internal::HeadTask& t, const internal::ScorePara
         continue;
       }
       const float m_new = std::max(m[r], tile_max);
-      const float alpha = std::exp(m[r] - m_new);  // 0 on the first visible tile
+      // 0 on the first visible tile; flushed like the weights, so that the
+      // accumulator never holds subnormals.
+      const float alpha = m[r] - m_new < kExpFlushBelow ? 0.0f : std::exp(m[r] - m_new);
       const float sum = ExpSubtractSum(row, n, m_new);
       ZeroRow(row + n, tile_keys - n);
       l[r] = l[r] * alpha + sum;
