@@ -6,7 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake make g++ clang libclang-rt-14-dev emscripten libhwy-dev catch2 chromium)
+# chromium, firefox-esr and webkit2gtk-driver (WebKitWebDriver; its dependency
+# libwebkit2gtk-4.1-0 ships MiniBrowser) + xvfb: the page's browser tests.
+packages=(cmake make g++ clang libclang-rt-14-dev emscripten libhwy-dev catch2 chromium firefox-esr webkit2gtk-driver xvfb)
 missing=()
 for pkg in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -25,5 +27,6 @@ fi
 # npm packages: from the lockfile, only when node_modules is missing or stale.
 if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then
   echo "setup: npm ci"
-  npm ci --no-audit --no-fund
+  # The browser tests use Debian's browsers: no npm package may download one.
+  PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund
 fi
