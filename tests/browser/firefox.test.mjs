@@ -1,0 +1,45 @@
+// The web page (web/dist) in Debian's Firefox ESR, headless, driven over
+// WebDriver BiDi by puppeteer-core (no browser download: it launches
+// /usr/bin/firefox-esr). The suite itself is in helpers.mjs.
+import { existsSync } from "node:fs";
+import puppeteer from "puppeteer-core";
+import { smokeTests } from "./helpers.mjs";
+
+const FIREFOX = process.env.FIREFOX ?? "/usr/bin/firefox-esr";
+
+smokeTests("firefox", async (origin) => {
+  if (!existsSync(FIREFOX)) throw new Error(`${FIREFOX} is missing: run scripts/setup.sh (apt-get install firefox-esr) or set FIREFOX`);
+  const browser = await puppeteer.launch({
+    browser: "firefox",
+    executablePath: FIREFOX,
+    headless: true,
+    // The page animates unless the user prefers reduced motion (as Playwright's reducedMotion: "reduce").
+    extraPrefsFirefox: { "ui.prefersReducedMotion": 1 },
+  });
+  const page = (await browser.pages())[0] ?? (await browser.newPage());
+  const problems = [];
+  page.on("console", (m) => {
+    if (["error", "warn", "warning", "assert"].includes(m.type())) problems.push(`console ${m.type()}: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("requestfailed", (r) => problems.push(`request failed: ${r.url()}`));
+  page.on("response", (r) => {
+    if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`);
+  });
+  page.on("request", (r) => {
+    const u = r.url();
+    if (!u.startsWith(origin) && !u.startsWith("data:") && !u.startsWith("blob:")) problems.push(`network request outside the page: ${u}`);
+  });
+  await page.setViewport({ width: 1280, height: 800 });
+  return {
+    label: `Firefox ${(await browser.version()).replace(/^firefox\//, "")}`,
+    goto: (url) => page.goto(url),
+    evaluate: (fn, arg) => page.evaluate(fn, arg),
+    click: (sel) => page.click(sel),
+    select: (sel, value) => page.select(sel, value),
+    viewport: (width, height) => page.setViewport({ width, height }),
+    screenshot: (file) => page.screenshot({ path: file }),
+    problems: async () => problems,
+    close: () => browser.close(),
+  };
+});

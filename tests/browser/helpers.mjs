@@ -1,0 +1,319 @@
+// Shared by the browser tests that do not use Playwright (firefox.test.mjs,
+// webkit.test.mjs): seed 001's printed tables, float comparisons, and one smoke
+// suite written against a small driver interface, so each browser file only says
+// how to start its browser. Every page read goes through `evaluate` (a function
+// run in the page), so the suite is the same over WebDriver BiDi and classic
+// WebDriver.
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync } from "node:fs";
+import { createServer } from "node:http";
+import path from "node:path";
+import { after, before, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { createAttnkit } from "attnkit";
+import { serve } from "./server.mjs";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const root = path.resolve(here, "../..");
+export const dist = path.join(root, "web/dist");
+export const shots = path.join(root, "tests/artifacts/screenshots");
+export const PRESETS = ["seed001", "train", "bank", "flies", "fox"];
+export const VIEWS = ["headview", "grid", "saturation", "decoding"];
+
+// Seed 001's printed tables.
+export const SEED001 = {
+  X: [[0.1, -0.2, 0.1, 0.2], [0.8, 0.8, -0.9, 0.5], [-0.6, 0.4, 0.5, -0.9], [0.9, -0.7, 0.8, 0.7], [0.4, 0.3, 0.4, 0.4], [0.8, 0.2, 0.9, -0.2]],
+  WQ: [[3.4, -2.1, 0.8, 1.9], [-1.2, 0.5, 3.7, -0.8], [2.9, 1.1, -3.4, 0.6], [0.7, 2.8, 1.3, -2.5]],
+  KT: [[0.15, 1.94, -0.98, 2.53, 1.24, 2.18], [0.16, 1.44, 0.64, -2.33, 0.81, 0.44], [0.25, 0.35, 1.25, 2.24, 1.14, 3.25], [0.28, 1.15, -0.81, 1.93, -0.81, -0.28]],
+  V: [[0.43, 0.29, 0.64, 0.83], [1.15, 1.19, -0.28, 0.67], [-0.21, 0.64, 0.59, -0.82], [1.19, -0.45, 0.86, 0.99], [0.51, 0.41, 0.51, 0.51], [1.19, 0.28, 0.95, -0.15]],
+  Q0_PRINTED: [1.01, 0.36, -0.74, -0.09],
+};
+
+export function assertClose(actual, expected, tol, what) {
+  assert.equal(actual.length, expected.length, `${what}: length`);
+  for (let i = 0; i < expected.length; i++) {
+    const a = actual[i], e = expected[i];
+    if (e === -Infinity) assert.equal(a, -Infinity, `${what}[${i}]`);
+    else assert.ok(Math.abs(a - e) <= tol, `${what}[${i}]: page ${a}, core ${e}`);
+  }
+}
+
+/** Calls `fn` until it returns something truthy; throws after `timeout` ms. */
+export async function poll(fn, what, timeout = 15000, interval = 50) {
+  const t0 = Date.now();
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v) return v;
+    if (Date.now() - t0 > timeout) throw new Error(`timed out after ${timeout} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, interval));
+  }
+}
+
+/**
+ * Injected first into the page's <head> for drivers that report no console
+ * events (classic WebDriver): records console.error / console.warn calls,
+ * uncaught errors, unhandled rejections, failed resource loads, fetches
+ * answered with an HTTP error and CSP violations in window.__problems.
+ */
+export const CONSOLE_HOOK = `(() => {
+  const problems = (window.__problems = []);
+  const err = (x) => (x instanceof Error ? x.name + ": " + x.message + (x.stack ? "\\n" + x.stack : "") : String(x));
+  const text = (a) => a.map((x) => (x instanceof Error ? err(x) : x && typeof x === "object" ? JSON.stringify(x) : String(x))).join(" ");
+  for (const level of ["error", "warn"]) {
+    const orig = console[level].bind(console);
+    console[level] = (...a) => { problems.push("console " + level + ": " + text(a)); orig(...a); };
+  }
+  addEventListener("error", (e) => {
+    const t = e.target;
+    if (t && t !== window && (t.src || t.href)) problems.push("failed to load: " + (t.src || t.href));
+    else problems.push("page error: " + (e.error ? err(e.error) : e.message));
+  }, true);
+  addEventListener("unhandledrejection", (e) => problems.push("unhandled rejection: " + err(e.reason)));
+  addEventListener("securitypolicyviolation", (e) => problems.push("CSP violation: " + e.violatedDirective + " " + e.blockedURI));
+  const f = window.fetch.bind(window);
+  window.fetch = (...a) => f(...a).then((r) => { if (!r.ok) problems.push("HTTP " + r.status + ": " + r.url); return r; });
+})();`;
+
+/**
+ * serve() from server.mjs behind a pass-through server that inserts `script` at
+ * the start of every HTML page's <head>. Resolves to { url, close }.
+ */
+export async function serveWithScript(dir, script) {
+  const inner = await serve(dir);
+  const outer = createServer(async (req, res) => {
+    try {
+      const r = await fetch(new URL(req.url ?? "/", inner.url));
+      const type = r.headers.get("content-type") ?? "application/octet-stream";
+      let body = Buffer.from(await r.arrayBuffer());
+      if (type.startsWith("text/html")) body = Buffer.from(body.toString("utf8").replace("<head>", `<head><script>${script}</script>`));
+      res.writeHead(r.status, { "content-type": type, "cache-control": "no-store" }).end(body);
+    } catch (e) {
+      res.writeHead(502).end(String(e));
+    }
+  });
+  await new Promise((r) => outer.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${outer.address().port}/`,
+    close: async () => {
+      outer.closeAllConnections?.();
+      await new Promise((r) => outer.close(r));
+      await inner.close();
+    },
+  };
+}
+
+// ---- page reads, each one function run in the page ----
+
+/** A matrix on screen: SVG cells, or for canvas ones the arrays the page drew (window.__attnkit.matrix). */
+function readMatrix(id) {
+  const el = document.querySelector(`[data-testid="matrix-${id}"]`);
+  if (!el) return null;
+  const m = {
+    render: el.getAttribute("data-render"),
+    rows: Number(el.getAttribute("data-rows")),
+    cols: Number(el.getAttribute("data-cols")),
+    values: [...el.querySelectorAll("rect.cell")].map((r) => Number(r.getAttribute("data-value"))),
+    texts: [...el.querySelectorAll("text.cell-text")].map((t) => t.textContent),
+  };
+  if (m.render === "canvas") m.values = Array.from(window.__attnkit.matrix(id).values);
+  // Classic WebDriver carries JSON, which has no -Infinity: send non-finite values as strings.
+  m.values = m.values.map((v) => (Number.isFinite(v) ? v : String(v)));
+  return m;
+}
+
+const readText = (sel) => document.querySelector(sel)?.textContent ?? null;
+const countAll = (sel) => document.querySelectorAll(sel).length;
+const exists = (sel) => document.querySelector(sel) !== null;
+function setValue({ sel, value }) {
+  const el = document.querySelector(sel);
+  el.value = value;
+  el.dispatchEvent(new Event("input", { bubbles: true }));
+  el.dispatchEvent(new Event("change", { bubbles: true }));
+}
+/** Resources the page loaded from anywhere but its own server. */
+const outsideRequests = (origin) => performance.getEntriesByType("resource").map((e) => e.name)
+  .filter((u) => !u.startsWith(origin) && !u.startsWith("data:") && !u.startsWith("blob:"));
+
+/**
+ * Registers the smoke suite for one browser. `open(serverUrl)` starts the
+ * browser and resolves to a driver:
+ *   { label, version, goto(url), evaluate(fn, arg), click(selector),
+ *     select(selector, value), viewport(width, height) (as near as the browser
+ *     allows), screenshot(file),
+ *     problems(): Promise<string[]>, close() }
+ * `serveDist(dir)` serves the built page (default: server.mjs's serve).
+ */
+export function smokeTests(name, open, { serveDist = serve } = {}) {
+  let server, d, attn;
+  const shot = (file) => d.screenshot(path.join(shots, `${name}-${file}.png`));
+  const ready = () => poll(() => d.evaluate(exists, "body[data-ready='1']"), "the page to be ready (body[data-ready='1'])");
+  const text = (sel) => d.evaluate(readText, sel);
+  const count = (sel) => d.evaluate(countAll, sel);
+  const waitFor = (sel, what = sel) => poll(() => d.evaluate(exists, sel), what, 5000);
+  async function matrix(id) {
+    const m = await poll(() => d.evaluate(readMatrix, id), `matrix ${id}`, 5000);
+    m.values = m.values.map(Number);
+    assert.equal(m.values.length, m.rows * m.cols, `matrix ${id}: every value readable`);
+    return m;
+  }
+  async function gotoStep(n) {
+    await d.click(`[data-testid="step-${n}"]`);
+    await waitFor(`svg[data-testid="scene-svg"][data-step="${n}"][data-view="steps"]`, `step ${n}`);
+  }
+  async function view(v) {
+    await d.click(`[data-testid="view-${v}"]`);
+    await waitFor(`svg[data-testid="scene-svg"][data-view="${v}"]`, `view ${v}`);
+  }
+  async function noProblems() {
+    const found = [...(await d.problems()), ...(await d.evaluate(outsideRequests, server.url)).map((u) => `request outside the page: ${u}`)];
+    assert.deepEqual(found, []);
+  }
+
+  before(async () => {
+    assert.ok(existsSync(path.join(dist, "index.html")), "web/dist is missing: run `npx vite build web` first");
+    mkdirSync(shots, { recursive: true });
+    attn = await createAttnkit();
+    server = await serveDist(dist);
+    const t0 = Date.now();
+    d = await open(server.url);
+    const t1 = Date.now();
+    await d.goto(server.url);
+    await ready();
+    const timing = await d.evaluate(() => window.__attnkit.timing);
+    console.log(`${d.label}: browser start ${t1 - t0} ms; first render ${timing.firstRenderMs.toFixed(0)} ms after navigation start (wasm load ${timing.loadMs.toFixed(0)} ms; wall ${Date.now() - t1} ms)`);
+  });
+
+  after(async () => {
+    await d?.close();
+    await server?.close();
+  });
+
+  test(`${name}: the page loads with no console errors or warnings and no outside requests`, async () => {
+    assert.match(await text('[data-testid="status"]'), /attnkit/);
+    const simd = await d.evaluate(() => window.__attnkit.simd);
+    console.log(`${d.label}: attnkit target ${await d.evaluate(() => window.__attnkit.target)}, simd ${simd}`);
+    await noProblems();
+  });
+
+  test(`${name}: every step of every preset and every other view renders (screenshots saved)`, async () => {
+    for (const preset of PRESETS) {
+      await d.select('[data-testid="preset"]', preset);
+      await poll(() => d.evaluate((p) => window.__attnkit.state().preset === p, preset), `preset ${preset}`, 5000);
+      await ready();
+      for (let n = 1; n <= 8; n++) {
+        await gotoStep(n);
+        const title = await text('[data-testid="scene-title"]');
+        assert.ok(title.startsWith(`${n}.`), `${preset} step ${n}: title ${title}`);
+        assert.ok(await count('[data-testid="scene-svg"] rect.cell, [data-testid="scene-svg"] canvas') > 0, `${preset} step ${n}: no cells drawn`);
+        await shot(`${preset}-step${n}`);
+      }
+    }
+    for (const v of VIEWS) {
+      await view(v);
+      await shot(`fox-${v}`);
+    }
+    await view("steps");
+    await noProblems();
+  });
+
+  test(`${name}: seed 001's numbers on screen are the core's, and q_0 is the printed row`, async () => {
+    const { X, WQ, KT, V, Q0_PRINTED } = SEED001;
+    await d.select('[data-testid="preset"]', "seed001");
+    await poll(() => d.evaluate(() => window.__attnkit.state().preset === "seed001"), "preset seed001", 5000);
+    await ready();
+    const Q = attn.matmul(X, WQ);
+    const K = KT[0].map((_, j) => KT.map((r) => r[j]));
+    const tr = attn.traceQKV(Q, K, V, { causal: true });
+    await gotoStep(1);
+    assertClose((await matrix("X")).values, X.flat(), 1e-6, "X");
+    await gotoStep(2);
+    const q = await matrix("Q");
+    assertClose(q.values, Array.from(Q.data), 1e-6, "Q");
+    assertClose(q.values.slice(0, 4), Q0_PRINTED, 0.01, "q_0 vs the seed's printed row");
+    assert.deepEqual(q.texts.slice(0, 4), ["1.01", "0.36", "−0.74", "−0.09"]);
+    await gotoStep(3);
+    assertClose((await matrix("scores")).values, Array.from(tr.rawScores.data), 1e-5, "Q K^T");
+    await gotoStep(4);
+    assertClose((await matrix("scaled")).values, Array.from(tr.scaledScores.data), 1e-5, "scaled");
+    await gotoStep(5);
+    assertClose((await matrix("masked")).values, Array.from(tr.maskedScores.data), 1e-5, "masked");
+    await gotoStep(6);
+    assertClose((await matrix("weights")).values, Array.from(tr.weights.data), 1e-6, "weights");
+    assertClose((await matrix("rowsums")).values, [1, 1, 1, 1, 1, 1], 1e-5, "row sums");
+    await shot("seed001-numbers-step6");
+    await gotoStep(7);
+    assertClose((await matrix("output")).values, Array.from(tr.output.data), 1e-5, "output");
+    assert.match(await text('[data-testid="caption"]'), /Seed 001 check/);
+    await noProblems();
+  });
+
+  test(`${name}: the causal mask puts 0 in every upper-triangle weight`, async () => {
+    await d.select('[data-testid="preset"]', "train");
+    await poll(() => d.evaluate(() => window.__attnkit.state().preset === "train"), "preset train", 5000);
+    await ready();
+    await d.select('[data-testid="mask"]', "causal");
+    await poll(() => d.evaluate(() => window.__attnkit.state().mask === "causal"), "mask causal", 5000);
+    await gotoStep(6);
+    const w = await matrix("weights");
+    let upper = 0;
+    for (let i = 0; i < w.rows; i++) {
+      for (let j = i + 1; j < w.cols; j++) {
+        assert.equal(w.values[i * w.cols + j], 0, `weight (${i}, ${j})`);
+        assert.equal(w.texts[i * w.cols + j], "0.00", `weight (${i}, ${j}) as shown`);
+        upper++;
+      }
+    }
+    assert.equal(upper, (w.rows * (w.rows - 1)) / 2);
+    await shot("train-causal-step6");
+    await gotoStep(5);
+    const M = await matrix("M");
+    assert.equal(M.values.filter((v) => v === -Infinity).length, upper);
+    await noProblems();
+  });
+
+  test(`${name}: four heads give four attention maps`, async () => {
+    await d.select('[data-testid="weights"]', "random");
+    await d.evaluate(setValue, { sel: '[data-testid="heads"]', value: "4" });
+    await poll(() => d.evaluate(() => window.__attnkit.state().heads === 4), "heads = 4", 5000);
+    await gotoStep(8);
+    assert.equal(await count('[data-testid^="matrix-headmap-"]'), 4);
+    assert.match(await text('[data-testid="mha-check"]'), /✓/);
+    await shot("train-4heads-step8");
+    await view("grid");
+    assert.equal(await count('[data-testid^="matrix-grid-"]'), 4);
+    await shot("train-4heads-grid");
+    await noProblems();
+  });
+
+  test(`${name}: decoding with the KV cache runs to the end and matches the full causal rows`, async () => {
+    await view("decoding");
+    await d.click('[data-testid="decode-step"]');
+    await poll(async () => /^1 \//.test(await text('[data-testid="decode-pos"]')), "decode position 1", 5000);
+    await d.click('[data-testid="decode-end"]');
+    const [, done, total] = await poll(async () => {
+      const m = (await text('[data-testid="decode-pos"]')).match(/^(\d+) \/ (\d+)/);
+      return m && m[1] === m[2] && m;
+    }, "decoding to reach the end", 5000);
+    assert.equal(done, total);
+    assert.match(await text('[data-testid="decode-check"]'), /✓/);
+    assertClose((await matrix("decoded")).values, (await matrix("fullCausal")).values, 1e-5, "decoded vs full causal");
+    await shot("decoding-end");
+    await noProblems();
+  });
+
+  test(`${name}: narrow screen (420 px or the browser's narrowest window): the scene shows first, the settings are a drawer`, async () => {
+    await d.viewport(420, 900);
+    const width = await d.evaluate(() => innerWidth);
+    assert.ok(width <= 480, `a narrow viewport (${width} px)`);
+    await d.goto(`${server.url}?p=train&st=6`);
+    await ready();
+    const y = await d.evaluate(() => document.querySelector('[data-testid="stage"]').getBoundingClientRect().y);
+    assert.ok(y < 700, `the scene starts within the first screen (y = ${y})`);
+    await shot(`narrow-${width}-step6`);
+    await d.click('[data-testid="controls-toggle"]');
+    await poll(() => d.evaluate(() => document.body.classList.contains("controls-open")), "the settings drawer to open", 5000);
+    await new Promise((r) => setTimeout(r, 300));
+    await shot(`narrow-${width}-drawer`);
+    await noProblems();
+  });
+}
