@@ -87,3 +87,49 @@ TEST_CASE("Fused attention stays exact on huge logits and masked tiles", "[flash
     CheckFusedEqualsTrace(Q, K, V, o);
   });
 }
+
+// Blocks of fewer than 4 queries (decoding) take the split-K path: keys in
+// chunks of 256, partial softmax results merged. Key counts around the chunk
+// size; every mask kind; T_q < T_k so causal rows see different prefixes.
+TEST_CASE("Split-K decoding equals the trace path across chunk boundaries, every mask kind",
+          "[flash][decode]") {
+  const size_t key_counts[] = {1, 3, 255, 256, 257, 600, 1025};
+  ForEachTarget([&](int64_t) {
+    uint32_t seed = 900;
+    for (size_t T_k : key_counts) {
+      for (size_t T_q : {size_t{1}, size_t{2}, size_t{3}}) {
+        if (T_q > T_k) continue;
+        const size_t d_k = 1 + seed % 17, d_v = 1 + (seed * 7) % 19;
+        const TestMatrix Q = Random(T_q, d_k, seed++, Layout::kStrided, -2.0f, 2.0f);
+        const TestMatrix K = Random(T_k, d_k, seed++, Layout::kStrided, -2.0f, 2.0f);
+        const TestMatrix V = Random(T_k, d_v, seed++, Layout::kStrided);
+        INFO("T_q " << T_q << " T_k " << T_k << " d_k " << d_k << " d_v " << d_v);
+        AttentionOptions o;
+        { INFO("no mask"); CheckFusedEqualsTrace(Q, K, V, o); }
+        o.causal = true;
+        { INFO("causal"); CheckFusedEqualsTrace(Q, K, V, o); }
+        o.key_length = T_k / 2;
+        { INFO("causal + key padding"); CheckFusedEqualsTrace(Q, K, V, o); }
+        o = AttentionOptions();
+        const TestMask mask = RandomMask(T_q, T_k, seed++, 0.3, Layout::kStrided);
+        o.bool_mask = mask.view();
+        TestMatrix add = Random(T_q, T_k, seed++, Layout::kStrided, -3.0f, 3.0f);
+        for (size_t i = 0; i < T_q; ++i) add(i, (i * 5) % T_k) = -kInf;
+        o.additive_mask = add.cview();
+        o.softcap = 5.0f;
+        o.scale = 0.7f;
+        { INFO("boolean + additive + softcap + scale"); CheckFusedEqualsTrace(Q, K, V, o); }
+        o = AttentionOptions();
+        o.key_length = 0;
+        { INFO("fully masked"); CheckFusedEqualsTrace(Q, K, V, o); }
+        // Only the last chunk visible, with a huge score there: the merge
+        // must not be thrown off by chunks that see nothing.
+        TestMask last(T_q, T_k, Layout::kContiguous, 0);
+        for (size_t i = 0; i < T_q; ++i) last(i, T_k - 1) = 1;
+        o = AttentionOptions();
+        o.bool_mask = last.view();
+        { INFO("only the last key"); CheckFusedEqualsTrace(Q, K, V, o); }
+      }
+    }
+  });
+}

@@ -44,7 +44,7 @@ Status RunQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
               AttentionTrace* trace) {
   AttentionJob job;
   ATTNKIT_RETURN_IF_ERROR(CheckOptions(options, Q.rows, K.rows, default_scale_dim,
-                                       /*batched=*/false, &job.params));
+                                       /*batched=*/false, &job));
   job.heads.push_back({Q, K, V, out, internal::KeyLength(options, 0, K.rows)});
   job.trace = trace;
   ATTNKIT_RETURN_IF_ERROR(internal::RunAttentionJob(&job));
@@ -84,7 +84,7 @@ Status RunProjected(ProjectionNames names, ConstMatrixView X_q, ConstMatrixView 
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("W_V", W_V));
 
   AttentionJob job;
-  ATTNKIT_RETURN_IF_ERROR(CheckOptions(options, T_q, T_k, d_k, /*batched=*/false, &job.params));
+  ATTNKIT_RETURN_IF_ERROR(CheckOptions(options, T_q, T_k, d_k, /*batched=*/false, &job));
   // Intermediates are built here and handed over only on success.
   AttentionTrace local;
   AttentionTrace* t = &local;

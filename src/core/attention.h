@@ -12,6 +12,8 @@
 
 namespace attnkit {
 
+class ThreadPool;  // thread_pool.h
+
 // All masks combine: a key is attended only if every mask allows it, and the
 // additive mask is added to the scores of allowed keys.
 struct AttentionOptions {
@@ -37,6 +39,9 @@ struct AttentionOptions {
   // Additive mask [T_q, T_k] added to the scaled scores. May hold -inf (= masked)
   // but not NaN or +inf. Empty view = none. Shared by every batch item and head.
   ConstMatrixView additive_mask;
+  // Threads to split the work over (see thread_pool.h); null = the caller's
+  // thread only. Results are the same either way. Not owned.
+  ThreadPool* pool = nullptr;
 };
 
 // Options for attention against a KV cache: causal by default.

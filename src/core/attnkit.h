@@ -9,5 +9,6 @@
 #include "src/core/multihead.h"  // IWYU pragma: export
 #include "src/core/ops.h"        // IWYU pragma: export
 #include "src/core/status.h"     // IWYU pragma: export
+#include "src/core/thread_pool.h"  // IWYU pragma: export
 
 #endif  // ATTNKIT_ATTNKIT_H_

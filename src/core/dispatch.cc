@@ -4,6 +4,7 @@
 // HWY_STATIC_DISPATCH (WebAssembly, SIMD128), never one per inner kernel.
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <limits>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "hwy/highway.h"
 #include "src/core/ops-inl.h"
 #include "src/core/flash-inl.h"
+#include "src/core/decode-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace attnkit {
@@ -34,45 +36,26 @@ HWY_INLINE void KeepRow(const float* HWY_RESTRICT row, size_t n, Matrix* m,
   std::copy(row, row + n, m->data() + r * m->cols());
 }
 
-// One head: Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v] -> out [T_q, d_v], one
-// query row at a time through `row` [T_k] (scratch). Query i sees keys
-// [0, limit_i), limit_i = min(key_length, i + (T_k - T_q) + 1 if causal), and
-// among those the ones bool_mask allows; only those scores are computed unless
-// a trace wants every cell. Returns false if scores overflowed.
-HWY_INLINE bool AttendHead(const HeadTask& t, const ScoreParams& p,
-                           float* HWY_RESTRICT row, AttentionTrace* trace) {
+// One head with every intermediate kept in `trace`: Q [T_q, d_k], K [T_k, d_k],
+// V [T_k, d_v] -> out [T_q, d_v], one query row at a time through `row` [T_k]
+// (scratch). Returns false if scores overflowed.
+HWY_INLINE bool TraceHead(const HeadTask& t, const ScoreParams& p, float* HWY_RESTRICT row,
+                          AttentionTrace* trace) {
   const size_t T_q = t.Q.rows, T_k = t.K.rows, d_k = t.Q.cols, d_v = t.V.cols;
-  const float kNegInf = -std::numeric_limits<float>::infinity();
   for (size_t i = 0; i < T_q; ++i) {
-    size_t limit = std::min(t.key_length, T_k);
-    if (p.causal) {
-      // i + T_k - T_q + 1 keys, clamped to [0, T_k]; computed without
-      // wrapping when T_q > T_k.
-      const size_t seen = (i + 1 + T_k > T_q) ? i + 1 + T_k - T_q : 0;
-      limit = std::min(limit, seen);
-    }
-    const size_t n = trace ? T_k : limit;
+    const size_t limit = VisibleKeys(t, p, i);
     const float* HWY_RESTRICT q = t.Q.Row(i);
-    for (size_t j = 0; j < n; ++j) row[j] = Dot(q, t.K.Row(j), d_k);
-    if (trace) KeepRow(row, n, &trace->raw_scores, i);
-    ScaleRow(row, n, p.scale, p.softcap);
+    for (size_t j = 0; j < T_k; ++j) row[j] = Dot(q, t.K.Row(j), d_k);
+    KeepRow(row, T_k, &trace->raw_scores, i);
+    ScaleRow(row, T_k, p.scale, p.softcap);
     // A score that overflowed (to +-inf or NaN) is an error, never a mask.
     if (!AllFinite(row, limit)) return false;
-    if (trace) KeepRow(row, n, &trace->scaled_scores, i);
-    for (size_t j = limit; j < n; ++j) row[j] = kNegInf;
-    if (!p.bool_mask.empty()) {
-      const uint8_t* allow = p.bool_mask.Row(i);
-      for (size_t j = 0; j < limit; ++j) {
-        if (!allow[j]) row[j] = kNegInf;
-      }
-    }
-    if (!p.additive_mask.empty()) {
-      const float* add = p.additive_mask.Row(i);
-      for (size_t j = 0; j < limit; ++j) row[j] += add[j];
-    }
-    if (trace) KeepRow(row, n, &trace->masked_scores, i);
-    if (!SoftmaxRow(row, n)) return false;
-    if (trace) KeepRow(row, n, &trace->weights, i);
+    KeepRow(row, T_k, &trace->scaled_scores, i);
+    for (size_t j = limit; j < T_k; ++j) row[j] = -std::numeric_limits<float>::infinity();
+    ApplyMasks(p, i, 0, row, limit);
+    KeepRow(row, T_k, &trace->masked_scores, i);
+    if (!SoftmaxRow(row, T_k)) return false;
+    KeepRow(row, T_k, &trace->weights, i);
     float* HWY_RESTRICT o = t.out.Row(i);
     ZeroRow(o, d_v);
     for (size_t j = 0; j < limit; ++j) {
@@ -82,33 +65,56 @@ HWY_INLINE bool AttendHead(const HeadTask& t, const ScoreParams& p,
   return true;
 }
 
-// dst = src W, then check that nothing overflowed.
-HWY_INLINE bool Project(const Projection& p) {
-  MatMul(p.src, p.W, p.dst);
-  return AllFinite(p.dst);
+// Runs the rows of `work` of the projections: dst = src W, then checks that
+// nothing overflowed. Returns false if something did.
+HWY_INLINE bool Project(ThreadPool* pool, const std::vector<Projection>& projections,
+                        const std::vector<internal::ProjectionWork>& work) {
+  std::atomic<bool> ok{true};
+  internal::ParallelFor(pool, work.size(), [&](size_t w, size_t) HWY_ATTR {
+    const internal::ProjectionWork& pw = work[w];
+    const Projection& p = projections[pw.index];
+    const size_t rows = pw.end - pw.begin;
+    const MatrixView dst = p.dst.Block(pw.begin, rows, 0, p.dst.cols);
+    MatMul(p.src.Block(pw.begin, rows, 0, p.src.cols), p.W, dst);
+    if (!AllFinite(dst)) ok.store(false, std::memory_order_relaxed);
+  });
+  return ok.load();
 }
 
 bool RunAttentionJobT(const AttentionJob& job) {
-  for (const Projection& p : job.projections) {
-    if (!Project(p)) return false;
-  }
+  if (!Project(job.pool, job.projections, job.projection_work)) return false;
   if (job.after_projections) job.after_projections();
-  // The trace keeps every score, so it takes the row-at-a-time path; so do
-  // blocks of fewer than 4 queries (decoding), where packing K^T would cost
-  // as much as the attention itself. Everything else is fused.
-  const float* packed_from = nullptr;
-  size_t packed_keys = 0;
-  for (const HeadTask& t : job.heads) {
-    bool ok;
-    if (job.trace || t.Q.rows < internal::kFlashMinQueries) {
-      packed_from = nullptr;  // the row path overwrites the scratch
-      ok = AttendHead(t, job.params, job.scratch, job.trace);
-    } else {
-      ok = FlashHead(t, job.params, job.scratch, &packed_from, &packed_keys);
-    }
-    if (!ok || !AllFinite(t.out)) return false;
+  if (job.trace) {  // one head, on this thread
+    const HeadTask& t = job.heads[0];
+    return TraceHead(t, job.params, job.scratch, job.trace) && AllFinite(t.out);
   }
-  if (!job.output.W.empty() && !Project(job.output)) return false;
+  // Every task owns its output rows (fused) or its partial results (split-K).
+  std::atomic<bool> ok{true};
+  std::vector<PackedKeys> packed(job.pool ? job.pool->num_threads() : 1);
+  internal::ParallelFor(job.pool, job.head_work.size(), [&](size_t w, size_t thread) HWY_ATTR {
+    const internal::HeadWork& hw = job.head_work[w];
+    const HeadTask& t = job.heads[hw.head];
+    float* HWY_RESTRICT scratch = job.scratch + thread * job.scratch_floats;
+    bool task_ok;
+    if (job.paths[hw.head] == internal::HeadPath::kFused) {
+      task_ok = FlashHead(t, job.params, hw.begin, hw.end, scratch, &packed[thread]) &&
+                AllFinite(t.out.Block(hw.begin, hw.end - hw.begin, 0, t.out.cols));
+    } else {
+      const size_t chunk_floats = t.Q.rows * (2 + t.V.cols);
+      task_ok = DecodeChunk(t, job.params, hw.begin, scratch,
+                            job.partials + job.partials_at[hw.head] + hw.begin * chunk_floats);
+    }
+    if (!task_ok) ok.store(false, std::memory_order_relaxed);
+  });
+  if (!ok.load()) return false;
+  for (size_t h = 0; h < job.heads.size(); ++h) {
+    if (job.paths[h] != internal::HeadPath::kSplitK) continue;
+    const HeadTask& t = job.heads[h];
+    const size_t chunks = (t.K.rows + internal::kDecodeChunkKeys - 1) / internal::kDecodeChunkKeys;
+    MergeChunks(t, chunks, job.partials + job.partials_at[h]);
+    if (!AllFinite(t.out)) return false;
+  }
+  if (!job.output.W.empty()) return Project(job.pool, {job.output}, job.output_work);
   return true;
 }
 
@@ -157,21 +163,65 @@ HWY_EXPORT(SoftmaxRowsT);
 
 namespace internal {
 
+namespace {
+
+// Rows [0, rows) of projection `index` in tasks of kTaskRows.
+void AddProjectionWork(size_t index, size_t rows, std::vector<ProjectionWork>* work) {
+  for (size_t r = 0; r < rows; r += kTaskRows) {
+    work->push_back({index, r, std::min(rows, r + kTaskRows)});
+  }
+}
+
+size_t RoundUp(size_t n, size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
+
+}  // namespace
+
 Status RunAttentionJob(AttentionJob* job) {
-  // Scratch floats: a score row [T_k] on the row path, K^T [d_k, T_k rounded
-  // up to the tile] on the fused path; one buffer serves every head in turn.
-  size_t floats = 0;
-  for (const HeadTask& t : job->heads) {
-    size_t n = t.K.rows;
-    if (!job->trace && t.Q.rows >= kFlashMinQueries) {
-      const size_t padded = (t.K.rows + kFlashTileKeys - 1) / kFlashTileKeys * kFlashTileKeys;
-      ATTNKIT_RETURN_IF_ERROR(CheckedProduct("K^T scratch [d_k, T_k]", t.K.cols, padded, &n));
+  for (size_t i = 0; i < job->projections.size(); ++i) {
+    AddProjectionWork(i, job->projections[i].dst.rows, &job->projection_work);
+  }
+  if (!job->output.W.empty()) AddProjectionWork(0, job->output.dst.rows, &job->output_work);
+  // Scratch floats per thread: a score row [T_k] for a trace, K^T [d_k, T_k
+  // rounded up to the tile] on the fused path, a chunk of scores on the
+  // split-K path. Split-K partials: [chunks, T_q, 2 + d_v] per head.
+  size_t floats = 0, partials = 0;
+  job->paths.resize(job->heads.size());
+  job->partials_at.assign(job->heads.size(), 0);
+  for (size_t h = 0; h < job->heads.size(); ++h) {
+    const HeadTask& t = job->heads[h];
+    size_t n;
+    if (job->trace) {
+      job->paths[h] = HeadPath::kTrace;
+      n = t.K.rows;
+    } else if (t.Q.rows >= kFlashMinQueries) {
+      job->paths[h] = HeadPath::kFused;
+      ATTNKIT_RETURN_IF_ERROR(CheckedProduct("K^T scratch [d_k, T_k]", t.K.cols,
+                                             RoundUp(t.K.rows, kFlashTileKeys), &n));
+      for (size_t r = 0; r < t.Q.rows; r += kTaskQueries) {
+        job->head_work.push_back({h, r, std::min(t.Q.rows, r + kTaskQueries)});
+      }
+    } else {
+      job->paths[h] = HeadPath::kSplitK;
+      n = kDecodeChunkKeys;
+      const size_t chunks = RoundUp(t.K.rows, kDecodeChunkKeys) / kDecodeChunkKeys;
+      for (size_t c = 0; c < chunks; ++c) job->head_work.push_back({h, c, c + 1});
+      size_t head_partials;  // small: T_q < 4, and T_k, d_v are sizes of real matrices
+      ATTNKIT_RETURN_IF_ERROR(
+          CheckedProduct("split-K partials", chunks * t.Q.rows, 2 + t.V.cols, &head_partials));
+      job->partials_at[h] = partials;
+      partials += head_partials;
     }
     floats = std::max(floats, n);
   }
+  const size_t threads = job->pool ? job->pool->num_threads() : 1;
+  size_t total;
+  ATTNKIT_RETURN_IF_ERROR(CheckedProduct("scratch per thread", floats, threads, &total));
+  if (total > std::numeric_limits<size_t>::max() - partials) return OutOfMemory("scratch", total);
   FloatBuffer scratch;
-  if (!scratch.Allocate(floats)) return OutOfMemory("scratch", floats);
+  if (!scratch.Allocate(total + partials)) return OutOfMemory("scratch", total + partials);
   job->scratch = scratch.data();
+  job->scratch_floats = floats;
+  job->partials = scratch.data() + total;
   if (!ATTNKIT_DISPATCH(RunAttentionJobT)(*job)) return OverflowStatus("out");
   return Status::Ok();
 }

@@ -50,6 +50,22 @@ HWY_INLINE size_t VisibleKeys(const internal::HeadTask& t, const internal::Score
   return limit;
 }
 
+// Applies the per-cell masks to row [n], the scores of query i against keys
+// [j0, j0 + n): -inf where bool_mask forbids, + additive_mask elsewhere.
+HWY_INLINE void ApplyMasks(const internal::ScoreParams& p, size_t i, size_t j0,
+                           float* HWY_RESTRICT row, size_t n) {
+  if (!p.bool_mask.empty()) {
+    const uint8_t* allow = p.bool_mask.Row(i) + j0;
+    for (size_t j = 0; j < n; ++j) {
+      if (!allow[j]) row[j] = -std::numeric_limits<float>::infinity();
+    }
+  }
+  if (!p.additive_mask.empty()) {
+    const float* add = p.additive_mask.Row(i) + j0;
+    for (size_t j = 0; j < n; ++j) row[j] += add[j];
+  }
+}
+
 // Query rows per block: with 32 vector registers (AVX-512) 8 rows x 2 vectors
 // of accumulators fit; with 16 (SSE4, AVX2, WASM) 4 x 2 do.
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
@@ -103,16 +119,7 @@ HWY_INLINE bool FlashRows(const internal::HeadTask& t, const internal::ScorePara
       float tile_max;
       // An overflowed score (NaN, +-inf) is an error, never a mask.
       if (!RowMax</*kAllowNegInf=*/false>(row, n, &tile_max)) return false;
-      if (!p.bool_mask.empty()) {
-        const uint8_t* allow = p.bool_mask.Row(i0 + r) + j0;
-        for (size_t j = 0; j < n; ++j) {
-          if (!allow[j]) row[j] = kNegInf;
-        }
-      }
-      if (!p.additive_mask.empty()) {
-        const float* add = p.additive_mask.Row(i0 + r) + j0;
-        for (size_t j = 0; j < n; ++j) row[j] += add[j];
-      }
+      ApplyMasks(p, i0 + r, j0, row, n);
       if (masks && !RowMax(row, n, &tile_max)) return false;  // +inf from the additive mask
       if (tile_max == kNegInf) {  // nothing visible in this tile: P row = 0
         ZeroRow(row, tile_keys);
@@ -138,35 +145,43 @@ HWY_INLINE bool FlashRows(const internal::HeadTask& t, const internal::ScorePara
   return true;
 }
 
-// One head, fused. `kt` is scratch for the packed keys ([d_k, T_k rounded up
-// to kTileKeys]), reused across calls; `packed_from` remembers which K it
-// holds (query heads of one K/V group share it). Returns false if scores
-// overflowed.
-HWY_INLINE bool FlashHead(const internal::HeadTask& t, const internal::ScoreParams& p,
-                          float* HWY_RESTRICT kt, const float** packed_from,
-                          size_t* packed_keys) {
-  // Keys no query can see are never packed.
+// Keys packed into one thread's K^T scratch: which K, how many keys, and the
+// row stride (the key count rounded up to a tile).
+struct PackedKeys {
+  const float* from = nullptr;
   size_t keys = 0;
-  for (size_t i = 0; i < t.Q.rows; ++i) keys = std::max(keys, VisibleKeys(t, p, i));
-  const size_t padded = (keys + kTileKeys - 1) / kTileKeys * kTileKeys;
-  if (*packed_from != t.K.data || *packed_keys != keys) {
-    PackKeysTransposed(t.K, keys, padded, p.scale, kt);
-    *packed_from = t.K.data;
-    *packed_keys = keys;
+  size_t stride = 0;
+};
+
+// Query rows [r0, r1) of one head, fused. `kt` is the thread's scratch for
+// the packed keys ([d_k, T_k rounded up to kTileKeys]), reused across calls
+// while it holds enough keys of the same K (query heads of one K/V group, and
+// the query blocks of one head, share it). Returns false if scores
+// overflowed.
+HWY_INLINE bool FlashHead(const internal::HeadTask& t, const internal::ScoreParams& p, size_t r0,
+                          size_t r1, float* HWY_RESTRICT kt, PackedKeys* packed) {
+  // Keys no query of the range can see are never packed.
+  size_t keys = 0;
+  for (size_t i = r0; i < r1; ++i) keys = std::max(keys, VisibleKeys(t, p, i));
+  if (packed->from != t.K.data || packed->keys < keys) {
+    packed->stride = (keys + kTileKeys - 1) / kTileKeys * kTileKeys;
+    PackKeysTransposed(t.K, keys, packed->stride, p.scale, kt);
+    packed->from = t.K.data;
+    packed->keys = keys;
   }
-  const float* k = kt;
-  size_t i = 0;
-  for (; i + kBlockRows <= t.Q.rows; i += kBlockRows) {
-    if (!FlashRows<kBlockRows>(t, p, k, padded, i)) return false;
+  const size_t stride = packed->stride;
+  size_t i = r0;
+  for (; i + kBlockRows <= r1; i += kBlockRows) {
+    if (!FlashRows<kBlockRows>(t, p, kt, stride, i)) return false;
   }
-  if (kBlockRows > 4 && i + 4 <= t.Q.rows) {
-    if (!FlashRows<4>(t, p, k, padded, i)) return false;
+  if (kBlockRows > 4 && i + 4 <= r1) {
+    if (!FlashRows<4>(t, p, kt, stride, i)) return false;
     i += 4;
   }
-  switch (t.Q.rows - i) {
-    case 3: return FlashRows<3>(t, p, k, padded, i);
-    case 2: return FlashRows<2>(t, p, k, padded, i);
-    case 1: return FlashRows<1>(t, p, k, padded, i);
+  switch (r1 - i) {
+    case 3: return FlashRows<3>(t, p, kt, stride, i);
+    case 2: return FlashRows<2>(t, p, kt, stride, i);
+    case 1: return FlashRows<1>(t, p, kt, stride, i);
     default: return true;
   }
 }

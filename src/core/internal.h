@@ -10,6 +10,7 @@
 #include "src/core/attention.h"
 #include "src/core/matrix.h"
 #include "src/core/status.h"
+#include "src/core/thread_pool.h"
 
 namespace attnkit {
 namespace internal {
@@ -38,10 +39,31 @@ struct Projection {
 };
 
 // The fused kernel's key tile (a multiple of 2 * Lanes on every target), and
-// the fewest queries for which it is used; smaller blocks (decoding) and
-// traces go one query row at a time.
+// the fewest queries for which it is used; smaller blocks (decoding) take the
+// split-K path, and traces go one query row at a time.
 constexpr size_t kFlashTileKeys = 64;
 constexpr size_t kFlashMinQueries = 4;
+
+// How the work of a job is cut into tasks for the threads (fixed sizes, so
+// that results do not depend on the thread count): rows of a projection,
+// queries of a fused head, keys of a split-K (decoding) head.
+constexpr size_t kTaskRows = 32;
+constexpr size_t kTaskQueries = 32;
+constexpr size_t kDecodeChunkKeys = 256;
+
+// How one head task is computed.
+enum class HeadPath { kTrace, kFused, kSplitK };
+
+// Rows [begin, end) of projection `index`.
+struct ProjectionWork {
+  size_t index, begin, end;
+};
+
+// One task of the head phase: head task `head`, and its query rows
+// [begin, end) (kFused) or its key chunk `begin` (kSplitK).
+struct HeadWork {
+  size_t head, begin, end;
+};
 
 // Everything one public attention operation computes, in order:
 //   1. projections (Q, K, V from X), each checked for overflow;
@@ -56,15 +78,38 @@ struct AttentionJob {
   ScoreParams params;
   Projection output;
   AttentionTrace* trace = nullptr;
-  // Scratch for the heads (one score row, or the packed K^T of the fused
-  // kernel), allocated by RunAttentionJob.
+  ThreadPool* pool = nullptr;  // null: the caller's thread only
+
+  // Filled by RunAttentionJob:
+  std::vector<HeadPath> paths;                // per head task
+  std::vector<ProjectionWork> projection_work;  // of `projections`
+  std::vector<ProjectionWork> output_work;      // of `output`
+  std::vector<HeadWork> head_work;
+  std::vector<size_t> partials_at;  // per kSplitK head: where its partials start
+  // Scratch per thread (a score row, a chunk of scores or the packed K^T of
+  // the fused kernel): thread t owns [t * scratch_floats, +scratch_floats).
   float* scratch = nullptr;
+  size_t scratch_floats = 0;
+  // The split-K partial results [chunks, T_q, 2 + d_v] of every kSplitK head.
+  float* partials = nullptr;
 };
 
-// Allocates the job's scratch and runs it with one dispatch. Errors: kOverflow
-// if a result overflowed float (non-finite output from finite inputs) or the
-// scratch memory is not there; outputs are then unspecified.
+// Plans the job's tasks, allocates its scratch and runs it with one dispatch.
+// Errors: kOverflow if a result overflowed float (non-finite output from
+// finite inputs) or the scratch memory is not there; outputs are then
+// unspecified.
 Status RunAttentionJob(AttentionJob* job);
+
+// Calls fn(task, thread) for every task in [0, n): on the pool's threads, or
+// in order on the caller's thread (thread 0) without a pool.
+inline void ParallelFor(ThreadPool* pool, size_t n,
+                        const std::function<void(size_t, size_t)>& fn) {
+  if (pool != nullptr) {
+    pool->Run(n, fn);
+  } else {
+    for (size_t i = 0; i < n; ++i) fn(i, 0);
+  }
+}
 
 // Each returns false if a result overflowed float; outputs are then unspecified.
 bool RunMatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C);

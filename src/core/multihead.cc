@@ -177,7 +177,7 @@ Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixVi
   ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, batch));
   internal::AttentionJob job;
   ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T_q, T_k, heads.d_k, /*batched=*/true,
-                                                 &job.params));
+                                                 &job));
   internal::AddHeadTasks(
       Q, out, batch, T_q, T_k, heads, options,
       [&](size_t b, size_t g, ConstMatrixView* k, ConstMatrixView* v) {
@@ -251,7 +251,7 @@ Status MultiHeadAttention(ConstMatrixView X, size_t batch, const MultiHeadWeight
   ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, batch));
   internal::AttentionJob job;
   ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T, T, heads.d_k, /*batched=*/true,
-                                                 &job.params));
+                                                 &job));
   internal::Projected p;
   ATTNKIT_RETURN_IF_ERROR(internal::AddMultiHeadProjections(X, weights, heads, out, &p, &job));
   internal::AddHeadTasks(

@@ -132,7 +132,9 @@ Status CheckNoOverlap(const char* out_name, MatrixView out, const char* in_name,
 }
 
 Status CheckOptions(const AttentionOptions& o, size_t T_q, size_t T_k,
-                    size_t default_scale_dim, bool batched, ScoreParams* params) {
+                    size_t default_scale_dim, bool batched, AttentionJob* job) {
+  job->pool = o.pool;
+  ScoreParams* params = &job->params;
   if (o.scale.has_value()) {
     const float s = *o.scale;
     if (!std::isfinite(s) || !(s > 0.0f)) {

@@ -46,11 +46,11 @@ Status CheckNoOverlap(const char* out_name, MatrixView out, const char* in_name,
                       ConstMatrixView in);
 
 // Checks options against the shapes of one head [T_q, T_k] with d_k columns
-// and fills the score parameters (scale, softcap, masks). `batched`: whether
-// options.key_lengths may be used. `default_scale_dim`: the dimension whose
-// 1/sqrt gives the default scale.
+// and fills the job's score parameters (scale, softcap, masks) and thread
+// pool. `batched`: whether options.key_lengths may be used.
+// `default_scale_dim`: the dimension whose 1/sqrt gives the default scale.
 Status CheckOptions(const AttentionOptions& options, size_t T_q, size_t T_k,
-                    size_t default_scale_dim, bool batched, ScoreParams* params);
+                    size_t default_scale_dim, bool batched, AttentionJob* job);
 
 // The key length of batch item `item` (all keys if no padding is set).
 size_t KeyLength(const AttentionOptions& options, size_t item, size_t T_k);

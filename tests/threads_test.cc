@@ -1,0 +1,173 @@
+// ThreadPool, and attention with a pool: the work is cut into tasks of fixed
+// size (rows, query blocks, key chunks), so results with any number of threads
+// must equal the single-threaded results bit for bit.
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "tests/test_util.h"
+
+namespace {
+
+using namespace attnkit;
+using namespace attnkit_test;
+
+TEST_CASE("ThreadPool runs every task exactly once, on valid thread indices", "[threads]") {
+  for (size_t threads : {size_t{1}, size_t{2}, size_t{3}, size_t{8}}) {
+    ThreadPool pool(threads);
+    INFO("threads " << threads);
+    // Without thread support (WebAssembly without -pthread) the pool has one.
+    CHECK(pool.num_threads() == (ThreadPool::MaxThreads() > 1 || threads == 1 ? threads : 1));
+    for (size_t tasks : {size_t{0}, size_t{1}, size_t{2}, size_t{7}, size_t{1000}}) {
+      for (int repeat = 0; repeat < 20; ++repeat) {
+        std::vector<std::atomic<int>> runs(tasks);
+        std::atomic<bool> bad_thread{false};
+        pool.Run(tasks, [&](size_t task, size_t thread) {
+          runs[task].fetch_add(1);
+          if (thread >= pool.num_threads()) bad_thread = true;
+        });
+        for (size_t t = 0; t < tasks; ++t) REQUIRE(runs[t].load() == 1);
+        REQUIRE_FALSE(bad_thread.load());
+      }
+    }
+  }
+  CHECK(ThreadPool(0).num_threads() == ThreadPool::MaxThreads());
+}
+
+TEST_CASE("ThreadPool serialises Run calls from several threads", "[threads]") {
+  if (ThreadPool::MaxThreads() < 2) return;  // no threads in this build
+  ThreadPool pool(3);
+  std::atomic<long> sum{0};
+  auto caller = [&] {
+    for (int i = 0; i < 50; ++i) {
+      pool.Run(16, [&](size_t task, size_t) { sum += static_cast<long>(task); });
+    }
+  };
+  std::thread a(caller), b(caller);
+  a.join();
+  b.join();
+  CHECK(sum.load() == 2 * 50 * (15 * 16 / 2));
+}
+
+// Runs `run(options)` without a pool and with pools of 2 and 3 threads, and
+// checks that every output equals the single-threaded one bit for bit.
+template <class Run>
+void CheckSameWithThreads(AttentionOptions o, Run run) {
+  o.pool = nullptr;
+  const TestMatrix want = run(o);
+  for (size_t threads : {size_t{2}, size_t{3}}) {
+    ThreadPool pool(threads);
+    o.pool = &pool;
+    const TestMatrix got = run(o);
+    INFO("threads " << threads);
+    CHECK(got.SameValues(want));
+    CHECK(got.PaddingIntact());
+  }
+}
+
+TEST_CASE("Attention with a thread pool equals the single-threaded result bit for bit",
+          "[threads]") {
+  ForEachTarget([](int64_t) {
+    const size_t T = 150, d_k = 19, d_v = 13;
+    const TestMatrix Q = Random(T, d_k, 1, Layout::kStrided, -2.0f, 2.0f);
+    const TestMatrix K = Random(T, d_k, 2, Layout::kStrided, -2.0f, 2.0f);
+    const TestMatrix V = Random(T, d_v, 3, Layout::kStrided);
+    const TestMask mask = RandomMask(T, T, 4, 0.7, Layout::kStrided);
+    auto run = [&](const AttentionOptions& o) {
+      TestMatrix out(T, d_v, Layout::kStrided);
+      REQUIRE_OK(Attention(Q, K, V, o, out));
+      return out;
+    };
+    AttentionOptions o;
+    CheckSameWithThreads(o, run);
+    o.causal = true;
+    o.key_length = 120;
+    CheckSameWithThreads(o, run);
+    o = AttentionOptions();
+    o.bool_mask = mask.view();
+    o.softcap = 3.0f;
+    CheckSameWithThreads(o, run);
+  });
+}
+
+TEST_CASE("Multi-head attention with a thread pool: batch, grouped heads, padding, W_O",
+          "[threads]") {
+  ForEachTarget([](int64_t) {
+    const size_t batch = 2, T = 70, d_model = 24, h = 4, kv = 2, d_k = 6, d_v = 5, d_out = 11;
+    const TestMatrix X = Random(batch * T, d_model, 10, Layout::kStrided);
+    const TestMatrix W_Q = Random(d_model, h * d_k, 11), W_K = Random(d_model, kv * d_k, 12),
+                     W_V = Random(d_model, kv * d_v, 13), W_O = Random(h * d_v, d_out, 14);
+    const MultiHeadWeights w{W_Q, W_K, W_V, W_O};
+    const HeadConfig config{h, kv, d_k, d_v};
+    auto run = [&](const AttentionOptions& o) {
+      TestMatrix out(batch * T, d_out, Layout::kStrided);
+      REQUIRE_OK(MultiHeadAttention(X, batch, w, config, o, out));
+      return out;
+    };
+    AttentionOptions o;
+    o.causal = true;
+    o.key_lengths = {T, 33};
+    CheckSameWithThreads(o, run);
+  });
+}
+
+TEST_CASE("Decoding against a long KV cache with a thread pool (split-K over key chunks)",
+          "[threads][decode]") {
+  ForEachTarget([](int64_t) {
+    const size_t h = 4, kv = 2, d = 8, T = 1000;
+    KVCache cache;
+    REQUIRE_OK(KVCache::Create(1, kv, d, d, T + 1, &cache));
+    const TestMatrix K = Random(T, kv * d, 20), V = Random(T, kv * d, 21);
+    REQUIRE_OK(cache.Append(K, V));
+    const TestMatrix q = Random(1, h * d, 22, Layout::kStrided, -3.0f, 3.0f);
+    auto run = [&](const AttentionOptions& o) {
+      TestMatrix out(1, h * d, Layout::kStrided);
+      REQUIRE_OK(AttendCached(q, cache, h, o, out));
+      return out;
+    };
+    DecodeOptions o;
+    CheckSameWithThreads(o, run);
+    o.key_length = 700;
+    CheckSameWithThreads(o, run);
+
+    // MultiHeadDecode appends one token, so each run starts from a copy.
+    const TestMatrix x = Random(1, 16, 23, Layout::kStrided);
+    const TestMatrix W_Q = Random(16, h * d, 24), W_K = Random(16, kv * d, 25),
+                     W_V = Random(16, kv * d, 26);
+    const MultiHeadWeights w{W_Q, W_K, W_V, ConstMatrixView()};
+    auto decode = [&](const AttentionOptions& opt) {
+      KVCache c;
+      REQUIRE_OK(KVCache::Create(1, kv, d, d, T + 1, &c));
+      REQUIRE_OK(c.Append(K, V));
+      TestMatrix out(1, h * d, Layout::kStrided);
+      REQUIRE_OK(MultiHeadDecode(x, w, HeadConfig{h, kv, d, d}, opt, &c, out));
+      REQUIRE(c.size() == T + 1);
+      return out;
+    };
+    CheckSameWithThreads(DecodeOptions(), decode);
+  });
+}
+
+TEST_CASE("An overflow found on a worker thread is reported, and the pool keeps working",
+          "[threads]") {
+  ThreadPool pool(2);
+  const size_t T = 300, d = 4;
+  TestMatrix Q = Random(T, d, 30), K = Random(T, d, 31);
+  const TestMatrix V = Random(T, d, 32);
+  AttentionOptions o;
+  o.pool = &pool;
+  o.scale = 1.0f;
+  for (size_t c = 0; c < d; ++c) {
+    Q(T - 1, c) = 1e30f;  // only the last query overflows: q . k_5 = 4e60
+    K(5, c) = 1e30f;
+  }
+  TestMatrix out(T, d);
+  CHECK_ERROR(Attention(Q, K, V, o, out), Err(ErrorCode::kOverflow).Name("out"));
+  for (size_t c = 0; c < d; ++c) Q(T - 1, c) = 0.5f;
+  const Status ok = Attention(Q, K, V, o, out);
+  CHECK(ok.ok());
+  CHECK(AllFinite(out));
+}
+
+}  // namespace
