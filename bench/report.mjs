@@ -22,9 +22,12 @@ if (existsSync(new URL("native.json", dir))) {
       rows.push({ platform: "native", engine: names[m[1]], T: +m[2], causal: m[3] === "1", gflops: b.GFLOPs, ms: b.real_time });
       continue;
     }
-    if (b.run_name.startsWith("BM_AttnkitMultiHead")) extra.push({ engine: "attnkit multi-head", shape: "B=1 T=512 d_model=512 h=8", gflops: b.GFLOPs, time: `${b.real_time.toFixed(2)} ms` });
-    const d = b.run_name.match(/^BM_AttnkitDecode\/cache:(\d+)/);
-    if (d) extra.push({ engine: "attnkit decode", shape: `1 query, 8 heads, cache ${d[1]}`, gflops: b.GFLOPs, time: `${b.real_time.toFixed(1)} µs` });
+    const t = b.run_name.match(/^BM_AttnkitThreads\/T:(\d+)\/causal:(\d)\/threads:(\d+)/);
+    if (t) extra.push({ engine: "attnkit one head", shape: `T=${t[1]}${t[2] === "1" ? " causal" : ""}`, threads: +t[3], gflops: b.GFLOPs, time: `${b.real_time.toFixed(2)} ms`, value: b.real_time });
+    const h = b.run_name.match(/^BM_AttnkitMultiHead\/threads:(\d+)/);
+    if (h) extra.push({ engine: "attnkit multi-head", shape: "B=1 T=512 d_model=512 h=8", threads: +h[1], gflops: b.GFLOPs, time: `${b.real_time.toFixed(2)} ms`, value: b.real_time });
+    const d = b.run_name.match(/^BM_AttnkitDecode\/cache:(\d+)\/threads:(\d+)/);
+    if (d) extra.push({ engine: "attnkit decode", shape: `1 query, 8 heads, cache ${d[1]}`, threads: +d[2], gflops: b.GFLOPs, time: `${b.real_time.toFixed(1)} µs`, value: b.real_time });
   }
 }
 if (existsSync(new URL("wasm.json", dir))) {
@@ -159,10 +162,23 @@ for (const r of memoryOnly) {
 }
 if (targets.length) md += `| target (issue #5) | needed | measured | |\n|---|---|---|---|\n${targets.join("\n")}\n\n`;
 
-extra.sort((a, b) => a.engine.localeCompare(b.engine) || parseInt(a.shape.match(/cache (\d+)/)?.[1] ?? 0) - parseInt(b.shape.match(/cache (\d+)/)?.[1] ?? 0));
+const cacheOf = (r) => parseInt(r.shape.match(/cache (\d+)/)?.[1] ?? 0);
+extra.sort((a, b) => a.engine.localeCompare(b.engine) || cacheOf(a) - cacheOf(b) || a.shape.localeCompare(b.shape) || a.threads - b.threads);
+// Speed-up over one thread of the same shape (for one head: the table above).
+const oneThreadMs = (r) => {
+  if (r.engine === "attnkit one head") {
+    const [, T, causal] = r.shape.match(/T=(\d+)( causal)?/);
+    return find(ATTNKIT_NATIVE, +T, !!causal)?.ms;
+  }
+  return extra.find((o) => o.engine === r.engine && o.shape === r.shape && o.threads === 1)?.value;  // same unit: same benchmark
+};
 if (extra.length) {
-  md += "| other shapes (native) | GFLOP/s | time |\n|---|---:|---:|\n";
-  for (const r of extra) md += `| ${r.engine}: ${r.shape} | ${r.gflops.toFixed(1)} | ${r.time} |\n`;
+  md += "| other shapes (native) | threads | GFLOP/s | time | vs 1 thread |\n|---|---:|---:|---:|---:|\n";
+  for (const r of extra) {
+    const base = oneThreadMs(r);
+    const speedup = r.threads > 1 && base ? `${(base / r.value).toFixed(2)}×` : "";
+    md += `| ${r.engine}: ${r.shape} | ${r.threads} | ${r.gflops.toFixed(1)} | ${r.time} | ${speedup} |\n`;
+  }
 }
 writeFileSync(new URL("results.md", dir), md);
 

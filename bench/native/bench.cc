@@ -121,7 +121,25 @@ void BM_Loop(benchmark::State& state) {
   SetFlops(state, 4.0 * h.T * h.T * kD);
 }
 
-// Multi-head self-attention with projections and W_O: B=1, T=512, d_model=512, 8 heads.
+// One head as BM_Attnkit, with a pool of state.range(2) threads.
+void BM_AttnkitThreads(benchmark::State& state) {
+  Head h(state.range(0));
+  attnkit::ThreadPool pool(state.range(2));
+  attnkit::AttentionOptions o;
+  o.causal = state.range(1) != 0;
+  o.pool = &pool;
+  const attnkit::ConstMatrixView Q(h.q.data(), h.T, kD), K(h.k.data(), h.T, kD),
+      V(h.v.data(), h.T, kD);
+  for (auto _ : state) {
+    const attnkit::Status s = attnkit::Attention(Q, K, V, o, attnkit::MatrixView(h.out.data(), h.T, kD));
+    if (!s.ok()) state.SkipWithError(s.message().c_str());
+    benchmark::DoNotOptimize(h.out.data());
+  }
+  SetFlops(state, 4.0 * h.T * h.T * kD);
+}
+
+// Multi-head self-attention with projections and W_O: B=1, T=512, d_model=512,
+// 8 heads; state.range(0) threads.
 void BM_AttnkitMultiHead(benchmark::State& state) {
   const size_t T = 512, dm = 512, h = 8;
   const auto X = RandomVector(T * dm, 4), wq = RandomVector(dm * dm, 5), wk = RandomVector(dm * dm, 6),
@@ -131,9 +149,12 @@ void BM_AttnkitMultiHead(benchmark::State& state) {
   attnkit::MultiHeadWeights w{attnkit::ConstMatrixView(wq.data(), dm, dm), attnkit::ConstMatrixView(wk.data(), dm, dm),
                               attnkit::ConstMatrixView(wv.data(), dm, dm), attnkit::ConstMatrixView(wo.data(), dm, dm)};
   attnkit::HeadConfig config{h, h, 0, 0};
+  attnkit::ThreadPool pool(state.range(0));
+  attnkit::AttentionOptions options;
+  options.pool = &pool;
   for (auto _ : state) {
     const attnkit::Status s = attnkit::MultiHeadAttention(attnkit::ConstMatrixView(X.data(), T, dm), 1, w,
-                                                          config, attnkit::AttentionOptions(),
+                                                          config, options,
                                                           attnkit::MatrixView(out.data(), T, dm));
     if (!s.ok()) state.SkipWithError(s.message().c_str());
     benchmark::DoNotOptimize(out.data());
@@ -142,7 +163,8 @@ void BM_AttnkitMultiHead(benchmark::State& state) {
   SetFlops(state, 4 * 2.0 * T * dm * dm + 4.0 * T * T * dm);
 }
 
-// Decoding: one query (8 heads, d = 64) against a KV cache of `cache` tokens.
+// Decoding: one query (8 heads, d = 64) against a KV cache of `cache` tokens,
+// with state.range(1) threads.
 void BM_AttnkitDecode(benchmark::State& state) {
   const size_t tokens = state.range(0), h = 8;
   attnkit::KVCache cache;
@@ -154,9 +176,12 @@ void BM_AttnkitDecode(benchmark::State& state) {
   }
   const auto q = RandomVector(h * kD, 10);
   std::vector<float> out(h * kD);
+  attnkit::ThreadPool pool(state.range(1));
+  attnkit::DecodeOptions options;
+  options.pool = &pool;
   for (auto _ : state) {
     const attnkit::Status s = attnkit::AttendCached(attnkit::ConstMatrixView(q.data(), 1, h * kD), cache, h,
-                                                    attnkit::DecodeOptions(),
+                                                    options,
                                                     attnkit::MatrixView(out.data(), 1, h * kD));
     if (!s.ok()) state.SkipWithError(s.message().c_str());
     benchmark::DoNotOptimize(out.data());
@@ -182,7 +207,23 @@ BENCHMARK(BM_FmaPeak)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Attnkit)->Apply(Shapes);
 BENCHMARK(BM_OpenBlas)->Apply(Shapes);
 BENCHMARK(BM_Loop)->Apply(Shapes);
-BENCHMARK(BM_AttnkitMultiHead)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_AttnkitDecode)->ArgName("cache")->Arg(1024)->Arg(4096)->Arg(16384)->Arg(32768)->Unit(benchmark::kMicrosecond);
+// Threads: 1 and every thread of the machine (the figures above are one thread).
+const int64_t kThreads = static_cast<int64_t>(attnkit::ThreadPool::MaxThreads());
+BENCHMARK(BM_AttnkitThreads)
+    ->ArgNames({"T", "causal", "threads"})
+    ->ArgsProduct({{2048}, {0, 1}, {kThreads}})
+    ->UseRealTime()  // wall time: the pool's threads are not in the CPU time
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnkitMultiHead)
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(kThreads)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnkitDecode)
+    ->ArgNames({"cache", "threads"})
+    ->ArgsProduct({{1024, 4096, 16384, 32768}, {1, kThreads}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();
