@@ -62,9 +62,22 @@ export function bindControls(get: () => State, set: Set): void {
   $<HTMLSelectElement>("speed").addEventListener("change", (e) => set({ speed: Number((e.target as HTMLSelectElement).value) }));
 }
 
+// Every write below happens only when the value changes: an unchanged write still
+// invalidates style and layout (a <select> of 64 options re-measures them all).
+
 function setValue(id: string, v: string): void {
   const el = $<HTMLInputElement>(id);
   if (el.value !== v && document.activeElement !== el) el.value = v;
+}
+
+function setText(id: string, text: string): void {
+  const el = $(id);
+  if (el.textContent !== text) el.textContent = text;
+}
+
+function setFlag(id: string, key: "checked" | "disabled" | "hidden", on: boolean): void {
+  const el = $<HTMLInputElement>(id);
+  if (el[key] !== on) el[key] = on;
 }
 
 function options(sel: HTMLSelectElement, items: string[], value: number): void {
@@ -73,41 +86,41 @@ function options(sel: HTMLSelectElement, items: string[], value: number): void {
     sel.innerHTML = html;
     sel.dataset.html = html;
   }
-  sel.value = String(value);
+  if (sel.value !== String(value)) sel.value = String(value);
 }
 
 export function syncControls(s: State, cfg: Config): void {
   setValue("preset", s.preset);
   setValue("text", cfg.seedMode ? cfg.items[0].tokens.join(" ") : s.text);
   setValue("text2", s.text2);
-  $<HTMLInputElement>("batch").checked = s.batch;
-  $<HTMLInputElement>("batch").disabled = cfg.seedMode;
-  $("text2-label").hidden = !s.batch || cfg.seedMode;
+  setFlag("batch", "checked", s.batch);
+  setFlag("batch", "disabled", cfg.seedMode);
+  setFlag("text2-label", "hidden", !s.batch || cfg.seedMode);
   setValue("emb", s.emb);
-  $<HTMLSelectElement>("emb").disabled = cfg.seedMode;
+  setFlag("emb", "disabled", cfg.seedMode);
   setValue("dModel", String(cfg.dModel));
-  $<HTMLInputElement>("dModel").disabled = s.emb !== "random" || cfg.seedMode;
-  $<HTMLInputElement>("pe").checked = s.pe;
+  setFlag("dModel", "disabled", s.emb !== "random" || cfg.seedMode);
+  setFlag("pe", "checked", s.pe);
   setValue("weights", s.weights);
   setValue("seed", String(s.seed));
   setValue("dK", String(cfg.dK));
   setValue("dV", String(cfg.dV));
   setValue("heads", String(cfg.heads));
   setValue("kvHeads", String(cfg.kvHeads));
-  for (const id of ["dK", "dV", "kvHeads"]) $<HTMLInputElement>(id).disabled = s.weights !== "random";
+  for (const id of ["dK", "dV", "kvHeads"]) setFlag(id, "disabled", s.weights !== "random");
   setValue("mask", s.mask);
-  $<HTMLInputElement>("scaling").checked = s.scaling;
+  setFlag("scaling", "checked", s.scaling);
   setValue("temperature", String(s.temperature));
-  $("temp-out").textContent = s.temperature.toFixed(2);
+  setText("temp-out", s.temperature.toFixed(2));
   setValue("softcap", String(s.softcap));
-  $("softcap-out").textContent = s.softcap > 0 ? s.softcap.toFixed(1) : "0 (off)";
+  setText("softcap-out", s.softcap > 0 ? s.softcap.toFixed(1) : "0 (off)");
   options($<HTMLSelectElement>("query"), cfg.items[0].labels.map((l, i) => `${i}: ${l}`), Math.min(s.query, cfg.T - 1));
   options($<HTMLSelectElement>("head"), Array.from({ length: cfg.heads }, (_, h) => `head ${h}`), Math.min(s.head, cfg.heads - 1));
   setValue("speed", String(s.speed));
   const nEdits = Object.keys(s.edits).length;
-  $("edits-info").textContent = nEdits ? `${nEdits} edited cell${nEdits > 1 ? "s" : ""}` : "Click a cell of X, W or Wᴼ to edit it.";
-  $<HTMLButtonElement>("reset-edits").disabled = nEdits === 0;
+  setText("edits-info", nEdits ? `${nEdits} edited cell${nEdits > 1 ? "s" : ""}` : "Click a cell of X, W or Wᴼ to edit it.");
+  setFlag("reset-edits", "disabled", nEdits === 0);
   const unknown = cfg.items[0].tokens.length;
-  $("token-info").textContent = `${unknown} token${unknown > 1 ? "s" : ""}${cfg.truncated ? " (text truncated)" : ""} · T = ${cfg.T}, d_model = ${cfg.dModel}, d_k = ${cfg.dK}, d_v = ${cfg.dV}, heads = ${cfg.heads}/${cfg.kvHeads} kv`;
-  $("notes").textContent = cfg.notes.join("; ");
+  setText("token-info", `${unknown} token${unknown > 1 ? "s" : ""}${cfg.truncated ? " (text truncated)" : ""} · T = ${cfg.T}, d_model = ${cfg.dModel}, d_k = ${cfg.dK}, d_v = ${cfg.dV}, heads = ${cfg.heads}/${cfg.kvHeads} kv`);
+  setText("notes", cfg.notes.join("; "));
 }

@@ -10,7 +10,7 @@ import { bindControls, presetState, syncControls } from "./controls";
 import { closeEditor, openEditor } from "./editor";
 import { exportPng, exportSvg } from "./export";
 import { escapeHtml } from "./format";
-import { computeModel, type Model } from "./model";
+import { computeClock, computeModel, type Model } from "./model";
 import { dur, reducedMotion, setSpeed } from "./motion";
 import { SCENES } from "./scenes";
 import type { Scene, SceneCtx } from "./scenes/common";
@@ -19,7 +19,8 @@ import { addDefs } from "./views/colors";
 import { decodingView } from "./views/decoding";
 import { gridView } from "./views/grid";
 import { headView, toggleHead } from "./views/headview";
-import { clearRegistry, drawnIds, drawnMatrix, type G } from "./views/matrix";
+import { clearRegistry, drawnIds, drawnMatrix, recycle } from "./views/matrix";
+import { beginFrame, endFrame, isCandidate, setAttr, setText } from "./views/retain";
 import { saturationView } from "./views/saturation";
 import { hideTip } from "./views/tooltip";
 
@@ -32,6 +33,7 @@ interface Timing {
   loadMs: number;
   firstRenderMs: number;
   lastRenderMs: number;
+  /** Of lastRenderMs: computing with attnkit (the model, and results computed on first use). */
   lastComputeMs: number;
   /** Whether the last render recomputed anything (false: only redrawn). */
   lastRecomputed: boolean;
@@ -79,11 +81,12 @@ function sceneOf(s: State): Scene {
 
 function showError(err: unknown): void {
   const msg = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-  $("status").innerHTML = `<span class="error" data-testid="error">${escapeHtml(msg)}</span>`;
+  setHtml("status", `<span class="error" data-testid="error">${escapeHtml(msg)}</span>`);
 }
 
 function render(animate: boolean): void {
   const t0 = performance.now();
+  const c0 = computeClock.ms;
   hideTip();
   const key = inputsKey(state);
   timing.lastRecomputed = false;
@@ -109,23 +112,48 @@ function render(animate: boolean): void {
   const stage = $("stage");
   stage.querySelectorAll("svg").forEach((s) => d3.select(s).selectAll("*").interrupt());
   clearRegistry();
-  // One <svg> for the page's life: each render replaces its content but keeps the
-  // shared <defs> and <style> (a new <style> would restyle the whole document).
+  // One <svg> for the page's life; it keeps the shared <defs> and <style> (a new <style>
+  // would restyle the whole document).
   let node = stage.querySelector<SVGSVGElement>("svg[data-testid=scene-svg]");
   if (!node) {
     stage.replaceChildren();
     node = d3.select(stage).append("svg").attr("data-testid", "scene-svg").node()!;
     addDefs(d3.select(node));
   }
-  for (const child of [...node.children]) if (child.tagName !== "defs" && child.tagName !== "style") child.remove();
-  const svg = d3.select(node)
-    .attr("data-view", state.view).attr("data-step", state.step).attr("role", "img")
-    .attr("aria-label", `${scene.title}`);
   const perItem = state.view !== "saturation" && state.view !== "decoding";
   const items = perItem ? m.items : m.items.slice(0, 1);
+  // A redraw of the scene on screen updates its elements in place (views/retain.ts);
+  // another scene starts from an empty <svg>.
+  const sceneKey = `${state.view}:${state.step}:${items.length}`;
+  const retain = node.dataset.scene === sceneKey;
+  node.dataset.scene = sceneKey;
+  beginFrame(retain);
+  const roots: SVGGElement[] = [];
+  const titles: SVGTextElement[] = [];
+  if (retain) {
+    for (let i = 0; i < items.length; i++) {
+      const root = node.querySelector<SVGGElement>(`:scope > g[data-testid=item-${i}]`)!;
+      for (const child of [...root.children]) if (!isCandidate(child)) child.remove();
+      roots.push(root);
+      const title = node.querySelector<SVGTextElement>(`:scope > text[data-item="${i}"]`);
+      if (title) titles.push(title);
+    }
+  } else {
+    const old = [...node.children].filter((c) => c.tagName !== "defs" && c.tagName !== "style");
+    for (const child of old) child.remove();
+    recycle(old);
+    for (let i = 0; i < items.length; i++) {
+      roots.push(d3.select(node).append("g").attr("data-testid", `item-${i}`).node()!);
+      if (items.length > 1) titles.push(d3.select(node).append("text").attr("class", "m-title").attr("data-item", i).attr("y", 16).node()!);
+    }
+  }
+  setAttr(node, "data-view", state.view);
+  setAttr(node, "data-step", state.step);
+  setAttr(node, "role", "img");
+  setAttr(node, "aria-label", scene.title);
   const gap = 36;
   // Narrow screens: the scene keeps a readable size and the stage scrolls sideways.
-  const avail = Math.max(640, stage.clientWidth - 24);
+  const avail = Math.max(640, stageWidth() - 24);
   const itemWidth = (avail - gap * (items.length - 1)) / items.length;
   const ctxs: SceneCtx[] = items.map((item, i) => ({
     attn, state, model: m, cfg, item, itemIndex: i, trace: item.heads[state.head],
@@ -136,59 +164,104 @@ function render(animate: boolean): void {
   let x = 0, height = 0, duration = 0;
   const top = items.length > 1 ? 24 : 0;
   ctxs.forEach((ctx, i) => {
-    const g: G = svg.append("g").attr("transform", `translate(${x + 4},${top + 4})`).attr("data-testid", `item-${i}`);
+    const root = roots[i];
+    setAttr(root, "transform", `translate(${x + 4},${top + 4})`);
     if (items.length > 1) {
-      svg.append("text").attr("class", "m-title").attr("x", x + 4).attr("y", 16)
-        .text(`sentence ${i + 1}: ${ctx.item.item.tokens.filter((t) => t !== "[PAD]").join(" ")}`.slice(0, 80));
+      setAttr(titles[i], "x", x + 4);
+      setText(titles[i], `sentence ${i + 1}: ${ctx.item.item.tokens.filter((t) => t !== "[PAD]").join(" ")}`.slice(0, 80));
     }
-    const r = scene.render(g, ctx);
+    const r = scene.render(d3.select(root), ctx);
     x += r.width + gap;
     height = Math.max(height, r.height);
     duration = Math.max(duration, r.duration);
   });
+  recycle(endFrame());
+  // Outlines stay above the matrices (one rebuilt in this frame comes after them).
+  for (const root of roots) {
+    const kids = [...root.children];
+    const first = kids.findIndex((k) => k.matches(".hl-row, .hl-col"));
+    if (first >= 0 && kids.slice(first).some((k) => !k.matches(".hl-row, .hl-col"))) {
+      for (const k of kids) if (k.matches(".hl-row, .hl-col")) root.append(k);
+    }
+  }
   const w = Math.ceil(x - gap + 12), h = Math.ceil(height + top + 12);
-  svg.attr("width", w).attr("height", h).attr("viewBox", `0 0 ${w} ${h}`);
+  setAttr(node, "width", w);
+  setAttr(node, "height", h);
+  setAttr(node, "viewBox", `0 0 ${w} ${h}`);
   // Style and layout now, so that the time below is the whole redraw but the paint.
   const tl = performance.now();
   void stage.getBoundingClientRect();
   timing.lastLayoutMs = performance.now() - tl;
 
   timing.lastRenderMs = performance.now() - t0;
-  timing.lastComputeMs = timing.lastRecomputed ? m.computeMs : 0;
+  timing.lastComputeMs = computeClock.ms - c0;
   timing.renders++;
   if (timing.renders === 1) timing.firstRenderMs = performance.now();
   const batch = m.items.length > 1 ? " · batch of 2" : "";
-  $("status").innerHTML = `computed by <b>attnkit</b> (${attn.target}${attn.simd ? ", SIMD128" : ""})${batch} · ${timing.lastRecomputed ? `attnkit calls ${m.computeMs.toFixed(1)} ms` : "no recompute"} · redraw ${timing.lastRenderMs.toFixed(1)} ms`;
+  setHtml("status", `computed by <b>attnkit</b> (${attn.target}${attn.simd ? ", SIMD128" : ""})${batch} · ${timing.lastRecomputed ? "recomputed" : "no recompute"} · attnkit calls ${timing.lastComputeMs.toFixed(1)} ms · recompute + redraw ${timing.lastRenderMs.toFixed(1)} ms`);
   document.body.dataset.ready = "1";
   document.body.dataset.renders = String(timing.renders);
   if (playing) schedule(duration);
 }
 
-/** Sets innerHTML only when it changes (no relayout of an unchanged caption). */
+/**
+ * The stage's width, read once and then kept by the ResizeObserver: reading it in a
+ * render, after the controls were written, would force a synchronous layout.
+ */
+let stageWidthPx: number | undefined;
+function stageWidth(): number {
+  return (stageWidthPx ??= $("stage").clientWidth);
+}
+
+/**
+ * Sets an element's HTML by changing only what differs from what it shows (a caption
+ * that changes one number keeps its other nodes, and an input in it stays the same
+ * element while it is dragged).
+ */
+const shownHtml = new Map<string, string>();
 function setHtml(id: string, html: string): void {
-  const el = $(id);
-  if (el.dataset.html !== html) {
-    el.innerHTML = html;
-    el.dataset.html = html;
+  if (shownHtml.get(id) === html) return;
+  shownHtml.set(id, html);
+  const tpl = document.createElement("template");
+  tpl.innerHTML = html;
+  morph($(id), tpl.content);
+}
+
+function morph(cur: Node, next: Node): void {
+  if (cur instanceof Element && next instanceof Element) {
+    for (const a of [...cur.attributes]) if (!next.hasAttribute(a.name)) cur.removeAttribute(a.name);
+    for (const a of [...next.attributes]) if (cur.getAttribute(a.name) !== a.value) cur.setAttribute(a.name, a.value);
+  } else if (cur.nodeType !== Node.ELEMENT_NODE && cur.nodeType !== Node.DOCUMENT_FRAGMENT_NODE) {
+    if (cur.nodeValue !== next.nodeValue) cur.nodeValue = next.nodeValue;
+    return;
   }
+  const cs = [...cur.childNodes], ns = [...next.childNodes];
+  ns.forEach((n, i) => {
+    const c = cs[i];
+    if (!c) cur.appendChild(n);
+    else if (c.nodeType !== n.nodeType || c.nodeName !== n.nodeName) cur.replaceChild(n, c);
+    else morph(c, n);
+  });
+  for (let i = ns.length; i < cs.length; i++) cs[i].remove();
 }
 
 function syncNav(): void {
+  // Only what changed is written (an unchanged write still invalidates style).
   d3.selectAll<HTMLButtonElement, unknown>("#views button").each(function () {
     const on = this.dataset.view === state.view;
-    this.classList.toggle("on", on);
-    this.setAttribute("aria-pressed", String(on));
+    if (this.classList.contains("on") !== on) this.classList.toggle("on", on);
+    setAttr(this, "aria-pressed", String(on));
   });
   d3.selectAll<HTMLButtonElement, unknown>("#steps button").each(function () {
     const on = state.view === "steps" && Number(this.dataset.step) === state.step;
-    this.classList.toggle("on", on);
-    if (on) this.setAttribute("aria-current", "step");
-    else this.removeAttribute("aria-current");
+    if (this.classList.contains("on") !== on) this.classList.toggle("on", on);
+    setAttr(this, "aria-current", on ? "step" : null);
   });
-  $("stepbar").classList.toggle("dim", state.view !== "steps");
+  const stepbar = $("stepbar");
+  if (stepbar.classList.contains("dim") !== (state.view !== "steps")) stepbar.classList.toggle("dim", state.view !== "steps");
   const play = $<HTMLButtonElement>("play");
-  play.textContent = playing ? "❚❚" : "▶";
-  play.setAttribute("aria-label", playing ? "pause" : "play");
+  setText(play, playing ? "❚❚" : "▶");
+  setAttr(play, "aria-label", playing ? "pause" : "play");
 }
 
 function goto(step: number, animate = true): void {
@@ -262,7 +335,7 @@ function bindNav(): void {
   $("export-svg").addEventListener("click", () => exportSvg(currentSvg(), fileName()));
   $("export-png").addEventListener("click", () => void exportPng(currentSvg(), fileName()).catch(showError));
   $("copy-link").addEventListener("click", () => {
-    const done = (msg: string) => ($("status").textContent = msg);
+    const done = (msg: string) => setHtml("status", escapeHtml(msg));
     navigator.clipboard?.writeText(location.href).then(() => done("Link copied."), () => done(`Link: ${location.href}`)) ?? done(`Link: ${location.href}`);
   });
   $("help-open").addEventListener("click", () => $<HTMLDialogElement>("help").showModal());
@@ -332,9 +405,10 @@ async function main(): Promise<void> {
   bindKeys();
   render(true);
   history.replaceState(null, "", `?${toQuery(state)}`);
-  let lastWidth = $("stage").clientWidth;
+  let lastWidth = stageWidth();
   new ResizeObserver(() => {
-    const w = $("stage").clientWidth;
+    // Read after layout (no forced layout); the render uses this value.
+    const w = (stageWidthPx = $("stage").clientWidth);
     if (Math.abs(w - lastWidth) > 8) {
       lastWidth = w;
       render(false);

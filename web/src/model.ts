@@ -44,6 +44,23 @@ export interface Model {
   computeMs: number;
 }
 
+/**
+ * Milliseconds spent computing with attnkit since the page loaded: the model, and the
+ * results scenes ask for on first use. A render reports the part it spent.
+ */
+export const computeClock = { ms: 0 };
+let depth = 0;
+
+/** Runs f, adding its time to computeClock (once, when calls nest). */
+export function timed<T>(f: () => T): T {
+  const t0 = depth++ === 0 ? performance.now() : 0;
+  try {
+    return f();
+  } finally {
+    if (--depth === 0) computeClock.ms += performance.now() - t0;
+  }
+}
+
 /** Head h's slice [rows, d] of a split tensor [heads, rows, d]. */
 export function headSlice(t: Tensor, h: number): Matrix {
   const [, rows, cols] = t.shape;
@@ -127,22 +144,22 @@ function attendItem(attn: Attnkit, s: State, cfg: Config, w: Weights, p: Project
   const item: ItemModel = {
     ...p, options, heads,
     get rowSums() {
-      rowSums ??= heads.map((tr) => attn.matmul(tr.weights, ones(cfg.T)));
+      rowSums ??= timed(() => heads.map((tr) => attn.matmul(tr.weights, ones(cfg.T))));
       return rowSums;
     },
     get merged() {
-      return merge();
+      return timed(merge);
     },
     get out() {
-      out ??= attn.matmul(merge(), w.WO);
+      out ??= timed(() => attn.matmul(merge(), w.WO));
       return out;
     },
     get checkDiff() {
-      diff ??= check();
+      diff ??= timed(check);
       return diff;
     },
     get batched() {
-      return batched();
+      return timed(batched);
     },
   };
   return item;
@@ -156,6 +173,10 @@ function projectionKey(s: State): string {
 }
 
 export function computeModel(attn: Attnkit, s: State, prev?: Model | null): Model {
+  return timed(() => compute(attn, s, prev));
+}
+
+function compute(attn: Attnkit, s: State, prev?: Model | null): Model {
   const cfg = resolveConfig(s);
   const t0 = performance.now();
   const key = projectionKey(s);

@@ -6,6 +6,7 @@ import { SEED001 } from "../presets";
 import { diverging, sequential } from "../views/colors";
 import { signedLegend, weightLegend } from "../views/legend";
 import { commonTop, drawMatrix, op, outlineRow, type G } from "../views/matrix";
+import { keyed } from "../views/retain";
 import { at, fitCell, headLabel, vLabels, row, seedNote, selectedQuery, tokenLabels, tokenName, vec, type Scene, type SceneCtx } from "./common";
 
 /** The expansion terms of output row i, largest weights first when there are many. */
@@ -38,8 +39,8 @@ function expansionText(ctx: SceneCtx, i: number): string[] {
 
 function drawExpansion(g: G, ctx: SceneCtx, i: number, y: number): number {
   const lines = expansionText(ctx, i);
-  const t = g.append("text").attr("class", "expansion").attr("data-testid", "expansion").attr("y", y);
-  lines.forEach((l, k) => t.append("tspan").attr("x", 0).attr("dy", k ? 18 : 0).text(l));
+  const t = keyed(g.node()!, "text", { class: "expansion", "data-testid": "expansion", y });
+  lines.forEach((l, k) => keyed(t, "tspan", { x: 0, dy: k ? 18 : 0 }, l));
   return lines.length * 18 + 6;
 }
 

@@ -5,15 +5,8 @@ import { headSlice, kvGroup } from "../model";
 import { dur } from "../motion";
 import { diverging, headColor, sequential } from "../views/colors";
 import { signedLegend, weightLegend } from "../views/legend";
-import { drawMatrix, op, type G, type MatrixView } from "../views/matrix";
+import { drawMatrix, note, op } from "../views/matrix";
 import { featureSpace, indexLabels, qkLabels, tokenLabels, tokenName, type Scene, type SceneCtx } from "./common";
-
-function headBands(g: G, v: MatrixView, heads: number, d: number): void {
-  for (let h = 0; h < heads; h++) {
-    g.append("rect").attr("x", v.gx + h * d * v.cell).attr("y", v.gy - 5).attr("width", d * v.cell - 1).attr("height", 4)
-      .attr("fill", headColor(h));
-  }
-}
 
 function fit(units: number, ctx: SceneCtx, fixed: number, max = 30): number {
   return Math.max(3, Math.min(max, Math.floor((ctx.width - fixed) / Math.max(1, units))));
@@ -43,23 +36,21 @@ export const step8: Scene = {
     const fs = featureSpace(ctx);
     const named = ctx.cfg.featureNames;
     const cA = fit(2 * heads * dK + heads * 1.5 + 3, ctx, 200 + heads * 50);
+    const colors = Array.from({ length: heads }, (_, h) => headColor(h));
     const Qv = drawMatrix(g, { id: "Qbig", title: "Q = X W^Q", shape: shape(T, heads * dK), m: it.Q, x: 0, y: 0, cell: cA, color: diverging(mQ),
-      rowLabels: labels, colLabels: fs.qk && named ? named : indexLabels(heads * dK),
+      rowLabels: labels, colLabels: fs.qk && named ? named : indexLabels(heads * dK), bands: { every: dK, colors },
       tip: (r, c, v) => `Q[${r}, ${c}] = <b>${fmt(v, 4)}</b>: head ${Math.floor(c / dK)}, column ${c % dK}` });
-    headBands(g, Qv, heads, dK);
     let maxX = 0;
     let x = Qv.width + cA;
     op(g, x + 30, Qv.gy + (T * cA) / 2, "→");
-    g.append("text").attr("class", "note").attr("x", x).attr("y", Qv.gy + (T * cA) / 2 + 22).text("splitHeads");
+    note(g, x, Qv.gy + (T * cA) / 2 + 22, "splitHeads");
     x += 70;
     let duration = 0;
     let rowH = Qv.height;
     for (let h = 0; h < heads; h++) {
       const v = drawMatrix(g, { id: `Qh-${h}`, title: `Q${sub(h)}`, shape: shape(T, dK), m: headSlice(it.Qh, h), x, y: 0, cell: cA,
-        color: diverging(mQ), colLabels: qkLabels(ctx, h),
+        color: diverging(mQ), colLabels: qkLabels(ctx, h), titleColor: colors[h], bands: { every: dK, colors: [colors[h]] },
         tip: (r, c, val) => `Q${sub(h)}[${r}, ${c}] = Q[${r}, ${h * dK + c}] = <b>${fmt(val, 4)}</b>` });
-      v.g.append("rect").attr("x", v.gx - x).attr("y", v.gy - 5).attr("width", dK * cA - 1).attr("height", 4).attr("fill", headColor(h));
-      v.g.select(".m-title").style("fill", headColor(h));
       if (ctx.animate) {
         const fromX = Qv.gx + h * dK * cA - (v.gx - x);
         v.g.attr("transform", `translate(${fromX},0)`).attr("opacity", 0.9)
@@ -78,9 +69,8 @@ export const step8: Scene = {
     for (let h = 0; h < heads; h++) {
       const tr = it.heads[h];
       const v = drawMatrix(g, { id: `headmap-${h}`, title: `head ${h}${ctx.cfg.kvHeads !== heads ? ` (kv ${kvGroup(ctx.cfg, h)})` : ""}`, shape: shape(T, T),
-        m: tr.weights, x, y, cell: cB, color: sequential(), rowLabels: h === 0 ? labels : undefined,
+        m: tr.weights, x, y, cell: cB, color: sequential(), rowLabels: h === 0 ? labels : undefined, titleColor: colors[h],
         tip: (r, c, val) => `head ${h}: α${sub(r)}${sub(c)} = <b>${fmt(val, 4)}</b><br>“${tokenName(ctx, r)}” → “${tokenName(ctx, c)}”` });
-      v.g.select(".m-title").style("fill", headColor(h));
       v.g.attr("data-head", h);
       if (ctx.animate) {
         v.g.attr("opacity", 0).transition().delay(dur(duration + h * 250)).duration(dur(400)).attr("opacity", 1);
@@ -96,9 +86,8 @@ export const step8: Scene = {
     const cC = fit(2 * heads * dV + dModel + 12, ctx, 200, 26);
     const vNames = fs.v && named ? named : null;
     const Mv = drawMatrix(g, { id: "concat", title: "concat(heads)", shape: shape(T, heads * dV), m: it.merged, x: 0, y, cell: cC, color: diverging(mO),
-      rowLabels: labels, colLabels: vNames ?? indexLabels(heads * dV),
+      rowLabels: labels, colLabels: vNames ?? indexLabels(heads * dV), bands: { every: dV, colors },
       tip: (r, c, v) => `head ${Math.floor(c / dV)} output[${r}, ${c % dV}] = <b>${fmt(v, 4)}</b> (mergeHeads)` });
-    headBands(g, Mv, heads, dV);
     x = Mv.width + cC * 0.4;
     op(g, x + cC * 0.6 + 4, Mv.gy + (T * cC) / 2, "×");
     x += cC * 1.6 + 8;

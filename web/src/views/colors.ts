@@ -1,8 +1,17 @@
 // Colour scales: diverging for signed values, sequential for weights in [0, 1].
 import * as d3 from "d3";
 
-/** A colour function; `rgb` (optional) is a fast path for canvas drawing: packed 0xRRGGBB, or MASKED (−1). */
-export type ColorFn = ((v: number) => string) & { rgb?: (v: number) => number };
+/**
+ * A colour function. Optional fast paths for canvas drawing: `rgb` gives packed 0xRRGGBB
+ * (or MASKED, −1); `ramp` says the colour of a finite v is packed[round(v·a + b)], clamped.
+ */
+export type ColorFn = ((v: number) => string) & { rgb?: (v: number) => number; ramp?: RampMap };
+
+export interface RampMap {
+  packed: Int32Array;
+  a: number;
+  b: number;
+}
 
 export const MASKED = -1;
 const parsed = new Map<string, number>();
@@ -22,48 +31,88 @@ export function packColor(fill: string): number {
   return p;
 }
 
-/** Packed colour of v under fn: the LUT fast path when there is one. */
+/** Packed colour of v under fn: the table fast path when there is one. */
 export function rgbOf(fn: ColorFn, v: number): number {
   return fn.rgb ? fn.rgb(v) : packColor(fn(v));
 }
 
-/** Adds a 256-step lookup table over [lo, hi] (built on first use) as fn.rgb. */
-function withLut(fn: (v: number) => string, lo: number, hi: number): ColorFn {
-  const f = fn as ColorFn;
-  let lut: Int32Array | null = null;
-  const N = 256;
-  f.rgb = (v: number) => {
-    if (v === -Infinity) return packColor(fn(v));
-    if (!Number.isFinite(v)) return 0x888888;
-    if (!lut) {
-      lut = new Int32Array(N);
-      for (let k = 0; k < N; k++) lut[k] = packColor(fn(lo + ((hi - lo) * k) / (N - 1)));
-    }
-    const k = Math.round(((v - lo) / (hi - lo || 1)) * (N - 1));
-    return lut[k < 0 ? 0 : k >= N ? N - 1 : k];
+/** A colour ramp sampled once at N points: "#rrggbb" strings and packed 0xRRGGBB. */
+interface Ramp {
+  hex: string[];
+  packed: Int32Array;
+}
+const N = 512;
+function sampleRamp(interpolate: (t: number) => string): Ramp {
+  const hex: string[] = [];
+  const packed = new Int32Array(N);
+  for (let k = 0; k < N; k++) {
+    const c = d3.rgb(interpolate(k / (N - 1)));
+    packed[k] = ((Math.round(c.r) & 255) << 16) | ((Math.round(c.g) & 255) << 8) | (Math.round(c.b) & 255);
+    hex.push(`#${packed[k].toString(16).padStart(6, "0")}`);
+    parsed.set(hex[k], packed[k]);
+  }
+  return { hex, packed };
+}
+let rdbu: Ramp | null = null, blues: Ramp | null = null;
+
+/**
+ * A colour function over a ramp: t(v) in [0, 1] picks one of N samples (the same colour
+ * for an SVG cell and a canvas pixel); `special` colours non-finite values.
+ */
+function onRamp(ramp: Ramp, t0: number, t1: number, special: (v: number) => string): ColorFn {
+  // t(v) = t0 + t1·v; sample index round(t(v)·(N − 1)) = round(v·a + b).
+  const a = t1 * (N - 1), b = t0 * (N - 1);
+  const index = (v: number) => {
+    const k = Math.round(v * a + b);
+    return k < 0 ? 0 : k >= N ? N - 1 : k;
   };
+  const f = ((v: number) => (Number.isFinite(v) ? ramp.hex[index(v)] : special(v))) as ColorFn;
+  f.rgb = (v: number) => (Number.isFinite(v) ? ramp.packed[index(v)] : packColor(special(v)));
+  f.ramp = { packed: ramp.packed, a, b };
   return f;
 }
 
 export const MASKED_FILL = "url(#masked-hatch)";
 
+// Colour functions are memoised by their domain: a redraw with the same domain gets the
+// same function (no new closures, no new tables).
+const memo = new Map<string, ColorFn>();
+function memoised(key: string, make: () => ColorFn): ColorFn {
+  let f = memo.get(key);
+  if (!f) {
+    if (memo.size > 256) memo.clear();
+    memo.set(key, (f = make()));
+  }
+  return f;
+}
+
 /** Red for positive, blue for negative, white at zero; symmetric domain [-m, m]. */
 export function diverging(m: number): ColorFn {
-  const s = d3.scaleDiverging(d3.interpolateRdBu).domain([m || 1, 0, -(m || 1)]).clamp(true);
   const mm = m || 1;
-  return withLut((v) => (v === -Infinity ? MASKED_FILL : Number.isFinite(v) ? s(v) : "#888"), -mm, mm);
+  return memoised(`d${mm}`, () => {
+    rdbu ??= sampleRamp(d3.interpolateRdBu);
+    // interpolateRdBu runs red (0) to blue (1): +m -> 0, 0 -> 0.5, -m -> 1.
+    return onRamp(rdbu, 0.5, -1 / (2 * mm), (v) => (v === -Infinity ? MASKED_FILL : "#888"));
+  });
 }
 
 export function sequential(max = 1): ColorFn {
-  const s = d3.scaleSequential((t) => d3.interpolateBlues(0.04 + 0.96 * t)).domain([0, max]).clamp(true);
-  return withLut((v) => (Number.isFinite(v) ? s(v) : "#888"), 0, max);
+  return memoised(`s${max}`, () => {
+    blues ??= sampleRamp((t) => d3.interpolateBlues(0.04 + 0.96 * t));
+    return onRamp(blues, 0, 1 / max, () => "#888");
+  });
 }
 
+const textColors = new Map<string, string>();
 /** Dark or light text for a background colour. */
 export function textOn(fill: string): string {
-  if (fill.startsWith("url")) return "#333";
-  const c = d3.lab(fill);
-  return c.l > 58 ? "#1b1b1b" : "#fff";
+  let t = textColors.get(fill);
+  if (t === undefined) {
+    t = fill.startsWith("url") ? "#333" : d3.lab(fill).l > 58 ? "#1b1b1b" : "#fff";
+    if (textColors.size > 4096) textColors.clear();
+    textColors.set(fill, t);
+  }
+  return t;
 }
 
 /** One colour per head. */

@@ -3,12 +3,12 @@
 // equals the same row of the full causal computation.
 import type { Attnkit, Matrix } from "attnkit";
 import { fmt, maxAbs, shape, sub } from "../format";
-import { headSlice, kvGroup } from "../model";
+import { headSlice, kvGroup, timed } from "../model";
 import { dur } from "../motion";
 import { tokenLabels, tokenName, type Scene, type SceneCtx } from "../scenes/common";
 import { diverging, sequential } from "./colors";
 import { signedLegend, weightLegend } from "./legend";
-import { drawMatrix } from "./matrix";
+import { drawMatrix, outlineRow } from "./matrix";
 
 export interface Decoded {
   /** Tokens decoded so far. */
@@ -40,7 +40,7 @@ export function decode(attn: Attnkit, ctx: SceneCtx): Decoded {
   if (!byKey) memo.set(ctx.item, (byKey = new Map()));
   const key = `${ctx.state.decodeStep}:${ctx.state.head}`;
   let d = byKey.get(key);
-  if (!d) byKey.set(key, (d = runDecode(attn, ctx)));
+  if (!d) byKey.set(key, (d = timed(() => runDecode(attn, ctx))));
   return d;
 }
 
@@ -129,10 +129,8 @@ export const decodingView: Scene = {
     const F = drawMatrix(g, { id: "fullCausal", title: "full causal (multiHeadAttentionQKV)", shape: shape(T, heads * dV), m: d.full, x, y: y2, cell, color, rowLabels: labels,
       tip: (r, c, v) => `row ${r} of the full causal computation, [${c}] = <b>${fmt(v, 4)}</b>` });
     if (d.t > 0) {
-      const hl = (v: typeof O) => g.append("rect").attr("class", "hl-row").attr("x", v.gx - 1).attr("y", v.gy + (d.t - 1) * cell - 1)
-        .attr("width", heads * dV * cell + 2).attr("height", cell + 2);
-      hl(O);
-      hl(F);
+      outlineRow(g, O, d.t - 1, heads * dV);
+      outlineRow(g, F, d.t - 1, heads * dV);
     }
     height = y2 + Math.max(O.height, F.height);
     let lh = signedLegend(g, 8, height + 14, m, "value");

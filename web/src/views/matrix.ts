@@ -6,7 +6,8 @@
 // window.__attnkit.matrix(id) returns the numbers on screen.
 import * as d3 from "d3";
 import { fmt } from "../format";
-import { MASKED, rgbOf, textOn, type ColorFn } from "./colors";
+import { MASKED, packColor, textOn, type ColorFn } from "./colors";
+import { keyed, retained, setAttr, setText } from "./retain";
 import { hideTip, showTip } from "./tooltip";
 
 /** Above this many cells a matrix is drawn on a canvas. */
@@ -44,6 +45,8 @@ export interface MatrixOpts {
   hidden?: (r: number, c: number) => boolean;
   /** At least this much space above the grid (to align matrices in a row). */
   minTop?: number;
+  /** Exactly this much space above the grid (overrides the label space and minTop). */
+  top?: number;
   /** Labels on the right instead of the left. */
   labelsRight?: boolean;
   /** Per-cell opacity (e.g. value rows faded by their weight). */
@@ -52,6 +55,10 @@ export interface MatrixOpts {
   stroke?: string;
   /** Force the renderer (default: canvas above SVG_MAX_CELLS cells). */
   render?: "svg" | "canvas";
+  /** Title colour (e.g. a head's). */
+  titleColor?: string;
+  /** Coloured bars over groups of `every` columns, group k in colors[k] (e.g. the heads' columns). */
+  bands?: { every: number; colors: string[] };
 }
 
 export interface MatrixView {
@@ -84,28 +91,30 @@ export interface DrawnMatrix {
 /** Every matrix of the current scene, in drawing order (cleared on each render). */
 const registry: { id: string; m: MatrixData; render: "svg" | "canvas" }[] = [];
 
-/** Canvases of the previous render, reused by matrix id (a new 2D context per redraw is slow). */
-let pool = new Map<string, HTMLCanvasElement[]>();
-let used = new Map<string, HTMLCanvasElement[]>();
-
 export function clearRegistry(): void {
   registry.length = 0;
-  for (const [id, list] of used) pool.set(id, [...(pool.get(id) ?? []), ...list]);
-  used = new Map();
+}
+
+/**
+ * Canvases of elements a render dropped, by matrix id, for the next matrix with that id
+ * (a new canvas and 2D context per redraw is slow). Retained matrices keep their own.
+ */
+let pool = new Map<string, HTMLCanvasElement[]>();
+
+/** Gives the canvases inside dropped elements back to the pool. */
+export function recycle(nodes: Iterable<Element>): void {
+  for (const node of nodes) {
+    for (const c of node.querySelectorAll<HTMLCanvasElement>("canvas[data-matrix]")) {
+      const id = c.dataset.matrix!;
+      if (!pool.has(id)) pool.set(id, []);
+      pool.get(id)!.push(c);
+    }
+  }
   // Keep a bounded pool.
   if ([...pool.values()].reduce((n, l) => n + l.length, 0) > 64) pool = new Map();
 }
 
 const gens = new WeakMap<HTMLCanvasElement, number>();
-
-function canvasFor(id: string, w: number, h: number): HTMLCanvasElement {
-  const c = pool.get(id)?.pop() ?? document.createElement("canvas");
-  if (!used.has(id)) used.set(id, []);
-  used.get(id)!.push(c);
-  if (c.width !== w) c.width = w;
-  if (c.height !== h) c.height = h;
-  return c;
-}
 
 /** The numbers of the nth drawn matrix with this id (the test hook). */
 export function drawnMatrix(id: string, nth = 0): DrawnMatrix | null {
@@ -143,66 +152,106 @@ export function tickIndices(n: number, cell: number, space: number): number[] {
   return d3.range(n).filter((i) => i % every === 0);
 }
 
+/** What a drawn matrix keeps to update itself in place on the next frame. */
+interface MatrixState {
+  title: SVGTextElement;
+  shape: SVGTextElement | null;
+  /** Title and shape, and the title colour, last written. */
+  heading: string;
+  titleColor: string;
+  /** The element that takes the mouse: the canvas or the transparent rect over the cells. */
+  hit: Element;
+  cells: SvgCells | CanvasCells;
+}
+
 export function drawMatrix(parent: G, o: MatrixOpts): MatrixView {
   const { rows, cols } = o.m;
   const cell = o.cell;
   const [left, top0] = labelSpace(o);
-  const top = Math.max(top0, o.minTop ?? 0);
+  const top = o.top ?? Math.max(top0, o.minTop ?? 0);
   const lx = o.labelsRight ? 0 : left;
   const useCanvas = o.render ? o.render === "canvas" : rows * cols > SVG_MAX_CELLS;
   registry.push({ id: o.id, m: o.m, render: useCanvas ? "canvas" : "svg" });
-  const g = parent.append("g").attr("transform", `translate(${o.x},${o.y})`)
-    .attr("data-testid", `matrix-${o.id}`).attr("data-rows", rows).attr("data-cols", cols)
-    .attr("data-render", useCanvas ? "canvas" : "svg");
-  const title = g.append("text").attr("class", "m-title").attr("x", lx).attr("y", 14);
-  richText(title, o.title);
-  if (o.shape) {
-    // Beside the title if it fits over the grid, else on a second line.
-    const beside = textWidth(o.title) + 8 + o.shape.length * 6 <= cols * cell + (o.labelsRight ? left : 0);
-    g.append("text").attr("class", "m-shape").attr("x", lx).attr("y", beside ? 14 : 28)
-      .attr("dx", beside ? textWidth(o.title) + 8 : 0).text(o.shape);
+  const dpr = window.devicePixelRatio || 1;
+  // Everything but the numbers, their colours and the title: a change rebuilds the element.
+  const sig = [rows, cols, cell, top, lx, useCanvas, dpr, o.labelsRight, o.rowAxis, o.colAxis, o.stroke, !!o.tip, !!o.onCell,
+    o.rowLabels?.join("\u0001"), o.rowLabels && o.rowLabelClass ? o.rowLabels.map((_, r) => o.rowLabelClass!(r)).join("\u0001") : "",
+    o.colLabels?.join("\u0001"), o.bands ? `${o.bands.every}:${o.bands.colors.join()}` : ""].join("|");
+  const { entry } = retained<MatrixState>(parent.node()!, `matrix-${o.id}`, sig, (old) => buildMatrix(parent, o, left, top, lx, useCanvas, old?.state));
+  const st = entry.state;
+  const node = entry.node as SVGGElement;
+  setAttr(node, "transform", `translate(${o.x},${o.y})`);
+  // A previous frame's entry animation may have left these mid-way.
+  setAttr(node, "opacity", null);
+  // Title and shape: beside each other if they fit over the grid, else on two lines.
+  const heading = `${o.title}\u0001${o.shape ?? ""}`;
+  if (st.heading !== heading) {
+    st.heading = heading;
+    st.title.replaceChildren();
+    richText(d3.select(st.title), o.title);
+    if (st.shape) {
+      const beside = textWidth(o.title) + 8 + (o.shape ?? "").length * 6 <= cols * cell + (o.labelsRight ? left : 0);
+      setAttr(st.shape, "y", beside ? 14 : 28);
+      setAttr(st.shape, "dx", beside ? textWidth(o.title) + 8 : 0);
+      setText(st.shape, o.shape ?? "");
+    }
   }
-  const grid = g.append("g").attr("transform", `translate(${lx},${top})`);
-  const xs = d3.scaleBand<number>().domain(d3.range(cols)).range([0, cols * cell]);
-  const ys = d3.scaleBand<number>().domain(d3.range(rows)).range([0, rows * cell]);
-  const digits = o.digits ?? 2;
+  if (st.titleColor !== (o.titleColor ?? "")) st.title.style.fill = st.titleColor = o.titleColor ?? "";
   const target = (r: number, c: number) => (o.opacity ? o.opacity(r, c) : 1);
-  const value = (r: number, c: number) => o.m.data[r * cols + c];
-
-  let reveal: MatrixView["reveal"];
-  if (useCanvas) {
-    reveal = drawCanvas(grid, o, target, digits);
-  } else {
-    reveal = drawSvgCells(grid, o, target, digits, xs, ys);
-  }
+  const digits = o.digits ?? 2;
+  const reveal = st.cells.kind === "canvas" ? updateCanvas(st.cells, o, target, digits) : updateSvgCells(st.cells, o, target, digits);
 
   // Tooltips and clicks: the cell under the mouse, from its position.
+  const value = (r: number, c: number) => o.m.data[r * cols + c];
   const hit = (e: MouseEvent): [number, number] | null => {
-    const el = grid.select<SVGElement | HTMLCanvasElement>(useCanvas ? "canvas" : "rect.hit").node();
-    if (!el) return null;
-    const b = el.getBoundingClientRect();
+    const b = st.hit.getBoundingClientRect();
     const c = Math.floor(((e.clientX - b.left) / b.width) * cols);
     const r = Math.floor(((e.clientY - b.top) / b.height) * rows);
     return r >= 0 && r < rows && c >= 0 && c < cols ? [r, c] : null;
   };
-  const target2: d3.Selection<Element, unknown, null, undefined> = grid.select<Element>(useCanvas ? "canvas" : "rect.hit");
+  const h = d3.select(st.hit);
   if (o.tip) {
     const tipFn = o.tip;
-    const show = (e: MouseEvent) => {
+    h.on("mousemove", (e: MouseEvent) => {
       const rc = hit(e);
       if (rc) showTip(e, tipFn(rc[0], rc[1], value(rc[0], rc[1])));
       else hideTip();
-    };
-    target2.on("mousemove", show).on("mouseleave", hideTip);
+    }).on("mouseleave", hideTip);
   }
   if (o.onCell) {
     const on = o.onCell;
-    target2.style("cursor", "pointer").on("click", (e: MouseEvent) => {
+    h.on("click", (e: MouseEvent) => {
       const rc = hit(e);
       if (rc) on(rc[0], rc[1], e);
     });
   }
+  const width = left + cols * cell;
+  const height = top + rows * cell + (o.colAxis ? 16 : 2);
+  return { g: d3.select(node), width, height, gx: o.x + lx, gy: o.y + top, cell, canvas: useCanvas, reveal };
+}
+
+/** A new matrix element: title, shape, axes and the cells (no numbers yet). */
+function buildMatrix(parent: G, o: MatrixOpts, left: number, top: number, lx: number, useCanvas: boolean, old?: MatrixState): { node: SVGGElement; state: MatrixState } {
+  const { rows, cols } = o.m;
+  const cell = o.cell;
+  const g = parent.append("g").attr("data-testid", `matrix-${o.id}`).attr("data-rows", rows).attr("data-cols", cols)
+    .attr("data-render", useCanvas ? "canvas" : "svg");
+  const title = g.append("text").attr("class", "m-title").attr("x", lx).attr("y", 14);
+  const shapeEl = o.shape !== undefined ? g.append("text").attr("class", "m-shape").attr("x", lx) : null;
+  const grid = g.append("g").attr("transform", `translate(${lx},${top})`);
+  const oldCanvas = old?.cells.kind === "canvas" ? old.cells.canvas : undefined;
+  const cells = useCanvas ? buildCanvas(grid, o, oldCanvas) : buildSvgCells(grid, o);
+  const hit = useCanvas ? (cells as CanvasCells).canvas : grid.append("rect").attr("class", "hit")
+    .attr("width", cols * cell).attr("height", rows * cell).attr("fill", "transparent").node()!;
+  if (o.onCell) d3.select(hit).style("cursor", "pointer");
+  if (o.bands) {
+    const { every, colors } = o.bands;
+    grid.append("g").attr("class", "m-bands").selectAll("rect").data(colors).join("rect")
+      .attr("x", (_c, k) => k * every * cell).attr("y", -5).attr("width", every * cell - 1).attr("height", 4).attr("fill", (c) => c);
+  }
   // Axes: tokens or dimensions as tick labels, thinned so that none overlap.
+  const xs = d3.scaleBand<number>().domain(d3.range(cols)).range([0, cols * cell]);
+  const ys = d3.scaleBand<number>().domain(d3.range(rows)).range([0, rows * cell]);
   const axisFont = Math.min(11, Math.max(7, cell * 0.8));
   if (o.rowLabels) {
     const labels = o.rowLabels;
@@ -240,66 +289,113 @@ export function drawMatrix(parent: G, o: MatrixOpts): MatrixView {
     grid.append("text").attr("class", "m-axis-title").attr("x", (cols * cell) / 2).attr("y", rows * cell + 12)
       .attr("text-anchor", "middle").text(o.colAxis);
   }
-  const width = left + cols * cell;
-  const height = top + rows * cell + (o.colAxis ? 16 : 2);
-  return { g, width, height, gx: o.x + lx, gy: o.y + top, cell, canvas: useCanvas, reveal };
+  return { node: g.node()!, state: { title: title.node()!, shape: shapeEl?.node() ?? null, heading: "", titleColor: "", hit, cells } };
 }
 
-function drawSvgCells(grid: G, o: MatrixOpts, target: (r: number, c: number) => number, digits: number,
-  xs: d3.ScaleBand<number>, ys: d3.ScaleBand<number>): MatrixView["reveal"] {
+/** SVG cells: one <g> per cell (its opacity) holding a rect (its colour) and, if big enough, its number. */
+interface SvgCells {
+  kind: "svg";
+  groups: d3.Selection<SVGGElement, Cell, SVGGElement, unknown>;
+  g: SVGGElement[];
+  rect: SVGRectElement[];
+  text: SVGTextElement[] | null;
+  /** Last written value (NaN first), fill and opacity of each cell. */
+  value: Float64Array;
+  fill: string[];
+  opacity: Float64Array;
+}
+
+function buildSvgCells(grid: G, o: MatrixOpts): SvgCells {
   const { rows, cols } = o.m;
   const cell = o.cell;
   const data: Cell[] = [];
-  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) data.push({ r, c, v: o.m.data[r * cols + c] });
-  const cells = grid.selectAll<SVGGElement, Cell>("g.c").data(data).join("g").attr("class", "c")
-    .attr("transform", (d) => `translate(${xs(d.c)},${ys(d.r)})`)
-    .attr("opacity", (d) => (o.hidden?.(d.r, d.c) ? 0 : target(d.r, d.c)));
-  const rects = cells.append("rect").attr("class", "cell").attr("width", cell).attr("height", cell)
-    .attr("data-row", (d) => d.r).attr("data-col", (d) => d.c)
-    .attr("data-value", (d) => String(d.v))
-    .attr("fill", (d) => o.color(d.v));
+  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) data.push({ r, c, v: NaN });
+  const groups = grid.selectAll<SVGGElement, Cell>("g.c").data(data).join("g").attr("class", "c")
+    .attr("transform", (d) => `translate(${d.c * cell},${d.r * cell})`);
+  const rects = groups.append("rect").attr("class", "cell").attr("width", cell).attr("height", cell)
+    .attr("data-row", (d) => d.r).attr("data-col", (d) => d.c);
   if (o.stroke) rects.style("stroke", o.stroke);
+  let texts: SVGTextElement[] | null = null;
   if (cell >= 25) {
-    const fontSize = Math.min(11.5, cell / 3.1);
-    cells.append("text").attr("class", "cell-text").attr("x", cell / 2).attr("y", cell / 2)
-      .attr("font-size", fontSize).style("fill", (d) => textOn(o.color(d.v)))
-      .text((d) => fmt(d.v, digits));
+    texts = groups.append("text").attr("class", "cell-text").attr("x", cell / 2).attr("y", cell / 2)
+      .attr("font-size", Math.min(11.5, cell / 3.1)).nodes();
   }
-  // One transparent rect over the grid takes the mouse (the cell comes from the position).
-  grid.append("rect").attr("class", "hit").attr("width", cols * cell).attr("height", rows * cell).attr("fill", "transparent");
-  return (delay, duration) => {
-    const dd = typeof duration === "number" ? () => duration : (d: Cell) => duration(d.r, d.c);
-    cells.filter((d) => delay(d.r, d.c) >= 0).transition().delay((d) => delay(d.r, d.c)).duration(dd)
-      .attr("opacity", (d) => target(d.r, d.c));
+  const n = rows * cols;
+  return {
+    kind: "svg", groups, g: groups.nodes(), rect: rects.nodes(), text: texts,
+    value: new Float64Array(n).fill(NaN), fill: new Array<string>(n).fill(""), opacity: new Float64Array(n).fill(NaN),
   };
 }
 
-function drawCanvas(grid: G, o: MatrixOpts, target: (r: number, c: number) => number, digits: number): MatrixView["reveal"] {
+/** Writes the cells that changed; returns the reveal animation. */
+function updateSvgCells(s: SvgCells, o: MatrixOpts, target: (r: number, c: number) => number, digits: number): MatrixView["reveal"] {
+  const { rows, cols } = o.m;
+  for (let r = 0, k = 0; r < rows; r++) {
+    for (let c = 0; c < cols; c++, k++) {
+      const v = o.m.data[k];
+      const fill = o.color(v);
+      if (!Object.is(s.value[k], v)) {
+        s.value[k] = v;
+        s.rect[k].setAttribute("data-value", String(v));
+        if (s.text) s.text[k].textContent = fmt(v, digits);
+      }
+      if (s.fill[k] !== fill) {
+        s.fill[k] = fill;
+        s.rect[k].setAttribute("fill", fill);
+        if (s.text) s.text[k].style.fill = textOn(fill);
+      }
+      const a = o.hidden?.(r, c) ? 0 : target(r, c);
+      if (s.opacity[k] !== a) {
+        s.opacity[k] = a;
+        s.g[k].setAttribute("opacity", String(a));
+      }
+    }
+  }
+  return (delay, duration) => {
+    const dd = typeof duration === "number" ? () => duration : (d: Cell) => duration(d.r, d.c);
+    s.groups.filter((d) => delay(d.r, d.c) >= 0).transition().delay((d) => delay(d.r, d.c)).duration(dd)
+      .attr("opacity", (d) => target(d.r, d.c))
+      .on("end", (d) => (s.opacity[d.r * cols + d.c] = target(d.r, d.c)));
+    // Until the transition ends the cells' opacity is not what was last written.
+    for (let r = 0, k = 0; r < rows; r++) for (let c = 0; c < cols; c++, k++) if (delay(r, c) >= 0) s.opacity[k] = NaN;
+  };
+}
+
+/** A canvas matrix: its canvas, the pixel geometry of its cells, and what it last painted. */
+interface CanvasCells {
+  kind: "canvas";
+  canvas: HTMLCanvasElement;
+  c2d: CanvasRenderingContext2D | null;
+  img: ImageData | null;
+  /** Which cell each device pixel column / row is in, and whether it is a cell border. */
+  colOf: Int32Array;
+  rowOf: Int32Array;
+  colLine: Uint8Array;
+  rowLine: Uint8Array;
+  /** The painted colour (packed, or MASKED), opacity and value of each cell, and the colour function. */
+  color: Int32Array;
+  alpha: Float32Array;
+  value: Float64Array;
+  colorFn: ColorFn | null;
+  painted: boolean;
+}
+
+function buildCanvas(grid: G, o: MatrixOpts, old?: HTMLCanvasElement): CanvasCells {
   const { rows, cols } = o.m;
   const cell = o.cell;
   const W = cols * cell, H = rows * cell;
   const dpr = window.devicePixelRatio || 1;
+  const Wpx = Math.round(W * dpr), Hpx = Math.round(H * dpr);
   const fo = grid.append("foreignObject").attr("width", W).attr("height", H);
-  const canvas = canvasFor(o.id, Math.round(W * dpr), Math.round(H * dpr));
+  const canvas = old ?? pool.get(o.id)?.pop() ?? document.createElement("canvas");
+  if (canvas.width !== Wpx) canvas.width = Wpx;
+  if (canvas.height !== Hpx) canvas.height = Hpx;
   fo.node()!.append(canvas);
-  // A reused canvas may still run the previous render's animation: this one takes over.
-  const gen = (gens.get(canvas) ?? 0) + 1;
-  gens.set(canvas, gen);
+  canvas.dataset.matrix = o.id;
   d3.select(canvas).attr("data-testid", `canvas-${o.id}`)
     .style("width", `${W}px`).style("height", `${H}px`).style("display", "block")
     .on("mousemove", null).on("mouseleave", null).on("click", null).style("cursor", null);
-  const n = rows * cols;
-  const colors = new Int32Array(n);
-  let anyMasked = false;
-  for (let k = 0; k < n; k++) {
-    colors[k] = rgbOf(o.color, o.m.data[k]);
-    if (colors[k] === MASKED) anyMasked = true;
-  }
-  const alpha = new Float32Array(n);
-  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) alpha[r * cols + c] = o.hidden?.(r, c) ? 0 : target(r, c);
-  // Pixel geometry at device resolution: which cell each pixel column / row is in,
-  // and whether it is the cell's border line.
-  const Wpx = Math.round(W * dpr), Hpx = Math.round(H * dpr);
+  // Pixel geometry at device resolution.
   const lines = cell >= 5;
   const colOf = new Int32Array(Wpx), rowOf = new Int32Array(Hpx);
   const colLine = new Uint8Array(Wpx), rowLine = new Uint8Array(Hpx);
@@ -314,83 +410,69 @@ function drawCanvas(grid: G, o: MatrixOpts, target: (r: number, c: number) => nu
     rowOf[y] = r;
     rowLine[y] = lines && y >= Math.round((r + 1) * cell * dpr) - lw && r < rows - 1 ? 1 : 0;
   }
-  const abgr = (p: number) => 0xff000000 | ((p & 255) << 16) | (p & 0xff00) | ((p >> 16) & 255);
-  const strokeP = abgr(o.stroke ? rgbOf(() => o.stroke!, 0) : 0xffffff);
-  const hatchBg = abgr(0xe4e4e4), hatchFg = abgr(0x9a9a9a);
-  const shown = new Int32Array(n);
-  const hatch = Math.round(6 * dpr), hatchW = Math.max(1, Math.round(1.4 * dpr));
-  const paint = () => {
-    const c2d = canvas.getContext("2d");
-    if (!c2d) return;
-    for (let k = 0; k < n; k++) {
-      const a = alpha[k];
-      const p = colors[k] === MASKED ? (a > 0 ? MASKED : 0xffffff) : colors[k];
-      if (p === MASKED || a >= 1) shown[k] = p === MASKED ? MASKED : abgr(p);
-      else {
-        const r = Math.round(255 - (255 - ((p >> 16) & 255)) * a);
-        const gg = Math.round(255 - (255 - ((p >> 8) & 255)) * a);
-        const b = Math.round(255 - (255 - (p & 255)) * a);
-        shown[k] = abgr((r << 16) | (gg << 8) | b);
-      }
-    }
-    const img = c2d.createImageData(Wpx, Hpx);
-    const px = new Uint32Array(img.data.buffer);
-    let prevRow = -1, prevStart = 0;
-    for (let y = 0; y < Hpx; y++) {
-      const r = rowOf[y];
-      const start = y * Wpx;
-      if (rowLine[y]) {
-        px.fill(strokeP, start, start + Wpx);
-        prevRow = -1;
-        continue;
-      }
-      const base = r * cols;
-      let masked = false;
-      if (r === prevRow && !anyMasked) {
-        px.copyWithin(start, prevStart, prevStart + Wpx);
-        continue;
-      }
-      for (let x = 0; x < Wpx; x++) {
-        if (colLine[x]) {
-          px[start + x] = strokeP;
-          continue;
-        }
-        const v = shown[base + colOf[x]];
-        if (v === MASKED) {
-          masked = true;
-          px[start + x] = (x + y) % hatch < hatchW ? hatchFg : hatchBg;
-        } else px[start + x] = v;
-      }
-      prevRow = masked ? -1 : r;
-      prevStart = start;
-    }
-    c2d.putImageData(img, 0, 0);
-    c2d.setTransform(dpr, 0, 0, dpr, 0, 0);
-    if (cell >= 25) {
-      c2d.font = `${Math.min(11.5, cell / 3.1)}px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif`;
-      c2d.textAlign = "center";
-      c2d.textBaseline = "middle";
-      for (let k = 0; k < n; k++) {
-        if (alpha[k] <= 0) continue;
-        const v = o.m.data[k];
-        c2d.globalAlpha = alpha[k];
-        c2d.fillStyle = textOn(o.color(v));
-        c2d.fillText(fmt(v, digits), (k % cols) * cell + cell / 2, Math.floor(k / cols) * cell + cell / 2);
-      }
-      c2d.globalAlpha = 1;
-    }
+  const n = rows * cols;
+  return {
+    kind: "canvas", canvas, c2d: null, img: null, colOf, rowOf, colLine, rowLine,
+    color: new Int32Array(n), alpha: new Float32Array(n), value: new Float64Array(n), colorFn: null, painted: false,
   };
-  paint();
+}
+
+const abgr = (p: number) => 0xff000000 | ((p & 255) << 16) | (p & 0xff00) | ((p >> 16) & 255);
+
+/** Paints the canvas if its colours, opacities or (when written) numbers changed; returns the reveal animation. */
+function updateCanvas(s: CanvasCells, o: MatrixOpts, target: (r: number, c: number) => number, digits: number): MatrixView["reveal"] {
+  const { rows, cols } = o.m;
+  const n = rows * cols;
+  const data = o.m.data;
+  const canvas = s.canvas;
+  // A running reveal animation of the previous frame stops here.
+  const gen = (gens.get(canvas) ?? 0) + 1;
+  gens.set(canvas, gen);
+  const alpha = new Float32Array(n);
+  if (o.hidden || o.opacity) {
+    for (let r = 0, k = 0; r < rows; r++) for (let c = 0; c < cols; c++, k++) alpha[k] = o.hidden?.(r, c) ? 0 : target(r, c);
+  } else alpha.fill(1);
+  // Nothing to paint when the numbers, their colours and the opacities are those last painted.
+  let same = s.painted;
+  for (let k = 0; same && k < n; k++) same = Object.is(data[k], s.value[k]) && alpha[k] === s.alpha[k];
+  if (!same || s.colorFn !== o.color) {
+    const color = new Int32Array(n);
+    const { ramp, rgb } = o.color;
+    if (ramp) {
+      // The colour table inlined: no call per cell.
+      const { packed, a, b } = ramp;
+      const last = packed.length - 1;
+      for (let k = 0; k < n; k++) {
+        const v = data[k];
+        if (v - v === 0) {
+          const i = Math.round(v * a + b);
+          color[k] = packed[i < 0 ? 0 : i > last ? last : i];
+        } else color[k] = rgb!(v);
+      }
+    } else if (rgb) for (let k = 0; k < n; k++) color[k] = rgb(data[k]);
+    else for (let k = 0; k < n; k++) color[k] = packColor(o.color(data[k]));
+    for (let k = 0; same && k < n; k++) same = color[k] === s.color[k];
+    s.colorFn = o.color;
+    s.color = color;
+  }
+  if (!same) {
+    s.alpha.set(alpha);
+    for (let k = 0; k < n; k++) s.value[k] = data[k];
+    paintCanvas(s, o, digits);
+  }
   return (delay, duration) => {
     const start = performance.now();
-    const from = Float32Array.from(alpha);
+    const from = Float32Array.from(s.alpha);
+    const to = new Float32Array(n);
     const d0 = new Float32Array(n), d1 = new Float32Array(n);
     let end = 0;
-    for (let k = 0; k < n; k++) {
-      const r = Math.floor(k / cols), c = k % cols;
-      d0[k] = delay(r, c);
-      d1[k] = typeof duration === "number" ? duration : duration(r, c);
-      if (d0[k] >= 0) end = Math.max(end, d0[k] + d1[k]);
+    for (let r = 0, k = 0; r < rows; r++) {
+      for (let c = 0; c < cols; c++, k++) {
+        d0[k] = delay(r, c);
+        d1[k] = typeof duration === "number" ? duration : duration(r, c);
+        to[k] = target(r, c);
+        if (d0[k] >= 0) end = Math.max(end, d0[k] + d1[k]);
+      }
     }
     const frame = () => {
       if (!canvas.isConnected || gens.get(canvas) !== gen) return;
@@ -398,38 +480,113 @@ function drawCanvas(grid: G, o: MatrixOpts, target: (r: number, c: number) => nu
       for (let k = 0; k < n; k++) {
         if (d0[k] < 0) continue;
         const f = d1[k] > 0 ? Math.min(1, Math.max(0, (t - d0[k]) / d1[k])) : t >= d0[k] ? 1 : 0;
-        const to = target(Math.floor(k / cols), k % cols);
-        alpha[k] = from[k] + (to - from[k]) * f;
+        s.alpha[k] = from[k] + (to[k] - from[k]) * f;
       }
-      paint();
+      paintCanvas(s, o, digits);
       if (t < end) requestAnimationFrame(frame);
     };
     requestAnimationFrame(frame);
   };
 }
 
+function paintCanvas(s: CanvasCells, o: MatrixOpts, digits: number): void {
+  const { rows, cols } = o.m;
+  const n = rows * cols;
+  const cell = o.cell;
+  const dpr = window.devicePixelRatio || 1;
+  const c2d = (s.c2d ??= s.canvas.getContext("2d"));
+  if (!c2d) return;
+  s.painted = true;
+  const Wpx = s.canvas.width, Hpx = s.canvas.height;
+  const { colOf, rowOf, colLine, rowLine, color, alpha } = s;
+  const strokeP = abgr(o.stroke ? packColor(o.stroke) : 0xffffff);
+  const hatchBg = abgr(0xe4e4e4), hatchFg = abgr(0x9a9a9a);
+  const hatch = Math.round(6 * dpr), hatchW = Math.max(1, Math.round(1.4 * dpr));
+  // The colour each cell shows: its own, faded towards white by its opacity.
+  const shown = new Int32Array(n);
+  for (let k = 0; k < n; k++) {
+    const a = alpha[k];
+    const p = color[k] === MASKED ? (a > 0 ? MASKED : 0xffffff) : color[k];
+    if (p === MASKED) shown[k] = MASKED;
+    else if (a >= 1) shown[k] = abgr(p);
+    else {
+      const r = Math.round(255 - (255 - ((p >> 16) & 255)) * a);
+      const gg = Math.round(255 - (255 - ((p >> 8) & 255)) * a);
+      const b = Math.round(255 - (255 - (p & 255)) * a);
+      shown[k] = abgr((r << 16) | (gg << 8) | b);
+    }
+  }
+  if (!s.img || s.img.width !== Wpx || s.img.height !== Hpx) s.img = c2d.createImageData(Wpx, Hpx);
+  const px = new Uint32Array(s.img.data.buffer);
+  let prevRow = -1, prevStart = 0;
+  for (let y = 0; y < Hpx; y++) {
+    const r = rowOf[y];
+    const start = y * Wpx;
+    if (rowLine[y]) {
+      px.fill(strokeP, start, start + Wpx);
+      prevRow = -1;
+      continue;
+    }
+    // Pixel rows of one cell row are the same, but for the hatch.
+    if (r === prevRow) {
+      px.copyWithin(start, prevStart, prevStart + Wpx);
+      continue;
+    }
+    const base = r * cols;
+    let masked = false;
+    for (let x = 0; x < Wpx; x++) {
+      if (colLine[x]) {
+        px[start + x] = strokeP;
+        continue;
+      }
+      const v = shown[base + colOf[x]];
+      if (v === MASKED) {
+        masked = true;
+        px[start + x] = (x + y) % hatch < hatchW ? hatchFg : hatchBg;
+      } else px[start + x] = v;
+    }
+    prevRow = masked ? -1 : r;
+    prevStart = start;
+  }
+  c2d.setTransform(1, 0, 0, 1, 0, 0);
+  c2d.putImageData(s.img, 0, 0);
+  if (cell >= 25) {
+    c2d.setTransform(dpr, 0, 0, dpr, 0, 0);
+    c2d.font = `${Math.min(11.5, cell / 3.1)}px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif`;
+    c2d.textAlign = "center";
+    c2d.textBaseline = "middle";
+    for (let k = 0; k < n; k++) {
+      if (alpha[k] <= 0) continue;
+      const v = o.m.data[k];
+      c2d.globalAlpha = alpha[k];
+      c2d.fillStyle = textOn(o.color(v));
+      c2d.fillText(fmt(v, digits), (k % cols) * cell + cell / 2, Math.floor(k / cols) * cell + cell / 2);
+    }
+    c2d.globalAlpha = 1;
+  }
+}
+
 /** Outline a row or a column of a drawn matrix (returns the outline to animate). */
 export function outlineRow(parent: G, v: MatrixView, r: number, cols: number) {
-  return parent.append("rect").attr("class", "hl-row")
-    .attr("x", v.gx - 1).attr("y", v.gy + r * v.cell - 1)
-    .attr("width", cols * v.cell + 2).attr("height", v.cell + 2);
+  return d3.select(keyed(parent.node()!, "rect", { class: "hl-row", x: v.gx - 1, y: v.gy + r * v.cell - 1, width: cols * v.cell + 2, height: v.cell + 2 }));
 }
 
 export function outlineCol(parent: G, v: MatrixView, c: number, rows: number) {
-  return parent.append("rect").attr("class", "hl-col")
-    .attr("x", v.gx + c * v.cell - 1).attr("y", v.gy - 1)
-    .attr("width", v.cell + 2).attr("height", rows * v.cell + 2);
+  return d3.select(keyed(parent.node()!, "rect", { class: "hl-col", x: v.gx + c * v.cell - 1, y: v.gy - 1, width: v.cell + 2, height: rows * v.cell + 2 }));
 }
 
 export function outlineCell(parent: G, v: MatrixView, r: number, c: number) {
-  return parent.append("rect").attr("class", "hl-row")
-    .attr("x", v.gx + c * v.cell - 1).attr("y", v.gy + r * v.cell - 1)
-    .attr("width", v.cell + 2).attr("height", v.cell + 2);
+  return d3.select(keyed(parent.node()!, "rect", { class: "hl-row", x: v.gx + c * v.cell - 1, y: v.gy + r * v.cell - 1, width: v.cell + 2, height: v.cell + 2 }));
 }
 
 /** An operator symbol (×, =, +, ÷) centred at (x, y). */
 export function op(parent: G, x: number, y: number, s: string): void {
-  parent.append("text").attr("class", "op").attr("x", x).attr("y", y).text(s);
+  keyed(parent.node()!, "text", { class: "op", x, y }, s);
+}
+
+/** A line of note text at (x, y). */
+export function note(parent: G, x: number, y: number, s: string, attrs: Record<string, string | number> = {}): void {
+  keyed(parent.node()!, "text", { class: "note", x, y, ...attrs }, s);
 }
 
 /** Writes "W^Q_h" style text: ^x and _x become raised and lowered tspans. */

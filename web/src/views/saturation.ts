@@ -7,6 +7,7 @@ import { fmt, shape } from "../format";
 import { normal } from "../random";
 import { row, selectedQuery, type Scene, type SceneCtx } from "../scenes/common";
 import type { G } from "./matrix";
+import { timed } from "../model";
 
 const N_RANDOM = 8;
 const SCALES = d3.range(1, 101);
@@ -78,7 +79,7 @@ export const saturationView: Scene = {
       <p class="shapes">softmax over ${shape(SCALES.length, "n")} rows (one per c), with and without ÷√d<sub>k</sub></p>`;
   },
   render: (g, ctx) => {
-    const r = saturation(ctx.attn, ctx);
+    const r = timed(() => saturation(ctx.attn, ctx));
     const c = ctx.state.satScale;
     const k = c - 1;
     const n = r.z.length;
