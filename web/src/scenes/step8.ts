@@ -1,15 +1,152 @@
 // Step 8: multi-head. One big projection, the reshape [T, h·d_k] -> [h, T, d_k],
-// one attention map per head, concat (mergeHeads) and times W^O.
+// one attention map per head, concat (mergeHeads) and times W^O. The head slices and the
+// maps wrap into a grid, so that the scene fits the stage's width for any number of heads.
 import { fmt, maxAbs, shape, sub } from "../format";
 import { headSlice, kvGroup } from "../model";
 import { dur } from "../motion";
 import { diverging, headColor, sequential } from "../views/colors";
 import { signedLegend, weightLegend } from "../views/legend";
-import { drawMatrix, note, op } from "../views/matrix";
+import { drawMatrix, labelSpace, note, op, textWidth } from "../views/matrix";
 import { featureSpace, indexLabels, qkLabels, tokenLabels, tokenName, type Scene, type SceneCtx } from "./common";
 
-function fit(units: number, ctx: SceneCtx, fixed: number, max = 30): number {
-  return Math.max(3, Math.min(max, Math.floor((ctx.width - fixed) / Math.max(1, units))));
+/** Space between head slices, between maps, for the "→ splitHeads" arrow and the operators, between rows. */
+const SLICE_GAP = 12;
+const MAP_GAP = 18;
+const ARROW = 84;
+const OP = 34;
+const ROW_GAP = 22;
+/** A slice's title (Q₁₂) needs about this much width; a map's title sits this far above its cells. */
+const SLICE_MIN = 22;
+const MAP_TOP = 22;
+const MAP_MIN = 30;
+const LEGEND_H = 54;
+
+/** A map's title that fits `room` px: "head 5 · kv 1", else "h5·kv1", else "h5". */
+function mapTitle(ctx: SceneCtx, h: number, room: number): string {
+  const gqa = ctx.cfg.kvHeads !== ctx.cfg.heads;
+  const g = kvGroup(ctx.cfg, h);
+  const titles = [`head ${h}${gqa ? ` · kv ${g}` : ""}`, `h${h}${gqa ? `·kv${g}` : ""}`, `h${h}`];
+  return titles.find((t) => textWidth(t) <= room) ?? titles[2];
+}
+
+/** Items per row of a grid of n: n, ⌈n/2⌉, ⌈n/3⌉, ... (one, two, three, ... rows). */
+function perRowChoices(n: number): number[] {
+  const out: number[] = [];
+  for (let rows = 1; rows <= n; rows++) {
+    const p = Math.ceil(n / rows);
+    if (!out.includes(p)) out.push(p);
+  }
+  return out;
+}
+
+/**
+ * The fewest grid rows whose cell size, the largest fitting `width(cell, perRow) <= W`
+ * up to `max`, is at least `min`; if none, the arrangement with the largest cell.
+ */
+function fitGrid(n: number, W: number, max: number, min: number, width: (cell: number, perRow: number) => number): { perRow: number; cell: number } {
+  let best = { perRow: n, cell: 1 };
+  for (const perRow of perRowChoices(n)) {
+    let cell = max;
+    while (cell > 1 && width(cell, perRow) > W) cell--;
+    if (cell >= min) return { perRow, cell };
+    if (cell > best.cell) best = { perRow, cell };
+  }
+  return best;
+}
+
+/** Cell sizes: row A (Q and its slices, pA a row), row B (the maps, pB a row), row C (concat and output; W^O's own). */
+interface Cells {
+  cA: number;
+  pA: number;
+  cB: number;
+  pB: number;
+  cC: number;
+  cW: number;
+}
+
+interface Labels {
+  tokens: string[];
+  qCols: string[];
+  /** Every slice's column labels (for the space they need). */
+  sliceCols: string[];
+  vCols: string[];
+  woRows: string[] | undefined;
+  woCols: string[];
+}
+
+/** Where everything goes for given cell sizes: the tops of the grids, the rows' y, the whole width and height. */
+function geometry(ctx: SceneCtx, L: Labels, c: Cells) {
+  const { T, dModel, dK, dV, heads } = ctx.cfg;
+  const labelW = labelSpace({ rowLabels: L.tokens, cell: 10 })[0];
+  const woLabelW = L.woRows ? labelSpace({ rowLabels: L.woRows, cell: 10 })[0] : 0;
+  // Row A: Q's grid and the first row of slices line up; a slice has no shape line (the note above gives it).
+  const sliceLabelsTop = labelSpace({ colLabels: L.sliceCols, cell: c.cA })[1] - 14;
+  const gridTop = Math.max(labelSpace({ rowLabels: L.tokens, colLabels: L.qCols, cell: c.cA })[1], 18 + sliceLabelsTop);
+  const sliceTop = gridTop - 18;
+  const sliceH = sliceTop + T * c.cA + 10;
+  const rowsA = Math.ceil(heads / c.pA);
+  const slotW = Math.max(dK * c.cA, SLICE_MIN) + SLICE_GAP;
+  const heightA = Math.max(gridTop + T * c.cA + 2, 18 + (rowsA - 1) * sliceH + sliceTop + T * c.cA + 2);
+  const widthA = labelW + heads * dK * c.cA + ARROW + c.pA * slotW - SLICE_GAP;
+  // Row B: a note, then the maps.
+  const yB = heightA + ROW_GAP + 12;
+  const mapH = MAP_TOP + T * c.cB + 12;
+  const rowsB = Math.ceil(heads / c.pB);
+  const mapW = Math.max(T * c.cB, MAP_MIN);
+  const widthB = labelW + c.pB * mapW + (c.pB - 1) * MAP_GAP;
+  // Row C: concat × W^O = output, their grids' tops aligned.
+  const yC = yB + rowsB * mapH - 6 + ROW_GAP;
+  const topC = Math.max(labelSpace({ rowLabels: L.tokens, colLabels: L.vCols, cell: c.cC })[1],
+    labelSpace({ colLabels: L.woCols, cell: c.cW })[1], labelSpace({ colLabels: L.woCols, cell: c.cC })[1]);
+  const heightC = topC + Math.max(T * c.cC, heads * dV * c.cW) + 2;
+  const widthC = 2 * labelW + woLabelW + (heads * dV + dModel) * c.cC + dModel * c.cW + 2 * OP + 12;
+  return {
+    labelW, gridTop, sliceTop, sliceH, slotW, heightA, yB, mapW, mapH, yC, topC,
+    width: Math.max(widthA, widthB, widthC), height: yC + heightC + 14 + LEGEND_H,
+  };
+}
+
+/**
+ * Cell sizes that fit the stage's width (always: many heads wrap into rows) and, as far
+ * as cells stay readable, the height left in the viewport.
+ */
+function layout(ctx: SceneCtx, L: Labels): Cells {
+  const { T, dModel, dK, dV, heads } = ctx.cfg;
+  const W = ctx.width - 8;
+  const H = Math.max(ctx.height, 360);
+  const labelW = labelSpace({ rowLabels: L.tokens, cell: 10 })[0];
+  const woLabelW = L.woRows ? labelSpace({ rowLabels: L.woRows, cell: 10 })[0] : 0;
+  const floor = { cA: 3, cB: T <= 16 ? 7 : T <= 32 ? 4 : 3, cC: T <= 16 ? 5 : 3, cW: 2 };
+  const a = fitGrid(heads, W, 22, floor.cA, (c, p) => labelW + heads * dK * c + ARROW + p * (Math.max(dK * c, SLICE_MIN) + SLICE_GAP) - SLICE_GAP);
+  const b = fitGrid(heads, W, 26, floor.cB, (c, p) => labelW + p * Math.max(T * c, MAP_MIN) + (p - 1) * MAP_GAP);
+  let cC = 16;
+  while (cC > 1 && 2 * labelW + woLabelW + (heads * dV + 2 * dModel) * cC + 2 * OP + 12 > W) cC--;
+  const cells: Cells = { cA: a.cell, pA: a.perRow, cB: b.cell, pB: b.perRow, cC, cW: cC };
+  // Too tall for the viewport: shrink one pixel at a time the cell whose shrinking saves the
+  // most height for what it costs (relative to its size), while every cell keeps at least
+  // 60% of the size the width allows (W^O, the tallest, may go further).
+  const keys = ["cA", "cB", "cC", "cW"] as const;
+  const min = {
+    cA: Math.min(cells.cA, Math.max(floor.cA, Math.round(cells.cA * 0.6))), cB: Math.min(cells.cB, Math.max(floor.cB, Math.round(cells.cB * 0.6))),
+    cC: Math.min(cells.cC, Math.max(floor.cC, Math.round(cells.cC * 0.6))), cW: Math.min(cells.cW, floor.cW),
+  };
+  let height = geometry(ctx, L, cells).height;
+  for (let guard = 0; guard < 200 && height > H; guard++) {
+    let pick: (typeof keys)[number] | null = null, pickScore = 0, pickHeight = height;
+    for (const k of keys) {
+      if (cells[k] <= min[k]) continue;
+      const trial = { ...cells, [k]: cells[k] - 1 };
+      trial.cW = Math.min(trial.cW, trial.cC);
+      const h = geometry(ctx, L, trial).height;
+      const score = ((height - h) * cells[k]) / min[k];
+      if (score > pickScore) [pick, pickScore, pickHeight] = [k, score, h];
+    }
+    if (!pick) break;
+    cells[pick]--;
+    cells.cW = Math.min(cells.cW, cells.cC);
+    height = pickHeight;
+  }
+  return cells;
 }
 
 export const step8: Scene = {
@@ -31,83 +168,92 @@ export const step8: Scene = {
     const { T, dModel, dK, dV, heads } = ctx.cfg;
     const it = ctx.item;
     const labels = tokenLabels(it);
-    const mQ = Math.max(maxAbs(it.Q.data), 1e-6);
-    // Row A: Q and its heads.
     const fs = featureSpace(ctx);
     const named = ctx.cfg.featureNames;
-    const cA = fit(2 * heads * dK + heads * 1.5 + 3, ctx, 200 + heads * 50);
+    const vNames = fs.v && named ? named : null;
+    const L: Labels = {
+      tokens: labels, qCols: fs.qk && named ? named : indexLabels(heads * dK),
+      sliceCols: Array.from({ length: heads }, (_, h) => qkLabels(ctx, h)).flat(),
+      vCols: vNames ?? indexLabels(heads * dV), woRows: vNames ?? undefined, woCols: vNames ?? indexLabels(dModel),
+    };
+    const cells = layout(ctx, L);
+    const { cA, pA, cB, pB, cC, cW } = cells;
+    const geo = geometry(ctx, L, cells);
     const colors = Array.from({ length: heads }, (_, h) => headColor(h));
-    const Qv = drawMatrix(g, { id: "Qbig", title: "Q = X W^Q", shape: shape(T, heads * dK), m: it.Q, x: 0, y: 0, cell: cA, color: diverging(mQ),
-      rowLabels: labels, colLabels: fs.qk && named ? named : indexLabels(heads * dK), bands: { every: dK, colors },
-      tip: (r, c, v) => `Q[${r}, ${c}] = <b>${fmt(v, 4)}</b>: head ${Math.floor(c / dK)}, column ${c % dK}` });
-    let maxX = 0;
-    let x = Qv.width + cA;
-    op(g, x + 30, Qv.gy + (T * cA) / 2, "→");
-    note(g, x, Qv.gy + (T * cA) / 2 + 22, "splitHeads");
-    x += 70;
+    const mQ = Math.max(maxAbs(it.Q.data), 1e-6);
     let duration = 0;
-    let rowH = Qv.height;
+
+    // Row A: Q with its heads' columns marked, then the slices Q_h in a grid.
+    const Qv = drawMatrix(g, { id: "Qbig", title: "Q = X W^Q", shape: shape(T, heads * dK), m: it.Q, x: 0, y: 0, cell: cA, color: diverging(mQ),
+      rowLabels: labels, colLabels: L.qCols, bands: { every: dK, colors }, top: geo.gridTop,
+      tip: (r, c, v) => `Q[${r}, ${c}] = <b>${fmt(v, 4)}</b>: head ${Math.floor(c / dK)}, column ${c % dK}` });
+    let x0 = Qv.width + 8;
+    op(g, x0 + ARROW / 2 - 6, Qv.gy + (T * cA) / 2, "→");
+    note(g, x0 + ARROW / 2 - 6, Qv.gy + (T * cA) / 2 + 22, "splitHeads", { "text-anchor": "middle" });
+    x0 += ARROW - 8;
+    const slices = `h = ${heads} slice${heads > 1 ? "s" : ""} Q_h, each ${shape(T, dK)}`;
+    note(g, x0, 14, slices, { "data-testid": "slices-note" });
+    let maxX = x0 + slices.length * 6.2;
     for (let h = 0; h < heads; h++) {
-      const v = drawMatrix(g, { id: `Qh-${h}`, title: `Q${sub(h)}`, shape: shape(T, dK), m: headSlice(it.Qh, h), x, y: 0, cell: cA,
+      const x = x0 + (h % pA) * geo.slotW;
+      const y = 18 + Math.floor(h / pA) * geo.sliceH;
+      const v = drawMatrix(g, { id: `Qh-${h}`, title: `Q${sub(h)}`, m: headSlice(it.Qh, h), x, y, cell: cA, top: geo.sliceTop,
         color: diverging(mQ), colLabels: qkLabels(ctx, h), titleColor: colors[h], bands: { every: dK, colors: [colors[h]] },
         tip: (r, c, val) => `Q${sub(h)}[${r}, ${c}] = Q[${r}, ${h * dK + c}] = <b>${fmt(val, 4)}</b>` });
       if (ctx.animate) {
-        const fromX = Qv.gx + h * dK * cA - (v.gx - x);
-        v.g.attr("transform", `translate(${fromX},0)`).attr("opacity", 0.9)
-          .transition().delay(dur(300 + h * 350)).duration(dur(700)).attr("transform", `translate(${x},0)`).attr("opacity", 1);
-        duration = Math.max(duration, dur(300 + h * 350 + 700));
+        // The slice leaves its columns of Q for its place in the grid.
+        const fromX = Qv.gx + h * dK * cA - (v.gx - x), fromY = Qv.gy - (v.gy - y);
+        v.g.attr("transform", `translate(${fromX},${fromY})`).attr("opacity", 0.9)
+          .transition().delay(dur(300 + h * 250)).duration(dur(700)).attr("transform", `translate(${x},${y})`).attr("opacity", 1);
+        duration = Math.max(duration, dur(300 + h * 250 + 700));
       }
-      x += v.width + cA * 1.5;
-      maxX = Math.max(maxX, x);
-      rowH = Math.max(rowH, v.height);
+      maxX = Math.max(maxX, x + v.width);
     }
-    // Row B: one attention map per head.
-    let y = rowH + 24;
-    const cB = fit(heads * T + heads * 2, ctx, heads * 70 + 40, 26);
-    x = 0;
-    let mapH = 0;
+
+    // Row B: one attention map per head, in a grid; the first of each row has the token labels.
+    const mapsNote = `${heads} attention map${heads > 1 ? "s" : ""}, one per head, each ${shape(T, T)} (rows: queries, columns: keys)`;
+    note(g, geo.labelW, geo.yB - 8, mapsNote);
+    maxX = Math.max(maxX, geo.labelW + mapsNote.length * 6.2);
     for (let h = 0; h < heads; h++) {
-      const tr = it.heads[h];
-      const v = drawMatrix(g, { id: `headmap-${h}`, title: `head ${h}${ctx.cfg.kvHeads !== heads ? ` (kv ${kvGroup(ctx.cfg, h)})` : ""}`, shape: shape(T, T),
-        m: tr.weights, x, y, cell: cB, color: sequential(), rowLabels: h === 0 ? labels : undefined, titleColor: colors[h],
+      const col = h % pB;
+      const x = col === 0 ? 0 : geo.labelW + col * (geo.mapW + MAP_GAP);
+      const y = geo.yB + Math.floor(h / pB) * geo.mapH;
+      const v = drawMatrix(g, { id: `headmap-${h}`, title: mapTitle(ctx, h, geo.mapW + MAP_GAP - 6),
+        m: it.heads[h].weights, x, y, cell: cB, top: MAP_TOP, color: sequential(), rowLabels: col === 0 ? labels : undefined, titleColor: colors[h],
         tip: (r, c, val) => `head ${h}: α${sub(r)}${sub(c)} = <b>${fmt(val, 4)}</b><br>“${tokenName(ctx, r)}” → “${tokenName(ctx, c)}”` });
       v.g.attr("data-head", h);
-      if (ctx.animate) {
-        v.g.attr("opacity", 0).transition().delay(dur(duration + h * 250)).duration(dur(400)).attr("opacity", 1);
-      }
-      x += v.width + cB * 2;
-      maxX = Math.max(maxX, x);
-      mapH = Math.max(mapH, v.height);
+      if (ctx.animate) v.g.attr("opacity", 0).transition().delay(dur(duration + h * 200)).duration(dur(400)).attr("opacity", 1);
+      maxX = Math.max(maxX, x + v.width);
     }
-    if (ctx.animate) duration += dur(heads * 250 + 400);
-    // Row C: head outputs -> concat -> times W^O.
-    y += mapH + 24;
+    if (ctx.animate) duration += dur(heads * 200 + 400);
+
+    // Row C: head outputs -> concat -> times W^O (its own cell size when it would be too tall).
+    const y = geo.yC;
     const mO = Math.max(maxAbs(it.merged.data), maxAbs(it.out.data), maxAbs(ctx.model.weights.WO.data), 1e-6);
-    const cC = fit(2 * heads * dV + dModel + 12, ctx, 200, 26);
-    const vNames = fs.v && named ? named : null;
     const Mv = drawMatrix(g, { id: "concat", title: "concat(heads)", shape: shape(T, heads * dV), m: it.merged, x: 0, y, cell: cC, color: diverging(mO),
-      rowLabels: labels, colLabels: vNames ?? indexLabels(heads * dV), bands: { every: dV, colors },
+      rowLabels: labels, colLabels: L.vCols, bands: { every: dV, colors }, top: geo.topC,
       tip: (r, c, v) => `head ${Math.floor(c / dV)} output[${r}, ${c % dV}] = <b>${fmt(v, 4)}</b> (mergeHeads)` });
-    x = Mv.width + cC * 0.4;
-    op(g, x + cC * 0.6 + 4, Mv.gy + (T * cC) / 2, "×");
-    x += cC * 1.6 + 8;
-    const Wo = drawMatrix(g, { id: "WO", title: "W^O", shape: shape(heads * dV, dModel), m: ctx.model.weights.WO, x, y, cell: cC, color: diverging(mO),
-      colLabels: vNames ?? indexLabels(dModel), rowLabels: vNames ?? undefined,
+    let x = Mv.width + 6;
+    op(g, x + OP / 2 - 6, Mv.gy + (T * cC) / 2, "×");
+    x += OP;
+    const Wo = drawMatrix(g, { id: "WO", title: "W^O", shape: shape(heads * dV, dModel), m: ctx.model.weights.WO, x, y, cell: cW, color: diverging(mO),
+      colLabels: L.woCols, rowLabels: L.woRows, top: geo.topC,
       tip: (r, c, v) => `W<sup>O</sup>[${r}, ${c}] = <b>${fmt(v, 4)}</b><br><i>click to edit</i>`,
       onCell: (r, c, e) => ctx.edit("WO", r, c, ctx.model.weights.WO.data[r * dModel + c], e) });
-    x += Wo.width + cC * 0.4;
-    op(g, x + cC * 0.6 + 4, Mv.gy + (T * cC) / 2, "=");
-    x += cC * 1.6 + 8;
+    x += Wo.width + 6;
+    op(g, x + OP / 2 - 6, Mv.gy + (T * cC) / 2, "=");
+    x += OP;
     // In a batch, the output shown is this item's slice of the one batched call.
     const b = it.batched;
     const out = b ? { data: b.out.data.subarray(ctx.itemIndex * T * dModel, (ctx.itemIndex + 1) * T * dModel), rows: T, cols: dModel } : it.out;
     const Ov = drawMatrix(g, { id: "out", title: b ? "output (batched call)" : "output", shape: shape(T, dModel), m: out, x, y, cell: cC, color: diverging(mO),
-      colLabels: vNames ?? indexLabels(dModel), rowLabels: labels, labelsRight: true,
+      colLabels: L.woCols, rowLabels: labels, labelsRight: true, top: geo.topC,
       tip: (r, c, v) => `out[${r}, ${c}] = concat row ${r} · W<sup>O</sup>[:, ${c}] = <b>${fmt(v, 4)}</b>${b ? `<br>from multiHeadAttention on the batch [${b.keyLengths.length} × ${T} × ${dModel}], item ${ctx.itemIndex}<br>step by step: ${fmt(it.out.data[r * dModel + c], 4)}` : ""}` });
     if (ctx.animate) {
       for (const v of [Mv, Wo, Ov]) v.g.attr("opacity", 0).transition().delay(dur(duration)).duration(dur(400)).attr("opacity", 1);
       duration += dur(400);
     }
+    maxX = Math.max(maxX, x + Ov.width);
     let bottom = y + Math.max(Mv.height, Wo.height, Ov.height) + 14;
     if (b) {
       // The padding mask of this item, as the batched call applies it (keyLengths).
@@ -121,6 +267,6 @@ export const step8: Scene = {
     }
     let lh = signedLegend(g, 8, bottom, Math.max(mQ, mO), "value");
     lh = Math.max(lh, weightLegend(g, 260, bottom));
-    return { width: Math.max(x + Ov.width, maxX), height: bottom + lh, duration };
+    return { width: maxX, height: bottom + lh, duration };
   },
 };
