@@ -4,9 +4,12 @@
 #   asan    build/asan    AddressSanitizer + UndefinedBehaviorSanitizer
 #   wasm    build/wasm    Emscripten, WebAssembly SIMD128; tests run under node
 #   fuzz    build/fuzz    clang libFuzzer target with ASan + UBSan
-#   package dist/         the npm package: wasm (SIMD128) and wasm-scalar modules
-#                         for browsers and Node, the JS layer, the .d.ts
-# Usage: scripts/build.sh [native|asan|wasm|fuzz|package]...   (default: native)
+#   wasm-threads build/wasm-threads  SIMD128 + -pthread (the package's threads build)
+#   package dist/         the npm package: wasm (SIMD128), wasm-scalar and
+#                         wasm-threads modules for browsers and Node, the JS
+#                         layer, the .d.ts
+# Usage: scripts/build.sh [native|asan|wasm|wasm-scalar|wasm-threads|fuzz|package]...
+#        (default: native)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -37,25 +40,38 @@ build() {
         emcmake cmake -S . -B build/wasm-scalar -DCMAKE_BUILD_TYPE=Release \
           -DATTNKIT_WASM_SIMD=OFF -DATTNKIT_BUILD_TESTS=OFF
       cmake --build build/wasm-scalar -j"$jobs" ;;
+    wasm-threads)
+      [[ -f build/wasm-threads/CMakeCache.txt ]] ||
+        emcmake cmake -S . -B build/wasm-threads -DCMAKE_BUILD_TYPE=Release \
+          -DATTNKIT_WASM_THREADS=ON -DATTNKIT_BUILD_TESTS=OFF
+      cmake --build build/wasm-threads -j"$jobs" ;;
     package)
       build wasm
       build wasm-scalar
+      build wasm-threads
       mkdir -p dist
-      for v in simd scalar; do
+      for v in simd scalar threads; do
         dir=build/wasm; [[ $v == scalar ]] && dir=build/wasm-scalar
+        [[ $v == threads ]] && dir=build/wasm-threads
         cp "$dir/src/bindings/attnkit-$v.mjs" "$dir/src/bindings/attnkit-$v.wasm" \
            "$dir/src/bindings/attnkit-$v.node.cjs" dist/
       done
+      # The threads build's workers. Node's is CommonJS in a "type": "module"
+      # package, hence .cjs (the Node loader's locateFile asks for that name).
+      cp build/wasm-threads/src/bindings/attnkit-threads.worker.js dist/
+      cp build/wasm-threads/src/bindings/attnkit-threads.node.worker.js dist/attnkit-threads.node.worker.cjs
       # The JS layer: one ES module for browsers and bundlers, one CommonJS
       # module for Node (re-exported to Node ESM by attnkit.node.mjs).
       npx esbuild src/js/web.js --bundle --format=esm --log-level=warning \
-        --external:./attnkit-simd.mjs --external:./attnkit-scalar.mjs --outfile=dist/attnkit.mjs
+        --external:./attnkit-simd.mjs --external:./attnkit-scalar.mjs --external:./attnkit-threads.mjs \
+        --outfile=dist/attnkit.mjs
       npx esbuild src/js/node.js --bundle --format=cjs --platform=node --log-level=warning \
         --external:./attnkit-simd.node.cjs --external:./attnkit-scalar.node.cjs \
+        --external:./attnkit-threads.node.cjs \
         --outfile=dist/attnkit.node.cjs
       cp src/js/node.mjs dist/attnkit.node.mjs
       cp src/js/attnkit.d.ts dist/attnkit.d.ts ;;
-    *) echo "build: unknown variant '$variant' (native, asan, wasm, wasm-scalar, fuzz, package)" >&2; return 2 ;;
+    *) echo "build: unknown variant '$variant' (native, asan, wasm, wasm-scalar, wasm-threads, fuzz, package)" >&2; return 2 ;;
   esac
 }
 

@@ -67,8 +67,25 @@ Mat ToMat(ConstMatrixView v) {
              static_cast<uint32_t>(v.cols)};
 }
 
+// The pool every call uses: null (the caller's thread) until setThreads.
+std::unique_ptr<ThreadPool>& Pool() {
+  static std::unique_ptr<ThreadPool> pool;
+  return pool;
+}
+
+// Replaces the pool with one of n threads (n <= 1: none); returns the count.
+// In the threads build the JS layer starts the module with n - 1 workers
+// already loaded (PTHREAD_POOL_SIZE), so the threads start at once; elsewhere
+// a pool has one thread.
+uint32_t SetThreads(uint32_t n) {
+  Pool().reset();
+  if (n > 1) Pool() = std::make_unique<ThreadPool>(n);
+  return Pool() ? static_cast<uint32_t>(Pool()->num_threads()) : 1;
+}
+
 AttentionOptions ToOptions(const Options& o) {
   AttentionOptions a;
+  a.pool = Pool().get();
   a.causal = o.causal;
   if (o.has_scale) a.scale = o.scale;
   a.softcap = o.softcap;
@@ -229,4 +246,5 @@ EMSCRIPTEN_BINDINGS(attnkit) {
   function("lastErrorCode", &LastErrorCode);
   function("target", &Target);
   function("heapBytesInUse", &HeapBytesInUse);
+  function("setThreads", &SetThreads);
 }

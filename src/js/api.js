@@ -86,7 +86,7 @@ function asBatchRows(name, t) {
   throw rangeError(`${name}.shape`, "[batch, seq, features] or [seq, features]", `[${t.shape.join(", ")}]`, "shape_mismatch");
 }
 
-export function wrap(M, simd) {
+export function wrap(M, simd, threads = 1) {
   // One block of wasm memory, reused by every call and grown when needed.
   let scratch = 0;
   let scratchBytes = 0;
@@ -313,6 +313,7 @@ export function wrap(M, simd) {
 
   return {
     simd,
+    threads,
     target: M.target(),
 
     attention(Q, K, V, options) {

@@ -171,6 +171,8 @@ export interface KVCache {
 export interface Attnkit {
   /** True if the WebAssembly SIMD128 build was loaded (false: the scalar fallback). */
   readonly simd: boolean;
+  /** The threads every call is split over (1 unless loaded with { threads }). */
+  readonly threads: number;
   /** The Highway target the core runs on: "WASM" (SIMD128) or "EMU128"/"SCALAR". */
   readonly target: string;
 
@@ -247,6 +249,14 @@ export declare class AttnkitTypeError extends TypeError {
 export interface LoadOptions {
   /** Force the SIMD (true) or scalar (false) build; default: feature detection. */
   simd?: boolean;
+  /**
+   * Split every call over this many threads (default 1): loads the SIMD128 +
+   * pthreads build with threads - 1 workers. Needs SharedArrayBuffer: Node, or a
+   * page served with Cross-Origin-Opener-Policy: same-origin and
+   * Cross-Origin-Embedder-Policy: require-corp; otherwise the load rejects with
+   * an AttnkitError. Results equal the single-threaded ones bit for bit.
+   */
+  threads?: number;
 }
 
 /** True if this engine supports WebAssembly SIMD128 (what createAttnkit checks by default). */

@@ -9,18 +9,40 @@ export function isObject(v) {
   return v !== null && typeof v === "object";
 }
 
-/** The loader's options: { simd?: boolean }; returns the variant to load. */
-export function loaderVariant(options, detect) {
-  if (options === undefined) return detect();
-  if (!isObject(options) || Array.isArray(options)) throw typeError("options", "an object { simd?: boolean }", options);
+/** The most threads a load may ask for. */
+export const MAX_THREADS = 64;
+
+/**
+ * The loader's options: { simd?: boolean, threads?: number }. Returns the
+ * build to load, "simd", "scalar" or "threads" (SIMD128 + -pthread), and the
+ * thread count. `env` tells what the engine has: { simd(): boolean,
+ * sharedMemory: boolean } (sharedMemory: SharedArrayBuffer is usable, i.e. Node
+ * or a cross-origin isolated page).
+ */
+export function loaderVariant(options, env) {
+  if (options === undefined) options = {};
+  if (!isObject(options) || Array.isArray(options)) {
+    throw typeError("options", "an object { simd?: boolean, threads?: number }", options);
+  }
   for (const key of Object.keys(options)) {
-    if (key !== "simd") {
-      throw new AttnkitTypeError(`options.${key}: expected one of simd, got an unknown option`, { parameter: `options.${key}` });
+    if (key !== "simd" && key !== "threads") {
+      throw new AttnkitTypeError(`options.${key}: expected one of simd, threads, got an unknown option`, { parameter: `options.${key}` });
     }
   }
-  if (options.simd === undefined) return detect();
-  if (typeof options.simd !== "boolean") throw typeError("options.simd", "a boolean", options.simd);
-  return options.simd;
+  if (options.simd !== undefined && typeof options.simd !== "boolean") throw typeError("options.simd", "a boolean", options.simd);
+  const threads = options.threads === undefined ? 1 : checkCount("options.threads", options.threads);
+  if (threads > MAX_THREADS) throw rangeError("options.threads", `at most ${MAX_THREADS}`, String(threads));
+  const simd = options.simd ?? env.simd();
+  if (threads === 1) return { build: simd ? "simd" : "scalar", threads };
+  if (!simd) {
+    const why = options.simd === false ? "with simd: false (the threads build uses SIMD128)" : "on an engine without WebAssembly SIMD128";
+    throw rangeError("options.threads", `1 ${why}`, String(threads));
+  }
+  if (!env.sharedMemory) {
+    throw rangeError("options.threads", "1 unless SharedArrayBuffer is usable (serve the page cross-origin isolated: " +
+      "Cross-Origin-Opener-Policy: same-origin, Cross-Origin-Embedder-Policy: require-corp)", String(threads));
+  }
+  return { build: "threads", threads };
 }
 
 /** A positive (or, with allowZero, non-negative) integer, else a RangeError naming `name`. */

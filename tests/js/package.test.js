@@ -37,21 +37,25 @@ const COMPUTE = `
     try { attn.attention("not a matrix", input.K, input.V); } catch (e) {
       error = { attnkit: e instanceof AttnkitError, type: e instanceof TypeError, code: e.code, parameter: e.parameter, message: e.message };
     }
-    return { simd: attn.simd, target: attn.target, data: Array.from(out.data), rows: out.rows, cols: out.cols, error };
+    return { simd: attn.simd, threads: attn.threads, target: attn.target, data: Array.from(out.data), rows: out.rows, cols: out.cols, error };
   }`;
 
 const MIME = { ".html": "text/html", ".js": "text/javascript", ".mjs": "text/javascript", ".wasm": "application/wasm", ".json": "application/json", ".css": "text/css" };
 
 /** A static file server for `dir` on 127.0.0.1 and a free port. */
-async function serve(dir) {
+async function serve(dir, { isolated = false } = {}) {
   const base = resolve(dir);
+  // Cross-origin isolation (SharedArrayBuffer, hence the threads build).
+  const isolation = isolated
+    ? { "cross-origin-opener-policy": "same-origin", "cross-origin-embedder-policy": "require-corp" }
+    : {};
   const server = createServer((req, res) => {
     const path = decodeURIComponent(new URL(req.url, "http://x").pathname);
     let file = normalize(join(base, path));
     if (file !== base && !file.startsWith(base + sep)) { res.writeHead(403).end(); return; }
     if (existsSync(file) && statSync(file).isDirectory()) file = join(file, "index.html");
     if (!existsSync(file)) { res.writeHead(404).end("not found"); return; }
-    res.writeHead(200, { "content-type": MIME[extname(file)] ?? "application/octet-stream", "cache-control": "no-store" });
+    res.writeHead(200, { "content-type": MIME[extname(file)] ?? "application/octet-stream", "cache-control": "no-store", ...isolation });
     res.end(readFileSync(file));
   });
   await new Promise((r) => server.listen(0, "127.0.0.1", r));
@@ -126,7 +130,8 @@ describe("the npm package, packed and installed", () => {
     const files = [...tarballFiles].sort();
     assert.deepEqual(files, ["LICENSE", "README.md", "dist/attnkit-scalar.mjs", "dist/attnkit-scalar.node.cjs",
       "dist/attnkit-scalar.wasm", "dist/attnkit-simd.mjs", "dist/attnkit-simd.node.cjs", "dist/attnkit-simd.wasm",
-      "dist/attnkit.d.ts", "dist/attnkit.mjs", "dist/attnkit.node.cjs", "dist/attnkit.node.mjs", "package.json"]);
+      "dist/attnkit-threads.mjs", "dist/attnkit-threads.node.cjs", "dist/attnkit-threads.node.worker.cjs",
+      "dist/attnkit-threads.wasm", "dist/attnkit-threads.worker.js", "dist/attnkit.d.ts", "dist/attnkit.mjs", "dist/attnkit.node.cjs", "dist/attnkit.node.mjs", "package.json"]);
     const installed = JSON.parse(readFileSync(join(app, "node_modules/attnkit/package.json"), "utf8"));
     assert.equal(installed.name, "attnkit");
     assert.equal(installed.dependencies, undefined, "no runtime dependencies");
@@ -140,6 +145,7 @@ describe("the npm package, packed and installed", () => {
       const results = [];
       for (const simd of [true, false]) results.push(compute(await createAttnkit({ simd }), AttnkitError));
       results.push(compute(await createAttnkit(), AttnkitError));  // feature detection
+      results.push(compute(await createAttnkit({ threads: 2 }), AttnkitError));  // SIMD128 + pthreads
       const cjs = createRequire(import.meta.url)("attnkit");
       const shared = cjs.createAttnkit === named && cjs.AttnkitError === AttnkitError && (await cjs.createAttnkit({ simd: true })) === (await named({ simd: true }));
       console.log(JSON.stringify({ results, shared, resolved: import.meta.resolve("attnkit") }));`;
@@ -149,6 +155,8 @@ describe("the npm package, packed and installed", () => {
     checkResult(out.results[0], "ESM simd", true);
     checkResult(out.results[1], "ESM scalar", false);
     checkResult(out.results[2], "ESM default", true);
+    checkResult(out.results[3], "ESM threads", true);
+    assert.deepEqual(out.results.map((r) => r.threads), [1, 1, 1, 2]);
     assert.equal(out.shared, true, "ESM and CommonJS share one module instance and one set of classes");
   });
 
@@ -159,6 +167,7 @@ describe("the npm package, packed and installed", () => {
       (async () => {
         const results = [];
         for (const simd of [true, false]) results.push(compute(await createAttnkit({ simd }), AttnkitError));
+        results.push(compute(await createAttnkit({ threads: 3 }), AttnkitError));
         console.log(JSON.stringify({ results, resolved: require.resolve("attnkit"), typeErrorClass: typeof AttnkitTypeError }));
       })().catch((e) => { console.error(e); process.exit(1); });`;
     writeFileSync(join(app, "cjs.cjs"), script);
@@ -167,6 +176,8 @@ describe("the npm package, packed and installed", () => {
     assert.equal(out.typeErrorClass, "function");
     checkResult(out.results[0], "CJS simd", true);
     checkResult(out.results[1], "CJS scalar", false);
+    checkResult(out.results[2], "CJS threads", true);
+    assert.equal(out.results[2].threads, 3);
   });
 
   it("a plain HTML page with an import map, in headless Chromium (SIMD and scalar)", async () => {
@@ -190,6 +201,38 @@ describe("the npm package, packed and installed", () => {
     servers.push(server);
     checkResult(await loadPage(`${url}/index.html`), "browser page (feature detection)", true);
     checkResult(await loadPage(`${url}/scalar.html`), "browser page (scalar)", false);
+  });
+
+  it("threads in Chromium: a cross-origin isolated page loads the pthreads build; a plain page is refused", async () => {
+    writeFileSync(join(app, "threads.html"), `<!doctype html>
+<html><head><meta charset="utf-8"><title>attnkit threads</title><link rel="icon" href="data:,">
+<script type="importmap">{"imports": {"attnkit": "./node_modules/attnkit/dist/attnkit.mjs"}}</script>
+</head><body><pre id="result"></pre>
+<script type="module">
+  import createAttnkit, { AttnkitError } from "attnkit";
+  ${COMPUTE}
+  try {
+    const attn = await createAttnkit({ threads: 2 });
+    document.getElementById("result").textContent = JSON.stringify({ isolated: crossOriginIsolated, ...compute(attn, AttnkitError) });
+  } catch (e) {
+    document.getElementById("result").textContent = JSON.stringify({
+      isolated: crossOriginIsolated, refused: { attnkit: e instanceof AttnkitError, code: e.code, parameter: e.parameter, message: e.message } });
+  }
+</script></body></html>`);
+    const isolated = await serve(app, { isolated: true });
+    servers.push(isolated.server);
+    const r = await loadPage(`${isolated.url}/threads.html`);
+    assert.equal(r.isolated, true, "the page is cross-origin isolated");
+    checkResult(r, "browser page (threads)", true);
+    assert.equal(r.threads, 2);
+
+    const plain = await serve(app);
+    servers.push(plain.server);
+    const p = await loadPage(`${plain.url}/threads.html`);
+    assert.equal(p.isolated, false);
+    assert.deepEqual({ ...p.refused, message: undefined },
+      { attnkit: true, code: "invalid_argument", parameter: "options.threads", message: undefined });
+    assert.match(p.refused.message, /^options\.threads: expected 1 unless SharedArrayBuffer is usable .*Cross-Origin-Embedder-Policy: require-corp\), got 2$/);
   });
 
   it("a Vite app build, in headless Chromium", async () => {
