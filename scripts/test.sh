@@ -6,7 +6,8 @@
 #   wasm    the same suite compiled to WebAssembly (SIMD128), run under node
 #   node    the npm package (dist/): node:test harness in tests/js, including
 #           the pack-and-install tests (Node ESM/CJS, import map page, Vite app)
-#   browser the web page (web/, built by Vite) in headless Chromium, tests/browser
+#   browser the web page (web/, built by Vite) in headless Chromium, Firefox ESR
+#           and WebKitGTK, tests/browser
 #   fuzz    the libFuzzer target for ATTNKIT_FUZZ_SECONDS (default 30)
 set -uo pipefail
 cd "$(dirname "$0")/.."
