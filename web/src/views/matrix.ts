@@ -361,17 +361,18 @@ function updateSvgCells(s: SvgCells, o: MatrixOpts, target: (r: number, c: numbe
   };
 }
 
-/** A canvas matrix: its canvas, the pixel geometry of its cells, and what it last painted. */
+/** A canvas matrix: its canvas, the device-pixel bounds of its cells, and what it last painted. */
 interface CanvasCells {
   kind: "canvas";
   canvas: HTMLCanvasElement;
   c2d: CanvasRenderingContext2D | null;
-  img: ImageData | null;
-  /** Which cell each device pixel column / row is in, and whether it is a cell border. */
-  colOf: Int32Array;
-  rowOf: Int32Array;
-  colLine: Uint8Array;
-  rowLine: Uint8Array;
+  /** One pixel per cell, which the canvas scales up (nearest neighbour), and its pixels. */
+  cells: HTMLCanvasElement | null;
+  cellsImg: ImageData | null;
+  hatch: CanvasPattern | null;
+  /** Column c spans device pixels [xs[c], xs[c + 1]), row r [ys[r], ys[r + 1]). */
+  xs: Int32Array;
+  ys: Int32Array;
   /** The painted colour (packed, or MASKED), opacity and value of each cell, and the colour function. */
   color: Int32Array;
   alpha: Float32Array;
@@ -395,24 +396,11 @@ function buildCanvas(grid: G, o: MatrixOpts, old?: HTMLCanvasElement): CanvasCel
   d3.select(canvas).attr("data-testid", `canvas-${o.id}`)
     .style("width", `${W}px`).style("height", `${H}px`).style("display", "block")
     .on("mousemove", null).on("mouseleave", null).on("click", null).style("cursor", null);
-  // Pixel geometry at device resolution.
-  const lines = cell >= 5;
-  const colOf = new Int32Array(Wpx), rowOf = new Int32Array(Hpx);
-  const colLine = new Uint8Array(Wpx), rowLine = new Uint8Array(Hpx);
-  const lw = Math.max(1, Math.round(0.5 * dpr));
-  for (let x = 0; x < Wpx; x++) {
-    const c = Math.min(cols - 1, Math.floor(x / (cell * dpr)));
-    colOf[x] = c;
-    colLine[x] = lines && x >= Math.round((c + 1) * cell * dpr) - lw && c < cols - 1 ? 1 : 0;
-  }
-  for (let y = 0; y < Hpx; y++) {
-    const r = Math.min(rows - 1, Math.floor(y / (cell * dpr)));
-    rowOf[y] = r;
-    rowLine[y] = lines && y >= Math.round((r + 1) * cell * dpr) - lw && r < rows - 1 ? 1 : 0;
-  }
+  const xs = Int32Array.from({ length: cols + 1 }, (_, c) => Math.round(c * cell * dpr));
+  const ys = Int32Array.from({ length: rows + 1 }, (_, r) => Math.round(r * cell * dpr));
   const n = rows * cols;
   return {
-    kind: "canvas", canvas, c2d: null, img: null, colOf, rowOf, colLine, rowLine,
+    kind: "canvas", canvas, c2d: null, cells: null, cellsImg: null, hatch: null, xs, ys,
     color: new Int32Array(n), alpha: new Float32Array(n), value: new Float64Array(n), colorFn: null, painted: false,
   };
 }
@@ -489,6 +477,24 @@ function updateCanvas(s: CanvasCells, o: MatrixOpts, target: (r: number, c: numb
   };
 }
 
+/** The masked-cell hatch at device resolution: pixel (x, y) is a line where (x + y) mod 6·dpr < 1.4·dpr. */
+function hatchTile(dpr: number): HTMLCanvasElement {
+  const size = Math.round(6 * dpr), width = Math.max(1, Math.round(1.4 * dpr));
+  const tile = document.createElement("canvas");
+  tile.width = tile.height = size;
+  const t2d = tile.getContext("2d")!;
+  const img = t2d.createImageData(size, size);
+  const px = new Uint32Array(img.data.buffer);
+  for (let y = 0; y < size; y++) for (let x = 0; x < size; x++) px[y * size + x] = abgr((x + y) % size < width ? 0x9a9a9a : 0xe4e4e4);
+  t2d.putImageData(img, 0, 0);
+  return tile;
+}
+
+/**
+ * Paints the cells: one pixel per cell, scaled up by the canvas without smoothing, then
+ * the hatch over masked (−∞) cells and the cell borders as rectangles, and the numbers
+ * when cells are big enough.
+ */
 function paintCanvas(s: CanvasCells, o: MatrixOpts, digits: number): void {
   const { rows, cols } = o.m;
   const n = rows * cols;
@@ -498,58 +504,51 @@ function paintCanvas(s: CanvasCells, o: MatrixOpts, digits: number): void {
   if (!c2d) return;
   s.painted = true;
   const Wpx = s.canvas.width, Hpx = s.canvas.height;
-  const { colOf, rowOf, colLine, rowLine, color, alpha } = s;
-  const strokeP = abgr(o.stroke ? packColor(o.stroke) : 0xffffff);
-  const hatchBg = abgr(0xe4e4e4), hatchFg = abgr(0x9a9a9a);
-  const hatch = Math.round(6 * dpr), hatchW = Math.max(1, Math.round(1.4 * dpr));
-  // The colour each cell shows: its own, faded towards white by its opacity.
-  const shown = new Int32Array(n);
+  const { xs, ys, color, alpha } = s;
+  if (!s.cells) {
+    s.cells = document.createElement("canvas");
+    [s.cells.width, s.cells.height] = [cols, rows];
+  }
+  const cellsCtx = s.cells.getContext("2d")!;
+  const img = (s.cellsImg ??= cellsCtx.createImageData(cols, rows));
+  const px = new Uint32Array(img.data.buffer);
+  // Each cell's colour faded towards white by its opacity; a masked cell shown hatched.
+  const masked: number[] = [];
   for (let k = 0; k < n; k++) {
     const a = alpha[k];
-    const p = color[k] === MASKED ? (a > 0 ? MASKED : 0xffffff) : color[k];
-    if (p === MASKED) shown[k] = MASKED;
-    else if (a >= 1) shown[k] = abgr(p);
+    const p = color[k];
+    if (p === MASKED) {
+      if (a > 0) masked.push(k);
+      px[k] = abgr(a > 0 ? 0xe4e4e4 : 0xffffff);
+    } else if (a >= 1) px[k] = abgr(p);
     else {
       const r = Math.round(255 - (255 - ((p >> 16) & 255)) * a);
       const gg = Math.round(255 - (255 - ((p >> 8) & 255)) * a);
       const b = Math.round(255 - (255 - (p & 255)) * a);
-      shown[k] = abgr((r << 16) | (gg << 8) | b);
+      px[k] = abgr((r << 16) | (gg << 8) | b);
     }
   }
-  if (!s.img || s.img.width !== Wpx || s.img.height !== Hpx) s.img = c2d.createImageData(Wpx, Hpx);
-  const px = new Uint32Array(s.img.data.buffer);
-  let prevRow = -1, prevStart = 0;
-  for (let y = 0; y < Hpx; y++) {
-    const r = rowOf[y];
-    const start = y * Wpx;
-    if (rowLine[y]) {
-      px.fill(strokeP, start, start + Wpx);
-      prevRow = -1;
-      continue;
-    }
-    // Pixel rows of one cell row are the same, but for the hatch.
-    if (r === prevRow) {
-      px.copyWithin(start, prevStart, prevStart + Wpx);
-      continue;
-    }
-    const base = r * cols;
-    let masked = false;
-    for (let x = 0; x < Wpx; x++) {
-      if (colLine[x]) {
-        px[start + x] = strokeP;
-        continue;
-      }
-      const v = shown[base + colOf[x]];
-      if (v === MASKED) {
-        masked = true;
-        px[start + x] = (x + y) % hatch < hatchW ? hatchFg : hatchBg;
-      } else px[start + x] = v;
-    }
-    prevRow = masked ? -1 : r;
-    prevStart = start;
-  }
+  cellsCtx.putImageData(img, 0, 0);
   c2d.setTransform(1, 0, 0, 1, 0, 0);
-  c2d.putImageData(s.img, 0, 0);
+  c2d.globalAlpha = 1;
+  c2d.imageSmoothingEnabled = false;
+  c2d.drawImage(s.cells, 0, 0, Wpx, Hpx);
+  if (masked.length) {
+    c2d.fillStyle = (s.hatch ??= c2d.createPattern(hatchTile(dpr), "repeat")!);
+    c2d.beginPath();
+    for (const k of masked) {
+      const r = Math.floor(k / cols), c = k % cols;
+      c2d.rect(xs[c], ys[r], xs[c + 1] - xs[c], ys[r + 1] - ys[r]);
+    }
+    c2d.fill();
+  }
+  if (cell >= 5) {
+    // Borders: the last device pixel(s) of every cell but the last row and column.
+    const lw = Math.max(1, Math.round(0.5 * dpr));
+    c2d.fillStyle = o.stroke ?? "#ffffff";
+    for (let c = 1; c < cols; c++) c2d.fillRect(xs[c] - lw, 0, lw, Hpx);
+    for (let r = 1; r < rows; r++) c2d.fillRect(0, ys[r] - lw, Wpx, lw);
+  }
   if (cell >= 25) {
     c2d.setTransform(dpr, 0, 0, dpr, 0, 0);
     c2d.font = `${Math.min(11.5, cell / 3.1)}px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif`;
