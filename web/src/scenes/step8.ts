@@ -181,7 +181,9 @@ export const step8: Scene = {
     const geo = geometry(ctx, L, cells);
     const colors = Array.from({ length: heads }, (_, h) => headColor(h));
     const mQ = Math.max(maxAbs(it.Q.data), 1e-6);
-    let duration = 0;
+    // The entry animation's timeline, in ms at speed 1 (dur() scales each delay once).
+    const slicesEnd = 300 + (heads - 1) * 250 + 700;
+    const mapsEnd = slicesEnd + heads * 200 + 400;
 
     // Row A: Q with its heads' columns marked, then the slices Q_h in a grid.
     const Qv = drawMatrix(g, { id: "Qbig", title: "Q = X W^Q", shape: shape(T, heads * dK), m: it.Q, x: 0, y: 0, cell: cA, color: diverging(mQ),
@@ -205,7 +207,6 @@ export const step8: Scene = {
         const fromX = Qv.gx + h * dK * cA - (v.gx - x), fromY = Qv.gy - (v.gy - y);
         v.g.attr("transform", `translate(${fromX},${fromY})`).attr("opacity", 0.9)
           .transition().delay(dur(300 + h * 250)).duration(dur(700)).attr("transform", `translate(${x},${y})`).attr("opacity", 1);
-        duration = Math.max(duration, dur(300 + h * 250 + 700));
       }
       maxX = Math.max(maxX, x + v.width);
     }
@@ -222,10 +223,9 @@ export const step8: Scene = {
         m: it.heads[h].weights, x, y, cell: cB, top: MAP_TOP, color: sequential(), rowLabels: col === 0 ? labels : undefined, titleColor: colors[h],
         tip: (r, c, val) => `head ${h}: α${sub(r)}${sub(c)} = <b>${fmt(val, 4)}</b><br>“${tokenName(ctx, r)}” → “${tokenName(ctx, c)}”` });
       v.g.attr("data-head", h);
-      if (ctx.animate) v.g.attr("opacity", 0).transition().delay(dur(duration + h * 200)).duration(dur(400)).attr("opacity", 1);
+      if (ctx.animate) v.g.attr("opacity", 0).transition().delay(dur(slicesEnd + h * 200)).duration(dur(400)).attr("opacity", 1);
       maxX = Math.max(maxX, x + v.width);
     }
-    if (ctx.animate) duration += dur(heads * 200 + 400);
 
     // Row C: head outputs -> concat -> times W^O (its own cell size when it would be too tall).
     const y = geo.yC;
@@ -250,8 +250,7 @@ export const step8: Scene = {
       colLabels: L.woCols, rowLabels: labels, labelsRight: true, top: geo.topC,
       tip: (r, c, v) => `out[${r}, ${c}] = concat row ${r} · W<sup>O</sup>[:, ${c}] = <b>${fmt(v, 4)}</b>${b ? `<br>from multiHeadAttention on the batch [${b.keyLengths.length} × ${T} × ${dModel}], item ${ctx.itemIndex}<br>step by step: ${fmt(it.out.data[r * dModel + c], 4)}` : ""}` });
     if (ctx.animate) {
-      for (const v of [Mv, Wo, Ov]) v.g.attr("opacity", 0).transition().delay(dur(duration)).duration(dur(400)).attr("opacity", 1);
-      duration += dur(400);
+      for (const v of [Mv, Wo, Ov]) v.g.attr("opacity", 0).transition().delay(dur(mapsEnd)).duration(dur(400)).attr("opacity", 1);
     }
     maxX = Math.max(maxX, x + Ov.width);
     let bottom = y + Math.max(Mv.height, Wo.height, Ov.height) + 14;
@@ -267,6 +266,6 @@ export const step8: Scene = {
     }
     let lh = signedLegend(g, 8, bottom, Math.max(mQ, mO), "value");
     lh = Math.max(lh, weightLegend(g, 260, bottom));
-    return { width: maxX, height: bottom + lh, duration };
+    return { width: maxX, height: bottom + lh, duration: ctx.animate ? dur(mapsEnd + 400) : 0 };
   },
 };
