@@ -6,7 +6,8 @@ import * as d3 from "d3";
 import { fmt, shape } from "../format";
 import { normal } from "../random";
 import { row, selectedQuery, type Scene, type SceneCtx } from "../scenes/common";
-import type { G } from "./matrix";
+import { note, type G } from "./matrix";
+import { retained, setAttr, setText } from "./retain";
 import { timed } from "../model";
 
 const N_RANDOM = 8;
@@ -44,26 +45,49 @@ export interface SatResult {
   hScaled: number[];
 }
 
+// The experiment covers every c at once, so moving the slider needs no new computation:
+// results are kept by logits and d_k.
+const memo = new Map<string, SatResult>();
+
 export function saturation(attn: Attnkit, ctx: SceneCtx): SatResult & { names: string[]; source: string; dK: number } {
   const { z, names, source } = logits(ctx);
   const dK = ctx.cfg.dK;
-  const plain = attn.softmax(scaled(z, 1));
-  const scaledP = attn.softmax(scaled(z, Math.sqrt(dK)));
-  return { z, names, source, dK, plain, scaledP, hPlain: entropies(attn, plain), hScaled: entropies(attn, scaledP) };
+  const key = `${dK}|${z.join(",")}`;
+  let r = memo.get(key);
+  if (!r) {
+    const plain = attn.softmax(scaled(z, 1));
+    const scaledP = attn.softmax(scaled(z, Math.sqrt(dK)));
+    r = { z, plain, scaledP, hPlain: entropies(attn, plain), hScaled: entropies(attn, scaledP) };
+    if (memo.size > 32) memo.clear();
+    memo.set(key, r);
+  }
+  return { ...r, names, source, dK };
 }
 
+/** A bar chart of one softmax row; axes and bars kept while the layout is, the bars' heights updated. */
 function bars(g: G, x0: number, y0: number, w: number, h: number, p: number[], names: string[], title: string, color: string, id: string): void {
-  const gg = g.append("g").attr("transform", `translate(${x0},${y0})`).attr("data-testid", id);
-  const x = d3.scaleBand<number>().domain(d3.range(p.length)).range([0, w]).padding(0.15);
-  const y = d3.scaleLinear().domain([0, 1]).range([h, 0]);
-  gg.append("text").attr("class", "m-title").attr("y", -10).text(title);
-  gg.append("g").call(d3.axisLeft(y).ticks(5));
-  gg.append("g").attr("transform", `translate(0,${h})`).call(d3.axisBottom(x).tickFormat((j) => names[j] ?? String(j)))
-    .selectAll("text").attr("transform", p.length > 10 ? "rotate(-45)" : null).attr("text-anchor", p.length > 10 ? "end" : "middle");
-  gg.selectAll("rect.bar").data(p).join("rect").attr("class", "bar").attr("x", (_d, j) => x(j) ?? 0)
-    .attr("y", (d) => y(d)).attr("width", x.bandwidth()).attr("height", (d) => h - y(d)).attr("fill", color)
-    .attr("data-value", (d) => String(d));
-  gg.append("text").attr("class", "m-axis-title").attr("transform", `translate(-32,${h / 2}) rotate(-90)`).attr("text-anchor", "middle").text("softmax probability");
+  const sig = [w, h, p.length, names.join("\u0001"), color].join("|");
+  const { entry } = retained(g.node()!, id, sig, () => {
+    const gg = g.append("g").attr("data-testid", id);
+    const x = d3.scaleBand<number>().domain(d3.range(p.length)).range([0, w]).padding(0.15);
+    const y = d3.scaleLinear().domain([0, 1]).range([h, 0]);
+    const titleEl = gg.append("text").attr("class", "m-title").attr("y", -10).node()!;
+    gg.append("g").call(d3.axisLeft(y).ticks(5));
+    gg.append("g").attr("transform", `translate(0,${h})`).call(d3.axisBottom(x).tickFormat((j) => names[j] ?? String(j)))
+      .selectAll("text").attr("transform", p.length > 10 ? "rotate(-45)" : null).attr("text-anchor", p.length > 10 ? "end" : "middle");
+    const rects = gg.selectAll<SVGRectElement, number>("rect.bar").data(p).join("rect").attr("class", "bar").attr("x", (_d, j) => x(j) ?? 0)
+      .attr("width", x.bandwidth()).attr("fill", color).nodes();
+    gg.append("text").attr("class", "m-axis-title").attr("transform", `translate(-32,${h / 2}) rotate(-90)`).attr("text-anchor", "middle").text("softmax probability");
+    return { node: gg.node()!, state: { titleEl, rects, y } };
+  });
+  const { titleEl, rects, y } = entry.state;
+  setAttr(entry.node, "transform", `translate(${x0},${y0})`);
+  setText(titleEl, title);
+  p.forEach((v, j) => {
+    setAttr(rects[j], "y", y(v));
+    setAttr(rects[j], "height", h - y(v));
+    setAttr(rects[j], "data-value", String(v));
+  });
 }
 
 export const saturationView: Scene = {
@@ -87,31 +111,38 @@ export const saturationView: Scene = {
     const W = Math.min(ctx.width, 1000);
     const bw = Math.max(240, (W - 120) / 2 - 30);
     const bh = 170;
-    g.append("text").attr("class", "note").attr("y", 12).text(`logits z: ${r.source}`);
+    note(g, 0, 12, `logits z: ${r.source}`);
     bars(g, 50, 50, bw, bh, pRow(r.plain), r.names, `softmax(${c}·z)   H = ${fmt(r.hPlain[k], 3)} nats`, "#d6604d", "sat-plain");
     bars(g, 50 + bw + 70, 50, bw, bh, pRow(r.scaledP), r.names, `softmax(${c}·z / √${r.dK})   H = ${fmt(r.hScaled[k], 3)} nats`, "#4393c3", "sat-scaled");
-    // Entropy against c.
+    // Entropy against c: the curves are kept while z and d_k are; the marker at c moves.
     const y0 = 50 + bh + 80;
     const ew = Math.min(W - 80, 2 * bw + 70), eh = 150;
-    const gg = g.append("g").attr("transform", `translate(50,${y0})`).attr("data-testid", "sat-entropy");
     const x = d3.scaleLog().domain([1, 100]).range([0, ew]);
-    const y = d3.scaleLinear().domain([0, Math.log(n) * 1.05]).range([eh, 0]);
-    gg.append("text").attr("class", "m-title").attr("y", -10).text("entropy of the softmax against c");
-    gg.append("g").attr("transform", `translate(0,${eh})`).call(d3.axisBottom(x).ticks(5, "~g"));
-    gg.append("g").call(d3.axisLeft(y).ticks(5));
-    gg.append("text").attr("class", "m-axis-title").attr("x", ew / 2).attr("y", eh + 32).attr("text-anchor", "middle").text("c (log scale)");
-    gg.append("text").attr("class", "m-axis-title").attr("transform", `translate(-34,${eh / 2}) rotate(-90)`).attr("text-anchor", "middle").text("entropy (nats)");
-    gg.append("line").attr("x1", 0).attr("x2", ew).attr("y1", y(Math.log(n))).attr("y2", y(Math.log(n))).attr("stroke", "#aaa").attr("stroke-dasharray", "4 3");
-    gg.append("text").attr("class", "note").attr("x", ew - 4).attr("y", y(Math.log(n)) - 4).attr("text-anchor", "end").text(`ln ${n} (uniform)`);
-    const line = d3.line<number>().x((_d, i) => x(SCALES[i])).y((d) => y(d));
-    gg.append("path").attr("d", line(r.hPlain)).attr("fill", "none").attr("stroke", "#d6604d").attr("stroke-width", 2);
-    gg.append("path").attr("d", line(r.hScaled)).attr("fill", "none").attr("stroke", "#4393c3").attr("stroke-width", 2);
-    gg.append("line").attr("x1", x(c)).attr("x2", x(c)).attr("y1", 0).attr("y2", eh).attr("stroke", "#f59e0b").attr("stroke-width", 2);
-    const lg = gg.append("g").attr("transform", `translate(${ew - 190},${eh * 0.3})`);
-    [["without ÷√dₖ", "#d6604d"], [`with ÷√${r.dK}`, "#4393c3"]].forEach(([t, col], i) => {
-      lg.append("rect").attr("y", i * 16).attr("width", 14).attr("height", 4).attr("fill", col);
-      lg.append("text").attr("class", "note").attr("x", 20).attr("y", i * 16 + 5).text(t);
+    const sig = [ew, eh, n, r.dK, r.hPlain.join(","), r.hScaled.join(",")].join("|");
+    const { entry } = retained(g.node()!, "sat-entropy", sig, () => {
+      const gg = g.append("g").attr("data-testid", "sat-entropy");
+      const y = d3.scaleLinear().domain([0, Math.log(n) * 1.05]).range([eh, 0]);
+      gg.append("text").attr("class", "m-title").attr("y", -10).text("entropy of the softmax against c");
+      gg.append("g").attr("transform", `translate(0,${eh})`).call(d3.axisBottom(x).ticks(5, "~g"));
+      gg.append("g").call(d3.axisLeft(y).ticks(5));
+      gg.append("text").attr("class", "m-axis-title").attr("x", ew / 2).attr("y", eh + 32).attr("text-anchor", "middle").text("c (log scale)");
+      gg.append("text").attr("class", "m-axis-title").attr("transform", `translate(-34,${eh / 2}) rotate(-90)`).attr("text-anchor", "middle").text("entropy (nats)");
+      gg.append("line").attr("x1", 0).attr("x2", ew).attr("y1", y(Math.log(n))).attr("y2", y(Math.log(n))).attr("stroke", "#aaa").attr("stroke-dasharray", "4 3");
+      gg.append("text").attr("class", "note").attr("x", ew - 4).attr("y", y(Math.log(n)) - 4).attr("text-anchor", "end").text(`ln ${n} (uniform)`);
+      const line = d3.line<number>().x((_d, i) => x(SCALES[i])).y((d) => y(d));
+      gg.append("path").attr("d", line(r.hPlain)).attr("fill", "none").attr("stroke", "#d6604d").attr("stroke-width", 2);
+      gg.append("path").attr("d", line(r.hScaled)).attr("fill", "none").attr("stroke", "#4393c3").attr("stroke-width", 2);
+      const marker = gg.append("line").attr("y1", 0).attr("y2", eh).attr("stroke", "#f59e0b").attr("stroke-width", 2).node()!;
+      const lg = gg.append("g").attr("transform", `translate(${ew - 190},${eh * 0.3})`);
+      [["without ÷√dₖ", "#d6604d"], [`with ÷√${r.dK}`, "#4393c3"]].forEach(([t, col], i) => {
+        lg.append("rect").attr("y", i * 16).attr("width", 14).attr("height", 4).attr("fill", col);
+        lg.append("text").attr("class", "note").attr("x", 20).attr("y", i * 16 + 5).text(t);
+      });
+      return { node: gg.node()!, state: marker };
     });
+    setAttr(entry.node, "transform", `translate(50,${y0})`);
+    setAttr(entry.state, "x1", x(c));
+    setAttr(entry.state, "x2", x(c));
     return { width: Math.max(ew, 2 * bw + 70) + 60, height: y0 + eh + 44, duration: 0 };
   },
 };
