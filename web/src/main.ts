@@ -49,6 +49,8 @@ if (!location.search) Object.assign(state, presetState(state.preset, state));
 let model: Model | null = null;
 let modelKey = "";
 let playing = false;
+/** The entry animation of the last render (durationMs 0: none, e.g. with reduced motion). */
+let animation = { step: 0, view: "steps", startedAt: 0, durationMs: 0 };
 let playTimer: number | undefined;
 
 /** State fields that change the numbers (the rest only change what is shown). */
@@ -201,6 +203,7 @@ function render(animate: boolean): void {
   setHtml("status", `computed by <b>attnkit</b> (${attn.target}${attn.simd ? ", SIMD128" : ""})${batch} · ${timing.lastRecomputed ? "recomputed" : "no recompute"} · attnkit calls ${timing.lastComputeMs.toFixed(1)} ms · recompute + redraw ${timing.lastRenderMs.toFixed(1)} ms`);
   document.body.dataset.ready = "1";
   document.body.dataset.renders = String(timing.renders);
+  animation = { step: state.view === "steps" ? state.step : 0, view: state.view, startedAt: performance.now(), durationMs: duration };
   if (playing) schedule(duration);
 }
 
@@ -397,7 +400,7 @@ async function main(): Promise<void> {
   setSpeed(state.speed);
   // Test hook: timing, the state, and the numbers of every matrix on screen (canvas ones included).
   (window as unknown as { __attnkit: unknown }).__attnkit = {
-    timing, target: attn.target, simd: attn.simd, state: () => state,
+    timing, target: attn.target, simd: attn.simd, state: () => state, animation: () => animation, playing: () => playing,
     matrix: (id: string, nth = 0) => drawnMatrix(id, nth), matrixIds: () => drawnIds(),
   };
   bindControls(() => state, set);
