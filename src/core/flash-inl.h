@@ -85,37 +85,49 @@ HWY_INLINE void PackKeysTransposed(ConstMatrixView K, size_t keys, size_t padded
   }
 }
 
-// Query rows [i0, i0 + kRows) of one head against the packed keys kt
-// [d_k, kt_stride]. Returns false if a visible score overflowed.
+// The online-softmax state of query rows [i0, i0 + kRows) of one head: per
+// row the visible key count, running max m and running sum l; the running
+// output accumulates in out rows [i0, i0 + kRows) [kRows, d_v].
 template <size_t kRows>
-HWY_INLINE bool FlashRows(const internal::HeadTask& t, const internal::ScoreParams& p,
-                          const float* HWY_RESTRICT kt, size_t kt_stride, size_t i0) {
-  const float kNegInf = -std::numeric_limits<float>::infinity();
-  const size_t d_k = t.Q.cols, d_v = t.V.cols;
+struct FlashBlock {
+  size_t i0;
+  size_t keys;  // the most keys any row of the block sees
   size_t visible[kRows];
-  size_t block_keys = 0;
   float m[kRows], l[kRows];
-  for (size_t r = 0; r < kRows; ++r) {
-    visible[r] = VisibleKeys(t, p, i0 + r);
-    block_keys = std::max(block_keys, visible[r]);
-    m[r] = kNegInf;
-    l[r] = 0.0f;
-    ZeroRow(t.out.Row(i0 + r), d_v);
+
+  // Sets the state for rows [i0, i0 + kRows) and zeroes their output.
+  HWY_INLINE void Init(const internal::HeadTask& t, const internal::ScoreParams& p, size_t first) {
+    i0 = first;
+    keys = 0;
+    for (size_t r = 0; r < kRows; ++r) {
+      visible[r] = VisibleKeys(t, p, i0 + r);
+      keys = std::max(keys, visible[r]);
+      m[r] = -std::numeric_limits<float>::infinity();
+      l[r] = 0.0f;
+      ZeroRow(t.out.Row(i0 + r), t.V.cols);
+    }
   }
-  HWY_ALIGN float s[kRows * kTileKeys];
-  const MatrixView S(s, kRows, kTileKeys);
-  const ConstMatrixView Q = t.Q.Block(i0, kRows, 0, d_k);
-  const MatrixView O = t.out.Block(i0, kRows, 0, d_v);
-  for (size_t j0 = 0; j0 < block_keys; j0 += kTileKeys) {
+
+  // Folds in the key tile [j0, j0 + kTileKeys) (j0 < keys) of the packed keys
+  // kt [d_k, kt_stride]; `s` is scratch [kRows, kTileKeys]. Returns false if a
+  // visible score overflowed.
+  HWY_INLINE bool Step(const internal::HeadTask& t, const internal::ScoreParams& p,
+                       const float* HWY_RESTRICT kt, size_t kt_stride, size_t j0,
+                       float* HWY_RESTRICT s) {
+    const float kNegInf = -std::numeric_limits<float>::infinity();
+    const size_t d_k = t.Q.cols, d_v = t.V.cols;
+    const MatrixView S(s, kRows, kTileKeys);
+    const MatrixView O = t.out.Block(i0, kRows, 0, d_v);
     // S = Q_block K_tile^T over a full (zero-padded) tile of keys.
-    GemmRows<kRows, false>(Q, ConstMatrixView(kt + j0, d_k, kTileKeys, kt_stride), S, 0);
-    const size_t tile_keys = std::min(kTileKeys, block_keys - j0);
+    GemmRows<kRows, false>(t.Q.Block(i0, kRows, 0, d_k),
+                           ConstMatrixView(kt + j0, d_k, kTileKeys, kt_stride), S, 0);
+    const size_t tile_keys = std::min(kTileKeys, keys - j0);
+    const bool masks = !p.bool_mask.empty() || !p.additive_mask.empty();
     for (size_t r = 0; r < kRows; ++r) {
       float* HWY_RESTRICT row = S.Row(r);
       const size_t n = visible[r] > j0 ? std::min(tile_keys, visible[r] - j0) : 0;
       // The scale is already in K^T; softcap after it.
       if (p.softcap > 0.0f) ScaleRow(row, n, 1.0f, p.softcap);
-      const bool masks = !p.bool_mask.empty() || !p.additive_mask.empty();
       float tile_max;
       // An overflowed score (NaN, +-inf) is an error, never a mask.
       if (!RowMax</*kAllowNegInf=*/false>(row, n, &tile_max)) return false;
@@ -138,10 +150,53 @@ HWY_INLINE bool FlashRows(const internal::HeadTask& t, const internal::ScorePara
     // O += P V_tile: P [kRows, tile_keys], V rows [j0, j0 + tile_keys).
     MatMul<true>(ConstMatrixView(s, kRows, tile_keys, kTileKeys),
                  t.V.Block(j0, tile_keys, 0, d_v), O);
+    return true;
   }
-  for (size_t r = 0; r < kRows; ++r) {
-    if (l[r] > 0.0f) ScaleRow(O.Row(r), d_v, 1.0f / l[r], 0.0f);
+
+  // out rows /= l (rows that saw no key stay zero).
+  HWY_INLINE void Finish(const internal::HeadTask& t) {
+    for (size_t r = 0; r < kRows; ++r) {
+      if (l[r] > 0.0f) ScaleRow(t.out.Row(i0 + r), t.V.cols, 1.0f / l[r], 0.0f);
+    }
   }
+};
+
+// Query rows [i0, i0 + kRows) of one head, tile after tile. Returns false if
+// a visible score overflowed.
+template <size_t kRows>
+HWY_INLINE bool FlashRows(const internal::HeadTask& t, const internal::ScoreParams& p,
+                          const float* HWY_RESTRICT kt, size_t kt_stride, size_t i0) {
+  HWY_ALIGN float s[kRows * kTileKeys];
+  FlashBlock<kRows> block;
+  block.Init(t, p, i0);
+  for (size_t j0 = 0; j0 < block.keys; j0 += kTileKeys) {
+    if (!block.Step(t, p, kt, kt_stride, j0, s)) return false;
+  }
+  block.Finish(t);
+  return true;
+}
+
+// Up to kMaxBlocks full blocks of kBlockRows queries, starting at row i0,
+// with the key tiles in the outer loop: each K^T and V tile is read from
+// memory once for all the blocks, not once per block (long sequences do not
+// fit in cache). Returns false if a visible score overflowed.
+constexpr size_t kMaxBlocks = internal::kTaskQueries / kBlockRows;
+HWY_INLINE bool FlashBlocks(const internal::HeadTask& t, const internal::ScoreParams& p,
+                            const float* HWY_RESTRICT kt, size_t kt_stride, size_t i0,
+                            size_t num_blocks) {
+  HWY_ALIGN float s[kBlockRows * kTileKeys];
+  FlashBlock<kBlockRows> blocks[kMaxBlocks];
+  size_t keys = 0;
+  for (size_t b = 0; b < num_blocks; ++b) {
+    blocks[b].Init(t, p, i0 + b * kBlockRows);
+    keys = std::max(keys, blocks[b].keys);
+  }
+  for (size_t j0 = 0; j0 < keys; j0 += kTileKeys) {
+    for (size_t b = 0; b < num_blocks; ++b) {
+      if (j0 < blocks[b].keys && !blocks[b].Step(t, p, kt, kt_stride, j0, s)) return false;
+    }
+  }
+  for (size_t b = 0; b < num_blocks; ++b) blocks[b].Finish(t);
   return true;
 }
 
@@ -160,9 +215,10 @@ struct PackedKeys {
 // overflowed.
 HWY_INLINE bool FlashHead(const internal::HeadTask& t, const internal::ScoreParams& p, size_t r0,
                           size_t r1, float* HWY_RESTRICT kt, PackedKeys* packed) {
-  // Keys no query of the range can see are never packed.
-  size_t keys = 0;
-  for (size_t i = r0; i < r1; ++i) keys = std::max(keys, VisibleKeys(t, p, i));
+  // The keys the head's queries can see (the last query sees the most); keys
+  // no query can see are never packed. Packing for the whole head, not just
+  // [r0, r1), lets the next range of the head reuse the packed keys.
+  const size_t keys = VisibleKeys(t, p, t.Q.rows - 1);
   if (packed->from != t.K.data || packed->keys < keys) {
     packed->stride = (keys + kTileKeys - 1) / kTileKeys * kTileKeys;
     PackKeysTransposed(t.K, keys, packed->stride, p.scale, kt);
@@ -171,8 +227,10 @@ HWY_INLINE bool FlashHead(const internal::HeadTask& t, const internal::ScorePara
   }
   const size_t stride = packed->stride;
   size_t i = r0;
-  for (; i + kBlockRows <= r1; i += kBlockRows) {
-    if (!FlashRows<kBlockRows>(t, p, kt, stride, i)) return false;
+  while (i + kBlockRows <= r1) {
+    const size_t blocks = std::min(kMaxBlocks, (r1 - i) / kBlockRows);
+    if (!FlashBlocks(t, p, kt, stride, i, blocks)) return false;
+    i += blocks * kBlockRows;
   }
   if (kBlockRows > 4 && i + 4 <= r1) {
     if (!FlashRows<4>(t, p, kt, stride, i)) return false;

@@ -267,12 +267,24 @@ HWY_INLINE void GemmRows(ConstMatrixView A, ConstMatrixView B, MatrixView C, siz
   for (; j < C.cols; ++j) GemmTile<kRows, 1, kAccumulate>(d1, A, B, C, i, j);
 }
 
-// C [M, N] = A [M, K] B [K, N] (or C += A B with kAccumulate), four rows at a
-// time. C must not alias A or B.
+// Rows of C per register tile: with 32 vector registers (AVX-512) 8 rows x 2
+// vectors of accumulators fit; with 16 (SSE4, AVX2, WASM) 4 x 2 do.
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+constexpr size_t kGemmRows = 8;
+#else
+constexpr size_t kGemmRows = 4;
+#endif
+
+// C [M, N] = A [M, K] B [K, N] (or C += A B with kAccumulate), kGemmRows rows
+// at a time. C must not alias A or B.
 template <bool kAccumulate = false>
 HWY_INLINE void MatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
   size_t i = 0;
-  for (; i + 4 <= A.rows; i += 4) GemmRows<4, kAccumulate>(A, B, C, i);
+  for (; i + kGemmRows <= A.rows; i += kGemmRows) GemmRows<kGemmRows, kAccumulate>(A, B, C, i);
+  if (kGemmRows > 4 && i + 4 <= A.rows) {
+    GemmRows<4, kAccumulate>(A, B, C, i);
+    i += 4;
+  }
   switch (A.rows - i) {
     case 3: GemmRows<3, kAccumulate>(A, B, C, i); break;
     case 2: GemmRows<2, kAccumulate>(A, B, C, i); break;
