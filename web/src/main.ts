@@ -243,7 +243,7 @@ function morph(cur: Node, next: Node): void {
     const c = cs[i];
     if (!c) cur.appendChild(n);
     else if (c.nodeType !== n.nodeType || c.nodeName !== n.nodeName) cur.replaceChild(n, c);
-    else morph(c, n);
+    else if (!c.isEqualNode(n)) morph(c, n);
   });
   for (let i = ns.length; i < cs.length; i++) cs[i].remove();
 }
