@@ -32,41 +32,55 @@ void CheckFusedEqualsTrace(const TestMatrix& Q, const TestMatrix& K, const TestM
   CHECK(out.PaddingIntact());
 }
 
+// Random Q [T_q, d_k], K, V [T_k, ...] (d_k, d_v from the seed), compared
+// with every mask kind: none, causal, causal + key padding, boolean +
+// additive (with -inf) + softcap + scale, fully masked. `keep`: the share of
+// cells the boolean mask allows.
+void CheckEveryMaskKind(size_t T_q, size_t T_k, double keep, uint32_t* seed) {
+  const size_t d_k = 1 + *seed % 17, d_v = 1 + (*seed * 7) % 19;
+  const TestMatrix Q = Random(T_q, d_k, (*seed)++, Layout::kStrided, -2.0f, 2.0f);
+  const TestMatrix K = Random(T_k, d_k, (*seed)++, Layout::kStrided, -2.0f, 2.0f);
+  const TestMatrix V = Random(T_k, d_v, (*seed)++, Layout::kStrided);
+  INFO("T_q " << T_q << " T_k " << T_k << " d_k " << d_k << " d_v " << d_v);
+  AttentionOptions o;
+  { INFO("no mask"); CheckFusedEqualsTrace(Q, K, V, o); }
+  o.causal = true;
+  { INFO("causal (offset T_k - T_q)"); CheckFusedEqualsTrace(Q, K, V, o); }
+  o.key_length = T_k / 2;
+  { INFO("causal + key padding"); CheckFusedEqualsTrace(Q, K, V, o); }
+  o = AttentionOptions();
+  const TestMask mask = RandomMask(T_q, T_k, (*seed)++, keep, Layout::kStrided);
+  o.bool_mask = mask.view();
+  TestMatrix add = Random(T_q, T_k, (*seed)++, Layout::kStrided, -3.0f, 3.0f);
+  for (size_t i = 0; i < T_q; ++i) add(i, (i * 5) % T_k) = -kInf;
+  o.additive_mask = add.cview();
+  o.softcap = 5.0f;
+  o.scale = 0.7f;
+  { INFO("boolean + additive + softcap + scale"); CheckFusedEqualsTrace(Q, K, V, o); }
+  o = AttentionOptions();
+  o.key_length = 0;
+  { INFO("fully masked"); CheckFusedEqualsTrace(Q, K, V, o); }
+  // Only the last key visible: the running max starts late, and for split-K
+  // every chunk but the last sees nothing.
+  TestMask last(T_q, T_k, Layout::kContiguous, 0);
+  for (size_t i = 0; i < T_q; ++i) last(i, T_k - 1) = 1;
+  o = AttentionOptions();
+  o.bool_mask = last.view();
+  { INFO("only the last key"); CheckFusedEqualsTrace(Q, K, V, o); }
+}
+
 }  // namespace
 
 TEST_CASE("Fused attention equals the trace path across tile boundaries, every mask kind",
           "[flash]") {
-  // Key counts around the 64-key tile; query counts around the 4-row block.
+  // Key counts around the 64-key tile; query counts around the 4- and 8-row
+  // blocks and the 32-query task.
   const size_t key_counts[] = {4, 5, 63, 64, 65, 130, 193};
-  const size_t query_counts[] = {4, 5, 7, 9, 66};
+  const size_t query_counts[] = {4, 5, 7, 9, 40, 66};
   ForEachTarget([&](int64_t) {
     uint32_t seed = 1;
     for (size_t T_k : key_counts) {
-      for (size_t T_q : query_counts) {
-        const size_t d_k = 1 + seed % 17, d_v = 1 + (seed * 7) % 19;
-        const TestMatrix Q = Random(T_q, d_k, seed++, Layout::kStrided, -2.0f, 2.0f);
-        const TestMatrix K = Random(T_k, d_k, seed++, Layout::kStrided, -2.0f, 2.0f);
-        const TestMatrix V = Random(T_k, d_v, seed++, Layout::kStrided);
-        INFO("T_q " << T_q << " T_k " << T_k << " d_k " << d_k << " d_v " << d_v);
-        AttentionOptions o;
-        { INFO("no mask"); CheckFusedEqualsTrace(Q, K, V, o); }
-        o.causal = true;
-        { INFO("causal (offset T_k - T_q)"); CheckFusedEqualsTrace(Q, K, V, o); }
-        o.key_length = T_k / 2;
-        { INFO("causal + key padding"); CheckFusedEqualsTrace(Q, K, V, o); }
-        o = AttentionOptions();
-        const TestMask mask = RandomMask(T_q, T_k, seed++, 0.6, Layout::kStrided);
-        o.bool_mask = mask.view();
-        TestMatrix add = Random(T_q, T_k, seed++, Layout::kStrided, -3.0f, 3.0f);
-        for (size_t i = 0; i < T_q; ++i) add(i, (i * 5) % T_k) = -kInf;
-        o.additive_mask = add.cview();
-        o.softcap = 5.0f;
-        o.scale = 0.7f;
-        { INFO("boolean + additive + softcap + scale"); CheckFusedEqualsTrace(Q, K, V, o); }
-        o = AttentionOptions();
-        o.key_length = 0;
-        { INFO("fully masked"); CheckFusedEqualsTrace(Q, K, V, o); }
-      }
+      for (size_t T_q : query_counts) CheckEveryMaskKind(T_q, T_k, 0.6, &seed);
     }
   });
 }
@@ -98,37 +112,7 @@ TEST_CASE("Split-K decoding equals the trace path across chunk boundaries, every
     uint32_t seed = 900;
     for (size_t T_k : key_counts) {
       for (size_t T_q : {size_t{1}, size_t{2}, size_t{3}}) {
-        if (T_q > T_k) continue;
-        const size_t d_k = 1 + seed % 17, d_v = 1 + (seed * 7) % 19;
-        const TestMatrix Q = Random(T_q, d_k, seed++, Layout::kStrided, -2.0f, 2.0f);
-        const TestMatrix K = Random(T_k, d_k, seed++, Layout::kStrided, -2.0f, 2.0f);
-        const TestMatrix V = Random(T_k, d_v, seed++, Layout::kStrided);
-        INFO("T_q " << T_q << " T_k " << T_k << " d_k " << d_k << " d_v " << d_v);
-        AttentionOptions o;
-        { INFO("no mask"); CheckFusedEqualsTrace(Q, K, V, o); }
-        o.causal = true;
-        { INFO("causal"); CheckFusedEqualsTrace(Q, K, V, o); }
-        o.key_length = T_k / 2;
-        { INFO("causal + key padding"); CheckFusedEqualsTrace(Q, K, V, o); }
-        o = AttentionOptions();
-        const TestMask mask = RandomMask(T_q, T_k, seed++, 0.3, Layout::kStrided);
-        o.bool_mask = mask.view();
-        TestMatrix add = Random(T_q, T_k, seed++, Layout::kStrided, -3.0f, 3.0f);
-        for (size_t i = 0; i < T_q; ++i) add(i, (i * 5) % T_k) = -kInf;
-        o.additive_mask = add.cview();
-        o.softcap = 5.0f;
-        o.scale = 0.7f;
-        { INFO("boolean + additive + softcap + scale"); CheckFusedEqualsTrace(Q, K, V, o); }
-        o = AttentionOptions();
-        o.key_length = 0;
-        { INFO("fully masked"); CheckFusedEqualsTrace(Q, K, V, o); }
-        // Only the last chunk visible, with a huge score there: the merge
-        // must not be thrown off by chunks that see nothing.
-        TestMask last(T_q, T_k, Layout::kContiguous, 0);
-        for (size_t i = 0; i < T_q; ++i) last(i, T_k - 1) = 1;
-        o = AttentionOptions();
-        o.bool_mask = last.view();
-        { INFO("only the last key"); CheckFusedEqualsTrace(Q, K, V, o); }
+        if (T_q <= T_k) CheckEveryMaskKind(T_q, T_k, 0.3, &seed);
       }
     }
   });

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -47,10 +48,13 @@ void SetFlops(benchmark::State& state, double flops_per_iteration) {
                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// One head; args T, causal and (BM_AttnkitThreads only) the pool's threads.
 void BM_Attnkit(benchmark::State& state) {
   Head h(state.range(0));
   attnkit::AttentionOptions o;
   o.causal = state.range(1) != 0;
+  std::optional<attnkit::ThreadPool> pool;
+  if (state.range(2) > 1) o.pool = &pool.emplace(state.range(2));
   const attnkit::ConstMatrixView Q(h.q.data(), h.T, kD), K(h.k.data(), h.T, kD),
       V(h.v.data(), h.T, kD);
   for (auto _ : state) {
@@ -121,23 +125,6 @@ void BM_Loop(benchmark::State& state) {
   SetFlops(state, 4.0 * h.T * h.T * kD);
 }
 
-// One head as BM_Attnkit, with a pool of state.range(2) threads.
-void BM_AttnkitThreads(benchmark::State& state) {
-  Head h(state.range(0));
-  attnkit::ThreadPool pool(state.range(2));
-  attnkit::AttentionOptions o;
-  o.causal = state.range(1) != 0;
-  o.pool = &pool;
-  const attnkit::ConstMatrixView Q(h.q.data(), h.T, kD), K(h.k.data(), h.T, kD),
-      V(h.v.data(), h.T, kD);
-  for (auto _ : state) {
-    const attnkit::Status s = attnkit::Attention(Q, K, V, o, attnkit::MatrixView(h.out.data(), h.T, kD));
-    if (!s.ok()) state.SkipWithError(s.message().c_str());
-    benchmark::DoNotOptimize(h.out.data());
-  }
-  SetFlops(state, 4.0 * h.T * h.T * kD);
-}
-
 // Multi-head self-attention with projections and W_O: B=1, T=512, d_model=512,
 // 8 heads; state.range(0) threads.
 void BM_AttnkitMultiHead(benchmark::State& state) {
@@ -197,8 +184,8 @@ void BM_FmaPeak(benchmark::State& state) {
 
 void Shapes(benchmark::internal::Benchmark* b) {
   for (int64_t causal : {0, 1})
-    for (int64_t T : {128, 512, 2048, 8192}) b->Args({T, causal});
-  b->ArgNames({"T", "causal"})->Unit(benchmark::kMillisecond);
+    for (int64_t T : {128, 512, 2048, 8192}) b->Args({T, causal, 1});
+  b->ArgNames({"T", "causal", "threads"})->Unit(benchmark::kMillisecond);
 }
 
 }  // namespace
@@ -209,7 +196,8 @@ BENCHMARK(BM_OpenBlas)->Apply(Shapes);
 BENCHMARK(BM_Loop)->Apply(Shapes);
 // Threads: 1 and every thread of the machine (the figures above are one thread).
 const int64_t kThreads = static_cast<int64_t>(attnkit::ThreadPool::MaxThreads());
-BENCHMARK(BM_AttnkitThreads)
+BENCHMARK(BM_Attnkit)
+    ->Name("BM_AttnkitThreads")
     ->ArgNames({"T", "causal", "threads"})
     ->ArgsProduct({{2048}, {0, 1}, {kThreads}})
     ->UseRealTime()  // wall time: the pool's threads are not in the CPU time
