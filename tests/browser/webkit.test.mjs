@@ -103,11 +103,4 @@ smokeTests("webkit", async () => {
   };
 }, {
   serveDist: (dir) => serveWithScript(dir, CONSOLE_HOOK),
-  todo: {
-    // Known page bug in WebKit: a canvas matrix (inside <foreignObject>) gets an
-    // accelerated, composited canvas whose layer ignores the SVG transforms above
-    // it, so it is painted at the scene's origin. A 2D context created with
-    // { willReadFrequently: true } is not composited and paints in place.
-    canvasPaint: "WebKit paints composited canvases in <foreignObject> at the SVG origin (web/src/views/matrix.ts: getContext(\"2d\") needs { willReadFrequently: true })",
-  },
 });

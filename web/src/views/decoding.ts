@@ -109,10 +109,11 @@ export const decodingView: Scene = {
     if (d.keys && d.values && d.weights) {
       const Kc = drawMatrix(g, { id: "cacheK", title: `K cache${heads > 1 ? ` (kv ${kvGroup(ctx.cfg, h)})` : ""}`, shape: shape(d.t, dK), m: d.keys, x, y, cell, color,
         rowLabels: labels.slice(0, d.t), hidden: ctx.animate ? (r) => r === d.t - 1 : undefined, tip: (r, c, v) => `cached k${sub(r)}[${c}] = <b>${fmt(v, 4)}</b>` });
-      x += Math.max(Kc.width, 130) + 14;
+      // Room for the titles, which start after the row labels (at gx).
+      x += Math.max(Kc.width, Kc.gx - x + 130) + 14;
       const Vc = drawMatrix(g, { id: "cacheV", title: "V cache", shape: shape(d.t, dV), m: d.values, x, y, cell, color,
         tip: (r, c, v) => `cached v${sub(r)}[${c}] = <b>${fmt(v, 4)}</b>` });
-      x += Math.max(Vc.width, 90) + 14;
+      x += Math.max(Vc.width, Vc.gx - x + 90) + 14;
       const Wr = drawMatrix(g, { id: "decodeWeights", title: `α of q${sub(d.t - 1)}`, shape: shape(1, d.t), m: d.weights, x, y, cell, color: sequential(),
         colLabels: labels.slice(0, d.t), tip: (_r, c, v) => `α${sub(d.t - 1)}${sub(c)} = <b>${fmt(v, 4)}</b>` });
       if (ctx.animate) Kc.reveal((r) => (r === d.t - 1 ? 0 : -1), dur(400));

@@ -500,7 +500,9 @@ function paintCanvas(s: CanvasCells, o: MatrixOpts, digits: number): void {
   const n = rows * cols;
   const cell = o.cell;
   const dpr = window.devicePixelRatio || 1;
-  const c2d = (s.c2d ??= s.canvas.getContext("2d"));
+  // Not an accelerated (composited) canvas: WebKit paints those inside a
+  // <foreignObject> at the SVG's origin, ignoring the transforms above them.
+  const c2d = (s.c2d ??= s.canvas.getContext("2d", { willReadFrequently: true }));
   if (!c2d) return;
   s.painted = true;
   const Wpx = s.canvas.width, Hpx = s.canvas.height;
