@@ -65,6 +65,13 @@ struct Fuzz {
     }
   }
 
+  // Two threads, shared by every input: the split of work must never change a
+  // status or leave a non-finite output.
+  static attnkit::ThreadPool* Pool() {
+    static attnkit::ThreadPool pool(2);
+    return &pool;
+  }
+
   attnkit::AttentionOptions Options(size_t T_q, size_t T_k, size_t batch, Matrix* additive,
                                     std::vector<uint8_t>* mask) {
     attnkit::AttentionOptions o;
@@ -82,6 +89,7 @@ struct Fuzz {
       for (auto& m : *mask) m = in.ConsumeBool();
       o.bool_mask = attnkit::MaskView(mask->data(), r, c);
     }
+    if (flags & 128) o.pool = Pool();
     if (flags & 64) {
       *additive = Matrix(Maybe(T_q), Maybe(T_k));
       for (size_t i = 0; i < additive->size(); ++i) {
@@ -195,6 +203,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         f.all_finite = weights_finite;  // this step's inputs: weights and X
         Matrix X = f.Mat(batch * t_new, d_model);
         attnkit::DecodeOptions o;
+        if (in.ConsumeBool()) o.pool = Fuzz::Pool();
         Matrix out(batch * t_new, d_model);
         const size_t before = cache.size();
         const Status s = attnkit::MultiHeadDecode(X, w, c, o, &cache, out);
