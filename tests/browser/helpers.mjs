@@ -195,6 +195,57 @@ const outsideRequests = (origin) => performance.getEntriesByType("resource").map
   .filter((u) => !u.startsWith(origin) && !u.startsWith("data:") && !u.startsWith("blob:"));
 
 /**
+ * Asserts every upper-triangle weight of a square matrix read from the page is 0 and
+ * shown as "0.00"; returns how many there are.
+ */
+export function assertUpperTriangleZero(w) {
+  let upper = 0;
+  for (let i = 0; i < w.rows; i++) {
+    for (let j = i + 1; j < w.cols; j++) {
+      assert.equal(w.values[i * w.cols + j], 0, `weight (${i}, ${j})`);
+      assert.equal(w.texts[i * w.cols + j], "0.00", `weight (${i}, ${j}) as shown`);
+      upper++;
+    }
+  }
+  assert.equal(upper, (w.rows * (w.rows - 1)) / 2);
+  return upper;
+}
+
+/**
+ * On the seed 001 preset: walks steps 1-7 and checks every matrix on screen against
+ * the core's trace (and q_0 against the seed's printed row, within its rounding).
+ * `matrix(id)` reads a matrix's values and texts, `text(selector)` an element's text;
+ * `atStep6` runs at step 6 (a screenshot). Returns the trace.
+ */
+export async function checkSeed001({ attn, gotoStep, matrix, text, atStep6 = async () => {} }) {
+  const { X, WQ, KT, V, Q0_PRINTED } = SEED001;
+  const Q = attn.matmul(X, WQ);
+  const K = KT[0].map((_, j) => KT.map((r) => r[j]));
+  const tr = attn.traceQKV(Q, K, V, { causal: true });
+  await gotoStep(1);
+  assertClose((await matrix("X")).values, X.flat(), 1e-6, "X");
+  await gotoStep(2);
+  const q = await matrix("Q");
+  assertClose(q.values, Array.from(Q.data), 1e-6, "Q");
+  assertClose(q.values.slice(0, 4), Q0_PRINTED, 0.01, "q_0 vs the seed's printed row");
+  assert.deepEqual(q.texts.slice(0, 4), ["1.01", "0.36", "−0.74", "−0.09"]);
+  await gotoStep(3);
+  assertClose((await matrix("scores")).values, Array.from(tr.rawScores.data), 1e-5, "Q K^T");
+  await gotoStep(4);
+  assertClose((await matrix("scaled")).values, Array.from(tr.scaledScores.data), 1e-5, "scaled");
+  await gotoStep(5);
+  assertClose((await matrix("masked")).values, Array.from(tr.maskedScores.data), 1e-5, "masked");
+  await gotoStep(6);
+  assertClose((await matrix("weights")).values, Array.from(tr.weights.data), 1e-6, "weights");
+  assertClose((await matrix("rowsums")).values, [1, 1, 1, 1, 1, 1], 1e-5, "row sums");
+  await atStep6();
+  await gotoStep(7);
+  assertClose((await matrix("output")).values, Array.from(tr.output.data), 1e-5, "output");
+  assert.match(await text('[data-testid="caption"]'), /Seed 001 check/);
+  return tr;
+}
+
+/**
  * Registers the smoke suite for one browser. `open(serverUrl)` starts the
  * browser and resolves to a driver:
  *   { label (browser and version), goto(url), evaluate(fn, arg) (fn runs in
@@ -308,33 +359,10 @@ export function smokeTests(name, open, { serveDist = serve, todo = {} } = {}) {
   });
 
   test(`${name}: seed 001's numbers on screen are the core's, and q_0 is the printed row`, async () => {
-    const { X, WQ, KT, V, Q0_PRINTED } = SEED001;
     await d.select('[data-testid="preset"]', "seed001");
     await poll(() => d.evaluate(() => window.__attnkit.state().preset === "seed001"), "preset seed001", 5000);
     await ready();
-    const Q = attn.matmul(X, WQ);
-    const K = KT[0].map((_, j) => KT.map((r) => r[j]));
-    const tr = attn.traceQKV(Q, K, V, { causal: true });
-    await gotoStep(1);
-    assertClose((await matrix("X")).values, X.flat(), 1e-6, "X");
-    await gotoStep(2);
-    const q = await matrix("Q");
-    assertClose(q.values, Array.from(Q.data), 1e-6, "Q");
-    assertClose(q.values.slice(0, 4), Q0_PRINTED, 0.01, "q_0 vs the seed's printed row");
-    assert.deepEqual(q.texts.slice(0, 4), ["1.01", "0.36", "−0.74", "−0.09"]);
-    await gotoStep(3);
-    assertClose((await matrix("scores")).values, Array.from(tr.rawScores.data), 1e-5, "Q K^T");
-    await gotoStep(4);
-    assertClose((await matrix("scaled")).values, Array.from(tr.scaledScores.data), 1e-5, "scaled");
-    await gotoStep(5);
-    assertClose((await matrix("masked")).values, Array.from(tr.maskedScores.data), 1e-5, "masked");
-    await gotoStep(6);
-    assertClose((await matrix("weights")).values, Array.from(tr.weights.data), 1e-6, "weights");
-    assertClose((await matrix("rowsums")).values, [1, 1, 1, 1, 1, 1], 1e-5, "row sums");
-    await shot("seed001-numbers-step6");
-    await gotoStep(7);
-    assertClose((await matrix("output")).values, Array.from(tr.output.data), 1e-5, "output");
-    assert.match(await text('[data-testid="caption"]'), /Seed 001 check/);
+    await checkSeed001({ attn, gotoStep, matrix, text, atStep6: () => shot("seed001-numbers-step6") });
     await noProblems();
   });
 
@@ -345,16 +373,7 @@ export function smokeTests(name, open, { serveDist = serve, todo = {} } = {}) {
     await d.select('[data-testid="mask"]', "causal");
     await poll(() => d.evaluate(() => window.__attnkit.state().mask === "causal"), "mask causal", 5000);
     await gotoStep(6);
-    const w = await matrix("weights");
-    let upper = 0;
-    for (let i = 0; i < w.rows; i++) {
-      for (let j = i + 1; j < w.cols; j++) {
-        assert.equal(w.values[i * w.cols + j], 0, `weight (${i}, ${j})`);
-        assert.equal(w.texts[i * w.cols + j], "0.00", `weight (${i}, ${j}) as shown`);
-        upper++;
-      }
-    }
-    assert.equal(upper, (w.rows * (w.rows - 1)) / 2);
+    const upper = assertUpperTriangleZero(await matrix("weights"));
     await shot("train-causal-step6");
     await gotoStep(5);
     const M = await matrix("M");

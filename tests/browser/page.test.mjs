@@ -5,26 +5,16 @@ import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync, existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
-import { fileURLToPath } from "node:url";
 import { createAttnkit } from "attnkit";
 import { chromium } from "playwright-core";
+import { PRESETS, SEED001, assertClose, assertUpperTriangleZero, checkSeed001, dist, shots } from "./helpers.mjs";
+
+const { X, WQ, KT, V } = SEED001;
 import { serve } from "./server.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const root = path.resolve(here, "../..");
-const dist = path.join(root, "web/dist");
-const shots = path.join(root, "tests/artifacts/screenshots");
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
   "--disable-background-networking", "--disable-component-update", "--disable-sync"];
-const PRESETS = ["seed001", "train", "bank", "flies", "fox"];
-
-// Seed 001's printed tables.
-const X = [[0.1, -0.2, 0.1, 0.2], [0.8, 0.8, -0.9, 0.5], [-0.6, 0.4, 0.5, -0.9], [0.9, -0.7, 0.8, 0.7], [0.4, 0.3, 0.4, 0.4], [0.8, 0.2, 0.9, -0.2]];
-const WQ = [[3.4, -2.1, 0.8, 1.9], [-1.2, 0.5, 3.7, -0.8], [2.9, 1.1, -3.4, 0.6], [0.7, 2.8, 1.3, -2.5]];
-const KT = [[0.15, 1.94, -0.98, 2.53, 1.24, 2.18], [0.16, 1.44, 0.64, -2.33, 0.81, 0.44], [0.25, 0.35, 1.25, 2.24, 1.14, 3.25], [0.28, 1.15, -0.81, 1.93, -0.81, -0.28]];
-const V = [[0.43, 0.29, 0.64, 0.83], [1.15, 1.19, -0.28, 0.67], [-0.21, 0.64, 0.59, -0.82], [1.19, -0.45, 0.86, 0.99], [0.51, 0.41, 0.51, 0.51], [1.19, 0.28, 0.95, -0.15]];
-const Q0_PRINTED = [1.01, 0.36, -0.74, -0.09];
 
 let server, browser, context, page, attn;
 const problems = [];
@@ -100,15 +90,6 @@ async function gotoStep(n) {
   await page.waitForSelector(`svg[data-testid="scene-svg"][data-step="${n}"][data-view="steps"]`);
 }
 
-function assertClose(actual, expected, tol, what) {
-  assert.equal(actual.length, expected.length, `${what}: length`);
-  for (let i = 0; i < expected.length; i++) {
-    const a = actual[i], e = expected[i];
-    if (e === -Infinity) assert.equal(a, -Infinity, `${what}[${i}]`);
-    else assert.ok(Math.abs(a - e) <= tol, `${what}[${i}]: page ${a}, core ${e}`);
-  }
-}
-
 before(async () => {
   assert.ok(existsSync(path.join(dist, "index.html")), "web/dist is missing: run `npx vite build web` first");
   mkdirSync(shots, { recursive: true });
@@ -160,30 +141,8 @@ test("every step of every preset renders (screenshots saved)", async () => {
 test("seed 001: the numbers on screen are the core's, and q_0 is the printed row", async () => {
   await page.selectOption('[data-testid="preset"]', "seed001");
   await ready();
-  const Q = attn.matmul(X, WQ);
-  const K = KT[0].map((_, j) => KT.map((r) => r[j]));
-  const tr = attn.traceQKV(Q, K, V, { causal: true });
+  const tr = await checkSeed001({ attn, gotoStep, matrix, text: (selector) => page.textContent(selector) });
   assert.equal(tr.scale, 0.5);
-  await gotoStep(1);
-  assertClose((await matrix("X")).values, X.flat(), 1e-6, "X");
-  await gotoStep(2);
-  const q = await matrix("Q");
-  assertClose(q.values, Array.from(Q.data), 1e-6, "Q");
-  assertClose(q.values.slice(0, 4), Q0_PRINTED, 0.01, "q_0 vs the seed's printed row");
-  assert.deepEqual(q.texts.slice(0, 4), ["1.01", "0.36", "−0.74", "−0.09"]);
-  await gotoStep(3);
-  assertClose((await matrix("scores")).values, Array.from(tr.rawScores.data), 1e-5, "Q K^T");
-  await gotoStep(4);
-  assertClose((await matrix("scaled")).values, Array.from(tr.scaledScores.data), 1e-5, "scaled");
-  await gotoStep(5);
-  assertClose((await matrix("masked")).values, Array.from(tr.maskedScores.data), 1e-5, "masked");
-  await gotoStep(6);
-  const w = await matrix("weights");
-  assertClose(w.values, Array.from(tr.weights.data), 1e-6, "weights");
-  assertClose((await matrix("rowsums")).values, [1, 1, 1, 1, 1, 1], 1e-5, "row sums");
-  await gotoStep(7);
-  assertClose((await matrix("output")).values, Array.from(tr.output.data), 1e-5, "output");
-  assert.match(await page.textContent('[data-testid="caption"]'), /Seed 001 check/);
   assert.deepEqual(problems, []);
 });
 
@@ -192,16 +151,7 @@ test("the causal mask puts 0 in every upper-triangle weight", async () => {
   await ready();
   await page.selectOption('[data-testid="mask"]', "causal");
   await gotoStep(6);
-  const w = await matrix("weights");
-  let upper = 0;
-  for (let i = 0; i < w.rows; i++) {
-    for (let j = i + 1; j < w.cols; j++) {
-      assert.equal(w.values[i * w.cols + j], 0, `weight (${i}, ${j})`);
-      assert.equal(w.texts[i * w.cols + j], "0.00");
-      upper++;
-    }
-  }
-  assert.equal(upper, (w.rows * (w.rows - 1)) / 2);
+  const upper = assertUpperTriangleZero(await matrix("weights"));
   await page.screenshot({ path: path.join(shots, "train-causal-step6.png") });
   await gotoStep(5);
   const M = await matrix("M");
