@@ -208,7 +208,8 @@ HWY_INLINE bool SoftmaxRow(float* HWY_RESTRICT x, size_t n) {
 // B [K, N]. The kRows x kCols accumulators stay in registers for the whole K
 // loop: per k, kCols loads of B and kRows broadcasts of A feed kRows * kCols
 // FMAs. 4 x 2 fits the 16 registers of SSE4/AVX2 and the WASM target.
-template <size_t kRows, size_t kCols, bool kAccumulate, class D>
+// kUnroll (2 or 4): k steps per pointer advance.
+template <size_t kRows, size_t kCols, bool kAccumulate, size_t kUnroll, class D>
 HWY_INLINE void GemmTile(D d, ConstMatrixView A, ConstMatrixView B, MatrixView C, size_t i,
                          size_t j) {
   using V = hn::Vec<D>;
@@ -224,9 +225,9 @@ HWY_INLINE void GemmTile(D d, ConstMatrixView A, ConstMatrixView B, MatrixView C
   const float* HWY_RESTRICT b = B.Row(0) + j;
   const size_t stride = B.stride;
   // One step: acc[r][:] += a[r][u] * B row (k + u). The pointers advance once
-  // per four steps, so most loads use constant offsets: in wasm, which has no
-  // scaled addressing, this made the GEMM about a third faster (AVX2 a
-  // quarter, AVX-512 a tenth).
+  // per kUnroll steps, so most loads use constant offsets: in wasm, which has
+  // no scaled addressing, four steps made the GEMM about a third faster (AVX2
+  // a quarter, AVX-512 a tenth) than one.
   const auto step = [&](size_t u, const float* HWY_RESTRICT brow) HWY_ATTR {
     V bv[kCols];
     for (size_t c = 0; c < kCols; ++c) bv[c] = hn::LoadU(d, brow + c * N);
@@ -235,14 +236,17 @@ HWY_INLINE void GemmTile(D d, ConstMatrixView A, ConstMatrixView B, MatrixView C
       for (size_t c = 0; c < kCols; ++c) acc[r][c] = hn::MulAdd(av, bv[c], acc[r][c]);
     }
   };
+  static_assert(kUnroll == 2 || kUnroll == 4, "kUnroll: 2 or 4");
   size_t k = 0;
-  for (; k + 4 <= A.cols; k += 4) {
+  for (; k + kUnroll <= A.cols; k += kUnroll) {
     step(0, b);
     step(1, b + stride);
-    step(2, b + 2 * stride);
-    step(3, b + 3 * stride);
-    for (size_t r = 0; r < kRows; ++r) a[r] += 4;
-    b += 4 * stride;
+    if constexpr (kUnroll == 4) {
+      step(2, b + 2 * stride);
+      step(3, b + 3 * stride);
+    }
+    for (size_t r = 0; r < kRows; ++r) a[r] += kUnroll;
+    b += kUnroll * stride;
   }
   for (; k < A.cols; ++k) {
     step(0, b);
@@ -256,15 +260,15 @@ HWY_INLINE void GemmTile(D d, ConstMatrixView A, ConstMatrixView B, MatrixView C
 
 // C rows [i, i + kRows) = (or +=) A rows [i, i + kRows) B, all columns: tiles
 // of two vectors, then one, then single lanes.
-template <size_t kRows, bool kAccumulate>
+template <size_t kRows, bool kAccumulate, size_t kUnroll = 4>
 HWY_INLINE void GemmRows(ConstMatrixView A, ConstMatrixView B, MatrixView C, size_t i) {
   const DF d;
   const DF1 d1;
   const size_t N = hn::Lanes(d);
   size_t j = 0;
-  for (; j + 2 * N <= C.cols; j += 2 * N) GemmTile<kRows, 2, kAccumulate>(d, A, B, C, i, j);
-  for (; j + N <= C.cols; j += N) GemmTile<kRows, 1, kAccumulate>(d, A, B, C, i, j);
-  for (; j < C.cols; ++j) GemmTile<kRows, 1, kAccumulate>(d1, A, B, C, i, j);
+  for (; j + 2 * N <= C.cols; j += 2 * N) GemmTile<kRows, 2, kAccumulate, kUnroll>(d, A, B, C, i, j);
+  for (; j + N <= C.cols; j += N) GemmTile<kRows, 1, kAccumulate, kUnroll>(d, A, B, C, i, j);
+  for (; j < C.cols; ++j) GemmTile<kRows, 1, kAccumulate, kUnroll>(d1, A, B, C, i, j);
 }
 
 // Rows of C per register tile: with 32 vector registers (AVX-512) 8 rows x 2
@@ -277,18 +281,20 @@ constexpr size_t kGemmRows = 4;
 
 // C [M, N] = A [M, K] B [K, N] (or C += A B with kAccumulate), kGemmRows rows
 // at a time. C must not alias A or B.
-template <bool kAccumulate = false>
+template <bool kAccumulate = false, size_t kUnroll = 4>
 HWY_INLINE void MatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
   size_t i = 0;
-  for (; i + kGemmRows <= A.rows; i += kGemmRows) GemmRows<kGemmRows, kAccumulate>(A, B, C, i);
+  for (; i + kGemmRows <= A.rows; i += kGemmRows) {
+    GemmRows<kGemmRows, kAccumulate, kUnroll>(A, B, C, i);
+  }
   if (kGemmRows > 4 && i + 4 <= A.rows) {
-    GemmRows<4, kAccumulate>(A, B, C, i);
+    GemmRows<4, kAccumulate, kUnroll>(A, B, C, i);
     i += 4;
   }
   switch (A.rows - i) {
-    case 3: GemmRows<3, kAccumulate>(A, B, C, i); break;
-    case 2: GemmRows<2, kAccumulate>(A, B, C, i); break;
-    case 1: GemmRows<1, kAccumulate>(A, B, C, i); break;
+    case 3: GemmRows<3, kAccumulate, kUnroll>(A, B, C, i); break;
+    case 2: GemmRows<2, kAccumulate, kUnroll>(A, B, C, i); break;
+    case 1: GemmRows<1, kAccumulate, kUnroll>(A, B, C, i); break;
     default: break;
   }
 }
