@@ -110,8 +110,7 @@ bool RunAttentionJobT(const AttentionJob& job) {
   for (size_t h = 0; h < job.heads.size(); ++h) {
     if (job.paths[h] != internal::HeadPath::kSplitK) continue;
     const HeadTask& t = job.heads[h];
-    const size_t chunks = (t.K.rows + internal::kDecodeChunkKeys - 1) / internal::kDecodeChunkKeys;
-    MergeChunks(t, chunks, job.partials + job.partials_at[h]);
+    MergeChunks(t, internal::DecodeChunks(t.K.rows), job.partials + job.partials_at[h]);
     if (!AllFinite(t.out)) return false;
   }
   if (!job.output.W.empty()) return Project(job.pool, {job.output}, job.output_work);
@@ -203,7 +202,7 @@ Status RunAttentionJob(AttentionJob* job) {
     } else {
       job->paths[h] = HeadPath::kSplitK;
       n = kDecodeChunkKeys;
-      const size_t chunks = RoundUp(t.K.rows, kDecodeChunkKeys) / kDecodeChunkKeys;
+      const size_t chunks = DecodeChunks(t.K.rows);
       for (size_t c = 0; c < chunks; ++c) job->head_work.push_back({h, c, c + 1});
       size_t head_partials;  // small: T_q < 4, and T_k, d_v are sizes of real matrices
       ATTNKIT_RETURN_IF_ERROR(

@@ -51,6 +51,9 @@ constexpr size_t kTaskRows = 32;
 constexpr size_t kTaskQueries = 32;
 constexpr size_t kDecodeChunkKeys = 256;
 
+// The key chunks of a split-K head with T_k keys.
+inline size_t DecodeChunks(size_t T_k) { return (T_k + kDecodeChunkKeys - 1) / kDecodeChunkKeys; }
+
 // How one head task is computed.
 enum class HeadPath { kTrace, kFused, kSplitK };
 
