@@ -251,7 +251,14 @@ export async function checkSeed001({ attn, gotoStep, matrix, text, atStep6 = asy
  *   { label (browser and version), goto(url), evaluate(fn, arg) (fn runs in
  *     the page), click(selector), select(selector, value),
  *     viewport(width, height) (as near as the browser allows),
- *     screenshot(file), problems(): Promise<string[]>, close() }
+ *     screenshot(file), problems(): Promise<string[]>, close(),
+ *     and optionally recover(error) }
+ * recover(error), called when a test throws: if the browser itself died (its
+ * process exited or its WebDriver session is gone) it starts a new one and
+ * resolves to a report of what died and what it printed; if the browser is
+ * alive it resolves to null and the error stands. A test whose browser died
+ * runs once more on a freshly loaded page, and the report is printed: a page
+ * that kills the browser again fails.
  * `serveDist(dir)` serves the built page (default: server.mjs's serve).
  * `todo` maps a test's key ("canvasPaint") to the reason it is known to fail in
  * this browser: it then runs and reports, but as a TODO that fails nothing.
@@ -306,6 +313,22 @@ export function smokeTests(name, open, { serveDist = serve, todo = {} } = {}) {
     }
     assert.deepEqual(wrong, [], `${name}-${file}.png: canvas matrices not painted where they are laid out`);
   }
+  /** node:test's test(), with one rerun on a fresh page when the browser process died under it (see recover above). */
+  function browserTest(title, ...args) {
+    const fn = args.pop(), options = args[0] ?? {};
+    test(title, options, async (t) => {
+      try {
+        return await fn(t);
+      } catch (e) {
+        const report = await d?.recover?.(e);
+        if (!report) throw e;
+        console.log(`${title}: the browser died (${e.name}: ${e.message || "no message"}); running the test again in a new one.\n${report}`);
+        await d.goto(server.url);
+        await ready();
+        return await fn(t);
+      }
+    });
+  }
   async function noProblems() {
     const found = [...(await d.problems()), ...(await d.evaluate(outsideRequests, server.url)).map((u) => `request outside the page: ${u}`)];
     assert.deepEqual(found, []);
@@ -330,14 +353,14 @@ export function smokeTests(name, open, { serveDist = serve, todo = {} } = {}) {
     await server?.close();
   });
 
-  test(`${name}: the page loads with no console errors or warnings and no outside requests`, async () => {
+  browserTest(`${name}: the page loads with no console errors or warnings and no outside requests`, async () => {
     assert.match(await text('[data-testid="status"]'), /attnkit/);
     const simd = await d.evaluate(() => window.__attnkit.simd);
     console.log(`${d.label}: attnkit target ${await d.evaluate(() => window.__attnkit.target)}, simd ${simd}`);
     await noProblems();
   });
 
-  test(`${name}: every step of every preset and every other view renders (screenshots saved)`, async () => {
+  browserTest(`${name}: every step of every preset and every other view renders (screenshots saved)`, async () => {
     for (const preset of PRESETS) {
       await d.select('[data-testid="preset"]', preset);
       await poll(() => d.evaluate((p) => window.__attnkit.state().preset === p, preset), `preset ${preset}`, 5000);
@@ -358,7 +381,7 @@ export function smokeTests(name, open, { serveDist = serve, todo = {} } = {}) {
     await noProblems();
   });
 
-  test(`${name}: seed 001's numbers on screen are the core's, and q_0 is the printed row`, async () => {
+  browserTest(`${name}: seed 001's numbers on screen are the core's, and q_0 is the printed row`, async () => {
     await d.select('[data-testid="preset"]', "seed001");
     await poll(() => d.evaluate(() => window.__attnkit.state().preset === "seed001"), "preset seed001", 5000);
     await ready();
@@ -366,7 +389,7 @@ export function smokeTests(name, open, { serveDist = serve, todo = {} } = {}) {
     await noProblems();
   });
 
-  test(`${name}: the causal mask puts 0 in every upper-triangle weight`, async () => {
+  browserTest(`${name}: the causal mask puts 0 in every upper-triangle weight`, async () => {
     await d.select('[data-testid="preset"]', "train");
     await poll(() => d.evaluate(() => window.__attnkit.state().preset === "train"), "preset train", 5000);
     await ready();
@@ -381,7 +404,7 @@ export function smokeTests(name, open, { serveDist = serve, todo = {} } = {}) {
     await noProblems();
   });
 
-  test(`${name}: four heads give four attention maps`, async () => {
+  browserTest(`${name}: four heads give four attention maps`, async () => {
     await d.select('[data-testid="weights"]', "random");
     await d.evaluate(setValue, { sel: '[data-testid="heads"]', value: "4" });
     await poll(() => d.evaluate(() => window.__attnkit.state().heads === 4), "heads = 4", 5000);
@@ -395,7 +418,7 @@ export function smokeTests(name, open, { serveDist = serve, todo = {} } = {}) {
     await noProblems();
   });
 
-  test(`${name}: decoding with the KV cache runs to the end and matches the full causal rows`, async () => {
+  browserTest(`${name}: decoding with the KV cache runs to the end and matches the full causal rows`, async () => {
     await view("decoding");
     await d.click('[data-testid="decode-step"]');
     await poll(async () => /^1 \//.test(await text('[data-testid="decode-pos"]')), "decode position 1", 5000);
@@ -411,7 +434,7 @@ export function smokeTests(name, open, { serveDist = serve, todo = {} } = {}) {
     await noProblems();
   });
 
-  test(`${name}: canvas matrices are painted where the page lays them out (4 heads W^O; T = 64)`, { todo: todo.canvasPaint }, async () => {
+  browserTest(`${name}: canvas matrices are painted where the page lays them out (4 heads W^O; T = 64)`, { todo: todo.canvasPaint }, async () => {
     await d.viewport(1280, 800);
     await d.goto(`${server.url}?p=train&w=random&h=4&kvh=4&dk=8&dv=8&m=causal&st=8`);
     await ready();
@@ -423,7 +446,7 @@ export function smokeTests(name, open, { serveDist = serve, todo = {} } = {}) {
     await noProblems();
   });
 
-  test(`${name}: narrow screen (420 px or the browser's narrowest window): the scene shows first, the settings are a drawer`, async () => {
+  browserTest(`${name}: narrow screen (420 px or the browser's narrowest window): the scene shows first, the settings are a drawer`, async () => {
     await d.viewport(420, 900);
     const width = await d.evaluate(() => innerWidth);
     assert.ok(width <= 480, `a narrow viewport (${width} px)`);
