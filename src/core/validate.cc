@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <cstdio>
 
@@ -12,6 +13,20 @@ namespace internal {
 namespace {
 
 std::string Str(size_t v) { return std::to_string(v); }
+
+// True if no value of row [n] is NaN or +-inf (all exponent bits set). Written
+// on the bits, without branches, so that the compiler vectorises it: inputs
+// are checked on every call, and a per-value std::isfinite loop took ~6% of a
+// T = 2048 attention.
+bool RowFinite(const float* row, size_t n) {
+  uint32_t bad = 0;
+  for (size_t c = 0; c < n; ++c) {
+    uint32_t bits;
+    std::memcpy(&bits, row + c, sizeof(bits));
+    bad |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return bad == 0;
+}
 
 }  // namespace
 
@@ -89,6 +104,7 @@ template Status CheckShape(const char*, MatrixViewT<const uint8_t>, size_t, size
 Status CheckFinite(const char* name, ConstMatrixView v, bool allow_neg_inf) {
   for (size_t r = 0; r < v.rows; ++r) {
     const float* row = v.Row(r);
+    if (RowFinite(row, v.cols)) continue;
     for (size_t c = 0; c < v.cols; ++c) {
       const float x = row[c];
       if (std::isfinite(x) || (allow_neg_inf && x == -std::numeric_limits<float>::infinity())) {
