@@ -12,8 +12,8 @@
 //   P = exp(S - m_new), l = l * alpha + rowsum(P), o = o * alpha + P V_tile
 // Key tiles past the last visible key of the block (causal, key padding) are
 // skipped. A row that sees no key ends with l == 0 and stays all zeros.
-// Memory: K^T [d_k, T_k rounded up to kTileKeys] plus one [kRows, kTileKeys]
-// tile, i.e. O((T_q + T_k) d).
+// Memory: K^T [d_k, T_k rounded up to kTileKeys] (stored tile by tile) plus
+// one [kRows, kTileKeys] tile, i.e. O((T_q + T_k) d).
 
 #if defined(ATTNKIT_FLASH_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef ATTNKIT_FLASH_INL_H_
@@ -84,15 +84,33 @@ constexpr size_t kFlashUnroll = 2;
 constexpr size_t kFlashUnroll = 4;
 #endif
 
-// kt [d_k, padded] = K rows [0, keys) transposed, times `scale`; columns
-// [keys, padded) = 0. Folding the scale into K saves a pass over the scores.
+// kt = K rows [0, keys) transposed, times `scale`, tile-major: key tile b
+// (keys [b * kTileKeys, (b + 1) * kTileKeys)) is the contiguous block
+// kt + b * d_k * kTileKeys of [d_k, kTileKeys]; keys >= `keys` are 0, up to
+// `padded` (a multiple of kTileKeys). Contiguous tiles: with one [d_k, padded]
+// matrix the k rows of a tile sat padded * 4 bytes apart (8 KiB at T = 2048),
+// all in the same few L1 sets. Folding the scale into K saves a pass over the
+// scores.
 HWY_INLINE void PackKeysTransposed(ConstMatrixView K, size_t keys, size_t padded, float scale,
                                    float* HWY_RESTRICT kt) {
-  for (size_t c = 0; c < K.cols; ++c) {
-    float* HWY_RESTRICT dst = kt + c * padded;
-    for (size_t j = 0; j < keys; ++j) dst[j] = K(j, c) * scale;
-    ZeroRow(dst + keys, padded - keys);
+  const size_t d_k = K.cols;
+  for (size_t j0 = 0; j0 < padded; j0 += kTileKeys) {
+    float* HWY_RESTRICT tile = kt + j0 * d_k;
+    const size_t n = j0 < keys ? std::min(kTileKeys, keys - j0) : 0;
+    for (size_t jj = 0; jj < n; ++jj) {
+      const float* HWY_RESTRICT key = K.Row(j0 + jj);
+      for (size_t c = 0; c < d_k; ++c) tile[c * kTileKeys + jj] = key[c] * scale;
+    }
+    for (size_t c = 0; c < d_k; ++c) ZeroRow(tile + c * kTileKeys + n, kTileKeys - n);
   }
+}
+
+// exp(m_old - m_new), the factor that rescales a row's running sum and output
+// when its max grows: 0 on the row's first visible tile (m_old = -inf), and
+// flushed like the weights, so that the accumulator never holds subnormals.
+HWY_INLINE float Alpha(float m_old, float m_new) {
+  const DF1 d1;
+  return hn::GetLane(ExpFlushed(d1, hn::Set(d1, m_old - m_new)));
 }
 
 // The online-softmax state of query rows [i0, i0 + kRows) of one head: per
@@ -119,18 +137,17 @@ struct FlashBlock {
   }
 
   // Folds in the key tile [j0, j0 + kTileKeys) (j0 < keys) of the packed keys
-  // kt [d_k, kt_stride]; `s` is scratch [kRows, kTileKeys]. Returns false if a
-  // visible score overflowed.
+  // kt (see PackKeysTransposed); `s` is scratch [kRows, kTileKeys]. Returns
+  // false if a visible score overflowed.
   HWY_INLINE bool Step(const internal::HeadTask& t, const internal::ScoreParams& p,
-                       const float* HWY_RESTRICT kt, size_t kt_stride, size_t j0,
-                       float* HWY_RESTRICT s) {
+                       const float* HWY_RESTRICT kt, size_t j0, float* HWY_RESTRICT s) {
     const float kNegInf = -std::numeric_limits<float>::infinity();
     const size_t d_k = t.Q.cols, d_v = t.V.cols;
     const MatrixView S(s, kRows, kTileKeys);
     const MatrixView O = t.out.Block(i0, kRows, 0, d_v);
     // S = Q_block K_tile^T over a full (zero-padded) tile of keys.
     GemmRows<kRows, false, kFlashUnroll>(t.Q.Block(i0, kRows, 0, d_k),
-                           ConstMatrixView(kt + j0, d_k, kTileKeys, kt_stride), S, 0);
+                           ConstMatrixView(kt + j0 * d_k, d_k, kTileKeys), S, 0);
     const size_t tile_keys = std::min(kTileKeys, keys - j0);
     const bool masks = !p.bool_mask.empty() || !p.additive_mask.empty();
     for (size_t r = 0; r < kRows; ++r) {
@@ -148,14 +165,12 @@ struct FlashBlock {
         continue;
       }
       const float m_new = std::max(m[r], tile_max);
-      // 0 on the first visible tile; flushed like the weights, so that the
-      // accumulator never holds subnormals.
-      const float alpha = m[r] - m_new < kExpFlushBelow ? 0.0f : std::exp(m[r] - m_new);
+      const float alpha = Alpha(m[r], m_new);
       const float sum = ExpSubtractSum(row, n, m_new);
       ZeroRow(row + n, tile_keys - n);
       l[r] = l[r] * alpha + sum;
-      if (alpha != 1.0f) ScaleRow(O.Row(r), d_v, alpha, 0.0f);
       m[r] = m_new;
+      if (alpha != 1.0f) ScaleRow(O.Row(r), d_v, alpha, 0.0f);
     }
     // O += P V_tile: P [kRows, tile_keys], V rows [j0, j0 + tile_keys).
     MatMul<true, kFlashUnroll>(ConstMatrixView(s, kRows, tile_keys, kTileKeys),
@@ -175,12 +190,12 @@ struct FlashBlock {
 // a visible score overflowed.
 template <size_t kRows>
 HWY_INLINE bool FlashRows(const internal::HeadTask& t, const internal::ScoreParams& p,
-                          const float* HWY_RESTRICT kt, size_t kt_stride, size_t i0) {
+                          const float* HWY_RESTRICT kt, size_t i0) {
   HWY_ALIGN float s[kRows * kTileKeys];
   FlashBlock<kRows> block;
   block.Init(t, p, i0);
   for (size_t j0 = 0; j0 < block.keys; j0 += kTileKeys) {
-    if (!block.Step(t, p, kt, kt_stride, j0, s)) return false;
+    if (!block.Step(t, p, kt, j0, s)) return false;
   }
   block.Finish(t);
   return true;
@@ -192,8 +207,7 @@ HWY_INLINE bool FlashRows(const internal::HeadTask& t, const internal::ScorePara
 // fit in cache). Returns false if a visible score overflowed.
 constexpr size_t kMaxBlocks = internal::kTaskQueries / kBlockRows;
 HWY_INLINE bool FlashBlocks(const internal::HeadTask& t, const internal::ScoreParams& p,
-                            const float* HWY_RESTRICT kt, size_t kt_stride, size_t i0,
-                            size_t num_blocks) {
+                            const float* HWY_RESTRICT kt, size_t i0, size_t num_blocks) {
   HWY_ALIGN float s[kBlockRows * kTileKeys];
   FlashBlock<kBlockRows> blocks[kMaxBlocks];
   size_t keys = 0;
@@ -203,19 +217,17 @@ HWY_INLINE bool FlashBlocks(const internal::HeadTask& t, const internal::ScorePa
   }
   for (size_t j0 = 0; j0 < keys; j0 += kTileKeys) {
     for (size_t b = 0; b < num_blocks; ++b) {
-      if (j0 < blocks[b].keys && !blocks[b].Step(t, p, kt, kt_stride, j0, s)) return false;
+      if (j0 < blocks[b].keys && !blocks[b].Step(t, p, kt, j0, s)) return false;
     }
   }
   for (size_t b = 0; b < num_blocks; ++b) blocks[b].Finish(t);
   return true;
 }
 
-// Keys packed into one thread's K^T scratch: which K, how many keys, and the
-// row stride (the key count rounded up to a tile).
+// Keys packed into one thread's K^T scratch: which K and how many keys.
 struct PackedKeys {
   const float* from = nullptr;
   size_t keys = 0;
-  size_t stride = 0;
 };
 
 // Query rows [r0, r1) of one head, fused. `kt` is the thread's scratch for
@@ -230,26 +242,24 @@ HWY_INLINE bool FlashHead(const internal::HeadTask& t, const internal::ScorePara
   // [r0, r1), lets the next range of the head reuse the packed keys.
   const size_t keys = VisibleKeys(t, p, t.Q.rows - 1);
   if (packed->from != t.K.data || packed->keys < keys) {
-    packed->stride = (keys + kTileKeys - 1) / kTileKeys * kTileKeys;
-    PackKeysTransposed(t.K, keys, packed->stride, p.scale, kt);
+    PackKeysTransposed(t.K, keys, (keys + kTileKeys - 1) / kTileKeys * kTileKeys, p.scale, kt);
     packed->from = t.K.data;
     packed->keys = keys;
   }
-  const size_t stride = packed->stride;
   size_t i = r0;
   while (i + kBlockRows <= r1) {
     const size_t blocks = std::min(kMaxBlocks, (r1 - i) / kBlockRows);
-    if (!FlashBlocks(t, p, kt, stride, i, blocks)) return false;
+    if (!FlashBlocks(t, p, kt, i, blocks)) return false;
     i += blocks * kBlockRows;
   }
   if (kBlockRows > 4 && i + 4 <= r1) {
-    if (!FlashRows<4>(t, p, kt, stride, i)) return false;
+    if (!FlashRows<4>(t, p, kt, i)) return false;
     i += 4;
   }
   switch (r1 - i) {
-    case 3: return FlashRows<3>(t, p, kt, stride, i);
-    case 2: return FlashRows<2>(t, p, kt, stride, i);
-    case 1: return FlashRows<1>(t, p, kt, stride, i);
+    case 3: return FlashRows<3>(t, p, kt, i);
+    case 2: return FlashRows<2>(t, p, kt, i);
+    case 1: return FlashRows<1>(t, p, kt, i);
     default: return true;
   }
 }

