@@ -73,9 +73,10 @@ void CheckEveryMaskKind(size_t T_q, size_t T_k, double keep, uint32_t* seed) {
 
 TEST_CASE("Fused attention equals the trace path across tile boundaries, every mask kind",
           "[flash]") {
-  // Key counts around the 64-key tile; query counts around the 4- and 8-row
-  // blocks and the 32-query task.
-  const size_t key_counts[] = {4, 5, 63, 64, 65, 130, 193};
+  // Key counts around multiples of 64 and of the 128-key tile
+  // (internal::kFlashTileKeys); query counts around the 4- and 8-row blocks
+  // and the 32-query task.
+  const size_t key_counts[] = {4, 5, 63, 64, 65, 127, 128, 129, 193, 257};
   const size_t query_counts[] = {4, 5, 7, 9, 40, 66};
   ForEachTarget([&](int64_t) {
     uint32_t seed = 1;
