@@ -145,10 +145,15 @@ struct FlashBlock {
     const size_t d_k = t.Q.cols, d_v = t.V.cols;
     const MatrixView S(s, kRows, kTileKeys);
     const MatrixView O = t.out.Block(i0, kRows, 0, d_v);
-    // S = Q_block K_tile^T over a full (zero-padded) tile of keys.
-    GemmRows<kRows, false, kFlashUnroll>(t.Q.Block(i0, kRows, 0, d_k),
-                           ConstMatrixView(kt + j0 * d_k, d_k, kTileKeys), S, 0);
+    // S = Q_block K_tile^T over the tile's keys that some row of the block
+    // sees, rounded up to whole vectors (the packed tile is zero-padded): the
+    // last tile of a causal block or of a short sequence is often partial.
     const size_t tile_keys = std::min(kTileKeys, keys - j0);
+    const size_t N = hn::Lanes(DF());
+    const size_t cols = std::min(kTileKeys, (tile_keys + N - 1) / N * N);
+    GemmRows<kRows, false, kFlashUnroll>(t.Q.Block(i0, kRows, 0, d_k),
+                                         ConstMatrixView(kt + j0 * d_k, d_k, cols, kTileKeys),
+                                         S.Block(0, kRows, 0, cols), 0);
     const bool masks = !p.bool_mask.empty() || !p.additive_mask.empty();
     for (size_t r = 0; r < kRows; ++r) {
       float* HWY_RESTRICT row = S.Row(r);
