@@ -10,10 +10,9 @@
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import os from "node:os";
 import path from "node:path";
 import { Builder, By } from "selenium-webdriver";
-import { CONSOLE_HOOK, poll, serveWithScript, smokeTests } from "./helpers.mjs";
+import { CONSOLE_HOOK, poll, root, serveWithScript, smokeTests } from "./helpers.mjs";
 
 const DRIVER = process.env.WEBKIT_WEBDRIVER ?? "/usr/bin/WebKitWebDriver";
 const MINIBROWSER = process.env.WEBKIT_MINIBROWSER ?? "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser";
@@ -78,7 +77,10 @@ smokeTests("webkit", async () => {
     if (!existsSync(file)) throw new Error(`${file} is missing: run scripts/setup.sh (apt-get install ${pkg})`);
   }
   // WebKitGTK answers prefers-reduced-motion from GTK's gtk-enable-animations.
-  const dir = mkdtempSync(path.join(os.tmpdir(), "attnkit-webkit-"));
+  // In build/, not the system's temporary folder, which may be mounted noexec
+  // (the folder holds the script that starts MiniBrowser).
+  mkdirSync(path.join(root, "build"), { recursive: true });
+  const dir = mkdtempSync(path.join(root, "build", "webkit-"));
   mkdirSync(path.join(dir, "gtk-3.0"));
   writeFileSync(path.join(dir, "gtk-3.0", "settings.ini"), "[Settings]\ngtk-enable-animations=false\n");
   // WebKitWebDriver starts MiniBrowser through this script, which keeps what
