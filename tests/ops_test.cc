@@ -2,6 +2,8 @@
 // and the SIMD target list, on every compiled target against the float64
 // reference.
 #include <cmath>
+#include <iomanip>
+#include <vector>
 #include <set>
 #include <string>
 
@@ -248,6 +250,38 @@ TEST_CASE("SoftmaxRows stays finite and normalised for huge logits", "[ops][soft
   });
 }
 
+
+// The core's exp (Cephes' expf, ops-inl.h) seen through softmax: a row [0, x]
+// has weights 1 / (1 + e^x) and e^x / (1 + e^x). x sweeps [-87, 0], the
+// whole range in which exp is not flushed, finely enough to cross many
+// reduction intervals (n ln2 +- ln2 / 2). Tolerance: exp is within 1.4 ulp;
+// the sum and the division add about 2 more.
+TEST_CASE("Softmax's exp is accurate over its whole range on every target", "[ops][softmax]") {
+  constexpr size_t kRows = 8701;  // x = -87, -86.99, ..., 0
+  ForEachTarget([](int64_t) {
+    TestMatrix x(kRows, 2, Layout::kStrided);
+    for (size_t r = 0; r < kRows; ++r) {
+      x(r, 0) = 0.0f;
+      x(r, 1) = -87.0f + 0.01f * static_cast<float>(r);
+    }
+    x(kRows - 1, 1) = 0.0f;
+    std::vector<float> inputs(kRows);
+    for (size_t r = 0; r < kRows; ++r) inputs[r] = x(r, 1);
+    REQUIRE_OK(attnkit::SoftmaxRows(x));
+    size_t bad = 0;
+    for (size_t r = 0; r < kRows; ++r) {
+      const double e = std::exp(static_cast<double>(inputs[r]));
+      const double want[2] = {1.0 / (1.0 + e), e / (1.0 + e)};
+      for (size_t c = 0; c < 2; ++c) {
+        if (std::abs(x(r, c) - want[c]) > 5e-7 * want[c] && bad++ < 5) {
+          FAIL_CHECK(std::setprecision(9) << "x = " << inputs[r] << ": weight " << c << " is "
+                                          << x(r, c) << ", want " << want[c]);
+        }
+      }
+    }
+    CHECK(bad == 0);
+  });
+}
 
 // exp(x - max) is subnormal for x - max in about [-104, -87]; such weights are
 // flushed to exactly 0 (they are < 1.2e-38 of the row's largest, and
