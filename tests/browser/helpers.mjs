@@ -252,8 +252,8 @@ export async function checkSeed001({ attn, gotoStep, matrix, text, atStep6 = asy
  *     the page), click(selector), select(selector, value),
  *     viewport(width, height) (as near as the browser allows),
  *     screenshot(file), problems(): Promise<string[]>, close(),
- *     and optionally recover(error) }
- * recover(error), called when a test throws: if the browser itself died (its
+ *     and optionally recover() }
+ * recover(), called when a test throws: if the browser itself died (its
  * process exited or its WebDriver session is gone) it starts a new one and
  * resolves to a report of what died and what it printed; if the browser is
  * alive it resolves to null and the error stands. A test whose browser died
@@ -320,7 +320,7 @@ export function smokeTests(name, open, { serveDist = serve, todo = {} } = {}) {
       try {
         return await fn(t);
       } catch (e) {
-        const report = await d?.recover?.(e);
+        const report = await d?.recover?.();
         if (!report) throw e;
         console.log(`${title}: the browser died (${e.name}: ${e.message || "no message"}); running the test again in a new one.\n${report}`);
         await d.goto(server.url);
