@@ -11,10 +11,15 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <fstream>
+#include <iostream>
 #include <limits>
 #include <optional>
 #include <random>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "src/core/attnkit.h"
@@ -214,4 +219,72 @@ BENCHMARK(BM_AttnkitDecode)
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
-BENCHMARK_MAIN();
+namespace {
+
+// Reads n floats from `path` into v; false if the file is short or missing.
+bool ReadFloats(const std::string& path, size_t n, std::vector<float>* v) {
+  v->resize(n);
+  std::ifstream in(path, std::ios::binary);
+  return static_cast<bool>(in.read(reinterpret_cast<char*>(v->data()), n * sizeof(float)));
+}
+
+// attnkit_bench --serve: attnkit native for bench/wasm/bench.mjs, which times it
+// in the same rounds as onnxruntime-node (interleaved, so that both see the same
+// state of a noisy machine). One head, d = 64, one thread. Lines on stdin, one
+// answer line each on stdout:
+//   load T CAUSAL DIR  reads DIR/{q,k,v}.f32 ([T, 64] each), runs once and
+//                      writes DIR/out.f32; answers "ok" (or "error ...")
+//   time REPS          runs REPS calls; answers the milliseconds per call
+int Serve() {
+  std::vector<float> q, k, v, out;
+  size_t T = 0;
+  attnkit::AttentionOptions options;
+  const auto call = [&] {
+    return attnkit::Attention(attnkit::ConstMatrixView(q.data(), T, kD), attnkit::ConstMatrixView(k.data(), T, kD),
+                              attnkit::ConstMatrixView(v.data(), T, kD), options,
+                              attnkit::MatrixView(out.data(), T, kD));
+  };
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    std::istringstream words(line);
+    std::string command;
+    words >> command;
+    if (command == "load") {
+      std::string dir;
+      int causal = 0;
+      words >> T >> causal >> dir;
+      options.causal = causal != 0;
+      out.assign(T * kD, 0.0f);
+      if (!ReadFloats(dir + "/q.f32", T * kD, &q) || !ReadFloats(dir + "/k.f32", T * kD, &k) ||
+          !ReadFloats(dir + "/v.f32", T * kD, &v)) {
+        std::cout << "error: cannot read the inputs in " << dir << std::endl;
+        continue;
+      }
+      const attnkit::Status s = call();
+      std::ofstream(dir + "/out.f32", std::ios::binary)
+          .write(reinterpret_cast<const char*>(out.data()), out.size() * sizeof(float));
+      std::cout << (s.ok() ? "ok" : "error: " + s.message()) << std::endl;
+    } else if (command == "time") {
+      size_t reps = 1;
+      words >> reps;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (size_t i = 0; i < reps; ++i) (void)call();  // the load checked this shape
+      const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - t0;
+      std::cout << ms.count() / reps << std::endl;
+    } else {
+      std::cout << "error: unknown command " << command << std::endl;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--serve") return Serve();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -14,10 +14,17 @@
 // in JS arrays, and for engines in wasm whose module is reachable (attnkit, tfjs)
 // the size of their linear memory after the call (it never shrinks: the peak).
 //
+// attnkit native takes part too, so that its ratios to onnxruntime-node come from
+// the same rounds: build/bench/attnkit_bench --serve (bench/native/bench.cc), a
+// child process that times its own calls (no pipe round trip in the figure).
+//
 // Usage: node bench/wasm/bench.mjs [--quick] [--no-peers] [--no-memory] > bench/results/wasm.json
 //   (internal) node --expose-gc bench/wasm/bench.mjs --memory NAME T CAUSAL [VARIANT]
-import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
 // The built package's Node entry (what `import "attnkit"` resolves to in Node).
@@ -28,6 +35,8 @@ const quick = args.includes("--quick");
 const D = 64;
 const sizes = quick ? [128, 512] : [128, 512, 2048, 8192];
 const REFERENCE = "attnkit (wasm SIMD128)";
+const NATIVE = "attnkit (native, in Node's rounds)";
+const nativeBench = fileURLToPath(new URL("../../build/bench/attnkit_bench", import.meta.url));
 const peakUrl = new URL("../../build/bench-wasm/peak.wasm", import.meta.url);
 
 function random(n, seed) {
@@ -81,6 +90,48 @@ function attnkitEngine(name, simd) {
   };
 }
 
+// attnkit native in a child process (attnkit_bench --serve): inputs and output go
+// through files, and the child reports the milliseconds per call itself.
+function nativeEngine() {
+  let child = null, lines = null, dir = null;
+  const ask = (line) => new Promise((resolve, reject) => {
+    const onLine = (answer) => {
+      child.off("exit", onExit);
+      answer.startsWith("error") ? reject(new Error(`attnkit_bench --serve: ${answer}`)) : resolve(answer);
+    };
+    const onExit = (code) => { lines.off("line", onLine); reject(new Error(`attnkit_bench --serve exited (${code})`)); };
+    lines.once("line", onLine);
+    child.once("exit", onExit);
+    child.stdin.write(`${line}\n`);
+  });
+  return {
+    name: NATIVE,
+    platform: "native",
+    maxT: 8192,
+    async load() {
+      if (child) return;
+      dir = mkdtempSync(join(tmpdir(), "attnkit-bench-"));
+      child = spawn(nativeBench, ["--serve"], { stdio: ["pipe", "pipe", "inherit"] });
+      lines = createInterface({ input: child.stdout });
+    },
+    close() {  // the child ends when its stdin does
+      child?.stdin.end();
+      child = null;
+      rmSync(dir, { recursive: true, force: true });
+    },
+    async setup(T, causal, q, k, v) {
+      for (const [name, x] of [["q", q], ["k", k], ["v", v]]) writeFileSync(join(dir, `${name}.f32`), x);
+      await ask(`load ${T} ${causal ? 1 : 0} ${dir}`);
+      const out = new Float32Array(readFileSync(join(dir, "out.f32")).buffer.slice(0));
+      return {
+        run: async () => { await ask("time 1"); return out; },
+        time: async (reps) => +(await ask(`time ${reps}`)),
+        dispose() {},
+      };
+    },
+  };
+}
+
 const jsEngine = {
   name: "plain JS",
   platform: "js",
@@ -94,6 +145,9 @@ const jsEngine = {
 
 async function allEngines(withPeers) {
   const engines = [attnkitEngine(REFERENCE, true), attnkitEngine("attnkit (wasm scalar)", false), jsEngine];
+  // attnkit native: built by scripts/bench.sh (CMake's build/bench).
+  if (existsSync(nativeBench)) engines.push(nativeEngine());
+  else console.error(`${nativeBench} is missing (scripts/bench.sh builds it): attnkit native is not timed in Node`);
   if (withPeers) {
     const { peerEngines } = await import("../peers.mjs");
     engines.push(...peerEngines());
@@ -216,6 +270,10 @@ async function main() {
         for (let i = 0; i < active.length; ++i) {
           const a = active[(i + r) % active.length];
           const reps = Math.max(1, Math.round(2e8 / flops));
+          if (a.s.time) {  // an engine that times itself (attnkit native, out of process)
+            a.times.push(await a.s.time(reps));
+            continue;
+          }
           const t0 = performance.now();
           for (let j = 0; j < reps; ++j) await a.s.run();
           a.times.push((performance.now() - t0) / reps);
@@ -232,6 +290,7 @@ async function main() {
         .map((r) => `${r.engine} ${r.gflops.toFixed(2)}`).join(", ") + " GFLOP/s");
     }
   }
+  for (const e of engines) e.close?.();
   const peakAfter = wasmPeak();
   const wasmPeakResult = [peakBefore, peakAfter].filter(Boolean).sort((a, b) => b.gflops - a.gflops)[0] ?? null;
   if (wasmPeakResult) console.error(`wasm SIMD128 mul+add peak: ${wasmPeakResult.gflops.toFixed(1)} GFLOP/s`);
@@ -249,7 +308,9 @@ async function main() {
         return { rssBytes: null, wasmBytes: null };
       }
     };
-    for (const r of results) Object.assign(r, measure(r.engine, r.T, r.causal, r.variant));
+    for (const r of results) {
+      if (r.engine !== NATIVE) Object.assign(r, measure(r.engine, r.T, r.causal, r.variant));
+    }
     // The issue's memory target: one head, T = 32768, d = 64 in wasm within 64 MB
     // (causal: half the work of non-causal, the same memory for a fused kernel).
     if (!quick) memoryOnly.push({ engine: REFERENCE, T: 32768, causal: true, ...measure(REFERENCE, 32768, true) });
