@@ -105,12 +105,25 @@ HWY_INLINE void PackKeysTransposed(ConstMatrixView K, size_t keys, size_t padded
   }
 }
 
-// exp(m_old - m_new), the factor that rescales a row's running sum and output
-// when its max grows: 0 on the row's first visible tile (m_old = -inf), and
-// flushed like the weights, so that the accumulator never holds subnormals.
-HWY_INLINE float Alpha(float m_old, float m_new) {
+// alpha [kRows] = exp(m_old - m_new), the factors that rescale the rows'
+// running sums and outputs when their max grows: 0 on a row's first visible
+// tile (m_old = -inf), and flushed like the weights, so that the accumulator
+// never holds subnormals. One vector exp for all rows: computed one row at a
+// time, each was a chain of dependent FMAs per row and tile.
+template <size_t kRows>
+HWY_INLINE void Alphas(const float* HWY_RESTRICT m_old, const float* HWY_RESTRICT m_new,
+                       float* HWY_RESTRICT alpha) {
+  constexpr size_t kLanes = kRows >= 8 ? 8 : kRows >= 4 ? 4 : kRows >= 2 ? 2 : 1;
+  const hn::CappedTag<float, kLanes> d;
+  const size_t N = hn::Lanes(d);
+  size_t r = 0;
+  for (; r + N <= kRows; r += N) {
+    hn::StoreU(ExpFlushed(d, hn::Sub(hn::LoadU(d, m_old + r), hn::LoadU(d, m_new + r))), d, alpha + r);
+  }
   const DF1 d1;
-  return hn::GetLane(ExpFlushed(d1, hn::Set(d1, m_old - m_new)));
+  for (; r < kRows; ++r) {
+    hn::StoreU(ExpFlushed(d1, hn::Sub(hn::LoadU(d1, m_old + r), hn::LoadU(d1, m_new + r))), d1, alpha + r);
+  }
 }
 
 // The online-softmax state of query rows [i0, i0 + kRows) of one head: per
@@ -154,28 +167,36 @@ struct FlashBlock {
     GemmRows<kRows, false, kFlashUnroll>(t.Q.Block(i0, kRows, 0, d_k),
                                          ConstMatrixView(kt + j0 * d_k, d_k, cols, kTileKeys),
                                          S.Block(0, kRows, 0, cols), 0);
+    // Per row: the keys it sees in this tile (n) and their max score.
     const bool masks = !p.bool_mask.empty() || !p.additive_mask.empty();
+    size_t n[kRows];
+    float m_new[kRows];
     for (size_t r = 0; r < kRows; ++r) {
       float* HWY_RESTRICT row = S.Row(r);
-      const size_t n = visible[r] > j0 ? std::min(tile_keys, visible[r] - j0) : 0;
+      n[r] = visible[r] > j0 ? std::min(tile_keys, visible[r] - j0) : 0;
       // The scale is already in K^T; softcap after it.
-      if (p.softcap > 0.0f) ScaleRow(row, n, 1.0f, p.softcap);
+      if (p.softcap > 0.0f) ScaleRow(row, n[r], 1.0f, p.softcap);
       float tile_max;
       // An overflowed score (NaN, +-inf) is an error, never a mask.
-      if (!RowMax</*kAllowNegInf=*/false>(row, n, &tile_max)) return false;
-      ApplyMasks(p, i0 + r, j0, row, n);
-      if (masks && !RowMax(row, n, &tile_max)) return false;  // +inf from the additive mask
-      if (tile_max == kNegInf) {  // nothing visible in this tile: P row = 0
+      if (!RowMax</*kAllowNegInf=*/false>(row, n[r], &tile_max)) return false;
+      ApplyMasks(p, i0 + r, j0, row, n[r]);
+      if (masks && !RowMax(row, n[r], &tile_max)) return false;  // +inf from the additive mask
+      if (tile_max == kNegInf) n[r] = 0;  // nothing visible in this tile: P row = 0
+      m_new[r] = std::max(m[r], tile_max);
+    }
+    float alpha[kRows];
+    Alphas<kRows>(m, m_new, alpha);
+    for (size_t r = 0; r < kRows; ++r) {
+      float* HWY_RESTRICT row = S.Row(r);
+      if (n[r] == 0) {
         ZeroRow(row, tile_keys);
         continue;
       }
-      const float m_new = std::max(m[r], tile_max);
-      const float alpha = Alpha(m[r], m_new);
-      const float sum = ExpSubtractSum(row, n, m_new);
-      ZeroRow(row + n, tile_keys - n);
-      l[r] = l[r] * alpha + sum;
-      m[r] = m_new;
-      if (alpha != 1.0f) ScaleRow(O.Row(r), d_v, alpha, 0.0f);
+      const float sum = ExpSubtractSum(row, n[r], m_new[r]);
+      ZeroRow(row + n[r], tile_keys - n[r]);
+      l[r] = l[r] * alpha[r] + sum;
+      m[r] = m_new[r];
+      if (alpha[r] != 1.0f) ScaleRow(O.Row(r), d_v, alpha[r], 0.0f);
     }
     // O += P V_tile: P [kRows, tile_keys], V rows [j0, j0 + tile_keys).
     MatMul<true, kFlashUnroll>(ConstMatrixView(s, kRows, tile_keys, kTileKeys),
