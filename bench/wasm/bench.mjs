@@ -225,7 +225,7 @@ async function main() {
     for (const T of sizes) {
       const q = random(T * D, 1), k = random(T * D, 2), v = random(T * D, 3);
       const flops = 4 * T * T * D;
-      const rounds = T >= 8192 ? 3 : T >= 2048 ? 5 : 9;
+      const rounds = T >= 8192 ? 5 : T >= 2048 ? 7 : 15;
       const active = [];
       let want = null;
       for (const e of engines) {
