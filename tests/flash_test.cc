@@ -75,9 +75,9 @@ TEST_CASE("Fused attention equals the trace path across tile boundaries, every m
           "[flash]") {
   // Key counts around multiples of 64 and of the 128-key tile
   // (internal::kFlashTileKeys); query counts around the 4- and 8-row blocks
-  // and the 32-query task.
+  // and the 64-query task (internal::kTaskQueries).
   const size_t key_counts[] = {4, 5, 63, 64, 65, 127, 128, 129, 193, 257};
-  const size_t query_counts[] = {4, 5, 7, 9, 40, 66};
+  const size_t query_counts[] = {4, 5, 7, 9, 40, 66, 131};
   ForEachTarget([&](int64_t) {
     uint32_t seed = 1;
     for (size_t T_k : key_counts) {

@@ -2,7 +2,7 @@
 //
 // Give one to AttentionOptions::pool (or DecodeOptions::pool) and the work of a
 // call is split over its threads: rows of the projections, then (batch item,
-// head, block of 32 queries) tasks of the fused kernel, or (batch item, head,
+// head, block of 64 queries) tasks of the fused kernel, or (batch item, head,
 // chunk of 256 keys) tasks when decoding. Every split is fixed by the shapes,
 // not by the thread count, so results are bit-identical with any pool or none.
 //
