@@ -24,7 +24,8 @@ fi
 [[ -f build/bench/CMakeCache.txt ]] ||
   CXX=g++ cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DATTNKIT_BUILD_TESTS=OFF -DATTNKIT_BUILD_BENCH=ON
 cmake --build build/bench -j"$(nproc)"
-[[ -f dist/attnkit.mjs ]] || bash scripts/build.sh package
+# The wasm package (incremental: a stale dist/ would time old code).
+bash scripts/build.sh package
 
 # The wasm machine limit: a SIMD128 mul + add loop, a standalone module (no JS glue).
 mkdir -p build/bench-wasm
@@ -53,6 +54,9 @@ OPENBLAS_NUM_THREADS=1 ./build/bench/attnkit_bench --benchmark_filter="$filter" 
   --benchmark_repetitions=$reps --benchmark_enable_random_interleaving=true \
   --benchmark_report_aggregates_only=true --benchmark_min_time=0.1 \
   --benchmark_out=bench/results/native.json --benchmark_out_format=json
-echo "== node: attnkit wasm, plain JS, onnxruntime-node, onnxruntime-web, tfjs-backend-wasm"
-node bench/wasm/bench.mjs $( ((quick)) && echo --quick ) > bench/results/wasm.json
+echo "== node: attnkit wasm and native, plain JS, onnxruntime-node, onnxruntime-web, tfjs-backend-wasm"
+# On one core (taskset, from util-linux): attnkit native runs in a child process
+# that Node waits on, and on a core of its own it started each round from an
+# idle core (on this VM, rounds up to 1.5x slower than in Node's own process).
+taskset -c 0 node bench/wasm/bench.mjs $( ((quick)) && echo --quick ) > bench/results/wasm.json
 node bench/report.mjs
