@@ -58,5 +58,6 @@ echo "== node: attnkit wasm and native, plain JS, onnxruntime-node, onnxruntime-
 # On one core (taskset, from util-linux): attnkit native runs in a child process
 # that Node waits on, and on a core of its own it started each round from an
 # idle core (on this VM, rounds up to 1.5x slower than in Node's own process).
-taskset -c 0 node bench/wasm/bench.mjs $( ((quick)) && echo --quick ) > bench/results/wasm.json
+cpu=$(taskset -pc $$ | sed -E 's/.*: ([0-9]+).*/\1/')  # the first CPU this script may use
+taskset -c "$cpu" node bench/wasm/bench.mjs $( ((quick)) && echo --quick ) > bench/results/wasm.json
 node bench/report.mjs
