@@ -3,9 +3,9 @@
 // reference.
 #include <cmath>
 #include <iomanip>
-#include <vector>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "tests/reference.h"
 #include "tests/test_util.h"
