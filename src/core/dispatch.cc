@@ -1,7 +1,8 @@
 // attnkit: the one translation unit that compiles the SIMD code for every
 // target (foreach_target.h) and dispatches to the best one. Each public
-// operation reaches exactly one HWY_DYNAMIC_DISPATCH (natively) or
-// HWY_STATIC_DISPATCH (WebAssembly, SIMD128), never one per inner kernel.
+// operation computes through exactly one HWY_DYNAMIC_DISPATCH (natively) or
+// HWY_STATIC_DISPATCH (WebAssembly, SIMD128), never one per inner kernel;
+// checking its inputs for NaN and inf takes one more per input.
 
 #include <algorithm>
 #include <atomic>
@@ -132,6 +133,8 @@ bool ScaleScoresT(MatrixView x, float scale, float softcap) {
   return AllFinite(x);
 }
 
+bool AllFiniteT(ConstMatrixView m) { return AllFinite(m); }
+
 bool SoftmaxRowsT(MatrixView x) {
   for (size_t r = 0; r < x.rows; ++r) {
     if (!SoftmaxRow(x.Row(r), x.cols)) return false;
@@ -151,6 +154,7 @@ HWY_EXPORT(MatMulT);
 HWY_EXPORT(MatMulTransposedT);
 HWY_EXPORT(ScaleScoresT);
 HWY_EXPORT(SoftmaxRowsT);
+HWY_EXPORT(AllFiniteT);
 
 // Natively: pick the best target the CPU supports, once per call. In
 // WebAssembly there is no runtime dispatch: call the static (SIMD128) target.
@@ -234,6 +238,7 @@ bool RunScaleScores(MatrixView x, float scale, float softcap) {
   return ATTNKIT_DISPATCH(ScaleScoresT)(x, scale, softcap);
 }
 bool RunSoftmaxRows(MatrixView x) { return ATTNKIT_DISPATCH(SoftmaxRowsT)(x); }
+bool RunAllFinite(ConstMatrixView m) { return ATTNKIT_DISPATCH(AllFiniteT)(m); }
 
 }  // namespace internal
 

@@ -125,6 +125,8 @@ bool RunMatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C);
 bool RunMatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C);
 bool RunScaleScores(MatrixView x, float scale, float softcap);
 bool RunSoftmaxRows(MatrixView x);
+// True if every value of m is finite.
+bool RunAllFinite(ConstMatrixView m);
 
 }  // namespace internal
 }  // namespace attnkit
