@@ -40,6 +40,6 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace attnkit_bench {
 HWY_EXPORT(FmaPeakT);
-double FmaPeakGflops() { return HWY_DYNAMIC_DISPATCH(FmaPeakT)(200000000); }
+double FmaPeakGflops(size_t iterations) { return HWY_DYNAMIC_DISPATCH(FmaPeakT)(iterations); }
 }  // namespace attnkit_bench
 #endif

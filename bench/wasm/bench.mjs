@@ -17,6 +17,8 @@
 // attnkit native takes part too, so that its ratios to onnxruntime-node come from
 // the same rounds: build/bench/attnkit_bench --serve (bench/native/bench.cc), a
 // child process that times its own calls (no pipe round trip in the figure).
+// After each of its calls, the child also measures the FMA peak (~20 ms), so
+// that its share of the peak comes from the same rounds too.
 //
 // Usage: node bench/wasm/bench.mjs [--quick] [--no-peers] [--no-memory] > bench/results/wasm.json
 //   (internal) node --expose-gc bench/wasm/bench.mjs --memory NAME T CAUSAL [VARIANT]
@@ -126,6 +128,7 @@ function nativeEngine() {
       return {
         run: async () => { await ask("time 1"); return out; },
         time: async (reps) => +(await ask(`time ${reps}`)),
+        peak: async () => +(await ask("peak")),
         dispose() {},
       };
     },
@@ -264,7 +267,7 @@ async function main() {
         // Warm up (V8 compiles wasm with a baseline compiler first and tiers hot
         // functions up in the background): calls until 0.3 s have passed, at most 50.
         for (let n = 1, t0 = performance.now(); n < 50 && firstMs + performance.now() - t0 < 300; ++n) await s.run();
-        active.push({ e, s, times: [], diff });
+        active.push({ e, s, times: [], peaks: [], diff });
       }
       for (let r = 0; r < rounds; ++r) {
         for (let i = 0; i < active.length; ++i) {
@@ -272,6 +275,8 @@ async function main() {
           const reps = Math.max(1, Math.round(2e8 / flops));
           if (a.s.time) {  // an engine that times itself (attnkit native, out of process)
             a.times.push(await a.s.time(reps));
+            // The FMA peak right after, for its share of the peak in this round.
+            if (a.s.peak) a.peaks.push(await a.s.peak());
             continue;
           }
           const t0 = performance.now();
@@ -283,6 +288,9 @@ async function main() {
         const ms = median(a.times);
         results.push({ engine: a.e.name, platform: a.e.platform, T, causal, ms, gflops: flops / (ms * 1e6),
                        msRounds: a.times.map((t) => +t.toPrecision(4)), maxDiff: a.diff,
+                       // Median over rounds of (GFLOP/s / the FMA peak of the same round).
+                       ...(a.peaks.length ? { peakShare: median(a.times.map((t, i) => flops / (t * 1e6) / a.peaks[i])),
+                                              peakRounds: a.peaks.map((g) => +g.toPrecision(4)) } : {}),
                        ...(a.s.variant ? { variant: a.s.variant } : {}) });
         a.s.dispose();
       }
