@@ -161,12 +161,12 @@ constexpr float kExpFlushBelow = -87.0f;
 // As Cephes' expf: v = n ln2 + r with n = round(v / ln2) and |r| <= ln2 / 2
 // (ln2 in two parts, Cody & Waite), e^r ~ 1 + r + r^2 q(r), and 2^n added to
 // the exponent bits. q is a cubic fitted for the least maximum relative error
-// on |r| <= ln2 / 2 (1.05e-7; Cephes' degree-7 polynomial gives 1.4 ulp but
-// costs two more FMAs per lane: attention was 2% slower, natively and in
-// wasm). Relative
-// error <= 1.9e-7 (3.1 ulp) on [-87, 0], against double exp. About 14
-// operations, where hn::Exp, valid over all floats, takes about 27.
-// Above -87, n >= -126, so the result is a normal float.
+// on |r| <= ln2 / 2 (1.05e-7; scripts/fit_exp.py). Relative error <= 1.9e-7
+// (3.1 ulp) on [-87, 0], against double exp. Cephes' degree-7 polynomial
+// gives 1.4 ulp but costs two more FMAs per lane: attention was 2% slower
+// with it, natively and in wasm. About 14 operations, where hn::Exp, valid
+// over all floats, takes about 27. Above -87, n >= -126, so the result is a
+// normal float.
 template <class D, class V>
 HWY_INLINE V ExpFlushed(D d, V v) {
   const hn::RebindToSigned<D> di;
