@@ -32,12 +32,12 @@ void CheckFusedEqualsTrace(const TestMatrix& Q, const TestMatrix& K, const TestM
   CHECK(out.PaddingIntact());
 }
 
-// Random Q [T_q, d_k], K, V [T_k, ...] (d_k, d_v from the seed), compared
-// with every mask kind: none, causal, causal + key padding, boolean +
-// additive (with -inf) + softcap + scale, fully masked. `keep`: the share of
-// cells the boolean mask allows.
-void CheckEveryMaskKind(size_t T_q, size_t T_k, double keep, uint32_t* seed) {
-  const size_t d_k = 1 + *seed % 17, d_v = 1 + (*seed * 7) % 19;
+// Random Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v] compared with every mask
+// kind: none, causal, causal + key padding, boolean + additive (with -inf) +
+// softcap + scale, fully masked. `keep`: the share of cells the boolean mask
+// allows.
+void CheckEveryMaskKind(size_t T_q, size_t T_k, size_t d_k, size_t d_v, double keep,
+                        uint32_t* seed) {
   const TestMatrix Q = Random(T_q, d_k, (*seed)++, Layout::kStrided, -2.0f, 2.0f);
   const TestMatrix K = Random(T_k, d_k, (*seed)++, Layout::kStrided, -2.0f, 2.0f);
   const TestMatrix V = Random(T_k, d_v, (*seed)++, Layout::kStrided);
@@ -69,6 +69,11 @@ void CheckEveryMaskKind(size_t T_q, size_t T_k, double keep, uint32_t* seed) {
   { INFO("only the last key"); CheckFusedEqualsTrace(Q, K, V, o); }
 }
 
+// As above with d_k, d_v from the seed (1..17, 1..19).
+void CheckEveryMaskKind(size_t T_q, size_t T_k, double keep, uint32_t* seed) {
+  CheckEveryMaskKind(T_q, T_k, 1 + *seed % 17, 1 + (*seed * 7) % 19, keep, seed);
+}
+
 }  // namespace
 
 TEST_CASE("Fused attention equals the trace path across tile boundaries, every mask kind",
@@ -83,6 +88,17 @@ TEST_CASE("Fused attention equals the trace path across tile boundaries, every m
     for (size_t T_k : key_counts) {
       for (size_t T_q : query_counts) CheckEveryMaskKind(T_q, T_k, 0.6, &seed);
     }
+  });
+}
+
+TEST_CASE("Fused attention equals the trace path for head sizes across panel widths",
+          "[flash]") {
+  // The kernel reads K^T and V in panels of 2 vectors (8, 16 or 32 floats,
+  // 2 on SCALAR): d_k and d_v around those widths, on two key tiles.
+  const size_t dims[][2] = {{1, 33}, {8, 31}, {9, 32}, {16, 17}, {31, 64}, {33, 65}, {64, 64}, {65, 9}};
+  ForEachTarget([&](int64_t) {
+    uint32_t seed = 7;
+    for (const auto& dim : dims) CheckEveryMaskKind(9, 257, dim[0], dim[1], 0.6, &seed);
   });
 }
 

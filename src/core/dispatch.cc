@@ -175,8 +175,6 @@ void AddProjectionWork(size_t index, size_t rows, std::vector<ProjectionWork>* w
   }
 }
 
-size_t RoundUp(size_t n, size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
-
 }  // namespace
 
 Status RunAttentionJob(AttentionJob* job) {
@@ -184,9 +182,10 @@ Status RunAttentionJob(AttentionJob* job) {
     AddProjectionWork(i, job->projections[i].dst.rows, &job->projection_work);
   }
   if (!job->output.W.empty()) AddProjectionWork(0, job->output.dst.rows, &job->output_work);
-  // Scratch floats per thread: a score row [T_k] for a trace, K^T [d_k, T_k
-  // rounded up to the tile] on the fused path, a chunk of scores on the
-  // split-K path. Split-K partials: [chunks, T_q, 2 + d_v] per head.
+  // Scratch floats per thread: a score row [T_k] for a trace, the packed
+  // K^T and V ([d_k + d_v rounded up to a panel, T_k rounded up to the tile])
+  // on the fused path, a chunk of scores on the split-K path. Split-K
+  // partials: [chunks, T_q, 2 + d_v] per head.
   size_t floats = 0, partials = 0;
   job->paths.resize(job->heads.size());
   job->partials_at.assign(job->heads.size(), 0);
@@ -198,7 +197,8 @@ Status RunAttentionJob(AttentionJob* job) {
       n = t.K.rows;
     } else if (t.Q.rows >= kFlashMinQueries) {
       job->paths[h] = HeadPath::kFused;
-      ATTNKIT_RETURN_IF_ERROR(CheckedProduct("K^T scratch [d_k, T_k]", t.K.cols,
+      ATTNKIT_RETURN_IF_ERROR(CheckedProduct("packed K^T and V [d_k + d_v, T_k]",
+                                             t.K.cols + (kFlashPanels ? RoundUp(t.V.cols, kFlashMaxPanel) : 0),
                                              RoundUp(t.K.rows, kFlashTileKeys), &n));
       for (size_t r = 0; r < t.Q.rows; r += kTaskQueries) {
         job->head_work.push_back({h, r, std::min(t.Q.rows, r + kTaskQueries)});

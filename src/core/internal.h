@@ -46,6 +46,17 @@ struct Projection {
 // causal runs, which skip masked tiles, lose nothing measurable.
 constexpr size_t kFlashTileKeys = 128;
 constexpr size_t kFlashMinQueries = 4;
+// Whether the fused kernel packs K^T and V in panels two vectors wide
+// (flash-inl.h; every target's panel width divides kFlashMaxPanel). In
+// WebAssembly it packs K^T in whole tiles and reads V in place.
+#ifdef __wasm__
+constexpr bool kFlashPanels = false;
+#else
+constexpr bool kFlashPanels = true;
+#endif
+constexpr size_t kFlashMaxPanel = 32;
+
+inline size_t RoundUp(size_t n, size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
 // How the work of a job is cut into tasks for the threads (fixed sizes, so
 // that results do not depend on the thread count): rows of a projection,

@@ -72,6 +72,15 @@ HWY_INLINE void ZeroRow(float* HWY_RESTRICT x, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] = 0.0f;
 }
 
+// to [n] = from [n].
+HWY_INLINE void CopyRow(const float* HWY_RESTRICT from, size_t n, float* HWY_RESTRICT to) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(hn::LoadU(d, from + i), d, to + i);
+  for (; i < n; ++i) to[i] = from[i];
+}
+
 // One vector step of ScaleRow: s * scale, then softcap * tanh(s / softcap).
 template <class D, class V>
 HWY_INLINE V ScaleCap(D d, V v, float scale, float softcap) {
