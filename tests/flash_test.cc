@@ -119,6 +119,32 @@ TEST_CASE("Fused attention stays exact on huge logits and masked tiles", "[flash
   });
 }
 
+TEST_CASE("Fused attention reports scores that overflow to +inf, -inf or NaN", "[flash][overflow]") {
+  // 9 queries (the fused path), 200 keys: one overflowing score, for query 4,
+  // at key 5 (a full 128-key tile) or key 150 (the partial second tile).
+  // q . k with q = (1e30, 1e30) and k = (s0 * 1e30, s1 * 1e30) is +inf, -inf,
+  // or +inf - inf (NaN, or +inf where the FMA keeps the product exact).
+  const float signs[][2] = {{1, 1}, {-1, -1}, {1, -1}, {-1, 1}};
+  ForEachTarget([&](int64_t) {
+    for (size_t key : {size_t{5}, size_t{150}}) {
+      for (const auto& sign : signs) {
+        INFO("key " << key << " signs " << sign[0] << ", " << sign[1]);
+        TestMatrix Q = Random(9, 2, 1), K = Random(200, 2, 2);
+        const TestMatrix V = Random(200, 3, 3);
+        Q(4, 0) = Q(4, 1) = 1e30f;
+        K(key, 0) = sign[0] * 1e30f;
+        K(key, 1) = sign[1] * 1e30f;
+        AttentionOptions o;
+        o.scale = 1.0f;
+        TestMatrix out(9, 3);
+        CHECK_ERROR(Attention(Q, K, V, o, out), Err(ErrorCode::kOverflow).Name("out"));
+        Q(4, 0) = Q(4, 1) = 0.5f;  // the module keeps working
+        CheckFusedEqualsTrace(Q, K, V, o);
+      }
+    }
+  });
+}
+
 // Blocks of fewer than 4 queries (decoding) take the split-K path: keys in
 // chunks of 256, partial softmax results merged. Key counts around the chunk
 // size; every mask kind; T_q < T_k so causal rows see different prefixes.
