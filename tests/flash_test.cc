@@ -95,7 +95,8 @@ TEST_CASE("Fused attention equals the trace path for head sizes across panel wid
           "[flash]") {
   // The kernel reads K^T and V in panels of 2 vectors (8, 16 or 32 floats,
   // 2 on SCALAR): d_k and d_v around those widths, on two key tiles.
-  const size_t dims[][2] = {{1, 33}, {8, 31}, {9, 32}, {16, 17}, {31, 64}, {33, 65}, {64, 64}, {65, 9}};
+  const size_t dims[][2] = {{1, 33},  {8, 31},  {9, 32},  {16, 17},
+                            {31, 64}, {33, 65}, {64, 64}, {65, 9}};
   ForEachTarget([&](int64_t) {
     uint32_t seed = 7;
     for (const auto& dim : dims) CheckEveryMaskKind(9, 257, dim[0], dim[1], 0.6, &seed);
@@ -119,7 +120,8 @@ TEST_CASE("Fused attention stays exact on huge logits and masked tiles", "[flash
   });
 }
 
-TEST_CASE("Fused attention reports scores that overflow to +inf, -inf or NaN", "[flash][overflow]") {
+TEST_CASE("Fused attention reports scores that overflow to +inf, -inf or NaN",
+          "[flash][overflow]") {
   // 9 queries (the fused path), 200 keys: one overflowing score, for query 4,
   // at key 5 (a full 128-key tile) or key 150 (the partial second tile).
   // q . k with q = (1e30, 1e30) and k = (s0 * 1e30, s1 * 1e30) is +inf, -inf,

@@ -197,8 +197,8 @@ Status RunAttentionJob(AttentionJob* job) {
       n = t.K.rows;
     } else if (t.Q.rows >= kFlashMinQueries) {
       job->paths[h] = HeadPath::kFused;
-      ATTNKIT_RETURN_IF_ERROR(CheckedProduct("packed K^T and V [d_k + d_v, T_k]",
-                                             t.K.cols + (kFlashPanels ? RoundUp(t.V.cols, kFlashMaxPanel) : 0),
+      const size_t packed_rows = t.K.cols + (kFlashPanels ? RoundUp(t.V.cols, kFlashMaxPanel) : 0);
+      ATTNKIT_RETURN_IF_ERROR(CheckedProduct("packed K^T and V [d_k + d_v, T_k]", packed_rows,
                                              RoundUp(t.K.rows, kFlashTileKeys), &n));
       for (size_t r = 0; r < t.Q.rows; r += kTaskQueries) {
         job->head_work.push_back({h, r, std::min(t.Q.rows, r + kTaskQueries)});

@@ -56,7 +56,9 @@ constexpr bool kFlashPanels = true;
 #endif
 constexpr size_t kFlashMaxPanel = 32;
 
-inline size_t RoundUp(size_t n, size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
+inline size_t RoundUp(size_t n, size_t multiple) {
+  return (n + multiple - 1) / multiple * multiple;
+}
 
 // How the work of a job is cut into tasks for the threads (fixed sizes, so
 // that results do not depend on the thread count): rows of a projection,
