@@ -227,6 +227,9 @@ TEST_CASE("MultiHeadAttention matches the reference with and without W_O",
       {3, 3, 16, 4, 2, 4, 4, 16, false},  {1, 17, 9, 4, 2, 3, 5, 0, false},
       {2, 9, 16, 8, 8, 2, 2, 16, true},   {1, 1, 4, 1, 1, 4, 4, 4, true},
       {2, 8, 10, 6, 3, 7, 9, 3, false},   {1, 16, 32, 4, 4, 8, 8, 32, true},
+      // 134 rows: the projections pack their weights (internal::kPackMinRows),
+      // into panels of every width, with a partial last panel.
+      {2, 67, 37, 4, 2, 9, 17, 33, false},
   };
   std::vector<MhaCase> all = cases;
   for (size_t s : LaneSizes()) all.push_back({2, s, s + 3, 2, 1, s, s, s, false});

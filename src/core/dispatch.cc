@@ -66,17 +66,27 @@ HWY_INLINE bool TraceHead(const HeadTask& t, const ScoreParams& p, float* HWY_RE
   return true;
 }
 
-// Runs the rows of `work` of the projections: dst = src W, then checks that
-// nothing overflowed. Returns false if something did.
+// Runs the rows of `work` of the projections: dst = src W (W packed in panels
+// first where the projection has room for it), then checks that nothing
+// overflowed. Returns false if something did.
 HWY_INLINE bool Project(ThreadPool* pool, const std::vector<Projection>& projections,
                         const std::vector<internal::ProjectionWork>& work) {
+  std::vector<PanelView> panels(projections.size());
+  for (size_t i = 0; i < projections.size(); ++i) {
+    if (projections[i].packed) panels[i] = PackPanels(projections[i].W, projections[i].packed);
+  }
   std::atomic<bool> ok{true};
   internal::ParallelFor(pool, work.size(), [&](size_t w, size_t) HWY_ATTR {
     const internal::ProjectionWork& pw = work[w];
     const Projection& p = projections[pw.index];
     const size_t rows = pw.end - pw.begin;
+    const ConstMatrixView src = p.src.Block(pw.begin, rows, 0, p.src.cols);
     const MatrixView dst = p.dst.Block(pw.begin, rows, 0, p.dst.cols);
-    MatMul(p.src.Block(pw.begin, rows, 0, p.src.cols), p.W, dst);
+    if (p.packed) {
+      MatMulPanels(src, panels[pw.index], dst);
+    } else {
+      MatMul(src, p.W, dst);
+    }
     if (!AllFinite(dst)) ok.store(false, std::memory_order_relaxed);
   });
   return ok.load();
@@ -118,8 +128,12 @@ bool RunAttentionJobT(const AttentionJob& job) {
   return true;
 }
 
-bool MatMulT(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
-  MatMul(A, B, C);
+bool MatMulT(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) {
+  if (A.rows >= internal::kPackMinRows) {
+    MatMulPanels(A, PackPanels(B, packed), C);
+  } else {
+    MatMul(A, B, C);
+  }
   return AllFinite(C);
 }
 
@@ -197,7 +211,7 @@ Status RunAttentionJob(AttentionJob* job) {
       n = t.K.rows;
     } else if (t.Q.rows >= kFlashMinQueries) {
       job->paths[h] = HeadPath::kFused;
-      const size_t packed_rows = t.K.cols + (kFlashPanels ? RoundUp(t.V.cols, kFlashMaxPanel) : 0);
+      const size_t packed_rows = t.K.cols + (kFlashPanels ? RoundUp(t.V.cols, kMaxPanel) : 0);
       ATTNKIT_RETURN_IF_ERROR(CheckedProduct("packed K^T and V [d_k + d_v, T_k]", packed_rows,
                                              RoundUp(t.K.rows, kFlashTileKeys), &n));
       for (size_t r = 0; r < t.Q.rows; r += kTaskQueries) {
@@ -216,20 +230,39 @@ Status RunAttentionJob(AttentionJob* job) {
     }
     floats = std::max(floats, n);
   }
+  // After the partials: the weights of projections with enough rows, packed
+  // in panels ([K, N] rounded up to the widest panel).
+  std::vector<Projection*> projections;
+  for (Projection& p : job->projections) projections.push_back(&p);
+  if (!job->output.W.empty()) projections.push_back(&job->output);
+  size_t shared = partials;
+  std::vector<size_t> packed_at(projections.size(), 0);
+  for (size_t i = 0; i < projections.size(); ++i) {
+    const Projection& p = *projections[i];
+    if (p.src.rows < kPackMinRows) continue;
+    size_t n;
+    ATTNKIT_RETURN_IF_ERROR(CheckedProduct("packed weights", p.W.rows, RoundUp(p.W.cols, kMaxPanel), &n));
+    if (n > std::numeric_limits<size_t>::max() - shared) return OutOfMemory("packed weights", n);
+    packed_at[i] = shared;
+    shared += n;
+  }
   const size_t threads = job->pool ? job->pool->num_threads() : 1;
   size_t total;
   ATTNKIT_RETURN_IF_ERROR(CheckedProduct("scratch per thread", floats, threads, &total));
-  if (total > std::numeric_limits<size_t>::max() - partials) return OutOfMemory("scratch", total);
+  if (total > std::numeric_limits<size_t>::max() - shared) return OutOfMemory("scratch", total);
   FloatBuffer scratch;
-  if (!scratch.Allocate(total + partials)) return OutOfMemory("scratch", total + partials);
+  if (!scratch.Allocate(total + shared)) return OutOfMemory("scratch", total + shared);
   job->scratch = scratch.data();
   job->scratch_floats = floats;
   job->partials = scratch.data() + total;
+  for (size_t i = 0; i < projections.size(); ++i) {
+    if (projections[i]->src.rows >= kPackMinRows) projections[i]->packed = job->partials + packed_at[i];
+  }
   if (!ATTNKIT_DISPATCH(RunAttentionJobT)(*job)) return OverflowStatus("out");
   return Status::Ok();
 }
-bool RunMatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
-  return ATTNKIT_DISPATCH(MatMulT)(A, B, C);
+bool RunMatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) {
+  return ATTNKIT_DISPATCH(MatMulT)(A, B, C, packed);
 }
 bool RunMatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
   return ATTNKIT_DISPATCH(MatMulTransposedT)(A, B, C);

@@ -84,24 +84,16 @@ constexpr size_t kFlashUnroll = 2;
 constexpr size_t kFlashUnroll = 4;
 #endif
 
-// A matrix [rows, cols] stored in panels of `width` columns (the last may be
-// narrower): panel p is [rows, width] at data + p * panel_stride, with rows
-// `stride` floats apart.
-struct PanelView {
-  const float* data;
-  size_t width, stride, panel_stride;
-};
-
 // The width of the panels in which the kernel's GEMMs read K^T and V packed
 // (see PackKeysAndValues): their register tiles are two vectors wide.
 // Without internal::kFlashPanels, K^T is packed in whole tiles [d_k,
 // kTileKeys] and V is read in place.
 HWY_INLINE size_t PanelWidth() {
-  return internal::kFlashPanels ? 2 * hn::Lanes(DF()) : kTileKeys;
+  return internal::kFlashPanels ? GemmPanelWidth() : kTileKeys;
 }
-static_assert(internal::kFlashMaxPanel % (2 * HWY_LANES(float)) == 0 &&
+static_assert(internal::kMaxPanel % (2 * HWY_LANES(float)) == 0 &&
                   kTileKeys % (2 * HWY_LANES(float)) == 0,
-              "panels must divide kFlashMaxPanel and the key tile");
+              "panels must divide kMaxPanel and the key tile");
 
 // Keys [0, keys) of one head, packed for the kernel's GEMMs. Key tile b
 // (keys [b * kTileKeys, (b + 1) * kTileKeys)) is stored in panels of W =

@@ -32,10 +32,13 @@ struct HeadTask {
   size_t key_length = 0;
 };
 
-// dst = src W: src [M, K], W [K, N], dst [M, N].
+// dst = src W: src [M, K], W [K, N], dst [M, N]. With M >= kPackMinRows,
+// RunAttentionJob gives `packed` room for W in panels ([K, N] rounded up to
+// kMaxPanel columns); smaller projections (decoding steps) read W in place.
 struct Projection {
   ConstMatrixView src, W;
   MatrixView dst;
+  float* packed = nullptr;
 };
 
 // The fused kernel's key tile (a multiple of 2 * Lanes on every target), and
@@ -47,14 +50,22 @@ struct Projection {
 constexpr size_t kFlashTileKeys = 128;
 constexpr size_t kFlashMinQueries = 4;
 // Whether the fused kernel packs K^T and V in panels two vectors wide
-// (flash-inl.h; every target's panel width divides kFlashMaxPanel). In
-// WebAssembly it packs K^T in whole tiles and reads V in place.
+// (flash-inl.h). In WebAssembly it packs K^T in whole tiles and reads V in
+// place.
 #ifdef __wasm__
 constexpr bool kFlashPanels = false;
 #else
 constexpr bool kFlashPanels = true;
 #endif
-constexpr size_t kFlashMaxPanel = 32;
+// The widest panel of any target (two vectors: 32 floats with AVX-512), for
+// sizing the room of packed matrices.
+constexpr size_t kMaxPanel = 32;
+// Projections (and MatMul) with at least this many rows pack W in panels
+// first (PackPanels in ops-inl.h). Packing costs a pass over W, as much as a
+// decoding step's whole projection: a multi-head layer (d_model = 512, 8
+// heads) ran 0.8x at 32 rows, ~1.0x at 64-96, 1.05x at 128 and 1.03-1.11x at
+// 512 rows with W packed (AVX-512; neutral in wasm).
+constexpr size_t kPackMinRows = 128;
 
 inline size_t RoundUp(size_t n, size_t multiple) {
   return (n + multiple - 1) / multiple * multiple;
@@ -133,8 +144,10 @@ inline void ParallelFor(ThreadPool* pool, size_t n,
   }
 }
 
+// C = A B. `packed`: room for B in panels ([K, N] rounded up to kMaxPanel
+// columns) when A has at least kPackMinRows rows, else unused (may be null).
+bool RunMatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed);
 // Each returns false if a result overflowed float; outputs are then unspecified.
-bool RunMatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C);
 bool RunMatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C);
 bool RunScaleScores(MatrixView x, float scale, float softcap);
 bool RunSoftmaxRows(MatrixView x);

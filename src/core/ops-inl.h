@@ -344,6 +344,43 @@ HWY_INLINE void MatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
   }
 }
 
+// A matrix [rows, cols] stored in panels of `width` columns (the last may be
+// narrower): panel p is [rows, width] at data + p * panel_stride, with rows
+// `stride` floats apart.
+struct PanelView {
+  const float* data;
+  size_t width, stride, panel_stride;
+};
+
+// The panel width of PackPanels: two vectors, the width of a GEMM register tile.
+HWY_INLINE size_t GemmPanelWidth() { return 2 * hn::Lanes(DF()); }
+
+// Packs B [K, N] into panels of W = GemmPanelWidth() columns, dst [ceil(N /
+// W), K, W]: panel p holds columns [p W, p W + W) with its rows contiguous,
+// so that a register tile of MatMulPanels reads one stream from top to bottom
+// instead of W columns of rows N floats apart. The last panel's columns past N
+// are never written nor read.
+HWY_INLINE PanelView PackPanels(ConstMatrixView B, float* HWY_RESTRICT dst) {
+  const size_t W = GemmPanelWidth(), K = B.rows;
+  for (size_t j = 0; j < B.cols; j += W) {
+    const size_t w = std::min(W, B.cols - j);
+    float* HWY_RESTRICT panel = dst + j * K;
+    for (size_t k = 0; k < K; ++k) CopyRow(B.Row(k) + j, w, panel + k * W);
+  }
+  return {dst, W, W, K * W};
+}
+
+// C [M, N] = A [M, K] B with B [K, N] in panels (see PackPanels). Panel by
+// panel, so that one panel [K, W] stays in cache for all the rows of A; the
+// sums are those of MatMul, in the same order.
+HWY_INLINE void MatMulPanels(ConstMatrixView A, const PanelView& B, MatrixView C) {
+  for (size_t j = 0; j < C.cols; j += B.width) {
+    const size_t w = std::min(B.width, C.cols - j);
+    MatMul(A, ConstMatrixView(B.data + j / B.width * B.panel_stride, A.cols, w, B.stride),
+           C.Block(0, C.rows, j, w));
+  }
+}
+
 // C [M, N] = A [M, K] B^T with B [N, K]: C[i, j] = A row i . B row j.
 HWY_INLINE void MatMulTransposed(ConstMatrixView A, ConstMatrixView B,
                                  MatrixView C) {
