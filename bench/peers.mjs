@@ -14,8 +14,15 @@
 //                     softmax, @ V
 // They live in bench/package.json (npm ci in bench/), never in the top-level package.
 //
+// The other shapes (bench/wasm/bench.mjs's otherShapes): a multi-head layer (8 heads,
+// d_model = 512, weights held by the engine: constants in the ONNX models, tensors made
+// once in tfjs) and decoding one query against a KV cache of N tokens (onnxruntime:
+// the MultiHeadAttention op on [1, N, 512] key and value, and the MatMul graph on a
+// cache kept head-major, K transposed; tfjs: K and V tensors [8, N, 64] made once).
+//
 // Every engine is { name, platform: "native" | "wasm", maxT, load(), setup(T, causal,
-// q, k, v) -> { run() -> Float32Array | Promise<Float32Array>, dispose(), variant? } }.
+// q, k, v) -> { run() -> Float32Array | Promise<Float32Array>, dispose(), variant? },
+// setupWorkload(w) -> the same }.
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
@@ -25,7 +32,7 @@ const require = createRequire(import.meta.url);
 const hint = (err) => new Error(`${err.message.split("\n")[0]}: run npm ci in bench/ (scripts/bench.sh does), ` +
                                 "or pass --no-peers to time attnkit and plain JS only");
 const need = (name) => { try { return require(name); } catch (err) { throw hint(err); } };
-const D = 64;
+const D = 64, HEADS = 8, D_MODEL = HEADS * D;
 const modelsDir = fileURLToPath(new URL("./models/", import.meta.url));
 
 // Some engines have more than one way to state the same computation; each keeps
@@ -62,7 +69,8 @@ async function pickFastest(engine, T, candidates, options) {
 // variants(causal): { name: model file base name }. A model whose name ends in
 // "_mask" takes a fourth input, the additive mask [T, T], filled once per shape
 // outside the timing (as a model would hold it as a constant).
-function onnxEngine({ name, platform, load, sessionOptions, variants }) {
+// workloads: { layer, decode: model file base name }.
+function onnxEngine({ name, platform, load, sessionOptions, variants, workloads }) {
   let ort = null;
   const sessions = new Map();  // model file -> InferenceSession (T is symbolic)
   const engine = {
@@ -70,8 +78,8 @@ function onnxEngine({ name, platform, load, sessionOptions, variants }) {
     platform,
     maxT: 8192,
     async load() {
-      for (const causal of [false, true]) {
-        for (const model of Object.values(variants(causal))) {
+      for (const models of [variants(false), variants(true), workloads]) {
+        for (const model of Object.values(models)) {
           if (!existsSync(`${modelsDir}${model}.onnx`)) {
             throw new Error(`${modelsDir}${model}.onnx is missing: /usr/bin/python3 bench/make_models.py writes it`);
           }
@@ -107,6 +115,39 @@ function onnxEngine({ name, platform, load, sessionOptions, variants }) {
       }
       const { variant, run } = await pickFastest(engine, T, candidates, options);
       return { run, dispose() {}, ...(Object.keys(candidates).length > 1 ? { variant } : {}) };
+    },
+    async setupWorkload(w) {
+      const model = workloads[w.kind];
+      const tensor = (data, dims) => new ort.Tensor("float32", data, dims);
+      let feeds;
+      if (w.kind === "layer") {
+        feeds = { x: tensor(w.x, [1, w.T, D_MODEL]) };
+      } else if (model.startsWith("mha")) {
+        feeds = { query: tensor(w.q, [1, 1, D_MODEL]), key: tensor(w.k, [1, w.N, D_MODEL]),
+                  value: tensor(w.v, [1, w.N, D_MODEL]) };
+      } else {  // the cache head-major: key_t [1, 8, 64, N], value [1, 8, N, 64]
+        const keyT = new Float32Array(w.k.length), value = new Float32Array(w.v.length);
+        for (let j = 0; j < w.N; ++j) {
+          for (let h = 0; h < HEADS; ++h) {
+            for (let c = 0; c < D; ++c) {
+              keyT[(h * D + c) * w.N + j] = w.k[j * D_MODEL + h * D + c];
+              value[(h * w.N + j) * D + c] = w.v[j * D_MODEL + h * D + c];
+            }
+          }
+        }
+        feeds = { query: tensor(w.q, [1, HEADS, 1, D]), key_t: tensor(keyT, [1, HEADS, D, w.N]),
+                  value: tensor(value, [1, HEADS, w.N, D]) };
+      }
+      const file = `${modelsDir}${model}.onnx`;
+      if (!sessions.has(file)) sessions.set(file, await ort.InferenceSession.create(file, sessionOptions()));
+      const session = sessions.get(file);
+      const run = async () => {
+        const { output } = await session.run(feeds);
+        const data = output.data;
+        output.dispose?.();
+        return data;
+      };
+      return { run, dispose() {} };
     },
   };
   return engine;
@@ -187,6 +228,35 @@ function tfjsEngine() {
         },
       };
     },
+    setupWorkload(w) {
+      const scale = 1 / Math.sqrt(D);
+      // [rows, 512] -> [8, rows, 64], and back.
+      const split = (x) => tf.transpose(tf.reshape(x, [-1, HEADS, D]), [1, 0, 2]);
+      const merge = (x) => tf.reshape(tf.transpose(x, [1, 0, 2]), [-1, D_MODEL]);
+      const heads = (q, k, v) => tf.matMul(tf.softmax(tf.matMul(tf.mul(q, scale), k, false, true)), v);
+      let held, compute;
+      if (w.kind === "layer") {
+        const X = tf.tensor2d(w.x, [w.T, D_MODEL]);
+        const W = Object.fromEntries(Object.entries(w.weights).map(([k, data]) => [k, tf.tensor2d(data, [D_MODEL, D_MODEL])]));
+        held = [X, ...Object.values(W)];
+        compute = () => tf.matMul(merge(heads(split(tf.matMul(X, W.W_Q)), split(tf.matMul(X, W.W_K)),
+                                              split(tf.matMul(X, W.W_V)))), W.W_O);
+      } else {
+        const q = tf.tensor3d(w.q, [HEADS, 1, D]);
+        const [K, V] = tf.tidy(() => [split(tf.tensor2d(w.k, [w.N, D_MODEL])), split(tf.tensor2d(w.v, [w.N, D_MODEL]))]);
+        held = [q, K, V];
+        compute = () => heads(q, K, V);  // [8, 1, 64]: the order of [1, 512]
+      }
+      return {
+        run() {
+          const out = tf.tidy(compute);
+          const data = out.dataSync();
+          out.dispose();
+          return data;
+        },
+        dispose: () => tf.dispose(held),
+      };
+    },
   };
 }
 
@@ -195,15 +265,17 @@ export function peerEngines() {
   const matmul = (causal) => causal
     ? { "mask made in the graph": "matmul_causal", "mask as an input": "matmul_causal_mask" }
     : { "plain graph": "matmul" };
+  const mhaWorkloads = { layer: "mha_layer", decode: "mha_decode" };
+  const matmulWorkloads = { layer: "matmul_layer", decode: "matmul_decode" };
   return [
     onnxEngine({ name: "onnxruntime-node MultiHeadAttention", platform: "native", load: loadOrtNode,
-                 sessionOptions: ortNodeOptions, variants: mha }),
+                 sessionOptions: ortNodeOptions, variants: mha, workloads: mhaWorkloads }),
     onnxEngine({ name: "onnxruntime-node MatMul graph", platform: "native", load: loadOrtNode,
-                 sessionOptions: ortNodeOptions, variants: matmul }),
+                 sessionOptions: ortNodeOptions, variants: matmul, workloads: matmulWorkloads }),
     onnxEngine({ name: "onnxruntime-web MultiHeadAttention", platform: "wasm", load: loadOrtWeb,
-                 sessionOptions: ortWebOptions, variants: mha }),
+                 sessionOptions: ortWebOptions, variants: mha, workloads: mhaWorkloads }),
     onnxEngine({ name: "onnxruntime-web MatMul graph", platform: "wasm", load: loadOrtWeb,
-                 sessionOptions: ortWebOptions, variants: matmul }),
+                 sessionOptions: ortWebOptions, variants: matmul, workloads: matmulWorkloads }),
     tfjsEngine(),
   ];
 }

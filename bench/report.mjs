@@ -31,6 +31,10 @@ if (existsSync(new URL("native.json", dir))) {
     if (h) extra.push({ engine: "attnkit multi-head", shape: "B=1 T=512 d_model=512 h=8", threads: +h[1], gflops: b.GFLOPs, time: `${b.real_time.toFixed(2)} ms`, value: b.real_time });
     const d = b.run_name.match(/^BM_AttnkitDecode\/cache:(\d+)\/threads:(\d+)/);
     if (d) extra.push({ engine: "attnkit decode", shape: `1 query, 8 heads, cache ${d[1]}`, threads: +d[2], gflops: b.GFLOPs, time: `${b.real_time.toFixed(1)} µs`, value: b.real_time });
+    // OpenBLAS on the same shapes (one thread): compared with attnkit's one-thread row.
+    if (b.run_name.startsWith("BM_OpenBlasMultiHead")) extra.push({ engine: "OpenBLAS sgemm multi-head", peerOf: "attnkit multi-head", shape: "B=1 T=512 d_model=512 h=8", threads: 1, gflops: b.GFLOPs, time: `${b.real_time.toFixed(2)} ms`, value: b.real_time });
+    const od = b.run_name.match(/^BM_OpenBlasDecode\/cache:(\d+)/);
+    if (od) extra.push({ engine: "OpenBLAS sgemm decode", peerOf: "attnkit decode", shape: `1 query, 8 heads, cache ${od[1]}`, threads: 1, gflops: b.GFLOPs, time: `${b.real_time.toFixed(1)} µs`, value: b.real_time });
   }
 }
 if (existsSync(new URL("wasm.json", dir))) {
@@ -111,9 +115,37 @@ const groups = new Map();
 for (const s of skipped) {
   const key = `${s.engine}\u0000${s.reason.replace(/one call took [\d.]+ s/, "one call took over a minute / rounds")}`;
   if (!groups.has(key)) groups.set(key, { engine: s.engine, reason: s.reason, shapes: [] });
-  groups.get(key).shapes.push(`T=${s.T}${s.causal ? " causal" : ""}`);
+  groups.get(key).shapes.push(s.shape ?? `T=${s.T}${s.causal ? " causal" : ""}`);
 }
 for (const g of groups.values()) md += `Not timed (–): ${g.engine} at ${g.shapes.join(", ")}: ${g.reason}.\n\n`;
+
+// The other shapes, timed in Node like the one-head tables: one column per shape.
+const shapeRows = rows.filter((r) => r.shape);
+if (shapeRows.length) {
+  const shapes = [...new Set(shapeRows.map((r) => r.shape))];
+  const engines = [ATTNKIT_WASM, ...new Set(shapeRows.map((r) => r.engine))]
+    .filter((e, i, all) => all.indexOf(e) === i && shapeRows.some((r) => r.engine === e));
+  const at = (e, shape) => shapeRows.find((r) => r.engine === e && r.shape === shape);
+  md += `| other shapes (Node, one thread) | ${shapes.join(" | ")} |\n|---|${shapes.map(() => "---:").join("|")}|\n`;
+  for (const e of engines) {
+    const platform = shapeRows.find((r) => r.engine === e).platform;
+    const ours = platform === "native" ? NATIVE_IN_NODE : ATTNKIT_WASM;
+    md += `| ${platform === "native" && !e.includes("native") ? `${e} (native)` : e} | ` + shapes.map((shape) => {
+      const r = at(e, shape), base = at(ours, shape);
+      if (!r) return "–";
+      if (e === ours) return `**${r.gflops.toFixed(1)}**`;
+      return r.gflops.toFixed(1) + (base ? ` (attnkit ${(base.gflops / r.gflops).toFixed(2)}×)` : "");
+    }).join(" | ") + " |\n";
+  }
+  md += "\nGFLOP/s, medians of the same interleaved rounds. Layer: one multi-head self-attention layer, " +
+    "x [1, 512, 512] → x W_Q, x W_K, x W_V → 8 heads of 64 → W_O, counted as 8·T·d_model² + 4·T²·d_model flops " +
+    "(the projections are two thirds of the work); attnkit's `multiHeadAttention` with the weights passed in, the " +
+    "ONNX models with them as constants (onnxruntime may prepack them), tfjs with them as tensors made once. " +
+    "Decode: one query of 8 heads of 64 against a KV cache of N tokens, 4·N·512 flops; attnkit's KV cache " +
+    "(`createKVCache`, `attend`), onnxruntime's MultiHeadAttention op on key and value [1, N, 512] and its MatMul " +
+    "graph on a cache kept head-major with K transposed, tfjs on K and V tensors [8, N, 64] made once. Ratios of " +
+    "native engines are against attnkit native in the same rounds, of the others against attnkit wasm SIMD128.\n\n";
+}
 
 // Peak memory, measured in a fresh Node process per engine and shape.
 const memRows = rows.filter((r) => r.rssBytes != null);
@@ -182,7 +214,9 @@ for (const r of memoryOnly) {
 if (targets.length) md += `| target (issue #5) | needed | measured | |\n|---|---|---|---|\n${targets.join("\n")}\n\n`;
 
 const cacheOf = (r) => parseInt(r.shape.match(/cache (\d+)/)?.[1] ?? 0);
-extra.sort((a, b) => a.engine.localeCompare(b.engine) || cacheOf(a) - cacheOf(b) || a.shape.localeCompare(b.shape) || a.threads - b.threads);
+// attnkit's rows of a shape, then OpenBLAS on the same shape.
+extra.sort((a, b) => (a.peerOf ?? a.engine).localeCompare(b.peerOf ?? b.engine) || cacheOf(a) - cacheOf(b) ||
+  a.shape.localeCompare(b.shape) || !!a.peerOf - !!b.peerOf || a.threads - b.threads);
 // Speed-up over one thread of the same shape (for one head: the table above).
 const oneThreadMs = (r) => {
   if (r.engine === "attnkit one head") {
@@ -192,11 +226,17 @@ const oneThreadMs = (r) => {
   return extra.find((o) => o.engine === r.engine && o.shape === r.shape && o.threads === 1)?.value;  // same unit: same benchmark
 };
 if (extra.length) {
-  md += "| other shapes (native) | threads | GFLOP/s | time | vs 1 thread |\n|---|---:|---:|---:|---:|\n";
+  md += "| other shapes (native, Google Benchmark) | threads | GFLOP/s | time | vs 1 thread (vs OpenBLAS) |\n|---|---:|---:|---:|---:|\n";
   for (const r of extra) {
-    const base = oneThreadMs(r);
-    const speedup = r.threads > 1 && base ? `${(base / r.value).toFixed(2)}×` : "";
-    md += `| ${r.engine}: ${r.shape} | ${r.threads} | ${r.gflops.toFixed(1)} | ${r.time} | ${speedup} |\n`;
+    let note = "";
+    if (r.peerOf) {  // OpenBLAS: how many times faster attnkit's one thread is
+      const ours = extra.find((o) => o.engine === r.peerOf && o.shape === r.shape && o.threads === 1);
+      if (ours) note = `(attnkit ${(r.value / ours.value).toFixed(2)}×)`;
+    } else {
+      const base = oneThreadMs(r);
+      if (r.threads > 1 && base) note = `${(base / r.value).toFixed(2)}×`;
+    }
+    md += `| ${r.engine}: ${r.shape} | ${r.threads} | ${r.gflops.toFixed(1)} | ${r.time} | ${note} |\n`;
   }
 }
 writeFileSync(new URL("results.md", dir), md);

@@ -2,7 +2,8 @@
 // would pick instead, on one core, fp32, the same shapes in the same run.
 //   attnkit   the fused Highway kernel (dynamic dispatch: AVX-512 here)
 //   openblas  S = Q K^T and O = P V with cblas_sgemm on blocks of 64 query
-//             rows; causal blocks only multiply the keys they can see
+//             rows; causal blocks only multiply the keys they can see (also
+//             for the multi-head layer, with sgemm projections, and decoding)
 //   loop      a straightforward C++ loop (two passes per query row), -O3
 //   peak      the FMA throughput of the best Highway target (bench/native/peak.cc)
 // GFLOP/s counts 4 * T_q * T_k * d per head (QK^T and PV, 2 flops per FMA),
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <optional>
@@ -39,6 +41,15 @@ std::vector<float> RandomVector(size_t n, uint32_t seed) {
   std::vector<float> v(n);
   for (float& x : v) x = u(rng);
   return v;
+}
+
+// A weight of the multi-head layer [512, 512]: uniform in +-1/sqrt(512), so
+// that projections keep the scale of x (unscaled, the scores reach ~100 and the
+// softmax underflows into subnormals, which OpenBLAS then multiplies slowly).
+std::vector<float> LayerWeight(uint32_t seed) {
+  std::vector<float> w = RandomVector(512 * 512, seed);
+  for (float& x : w) x /= std::sqrt(512.0f);
+  return w;
 }
 
 struct Head {
@@ -81,27 +92,41 @@ void SoftmaxRow(float* row, size_t n) {
   for (size_t j = 0; j < n; ++j) row[j] *= inv;
 }
 
+// One head with OpenBLAS: out [T_q, 64] = softmax(q k^T / 8) v for q [T_q, 64],
+// k, v [T_k, 64], rows `ld` floats apart (a head's columns of a wider matrix),
+// in blocks of 64 query rows (one row: two sgemv); causal (T_q == T_k) blocks
+// only multiply the keys they can see. `s` is scratch [64, T_k].
+void OpenBlasHead(const float* q, const float* k, const float* v, float* out, size_t T_q, size_t T_k,
+                  size_t ld, bool causal, float* s) {
+  const size_t kBlock = 64;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(kD));
+  if (T_q == 1) {  // decoding: sgemv, faster than sgemm on one row
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, T_k, kD, scale, k, ld, q, 1, 0.0f, s, 1);
+    SoftmaxRow(s, T_k);
+    cblas_sgemv(CblasRowMajor, CblasTrans, T_k, kD, 1.0f, v, ld, s, 1, 0.0f, out, 1);
+    return;
+  }
+  for (size_t i0 = 0; i0 < T_q; i0 += kBlock) {
+    const size_t rows = std::min(kBlock, T_q - i0);
+    const size_t keys = causal ? i0 + rows : T_k;  // skip fully masked key blocks
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, kD, scale, q + i0 * ld, ld, k, ld, 0.0f,
+                s, keys);
+    for (size_t r = 0; r < rows; ++r) {
+      float* row = s + r * keys;
+      const size_t n = causal ? i0 + r + 1 : keys;
+      for (size_t j = n; j < keys; ++j) row[j] = 0.0f;
+      SoftmaxRow(row, n);
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, kD, keys, 1.0f, s, keys, v, ld, 0.0f,
+                out + i0 * ld, ld);
+  }
+}
+
 void BM_OpenBlas(benchmark::State& state) {
   Head h(state.range(0));
-  const bool causal = state.range(1) != 0;
-  const size_t kBlock = 64;
-  std::vector<float> s(kBlock * h.T);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(kD));
+  std::vector<float> s(64 * h.T);
   for (auto _ : state) {
-    for (size_t i0 = 0; i0 < h.T; i0 += kBlock) {
-      const size_t rows = std::min(kBlock, h.T - i0);
-      const size_t keys = causal ? i0 + rows : h.T;  // skip fully masked key blocks
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, kD, scale,
-                  h.q.data() + i0 * kD, kD, h.k.data(), kD, 0.0f, s.data(), keys);
-      for (size_t r = 0; r < rows; ++r) {
-        float* row = s.data() + r * keys;
-        const size_t n = causal ? i0 + r + 1 : keys;
-        for (size_t j = n; j < keys; ++j) row[j] = 0.0f;
-        SoftmaxRow(row, n);
-      }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, kD, keys, 1.0f, s.data(), keys,
-                  h.v.data(), kD, 0.0f, h.out.data() + i0 * kD, kD);
-    }
+    OpenBlasHead(h.q.data(), h.k.data(), h.v.data(), h.out.data(), h.T, h.T, kD, state.range(1) != 0, s.data());
     benchmark::DoNotOptimize(h.out.data());
   }
   SetFlops(state, 4.0 * h.T * h.T * kD);
@@ -135,10 +160,9 @@ void BM_Loop(benchmark::State& state) {
 // 8 heads; state.range(0) threads.
 void BM_AttnkitMultiHead(benchmark::State& state) {
   const size_t T = 512, dm = 512, h = 8;
-  const auto X = RandomVector(T * dm, 4), wq = RandomVector(dm * dm, 5), wk = RandomVector(dm * dm, 6),
-             wv = RandomVector(dm * dm, 7), wo = RandomVector(dm * dm, 8);
+  const auto X = RandomVector(T * dm, 4), wq = LayerWeight(5), wk = LayerWeight(6), wv = LayerWeight(7),
+             wo = LayerWeight(8);
   std::vector<float> out(T * dm);
-  for (auto& w : {&wq, &wk, &wv, &wo}) (void)w;
   attnkit::MultiHeadWeights w{attnkit::ConstMatrixView(wq.data(), dm, dm), attnkit::ConstMatrixView(wk.data(), dm, dm),
                               attnkit::ConstMatrixView(wv.data(), dm, dm), attnkit::ConstMatrixView(wo.data(), dm, dm)};
   attnkit::HeadConfig config{h, h, 0, 0};
@@ -182,6 +206,47 @@ void BM_AttnkitDecode(benchmark::State& state) {
   SetFlops(state, 4.0 * tokens * kD * h);
 }
 
+// The same layer as BM_AttnkitMultiHead with OpenBLAS: sgemm projections,
+// OpenBlasHead on each head's columns, sgemm with W_O.
+void BM_OpenBlasMultiHead(benchmark::State& state) {
+  const size_t T = 512, dm = 512, h = 8;
+  const auto X = RandomVector(T * dm, 4), wq = LayerWeight(5), wk = LayerWeight(6), wv = LayerWeight(7),
+             wo = LayerWeight(8);
+  std::vector<float> q(T * dm), k(T * dm), v(T * dm), heads(T * dm), out(T * dm), s(64 * T);
+  const auto project = [&](const float* x, const std::vector<float>& w, float* y) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dm, dm, 1.0f, x, dm, w.data(), dm, 0.0f, y, dm);
+  };
+  for (auto _ : state) {
+    project(X.data(), wq, q.data());
+    project(X.data(), wk, k.data());
+    project(X.data(), wv, v.data());
+    for (size_t i = 0; i < h; ++i) {
+      OpenBlasHead(q.data() + i * kD, k.data() + i * kD, v.data() + i * kD, heads.data() + i * kD, T, T, dm,
+                   false, s.data());
+    }
+    project(heads.data(), wo, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  SetFlops(state, 4 * 2.0 * T * dm * dm + 4.0 * T * T * dm);
+}
+
+// The same decoding step as BM_AttnkitDecode with OpenBLAS: OpenBlasHead with
+// one query row on each head's columns of the cache [tokens, 8 * 64].
+void BM_OpenBlasDecode(benchmark::State& state) {
+  const size_t tokens = state.range(0), h = 8;
+  const auto kv = RandomVector(tokens * h * kD, 9);
+  const auto q = RandomVector(h * kD, 10);
+  std::vector<float> out(h * kD), s(tokens);
+  for (auto _ : state) {
+    for (size_t i = 0; i < h; ++i) {
+      OpenBlasHead(q.data() + i * kD, kv.data() + i * kD, kv.data() + i * kD, out.data() + i * kD, 1, tokens,
+                   h * kD, false, s.data());
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  SetFlops(state, 4.0 * tokens * kD * h);
+}
+
 void BM_FmaPeak(benchmark::State& state) {
   double gflops = 0;
   for (auto _ : state) gflops = attnkit_bench::FmaPeakGflops(200000000);
@@ -219,6 +284,15 @@ BENCHMARK(BM_AttnkitDecode)
     ->ArgsProduct({{1024, 4096, 16384, 32768}, {1, kThreads}})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_OpenBlasMultiHead)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OpenBlasDecode)
+    ->ArgName("cache")
+    ->Arg(1024)
+    ->Arg(4096)
+    ->Arg(16384)
+    ->Arg(32768)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 namespace {
 
@@ -231,35 +305,73 @@ bool ReadFloats(const std::string& path, size_t n, std::vector<float>* v) {
 
 // attnkit_bench --serve: attnkit native for bench/wasm/bench.mjs, which times it
 // in the same rounds as onnxruntime-node (interleaved, so that both see the same
-// state of a noisy machine). One head, d = 64, one thread. Lines on stdin, one
-// answer line each on stdout:
-//   load T CAUSAL DIR  reads DIR/{q,k,v}.f32 ([T, 64] each), runs once and
-//                      writes DIR/out.f32; answers "ok" (or "error ...")
-//   time REPS          runs REPS calls; answers the milliseconds per call
+// state of a noisy machine). One thread. Lines on stdin, one answer line each on
+// stdout:
+//   load T CAUSAL DIR  one head, d = 64: reads DIR/{q,k,v}.f32 ([T, 64] each)
+//   layer T DIR        a multi-head layer, 8 heads, d_model = 512: reads DIR/x.f32
+//                      [T, 512] and DIR/{W_Q,W_K,W_V,W_O}.f32 [512, 512]
+//   decode N DIR       one query [1, 512] (8 heads of 64) against a KV cache of N
+//                      tokens: reads DIR/q.f32 and DIR/{k,v}.f32 [N, 512]
+//                      each of these runs the call once, writes DIR/out.f32 and
+//                      answers "ok" (or "error ...")
+//   time REPS          runs REPS calls of the last shape loaded; answers the
+//                      milliseconds per call
 //   peak               answers the FMA peak in GFLOP/s, measured now (~20 ms),
 //                      so that a share of the peak can come from the same round
 int Serve() {
-  std::vector<float> q, k, v, out;
-  size_t T = 0;
-  attnkit::AttentionOptions options;
-  const auto call = [&] {
-    return attnkit::Attention(attnkit::ConstMatrixView(q.data(), T, kD), attnkit::ConstMatrixView(k.data(), T, kD),
-                              attnkit::ConstMatrixView(v.data(), T, kD), options,
-                              attnkit::MatrixView(out.data(), T, kD));
-  };
+  constexpr size_t kHeads = 8, kModel = kHeads * kD;
+  std::vector<float> q, k, v, x, w[4], out;
+  attnkit::KVCache cache;
+  std::function<attnkit::Status()> call;
   std::string line;
   while (std::getline(std::cin, line)) {
     std::istringstream words(line);
-    std::string command;
+    std::string command, dir;
     words >> command;
-    if (command == "load") {
-      std::string dir;
+    if (command == "load" || command == "layer" || command == "decode") {
+      size_t T = 0;
       int causal = 0;
-      words >> T >> causal >> dir;
-      options.causal = causal != 0;
-      out.assign(T * kD, 0.0f);
-      if (!ReadFloats(dir + "/q.f32", T * kD, &q) || !ReadFloats(dir + "/k.f32", T * kD, &k) ||
-          !ReadFloats(dir + "/v.f32", T * kD, &v)) {
+      words >> T;
+      if (command == "load") words >> causal;
+      words >> dir;
+      const auto read = [&](const char* name, size_t n, std::vector<float>* to) {
+        return ReadFloats(dir + "/" + name + ".f32", n, to);
+      };
+      bool ok = true;
+      if (command == "load") {
+        ok = read("q", T * kD, &q) && read("k", T * kD, &k) && read("v", T * kD, &v);
+        out.assign(T * kD, 0.0f);
+        attnkit::AttentionOptions options;
+        options.causal = causal != 0;
+        call = [&, T, options] {
+          return attnkit::Attention(attnkit::ConstMatrixView(q.data(), T, kD), attnkit::ConstMatrixView(k.data(), T, kD),
+                                    attnkit::ConstMatrixView(v.data(), T, kD), options,
+                                    attnkit::MatrixView(out.data(), T, kD));
+        };
+      } else if (command == "layer") {
+        const char* names[4] = {"W_Q", "W_K", "W_V", "W_O"};
+        ok = read("x", T * kModel, &x);
+        for (int i = 0; i < 4; ++i) ok = ok && read(names[i], kModel * kModel, &w[i]);
+        out.assign(T * kModel, 0.0f);
+        call = [&, T] {
+          const auto W = [&](int i) { return attnkit::ConstMatrixView(w[i].data(), kModel, kModel); };
+          return attnkit::MultiHeadAttention(attnkit::ConstMatrixView(x.data(), T, kModel), 1,
+                                             attnkit::MultiHeadWeights{W(0), W(1), W(2), W(3)},
+                                             attnkit::HeadConfig{kHeads, kHeads, 0, 0}, attnkit::AttentionOptions(),
+                                             attnkit::MatrixView(out.data(), T, kModel));
+        };
+      } else {
+        ok = read("q", kModel, &q) && read("k", T * kModel, &k) && read("v", T * kModel, &v) &&
+             attnkit::KVCache::Create(1, kHeads, kD, kD, T, &cache).ok() &&
+             cache.Append(attnkit::ConstMatrixView(k.data(), T, kModel), attnkit::ConstMatrixView(v.data(), T, kModel)).ok();
+        out.assign(kModel, 0.0f);
+        call = [&] {
+          return attnkit::AttendCached(attnkit::ConstMatrixView(q.data(), 1, kModel), cache, kHeads,
+                                       attnkit::DecodeOptions(), attnkit::MatrixView(out.data(), 1, kModel));
+        };
+      }
+      if (!ok) {
+        call = nullptr;
         std::cout << "error: cannot read the inputs in " << dir << std::endl;
         continue;
       }
@@ -267,7 +379,7 @@ int Serve() {
       std::ofstream(dir + "/out.f32", std::ios::binary)
           .write(reinterpret_cast<const char*>(out.data()), out.size() * sizeof(float));
       std::cout << (s.ok() ? "ok" : "error: " + s.message()) << std::endl;
-    } else if (command == "time") {
+    } else if (command == "time" && call) {
       size_t reps = 1;
       words >> reps;
       const auto t0 = std::chrono::steady_clock::now();
@@ -277,7 +389,7 @@ int Serve() {
     } else if (command == "peak") {
       std::cout << attnkit_bench::FmaPeakGflops(5000000) << std::endl;
     } else {
-      std::cout << "error: unknown command " << command << std::endl;
+      std::cout << "error: unknown command (or nothing loaded): " << line << std::endl;
     }
   }
   return 0;

@@ -1,7 +1,8 @@
 // Benchmarks run in Node: attnkit's WebAssembly SIMD128 build against its own
 // scalar build, a straightforward JS implementation and the peers of
 // bench/peers.mjs (onnxruntime-node, onnxruntime-web, tfjs-backend-wasm), one
-// head, d = 64, the same inputs in the same run, one thread each. Every engine's
+// head, d = 64, then a multi-head layer and decoding against a KV cache (see
+// otherShapes), the same inputs in the same run, one thread each. Every engine's
 // output is checked against attnkit SIMD's before timing, then each is warmed up
 // (0.3 s). Runs are interleaved
 // (each round times every engine once, in a rotating order) and the median of the
@@ -51,28 +52,73 @@ function random(n, seed) {
   return out;
 }
 
-// The plain JS engine: two passes per query row, Float32Array storage.
-function jsAttention(q, k, v, T, causal, out) {
-  const row = new Float32Array(T);
+// The plain JS engine: Float32Array storage, two passes per query row.
+// Attention of `heads` heads of d = 64: q [rows, heads * 64] against k, v
+// [keys, heads * 64] (head h in columns [64 h, 64 h + 64)); out [rows, heads * 64].
+// Causal (rows == keys): query i sees keys 0..i.
+function jsAttention(q, k, v, rows, keys, heads, causal, out) {
+  const W = heads * D, row = new Float32Array(keys);
   const scale = 1 / Math.sqrt(D);
-  for (let i = 0; i < T; ++i) {
-    const n = causal ? i + 1 : T;
-    let max = -Infinity;
-    for (let j = 0; j < n; ++j) {
-      let dot = 0;
-      for (let c = 0; c < D; ++c) dot += q[i * D + c] * k[j * D + c];
-      row[j] = dot * scale;
-      if (row[j] > max) max = row[j];
-    }
-    let sum = 0;
-    for (let j = 0; j < n; ++j) sum += row[j] = Math.exp(row[j] - max);
-    out.fill(0, i * D, i * D + D);
-    for (let j = 0; j < n; ++j) {
-      const p = row[j] / sum;
-      for (let c = 0; c < D; ++c) out[i * D + c] += p * v[j * D + c];
+  for (let h = 0; h < heads; ++h) {
+    for (let i = 0; i < rows; ++i) {
+      const n = causal ? i + 1 : keys, qi = i * W + h * D;
+      let max = -Infinity;
+      for (let j = 0; j < n; ++j) {
+        let dot = 0;
+        for (let c = 0; c < D; ++c) dot += q[qi + c] * k[j * W + h * D + c];
+        row[j] = dot * scale;
+        if (row[j] > max) max = row[j];
+      }
+      let sum = 0;
+      for (let j = 0; j < n; ++j) sum += row[j] = Math.exp(row[j] - max);
+      out.fill(0, qi, qi + D);
+      for (let j = 0; j < n; ++j) {
+        const p = row[j] / sum;
+        for (let c = 0; c < D; ++c) out[qi + c] += p * v[j * W + h * D + c];
+      }
     }
   }
   return out;
+}
+
+// c [m, n] = a [m, k] b [k, n], row-major.
+function jsMatMul(a, b, m, k, n) {
+  const c = new Float32Array(m * n);
+  for (let i = 0; i < m; ++i) {
+    for (let p = 0; p < k; ++p) {
+      const x = a[i * k + p];
+      for (let j = 0; j < n; ++j) c[i * n + j] += x * b[p * n + j];
+    }
+  }
+  return c;
+}
+
+// The other shapes of issue #5, beside one head: a multi-head self-attention
+// layer (B = 1, T = 512, d_model = 512, 8 heads of 64, projections W_Q, W_K, W_V
+// and W_O) and decoding (one query of 8 heads against a KV cache of N tokens).
+// GFLOP/s counts 2 * T * 512 * 512 per projection plus 4 * T * T * 64 per head,
+// and 4 * N * 64 per head for decoding. Engines run them through
+// setupWorkload(w) -> session (or undefined: not supported).
+const HEADS = 8, D_MODEL = HEADS * D;
+// The layer's weights: random(512 * 512, seed) / sqrt(512). bench/make_models.py
+// bakes the same weights into its layer models (as constants, like a real model).
+const WEIGHT_SEEDS = { W_Q: 5, W_K: 6, W_V: 7, W_O: 8 };
+function otherShapes() {
+  const weights = Object.fromEntries(Object.entries(WEIGHT_SEEDS).map(([name, seed]) => {
+    const w = random(D_MODEL * D_MODEL, seed);
+    for (let i = 0; i < w.length; ++i) w[i] /= Math.sqrt(D_MODEL);
+    return [name, w];
+  }));
+  const T = 512;
+  const shapes = [{ kind: "layer", T, label: `layer T=${T}`,
+                    flops: 4 * 2 * T * D_MODEL * D_MODEL + 4 * T * T * D_MODEL, rounds: 7,
+                    x: random(T * D_MODEL, 4), weights }];
+  for (const N of quick ? [1024, 4096] : [1024, 4096, 16384, 32768]) {
+    shapes.push({ kind: "decode", N, label: `decode, cache ${N}`, flops: 4 * N * D_MODEL,
+                  rounds: N >= 16384 ? 7 : 15, q: random(D_MODEL, 10), k: random(N * D_MODEL, 11),
+                  v: random(N * D_MODEL, 12) });
+  }
+  return shapes;
 }
 
 function attnkitEngine(name, simd) {
@@ -89,7 +135,27 @@ function attnkitEngine(name, simd) {
       const Q = { data: q, rows: T, cols: D }, K = { data: k, rows: T, cols: D }, V = { data: v, rows: T, cols: D };
       return { run: () => ak.attention(Q, K, V, { causal }).data, dispose() {} };
     },
+    setupWorkload(w) {
+      const matrix = (data) => ({ data, rows: D_MODEL, cols: D_MODEL });
+      if (w.kind === "layer") {
+        const X = { data: w.x, shape: [1, w.T, D_MODEL] };
+        const weights = Object.fromEntries(Object.entries(w.weights).map(([k, data]) => [k, matrix(data)]));
+        return { run: () => ak.multiHeadAttention(X, weights, { numHeads: HEADS }).data, dispose() {} };
+      }
+      // The cache holds the N tokens; each call attends the newest query to all of them.
+      const cache = ak.createKVCache({ numKvHeads: HEADS, dK: D, dV: D, capacity: w.N });
+      cache.append({ data: w.k, shape: [1, w.N, D_MODEL] }, { data: w.v, shape: [1, w.N, D_MODEL] });
+      const Q = { data: w.q, shape: [1, 1, D_MODEL] };
+      return { run: () => cache.attend(Q, HEADS).data, dispose: () => cache.dispose() };
+    },
   };
+}
+
+// A file of float32s. (A small file's Buffer can be a view of a shared pool:
+// copy exactly its bytes.)
+function readFloats(path) {
+  const bytes = readFileSync(path);
+  return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
 }
 
 // attnkit native in a child process (attnkit_bench --serve): inputs and output go
@@ -124,11 +190,22 @@ function nativeEngine() {
     async setup(T, causal, q, k, v) {
       for (const [name, x] of [["q", q], ["k", k], ["v", v]]) writeFileSync(join(dir, `${name}.f32`), x);
       await ask(`load ${T} ${causal ? 1 : 0} ${dir}`);
-      const out = new Float32Array(readFileSync(join(dir, "out.f32")).buffer.slice(0));
+      const out = readFloats(join(dir, "out.f32"));
       return {
         run: async () => { await ask("time 1"); return out; },
         time: async (reps) => +(await ask(`time ${reps}`)),
         peak: async () => +(await ask("peak")),
+        dispose() {},
+      };
+    },
+    async setupWorkload(w) {
+      const files = w.kind === "layer" ? { x: w.x, ...w.weights } : { q: w.q, k: w.k, v: w.v };
+      for (const [name, x] of Object.entries(files)) writeFileSync(join(dir, `${name}.f32`), x);
+      await ask(w.kind === "layer" ? `layer ${w.T} ${dir}` : `decode ${w.N} ${dir}`);
+      const out = readFloats(join(dir, "out.f32"));
+      return {
+        run: async () => { await ask("time 1"); return out; },
+        time: async (reps) => +(await ask(`time ${reps}`)),
         dispose() {},
       };
     },
@@ -142,7 +219,20 @@ const jsEngine = {
   async load() {},
   async setup(T, causal, q, k, v) {
     const out = new Float32Array(T * D);
-    return { run: () => jsAttention(q, k, v, T, causal, out), dispose() {} };
+    return { run: () => jsAttention(q, k, v, T, T, 1, causal, out), dispose() {} };
+  },
+  setupWorkload(w) {
+    if (w.kind === "decode") {
+      const out = new Float32Array(D_MODEL);
+      return { run: () => jsAttention(w.q, w.k, w.v, 1, w.N, HEADS, false, out), dispose() {} };
+    }
+    const { W_Q, W_K, W_V, W_O } = w.weights, T = w.T;
+    const run = () => {
+      const [q, k, v] = [W_Q, W_K, W_V].map((W) => jsMatMul(w.x, W, T, D_MODEL, D_MODEL));
+      const heads = jsAttention(q, k, v, T, T, HEADS, false, new Float32Array(T * D_MODEL));
+      return jsMatMul(heads, W_O, T, D_MODEL, D_MODEL);
+    };
+    return { run, dispose() {} };
   },
 };
 
@@ -215,6 +305,84 @@ async function memoryChild([name, Tstr, causalStr, variant]) {
   console.log(JSON.stringify({ rssBytes: Math.max(0, peakKb - baseKb) * 1024, wasmBytes: engine.wasmMemoryBytes?.() ?? null }));
 }
 
+// Times every engine that can run one shape, in interleaved rounds, after
+// checking its output against attnkit SIMD's (the first engine). `key` names the
+// shape in results and skipped entries; setup(engine) returns a session
+// ({ run, dispose, time?, peak?, variant? }), a promise of one, or null if the
+// engine does not run this shape. Engines slower than a minute per shape go to
+// `slow` and are not timed again.
+async function timeShape(engines, key, { flops, rounds, setup }, { results, skipped, slow }) {
+  const where = Object.entries(key).map(([k, v]) => `${k}=${v}`).join(" ");
+  const active = [];
+  let want = null;
+  for (const e of engines) {
+    if (slow.has(e.name)) continue;
+    const ours = e.name.startsWith("attnkit") || e.platform === "js";
+    let s, got, firstMs;
+    try {
+      s = await setup(e);
+      if (!s) continue;
+      const t0 = performance.now();
+      got = await s.run();
+      firstMs = performance.now() - t0;
+    } catch (err) {
+      if (ours) throw err;
+      // A peer that cannot run this shape is reported, not timed.
+      const reason = String(err?.message ?? err).split("\n")[0].replace(/\/\S*?\/onnxruntime\//g, "onnxruntime/");
+      skipped.push({ engine: e.name, ...key, reason: `error: ${reason}` });
+      console.error(`${e.name} at ${where}: ${reason}`);
+      continue;
+    }
+    // Outputs are checked against attnkit SIMD before timing.
+    if (e.name === REFERENCE) want = Float32Array.from(got);
+    const diff = maxDiff(got, want);
+    const tol = ours ? 1e-4 : 1e-3;
+    if (!(diff < tol)) {
+      if (ours) throw new Error(`${e.name} differs from attnkit by ${diff} at ${where}`);
+      skipped.push({ engine: e.name, ...key, reason: `its output differs from attnkit's by ${diff}` });
+      s.dispose();
+      continue;
+    }
+    if (firstMs * rounds > 60e3) {
+      slow.add(e.name);
+      skipped.push({ engine: e.name, ...key, reason: `one call took ${(firstMs / 1e3).toFixed(1)} s` });
+      s.dispose();
+      continue;
+    }
+    // Warm up (V8 compiles wasm with a baseline compiler first and tiers hot
+    // functions up in the background): calls until 0.3 s have passed, at most 50.
+    for (let n = 1, t0 = performance.now(); n < 50 && firstMs + performance.now() - t0 < 300; ++n) await s.run();
+    active.push({ e, s, times: [], peaks: [], diff });
+  }
+  for (let r = 0; r < rounds; ++r) {
+    for (let i = 0; i < active.length; ++i) {
+      const a = active[(i + r) % active.length];
+      const reps = Math.max(1, Math.round(2e8 / flops));
+      if (a.s.time) {  // an engine that times itself (attnkit native, out of process)
+        a.times.push(await a.s.time(reps));
+        // The FMA peak right after, for its share of the peak in this round.
+        if (a.s.peak) a.peaks.push(await a.s.peak());
+        continue;
+      }
+      const t0 = performance.now();
+      for (let j = 0; j < reps; ++j) await a.s.run();
+      a.times.push((performance.now() - t0) / reps);
+    }
+  }
+  for (const a of active) {
+    const ms = median(a.times);
+    results.push({ engine: a.e.name, platform: a.e.platform, ...key, ms, gflops: flops / (ms * 1e6),
+                   msRounds: a.times.map((t) => +t.toPrecision(4)), maxDiff: a.diff,
+                   // Median over rounds of (GFLOP/s / the FMA peak of the same round).
+                   ...(a.peaks.length ? { peakShare: median(a.times.map((t, i) => flops / (t * 1e6) / a.peaks[i])),
+                                          peakRounds: a.peaks.map((g) => +g.toPrecision(4)) } : {}),
+                   ...(a.s.variant ? { variant: a.s.variant } : {}) });
+    a.s.dispose();
+  }
+  console.error(`${where}: ` + results.slice(-active.length)
+    .map((r) => `${r.engine} ${r.gflops.toFixed(2)}`).join(", ") + " GFLOP/s");
+}
+
 async function main() {
   const withPeers = !args.includes("--no-peers");
   const engines = await allEngines(withPeers);
@@ -223,80 +391,25 @@ async function main() {
   if (!peakBefore) console.error(`wasm peak: ${fileURLToPath(peakUrl)} is missing (scripts/bench.sh builds it)`);
   const results = [];
   const skipped = [];
-  const slow = new Set();  // engines that took > 60 s per shape: not run at larger T
+  const slow = new Set();  // engines that took > 60 s per shape: not run at larger shapes
   for (const causal of [false, true]) {
     for (const T of sizes) {
       const q = random(T * D, 1), k = random(T * D, 2), v = random(T * D, 3);
-      const flops = 4 * T * T * D;
-      const rounds = T >= 8192 ? 5 : T >= 2048 ? 7 : 15;
-      const active = [];
-      let want = null;
-      for (const e of engines) {
-        if (T > e.maxT || slow.has(e.name)) continue;
-        const ours = e.name.startsWith("attnkit") || e.platform === "js";
-        let s, got, firstMs;
-        try {
-          s = await e.setup(T, causal, q, k, v);
-          const t0 = performance.now();
-          got = await s.run();
-          firstMs = performance.now() - t0;
-        } catch (err) {
-          if (ours) throw err;
-          // A peer that cannot run this shape is reported, not timed.
-          const reason = String(err?.message ?? err).split("\n")[0].replace(/\/\S*?\/onnxruntime\//g, "onnxruntime/");
-          skipped.push({ engine: e.name, T, causal, reason: `error: ${reason}` });
-          console.error(`${e.name} at T=${T} causal=${causal}: ${reason}`);
-          continue;
-        }
-        // Outputs are checked against attnkit SIMD before timing.
-        if (e.name === REFERENCE) want = Float32Array.from(got);
-        const diff = maxDiff(got, want);
-        const tol = ours ? 1e-4 : 1e-3;
-        if (!(diff < tol)) {
-          if (ours) throw new Error(`${e.name} differs from attnkit by ${diff} at T=${T} causal=${causal}`);
-          skipped.push({ engine: e.name, T, causal, reason: `its output differs from attnkit's by ${diff}` });
-          s.dispose();
-          continue;
-        }
-        if (firstMs * rounds > 60e3) {
-          slow.add(e.name);
-          skipped.push({ engine: e.name, T, causal, reason: `one call took ${(firstMs / 1e3).toFixed(1)} s` });
-          s.dispose();
-          continue;
-        }
-        // Warm up (V8 compiles wasm with a baseline compiler first and tiers hot
-        // functions up in the background): calls until 0.3 s have passed, at most 50.
-        for (let n = 1, t0 = performance.now(); n < 50 && firstMs + performance.now() - t0 < 300; ++n) await s.run();
-        active.push({ e, s, times: [], peaks: [], diff });
-      }
-      for (let r = 0; r < rounds; ++r) {
-        for (let i = 0; i < active.length; ++i) {
-          const a = active[(i + r) % active.length];
-          const reps = Math.max(1, Math.round(2e8 / flops));
-          if (a.s.time) {  // an engine that times itself (attnkit native, out of process)
-            a.times.push(await a.s.time(reps));
-            // The FMA peak right after, for its share of the peak in this round.
-            if (a.s.peak) a.peaks.push(await a.s.peak());
-            continue;
-          }
-          const t0 = performance.now();
-          for (let j = 0; j < reps; ++j) await a.s.run();
-          a.times.push((performance.now() - t0) / reps);
-        }
-      }
-      for (const a of active) {
-        const ms = median(a.times);
-        results.push({ engine: a.e.name, platform: a.e.platform, T, causal, ms, gflops: flops / (ms * 1e6),
-                       msRounds: a.times.map((t) => +t.toPrecision(4)), maxDiff: a.diff,
-                       // Median over rounds of (GFLOP/s / the FMA peak of the same round).
-                       ...(a.peaks.length ? { peakShare: median(a.times.map((t, i) => flops / (t * 1e6) / a.peaks[i])),
-                                              peakRounds: a.peaks.map((g) => +g.toPrecision(4)) } : {}),
-                       ...(a.s.variant ? { variant: a.s.variant } : {}) });
-        a.s.dispose();
-      }
-      console.error(`T=${T} causal=${causal}: ` + results.slice(-active.length)
-        .map((r) => `${r.engine} ${r.gflops.toFixed(2)}`).join(", ") + " GFLOP/s");
+      await timeShape(engines, { T, causal }, {
+        flops: 4 * T * T * D,
+        rounds: T >= 8192 ? 5 : T >= 2048 ? 7 : 15,
+        setup: (e) => (T > e.maxT ? null : e.setup(T, causal, q, k, v)),
+      }, { results, skipped, slow });
     }
+  }
+  // The other shapes: a multi-head layer and decoding against a KV cache.
+  slow.clear();
+  for (const w of otherShapes()) {
+    await timeShape(engines, { shape: w.label }, {
+      flops: w.flops,
+      rounds: w.rounds,
+      setup: (e) => e.setupWorkload?.(w) ?? null,
+    }, { results, skipped, slow });
   }
   for (const e of engines) e.close?.();
   const peakAfter = wasmPeak();
@@ -317,7 +430,7 @@ async function main() {
       }
     };
     for (const r of results) {
-      if (r.engine !== NATIVE) Object.assign(r, measure(r.engine, r.T, r.causal, r.variant));
+      if (r.engine !== NATIVE && r.T) Object.assign(r, measure(r.engine, r.T, r.causal, r.variant));
     }
     // The issue's memory target: one head, T = 32768, d = 64 in wasm within 64 MB
     // (causal: half the work of non-causal, the same memory for a fused kernel).
