@@ -144,10 +144,10 @@ inline void ParallelFor(ThreadPool* pool, size_t n,
   }
 }
 
-// C = A B. `packed`: room for B in panels ([K, N] rounded up to kMaxPanel
-// columns) when A has at least kPackMinRows rows, else unused (may be null).
-bool RunMatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed);
 // Each returns false if a result overflowed float; outputs are then unspecified.
+// RunMatMul: C = A B; `packed` is room for B in panels ([K, N] rounded up to
+// kMaxPanel columns) when A has at least kPackMinRows rows, else unused (may be null).
+bool RunMatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed);
 bool RunMatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C);
 bool RunScaleScores(MatrixView x, float scale, float softcap);
 bool RunSoftmaxRows(MatrixView x);
