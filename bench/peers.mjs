@@ -73,6 +73,18 @@ async function pickFastest(engine, T, candidates, options) {
 function onnxEngine({ name, platform, load, sessionOptions, variants, workloads }) {
   let ort = null;
   const sessions = new Map();  // model file -> InferenceSession (T is symbolic)
+  // A function that runs `model` (a base name) on `feeds` and returns its output.
+  const runner = async (model, feeds) => {
+    const file = `${modelsDir}${model}.onnx`;
+    if (!sessions.has(file)) sessions.set(file, await ort.InferenceSession.create(file, sessionOptions()));
+    const session = sessions.get(file);
+    return async () => {
+      const { output } = await session.run(feeds);
+      const data = output.data;
+      output.dispose?.();
+      return data;
+    };
+  };
   const engine = {
     name,
     platform,
@@ -96,21 +108,10 @@ function onnxEngine({ name, platform, load, sessionOptions, variants, workloads 
       const candidates = {};
       for (const [variant, model] of Object.entries(variants(causal))) {
         candidates[variant] = async () => {
-          const file = `${modelsDir}${model}.onnx`;
-          if (!sessions.has(file)) sessions.set(file, await ort.InferenceSession.create(file, sessionOptions()));
-          const session = sessions.get(file);
-          let f = feeds;
-          if (model.endsWith("_mask")) {
-            const mask = new Float32Array(T * T);
-            for (let i = 0; i < T; ++i) mask.fill(-1e9, i * T + i + 1, (i + 1) * T);
-            f = { ...feeds, mask: new ort.Tensor("float32", mask, [T, T]) };
-          }
-          return async () => {
-            const { output } = await session.run(f);
-            const data = output.data;
-            output.dispose?.();
-            return data;
-          };
+          if (!model.endsWith("_mask")) return runner(model, feeds);
+          const mask = new Float32Array(T * T);
+          for (let i = 0; i < T; ++i) mask.fill(-1e9, i * T + i + 1, (i + 1) * T);
+          return runner(model, { ...feeds, mask: new ort.Tensor("float32", mask, [T, T]) });
         };
       }
       const { variant, run } = await pickFastest(engine, T, candidates, options);
@@ -138,16 +139,7 @@ function onnxEngine({ name, platform, load, sessionOptions, variants, workloads 
         feeds = { query: tensor(w.q, [1, HEADS, 1, D]), key_t: tensor(keyT, [1, HEADS, D, w.N]),
                   value: tensor(value, [1, HEADS, w.N, D]) };
       }
-      const file = `${modelsDir}${model}.onnx`;
-      if (!sessions.has(file)) sessions.set(file, await ort.InferenceSession.create(file, sessionOptions()));
-      const session = sessions.get(file);
-      const run = async () => {
-        const { output } = await session.run(feeds);
-        const data = output.data;
-        output.dispose?.();
-        return data;
-      };
-      return { run, dispose() {} };
+      return { run: await runner(model, feeds), dispose() {} };
     },
   };
   return engine;

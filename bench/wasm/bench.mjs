@@ -172,6 +172,16 @@ function nativeEngine() {
     child.once("exit", onExit);
     child.stdin.write(`${line}\n`);
   });
+  // Sends a load command (the inputs are in dir already); a session of that shape.
+  const loaded = async (command) => {
+    await ask(command);
+    const out = readFloats(join(dir, "out.f32"));
+    return {
+      run: async () => { await ask("time 1"); return out; },
+      time: async (reps) => +(await ask(`time ${reps}`)),
+      dispose() {},
+    };
+  };
   return {
     name: NATIVE,
     platform: "native",
@@ -189,25 +199,12 @@ function nativeEngine() {
     },
     async setup(T, causal, q, k, v) {
       for (const [name, x] of [["q", q], ["k", k], ["v", v]]) writeFileSync(join(dir, `${name}.f32`), x);
-      await ask(`load ${T} ${causal ? 1 : 0} ${dir}`);
-      const out = readFloats(join(dir, "out.f32"));
-      return {
-        run: async () => { await ask("time 1"); return out; },
-        time: async (reps) => +(await ask(`time ${reps}`)),
-        peak: async () => +(await ask("peak")),
-        dispose() {},
-      };
+      return { ...(await loaded(`load ${T} ${causal ? 1 : 0} ${dir}`)), peak: async () => +(await ask("peak")) };
     },
     async setupWorkload(w) {
       const files = w.kind === "layer" ? { x: w.x, ...w.weights } : { q: w.q, k: w.k, v: w.v };
       for (const [name, x] of Object.entries(files)) writeFileSync(join(dir, `${name}.f32`), x);
-      await ask(w.kind === "layer" ? `layer ${w.T} ${dir}` : `decode ${w.N} ${dir}`);
-      const out = readFloats(join(dir, "out.f32"));
-      return {
-        run: async () => { await ask("time 1"); return out; },
-        time: async (reps) => +(await ask(`time ${reps}`)),
-        dispose() {},
-      };
+      return loaded(w.kind === "layer" ? `layer ${w.T} ${dir}` : `decode ${w.N} ${dir}`);
     },
   };
 }
