@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstddef>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "src/core/internal.h"
@@ -128,8 +129,9 @@ bool RunAttentionJobT(const AttentionJob& job) {
   return true;
 }
 
+// C = A B, with B packed in panels first if there is room for it (`packed`).
 bool MatMulT(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) {
-  if (A.rows >= internal::kPackMinRows) {
+  if (packed) {
     MatMulPanels(A, PackPanels(B, packed), C);
   } else {
     MatMul(A, B, C);
@@ -236,14 +238,14 @@ Status RunAttentionJob(AttentionJob* job) {
   for (Projection& p : job->projections) projections.push_back(&p);
   if (!job->output.W.empty()) projections.push_back(&job->output);
   size_t shared = partials;
-  std::vector<size_t> packed_at(projections.size(), 0);
-  for (size_t i = 0; i < projections.size(); ++i) {
-    const Projection& p = *projections[i];
-    if (p.src.rows < kPackMinRows) continue;
+  std::vector<std::pair<Projection*, size_t>> packed_at;  // (projection, offset)
+  for (Projection* p : projections) {
+    if (p->src.rows < kPackMinRows) continue;
     size_t n;
-    ATTNKIT_RETURN_IF_ERROR(CheckedProduct("packed weights", p.W.rows, RoundUp(p.W.cols, kMaxPanel), &n));
+    ATTNKIT_RETURN_IF_ERROR(
+        CheckedProduct("packed weights", p->W.rows, RoundUp(p->W.cols, kMaxPanel), &n));
     if (n > std::numeric_limits<size_t>::max() - shared) return OutOfMemory("packed weights", n);
-    packed_at[i] = shared;
+    packed_at.push_back({p, shared});
     shared += n;
   }
   const size_t threads = job->pool ? job->pool->num_threads() : 1;
@@ -255,9 +257,7 @@ Status RunAttentionJob(AttentionJob* job) {
   job->scratch = scratch.data();
   job->scratch_floats = floats;
   job->partials = scratch.data() + total;
-  for (size_t i = 0; i < projections.size(); ++i) {
-    if (projections[i]->src.rows >= kPackMinRows) projections[i]->packed = job->partials + packed_at[i];
-  }
+  for (const auto& [p, at] : packed_at) p->packed = job->partials + at;
   if (!ATTNKIT_DISPATCH(RunAttentionJobT)(*job)) return OverflowStatus("out");
   return Status::Ok();
 }

@@ -146,7 +146,7 @@ inline void ParallelFor(ThreadPool* pool, size_t n,
 
 // Each returns false if a result overflowed float; outputs are then unspecified.
 // RunMatMul: C = A B; `packed` is room for B in panels ([K, N] rounded up to
-// kMaxPanel columns) when A has at least kPackMinRows rows, else unused (may be null).
+// kMaxPanel columns), or null to read B in place (fewer than kPackMinRows rows).
 bool RunMatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed);
 bool RunMatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C);
 bool RunScaleScores(MatrixView x, float scale, float softcap);

@@ -25,7 +25,8 @@ Status MatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
   FloatBuffer packed;  // B in panels (see internal::kPackMinRows)
   if (A.rows >= internal::kPackMinRows) {
     size_t n;
-    ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct("packed B", B.rows, internal::RoundUp(B.cols, internal::kMaxPanel), &n));
+    ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct(
+        "packed B", B.rows, internal::RoundUp(B.cols, internal::kMaxPanel), &n));
     if (!packed.Allocate(n)) return internal::OutOfMemory("packed B", n);
   }
   if (!internal::RunMatMul(A, B, C, packed.data())) return internal::OverflowStatus("C");
