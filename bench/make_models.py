@@ -123,16 +123,17 @@ def tensor_io(name, shape):
     return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
 
 
-def heads_attention(q, k_t, v, prefix):
-    """Softmax(q k_t / sqrt(64)) v on head-major [1, 8, rows, 64] / [1, 8, 64, keys] tensors."""
-    scale = helper.make_tensor(f"{prefix}scale", TensorProto.FLOAT, [], [1.0 / math.sqrt(D)])
+def heads_attention(q, k_t, v, out):
+    """out = Softmax(q k_t / sqrt(64)) v on head-major [1, 8, rows, 64] / [1, 8, 64, keys] tensors.
+    Returns the nodes and the initializers."""
+    scale = helper.make_tensor("scale", TensorProto.FLOAT, [], [1.0 / math.sqrt(D)])
     nodes = [
-        helper.make_node("MatMul", [q, k_t], [f"{prefix}qk"]),
-        helper.make_node("Mul", [f"{prefix}qk", f"{prefix}scale"], [f"{prefix}scores"]),
-        helper.make_node("Softmax", [f"{prefix}scores"], [f"{prefix}probs"], axis=-1),
-        helper.make_node("MatMul", [f"{prefix}probs", v], [f"{prefix}heads"]),
+        helper.make_node("MatMul", [q, k_t], ["qk"]),
+        helper.make_node("Mul", ["qk", "scale"], ["scores"]),
+        helper.make_node("Softmax", ["scores"], ["probs"], axis=-1),
+        helper.make_node("MatMul", ["probs", v], [out]),
     ]
-    return nodes, [scale], f"{prefix}heads"
+    return nodes, [scale]
 
 
 def layer(fused):
@@ -150,10 +151,10 @@ def layer(fused):
         for name, perm in (("q", [0, 2, 1, 3]), ("k", [0, 2, 3, 1]), ("v", [0, 2, 1, 3])):
             nodes += [helper.make_node("Reshape", [name, "split_shape"], [f"{name}4"]),
                       helper.make_node("Transpose", [f"{name}4"], [f"{name}h"], perm=perm)]
-        attn, scale, heads = heads_attention("qh", "kh", "vh", "")
+        attn, scale = heads_attention("qh", "kh", "vh", "heads")
         nodes += attn
         inits += scale
-        nodes += [helper.make_node("Transpose", [heads], ["merged4"], perm=[0, 2, 1, 3]),
+        nodes += [helper.make_node("Transpose", ["heads"], ["merged4"], perm=[0, 2, 1, 3]),
                   helper.make_node("Reshape", ["merged4", "merge_shape"], ["attn"])]
     nodes.append(helper.make_node("MatMul", ["attn", "W_O"], ["output"]))
     name = "mha_layer" if fused else "matmul_layer"
@@ -168,8 +169,7 @@ def decode(fused):
                                  [tensor_io("query", [1, 1, D_MODEL]), tensor_io("key", [1, "N", D_MODEL]),
                                   tensor_io("value", [1, "N", D_MODEL])],
                                  [tensor_io("output", [1, 1, D_MODEL])])
-    nodes, inits, heads = heads_attention("query", "key_t", "value", "")
-    nodes[-1].output[0] = "output"
+    nodes, inits = heads_attention("query", "key_t", "value", "output")
     return helper.make_graph(nodes, "matmul_decode",
                              [tensor_io("query", [1, HEADS, 1, D]), tensor_io("key_t", [1, HEADS, D, "N"]),
                               tensor_io("value", [1, HEADS, "N", D])],
