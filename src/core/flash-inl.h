@@ -74,16 +74,6 @@ constexpr size_t kBlockRows = 8;
 constexpr size_t kBlockRows = 4;
 #endif
 
-// k steps per pointer advance in the kernel's GEMMs (see GemmTile). In wasm,
-// 4 made V8 spill accumulators to the stack (LLVM keeps the B rows of all
-// four steps live; seen with node --print-wasm-code): 2 made the fused kernel
-// ~15% faster there, though the projections' longer GEMMs prefer 4.
-#if HWY_TARGET == HWY_WASM
-constexpr size_t kFlashUnroll = 2;
-#else
-constexpr size_t kFlashUnroll = 4;
-#endif
-
 // The width of the panels in which the kernel's GEMMs read K^T and V packed
 // (see PackKeysAndValues): their register tiles are two vectors wide.
 // Without internal::kFlashPanels, K^T is packed in whole tiles [d_k,
@@ -167,7 +157,7 @@ HWY_INLINE void GemmPanels(ConstMatrixView A, const PanelView& B, MatrixView C) 
   for (size_t j = 0; j < C.cols; j += B.width) {
     const size_t w = std::min(B.width, C.cols - j);
     const ConstMatrixView panel(B.data + j / B.width * B.panel_stride, A.cols, w, B.stride);
-    GemmRows<kRows, kAccumulate, kFlashUnroll>(A, panel, C.Block(0, kRows, j, w), 0);
+    GemmRows<kRows, kAccumulate>(A, panel, C.Block(0, kRows, j, w), 0);
   }
 }
 

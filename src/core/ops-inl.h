@@ -248,13 +248,26 @@ HWY_INLINE bool SoftmaxRow(float* HWY_RESTRICT x, size_t n) {
   return true;
 }
 
+// k steps per pointer advance in GemmTile, so that most loads use constant
+// offsets: in wasm, which has no scaled addressing, four steps made the GEMM
+// about a third faster (AVX2 a quarter, AVX-512 a tenth) than one. But with
+// four, LLVM orders each accumulator's four products together, which keeps
+// the B rows of all four steps live, and in wasm V8 then spills accumulators:
+// there two steps made the fused kernel ~15% faster and, with the tile out of
+// line (GemmTileOutOfLine), a multi-head layer's projections 1.2x.
+#if HWY_TARGET == HWY_WASM
+constexpr size_t kGemmUnroll = 2;
+#else
+constexpr size_t kGemmUnroll = 4;
+#endif
+static_assert(kGemmUnroll == 2 || kGemmUnroll == 4, "GemmTile takes 2 or 4 steps at a time");
+
 // One register tile of C = A B (or C += A B with kAccumulate):
 // C rows [i, i + kRows), columns [j, j + kCols * Lanes(d)), from A [M, K] and
 // B [K, N]. The kRows x kCols accumulators stay in registers for the whole K
 // loop: per k, kCols loads of B and kRows broadcasts of A feed kRows * kCols
 // FMAs. 4 x 2 fits the 16 registers of SSE4/AVX2 and the WASM target.
-// kUnroll (2 or 4): k steps per pointer advance.
-template <size_t kRows, size_t kCols, bool kAccumulate, size_t kUnroll, class D>
+template <size_t kRows, size_t kCols, bool kAccumulate, class D>
 HWY_INLINE void GemmTile(D d, ConstMatrixView A, ConstMatrixView B, MatrixView C, size_t i,
                          size_t j) {
   using V = hn::Vec<D>;
@@ -270,9 +283,7 @@ HWY_INLINE void GemmTile(D d, ConstMatrixView A, ConstMatrixView B, MatrixView C
   const float* HWY_RESTRICT b = B.Row(0) + j;
   const size_t stride = B.stride;
   // One step: acc[r][:] += a[r][u] * B row (k + u). The pointers advance once
-  // per kUnroll steps, so most loads use constant offsets: in wasm, which has
-  // no scaled addressing, four steps made the GEMM about a third faster (AVX2
-  // a quarter, AVX-512 a tenth) than one.
+  // per kUnroll steps (see kGemmUnroll).
   const auto step = [&](size_t u, const float* HWY_RESTRICT brow) HWY_ATTR {
     V bv[kCols];
     for (size_t c = 0; c < kCols; ++c) bv[c] = hn::LoadU(d, brow + c * N);
@@ -281,12 +292,12 @@ HWY_INLINE void GemmTile(D d, ConstMatrixView A, ConstMatrixView B, MatrixView C
       for (size_t c = 0; c < kCols; ++c) acc[r][c] = hn::MulAdd(av, bv[c], acc[r][c]);
     }
   };
-  static_assert(kUnroll == 2 || kUnroll == 4, "kUnroll: 2 or 4");
+  constexpr size_t kUnroll = kGemmUnroll;
   size_t k = 0;
   for (; k + kUnroll <= A.cols; k += kUnroll) {
     step(0, b);
     step(1, b + stride);
-    if constexpr (kUnroll == 4) {
+    if constexpr (kUnroll > 2) {
       step(2, b + 2 * stride);
       step(3, b + 3 * stride);
     }
@@ -303,17 +314,46 @@ HWY_INLINE void GemmTile(D d, ConstMatrixView A, ConstMatrixView B, MatrixView C
   }
 }
 
+#if HWY_TARGET == HWY_WASM
+// In WebAssembly the 2-vector register tile runs in a function of its own.
+// V8's optimizing compiler (TurboFan; V8 11.3 in Node 20) unrolls every
+// innermost wasm loop smaller than 50 * (depth + 1) graph nodes, depth being
+// the number of loops around it, at least twice (src/compiler/
+// loop-unrolling.h). Inlined into the fused kernel, the k loop sat several
+// loops deep and was unrolled 3x; with an exit test after each copy, TurboFan placed
+// each copy's arithmetic after all of its loads, and the accumulators spilled
+// to the stack. At the top of a function (depth 0) the two-step loop is over
+// the limit and runs as compiled: the fused kernel ran 1.17-1.27x faster in
+// Node. HWY_NOINLINE holds off LLVM; wasm-opt inlines any function that has a
+// single caller, so storing and accumulating tiles share this one.
+template <size_t kRows, class D>
+HWY_NOINLINE void GemmTileOutOfLine(D d, bool accumulate, ConstMatrixView A, ConstMatrixView B,
+                                    MatrixView C, size_t i, size_t j) {
+  if (accumulate) {
+    GemmTile<kRows, 2, true>(d, A, B, C, i, j);
+  } else {
+    GemmTile<kRows, 2, false>(d, A, B, C, i, j);
+  }
+}
+#endif
+
 // C rows [i, i + kRows) = (or +=) A rows [i, i + kRows) B, all columns: tiles
 // of two vectors, then one, then single lanes.
-template <size_t kRows, bool kAccumulate, size_t kUnroll = 4>
+template <size_t kRows, bool kAccumulate>
 HWY_INLINE void GemmRows(ConstMatrixView A, ConstMatrixView B, MatrixView C, size_t i) {
   const DF d;
   const DF1 d1;
   const size_t N = hn::Lanes(d);
   size_t j = 0;
-  for (; j + 2 * N <= C.cols; j += 2 * N) GemmTile<kRows, 2, kAccumulate, kUnroll>(d, A, B, C, i, j);
-  for (; j + N <= C.cols; j += N) GemmTile<kRows, 1, kAccumulate, kUnroll>(d, A, B, C, i, j);
-  for (; j < C.cols; ++j) GemmTile<kRows, 1, kAccumulate, kUnroll>(d1, A, B, C, i, j);
+  for (; j + 2 * N <= C.cols; j += 2 * N) {
+#if HWY_TARGET == HWY_WASM
+    GemmTileOutOfLine<kRows>(d, kAccumulate, A, B, C, i, j);
+#else
+    GemmTile<kRows, 2, kAccumulate>(d, A, B, C, i, j);
+#endif
+  }
+  for (; j + N <= C.cols; j += N) GemmTile<kRows, 1, kAccumulate>(d, A, B, C, i, j);
+  for (; j < C.cols; ++j) GemmTile<kRows, 1, kAccumulate>(d1, A, B, C, i, j);
 }
 
 // Rows of C per register tile: with 32 vector registers (AVX-512) 8 rows x 2
@@ -326,20 +366,20 @@ constexpr size_t kGemmRows = 4;
 
 // C [M, N] = A [M, K] B [K, N] (or C += A B with kAccumulate), kGemmRows rows
 // at a time. C must not alias A or B.
-template <bool kAccumulate = false, size_t kUnroll = 4>
+template <bool kAccumulate = false>
 HWY_INLINE void MatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
   size_t i = 0;
   for (; i + kGemmRows <= A.rows; i += kGemmRows) {
-    GemmRows<kGemmRows, kAccumulate, kUnroll>(A, B, C, i);
+    GemmRows<kGemmRows, kAccumulate>(A, B, C, i);
   }
   if (kGemmRows > 4 && i + 4 <= A.rows) {
-    GemmRows<4, kAccumulate, kUnroll>(A, B, C, i);
+    GemmRows<4, kAccumulate>(A, B, C, i);
     i += 4;
   }
   switch (A.rows - i) {
-    case 3: GemmRows<3, kAccumulate, kUnroll>(A, B, C, i); break;
-    case 2: GemmRows<2, kAccumulate, kUnroll>(A, B, C, i); break;
-    case 1: GemmRows<1, kAccumulate, kUnroll>(A, B, C, i); break;
+    case 3: GemmRows<3, kAccumulate>(A, B, C, i); break;
+    case 2: GemmRows<2, kAccumulate>(A, B, C, i); break;
+    case 1: GemmRows<1, kAccumulate>(A, B, C, i); break;
     default: break;
   }
 }
