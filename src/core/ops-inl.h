@@ -320,12 +320,13 @@ HWY_INLINE void GemmTile(D d, ConstMatrixView A, ConstMatrixView B, MatrixView C
 // innermost wasm loop smaller than 50 * (depth + 1) graph nodes, depth being
 // the number of loops around it, at least twice (src/compiler/
 // loop-unrolling.h). Inlined into the fused kernel, the k loop sat several
-// loops deep and was unrolled 3x; with an exit test after each copy, TurboFan placed
-// each copy's arithmetic after all of its loads, and the accumulators spilled
-// to the stack. At the top of a function (depth 0) the two-step loop is over
-// the limit and runs as compiled: the fused kernel ran 1.17-1.27x faster in
-// Node. HWY_NOINLINE holds off LLVM; wasm-opt inlines any function that has a
-// single caller, so storing and accumulating tiles share this one.
+// loops deep and was unrolled 3x; with an exit test after each copy,
+// TurboFan placed each copy's arithmetic after all of its loads, and the
+// accumulators spilled to the stack. At the top of a function (depth 0) the
+// two-step loop is over the limit and runs as compiled: the fused kernel ran
+// 1.17-1.27x faster in Node. HWY_NOINLINE holds off LLVM; wasm-opt inlines
+// any function that has a single caller, so storing and accumulating tiles
+// share this one.
 template <size_t kRows, class D>
 HWY_NOINLINE void GemmTileOutOfLine(D d, bool accumulate, ConstMatrixView A, ConstMatrixView B,
                                     MatrixView C, size_t i, size_t j) {
