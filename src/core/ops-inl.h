@@ -253,8 +253,8 @@ HWY_INLINE bool SoftmaxRow(float* HWY_RESTRICT x, size_t n) {
 // about a third faster (AVX2 a quarter, AVX-512 a tenth) than one. But with
 // four, LLVM orders each accumulator's four products together, which keeps
 // the B rows of all four steps live, and in wasm V8 then spills accumulators:
-// there two steps made the fused kernel ~15% faster and, with the tile out of
-// line (GemmTileOutOfLine), a multi-head layer's projections 1.2x.
+// there two steps made the fused kernel ~15% faster and, with GemmRows out of
+// line (GemmRowsOutOfLine), a multi-head layer's projections 1.2x.
 #if HWY_TARGET == HWY_WASM
 constexpr size_t kGemmUnroll = 2;
 #else
@@ -314,47 +314,51 @@ HWY_INLINE void GemmTile(D d, ConstMatrixView A, ConstMatrixView B, MatrixView C
   }
 }
 
-#if HWY_TARGET == HWY_WASM
-// In WebAssembly the 2-vector register tile runs in a function of its own.
-// V8's optimizing compiler (TurboFan; V8 11.3 in Node 20) unrolls every
-// innermost wasm loop smaller than 50 * (depth + 1) graph nodes, depth being
-// the number of loops around it, at least twice (src/compiler/
-// loop-unrolling.h). Inlined into the fused kernel, the k loop sat several
-// loops deep and was unrolled 3x; with an exit test after each copy,
-// TurboFan placed each copy's arithmetic after all of its loads, and the
-// accumulators spilled to the stack. At the top of a function (depth 0) the
-// two-step loop is over the limit and runs as compiled: the fused kernel ran
-// 1.17-1.27x faster in Node. HWY_NOINLINE holds off LLVM; wasm-opt inlines
-// any function that has a single caller, so storing and accumulating tiles
-// share this one.
-template <size_t kRows, class D>
-HWY_NOINLINE void GemmTileOutOfLine(D d, bool accumulate, ConstMatrixView A, ConstMatrixView B,
-                                    MatrixView C, size_t i, size_t j) {
-  if (accumulate) {
-    GemmTile<kRows, 2, true>(d, A, B, C, i, j);
-  } else {
-    GemmTile<kRows, 2, false>(d, A, B, C, i, j);
-  }
-}
-#endif
-
 // C rows [i, i + kRows) = (or +=) A rows [i, i + kRows) B, all columns: tiles
 // of two vectors, then one, then single lanes.
 template <size_t kRows, bool kAccumulate>
-HWY_INLINE void GemmRows(ConstMatrixView A, ConstMatrixView B, MatrixView C, size_t i) {
+HWY_INLINE void GemmRowsInline(ConstMatrixView A, ConstMatrixView B, MatrixView C, size_t i) {
   const DF d;
   const DF1 d1;
   const size_t N = hn::Lanes(d);
   size_t j = 0;
-  for (; j + 2 * N <= C.cols; j += 2 * N) {
-#if HWY_TARGET == HWY_WASM
-    GemmTileOutOfLine<kRows>(d, kAccumulate, A, B, C, i, j);
-#else
-    GemmTile<kRows, 2, kAccumulate>(d, A, B, C, i, j);
-#endif
-  }
+  for (; j + 2 * N <= C.cols; j += 2 * N) GemmTile<kRows, 2, kAccumulate>(d, A, B, C, i, j);
   for (; j + N <= C.cols; j += N) GemmTile<kRows, 1, kAccumulate>(d, A, B, C, i, j);
   for (; j < C.cols; ++j) GemmTile<kRows, 1, kAccumulate>(d1, A, B, C, i, j);
+}
+
+#if HWY_TARGET == HWY_WASM
+// In WebAssembly, GemmRows runs in a function of its own. V8's optimizing
+// compiler (TurboFan; V8 11.3 in Node 20) unrolls every innermost wasm loop
+// smaller than 50 * (depth + 1) graph nodes, depth being the number of loops
+// around it, at least twice (src/compiler/loop-unrolling.h). Inlined into the
+// fused kernel, GemmTile's k loop sat several loops deep and was unrolled 3x;
+// with an exit test after each copy, TurboFan placed each copy's arithmetic
+// after all of its loads, and the accumulators spilled to the stack. Here,
+// one loop deep, the two-step k loop is over the limit and runs as compiled
+// (node --no-wasm-loop-unrolling no longer changes its speed): the fused
+// kernel ran 1.2-1.3x faster in Node, a multi-head layer 1.25x. HWY_NOINLINE
+// holds off LLVM; wasm-opt inlines any function that has a single caller, so
+// storing and accumulating calls share this one.
+template <size_t kRows>
+HWY_NOINLINE void GemmRowsOutOfLine(bool accumulate, ConstMatrixView A, ConstMatrixView B,
+                                    MatrixView C, size_t i) {
+  if (accumulate) {
+    GemmRowsInline<kRows, true>(A, B, C, i);
+  } else {
+    GemmRowsInline<kRows, false>(A, B, C, i);
+  }
+}
+#endif
+
+// GemmRowsInline, called out of line in WebAssembly (see above).
+template <size_t kRows, bool kAccumulate>
+HWY_INLINE void GemmRows(ConstMatrixView A, ConstMatrixView B, MatrixView C, size_t i) {
+#if HWY_TARGET == HWY_WASM
+  GemmRowsOutOfLine<kRows>(kAccumulate, A, B, C, i);
+#else
+  GemmRowsInline<kRows, kAccumulate>(A, B, C, i);
+#endif
 }
 
 // Rows of C per register tile: with 32 vector registers (AVX-512) 8 rows x 2
