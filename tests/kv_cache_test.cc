@@ -131,7 +131,7 @@ TEST_CASE("AttendCached equals the last rows of full attention over the cached t
   };
   std::vector<S> shapes = {{1, 1, 1, 5, 1, 4, 4},  {4, 2, 2, 9, 3, 5, 3},
                            {4, 1, 3, 8, 8, 8, 2},  {6, 3, 2, 17, 2, 3, 16},
-                           {2, 2, 1, 16, 1, 17, 9}};
+                           {2, 2, 1, 16, 1, 17, 9},  {2, 1, 1, 19, 1, 8, 67}};
   for (size_t s : LaneSizes()) shapes.push_back({2, 1, 2, s + 1, std::min<size_t>(s, 3), s, s});
   ForEachTarget([&](int64_t) {
     uint32_t seed = 11000;

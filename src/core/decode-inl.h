@@ -63,9 +63,7 @@ HWY_INLINE bool DecodeChunk(const internal::HeadTask& t, const internal::ScorePa
     if (max == -std::numeric_limits<float>::infinity()) continue;
     part[0] = max;
     part[1] = ExpSubtractSum(s, n, max);
-    for (size_t j = 0; j < n; ++j) {
-      if (s[j] != 0.0f) MulAddRow(s[j], t.V.Row(j0 + j), o, d_v);
-    }
+    AddWeightedRows(s, n, t.V.Row(j0), t.V.stride, o, d_v);
   }
   return true;
 }

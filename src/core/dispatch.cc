@@ -60,9 +60,7 @@ HWY_INLINE bool TraceHead(const HeadTask& t, const ScoreParams& p, float* HWY_RE
     KeepRow(row, T_k, &trace->weights, i);
     float* HWY_RESTRICT o = t.out.Row(i);
     ZeroRow(o, d_v);
-    for (size_t j = 0; j < limit; ++j) {
-      if (row[j] != 0.0f) MulAddRow(row[j], t.V.Row(j), o, d_v);
-    }
+    AddWeightedRows(row, limit, t.V.Row(0), t.V.stride, o, d_v);
   }
   return true;
 }

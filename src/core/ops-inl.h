@@ -67,6 +67,45 @@ HWY_INLINE void MulAddRow(float s, const float* HWY_RESTRICT x,
   }
 }
 
+// y [n] += w[0] * x row 0 + ... + w[rows - 1] * x row (rows - 1), x [rows, n]
+// with rows `stride` floats apart: the sums of MulAddRow row after row, in the
+// same order. y is kept in registers, four vectors at a time, across all the
+// rows, instead of being loaded and stored once per row.
+HWY_INLINE void AddWeightedRows(const float* HWY_RESTRICT w, size_t rows,
+                                const float* HWY_RESTRICT x, size_t stride,
+                                float* HWY_RESTRICT y, size_t n) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    auto y0 = hn::LoadU(d, y + i), y1 = hn::LoadU(d, y + i + N);
+    auto y2 = hn::LoadU(d, y + i + 2 * N), y3 = hn::LoadU(d, y + i + 3 * N);
+    const float* HWY_RESTRICT xr = x + i;
+    for (size_t j = 0; j < rows; ++j, xr += stride) {
+      const auto wj = hn::Set(d, w[j]);
+      y0 = hn::MulAdd(wj, hn::LoadU(d, xr), y0);
+      y1 = hn::MulAdd(wj, hn::LoadU(d, xr + N), y1);
+      y2 = hn::MulAdd(wj, hn::LoadU(d, xr + 2 * N), y2);
+      y3 = hn::MulAdd(wj, hn::LoadU(d, xr + 3 * N), y3);
+    }
+    hn::StoreU(y0, d, y + i);
+    hn::StoreU(y1, d, y + i + N);
+    hn::StoreU(y2, d, y + i + 2 * N);
+    hn::StoreU(y3, d, y + i + 3 * N);
+  }
+  for (; i + N <= n; i += N) {
+    auto yv = hn::LoadU(d, y + i);
+    for (size_t j = 0; j < rows; ++j) yv = hn::MulAdd(hn::Set(d, w[j]), hn::LoadU(d, x + j * stride + i), yv);
+    hn::StoreU(yv, d, y + i);
+  }
+  const DF1 d1;
+  for (; i < n; ++i) {
+    auto yv = hn::LoadU(d1, y + i);
+    for (size_t j = 0; j < rows; ++j) yv = hn::MulAdd(hn::Set(d1, w[j]), hn::LoadU(d1, x + j * stride + i), yv);
+    hn::StoreU(yv, d1, y + i);
+  }
+}
+
 // x [n] = 0.
 HWY_INLINE void ZeroRow(float* HWY_RESTRICT x, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] = 0.0f;
