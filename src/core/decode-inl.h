@@ -53,7 +53,7 @@ HWY_INLINE bool DecodeChunk(const internal::HeadTask& t, const internal::ScorePa
     const size_t n = visible > j0 ? std::min(j1, visible) - j0 : 0;
     if (n == 0) continue;
     const float* HWY_RESTRICT q = t.Q.Row(i);
-    for (size_t j = 0; j < n; ++j) s[j] = Dot(q, t.K.Row(j0 + j), d_k);
+    DotRows(q, t.K.Row(j0), t.K.stride, n, d_k, s);
     ScaleRow(s, n, p.scale, p.softcap);
     // A score that overflowed (to +-inf or NaN) is an error, never a mask.
     if (!AllFinite(s, n)) return false;

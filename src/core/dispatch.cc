@@ -47,7 +47,7 @@ HWY_INLINE bool TraceHead(const HeadTask& t, const ScoreParams& p, float* HWY_RE
   for (size_t i = 0; i < T_q; ++i) {
     const size_t limit = VisibleKeys(t, p, i);
     const float* HWY_RESTRICT q = t.Q.Row(i);
-    for (size_t j = 0; j < T_k; ++j) row[j] = Dot(q, t.K.Row(j), d_k);
+    DotRows(q, t.K.Row(0), t.K.stride, T_k, d_k, row);
     KeepRow(row, T_k, &trace->raw_scores, i);
     ScaleRow(row, T_k, p.scale, p.softcap);
     // A score that overflowed (to +-inf or NaN) is an error, never a mask.
