@@ -368,18 +368,21 @@ HWY_INLINE bool SoftmaxRow(float* HWY_RESTRICT x, size_t n) {
 }
 
 // k steps per pointer advance in GemmTile, so that most loads use constant
-// offsets: in wasm, which has no scaled addressing, four steps made the GEMM
-// about a third faster (AVX2 a quarter, AVX-512 a tenth) than one. But with
-// four, LLVM orders each accumulator's four products together, which keeps
-// the B rows of all four steps live, and in wasm V8 then spills accumulators:
-// there two steps made the fused kernel ~15% faster and, with GemmRows out of
-// line (GemmRowsOutOfLine), a multi-head layer's projections 1.2x.
+// offsets: natively four steps made the GEMM faster than one (AVX2 by a
+// quarter, AVX-512 by a tenth). In wasm one step: LLVM orders each
+// accumulator's products of all the steps together, which keeps the B rows of
+// all of them live, and V8, which keeps 15 of x86's 16 vector registers for
+// values, then spills: with two steps one of the 4 x 2 tile's accumulators went
+// to the stack and back every iteration (perf annotate of V8's code), and one
+// step made the fused kernel 1.24-1.41x faster in Node (Zen 5; an older host
+// of this VM measured two steps 1.01-1.02x faster than one, within noise), a
+// multi-head layer 1.36x.
 #if HWY_TARGET == HWY_WASM
-constexpr size_t kGemmUnroll = 2;
+constexpr size_t kGemmUnroll = 1;
 #else
 constexpr size_t kGemmUnroll = 4;
 #endif
-static_assert(kGemmUnroll == 2 || kGemmUnroll == 4, "GemmTile takes 2 or 4 steps at a time");
+static_assert(kGemmUnroll == 1 || kGemmUnroll == 4, "GemmTile takes 1 or 4 steps at a time");
 
 // One register tile of C = A B (or C += A B with kAccumulate):
 // C rows [i, i + kRows), columns [j, j + kCols * Lanes(d)), from A [M, K] and
@@ -415,8 +418,8 @@ HWY_INLINE void GemmTile(D d, ConstMatrixView A, ConstMatrixView B, MatrixView C
   size_t k = 0;
   for (; k + kUnroll <= A.cols; k += kUnroll) {
     step(0, b);
-    step(1, b + stride);
-    if constexpr (kUnroll > 2) {
+    if constexpr (kUnroll > 1) {
+      step(1, b + stride);
       step(2, b + 2 * stride);
       step(3, b + 3 * stride);
     }
@@ -454,9 +457,9 @@ HWY_INLINE void GemmRowsInline(ConstMatrixView A, ConstMatrixView B, MatrixView 
 // fused kernel, GemmTile's k loop sat several loops deep and was unrolled 3x;
 // with an exit test after each copy, TurboFan placed each copy's arithmetic
 // after all of its loads, and the accumulators spilled to the stack. Here,
-// one loop deep, the two-step k loop is over the limit and runs as compiled
-// (node --no-wasm-loop-unrolling no longer changes its speed): the fused
-// kernel ran 1.2-1.3x faster in Node, a multi-head layer 1.25x. HWY_NOINLINE
+// one loop deep, it is unrolled at most 2x and its accumulators stay in
+// registers (with one k step per iteration, see kGemmUnroll): out of line, the
+// fused kernel ran 1.2-1.3x faster in Node, a multi-head layer 1.25x. HWY_NOINLINE
 // holds off LLVM; wasm-opt inlines any function that has a single caller, so
 // storing and accumulating calls share this one.
 template <size_t kRows>
