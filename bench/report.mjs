@@ -110,6 +110,16 @@ if (nodeNative.length) {
   }
   md += "\n";
 }
+// How much of its core attnkit native's child had while timed (its CPU time over
+// wall time, median per shape): below 1, something else ran on that core.
+{
+  const shares = rows.filter((r) => r.cpuShare !== undefined).map((r) => r.cpuShare);
+  if (shares.length) {
+    md += `attnkit native's child process had ${(100 * Math.min(...shares)).toFixed(0)}-` +
+      `${(100 * Math.max(...shares)).toFixed(0)}% of its core while timed (its CPU time over the wall-clock ` +
+      "time, median over each shape's rounds; Node collects its garbage on its main thread before each timed call).\n\n";
+  }
+}
 // Shapes a peer could not run (–): grouped by engine and reason.
 const groups = new Map();
 for (const s of skipped) {

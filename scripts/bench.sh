@@ -59,5 +59,8 @@ echo "== node: attnkit wasm and native, plain JS, onnxruntime-node, onnxruntime-
 # that Node waits on, and on a core of its own it started each round from an
 # idle core (on this VM, rounds up to 1.5x slower than in Node's own process).
 cpu=$(taskset -pc $$ | sed -E 's/.*: ([0-9]+).*/\1/')  # the first CPU this script may use
-taskset -c "$cpu" node bench/wasm/bench.mjs $( ((quick)) && echo --quick ) > bench/results/wasm.json
+# --expose-gc --single-threaded-gc: bench.mjs collects garbage before each timed
+# call, on Node's main thread, so that no GC thread shares the core with it.
+taskset -c "$cpu" node --expose-gc --single-threaded-gc bench/wasm/bench.mjs $( ((quick)) && echo --quick ) \
+  > bench/results/wasm.json
 node bench/report.mjs

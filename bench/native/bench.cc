@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -315,9 +316,17 @@ bool ReadFloats(const std::string& path, size_t n, std::vector<float>* v) {
 //                      each of these runs the call once, writes DIR/out.f32 and
 //                      answers "ok" (or "error ...")
 //   time REPS          runs REPS calls of the last shape loaded; answers the
-//                      milliseconds per call
+//                      milliseconds per call, wall-clock then CPU time of this
+//                      process (below the wall time when it was not running)
 //   peak               answers the FMA peak in GFLOP/s, measured now (~20 ms),
 //                      so that a share of the peak can come from the same round
+// CPU time of this process, in milliseconds.
+double CpuMilliseconds() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
 int Serve() {
   constexpr size_t kHeads = 8, kModel = kHeads * kD;
   std::vector<float> q, k, v, x, w[4], out;
@@ -382,10 +391,11 @@ int Serve() {
     } else if (command == "time" && call) {
       size_t reps = 1;
       words >> reps;
+      const double cpu0 = CpuMilliseconds();
       const auto t0 = std::chrono::steady_clock::now();
       for (size_t i = 0; i < reps; ++i) (void)call();  // the load checked this shape
       const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - t0;
-      std::cout << ms.count() / reps << std::endl;
+      std::cout << ms.count() / reps << " " << (CpuMilliseconds() - cpu0) / reps << std::endl;
     } else if (command == "peak") {
       std::cout << attnkit_bench::FmaPeakGflops(5000000) << std::endl;
     } else {

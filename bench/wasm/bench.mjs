@@ -21,7 +21,8 @@
 // After each of its calls, the child also measures the FMA peak (~20 ms), so
 // that its share of the peak comes from the same rounds too.
 //
-// Usage: node bench/wasm/bench.mjs [--quick] [--no-peers] [--no-memory] > bench/results/wasm.json
+// Usage: node --expose-gc --single-threaded-gc bench/wasm/bench.mjs [--quick] [--no-peers] [--no-memory]
+//          > bench/results/wasm.json
 //   (internal) node --expose-gc bench/wasm/bench.mjs --memory NAME T CAUSAL [VARIANT]
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -176,11 +177,17 @@ function nativeEngine() {
   const loaded = async (command) => {
     await ask(command);
     const out = readFloats(join(dir, "out.f32"));
-    return {
+    const session = {
       run: async () => { await ask("time 1"); return out; },
-      time: async (reps) => +(await ask(`time ${reps}`)),
+      // Wall-clock ms per call; the child's CPU ms per call is kept in cpuMs.
+      time: async (reps) => {
+        const [wall, cpu] = (await ask(`time ${reps}`)).split(" ").map(Number);
+        session.cpuMs = cpu;
+        return wall;
+      },
       dispose() {},
     };
+    return session;
   };
   return {
     name: NATIVE,
@@ -199,7 +206,9 @@ function nativeEngine() {
     },
     async setup(T, causal, q, k, v) {
       for (const [name, x] of [["q", q], ["k", k], ["v", v]]) writeFileSync(join(dir, `${name}.f32`), x);
-      return { ...(await loaded(`load ${T} ${causal ? 1 : 0} ${dir}`)), peak: async () => +(await ask("peak")) };
+      const session = await loaded(`load ${T} ${causal ? 1 : 0} ${dir}`);
+      session.peak = async () => +(await ask("peak"));
+      return session;
     },
     async setupWorkload(w) {
       const files = w.kind === "layer" ? { x: w.x, ...w.weights } : { q: w.q, k: w.k, v: w.v };
@@ -349,14 +358,23 @@ async function timeShape(engines, key, { flops, rounds, setup }, { results, skip
     // Warm up (V8 compiles wasm with a baseline compiler first and tiers hot
     // functions up in the background): calls until 0.3 s have passed, at most 50.
     for (let n = 1, t0 = performance.now(); n < 50 && firstMs + performance.now() - t0 < 300; ++n) await s.run();
-    active.push({ e, s, times: [], peaks: [], diff });
+    active.push({ e, s, times: [], peaks: [], cpuShares: [], diff });
   }
   for (let r = 0; r < rounds; ++r) {
     for (let i = 0; i < active.length; ++i) {
       const a = active[(i + r) % active.length];
       const reps = Math.max(1, Math.round(2e8 / flops));
+      // Garbage of the engines before, collected now on this thread (Node runs
+      // with --expose-gc --single-threaded-gc): V8's background GC threads
+      // shared the one core with the engine being timed. Without this, attnkit
+      // native's child had as little as half of the core at T = 8192 causal
+      // and 0.8-0.9 of it while decoding (its CPU time over the wall time,
+      // kept as cpuShare); with it, 0.98-1.03 in one run, but 0.35 for one
+      // decoding shape in another.
+      globalThis.gc?.();
       if (a.s.time) {  // an engine that times itself (attnkit native, out of process)
         a.times.push(await a.s.time(reps));
+        if (a.s.cpuMs !== undefined) a.cpuShares.push(a.s.cpuMs / a.times.at(-1));
         // The FMA peak right after, for its share of the peak in this round.
         if (a.s.peak) a.peaks.push(await a.s.peak());
         continue;
@@ -373,6 +391,8 @@ async function timeShape(engines, key, { flops, rounds, setup }, { results, skip
                    // Median over rounds of (GFLOP/s / the FMA peak of the same round).
                    ...(a.peaks.length ? { peakShare: median(a.times.map((t, i) => flops / (t * 1e6) / a.peaks[i])),
                                           peakRounds: a.peaks.map((g) => +g.toPrecision(4)) } : {}),
+                   // Median share of the core the child had while timed (CPU / wall time).
+                   ...(a.cpuShares.length ? { cpuShare: +median(a.cpuShares).toFixed(3) } : {}),
                    ...(a.s.variant ? { variant: a.s.variant } : {}) });
     a.s.dispose();
   }
