@@ -13,8 +13,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cmath>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -304,6 +304,13 @@ bool ReadFloats(const std::string& path, size_t n, std::vector<float>* v) {
   return static_cast<bool>(in.read(reinterpret_cast<char*>(v->data()), n * sizeof(float)));
 }
 
+// CPU time of the calling thread, in milliseconds.
+double CpuMilliseconds() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
 // attnkit_bench --serve: attnkit native for bench/wasm/bench.mjs, which times it
 // in the same rounds as onnxruntime-node (interleaved, so that both see the same
 // state of a noisy machine). One thread. Lines on stdin, one answer line each on
@@ -317,16 +324,10 @@ bool ReadFloats(const std::string& path, size_t n, std::vector<float>* v) {
 //                      answers "ok" (or "error ...")
 //   time REPS          runs REPS calls of the last shape loaded; answers the
 //                      milliseconds per call, wall-clock then CPU time of this
-//                      process (below the wall time when it was not running)
+//                      thread, where the calls run (below the wall time when it
+//                      was not running)
 //   peak               answers the FMA peak in GFLOP/s, measured now (~20 ms),
 //                      so that a share of the peak can come from the same round
-// CPU time of this process, in milliseconds.
-double CpuMilliseconds() {
-  timespec t;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
-
 int Serve() {
   constexpr size_t kHeads = 8, kModel = kHeads * kD;
   std::vector<float> q, k, v, x, w[4], out;

@@ -369,8 +369,8 @@ async function timeShape(engines, key, { flops, rounds, setup }, { results, skip
       // shared the one core with the engine being timed. Without this, attnkit
       // native's child had as little as half of the core at T = 8192 causal
       // and 0.8-0.9 of it while decoding (its CPU time over the wall time,
-      // kept as cpuShare); with it, 0.98-1.03 in one run, but 0.35 for one
-      // decoding shape in another.
+      // kept as cpuShare); with it, 0.96-1.03 in four runs, but for one
+      // decoding shape at 0.32-0.35 in two of them.
       globalThis.gc?.();
       if (a.s.time) {  // an engine that times itself (attnkit native, out of process)
         a.times.push(await a.s.time(reps));
