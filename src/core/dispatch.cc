@@ -198,7 +198,7 @@ Status RunAttentionJob(AttentionJob* job) {
   if (!job->output.W.empty()) AddProjectionWork(0, job->output.dst.rows, &job->output_work);
   // Scratch floats per thread: a score row [T_k] for a trace, the packed
   // K^T and V ([d_k + d_v rounded up to a panel, T_k rounded up to the tile])
-  // on the fused path, a chunk of scores on the split-K path. Split-K
+  // and a task's queries packed ([kTaskQueries, d_k]) on the fused path, a chunk of scores on the split-K path. Split-K
   // partials: [chunks, T_q, 2 + d_v] per head.
   size_t floats = 0, partials = 0;
   job->paths.resize(job->heads.size());
@@ -214,6 +214,11 @@ Status RunAttentionJob(AttentionJob* job) {
       const size_t packed_rows = t.K.cols + (kFlashPanels ? RoundUp(t.V.cols, kMaxPanel) : 0);
       ATTNKIT_RETURN_IF_ERROR(CheckedProduct("packed K^T and V [d_k + d_v, T_k]", packed_rows,
                                              RoundUp(t.K.rows, kFlashTileKeys), &n));
+      // kTaskQueries * d_k < n: no overflow in the product.
+      static_assert(kTaskQueries <= kFlashTileKeys, "a task's queries take less room than K^T");
+      const size_t queries = kTaskQueries * t.K.cols;
+      if (n > std::numeric_limits<size_t>::max() - queries) return OutOfMemory("packed queries", n);
+      n += queries;
       for (size_t r = 0; r < t.Q.rows; r += kTaskQueries) {
         job->head_work.push_back({h, r, std::min(t.Q.rows, r + kTaskQueries)});
       }

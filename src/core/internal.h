@@ -71,6 +71,14 @@ inline size_t RoundUp(size_t n, size_t multiple) {
   return (n + multiple - 1) / multiple * multiple;
 }
 
+// The floats of one head's keys packed for the fused kernel, K^T and V in
+// panels (PackKeysAndValues in flash-inl.h): [d_k + d_v rounded up to a
+// panel, T_k rounded up to the tile]. Unchecked: RunAttentionJob checks the
+// product before the kernel runs.
+inline size_t PackedKeysFloats(size_t T_k, size_t d_k, size_t d_v) {
+  return (d_k + (kFlashPanels ? RoundUp(d_v, kMaxPanel) : 0)) * RoundUp(T_k, kFlashTileKeys);
+}
+
 // How the work of a job is cut into tasks for the threads (fixed sizes, so
 // that results do not depend on the thread count): rows of a projection,
 // queries of a fused head, keys of a split-K (decoding) head.

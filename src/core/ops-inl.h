@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <limits>
+#include <type_traits>
 
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
@@ -384,12 +385,28 @@ constexpr size_t kGemmUnroll = 4;
 #endif
 static_assert(kGemmUnroll == 1 || kGemmUnroll == 4, "GemmTile takes 1 or 4 steps at a time");
 
+// How GemmTile reads A [M, K]: element (i, k) at A.data[i * kRowStep + k *
+// kColStep], both known at compile time; or, with kRowStep = 0, rows A.stride
+// floats apart (known at run time) and kColStep = 1. With both known, one
+// pointer (one index in wasm) serves all rows of a register tile: A packed
+// k-major [K, kRows] is GemmA<1, kRows>, rows a constant S floats apart
+// GemmA<S, 1>. With a pointer per row, V8 advanced kRows indices per k step,
+// and the wasm GEMM loop took 31 x86 instructions per step for 16 mul + add;
+// with one, 27 (perf annotate of V8's code).
+template <size_t kRowStep, size_t kColStep>
+struct GemmA {
+  static_assert(kRowStep != 0 || kColStep == 1, "rows at run time: contiguous columns");
+  static constexpr size_t kRow = kRowStep, kCol = kColStep;
+};
+using GemmARows = GemmA<0, 1>;  // row-major, rows A.stride apart
+
 // One register tile of C = A B (or C += A B with kAccumulate):
-// C rows [i, i + kRows), columns [j, j + kCols * Lanes(d)), from A [M, K] and
-// B [K, N]. The kRows x kCols accumulators stay in registers for the whole K
-// loop: per k, kCols loads of B and kRows broadcasts of A feed kRows * kCols
-// FMAs. 4 x 2 fits the 16 registers of SSE4/AVX2 and the WASM target.
-template <size_t kRows, size_t kCols, bool kAccumulate, class D>
+// C rows [i, i + kRows), columns [j, j + kCols * Lanes(d)), from A [M, K]
+// (read as Layout says, see GemmA) and B [K, N]. The kRows x kCols
+// accumulators stay in registers for the whole K loop: per k, kCols loads of
+// B and kRows broadcasts of A feed kRows * kCols FMAs. 4 x 2 fits the 16
+// registers of SSE4/AVX2 and the WASM target.
+template <size_t kRows, size_t kCols, bool kAccumulate, class Layout, class D>
 HWY_INLINE void GemmTile(D d, ConstMatrixView A, ConstMatrixView B, MatrixView C, size_t i,
                          size_t j) {
   using V = hn::Vec<D>;
@@ -400,8 +417,12 @@ HWY_INLINE void GemmTile(D d, ConstMatrixView A, ConstMatrixView B, MatrixView C
       acc[r][c] = kAccumulate ? hn::LoadU(d, C.Row(i + r) + j + c * N) : hn::Zero(d);
     }
   }
-  const float* a[kRows];
-  for (size_t r = 0; r < kRows; ++r) a[r] = A.Row(i + r);
+  // One pointer per row, or with the layout known at compile time one for all.
+  constexpr bool kOnePointer = Layout::kRow != 0;
+  constexpr size_t kPointers = kOnePointer ? 1 : kRows;
+  constexpr size_t kAdvance = kOnePointer ? Layout::kCol : 1;  // per k step
+  const float* a[kPointers];
+  for (size_t r = 0; r < kPointers; ++r) a[r] = kOnePointer ? A.data + i * Layout::kRow : A.Row(i + r);
   const float* HWY_RESTRICT b = B.Row(0) + j;
   const size_t stride = B.stride;
   // One step: acc[r][:] += a[r][u] * B row (k + u). The pointers advance once
@@ -410,25 +431,26 @@ HWY_INLINE void GemmTile(D d, ConstMatrixView A, ConstMatrixView B, MatrixView C
     V bv[kCols];
     for (size_t c = 0; c < kCols; ++c) bv[c] = hn::LoadU(d, brow + c * N);
     for (size_t r = 0; r < kRows; ++r) {
-      const V av = hn::Set(d, a[r][u]);
+      const V av = hn::Set(d, kOnePointer ? a[0][r * Layout::kRow + u * Layout::kCol] : a[r][u]);
       for (size_t c = 0; c < kCols; ++c) acc[r][c] = hn::MulAdd(av, bv[c], acc[r][c]);
     }
   };
   constexpr size_t kUnroll = kGemmUnroll;
-  size_t k = 0;
-  for (; k + kUnroll <= A.cols; k += kUnroll) {
+  // The loop ends on a[0]: no counter of its own.
+  const float* const a_end = a[0] + A.cols / kUnroll * kUnroll * kAdvance;
+  while (a[0] != a_end) {
     step(0, b);
     if constexpr (kUnroll > 1) {
       step(1, b + stride);
       step(2, b + 2 * stride);
       step(3, b + 3 * stride);
     }
-    for (size_t r = 0; r < kRows; ++r) a[r] += kUnroll;
+    for (size_t r = 0; r < kPointers; ++r) a[r] += kUnroll * kAdvance;
     b += kUnroll * stride;
   }
-  for (; k < A.cols; ++k) {
+  for (size_t k = A.cols / kUnroll * kUnroll; k < A.cols; ++k) {
     step(0, b);
-    for (size_t r = 0; r < kRows; ++r) a[r] += 1;
+    for (size_t r = 0; r < kPointers; ++r) a[r] += kAdvance;
     b += stride;
   }
   for (size_t r = 0; r < kRows; ++r) {
@@ -438,15 +460,15 @@ HWY_INLINE void GemmTile(D d, ConstMatrixView A, ConstMatrixView B, MatrixView C
 
 // C rows [i, i + kRows) = (or +=) A rows [i, i + kRows) B, all columns: tiles
 // of two vectors, then one, then single lanes.
-template <size_t kRows, bool kAccumulate>
+template <size_t kRows, bool kAccumulate, class Layout>
 HWY_INLINE void GemmRowsInline(ConstMatrixView A, ConstMatrixView B, MatrixView C, size_t i) {
   const DF d;
   const DF1 d1;
   const size_t N = hn::Lanes(d);
   size_t j = 0;
-  for (; j + 2 * N <= C.cols; j += 2 * N) GemmTile<kRows, 2, kAccumulate>(d, A, B, C, i, j);
-  for (; j + N <= C.cols; j += N) GemmTile<kRows, 1, kAccumulate>(d, A, B, C, i, j);
-  for (; j < C.cols; ++j) GemmTile<kRows, 1, kAccumulate>(d1, A, B, C, i, j);
+  for (; j + 2 * N <= C.cols; j += 2 * N) GemmTile<kRows, 2, kAccumulate, Layout>(d, A, B, C, i, j);
+  for (; j + N <= C.cols; j += N) GemmTile<kRows, 1, kAccumulate, Layout>(d, A, B, C, i, j);
+  for (; j < C.cols; ++j) GemmTile<kRows, 1, kAccumulate, Layout>(d1, A, B, C, i, j);
 }
 
 #if HWY_TARGET == HWY_WASM
@@ -461,25 +483,29 @@ HWY_INLINE void GemmRowsInline(ConstMatrixView A, ConstMatrixView B, MatrixView 
 // registers (with one k step per iteration, see kGemmUnroll): out of line, the
 // fused kernel ran 1.2-1.3x faster in Node, a multi-head layer 1.25x. HWY_NOINLINE
 // holds off LLVM; wasm-opt inlines any function that has a single caller, so
-// storing and accumulating calls share this one.
-template <size_t kRows>
+// storing and accumulating calls share this one: C = A B with A read as
+// StoreA says, or C += A B with A read as AccumulateA says (see GemmA).
+template <size_t kRows, class StoreA, class AccumulateA>
 HWY_NOINLINE void GemmRowsOutOfLine(bool accumulate, ConstMatrixView A, ConstMatrixView B,
                                     MatrixView C, size_t i) {
   if (accumulate) {
-    GemmRowsInline<kRows, true>(A, B, C, i);
+    GemmRowsInline<kRows, true, AccumulateA>(A, B, C, i);
   } else {
-    GemmRowsInline<kRows, false>(A, B, C, i);
+    GemmRowsInline<kRows, false, StoreA>(A, B, C, i);
   }
 }
 #endif
 
-// GemmRowsInline, called out of line in WebAssembly (see above).
-template <size_t kRows, bool kAccumulate>
+// C rows [i, i + kRows) = A rows [i, i + kRows) B (StoreA's layout), or +=
+// (kAccumulate, AccumulateA's layout); GemmRowsInline, called out of line in
+// WebAssembly (see above): callers that store and accumulate name the same
+// pair of layouts, so that they share one function.
+template <size_t kRows, bool kAccumulate, class StoreA = GemmARows, class AccumulateA = GemmARows>
 HWY_INLINE void GemmRows(ConstMatrixView A, ConstMatrixView B, MatrixView C, size_t i) {
 #if HWY_TARGET == HWY_WASM
-  GemmRowsOutOfLine<kRows>(kAccumulate, A, B, C, i);
+  GemmRowsOutOfLine<kRows, StoreA, AccumulateA>(kAccumulate, A, B, C, i);
 #else
-  GemmRowsInline<kRows, kAccumulate>(A, B, C, i);
+  GemmRowsInline<kRows, kAccumulate, std::conditional_t<kAccumulate, AccumulateA, StoreA>>(A, B, C, i);
 #endif
 }
 
