@@ -5,6 +5,7 @@
 // max(1, |trace|) per element (a relative bound with an absolute floor near 0).
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 
 #include "tests/test_util.h"
 
@@ -144,6 +145,45 @@ TEST_CASE("Fused attention reports scores that overflow to +inf, -inf or NaN",
         CheckFusedEqualsTrace(Q, K, V, o);
       }
     }
+  });
+}
+
+// The fused kernel's exp, 2^(v log2(e)) (ExpViaExp2, ops-inl.h), seen
+// through the output: query r has the scores [0, x_r] against two keys and
+// V = I, so its output is the weights [1 / (1 + e^x), e^x / (1 + e^x)]. x
+// sweeps [-87, 0] in steps of 0.01, across many reduction intervals, and on
+// to -100, where x log2(e) < -126 and the weight must be exactly 0 (no
+// subnormal). Tolerance per weight: 5e-7 relative (the quartic's 1.9e-7, the
+// sum and the division) plus |x| * 8e-8 (x log2(e) rounded to float: an
+// error of up to |x| * 7.3e-8 in the exponent).
+TEST_CASE("The fused kernel's exp is accurate over its whole range on every target",
+          "[flash][softmax]") {
+  constexpr size_t kRows = 10001;  // x = 0, -0.01, ..., -100
+  ForEachTarget([](int64_t) {
+    TestMatrix Q(kRows, 1, Layout::kStrided);
+    for (size_t r = 0; r < kRows; ++r) Q(r, 0) = -0.01f * static_cast<float>(r);
+    const TestMatrix K = FromRows({{0.0f}, {1.0f}}), V = FromRows({{1.0f, 0.0f}, {0.0f, 1.0f}});
+    AttentionOptions o;
+    o.scale = 1.0f;
+    TestMatrix out(kRows, 2, Layout::kStrided);
+    REQUIRE_OK(Attention(Q, K, V, o, out));
+    size_t bad = 0;
+    for (size_t r = 0; r < kRows; ++r) {
+      const double x = Q(r, 0), e = std::exp(x);
+      const double want[2] = {1.0 / (1.0 + e), e / (1.0 + e)};
+      for (size_t c = 0; c < 2; ++c) {
+        const double got = out(r, c);
+        const bool flushed = x * 1.4426950408889634 < -126.0;
+        const bool ok = (c == 1 && flushed)
+                            ? got == 0.0
+                            : std::abs(got - want[c]) <= (5e-7 + 8e-8 * std::abs(x)) * want[c];
+        if (!ok && bad++ < 5) {
+          FAIL_CHECK(std::setprecision(9) << "x = " << x << ": weight " << c << " is " << got
+                                          << ", want " << (c == 1 && flushed ? 0.0 : want[c]));
+        }
+      }
+    }
+    CHECK(bad == 0);
   });
 }
 

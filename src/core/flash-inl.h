@@ -10,6 +10,7 @@
 //   S [kRows, kTileKeys] = Q_block K_tile^T   register-blocked GEMM on K^T
 //   S = softcap(S * scale); masked keys -> -inf
 //   P = exp(S - m_new), l = l * alpha + rowsum(P), o = o * alpha + P V_tile
+//   (exp as 2^((S - m_new) log2(e)), see ExpViaExp2)
 // Key tiles past the last visible key of the block (causal, key padding) are
 // skipped. A row that sees no key ends with l == 0 and stays all zeros.
 // Memory: K^T and V packed in panels (see PackKeysAndValues), [d_k + d_v,
@@ -193,11 +194,11 @@ HWY_INLINE void Alphas(const float* HWY_RESTRICT m_old, const float* HWY_RESTRIC
   const size_t N = hn::Lanes(d);
   size_t r = 0;
   for (; r + N <= kRows; r += N) {
-    hn::StoreU(ExpFlushed(d, hn::Sub(hn::LoadU(d, m_old + r), hn::LoadU(d, m_new + r))), d, alpha + r);
+    hn::StoreU(ExpViaExp2(d, hn::Sub(hn::LoadU(d, m_old + r), hn::LoadU(d, m_new + r))), d, alpha + r);
   }
   const DF1 d1;
   for (; r < kRows; ++r) {
-    hn::StoreU(ExpFlushed(d1, hn::Sub(hn::LoadU(d1, m_old + r), hn::LoadU(d1, m_new + r))), d1, alpha + r);
+    hn::StoreU(ExpViaExp2(d1, hn::Sub(hn::LoadU(d1, m_old + r), hn::LoadU(d1, m_new + r))), d1, alpha + r);
   }
 }
 
@@ -272,7 +273,7 @@ struct FlashBlock {
         ZeroRow(row, tile_keys);
         continue;
       }
-      const float sum = ExpSubtractSum(row, n[r], m_new[r]);
+      const float sum = ExpSubtractSum</*kViaExp2=*/true>(row, n[r], m_new[r]);
       ZeroRow(row + n[r], tile_keys - n[r]);
       l[r] = l[r] * alpha[r] + sum;
       m[r] = m_new[r];
