@@ -230,9 +230,12 @@ HWY_INLINE void ScaleRow(float* HWY_RESTRICT x, size_t n, float scale,
 }
 
 // The max of x [n] into *max (-inf for n = 0). Returns false if x holds NaN
-// or +inf, or, unless kAllowNegInf, -inf.
+// or +inf, or, unless kAllowNegInf, -inf. Out of line in wasm: inlined in the
+// fused kernel, its loop kept both accumulators on the stack, a store and a
+// load per vector (the kernel has more live values than V8's 15 registers);
+// out of line, 1.02x faster in Node.
 template <bool kAllowNegInf = true>
-HWY_INLINE bool RowMax(const float* HWY_RESTRICT x, size_t n, float* max) {
+ATTNKIT_OUT_OF_LINE_IN_WASM bool RowMax(const float* HWY_RESTRICT x, size_t n, float* max) {
   const DF d;
   const DF1 d1;
   const size_t N = hn::Lanes(d);
@@ -525,9 +528,10 @@ HWY_INLINE void GemmRowsInline(ConstMatrixView A, ConstMatrixView B, MatrixView 
 // one loop deep, it is unrolled at most 2x and its accumulators stay in
 // registers (with one k step per iteration, see kGemmUnroll): out of line, the
 // fused kernel ran 1.2-1.3x faster in Node, a multi-head layer 1.25x. HWY_NOINLINE
-// holds off LLVM; wasm-opt inlines any function that has a single caller, so
-// storing and accumulating calls share this one: C = A B with A read as
-// StoreA says, or C += A B with A read as AccumulateA says (see GemmA).
+// holds off LLVM; wasm-opt inlines any function that has a single caller
+// unless told not to (src/bindings/CMakeLists.txt does; the wasm test binary
+// does not), so storing and accumulating calls share this one: C = A B with A
+// read as StoreA says, or C += A B with A read as AccumulateA says (see GemmA).
 template <size_t kRows, class StoreA, class AccumulateA>
 HWY_NOINLINE void GemmRowsOutOfLine(bool accumulate, ConstMatrixView A, ConstMatrixView B,
                                     MatrixView C, size_t i) {
