@@ -211,7 +211,7 @@ Status RunAttentionJob(AttentionJob* job) {
       n = t.K.rows;
     } else if (t.Q.rows >= kFlashMinQueries) {
       job->paths[h] = HeadPath::kFused;
-      const size_t packed_rows = t.K.cols + (kFlashPanels ? RoundUp(t.V.cols, kMaxPanel) : 0);
+      const size_t packed_rows = t.K.cols + RoundUp(t.V.cols, kMaxPanel);
       ATTNKIT_RETURN_IF_ERROR(CheckedProduct("packed K^T and V [d_k + d_v, T_k]", packed_rows,
                                              RoundUp(t.K.rows, kFlashTileKeys), &n));
       // kTaskQueries * d_k < n: no overflow in the product.

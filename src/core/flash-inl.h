@@ -76,37 +76,34 @@ constexpr size_t kBlockRows = 8;
 constexpr size_t kBlockRows = 4;
 #endif
 
-// The width of the panels in which the kernel's GEMMs read K^T and V packed
-// (see PackKeysAndValues): their register tiles are two vectors wide.
-// Without internal::kFlashPanels, K^T is packed in whole tiles [d_k,
-// kTileKeys] and V is read in place.
-HWY_INLINE size_t PanelWidth() {
-  return internal::kFlashPanels ? GemmPanelWidth() : kTileKeys;
-}
+// K^T and V are packed in panels of GemmPanelWidth() columns (two vectors, the
+// width of a GEMM register tile; see PackKeysAndValues).
 static_assert(internal::kMaxPanel % (2 * HWY_LANES(float)) == 0 &&
                   kTileKeys % (2 * HWY_LANES(float)) == 0,
               "panels must divide kMaxPanel and the key tile");
 
 // Keys [0, keys) of one head, packed for the kernel's GEMMs. Key tile b
 // (keys [b * kTileKeys, (b + 1) * kTileKeys)) is stored in panels of W =
-// PanelWidth() columns, so that a GEMM register tile reads one contiguous
+// GemmPanelWidth() columns, so that a GEMM register tile reads one contiguous
 // [rows, W] panel from top to bottom:
 //   kt: tile b at kt + b * kTileKeys * d_k holds kTileKeys / W panels
 //       [d_k, W] of K^T times `scale` (folding the scale into K saves a pass
 //       over the scores);
-//   vt (with internal::kFlashPanels): tile b at vt + b * kTileKeys * d_v'
-//       holds d_v' / W panels [kTileKeys, W] of V, where d_v' = d_v rounded
-//       up to W (the last panel's extra columns are never read).
+//   vt: tile b at vt + b * kTileKeys * d_v' holds d_v' / W panels
+//       [kTileKeys, W] of V, where d_v' = d_v rounded up to W (the last
+//       panel's extra columns are never read).
 // Keys in [keys, padded) (padded: keys rounded up to kTileKeys) are zeros.
 // Read in place, a register tile took W columns of rows 512 bytes (K^T) or
-// d_v * 4 bytes (V) apart: panels made attention 1.06x faster at T = 512 and
-// 1.06-1.13x at T = 2048 on AVX-512 (the tiles of K^T and V together exceed
-// L1, and the prefetchers follow a contiguous stream better). In wasm,
-// panels of 8 floats were 0.93-0.97x at T <= 512.
+// d_v * 4 bytes (V) apart, half a cache line per row in wasm: panels made
+// attention 1.06x faster at T = 512 and 1.06-1.13x at T = 2048 on AVX-512,
+// and 1.06x (T = 512), 1.10x (2048) and 1.14-1.17x (8192) in Node (the tiles
+// of K^T and V together exceed L1, and the prefetchers follow a contiguous
+// stream better). In wasm they were slower (0.93-0.97x at T <= 512) until
+// the GEMM walked the panels inside its out-of-line call (GemmRowsInline).
 HWY_INLINE void PackKeysAndValues(ConstMatrixView K, ConstMatrixView V, size_t keys, size_t padded,
                                   float scale, float* HWY_RESTRICT kt, float* HWY_RESTRICT vt) {
   const size_t d_k = K.cols, d_v = V.cols;
-  const size_t W = PanelWidth();
+  const size_t W = GemmPanelWidth();
   const size_t v_panels = (d_v + W - 1) / W;
   for (size_t j0 = 0; j0 < padded; j0 += kTileKeys) {
     float* HWY_RESTRICT k_tile = kt + j0 * d_k;
@@ -116,7 +113,6 @@ HWY_INLINE void PackKeysAndValues(ConstMatrixView K, ConstMatrixView V, size_t k
       const float* HWY_RESTRICT key = real ? K.Row(j0 + jj) : nullptr;
       float* HWY_RESTRICT k_col = k_tile + jj / W * d_k * W + jj % W;
       for (size_t c = 0; c < d_k; ++c) k_col[c * W] = real ? key[c] * scale : 0.0f;
-      if (!internal::kFlashPanels) continue;
       // V: row jj of every panel.
       for (size_t p = 0; p < v_panels; ++p) {
         float* HWY_RESTRICT v_row = vt + (j0 * v_panels + p * kTileKeys + jj) * W;
@@ -141,13 +137,12 @@ struct PackedKeys {
 
   // K^T [d_k, kTileKeys] of the key tile at j0, times the scale.
   PanelView KeyTile(size_t j0, size_t d_k) const {
-    const size_t W = PanelWidth();
+    const size_t W = GemmPanelWidth();
     return {kt + j0 * d_k, W, W, d_k * W};
   }
   // V [kTileKeys, d_v] of the key tile at j0.
   PanelView ValueTile(size_t j0, ConstMatrixView V) const {
-    if (!internal::kFlashPanels) return {V.Row(j0), V.cols, V.stride, 0};
-    const size_t W = PanelWidth();
+    const size_t W = GemmPanelWidth();
     return {vt + j0 * internal::RoundUp(V.cols, W), W, W, kTileKeys * W};
   }
 };
@@ -165,11 +160,7 @@ using WeightsA = GemmA<kTileKeys, 1>;
 // kAccumulate (A = P, see WeightsA), with B [k, C.cols] in panels.
 template <size_t kRows, bool kAccumulate>
 HWY_INLINE void GemmPanels(ConstMatrixView A, const PanelView& B, MatrixView C) {
-  for (size_t j = 0; j < C.cols; j += B.width) {
-    const size_t w = std::min(B.width, C.cols - j);
-    const ConstMatrixView panel(B.data + j / B.width * B.panel_stride, A.cols, w, B.stride);
-    GemmRows<kRows, kAccumulate, QueriesA<kRows>, WeightsA>(A, panel, C.Block(0, kRows, j, w), 0);
-  }
+  GemmRows<kRows, kAccumulate, QueriesA<kRows>, WeightsA>(A, B, C, 0);
 }
 
 // qt [d_k, kRows] = Q rows [i0, i0 + kRows) transposed (k-major, QueriesA).

@@ -49,14 +49,6 @@ struct Projection {
 // causal runs, which skip masked tiles, lose nothing measurable.
 constexpr size_t kFlashTileKeys = 128;
 constexpr size_t kFlashMinQueries = 4;
-// Whether the fused kernel packs K^T and V in panels two vectors wide
-// (flash-inl.h). In WebAssembly it packs K^T in whole tiles and reads V in
-// place.
-#ifdef __wasm__
-constexpr bool kFlashPanels = false;
-#else
-constexpr bool kFlashPanels = true;
-#endif
 // The widest panel of any target (two vectors: 32 floats with AVX-512), for
 // sizing the room of packed matrices.
 constexpr size_t kMaxPanel = 32;
@@ -76,7 +68,7 @@ inline size_t RoundUp(size_t n, size_t multiple) {
 // panel, T_k rounded up to the tile]. Unchecked: RunAttentionJob checks the
 // product before the kernel runs.
 inline size_t PackedKeysFloats(size_t T_k, size_t d_k, size_t d_v) {
-  return (d_k + (kFlashPanels ? RoundUp(d_v, kMaxPanel) : 0)) * RoundUp(T_k, kFlashTileKeys);
+  return (d_k + RoundUp(d_v, kMaxPanel)) * RoundUp(T_k, kFlashTileKeys);
 }
 
 // How the work of a job is cut into tasks for the threads (fixed sizes, so

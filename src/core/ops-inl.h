@@ -431,6 +431,18 @@ constexpr size_t kGemmUnroll = 4;
 #endif
 static_assert(kGemmUnroll == 1 || kGemmUnroll == 4, "GemmTile takes 1 or 4 steps at a time");
 
+// A matrix [rows, cols] stored in panels of `width` columns (the last may be
+// narrower): panel p is [rows, width] at data + p * panel_stride, with rows
+// `stride` floats apart. A plain row-major matrix is one panel (Whole).
+struct PanelView {
+  const float* data;
+  size_t width, stride, panel_stride;
+
+  static PanelView Whole(ConstMatrixView m) {
+    return {m.data, std::numeric_limits<size_t>::max(), m.stride, 0};
+  }
+};
+
 // How GemmTile reads A [M, K]: element (i, k) at A.data[i * kRowStep + k *
 // kColStep], both known at compile time; or, with kRowStep = 0, rows A.stride
 // floats apart (known at run time) and kColStep = 1. With both known, one
@@ -448,13 +460,14 @@ using GemmARows = GemmA<0, 1>;  // row-major, rows A.stride apart
 
 // One register tile of C = A B (or C += A B with kAccumulate):
 // C rows [i, i + kRows), columns [j, j + kCols * Lanes(d)), from A [M, K]
-// (read as Layout says, see GemmA) and B [K, N]. The kRows x kCols
+// (read as Layout says, see GemmA) and B's columns [j, j + kCols * Lanes(d))
+// at b [K, kCols * Lanes(d)], rows b_stride floats apart. The kRows x kCols
 // accumulators stay in registers for the whole K loop: per k, kCols loads of
 // B and kRows broadcasts of A feed kRows * kCols FMAs. 4 x 2 fits the 16
 // registers of SSE4/AVX2 and the WASM target.
 template <size_t kRows, size_t kCols, bool kAccumulate, class Layout, class D>
-HWY_INLINE void GemmTile(D d, ConstMatrixView A, ConstMatrixView B, MatrixView C, size_t i,
-                         size_t j) {
+HWY_INLINE void GemmTile(D d, ConstMatrixView A, const float* HWY_RESTRICT b, size_t b_stride,
+                         MatrixView C, size_t i, size_t j) {
   using V = hn::Vec<D>;
   const size_t N = hn::Lanes(d);
   V acc[kRows][kCols];
@@ -469,8 +482,7 @@ HWY_INLINE void GemmTile(D d, ConstMatrixView A, ConstMatrixView B, MatrixView C
   constexpr size_t kAdvance = kOnePointer ? Layout::kCol : 1;  // per k step
   const float* a[kPointers];
   for (size_t r = 0; r < kPointers; ++r) a[r] = kOnePointer ? A.data + i * Layout::kRow : A.Row(i + r);
-  const float* HWY_RESTRICT b = B.Row(0) + j;
-  const size_t stride = B.stride;
+  const size_t stride = b_stride;
   // One step: acc[r][:] += a[r][u] * B row (k + u). The pointers advance once
   // per kUnroll steps (see kGemmUnroll).
   const auto step = [&](size_t u, const float* HWY_RESTRICT brow) HWY_ATTR {
@@ -504,17 +516,25 @@ HWY_INLINE void GemmTile(D d, ConstMatrixView A, ConstMatrixView B, MatrixView C
   }
 }
 
-// C rows [i, i + kRows) = (or +=) A rows [i, i + kRows) B, all columns: tiles
-// of two vectors, then one, then single lanes.
+// C rows [i, i + kRows) = (or +=) A rows [i, i + kRows) B, all columns, B
+// [K, C.cols] in panels: panel by panel, tiles of two vectors, then one, then
+// single lanes.
 template <size_t kRows, bool kAccumulate, class Layout>
-HWY_INLINE void GemmRowsInline(ConstMatrixView A, ConstMatrixView B, MatrixView C, size_t i) {
+HWY_INLINE void GemmRowsInline(ConstMatrixView A, const PanelView& B, MatrixView C, size_t i) {
   const DF d;
   const DF1 d1;
   const size_t N = hn::Lanes(d);
-  size_t j = 0;
-  for (; j + 2 * N <= C.cols; j += 2 * N) GemmTile<kRows, 2, kAccumulate, Layout>(d, A, B, C, i, j);
-  for (; j + N <= C.cols; j += N) GemmTile<kRows, 1, kAccumulate, Layout>(d, A, B, C, i, j);
-  for (; j < C.cols; ++j) GemmTile<kRows, 1, kAccumulate, Layout>(d1, A, B, C, i, j);
+  const float* panel = B.data;
+  for (size_t j0 = 0; j0 < C.cols; panel += B.panel_stride) {
+    const size_t w = std::min(B.width, C.cols - j0);
+    size_t j = 0;
+    for (; j + 2 * N <= w; j += 2 * N) {
+      GemmTile<kRows, 2, kAccumulate, Layout>(d, A, panel + j, B.stride, C, i, j0 + j);
+    }
+    for (; j + N <= w; j += N) GemmTile<kRows, 1, kAccumulate, Layout>(d, A, panel + j, B.stride, C, i, j0 + j);
+    for (; j < w; ++j) GemmTile<kRows, 1, kAccumulate, Layout>(d1, A, panel + j, B.stride, C, i, j0 + j);
+    j0 += w;
+  }
 }
 
 #if HWY_TARGET == HWY_WASM
@@ -533,7 +553,7 @@ HWY_INLINE void GemmRowsInline(ConstMatrixView A, ConstMatrixView B, MatrixView 
 // does not), so storing and accumulating calls share this one: C = A B with A
 // read as StoreA says, or C += A B with A read as AccumulateA says (see GemmA).
 template <size_t kRows, class StoreA, class AccumulateA>
-HWY_NOINLINE void GemmRowsOutOfLine(bool accumulate, ConstMatrixView A, ConstMatrixView B,
+HWY_NOINLINE void GemmRowsOutOfLine(bool accumulate, ConstMatrixView A, const PanelView& B,
                                     MatrixView C, size_t i) {
   if (accumulate) {
     GemmRowsInline<kRows, true, AccumulateA>(A, B, C, i);
@@ -548,7 +568,7 @@ HWY_NOINLINE void GemmRowsOutOfLine(bool accumulate, ConstMatrixView A, ConstMat
 // WebAssembly (see above): callers that store and accumulate name the same
 // pair of layouts, so that they share one function.
 template <size_t kRows, bool kAccumulate, class StoreA = GemmARows, class AccumulateA = GemmARows>
-HWY_INLINE void GemmRows(ConstMatrixView A, ConstMatrixView B, MatrixView C, size_t i) {
+HWY_INLINE void GemmRows(ConstMatrixView A, const PanelView& B, MatrixView C, size_t i) {
 #if HWY_TARGET == HWY_WASM
   GemmRowsOutOfLine<kRows, StoreA, AccumulateA>(kAccumulate, A, B, C, i);
 #else
@@ -567,7 +587,8 @@ constexpr size_t kGemmRows = 4;
 // C [M, N] = A [M, K] B [K, N] (or C += A B with kAccumulate), kGemmRows rows
 // at a time. C must not alias A or B.
 template <bool kAccumulate = false>
-HWY_INLINE void MatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
+HWY_INLINE void MatMul(ConstMatrixView A, ConstMatrixView B_matrix, MatrixView C) {
+  const PanelView B = PanelView::Whole(B_matrix);
   size_t i = 0;
   for (; i + kGemmRows <= A.rows; i += kGemmRows) {
     GemmRows<kGemmRows, kAccumulate>(A, B, C, i);
@@ -583,14 +604,6 @@ HWY_INLINE void MatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
     default: break;
   }
 }
-
-// A matrix [rows, cols] stored in panels of `width` columns (the last may be
-// narrower): panel p is [rows, width] at data + p * panel_stride, with rows
-// `stride` floats apart.
-struct PanelView {
-  const float* data;
-  size_t width, stride, panel_stride;
-};
 
 // The panel width of PackPanels: two vectors, the width of a GEMM register tile.
 HWY_INLINE size_t GemmPanelWidth() { return 2 * hn::Lanes(DF()); }
