@@ -325,11 +325,12 @@ HWY_INLINE bool FlashBlocks(const internal::HeadTask& t, const internal::ScorePa
   return true;
 }
 
-// Query rows [r0, r1) of one head, fused. `scratch` is the thread's room for
-// the packed keys, K^T then V, then for kTaskQueries packed queries
-// (internal::FusedScratchFloats), the keys reused across
-// calls while it holds enough keys of the same K and V (query heads of one
-// K/V group, and the query blocks of one head, share them).
+// Query rows [r0, r1) of one head, fused. `scratch` is the thread's room
+// (sized by RunAttentionJob) for the packed keys, K^T then V, and after them
+// (at internal::PackedKeysFloats) for a task's queries packed. The packed keys
+// are reused across calls while they hold enough keys of the same K and V
+// (query heads of one K/V group, and the query blocks of one head, share
+// them).
 // Returns false if scores overflowed.
 HWY_INLINE bool FlashHead(const internal::HeadTask& t, const internal::ScoreParams& p, size_t r0,
                           size_t r1, float* HWY_RESTRICT scratch, PackedKeys* packed) {

@@ -461,12 +461,12 @@ using GemmARows = GemmA<0, 1>;  // row-major, rows A.stride apart
 // One register tile of C = A B (or C += A B with kAccumulate):
 // C rows [i, i + kRows), columns [j, j + kCols * Lanes(d)), from A [M, K]
 // (read as Layout says, see GemmA) and B's columns [j, j + kCols * Lanes(d))
-// at b [K, kCols * Lanes(d)], rows b_stride floats apart. The kRows x kCols
+// at b [K, kCols * Lanes(d)], rows `stride` floats apart. The kRows x kCols
 // accumulators stay in registers for the whole K loop: per k, kCols loads of
 // B and kRows broadcasts of A feed kRows * kCols FMAs. 4 x 2 fits the 16
 // registers of SSE4/AVX2 and the WASM target.
 template <size_t kRows, size_t kCols, bool kAccumulate, class Layout, class D>
-HWY_INLINE void GemmTile(D d, ConstMatrixView A, const float* HWY_RESTRICT b, size_t b_stride,
+HWY_INLINE void GemmTile(D d, ConstMatrixView A, const float* HWY_RESTRICT b, size_t stride,
                          MatrixView C, size_t i, size_t j) {
   using V = hn::Vec<D>;
   const size_t N = hn::Lanes(d);
@@ -482,7 +482,6 @@ HWY_INLINE void GemmTile(D d, ConstMatrixView A, const float* HWY_RESTRICT b, si
   constexpr size_t kAdvance = kOnePointer ? Layout::kCol : 1;  // per k step
   const float* a[kPointers];
   for (size_t r = 0; r < kPointers; ++r) a[r] = kOnePointer ? A.data + i * Layout::kRow : A.Row(i + r);
-  const size_t stride = b_stride;
   // One step: acc[r][:] += a[r][u] * B row (k + u). The pointers advance once
   // per kUnroll steps (see kGemmUnroll).
   const auto step = [&](size_t u, const float* HWY_RESTRICT brow) HWY_ATTR {
