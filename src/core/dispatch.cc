@@ -198,8 +198,9 @@ Status RunAttentionJob(AttentionJob* job) {
   if (!job->output.W.empty()) AddProjectionWork(0, job->output.dst.rows, &job->output_work);
   // Scratch floats per thread: a score row [T_k] for a trace, the packed
   // K^T and V ([d_k + d_v rounded up to a panel, T_k rounded up to the tile])
-  // and a task's queries packed ([kTaskQueries, d_k]) on the fused path, a chunk of scores on the split-K path. Split-K
-  // partials: [chunks, T_q, 2 + d_v] per head.
+  // and a task's queries packed ([kTaskQueries, d_k]) on the fused path, a
+  // chunk of scores on the split-K path. Split-K partials: [chunks, T_q, 2 +
+  // d_v] per head.
   size_t floats = 0, partials = 0;
   job->paths.resize(job->heads.size());
   job->partials_at.assign(job->heads.size(), 0);

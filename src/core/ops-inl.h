@@ -481,7 +481,9 @@ HWY_INLINE void GemmTile(D d, ConstMatrixView A, const float* HWY_RESTRICT b, si
   constexpr size_t kPointers = kOnePointer ? 1 : kRows;
   constexpr size_t kAdvance = kOnePointer ? Layout::kCol : 1;  // per k step
   const float* a[kPointers];
-  for (size_t r = 0; r < kPointers; ++r) a[r] = kOnePointer ? A.data + i * Layout::kRow : A.Row(i + r);
+  for (size_t r = 0; r < kPointers; ++r) {
+    a[r] = kOnePointer ? A.data + i * Layout::kRow : A.Row(i + r);
+  }
   // One step: acc[r][:] += a[r][u] * B row (k + u). The pointers advance once
   // per kUnroll steps (see kGemmUnroll).
   const auto step = [&](size_t u, const float* HWY_RESTRICT brow) HWY_ATTR {
@@ -530,8 +532,12 @@ HWY_INLINE void GemmRowsInline(ConstMatrixView A, const PanelView& B, MatrixView
     for (; j + 2 * N <= w; j += 2 * N) {
       GemmTile<kRows, 2, kAccumulate, Layout>(d, A, panel + j, B.stride, C, i, j0 + j);
     }
-    for (; j + N <= w; j += N) GemmTile<kRows, 1, kAccumulate, Layout>(d, A, panel + j, B.stride, C, i, j0 + j);
-    for (; j < w; ++j) GemmTile<kRows, 1, kAccumulate, Layout>(d1, A, panel + j, B.stride, C, i, j0 + j);
+    for (; j + N <= w; j += N) {
+      GemmTile<kRows, 1, kAccumulate, Layout>(d, A, panel + j, B.stride, C, i, j0 + j);
+    }
+    for (; j < w; ++j) {
+      GemmTile<kRows, 1, kAccumulate, Layout>(d1, A, panel + j, B.stride, C, i, j0 + j);
+    }
     j0 += w;
   }
 }
@@ -571,7 +577,8 @@ HWY_INLINE void GemmRows(ConstMatrixView A, const PanelView& B, MatrixView C, si
 #if HWY_TARGET == HWY_WASM
   GemmRowsOutOfLine<kRows, StoreA, AccumulateA>(kAccumulate, A, B, C, i);
 #else
-  GemmRowsInline<kRows, kAccumulate, std::conditional_t<kAccumulate, AccumulateA, StoreA>>(A, B, C, i);
+  using Layout = std::conditional_t<kAccumulate, AccumulateA, StoreA>;
+  GemmRowsInline<kRows, kAccumulate, Layout>(A, B, C, i);
 #endif
 }
 
