@@ -178,7 +178,8 @@ Status AttendCached(ConstMatrixView Q_new, const KVCache& cache, size_t num_head
   ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, cache.batch()));
   internal::AttentionJob job;
   ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T_new, cache.size(), cache.d_k(),
-                                                 /*batched=*/true, &job));
+                                                 /*batched=*/true, cache.batch(), num_heads,
+                                                 &job));
   AddCachedTasks(Q_new, out, cache, T_new, cache.size(), heads, options, &job.heads);
   return internal::RunAttentionJob(&job);
 }
@@ -207,7 +208,8 @@ Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
   const size_t T_k = cache->size() + T_new;
   internal::AttentionJob job;
   ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T_new, T_k, heads.d_k,
-                                                 /*batched=*/true, &job));
+                                                 /*batched=*/true, cache->batch(),
+                                                 heads.num_heads, &job));
   internal::Projected p;
   ATTNKIT_RETURN_IF_ERROR(internal::AddMultiHeadProjections(X_new, weights, heads, out, &p, &job));
   job.after_projections = [&] { cache->AppendUnchecked(p.K.view(), p.V.view()); };
