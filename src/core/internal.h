@@ -112,6 +112,9 @@ struct AttentionJob {
   Projection output;
   AttentionTrace* trace = nullptr;
   ThreadPool* pool = nullptr;  // null: the caller's thread only
+  // The parameter an error of the job names (its scratch does not fit, or a
+  // result overflowed): the input the queries come from.
+  const char* source = "Q";
 
   // Filled by RunAttentionJob:
   std::vector<HeadPath> paths;                // per head task

@@ -14,20 +14,20 @@ namespace internal {
 Status ResolveHeads(const HeadConfig& c, size_t q_cols, const char* q_cols_name,
                     size_t v_cols, Heads* h) {
   if (c.num_heads == 0) {
-    return Status(ErrorCode::kInvalidArgument, "num_heads: expected at least 1, got 0");
+    return Status(ErrorCode::kInvalidArgument, "num_heads", "expected at least 1, got 0");
   }
   h->num_heads = c.num_heads;
   h->num_kv_heads = c.num_kv_heads ? c.num_kv_heads : c.num_heads;
   if (c.num_heads % h->num_kv_heads != 0) {
     return Status(ErrorCode::kInvalidArgument,
-                  "num_kv_heads: expected a divisor of num_heads = " + std::to_string(c.num_heads) +
+                  "num_kv_heads", "expected a divisor of num_heads = " + std::to_string(c.num_heads) +
                       ", got " + std::to_string(h->num_kv_heads));
   }
   h->d_k = c.d_k;
   if (h->d_k == 0) {
     if (q_cols % c.num_heads != 0) {
       return Status(ErrorCode::kInvalidArgument,
-                    std::string("num_heads: expected a divisor of ") + q_cols_name + " = " +
+                    "num_heads", std::string("expected a divisor of ") + q_cols_name + " = " +
                         std::to_string(q_cols) + " (d_k = " + q_cols_name +
                         " / num_heads), got " + std::to_string(c.num_heads));
     }
@@ -39,7 +39,7 @@ Status ResolveHeads(const HeadConfig& c, size_t q_cols, const char* q_cols_name,
       h->d_v = h->d_k;
     } else if (v_cols % h->num_kv_heads != 0) {
       return Status(ErrorCode::kShapeMismatch,
-                    "V: expected columns divisible by num_kv_heads = " +
+                    "V", "expected columns divisible by num_kv_heads = " +
                         std::to_string(h->num_kv_heads) + ", got " + std::to_string(v_cols));
     } else {
       h->d_v = v_cols / h->num_kv_heads;
@@ -47,18 +47,18 @@ Status ResolveHeads(const HeadConfig& c, size_t q_cols, const char* q_cols_name,
   }
   // Guard the products used for shapes below.
   size_t n;
-  ATTNKIT_RETURN_IF_ERROR(CheckedProduct("num_heads * d_k", h->num_heads, h->d_k, &n));
-  ATTNKIT_RETURN_IF_ERROR(CheckedProduct("num_heads * d_v", h->num_heads, h->d_v, &n));
+  ATTNKIT_RETURN_IF_ERROR(CheckedProduct("num_heads", "num_heads * d_k", h->num_heads, h->d_k, &n));
+  ATTNKIT_RETURN_IF_ERROR(CheckedProduct("num_heads", "num_heads * d_v", h->num_heads, h->d_v, &n));
   return Status::Ok();
 }
 
 Status SequenceLength(const char* name, size_t rows, size_t batch, size_t* seq_len) {
   if (batch == 0) {
-    return Status(ErrorCode::kInvalidArgument, "batch: expected at least 1, got 0");
+    return Status(ErrorCode::kInvalidArgument, "batch", "expected at least 1, got 0");
   }
   if (rows % batch != 0) {
     return Status(ErrorCode::kShapeMismatch,
-                  std::string(name) + ": expected rows divisible by batch = " +
+                  name, "expected rows divisible by batch = " +
                       std::to_string(batch) + " (rows = batch * seq_len), got " +
                       std::to_string(rows));
   }
@@ -69,7 +69,7 @@ Status SequenceLength(const char* name, size_t rows, size_t batch, size_t* seq_l
 Status CheckKeyLengthCount(const AttentionOptions& options, size_t batch) {
   if (!options.key_lengths.empty() && options.key_lengths.size() != batch) {
     return Status(ErrorCode::kInvalidArgument,
-                  "key_lengths: expected batch = " + std::to_string(batch) +
+                  "key_lengths", "expected batch = " + std::to_string(batch) +
                       " lengths (or none), got " + std::to_string(options.key_lengths.size()));
   }
   return Status::Ok();
@@ -104,16 +104,16 @@ using internal::Heads;
 Status SplitHeads(ConstMatrixView x, size_t num_heads, MatrixView out) {
   ATTNKIT_RETURN_IF_ERROR(CheckView("x", x));
   if (num_heads == 0) {
-    return Status(ErrorCode::kInvalidArgument, "num_heads: expected at least 1, got 0");
+    return Status(ErrorCode::kInvalidArgument, "num_heads", "expected at least 1, got 0");
   }
   if (x.cols % num_heads != 0) {
     return Status(ErrorCode::kInvalidArgument,
-                  "num_heads: expected a divisor of the columns of x = " + std::to_string(x.cols) +
+                  "num_heads", "expected a divisor of the columns of x = " + std::to_string(x.cols) +
                       ", got " + std::to_string(num_heads));
   }
   const size_t T = x.rows, d = x.cols / num_heads;
   size_t rows;
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct("out rows (num_heads * T)", num_heads, T, &rows));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct("x", "out rows (num_heads * T)", num_heads, T, &rows));
   ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, rows, d, "num_heads * T", "head dim = cols / num_heads"));
   ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, "x", x));
   for (size_t h = 0; h < num_heads; ++h) {
@@ -128,17 +128,17 @@ Status MergeHeads(ConstMatrixView heads, size_t num_heads, MatrixView out) {
   ATTNKIT_RETURN_IF_ERROR(CheckView("heads", heads));
   size_t T;
   if (num_heads == 0) {
-    return Status(ErrorCode::kInvalidArgument, "num_heads: expected at least 1, got 0");
+    return Status(ErrorCode::kInvalidArgument, "num_heads", "expected at least 1, got 0");
   }
   if (heads.rows % num_heads != 0) {
     return Status(ErrorCode::kInvalidArgument,
-                  "num_heads: expected a divisor of the rows of heads = " +
+                  "num_heads", "expected a divisor of the rows of heads = " +
                       std::to_string(heads.rows) + ", got " + std::to_string(num_heads));
   }
   T = heads.rows / num_heads;
   const size_t d = heads.cols;
   size_t cols;
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct("out cols (num_heads * d)", num_heads, d, &cols));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct("heads", "out cols (num_heads * d)", num_heads, d, &cols));
   ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, T, cols, "T = rows of heads / num_heads", "num_heads * d"));
   ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, "heads", heads));
   for (size_t h = 0; h < num_heads; ++h) {
@@ -214,15 +214,15 @@ Status CheckMultiHeadWeights(const MultiHeadWeights& w, size_t d_model, const He
 Status AddMultiHeadProjections(ConstMatrixView X, const MultiHeadWeights& weights,
                                const Heads& heads, MatrixView out, Projected* p,
                                AttentionJob* job) {
-  ATTNKIT_RETURN_IF_ERROR(Allocate("Q [batch*T, num_heads*d_k]", X.rows,
+  ATTNKIT_RETURN_IF_ERROR(Allocate("X", "Q [batch*T, num_heads*d_k]", X.rows,
                                    heads.num_heads * heads.d_k, &p->Q));
-  ATTNKIT_RETURN_IF_ERROR(Allocate("K [batch*T, num_kv_heads*d_k]", X.rows,
+  ATTNKIT_RETURN_IF_ERROR(Allocate("X", "K [batch*T, num_kv_heads*d_k]", X.rows,
                                    heads.num_kv_heads * heads.d_k, &p->K));
-  ATTNKIT_RETURN_IF_ERROR(Allocate("V [batch*T, num_kv_heads*d_v]", X.rows,
+  ATTNKIT_RETURN_IF_ERROR(Allocate("X", "V [batch*T, num_kv_heads*d_v]", X.rows,
                                    heads.num_kv_heads * heads.d_v, &p->V));
   p->heads_out = out;
   if (!weights.W_O.empty()) {
-    ATTNKIT_RETURN_IF_ERROR(Allocate("merged heads [batch*T, num_heads*d_v]", X.rows,
+    ATTNKIT_RETURN_IF_ERROR(Allocate("X", "merged heads [batch*T, num_heads*d_v]", X.rows,
                                      heads.num_heads * heads.d_v, &p->merged));
     p->heads_out = p->merged.view();
     job->output = {p->merged.view(), weights.W_O, out};
@@ -250,6 +250,7 @@ Status MultiHeadAttention(ConstMatrixView X, size_t batch, const MultiHeadWeight
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("X", X));
   ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, batch));
   internal::AttentionJob job;
+  job.source = "X";
   ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T, T, heads.d_k, /*batched=*/true,
                                                  &job));
   internal::Projected p;
