@@ -104,8 +104,11 @@ TEST_CASE("Status: codes have stable names, ToString combines code and message",
   CHECK(names.size() == 6);
   CHECK(Status().ok());
   CHECK(Status::Ok().ToString() == "ok");
-  const Status s(ErrorCode::kShapeMismatch, "W_Q: expected 4 rows (d_model of X), got 3");
+  const Status s(ErrorCode::kShapeMismatch, "W_Q", "expected 4 rows (d_model of X), got 3");
   CHECK(!s.ok());
+  CHECK(s.parameter() == "W_Q");
+  CHECK(s.detail() == "expected 4 rows (d_model of X), got 3");
+  CHECK(s.message() == "W_Q: expected 4 rows (d_model of X), got 3");
   CHECK(s.code() == ErrorCode::kShapeMismatch);
   CHECK(s.ToString() == "shape_mismatch: W_Q: expected 4 rows (d_model of X), got 3");
 }

@@ -240,12 +240,12 @@ Status RunAttentionJob(AttentionJob* job) {
     } else if (t.Q.rows >= kFlashMinQueries) {
       job->paths[h] = HeadPath::kFused;
       const size_t packed_rows = t.K.cols + RoundUp(t.V.cols, kMaxPanel);
-      ATTNKIT_RETURN_IF_ERROR(CheckedProduct("packed K^T and V [d_k + d_v, T_k]", packed_rows,
+      ATTNKIT_RETURN_IF_ERROR(CheckedProduct(job->source, "packed K^T and V [d_k + d_v, T_k]", packed_rows,
                                              RoundUp(t.K.rows, kFlashTileKeys), &n));
       // kTaskQueries * d_k < n: no overflow in the product.
       static_assert(kTaskQueries <= kFlashTileKeys, "a task's queries take less room than K^T");
       const size_t queries = kTaskQueries * t.K.cols;
-      if (n > std::numeric_limits<size_t>::max() - queries) return OutOfMemory("packed queries", n);
+      if (n > std::numeric_limits<size_t>::max() - queries) return OutOfMemory(job->source, "packed queries", n);
       n += queries;
       for (size_t r = 0; r < t.Q.rows; r += kTaskQueries) {
         job->head_work.push_back({h, r, std::min(t.Q.rows, r + kTaskQueries)});
@@ -257,7 +257,7 @@ Status RunAttentionJob(AttentionJob* job) {
       for (size_t c = 0; c < chunks; ++c) job->head_work.push_back({h, c, c + 1});
       size_t head_partials;  // small: T_q < 4, and T_k, d_v are sizes of real matrices
       ATTNKIT_RETURN_IF_ERROR(
-          CheckedProduct("split-K partials", chunks * t.Q.rows, 2 + t.V.cols, &head_partials));
+          CheckedProduct(job->source, "split-K partials", chunks * t.Q.rows, 2 + t.V.cols, &head_partials));
       job->partials_at[h] = partials;
       partials += head_partials;
     }
@@ -274,22 +274,22 @@ Status RunAttentionJob(AttentionJob* job) {
     if (p->src.rows < kPackMinRows) continue;
     size_t n;
     ATTNKIT_RETURN_IF_ERROR(
-        CheckedProduct("packed weights", p->W.rows, RoundUp(p->W.cols, kMaxPanel), &n));
-    if (n > std::numeric_limits<size_t>::max() - shared) return OutOfMemory("packed weights", n);
+        CheckedProduct(job->source, "packed weights", p->W.rows, RoundUp(p->W.cols, kMaxPanel), &n));
+    if (n > std::numeric_limits<size_t>::max() - shared) return OutOfMemory(job->source, "packed weights", n);
     packed_at.push_back({p, shared});
     shared += n;
   }
   const size_t threads = job->pool ? job->pool->num_threads() : 1;
   size_t total;
-  ATTNKIT_RETURN_IF_ERROR(CheckedProduct("scratch per thread", floats, threads, &total));
-  if (total > std::numeric_limits<size_t>::max() - shared) return OutOfMemory("scratch", total);
+  ATTNKIT_RETURN_IF_ERROR(CheckedProduct(job->source, "scratch per thread", floats, threads, &total));
+  if (total > std::numeric_limits<size_t>::max() - shared) return OutOfMemory(job->source, "scratch", total);
   FloatBuffer scratch;
-  if (!scratch.Allocate(total + shared)) return OutOfMemory("scratch", total + shared);
+  if (!scratch.Allocate(total + shared)) return OutOfMemory(job->source, "scratch", total + shared);
   job->scratch = scratch.data();
   job->scratch_floats = floats;
   job->partials = scratch.data() + total;
   for (const auto& [p, at] : packed_at) p->packed = job->partials + at;
-  if (!ATTNKIT_DISPATCH(RunAttentionJobT)(*job)) return OverflowStatus("out");
+  if (!ATTNKIT_DISPATCH(RunAttentionJobT)(*job)) return OverflowStatus(job->source, "the scores and outputs");
   return Status::Ok();
 }
 bool RunMatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) {

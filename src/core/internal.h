@@ -123,6 +123,9 @@ struct AttentionJob {
   // Other than kNone: every head keeps this stage in its HeadTask::scores.
   ScoresStage scores_stage = ScoresStage::kNone;
   ThreadPool* pool = nullptr;  // null: the caller's thread only
+  // The parameter an error of the job names (its scratch does not fit, or a
+  // result overflowed): the input the queries come from.
+  const char* source = "Q";
 
   // Filled by RunAttentionJob:
   std::vector<HeadPath> paths;                // per head task

@@ -43,16 +43,18 @@ std::string ShapeString(size_t rows, size_t cols) {
   return "[" + Str(rows) + ", " + Str(cols) + "]";
 }
 
-Status CheckedProduct(const char* what, size_t a, size_t b, size_t* product) {
+Status CheckedProduct(const char* parameter, const char* what, size_t a, size_t b,
+                      size_t* product) {
   if (b != 0 && a > std::numeric_limits<size_t>::max() / b) {
-    return Status(ErrorCode::kOverflow, std::string(what) + ": expected a size product that fits in size_t, got " +
-                                            Str(a) + " * " + Str(b) + " which overflows");
+    return Status(ErrorCode::kOverflow, parameter,
+                  std::string("expected a size of ") + what + " that fits in size_t, got " +
+                      Str(a) + " * " + Str(b) + " which overflows");
   }
   *product = a * b;
   if (*product > kMaxElements) {
-    return Status(ErrorCode::kOverflow, std::string(what) + ": expected at most " + Str(kMaxElements) +
-                                            " elements, got " + Str(a) + " * " + Str(b) + " = " +
-                                            Str(*product));
+    return Status(ErrorCode::kOverflow, parameter,
+                  std::string("expected at most 2^28 = ") + Str(kMaxElements) + " elements of " +
+                      what + ", got " + Str(a) + " * " + Str(b) + " = " + Str(*product));
   }
   return Status::Ok();
 }
@@ -62,14 +64,14 @@ Status CheckView(const char* name, MatrixViewT<T> v) {
   const std::string n(name);
   if (v.rows == 0 || v.cols == 0) {
     return Status(ErrorCode::kInvalidArgument,
-                  n + ": expected a non-empty matrix, got shape " + ShapeString(v.rows, v.cols));
+                  n, "expected a non-empty matrix, got shape " + ShapeString(v.rows, v.cols));
   }
   if (v.data == nullptr) {
     return Status(ErrorCode::kInvalidArgument,
-                  n + ": expected a data pointer, got null for shape " + ShapeString(v.rows, v.cols));
+                  n, "expected a data pointer, got null for shape " + ShapeString(v.rows, v.cols));
   }
   if (v.stride < v.cols) {
-    return Status(ErrorCode::kInvalidArgument, n + ": expected a row stride >= cols = " + Str(v.cols) +
+    return Status(ErrorCode::kInvalidArgument, n, "expected a row stride >= cols = " + Str(v.cols) +
                                                    ", got " + Str(v.stride));
   }
   size_t span;
@@ -86,12 +88,12 @@ Status CheckShape(const char* name, MatrixViewT<T> v, size_t rows, size_t cols,
   ATTNKIT_RETURN_IF_ERROR(CheckView(name, v));
   const std::string n(name);
   if (v.rows != rows) {
-    return Status(ErrorCode::kShapeMismatch, n + ": expected " + Str(rows) + " rows (" + rows_note +
+    return Status(ErrorCode::kShapeMismatch, n, "expected " + Str(rows) + " rows (" + rows_note +
                                                  "), got " + Str(v.rows) + " (shape " +
                                                  ShapeString(v.rows, v.cols) + ")");
   }
   if (v.cols != cols) {
-    return Status(ErrorCode::kShapeMismatch, n + ": expected " + Str(cols) + " columns (" + cols_note +
+    return Status(ErrorCode::kShapeMismatch, n, "expected " + Str(cols) + " columns (" + cols_note +
                                                  "), got " + Str(v.cols) + " (shape " +
                                                  ShapeString(v.rows, v.cols) + ")");
   }
@@ -115,10 +117,9 @@ Status CheckFinite(const char* name, ConstMatrixView v, bool allow_neg_inf) {
       if (std::isfinite(x) || (allow_neg_inf && x == -std::numeric_limits<float>::infinity())) {
         continue;
       }
-      return Status(ErrorCode::kNonFinite,
-                    std::string(name) + ": expected finite values" +
-                        (allow_neg_inf ? " or -inf" : "") + ", got " + FloatString(x) +
-                        " at (" + Str(r) + ", " + Str(c) + ")");
+      return Status(ErrorCode::kNonFinite, name,
+                    std::string("expected finite values") + (allow_neg_inf ? " or -inf" : "") +
+                        ", got " + FloatString(x) + " at (" + Str(r) + ", " + Str(c) + ")");
     }
   }
   return Status::Ok();
@@ -145,15 +146,10 @@ Status CheckNoOverlap(const char* out_name, MatrixView out, const char* in_name,
     if (out.cols <= d && d + in.cols <= s) return Status::Ok();
   }
   if (a0 < b1 && b0 < a1) {
-    return Status(ErrorCode::kInvalidArgument, std::string(out_name) +
-                                                   ": expected memory separate from " + in_name +
+    return Status(ErrorCode::kInvalidArgument, out_name, std::string("expected memory separate from ") + in_name +
                                                    ", got an overlapping view");
   }
   return Status::Ok();
-}
-
-Status ParamError(ErrorCode code, const std::string& parameter, const std::string& detail) {
-  return Status(code, parameter + ": " + detail);
 }
 
 namespace {
@@ -166,12 +162,12 @@ Status CheckMask(const char* name, const char* layout_name, MatrixViewT<T> m, Ma
   ATTNKIT_RETURN_IF_ERROR(CheckView(name, m));
   const std::string ln(layout_name);
   if (layout.batch != 1 && layout.batch != batch) {
-    return ParamError(ErrorCode::kShapeMismatch, name,
+    return Status(ErrorCode::kShapeMismatch, name,
                       "expected a batch extent (" + ln + ".batch) of 1 or batch = " + Str(batch) +
                           ", got " + Str(layout.batch));
   }
   if (layout.heads != 1 && layout.heads != num_heads) {
-    return ParamError(ErrorCode::kShapeMismatch, name,
+    return Status(ErrorCode::kShapeMismatch, name,
                       "expected a head extent (" + ln + ".heads) of 1 or num_heads = " +
                           Str(num_heads) + ", got " + Str(layout.heads));
   }
@@ -179,14 +175,14 @@ Status CheckMask(const char* name, const char* layout_name, MatrixViewT<T> m, Ma
   size_t rows;
   ATTNKIT_RETURN_IF_ERROR(CheckedProduct(name, blocks, T_q, &rows));
   if (m.rows != rows && m.rows != blocks) {
-    return ParamError(ErrorCode::kShapeMismatch, name,
+    return Status(ErrorCode::kShapeMismatch, name,
                       "expected " + Str(rows) + " rows (" + ln + ".batch " + Str(layout.batch) +
                           " * " + ln + ".heads " + Str(layout.heads) + " * T_q " + Str(T_q) +
                           ") or " + Str(blocks) + " (one row shared by every query), got " +
                           Str(m.rows) + " (shape " + ShapeString(m.rows, m.cols) + ")");
   }
   if (m.cols > T_k) {
-    return ParamError(ErrorCode::kShapeMismatch, name,
+    return Status(ErrorCode::kShapeMismatch, name,
                       "expected at most T_k = " + Str(T_k) +
                           " columns (the key count; keys past a shorter mask are masked), got " +
                           Str(m.cols) + " (shape " + ShapeString(m.rows, m.cols) + ")");
@@ -218,7 +214,7 @@ Status CheckOptions(const AttentionOptions& o, size_t T_q, size_t T_k,
     const float s = *o.scale;
     if (!std::isfinite(s) || !(s > 0.0f)) {
       return Status(ErrorCode::kInvalidArgument,
-                    "scale: expected a finite number > 0, got " + FloatString(s));
+                    "scale", "expected a finite number > 0, got " + FloatString(s));
     }
     params->scale = s;
   } else {
@@ -226,45 +222,45 @@ Status CheckOptions(const AttentionOptions& o, size_t T_q, size_t T_k,
   }
   if (!std::isfinite(o.softcap) || o.softcap < 0.0f) {
     return Status(ErrorCode::kInvalidArgument,
-                  "softcap: expected 0 (off) or a finite number > 0, got " + FloatString(o.softcap));
+                  "softcap", "expected 0 (off) or a finite number > 0, got " + FloatString(o.softcap));
   }
   params->softcap = o.softcap;
   params->causal = o.causal;
   if (o.key_length.has_value() && *o.key_length > T_k) {
-    return Status(ErrorCode::kInvalidArgument, "key_length: expected at most T_k = " + Str(T_k) +
+    return Status(ErrorCode::kInvalidArgument, "key_length", "expected at most T_k = " + Str(T_k) +
                                                    ", got " + Str(*o.key_length));
   }
   if (!o.key_lengths.empty() && !batched) {
     return Status(ErrorCode::kInvalidArgument,
-                  "key_lengths: expected empty for a single sequence (use key_length), got " +
+                  "key_lengths", "expected empty for a single sequence (use key_length), got " +
                       Str(o.key_lengths.size()) + " lengths");
   }
   for (size_t b = 0; b < o.key_lengths.size(); ++b) {
     if (o.key_lengths[b] > T_k) {
-      return Status(ErrorCode::kInvalidArgument, "key_lengths[" + Str(b) +
-                                                     "]: expected at most T_k = " + Str(T_k) +
+      return Status(ErrorCode::kInvalidArgument, "key_lengths[" + Str(b) + "]",
+                                                     "expected at most T_k = " + Str(T_k) +
                                                      ", got " + Str(o.key_lengths[b]));
     }
   }
   if (o.causal_alignment != CausalAlignment::kLowerRight &&
       o.causal_alignment != CausalAlignment::kUpperLeft) {
-    return ParamError(ErrorCode::kInvalidArgument, "causal_alignment",
+    return Status(ErrorCode::kInvalidArgument, "causal_alignment",
                       "expected kLowerRight (0) or kUpperLeft (1), got " +
                           std::to_string(static_cast<int>(o.causal_alignment)));
   }
   if (!o.causal_offsets.empty()) {
     if (!batched) {
-      return ParamError(ErrorCode::kInvalidArgument, "causal_offsets",
+      return Status(ErrorCode::kInvalidArgument, "causal_offsets",
                         "expected empty for a single sequence (use causal_offset), got " +
                             Str(o.causal_offsets.size()) + " offsets");
     }
     if (o.causal_alignment != CausalAlignment::kUpperLeft) {
-      return ParamError(ErrorCode::kInvalidArgument, "causal_offsets",
+      return Status(ErrorCode::kInvalidArgument, "causal_offsets",
                         "expected empty with causal_alignment kLowerRight (offsets apply to "
                         "kUpperLeft), got " + Str(o.causal_offsets.size()) + " offsets");
     }
     if (o.causal_offsets.size() != batch) {
-      return ParamError(ErrorCode::kInvalidArgument, "causal_offsets",
+      return Status(ErrorCode::kInvalidArgument, "causal_offsets",
                         "expected batch = " + Str(batch) + " offsets (or none), got " +
                             Str(o.causal_offsets.size()));
     }
@@ -310,30 +306,32 @@ void SetHeadMasks(const AttentionOptions& o, size_t item, size_t head, HeadTask*
   t->causal_offset = static_cast<ptrdiff_t>(offset);
 }
 
-Status Allocate(const char* what, size_t rows, size_t cols, Matrix* m) {
+Status Allocate(const char* parameter, const char* what, size_t rows, size_t cols, Matrix* m) {
   size_t n;
-  ATTNKIT_RETURN_IF_ERROR(CheckedProduct(what, rows, cols, &n));
-  if (!m->Reset(rows, cols)) return OutOfMemory(what, n);
+  ATTNKIT_RETURN_IF_ERROR(CheckedProduct(parameter, what, rows, cols, &n));
+  if (!m->Reset(rows, cols)) return OutOfMemory(parameter, what, n);
   return Status::Ok();
 }
 
-Status AllocateCopy(const char* what, ConstMatrixView v, Matrix* m) {
-  ATTNKIT_RETURN_IF_ERROR(Allocate(what, v.rows, v.cols, m));
+Status AllocateCopy(const char* parameter, const char* what, ConstMatrixView v, Matrix* m) {
+  ATTNKIT_RETURN_IF_ERROR(Allocate(parameter, what, v.rows, v.cols, m));
   for (size_t r = 0; r < v.rows; ++r) {
     std::copy(v.Row(r), v.Row(r) + v.cols, m->data() + r * v.cols);
   }
   return Status::Ok();
 }
 
-Status OutOfMemory(const char* what, size_t floats) {
-  return Status(ErrorCode::kOverflow, std::string(what) + ": expected memory for " + Str(floats) +
-                                          " floats, got an allocation failure");
+Status OutOfMemory(const char* parameter, const char* what, size_t floats) {
+  return Status(ErrorCode::kOverflow, parameter,
+                "expected memory for " + Str(floats) + " floats of " + what +
+                    ", got an allocation failure");
 }
 
-Status OverflowStatus(const char* what) {
-  return Status(ErrorCode::kOverflow,
-                std::string(what) + ": expected results within float range, got an overflow "
-                                    "(inf or NaN) from finite inputs; scale the inputs down");
+Status OverflowStatus(const char* parameter, const char* what) {
+  return Status(ErrorCode::kOverflow, parameter,
+                std::string("expected ") + what +
+                    " within float range, got an overflow (inf or NaN) from finite inputs; "
+                    "scale the inputs down");
 }
 
 }  // namespace internal
