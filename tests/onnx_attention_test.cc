@@ -456,6 +456,41 @@ TEST_CASE("ONNX masks, offsets and extras: every bad shape names its parameter",
   }
 }
 
+// The KV cache takes the same per-(item, head) masks and alignments: its
+// attention equals MultiHeadAttentionQKV on the cached keys as past.
+TEST_CASE("AttendCached applies ONNX mask layouts and upper-left offsets", "[onnx][kv_cache]") {
+  ForEachTarget([&](int64_t) {
+    for (size_t T_new : {size_t{1}, size_t{5}}) {
+      INFO("T_new " << T_new);
+      const size_t B = 2, H = 4, kvh = 2, d = 8, T_past = 9, T = T_past + T_new;
+      Run run({B, H, kvh, T_new, T_new, T_past, d, d}, 606 + static_cast<uint32_t>(T_new));
+      run.ro.bool_mask = RandomMask4(B, H, T_new, T - 2, true, 3);
+      run.ro.additive = RandomMask4(1, H, 1, T, false, 4);
+      run.ro.is_causal = true;
+      run.ro.upper_left = true;
+      run.ro.offsets = {static_cast<long long>(T_past), 2};
+      run.Finish();
+      attnkit::KVCache cache;
+      REQUIRE_OK(attnkit::KVCache::Create(B, kvh, d, d, 32, &cache));
+      // The cache's keys of (item, kv head) are past then the new tokens.
+      TestMatrix k_all(B * T, kvh * d), v_all(B * T, kvh * d);
+      for (size_t b = 0; b < B; ++b)
+        for (size_t g = 0; g < kvh; ++g)
+          for (size_t t = 0; t < T; ++t)
+            for (size_t c = 0; c < d; ++c) {
+              k_all(b * T + t, g * d + c) =
+                  t < T_past ? run.past_K((b * kvh + g) * T_past + t, c) : run.K(b * T_new + t - T_past, g * d + c);
+              v_all(b * T + t, g * d + c) =
+                  t < T_past ? run.past_V((b * kvh + g) * T_past + t, c) : run.V(b * T_new + t - T_past, g * d + c);
+            }
+      REQUIRE_OK(cache.Append(k_all, v_all));
+      TestMatrix out(B * T_new, H * d);
+      REQUIRE_OK(attnkit::AttendCached(run.Q, cache, H, run.options, out));
+      CHECK_CLOSE(out, run.Want().Y, TolFor(run.c).output);
+    }
+  });
+}
+
 // Per-head masks, per-item offsets and the scores path with 2 and 3 threads
 // equal the single-threaded results bit for bit.
 TEST_CASE("ONNX masks and scores are the same with any thread count", "[onnx][threads]") {
