@@ -91,10 +91,12 @@ for (const file of process.argv.slice(2)) {
 JS
       # The JS layer: one ES module for browsers and bundlers, one CommonJS
       # module for Node (re-exported to Node ESM by attnkit.node.mjs).
-      npx esbuild src/js/web.js --bundle --format=esm --log-level=warning \
+      # The package's version, exported as `version` by both entry points.
+      local define="--define:__ATTNKIT_VERSION__=$(node -p 'JSON.stringify(require("./package.json").version)')"
+      npx esbuild src/js/web.js --bundle --format=esm --log-level=warning "$define" \
         --external:./attnkit-simd.mjs --external:./attnkit-scalar.mjs --external:./attnkit-threads.mjs \
         --outfile=dist/attnkit.mjs
-      npx esbuild src/js/node.js --bundle --format=cjs --platform=node --log-level=warning \
+      npx esbuild src/js/node.js --bundle --format=cjs --platform=node --log-level=warning "$define" \
         --external:./attnkit-simd.node.cjs --external:./attnkit-scalar.node.cjs \
         --external:./attnkit-threads.node.cjs \
         --outfile=dist/attnkit.node.cjs
