@@ -24,7 +24,7 @@ export const MAX_THREADS = 64;
 export function loaderVariant(options, env) {
   const KEYS = ["simd", "threads", "wasmPaths", "wasmBinary", "timeout"];
   const FILES = ["attnkit-simd.wasm", "attnkit-scalar.wasm", "attnkit-threads.wasm", "attnkit-threads.worker.js",
-    "attnkit-threads.node.worker.cjs"];
+    "attnkit-threads.mjs", "attnkit-threads.node.worker.cjs", "attnkit-threads.node.cjs"];
   // An unknown key: an invalid_argument error naming it and the closest valid one.
   const unknown = (name, key, valid, what) => {
     const distance = (a, b) => {

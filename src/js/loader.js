@@ -51,10 +51,10 @@ function stopWorkers(M) {
  *   importFactory(build): a promise of the Emscripten factory of that build
  *     ("simd", "scalar" or "threads");
  *   hardwareThreads(): how many threads the hardware runs at once (the cap);
- *   files(build, wasmPaths): { locateFile?, worker?: { url, parameter } }: where
+ *   files(build, wasmPaths): { locateFile?, worker?: { url, parameter }, extra? }: where
  *     the build's files load from (locateFile for the factory, undefined for the
  *     default) and, for the threads build, its worker script's URL or path and
- *     the option that set it (for messages);
+ *     the option that set it (for messages); extra: more factory arguments;
  *   checkWorker(worker): resolves if the worker script can load, else rejects
  *     with an AttnkitError (Node: the file exists);
  *   watchWorker(w, onError): calls onError(event) if worker w fails to start;
@@ -87,9 +87,9 @@ export function makeLoader(platform) {
   };
 
   function load(build, threads, { wasmPaths, wasmBinary, timeout }, forget) {
-    const { locateFile, worker } = platform.files(build, wasmPaths);
+    const { locateFile, worker, extra } = platform.files(build, wasmPaths);
     // The factory's Module object (MODULARIZE fills in the one it is given).
-    const args = {};
+    const args = { ...extra };
     if (locateFile) args.locateFile = locateFile;
     if (wasmBinary) args.wasmBinary = wasmBinary;
     // The threads build starts its workers with the module (threads - 1 of

@@ -41,7 +41,10 @@ export const createAttnkit = makeLoader({
     if (build !== "threads") return { locateFile };
     const mapped = typeof wasmPaths === "string" || wasmPaths?.[WORKER] !== undefined;
     const url = mapped ? locateFile(WORKER, "") : besideThisModule(WORKER);
-    return { locateFile, worker: { url, parameter: mapped ? "options.wasmPaths" : "options.threads" } };
+    // A moved worker imports attnkit-threads.mjs from beside itself unless told where it is.
+    const main = wasmPaths?.["attnkit-threads.mjs"] ?? besideThisModule("attnkit-threads.mjs");
+    return { locateFile, worker: { url, parameter: mapped ? "options.wasmPaths" : "options.threads" },
+      extra: mapped ? { mainScriptUrlOrBlob: main } : {} };
   },
   // The browser fetches the worker script itself; a failure is its error event.
   checkWorker: async () => {},
