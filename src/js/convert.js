@@ -76,27 +76,66 @@ function lengthGiven(data) {
 export const MAX_THREADS = 64;
 
 /**
- * The loader's options: { simd?: boolean, threads?: number }. Returns the
- * build to load, "simd", "scalar" or "threads" (SIMD128 + -pthread), and the
- * thread count. `env` tells what the engine has: { simd(): boolean,
- * sharedMemory: boolean } (sharedMemory: SharedArrayBuffer is usable, i.e. Node
- * or a cross-origin isolated page).
+ * The loader's options: { simd?: boolean, threads?: number, wasmPaths?: string |
+ * Record<string, string>, wasmBinary?: ArrayBuffer | Uint8Array, timeout?:
+ * number }. Returns the build to load, "simd", "scalar" or "threads" (SIMD128 +
+ * -pthread), the thread count asked for, and the checked wasmPaths, wasmBinary
+ * and timeout (ms, default 30000; Infinity waits for ever). `env` tells what the
+ * engine has: { simd(): boolean, sharedMemory: boolean } (sharedMemory:
+ * SharedArrayBuffer is usable, i.e. Node or a cross-origin isolated page).
  */
 export function loaderVariant(options, env) {
+  const KEYS = ["simd", "threads", "wasmPaths", "wasmBinary", "timeout"];
+  const FILES = ["attnkit-simd.wasm", "attnkit-scalar.wasm", "attnkit-threads.wasm", "attnkit-threads.worker.js",
+    "attnkit-threads.mjs", "attnkit-threads.node.worker.cjs", "attnkit-threads.node.cjs"];
+  // An unknown key: an invalid_argument error naming it and the closest valid one.
+  const unknown = (name, key, valid, what) => {
+    const distance = (a, b) => {
+      let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+      for (let i = 1; i <= a.length; ++i) {
+        const next = [i];
+        for (let j = 1; j <= b.length; ++j) {
+          next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1].toLowerCase() === b[j - 1].toLowerCase() ? 0 : 1));
+        }
+        row = next;
+      }
+      return row[b.length];
+    };
+    const best = valid.reduce((a, b) => (distance(key, b) < distance(key, a) ? b : a));
+    const hint = distance(key, best) <= Math.max(2, Math.floor(best.length / 3)) ? ` (did you mean ${best}?)` : "";
+    return rangeError(name, `one of ${valid.join(", ")}${hint}`, what);
+  };
   if (options === undefined) options = {};
   if (!isObject(options) || Array.isArray(options)) {
-    throw typeError("options", "an object { simd?: boolean, threads?: number }", options);
+    throw typeError("options", "an object { simd?, threads?, wasmPaths?, wasmBinary?, timeout? }", options);
   }
   for (const key of Object.keys(options)) {
-    if (key !== "simd" && key !== "threads") {
-      throw new AttnkitTypeError(`options.${key}: expected one of simd, threads, got an unknown option`, { parameter: `options.${key}` });
-    }
+    if (!KEYS.includes(key)) throw unknown(`options.${key}`, key, KEYS, "an unknown option");
   }
   if (options.simd !== undefined && typeof options.simd !== "boolean") throw typeError("options.simd", "a boolean", options.simd);
+  const { wasmPaths, wasmBinary } = options;
+  if (wasmPaths !== undefined) {
+    if (typeof wasmPaths === "string") {
+      if (!wasmPaths.endsWith("/")) throw rangeError("options.wasmPaths", "a base URL ending in \"/\"", describe(wasmPaths));
+    } else if (isObject(wasmPaths) && !Array.isArray(wasmPaths)) {
+      for (const [file, url] of Object.entries(wasmPaths)) {
+        if (!FILES.includes(file)) throw unknown(`options.wasmPaths["${file}"]`, file, FILES, "an unknown file");
+        if (typeof url !== "string" || url === "") throw typeError(`options.wasmPaths["${file}"]`, "a URL string", url);
+      }
+    } else {
+      throw typeError("options.wasmPaths", "a base URL string or an object mapping file names to URLs", wasmPaths);
+    }
+  }
+  if (wasmBinary !== undefined && !(wasmBinary instanceof ArrayBuffer || wasmBinary instanceof Uint8Array)) {
+    throw typeError("options.wasmBinary", "an ArrayBuffer or a Uint8Array (the bytes of the build's .wasm)", wasmBinary);
+  }
+  const timeout = options.timeout === undefined ? 30000
+    : options.timeout === Infinity ? Infinity : checkCount("options.timeout", options.timeout);
+  const files = { wasmPaths, wasmBinary, timeout };
   const threads = options.threads === undefined ? 1 : checkCount("options.threads", options.threads);
   if (threads > MAX_THREADS) throw rangeError("options.threads", `at most ${MAX_THREADS}`, String(threads));
   const simd = options.simd ?? env.simd();
-  if (threads === 1) return { build: simd ? "simd" : "scalar", threads };
+  if (threads === 1) return { build: simd ? "simd" : "scalar", threads, ...files };
   if (!simd) {
     const why = options.simd === false ? "with simd: false (the threads build uses SIMD128)" : "on an engine without WebAssembly SIMD128";
     throw rangeError("options.threads", `1 ${why}`, String(threads));
@@ -105,7 +144,7 @@ export function loaderVariant(options, env) {
     throw rangeError("options.threads", "1 unless SharedArrayBuffer is usable (serve the page cross-origin isolated: " +
       "Cross-Origin-Opener-Policy: same-origin, Cross-Origin-Embedder-Policy: require-corp)", String(threads));
   }
-  return { build: "threads", threads };
+  return { build: "threads", threads, ...files };
 }
 
 /** A positive (or, with allowZero, non-negative) integer, else a RangeError naming `name`. */
