@@ -39,6 +39,13 @@ export type TensorLike =
   | MatrixLike;
 
 /**
+ * `typeof Symbol.dispose` where the consumer's lib declares it (lib
+ * "esnext.disposable", "esnext", or @types/node), else never: the declarations
+ * then compile without it, and KVCache has no `[Symbol.dispose]` member.
+ */
+type DisposeSymbol = SymbolConstructor extends { readonly dispose: infer S extends symbol } ? S : never;
+
+/**
  * Options of every attention call. Masks combine: a key is attended only if every
  * mask allows it. Order: raw = Q K^T; scaled = raw * scale, then soft-capped;
  * masked = scaled + additiveMask, -Infinity where a mask forbids; weights =
@@ -134,9 +141,10 @@ export interface KVCacheConfig {
 /**
  * Keys and values of past tokens, for token-by-token decoding. Layout
  * [batch, numKvHeads, capacity, dK|dV]. Holds wasm memory: call dispose() (or use
- * `using cache = attn.createKVCache(...)`) when done.
+ * `using cache = attn.createKVCache(...)` where the lib declares Symbol.dispose)
+ * when done.
  */
-export interface KVCache {
+export interface KVCache extends Record<DisposeSymbol, () => void> {
   readonly batch: number;
   readonly numKvHeads: number;
   readonly dK: number;
@@ -164,7 +172,6 @@ export interface KVCache {
   reset(): void;
   /** Frees the wasm memory. Any later call throws. Safe to call twice. */
   dispose(): void;
-  [Symbol.dispose](): void;
 }
 
 /** The loaded module. */
