@@ -21,21 +21,44 @@ export interface Tensor {
 }
 
 /**
- * What functions accept as a matrix: a {@link Matrix} (data may also be a plain
- * number array), or nested rows such as `[[1, 2], [3, 4]]`.
+ * The typed arrays attnkit reads numbers from. Not DataView, BigInt64Array or
+ * BigUint64Array (their elements are not numbers), nor other array-likes such
+ * as `{ length: 2, 0: 1, 1: 2 }` or strings: the runtime rejects those.
+ */
+export type NumericTypedArray =
+  | Float32Array
+  | Float64Array
+  | Int8Array
+  | Uint8Array
+  | Uint8ClampedArray
+  | Int16Array
+  | Uint16Array
+  | Int32Array
+  | Uint32Array;
+
+/** Numbers as a real Array or a {@link NumericTypedArray}. */
+export type NumberArray = readonly number[] | NumericTypedArray;
+
+/**
+ * What functions accept as a matrix: a {@link Matrix} (data may also be another
+ * {@link NumberArray}), or an Array of rows, each an Array of numbers or a typed
+ * array, such as `[[1, 2], [3, 4]]`.
  */
 export type MatrixLike =
-  | { data: Float32Array | ArrayLike<number>; rows: number; cols: number }
-  | ArrayLike<ArrayLike<number>>;
+  | { readonly data: NumberArray; readonly rows: number; readonly cols: number }
+  | readonly NumberArray[];
 
-/** A boolean mask [T_q, T_k]: true / nonzero = may attend. */
+/**
+ * A boolean mask [T_q, T_k]: true / nonzero = may attend. `data` (or each row of
+ * an Array of rows) holds booleans or numbers, or is a typed array.
+ */
 export type MaskLike =
-  | { data: Uint8Array | ArrayLike<number | boolean>; rows: number; cols: number }
-  | ArrayLike<ArrayLike<number | boolean>>;
+  | { readonly data: readonly (number | boolean)[] | NumericTypedArray; readonly rows: number; readonly cols: number }
+  | readonly (readonly (number | boolean)[] | NumericTypedArray)[];
 
 /** What functions accept as a tensor: a {@link Tensor} or a {@link MatrixLike} (rank 2). */
 export type TensorLike =
-  | { data: Float32Array | ArrayLike<number>; shape: ArrayLike<number> }
+  | { readonly data: NumberArray; readonly shape: NumberArray }
   | MatrixLike;
 
 /**
@@ -62,7 +85,7 @@ export interface AttentionOptions {
   /** Key padding for one sequence: only keys [0, keyLength) are attended. */
   keyLength?: number;
   /** Key padding for a batch: one length per item (batched calls only). */
-  keyLengths?: ArrayLike<number>;
+  keyLengths?: NumberArray;
   /** Boolean mask [T_q, T_k], shared by every batch item and head. */
   boolMask?: MaskLike;
   /** Additive mask [T_q, T_k] (may hold -Infinity, not NaN or +Infinity). */
