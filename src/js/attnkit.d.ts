@@ -90,6 +90,12 @@ export interface AttentionOptions {
   boolMask?: MaskLike;
   /** Additive mask [T_q, T_k] (may hold -Infinity, not NaN or +Infinity). */
   additiveMask?: MatrixLike;
+  /**
+   * The result is written into this array, whose length must equal the result's
+   * element count, and returned as the result's `data`: no allocation per call in
+   * hot loops.
+   */
+  out?: Float32Array;
 }
 
 /** Projection weights of one head: W_Q and W_K [d_model, d_k], W_V [d_model, d_v]. */
@@ -193,6 +199,16 @@ export interface KVCache extends Record<DisposeSymbol, () => void> {
   decode(X: TensorLike, weights: MultiHeadWeights, config: HeadConfig, options?: AttentionOptions): Tensor;
   /** Forgets every token; keeps the capacity. */
   reset(): void;
+  /**
+   * Keeps the first `size` tokens of every item; size <= current size, else
+   * AttnkitError.
+   */
+  truncate(size: number): void;
+  /**
+   * A new cache with the same configuration and contents, e.g. for beam search;
+   * dispose it too.
+   */
+  fork(): KVCache;
   /** Frees the wasm memory. Any later call throws. Safe to call twice. */
   dispose(): void;
 }
@@ -201,8 +217,13 @@ export interface KVCache extends Record<DisposeSymbol, () => void> {
 export interface Attnkit {
   /** True if the WebAssembly SIMD128 build was loaded (false: the scalar fallback). */
   readonly simd: boolean;
-  /** The threads every call is split over (1 unless loaded with { threads }). */
+  /**
+   * The threads every call is split over (1 unless loaded with { threads }; at
+   * most the hardware's thread count).
+   */
   readonly threads: number;
+  /** The package version. */
+  readonly version: string;
   /** The Highway target the core runs on: "WASM" (SIMD128) or "EMU128"/"SCALAR". */
   readonly target: string;
 
@@ -246,9 +267,20 @@ export interface Attnkit {
   memoryBytes(): number;
   /** Bytes currently allocated on the wasm heap (for leak checks). */
   heapBytesInUse(): number;
+
+  /**
+   * Frees the module's wasm memory and threads; afterwards every call throws an
+   * AttnkitError with code "disposed"; a later createAttnkit() loads a new
+   * instance.
+   */
+  dispose(): void;
 }
 
-/** Error codes, as in the C++ core. */
+/**
+ * Error codes, as in the C++ core. "invalid_argument" is also used for unknown
+ * keys in any object the API takes (weights, config, options, load options,
+ * cache config); "disposed" for any use of a disposed cache or module.
+ */
 export type ErrorCode =
   | "invalid_argument"
   | "shape_mismatch"
@@ -284,14 +316,34 @@ export interface LoadOptions {
    * pthreads build with threads - 1 workers. Needs SharedArrayBuffer: Node, or a
    * page served with Cross-Origin-Opener-Policy: same-origin and
    * Cross-Origin-Embedder-Policy: require-corp; otherwise the load rejects with
-   * an AttnkitError. Results equal the single-threaded ones bit for bit.
+   * an AttnkitError. Results equal the single-threaded ones bit for bit. Capped at
+   * the hardware's thread count (`attn.threads` tells the count used).
    */
   threads?: number;
+  /**
+   * Where the .wasm and worker files load from: a base URL ending in "/", or a
+   * map from file name such as "attnkit-simd.wasm" or "attnkit-threads.worker.js"
+   * to its URL; browsers and bundlers: the Node build embeds its wasm.
+   */
+  wasmPaths?: string | Record<string, string>;
+  /** The .wasm bytes of the build to load. */
+  wasmBinary?: ArrayBuffer | Uint8Array;
+  /**
+   * ms before a load that has not finished rejects, default 30000 (e.g. a worker
+   * script that cannot load).
+   */
+  timeout?: number;
 }
 
 /** True if this engine supports WebAssembly SIMD128 (what createAttnkit checks by default). */
 export function simdSupported(): boolean;
 
-/** Loads the module (once per options; later calls return the same promise). */
+/** The package version. */
+export const version: string;
+
+/**
+ * Loads the module (once per options; later calls return the same promise, until
+ * the module is disposed: then a new instance is loaded).
+ */
 export function createAttnkit(options?: LoadOptions): Promise<Attnkit>;
 export default createAttnkit;
