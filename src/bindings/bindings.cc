@@ -1,8 +1,9 @@
 // attnkit: Embind bindings. Only EMSCRIPTEN_BINDINGS and the conversion of
 // plain values (pointers into wasm memory, sizes, options) to core views.
 // The JS layer (src/js/) copies inputs into wasm memory, calls these, copies
-// outputs out and turns a non-zero status into an AttnkitError with the
-// message from lastError(). Nothing here throws: errors are status codes.
+// outputs out and turns a non-zero status into an AttnkitError from
+// lastErrorParameter() and lastErrorDetail(). Nothing here throws: errors are
+// status codes.
 #include <emscripten/bind.h>
 #include <malloc.h>
 
@@ -175,6 +176,13 @@ void KvFree(uintptr_t handle) { delete Cache(handle); }
 int KvAppend(uintptr_t handle, Mat k, Mat v) { return Report(Cache(handle)->Append(In(k), In(v))); }
 uint32_t KvSize(uintptr_t handle) { return static_cast<uint32_t>(Cache(handle)->size()); }
 void KvReset(uintptr_t handle) { Cache(handle)->Reset(); }
+int KvTruncate(uintptr_t handle, uint32_t size) { return Report(Cache(handle)->Truncate(size)); }
+// A new cache holding a copy of `handle`'s (0 on error, see lastError).
+uintptr_t KvClone(uintptr_t handle) {
+  auto copy = std::make_unique<KVCache>();
+  if (Report(Cache(handle)->Clone(copy.get())) != 0) return 0;
+  return reinterpret_cast<uintptr_t>(copy.release());
+}
 Mat KvKeys(uintptr_t handle, uint32_t item, uint32_t head) { return ToMat(Cache(handle)->Keys(item, head)); }
 Mat KvValues(uintptr_t handle, uint32_t item, uint32_t head) {
   return ToMat(Cache(handle)->Values(item, head));
@@ -190,6 +198,8 @@ int KvDecode(uintptr_t handle, Mat x, Mat wq, Mat wk, Mat wv, Mat wo, Heads h, O
 // ---- status and introspection
 
 std::string LastError() { return LastStatus().message(); }
+std::string LastErrorParameter() { return LastStatus().parameter(); }
+std::string LastErrorDetail() { return LastStatus().detail(); }
 int LastErrorCode() { return static_cast<int>(LastStatus().code()); }
 std::string Target() { return targets::Name(targets::Current()); }
 double HeapBytesInUse() { return static_cast<double>(mallinfo().uordblks); }
@@ -238,12 +248,16 @@ EMSCRIPTEN_BINDINGS(attnkit) {
   function("kvAppend", &KvAppend);
   function("kvSize", &KvSize);
   function("kvReset", &KvReset);
+  function("kvTruncate", &KvTruncate);
+  function("kvClone", &KvClone);
   function("kvKeys", &KvKeys);
   function("kvValues", &KvValues);
   function("kvAttend", &KvAttend);
   function("kvDecode", &KvDecode);
   function("lastError", &LastError);
   function("lastErrorCode", &LastErrorCode);
+  function("lastErrorParameter", &LastErrorParameter);
+  function("lastErrorDetail", &LastErrorDetail);
   function("target", &Target);
   function("heapBytesInUse", &HeapBytesInUse);
   function("setThreads", &SetThreads);

@@ -1,12 +1,75 @@
 // attnkit: turning what users pass (nested arrays, {data, rows, cols},
 // {data, shape}, options) into checked, flat typed arrays, and the layout
 // changes between "bhsd" and "bshd". No attention maths here.
-import { AttnkitTypeError, describe, rangeError, typeError } from "./errors.js";
+import { AttnkitError, AttnkitTypeError, describe, rangeError, typeError } from "./errors.js";
 
 const MAX_DIM = 2 ** 31 - 1;
+/** The most elements of any matrix attnkit takes or returns (the core's limit, 1 GiB of floats). */
+export const MAX_ELEMENTS = 2 ** 28;
 
 export function isObject(v) {
   return v !== null && typeof v === "object";
+}
+
+/** Levenshtein distance, for "did you mean" hints. */
+function editDistance(a, b) {
+  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; ++i) {
+    let diagonal = row[0];
+    row[0] = i;
+    for (let j = 1; j <= b.length; ++j) {
+      const above = row[j];
+      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diagonal = above;
+    }
+  }
+  return row[b.length];
+}
+
+/** The valid key closest to `key` (case-insensitive edit distance <= 3), or "". */
+export function closestKey(key, valid) {
+  let best = "", bestDistance = 4;
+  for (const v of valid) {
+    const d = editDistance(key.toLowerCase(), v.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [v, d];
+  }
+  return best;
+}
+
+/**
+ * Throws an invalid_argument AttnkitError naming the first key of `object` that
+ * is not in `valid`, and the closest valid key: a typo such as { W_o } must not
+ * silently drop what it meant.
+ */
+export function checkKeys(name, object, valid, noun = "key") {
+  for (const key of Object.keys(object)) {
+    if (valid.includes(key)) continue;
+    const near = closestKey(key, valid);
+    throw new AttnkitError(`${name}.${key}: expected one of ${valid.join(", ")}` +
+      `${near ? ` (did you mean ${near}?)` : ""}, got an unknown ${noun}`, { parameter: `${name}.${key}` });
+  }
+}
+
+/** "1 value", "3 values". */
+export function count(n, noun) {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+}
+
+/** An overflow AttnkitError if a matrix of `rows` x `cols` is larger than the core takes. */
+export function checkElements(name, rows, cols, what = "") {
+  if (rows * cols > MAX_ELEMENTS) {
+    throw rangeError(name, `at most 2^28 = ${MAX_ELEMENTS} elements${what}`,
+      `[${rows}, ${cols}] = ${rows * cols}`, "overflow");
+  }
+}
+
+// "got 0" for an array whose buffer was detached says why.
+function lengthGiven(data) {
+  const buffer = ArrayBuffer.isView(data) ? data.buffer : null;
+  if (buffer && data.length === 0 && (buffer.detached === true || buffer.byteLength === 0)) {
+    return "0 (its ArrayBuffer is detached: transferred, e.g. to a worker, or a view of memory that has since grown)";
+  }
+  return `${data.length}`;
 }
 
 /** The most threads a load may ask for. */
@@ -82,11 +145,12 @@ export function toMatrix(name, value) {
     if (!isArrayLike(first)) throw typeError(`${name}[0]`, "a row (an array of numbers)", first);
     const cols = first.length;
     if (cols === 0) throw rangeError(`${name}[0]`, "at least one column", "an empty row");
+    checkElements(name, rows, cols);
     const data = new Float32Array(rows * cols);
     for (let r = 0; r < rows; ++r) {
       const row = value[r];
       if (!isArrayLike(row)) throw typeError(`${name}[${r}]`, "a row (an array of numbers)", row);
-      if (row.length !== cols) throw rangeError(`${name}[${r}]`, `${cols} values (as row 0)`, `${row.length}`, "shape_mismatch");
+      if (row.length !== cols) throw rangeError(`${name}[${r}]`, `${count(cols, "value")} (as row 0)`, `${row.length}`, "shape_mismatch");
       for (let c = 0; c < cols; ++c) {
         const v = row[c];
         if (typeof v !== "number") throw typeError(`${name}[${r}][${c}]`, "a number", v);
@@ -96,12 +160,14 @@ export function toMatrix(name, value) {
     return { data, rows, cols };
   }
   if (isObject(value) && "data" in value && "rows" in value && "cols" in value) {
+    checkKeys(name, value, ["data", "rows", "cols"]);
     const rows = checkCount(`${name}.rows`, value.rows);
     const cols = checkCount(`${name}.cols`, value.cols);
+    checkElements(name, rows, cols);
     const { data } = value;
     if (!isArrayLike(data)) throw typeError(`${name}.data`, "a Float32Array or an array of numbers", data);
     if (data.length !== rows * cols) {
-      throw rangeError(`${name}.data`, `${rows * cols} values (rows ${rows} × cols ${cols})`, `${data.length}`, "shape_mismatch");
+      throw rangeError(`${name}.data`, `${count(rows * cols, "value")} (rows ${rows} × cols ${cols})`, lengthGiven(data), "shape_mismatch");
     }
     return { data: toFloat32(`${name}.data`, data, data.length), rows, cols };
   }
@@ -116,14 +182,18 @@ export function toMatrix(name, value) {
 /** {data: Float32Array, shape: number[]} from a Tensor-like or Matrix-like. */
 export function toTensor(name, value) {
   if (isObject(value) && !Array.isArray(value) && "shape" in value && "data" in value) {
+    checkKeys(name, value, ["data", "shape"]);
     if (!isArrayLike(value.shape)) throw typeError(`${name}.shape`, "an array of sizes", value.shape);
     const shape = Array.from(value.shape, (d, i) => checkCount(`${name}.shape[${i}]`, d));
     if (shape.length === 0) throw rangeError(`${name}.shape`, "at least one dimension", "[]", "shape_mismatch");
     const size = shape.reduce((a, b) => a * b, 1);
+    if (size > MAX_ELEMENTS) {
+      throw rangeError(name, `at most 2^28 = ${MAX_ELEMENTS} elements`, `[${shape.join(", ")}] = ${size}`, "overflow");
+    }
     const { data } = value;
     if (!isArrayLike(data)) throw typeError(`${name}.data`, "a Float32Array or an array of numbers", data);
     if (data.length !== size) {
-      throw rangeError(`${name}.data`, `${size} values (shape [${shape.join(", ")}])`, `${data.length}`, "shape_mismatch");
+      throw rangeError(`${name}.data`, `${count(size, "value")} (shape [${shape.join(", ")}])`, lengthGiven(data), "shape_mismatch");
     }
     return { data: toFloat32(`${name}.data`, data, size), shape };
   }
@@ -141,16 +211,18 @@ export function toMask(name, value) {
     get = (r, c) => {
       const row = value[r];
       if (!isArrayLike(row) || row.length !== cols) {
-        throw rangeError(`${name}[${r}]`, `${cols} values (as row 0)`, describe(row), "shape_mismatch");
+        throw rangeError(`${name}[${r}]`, `${count(cols, "value")} (as row 0)`, describe(row), "shape_mismatch");
       }
       return row[c];
     };
   } else if (isObject(value) && "data" in value && "rows" in value && "cols" in value) {
+    checkKeys(name, value, ["data", "rows", "cols"]);
     rows = checkCount(`${name}.rows`, value.rows);
     cols = checkCount(`${name}.cols`, value.cols);
+    checkElements(name, rows, cols);
     if (!isArrayLike(value.data)) throw typeError(`${name}.data`, "a Uint8Array or an array of booleans", value.data);
     if (value.data.length !== rows * cols) {
-      throw rangeError(`${name}.data`, `${rows * cols} values (rows ${rows} × cols ${cols})`, `${value.data.length}`, "shape_mismatch");
+      throw rangeError(`${name}.data`, `${count(rows * cols, "value")} (rows ${rows} × cols ${cols})`, lengthGiven(value.data), "shape_mismatch");
     }
     if (value.data instanceof Uint8Array) return { data: value.data, rows, cols };
     get = (r, c) => value.data[r * cols + c];

@@ -37,7 +37,7 @@ export function makeLoader(importFactory, started = () => {}) {
             M.setThreads(threads);
             started(M);
           }
-          return wrap(M, build !== "scalar", threads);
+          return wrap(M, { simd: build !== "scalar", threads, onDispose: () => loaded.delete(key) });
         });
       promise.catch(() => loaded.delete(key));  // a failed load may be retried
       loaded.set(key, promise);
