@@ -20,11 +20,14 @@ import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const tsc = `${root}/node_modules/typescript/bin/tsc`;
+const tscMajor = Number(JSON.parse(readFileSync(`${root}/node_modules/typescript/package.json`, "utf8")).version.split(".")[0]);
+// TypeScript 7 checks with several threads by default; the runs here go in parallel instead.
+const tscFlags = tscMajor >= 7 ? ["--singleThreaded"] : [];
 
 /** Runs tsc with `args` from the repo root: { status, output }. */
 function runTsc(args) {
   return new Promise((resolve) => {
-    execFile(process.execPath, [tsc, ...args], { cwd: root, encoding: "utf8", maxBuffer: 1 << 26 }, (error, stdout, stderr) => {
+    execFile(process.execPath, [tsc, ...tscFlags, ...args], { cwd: root, encoding: "utf8", maxBuffer: 1 << 26 }, (error, stdout, stderr) => {
       resolve({ status: error ? (error.code ?? 1) : 0, output: `${stdout}${stderr}` });
     });
   });
