@@ -101,7 +101,7 @@ JS
         --external:./attnkit-threads.node.cjs \
         --outfile=dist/attnkit.node.cjs
       cp src/js/node.mjs dist/attnkit.node.mjs
-      cp src/js/attnkit.d.ts dist/attnkit.d.ts ;;
+      cp src/js/attnkit.d.ts dist/attnkit.d.ts && cp src/js/attnkit.d.ts dist/attnkit.d.cts ;;
     *) echo "build: unknown variant '$variant' (native, asan, wasm, wasm-scalar, wasm-threads, fuzz, package)" >&2; return 2 ;;
   esac
 }
