@@ -134,7 +134,7 @@ describe("the npm package, packed and installed", () => {
     assert.deepEqual(files, ["LICENSE", "README.md", "dist/attnkit-scalar.mjs", "dist/attnkit-scalar.node.cjs",
       "dist/attnkit-scalar.wasm", "dist/attnkit-simd.mjs", "dist/attnkit-simd.node.cjs", "dist/attnkit-simd.wasm",
       "dist/attnkit-threads.mjs", "dist/attnkit-threads.node.cjs", "dist/attnkit-threads.node.worker.cjs",
-      "dist/attnkit-threads.wasm", "dist/attnkit-threads.worker.js", "dist/attnkit.d.ts", "dist/attnkit.mjs", "dist/attnkit.node.cjs", "dist/attnkit.node.mjs", "package.json"]);
+      "dist/attnkit-threads.wasm", "dist/attnkit-threads.worker.js", "dist/attnkit.d.cts", "dist/attnkit.d.ts", "dist/attnkit.mjs", "dist/attnkit.node.cjs", "dist/attnkit.node.mjs", "package.json"]);
     const installed = JSON.parse(readFileSync(join(app, "node_modules/attnkit/package.json"), "utf8"));
     assert.equal(installed.name, "attnkit");
     assert.equal(installed.dependencies, undefined, "no runtime dependencies");
