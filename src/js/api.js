@@ -39,6 +39,15 @@ const CORE_NAMES = {
   size: "size",
 };
 const NONE = { ptr: 0, rows: 0, cols: 0 };
+// The argument block at the start of every call's scratch (32-bit words).
+const ARG_BYTES = 256;
+const FLOAT = new Float32Array(1);
+const FLOAT_BITS = new Uint32Array(FLOAT.buffer);
+/** The bits of x as a float32, for an argument word. */
+function floatBits(x) {
+  FLOAT[0] = x;
+  return FLOAT_BITS[0];
+}
 const TRACE_NAMES = ["X", "Q", "K", "V", "rawScores", "scaledScores", "maskedScores", "weights", "output"];
 
 /** Checks an options object and returns it with defaults (for validation only). */
@@ -142,7 +151,7 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
    */
   function run(inputs, outputs, fn, names) {
     const offsets = [];
-    let bytes = 0;
+    let bytes = ARG_BYTES;  // the argument block first (see args())
     const align = (n) => (n + 15) & ~15;
     for (const x of inputs) {
       offsets.push(bytes);
@@ -158,12 +167,15 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
       bytes += align(o.rows * o.cols * 4);
     }
     const base = reserve(bytes, inputs.find((x) => x?.name)?.name ?? "input");
+    argsAt = base;
     const views = [];
     inputs.forEach((x, i) => {
       if (!x) return views.push(NONE);
       const ptr = base + offsets[i];
       const data = x.data ?? x;
-      M.HEAPU8.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), ptr);
+      if (data instanceof Float32Array) M.HEAPF32.set(data, ptr >> 2);
+      else if (data instanceof Uint32Array) M.HEAPU32.set(data, ptr >> 2);
+      else M.HEAPU8.set(data, ptr);  // a boolean mask
       views.push(x.data ? { ptr, rows: x.rows, cols: x.cols } : { ptr, count: data.length });
     });
     outputs.forEach((o, i) => views.push({ ptr: base + offsets[inputs.length + i], rows: o.rows, cols: o.cols }));
@@ -219,20 +231,43 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
     ];
   }
 
-  /** The Embind Options value from checked options and their input views. */
-  function optionsValue(options, boolMask, additiveMask, keyLengths, defaultCausal = false) {
+  /**
+   * The options' words of an argument block (see Args::Options in
+   * bindings.cc) from checked options and their input views.
+   */
+  function optionWords(options, boolMask, additiveMask, keyLengths, defaultCausal = false) {
     const o = options ?? {};
-    return {
-      causal: o.causal ?? defaultCausal,
-      hasScale: o.scale !== undefined,
-      scale: o.scale ?? 0,
-      softcap: o.softcap ?? 0,
-      keyLength: o.keyLength ?? -1,
-      keyLengths: keyLengths.ptr,
-      keyLengthsCount: keyLengths.count ?? 0,
-      boolMask,
-      additiveMask,
-    };
+    return [
+      ((o.causal ?? defaultCausal) ? 1 : 0) | (o.scale !== undefined ? 2 : 0),
+      floatBits(o.scale ?? 0), floatBits(o.softcap ?? 0), o.keyLength ?? -1,
+      keyLengths.ptr, keyLengths.count ?? 0,
+      boolMask.ptr, boolMask.rows, boolMask.cols,
+      additiveMask.ptr, additiveMask.rows, additiveMask.cols,
+    ];
+  }
+
+  // Where run() put this call's argument block.
+  let argsAt = 0;
+  /**
+   * Writes a call's arguments into its block and returns the block's address:
+   * each part a view ({ptr, rows, cols}: 3 words), a number (1 word) or an
+   * array of words (options, heads), in the order the binding reads them.
+   */
+  function args(...parts) {
+    const u32 = M.HEAPU32;
+    let i = argsAt >> 2;
+    for (const p of parts) {
+      if (typeof p === "number") {
+        u32[i++] = p;
+      } else if (Array.isArray(p)) {
+        for (const w of p) u32[i++] = w;
+      } else {
+        u32[i++] = p.ptr;
+        u32[i++] = p.rows;
+        u32[i++] = p.cols;
+      }
+    }
+    return argsAt;
   }
 
   // Runs fn(matrices..., options, outputs...) where `mats` are inputs.
@@ -241,7 +276,7 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
     if (options?.out !== undefined && outputs.length) outputs[0].into = options.out;
     return run([...mats, ...extra], outputs, (...views) => {
       const [bm, am, kl] = views.slice(mats.length, mats.length + 3);
-      const opts = optionsValue(options, bm, am, kl, defaultCausal);
+      const opts = optionWords(options, bm, am, kl, defaultCausal);
       return fn(views.slice(0, mats.length), opts, views.slice(mats.length + 3));
     }, names);
   }
@@ -255,6 +290,8 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
     if (withOutput) mats.push(weights.W_O !== undefined ? toMatrix("weights.W_O", weights.W_O) : null);
     return mats;
   }
+
+  const headWords = (h) => [h.numHeads, h.numKvHeads, h.dK, h.dV];
 
   // d_out of a multi-head call, for the output's shape (the core checks it).
   function headsOut(heads, dModel, W_O, V_cols) {
@@ -305,7 +342,7 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
     append(K, V) {
       const handle = this.#live();
       const k = cacheRows("K", toTensor("K", K), this.batch), v = cacheRows("V", toTensor("V", V), this.batch);
-      run([k, v], [], (kv, vv) => M.kvAppend(handle, kv, vv));
+      run([k, v], [], (kv, vv) => M.kvAppend(handle, args(kv, vv)));
     }
     #cached(item, kvHead, fn) {
       const handle = this.#live();
@@ -325,7 +362,7 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
       const q = cacheRows("Q", toTensor("Q", Q), this.batch);
       checkCount("numHeads", numHeads);
       const [out] = runWithOptions([q], options, [{ rows: q.rows, cols: numHeads * this.dV }],
-        ([qv], o, [ov]) => M.kvAttend(handle, qv, numHeads, o, ov), { num_heads: "numHeads" }, true);
+        ([qv], o, [ov]) => M.kvAttend(handle, args(qv, numHeads, ov, o)), { num_heads: "numHeads" }, true);
       return { data: out.data, shape: cacheShape(q, out.cols, this.batch) };
     }
     decode(X, weights, config, options) {
@@ -336,7 +373,7 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
       const heads = checkConfig(config);
       const dOut = headsOut(heads, x.cols, mats[3], 0);
       const [out] = runWithOptions([x, ...mats], options, [{ rows: x.rows, cols: dOut }],
-        ([xv, wq, wk, wv, wo], o, [ov]) => M.kvDecode(handle, xv, wq, wk, wv, wo, heads, o, ov), {}, true);
+        ([xv, wq, wk, wv, wo], o, [ov]) => M.kvDecode(handle, args(xv, wq, wk, wv, wo, headWords(heads), ov, o)), {}, true);
       return { data: out.data, shape: cacheShape(x, dOut, this.batch) };
     }
     truncate(size) {
@@ -394,7 +431,7 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
       checkOptions(options);
       const q = toMatrix("Q", Q), k = toMatrix("K", K), v = toMatrix("V", V);
       return runWithOptions([q, k, v], options, [{ rows: q.rows, cols: v.cols }],
-        ([qv, kv, vv], o, [ov]) => M.attention(qv, kv, vv, o, ov))[0];
+        ([qv, kv, vv], o, [ov]) => M.attention(args(qv, kv, vv, ov, o)))[0];
     },
 
     selfAttention(X, weights, options) {
@@ -402,7 +439,7 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
       const x = toMatrix("X", X);
       const w = weightMats(weights, false);
       return runWithOptions([x, ...w], options, [{ rows: x.rows, cols: w[2].cols }],
-        ([xv, wq, wk, wv], o, [ov]) => M.selfAttention(xv, wq, wk, wv, o, ov))[0];
+        ([xv, wq, wk, wv], o, [ov]) => M.selfAttention(args(xv, wq, wk, wv, ov, o)))[0];
     },
 
     crossAttention(Xq, Xkv, weights, options) {
@@ -410,35 +447,35 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
       const xq = toMatrix("Xq", Xq), xkv = toMatrix("Xkv", Xkv);
       const w = weightMats(weights, false);
       return runWithOptions([xq, xkv, ...w], options, [{ rows: xq.rows, cols: w[2].cols }],
-        ([a, b, wq, wk, wv], o, [ov]) => M.crossAttention(a, b, wq, wk, wv, o, ov))[0];
+        ([a, b, wq, wk, wv], o, [ov]) => M.crossAttention(args(a, b, wq, wk, wv, ov, o)))[0];
     },
 
     parameterFreeAttention(X, options) {
       checkOptions(options);
       const x = toMatrix("X", X);
       return runWithOptions([x], options, [{ rows: x.rows, cols: x.cols }],
-        ([xv], o, [ov]) => M.parameterFreeAttention(xv, o, ov))[0];
+        ([xv], o, [ov]) => M.parameterFreeAttention(args(xv, ov, o)))[0];
     },
 
     trace(X, weights, options) {
       checkOptions(options);
       const x = toMatrix("X", X);
       const w = weightMats(weights, false);
-      runWithOptions([x, ...w], options, [], ([xv, wq, wk, wv], o) => M.trace(xv, wq, wk, wv, o));
+      runWithOptions([x, ...w], options, [], ([xv, wq, wk, wv], o) => M.trace(args(xv, wq, wk, wv, o)));
       return traceResult(true);
     },
 
     traceQKV(Q, K, V, options) {
       checkOptions(options);
       const q = toMatrix("Q", Q), k = toMatrix("K", K), v = toMatrix("V", V);
-      runWithOptions([q, k, v], options, [], ([qv, kv, vv], o) => M.traceQKV(qv, kv, vv, o));
+      runWithOptions([q, k, v], options, [], ([qv, kv, vv], o) => M.traceQKV(args(qv, kv, vv, o)));
       return traceResult(false);
     },
 
     matmul(A, B) {
       const a = toMatrix("A", A), b = toMatrix("B", B);
       return run([a, b], [{ rows: a.rows, cols: b.cols, blame: "B", what: " in the result A B" }],
-        (av, bv, cv) => M.matmul(av, bv, cv))[0];
+        (av, bv, cv) => M.matmul(args(av, bv, cv)))[0];
     },
 
     softmax(x) {
@@ -446,7 +483,7 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
       // In place on the copy in wasm memory: the output is the input's slot.
       const [out] = run([], [{ rows: m.rows, cols: m.cols }], (ov) => {
         M.HEAPF32.set(m.data, ov.ptr >> 2);
-        return M.softmax(ov);
+        return M.softmax(args(ov));
       });
       return out;
     },
@@ -456,7 +493,7 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
       checkCount("numHeads", numHeads);
       const d = Math.floor(m.cols / numHeads);
       const [out] = run([m], [{ rows: numHeads * m.rows, cols: Math.max(d, 1) }],
-        (xv, ov) => M.splitHeads(xv, numHeads, ov), { num_heads: "numHeads" });
+        (xv, ov) => M.splitHeads(args(xv, numHeads, ov)), { num_heads: "numHeads" });
       return { data: out.data, shape: [numHeads, m.rows, d] };
     },
 
@@ -467,7 +504,7 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
       }
       const [h, T, d] = t.shape;
       return run([{ data: t.data, rows: h * T, cols: d }], [{ rows: T, cols: h * d }],
-        (hv, ov) => M.mergeHeads(hv, h, ov))[0];
+        (hv, ov) => M.mergeHeads(args(hv, h, ov)))[0];
     },
 
     multiHeadAttention(X, weights, config, options) {
@@ -479,7 +516,7 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
       const xm = { data: x.data, rows: r.batch * r.seq, cols: r.cols };
       const dOut = headsOut(heads, r.cols, mats[3], 0);
       const [out] = runWithOptions([xm, ...mats], options, [{ rows: xm.rows, cols: dOut }],
-        ([xv, wq, wk, wv, wo], o, [ov]) => M.multiHeadAttention(xv, r.batch, wq, wk, wv, wo, heads, o, ov));
+        ([xv, wq, wk, wv, wo], o, [ov]) => M.multiHeadAttention(args(xv, r.batch, wq, wk, wv, wo, headWords(heads), ov, o)));
       return { data: out.data, shape: x.shape.length === 3 ? [r.batch, r.seq, dOut] : [r.seq, dOut] };
     },
 
@@ -527,7 +564,7 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
         throw rangeError("options.out", `a Float32Array of ${count(qm.rows * dOut, "value")} (the result)`, `${into.length}`, "shape_mismatch");
       }
       const [out] = runWithOptions([qm, km, vm], options && { ...options, layout: undefined, out: into ? undefined : options.out },
-        [{ rows: qm.rows, cols: dOut }], ([qv, kv, vv], o, [ov]) => M.multiHeadAttentionQKV(qv, kv, vv, batch, heads, o, ov));
+        [{ rows: qm.rows, cols: dOut }], ([qv, kv, vv], o, [ov]) => M.multiHeadAttentionQKV(args(qv, kv, vv, batch, headWords(heads), ov, o)));
       const dV = dOut / heads.numHeads;
       if (layout === "bhsd") {
         const data = transposeHeads(out.data, batch, heads.numHeads, seqQ, dV, true);
