@@ -46,8 +46,14 @@ Status RunQKV(const char* source, ConstMatrixView Q, ConstMatrixView K, ConstMat
   AttentionJob job;
   job.source = source;
   ATTNKIT_RETURN_IF_ERROR(CheckOptions(options, Q.rows, K.rows, default_scale_dim,
-                                       /*batched=*/false, &job));
-  job.heads.push_back({Q, K, V, out, internal::KeyLength(options, 0, K.rows)});
+                                       /*batched=*/false, 1, 1, &job));
+  internal::HeadTask task;
+  task.Q = Q;
+  task.K = K;
+  task.V = V;
+  task.out = out;
+  internal::SetHeadMasks(options, 0, 0, &task);
+  job.heads.push_back(task);
   job.trace = trace;
   ATTNKIT_RETURN_IF_ERROR(internal::RunAttentionJob(&job));
   if (trace) trace->scale = job.params.scale;
@@ -87,7 +93,7 @@ Status RunProjected(ProjectionNames names, ConstMatrixView X_q, ConstMatrixView 
 
   AttentionJob job;
   job.source = names.X_q;
-  ATTNKIT_RETURN_IF_ERROR(CheckOptions(options, T_q, T_k, d_k, /*batched=*/false, &job));
+  ATTNKIT_RETURN_IF_ERROR(CheckOptions(options, T_q, T_k, d_k, /*batched=*/false, 1, 1, &job));
   // Intermediates are built here and handed over only on success.
   AttentionTrace local;
   AttentionTrace* t = &local;
@@ -101,8 +107,13 @@ Status RunProjected(ProjectionNames names, ConstMatrixView X_q, ConstMatrixView 
     out = t->output.view();
   }
   job.projections = {{X_q, W_Q, t->Q.view()}, {X_kv, W_K, t->K.view()}, {X_kv, W_V, t->V.view()}};
-  job.heads.push_back({t->Q.view(), t->K.view(), t->V.view(), out,
-                       internal::KeyLength(options, 0, T_k)});
+  internal::HeadTask task;
+  task.Q = t->Q.view();
+  task.K = t->K.view();
+  task.V = t->V.view();
+  task.out = out;
+  internal::SetHeadMasks(options, 0, 0, &task);
+  job.heads.push_back(task);
   job.trace = trace ? t : nullptr;
   ATTNKIT_RETURN_IF_ERROR(internal::RunAttentionJob(&job));
   if (trace) {

@@ -210,7 +210,8 @@ Status AttendCached(ConstMatrixView Q_new, const KVCache& cache, size_t num_head
   internal::AttentionJob job;
   job.source = "Q_new";
   ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T_new, cache.size(), cache.d_k(),
-                                                 /*batched=*/true, &job));
+                                                 /*batched=*/true, cache.batch(), num_heads,
+                                                 &job));
   AddCachedTasks(Q_new, out, cache, T_new, cache.size(), heads, options, &job.heads);
   return internal::RunAttentionJob(&job);
 }
@@ -240,7 +241,8 @@ Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
   internal::AttentionJob job;
   job.source = "X_new";
   ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T_new, T_k, heads.d_k,
-                                                 /*batched=*/true, &job));
+                                                 /*batched=*/true, cache->batch(),
+                                                 heads.num_heads, &job));
   internal::Projected p;
   ATTNKIT_RETURN_IF_ERROR(internal::AddMultiHeadProjections(X_new, weights, heads, out, &p, &job));
   job.after_projections = [&] { cache->AppendUnchecked(p.K.view(), p.V.view()); };

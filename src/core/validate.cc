@@ -157,8 +157,62 @@ Status CheckNoOverlap(const char* out_name, MatrixView out, const char* in_name,
   return Status::Ok();
 }
 
+namespace {
+
+// A mask [batch * heads * (T_q or 1), keys <= T_k] laid out as `layout` says
+// (see MaskLayout); checked here once so that SetHeadMasks can slice it.
+template <typename T>
+Status CheckMask(const char* name, const char* layout_name, MatrixViewT<T> m, MaskLayout layout,
+                 size_t T_q, size_t T_k, size_t batch, size_t num_heads) {
+  ATTNKIT_RETURN_IF_ERROR(CheckView(name, m));
+  const std::string ln(layout_name);
+  if (layout.batch != 1 && layout.batch != batch) {
+    return Status(ErrorCode::kShapeMismatch, name,
+                      "expected a batch extent (" + ln + ".batch) of 1 or batch = " + Str(batch) +
+                          ", got " + Str(layout.batch));
+  }
+  if (layout.heads != 1 && layout.heads != num_heads) {
+    return Status(ErrorCode::kShapeMismatch, name,
+                      "expected a head extent (" + ln + ".heads) of 1 or num_heads = " +
+                          Str(num_heads) + ", got " + Str(layout.heads));
+  }
+  const size_t blocks = layout.batch * layout.heads;  // both small: checked above
+  size_t rows;
+  ATTNKIT_RETURN_IF_ERROR(CheckedProduct(name, blocks, T_q, &rows));
+  if (m.rows != rows && m.rows != blocks) {
+    return Status(ErrorCode::kShapeMismatch, name,
+                      "expected " + Str(rows) + " rows (" + ln + ".batch " + Str(layout.batch) +
+                          " * " + ln + ".heads " + Str(layout.heads) + " * T_q " + Str(T_q) +
+                          ") or " + Str(blocks) + " (one row shared by every query), got " +
+                          Str(m.rows) + " (shape " + ShapeString(m.rows, m.cols) + ")");
+  }
+  if (m.cols > T_k) {
+    return Status(ErrorCode::kShapeMismatch, name,
+                      "expected at most T_k = " + Str(T_k) +
+                          " columns (the key count; keys past a shorter mask are masked), got " +
+                          Str(m.cols) + " (shape " + ShapeString(m.rows, m.cols) + ")");
+  }
+  return Status::Ok();
+}
+
+// The rows of (item, head) of a mask checked by CheckMask: [T_q, cols], with
+// row stride 0 when one row serves every query.
+template <typename T>
+MatrixViewT<T> MaskSlice(MatrixViewT<T> m, MaskLayout layout, size_t item, size_t head,
+                         size_t T_q) {
+  const size_t blocks = layout.batch * layout.heads;
+  const size_t queries = m.rows / blocks;
+  const size_t block = (layout.batch == 1 ? 0 : item) * layout.heads +
+                       (layout.heads == 1 ? 0 : head);
+  return MatrixViewT<T>(m.data + block * queries * m.stride, T_q, m.cols,
+                        queries == 1 ? 0 : m.stride);
+}
+
+}  // namespace
+
 Status CheckOptions(const AttentionOptions& o, size_t T_q, size_t T_k,
-                    size_t default_scale_dim, bool batched, AttentionJob* job) {
+                    size_t default_scale_dim, bool batched, size_t batch, size_t num_heads,
+                    AttentionJob* job) {
   job->pool = o.pool;
   ScoreParams* params = &job->params;
   if (o.scale.has_value()) {
@@ -193,18 +247,37 @@ Status CheckOptions(const AttentionOptions& o, size_t T_q, size_t T_k,
                                                      ", got " + Str(o.key_lengths[b]));
     }
   }
-  params->bool_mask = MaskView();
-  if (!o.bool_mask.empty()) {
-    ATTNKIT_RETURN_IF_ERROR(CheckShape("bool_mask", o.bool_mask, T_q, T_k, "T_q, the query count",
-                                       "T_k, the key count"));
-    params->bool_mask = o.bool_mask;
+  if (o.causal_alignment != CausalAlignment::kLowerRight &&
+      o.causal_alignment != CausalAlignment::kUpperLeft) {
+    return Status(ErrorCode::kInvalidArgument, "causal_alignment",
+                      "expected kLowerRight (0) or kUpperLeft (1), got " +
+                          std::to_string(static_cast<int>(o.causal_alignment)));
   }
-  params->additive_mask = ConstMatrixView();
+  if (!o.causal_offsets.empty()) {
+    if (!batched) {
+      return Status(ErrorCode::kInvalidArgument, "causal_offsets",
+                        "expected empty for a single sequence (use causal_offset), got " +
+                            Str(o.causal_offsets.size()) + " offsets");
+    }
+    if (o.causal_alignment != CausalAlignment::kUpperLeft) {
+      return Status(ErrorCode::kInvalidArgument, "causal_offsets",
+                        "expected empty with causal_alignment kLowerRight (offsets apply to "
+                        "kUpperLeft), got " + Str(o.causal_offsets.size()) + " offsets");
+    }
+    if (o.causal_offsets.size() != batch) {
+      return Status(ErrorCode::kInvalidArgument, "causal_offsets",
+                        "expected batch = " + Str(batch) + " offsets (or none), got " +
+                            Str(o.causal_offsets.size()));
+    }
+  }
+  if (!o.bool_mask.empty()) {
+    ATTNKIT_RETURN_IF_ERROR(CheckMask("bool_mask", "bool_mask_layout", o.bool_mask,
+                                      o.bool_mask_layout, T_q, T_k, batch, num_heads));
+  }
   if (!o.additive_mask.empty()) {
-    ATTNKIT_RETURN_IF_ERROR(CheckShape("additive_mask", o.additive_mask, T_q, T_k,
-                                       "T_q, the query count", "T_k, the key count"));
+    ATTNKIT_RETURN_IF_ERROR(CheckMask("additive_mask", "additive_mask_layout", o.additive_mask,
+                                      o.additive_mask_layout, T_q, T_k, batch, num_heads));
     ATTNKIT_RETURN_IF_ERROR(CheckFinite("additive_mask", o.additive_mask, /*allow_neg_inf=*/true));
-    params->additive_mask = o.additive_mask;
   }
   return Status::Ok();
 }
@@ -212,6 +285,30 @@ Status CheckOptions(const AttentionOptions& o, size_t T_q, size_t T_k,
 size_t KeyLength(const AttentionOptions& o, size_t item, size_t T_k) {
   if (!o.key_lengths.empty()) return o.key_lengths[item];
   return o.key_length.value_or(T_k);
+}
+
+void SetHeadMasks(const AttentionOptions& o, size_t item, size_t head, HeadTask* t) {
+  const size_t T_q = t->Q.rows, T_k = t->K.rows;
+  size_t keys = std::min(KeyLength(o, item, T_k), T_k);
+  t->bool_mask = MaskView();
+  t->additive_mask = ConstMatrixView();
+  if (!o.bool_mask.empty()) {
+    t->bool_mask = MaskSlice(o.bool_mask, o.bool_mask_layout, item, head, T_q);
+    keys = std::min(keys, o.bool_mask.cols);
+  }
+  if (!o.additive_mask.empty()) {
+    t->additive_mask = MaskSlice(o.additive_mask, o.additive_mask_layout, item, head, T_q);
+    keys = std::min(keys, o.additive_mask.cols);
+  }
+  t->key_length = keys;
+  // Offsets beyond [-T_q, T_k] see the same keys as those bounds: clamping
+  // keeps i + 1 + offset within ptrdiff_t.
+  int64_t offset = static_cast<int64_t>(T_k) - static_cast<int64_t>(T_q);
+  if (o.causal_alignment == CausalAlignment::kUpperLeft) {
+    offset = o.causal_offsets.empty() ? o.causal_offset : o.causal_offsets[item];
+    offset = std::max<int64_t>(-static_cast<int64_t>(T_q), std::min<int64_t>(offset, T_k));
+  }
+  t->causal_offset = static_cast<ptrdiff_t>(offset);
 }
 
 Status Allocate(const char* parameter, const char* what, size_t rows, size_t cols, Matrix* m) {

@@ -51,15 +51,22 @@ Status CheckFinite(const char* name, ConstMatrixView v, bool allow_neg_inf = fal
 Status CheckNoOverlap(const char* out_name, MatrixView out, const char* in_name,
                       ConstMatrixView in);
 
-// Checks options against the shapes of one head [T_q, T_k] with d_k columns
-// and fills the job's score parameters (scale, softcap, masks) and thread
-// pool. `batched`: whether options.key_lengths may be used.
-// `default_scale_dim`: the dimension whose 1/sqrt gives the default scale.
+// Checks options against the shapes of one head [T_q, T_k] with d_k columns,
+// `batch` items and `num_heads` query heads (1 and 1 for single-head calls),
+// and fills the job's score parameters (scale, softcap, causal) and thread
+// pool. `batched`: whether options.key_lengths and causal_offsets may be
+// used. `default_scale_dim`: the dimension whose 1/sqrt gives the default
+// scale.
 Status CheckOptions(const AttentionOptions& options, size_t T_q, size_t T_k,
-                    size_t default_scale_dim, bool batched, AttentionJob* job);
+                    size_t default_scale_dim, bool batched, size_t batch, size_t num_heads,
+                    AttentionJob* job);
 
 // The key length of batch item `item` (all keys if no padding is set).
 size_t KeyLength(const AttentionOptions& options, size_t item, size_t T_k);
+
+// Sets t's key length, causal offset and mask slices for (item, head) from
+// options checked by CheckOptions; t->Q and t->K must be set.
+void SetHeadMasks(const AttentionOptions& options, size_t item, size_t head, HeadTask* t);
 
 // m = zeros [rows, cols] holding `what`, or kOverflow naming `parameter` (the
 // input whose size sets it) if the size is out of range or the memory is not
