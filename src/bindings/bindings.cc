@@ -7,6 +7,7 @@
 #include <emscripten/bind.h>
 #include <malloc.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -50,9 +51,11 @@ class Args {
   ConstMatrixView In() { return View<const float>(); }
   MatrixView Out() { return View<float>(); }
 
-  // [flags (1 causal, 2 scale given), scale, softcap, key_length (-1 = all),
-  //  key_lengths address (uint32), key_lengths count, bool_mask (uint8 matrix),
-  //  additive_mask (matrix)]
+  // [flags (1 causal, 2 scale given, 4 upper-left causal alignment), scale,
+  //  softcap, key_length (-1 = all), key_lengths address (uint32), count,
+  //  bool_mask (uint8 matrix), its layout's batch, heads, additive_mask
+  //  (matrix), its layout's batch, heads, causal_offset (int32),
+  //  causal_offsets address (int32), count]
   AttentionOptions Options() {
     AttentionOptions a;
     a.pool = Pool().get();
@@ -60,6 +63,7 @@ class Args {
     a.causal = (flags & 1) != 0;
     const float scale = Float();
     if (flags & 2) a.scale = scale;
+    if (flags & 4) a.causal_alignment = CausalAlignment::kUpperLeft;
     a.softcap = Float();
     const int32_t key_length = static_cast<int32_t>(Word());
     if (key_length >= 0) a.key_length = static_cast<size_t>(key_length);
@@ -67,8 +71,22 @@ class Args {
     const uint32_t count = Word();
     a.key_lengths.assign(lengths, lengths + count);
     a.bool_mask = View<const uint8_t>();
+    a.bool_mask_layout = Layout();
     a.additive_mask = In();
+    a.additive_mask_layout = Layout();
+    a.causal_offset = static_cast<int32_t>(Word());
+    const int32_t* offsets = reinterpret_cast<const int32_t*>(Word());
+    const uint32_t offset_count = Word();
+    a.causal_offsets.assign(offsets, offsets + offset_count);
     return a;
+  }
+
+  // [batch, heads] of a mask tensor
+  MaskLayout Layout() {
+    MaskLayout layout;
+    layout.batch = Word();
+    layout.heads = Word();
+    return layout;
   }
 
   // [num_heads, num_kv_heads, d_k, d_v] (0 = derive)
@@ -215,14 +233,24 @@ int MultiHeadJs(uintptr_t args) {
   return Report(MultiHeadAttention(X, batch, MultiHeadWeights{W_Q, W_K, W_V, W_O}, heads,
                                    a.Options(), out));
 }
-// Q, K, V, batch, heads, out, options
+// Q, K, V, batch, heads, out, past_K, past_V, present_K, present_V, scores
+// stage (0 none, 1 raw, 2 scaled, 3 masked, 4 weights), scores, options
 int MultiHeadQKVJs(uintptr_t args) {
   Args a(args);
   const ConstMatrixView Q = a.In(), K = a.In(), V = a.In();
   const uint32_t batch = a.Word();
   const HeadConfig heads = a.Heads();
   const MatrixView out = a.Out();
-  return Report(MultiHeadAttentionQKV(Q, K, V, batch, heads, a.Options(), out));
+  MultiHeadExtras extras;
+  extras.past_K = a.In();
+  extras.past_V = a.In();
+  extras.present_K = a.Out();
+  extras.present_V = a.Out();
+  const ScoresStage stages[] = {ScoresStage::kNone, ScoresStage::kRaw, ScoresStage::kScaled,
+                                ScoresStage::kMasked, ScoresStage::kWeights};
+  extras.scores_stage = stages[std::min<uint32_t>(a.Word(), 4)];
+  extras.scores = a.Out();
+  return Report(MultiHeadAttentionQKV(Q, K, V, batch, heads, a.Options(), extras, out));
 }
 
 // ---- KV cache: JS holds the address of a heap-allocated KVCache.

@@ -3,12 +3,16 @@
 // outputs into JS-owned Float32Arrays and turns a core error into an
 // AttnkitError whose message names the JS parameter.
 import { AttnkitError, AttnkitTypeError, describe, rangeError, typeError } from "./errors.js";
-import { checkCount, checkElements, checkKeys, count, isObject, toMask, toMatrix, toTensor, transposeHeads } from "./convert.js";
+import { checkCount, checkElements, checkKeys, count, isObject, toMaskTensor, toMatrix, toTensor, transposeHeads } from "./convert.js";
 
 export { AttnkitError, AttnkitTypeError };
 
 const CODES = ["ok", "invalid_argument", "shape_mismatch", "non_finite", "overflow", "capacity"];
-const OPTION_KEYS = ["scale", "softcap", "causal", "keyLength", "keyLengths", "boolMask", "additiveMask", "out"];
+const OPTION_KEYS = ["scale", "softcap", "causal", "causalAlignment", "causalOffset", "causalOffsets",
+  "keyLength", "keyLengths", "boolMask", "additiveMask", "out"];
+// The extra options of multiHeadAttentionQKV (ONNX Attention's inputs and outputs).
+const QKV_KEYS = ["layout", "pastKey", "pastValue", "present", "scores"];
+const SCORE_STAGES = ["raw", "scaled", "masked", "weights"];
 const CONFIG_KEYS = ["numHeads", "numKvHeads", "dK", "dV"];
 const CACHE_KEYS = ["batch", "numKvHeads", "dK", "dV", "capacity"];
 // The scratch block is given back after a call that grew it past this, so that
@@ -37,10 +41,18 @@ const CORE_NAMES = {
   K_new: "K",
   V_new: "V",
   size: "size",
+  causal_offset: "options.causalOffset",
+  causal_offsets: "options.causalOffsets",
+  past_K: "options.pastKey",
+  past_V: "options.pastValue",
+  present_K: "options.present",
+  present_V: "options.present",
+  scores: "options.scores",
+  scores_stage: "options.scores",
 };
 const NONE = { ptr: 0, rows: 0, cols: 0 };
 // The argument block at the start of every call's scratch (32-bit words).
-const ARG_BYTES = 256;
+const ARG_BYTES = 512;
 const FLOAT = new Float32Array(1);
 const FLOAT_BITS = new Uint32Array(FLOAT.buffer);
 /** The bits of x as a float32, for an argument word. */
@@ -71,6 +83,13 @@ function checkOptions(options, extraKeys = []) {
   }
   if (options.causal !== undefined && typeof options.causal !== "boolean") {
     throw typeError("options.causal", "a boolean", options.causal);
+  }
+  const alignment = options.causalAlignment;
+  if (alignment !== undefined && alignment !== "lowerRight" && alignment !== "upperLeft") {
+    throw rangeError("options.causalAlignment", '"lowerRight" or "upperLeft"', describe(alignment));
+  }
+  if (options.causalOffset !== undefined && !(Number.isInteger(options.causalOffset) && Math.abs(options.causalOffset) < 2 ** 31)) {
+    throw rangeError("options.causalOffset", "an integer (may be negative)", describe(options.causalOffset));
   }
   if (options.out !== undefined && !(options.out instanceof Float32Array)) {
     throw typeError("options.out", "a Float32Array", options.out);
@@ -175,6 +194,7 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
       const data = x.data ?? x;
       if (data instanceof Float32Array) M.HEAPF32.set(data, ptr >> 2);
       else if (data instanceof Uint32Array) M.HEAPU32.set(data, ptr >> 2);
+      else if (data instanceof Int32Array) M.HEAP32.set(data, ptr >> 2);
       else M.HEAPU8.set(data, ptr);  // a boolean mask
       views.push(x.data ? { ptr, rows: x.rows, cols: x.cols } : { ptr, count: data.length });
     });
@@ -224,10 +244,24 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
       }
     }
     if (o.keyLength !== undefined) checkCount("options.keyLength", o.keyLength, { allowZero: true });
+    let offsets = null;
+    if (o.causalOffsets !== undefined) {
+      if (!Array.isArray(o.causalOffsets) && !ArrayBuffer.isView(o.causalOffsets)) {
+        throw typeError("options.causalOffsets", "an array of integers", o.causalOffsets);
+      }
+      offsets = Int32Array.from(o.causalOffsets, (v, i) => {
+        if (!Number.isInteger(v) || Math.abs(v) >= 2 ** 31) throw rangeError(`options.causalOffsets[${i}]`, "an integer", describe(v));
+        return v;
+      });
+      if (offsets.length === 0) {
+        throw rangeError("options.causalOffsets", "one offset per batch item (omit it for one offset)", "an empty array");
+      }
+    }
     return [
-      o.boolMask !== undefined ? toMask("options.boolMask", o.boolMask) : null,
-      o.additiveMask !== undefined ? toMatrix("options.additiveMask", o.additiveMask) : null,
+      o.boolMask !== undefined ? toMaskTensor("options.boolMask", o.boolMask, true) : null,
+      o.additiveMask !== undefined ? toMaskTensor("options.additiveMask", o.additiveMask, false) : null,
       keyLengths,
+      offsets,
     ];
   }
 
@@ -235,14 +269,16 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
    * The options' words of an argument block (see Args::Options in
    * bindings.cc) from checked options and their input views.
    */
-  function optionWords(options, boolMask, additiveMask, keyLengths, defaultCausal = false) {
+  function optionWords(options, [boolMask, additiveMask, keyLengths, offsets], masks, defaultCausal = false) {
     const o = options ?? {};
+    const [bool, additive] = masks;
     return [
-      ((o.causal ?? defaultCausal) ? 1 : 0) | (o.scale !== undefined ? 2 : 0),
+      ((o.causal ?? defaultCausal) ? 1 : 0) | (o.scale !== undefined ? 2 : 0) | (o.causalAlignment === "upperLeft" ? 4 : 0),
       floatBits(o.scale ?? 0), floatBits(o.softcap ?? 0), o.keyLength ?? -1,
       keyLengths.ptr, keyLengths.count ?? 0,
-      boolMask.ptr, boolMask.rows, boolMask.cols,
-      additiveMask.ptr, additiveMask.rows, additiveMask.cols,
+      boolMask.ptr, boolMask.rows, boolMask.cols, bool?.batch ?? 1, bool?.heads ?? 1,
+      additiveMask.ptr, additiveMask.rows, additiveMask.cols, additive?.batch ?? 1, additive?.heads ?? 1,
+      o.causalOffset ?? 0, offsets.ptr, offsets.count ?? 0,
     ];
   }
 
@@ -275,9 +311,8 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
     const extra = optionInputs(options);
     if (options?.out !== undefined && outputs.length) outputs[0].into = options.out;
     return run([...mats, ...extra], outputs, (...views) => {
-      const [bm, am, kl] = views.slice(mats.length, mats.length + 3);
-      const opts = optionWords(options, bm, am, kl, defaultCausal);
-      return fn(views.slice(0, mats.length), opts, views.slice(mats.length + 3));
+      const opts = optionWords(options, views.slice(mats.length, mats.length + extra.length), extra, defaultCausal);
+      return fn(views.slice(0, mats.length), opts, views.slice(mats.length + extra.length));
     }, names);
   }
 
@@ -292,6 +327,51 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
   }
 
   const headWords = (h) => [h.numHeads, h.numKvHeads, h.dK, h.dV];
+
+  /**
+   * The ONNX extras of multiHeadAttentionQKV: past keys and values (inputs,
+   * [batch, kvHeads, T_past, d] each), present keys and values and the scores
+   * of one stage (outputs), as run() inputs and outputs.
+   */
+  function qkvExtras(options, batch, heads, qm, km, dV) {
+    const o = options ?? {};
+    const kvh = heads.numKvHeads || heads.numHeads;
+    const dK = heads.dK || Math.floor(qm.cols / heads.numHeads);
+    if ((o.pastKey === undefined) !== (o.pastValue === undefined)) {
+      const missing = o.pastKey === undefined ? "options.pastKey" : "options.pastValue";
+      throw rangeError(missing, "past keys and values together", "only one of them", "invalid_argument");
+    }
+    const inputs = [];
+    let past = 0;
+    if (o.pastKey !== undefined) {
+      for (const [name, value] of [["options.pastKey", o.pastKey], ["options.pastValue", o.pastValue]]) {
+        const t = toTensor(name, value);
+        if (t.shape.length !== 4) {
+          throw rangeError(`${name}.shape`, "[batch, kvHeads, T_past, headDim]", `[${t.shape.join(", ")}]`, "shape_mismatch");
+        }
+        const [b, h, T, d] = t.shape;
+        if (b !== batch || h !== kvh) {
+          throw rangeError(`${name}.shape`, `[${batch}, ${kvh}, T_past, headDim] (batch and K/V heads of the call)`,
+            `[${t.shape.join(", ")}]`, "shape_mismatch");
+        }
+        if (inputs.length && T !== past) throw rangeError(`${name}.shape[2]`, `T_past = ${past} (as options.pastKey)`, `${T}`, "shape_mismatch");
+        past = T;
+        inputs.push({ data: t.data, rows: b * h * T, cols: d });
+      }
+    }
+    if (o.present !== undefined && typeof o.present !== "boolean") throw typeError("options.present", "a boolean", o.present);
+    const stage = o.scores === undefined ? 0 : SCORE_STAGES.indexOf(o.scores) + 1;
+    if (stage === 0 && o.scores !== undefined) {
+      throw rangeError("options.scores", SCORE_STAGES.map((s) => `"${s}"`).join(", "), describe(o.scores));
+    }
+    const total = past + km.rows / batch;
+    const outputs = [];
+    if (o.present) {
+      outputs.push({ rows: batch * kvh * total, cols: dK, blame: "K" }, { rows: batch * kvh * total, cols: dV, blame: "V" });
+    }
+    if (stage) outputs.push({ rows: qm.rows * heads.numHeads, cols: total, blame: "options.scores", what: " in the scores [batch, heads, T_q, T_k]" });
+    return { inputs, outputs, present: o.present === true, stage };
+  }
 
   // d_out of a multi-head call, for the output's shape (the core checks it).
   function headsOut(heads, dModel, W_O, V_cols) {
@@ -521,7 +601,7 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
     },
 
     multiHeadAttentionQKV(Q, K, V, config, options) {
-      checkOptions(options, ["layout"]);
+      checkOptions(options, QKV_KEYS);
       const layout = options?.layout ?? "bshd";
       if (layout !== "bshd" && layout !== "bhsd") throw rangeError("options.layout", '"bshd" or "bhsd"', describe(layout));
       const heads = checkConfig(config);
@@ -558,20 +638,40 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
         seqQ = rq.seq;
       }
       const dOut = headsOut(heads, 0, null, vm.cols);
+      const dV = dOut / heads.numHeads;
+      const extras = qkvExtras(options, batch, heads, qm, km, dV);
       // bhsd results are transposed after the call, then written into options.out.
       const into = layout === "bhsd" ? options?.out : undefined;
       if (into && into.length !== qm.rows * dOut) {
         throw rangeError("options.out", `a Float32Array of ${count(qm.rows * dOut, "value")} (the result)`, `${into.length}`, "shape_mismatch");
       }
-      const [out] = runWithOptions([qm, km, vm], options && { ...options, layout: undefined, out: into ? undefined : options.out },
-        [{ rows: qm.rows, cols: dOut }], ([qv, kv, vv], o, [ov]) => M.multiHeadAttentionQKV(args(qv, kv, vv, batch, headWords(heads), ov, o)));
-      const dV = dOut / heads.numHeads;
+      const runOptions = options && { ...options, out: into ? undefined : options.out };
+      const [out, ...more] = runWithOptions([qm, km, vm, ...extras.inputs], runOptions,
+        [{ rows: qm.rows, cols: dOut }, ...extras.outputs], ([qv, kv, vv, pk = NONE, pv = NONE], o, [ov, ...rest]) => {
+          const [presentK, presentV] = extras.present ? rest : [NONE, NONE];
+          const scores = extras.stage ? rest[rest.length - 1] : NONE;
+          return M.multiHeadAttentionQKV(args(qv, kv, vv, batch, headWords(heads), ov, pk, pv, presentK, presentV,
+            extras.stage, scores, o));
+        });
+      let result;
       if (layout === "bhsd") {
         const data = transposeHeads(out.data, batch, heads.numHeads, seqQ, dV, true);
         if (into) into.set(data);
-        return { data: into ?? data, shape: [batch, heads.numHeads, seqQ, dV] };
+        result = { data: into ?? data, shape: [batch, heads.numHeads, seqQ, dV] };
+      } else {
+        result = { data: out.data, shape: q.shape.length === 3 ? [batch, seqQ, dOut] : [seqQ, dOut] };
       }
-      return { data: out.data, shape: q.shape.length === 3 ? [batch, seqQ, dOut] : [seqQ, dOut] };
+      const kvh = heads.numKvHeads || heads.numHeads;
+      if (extras.present) {
+        const T = more[0].rows / (batch * kvh);
+        result.presentKey = { data: more[0].data, shape: [batch, kvh, T, more[0].cols] };
+        result.presentValue = { data: more[1].data, shape: [batch, kvh, T, more[1].cols] };
+      }
+      if (extras.stage) {
+        const s = more[more.length - 1];
+        result.scores = { data: s.data, shape: [batch, heads.numHeads, seqQ, s.cols] };
+      }
+      return result;
     },
 
     createKVCache(config) {

@@ -56,6 +56,17 @@ export type MaskLike =
   | { readonly data: readonly (number | boolean)[] | NumericTypedArray; readonly rows: number; readonly cols: number }
   | readonly (readonly (number | boolean)[] | NumericTypedArray)[];
 
+/**
+ * A mask of any shape ONNX Attention's attn_mask takes: a matrix [T_q, T_k], or a
+ * tensor `{ data, shape }` of shape [T_q, T_k], [heads, T_q, T_k] or [batch, heads,
+ * T_q, T_k], where batch and heads may be 1 (shared), T_q may be 1 (one row for
+ * every query) and the last dimension may be shorter than the key count (later
+ * keys are masked out, as ONNX pads). Bool masks: `data` holds booleans or 0/1.
+ */
+export type MaskTensorLike<M> =
+  | M
+  | { readonly data: readonly (number | boolean)[] | NumericTypedArray; readonly shape: NumberArray };
+
 /** What functions accept as a tensor: a {@link Tensor} or a {@link MatrixLike} (rank 2). */
 export type TensorLike =
   | { readonly data: NumberArray; readonly shape: NumberArray }
@@ -80,16 +91,29 @@ export interface AttentionOptions {
   scale?: number;
   /** 0 (default) = off; else s -> softcap * tanh(s / softcap) after scaling. Finite, >= 0. */
   softcap?: number;
-  /** Query i sees key j only if j <= i + (T_k - T_q). Default false (true for KV cache calls). */
+  /**
+   * Query i sees key j only if j <= i + (T_k - T_q) (causalAlignment "lowerRight", the
+   * default), or j <= i + offset ("upperLeft"). Default false (true for KV cache calls).
+   */
   causal?: boolean;
+  /**
+   * "lowerRight" (default): the last query sees every key. "upperLeft": j <= i +
+   * causalOffset (ONNX Attention: the past length with pastKey, nonpad_kv_seqlen[b] - T_q
+   * with per-item padding, else 0). A row with i + offset < 0 sees no key (zeros).
+   */
+  causalAlignment?: "lowerRight" | "upperLeft";
+  /** The offset of "upperLeft" alignment (an integer, may be negative). Default 0. */
+  causalOffset?: number;
+  /** "upperLeft" alignment, batched calls: one offset per batch item (overrides causalOffset). */
+  causalOffsets?: NumberArray;
   /** Key padding for one sequence: only keys [0, keyLength) are attended. */
   keyLength?: number;
   /** Key padding for a batch: one length per item (batched calls only). */
   keyLengths?: NumberArray;
-  /** Boolean mask [T_q, T_k], shared by every batch item and head. */
-  boolMask?: MaskLike;
-  /** Additive mask [T_q, T_k] (may hold -Infinity, not NaN or +Infinity). */
-  additiveMask?: MatrixLike;
+  /** Boolean mask (true = may attend): [T_q, T_k] for every item and head, or a tensor (see {@link MaskTensorLike}). */
+  boolMask?: MaskTensorLike<MaskLike>;
+  /** Additive mask (may hold -Infinity, not NaN or +Infinity), shaped as boolMask. */
+  additiveMask?: MaskTensorLike<MatrixLike>;
   /**
    * The result is written into this array, whose length must equal the result's
    * element count, and returned as the result's `data`: no allocation per call in
@@ -151,10 +175,32 @@ export interface AttentionTrace {
  */
 export type HeadLayout = "bshd" | "bhsd";
 
-/** Options of multi-head calls on Q, K, V. */
+/** Options of multi-head calls on Q, K, V (ONNX Attention's inputs and outputs). */
 export interface MultiHeadOptions extends AttentionOptions {
   /** Default "bshd". Outputs use the same layout as the inputs. */
   layout?: HeadLayout;
+  /**
+   * Keys and values that precede K and V, [batch, numKvHeads, T_past, dK | dV] (ONNX
+   * past_key / past_value); both or neither. Attention runs against past + new keys;
+   * masks, key lengths and causal offsets count those T_past + T_k keys.
+   */
+  pastKey?: TensorLike;
+  pastValue?: TensorLike;
+  /** Also return presentKey / presentValue: past followed by K / V, [batch, numKvHeads, T_total, d]. */
+  present?: boolean;
+  /**
+   * Also return `scores` [batch, numHeads, T_q, T_total] at one stage: "raw" (Q K^T),
+   * "scaled" (times scale, then soft-capped: ONNX qk_matmul_output_mode 0/1), "masked"
+   * (plus masks, -Infinity where masked: mode 2) or "weights" (softmax: mode 3).
+   */
+  scores?: "raw" | "scaled" | "masked" | "weights";
+}
+
+/** The result of multiHeadAttentionQKV: the output, and what the options asked for. */
+export interface MultiHeadQKVResult extends Tensor {
+  presentKey?: Tensor;
+  presentValue?: Tensor;
+  scores?: Tensor;
 }
 
 /** Creation parameters of a {@link KVCache}. */
@@ -258,7 +304,7 @@ export interface Attnkit {
    * Multi-head attention on projected Q, K, V in layout "bshd" (default) or "bhsd";
    * the output has the same layout, with head_dim = dV.
    */
-  multiHeadAttentionQKV(Q: TensorLike, K: TensorLike, V: TensorLike, config: HeadConfig, options?: MultiHeadOptions): Tensor;
+  multiHeadAttentionQKV(Q: TensorLike, K: TensorLike, V: TensorLike, config: HeadConfig, options?: MultiHeadOptions): MultiHeadQKVResult;
 
   /** A KV cache for decoding (see {@link KVCache}). */
   createKVCache(config: KVCacheConfig): KVCache;

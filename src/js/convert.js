@@ -297,3 +297,27 @@ export function transposeHeads(data, B, H, S, D, inverse = false) {
   }
   return out;
 }
+
+/**
+ * A mask of ONNX Attention's attn_mask shapes as {data, rows, cols, batch,
+ * heads}: a matrix [T_q, T_k] (nested rows or {data, rows, cols}), or a tensor
+ * {data, shape} of rank 2 [T_q, T_k], 3 [heads, T_q, T_k] or 4 [batch, heads,
+ * T_q, T_k], where batch and heads may be 1 (broadcast), T_q may be 1 (one row
+ * for every query) and the last dimension may be shorter than the key count
+ * (later keys masked out). `bool`: a boolean mask (Uint8Array), else additive.
+ */
+export function toMaskTensor(name, value, bool) {
+  if (isObject(value) && !Array.isArray(value) && "shape" in value) {
+    checkKeys(name, value, ["data", "shape"]);
+    if (!isArrayLike(value.shape)) throw typeError(`${name}.shape`, "an array of sizes", value.shape);
+    const shape = Array.from(value.shape, (d, i) => checkCount(`${name}.shape[${i}]`, d));
+    if (shape.length < 2 || shape.length > 4) {
+      throw rangeError(`${name}.shape`, "[T_q, T_k], [heads, T_q, T_k] or [batch, heads, T_q, T_k]",
+        `[${shape.join(", ")}]`, "shape_mismatch");
+    }
+    const [batch, heads, queries, keys] = [1, 1, ...shape].slice(-4);
+    const m = { data: value.data, rows: batch * heads * queries, cols: keys };
+    return { ...(bool ? toMask(name, m) : toMatrix(name, m)), batch, heads };
+  }
+  return { ...(bool ? toMask(name, value) : toMatrix(name, value)), batch: 1, heads: 1 };
+}

@@ -67,6 +67,20 @@ const layout: HeadLayout = "bhsd";
 const mhOptions: MultiHeadOptions = { layout, causal: false, keyLengths: new Uint32Array([1, 2]) };
 const qkv: Tensor = attn.multiHeadAttentionQKV(X, X, X, { numHeads: 2 }, mhOptions);
 attn.multiHeadAttentionQKV(X, X, X, { numHeads: 2 }, { layout: "bshd" });
+// ONNX Attention: broadcast masks, the upper-left causal frontier, past/present, scores.
+const past: TensorLike = { data: new Float32Array(2 * 1 * 2 * 2), shape: [2, 1, 2, 2] };
+const onnx = attn.multiHeadAttentionQKV(X, X, X, { numHeads: 2, numKvHeads: 1 }, {
+  boolMask: { data: new Uint8Array(2 * 3 * 5), shape: [2, 1, 3, 5] },
+  causal: true, causalAlignment: "upperLeft", causalOffset: 2, causalOffsets: [2, 1],
+  pastKey: past, pastValue: past, present: true, scores: "weights",
+});
+const presentKey: Tensor | undefined = onnx.presentKey;
+const scores: number[] | undefined = onnx.scores?.shape;
+attn.attention(nested, nested, nested, { additiveMask: { data: [0, -Infinity], shape: [1, 1, 1, 2] } });
+// @ts-expect-error the score stages are named
+attn.multiHeadAttentionQKV(X, X, X, { numHeads: 2 }, { scores: "softmax" });
+// @ts-expect-error two causal alignments only
+attn.attention(nested, nested, nested, { causalAlignment: "bottomRight" });
 
 const cacheConfig: KVCacheConfig = { batch: 2, numKvHeads: 1, dK: 2, dV: 2, capacity: 16 };
 const cache: KVCache = attn.createKVCache(cacheConfig);
