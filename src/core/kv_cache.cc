@@ -73,6 +73,33 @@ Status KVCache::Create(size_t batch, size_t num_kv_heads, size_t d_k, size_t d_v
   return Status::Ok();
 }
 
+Status KVCache::Truncate(size_t size) {
+  ATTNKIT_RETURN_IF_ERROR(CheckCreated(*this));
+  if (size > size_) {
+    return Status(ErrorCode::kInvalidArgument, "size",
+                  "expected at most the cached tokens per item, " + Str(size_) + ", got " + Str(size));
+  }
+  size_ = size;
+  return Status::Ok();
+}
+
+Status KVCache::Clone(KVCache* copy) const {
+  if (copy == nullptr) return Status(ErrorCode::kInvalidArgument, "copy", "expected a pointer, got null");
+  ATTNKIT_RETURN_IF_ERROR(CheckCreated(*this));
+  KVCache c;
+  ATTNKIT_RETURN_IF_ERROR(Create(batch_, num_kv_heads_, d_k_, d_v_, capacity_, &c));
+  // Whole blocks, filled rows only: [batch, num_kv_heads] blocks of [capacity, d].
+  for (size_t block = 0; block < batch_ * num_kv_heads_; ++block) {
+    std::memcpy(c.keys_.data() + block * capacity_ * d_k_, keys_.data() + block * capacity_ * d_k_,
+                size_ * d_k_ * sizeof(float));
+    std::memcpy(c.values_.data() + block * capacity_ * d_v_,
+                values_.data() + block * capacity_ * d_v_, size_ * d_v_ * sizeof(float));
+  }
+  c.size_ = size_;
+  *copy = std::move(c);
+  return Status::Ok();
+}
+
 ConstMatrixView KVCache::Keys(size_t item, size_t kv_head) const {
   if (item >= batch_ || kv_head >= num_kv_heads_) return ConstMatrixView();
   return ConstMatrixView(keys_.data() + (item * num_kv_heads_ + kv_head) * capacity_ * d_k_,
@@ -222,7 +249,7 @@ Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
   AddCachedTasks(p.Q.view(), p.heads_out, *cache, T_new, T_k, heads, options, &job.heads);
   const size_t size_before = cache->size();
   const Status status = internal::RunAttentionJob(&job);
-  if (!status.ok()) cache->Truncate(size_before);  // leave the cache as it was
+  if (!status.ok()) (void)cache->Truncate(size_before);  // leave the cache as it was
   return status;
 }
 

@@ -16,6 +16,11 @@ namespace {
 
 std::string Str(size_t v) { return std::to_string(v); }
 
+// "1 row", "3 rows".
+std::string Count(size_t n, const char* noun) {
+  return Str(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 // True if no value of row [n] is NaN or +-inf (all exponent bits set). Written
 // on the bits, without branches, so that the compiler vectorises it. Only
 // for inputs that RunAllFinite (the best SIMD target, ~4x faster than this
@@ -88,14 +93,14 @@ Status CheckShape(const char* name, MatrixViewT<T> v, size_t rows, size_t cols,
   ATTNKIT_RETURN_IF_ERROR(CheckView(name, v));
   const std::string n(name);
   if (v.rows != rows) {
-    return Status(ErrorCode::kShapeMismatch, n, "expected " + Str(rows) + " rows (" + rows_note +
-                                                 "), got " + Str(v.rows) + " (shape " +
-                                                 ShapeString(v.rows, v.cols) + ")");
+    return Status(ErrorCode::kShapeMismatch, n,
+                  "expected " + Count(rows, "row") + " (" + rows_note + "), got " + Str(v.rows) +
+                      " (shape " + ShapeString(v.rows, v.cols) + ")");
   }
   if (v.cols != cols) {
-    return Status(ErrorCode::kShapeMismatch, n, "expected " + Str(cols) + " columns (" + cols_note +
-                                                 "), got " + Str(v.cols) + " (shape " +
-                                                 ShapeString(v.rows, v.cols) + ")");
+    return Status(ErrorCode::kShapeMismatch, n,
+                  "expected " + Count(cols, "column") + " (" + cols_note + "), got " +
+                      Str(v.cols) + " (shape " + ShapeString(v.rows, v.cols) + ")");
   }
   return Status::Ok();
 }

@@ -202,3 +202,70 @@ export function randomMatrix(rand, rows, cols, amp = 1) {
   return Array.from({ length: rows }, () =>
     Array.from({ length: cols }, () => Math.fround((2 * rand() - 1) * amp)));
 }
+
+// ---- ONNX Attention (opset 23/24), written from its specification
+
+/**
+ * ONNX Attention on bhsd tensors as nested arrays: Q [B][H][Tq][dk], K
+ * [B][kvH][Tk][dk], V [B][kvH][Tk][dv]. Attributes: scale, softcap, isCausal;
+ * inputs: attnMask { shape (rank 2..4, broadcast right-aligned to [B, H, Tq,
+ * T_total]), data (flat; booleans = bool mask, numbers = additive) }, pastKey /
+ * pastValue ([B][kvH][T_past][d]), nonpadKvSeqlen ([B]). The causal frontier
+ * is j <= i + offset: offset = T_past with a past, nonpad[b] - Tq with
+ * nonpadKvSeqlen, else 0. A short mask is padded with false / -inf. Returns
+ * { Y [B][H][Tq][dv], presentKey, presentValue, scaled, masked, weights }
+ * (the last three [B][H][Tq][T_total]).
+ */
+export function onnxAttention({ Q, K, V, attnMask, pastKey, pastValue, nonpadKvSeqlen, isCausal = false, scale, softcap = 0 }) {
+  const B = Q.length, H = Q[0].length, Tq = Q[0][0].length, dk = Q[0][0][0].length, kvH = K[0].length;
+  const presentKey = K.map((kb, b) => kb.map((kh, g) => [...(pastKey ? pastKey[b][g] : []), ...kh]));
+  const presentValue = V.map((vb, b) => vb.map((vh, g) => [...(pastValue ? pastValue[b][g] : []), ...vh]));
+  const past = pastKey ? pastKey[0][0].length : 0;
+  const T = presentKey[0][0].length;
+  const s = scale ?? 1 / Math.sqrt(dk);
+  // The mask value at (b, h, i, j): broadcast by numpy's rules, padded past its last dimension.
+  const maskAt = (b, h, i, j) => {
+    if (!attnMask) return 0;
+    const shape = attnMask.shape, dims = [B, H, Tq, T].slice(4 - shape.length);
+    const idx = [b, h, i, j].slice(4 - shape.length);
+    if (idx[idx.length - 1] >= shape[shape.length - 1]) return -Infinity;
+    let flat = 0;
+    for (let a = 0; a < shape.length; ++a) {
+      const last = a === shape.length - 1;  // may be shorter (padded)
+      if (!last && shape[a] !== 1 && shape[a] !== dims[a]) throw new Error(`mask dim ${a} does not broadcast`);
+      flat = flat * shape[a] + (shape[a] === 1 ? 0 : idx[a]);
+    }
+    const v = attnMask.data[flat];
+    return typeof v === "boolean" ? (v ? 0 : -Infinity) : v;
+  };
+  const scaled = [], masked = [], weights = [], Y = [];
+  for (let b = 0; b < B; ++b) {
+    scaled.push([]); masked.push([]); weights.push([]); Y.push([]);
+    const offset = pastKey ? past : nonpadKvSeqlen ? nonpadKvSeqlen[b] - Tq : 0;
+    for (let h = 0; h < H; ++h) {
+      const g = Math.floor(h / (H / kvH));
+      const k = presentKey[b][g], v = presentValue[b][g];
+      const sc = Q[b][h].map((q) => k.map((kj) => {
+        const x = q.reduce((acc, qc, c) => acc + qc * kj[c], 0) * s;
+        return softcap > 0 ? softcap * Math.tanh(x / softcap) : x;
+      }));
+      const ms = sc.map((row, i) => row.map((x, j) => {
+        let bias = maskAt(b, h, i, j);
+        if (isCausal && j > i + offset) bias = -Infinity;
+        if (nonpadKvSeqlen && j >= nonpadKvSeqlen[b]) bias = -Infinity;
+        return x + bias;
+      }));
+      const w = softmaxRows(ms);
+      scaled[b].push(sc); masked[b].push(ms); weights[b].push(w);
+      Y[b].push(matmul(w, v));
+    }
+  }
+  return { Y, presentKey, presentValue, scaled, masked, weights };
+}
+
+/** A nested [d0][d1]...[dn] array from a flat array and a shape. */
+export function nest(flat, shape) {
+  if (shape.length === 1) return Array.from(flat.slice(0, shape[0]));
+  const step = shape.slice(1).reduce((a, b) => a * b, 1);
+  return Array.from({ length: shape[0] }, (_, i) => nest(flat.slice(i * step, (i + 1) * step), shape.slice(1)));
+}
