@@ -1,0 +1,138 @@
+// Browser tests that change the page's controls the way a person does (choose
+// options, type into fields, click cells) in Debian's Chromium through
+// playwright-core, and check the page against the one loaded fresh from its own
+// URL. Issue #19, defects 1-3.
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync } from "node:fs";
+import path from "node:path";
+import { after, before, beforeEach, test } from "node:test";
+import { chromium } from "playwright-core";
+import { dist, shots } from "./helpers.mjs";
+import { serve } from "./server.mjs";
+
+const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+  "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+
+let server, browser, context, page;
+let problems = [];
+
+function watch(p, into) {
+  p.on("console", (m) => {
+    if (m.type() === "error" || m.type() === "warning") into.push(`console ${m.type()}: ${m.text()}`);
+  });
+  p.on("pageerror", (e) => into.push(`page error: ${e.message}`));
+}
+
+const ready = (p = page) => p.waitForSelector("body[data-ready='1']", { timeout: 15000 });
+const state = (p = page) => p.evaluate(() => window.__attnkit.state());
+const shot = (name) => page.screenshot({ path: path.join(shots, `controls-${name}.png`) });
+
+/** Everything the stage and caption show: every matrix's size and numbers, and the caption's text. */
+function snapshot(p = page) {
+  return p.evaluate(() => {
+    const svg = document.querySelector('svg[data-testid="scene-svg"]');
+    const matrices = {};
+    for (const id of window.__attnkit.matrixIds()) {
+      const m = window.__attnkit.matrix(id);
+      matrices[id] = { rows: m.rows, cols: m.cols, values: Array.from(m.values, (v) => (Number.isFinite(v) ? Number(v.toPrecision(6)) : String(v))) };
+    }
+    return {
+      view: svg?.getAttribute("data-view"), step: svg?.getAttribute("data-step"),
+      title: document.querySelector('[data-testid="scene-title"]')?.textContent,
+      caption: document.querySelector('[data-testid="caption"]')?.textContent.replace(/\s+/g, " ").trim(),
+      matrices,
+    };
+  });
+}
+
+/** The page loaded fresh from the current page's URL shows the same. */
+async function sameAsFreshLoad(what) {
+  await page.waitForTimeout(200); // the URL follows the state within 120 ms
+  const here = await snapshot();
+  const fresh = await context.newPage();
+  const freshProblems = [];
+  watch(fresh, freshProblems);
+  try {
+    await fresh.goto(page.url());
+    await ready(fresh);
+    assert.deepEqual(await snapshot(fresh), here, `${what}: the page differs from the page loaded from its URL ${page.url()}`);
+    assert.deepEqual(freshProblems, [], `${what}: the fresh page's problems`);
+  } finally {
+    await fresh.close();
+  }
+}
+
+async function gotoStep(n) {
+  await page.click(`[data-testid="step-${n}"]`);
+  await page.waitForSelector(`svg[data-testid="scene-svg"][data-step="${n}"][data-view="steps"]`);
+}
+
+/** Types `text` into a number field and commits it (Enter), as a person does. */
+async function typeInto(sel, text) {
+  await page.fill(sel, "");
+  await page.type(sel, text);
+  await page.press(sel, "Enter");
+}
+
+/** Clicks cell (r, c) of a matrix on screen (at its centre, where a mouse would). */
+async function clickCell(id, r, c) {
+  const box = await page.locator(`[data-testid="matrix-${id}"] rect.cell[data-row="${r}"][data-col="${c}"]`).boundingBox();
+  await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
+  await page.waitForSelector('[data-testid="cell-editor"] input');
+}
+
+async function cellValue(id, r, c) {
+  return Number(await page.getAttribute(`[data-testid="matrix-${id}"] rect.cell[data-row="${r}"][data-col="${c}"]`, "data-value"));
+}
+
+before(async () => {
+  assert.ok(existsSync(path.join(dist, "index.html")), "web/dist is missing: run `npx vite build web` first");
+  mkdirSync(shots, { recursive: true });
+  server = await serve(dist);
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+  context = await browser.newContext({ viewport: { width: 1440, height: 900 }, reducedMotion: "reduce" });
+});
+
+beforeEach(async () => {
+  await page?.close();
+  problems = [];
+  page = await context.newPage();
+  watch(page, problems);
+  await page.goto(server.url);
+  await ready();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+test("mask = padding chosen on the default page: 9 x 9 matrices, -inf in M, decoding works, same as a reload", async () => {
+  await page.selectOption('[data-testid="mask"]', "padding");
+  await page.waitForFunction(() => window.__attnkit.state().mask === "padding");
+  await gotoStep(5);
+  const T = (await page.evaluate(() => window.__attnkit.matrix("M"))).rows;
+  assert.equal(T, 9, "T = 9: seven tokens and two [PAD]");
+  const M = await page.evaluate(() => Array.from(window.__attnkit.matrix("M").values));
+  assert.equal(M.length, 81);
+  assert.equal(M.filter((v) => v === -Infinity).length, 18, "the two [PAD] columns of M are -inf");
+  await shot("padding-step5");
+  await sameAsFreshLoad("mask = padding, step 5");
+  for (const n of [2, 6, 7]) {
+    await gotoStep(n);
+    await sameAsFreshLoad(`mask = padding, step ${n}`);
+  }
+  await page.click('[data-testid="view-decoding"]');
+  await page.waitForSelector('svg[data-testid="scene-svg"][data-view="decoding"]');
+  assert.match(await page.textContent('[data-testid="scene-title"]'), /decod/i);
+  assert.ok(await page.locator('[data-testid="scene-svg"] rect.cell, [data-testid="scene-svg"] canvas').count() > 0, "decoding: cells drawn");
+  await shot("padding-decoding");
+  await sameAsFreshLoad("mask = padding, decoding");
+  // And back: the mask off again gives the 7 x 7 page.
+  await page.selectOption('[data-testid="mask"]', "none");
+  await gotoStep(5);
+  assert.equal((await page.evaluate(() => window.__attnkit.matrix("M"))).rows, 7);
+  await sameAsFreshLoad("mask back to none");
+  assert.deepEqual(problems, []);
+});
