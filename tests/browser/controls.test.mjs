@@ -136,3 +136,49 @@ test("mask = padding chosen on the default page: 9 x 9 matrices, -inf in M, deco
   await sameAsFreshLoad("mask back to none");
   assert.deepEqual(problems, []);
 });
+
+test("a bad cell edit is refused at the cell with the reason; the page stays usable; a good one is applied", async () => {
+  const noun = 0, train = 1;
+  const before = await cellValue("X", train, noun);
+  for (const typed of ["1e30", "NaN", "abc", "", "1e400", "-1e7"]) {
+    await clickCell("X", train, noun);
+    await page.fill('[data-testid="cell-editor"] input', typed);
+    await page.press('[data-testid="cell-editor"] input', "Enter");
+    const msg = page.locator('[data-testid="cell-editor-error"]');
+    await msg.waitFor({ timeout: 3000 });
+    const text = await msg.textContent();
+    assert.match(text, /−?1e6|1 000 000|1,000,000/, `"${typed}": the message says what is accepted (${text})`);
+    assert.ok(await page.isVisible('[data-testid="cell-editor"]'), `"${typed}": the editor stays open`);
+    if (typed === "1e30") await shot("bad-edit-1e30");
+    await page.press('[data-testid="cell-editor"] input', "Escape");
+    await page.waitForSelector('[data-testid="cell-editor"]', { state: "detached" });
+    assert.equal(await cellValue("X", train, noun), before, `"${typed}": the cell keeps its value`);
+    assert.deepEqual((await state()).edits, {}, `"${typed}": no edit kept`);
+    assert.equal(await page.locator('[data-testid="error"]').count(), 0, `"${typed}": no page error`);
+  }
+  // Still usable: steps change, and a good value is applied.
+  await gotoStep(3);
+  await gotoStep(1);
+  await clickCell("X", train, noun);
+  await page.fill('[data-testid="cell-editor"] input', "2.5");
+  await page.press('[data-testid="cell-editor"] input', "Enter");
+  await page.waitForFunction(() => window.__attnkit.state().edits["X0:1:0"] === 2.5);
+  assert.equal(await cellValue("X", train, noun), 2.5);
+  await sameAsFreshLoad("after a good edit");
+  assert.deepEqual(problems, []);
+});
+
+test("a URL with a bad cell value opens with that value dropped and a note saying so", async () => {
+  await page.goto(`${server.url}?ed=X0:1:0=1e30,X0:2:1=0.5`);
+  await ready();
+  const s = await state();
+  assert.deepEqual(s.edits, { "X0:2:1": 0.5 }, "the good edit kept, the bad one dropped");
+  const note = await page.textContent('[data-testid="url-note"]');
+  assert.match(note, /1e\+?30/, `the note names the dropped value (${note})`);
+  assert.ok(await page.isVisible('[data-testid="url-note"]'));
+  assert.ok(await page.locator('[data-testid="matrix-X"] rect.cell').count() > 0, "the stage is drawn");
+  await shot("bad-url-note");
+  await page.waitForFunction(() => !location.search.includes("1e30") && !location.search.includes("1e+30"));
+  await gotoStep(2);
+  assert.deepEqual(problems, []);
+});
