@@ -182,3 +182,29 @@ test("a URL with a bad cell value opens with that value dropped and a note sayin
   await gotoStep(2);
   assert.deepEqual(problems, []);
 });
+
+test("adjusted settings: the field shows the value used and the reason sits next to it", async () => {
+  // Default weights (identity): heads must divide d_model = 16.
+  await typeInto('[data-testid="heads"]', "3");
+  await page.waitForFunction(() => window.__attnkit.state().heads === 3);
+  assert.equal(await page.inputValue('[data-testid="heads"]'), "2", "heads field: the value used");
+  assert.match(await page.textContent('[data-testid="adj-heads"]'), /3.*2.*divide.*16/, "heads: why");
+  // d_k, d_v and kv heads are fixed by these weights: the page says so.
+  for (const id of ["dK", "dV", "kvHeads"]) assert.ok(await page.isDisabled(`[data-testid="${id}"]`));
+  assert.match(await page.textContent('[data-testid="shape-hint"]'), /seeded random/);
+  await shot("adjusted-heads");
+  await page.selectOption('[data-testid="weights"]', "random");
+  for (const [typed, used] of [["0", "1"], ["100000", "256"]]) {
+    await typeInto('[data-testid="dK"]', typed);
+    await page.waitForFunction((v) => window.__attnkit.state().dK === v, Number(typed));
+    assert.equal(await page.inputValue('[data-testid="dK"]'), used, `d_k ${typed}: the field shows ${used}`);
+    assert.match(await page.textContent('[data-testid="adj-dK"]'), new RegExp(`${typed}.*${used}`), `d_k ${typed}: why`);
+    assert.match(await page.textContent('[data-testid="adj-dK"]'), /1.*256/, `d_k ${typed}: the range`);
+  }
+  await shot("adjusted-dk");
+  await typeInto('[data-testid="dK"]', "8");
+  await page.waitForFunction(() => window.__attnkit.state().dK === 8);
+  assert.equal((await page.textContent('[data-testid="adj-dK"]')).trim(), "", "no note when the value is used as typed");
+  assert.doesNotMatch(await page.textContent('[data-testid="shape-hint"]'), /d_k/, "random weights: d_k is not fixed");
+  assert.deepEqual(problems, []);
+});
