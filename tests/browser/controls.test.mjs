@@ -7,7 +7,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { after, before, beforeEach, test } from "node:test";
 import { chromium } from "playwright-core";
-import { dist, shots } from "./helpers.mjs";
+import { dist, shots, stateWalk } from "./helpers.mjs";
 import { serve } from "./server.mjs";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
@@ -207,4 +207,12 @@ test("adjusted settings: the field shows the value used and the reason sits next
   assert.equal((await page.textContent('[data-testid="adj-dK"]')).trim(), "", "no note when the value is used as typed");
   assert.doesNotMatch(await page.textContent('[data-testid="shape-hint"]'), /d_k/, "random weights: d_k is not fixed");
   assert.deepEqual(problems, []);
+});
+
+test("state consistency: 200 seeded random control changes, each page equal to its fresh load", { timeout: 180000 }, async () => {
+  const seed = Number(process.env.WALK_SEED ?? Date.now() % 100000);
+  console.log(`# state walk seed ${seed} (replay: WALK_SEED=${seed})`);
+  const r = await stateWalk({ evaluate: (fn, arg) => page.evaluate(fn, arg), problems: async () => problems, seed, steps: 200, budgetMs: 100000, label: "Chromium" });
+  console.log(`# Chromium: ${r.done} changes in ${r.ms} ms`);
+  assert.ok(r.done >= 200, `only ${r.done} changes within the time budget`);
 });

@@ -476,7 +476,7 @@ async function main(): Promise<void> {
   // Test hook: timing, the state, and the numbers of every matrix on screen (canvas ones included).
   (window as unknown as { __attnkit: unknown }).__attnkit = {
     timing, target: attn.target, simd: attn.simd, state: () => state, animation: () => animation, playing: () => playing,
-    matrix: (id: string, nth = 0) => drawnMatrix(id, nth), matrixIds: () => drawnIds(),
+    matrix: (id: string, nth = 0) => drawnMatrix(id, nth), matrixIds: () => drawnIds(), query: () => toQuery(state),
   };
   bindControls(() => state, set);
   bindNav();
