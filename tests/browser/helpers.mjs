@@ -446,6 +446,17 @@ export function smokeTests(name, open, { serveDist = serve, todo = {} } = {}) {
     await noProblems();
   });
 
+  browserTest(`${name}: state consistency: 200 seeded random control changes, each page equal to its fresh load`, { timeout: 300000, todo: todo.stateWalk }, async () => {
+    await d.viewport(1280, 800);
+    await d.goto(server.url);
+    await ready();
+    const seed = Number(process.env.WALK_SEED ?? Date.now() % 100000);
+    console.log(`${d.label}: state walk seed ${seed} (replay: WALK_SEED=${seed})`);
+    const r = await stateWalk({ evaluate: (fn, arg) => d.evaluate(fn, arg), problems: () => d.problems(), seed, steps: 200, budgetMs: 200000, label: d.label });
+    console.log(`${d.label}: ${r.done} changes in ${r.ms} ms`);
+    assert.ok(r.done >= 200, `only ${r.done} changes within the time budget`);
+  });
+
   browserTest(`${name}: narrow screen (420 px or the browser's narrowest window): the scene shows first, the settings are a drawer`, async () => {
     await d.viewport(420, 900);
     const width = await d.evaluate(() => innerWidth);

@@ -89,7 +89,7 @@ export function resolveConfig(s: State): Config {
     }
     heads = h;
     dK = dV = dModel / heads;
-    fixedHint = `With ${seedMode ? "seed 001's printed" : weights === "identity" ? "identity" : "hand-designed"} weights d_k = d_v = d_model / heads = ${dModel} / ${heads} = ${dK}, and kv heads = heads: choose seeded random weights to set them.`;
+    fixedHint = `${seedMode ? "Seed 001's" : weights === "identity" ? "Identity" : "Designed"} weights fix d_k = d_v = ${dModel} / ${heads} and kv heads = heads; seeded random weights free them.`;
   } else {
     adjusted.dK = why(s.dK, dK, range(1, 256));
     adjusted.dV = why(s.dV, dV, range(1, 256));
@@ -103,7 +103,7 @@ export function resolveConfig(s: State): Config {
   }
   if (seedMode) dModel = 4;
   if (s.emb !== "random" || seedMode) {
-    adjusted.dModel = seedMode ? "fixed: seed 001 prints X with d_model = 4" : `fixed at ${dModel}, one per named feature: choose seeded random embeddings to set it`;
+    adjusted.dModel = seedMode ? "fixed: seed 001 prints X with d_model = 4" : `fixed: one per named feature (seeded random embeddings free it)`;
   }
   const scale = (s.scaling ? 1 / Math.sqrt(dK) : 1) / s.temperature;
   return {

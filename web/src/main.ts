@@ -136,7 +136,7 @@ function dropFailingEdits(): void {
 function showUrlNote(): void {
   const note = $("url-note");
   if (!urlDropped.length) return;
-  note.querySelector("span")!.textContent = `This link held values the page cannot use, so they were dropped. ${urlDropped.join("; ")}.`;
+  note.querySelector("span")!.textContent = `This link held values the page cannot use, so they were dropped. ${urlDropped.map((d) => d.replace(/\.$/, "")).join("; ")}.`;
   note.hidden = false;
 }
 
