@@ -8,6 +8,10 @@
 //   peak      the FMA throughput of the best Highway target (bench/native/peak.cc)
 // GFLOP/s counts 4 * T_q * T_k * d per head (QK^T and PV, 2 flops per FMA),
 // also for causal runs, so a causal figure reads as "dense-equivalent" speed.
+// BM_AttnkitQueries times T_q = 1..9 queries against T_k keys (d = 64), the
+// native side of the small-calls sweep. The JSON's context names the kernels
+// the libraries picked on this machine: attnkit's Highway target, OpenBLAS's
+// core (openblas_get_corename) and build (openblas_get_config).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -248,6 +252,24 @@ void BM_OpenBlasDecode(benchmark::State& state) {
   SetFlops(state, 4.0 * tokens * kD * h);
 }
 
+// T_q queries (state.range(0)) against T_k keys (state.range(1)), d = 64,
+// one thread: microseconds per call.
+void BM_AttnkitQueries(benchmark::State& state) {
+  const size_t T_q = state.range(0), T_k = state.range(1);
+  const auto q = RandomVector(T_q * kD, 1), k = RandomVector(T_k * kD, 2), v = RandomVector(T_k * kD, 3);
+  std::vector<float> out(T_q * kD);
+  const attnkit::AttentionOptions o;
+  for (auto _ : state) {
+    const attnkit::Status s = attnkit::Attention(attnkit::ConstMatrixView(q.data(), T_q, kD),
+                                                 attnkit::ConstMatrixView(k.data(), T_k, kD),
+                                                 attnkit::ConstMatrixView(v.data(), T_k, kD), o,
+                                                 attnkit::MatrixView(out.data(), T_q, kD));
+    if (!s.ok()) state.SkipWithError(s.message().c_str());
+    benchmark::DoNotOptimize(out.data());
+  }
+  SetFlops(state, 4.0 * T_q * T_k * kD);
+}
+
 void BM_FmaPeak(benchmark::State& state) {
   double gflops = 0;
   for (auto _ : state) gflops = attnkit_bench::FmaPeakGflops(200000000);
@@ -284,6 +306,10 @@ BENCHMARK(BM_AttnkitDecode)
     ->ArgNames({"cache", "threads"})
     ->ArgsProduct({{1024, 4096, 16384, 32768}, {1, kThreads}})
     ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttnkitQueries)
+    ->ArgNames({"T_q", "keys"})
+    ->ArgsProduct({{1, 2, 3, 4, 5, 6, 7, 8, 9}, {64, 256, 1024}})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_OpenBlasMultiHead)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_OpenBlasDecode)
@@ -328,6 +354,7 @@ double CpuMilliseconds() {
 //                      was not running)
 //   peak               answers the FMA peak in GFLOP/s, measured now (~20 ms),
 //                      so that a share of the peak can come from the same round
+//   info               answers the Highway target attnkit dispatches to
 int Serve() {
   constexpr size_t kHeads = 8, kModel = kHeads * kD;
   std::vector<float> q, k, v, x, w[4], out;
@@ -399,6 +426,8 @@ int Serve() {
       std::cout << ms.count() / reps << " " << (CpuMilliseconds() - cpu0) / reps << std::endl;
     } else if (command == "peak") {
       std::cout << attnkit_bench::FmaPeakGflops(5000000) << std::endl;
+    } else if (command == "info") {
+      std::cout << attnkit::targets::Name(attnkit::targets::Current()) << std::endl;
     } else {
       std::cout << "error: unknown command (or nothing loaded): " << line << std::endl;
     }
@@ -412,6 +441,10 @@ int main(int argc, char** argv) {
   if (argc == 2 && std::string(argv[1]) == "--serve") return Serve();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  // What each library picked on this machine, in the JSON's context.
+  benchmark::AddCustomContext("attnkit_target", attnkit::targets::Name(attnkit::targets::Current()));
+  benchmark::AddCustomContext("openblas_corename", openblas_get_corename());
+  benchmark::AddCustomContext("openblas_config", openblas_get_config());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
