@@ -60,17 +60,48 @@ build() {
       # package, hence .cjs (the Node loader's locateFile asks for that name).
       cp build/wasm-threads/src/bindings/attnkit-threads.worker.js dist/
       cp build/wasm-threads/src/bindings/attnkit-threads.node.worker.js dist/attnkit-threads.node.worker.cjs
+      # Emscripten's Node loaders, made safe to bundle and to share a process
+      # with (#18). Each edit must apply exactly once, or the build stops.
+      #  - scriptDirectory = __dirname: an ES module bundle has no __dirname
+      #    (the wasm is embedded; the worker's path comes from locateFile).
+      #  - require("fs"|"path"|"worker_threads"|"os"|...): Node's own
+      #    process.getBuiltinModule where it exists (20.16+), so that an ES
+      #    module bundle's require shim is never called.
+      #  - global.Worker = worker_threads.Worker (threads): a process-wide
+      #    global that tells other code it runs in a browser; a local instead.
+      #  - quit_'s process.exit (never called: no main, no exit()): a throw.
+      node - dist/attnkit-{simd,scalar,threads}.node.cjs <<'JS'
+const fs = require("node:fs");
+for (const file of process.argv.slice(2)) {
+  let text = fs.readFileSync(file, "utf8");
+  const edit = (from, to, { all = false } = {}) => {
+    const n = text.split(from).length - 1;
+    if (n === 0 || (!all && n !== 1)) throw new Error(`${file}: expected ${all ? "some" : "one"} ${from}, found ${n}`);
+    text = text.split(from).join(to);
+  };
+  edit('scriptDirectory=__dirname+"/"', 'scriptDirectory=typeof __dirname=="string"?__dirname+"/":""');
+  edit('require("', '(typeof process.getBuiltinModule=="function"?process.getBuiltinModule:require)("', { all: true });
+  edit('process["exit"](status)', "throw toThrow");
+  if (file.includes("threads")) edit("global.Worker=nodeWorkerThreads.Worker", "var Worker=nodeWorkerThreads.Worker");
+  for (const bad of ['"uncaughtException"', '"unhandledRejection"', "process.exit", 'process["exit"]', "global.Worker"]) {
+    if (text.includes(bad)) throw new Error(`${file} still contains ${bad}`);
+  }
+  fs.writeFileSync(file, text);
+}
+JS
       # The JS layer: one ES module for browsers and bundlers, one CommonJS
       # module for Node (re-exported to Node ESM by attnkit.node.mjs).
-      npx esbuild src/js/web.js --bundle --format=esm --log-level=warning \
+      # The package's version, exported as `version` by both entry points.
+      local define="--define:__ATTNKIT_VERSION__=$(node -p 'JSON.stringify(require("./package.json").version)')"
+      npx esbuild src/js/web.js --bundle --format=esm --log-level=warning "$define" \
         --external:./attnkit-simd.mjs --external:./attnkit-scalar.mjs --external:./attnkit-threads.mjs \
         --outfile=dist/attnkit.mjs
-      npx esbuild src/js/node.js --bundle --format=cjs --platform=node --log-level=warning \
+      npx esbuild src/js/node.js --bundle --format=cjs --platform=node --log-level=warning "$define" \
         --external:./attnkit-simd.node.cjs --external:./attnkit-scalar.node.cjs \
         --external:./attnkit-threads.node.cjs \
         --outfile=dist/attnkit.node.cjs
       cp src/js/node.mjs dist/attnkit.node.mjs
-      cp src/js/attnkit.d.ts dist/attnkit.d.ts ;;
+      cp src/js/attnkit.d.ts dist/attnkit.d.ts && cp src/js/attnkit.d.ts dist/attnkit.d.cts ;;
     *) echo "build: unknown variant '$variant' (native, asan, wasm, wasm-scalar, wasm-threads, fuzz, package)" >&2; return 2 ;;
   esac
 }

@@ -104,8 +104,11 @@ TEST_CASE("Status: codes have stable names, ToString combines code and message",
   CHECK(names.size() == 6);
   CHECK(Status().ok());
   CHECK(Status::Ok().ToString() == "ok");
-  const Status s(ErrorCode::kShapeMismatch, "W_Q: expected 4 rows (d_model of X), got 3");
+  const Status s(ErrorCode::kShapeMismatch, "W_Q", "expected 4 rows (d_model of X), got 3");
   CHECK(!s.ok());
+  CHECK(s.parameter() == "W_Q");
+  CHECK(s.detail() == "expected 4 rows (d_model of X), got 3");
+  CHECK(s.message() == "W_Q: expected 4 rows (d_model of X), got 3");
   CHECK(s.code() == ErrorCode::kShapeMismatch);
   CHECK(s.ToString() == "shape_mismatch: W_Q: expected 4 rows (d_model of X), got 3");
 }
@@ -293,11 +296,11 @@ TEST_CASE("Attention rejects masks of the wrong shape and bad additive values",
           "[errors][attention][mask]") {
   Single p;
   {
-    const TestMask m(4, 5);  // T_k 5 instead of 6
+    const TestMask m(4, 7);  // T_k 7 instead of 6 (fewer columns pad, as in ONNX)
     AttentionOptions o;
     o.bool_mask = m.view();
     CHECK_ERROR(attnkit::Attention(p.Q, p.K, p.V, o, p.out),
-                Err(kShape).Name("bool_mask").Num(6).Num(5));
+                Err(kShape).Name("bool_mask").Num(6).Num(7));
     const TestMask m2(3, 6);  // T_q 3 instead of 4
     o.bool_mask = m2.view();
     CHECK_ERROR(attnkit::Attention(p.Q, p.K, p.V, o, p.out),
@@ -578,11 +581,11 @@ TEST_CASE("MultiHeadAttentionQKV rejects bad head configs, batches and key_lengt
     p.CheckStillWorks(kl);
   }
   {
-    const TestMask m(3, 4);  // per item [T_q, T_k] = [3, 5]
+    const TestMask m(3, 6);  // per item [T_q, T_k] = [3, 5]
     AttentionOptions bm;
     bm.bool_mask = m.view();
     CHECK_ERROR(attnkit::MultiHeadAttentionQKV(p.Q, p.K, p.V, 2, p.cfg(), bm, p.out),
-                Err(kShape).Name("bool_mask").Num(5).Num(4));
+                Err(kShape).Name("bool_mask").Num(5).Num(6));
     const TestMatrix a(6, 5);  // [B*T_q, T_k] instead of [T_q, T_k]
     AttentionOptions am;
     am.additive_mask = a.cview();

@@ -155,7 +155,7 @@ TEST_CASE("Fused attention reports scores that overflow to +inf, -inf or NaN",
         AttentionOptions o;
         o.scale = 1.0f;
         TestMatrix out(9, 3);
-        CHECK_ERROR(Attention(Q, K, V, o, out), Err(ErrorCode::kOverflow).Name("out"));
+        CHECK_ERROR(Attention(Q, K, V, o, out), Err(ErrorCode::kOverflow).Name("Q"));
         Q(4, 0) = Q(4, 1) = 0.5f;  // the module keeps working
         CheckFusedEqualsTrace(Q, K, V, o);
       }

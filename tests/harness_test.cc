@@ -117,7 +117,7 @@ TEST_CASE("harness: Random is deterministic and in range", "[harness]") {
 
 TEST_CASE("harness: ErrorMismatch checks the code, the parameter name and the numbers",
           "[harness][errors]") {
-  const Status s(ErrorCode::kShapeMismatch, "W_Q: expected 4 rows (d_model of X), got 13");
+  const Status s(ErrorCode::kShapeMismatch, "W_Q", "expected 4 rows (d_model of X), got 13");
   CHECK(ErrorMismatch(s, Err(ErrorCode::kShapeMismatch).Name("W_Q").Num(4).Num(13)).empty());
   CHECK(!ErrorMismatch(s, Err(ErrorCode::kInvalidArgument).Name("W_Q")).empty());
   CHECK(ErrorMismatch(s, Err(ErrorCode::kInvalidArgument).Or(ErrorCode::kShapeMismatch)).empty());

@@ -391,3 +391,44 @@ TEST_CASE("MultiHeadDecode with bad input leaves the cache unchanged and works a
 
 }  // namespace
 }  // namespace attnkit_test
+
+namespace attnkit_test {
+namespace {
+
+TEST_CASE("KVCache: Truncate rolls back, Clone copies and the two then diverge", "[kv_cache]") {
+  const size_t batch = 2, kvh = 2, d_k = 3, d_v = 4, cap = 6;
+  KVCache cache;
+  REQUIRE_OK(KVCache::Create(batch, kvh, d_k, d_v, cap, &cache));
+  const TestMatrix K1 = Random(batch * 2, kvh * d_k, 1), V1 = Random(batch * 2, kvh * d_v, 2);
+  const TestMatrix K2 = Random(batch * 1, kvh * d_k, 3), V2 = Random(batch * 1, kvh * d_v, 4);
+  REQUIRE_OK(cache.Append(K1, V1));
+  REQUIRE_OK(cache.Append(K2, V2));
+  CHECK(cache.size() == 3);
+
+  KVCache copy;
+  REQUIRE_OK(cache.Clone(&copy));
+  CHECK(copy.size() == 3);
+  CHECK(copy.capacity() == cap);
+  CheckCacheHolds(copy, {&K1, &K2}, {&V1, &V2});
+
+  // Truncate drops the last token of every item; appending again overwrites it.
+  REQUIRE_OK(cache.Truncate(2));
+  CHECK(cache.size() == 2);
+  CheckCacheHolds(cache, {&K1}, {&V1});
+  const TestMatrix K3 = Random(batch * 1, kvh * d_k, 5), V3 = Random(batch * 1, kvh * d_v, 6);
+  REQUIRE_OK(cache.Append(K3, V3));
+  CheckCacheHolds(cache, {&K1, &K3}, {&V1, &V3});
+  CheckCacheHolds(copy, {&K1, &K2}, {&V1, &V2});  // the clone is its own memory
+
+  CHECK_ERROR(cache.Truncate(4), Err(ErrorCode::kInvalidArgument).Name("size").Num(3).Num(4));
+  CHECK(cache.size() == 3);
+  REQUIRE_OK(cache.Truncate(0));
+  CHECK(cache.size() == 0);
+  KVCache empty;
+  CHECK_ERROR(empty.Truncate(0), Err(ErrorCode::kInvalidArgument).Name("cache"));
+  CHECK_ERROR(empty.Clone(&copy), Err(ErrorCode::kInvalidArgument).Name("cache"));
+  CHECK_ERROR(cache.Clone(nullptr), Err(ErrorCode::kInvalidArgument).Name("copy"));
+}
+
+}  // namespace
+}  // namespace attnkit_test

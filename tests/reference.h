@@ -261,6 +261,112 @@ inline Mat MultiHead(const Mat& X, size_t batch, const Mat& W_Q, const Mat& W_K,
   return MatMul(merged, W_O);
 }
 
+
+// ---------------------------------------------------------------------------
+// ONNX Attention (opset 23/24), written from its specification: the operator's
+// inputs as tensors, broadcasting by numpy's right-aligned rules, no attnkit
+// layouts except the concatenated [B*T, heads*d] of 3-D Q, K, V.
+
+// An attn_mask tensor [b, h, q, k] (rank 2 and 3 masks have b = 1, and h = 1
+// for rank 2) broadcast to [B, H, T_q, T_total]; its last dimension may be
+// shorter than T_total and is then padded with false / -inf.
+struct Mask4 {
+  size_t b = 1, h = 1, q = 1, k = 1;
+  bool is_bool = true;
+  std::vector<double> v;  // [b][h][q][k]; bool: 0 or 1
+
+  Mask4() = default;
+  Mask4(size_t b_, size_t h_, size_t q_, size_t k_, bool is_bool_)
+      : b(b_), h(h_), q(q_), k(k_), is_bool(is_bool_), v(b_ * h_ * q_ * k_, is_bool_ ? 1.0 : 0.0) {}
+  double& at(size_t bb, size_t hh, size_t i, size_t j) { return v[((bb * h + hh) * q + i) * k + j]; }
+  // The element that (item, head, query, key) broadcasts from, padded.
+  double Get(size_t bb, size_t hh, size_t i, size_t j) const {
+    if (j >= k) return is_bool ? 0.0 : kNegInf;
+    return v[(((b == 1 ? 0 : bb) * h + (h == 1 ? 0 : hh)) * q + (q == 1 ? 0 : i)) * k + j];
+  }
+};
+
+struct OnnxOptions {
+  std::optional<double> scale;
+  double softcap = 0.0;
+  bool is_causal = false;
+  // The causal frontier: key j <= i + offset. Lower-right (attnkit's
+  // default) is offset = T_total - T_q; ONNX's is the past length, or
+  // nonpad_kv_seqlen[b] - T_q per item.
+  bool upper_left = false;
+  std::vector<long long> offsets;  // per item (upper_left); empty = all 0
+  std::vector<size_t> nonpad;      // per item key padding; empty = none
+  std::optional<Mask4> bool_mask;
+  std::optional<Mask4> additive;
+};
+
+struct OnnxResult {
+  Mat Y;                     // [B*T_q, H*d_v]
+  Mat present_K, present_V;  // [B*kvh*T_total, d]
+  Mat raw, scaled, masked, weights;  // [B*H*T_q, T_total]
+};
+
+// Q [B*T_q, H*d_k], K [B*T_k, kvh*d_k], V [B*T_k, kvh*d_v]; past_K
+// [B*kvh*T_past, d_k] and past_V [B*kvh*T_past, d_v] (0 rows: none).
+inline OnnxResult OnnxAttention(const Mat& Q, const Mat& K, const Mat& V, const Mat& past_K,
+                                const Mat& past_V, size_t B, size_t H, size_t kvh,
+                                const OnnxOptions& o) {
+  const size_t T_q = Q.rows / B, T_k = K.rows / B, d_k = Q.cols / H, d_v = V.cols / kvh;
+  const size_t T_past = past_K.rows / (B * kvh), T = T_past + T_k;
+  OnnxResult r;
+  // present = concat(past, new) along the sequence, per (item, kv head).
+  r.present_K = Mat(B * kvh * T, d_k);
+  r.present_V = Mat(B * kvh * T, d_v);
+  for (size_t b = 0; b < B; ++b)
+    for (size_t g = 0; g < kvh; ++g)
+      for (size_t t = 0; t < T; ++t) {
+        const size_t row = (b * kvh + g) * T + t;
+        for (size_t c = 0; c < d_k; ++c)
+          r.present_K(row, c) = t < T_past ? past_K((b * kvh + g) * T_past + t, c)
+                                           : K(b * T_k + t - T_past, g * d_k + c);
+        for (size_t c = 0; c < d_v; ++c)
+          r.present_V(row, c) = t < T_past ? past_V((b * kvh + g) * T_past + t, c)
+                                           : V(b * T_k + t - T_past, g * d_v + c);
+      }
+  const double scale = o.scale ? *o.scale : 1.0 / std::sqrt(static_cast<double>(d_k));
+  r.Y = Mat(B * T_q, H * d_v);
+  for (Mat* m : {&r.raw, &r.scaled, &r.masked, &r.weights}) *m = Mat(B * H * T_q, T);
+  for (size_t b = 0; b < B; ++b) {
+    for (size_t h = 0; h < H; ++h) {
+      const size_t g = h / (H / kvh), row0 = (b * H + h) * T_q;
+      for (size_t i = 0; i < T_q; ++i) {
+        for (size_t j = 0; j < T; ++j) {
+          double raw = 0.0;
+          for (size_t c = 0; c < d_k; ++c)
+            raw += Q(b * T_q + i, h * d_k + c) * r.present_K((b * kvh + g) * T + j, c);
+          double s = raw * scale;
+          if (o.softcap > 0.0) s = o.softcap * std::tanh(s / o.softcap);
+          // The bias: causal frontier, key padding, then the mask.
+          bool allowed = true;
+          if (o.is_causal) {
+            const long long off = o.upper_left ? (o.offsets.empty() ? 0 : o.offsets[b])
+                                               : static_cast<long long>(T) -
+                                                     static_cast<long long>(T_q);
+            allowed &= static_cast<long long>(j) <= static_cast<long long>(i) + off;
+          }
+          if (!o.nonpad.empty()) allowed &= j < o.nonpad[b];
+          if (o.bool_mask) allowed &= o.bool_mask->Get(b, h, i, j) != 0.0;
+          double bias = allowed ? 0.0 : kNegInf;
+          if (o.additive && allowed) bias += o.additive->Get(b, h, i, j);
+          r.raw(row0 + i, j) = raw;
+          r.scaled(row0 + i, j) = s;
+          r.masked(row0 + i, j) = bias == kNegInf ? kNegInf : s + bias;
+        }
+      }
+      const Mat w = SoftmaxRows(r.masked.Block(row0, T_q, 0, T));
+      r.weights.SetBlock(row0, 0, w);
+      const Mat v = r.present_V.Block((b * kvh + g) * T, T, 0, d_v);
+      r.Y.SetBlock(b * T_q, h * d_v, MatMul(w, v));
+    }
+  }
+  return r;
+}
+
 }  // namespace ref
 
 #endif  // ATTNKIT_TESTS_REFERENCE_H_

@@ -418,6 +418,9 @@ inline const char* CodeString(ErrorCode c) { return attnkit::ErrorCodeName(c); }
 inline std::string ErrorMismatch(const Status& s, const Expect& e) {
   std::ostringstream os;
   if (s.ok()) return "expected an error, got ok";
+  // Bindings read the parameter and the detail apart, never parse the message.
+  if (s.parameter().empty()) os << "no parameter; ";
+  if (s.message() != s.parameter() + ": " + s.detail()) os << "message is not parameter: detail; ";
   bool code_ok = false;
   for (ErrorCode c : e.codes) code_ok |= (s.code() == c);
   if (!code_ok) {

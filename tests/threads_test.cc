@@ -163,7 +163,7 @@ TEST_CASE("An overflow found on a worker thread is reported, and the pool keeps 
     K(5, c) = 1e30f;
   }
   TestMatrix out(T, d);
-  CHECK_ERROR(Attention(Q, K, V, o, out), Err(ErrorCode::kOverflow).Name("out"));
+  CHECK_ERROR(Attention(Q, K, V, o, out), Err(ErrorCode::kOverflow).Name("Q"));
   for (size_t c = 0; c < d; ++c) Q(T - 1, c) = 0.5f;
   const Status ok = Attention(Q, K, V, o, out);
   CHECK(ok.ok());

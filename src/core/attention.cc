@@ -30,22 +30,30 @@ Status CheckQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V) {
 }
 
 // Allocates every [T_q, T_k] matrix of a trace.
-Status AllocateTraceScores(size_t T_q, size_t T_k, AttentionTrace* trace) {
+// `parameter` names the input whose rows give T_q.
+Status AllocateTraceScores(const char* parameter, size_t T_q, size_t T_k, AttentionTrace* trace) {
   for (Matrix* m : {&trace->raw_scores, &trace->scaled_scores, &trace->masked_scores,
                     &trace->weights}) {
-    ATTNKIT_RETURN_IF_ERROR(Allocate("scores [T_q, T_k]", T_q, T_k, m));
+    ATTNKIT_RETURN_IF_ERROR(Allocate(parameter, "scores [T_q, T_k]", T_q, T_k, m));
   }
   return Status::Ok();
 }
 
 // Attention on given Q, K, V into `out`, or into trace->output when tracing.
-Status RunQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
+Status RunQKV(const char* source, ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
               const AttentionOptions& options, size_t default_scale_dim, MatrixView out,
               AttentionTrace* trace) {
   AttentionJob job;
+  job.source = source;
   ATTNKIT_RETURN_IF_ERROR(CheckOptions(options, Q.rows, K.rows, default_scale_dim,
-                                       /*batched=*/false, &job));
-  job.heads.push_back({Q, K, V, out, internal::KeyLength(options, 0, K.rows)});
+                                       /*batched=*/false, 1, 1, &job));
+  internal::HeadTask task;
+  task.Q = Q;
+  task.K = K;
+  task.V = V;
+  task.out = out;
+  internal::SetHeadMasks(options, 0, 0, &task);
+  job.heads.push_back(task);
   job.trace = trace;
   ATTNKIT_RETURN_IF_ERROR(internal::RunAttentionJob(&job));
   if (trace) trace->scale = job.params.scale;
@@ -84,22 +92,28 @@ Status RunProjected(ProjectionNames names, ConstMatrixView X_q, ConstMatrixView 
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("W_V", W_V));
 
   AttentionJob job;
-  ATTNKIT_RETURN_IF_ERROR(CheckOptions(options, T_q, T_k, d_k, /*batched=*/false, &job));
+  job.source = names.X_q;
+  ATTNKIT_RETURN_IF_ERROR(CheckOptions(options, T_q, T_k, d_k, /*batched=*/false, 1, 1, &job));
   // Intermediates are built here and handed over only on success.
   AttentionTrace local;
   AttentionTrace* t = &local;
-  ATTNKIT_RETURN_IF_ERROR(Allocate("Q [T_q, d_k]", T_q, d_k, &t->Q));
-  ATTNKIT_RETURN_IF_ERROR(Allocate("K [T_k, d_k]", T_k, d_k, &t->K));
-  ATTNKIT_RETURN_IF_ERROR(Allocate("V [T_k, d_v]", T_k, d_v, &t->V));
+  ATTNKIT_RETURN_IF_ERROR(Allocate(names.X_q, "Q [T_q, d_k]", T_q, d_k, &t->Q));
+  ATTNKIT_RETURN_IF_ERROR(Allocate(names.X_kv, "K [T_k, d_k]", T_k, d_k, &t->K));
+  ATTNKIT_RETURN_IF_ERROR(Allocate(names.X_kv, "V [T_k, d_v]", T_k, d_v, &t->V));
   if (trace) {
-    ATTNKIT_RETURN_IF_ERROR(AllocateTraceScores(T_q, T_k, t));
-    ATTNKIT_RETURN_IF_ERROR(Allocate("output [T_q, d_v]", T_q, d_v, &t->output));
-    ATTNKIT_RETURN_IF_ERROR(AllocateCopy("X [T, d_model]", X_q, &t->X));
+    ATTNKIT_RETURN_IF_ERROR(AllocateTraceScores(names.X_q, T_q, T_k, t));
+    ATTNKIT_RETURN_IF_ERROR(Allocate(names.X_q, "output [T_q, d_v]", T_q, d_v, &t->output));
+    ATTNKIT_RETURN_IF_ERROR(AllocateCopy(names.X_q, "X [T, d_model]", X_q, &t->X));
     out = t->output.view();
   }
   job.projections = {{X_q, W_Q, t->Q.view()}, {X_kv, W_K, t->K.view()}, {X_kv, W_V, t->V.view()}};
-  job.heads.push_back({t->Q.view(), t->K.view(), t->V.view(), out,
-                       internal::KeyLength(options, 0, T_k)});
+  internal::HeadTask task;
+  task.Q = t->Q.view();
+  task.K = t->K.view();
+  task.V = t->V.view();
+  task.out = out;
+  internal::SetHeadMasks(options, 0, 0, &task);
+  job.heads.push_back(task);
   job.trace = trace ? t : nullptr;
   ATTNKIT_RETURN_IF_ERROR(internal::RunAttentionJob(&job));
   if (trace) {
@@ -119,7 +133,7 @@ Status Attention(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
   for (auto [name, in] : {std::pair<const char*, ConstMatrixView>{"Q", Q}, {"K", K}, {"V", V}}) {
     ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, name, in));
   }
-  return RunQKV(Q, K, V, options, Q.cols, out, nullptr);
+  return RunQKV("Q", Q, K, V, options, Q.cols, out, nullptr);
 }
 
 Status SelfAttention(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrixView W_K,
@@ -140,14 +154,14 @@ Status ParameterFreeAttention(ConstMatrixView X, const AttentionOptions& options
                                      "d_model, the columns of X"));
   ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, "X", X));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("X", X));
-  return RunQKV(X, X, X, options, X.cols, out, nullptr);
+  return RunQKV("X", X, X, X, options, X.cols, out, nullptr);
 }
 
 Status TraceAttention(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrixView W_K,
                       ConstMatrixView W_V, const AttentionOptions& options,
                       AttentionTrace* trace) {
   if (trace == nullptr) {
-    return Status(ErrorCode::kInvalidArgument, "trace: expected a pointer, got null");
+    return Status(ErrorCode::kInvalidArgument, "trace", "expected a pointer, got null");
   }
   return RunProjected({"X", "X"}, X, X, W_Q, W_K, W_V, options, MatrixView(), trace);
 }
@@ -155,16 +169,16 @@ Status TraceAttention(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrixView W_
 Status TraceAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                          const AttentionOptions& options, AttentionTrace* trace) {
   if (trace == nullptr) {
-    return Status(ErrorCode::kInvalidArgument, "trace: expected a pointer, got null");
+    return Status(ErrorCode::kInvalidArgument, "trace", "expected a pointer, got null");
   }
   ATTNKIT_RETURN_IF_ERROR(CheckQKV(Q, K, V));
   AttentionTrace t;
-  ATTNKIT_RETURN_IF_ERROR(AllocateTraceScores(Q.rows, K.rows, &t));
-  ATTNKIT_RETURN_IF_ERROR(Allocate("output [T_q, d_v]", Q.rows, V.cols, &t.output));
-  ATTNKIT_RETURN_IF_ERROR(AllocateCopy("Q [T_q, d_k]", Q, &t.Q));
-  ATTNKIT_RETURN_IF_ERROR(AllocateCopy("K [T_k, d_k]", K, &t.K));
-  ATTNKIT_RETURN_IF_ERROR(AllocateCopy("V [T_k, d_v]", V, &t.V));
-  ATTNKIT_RETURN_IF_ERROR(RunQKV(t.Q, t.K, t.V, options, Q.cols, t.output.view(), &t));
+  ATTNKIT_RETURN_IF_ERROR(AllocateTraceScores("Q", Q.rows, K.rows, &t));
+  ATTNKIT_RETURN_IF_ERROR(Allocate("Q", "output [T_q, d_v]", Q.rows, V.cols, &t.output));
+  ATTNKIT_RETURN_IF_ERROR(AllocateCopy("Q", "Q [T_q, d_k]", Q, &t.Q));
+  ATTNKIT_RETURN_IF_ERROR(AllocateCopy("K", "K [T_k, d_k]", K, &t.K));
+  ATTNKIT_RETURN_IF_ERROR(AllocateCopy("V", "V [T_k, d_v]", V, &t.V));
+  ATTNKIT_RETURN_IF_ERROR(RunQKV("Q", t.Q, t.K, t.V, options, Q.cols, t.output.view(), &t));
   *trace = std::move(t);
   return Status::Ok();
 }

@@ -57,7 +57,7 @@ HWY_INLINE bool DecodeChunk(const internal::HeadTask& t, const internal::ScorePa
     ScaleRow(s, n, p.scale, p.softcap);
     // A score that overflowed (to +-inf or NaN) is an error, never a mask.
     if (!AllFinite(s, n)) return false;
-    ApplyMasks(p, i, j0, s, n);
+    ApplyMasks(t, i, j0, s, n);
     float max;
     if (!RowMax(s, n, &max)) return false;  // +inf from the additive mask
     if (max == -std::numeric_limits<float>::infinity()) continue;

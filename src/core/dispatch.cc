@@ -32,37 +32,54 @@ using internal::HeadTask;
 using internal::Projection;
 using internal::ScoreParams;
 
-// Copies row [n] into row r of m (a trace matrix).
-HWY_INLINE void KeepRow(const float* HWY_RESTRICT row, size_t n, Matrix* m,
-                        size_t r) {
-  std::copy(row, row + n, m->data() + r * m->cols());
+// Copies row [n] into row r of m (a kept stage), unless m is empty.
+HWY_INLINE void KeepRow(const float* HWY_RESTRICT row, size_t n, MatrixView m, size_t r) {
+  if (!m.empty()) std::copy(row, row + n, m.Row(r));
 }
 
-// One head with every intermediate kept in `trace`: Q [T_q, d_k], K [T_k, d_k],
-// V [T_k, d_v] -> out [T_q, d_v], one query row at a time through `row` [T_k]
+// The stages of one head that TraceHead keeps, each [T_q, T_k] or empty.
+struct KeptStages {
+  MatrixView raw, scaled, masked, weights;
+};
+
+// One head one query row at a time, keeping the stages of `keep`: Q [T_q, d_k],
+// K [T_k, d_k], V [T_k, d_v] -> out [T_q, d_v], through `row` [T_k]
 // (scratch). Returns false if scores overflowed.
 HWY_INLINE bool TraceHead(const HeadTask& t, const ScoreParams& p, float* HWY_RESTRICT row,
-                          AttentionTrace* trace) {
+                          const KeptStages& keep) {
   const size_t T_q = t.Q.rows, T_k = t.K.rows, d_k = t.Q.cols, d_v = t.V.cols;
   for (size_t i = 0; i < T_q; ++i) {
     const size_t limit = VisibleKeys(t, p, i);
     const float* HWY_RESTRICT q = t.Q.Row(i);
     DotRows(q, t.K.Row(0), t.K.stride, T_k, d_k, row);
-    KeepRow(row, T_k, &trace->raw_scores, i);
+    KeepRow(row, T_k, keep.raw, i);
     ScaleRow(row, T_k, p.scale, p.softcap);
     // A score that overflowed (to +-inf or NaN) is an error, never a mask.
     if (!AllFinite(row, limit)) return false;
-    KeepRow(row, T_k, &trace->scaled_scores, i);
+    KeepRow(row, T_k, keep.scaled, i);
     for (size_t j = limit; j < T_k; ++j) row[j] = -std::numeric_limits<float>::infinity();
-    ApplyMasks(p, i, 0, row, limit);
-    KeepRow(row, T_k, &trace->masked_scores, i);
+    ApplyMasks(t, i, 0, row, limit);
+    KeepRow(row, T_k, keep.masked, i);
     if (!SoftmaxRow(row, T_k)) return false;
-    KeepRow(row, T_k, &trace->weights, i);
+    KeepRow(row, T_k, keep.weights, i);
     float* HWY_RESTRICT o = t.out.Row(i);
     ZeroRow(o, d_v);
     AddWeightedRows(row, limit, t.V.Row(0), t.V.stride, o, d_v);
   }
   return true;
+}
+
+// The stage `stage` of a job's kScores head kept in its scores view.
+HWY_INLINE KeptStages StageOf(ScoresStage stage, MatrixView scores) {
+  KeptStages keep;
+  switch (stage) {
+    case ScoresStage::kRaw: keep.raw = scores; break;
+    case ScoresStage::kScaled: keep.scaled = scores; break;
+    case ScoresStage::kMasked: keep.masked = scores; break;
+    case ScoresStage::kWeights: keep.weights = scores; break;
+    case ScoresStage::kNone: break;
+  }
+  return keep;
 }
 
 // Runs the rows of `work` of the projections: dst = src W (W packed in panels
@@ -96,7 +113,10 @@ bool RunAttentionJobT(const AttentionJob& job) {
   if (job.after_projections) job.after_projections();
   if (job.trace) {  // one head, on this thread
     const HeadTask& t = job.heads[0];
-    return TraceHead(t, job.params, job.scratch, job.trace) && AllFinite(t.out);
+    AttentionTrace* tr = job.trace;
+    const KeptStages keep{tr->raw_scores.view(), tr->scaled_scores.view(),
+                          tr->masked_scores.view(), tr->weights.view()};
+    return TraceHead(t, job.params, job.scratch, keep) && AllFinite(t.out);
   }
   // Every task owns its output rows (fused) or its partial results (split-K).
   std::atomic<bool> ok{true};
@@ -106,7 +126,10 @@ bool RunAttentionJobT(const AttentionJob& job) {
     const HeadTask& t = job.heads[hw.head];
     float* HWY_RESTRICT scratch = job.scratch + thread * job.scratch_floats;
     bool task_ok;
-    if (job.paths[hw.head] == internal::HeadPath::kFused) {
+    if (job.paths[hw.head] == internal::HeadPath::kScores) {
+      task_ok = TraceHead(t, job.params, scratch, StageOf(job.scores_stage, t.scores)) &&
+                AllFinite(t.out);
+    } else if (job.paths[hw.head] == internal::HeadPath::kFused) {
       task_ok = FlashHead(t, job.params, hw.begin, hw.end, scratch, &packed[thread]) &&
                 AllFinite(t.out.Block(hw.begin, hw.end - hw.begin, 0, t.out.cols));
     } else {
@@ -214,17 +237,21 @@ Status RunAttentionJob(AttentionJob* job) {
     if (job->trace) {
       job->paths[h] = HeadPath::kTrace;
       n = t.K.rows;
+    } else if (job->scores_stage != ScoresStage::kNone) {
+      job->paths[h] = HeadPath::kScores;
+      n = t.K.rows;
+      job->head_work.push_back({h, 0, t.Q.rows});
     } else if (forced_path != HeadPath::kTrace
                    ? forced_path == HeadPath::kFused
                    : UseFusedPath(t.Q.rows, t.K.rows, t.K.cols, t.V.cols)) {
       job->paths[h] = HeadPath::kFused;
       const size_t packed_rows = t.K.cols + RoundUp(t.V.cols, kMaxPanel);
-      ATTNKIT_RETURN_IF_ERROR(CheckedProduct("packed K^T and V [d_k + d_v, T_k]", packed_rows,
+      ATTNKIT_RETURN_IF_ERROR(CheckedProduct(job->source, "packed K^T and V [d_k + d_v, T_k]", packed_rows,
                                              RoundUp(t.K.rows, kFlashTileKeys), &n));
       // kTaskQueries * d_k < n: no overflow in the product.
       static_assert(kTaskQueries <= kFlashTileKeys, "a task's queries take less room than K^T");
       const size_t queries = kTaskQueries * t.K.cols;
-      if (n > std::numeric_limits<size_t>::max() - queries) return OutOfMemory("packed queries", n);
+      if (n > std::numeric_limits<size_t>::max() - queries) return OutOfMemory(job->source, "packed queries", n);
       n += queries;
       for (size_t r = 0; r < t.Q.rows; r += kTaskQueries) {
         job->head_work.push_back({h, r, std::min(t.Q.rows, r + kTaskQueries)});
@@ -236,7 +263,7 @@ Status RunAttentionJob(AttentionJob* job) {
       for (size_t c = 0; c < chunks; ++c) job->head_work.push_back({h, c, c + 1});
       size_t head_partials;  // chunks * T_q: split-K heads have few queries per key
       ATTNKIT_RETURN_IF_ERROR(
-          CheckedProduct("split-K partials", chunks * t.Q.rows, 2 + t.V.cols, &head_partials));
+          CheckedProduct(job->source, "split-K partials", chunks * t.Q.rows, 2 + t.V.cols, &head_partials));
       job->partials_at[h] = partials;
       partials += head_partials;
     }
@@ -253,22 +280,22 @@ Status RunAttentionJob(AttentionJob* job) {
     if (p->src.rows < kPackMinRows) continue;
     size_t n;
     ATTNKIT_RETURN_IF_ERROR(
-        CheckedProduct("packed weights", p->W.rows, RoundUp(p->W.cols, kMaxPanel), &n));
-    if (n > std::numeric_limits<size_t>::max() - shared) return OutOfMemory("packed weights", n);
+        CheckedProduct(job->source, "packed weights", p->W.rows, RoundUp(p->W.cols, kMaxPanel), &n));
+    if (n > std::numeric_limits<size_t>::max() - shared) return OutOfMemory(job->source, "packed weights", n);
     packed_at.push_back({p, shared});
     shared += n;
   }
   const size_t threads = job->pool ? job->pool->num_threads() : 1;
   size_t total;
-  ATTNKIT_RETURN_IF_ERROR(CheckedProduct("scratch per thread", floats, threads, &total));
-  if (total > std::numeric_limits<size_t>::max() - shared) return OutOfMemory("scratch", total);
+  ATTNKIT_RETURN_IF_ERROR(CheckedProduct(job->source, "scratch per thread", floats, threads, &total));
+  if (total > std::numeric_limits<size_t>::max() - shared) return OutOfMemory(job->source, "scratch", total);
   FloatBuffer scratch;
-  if (!scratch.Allocate(total + shared)) return OutOfMemory("scratch", total + shared);
+  if (!scratch.Allocate(total + shared)) return OutOfMemory(job->source, "scratch", total + shared);
   job->scratch = scratch.data();
   job->scratch_floats = floats;
   job->partials = scratch.data() + total;
   for (const auto& [p, at] : packed_at) p->packed = job->partials + at;
-  if (!ATTNKIT_DISPATCH(RunAttentionJobT)(*job)) return OverflowStatus("out");
+  if (!ATTNKIT_DISPATCH(RunAttentionJobT)(*job)) return OverflowStatus(job->source, "the scores and outputs");
   return Status::Ok();
 }
 bool RunMatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) {

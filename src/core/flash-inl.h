@@ -40,30 +40,33 @@ namespace HWY_NAMESPACE {
 constexpr size_t kTileKeys = internal::kFlashTileKeys;
 
 // The number of keys query i sees before the per-cell masks:
-// min(key_length, i + (T_k - T_q) + 1 if causal), clamped to [0, T_k].
+// min(key_length, i + causal_offset + 1 if causal), clamped to [0, T_k]. The
+// task's key length already ends at a short mask's last column, and its
+// causal offset holds the alignment, so that every path (and the tile
+// skipping of the fused kernel) sees one bound per row.
 HWY_INLINE size_t VisibleKeys(const internal::HeadTask& t, const internal::ScoreParams& p,
                               size_t i) {
-  const size_t T_q = t.Q.rows, T_k = t.K.rows;
-  size_t limit = std::min(t.key_length, T_k);
+  size_t limit = std::min(t.key_length, t.K.rows);
   if (p.causal) {
-    const size_t seen = (i + 1 + T_k > T_q) ? i + 1 + T_k - T_q : 0;
-    limit = std::min(limit, seen);
+    const ptrdiff_t seen = static_cast<ptrdiff_t>(i) + 1 + t.causal_offset;
+    limit = seen <= 0 ? 0 : std::min(limit, static_cast<size_t>(seen));
   }
   return limit;
 }
 
-// Applies the per-cell masks to row [n], the scores of query i against keys
-// [j0, j0 + n): -inf where bool_mask forbids, + additive_mask elsewhere.
-HWY_INLINE void ApplyMasks(const internal::ScoreParams& p, size_t i, size_t j0,
+// Applies the task's per-cell masks to row [n], the scores of query i against
+// keys [j0, j0 + n) (j0 + n <= the masks' columns): -inf where bool_mask
+// forbids, + additive_mask elsewhere.
+HWY_INLINE void ApplyMasks(const internal::HeadTask& t, size_t i, size_t j0,
                            float* HWY_RESTRICT row, size_t n) {
-  if (!p.bool_mask.empty()) {
-    const uint8_t* allow = p.bool_mask.Row(i) + j0;
+  if (!t.bool_mask.empty()) {
+    const uint8_t* allow = t.bool_mask.Row(i) + j0;
     for (size_t j = 0; j < n; ++j) {
       if (!allow[j]) row[j] = -std::numeric_limits<float>::infinity();
     }
   }
-  if (!p.additive_mask.empty()) {
-    const float* add = p.additive_mask.Row(i) + j0;
+  if (!t.additive_mask.empty()) {
+    const float* add = t.additive_mask.Row(i) + j0;
     for (size_t j = 0; j < n; ++j) row[j] += add[j];
   }
 }
@@ -240,7 +243,7 @@ struct FlashBlock {
     GemmPanels<kRows, false>(ConstMatrixView(qt, kRows, d_k), packed.KeyTile(j0, d_k),
                              S.Block(0, kRows, 0, cols));
     // Per row: the keys it sees in this tile (n) and their max score.
-    const bool masks = !p.bool_mask.empty() || !p.additive_mask.empty();
+    const bool masks = !t.bool_mask.empty() || !t.additive_mask.empty();
     size_t n[kRows];
     float m_new[kRows];
     for (size_t r = 0; r < kRows; ++r) {
@@ -251,7 +254,7 @@ struct FlashBlock {
       float tile_max;
       // An overflowed score (NaN, +-inf) is an error, never a mask.
       if (!RowMax</*kAllowNegInf=*/false>(row, n[r], &tile_max)) return false;
-      ApplyMasks(p, i0 + r, j0, row, n[r]);
+      ApplyMasks(t, i0 + r, j0, row, n[r]);
       if (masks && !RowMax(row, n[r], &tile_max)) return false;  // +inf from the additive mask
       if (tile_max == kNegInf) n[r] = 0;  // nothing visible in this tile: P row = 0
       m_new[r] = std::max(m[r], tile_max);

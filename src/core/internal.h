@@ -9,27 +9,35 @@
 
 #include "src/core/attention.h"
 #include "src/core/matrix.h"
+#include "src/core/multihead.h"
 #include "src/core/status.h"
 #include "src/core/thread_pool.h"
 
 namespace attnkit {
 namespace internal {
 
-// How raw scores become masked scores (see AttentionOptions).
+// How raw scores become masked scores, for every head (see
+// AttentionOptions); the masks are per head (HeadTask).
 struct ScoreParams {
   float scale = 1.0f;
   float softcap = 0.0f;
   bool causal = false;
-  MaskView bool_mask;             // [T_q, T_k] or empty
-  ConstMatrixView additive_mask;  // [T_q, T_k] or empty
 };
 
 // One head of one batch item: Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]
-// -> out [T_q, d_v]. Keys [key_length, T_k) are masked out.
+// -> out [T_q, d_v]. Keys [key_length, T_k) are masked out; with causal,
+// query i sees keys j <= i + causal_offset. The masks are this (item, head)'s
+// slice, resolved once per task so that the kernels' loops read plain
+// pointers: [T_q, >= key_length] (row stride 0 when one row serves every
+// query), or empty. `scores` [T_q, T_k] receives the job's scores_stage.
 struct HeadTask {
   ConstMatrixView Q, K, V;
   MatrixView out;
   size_t key_length = 0;
+  ptrdiff_t causal_offset = 0;
+  MaskView bool_mask;
+  ConstMatrixView additive_mask;
+  MatrixView scores;
 };
 
 // dst = src W: src [M, K], W [K, N], dst [M, N]. With M >= kPackMinRows,
@@ -110,7 +118,8 @@ inline bool UseFusedPath(size_t T_q, size_t T_k, size_t d_k, size_t d_v) {
 }
 
 // How one head task is computed.
-enum class HeadPath { kTrace, kFused, kSplitK };
+// kScores: one query row at a time as kTrace, keeping one stage per head.
+enum class HeadPath { kTrace, kFused, kSplitK, kScores };
 
 // Tests only: every later head without a trace takes `path` (kFused or
 // kSplitK) whatever its shape; kTrace gives the choice back to UseFusedPath.
@@ -140,7 +149,12 @@ struct AttentionJob {
   ScoreParams params;
   Projection output;
   AttentionTrace* trace = nullptr;
+  // Other than kNone: every head keeps this stage in its HeadTask::scores.
+  ScoresStage scores_stage = ScoresStage::kNone;
   ThreadPool* pool = nullptr;  // null: the caller's thread only
+  // The parameter an error of the job names (its scratch does not fit, or a
+  // result overflowed): the input the queries come from.
+  const char* source = "Q";
 
   // Filled by RunAttentionJob:
   std::vector<HeadPath> paths;                // per head task

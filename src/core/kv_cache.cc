@@ -23,14 +23,14 @@ std::string Str(size_t v) { return std::to_string(v); }
 Status CheckCreated(const KVCache& cache) {
   if (cache.batch() == 0) {
     return Status(ErrorCode::kInvalidArgument,
-                  "cache: expected a cache made by KVCache::Create, got an empty one");
+                  "cache", "expected a cache made by KVCache::Create, got an empty one");
   }
   return Status::Ok();
 }
 
 Status CheckRoom(const KVCache& cache, size_t T_new) {
   if (T_new > cache.capacity() - cache.size()) {
-    return Status(ErrorCode::kCapacity, "capacity: expected at most " + Str(cache.capacity()) +
+    return Status(ErrorCode::kCapacity, "capacity", "expected at most " + Str(cache.capacity()) +
                                             " cached tokens, got " + Str(cache.size()) + " + " +
                                             Str(T_new) + " new = " + Str(cache.size() + T_new));
   }
@@ -42,30 +42,61 @@ Status CheckRoom(const KVCache& cache, size_t T_new) {
 Status KVCache::Create(size_t batch, size_t num_kv_heads, size_t d_k, size_t d_v, size_t capacity,
                        KVCache* cache) {
   if (cache == nullptr) {
-    return Status(ErrorCode::kInvalidArgument, "cache: expected a pointer, got null");
+    return Status(ErrorCode::kInvalidArgument, "cache", "expected a pointer, got null");
   }
   const std::pair<const char*, size_t> sizes[] = {
       {"batch", batch}, {"num_kv_heads", num_kv_heads}, {"d_k", d_k}, {"d_v", d_v},
       {"capacity", capacity}};
   for (const auto& [name, value] : sizes) {
     if (value == 0) {
-      return Status(ErrorCode::kInvalidArgument, std::string(name) + ": expected at least 1, got 0");
+      return Status(ErrorCode::kInvalidArgument, name, "expected at least 1, got 0");
     }
   }
   size_t blocks, rows, nk, nv;
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct("batch * num_kv_heads", batch, num_kv_heads, &blocks));
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct("capacity (tokens * batch * heads)", blocks, capacity, &rows));
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct("capacity (cached keys)", rows, d_k, &nk));
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct("capacity (cached values)", rows, d_v, &nv));
+  ATTNKIT_RETURN_IF_ERROR(
+      internal::CheckedProduct("batch", "batch * num_kv_heads", batch, num_kv_heads, &blocks));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct(
+      "capacity", "cached tokens (batch * num_kv_heads * capacity)", blocks, capacity, &rows));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct(
+      "capacity", "cached keys (batch * num_kv_heads * capacity * d_k)", rows, d_k, &nk));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct(
+      "capacity", "cached values (batch * num_kv_heads * capacity * d_v)", rows, d_v, &nv));
   KVCache c;
   c.batch_ = batch;
   c.num_kv_heads_ = num_kv_heads;
   c.d_k_ = d_k;
   c.d_v_ = d_v;
   c.capacity_ = capacity;
-  if (!c.keys_.Allocate(nk)) return internal::OutOfMemory("capacity (cached keys)", nk);
-  if (!c.values_.Allocate(nv)) return internal::OutOfMemory("capacity (cached values)", nv);
+  if (!c.keys_.Allocate(nk)) return internal::OutOfMemory("capacity", "cached keys", nk);
+  if (!c.values_.Allocate(nv)) return internal::OutOfMemory("capacity", "cached values", nv);
   *cache = std::move(c);
+  return Status::Ok();
+}
+
+Status KVCache::Truncate(size_t size) {
+  ATTNKIT_RETURN_IF_ERROR(CheckCreated(*this));
+  if (size > size_) {
+    return Status(ErrorCode::kInvalidArgument, "size",
+                  "expected at most the cached tokens per item, " + Str(size_) + ", got " + Str(size));
+  }
+  size_ = size;
+  return Status::Ok();
+}
+
+Status KVCache::Clone(KVCache* copy) const {
+  if (copy == nullptr) return Status(ErrorCode::kInvalidArgument, "copy", "expected a pointer, got null");
+  ATTNKIT_RETURN_IF_ERROR(CheckCreated(*this));
+  KVCache c;
+  ATTNKIT_RETURN_IF_ERROR(Create(batch_, num_kv_heads_, d_k_, d_v_, capacity_, &c));
+  // Whole blocks, filled rows only: [batch, num_kv_heads] blocks of [capacity, d].
+  for (size_t block = 0; block < batch_ * num_kv_heads_; ++block) {
+    std::memcpy(c.keys_.data() + block * capacity_ * d_k_, keys_.data() + block * capacity_ * d_k_,
+                size_ * d_k_ * sizeof(float));
+    std::memcpy(c.values_.data() + block * capacity_ * d_v_,
+                values_.data() + block * capacity_ * d_v_, size_ * d_v_ * sizeof(float));
+  }
+  c.size_ = size_;
+  *copy = std::move(c);
   return Status::Ok();
 }
 
@@ -119,16 +150,16 @@ namespace {
 Status CheckHeadsMatchCache(const Heads& heads, const KVCache& cache) {
   if (heads.num_kv_heads != cache.num_kv_heads()) {
     return Status(ErrorCode::kShapeMismatch,
-                  "num_kv_heads: expected " + Str(cache.num_kv_heads()) +
+                  "num_kv_heads", "expected " + Str(cache.num_kv_heads()) +
                       " (the cache's), got " + Str(heads.num_kv_heads));
   }
   if (heads.d_k != cache.d_k()) {
     return Status(ErrorCode::kShapeMismatch,
-                  "d_k: expected " + Str(cache.d_k()) + " (the cache's), got " + Str(heads.d_k));
+                  "d_k", "expected " + Str(cache.d_k()) + " (the cache's), got " + Str(heads.d_k));
   }
   if (heads.d_v != cache.d_v()) {
     return Status(ErrorCode::kShapeMismatch,
-                  "d_v: expected " + Str(cache.d_v()) + " (the cache's), got " + Str(heads.d_v));
+                  "d_v", "expected " + Str(cache.d_v()) + " (the cache's), got " + Str(heads.d_v));
   }
   return Status::Ok();
 }
@@ -166,7 +197,7 @@ Status AttendCached(ConstMatrixView Q_new, const KVCache& cache, size_t num_head
   ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("Q_new", Q_new.rows, cache.batch(), &T_new));
   if (T_new > cache.size()) {
     return Status(ErrorCode::kShapeMismatch,
-                  "Q_new: expected at most " + Str(cache.size()) +
+                  "Q_new", "expected at most " + Str(cache.size()) +
                       " tokens per item (the cache's size; append K and V first), got " + Str(T_new));
   }
   ATTNKIT_RETURN_IF_ERROR(CheckShape("Q_new", Q_new, Q_new.rows, num_heads * cache.d_k(),
@@ -177,8 +208,10 @@ Status AttendCached(ConstMatrixView Q_new, const KVCache& cache, size_t num_head
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("Q_new", Q_new));
   ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, cache.batch()));
   internal::AttentionJob job;
+  job.source = "Q_new";
   ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T_new, cache.size(), cache.d_k(),
-                                                 /*batched=*/true, &job));
+                                                 /*batched=*/true, cache.batch(), num_heads,
+                                                 &job));
   AddCachedTasks(Q_new, out, cache, T_new, cache.size(), heads, options, &job.heads);
   return internal::RunAttentionJob(&job);
 }
@@ -187,7 +220,7 @@ Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
                        const HeadConfig& config, const AttentionOptions& options, KVCache* cache,
                        MatrixView out) {
   if (cache == nullptr) {
-    return Status(ErrorCode::kInvalidArgument, "cache: expected a pointer, got null");
+    return Status(ErrorCode::kInvalidArgument, "cache", "expected a pointer, got null");
   }
   ATTNKIT_RETURN_IF_ERROR(CheckCreated(*cache));
   ATTNKIT_RETURN_IF_ERROR(CheckView("X_new", X_new));
@@ -206,15 +239,17 @@ Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
   ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, cache->batch()));
   const size_t T_k = cache->size() + T_new;
   internal::AttentionJob job;
+  job.source = "X_new";
   ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T_new, T_k, heads.d_k,
-                                                 /*batched=*/true, &job));
+                                                 /*batched=*/true, cache->batch(),
+                                                 heads.num_heads, &job));
   internal::Projected p;
   ATTNKIT_RETURN_IF_ERROR(internal::AddMultiHeadProjections(X_new, weights, heads, out, &p, &job));
   job.after_projections = [&] { cache->AppendUnchecked(p.K.view(), p.V.view()); };
   AddCachedTasks(p.Q.view(), p.heads_out, *cache, T_new, T_k, heads, options, &job.heads);
   const size_t size_before = cache->size();
   const Status status = internal::RunAttentionJob(&job);
-  if (!status.ok()) cache->Truncate(size_before);  // leave the cache as it was
+  if (!status.ok()) (void)cache->Truncate(size_before);  // leave the cache as it was
   return status;
 }
 

@@ -42,10 +42,17 @@ class KVCache {
 
   void Reset() { size_ = 0; }  // forget all tokens, keep the capacity
 
+  // Keeps the first `size` tokens of every item (e.g. to drop a rejected
+  // speculative token). size must be <= size().
+  Status Truncate(size_t size);
+
+  // *copy = a cache with the same configuration and contents (e.g. one per
+  // beam in beam search); later appends to either leave the other unchanged.
+  Status Clone(KVCache* copy) const;
+
   // For MultiHeadDecode, which has checked everything already: append without
-  // checks, and undo to an earlier size.
+  // checks.
   void AppendUnchecked(ConstMatrixView K_new, ConstMatrixView V_new);
-  void Truncate(size_t size) { if (size < size_) size_ = size; }
 
  private:
   size_t batch_ = 0, num_kv_heads_ = 0, d_k_ = 0, d_v_ = 0, capacity_ = 0;

@@ -45,6 +45,51 @@ Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixVi
                              size_t batch, const HeadConfig& config,
                              const AttentionOptions& options, MatrixView out);
 
+// Which intermediate of attention MultiHeadAttentionQKV returns in
+// MultiHeadExtras::scores (ONNX Attention's qk_matmul_output).
+enum class ScoresStage {
+  kNone,     // nothing is computed or written
+  kRaw,      // Q K^T
+  kScaled,   // Q K^T * scale, then softcap if set (ONNX qk_matmul_output_mode 0 and 1)
+  kMasked,   // scaled + additive mask; -inf where masked (ONNX mode 2)
+  kWeights,  // row softmax; a fully masked row is all zeros (ONNX mode 3)
+};
+
+// Optional inputs and outputs of MultiHeadAttentionQKV beyond Q, K, V and out
+// (ONNX Attention's past_key / past_value, present_key / present_value and
+// qk_matmul_output). K/V heads of the past and present use the per-head
+// layout [batch, num_kv_heads, seq, d] stored as [batch*kvh*seq, d] (as ONNX
+// and KVCache lay them out), so that present can be fed back as the next
+// call's past.
+struct MultiHeadExtras {
+  // [B*kvh*T_past, d_k] and [B*kvh*T_past, d_v]: keys and values that precede
+  // K and V. Both or neither (empty = no past, T_past = 0).
+  ConstMatrixView past_K;
+  ConstMatrixView past_V;
+  // [B*kvh*T_total, d_k] and [B*kvh*T_total, d_v], T_total = T_past + T_k:
+  // receive past followed by K / V of each (item, kv head); attention runs
+  // against them. Both or neither (empty = not returned). Must not overlap
+  // any input.
+  MatrixView present_K;
+  MatrixView present_V;
+  // With a stage other than kNone: scores [B*num_heads*T_q, T_total] receives
+  // that intermediate of every (item, head), block (b, h) at row
+  // (b * num_heads + h) * T_q. Costs a [T_q, T_total] pass per head (the
+  // one-row-at-a-time path); kNone changes nothing.
+  ScoresStage scores_stage = ScoresStage::kNone;
+  MatrixView scores;
+};
+
+// MultiHeadAttentionQKV with past keys and values and the intermediate scores:
+// keys and values are past followed by K, V (T_total = T_past + T_k keys per
+// item); key_lengths, masks and causal alignment refer to those T_total keys
+// (ONNX: causal_alignment kUpperLeft with causal_offset = T_past).
+// Q [B*T_q, h*d_k], K [B*T_k, kvh*d_k], V [B*T_k, kvh*d_v] -> out [B*T_q, h*d_v].
+Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
+                             size_t batch, const HeadConfig& config,
+                             const AttentionOptions& options, const MultiHeadExtras& extras,
+                             MatrixView out);
+
 // Full multi-head self-attention:
 // X [B*T, d_model] -> project -> split -> attend per head -> merge -> W_O
 // -> out [B*T, d_out] (or [B*T, h*d_v] when W_O is empty).

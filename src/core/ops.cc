@@ -26,10 +26,10 @@ Status MatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
   if (A.rows >= internal::kPackMinRows) {
     size_t n;
     ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct(
-        "packed B", B.rows, internal::RoundUp(B.cols, internal::kMaxPanel), &n));
-    if (!packed.Allocate(n)) return internal::OutOfMemory("packed B", n);
+        "B", "B packed in panels", B.rows, internal::RoundUp(B.cols, internal::kMaxPanel), &n));
+    if (!packed.Allocate(n)) return internal::OutOfMemory("B", "B packed in panels", n);
   }
-  if (!internal::RunMatMul(A, B, C, packed.data())) return internal::OverflowStatus("C");
+  if (!internal::RunMatMul(A, B, C, packed.data())) return internal::OverflowStatus("A", "A B");
   return Status::Ok();
 }
 
@@ -42,7 +42,7 @@ Status MatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("B", B));
   ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("C", C, "A", A));
   ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("C", C, "B", B));
-  if (!internal::RunMatMulTransposed(A, B, C)) return internal::OverflowStatus("C");
+  if (!internal::RunMatMulTransposed(A, B, C)) return internal::OverflowStatus("A", "A B^T");
   return Status::Ok();
 }
 
@@ -51,13 +51,13 @@ Status ScaleScores(MatrixView x, float scale, float softcap) {
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("x", x));
   if (!std::isfinite(scale)) {
     return Status(ErrorCode::kInvalidArgument,
-                  "scale: expected a finite number, got " + internal::FloatString(scale));
+                  "scale", "expected a finite number, got " + internal::FloatString(scale));
   }
   if (!std::isfinite(softcap) || softcap < 0.0f) {
     return Status(ErrorCode::kInvalidArgument,
-                  "softcap: expected 0 (off) or a finite number > 0, got " + internal::FloatString(softcap));
+                  "softcap", "expected 0 (off) or a finite number > 0, got " + internal::FloatString(softcap));
   }
-  if (!internal::RunScaleScores(x, scale, softcap)) return internal::OverflowStatus("x");
+  if (!internal::RunScaleScores(x, scale, softcap)) return internal::OverflowStatus("x", "the scaled scores");
   return Status::Ok();
 }
 
@@ -65,7 +65,7 @@ Status SoftmaxRows(MatrixView x) {
   ATTNKIT_RETURN_IF_ERROR(CheckView("x", x));
   // -inf marks masked entries; NaN and +inf are errors.
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("x", x, /*allow_neg_inf=*/true));
-  if (!internal::RunSoftmaxRows(x)) return internal::OverflowStatus("x");
+  if (!internal::RunSoftmaxRows(x)) return internal::OverflowStatus("x", "the softmax of x");
   return Status::Ok();
 }
 

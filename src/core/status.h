@@ -20,26 +20,32 @@ enum class ErrorCode {
 // Returns a stable lower-case name such as "shape_mismatch".
 const char* ErrorCodeName(ErrorCode code);
 
-// The result of a public operation. Messages name the parameter, what was
-// expected and what was given, e.g.
-//   "W_Q: expected 4 rows (d_model of X), got 3".
+// The result of a public operation. An error names the parameter at fault (as
+// the C++ signature names it) and says what was expected and what was given:
+//   parameter() "W_Q", detail() "expected 4 rows (d_model of X), got 3",
+//   message() "W_Q: expected 4 rows (d_model of X), got 3".
+// Bindings read parameter() and detail() apart: no caller parses message().
 class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
-  Status(ErrorCode code, std::string message)
-      : code_(code), message_(std::move(message)) {}
+  Status(ErrorCode code, std::string parameter, std::string detail)
+      : code_(code), parameter_(std::move(parameter)), detail_(std::move(detail)) {
+    message_ = parameter_ + ": " + detail_;
+  }
 
   static Status Ok() { return Status(); }
 
   bool ok() const { return code_ == ErrorCode::kOk; }
   ErrorCode code() const { return code_; }
+  const std::string& parameter() const { return parameter_; }
+  const std::string& detail() const { return detail_; }
   const std::string& message() const { return message_; }
   // "shape_mismatch: W_Q: expected ..." or "ok".
   std::string ToString() const;
 
  private:
   ErrorCode code_ = ErrorCode::kOk;
-  std::string message_;
+  std::string parameter_, detail_, message_;
 };
 
 }  // namespace attnkit

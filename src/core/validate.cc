@@ -16,6 +16,11 @@ namespace {
 
 std::string Str(size_t v) { return std::to_string(v); }
 
+// "1 row", "3 rows".
+std::string Count(size_t n, const char* noun) {
+  return Str(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 // True if no value of row [n] is NaN or +-inf (all exponent bits set). Written
 // on the bits, without branches, so that the compiler vectorises it. Only
 // for inputs that RunAllFinite (the best SIMD target, ~4x faster than this
@@ -43,16 +48,18 @@ std::string ShapeString(size_t rows, size_t cols) {
   return "[" + Str(rows) + ", " + Str(cols) + "]";
 }
 
-Status CheckedProduct(const char* what, size_t a, size_t b, size_t* product) {
+Status CheckedProduct(const char* parameter, const char* what, size_t a, size_t b,
+                      size_t* product) {
   if (b != 0 && a > std::numeric_limits<size_t>::max() / b) {
-    return Status(ErrorCode::kOverflow, std::string(what) + ": expected a size product that fits in size_t, got " +
-                                            Str(a) + " * " + Str(b) + " which overflows");
+    return Status(ErrorCode::kOverflow, parameter,
+                  std::string("expected a size of ") + what + " that fits in size_t, got " +
+                      Str(a) + " * " + Str(b) + " which overflows");
   }
   *product = a * b;
   if (*product > kMaxElements) {
-    return Status(ErrorCode::kOverflow, std::string(what) + ": expected at most " + Str(kMaxElements) +
-                                            " elements, got " + Str(a) + " * " + Str(b) + " = " +
-                                            Str(*product));
+    return Status(ErrorCode::kOverflow, parameter,
+                  std::string("expected at most 2^28 = ") + Str(kMaxElements) + " elements of " +
+                      what + ", got " + Str(a) + " * " + Str(b) + " = " + Str(*product));
   }
   return Status::Ok();
 }
@@ -62,14 +69,14 @@ Status CheckView(const char* name, MatrixViewT<T> v) {
   const std::string n(name);
   if (v.rows == 0 || v.cols == 0) {
     return Status(ErrorCode::kInvalidArgument,
-                  n + ": expected a non-empty matrix, got shape " + ShapeString(v.rows, v.cols));
+                  n, "expected a non-empty matrix, got shape " + ShapeString(v.rows, v.cols));
   }
   if (v.data == nullptr) {
     return Status(ErrorCode::kInvalidArgument,
-                  n + ": expected a data pointer, got null for shape " + ShapeString(v.rows, v.cols));
+                  n, "expected a data pointer, got null for shape " + ShapeString(v.rows, v.cols));
   }
   if (v.stride < v.cols) {
-    return Status(ErrorCode::kInvalidArgument, n + ": expected a row stride >= cols = " + Str(v.cols) +
+    return Status(ErrorCode::kInvalidArgument, n, "expected a row stride >= cols = " + Str(v.cols) +
                                                    ", got " + Str(v.stride));
   }
   size_t span;
@@ -86,14 +93,14 @@ Status CheckShape(const char* name, MatrixViewT<T> v, size_t rows, size_t cols,
   ATTNKIT_RETURN_IF_ERROR(CheckView(name, v));
   const std::string n(name);
   if (v.rows != rows) {
-    return Status(ErrorCode::kShapeMismatch, n + ": expected " + Str(rows) + " rows (" + rows_note +
-                                                 "), got " + Str(v.rows) + " (shape " +
-                                                 ShapeString(v.rows, v.cols) + ")");
+    return Status(ErrorCode::kShapeMismatch, n,
+                  "expected " + Count(rows, "row") + " (" + rows_note + "), got " + Str(v.rows) +
+                      " (shape " + ShapeString(v.rows, v.cols) + ")");
   }
   if (v.cols != cols) {
-    return Status(ErrorCode::kShapeMismatch, n + ": expected " + Str(cols) + " columns (" + cols_note +
-                                                 "), got " + Str(v.cols) + " (shape " +
-                                                 ShapeString(v.rows, v.cols) + ")");
+    return Status(ErrorCode::kShapeMismatch, n,
+                  "expected " + Count(cols, "column") + " (" + cols_note + "), got " +
+                      Str(v.cols) + " (shape " + ShapeString(v.rows, v.cols) + ")");
   }
   return Status::Ok();
 }
@@ -115,10 +122,9 @@ Status CheckFinite(const char* name, ConstMatrixView v, bool allow_neg_inf) {
       if (std::isfinite(x) || (allow_neg_inf && x == -std::numeric_limits<float>::infinity())) {
         continue;
       }
-      return Status(ErrorCode::kNonFinite,
-                    std::string(name) + ": expected finite values" +
-                        (allow_neg_inf ? " or -inf" : "") + ", got " + FloatString(x) +
-                        " at (" + Str(r) + ", " + Str(c) + ")");
+      return Status(ErrorCode::kNonFinite, name,
+                    std::string("expected finite values") + (allow_neg_inf ? " or -inf" : "") +
+                        ", got " + FloatString(x) + " at (" + Str(r) + ", " + Str(c) + ")");
     }
   }
   return Status::Ok();
@@ -145,22 +151,75 @@ Status CheckNoOverlap(const char* out_name, MatrixView out, const char* in_name,
     if (out.cols <= d && d + in.cols <= s) return Status::Ok();
   }
   if (a0 < b1 && b0 < a1) {
-    return Status(ErrorCode::kInvalidArgument, std::string(out_name) +
-                                                   ": expected memory separate from " + in_name +
+    return Status(ErrorCode::kInvalidArgument, out_name, std::string("expected memory separate from ") + in_name +
                                                    ", got an overlapping view");
   }
   return Status::Ok();
 }
 
+namespace {
+
+// A mask [batch * heads * (T_q or 1), keys <= T_k] laid out as `layout` says
+// (see MaskLayout); checked here once so that SetHeadMasks can slice it.
+template <typename T>
+Status CheckMask(const char* name, const char* layout_name, MatrixViewT<T> m, MaskLayout layout,
+                 size_t T_q, size_t T_k, size_t batch, size_t num_heads) {
+  ATTNKIT_RETURN_IF_ERROR(CheckView(name, m));
+  const std::string ln(layout_name);
+  if (layout.batch != 1 && layout.batch != batch) {
+    return Status(ErrorCode::kShapeMismatch, name,
+                      "expected a batch extent (" + ln + ".batch) of 1 or batch = " + Str(batch) +
+                          ", got " + Str(layout.batch));
+  }
+  if (layout.heads != 1 && layout.heads != num_heads) {
+    return Status(ErrorCode::kShapeMismatch, name,
+                      "expected a head extent (" + ln + ".heads) of 1 or num_heads = " +
+                          Str(num_heads) + ", got " + Str(layout.heads));
+  }
+  const size_t blocks = layout.batch * layout.heads;  // both small: checked above
+  size_t rows;
+  ATTNKIT_RETURN_IF_ERROR(CheckedProduct(name, blocks, T_q, &rows));
+  if (m.rows != rows && m.rows != blocks) {
+    return Status(ErrorCode::kShapeMismatch, name,
+                      "expected " + Str(rows) + " rows (" + ln + ".batch " + Str(layout.batch) +
+                          " * " + ln + ".heads " + Str(layout.heads) + " * T_q " + Str(T_q) +
+                          ") or " + Str(blocks) + " (one row shared by every query), got " +
+                          Str(m.rows) + " (shape " + ShapeString(m.rows, m.cols) + ")");
+  }
+  if (m.cols > T_k) {
+    return Status(ErrorCode::kShapeMismatch, name,
+                      "expected at most T_k = " + Str(T_k) +
+                          " columns (the key count; keys past a shorter mask are masked), got " +
+                          Str(m.cols) + " (shape " + ShapeString(m.rows, m.cols) + ")");
+  }
+  return Status::Ok();
+}
+
+// The rows of (item, head) of a mask checked by CheckMask: [T_q, cols], with
+// row stride 0 when one row serves every query.
+template <typename T>
+MatrixViewT<T> MaskSlice(MatrixViewT<T> m, MaskLayout layout, size_t item, size_t head,
+                         size_t T_q) {
+  const size_t blocks = layout.batch * layout.heads;
+  const size_t queries = m.rows / blocks;
+  const size_t block = (layout.batch == 1 ? 0 : item) * layout.heads +
+                       (layout.heads == 1 ? 0 : head);
+  return MatrixViewT<T>(m.data + block * queries * m.stride, T_q, m.cols,
+                        queries == 1 ? 0 : m.stride);
+}
+
+}  // namespace
+
 Status CheckOptions(const AttentionOptions& o, size_t T_q, size_t T_k,
-                    size_t default_scale_dim, bool batched, AttentionJob* job) {
+                    size_t default_scale_dim, bool batched, size_t batch, size_t num_heads,
+                    AttentionJob* job) {
   job->pool = o.pool;
   ScoreParams* params = &job->params;
   if (o.scale.has_value()) {
     const float s = *o.scale;
     if (!std::isfinite(s) || !(s > 0.0f)) {
       return Status(ErrorCode::kInvalidArgument,
-                    "scale: expected a finite number > 0, got " + FloatString(s));
+                    "scale", "expected a finite number > 0, got " + FloatString(s));
     }
     params->scale = s;
   } else {
@@ -168,38 +227,57 @@ Status CheckOptions(const AttentionOptions& o, size_t T_q, size_t T_k,
   }
   if (!std::isfinite(o.softcap) || o.softcap < 0.0f) {
     return Status(ErrorCode::kInvalidArgument,
-                  "softcap: expected 0 (off) or a finite number > 0, got " + FloatString(o.softcap));
+                  "softcap", "expected 0 (off) or a finite number > 0, got " + FloatString(o.softcap));
   }
   params->softcap = o.softcap;
   params->causal = o.causal;
   if (o.key_length.has_value() && *o.key_length > T_k) {
-    return Status(ErrorCode::kInvalidArgument, "key_length: expected at most T_k = " + Str(T_k) +
+    return Status(ErrorCode::kInvalidArgument, "key_length", "expected at most T_k = " + Str(T_k) +
                                                    ", got " + Str(*o.key_length));
   }
   if (!o.key_lengths.empty() && !batched) {
     return Status(ErrorCode::kInvalidArgument,
-                  "key_lengths: expected empty for a single sequence (use key_length), got " +
+                  "key_lengths", "expected empty for a single sequence (use key_length), got " +
                       Str(o.key_lengths.size()) + " lengths");
   }
   for (size_t b = 0; b < o.key_lengths.size(); ++b) {
     if (o.key_lengths[b] > T_k) {
-      return Status(ErrorCode::kInvalidArgument, "key_lengths[" + Str(b) +
-                                                     "]: expected at most T_k = " + Str(T_k) +
+      return Status(ErrorCode::kInvalidArgument, "key_lengths[" + Str(b) + "]",
+                                                     "expected at most T_k = " + Str(T_k) +
                                                      ", got " + Str(o.key_lengths[b]));
     }
   }
-  params->bool_mask = MaskView();
-  if (!o.bool_mask.empty()) {
-    ATTNKIT_RETURN_IF_ERROR(CheckShape("bool_mask", o.bool_mask, T_q, T_k, "T_q, the query count",
-                                       "T_k, the key count"));
-    params->bool_mask = o.bool_mask;
+  if (o.causal_alignment != CausalAlignment::kLowerRight &&
+      o.causal_alignment != CausalAlignment::kUpperLeft) {
+    return Status(ErrorCode::kInvalidArgument, "causal_alignment",
+                      "expected kLowerRight (0) or kUpperLeft (1), got " +
+                          std::to_string(static_cast<int>(o.causal_alignment)));
   }
-  params->additive_mask = ConstMatrixView();
+  if (!o.causal_offsets.empty()) {
+    if (!batched) {
+      return Status(ErrorCode::kInvalidArgument, "causal_offsets",
+                        "expected empty for a single sequence (use causal_offset), got " +
+                            Str(o.causal_offsets.size()) + " offsets");
+    }
+    if (o.causal_alignment != CausalAlignment::kUpperLeft) {
+      return Status(ErrorCode::kInvalidArgument, "causal_offsets",
+                        "expected empty with causal_alignment kLowerRight (offsets apply to "
+                        "kUpperLeft), got " + Str(o.causal_offsets.size()) + " offsets");
+    }
+    if (o.causal_offsets.size() != batch) {
+      return Status(ErrorCode::kInvalidArgument, "causal_offsets",
+                        "expected batch = " + Str(batch) + " offsets (or none), got " +
+                            Str(o.causal_offsets.size()));
+    }
+  }
+  if (!o.bool_mask.empty()) {
+    ATTNKIT_RETURN_IF_ERROR(CheckMask("bool_mask", "bool_mask_layout", o.bool_mask,
+                                      o.bool_mask_layout, T_q, T_k, batch, num_heads));
+  }
   if (!o.additive_mask.empty()) {
-    ATTNKIT_RETURN_IF_ERROR(CheckShape("additive_mask", o.additive_mask, T_q, T_k,
-                                       "T_q, the query count", "T_k, the key count"));
+    ATTNKIT_RETURN_IF_ERROR(CheckMask("additive_mask", "additive_mask_layout", o.additive_mask,
+                                      o.additive_mask_layout, T_q, T_k, batch, num_heads));
     ATTNKIT_RETURN_IF_ERROR(CheckFinite("additive_mask", o.additive_mask, /*allow_neg_inf=*/true));
-    params->additive_mask = o.additive_mask;
   }
   return Status::Ok();
 }
@@ -209,30 +287,56 @@ size_t KeyLength(const AttentionOptions& o, size_t item, size_t T_k) {
   return o.key_length.value_or(T_k);
 }
 
-Status Allocate(const char* what, size_t rows, size_t cols, Matrix* m) {
+void SetHeadMasks(const AttentionOptions& o, size_t item, size_t head, HeadTask* t) {
+  const size_t T_q = t->Q.rows, T_k = t->K.rows;
+  size_t keys = std::min(KeyLength(o, item, T_k), T_k);
+  t->bool_mask = MaskView();
+  t->additive_mask = ConstMatrixView();
+  if (!o.bool_mask.empty()) {
+    t->bool_mask = MaskSlice(o.bool_mask, o.bool_mask_layout, item, head, T_q);
+    keys = std::min(keys, o.bool_mask.cols);
+  }
+  if (!o.additive_mask.empty()) {
+    t->additive_mask = MaskSlice(o.additive_mask, o.additive_mask_layout, item, head, T_q);
+    keys = std::min(keys, o.additive_mask.cols);
+  }
+  t->key_length = keys;
+  // Offsets beyond [-T_q, T_k] see the same keys as those bounds: clamping
+  // keeps i + 1 + offset within ptrdiff_t.
+  int64_t offset = static_cast<int64_t>(T_k) - static_cast<int64_t>(T_q);
+  if (o.causal_alignment == CausalAlignment::kUpperLeft) {
+    offset = o.causal_offsets.empty() ? o.causal_offset : o.causal_offsets[item];
+    offset = std::max<int64_t>(-static_cast<int64_t>(T_q), std::min<int64_t>(offset, T_k));
+  }
+  t->causal_offset = static_cast<ptrdiff_t>(offset);
+}
+
+Status Allocate(const char* parameter, const char* what, size_t rows, size_t cols, Matrix* m) {
   size_t n;
-  ATTNKIT_RETURN_IF_ERROR(CheckedProduct(what, rows, cols, &n));
-  if (!m->Reset(rows, cols)) return OutOfMemory(what, n);
+  ATTNKIT_RETURN_IF_ERROR(CheckedProduct(parameter, what, rows, cols, &n));
+  if (!m->Reset(rows, cols)) return OutOfMemory(parameter, what, n);
   return Status::Ok();
 }
 
-Status AllocateCopy(const char* what, ConstMatrixView v, Matrix* m) {
-  ATTNKIT_RETURN_IF_ERROR(Allocate(what, v.rows, v.cols, m));
+Status AllocateCopy(const char* parameter, const char* what, ConstMatrixView v, Matrix* m) {
+  ATTNKIT_RETURN_IF_ERROR(Allocate(parameter, what, v.rows, v.cols, m));
   for (size_t r = 0; r < v.rows; ++r) {
     std::copy(v.Row(r), v.Row(r) + v.cols, m->data() + r * v.cols);
   }
   return Status::Ok();
 }
 
-Status OutOfMemory(const char* what, size_t floats) {
-  return Status(ErrorCode::kOverflow, std::string(what) + ": expected memory for " + Str(floats) +
-                                          " floats, got an allocation failure");
+Status OutOfMemory(const char* parameter, const char* what, size_t floats) {
+  return Status(ErrorCode::kOverflow, parameter,
+                "expected memory for " + Str(floats) + " floats of " + what +
+                    ", got an allocation failure");
 }
 
-Status OverflowStatus(const char* what) {
-  return Status(ErrorCode::kOverflow,
-                std::string(what) + ": expected results within float range, got an overflow "
-                                    "(inf or NaN) from finite inputs; scale the inputs down");
+Status OverflowStatus(const char* parameter, const char* what) {
+  return Status(ErrorCode::kOverflow, parameter,
+                std::string("expected ") + what +
+                    " within float range, got an overflow (inf or NaN) from finite inputs; "
+                    "scale the inputs down");
 }
 
 }  // namespace internal

@@ -25,8 +25,14 @@ std::string ShapeString(size_t rows, size_t cols);
 // "0.5", "nan", "-inf"
 std::string FloatString(float v);
 
-// a * b, or an error naming `what` if it overflows or exceeds kMaxElements.
-Status CheckedProduct(const char* what, size_t a, size_t b, size_t* product);
+// a * b, or an error naming `parameter` if it overflows or exceeds
+// kMaxElements; `what` says what the product counts ("cached keys").
+Status CheckedProduct(const char* parameter, const char* what, size_t a, size_t b,
+                      size_t* product);
+// As above, where the product is the parameter's own size.
+inline Status CheckedProduct(const char* parameter, size_t a, size_t b, size_t* product) {
+  return CheckedProduct(parameter, parameter, a, b, product);
+}
 
 // A usable view: non-null, rows and cols > 0, stride >= cols, size in range.
 template <typename T>
@@ -45,28 +51,37 @@ Status CheckFinite(const char* name, ConstMatrixView v, bool allow_neg_inf = fal
 Status CheckNoOverlap(const char* out_name, MatrixView out, const char* in_name,
                       ConstMatrixView in);
 
-// Checks options against the shapes of one head [T_q, T_k] with d_k columns
-// and fills the job's score parameters (scale, softcap, masks) and thread
-// pool. `batched`: whether options.key_lengths may be used.
-// `default_scale_dim`: the dimension whose 1/sqrt gives the default scale.
+// Checks options against the shapes of one head [T_q, T_k] with d_k columns,
+// `batch` items and `num_heads` query heads (1 and 1 for single-head calls),
+// and fills the job's score parameters (scale, softcap, causal) and thread
+// pool. `batched`: whether options.key_lengths and causal_offsets may be
+// used. `default_scale_dim`: the dimension whose 1/sqrt gives the default
+// scale.
 Status CheckOptions(const AttentionOptions& options, size_t T_q, size_t T_k,
-                    size_t default_scale_dim, bool batched, AttentionJob* job);
+                    size_t default_scale_dim, bool batched, size_t batch, size_t num_heads,
+                    AttentionJob* job);
 
 // The key length of batch item `item` (all keys if no padding is set).
 size_t KeyLength(const AttentionOptions& options, size_t item, size_t T_k);
 
-// m = zeros [rows, cols], or kOverflow naming `what` if the size is out of
-// range or the memory is not there.
-Status Allocate(const char* what, size_t rows, size_t cols, Matrix* m);
+// Sets t's key length, causal offset and mask slices for (item, head) from
+// options checked by CheckOptions; t->Q and t->K must be set.
+void SetHeadMasks(const AttentionOptions& options, size_t item, size_t head, HeadTask* t);
+
+// m = zeros [rows, cols] holding `what`, or kOverflow naming `parameter` (the
+// input whose size sets it) if the size is out of range or the memory is not
+// there.
+Status Allocate(const char* parameter, const char* what, size_t rows, size_t cols, Matrix* m);
 
 // m = a contiguous copy of v, or kOverflow as Allocate.
-Status AllocateCopy(const char* what, ConstMatrixView v, Matrix* m);
+Status AllocateCopy(const char* parameter, const char* what, ConstMatrixView v, Matrix* m);
 
-// kOverflow: `floats` floats for `what` could not be allocated.
-Status OutOfMemory(const char* what, size_t floats);
+// kOverflow: `floats` floats for `what` (sized by `parameter`) could not be
+// allocated.
+Status OutOfMemory(const char* parameter, const char* what, size_t floats);
 
-// The status for a job that overflowed.
-Status OverflowStatus(const char* what);
+// kOverflow: `what` (computed from `parameter`) overflowed float.
+Status OverflowStatus(const char* parameter, const char* what);
 
 }  // namespace internal
 }  // namespace attnkit

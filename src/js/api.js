@@ -3,12 +3,17 @@
 // outputs into JS-owned Float32Arrays and turns a core error into an
 // AttnkitError whose message names the JS parameter.
 import { AttnkitError, AttnkitTypeError, describe, rangeError, typeError } from "./errors.js";
-import { checkCount, isObject, toMask, toMatrix, toTensor, transposeHeads } from "./convert.js";
+import { checkCount, checkElements, checkKeys, count, isObject, toMask, toMatrix, toTensor, transposeHeads } from "./convert.js";
 
 export { AttnkitError, AttnkitTypeError };
 
 const CODES = ["ok", "invalid_argument", "shape_mismatch", "non_finite", "overflow", "capacity"];
-const OPTION_KEYS = ["scale", "softcap", "causal", "keyLength", "keyLengths", "boolMask", "additiveMask"];
+const OPTION_KEYS = ["scale", "softcap", "causal", "keyLength", "keyLengths", "boolMask", "additiveMask", "out"];
+const CONFIG_KEYS = ["numHeads", "numKvHeads", "dK", "dV"];
+const CACHE_KEYS = ["batch", "numKvHeads", "dK", "dV", "capacity"];
+// The scratch block is given back after a call that grew it past this, so that
+// one large call does not keep its memory from later calls (KV caches).
+const SCRATCH_KEEP_BYTES = 16 << 20;
 // Core parameter names -> the JS names users wrote.
 const CORE_NAMES = {
   scale: "options.scale",
@@ -31,21 +36,25 @@ const CORE_NAMES = {
   Q_new: "Q",
   K_new: "K",
   V_new: "V",
+  size: "size",
 };
 const NONE = { ptr: 0, rows: 0, cols: 0 };
+// The argument block at the start of every call's scratch (32-bit words).
+const ARG_BYTES = 256;
+const FLOAT = new Float32Array(1);
+const FLOAT_BITS = new Uint32Array(FLOAT.buffer);
+/** The bits of x as a float32, for an argument word. */
+function floatBits(x) {
+  FLOAT[0] = x;
+  return FLOAT_BITS[0];
+}
 const TRACE_NAMES = ["X", "Q", "K", "V", "rawScores", "scaledScores", "maskedScores", "weights", "output"];
 
 /** Checks an options object and returns it with defaults (for validation only). */
 function checkOptions(options, extraKeys = []) {
   if (options === undefined) return {};
   if (!isObject(options) || Array.isArray(options)) throw typeError("options", "an object", options);
-  for (const key of Object.keys(options)) {
-    if (!OPTION_KEYS.includes(key) && !extraKeys.includes(key)) {
-      throw new AttnkitTypeError(
-        `options.${key}: expected one of ${[...OPTION_KEYS, ...extraKeys].join(", ")}, got an unknown option`,
-        { parameter: `options.${key}` });
-    }
-  }
+  checkKeys("options", options, [...OPTION_KEYS, ...extraKeys], "option");
   for (const key of ["scale", "softcap"]) {
     const v = options[key];
     if (v === undefined) continue;
@@ -63,15 +72,20 @@ function checkOptions(options, extraKeys = []) {
   if (options.causal !== undefined && typeof options.causal !== "boolean") {
     throw typeError("options.causal", "a boolean", options.causal);
   }
+  if (options.out !== undefined && !(options.out instanceof Float32Array)) {
+    throw typeError("options.out", "a Float32Array", options.out);
+  }
   return options;
 }
 
 function checkWeights(weights, names) {
-  if (!isObject(weights)) throw typeError("weights", `an object {${names.join(", ")}}`, weights);
+  if (!isObject(weights) || Array.isArray(weights)) throw typeError("weights", `an object {${names.join(", ")}}`, weights);
+  checkKeys("weights", weights, names.map((n) => n.replace("?", "")));
 }
 
 function checkConfig(config) {
-  if (!isObject(config)) throw typeError("config", "an object {numHeads, numKvHeads?, dK?, dV?}", config);
+  if (!isObject(config) || Array.isArray(config)) throw typeError("config", "an object {numHeads, numKvHeads?, dK?, dV?}", config);
+  checkKeys("config", config, CONFIG_KEYS);
   const heads = { numHeads: checkCount("config.numHeads", config.numHeads), numKvHeads: 0, dK: 0, dV: 0 };
   for (const key of ["numKvHeads", "dK", "dV"]) {
     if (config[key] !== undefined) heads[key] = checkCount(`config.${key}`, config[key]);
@@ -86,19 +100,43 @@ function asBatchRows(name, t) {
   throw rangeError(`${name}.shape`, "[batch, seq, features] or [seq, features]", `[${t.shape.join(", ")}]`, "shape_mismatch");
 }
 
-export function wrap(M, simd, threads = 1) {
+/**
+ * A cache input as rows [batch * T_new, cols]: a rank-3 tensor's batch must be
+ * the cache's (rank 2 holds the items' rows one after the other).
+ */
+function cacheRows(name, t, batch) {
+  const r = asBatchRows(name, t);
+  if (t.shape.length === 3 && r.batch !== batch) {
+    throw rangeError(`${name}.shape[0]`, `the cache's batch = ${batch}`, `${r.batch} (shape [${t.shape.join(", ")}])`, "shape_mismatch");
+  }
+  return { data: t.data, rows: r.batch * r.seq, cols: r.cols, seq: t.shape.length === 3 ? r.seq : 0 };
+}
+
+/**
+ * The JS API over an Embind module M. `simd`, `threads`: what was loaded;
+ * `onDispose()` runs when the user disposes the module (the loader forgets it).
+ */
+export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} }) {
   // One block of wasm memory, reused by every call and grown when needed.
   let scratch = 0;
   let scratchBytes = 0;
+  let alive = true;
 
-  function reserve(bytes) {
-    if (bytes <= scratchBytes) return scratch;
-    const size = Math.max(bytes, 2 * scratchBytes, 1 << 16);
+  function release() {
     if (scratch) M._free(scratch);
+    scratch = 0;
+    scratchBytes = 0;
+  }
+
+  // `blame` names the input a failure to allocate is reported against.
+  function reserve(bytes, blame) {
+    if (bytes <= scratchBytes) return scratch;
+    const size = Math.max(bytes, Math.min(2 * scratchBytes, SCRATCH_KEEP_BYTES), 1 << 16);
+    release();
     scratch = M._malloc(size);
     if (!scratch) {
-      scratchBytes = 0;
-      throw rangeError("memory", `${size} bytes of wasm memory`, "an allocation failure", "overflow");
+      throw rangeError(blame, `inputs and result that fit in wasm memory (at most 2 GiB in all)`,
+        `${bytes} bytes`, "overflow");
     }
     scratchBytes = size;
     return scratch;
@@ -106,48 +144,67 @@ export function wrap(M, simd, threads = 1) {
 
   /**
    * Lays out inputs ({data, rows, cols} with Float32Array or Uint8Array data, or
-   * a Uint32Array) and outputs ({rows, cols}) in the scratch block, copies the
-   * inputs in, runs fn(views...) and returns the outputs as Matrices.
+   * a Uint32Array) and outputs ({rows, cols, into?}) in the scratch block,
+   * copies the inputs in, runs fn(views...) and returns the outputs as
+   * Matrices (written into `into` when given). Sizes are checked before any
+   * memory is taken.
    */
   function run(inputs, outputs, fn, names) {
     const offsets = [];
-    let bytes = 0;
+    let bytes = ARG_BYTES;  // the argument block first (see args())
     const align = (n) => (n + 15) & ~15;
     for (const x of inputs) {
       offsets.push(bytes);
       if (x) bytes += align((x.data ?? x).byteLength);
     }
     for (const o of outputs) {
+      checkElements(o.blame ?? "output", o.rows, o.cols, o.what ?? " in the result");
+      if (o.into && o.into.length !== o.rows * o.cols) {
+        throw rangeError("options.out", `a Float32Array of ${count(o.rows * o.cols, "value")} (the result [${o.rows}, ${o.cols}])`,
+          `${o.into.length}`, "shape_mismatch");
+      }
       offsets.push(bytes);
       bytes += align(o.rows * o.cols * 4);
     }
-    const base = reserve(bytes);
+    const base = reserve(bytes, inputs.find((x) => x?.name)?.name ?? "input");
+    argsAt = base;
     const views = [];
     inputs.forEach((x, i) => {
       if (!x) return views.push(NONE);
       const ptr = base + offsets[i];
       const data = x.data ?? x;
-      M.HEAPU8.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), ptr);
+      if (data instanceof Float32Array) M.HEAPF32.set(data, ptr >> 2);
+      else if (data instanceof Uint32Array) M.HEAPU32.set(data, ptr >> 2);
+      else M.HEAPU8.set(data, ptr);  // a boolean mask
       views.push(x.data ? { ptr, rows: x.rows, cols: x.cols } : { ptr, count: data.length });
     });
     outputs.forEach((o, i) => views.push({ ptr: base + offsets[inputs.length + i], rows: o.rows, cols: o.cols }));
-    check(fn(...views), names);
-    // Read HEAPF32 only now: the call may have grown memory.
-    return outputs.map((o, i) => {
-      const start = (base + offsets[inputs.length + i]) >> 2;
-      return { data: M.HEAPF32.slice(start, start + o.rows * o.cols), rows: o.rows, cols: o.cols };
-    });
+    try {
+      check(fn(...views), names);
+      // Read HEAPF32 only now: the call may have grown memory.
+      return outputs.map((o, i) => {
+        const start = (base + offsets[inputs.length + i]) >> 2;
+        const n = o.rows * o.cols;
+        if (o.into) {
+          o.into.set(M.HEAPF32.subarray(start, start + n));
+          return { data: o.into, rows: o.rows, cols: o.cols };
+        }
+        return { data: M.HEAPF32.slice(start, start + n), rows: o.rows, cols: o.cols };
+      });
+    } finally {
+      if (scratchBytes > SCRATCH_KEEP_BYTES) release();
+    }
   }
 
+  // A core error as an AttnkitError: the core's parameter (e.g. "key_lengths[2]")
+  // renamed to what the JS caller wrote, and the core's detail.
   function check(code, names = {}) {
     if (code === 0) return;
-    const message = M.lastError();
-    const colon = message.indexOf(":");
-    const coreName = colon > 0 ? message.slice(0, colon) : "";
-    const base = coreName.replace(/\[\d+\]$/, "");
-    const suffix = coreName.slice(base.length);
-    const jsName = (names[base] ?? CORE_NAMES[base] ?? base) + suffix;
-    throw new AttnkitError(jsName + message.slice(colon), {
+    const coreName = M.lastErrorParameter();
+    const index = coreName.match(/\[\d+\]$/)?.[0] ?? "";
+    const base = coreName.slice(0, coreName.length - index.length);
+    const jsName = (names[base] ?? CORE_NAMES[base] ?? base) + index;
+    throw new AttnkitError(`${jsName}: ${M.lastErrorDetail()}`, {
       code: CODES[code] ?? "invalid_argument",
       parameter: jsName,
     });
@@ -162,7 +219,9 @@ export function wrap(M, simd, threads = 1) {
         throw typeError("options.keyLengths", "an array of non-negative integers", o.keyLengths);
       }
       keyLengths = Uint32Array.from(o.keyLengths, (v, i) => checkCount(`options.keyLengths[${i}]`, v, { allowZero: true }));
-      if (keyLengths.length === 0) keyLengths = null;
+      if (keyLengths.length === 0) {
+        throw rangeError("options.keyLengths", "one length per batch item (omit it for no padding)", "an empty array");
+      }
     }
     if (o.keyLength !== undefined) checkCount("options.keyLength", o.keyLength, { allowZero: true });
     return [
@@ -172,40 +231,58 @@ export function wrap(M, simd, threads = 1) {
     ];
   }
 
-  /** The Embind Options value from checked options and their input views. */
-  function optionsValue(options, boolMask, additiveMask, keyLengths, defaultCausal = false) {
+  /**
+   * The options' words of an argument block (see Args::Options in
+   * bindings.cc) from checked options and their input views.
+   */
+  function optionWords(options, boolMask, additiveMask, keyLengths, defaultCausal = false) {
     const o = options ?? {};
-    return {
-      causal: o.causal ?? defaultCausal,
-      hasScale: o.scale !== undefined,
-      scale: o.scale ?? 0,
-      softcap: o.softcap ?? 0,
-      keyLength: o.keyLength ?? -1,
-      keyLengths: keyLengths.ptr,
-      keyLengthsCount: keyLengths.count ?? 0,
-      boolMask,
-      additiveMask,
-    };
+    return [
+      ((o.causal ?? defaultCausal) ? 1 : 0) | (o.scale !== undefined ? 2 : 0),
+      floatBits(o.scale ?? 0), floatBits(o.softcap ?? 0), o.keyLength ?? -1,
+      keyLengths.ptr, keyLengths.count ?? 0,
+      boolMask.ptr, boolMask.rows, boolMask.cols,
+      additiveMask.ptr, additiveMask.rows, additiveMask.cols,
+    ];
+  }
+
+  // Where run() put this call's argument block.
+  let argsAt = 0;
+  /**
+   * Writes a call's arguments into its block and returns the block's address:
+   * each part a view ({ptr, rows, cols}: 3 words), a number (1 word) or an
+   * array of words (options, heads), in the order the binding reads them.
+   */
+  function args(...parts) {
+    const u32 = M.HEAPU32;
+    let i = argsAt >> 2;
+    for (const p of parts) {
+      if (typeof p === "number") {
+        u32[i++] = p;
+      } else if (Array.isArray(p)) {
+        for (const w of p) u32[i++] = w;
+      } else {
+        u32[i++] = p.ptr;
+        u32[i++] = p.rows;
+        u32[i++] = p.cols;
+      }
+    }
+    return argsAt;
   }
 
   // Runs fn(matrices..., options, outputs...) where `mats` are inputs.
   function runWithOptions(mats, options, outputs, fn, names, defaultCausal = false) {
     const extra = optionInputs(options);
+    if (options?.out !== undefined && outputs.length) outputs[0].into = options.out;
     return run([...mats, ...extra], outputs, (...views) => {
       const [bm, am, kl] = views.slice(mats.length, mats.length + 3);
-      const opts = optionsValue(options, bm, am, kl, defaultCausal);
+      const opts = optionWords(options, bm, am, kl, defaultCausal);
       return fn(views.slice(0, mats.length), opts, views.slice(mats.length + 3));
     }, names);
   }
 
-  function assertLive(cache) {
-    if (!cache.handle) {
-      throw new AttnkitError("cache: expected a live KVCache, got one that was disposed", { code: "disposed", parameter: "cache" });
-    }
-  }
-
   const registry = typeof FinalizationRegistry === "function"
-    ? new FinalizationRegistry((handle) => M.kvFree(handle)) : null;
+    ? new FinalizationRegistry((handle) => { if (alive) M.kvFree(handle); }) : null;
 
   function weightMats(weights, withOutput) {
     checkWeights(weights, withOutput ? ["W_Q", "W_K", "W_V", "W_O?"] : ["W_Q", "W_K", "W_V"]);
@@ -213,6 +290,8 @@ export function wrap(M, simd, threads = 1) {
     if (withOutput) mats.push(weights.W_O !== undefined ? toMatrix("weights.W_O", weights.W_O) : null);
     return mats;
   }
+
+  const headWords = (h) => [h.numHeads, h.numKvHeads, h.dK, h.dV];
 
   // d_out of a multi-head call, for the output's shape (the core checks it).
   function headsOut(heads, dModel, W_O, V_cols) {
@@ -222,79 +301,110 @@ export function wrap(M, simd, threads = 1) {
     return heads.numHeads * dV;
   }
 
+  // A cache result [batch * T_new, cols] in the caller's rank.
+  const cacheShape = (r, cols, batch) => (r.seq ? [batch, r.seq, cols] : [r.rows, cols]);
+
   class KVCache {
-    constructor(config) {
-      if (!isObject(config)) throw typeError("config", "an object {batch?, numKvHeads, dK, dV, capacity}", config);
-      const batch = config.batch === undefined ? 1 : checkCount("config.batch", config.batch);
-      const numKvHeads = checkCount("config.numKvHeads", config.numKvHeads);
-      const dK = checkCount("config.dK", config.dK);
-      const dV = checkCount("config.dV", config.dV);
-      const capacity = checkCount("config.capacity", config.capacity);
-      const handle = M.kvCreate(batch, numKvHeads, dK, dV, capacity);
-      if (!handle) check(M.lastErrorCode(), { capacity: "config.capacity", batch: "config.batch" });
-      Object.assign(this, { batch, numKvHeads, dK, dV, capacity, handle });
+    // The core's cache in wasm memory; 0 once disposed. Private: a copy of the
+    // object cannot free it twice.
+    #handle = 0;
+
+    constructor(config, handle = 0) {
+      if (handle) {
+        Object.assign(this, config);
+      } else {
+        if (!isObject(config) || Array.isArray(config)) {
+          throw typeError("config", "an object {batch?, numKvHeads, dK, dV, capacity}", config);
+        }
+        checkKeys("config", config, CACHE_KEYS);
+        const batch = config.batch === undefined ? 1 : checkCount("config.batch", config.batch);
+        const numKvHeads = checkCount("config.numKvHeads", config.numKvHeads);
+        const dK = checkCount("config.dK", config.dK);
+        const dV = checkCount("config.dV", config.dV);
+        const capacity = checkCount("config.capacity", config.capacity);
+        handle = M.kvCreate(batch, numKvHeads, dK, dV, capacity);
+        if (!handle) check(M.lastErrorCode(), { capacity: "config.capacity", batch: "config.batch" });
+        Object.assign(this, { batch, numKvHeads, dK, dV, capacity });
+      }
+      this.#handle = handle;
       registry?.register(this, handle, this);
     }
+    #live() {
+      assertAlive();
+      if (!this.#handle) {
+        throw new AttnkitError("cache: expected a live KVCache, got one that was disposed", { code: "disposed", parameter: "cache" });
+      }
+      return this.#handle;
+    }
     get size() {
-      assertLive(this);
-      return M.kvSize(this.handle);
+      return M.kvSize(this.#live());
     }
     append(K, V) {
-      assertLive(this);
-      const k = toTensor("K", K), v = toTensor("V", V);
-      const kr = asBatchRows("K", k), vr = asBatchRows("V", v);
-      const km = { data: k.data, rows: kr.batch * kr.seq, cols: kr.cols };
-      const vm = { data: v.data, rows: vr.batch * vr.seq, cols: vr.cols };
-      run([km, vm], [], (kv, vv) => M.kvAppend(this.handle, kv, vv));
+      const handle = this.#live();
+      const k = cacheRows("K", toTensor("K", K), this.batch), v = cacheRows("V", toTensor("V", V), this.batch);
+      run([k, v], [], (kv, vv) => M.kvAppend(handle, args(kv, vv)));
     }
-    _cached(item, kvHead, fn) {
-      assertLive(this);
+    #cached(item, kvHead, fn) {
+      const handle = this.#live();
       checkCount("item", item, { allowZero: true });
       checkCount("kvHead", kvHead, { allowZero: true });
       if (item >= this.batch) throw rangeError("item", `an index below batch = ${this.batch}`, `${item}`);
       if (kvHead >= this.numKvHeads) throw rangeError("kvHead", `an index below numKvHeads = ${this.numKvHeads}`, `${kvHead}`);
-      const m = fn(this.handle, item, kvHead);
+      const m = fn(handle, item, kvHead);
       const start = m.ptr >> 2;
       return { data: M.HEAPF32.slice(start, start + m.rows * m.cols), rows: m.rows, cols: m.cols };
     }
-    keys(item, kvHead) { return this._cached(item, kvHead, M.kvKeys); }
-    values(item, kvHead) { return this._cached(item, kvHead, M.kvValues); }
+    keys(item, kvHead) { return this.#cached(item, kvHead, M.kvKeys); }
+    values(item, kvHead) { return this.#cached(item, kvHead, M.kvValues); }
     attend(Q, numHeads, options) {
-      assertLive(this);
-      const q = toTensor("Q", Q);
-      checkCount("numHeads", numHeads);
+      const handle = this.#live();
       checkOptions(options);
-      const r = asBatchRows("Q", q);
-      const qm = { data: q.data, rows: r.batch * r.seq, cols: r.cols };
-      const [out] = runWithOptions([qm], options, [{ rows: qm.rows, cols: numHeads * this.dV }],
-        ([qv], o, [ov]) => M.kvAttend(this.handle, qv, numHeads, o, ov), { num_heads: "numHeads" }, true);
-      return { data: out.data, shape: q.shape.length === 3 ? [r.batch, r.seq, out.cols] : [r.seq, out.cols] };
+      const q = cacheRows("Q", toTensor("Q", Q), this.batch);
+      checkCount("numHeads", numHeads);
+      const [out] = runWithOptions([q], options, [{ rows: q.rows, cols: numHeads * this.dV }],
+        ([qv], o, [ov]) => M.kvAttend(handle, args(qv, numHeads, ov, o)), { num_heads: "numHeads" }, true);
+      return { data: out.data, shape: cacheShape(q, out.cols, this.batch) };
     }
     decode(X, weights, config, options) {
-      assertLive(this);
-      const x = toTensor("X", X);
+      const handle = this.#live();
+      checkOptions(options);
+      const x = cacheRows("X", toTensor("X", X), this.batch);
       const mats = weightMats(weights, true);
       const heads = checkConfig(config);
-      checkOptions(options);
-      const r = asBatchRows("X", x);
-      const xm = { data: x.data, rows: r.batch * r.seq, cols: r.cols };
-      const dOut = headsOut(heads, r.cols, mats[3], 0);
-      const [out] = runWithOptions([xm, ...mats], options, [{ rows: xm.rows, cols: dOut }],
-        ([xv, wq, wk, wv, wo], o, [ov]) => M.kvDecode(this.handle, xv, wq, wk, wv, wo, heads, o, ov), {}, true);
-      return { data: out.data, shape: x.shape.length === 3 ? [r.batch, r.seq, dOut] : [r.seq, dOut] };
+      const dOut = headsOut(heads, x.cols, mats[3], 0);
+      const [out] = runWithOptions([x, ...mats], options, [{ rows: x.rows, cols: dOut }],
+        ([xv, wq, wk, wv, wo], o, [ov]) => M.kvDecode(handle, args(xv, wq, wk, wv, wo, headWords(heads), ov, o)), {}, true);
+      return { data: out.data, shape: cacheShape(x, dOut, this.batch) };
+    }
+    truncate(size) {
+      const handle = this.#live();
+      checkCount("size", size, { allowZero: true });
+      check(M.kvTruncate(handle, size));
+    }
+    fork() {
+      const copy = M.kvClone(this.#live());
+      if (!copy) check(M.lastErrorCode(), { capacity: "cache.capacity" });
+      const { batch, numKvHeads, dK, dV, capacity } = this;
+      return new KVCache({ batch, numKvHeads, dK, dV, capacity }, copy);
     }
     reset() {
-      assertLive(this);
-      M.kvReset(this.handle);
+      M.kvReset(this.#live());
     }
     dispose() {
-      if (!this.handle) return;
+      if (!this.#handle) return;
       registry?.unregister(this);
-      M.kvFree(this.handle);
-      this.handle = 0;
+      if (alive) M.kvFree(this.#handle);
+      this.#handle = 0;
     }
     [Symbol.dispose ?? Symbol.for("Symbol.dispose")]() {
       this.dispose();
+    }
+  }
+
+  function assertAlive() {
+    if (!alive) {
+      throw new AttnkitError("attnkit: expected a live module, got one that was disposed (call createAttnkit() again)",
+        { code: "disposed", parameter: "attnkit" });
     }
   }
 
@@ -311,16 +421,17 @@ export function wrap(M, simd, threads = 1) {
     return result;
   }
 
-  return {
+  const api = {
     simd,
     threads,
+    version,
     target: M.target(),
 
     attention(Q, K, V, options) {
       checkOptions(options);
       const q = toMatrix("Q", Q), k = toMatrix("K", K), v = toMatrix("V", V);
       return runWithOptions([q, k, v], options, [{ rows: q.rows, cols: v.cols }],
-        ([qv, kv, vv], o, [ov]) => M.attention(qv, kv, vv, o, ov))[0];
+        ([qv, kv, vv], o, [ov]) => M.attention(args(qv, kv, vv, ov, o)))[0];
     },
 
     selfAttention(X, weights, options) {
@@ -328,7 +439,7 @@ export function wrap(M, simd, threads = 1) {
       const x = toMatrix("X", X);
       const w = weightMats(weights, false);
       return runWithOptions([x, ...w], options, [{ rows: x.rows, cols: w[2].cols }],
-        ([xv, wq, wk, wv], o, [ov]) => M.selfAttention(xv, wq, wk, wv, o, ov))[0];
+        ([xv, wq, wk, wv], o, [ov]) => M.selfAttention(args(xv, wq, wk, wv, ov, o)))[0];
     },
 
     crossAttention(Xq, Xkv, weights, options) {
@@ -336,34 +447,35 @@ export function wrap(M, simd, threads = 1) {
       const xq = toMatrix("Xq", Xq), xkv = toMatrix("Xkv", Xkv);
       const w = weightMats(weights, false);
       return runWithOptions([xq, xkv, ...w], options, [{ rows: xq.rows, cols: w[2].cols }],
-        ([a, b, wq, wk, wv], o, [ov]) => M.crossAttention(a, b, wq, wk, wv, o, ov))[0];
+        ([a, b, wq, wk, wv], o, [ov]) => M.crossAttention(args(a, b, wq, wk, wv, ov, o)))[0];
     },
 
     parameterFreeAttention(X, options) {
       checkOptions(options);
       const x = toMatrix("X", X);
       return runWithOptions([x], options, [{ rows: x.rows, cols: x.cols }],
-        ([xv], o, [ov]) => M.parameterFreeAttention(xv, o, ov))[0];
+        ([xv], o, [ov]) => M.parameterFreeAttention(args(xv, ov, o)))[0];
     },
 
     trace(X, weights, options) {
       checkOptions(options);
       const x = toMatrix("X", X);
       const w = weightMats(weights, false);
-      runWithOptions([x, ...w], options, [], ([xv, wq, wk, wv], o) => M.trace(xv, wq, wk, wv, o));
+      runWithOptions([x, ...w], options, [], ([xv, wq, wk, wv], o) => M.trace(args(xv, wq, wk, wv, o)));
       return traceResult(true);
     },
 
     traceQKV(Q, K, V, options) {
       checkOptions(options);
       const q = toMatrix("Q", Q), k = toMatrix("K", K), v = toMatrix("V", V);
-      runWithOptions([q, k, v], options, [], ([qv, kv, vv], o) => M.traceQKV(qv, kv, vv, o));
+      runWithOptions([q, k, v], options, [], ([qv, kv, vv], o) => M.traceQKV(args(qv, kv, vv, o)));
       return traceResult(false);
     },
 
     matmul(A, B) {
       const a = toMatrix("A", A), b = toMatrix("B", B);
-      return run([a, b], [{ rows: a.rows, cols: b.cols }], (av, bv, cv) => M.matmul(av, bv, cv))[0];
+      return run([a, b], [{ rows: a.rows, cols: b.cols, blame: "B", what: " in the result A B" }],
+        (av, bv, cv) => M.matmul(args(av, bv, cv)))[0];
     },
 
     softmax(x) {
@@ -371,7 +483,7 @@ export function wrap(M, simd, threads = 1) {
       // In place on the copy in wasm memory: the output is the input's slot.
       const [out] = run([], [{ rows: m.rows, cols: m.cols }], (ov) => {
         M.HEAPF32.set(m.data, ov.ptr >> 2);
-        return M.softmax(ov);
+        return M.softmax(args(ov));
       });
       return out;
     },
@@ -381,7 +493,7 @@ export function wrap(M, simd, threads = 1) {
       checkCount("numHeads", numHeads);
       const d = Math.floor(m.cols / numHeads);
       const [out] = run([m], [{ rows: numHeads * m.rows, cols: Math.max(d, 1) }],
-        (xv, ov) => M.splitHeads(xv, numHeads, ov), { num_heads: "numHeads" });
+        (xv, ov) => M.splitHeads(args(xv, numHeads, ov)), { num_heads: "numHeads" });
       return { data: out.data, shape: [numHeads, m.rows, d] };
     },
 
@@ -392,7 +504,7 @@ export function wrap(M, simd, threads = 1) {
       }
       const [h, T, d] = t.shape;
       return run([{ data: t.data, rows: h * T, cols: d }], [{ rows: T, cols: h * d }],
-        (hv, ov) => M.mergeHeads(hv, h, ov))[0];
+        (hv, ov) => M.mergeHeads(args(hv, h, ov)))[0];
     },
 
     multiHeadAttention(X, weights, config, options) {
@@ -404,7 +516,7 @@ export function wrap(M, simd, threads = 1) {
       const xm = { data: x.data, rows: r.batch * r.seq, cols: r.cols };
       const dOut = headsOut(heads, r.cols, mats[3], 0);
       const [out] = runWithOptions([xm, ...mats], options, [{ rows: xm.rows, cols: dOut }],
-        ([xv, wq, wk, wv, wo], o, [ov]) => M.multiHeadAttention(xv, r.batch, wq, wk, wv, wo, heads, o, ov));
+        ([xv, wq, wk, wv, wo], o, [ov]) => M.multiHeadAttention(args(xv, r.batch, wq, wk, wv, wo, headWords(heads), ov, o)));
       return { data: out.data, shape: x.shape.length === 3 ? [r.batch, r.seq, dOut] : [r.seq, dOut] };
     },
 
@@ -446,11 +558,18 @@ export function wrap(M, simd, threads = 1) {
         seqQ = rq.seq;
       }
       const dOut = headsOut(heads, 0, null, vm.cols);
-      const [out] = runWithOptions([qm, km, vm], options && { ...options, layout: undefined }, [{ rows: qm.rows, cols: dOut }],
-        ([qv, kv, vv], o, [ov]) => M.multiHeadAttentionQKV(qv, kv, vv, batch, heads, o, ov));
+      // bhsd results are transposed after the call, then written into options.out.
+      const into = layout === "bhsd" ? options?.out : undefined;
+      if (into && into.length !== qm.rows * dOut) {
+        throw rangeError("options.out", `a Float32Array of ${count(qm.rows * dOut, "value")} (the result)`, `${into.length}`, "shape_mismatch");
+      }
+      const [out] = runWithOptions([qm, km, vm], options && { ...options, layout: undefined, out: into ? undefined : options.out },
+        [{ rows: qm.rows, cols: dOut }], ([qv, kv, vv], o, [ov]) => M.multiHeadAttentionQKV(args(qv, kv, vv, batch, headWords(heads), ov, o)));
       const dV = dOut / heads.numHeads;
       if (layout === "bhsd") {
-        return { data: transposeHeads(out.data, batch, heads.numHeads, seqQ, dV, true), shape: [batch, heads.numHeads, seqQ, dV] };
+        const data = transposeHeads(out.data, batch, heads.numHeads, seqQ, dV, true);
+        if (into) into.set(data);
+        return { data: into ?? data, shape: [batch, heads.numHeads, seqQ, dV] };
       }
       return { data: out.data, shape: q.shape.length === 3 ? [batch, seqQ, dOut] : [seqQ, dOut] };
     },
@@ -466,5 +585,24 @@ export function wrap(M, simd, threads = 1) {
     heapBytesInUse() {
       return M.heapBytesInUse();
     },
+
+    dispose() {
+      if (!alive) return;
+      release();
+      M.setThreads(1);
+      alive = false;
+      onDispose();
+    },
   };
+  // Every call but dispose() first checks that the module is alive.
+  for (const [key, value] of Object.entries(api)) {
+    if (typeof value === "function" && key !== "dispose") {
+      api[key] = function (...args) {
+        assertAlive();
+        return value.apply(this, args);
+      };
+    }
+  }
+  // One object is shared by every importer of the module: none may change it.
+  return Object.freeze(api);
 }

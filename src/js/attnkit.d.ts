@@ -21,22 +21,52 @@ export interface Tensor {
 }
 
 /**
- * What functions accept as a matrix: a {@link Matrix} (data may also be a plain
- * number array), or nested rows such as `[[1, 2], [3, 4]]`.
+ * The typed arrays attnkit reads numbers from. Not DataView, BigInt64Array or
+ * BigUint64Array (their elements are not numbers), nor other array-likes such
+ * as `{ length: 2, 0: 1, 1: 2 }` or strings: the runtime rejects those.
+ */
+export type NumericTypedArray =
+  | Float32Array
+  | Float64Array
+  | Int8Array
+  | Uint8Array
+  | Uint8ClampedArray
+  | Int16Array
+  | Uint16Array
+  | Int32Array
+  | Uint32Array;
+
+/** Numbers as a real Array or a {@link NumericTypedArray}. */
+export type NumberArray = readonly number[] | NumericTypedArray;
+
+/**
+ * What functions accept as a matrix: a {@link Matrix} (data may also be another
+ * {@link NumberArray}), or an Array of rows, each an Array of numbers or a typed
+ * array, such as `[[1, 2], [3, 4]]`.
  */
 export type MatrixLike =
-  | { data: Float32Array | ArrayLike<number>; rows: number; cols: number }
-  | ArrayLike<ArrayLike<number>>;
+  | { readonly data: NumberArray; readonly rows: number; readonly cols: number }
+  | readonly NumberArray[];
 
-/** A boolean mask [T_q, T_k]: true / nonzero = may attend. */
+/**
+ * A boolean mask [T_q, T_k]: true / nonzero = may attend. `data` (or each row of
+ * an Array of rows) holds booleans or numbers, or is a typed array.
+ */
 export type MaskLike =
-  | { data: Uint8Array | ArrayLike<number | boolean>; rows: number; cols: number }
-  | ArrayLike<ArrayLike<number | boolean>>;
+  | { readonly data: readonly (number | boolean)[] | NumericTypedArray; readonly rows: number; readonly cols: number }
+  | readonly (readonly (number | boolean)[] | NumericTypedArray)[];
 
 /** What functions accept as a tensor: a {@link Tensor} or a {@link MatrixLike} (rank 2). */
 export type TensorLike =
-  | { data: Float32Array | ArrayLike<number>; shape: ArrayLike<number> }
+  | { readonly data: NumberArray; readonly shape: NumberArray }
   | MatrixLike;
+
+/**
+ * `typeof Symbol.dispose` where the consumer's lib declares it (lib
+ * "esnext.disposable", "esnext", or @types/node), else never: the declarations
+ * then compile without it, and KVCache has no `[Symbol.dispose]` member.
+ */
+type DisposeSymbol = SymbolConstructor extends { readonly dispose: infer S extends symbol } ? S : never;
 
 /**
  * Options of every attention call. Masks combine: a key is attended only if every
@@ -55,11 +85,17 @@ export interface AttentionOptions {
   /** Key padding for one sequence: only keys [0, keyLength) are attended. */
   keyLength?: number;
   /** Key padding for a batch: one length per item (batched calls only). */
-  keyLengths?: ArrayLike<number>;
+  keyLengths?: NumberArray;
   /** Boolean mask [T_q, T_k], shared by every batch item and head. */
   boolMask?: MaskLike;
   /** Additive mask [T_q, T_k] (may hold -Infinity, not NaN or +Infinity). */
   additiveMask?: MatrixLike;
+  /**
+   * The result is written into this array, whose length must equal the result's
+   * element count, and returned as the result's `data`: no allocation per call in
+   * hot loops.
+   */
+  out?: Float32Array;
 }
 
 /** Projection weights of one head: W_Q and W_K [d_model, d_k], W_V [d_model, d_v]. */
@@ -134,9 +170,10 @@ export interface KVCacheConfig {
 /**
  * Keys and values of past tokens, for token-by-token decoding. Layout
  * [batch, numKvHeads, capacity, dK|dV]. Holds wasm memory: call dispose() (or use
- * `using cache = attn.createKVCache(...)`) when done.
+ * `using cache = attn.createKVCache(...)` where the lib declares Symbol.dispose)
+ * when done.
  */
-export interface KVCache {
+export interface KVCache extends Record<DisposeSymbol, () => void> {
   readonly batch: number;
   readonly numKvHeads: number;
   readonly dK: number;
@@ -162,17 +199,31 @@ export interface KVCache {
   decode(X: TensorLike, weights: MultiHeadWeights, config: HeadConfig, options?: AttentionOptions): Tensor;
   /** Forgets every token; keeps the capacity. */
   reset(): void;
+  /**
+   * Keeps the first `size` tokens of every item; size <= current size, else
+   * AttnkitError.
+   */
+  truncate(size: number): void;
+  /**
+   * A new cache with the same configuration and contents, e.g. for beam search;
+   * dispose it too.
+   */
+  fork(): KVCache;
   /** Frees the wasm memory. Any later call throws. Safe to call twice. */
   dispose(): void;
-  [Symbol.dispose](): void;
 }
 
 /** The loaded module. */
 export interface Attnkit {
   /** True if the WebAssembly SIMD128 build was loaded (false: the scalar fallback). */
   readonly simd: boolean;
-  /** The threads every call is split over (1 unless loaded with { threads }). */
+  /**
+   * The threads every call is split over (1 unless loaded with { threads }; at
+   * most the hardware's thread count).
+   */
   readonly threads: number;
+  /** The package version. */
+  readonly version: string;
   /** The Highway target the core runs on: "WASM" (SIMD128) or "EMU128"/"SCALAR". */
   readonly target: string;
 
@@ -216,9 +267,20 @@ export interface Attnkit {
   memoryBytes(): number;
   /** Bytes currently allocated on the wasm heap (for leak checks). */
   heapBytesInUse(): number;
+
+  /**
+   * Frees the module's wasm memory and threads; afterwards every call throws an
+   * AttnkitError with code "disposed"; a later createAttnkit() loads a new
+   * instance.
+   */
+  dispose(): void;
 }
 
-/** Error codes, as in the C++ core. */
+/**
+ * Error codes, as in the C++ core. "invalid_argument" is also used for unknown
+ * keys in any object the API takes (weights, config, options, load options,
+ * cache config); "disposed" for any use of a disposed cache or module.
+ */
 export type ErrorCode =
   | "invalid_argument"
   | "shape_mismatch"
@@ -254,14 +316,34 @@ export interface LoadOptions {
    * pthreads build with threads - 1 workers. Needs SharedArrayBuffer: Node, or a
    * page served with Cross-Origin-Opener-Policy: same-origin and
    * Cross-Origin-Embedder-Policy: require-corp; otherwise the load rejects with
-   * an AttnkitError. Results equal the single-threaded ones bit for bit.
+   * an AttnkitError. Results equal the single-threaded ones bit for bit. Capped at
+   * the hardware's thread count (`attn.threads` tells the count used).
    */
   threads?: number;
+  /**
+   * Where the .wasm and worker files load from: a base URL ending in "/", or a
+   * map from file name such as "attnkit-simd.wasm" or "attnkit-threads.worker.js"
+   * to its URL; browsers and bundlers: the Node build embeds its wasm.
+   */
+  wasmPaths?: string | Record<string, string>;
+  /** The .wasm bytes of the build to load. */
+  wasmBinary?: ArrayBuffer | Uint8Array;
+  /**
+   * ms before a load that has not finished rejects, default 30000 (e.g. a worker
+   * script that cannot load).
+   */
+  timeout?: number;
 }
 
 /** True if this engine supports WebAssembly SIMD128 (what createAttnkit checks by default). */
 export function simdSupported(): boolean;
 
-/** Loads the module (once per options; later calls return the same promise). */
+/** The package version. */
+export const version: string;
+
+/**
+ * Loads the module (once per options; later calls return the same promise, until
+ * the module is disposed: then a new instance is loaded).
+ */
 export function createAttnkit(options?: LoadOptions): Promise<Attnkit>;
 export default createAttnkit;

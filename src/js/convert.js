@@ -1,39 +1,141 @@
 // attnkit: turning what users pass (nested arrays, {data, rows, cols},
 // {data, shape}, options) into checked, flat typed arrays, and the layout
 // changes between "bhsd" and "bshd". No attention maths here.
-import { AttnkitTypeError, describe, rangeError, typeError } from "./errors.js";
+import { AttnkitError, AttnkitTypeError, describe, rangeError, typeError } from "./errors.js";
 
 const MAX_DIM = 2 ** 31 - 1;
+/** The most elements of any matrix attnkit takes or returns (the core's limit, 1 GiB of floats). */
+export const MAX_ELEMENTS = 2 ** 28;
 
 export function isObject(v) {
   return v !== null && typeof v === "object";
+}
+
+/** Levenshtein distance, for "did you mean" hints. */
+function editDistance(a, b) {
+  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; ++i) {
+    let diagonal = row[0];
+    row[0] = i;
+    for (let j = 1; j <= b.length; ++j) {
+      const above = row[j];
+      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diagonal = above;
+    }
+  }
+  return row[b.length];
+}
+
+/** The valid key closest to `key` (case-insensitive edit distance <= 3), or "". */
+export function closestKey(key, valid) {
+  let best = "", bestDistance = 4;
+  for (const v of valid) {
+    const d = editDistance(key.toLowerCase(), v.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [v, d];
+  }
+  return best;
+}
+
+/**
+ * Throws an invalid_argument AttnkitError naming the first key of `object` that
+ * is not in `valid`, and the closest valid key: a typo such as { W_o } must not
+ * silently drop what it meant.
+ */
+export function checkKeys(name, object, valid, noun = "key") {
+  for (const key of Object.keys(object)) {
+    if (valid.includes(key)) continue;
+    const near = closestKey(key, valid);
+    throw new AttnkitError(`${name}.${key}: expected one of ${valid.join(", ")}` +
+      `${near ? ` (did you mean ${near}?)` : ""}, got an unknown ${noun}`, { parameter: `${name}.${key}` });
+  }
+}
+
+/** "1 value", "3 values". */
+export function count(n, noun) {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+}
+
+/** An overflow AttnkitError if a matrix of `rows` x `cols` is larger than the core takes. */
+export function checkElements(name, rows, cols, what = "") {
+  if (rows * cols > MAX_ELEMENTS) {
+    throw rangeError(name, `at most 2^28 = ${MAX_ELEMENTS} elements${what}`,
+      `[${rows}, ${cols}] = ${rows * cols}`, "overflow");
+  }
+}
+
+// "got 0" for an array whose buffer was detached says why.
+function lengthGiven(data) {
+  const buffer = ArrayBuffer.isView(data) ? data.buffer : null;
+  if (buffer && data.length === 0 && (buffer.detached === true || buffer.byteLength === 0)) {
+    return "0 (its ArrayBuffer is detached: transferred, e.g. to a worker, or a view of memory that has since grown)";
+  }
+  return `${data.length}`;
 }
 
 /** The most threads a load may ask for. */
 export const MAX_THREADS = 64;
 
 /**
- * The loader's options: { simd?: boolean, threads?: number }. Returns the
- * build to load, "simd", "scalar" or "threads" (SIMD128 + -pthread), and the
- * thread count. `env` tells what the engine has: { simd(): boolean,
- * sharedMemory: boolean } (sharedMemory: SharedArrayBuffer is usable, i.e. Node
- * or a cross-origin isolated page).
+ * The loader's options: { simd?: boolean, threads?: number, wasmPaths?: string |
+ * Record<string, string>, wasmBinary?: ArrayBuffer | Uint8Array, timeout?:
+ * number }. Returns the build to load, "simd", "scalar" or "threads" (SIMD128 +
+ * -pthread), the thread count asked for, and the checked wasmPaths, wasmBinary
+ * and timeout (ms, default 30000; Infinity waits for ever). `env` tells what the
+ * engine has: { simd(): boolean, sharedMemory: boolean } (sharedMemory:
+ * SharedArrayBuffer is usable, i.e. Node or a cross-origin isolated page).
  */
 export function loaderVariant(options, env) {
+  const KEYS = ["simd", "threads", "wasmPaths", "wasmBinary", "timeout"];
+  const FILES = ["attnkit-simd.wasm", "attnkit-scalar.wasm", "attnkit-threads.wasm", "attnkit-threads.worker.js",
+    "attnkit-threads.mjs", "attnkit-threads.node.worker.cjs", "attnkit-threads.node.cjs"];
+  // An unknown key: an invalid_argument error naming it and the closest valid one.
+  const unknown = (name, key, valid, what) => {
+    const distance = (a, b) => {
+      let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+      for (let i = 1; i <= a.length; ++i) {
+        const next = [i];
+        for (let j = 1; j <= b.length; ++j) {
+          next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1].toLowerCase() === b[j - 1].toLowerCase() ? 0 : 1));
+        }
+        row = next;
+      }
+      return row[b.length];
+    };
+    const best = valid.reduce((a, b) => (distance(key, b) < distance(key, a) ? b : a));
+    const hint = distance(key, best) <= Math.max(2, Math.floor(best.length / 3)) ? ` (did you mean ${best}?)` : "";
+    return rangeError(name, `one of ${valid.join(", ")}${hint}`, what);
+  };
   if (options === undefined) options = {};
   if (!isObject(options) || Array.isArray(options)) {
-    throw typeError("options", "an object { simd?: boolean, threads?: number }", options);
+    throw typeError("options", "an object { simd?, threads?, wasmPaths?, wasmBinary?, timeout? }", options);
   }
   for (const key of Object.keys(options)) {
-    if (key !== "simd" && key !== "threads") {
-      throw new AttnkitTypeError(`options.${key}: expected one of simd, threads, got an unknown option`, { parameter: `options.${key}` });
-    }
+    if (!KEYS.includes(key)) throw unknown(`options.${key}`, key, KEYS, "an unknown option");
   }
   if (options.simd !== undefined && typeof options.simd !== "boolean") throw typeError("options.simd", "a boolean", options.simd);
+  const { wasmPaths, wasmBinary } = options;
+  if (wasmPaths !== undefined) {
+    if (typeof wasmPaths === "string") {
+      if (!wasmPaths.endsWith("/")) throw rangeError("options.wasmPaths", "a base URL ending in \"/\"", describe(wasmPaths));
+    } else if (isObject(wasmPaths) && !Array.isArray(wasmPaths)) {
+      for (const [file, url] of Object.entries(wasmPaths)) {
+        if (!FILES.includes(file)) throw unknown(`options.wasmPaths["${file}"]`, file, FILES, "an unknown file");
+        if (typeof url !== "string" || url === "") throw typeError(`options.wasmPaths["${file}"]`, "a URL string", url);
+      }
+    } else {
+      throw typeError("options.wasmPaths", "a base URL string or an object mapping file names to URLs", wasmPaths);
+    }
+  }
+  if (wasmBinary !== undefined && !(wasmBinary instanceof ArrayBuffer || wasmBinary instanceof Uint8Array)) {
+    throw typeError("options.wasmBinary", "an ArrayBuffer or a Uint8Array (the bytes of the build's .wasm)", wasmBinary);
+  }
+  const timeout = options.timeout === undefined ? 30000
+    : options.timeout === Infinity ? Infinity : checkCount("options.timeout", options.timeout);
+  const files = { wasmPaths, wasmBinary, timeout };
   const threads = options.threads === undefined ? 1 : checkCount("options.threads", options.threads);
   if (threads > MAX_THREADS) throw rangeError("options.threads", `at most ${MAX_THREADS}`, String(threads));
   const simd = options.simd ?? env.simd();
-  if (threads === 1) return { build: simd ? "simd" : "scalar", threads };
+  if (threads === 1) return { build: simd ? "simd" : "scalar", threads, ...files };
   if (!simd) {
     const why = options.simd === false ? "with simd: false (the threads build uses SIMD128)" : "on an engine without WebAssembly SIMD128";
     throw rangeError("options.threads", `1 ${why}`, String(threads));
@@ -42,7 +144,7 @@ export function loaderVariant(options, env) {
     throw rangeError("options.threads", "1 unless SharedArrayBuffer is usable (serve the page cross-origin isolated: " +
       "Cross-Origin-Opener-Policy: same-origin, Cross-Origin-Embedder-Policy: require-corp)", String(threads));
   }
-  return { build: "threads", threads };
+  return { build: "threads", threads, ...files };
 }
 
 /** A positive (or, with allowZero, non-negative) integer, else a RangeError naming `name`. */
@@ -82,11 +184,12 @@ export function toMatrix(name, value) {
     if (!isArrayLike(first)) throw typeError(`${name}[0]`, "a row (an array of numbers)", first);
     const cols = first.length;
     if (cols === 0) throw rangeError(`${name}[0]`, "at least one column", "an empty row");
+    checkElements(name, rows, cols);
     const data = new Float32Array(rows * cols);
     for (let r = 0; r < rows; ++r) {
       const row = value[r];
       if (!isArrayLike(row)) throw typeError(`${name}[${r}]`, "a row (an array of numbers)", row);
-      if (row.length !== cols) throw rangeError(`${name}[${r}]`, `${cols} values (as row 0)`, `${row.length}`, "shape_mismatch");
+      if (row.length !== cols) throw rangeError(`${name}[${r}]`, `${count(cols, "value")} (as row 0)`, `${row.length}`, "shape_mismatch");
       for (let c = 0; c < cols; ++c) {
         const v = row[c];
         if (typeof v !== "number") throw typeError(`${name}[${r}][${c}]`, "a number", v);
@@ -96,12 +199,14 @@ export function toMatrix(name, value) {
     return { data, rows, cols };
   }
   if (isObject(value) && "data" in value && "rows" in value && "cols" in value) {
+    checkKeys(name, value, ["data", "rows", "cols"]);
     const rows = checkCount(`${name}.rows`, value.rows);
     const cols = checkCount(`${name}.cols`, value.cols);
+    checkElements(name, rows, cols);
     const { data } = value;
     if (!isArrayLike(data)) throw typeError(`${name}.data`, "a Float32Array or an array of numbers", data);
     if (data.length !== rows * cols) {
-      throw rangeError(`${name}.data`, `${rows * cols} values (rows ${rows} × cols ${cols})`, `${data.length}`, "shape_mismatch");
+      throw rangeError(`${name}.data`, `${count(rows * cols, "value")} (rows ${rows} × cols ${cols})`, lengthGiven(data), "shape_mismatch");
     }
     return { data: toFloat32(`${name}.data`, data, data.length), rows, cols };
   }
@@ -116,14 +221,18 @@ export function toMatrix(name, value) {
 /** {data: Float32Array, shape: number[]} from a Tensor-like or Matrix-like. */
 export function toTensor(name, value) {
   if (isObject(value) && !Array.isArray(value) && "shape" in value && "data" in value) {
+    checkKeys(name, value, ["data", "shape"]);
     if (!isArrayLike(value.shape)) throw typeError(`${name}.shape`, "an array of sizes", value.shape);
     const shape = Array.from(value.shape, (d, i) => checkCount(`${name}.shape[${i}]`, d));
     if (shape.length === 0) throw rangeError(`${name}.shape`, "at least one dimension", "[]", "shape_mismatch");
     const size = shape.reduce((a, b) => a * b, 1);
+    if (size > MAX_ELEMENTS) {
+      throw rangeError(name, `at most 2^28 = ${MAX_ELEMENTS} elements`, `[${shape.join(", ")}] = ${size}`, "overflow");
+    }
     const { data } = value;
     if (!isArrayLike(data)) throw typeError(`${name}.data`, "a Float32Array or an array of numbers", data);
     if (data.length !== size) {
-      throw rangeError(`${name}.data`, `${size} values (shape [${shape.join(", ")}])`, `${data.length}`, "shape_mismatch");
+      throw rangeError(`${name}.data`, `${count(size, "value")} (shape [${shape.join(", ")}])`, lengthGiven(data), "shape_mismatch");
     }
     return { data: toFloat32(`${name}.data`, data, size), shape };
   }
@@ -141,16 +250,18 @@ export function toMask(name, value) {
     get = (r, c) => {
       const row = value[r];
       if (!isArrayLike(row) || row.length !== cols) {
-        throw rangeError(`${name}[${r}]`, `${cols} values (as row 0)`, describe(row), "shape_mismatch");
+        throw rangeError(`${name}[${r}]`, `${count(cols, "value")} (as row 0)`, describe(row), "shape_mismatch");
       }
       return row[c];
     };
   } else if (isObject(value) && "data" in value && "rows" in value && "cols" in value) {
+    checkKeys(name, value, ["data", "rows", "cols"]);
     rows = checkCount(`${name}.rows`, value.rows);
     cols = checkCount(`${name}.cols`, value.cols);
+    checkElements(name, rows, cols);
     if (!isArrayLike(value.data)) throw typeError(`${name}.data`, "a Uint8Array or an array of booleans", value.data);
     if (value.data.length !== rows * cols) {
-      throw rangeError(`${name}.data`, `${rows * cols} values (rows ${rows} × cols ${cols})`, `${value.data.length}`, "shape_mismatch");
+      throw rangeError(`${name}.data`, `${count(rows * cols, "value")} (rows ${rows} × cols ${cols})`, lengthGiven(value.data), "shape_mismatch");
     }
     if (value.data instanceof Uint8Array) return { data: value.data, rows, cols };
     get = (r, c) => value.data[r * cols + c];

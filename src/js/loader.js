@@ -1,22 +1,55 @@
 // attnkit: the loader shared by the browser and Node entry points. Checks the
 // options, picks the build (SIMD128 where the engine validates it, scalar
 // otherwise, SIMD128 + threads when asked), loads each once per thread count
-// and wraps it in the JS API.
+// and wraps it in the JS API. A load that fails (a missing worker script, bad
+// wasm bytes, the timeout) rejects with an AttnkitError and may be retried.
+//
+// Nothing here, nor in the Emscripten modules (linked with
+// -sNODEJS_CATCH_EXIT=0 -sNODEJS_CATCH_REJECTION=0), touches process-wide
+// state: no uncaughtException / unhandledRejection handlers, no process.exit.
 import { wrap } from "./api.js";
 import { loaderVariant } from "./convert.js";
+import { AttnkitError } from "./errors.js";
 import { simdSupported } from "./simd.js";
+
+/** The package's version (package.json), set by the build (esbuild --define). */
+export const version = typeof __ATTNKIT_VERSION__ === "string" ? __ATTNKIT_VERSION__ : "0.0.0-dev";
 
 /** True if SharedArrayBuffer is usable here (Node, or a cross-origin isolated page). */
 function sharedMemory() {
   return typeof SharedArrayBuffer === "function" && globalThis.crossOriginIsolated !== false;
 }
 
+function loadFailed(parameter, message) {
+  return new AttnkitError(`${parameter}: ${message}`, { code: "load_failed", parameter });
+}
+
+/** Stops a threads build's workers (started, or still loading). */
+function stopWorkers(M) {
+  const P = M?.PThread;
+  if (!P) return;
+  try {
+    P.terminateAllThreads();
+  } catch {
+    for (const w of [...P.runningWorkers, ...P.unusedWorkers]) w.terminate();
+  }
+}
+
 /**
- * createAttnkit for one environment. `importFactory(build)` returns a promise of
- * the Emscripten factory of that build ("simd", "scalar" or "threads");
- * `started(M)`, if given, runs once a threads build has its workers.
+ * createAttnkit for one environment. `platform` gives:
+ *   importFactory(build): a promise of the Emscripten factory of that build
+ *     ("simd", "scalar" or "threads");
+ *   hardwareThreads(): how many threads the hardware runs at once (the cap);
+ *   files(build, wasmPaths): { locateFile?, worker?: { url, parameter }, extra? }: where
+ *     the build's files load from (locateFile for the factory, undefined for the
+ *     default) and, for the threads build, its worker script's URL or path and
+ *     the option that set it (for messages); extra: more factory arguments;
+ *   checkWorker(worker): resolves if the worker script can load, else rejects
+ *     with an AttnkitError (Node: the file exists);
+ *   watchWorker(w, onError): calls onError(event) if worker w fails to start;
+ *   started(M): runs once a threads build has its workers.
  */
-export function makeLoader(importFactory, started = () => {}) {
+export function makeLoader(platform) {
   const loaded = new Map();
   return function createAttnkit(options) {
     let variant;
@@ -25,23 +58,88 @@ export function makeLoader(importFactory, started = () => {}) {
     } catch (e) {
       return Promise.reject(e);  // bad options reject like a failed load
     }
-    const { build, threads } = variant;
+    let { build, threads } = variant;
+    // More threads than the hardware runs at once only cost memory and start-up.
+    threads = Math.max(1, Math.min(threads, platform.hardwareThreads()));
+    if (threads === 1 && build === "threads") build = "simd";
     const key = `${build}:${threads}`;
     if (!loaded.has(key)) {
-      // The threads build starts its workers with the module (threads - 1 of
-      // them), so that the core's pool never waits for one to load.
-      const promise = importFactory(build)
-        .then((factory) => factory(build === "threads" ? { attnkitWorkers: threads - 1 } : {}))
-        .then((M) => {
-          if (build === "threads") {
-            M.setThreads(threads);
-            started(M);
-          }
-          return wrap(M, build !== "scalar", threads);
-        });
-      promise.catch(() => loaded.delete(key));  // a failed load may be retried
+      const promise = load(build, threads, variant, () => {
+        if (loaded.get(key) === promise) loaded.delete(key);
+      });
+      promise.catch(() => {
+        if (loaded.get(key) === promise) loaded.delete(key);  // a failed load may be retried
+      });
       loaded.set(key, promise);
     }
     return loaded.get(key);
   };
+
+  function load(build, threads, { wasmPaths, wasmBinary, timeout }, forget) {
+    const { locateFile, worker, extra } = platform.files(build, wasmPaths);
+    // The factory's Module object (MODULARIZE fills in the one it is given).
+    const args = { ...extra };
+    if (locateFile) args.locateFile = locateFile;
+    if (wasmBinary) args.wasmBinary = wasmBinary;
+    // The threads build starts its workers with the module (threads - 1 of
+    // them), so that the core's pool never waits for one to load.
+    if (build === "threads") args.attnkitWorkers = threads - 1;
+    let failed = false;
+    let timer;
+    return new Promise((resolve, reject) => {
+      const fail = (e) => {
+        if (failed) return;
+        failed = true;
+        stopWorkers(args);
+        reject(e);
+      };
+      if (timeout !== Infinity) {
+        timer = setTimeout(() => fail(loadFailed("options.timeout",
+          `expected the ${build} build to load within ${timeout} ms, got no module in that time` +
+          (worker ? ` (is its worker script ${worker.url} served?)` : ""))), timeout);
+      }
+      (async () => {
+        if (worker) await platform.checkWorker(worker);
+        const factory = await platform.importFactory(build);
+        if (failed) return;
+        const ready = factory(args);
+        if (worker) {
+          // Emscripten rethrows a worker's error in the worker's event handler,
+          // and its ready promise never settles: reject here instead.
+          for (const w of args.PThread?.unusedWorkers ?? []) {
+            platform.watchWorker(w, (e) => fail(loadFailed(worker.parameter,
+              `expected the threads build's worker script at ${worker.url} to load, got ` +
+              `${e?.message ? `an error: ${e.message}` : "an error event (is it served, with the page's origin?)"}`)));
+          }
+        }
+        let M;
+        try {
+          M = await ready;
+        } catch (e) {
+          const parameter = wasmBinary ? "options.wasmBinary" : wasmPaths ? "options.wasmPaths" : "options";
+          throw loadFailed(parameter, `expected the ${build} build's WebAssembly module to load, got ${e?.message ?? e}`);
+        }
+        if (failed) {
+          stopWorkers(M);
+          return;
+        }
+        if (build === "threads") {
+          M.setThreads(threads);
+          platform.started(M);
+        }
+        const attn = wrap(M, {
+          simd: build !== "scalar",
+          threads,
+          version,
+          // attn.dispose(): a later createAttnkit() loads a new instance.
+          onDispose: () => {
+            forget();
+            stopWorkers(M);
+          },
+        });
+        clearTimeout(timer);
+        resolve(attn);
+      })().catch(fail);
+    }).finally(() => clearTimeout(timer));
+  }
 }

@@ -72,10 +72,34 @@ struct Fuzz {
     return &pool;
   }
 
+  // A mask's layout and rows: batch and head extents of 1 or the call's (or
+  // off by one), rows per block T_q or 1, columns T_k or fewer (padded).
+  attnkit::MaskLayout Layout(size_t batch, size_t heads, size_t T_q, size_t T_k, size_t* rows,
+                             size_t* cols) {
+    attnkit::MaskLayout l;
+    const uint8_t bits = in.ConsumeIntegral<uint8_t>();
+    if (bits & 1) l.batch = Maybe(batch);
+    if (bits & 2) l.heads = Maybe(heads);
+    const size_t queries = (bits & 4) ? 1 : T_q;
+    *rows = Maybe(l.batch * l.heads * queries);
+    *cols = (bits & 8) ? Size(T_k) : Maybe(T_k);
+    return l;
+  }
+
   attnkit::AttentionOptions Options(size_t T_q, size_t T_k, size_t batch, Matrix* additive,
-                                    std::vector<uint8_t>* mask) {
+                                    std::vector<uint8_t>* mask, size_t heads = 1) {
     attnkit::AttentionOptions o;
     const uint8_t flags = in.ConsumeIntegral<uint8_t>();
+    const uint8_t more = in.ConsumeIntegral<uint8_t>();
+    if (more & 1) {  // ONNX's upper-left frontier, one offset or one per item
+      o.causal_alignment = attnkit::CausalAlignment::kUpperLeft;
+      o.causal_offset = in.ConsumeIntegralInRange<int64_t>(-40, 40);
+      if (more & 2) {
+        for (size_t b = 0, n = Maybe(batch); b < n; ++b) {
+          o.causal_offsets.push_back(in.ConsumeIntegral<int64_t>());
+        }
+      }
+    }
     o.causal = flags & 1;
     if (flags & 2) o.scale = in.ConsumeBool() ? Value() : in.ConsumeFloatingPointInRange<float>(0.01f, 4.0f);
     if (flags & 4) o.softcap = in.ConsumeFloatingPointInRange<float>(-1.0f, 60.0f);
@@ -84,14 +108,17 @@ struct Fuzz {
       for (size_t b = 0, n = Maybe(batch); b < n; ++b) o.key_lengths.push_back(Size(T_k + 1));
     }
     if (flags & 32) {
-      const size_t r = Maybe(T_q), c = Maybe(T_k);
+      size_t r = Maybe(T_q), c = Maybe(T_k);
+      if (more & 4) o.bool_mask_layout = Layout(batch, heads, T_q, T_k, &r, &c);
       mask->resize(r * c);
       for (auto& m : *mask) m = in.ConsumeBool();
       o.bool_mask = attnkit::MaskView(mask->data(), r, c);
     }
     if (flags & 128) o.pool = Pool();
     if (flags & 64) {
-      *additive = Matrix(Maybe(T_q), Maybe(T_k));
+      size_t r = Maybe(T_q), c = Maybe(T_k);
+      if (more & 8) o.additive_mask_layout = Layout(batch, heads, T_q, T_k, &r, &c);
+      *additive = Matrix(r, c);
       for (size_t i = 0; i < additive->size(); ++i) {
         additive->data()[i] = in.ConsumeIntegralInRange<int>(0, 3) == 0
                                   ? -INFINITY
@@ -171,7 +198,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const size_t h = c.num_heads ? c.num_heads : 1, kvh = c.num_kv_heads ? c.num_kv_heads : h;
       const size_t dk = c.d_k ? c.d_k : (d_model / h ? d_model / h : 1), dv = c.d_v ? c.d_v : dk;
       if (op == 4) {
-        auto o = f.Options(T, T, batch, &additive, &mask);
+        auto o = f.Options(T, T, batch, &additive, &mask, h);
         Matrix X = f.Mat(batch * T, d_model), WQ = f.Mat(d_model, h * dk),
                WK = f.Mat(d_model, f.Maybe(kvh * dk)), WV = f.Mat(d_model, kvh * dv);
         const bool use_wo = in.ConsumeBool();  // W_O is optional
@@ -182,9 +209,40 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       } else {
         Matrix Q = f.Mat(batch * T, h * dk), K = f.Mat(batch * T_k, kvh * dk),
                V = f.Mat(batch * f.Maybe(T_k), kvh * dv);
-        auto o = f.Options(T, T_k, batch, &additive, &mask);
+        const size_t T_past = in.ConsumeBool() ? f.Size(5) : 0;
+        auto o = f.Options(T, T_past + T_k, batch, &additive, &mask, h);
         Matrix out(batch * T, h * dv);
-        Expect(attnkit::MultiHeadAttentionQKV(Q, K, V, batch, c, o, out), f, {out});
+        if (T_past == 0 && in.ConsumeBool()) {
+          Expect(attnkit::MultiHeadAttentionQKV(Q, K, V, batch, c, o, out), f, {out});
+          break;
+        }
+        // Past and present K/V and one stage of the scores (ONNX's extras).
+        attnkit::MultiHeadExtras x;
+        Matrix pk, pv, prk, prv, scores;
+        if (T_past > 0) {
+          pk = f.Mat(f.Maybe(batch * kvh * T_past), dk);
+          pv = f.Mat(batch * kvh * T_past, f.Maybe(dv));
+          x.past_K = pk;
+          x.past_V = pv;
+        }
+        if (in.ConsumeBool()) {
+          prk = Matrix(f.Maybe(batch * kvh * (T_past + T_k)), dk);
+          prv = Matrix(batch * kvh * (T_past + T_k), dv);
+          x.present_K = prk;
+          x.present_V = prv;
+        }
+        x.scores_stage = static_cast<attnkit::ScoresStage>(in.ConsumeIntegralInRange<int>(0, 4));
+        if (x.scores_stage != attnkit::ScoresStage::kNone) {
+          scores = Matrix(f.Maybe(batch * h * T), T_past + T_k);
+          x.scores = scores;
+        }
+        const Status st = attnkit::MultiHeadAttentionQKV(Q, K, V, batch, c, o, x, out);
+        // Masked scores may hold -inf; every other output is finite.
+        if (x.scores_stage == attnkit::ScoresStage::kMasked) {
+          Expect(st, f, {out, prk, prv});
+        } else {
+          Expect(st, f, {out, prk, prv, scores});
+        }
       }
       break;
     }

@@ -67,8 +67,23 @@ const CASES = [
   ["options a string", (a) => a.attention(Q, K, V, "causal"), { kind: "type", parameter: "options", says: ["an object", 'string "causal"'] }],
   ["options.scale a string", (a) => a.attention(Q, K, V, { scale: "1" }), { kind: "type", parameter: "options.scale", says: ["a number", 'string "1"'] }],
   ["options.causal a number", (a) => a.attention(Q, K, V, { causal: 1 }), { kind: "type", parameter: "options.causal", says: ["a boolean", "got 1"] }],
-  ["unknown option key", (a) => a.attention(Q, K, V, { casual: true }), { kind: "type", parameter: "options.casual", says: ["causal", "unknown option"] }],
-  ["layout on a single-head call", (a) => a.attention(Q, K, V, { layout: "bhsd" }), { kind: "type", parameter: "options.layout", says: ["keyLength", "unknown option"] }],
+  ["unknown option key", (a) => a.attention(Q, K, V, { casual: true }), { kind: "range", code: "invalid_argument", parameter: "options.casual", says: ["did you mean causal?", "unknown option"] }],
+  ["layout on a single-head call", (a) => a.attention(Q, K, V, { layout: "bhsd" }), { kind: "range", code: "invalid_argument", parameter: "options.layout", says: ["keyLength", "unknown option"] }],
+  // ---- typos in any object the API takes (a silently dropped W_O was a wrong answer)
+  ["W_o instead of W_O", (a) => a.multiHeadAttention(X, { ...MH, W_o: I4 }, { numHeads: 2 }), { kind: "range", code: "invalid_argument", parameter: "weights.W_o", says: ["did you mean W_O?", "unknown key"] }],
+  ["W_O on a single-head call", (a) => a.selfAttention(X, { ...W, W_O: I4 }), { kind: "range", code: "invalid_argument", parameter: "weights.W_O", says: ["W_Q, W_K, W_V", "unknown key"] }],
+  ["numKVHeads instead of numKvHeads", (a) => a.multiHeadAttention(X, MH, { numHeads: 2, numKVHeads: 1 }), { kind: "range", code: "invalid_argument", parameter: "config.numKVHeads", says: ["did you mean numKvHeads?", "unknown key"] }],
+  ["cache config typo", (a) => a.createKVCache({ numKvHeads: 1, dK: 2, dV: 2, capacty: 4 }), { kind: "range", code: "invalid_argument", parameter: "config.capacty", says: ["did you mean capacity?", "unknown key"] }],
+  ["matrix object typo", (a) => a.attention({ data: new Float32Array(6), rows: 2, cols: 3, col: 3 }, K, V), { kind: "range", code: "invalid_argument", parameter: "Q.col", says: ["data, rows, cols", "unknown key"] }],
+  ["tensor object typo", (a) => a.multiHeadAttention({ data: new Float32Array(12), shape: [1, 3, 4], shap: [] }, MH, { numHeads: 2 }), { kind: "range", code: "invalid_argument", parameter: "X.shap", says: ["did you mean shape?", "unknown key"] }],
+  // ---- messages that misled
+  ["2^28 + 1 elements names the input and the limit", (a) => a.attention({ data: new Float32Array(0), rows: 2 ** 28 + 1, cols: 1 }, K, V), { kind: "range", code: "overflow", parameter: "Q", says: ["at most 2^28 = 268435456 elements", "268435457"] }],
+  ["a result over 2^28 elements is refused before any memory is taken", (a) => a.matmul({ data: new Float32Array(20000), rows: 20000, cols: 1 }, { data: new Float32Array(20000), rows: 1, cols: 20000 }), { kind: "range", code: "overflow", parameter: "B", says: ["2^28", "A B", "400000000"] }],
+  ["a detached buffer says so", (a) => { const d = new Float32Array(6); structuredClone(d.buffer, { transfer: [d.buffer] }); return a.attention({ data: d, rows: 2, cols: 3 }, K, V); }, { kind: "range", code: "shape_mismatch", parameter: "Q.data", says: ["6 values", "got 0", "detached"] }],
+  ["keyLengths: [] is not ignored", (a) => a.multiHeadAttention(X, MH, { numHeads: 2 }, { keyLengths: [] }), { kind: "range", code: "invalid_argument", parameter: "options.keyLengths", says: ["one length per batch item", "an empty array"] }],
+  ["one column is singular", (a) => a.attention([[1], [2]], [[1, 2]], [[1]]), { kind: "range", code: "shape_mismatch", parameter: "K", says: ["expected 1 column (", "got 2"] }],
+  ["options.out of the wrong length", (a) => a.attention(Q, K, V, { out: new Float32Array(3) }), { kind: "range", code: "shape_mismatch", parameter: "options.out", says: ["2 values", "got 3"] }],
+  ["options.out not a Float32Array", (a) => a.attention(Q, K, V, { out: [0, 0] }), { kind: "type", parameter: "options.out", says: ["a Float32Array", "an array of 2"] }],
   ["boolMask a string", (a) => a.attention(Q, K, V, { boolMask: "x" }), { kind: "type", parameter: "options.boolMask", says: ["a boolean mask", 'string "x"'] }],
   ["boolMask entry a string", (a) => a.attention(Q, K, V, { boolMask: [[1, 1, "y"], [1, 1, 1]] }), { kind: "type", parameter: "options.boolMask[0][2]", says: ["a boolean or number", 'string "y"'] }],
   ["keyLengths a string", (a) => a.multiHeadAttentionQKV(t3(1, 2, 2), t3(1, 2, 2), t3(1, 2, 2), { numHeads: 1 }, { keyLengths: "x" }), { kind: "type", parameter: "options.keyLengths", says: ["an array", 'string "x"'] }],
@@ -217,7 +232,7 @@ for (const variant of VARIANTS) {
         assert.equal(cache.size, 0);
         expectError(() => cache.decode(t3(2, 1, 4), { W_Q: I4, W_K: I4, W_V: I4 }, { numHeads: 2, numKvHeads: 2 }), { kind: "range", code: "shape_mismatch", parameter: "config.numKvHeads", says: ["expected 1 (the cache's)", "got 2"] });
         expectError(() => cache.decode(t3(2, 1, 4), D, { numHeads: 1, dK: 2, dV: 3 }), { kind: "range", code: "shape_mismatch", parameter: "config.dV", says: ["expected 2 (the cache's)", "got 3"] });
-        expectError(() => cache.decode(t3(2, 1, 4), D, { numHeads: 1, dK: 2 }, { bogus: 1 }), { kind: "type", parameter: "options.bogus", says: ["unknown option"] });
+        expectError(() => cache.decode(t3(2, 1, 4), D, { numHeads: 1, dK: 2 }, { bogus: 1 }), { kind: "range", code: "invalid_argument", parameter: "options.bogus", says: ["unknown option"] });
         assert.equal(cache.size, 0, "failed decodes leave the cache empty");
         cache.append(t3(2, 1, 2), t3(2, 1, 2));
         expectError(() => cache.attend(t3(2, 1, 3), 1), { kind: "range", code: "shape_mismatch", parameter: "Q", says: ["2 columns", "got 3"] });
@@ -234,9 +249,39 @@ for (const variant of VARIANTS) {
         stillWorks();
       });
 
+      it("a rank-3 input's batch must be the cache's: items are never mixed", () => {
+        const one = attn.createKVCache({ numKvHeads: 1, dK: 2, dV: 2, capacity: 4 });
+        const two = attn.createKVCache(cfg);
+        // [1, 2, d] on a batch-2 cache is one item of two tokens, not two items of one.
+        expectError(() => two.append(t3(1, 2, 2), t3(1, 2, 2)), { kind: "range", code: "shape_mismatch", parameter: "K.shape[0]", says: ["the cache's batch = 2", "got 1"] });
+        assert.equal(two.size, 0);
+        one.append(t3(1, 1, 2), t3(1, 1, 2));
+        // [2, 1, d] on a batch-1 cache is two items, not one sequence of two queries.
+        expectError(() => one.attend(t3(2, 1, 2), 1), { kind: "range", code: "shape_mismatch", parameter: "Q.shape[0]", says: ["the cache's batch = 1", "got 2"] });
+        expectError(() => one.append(t3(1, 1, 2), t3(2, 1, 2)), { kind: "range", code: "shape_mismatch", parameter: "V.shape[0]", says: ["the cache's batch = 1", "got 2"] });
+        expectError(() => one.decode(t3(2, 1, 4), D, { numHeads: 1, dK: 2 }), { kind: "range", code: "shape_mismatch", parameter: "X.shape[0]", says: ["the cache's batch = 1", "got 2"] });
+        assert.equal(one.size, 1);
+        // The cache's own batch works.
+        assert.deepEqual(one.attend(t3(1, 1, 2), 1).shape, [1, 1, 2]);
+        two.append(t3(2, 1, 2), t3(2, 1, 2));
+        assert.deepEqual(two.attend(t3(2, 1, 2), 1).shape, [2, 1, 2]);
+        one.dispose();
+        two.dispose();
+        stillWorks();
+      });
+
+      it("truncate: past the size is an error naming size", () => {
+        const cache = attn.createKVCache(cfg);
+        cache.append(t3(2, 2, 2), t3(2, 2, 2));
+        expectError(() => cache.truncate(3), { kind: "range", code: "invalid_argument", parameter: "size", says: ["at most the cached tokens per item, 2", "got 3"] });
+        expectError(() => cache.truncate(-1), { kind: "range", code: "invalid_argument", parameter: "size", says: ["a non-negative integer", "got -1"] });
+        assert.equal(cache.size, 2);
+        cache.dispose();
+      });
+
       it("a size product too large for the core is code 'overflow' and names the capacity", () => {
         const e = expectError(() => attn.createKVCache({ numKvHeads: 1024, dK: 1024, dV: 1, capacity: 1024 }),
-          { kind: "range", code: "overflow", parameter: "capacity (cached keys)", says: ["at most 268435456 elements", "got 1048576 * 1024 = 1073741824"] });
+          { kind: "range", code: "overflow", parameter: "config.capacity", says: ["at most 2^28 = 268435456 elements of cached keys", "got 1048576 * 1024 = 1073741824"] });
         assert.match(e.parameter, /capacity/);
         stillWorks();
       });
@@ -254,6 +299,8 @@ for (const variant of VARIANTS) {
         expectError(() => cache.keys(0, 0), disposed);
         expectError(() => cache.values(0, 0), disposed);
         expectError(() => cache.reset(), disposed);
+        expectError(() => cache.truncate(0), disposed);
+        expectError(() => cache.fork(), disposed);
         expectError(() => cache.size, disposed);
         // The plain properties stay readable.
         assert.deepEqual([cache.batch, cache.numKvHeads, cache.dK, cache.dV, cache.capacity], [2, 1, 2, 2, 3]);

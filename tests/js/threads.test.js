@@ -3,7 +3,11 @@
 // single-threaded build's bit for bit; bad thread counts are refused.
 import test from "node:test";
 import assert from "node:assert/strict";
+import { availableParallelism } from "node:os";
 import { createAttnkit, AttnkitError, AttnkitTypeError } from "attnkit";
+
+// The loader caps the thread count at the hardware's.
+const HW = availableParallelism();
 
 function random(n, seed) {
   let s = seed >>> 0;
@@ -30,8 +34,19 @@ test("createAttnkit({ threads }) loads the pthreads build once per thread count"
   assert.equal(two.simd, true);
   assert.equal(two.target, "WASM");
   assert.equal(two, await createAttnkit({ threads: 2, simd: true }));
-  assert.notEqual(two, await createAttnkit({ threads: 3 }));
+  if (HW >= 3) assert.notEqual(two, await createAttnkit({ threads: 3 }));
   assert.equal(await createAttnkit({ threads: 1 }), one);
+});
+
+test("more threads than the hardware runs at once are capped at its count (#18, defect 9)", async () => {
+  const start = performance.now();
+  const many = await createAttnkit({ threads: 64 });
+  const ms = performance.now() - start;
+  assert.equal(many.threads, Math.min(64, HW), "attn.threads reports the count used");
+  assert.equal(many, await createAttnkit({ threads: Math.min(64, HW) }), "one instance per count used");
+  if (HW < 64) assert.ok(ms < 5000, `{ threads: 64 } loaded in ${ms.toFixed(0)} ms`);
+  const Q = mat(64, 8, 30), K = mat(64, 8, 31), V = mat(64, 8, 32);
+  assertIdentical(many.attention(Q, K, V), (await createAttnkit()).attention(Q, K, V), "capped threads");
 });
 
 test("bad thread counts reject with an AttnkitError naming options.threads", async () => {

@@ -1,10 +1,15 @@
-// Type-checked (never run) by types.test.js: `tsc --noEmit -p tests/js/tsconfig.json`.
-// Exercises every export of attnkit's .d.ts with correct types, and a few wrong
-// uses marked @ts-expect-error (tsc fails if any of them stops being an error).
-import createAttnkitDefault, { createAttnkit, simdSupported, AttnkitError, AttnkitTypeError } from "attnkit";
+// Type-checked (never run) by types.test.js, as an ES module (.ts in a "type":
+// "module" package) under module node16 / nodenext and moduleResolution bundler,
+// for every target and lib it tests; `tsc -p tests/js/tsconfig.json` checks it
+// (with types-using.ts) by hand. Exercises every export of attnkit's .d.ts with
+// correct types, and wrong uses marked @ts-expect-error (tsc fails if any of them
+// stops being an error). No `using` or Symbol.dispose here: they need a lib with
+// esnext.disposable (see types/using.ts).
+import createAttnkitDefault, { createAttnkit, simdSupported, version, AttnkitError, AttnkitTypeError } from "attnkit";
 import type {
   Attnkit, AttentionOptions, AttentionTrace, ErrorCode, HeadConfig, HeadLayout, HeadWeights, KVCache,
-  KVCacheConfig, LoadOptions, MaskLike, Matrix, MatrixLike, MultiHeadOptions, MultiHeadWeights, Tensor, TensorLike,
+  KVCacheConfig, LoadOptions, MaskLike, Matrix, MatrixLike, MultiHeadOptions, MultiHeadWeights, NumberArray,
+  NumericTypedArray, Tensor, TensorLike,
 } from "attnkit";
 
 /** Marks values as used (no DOM or Node types here: the .d.ts must stand alone). */
@@ -16,6 +21,13 @@ const attn2: Attnkit = await createAttnkitDefault();
 const hasSimd: boolean = simdSupported();
 const isSimd: boolean = attn.simd && attn2.simd;
 const target: string = attn.target;
+const versions: string[] = [version, attn.version];
+const loads: LoadOptions[] = [
+  { threads: 4, wasmPaths: "https://cdn.example/attnkit/dist/", timeout: 5000 },
+  { wasmPaths: { "attnkit-simd.wasm": "/a.wasm", "attnkit-threads.worker.js": "/w.js" } },
+  { simd: false, wasmBinary: new ArrayBuffer(8) },
+  { wasmBinary: new Uint8Array(8) },
+];
 
 const Q: Matrix = { data: new Float32Array(6), rows: 2, cols: 3 };
 const nested: MatrixLike = [[1, 0, 0], [0, 1, 0], [0, 0, 1]];
@@ -64,15 +76,32 @@ const values: Matrix = cache.values(1, 0);
 const attended: Tensor = cache.attend(X, 2, { causal: true });
 const decoded: Tensor = cache.decode(X, mhWeights, config);
 const sizes: number[] = [cache.batch, cache.numKvHeads, cache.dK, cache.dV, cache.capacity, cache.size];
+cache.truncate(1);
+const beam: KVCache = cache.fork();
+beam.dispose();
 cache.reset();
 cache.dispose();
-cache[Symbol.dispose]();
-{
-  using scoped = attn.createKVCache({ numKvHeads: 1, dK: 1, dV: 1, capacity: 1 });
-  scoped.append([[1]], [[1]]);
-}
+
+// Every array the runtime takes: real Arrays and numeric typed arrays.
+const typed: NumericTypedArray[] = [new Float32Array(1), new Float64Array(1), new Int8Array(1), new Uint8Array(1),
+  new Uint8ClampedArray(1), new Int16Array(1), new Uint16Array(1), new Int32Array(1), new Uint32Array(1)];
+const numbers: NumberArray = [1, 2];
+const readonlyRows: readonly (readonly number[])[] = [[1, 2], [3, 4]];
+const asConst = [[1, 2], [3, 4]] as const;
+const rowsOfTyped: MatrixLike = [new Float32Array(2), new Float64Array([1, 2]), [3, 4]];
+const matrices: MatrixLike[] = [readonlyRows, asConst, rowsOfTyped, { data: new Int32Array(4), rows: 2, cols: 2 },
+  { data: numbers, rows: 1, cols: 2 }, { data: Object.freeze([1, 2]), rows: 2, cols: 1 }];
+const masks: MaskLike[] = [[[1, 0], [true, false]], [new Uint8Array(2), [0, 1]], { data: [true, 1], rows: 1, cols: 2 },
+  { data: new Uint8Array(4), rows: 2, cols: 2 }, { data: new Int32Array(4), rows: 2, cols: 2 }];
+const tensors: TensorLike[] = [{ data: [1, 2, 3, 4], shape: [1, 2, 2] }, { data: new Float64Array(4), shape: new Int32Array([2, 2]) },
+  { data: new Float32Array(4), shape: [2, 2] as const }, nested];
+const mhOut = new Float32Array(2 * 3 * 4);
+const intoOut: Float32Array = attn.multiHeadAttention(X, mhWeights, config, { out: mhOut, keyLengths: new Int32Array([3, 2]) }).data;
+attn.attention(Q, Q, Q, { out: new Float32Array(6), additiveMask: { data: new Float64Array(4), rows: 2, cols: 2 } });
+attn.multiHeadAttentionQKV(X, X, X, { numHeads: 2 }, { out: mhOut, layout: "bshd" });
 
 const memory: number = attn.memoryBytes() + attn.heapBytesInUse();
+attn.dispose();
 
 try {
   attn.attention(Q, Q, Q);
@@ -91,8 +120,9 @@ try {
 }
 const codes: ErrorCode[] = ["invalid_argument", "shape_mismatch", "non_finite", "overflow", "capacity", "type", "disposed"];
 
-use(isSimd, target, outData, self, cross, pf, traceX, weightRows, usedScale, traceParts, product, probabilities,
-  shape, merged, mh, mhNoWO, qkv, keys, values, attended, decoded, sizes, memory, codes);
+use(hasSimd, isSimd, target, versions, loads, outData, self, cross, pf, traceX, weightRows, usedScale, traceParts,
+  product, probabilities, shape, merged, mh, mhNoWO, qkv, keys, values, attended, decoded, sizes, typed, matrices,
+  masks, tensors, intoOut, memory, codes);
 
 // ---- wrong uses: each line below must be a type error.
 
@@ -127,3 +157,74 @@ const asNumbers: number[] = out.data;
 // @ts-expect-error the loader option is a boolean
 await createAttnkit({ simd: "yes" });
 use(badCode, asNumbers);
+
+// Array-likes the runtime rejects (it takes real Arrays and numeric typed arrays only).
+// @ts-expect-error an array-like object is not an array of rows
+attn.attention({ length: 1, 0: [1, 2] }, Q, Q);
+// @ts-expect-error an array-like object is not a row
+attn.attention([{ length: 2, 0: 1, 1: 2 }], Q, Q);
+// @ts-expect-error an array-like object is not matrix data
+attn.matmul({ data: { length: 2, 0: 1, 1: 2 }, rows: 1, cols: 2 }, Q);
+// @ts-expect-error a DataView is not matrix data
+attn.softmax({ data: new DataView(new ArrayBuffer(8)), rows: 1, cols: 2 });
+// @ts-expect-error a DataView is not a row
+attn.softmax([new DataView(new ArrayBuffer(8))]);
+// @ts-expect-error BigInt64Array holds bigints, not numbers
+attn.softmax({ data: new BigInt64Array(2), rows: 1, cols: 2 });
+// @ts-expect-error a string is not a row
+attn.softmax(["12"]);
+// @ts-expect-error a typed array of rows is one row, not rows
+attn.softmax(new Float32Array(4));
+// @ts-expect-error an array-like object is not tensor data
+attn.mergeHeads({ data: { length: 1, 0: 1 }, shape: [1, 1, 1] });
+// @ts-expect-error an array-like object is not a shape
+attn.mergeHeads({ data: new Float32Array(1), shape: { length: 3, 0: 1, 1: 1, 2: 1 } });
+// @ts-expect-error a string is not a shape
+attn.mergeHeads({ data: new Float32Array(1), shape: "111" });
+// @ts-expect-error mask rows hold booleans or numbers, not strings
+attn.attention(Q, Q, Q, { boolMask: [["yes", "no"]] });
+// @ts-expect-error an array-like object is not a mask row
+attn.attention(Q, Q, Q, { boolMask: [{ length: 1, 0: true }] });
+// @ts-expect-error a DataView is not mask data
+attn.attention(Q, Q, Q, { boolMask: { data: new DataView(new ArrayBuffer(4)), rows: 2, cols: 2 } });
+// @ts-expect-error keyLengths is an Array or a typed array
+attn.multiHeadAttention(X, mhWeights, config, { keyLengths: { length: 2, 0: 3, 1: 2 } });
+// @ts-expect-error keyLengths is an Array or a typed array
+attn.multiHeadAttention(X, mhWeights, config, { keyLengths: new DataView(new ArrayBuffer(8)) });
+// @ts-expect-error out is a Float32Array
+attn.attention(Q, Q, Q, { out: new Float64Array(6) });
+// @ts-expect-error out is a Float32Array
+attn.attention(Q, Q, Q, { out: [0, 0, 0, 0, 0, 0] });
+
+// Misspelled keys (the runtime rejects unknown keys with "invalid_argument").
+// @ts-expect-error W_o is not W_O
+attn.multiHeadAttention(X, { W_Q: nested, W_K: nested, W_V: nested, W_o: nested }, config);
+// @ts-expect-error numKVHeads is not numKvHeads
+attn.multiHeadAttention(X, mhWeights, { numHeads: 2, numKVHeads: 1 });
+// @ts-expect-error w_q is not W_Q
+attn.selfAttention(Q, { w_q: Q, W_K: Q, W_V: Q });
+// @ts-expect-error capacty is not capacity
+attn.createKVCache({ numKvHeads: 1, dK: 2, dV: 2, capacity: 4, capacty: 4 });
+// @ts-expect-error thread is not threads
+await createAttnkit({ thread: 2 });
+// @ts-expect-error wasmPath is not wasmPaths
+await createAttnkit({ wasmPath: "/dist/" });
+// @ts-expect-error keyLenghts is not keyLengths
+attn.multiHeadAttention(X, mhWeights, config, { keyLenghts: [1, 2] });
+// @ts-expect-error cols, not columns
+attn.softmax({ data: [1, 2], rows: 1, columns: 2 });
+
+// The new API's types.
+// @ts-expect-error version is read-only
+attn.version = "1";
+// @ts-expect-error wasmPaths is a string or a map of strings
+await createAttnkit({ wasmPaths: { "attnkit-simd.wasm": 1 } });
+// @ts-expect-error wasmBinary is bytes, not a URL
+await createAttnkit({ wasmBinary: "attnkit-simd.wasm" });
+// @ts-expect-error timeout is a number of ms
+await createAttnkit({ timeout: "30s" });
+// @ts-expect-error truncate takes the size to keep
+cache.truncate();
+// @ts-expect-error dispose returns nothing
+const disposed: Attnkit = attn.dispose();
+use(disposed);

@@ -1,26 +1,132 @@
-// The hand-written TypeScript declarations: tests/js/types-usage.ts uses every
-// export of "attnkit" (resolved through package.json "exports" -> "types", i.e.
-// dist/attnkit.d.ts) and holds @ts-expect-error lines for wrong uses.
-// `tsc --noEmit -p tests/js/tsconfig.json` must exit 0.
+// The hand-written TypeScript declarations, checked as a consumer sees them:
+// `tsc --strict` (never skipLibCheck) resolves "attnkit" through package.json
+// "exports" to dist/attnkit.d.ts ("import") or dist/attnkit.d.cts ("require"),
+// for each kind of consumer in tests/js/types/tsconfig.*.json:
+//   node      an ES module .ts (types-usage.ts: every export, and @ts-expect-error
+//             lines for wrong uses), an .mts and a .cts, under --module node16
+//             and --module nodenext;
+//   bundler   the .ts and .mts under moduleResolution bundler, module esnext;
+//   preserve  the .ts and the .cts under moduleResolution bundler, module preserve;
+// each over --target es2020 / es2022 / es2023 / es2024 / es2025 (if this tsc knows
+// it) / esnext, with --lib the target alone and the target + esnext.disposable
+// (then also `using` a KV cache: the *.using.json configs), plus the target's
+// default lib (DOM) and @types/node. Configs run in parallel, a few at a time.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
+const tsc = `${root}/node_modules/typescript/bin/tsc`;
+const tscMajor = Number(JSON.parse(readFileSync(`${root}/node_modules/typescript/package.json`, "utf8")).version.split(".")[0]);
+// TypeScript 7 checks with several threads by default; the runs here go in parallel instead.
+const tscFlags = tscMajor >= 7 ? ["--singleThreaded"] : [];
+
+/** Runs tsc with `args` from the repo root: { status, output }. */
+function runTsc(args) {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [tsc, ...tscFlags, ...args], { cwd: root, encoding: "utf8", maxBuffer: 1 << 26 }, (error, stdout, stderr) => {
+      resolve({ status: error ? (error.code ?? 1) : 0, output: `${stdout}${stderr}` });
+    });
+  });
+}
+
+/** Runs `jobs` (functions returning promises) at most `limit` at a time; results in order. */
+async function pool(jobs, limit) {
+  const results = new Array(jobs.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < jobs.length) {
+      const i = next++;
+      results[i] = await jobs[i]();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, jobs.length) }, worker));
+  return results;
+}
+
+/** True if this tsc takes `--target value` (older TypeScript lacks es2025). */
+function knowsTarget(value) {
+  const r = spawnSync(process.execPath, [tsc, "-p", "tests/js/types/tsconfig.node.json", "--target", value, "--showConfig"],
+    { cwd: root, encoding: "utf8" });
+  return r.status === 0;
+}
+
+// Consumers: the config (tests/js/types/tsconfig.<config>[.using].json) and extra flags.
+const CONSUMERS = [
+  { name: "node16 (.ts ESM, .mts, .cts)", config: "node", flags: ["--module", "node16"], cjs: true },
+  { name: "nodenext (.ts ESM, .mts, .cts)", config: "node", flags: ["--module", "nodenext"], cjs: true },
+  { name: "bundler, module esnext (.ts, .mts)", config: "bundler", flags: [], cjs: false },
+  { name: "bundler, module preserve (.ts, .cts)", config: "preserve", flags: [], cjs: true },
+];
+
+/** The --target / --lib / --types combinations, and whether `using` type-checks there. */
+function libs(es2025) {
+  const targets = ["es2020", "es2022", "es2023", "es2024", ...(es2025 ? ["es2025"] : []), "esnext"];
+  const out = [];
+  for (const t of targets) {
+    // lib "esnext" has esnext.disposable: there is no "without" for it.
+    if (t !== "esnext") out.push({ label: `${t}, lib ${t}`, flags: ["--target", t, "--lib", t], disposable: false });
+    out.push({ label: `${t}, lib ${t} + esnext.disposable`, flags: ["--target", t, "--lib", `${t},esnext.disposable`], disposable: true });
+  }
+  // The target's default lib (with DOM), and @types/node (which brings esnext.disposable).
+  out.push({ label: "es2022, lib es2022 + dom", flags: ["--target", "es2022", "--lib", "es2022,dom,dom.iterable"], disposable: false });
+  out.push({ label: "es2022, lib es2022, types node", flags: ["--target", "es2022", "--lib", "es2022", "--types", "node"], disposable: true });
+  return out;
+}
 
 describe("TypeScript declarations", () => {
-  it("the shipped .d.ts is the one in src/js", () => {
-    assert.equal(readFileSync(`${root}/dist/attnkit.d.ts`, "utf8"), readFileSync(`${root}/src/js/attnkit.d.ts`, "utf8"),
-      "dist/attnkit.d.ts is stale: run bash scripts/build.sh package");
+  it("the shipped .d.ts and .d.cts are src/js/attnkit.d.ts", () => {
+    const src = readFileSync(`${root}/src/js/attnkit.d.ts`, "utf8");
+    for (const file of ["attnkit.d.ts", "attnkit.d.cts"]) {
+      assert.equal(readFileSync(`${root}/dist/${file}`, "utf8"), src, `dist/${file} is stale: run bash scripts/build.sh package`);
+    }
   });
 
-  it("tsc --noEmit (strict, module nodenext) accepts the usage file and every @ts-expect-error", () => {
-    const tsc = `${root}/node_modules/typescript/bin/tsc`;
-    const r = spawnSync(process.execPath, [tsc, "--noEmit", "-p", "tests/js/tsconfig.json", "--listFiles"], { cwd: root, encoding: "utf8" });
-    assert.equal(r.status, 0, `tsc failed:\n${r.stdout}\n${r.stderr}`);
-    // The declarations came from the package's exports map, not from src/.
-    assert.match(r.stdout, /dist\/attnkit\.d\.ts/);
+  it("package.json exports types for both the import and the require condition", () => {
+    const pkg = JSON.parse(readFileSync(`${root}/package.json`, "utf8"));
+    const dot = pkg.exports["."];
+    for (const env of ["node", "default"]) {
+      assert.equal(dot[env].import.types, "./dist/attnkit.d.ts", `${env}.import.types`);
+      assert.equal(dot[env].require.types, "./dist/attnkit.d.cts", `${env}.require.types`);
+    }
+    assert.equal(dot.node.import.default, "./dist/attnkit.node.mjs");
+    assert.equal(dot.node.require.default, "./dist/attnkit.node.cjs");
+    assert.equal(pkg.types, "./dist/attnkit.d.ts");
+    assert.ok(pkg.files.includes("dist/attnkit.d.ts") && pkg.files.includes("dist/attnkit.d.cts"), "files ships both");
+  });
+
+  it("tsc --strict accepts every consumer over every target and lib, and every @ts-expect-error", async () => {
+    const jobs = [];
+    const es2025 = knowsTarget("es2025");
+    for (const consumer of CONSUMERS) {
+      for (const lib of libs(es2025)) {
+        const config = `tests/js/types/tsconfig.${consumer.config}${lib.disposable ? ".using" : ""}.json`;
+        const args = ["-p", config, "--strict", "--noEmit", "--listFiles", ...consumer.flags, ...lib.flags];
+        jobs.push(async () => ({ consumer, lib, args, ...(await runTsc(args)) }));
+      }
+    }
+    // The hand-run config (nodenext, es2022 + esnext.disposable) too.
+    jobs.push(async () => ({ consumer: { name: "tests/js/tsconfig.json", cjs: false }, lib: { label: "as written" },
+      args: ["-p", "tests/js/tsconfig.json", "--listFiles"], ...(await runTsc(["-p", "tests/js/tsconfig.json", "--listFiles"])) }));
+    const results = await pool(jobs, Math.max(2, availableParallelism()));
+    const failures = [];
+    for (const r of results) {
+      const what = `${r.consumer.name}, ${r.lib.label}: tsc ${r.args.join(" ")}`;
+      const errors = r.output.split("\n").filter((line) => / error TS\d+/.test(line));
+      if (r.status !== 0) {
+        failures.push(`${what}\n  exit ${r.status}\n  ${(errors.length ? errors : [r.output.trim()]).join("\n  ")}`);
+        continue;
+      }
+      // Resolved through package.json exports to dist/, never to src/.
+      const files = r.output.split("\n");
+      const missing = ["/dist/attnkit.d.ts", ...(r.consumer.cjs ? ["/dist/attnkit.d.cts"] : [])]
+        .filter((f) => !files.some((line) => line.endsWith(f)));
+      if (missing.length) failures.push(`${what}\n  did not load ${missing.join(", ")}`);
+      if (files.some((line) => line.includes("/src/js/"))) failures.push(`${what}\n  loaded src/js instead of dist/`);
+    }
+    assert.equal(failures.length, 0, `${failures.length} of ${results.length} tsc runs failed:\n${failures.join("\n")}`);
   });
 });
