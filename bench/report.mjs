@@ -15,9 +15,10 @@ const ATTNKIT_NATIVE = "attnkit (native)", ATTNKIT_WASM = "attnkit (wasm SIMD128
 const NATIVE_IN_NODE = "attnkit (native, in Node's rounds)";
 
 let nativeContext = {}, engineInfo = {}, envUnset = null, small = null;
-const nativeQueries = [];  // { T_q, keys, us }: BM_AttnkitQueries
+const nativeQueries = [];  // { T_q, keys, us }: attnkit_bench --queries
 if (existsSync(new URL("env.json", dir))) envUnset = JSON.parse(readFileSync(new URL("env.json", dir), "utf8")).unset;
 if (existsSync(new URL("small.json", dir))) small = JSON.parse(readFileSync(new URL("small.json", dir), "utf8"));
+if (existsSync(new URL("queries.json", dir))) nativeQueries.push(...JSON.parse(readFileSync(new URL("queries.json", dir), "utf8")).sweep);
 if (existsSync(new URL("native.json", dir))) {
   const native = JSON.parse(readFileSync(new URL("native.json", dir), "utf8"));
   nativeContext = native.context ?? {};
@@ -25,8 +26,6 @@ if (existsSync(new URL("native.json", dir))) {
   for (const b of native.benchmarks) {
     if (b.aggregate_name && b.aggregate_name !== "median") continue;
     if (b.run_name.startsWith("BM_FmaPeak")) { fmaPeak = Math.max(fmaPeak ?? 0, b.GFLOPs); continue; }
-    const q = b.run_name.match(/^BM_AttnkitQueries\/T_q:(\d+)\/keys:(\d+)/);
-    if (q) { nativeQueries.push({ T_q: +q[1], keys: +q[2], us: b.real_time }); continue; }
     const m = b.run_name.match(/^(BM_\w+)\/T:(\d+)\/causal:(\d)/);
     if (m && names[m[1]]) {
       rows.push({ platform: "native", engine: names[m[1]], T: +m[2], causal: m[3] === "1", gflops: b.GFLOPs, ms: b.real_time });
@@ -53,6 +52,7 @@ if (existsSync(new URL("wasm.json", dir))) {
   memoryOnly = wasm.memoryOnly ?? [];
 }
 
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const find = (engine, T, causal) => rows.find((r) => r.engine === engine && r.T === T && r.causal === causal);
 const Ts = [...new Set(rows.filter((r) => r.T).map((r) => r.T))].sort((a, b) => a - b);
 const mb = (bytes) => (bytes / 2 ** 20 >= 10 ? (bytes / 2 ** 20).toFixed(0) : (bytes / 2 ** 20).toFixed(1));
@@ -108,10 +108,13 @@ if (peaks.length) md += `Measured in the same run: ${peaks.join("; ")}.\n\n`;
       `\`${nativeContext.openblas_config}\` (\`openblas_get_config\`), one thread`);
   }
   if (nativeContext.attnkit_target) lines.push(`attnkit native: Highway target **${nativeContext.attnkit_target}** (dynamic dispatch)`);
+  const byText = new Map();  // engines with the same description share a line
   for (const [name, info] of Object.entries(engineInfo)) {
     if (!info || name === "node") continue;
-    lines.push(`${name}${info.version ? ` ${info.version}` : ""}: ${info.kernel}${info.how ? ` (${info.how})` : ""}`);
+    const text = `${info.version ? ` ${info.version}` : ""}: ${info.kernel}${info.how ? ` (${info.how})` : ""}`;
+    byText.set(text, [...(byText.get(text) ?? []), name]);
   }
+  for (const [text, names] of byText) lines.push(`${names.join(", ")}${text}`);
   const node = engineInfo.node;
   if (node) {
     lines.push(`Node ${node.version} (V8 ${node.v8}), flags \`${node.execArgv.join(" ")}\`, NODE_OPTIONS ${node.NODE_OPTIONS ? `\`${node.NODE_OPTIONS}\`` : "unset"}` +
@@ -136,22 +139,30 @@ const plausible = [];
   let any = false;
   for (const e of engines) {
     const platform = rows.find((r) => r.engine === e).platform;
-    const peak = platform === "native" ? fmaPeak : wasmPeak;
-    if (!peak) continue;
+    // Engines timed in Node's rounds (attnkit native's child, onnxruntime-node)
+    // against the FMA peak the child measured in those rounds (median), the
+    // Google Benchmark engines against its FMA peak.
+    const inNode = platform === "native" && !["attnkit (native)", "OpenBLAS sgemm", "C++ loop"].includes(e);
+    const peakAt = (T) => {
+      const child = inNode ? find(NATIVE_IN_NODE, T, false) : null;
+      if (child?.peakRounds?.length) return median(child.peakRounds);
+      return platform === "native" ? fmaPeak : wasmPeak;
+    };
+    if (!Ts.some((T) => peakAt(T))) continue;
     any = true;
     t += `| ${e}${e.includes(platform) ? "" : ` (${platform})`} | ` + Ts.map((T) => {
       const r = find(e, T, false);
-      if (!r) return "–";
-      const share = r.gflops / peak;
+      if (!r || !peakAt(T)) return "–";
+      const share = r.gflops / peakAt(T);
       const flag = share < 0.3 || share > 1.0;
       if (flag) plausible.push(`${e} at T=${T}: ${(100 * share).toFixed(0)}%`);
       return `${(100 * share).toFixed(0)}%${flag ? " ⚠" : ""}`;
     }).join(" | ") + " |\n";
   }
   if (any) {
-    md += t + "\n⚠: below 30% or above 100% of the peak measured on the same platform (native: the FMA peak; wasm: " +
-      "the SIMD128 mul+add peak), flagged for a second look (the scalar baselines, far below it by design, are left " +
-      "out). " +
+    md += t + "\n⚠: below 30% or above 100% of the peak measured on the same platform (native: the FMA peak, for the " +
+      "engines timed in Node the median of the peaks attnkit's child measured in the same rounds; wasm: the SIMD128 " +
+      "mul+add peak), flagged for a second look (the scalar baselines, far below it by design, are left out). " +
       (plausible.length ? `Flagged: ${plausible.join("; ")}. Small shapes (T = 128) pay fixed costs per call and sit ` +
         "low for every engine; a flag at T ≥ 512 means the engine ran well below the machine." : "Nothing flagged.") + "\n\n";
   }
@@ -398,9 +409,8 @@ if (small) {
     `${small.rounds} interleaved rounds of ~${small.batchMs} ms batches in one Node process, µs per call (lower is better; ` +
     "in parentheses plain JS's time over attnkit's, and nested arrays' over typed arrays'). Typed arrays: " +
     "`{ data: Float32Array, rows, cols }`; nested: `[[...], [...]]`. The T_q table: T_q queries against fixed " +
-    "keys, in wasm through the package (typed arrays; every T_q of a key count in the same rounds) and natively " +
-    "(Google Benchmark `BM_AttnkitQueries`, median of interleaved repetitions), each with its time over the previous " +
-    "T_q's.\n\n";
+    "keys, in wasm through the package (typed arrays) and natively (`attnkit_bench --queries`), every T_q of a key " +
+    "count in the same interleaved rounds, each with its time over the previous T_q's.\n\n";
   smallMd += `| target (issue #18, small calls) | needed | measured | |\n|---|---|---|---|\n${smallTargets.join("\n")}\n`;
 }
 writeFileSync(new URL("results.md", dir), md + (smallMd ? `${smallMd}\n` : ""));

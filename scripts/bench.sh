@@ -2,8 +2,8 @@
 # npm run bench: native (Google Benchmark) and Node (WebAssembly, JS and the
 # peers of bench/peers.mjs) benchmarks, each engine timed in the same run on the
 # same shapes, one core. Writes bench/results/{native,wasm}.json, results.md,
-# gflops.svg and the README tables; bench/wasm/small.mjs times small calls
-# (bench/results/small.json).
+# gflops.svg and the README tables; bench/wasm/small.mjs and attnkit_bench
+# --queries time small calls (bench/results/small.json, queries.json).
 # --quick (also `npm run bench --quick`, which npm passes as npm_config_quick):
 # fewer shapes and repetitions.
 # The peers (onnxruntime-node, onnxruntime-web, tfjs-backend-wasm) are the
@@ -77,7 +77,7 @@ fi
 
 mkdir -p bench/results
 filter='.'; reps=5
-((quick)) && { filter='FmaPeak|T:(128|512)/|MultiHead|cache:(1024|4096)|Queries'; reps=3; }
+((quick)) && { filter='FmaPeak|T:(128|512)/|MultiHead|cache:(1024|4096)'; reps=3; }
 echo "== native"
 # One OpenBLAS thread: every engine runs on one core.
 OPENBLAS_NUM_THREADS=1 ./build/bench/attnkit_bench --benchmark_filter="$filter" \
@@ -93,6 +93,8 @@ cpu=$(taskset -pc $$ | sed -E 's/.*: ([0-9]+).*/\1/')  # the first CPU this scri
 # call, on Node's main thread, so that no GC thread shares the core with it.
 taskset -c "$cpu" node --expose-gc --single-threaded-gc bench/wasm/bench.mjs $( ((quick)) && echo --quick ) \
   > bench/results/wasm.json
+echo "== native: 1..9 queries against 64, 256, 1024 keys"
+taskset -c "$cpu" ./build/bench/attnkit_bench --queries $( ((quick)) && echo 9 || echo 21 ) > bench/results/queries.json
 echo "== node: small calls (attnkit wasm through the package, plain JS)"
 taskset -c "$cpu" node --single-threaded-gc bench/wasm/small.mjs $( ((quick)) && echo --quick ) \
   > bench/results/small.json
