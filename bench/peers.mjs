@@ -23,7 +23,7 @@
 // Every engine is { name, platform: "native" | "wasm", maxT, load(), setup(T, causal,
 // q, k, v) -> { run() -> Float32Array | Promise<Float32Array>, dispose(), variant? },
 // setupWorkload(w) -> the same }.
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 
@@ -34,6 +34,12 @@ const hint = (err) => new Error(`${err.message.split("\n")[0]}: run npm ci in be
 const need = (name) => { try { return require(name); } catch (err) { throw hint(err); } };
 const D = 64, HEADS = 8, D_MODEL = HEADS * D;
 const modelsDir = fileURLToPath(new URL("./models/", import.meta.url));
+const packageVersion = (name) =>
+  JSON.parse(readFileSync(new URL(`./node_modules/${name}/package.json`, import.meta.url), "utf8")).version;
+// Whether Node's V8, with its default features (no relaxed SIMD in Node 20),
+// accepts a peer's wasm binary: if it does, the binary uses at most
+// fixed-width SIMD128.
+const validates = (file) => WebAssembly.validate(readFileSync(new URL(`./node_modules/${file}`, import.meta.url)));
 
 // Some engines have more than one way to state the same computation; each keeps
 // the fastest for each shape (a short timing of every candidate; maxDiff checks
@@ -70,7 +76,7 @@ async function pickFastest(engine, T, candidates, options) {
 // "_mask" takes a fourth input, the additive mask [T, T], filled once per shape
 // outside the timing (as a model would hold it as a constant).
 // workloads: { layer, decode: model file base name }.
-function onnxEngine({ name, platform, load, sessionOptions, variants, workloads }) {
+function onnxEngine({ name, platform, load, sessionOptions, variants, workloads, info }) {
   let ort = null;
   const sessions = new Map();  // model file -> InferenceSession (T is symbolic)
   // A function that runs `model` (a base name) on `feeds` and returns its output.
@@ -99,6 +105,7 @@ function onnxEngine({ name, platform, load, sessionOptions, variants, workloads 
       }
       ort ??= await load();
     },
+    info: () => info(ort),
     async setup(T, causal, q, k, v, options = {}) {
       const feeds = {
         query: new ort.Tensor("float32", q, [1, T, D]),
@@ -187,6 +194,16 @@ function tfjsEngine() {
       await tf.ready();
       if (!(await tf.env().getAsync("WASM_HAS_SIMD_SUPPORT"))) throw new Error("tfjs: no SIMD");
     },
+    async info() {
+      const simd = await tf.env().getAsync("WASM_HAS_SIMD_SUPPORT");
+      const threads = await tf.env().getAsync("WASM_HAS_MULTITHREAD_SUPPORT");
+      const file = "@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-simd.wasm";
+      return { version: packageVersion("@tensorflow/tfjs-backend-wasm"),
+               kernel: `${simd ? "tfjs-backend-wasm-simd.wasm" : "tfjs-backend-wasm.wasm"} (XNNPACK kernels, ` +
+                 `SIMD ${simd}, threads ${threads}, ${tf.backend().numThreads?.() ?? 1} thread)` +
+                 (simd ? `; it ${validates(file) ? "validates" : "does not validate"} in Node's V8 without relaxed SIMD` : ""),
+               how: "tf.env() flags WASM_HAS_SIMD_SUPPORT / WASM_HAS_MULTITHREAD_SUPPORT; the binary checked with WebAssembly.validate" };
+    },
     wasmMemoryBytes() {
       return tf.backend().wasm?.HEAPU8?.length;
     },
@@ -257,17 +274,33 @@ export function peerEngines() {
   const matmul = (causal) => causal
     ? { "mask made in the graph": "matmul_causal", "mask as an input": "matmul_causal_mask" }
     : { "plain graph": "matmul" };
+  // onnxruntime-node's CPU provider runs MLAS, which picks its x86 kernels
+  // (SSE, AVX, FMA3/AVX2, AVX-512F) from CPUID and XGETBV when the library
+  // loads, with no environment variable to force one; the choice is not
+  // exposed through the API. onnxruntime-web ships one SIMD128 binary.
+  const ortNodeInfo = async () => {
+    return { version: packageVersion("onnxruntime-node"),
+             kernel: "MLAS CPU kernels chosen at load from CPUID/XGETBV (not exposed; on a CPU with AVX-512F its AVX-512F SGEMM)",
+             how: "onnxruntime's MLAS source (platform.cpp); not observable through the API" };
+  };
+  const ortWebInfo = async (ort) => {
+    const file = "onnxruntime-web/dist/ort-wasm-simd-threaded.wasm";
+    return { version: packageVersion("onnxruntime-web"),
+             kernel: `ort-wasm-simd-threaded.wasm (MLAS wasm SIMD128 kernels), env.wasm.simd = ${ort.env.wasm.simd}, ` +
+               `numThreads = ${ort.env.wasm.numThreads}; it ${validates(file) ? "validates" : "does not validate"} in Node's V8 without relaxed SIMD`,
+             how: "ort.env.wasm; the binary checked with WebAssembly.validate" };
+  };
   const mhaWorkloads = { layer: "mha_layer", decode: "mha_decode" };
   const matmulWorkloads = { layer: "matmul_layer", decode: "matmul_decode" };
   return [
     onnxEngine({ name: "onnxruntime-node MultiHeadAttention", platform: "native", load: loadOrtNode,
-                 sessionOptions: ortNodeOptions, variants: mha, workloads: mhaWorkloads }),
+                 sessionOptions: ortNodeOptions, variants: mha, workloads: mhaWorkloads, info: ortNodeInfo }),
     onnxEngine({ name: "onnxruntime-node MatMul graph", platform: "native", load: loadOrtNode,
-                 sessionOptions: ortNodeOptions, variants: matmul, workloads: matmulWorkloads }),
+                 sessionOptions: ortNodeOptions, variants: matmul, workloads: matmulWorkloads, info: ortNodeInfo }),
     onnxEngine({ name: "onnxruntime-web MultiHeadAttention", platform: "wasm", load: loadOrtWeb,
-                 sessionOptions: ortWebOptions, variants: mha, workloads: mhaWorkloads }),
+                 sessionOptions: ortWebOptions, variants: mha, workloads: mhaWorkloads, info: ortWebInfo }),
     onnxEngine({ name: "onnxruntime-web MatMul graph", platform: "wasm", load: loadOrtWeb,
-                 sessionOptions: ortWebOptions, variants: matmul, workloads: matmulWorkloads }),
+                 sessionOptions: ortWebOptions, variants: matmul, workloads: matmulWorkloads, info: ortWebInfo }),
     tfjsEngine(),
   ];
 }

@@ -14,8 +14,14 @@ const ATTNKIT_NATIVE = "attnkit (native)", ATTNKIT_WASM = "attnkit (wasm SIMD128
 // onnxruntime-node: the native tables' onnxruntime ratios are against it.
 const NATIVE_IN_NODE = "attnkit (native, in Node's rounds)";
 
+let nativeContext = {}, engineInfo = {}, envUnset = null, small = null;
+const nativeQueries = [];  // { T_q, keys, us }: attnkit_bench --queries
+if (existsSync(new URL("env.json", dir))) envUnset = JSON.parse(readFileSync(new URL("env.json", dir), "utf8")).unset;
+if (existsSync(new URL("small.json", dir))) small = JSON.parse(readFileSync(new URL("small.json", dir), "utf8"));
+if (existsSync(new URL("queries.json", dir))) nativeQueries.push(...JSON.parse(readFileSync(new URL("queries.json", dir), "utf8")).sweep);
 if (existsSync(new URL("native.json", dir))) {
   const native = JSON.parse(readFileSync(new URL("native.json", dir), "utf8"));
+  nativeContext = native.context ?? {};
   const names = { BM_Attnkit: ATTNKIT_NATIVE, BM_OpenBlas: "OpenBLAS sgemm", BM_Loop: "C++ loop" };
   for (const b of native.benchmarks) {
     if (b.aggregate_name && b.aggregate_name !== "median") continue;
@@ -41,10 +47,12 @@ if (existsSync(new URL("wasm.json", dir))) {
   const wasm = JSON.parse(readFileSync(new URL("wasm.json", dir), "utf8"));
   for (const r of wasm.results) rows.push({ platform: r.platform ?? "wasm", ...r });
   wasmPeak = wasm.wasmPeak?.gflops ?? null;
+  engineInfo = wasm.engines ?? {};
   skipped = wasm.skipped ?? [];
   memoryOnly = wasm.memoryOnly ?? [];
 }
 
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const find = (engine, T, causal) => rows.find((r) => r.engine === engine && r.T === T && r.causal === causal);
 const Ts = [...new Set(rows.filter((r) => r.T).map((r) => r.T))].sort((a, b) => a - b);
 const mb = (bytes) => (bytes / 2 ** 20 >= 10 ? (bytes / 2 ** 20).toFixed(0) : (bytes / 2 ** 20).toFixed(1));
@@ -83,8 +91,82 @@ const peaks = [];
 if (fmaPeak) peaks.push(`FMA peak of this core (Highway, best target): **${fmaPeak.toFixed(0)} GFLOP/s**`);
 if (wasmPeak) peaks.push(`WebAssembly SIMD128 mul+add peak in Node: **${wasmPeak.toFixed(1)} GFLOP/s**`);
 if (peaks.length) md += `Measured in the same run: ${peaks.join("; ")}.\n\n`;
+
+// How every engine ran: what the run removed from the environment, and the
+// kernel or ISA each library picked (as far as it says).
+{
+  const lines = [];
+  if (envUnset) {
+    const names = Object.entries(envUnset);
+    lines.push(names.length
+      ? `Environment: \`npm run bench\` removed ${names.map(([k, v]) => `\`${k}=${v}\``).join(", ")} for the whole run ` +
+        "(variables that force a library's kernel, cache sizes or threads; OpenBLAS then runs as on a user's machine)"
+      : "Environment: no variable that forces a library's kernel, cache sizes or threads was set");
+  }
+  if (nativeContext.openblas_corename) {
+    lines.push(`OpenBLAS: core **${nativeContext.openblas_corename}** (\`openblas_get_corename\`), build ` +
+      `\`${nativeContext.openblas_config}\` (\`openblas_get_config\`), one thread`);
+  }
+  if (nativeContext.attnkit_target) lines.push(`attnkit native: Highway target **${nativeContext.attnkit_target}** (dynamic dispatch)`);
+  const byText = new Map();  // engines with the same description share a line
+  for (const [name, info] of Object.entries(engineInfo)) {
+    if (!info || name === "node") continue;
+    const text = `${info.version ? ` ${info.version}` : ""}: ${info.kernel}${info.how ? ` (${info.how})` : ""}`;
+    byText.set(text, [...(byText.get(text) ?? []), name]);
+  }
+  for (const [text, names] of byText) lines.push(`${names.join(", ")}${text}`);
+  const node = engineInfo.node;
+  if (node) {
+    lines.push(`Node ${node.version} (V8 ${node.v8}), flags \`${node.execArgv.join(" ")}\`, NODE_OPTIONS ${node.NODE_OPTIONS ? `\`${node.NODE_OPTIONS}\`` : "unset"}` +
+      (node.cpu ? `; CPU ${node.cpu.model} (family ${node.cpu.family}, model ${node.cpu.modelNumber}; ${node.cpu.simd.join(", ")})` : ""));
+  }
+  if (lines.length) md += "How each engine ran:\n" + lines.map((l) => `- ${l}`).join("\n") + "\n\n";
+}
+
 for (const causal of [false, true]) md += table("native", ATTNKIT_NATIVE, fmaPeak, nativeEngines, causal) + "\n";
 for (const causal of [false, true]) md += table("wasm (Node)", ATTNKIT_WASM, wasmPeak, wasmEngines, causal) + "\n";
+// Plausibility: every engine's share of the peak measured on its own platform
+// (native: the FMA peak, wasm: the SIMD128 mul+add peak), non-causal. Below
+// 30% or above 100% is flagged: a library running a lesser kernel than the
+// machine has (or forced to), or a measurement that cannot be right.
+const plausible = [];
+{
+  // The scalar baselines (the C++ loop, attnkit's scalar wasm build) are
+  // meant to sit far below the peak: not in this table.
+  const engines = [...new Set(rows.filter((r) => r.T && !r.causal && r.platform !== "js").map((r) => r.engine))]
+    .filter((e) => e !== "C++ loop" && e !== "attnkit (wasm scalar)");
+  let t = `| share of the same-platform peak, non-causal | ${Ts.map((x) => `T=${x}`).join(" | ")} |\n|---|${Ts.map(() => "---:").join("|")}|\n`;
+  let any = false;
+  for (const e of engines) {
+    const platform = rows.find((r) => r.engine === e).platform;
+    // Engines timed in Node's rounds (attnkit native's child, onnxruntime-node)
+    // against the FMA peak the child measured in those rounds (median), the
+    // Google Benchmark engines against its FMA peak.
+    const inNode = platform === "native" && !["attnkit (native)", "OpenBLAS sgemm", "C++ loop"].includes(e);
+    const peakAt = (T) => {
+      const child = inNode ? find(NATIVE_IN_NODE, T, false) : null;
+      if (child?.peakRounds?.length) return median(child.peakRounds);
+      return platform === "native" ? fmaPeak : wasmPeak;
+    };
+    if (!Ts.some((T) => peakAt(T))) continue;
+    any = true;
+    t += `| ${e}${e.includes(platform) ? "" : ` (${platform})`} | ` + Ts.map((T) => {
+      const r = find(e, T, false);
+      if (!r || !peakAt(T)) return "–";
+      const share = r.gflops / peakAt(T);
+      const flag = share < 0.3 || share > 1.0;
+      if (flag) plausible.push(`${e} at T=${T}: ${(100 * share).toFixed(0)}%`);
+      return `${(100 * share).toFixed(0)}%${flag ? " ⚠" : ""}`;
+    }).join(" | ") + " |\n";
+  }
+  if (any) {
+    md += t + "\n⚠: below 30% or above 100% of the peak measured on the same platform (native: the FMA peak, for the " +
+      "engines timed in Node the median of the peaks attnkit's child measured in the same rounds; wasm: the SIMD128 " +
+      "mul+add peak), flagged for a second look (the scalar baselines, far below it by design, are left out). " +
+      (plausible.length ? `Flagged: ${plausible.join("; ")}. Small shapes (T = 128) pay fixed costs per call and sit ` +
+        "low for every engine; a flag at T ≥ 512 means the engine ran well below the machine." : "Nothing flagged.") + "\n\n";
+  }
+}
 if (nodeNative.length) {
   md += "Native engines: attnkit, OpenBLAS and the C++ loop run in Google Benchmark; onnxruntime-node (CPU EP, " +
     "`intraOpNumThreads` = `interOpNumThreads` = 1, sequential) runs in Node in the same `npm run bench`. Its ratios " +
@@ -249,7 +331,89 @@ if (extra.length) {
     md += `| ${r.engine}: ${r.shape} | ${r.threads} | ${r.gflops.toFixed(1)} | ${r.time} | ${note} |\n`;
   }
 }
-writeFileSync(new URL("results.md", dir), md);
+// Small calls (bench/wasm/small.mjs and BM_AttnkitQueries): microseconds per
+// call, their own tables and targets (issue #18), also in the README between
+// the small-calls markers.
+let smallMd = "";
+if (small) {
+  const TYPED = "attnkit (typed arrays)", NESTED = "attnkit (nested arrays)", JS = "plain JS";
+  const sq = (engine, d, T) => small.square.find((r) => r.engine === engine && r.d === d && r.T === T);
+  const us = (x) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
+  const dims = [...new Set(small.square.map((r) => r.d))];
+  const smallTargets = [];
+  for (const d of dims) {
+    const Tsq = [...new Set(small.square.filter((r) => r.d === d).map((r) => r.T))].sort((a, b) => a - b);
+    smallMd += `| small calls, d = ${d}, µs per call | ${Tsq.map((T) => `T=${T}`).join(" | ")} |\n|---|${Tsq.map(() => "---:").join("|")}|\n`;
+    smallMd += `| ${TYPED} | ${Tsq.map((T) => `**${us(sq(TYPED, d, T).us)}**`).join(" | ")} |\n`;
+    smallMd += `| ${JS} | ${Tsq.map((T) => { const j = sq(JS, d, T), a = sq(TYPED, d, T); return `${us(j.us)} (attnkit ${(j.us / a.us).toFixed(2)}×)`; }).join(" | ")} |\n`;
+    smallMd += `| ${NESTED} | ${Tsq.map((T) => { const n = sq(NESTED, d, T), a = sq(TYPED, d, T); return `${us(n.us)} (${(n.us / a.us).toFixed(2)}× typed)`; }).join(" | ")} |\n\n`;
+    // attnkit at least as fast as plain JS from T = 4 (d = 8) / T = 2 (d = 64).
+    const from = d === 8 ? 4 : d === 64 ? 2 : null;
+    if (from !== null) {
+      const cells = Tsq.filter((T) => T >= from).map((T) => ({ T, r: sq(JS, d, T).us / sq(TYPED, d, T).us }));
+      const bad = cells.filter((c) => c.r < 1);
+      const worst = cells.reduce((a, b) => (b.r < a.r ? b : a));
+      smallTargets.push(`| attnkit (typed) at least as fast as plain JS, d = ${d}, T ≥ ${from} | ≥ 1× | ` +
+        (bad.length ? `slower at ${bad.map((c) => `T=${c.T}: ${c.r.toFixed(2)}×`).join(", ")}` : `slowest ratio ${worst.r.toFixed(2)}× (T=${worst.T})`) +
+        ` | ${bad.length ? "**missed**" : "met"} |`);
+    }
+  }
+  {
+    const cells = small.square.filter((r) => r.engine === NESTED).map((r) => ({ d: r.d, T: r.T, r: r.us / sq(TYPED, r.d, r.T).us }));
+    const bad = cells.filter((c) => c.r > 1.2);
+    const worst = cells.reduce((a, b) => (b.r > a.r ? b : a));
+    smallTargets.push(`| nested arrays no slower than 1.2× typed arrays | ≤ 1.2× | ` +
+      (bad.length ? `over at ${bad.map((c) => `d=${c.d} T=${c.T}: ${c.r.toFixed(2)}×`).join(", ")}` : `worst ${worst.r.toFixed(2)}× (d=${worst.d}, T=${worst.T})`) +
+      ` | ${bad.length ? "**missed**" : "met"} |`);
+  }
+  // The T_q sweep: wasm (the package) and native (Google Benchmark), with the
+  // ratio of each time to the previous T_q's.
+  const sweepRows = [];
+  for (const keys of [...new Set(small.sweep.map((r) => r.keys))]) {
+    const pts = small.sweep.filter((r) => r.keys === keys && r.engine === TYPED).sort((a, b) => a.T_q - b.T_q);
+    sweepRows.push({ label: `${keys} keys, wasm (package)`, where: "wasm", keys, pts: pts.map((p) => ({ T_q: p.T_q, us: p.us })) });
+    const nat = nativeQueries.filter((r) => r.keys === keys).sort((a, b) => a.T_q - b.T_q);
+    if (nat.length) sweepRows.push({ label: `${keys} keys, native`, where: "native", keys, pts: nat });
+  }
+  const Tqs = [...new Set(sweepRows.flatMap((r) => r.pts.map((p) => p.T_q)))].sort((a, b) => a - b);
+  smallMd += `| T_q queries against T_k keys, d = 64, µs per call (× the previous T_q) | ${Tqs.map((t) => `T_q=${t}`).join(" | ")} |\n` +
+    `|---|${Tqs.map(() => "---:").join("|")}|\n`;
+  for (const row of sweepRows) {
+    smallMd += `| ${row.label} | ` + Tqs.map((t) => {
+      const i = row.pts.findIndex((p) => p.T_q === t);
+      if (i < 0) return "–";
+      const p = row.pts[i], prev = row.pts[i - 1];
+      return `${row.where === "js" ? us(p.us) : `**${us(p.us)}**`}` + (prev && prev.T_q === t - 1 ? ` (${(p.us / prev.us).toFixed(2)}×)` : "");
+    }).join(" | ") + " |\n";
+  }
+  for (const where of ["wasm", "native"]) {
+    const steps = [];
+    for (const row of sweepRows.filter((r) => r.where === where)) {
+      for (let i = 1; i < row.pts.length; ++i) {
+        const a = row.pts[i - 1], b = row.pts[i];
+        if (b.T_q === a.T_q + 1) steps.push({ keys: row.keys, from: a.T_q, r: b.us / a.us, work: b.T_q / a.T_q });
+      }
+    }
+    if (!steps.length) continue;
+    const over = steps.filter((s) => s.r > 1.2);
+    // Beyond the added work: the time ratio over the ratio of query counts.
+    const beyond = steps.filter((s) => s.r / s.work > 1.2);
+    const worst = steps.reduce((a, b) => (b.r / b.work > a.r / a.work ? b : a));
+    smallTargets.push(`| no step up of more than 1.2× between consecutive T_q (${where}) | ≤ 1.2× | ` +
+      (over.length ? `time ratio over 1.2× at ${over.map((s) => `${s.keys} keys ${s.from}→${s.from + 1}: ${s.r.toFixed(2)}×`).join(", ")}` : "every time ratio ≤ 1.2×") +
+      `; divided by the added queries ((T_q + 1) / T_q), the worst is ${(worst.r / worst.work).toFixed(2)}× (${worst.keys} keys, ${worst.from}→${worst.from + 1})` +
+      ` | ${over.length ? (beyond.length ? "**missed**" : "**missed** as a time ratio (the time grows with the work; no step beyond it)") : "met"} |`);
+  }
+  smallMd += "\nSmall calls: one call of the npm package's `attention(Q, K, V)` (wasm SIMD128, from `dist/`, as a JS user " +
+    "calls it) against the plain JS engine (Float32Array inputs, its output array reused), median over " +
+    `${small.rounds} interleaved rounds of ~${small.batchMs} ms batches in one Node process, µs per call (lower is better; ` +
+    "in parentheses plain JS's time over attnkit's, and nested arrays' over typed arrays'). Typed arrays: " +
+    "`{ data: Float32Array, rows, cols }`; nested: `[[...], [...]]`. The T_q table: T_q queries against fixed " +
+    "keys, in wasm through the package (typed arrays) and natively (`attnkit_bench --queries`), every T_q of a key " +
+    "count in the same interleaved rounds, each with its time over the previous T_q's.\n\n";
+  smallMd += `| target (issue #18, small calls) | needed | measured | |\n|---|---|---|---|\n${smallTargets.join("\n")}\n`;
+}
+writeFileSync(new URL("results.md", dir), md + (smallMd ? `${smallMd}\n` : ""));
 
 // SVG: GFLOP/s (log scale) against T (log2), one panel per masking, one polyline
 // per engine; native engines solid, wasm dashed, JS dotted; the two peaks as grey lines.
@@ -316,5 +480,12 @@ if (readme.includes(start) && readme.includes(end)) {
   const before = readme.slice(0, readme.indexOf(start) + start.length);
   const after = readme.slice(readme.indexOf(end));
   writeFileSync(readmeUrl, `${before}\n${md}\n![GFLOP/s against T](bench/results/gflops.svg)\n\n${after}`);
+}
+{
+  const text = readFileSync(readmeUrl, "utf8");
+  const s0 = "<!-- small:start -->", s1 = "<!-- small:end -->";
+  if (smallMd && text.includes(s0) && text.includes(s1)) {
+    writeFileSync(readmeUrl, `${text.slice(0, text.indexOf(s0) + s0.length)}\n${smallMd}\n${text.slice(text.indexOf(s1))}`);
+  }
 }
 console.log(md);

@@ -2,14 +2,44 @@
 # npm run bench: native (Google Benchmark) and Node (WebAssembly, JS and the
 # peers of bench/peers.mjs) benchmarks, each engine timed in the same run on the
 # same shapes, one core. Writes bench/results/{native,wasm}.json, results.md,
-# gflops.svg and the README table.
-# --quick: fewer shapes and repetitions.
+# gflops.svg and the README tables; bench/wasm/small.mjs and attnkit_bench
+# --queries time small calls (bench/results/small.json, queries.json).
+# --quick (also `npm run bench --quick`, which npm passes as npm_config_quick):
+# fewer shapes and repetitions.
 # The peers (onnxruntime-node, onnxruntime-web, tfjs-backend-wasm) are the
 # dependencies of bench/package.json, installed here from bench/package-lock.json
 # (never by npm test); their ONNX models are written by bench/make_models.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-quick=0; [[ ${1:-} == --quick ]] && quick=1
+quick=0; [[ ${1:-} == --quick || ${npm_config_quick:-} == true ]] && quick=1
+
+# Every engine runs as on a user's machine: variables that force a library's
+# kernel, cache sizes or threads are removed for the whole run. (This machine
+# exports OPENBLAS_CORETYPE=Haswell and OPENBLAS_L2_SIZE=512: OpenBLAS then
+# ran its AVX2 kernel with a tiny blocking, ~4x below its default.) Below,
+# OPENBLAS_NUM_THREADS=1 is set again on purpose for Google Benchmark (one
+# core per engine). The names removed go to bench/results/env.json.
+forced=()
+while IFS= read -r name; do
+  case $name in
+    OPENBLAS_*|GOTO_*|GOTOBLAS_*|BLIS_*|MKL_*|NVPL_*|OMP_*|KMP_*|GOMP_*|DNNL_*|ONEDNN_*|ORT_*|ONNXRUNTIME_*|XNNPACK_*|TFJS_*|TF_CPP_*|HWY_*|NODE_OPTIONS|UV_THREADPOOL_SIZE|MALLOC_*|GLIBC_TUNABLES)
+      forced+=("$name") ;;
+  esac
+done < <(compgen -e)
+mkdir -p bench/results
+{
+  printf '{"unset": {'
+  sep=''
+  for name in "${forced[@]}"; do
+    printf '%s"%s": "%s"' "$sep" "$name" "$(printf '%s' "${!name}" | sed 's/[\\"]/\\&/g')"
+    sep=', '
+  done
+  printf '}}\n'
+} > bench/results/env.json
+if ((${#forced[@]})); then
+  echo "bench: unset for this run (forced by the environment): ${forced[*]}"
+  unset "${forced[@]}"
+fi
 bash scripts/setup.sh
 missing=()
 for pkg in libbenchmark-dev libopenblas-dev python3-onnx; do
@@ -63,4 +93,9 @@ cpu=$(taskset -pc $$ | sed -E 's/.*: ([0-9]+).*/\1/')  # the first CPU this scri
 # call, on Node's main thread, so that no GC thread shares the core with it.
 taskset -c "$cpu" node --expose-gc --single-threaded-gc bench/wasm/bench.mjs $( ((quick)) && echo --quick ) \
   > bench/results/wasm.json
+echo "== native: 1..9 queries against 64, 256, 1024 keys"
+taskset -c "$cpu" ./build/bench/attnkit_bench --queries $( ((quick)) && echo 9 || echo 21 ) > bench/results/queries.json
+echo "== node: small calls (attnkit wasm through the package, plain JS)"
+taskset -c "$cpu" node --single-threaded-gc bench/wasm/small.mjs $( ((quick)) && echo --quick ) \
+  > bench/results/small.json
 node bench/report.mjs

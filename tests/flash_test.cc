@@ -1,18 +1,29 @@
 // The fused (tiled, online-softmax) path against the trace path, which keeps
-// every score and normalises each row in two passes. Non-trace calls with at
-// least 4 queries take the fused path; the trace never does. Tolerance: the
+// every score and normalises each row in two passes. The planner sends a head
+// to the fused path or to split-K by its shape (internal::UseFusedPath); the
+// tests of either path put every head on it (ForcedPath). Tolerance: the
 // two differ only in float32 rounding order, so |fused - trace| <= 1e-5 *
 // max(1, |trace|) per element (a relative bound with an absolute floor near 0).
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
 
+#include "src/core/internal.h"
 #include "tests/test_util.h"
 
 namespace {
 
 using namespace attnkit;
 using namespace attnkit_test;
+
+// Puts every head of the calls in its scope on one path, whatever its shape.
+struct ForcedPath {
+  explicit ForcedPath(internal::HeadPath p) { internal::ForceHeadPathForTest(p); }
+  ~ForcedPath() { internal::ForceHeadPathForTest(internal::HeadPath::kTrace); }
+  ForcedPath(const ForcedPath&) = delete;
+  ForcedPath& operator=(const ForcedPath&) = delete;
+};
+const internal::HeadPath kFused = internal::HeadPath::kFused;
 
 void CheckFusedEqualsTrace(const TestMatrix& Q, const TestMatrix& K, const TestMatrix& V,
                            const AttentionOptions& o) {
@@ -79,6 +90,7 @@ void CheckEveryMaskKind(size_t T_q, size_t T_k, double keep, uint32_t* seed) {
 
 TEST_CASE("Fused attention equals the trace path across tile boundaries, every mask kind",
           "[flash]") {
+  const ForcedPath fused(kFused);
   // Key counts around multiples of 64 and of the 128-key tile
   // (internal::kFlashTileKeys); query counts around the 4- and 8-row blocks
   // and the 64-query task (internal::kTaskQueries).
@@ -94,6 +106,7 @@ TEST_CASE("Fused attention equals the trace path across tile boundaries, every m
 
 TEST_CASE("Fused attention equals the trace path for head sizes across panel widths",
           "[flash]") {
+  const ForcedPath fused(kFused);
   // The kernel reads K^T and V in panels of 2 vectors (8, 16 or 32 floats,
   // 2 on SCALAR): d_k and d_v around those widths, on two key tiles.
   const size_t dims[][2] = {{1, 33},  {8, 31},  {9, 32},  {16, 17},
@@ -105,6 +118,7 @@ TEST_CASE("Fused attention equals the trace path for head sizes across panel wid
 }
 
 TEST_CASE("Fused attention stays exact on huge logits and masked tiles", "[flash]") {
+  const ForcedPath fused(kFused);
   ForEachTarget([](int64_t) {
     // Scores near 1e4: the running max changes tile to tile without overflow.
     TestMatrix Q = Random(8, 4, 11, Layout::kContiguous, 40.0f, 50.0f);
@@ -123,7 +137,8 @@ TEST_CASE("Fused attention stays exact on huge logits and masked tiles", "[flash
 
 TEST_CASE("Fused attention reports scores that overflow to +inf, -inf or NaN",
           "[flash][overflow]") {
-  // 9 queries (the fused path), 200 keys: one overflowing score, for query 4,
+  const ForcedPath fused(kFused);
+  // 9 queries (on the fused path), 200 keys: one overflowing score, for query 4,
   // at key 5 (a full 128-key tile) or key 150 (the partial second tile).
   // q . k with q = (1e30, 1e30) and k = (s0 * 1e30, s1 * 1e30) is +inf, -inf,
   // or +inf - inf (NaN, or +inf where the FMA keeps the product exact).
@@ -158,6 +173,7 @@ TEST_CASE("Fused attention reports scores that overflow to +inf, -inf or NaN",
 // error of up to |x| * 7.3e-8 in the exponent).
 TEST_CASE("The fused kernel's exp is accurate over its whole range on every target",
           "[flash][softmax]") {
+  const ForcedPath fused(kFused);
   constexpr size_t kRows = 10001;  // x = 0, -0.01, ..., -100
   ForEachTarget([](int64_t) {
     TestMatrix Q(kRows, 1, Layout::kStrided);
@@ -187,16 +203,17 @@ TEST_CASE("The fused kernel's exp is accurate over its whole range on every targ
   });
 }
 
-// Blocks of fewer than 4 queries (decoding) take the split-K path: keys in
-// chunks of 256, partial softmax results merged. Key counts around the chunk
-// size; every mask kind; T_q < T_k so causal rows see different prefixes.
+// Split-K (decoding, and few queries against many keys): keys in chunks of
+// 256, partial softmax results merged. Key counts around the chunk size;
+// every mask kind; T_q < T_k so causal rows see different prefixes.
 TEST_CASE("Split-K decoding equals the trace path across chunk boundaries, every mask kind",
           "[flash][decode]") {
   const size_t key_counts[] = {1, 3, 255, 256, 257, 600, 1025};
+  const ForcedPath split_k(internal::HeadPath::kSplitK);
   ForEachTarget([&](int64_t) {
     uint32_t seed = 900;
     for (size_t T_k : key_counts) {
-      for (size_t T_q : {size_t{1}, size_t{2}, size_t{3}}) {
+      for (size_t T_q : {size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{9}, size_t{40}}) {
         if (T_q <= T_k) CheckEveryMaskKind(T_q, T_k, 0.3, &seed);
       }
     }

@@ -8,12 +8,18 @@
 //   peak      the FMA throughput of the best Highway target (bench/native/peak.cc)
 // GFLOP/s counts 4 * T_q * T_k * d per head (QK^T and PV, 2 flops per FMA),
 // also for causal runs, so a causal figure reads as "dense-equivalent" speed.
+// attnkit_bench --queries times T_q = 1..9 queries against T_k keys (d = 64),
+// the native side of the small-calls sweep (see Queries). The JSON's context
+// names the kernels
+// the libraries picked on this machine: attnkit's Highway target, OpenBLAS's
+// core (openblas_get_corename) and build (openblas_get_config).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <functional>
@@ -328,6 +334,7 @@ double CpuMilliseconds() {
 //                      was not running)
 //   peak               answers the FMA peak in GFLOP/s, measured now (~20 ms),
 //                      so that a share of the peak can come from the same round
+//   info               answers the Highway target attnkit dispatches to
 int Serve() {
   constexpr size_t kHeads = 8, kModel = kHeads * kD;
   std::vector<float> q, k, v, x, w[4], out;
@@ -399,6 +406,8 @@ int Serve() {
       std::cout << ms.count() / reps << " " << (CpuMilliseconds() - cpu0) / reps << std::endl;
     } else if (command == "peak") {
       std::cout << attnkit_bench::FmaPeakGflops(5000000) << std::endl;
+    } else if (command == "info") {
+      std::cout << attnkit::targets::Name(attnkit::targets::Current()) << std::endl;
     } else {
       std::cout << "error: unknown command (or nothing loaded): " << line << std::endl;
     }
@@ -406,12 +415,70 @@ int Serve() {
   return 0;
 }
 
+// attnkit_bench --queries [ROUNDS]: T_q = 1..9 queries against 64, 256 and
+// 1024 keys, d = 64, one thread, as JSON on stdout ({"sweep": [{"T_q",
+// "keys", "us"}]}: microseconds per call). Every T_q of a key count is timed
+// in the same rounds (each round times each T_q once, a batch of ~2 ms, in a
+// rotating order) and the median over rounds is kept, so that the ratio of
+// consecutive T_q comes from the same state of a noisy machine.
+int Queries(int rounds) {
+  constexpr size_t kMaxQueries = 9;
+  std::cout << "{\"sweep\": [";
+  const char* sep = "";
+  for (size_t T_k : {64, 256, 1024}) {
+    const auto k = RandomVector(T_k * kD, 2), v = RandomVector(T_k * kD, 3);
+    const auto q = RandomVector(kMaxQueries * kD, 1);
+    std::vector<float> out(kMaxQueries * kD);
+    const attnkit::AttentionOptions o;
+    const auto call = [&](size_t T_q) {
+      (void)attnkit::Attention(attnkit::ConstMatrixView(q.data(), T_q, kD), attnkit::ConstMatrixView(k.data(), T_k, kD),
+                               attnkit::ConstMatrixView(v.data(), T_k, kD), o,
+                               attnkit::MatrixView(out.data(), T_q, kD));
+    };
+    std::vector<size_t> calls(kMaxQueries + 1);
+    std::vector<std::vector<double>> times(kMaxQueries + 1);
+    for (size_t T_q = 1; T_q <= kMaxQueries; ++T_q) {  // warm up; calls per ~2 ms batch
+      size_t n = 0;
+      const auto t0 = std::chrono::steady_clock::now();
+      std::chrono::duration<double, std::milli> ms{0};
+      while (ms.count() < 20) {
+        call(T_q);
+        ++n;
+        ms = std::chrono::steady_clock::now() - t0;
+      }
+      calls[T_q] = std::max<size_t>(1, static_cast<size_t>(2.0 * n / ms.count()));
+    }
+    for (int r = 0; r < rounds; ++r) {
+      for (size_t i = 0; i < kMaxQueries; ++i) {
+        const size_t T_q = 1 + (i + r) % kMaxQueries;
+        const auto t0 = std::chrono::steady_clock::now();
+        for (size_t c = 0; c < calls[T_q]; ++c) call(T_q);
+        const std::chrono::duration<double, std::micro> us = std::chrono::steady_clock::now() - t0;
+        times[T_q].push_back(us.count() / calls[T_q]);
+      }
+    }
+    for (size_t T_q = 1; T_q <= kMaxQueries; ++T_q) {
+      std::sort(times[T_q].begin(), times[T_q].end());
+      std::cout << sep << "{\"T_q\": " << T_q << ", \"keys\": " << T_k << ", \"us\": " << times[T_q][times[T_q].size() / 2]
+                << "}";
+      sep = ", ";
+    }
+  }
+  std::cout << "]}" << std::endl;
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc == 2 && std::string(argv[1]) == "--serve") return Serve();
+  if (argc >= 2 && std::string(argv[1]) == "--queries") return Queries(argc >= 3 ? std::atoi(argv[2]) : 21);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  // What each library picked on this machine, in the JSON's context.
+  benchmark::AddCustomContext("attnkit_target", attnkit::targets::Name(attnkit::targets::Current()));
+  benchmark::AddCustomContext("openblas_corename", openblas_get_corename());
+  benchmark::AddCustomContext("openblas_config", openblas_get_config());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -33,6 +33,7 @@ import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
 // The built package's Node entry (what `import "attnkit"` resolves to in Node).
 import { createAttnkit } from "../../dist/attnkit.node.mjs";
+import { jsAttention, random } from "./plain.mjs";
 
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
@@ -43,45 +44,8 @@ const NATIVE = "attnkit (native, in Node's rounds)";
 const nativeBench = fileURLToPath(new URL("../../build/bench/attnkit_bench", import.meta.url));
 const peakUrl = new URL("../../build/bench-wasm/peak.wasm", import.meta.url);
 
-function random(n, seed) {
-  let s = seed >>> 0;
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; ++i) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = s / 2 ** 31 - 1;
-  }
-  return out;
-}
-
-// The plain JS engine: Float32Array storage, two passes per query row.
-// Attention of `heads` heads of d = 64: q [rows, heads * 64] against k, v
-// [keys, heads * 64] (head h in columns [64 h, 64 h + 64)); out [rows, heads * 64].
-// Causal (rows == keys): query i sees keys 0..i.
-function jsAttention(q, k, v, rows, keys, heads, causal, out) {
-  const W = heads * D, row = new Float32Array(keys);
-  const scale = 1 / Math.sqrt(D);
-  for (let h = 0; h < heads; ++h) {
-    for (let i = 0; i < rows; ++i) {
-      const n = causal ? i + 1 : keys, qi = i * W + h * D;
-      let max = -Infinity;
-      for (let j = 0; j < n; ++j) {
-        let dot = 0;
-        for (let c = 0; c < D; ++c) dot += q[qi + c] * k[j * W + h * D + c];
-        row[j] = dot * scale;
-        if (row[j] > max) max = row[j];
-      }
-      let sum = 0;
-      for (let j = 0; j < n; ++j) sum += row[j] = Math.exp(row[j] - max);
-      out.fill(0, qi, qi + D);
-      for (let j = 0; j < n; ++j) {
-        const p = row[j] / sum;
-        for (let c = 0; c < D; ++c) out[qi + c] += p * v[j * W + h * D + c];
-      }
-    }
-  }
-  return out;
-}
-
+// The plain JS engine (jsAttention, d = 64 here) and the inputs (random) are
+// shared with bench/wasm/small.mjs.
 // c [m, n] = a [m, k] b [k, n], row-major.
 function jsMatMul(a, b, m, k, n) {
   const c = new Float32Array(m * n);
@@ -131,6 +95,9 @@ function attnkitEngine(name, simd) {
     async load() {
       ak ??= await createAttnkit({ simd });
     },
+    info: async () => ({ version: JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version,
+                         kernel: `Highway target ${ak.target} (static dispatch: the build's only target)`,
+                         how: "attn.target" }),
     wasmMemoryBytes: () => ak.memoryBytes(),
     async setup(T, causal, q, k, v) {
       const Q = { data: q, rows: T, cols: D }, K = { data: k, rows: T, cols: D }, V = { data: v, rows: T, cols: D };
@@ -199,6 +166,8 @@ function nativeEngine() {
       child = spawn(nativeBench, ["--serve"], { stdio: ["pipe", "pipe", "inherit"] });
       lines = createInterface({ input: child.stdout });
     },
+    info: async () => ({ kernel: `Highway target ${await ask("info")} (dynamic dispatch: the best the CPU supports)`,
+                         how: "attnkit::targets::Current() in attnkit_bench --serve" }),
     close() {  // the child ends when its stdin does
       child?.stdin.end();
       child = null;
@@ -223,6 +192,8 @@ const jsEngine = {
   platform: "js",
   maxT: 2048,
   async load() {},
+  info: async () => ({ kernel: `V8 ${process.versions.v8} (JIT, scalar float64 arithmetic on Float32Array storage)`,
+                       how: "process.versions" }),
   async setup(T, causal, q, k, v) {
     const out = new Float32Array(T * D);
     return { run: () => jsAttention(q, k, v, T, T, 1, causal, out), dispose() {} };
@@ -283,6 +254,20 @@ function wasmPeak() {
     }
   }
   return best;
+}
+
+// The CPU's model name and the SIMD extensions the engines may pick from.
+function cpuModel() {
+  try {
+    const text = readFileSync("/proc/cpuinfo", "utf8");
+    const model = text.match(/^model name\s*:\s*(.*)$/m)?.[1] ?? "?";
+    const flags = new Set(text.match(/^flags\s*:\s*(.*)$/m)?.[1].split(" ") ?? []);
+    const family = text.match(/^cpu family\s*:\s*(\d+)/m)?.[1], m = text.match(/^model\s*:\s*(\d+)/m)?.[1];
+    return { model, family: family && +family, modelNumber: m && +m,
+             simd: ["avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile"].filter((f) => flags.has(f)) };
+  } catch {
+    return null;
+  }
 }
 
 function procStatusKb(field) {
@@ -404,6 +389,19 @@ async function main() {
   const withPeers = !args.includes("--no-peers");
   const engines = await allEngines(withPeers);
   for (const e of engines) await e.load();
+  // What each engine runs on this machine (versions, the kernel or ISA it
+  // picked, and how that is known), for the report.
+  const engineInfo = {};
+  for (const e of engines) {
+    try {
+      engineInfo[e.name] = (await e.info?.()) ?? null;
+    } catch (err) {
+      engineInfo[e.name] = { kernel: `unknown (${err.message})` };
+    }
+  }
+  engineInfo.node = { version: process.version, v8: process.versions.v8, execArgv: process.execArgv,
+                      NODE_OPTIONS: process.env.NODE_OPTIONS ?? null,
+                      cpu: cpuModel() };
   const peakBefore = wasmPeak();
   if (!peakBefore) console.error(`wasm peak: ${fileURLToPath(peakUrl)} is missing (scripts/bench.sh builds it)`);
   const results = [];
@@ -454,7 +452,7 @@ async function main() {
     if (!quick) memoryOnly.push({ engine: REFERENCE, T: 32768, causal: true, ...measure(REFERENCE, 32768, true) });
     console.error("memory: measured in one fresh process per engine and shape");
   }
-  console.log(JSON.stringify({ d: D, wasmPeak: wasmPeakResult, skipped, memoryOnly, results }, null, 2));
+  console.log(JSON.stringify({ d: D, wasmPeak: wasmPeakResult, engines: engineInfo, skipped, memoryOnly, results }, null, 2));
 }
 
 // Errors are printed here: the attnkit module's Node loader rethrows unhandled

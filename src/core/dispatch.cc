@@ -208,6 +208,8 @@ namespace internal {
 
 namespace {
 
+HeadPath forced_path = HeadPath::kTrace;  // see ForceHeadPathForTest
+
 // Rows [0, rows) of projection `index` in tasks of kTaskRows.
 void AddProjectionWork(size_t index, size_t rows, std::vector<ProjectionWork>* work) {
   for (size_t r = 0; r < rows; r += kTaskRows) {
@@ -216,6 +218,8 @@ void AddProjectionWork(size_t index, size_t rows, std::vector<ProjectionWork>* w
 }
 
 }  // namespace
+
+void ForceHeadPathForTest(HeadPath path) { forced_path = path; }
 
 Status RunAttentionJob(AttentionJob* job) {
   for (size_t i = 0; i < job->projections.size(); ++i) {
@@ -240,7 +244,9 @@ Status RunAttentionJob(AttentionJob* job) {
       job->paths[h] = HeadPath::kScores;
       n = t.K.rows;
       job->head_work.push_back({h, 0, t.Q.rows});
-    } else if (t.Q.rows >= kFlashMinQueries) {
+    } else if (forced_path != HeadPath::kTrace
+                   ? forced_path == HeadPath::kFused
+                   : UseFusedPath(t.Q.rows, t.K.rows, t.K.cols, t.V.cols)) {
       job->paths[h] = HeadPath::kFused;
       const size_t packed_rows = t.K.cols + RoundUp(t.V.cols, kMaxPanel);
       ATTNKIT_RETURN_IF_ERROR(CheckedProduct(job->source, "packed K^T and V [d_k + d_v, T_k]", packed_rows,
@@ -258,7 +264,7 @@ Status RunAttentionJob(AttentionJob* job) {
       n = kDecodeChunkKeys;
       const size_t chunks = DecodeChunks(t.K.rows);
       for (size_t c = 0; c < chunks; ++c) job->head_work.push_back({h, c, c + 1});
-      size_t head_partials;  // small: T_q < 4, and T_k, d_v are sizes of real matrices
+      size_t head_partials;  // chunks * T_q: split-K heads have few queries per key
       ATTNKIT_RETURN_IF_ERROR(
           CheckedProduct(job->source, "split-K partials", chunks * t.Q.rows, 2 + t.V.cols, &head_partials));
       job->partials_at[h] = partials;

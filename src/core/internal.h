@@ -49,14 +49,12 @@ struct Projection {
   float* packed = nullptr;
 };
 
-// The fused kernel's key tile (a multiple of 2 * Lanes on every target), and
-// the fewest queries for which it is used; smaller blocks (decoding) take the
-// split-K path, and traces go one query row at a time. 128 keys rather than
-// 64 halve the per-tile work (row max and sum reductions, rescaling, GEMM
-// tile set-up): T = 2048 ~77 -> ~88 GFLOP/s (median) on AVX-512, where
-// causal runs, which skip masked tiles, lose nothing measurable.
+// The fused kernel's key tile (a multiple of 2 * Lanes on every target). 128
+// keys rather than 64 halve the per-tile work (row max and sum reductions,
+// rescaling, GEMM tile set-up): T = 2048 ~77 -> ~88 GFLOP/s (median) on
+// AVX-512, where causal runs, which skip masked tiles, lose nothing
+// measurable.
 constexpr size_t kFlashTileKeys = 128;
-constexpr size_t kFlashMinQueries = 4;
 // The widest panel of any target (two vectors: 32 floats with AVX-512), for
 // sizing the room of packed matrices.
 constexpr size_t kMaxPanel = 32;
@@ -92,9 +90,40 @@ constexpr size_t kDecodeChunkKeys = 256;
 // The key chunks of a split-K head with T_k keys.
 inline size_t DecodeChunks(size_t T_k) { return (T_k + kDecodeChunkKeys - 1) / kDecodeChunkKeys; }
 
+// Whether a head of T_q queries against T_k keys takes the fused path (else
+// split-K; traces go one query row at a time). The fused kernel first packs
+// K^T and V and then costs less per (query, key) than split-K, which reads K
+// and V in place for every query. The packing passes over the keys rounded
+// up to a whole tile (zeros after the last key), so the fused path pays for
+// itself from
+//   T_q >= A + C (d_k + d_v) (RoundUp(T_k, kFlashTileKeys) - T_k) / T_k
+// queries: A, where the two paths cost the same with no padding, grows with
+// d_k + d_v (split-K's cost per key is mostly the d_k + d_v multiply-adds of
+// reading K and V row by row, the fused kernel's a register-blocked GEMM) and
+// is larger in wasm, where the GEMM gains less over reading rows; the second
+// term pays for the padding. A and C put the switch where the two paths'
+// times crossed at d = 8 and d = 64 (bench/results), so that the time of a
+// call grows without a step where the path changes; a fixed number of
+// queries put that step at every key length. The choice depends on the
+// shapes only, never on the thread count.
+inline bool UseFusedPath(size_t T_q, size_t T_k, size_t d_k, size_t d_v) {
+  const double d = static_cast<double>(d_k + d_v), keys = static_cast<double>(T_k);
+  const double padding = static_cast<double>(RoundUp(T_k, kFlashTileKeys) - T_k);
+#if defined(__wasm__)
+  const double A = 5.0 + d / 6.0, C = 0.5;
+#else
+  const double A = 2.0 + d / 14.0, C = 0.16;
+#endif
+  return static_cast<double>(T_q) * keys >= A * keys + C * d * padding;
+}
+
 // How one head task is computed.
 // kScores: one query row at a time as kTrace, keeping one stage per head.
 enum class HeadPath { kTrace, kFused, kSplitK, kScores };
+
+// Tests only: every later head without a trace takes `path` (kFused or
+// kSplitK) whatever its shape; kTrace gives the choice back to UseFusedPath.
+void ForceHeadPathForTest(HeadPath path);
 
 // Rows [begin, end) of projection `index`.
 struct ProjectionWork {

@@ -151,7 +151,12 @@ exit $status
     goto: (url) => d.get(url),
     evaluate: (fn, arg) => d.executeScript(fn, arg),
     click: async (sel) => (await d.findElement(By.css(sel))).click(),
-    select: async (sel, value) => (await d.findElement(By.css(`${sel} option[value="${value}"]`))).click(),
+    // As a person scrolls the settings panel to a select before choosing: WebKitWebDriver
+    // does not scroll a nested scroll container to bring an <option> into view.
+    select: async (sel, value) => {
+      await d.executeScript((s) => document.querySelector(s)?.scrollIntoView({ block: "center" }), sel);
+      await (await d.findElement(By.css(`${sel} option[value="${value}"]`))).click();
+    },
     viewport,
     screenshot: async (file) => writeFileSync(file, Buffer.from(await d.takeScreenshot(), "base64")),
     problems: () => d.executeScript("return window.__problems || ['the console hook is missing']"),

@@ -30,7 +30,13 @@ export interface Config {
   truncated: boolean;
   /** What was adjusted to keep the shapes consistent. */
   notes: string[];
+  /** Per setting: the value typed, the value used and why (shown next to its field). */
+  adjusted: Partial<Record<ShapeField, string>>;
+  /** Why d_k, d_v, kv heads (and d_model) cannot be set with these weights/embeddings ("" if they can). */
+  fixedHint: string;
 }
+
+export type ShapeField = "dModel" | "dK" | "dV" | "heads" | "kvHeads";
 
 function largestDivisorAtMost(n: number, max: number): number {
   for (let d = Math.max(1, Math.min(n, max)); d > 1; d--) if (n % d === 0) return d;
@@ -38,6 +44,12 @@ function largestDivisorAtMost(n: number, max: number): number {
 }
 
 const int = (v: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, Math.round(v) || lo));
+
+/** A typed value and the value used: why they differ ("" when they do not). */
+function why(typed: number, used: number, reason: string): string {
+  return typed === used ? "" : `${typed} → ${used}: ${reason}`;
+}
+const range = (lo: number, hi: number) => `a whole number from ${lo} to ${hi}`;
 
 export function resolveConfig(s: State): Config {
   const notes: string[] = [];
@@ -62,22 +74,40 @@ export function resolveConfig(s: State): Config {
     notes.push("designed heads need the feature embeddings: random weights used");
     weights = "random";
   }
+  const adjusted: Partial<Record<ShapeField, string>> = {};
+  if (s.emb === "random" && !seedMode) adjusted.dModel = why(s.dModel, dModel, range(2, 256));
   let heads = int(s.heads, 1, 16);
+  adjusted.heads = why(s.heads, heads, range(1, 16));
   let dK = int(s.dK, 1, 256);
   let dV = int(s.dV, 1, 256);
+  let fixedHint = "";
   if (weights !== "random") {
     const h = largestDivisorAtMost(dModel, heads);
-    if (h !== heads) notes.push(`heads must divide d_model = ${dModel}: using ${h}`);
+    if (h !== heads) {
+      notes.push(`heads must divide d_model = ${dModel}: using ${h}`);
+      adjusted.heads = why(s.heads, h, `heads must divide d_model = ${dModel}`);
+    }
     heads = h;
     dK = dV = dModel / heads;
+    fixedHint = `${seedMode ? "Seed 001's" : weights === "identity" ? "Identity" : "Designed"} weights fix d_k = d_v = ${dModel} / ${heads} and kv heads = heads; seeded random weights free them.`;
+  } else {
+    adjusted.dK = why(s.dK, dK, range(1, 256));
+    adjusted.dV = why(s.dV, dV, range(1, 256));
   }
   let kvHeads = largestDivisorAtMost(heads, int(s.kvHeads, 1, 16));
   if (weights !== "random") kvHeads = heads; // fixed projections: one K/V head per head
-  else if (kvHeads !== s.kvHeads) notes.push(`kv heads must divide heads: using ${kvHeads}`);
+  else if (kvHeads !== s.kvHeads) {
+    notes.push(`kv heads must divide heads: using ${kvHeads}`);
+    const inRange = int(s.kvHeads, 1, 16);
+    adjusted.kvHeads = why(s.kvHeads, kvHeads, inRange !== s.kvHeads ? range(1, 16) : `kv heads must divide heads = ${heads}`);
+  }
   if (seedMode) dModel = 4;
+  if (s.emb !== "random" || seedMode) {
+    adjusted.dModel = seedMode ? "fixed: seed 001 prints X with d_model = 4" : `fixed: one per named feature (seeded random embeddings free it)`;
+  }
   const scale = (s.scaling ? 1 / Math.sqrt(dK) : 1) / s.temperature;
   return {
-    items, T, dModel, dK, dV, heads, kvHeads, seedMode, scale, truncated, notes,
+    items, T, dModel, dK, dV, heads, kvHeads, seedMode, scale, truncated, notes, adjusted, fixedHint,
     featureNames: s.emb === "features" && !seedMode ? [...FEATURES] : null,
   };
 }

@@ -45,7 +45,10 @@ export function bindControls(get: () => State, set: Set): void {
   const numbers: [string, keyof State][] = [["dModel", "dModel"], ["seed", "seed"], ["dK", "dK"], ["dV", "dV"], ["heads", "heads"], ["kvHeads", "kvHeads"]];
   for (const [id, key] of numbers) {
     $<HTMLInputElement>(id).addEventListener("change", (e) => {
-      const v = Number((e.target as HTMLInputElement).value);
+      const el = e.target as HTMLInputElement;
+      // The field then shows the value used, even while it keeps the focus.
+      el.dataset.commit = "1";
+      const v = Number(el.value);
       if (!Number.isFinite(v)) return;
       const patch = { [key]: v, edits: {} } as Partial<State>;
       if (key === "heads" && get().kvHeads === get().heads) patch.kvHeads = v;
@@ -65,9 +68,12 @@ export function bindControls(get: () => State, set: Set): void {
 // Every write below happens only when the value changes: an unchanged write still
 // invalidates style and layout (a <select> of 64 options re-measures them all).
 
+/** Writes a field's value; not while it has the focus (it is being typed in) unless it was just committed. */
 function setValue(id: string, v: string): void {
   const el = $<HTMLInputElement>(id);
-  if (el.value !== v && document.activeElement !== el) el.value = v;
+  const committed = el.dataset.commit === "1";
+  delete el.dataset.commit;
+  if (el.value !== v && (document.activeElement !== el || committed)) el.value = v;
 }
 
 function setText(id: string, text: string): void {
@@ -108,6 +114,8 @@ export function syncControls(s: State, cfg: Config): void {
   setValue("heads", String(cfg.heads));
   setValue("kvHeads", String(cfg.kvHeads));
   for (const id of ["dK", "dV", "kvHeads"]) setFlag(id, "disabled", s.weights !== "random");
+  for (const id of ["dModel", "dK", "dV", "heads", "kvHeads"] as const) setText(`adj-${id}`, cfg.adjusted[id] ?? "");
+  setText("shape-hint", cfg.fixedHint);
   setValue("mask", s.mask);
   setFlag("scaling", "checked", s.scaling);
   setValue("temperature", String(s.temperature));

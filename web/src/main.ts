@@ -14,7 +14,7 @@ import { computeClock, computeModel, type Model } from "./model";
 import { dur, reducedMotion, setSpeed } from "./motion";
 import { SCENES } from "./scenes";
 import type { Scene, SceneCtx } from "./scenes/common";
-import { fromQuery, STEP_COUNT, toQuery, type State, type ViewId } from "./state";
+import { cellName, editProblem, fromQuery, STEP_COUNT, toQuery, type State, type ViewId } from "./state";
 import { addDefs } from "./views/colors";
 import { decodingView } from "./views/decoding";
 import { gridView } from "./views/grid";
@@ -44,7 +44,9 @@ interface Timing {
 const timing: Timing = { loadMs: 0, firstRenderMs: 0, lastRenderMs: 0, lastComputeMs: 0, lastRecomputed: false, lastLayoutMs: 0, renders: 0 };
 
 let attn: Attnkit;
-let state: State = fromQuery(location.search.slice(1));
+/** What the URL held that the page could not use (shown in a note). */
+const urlDropped: string[] = [];
+let state: State = fromQuery(location.search.slice(1), urlDropped);
 if (!location.search) Object.assign(state, presetState(state.preset, state));
 let model: Model | null = null;
 let modelKey = "";
@@ -81,26 +83,98 @@ function sceneOf(s: State): Scene {
   return s.view === "steps" ? SCENES[s.step - 1] : VIEWS[s.view];
 }
 
-function showError(err: unknown): void {
-  const msg = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+function showError(err: unknown, then = ""): void {
+  const msg = (err instanceof Error ? `${err.name}: ${err.message}` : String(err)) + (then ? ` (${then})` : "");
   setHtml("status", `<span class="error" data-testid="error">${escapeHtml(msg)}</span>`);
 }
 
+/** Computes the whole model for `s` (every result a scene may ask for); throws what attnkit throws. */
+function trialModel(s: State): Model {
+  const m = computeModel(attn, s, model);
+  for (const it of m.items) void [it.rowSums, it.out, it.checkDiff, it.batched];
+  return m;
+}
+
+const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/**
+ * Applies an edited cell typed into the editor, or says why not: the value must be
+ * in the page's range and attnkit must be able to compute with it (a large value
+ * can still overflow float32 further on).
+ */
+function tryEdit(key: string, raw: string): string | null {
+  const why = editProblem(raw);
+  if (why) return why;
+  const edits = { ...state.edits, [key]: Number(raw.trim()) };
+  const next = { ...state, edits };
+  try {
+    model = trialModel(next);
+    modelKey = inputsKey(next);
+  } catch (err) {
+    return `With ${raw.trim()} here attnkit cannot compute (${errorText(err)}). Try a value nearer 0 (accepted: numbers from −1e6 to 1e6).`;
+  }
+  set({ edits });
+  return null;
+}
+
+/** Drops the URL's edited cells attnkit cannot compute with, one by one, saying why in urlDropped. */
+function dropFailingEdits(): void {
+  const entries = Object.entries(state.edits);
+  if (!entries.length) return;
+  const kept: Record<string, number> = {};
+  for (const [k, v] of entries) {
+    try {
+      trialModel({ ...state, edits: { ...kept, [k]: v } });
+      kept[k] = v;
+    } catch (err) {
+      urlDropped.push(`${cellName(k)} = ${v}: attnkit cannot compute with it (${errorText(err)})`);
+    }
+  }
+  state.edits = kept;
+}
+
+function showUrlNote(): void {
+  const note = $("url-note");
+  if (!urlDropped.length) return;
+  note.querySelector("span")!.textContent = `This link held values the page cannot use, so they were dropped. ${urlDropped.map((d) => d.replace(/\.$/, "")).join("; ")}.`;
+  note.hidden = false;
+}
+
+/** The last state drawn without an error: a change that fails is undone back to it. */
+let lastGood: State | null = null;
+
 function render(animate: boolean): void {
+  try {
+    draw(animate);
+    lastGood = { ...state, edits: { ...state.edits } };
+  } catch (err) {
+    const failed = toQuery(state);
+    if (lastGood && toQuery(lastGood) !== failed) {
+      state = { ...lastGood, edits: { ...lastGood.edits } };
+      model = null;
+      saveUrl();
+      try {
+        draw(false);
+      } catch {
+        // shown below
+      }
+      showError(err, "the last change was undone");
+    } else {
+      showError(err);
+    }
+  }
+}
+
+function draw(animate: boolean): void {
   const t0 = performance.now();
   const c0 = computeClock.ms;
   hideTip();
   const key = inputsKey(state);
   timing.lastRecomputed = false;
   if (!model || key !== modelKey) {
-    try {
-      model = computeModel(attn, state, model);
-      modelKey = key;
-      timing.lastRecomputed = true;
-    } catch (err) {
-      showError(err);
-      return;
-    }
+    model = computeModel(attn, state, model);
+    modelKey = key;
+    timing.lastRecomputed = true;
   }
   const m = model;
   const { cfg } = m;
@@ -160,7 +234,7 @@ function render(animate: boolean): void {
   const ctxs: SceneCtx[] = items.map((item, i) => ({
     attn, state, model: m, cfg, item, itemIndex: i, trace: item.heads[state.head],
     width: itemWidth, height: Math.max(360, innerHeight - 300), animate: animate && !reducedMotion(),
-    set, edit: (name, r, c, value, e) => openEditor(e, `${name.replace(/^X\d/, "X")}[${r}, ${c}]`, value, (v) => set({ edits: { ...state.edits, [`${name}:${r}:${c}`]: v } })),
+    set, edit: (name, r, c, value, e) => openEditor(e, `${name.replace(/^X\d/, "X")}[${r}, ${c}]`, value, (raw) => tryEdit(`${name}:${r}:${c}`, raw)),
   }));
   setHtml("caption", `<h2 data-testid="scene-title">${state.view === "steps" ? `${state.step}. ` : ""}${scene.title}</h2>${scene.caption(ctxs[0])}`);
   let x = 0, height = 0, duration = 0;
@@ -341,6 +415,7 @@ function bindNav(): void {
     const done = (msg: string) => setHtml("status", escapeHtml(msg));
     navigator.clipboard?.writeText(location.href).then(() => done("Link copied."), () => done(`Link: ${location.href}`)) ?? done(`Link: ${location.href}`);
   });
+  $("url-note").querySelector("button")!.addEventListener("click", () => ($("url-note").hidden = true));
   $("help-open").addEventListener("click", () => $<HTMLDialogElement>("help").showModal());
   // Narrow screens: the settings are a drawer, closed at first so the scene shows.
   const drawer = $<HTMLButtonElement>("controls-toggle");
@@ -401,11 +476,13 @@ async function main(): Promise<void> {
   // Test hook: timing, the state, and the numbers of every matrix on screen (canvas ones included).
   (window as unknown as { __attnkit: unknown }).__attnkit = {
     timing, target: attn.target, simd: attn.simd, state: () => state, animation: () => animation, playing: () => playing,
-    matrix: (id: string, nth = 0) => drawnMatrix(id, nth), matrixIds: () => drawnIds(),
+    matrix: (id: string, nth = 0) => drawnMatrix(id, nth), matrixIds: () => drawnIds(), query: () => toQuery(state),
   };
   bindControls(() => state, set);
   bindNav();
   bindKeys();
+  dropFailingEdits();
+  showUrlNote();
   render(true);
   history.replaceState(null, "", `?${toQuery(state)}`);
   let lastWidth = stageWidth();

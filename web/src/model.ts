@@ -165,11 +165,17 @@ function attendItem(attn: Attnkit, s: State, cfg: Config, w: Weights, p: Project
   return item;
 }
 
-/** State fields that change the projections (not the mask, scale, temperature or softcap). */
-function projectionKey(s: State): string {
+/**
+ * What the projections depend on: the state fields that are not the mask, scale,
+ * temperature or softcap, and the resolved tokens and shapes. The mask is left out
+ * of the state part but still counts through the tokens: padding adds two [PAD]
+ * tokens, so a projection cached before it would have the wrong T.
+ */
+function projectionKey(s: State, cfg: Config): string {
   const { view: _v, step: _s, query: _q, head: _h, role: _r, speed: _sp, satScale: _c, satSource: _ss, decodeStep: _d, preset: _p,
     mask: _m, custom: _cm, scaling: _sc, temperature: _t, softcap: _cap, hidden: _hd, ...rest } = s;
-  return JSON.stringify(rest);
+  const shapes = { T: cfg.T, dModel: cfg.dModel, dK: cfg.dK, dV: cfg.dV, heads: cfg.heads, kvHeads: cfg.kvHeads };
+  return JSON.stringify({ rest, shapes, tokens: cfg.items.map((it) => it.tokens) });
 }
 
 export function computeModel(attn: Attnkit, s: State, prev?: Model | null): Model {
@@ -179,7 +185,7 @@ export function computeModel(attn: Attnkit, s: State, prev?: Model | null): Mode
 function compute(attn: Attnkit, s: State, prev?: Model | null): Model {
   const cfg = resolveConfig(s);
   const t0 = performance.now();
-  const key = projectionKey(s);
+  const key = projectionKey(s, cfg);
   let weights: Weights, projected: Projected[];
   if (prev && prev.projectionKey === key) {
     weights = prev.weights;

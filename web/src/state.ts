@@ -101,8 +101,29 @@ export function toQuery(s: State): string {
   return p.toString();
 }
 
-/** Parses a query string; unknown or malformed fields keep their defaults. */
-export function fromQuery(query: string): State {
+/** Edited cells accept finite numbers in [-EDIT_LIMIT, EDIT_LIMIT]. */
+export const EDIT_LIMIT = 1e6;
+
+/**
+ * Why an edited cell's value is refused (null: accepted by the page's range).
+ * `raw` is what was typed or what the URL holds.
+ */
+export function editProblem(raw: string): string | null {
+  const range = `accepted: numbers from −1e6 to 1e6`;
+  const t = raw.trim();
+  if (t === "") return `Empty: type a number (${range}).`;
+  const v = Number(t);
+  if (Number.isNaN(v)) return `“${t}” is not a number (${range}).`;
+  if (!Number.isFinite(v)) return `${t} is beyond any float32 number (${range}).`;
+  if (Math.abs(v) > EDIT_LIMIT) return `${t} is out of range (${range}).`;
+  return null;
+}
+
+/**
+ * Parses a query string; unknown or malformed fields keep their defaults. Edited
+ * cells whose value is refused are dropped, and why is added to `dropped`.
+ */
+export function fromQuery(query: string, dropped: string[] = []): State {
   const p = new URLSearchParams(query);
   const s: State = { ...DEFAULT_STATE, edits: {} };
   const rec = s as unknown as Record<string, unknown>;
@@ -112,9 +133,14 @@ export function fromQuery(query: string): State {
     const d = DEFAULT_STATE[key];
     if (key === "edits") {
       for (const part of raw.split(",")) {
-        const [k, val] = part.split("=");
-        const n = Number(val);
-        if (/^(X[01]|WQ|WK|WV|WO):\d+:\d+$/.test(k) && Number.isFinite(n)) s.edits[k] = n;
+        const [k, val = ""] = part.split("=");
+        if (!/^(X[01]|WQ|WK|WV|WO):\d+:\d+$/.test(k)) {
+          if (part) dropped.push(`“${part}” is not an edited cell`);
+          continue;
+        }
+        const why = editProblem(val);
+        if (why) dropped.push(`${cellName(k)} = ${val}: ${why}`);
+        else s.edits[k] = Number(val);
       }
     } else if (typeof d === "boolean") {
       rec[key] = raw === "1";
@@ -138,6 +164,12 @@ export function fromQuery(query: string): State {
   s.softcap = Math.min(100, Math.max(0, s.softcap));
   if (!/^(\d+(_\d+)*)?$/.test(s.hidden)) s.hidden = "";
   return s;
+}
+
+/** "X0:1:0" -> "X[1, 0]" (the second sentence's X: "X₂[1, 0]"). */
+export function cellName(key: string): string {
+  const [name, r, c] = key.split(":");
+  return `${name === "X0" ? "X" : name === "X1" ? "X₂" : name}[${r}, ${c}]`;
 }
 
 export function clampInt(v: number, lo: number, hi: number): number {

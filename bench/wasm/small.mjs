@@ -1,0 +1,115 @@
+// Small calls (issue #18): the time of one call of attnkit's npm package
+// (WebAssembly SIMD128, through its public API from dist/, as a JS user calls
+// it) on the small shapes the web page and training make thousands of:
+//   square: attention with T_q = T_k = T for T = 1..64, d = 8 and d = 64,
+//           attnkit with typed-array inputs ({ data: Float32Array, rows, cols })
+//           and with nested arrays ([[...], [...]]), against the plain JS engine
+//           of bench/wasm/plain.mjs (Float32Array inputs, its output array
+//           reused);
+//   sweep:  T_q = 1..9 queries against fixed key counts (d = 64), typed
+//           arrays, every query count in the same rounds: how the time grows
+//           from one query count to the next.
+// Every engine's output is checked against plain JS (nested against typed:
+// identical) before timing. Each shape's engines are warmed up, then timed in
+// interleaved rounds (each round times every engine once, in a rotating
+// order) of a batch of calls that lasts ~2 ms. Garbage is not collected
+// between batches: the collections the calls' allocations cause (Node runs
+// with --single-threaded-gc, on the timed thread) are part of what a call
+// costs. The median over rounds of the time per call is reported, in
+// microseconds.
+//
+// Usage: node --single-threaded-gc bench/wasm/small.mjs [--quick]
+//          > bench/results/small.json
+import { performance } from "node:perf_hooks";
+// The built package's Node entry (what `import "attnkit"` resolves to in Node).
+import { createAttnkit } from "../../dist/attnkit.node.mjs";
+import { jsAttention, random } from "./plain.mjs";
+
+const quick = process.argv.includes("--quick");
+const SQUARE = quick ? [1, 2, 4, 8, 16, 64] : [1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48, 64];
+const DIMS = [8, 64];
+const SWEEP_KEYS = quick ? [64, 1024] : [64, 256, 1024];
+const SWEEP_QUERIES = quick ? [1, 2, 3, 4, 5, 6] : [1, 2, 3, 4, 5, 6, 7, 8, 9];
+const SWEEP_D = 64;
+const ROUNDS = quick ? 9 : 21;
+const BATCH_MS = 2;
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const nested = (data, rows, cols) =>
+  Array.from({ length: rows }, (_, i) => Array.from(data.subarray(i * cols, (i + 1) * cols)));
+
+function maxDiff(a, b) {
+  if (a.length !== b.length) return Infinity;
+  let m = 0;
+  for (let i = 0; i < a.length; ++i) m = Math.max(m, Math.abs(a[i] - b[i]));
+  return m;
+}
+
+// engines: [{ name, run }]; returns { name: microseconds per call (median) }.
+function timeShape(engines, where) {
+  const want = engines.find((e) => e.name === "plain JS")?.run();
+  const typed = engines.find((e) => e.name === "attnkit (typed arrays)")?.run();
+  for (const e of engines) {
+    const got = Float32Array.from(e.run());
+    const ref = e.name === "attnkit (nested arrays)" ? typed : want;
+    if (ref && !(maxDiff(got, ref) <= (e.name === "attnkit (nested arrays)" ? 0 : 1e-4))) {
+      throw new Error(`${e.name} differs at ${where} by ${maxDiff(got, ref)}`);
+    }
+  }
+  // Warm-up (V8 tiers the JS and the wasm up while they run), then the batch
+  // size: calls that take ~BATCH_MS.
+  const active = engines.map((e) => {
+    let n = 0;
+    const t0 = performance.now();
+    while (performance.now() - t0 < (quick ? 60 : 150)) {
+      e.run();
+      ++n;
+    }
+    const perCall = (performance.now() - t0) / n;
+    return { e, calls: Math.max(1, Math.round(BATCH_MS / perCall)), times: [] };
+  });
+  for (let r = 0; r < ROUNDS; ++r) {
+    for (let i = 0; i < active.length; ++i) {
+      const a = active[(i + r) % active.length];
+      const t0 = performance.now();
+      for (let j = 0; j < a.calls; ++j) a.e.run();
+      a.times.push(((performance.now() - t0) / a.calls) * 1e3);
+    }
+  }
+  return Object.fromEntries(active.map((a) => [a.e.name, { us: median(a.times), usRounds: a.times.map((t) => +t.toPrecision(4)), calls: a.calls }]));
+}
+
+const attn = await createAttnkit();
+const square = [], sweep = [];
+for (const d of DIMS) {
+  for (const T of SQUARE) {
+    const q = random(T * d, 1), k = random(T * d, 2), v = random(T * d, 3);
+    const Q = { data: q, rows: T, cols: d }, K = { data: k, rows: T, cols: d }, V = { data: v, rows: T, cols: d };
+    const Qn = nested(q, T, d), Kn = nested(k, T, d), Vn = nested(v, T, d);
+    const out = new Float32Array(T * d);
+    const times = timeShape([
+      { name: "attnkit (typed arrays)", run: () => attn.attention(Q, K, V).data },
+      { name: "attnkit (nested arrays)", run: () => attn.attention(Qn, Kn, Vn).data },
+      { name: "plain JS", run: () => jsAttention(q, k, v, T, T, 1, false, out, d) },
+    ], `T=${T} d=${d}`);
+    for (const [engine, t] of Object.entries(times)) square.push({ engine, d, T, ...t });
+    console.error(`small calls d=${d} T=${T}: ` + Object.entries(times).map(([e, t]) => `${e} ${t.us.toFixed(2)} us`).join(", "));
+  }
+}
+// The sweep: every query count of one key count in the same interleaved
+// rounds, so that the ratio of consecutive counts comes from the same state
+// of the machine (checked against plain JS first).
+for (const keys of SWEEP_KEYS) {
+  const d = SWEEP_D, K = { data: random(keys * d, 2), rows: keys, cols: d }, V = { data: random(keys * d, 3), rows: keys, cols: d };
+  const engines = SWEEP_QUERIES.map((T_q) => {
+    const q = random(T_q * d, 1), Q = { data: q, rows: T_q, cols: d };
+    const want = jsAttention(q, K.data, V.data, T_q, keys, 1, false, new Float32Array(T_q * d), d);
+    const got = attn.attention(Q, K, V).data;
+    if (!(maxDiff(got, want) <= 1e-4)) throw new Error(`attnkit differs at T_q=${T_q} T_k=${keys} by ${maxDiff(got, want)}`);
+    return { name: `T_q=${T_q}`, run: () => attn.attention(Q, K, V).data };
+  });
+  const times = timeShape(engines, `T_k=${keys}`);
+  for (const T_q of SWEEP_QUERIES) sweep.push({ engine: "attnkit (typed arrays)", d, keys, T_q, ...times[`T_q=${T_q}`] });
+  console.error(`sweep T_k=${keys}: ` + SWEEP_QUERIES.map((T_q) => `${T_q}: ${times[`T_q=${T_q}`].us.toFixed(2)} us`).join(", "));
+}
+console.log(JSON.stringify({ quick, rounds: ROUNDS, batchMs: BATCH_MS, target: attn.target, square, sweep }, null, 1));
