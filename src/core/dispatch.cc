@@ -127,8 +127,11 @@ bool RunAttentionJobT(const AttentionJob& job) {
     float* HWY_RESTRICT scratch = job.scratch + thread * job.scratch_floats;
     bool task_ok;
     if (job.paths[hw.head] == internal::HeadPath::kScores) {
+      // Raw and scaled scores of masked keys are outputs too: they must not
+      // overflow either (masked scores hold -inf by design).
       task_ok = TraceHead(t, job.params, scratch, StageOf(job.scores_stage, t.scores)) &&
-                AllFinite(t.out);
+                AllFinite(t.out) &&
+                (job.scores_stage == ScoresStage::kMasked || AllFinite(t.scores));
     } else if (job.paths[hw.head] == internal::HeadPath::kFused) {
       task_ok = FlashHead(t, job.params, hw.begin, hw.end, scratch, &packed[thread]) &&
                 AllFinite(t.out.Block(hw.begin, hw.end - hw.begin, 0, t.out.cols));
