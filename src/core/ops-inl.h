@@ -415,15 +415,11 @@ HWY_INLINE bool SoftmaxRow(float* HWY_RESTRICT x, size_t n) {
 }
 
 // k steps per pointer advance in GemmTile, so that most loads use constant
-// offsets: natively four steps made the GEMM faster than one (AVX2 by a
-// quarter, AVX-512 by a tenth). In wasm one step: LLVM orders each
-// accumulator's products of all the steps together, which keeps the B rows of
-// all of them live, and V8, which keeps 15 of x86's 16 vector registers for
-// values, then spills: with two steps one of the 4 x 2 tile's accumulators went
-// to the stack and back every iteration (perf annotate of V8's code), and one
-// step made the fused kernel 1.24-1.41x faster in Node (Zen 5; an older host
-// of this VM measured two steps 1.01-1.02x faster than one, within noise), a
-// multi-head layer 1.36x.
+// offsets: natively four steps keep more independent multiply-adds in
+// flight. In wasm one step: LLVM orders each accumulator's products of all
+// the steps together, which keeps the B rows of all of them live, and V8,
+// which keeps 15 of x86's 16 vector registers for values, then spills an
+// accumulator of the 4 x 2 tile to the stack every iteration.
 #if HWY_TARGET == HWY_WASM
 constexpr size_t kGemmUnroll = 1;
 #else
