@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -184,13 +185,38 @@ int TraceQKVJs(uintptr_t args) {
   const ConstMatrixView Q = a.In(), K = a.In(), V = a.In();
   return Report(TraceAttentionQKV(Q, K, V, a.Options(), &LastTrace()));
 }
-// 0 X, 1 Q, 2 K, 3 V, 4 raw, 5 scaled, 6 masked, 7 weights, 8 output.
+// The trace's matrices in the order traceMatrix(index) reads them, under the
+// names the JS result uses: the one source of that protocol (traceMatrixNames).
+struct TraceEntry {
+  const char* name;
+  Matrix AttentionTrace::*matrix;
+};
+constexpr TraceEntry kTraceMatrices[] = {
+    {"X", &AttentionTrace::X},
+    {"Q", &AttentionTrace::Q},
+    {"K", &AttentionTrace::K},
+    {"V", &AttentionTrace::V},
+    {"rawScores", &AttentionTrace::raw_scores},
+    {"scaledScores", &AttentionTrace::scaled_scores},
+    {"maskedScores", &AttentionTrace::masked_scores},
+    {"weights", &AttentionTrace::weights},
+    {"output", &AttentionTrace::output},
+};
+constexpr int kTraceMatrixCount = static_cast<int>(std::size(kTraceMatrices));
+
+// The names of the trace's matrices, comma-separated, index order.
+std::string TraceMatrixNames() {
+  std::string names;
+  for (const TraceEntry& e : kTraceMatrices) {
+    if (!names.empty()) names += ',';
+    names += e.name;
+  }
+  return names;
+}
+// Matrix `index` of the last trace (an empty Mat out of range).
 Mat TraceMatrix(int index) {
-  AttentionTrace& t = LastTrace();
-  const Matrix* all[] = {&t.X, &t.Q, &t.K, &t.V, &t.raw_scores, &t.scaled_scores,
-                         &t.masked_scores, &t.weights, &t.output};
-  if (index < 0 || index > 8) return Mat();
-  return ToMat(all[index]->view());
+  if (index < 0 || index >= kTraceMatrixCount) return Mat();
+  return ToMat((LastTrace().*kTraceMatrices[index].matrix).view());
 }
 float TraceScale() { return LastTrace().scale; }
 void TraceClear() { LastTrace() = AttentionTrace(); }
@@ -324,6 +350,7 @@ EMSCRIPTEN_BINDINGS(attnkit) {
   function("trace", &TraceJs);
   function("traceQKV", &TraceQKVJs);
   function("traceMatrix", &TraceMatrix);
+  function("traceMatrixNames", &TraceMatrixNames);
   function("traceScale", &TraceScale);
   function("traceClear", &TraceClear);
   function("matmul", &MatMulJs);
