@@ -256,8 +256,8 @@ int MultiHeadJs(uintptr_t args) {
   const ConstMatrixView W_Q = a.In(), W_K = a.In(), W_V = a.In(), W_O = a.In();
   const HeadConfig heads = a.Heads();
   const MatrixView out = a.Out();
-  return Report(MultiHeadAttention(X, batch, MultiHeadWeights{W_Q, W_K, W_V, W_O}, heads,
-                                   a.Options(), out));
+  return Report(
+      MultiHeadAttention(X, batch, MultiHeadWeights{W_Q, W_K, W_V, W_O}, heads, a.Options(), out));
 }
 // Q, K, V, batch, heads, out, past_K, past_V, present_K, present_V, scores
 // stage (0 none, 1 raw, 2 scaled, 3 masked, 4 weights), scores, options
@@ -304,7 +304,9 @@ uintptr_t KvClone(uintptr_t handle) {
   if (Report(Cache(handle)->Clone(copy.get())) != 0) return 0;
   return reinterpret_cast<uintptr_t>(copy.release());
 }
-Mat KvKeys(uintptr_t handle, uint32_t item, uint32_t head) { return ToMat(Cache(handle)->Keys(item, head)); }
+Mat KvKeys(uintptr_t handle, uint32_t item, uint32_t head) {
+  return ToMat(Cache(handle)->Keys(item, head));
+}
 Mat KvValues(uintptr_t handle, uint32_t item, uint32_t head) {
   return ToMat(Cache(handle)->Values(item, head));
 }
@@ -342,7 +344,10 @@ double HeapBytesInUse() { return static_cast<double>(mallinfo().uordblks); }
 EMSCRIPTEN_BINDINGS(attnkit) {
   using namespace emscripten;
   using namespace attnkit::bindings;
-  value_object<Mat>("Mat").field("ptr", &Mat::ptr).field("rows", &Mat::rows).field("cols", &Mat::cols);
+  value_object<Mat>("Mat")
+      .field("ptr", &Mat::ptr)
+      .field("rows", &Mat::rows)
+      .field("cols", &Mat::cols);
   function("attention", &AttentionJs);
   function("selfAttention", &SelfAttentionJs);
   function("crossAttention", &CrossAttentionJs);
