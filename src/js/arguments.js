@@ -1,0 +1,306 @@
+// attnkit: checking the API's arguments (options, weights, head configs,
+// batched shapes, ONNX extras) and sizing results, before anything crosses
+// into wasm. Every error names the JS parameter, what was expected and what
+// was given.
+import { describe, rangeError, typeError } from "./errors.js";
+import {
+  checkCount,
+  checkKeys,
+  isObject,
+  toMaskTensor,
+  toMatrix,
+  toTensor,
+} from "./convert.js";
+
+const OPTION_KEYS = [
+  "scale",
+  "softcap",
+  "causal",
+  "causalAlignment",
+  "causalOffset",
+  "causalOffsets",
+  "keyLength",
+  "keyLengths",
+  "boolMask",
+  "additiveMask",
+  "out",
+];
+/** The extra options of multiHeadAttentionQKV (ONNX Attention's inputs and outputs). */
+export const QKV_KEYS = ["layout", "pastKey", "pastValue", "present", "scores"];
+const SCORE_STAGES = ["raw", "scaled", "masked", "weights"];
+const CONFIG_KEYS = ["numHeads", "numKvHeads", "dK", "dV"];
+
+/** Checks an options object and returns it (for validation only). */
+export function checkOptions(options, extraKeys = []) {
+  if (options === undefined) return {};
+  if (!isObject(options) || Array.isArray(options)) {
+    throw typeError("options", "an object", options);
+  }
+  checkKeys("options", options, [...OPTION_KEYS, ...extraKeys], "option");
+  for (const key of ["scale", "softcap"]) {
+    const v = options[key];
+    if (v === undefined) continue;
+    if (typeof v !== "number") throw typeError(`options.${key}`, "a number", v);
+    // Checked here, not only in the core, so the message shows the value given:
+    // the core sees float32, where 1e40 is inf and 1e-50 is 0.
+    const f = Math.fround(v);
+    if (key === "scale" && !(Number.isFinite(f) && f > 0)) {
+      throw rangeError("options.scale", "a finite number > 0 (as float32)", describe(v));
+    }
+    if (key === "softcap" && !(Number.isFinite(f) && f >= 0)) {
+      throw rangeError(
+        "options.softcap",
+        "0 (off) or a finite number > 0 (as float32)",
+        describe(v),
+      );
+    }
+  }
+  if (options.causal !== undefined && typeof options.causal !== "boolean") {
+    throw typeError("options.causal", "a boolean", options.causal);
+  }
+  const alignment = options.causalAlignment;
+  if (alignment !== undefined && alignment !== "lowerRight" && alignment !== "upperLeft") {
+    throw rangeError(
+      "options.causalAlignment",
+      '"lowerRight" or "upperLeft"',
+      describe(alignment),
+    );
+  }
+  const offset = options.causalOffset;
+  if (offset !== undefined && !(Number.isInteger(offset) && Math.abs(offset) < 2 ** 31)) {
+    throw rangeError("options.causalOffset", "an integer (may be negative)", describe(offset));
+  }
+  if (options.out !== undefined && !(options.out instanceof Float32Array)) {
+    throw typeError("options.out", "a Float32Array", options.out);
+  }
+  return options;
+}
+
+/** options.keyLengths as a Uint32Array, or null. */
+function keyLengthsOf(o) {
+  if (o.keyLengths === undefined) return null;
+  if (!Array.isArray(o.keyLengths) && !ArrayBuffer.isView(o.keyLengths)) {
+    throw typeError("options.keyLengths", "an array of non-negative integers", o.keyLengths);
+  }
+  const lengths = Uint32Array.from(o.keyLengths, (v, i) =>
+    checkCount(`options.keyLengths[${i}]`, v, { allowZero: true }),
+  );
+  if (lengths.length === 0) {
+    throw rangeError(
+      "options.keyLengths",
+      "one length per batch item (omit it for no padding)",
+      "an empty array",
+    );
+  }
+  return lengths;
+}
+
+/** options.causalOffsets as an Int32Array, or null. */
+function causalOffsetsOf(o) {
+  if (o.causalOffsets === undefined) return null;
+  if (!Array.isArray(o.causalOffsets) && !ArrayBuffer.isView(o.causalOffsets)) {
+    throw typeError("options.causalOffsets", "an array of integers", o.causalOffsets);
+  }
+  const offsets = Int32Array.from(o.causalOffsets, (v, i) => {
+    if (!Number.isInteger(v) || Math.abs(v) >= 2 ** 31) {
+      throw rangeError(`options.causalOffsets[${i}]`, "an integer", describe(v));
+    }
+    return v;
+  });
+  if (offsets.length === 0) {
+    throw rangeError(
+      "options.causalOffsets",
+      "one offset per batch item (omit it for one offset)",
+      "an empty array",
+    );
+  }
+  return offsets;
+}
+
+/**
+ * The options' arrays, checked, as call inputs (null when absent): [boolMask,
+ * additiveMask, keyLengths, causalOffsets].
+ */
+export function optionInputs(options) {
+  const o = options ?? {};
+  const keyLengths = keyLengthsOf(o);
+  if (o.keyLength !== undefined) {
+    checkCount("options.keyLength", o.keyLength, { allowZero: true });
+  }
+  const offsets = causalOffsetsOf(o);
+  return [
+    o.boolMask !== undefined ? toMaskTensor("options.boolMask", o.boolMask, true) : null,
+    o.additiveMask !== undefined
+      ? toMaskTensor("options.additiveMask", o.additiveMask, false)
+      : null,
+    keyLengths,
+    offsets,
+  ];
+}
+
+/** W_Q, W_K, W_V (and W_O or null, `withOutput`) as matrices. */
+export function weightMats(weights, withOutput) {
+  const names = withOutput ? ["W_Q", "W_K", "W_V", "W_O?"] : ["W_Q", "W_K", "W_V"];
+  if (!isObject(weights) || Array.isArray(weights)) {
+    throw typeError("weights", `an object {${names.join(", ")}}`, weights);
+  }
+  checkKeys(
+    "weights",
+    weights,
+    names.map((n) => n.replace("?", "")),
+  );
+  const mats = ["W_Q", "W_K", "W_V"].map((k) => toMatrix(`weights.${k}`, weights[k]));
+  if (withOutput) {
+    mats.push(weights.W_O !== undefined ? toMatrix("weights.W_O", weights.W_O) : null);
+  }
+  return mats;
+}
+
+/** A head config {numHeads, numKvHeads?, dK?, dV?}, with 0 for "derive". */
+export function checkConfig(config) {
+  if (!isObject(config) || Array.isArray(config)) {
+    throw typeError("config", "an object {numHeads, numKvHeads?, dK?, dV?}", config);
+  }
+  checkKeys("config", config, CONFIG_KEYS);
+  const heads = {
+    numHeads: checkCount("config.numHeads", config.numHeads),
+    numKvHeads: 0,
+    dK: 0,
+    dV: 0,
+  };
+  for (const key of ["numKvHeads", "dK", "dV"]) {
+    if (config[key] !== undefined) heads[key] = checkCount(`config.${key}`, config[key]);
+  }
+  return heads;
+}
+
+/** Rows, cols of a rank-2 or rank-3 tensor as [batch * seq, cols] with its batch. */
+export function asBatchRows(name, t) {
+  if (t.shape.length === 2) return { batch: 1, seq: t.shape[0], cols: t.shape[1] };
+  if (t.shape.length === 3) return { batch: t.shape[0], seq: t.shape[1], cols: t.shape[2] };
+  throw rangeError(
+    `${name}.shape`,
+    "[batch, seq, features] or [seq, features]",
+    `[${t.shape.join(", ")}]`,
+    "shape_mismatch",
+  );
+}
+
+/**
+ * A cache input as rows [batch * T_new, cols]: a rank-3 tensor's batch must be
+ * the cache's (rank 2 holds the items' rows one after the other).
+ */
+export function cacheRows(name, t, batch) {
+  const r = asBatchRows(name, t);
+  if (t.shape.length === 3 && r.batch !== batch) {
+    throw rangeError(
+      `${name}.shape[0]`,
+      `the cache's batch = ${batch}`,
+      `${r.batch} (shape [${t.shape.join(", ")}])`,
+      "shape_mismatch",
+    );
+  }
+  return {
+    data: t.data,
+    rows: r.batch * r.seq,
+    cols: r.cols,
+    seq: t.shape.length === 3 ? r.seq : 0,
+  };
+}
+
+/** A cache result [batch * T_new, cols] in the caller's rank. */
+export const cacheShape = (r, cols, batch) => (r.seq ? [batch, r.seq, cols] : [r.rows, cols]);
+
+/**
+ * d_out of a multi-head call: the width of the output block laid out before
+ * the call. The core resolves the heads again and checks every shape; this
+ * only sizes the result (asking the core first would add a boundary crossing
+ * to every call).
+ */
+export function headsOut(heads, dModel, W_O, V_cols) {
+  if (W_O) return W_O.cols;
+  const kvh = heads.numKvHeads || heads.numHeads;
+  const dV =
+    heads.dV ||
+    (V_cols ? Math.floor(V_cols / kvh) : heads.dK || Math.floor(dModel / heads.numHeads));
+  return heads.numHeads * dV;
+}
+
+/** options.pastKey and options.pastValue as rows [batch * kvHeads * T_past, d], checked. */
+function pastInputs(o, batch, kvh) {
+  if ((o.pastKey === undefined) !== (o.pastValue === undefined)) {
+    const missing = o.pastKey === undefined ? "options.pastKey" : "options.pastValue";
+    throw rangeError(missing, "past keys and values together", "only one of them", "invalid_argument");
+  }
+  const inputs = [];
+  let past = 0;
+  if (o.pastKey === undefined) return { inputs, past };
+  for (const [name, value] of [
+    ["options.pastKey", o.pastKey],
+    ["options.pastValue", o.pastValue],
+  ]) {
+    const t = toTensor(name, value);
+    const shape = `[${t.shape.join(", ")}]`;
+    if (t.shape.length !== 4) {
+      throw rangeError(`${name}.shape`, "[batch, kvHeads, T_past, headDim]", shape, "shape_mismatch");
+    }
+    const [b, h, T, d] = t.shape;
+    if (b !== batch || h !== kvh) {
+      throw rangeError(
+        `${name}.shape`,
+        `[${batch}, ${kvh}, T_past, headDim] (batch and K/V heads of the call)`,
+        shape,
+        "shape_mismatch",
+      );
+    }
+    if (inputs.length && T !== past) {
+      throw rangeError(
+        `${name}.shape[2]`,
+        `T_past = ${past} (as options.pastKey)`,
+        `${T}`,
+        "shape_mismatch",
+      );
+    }
+    past = T;
+    inputs.push({ data: t.data, rows: b * h * T, cols: d });
+  }
+  return { inputs, past };
+}
+
+/**
+ * The ONNX extras of multiHeadAttentionQKV: past keys and values (inputs,
+ * [batch, kvHeads, T_past, d] each), present keys and values and the scores
+ * of one stage (outputs), as Marshal.run() inputs and outputs. `stage`: 0 none,
+ * 1 raw, 2 scaled, 3 masked, 4 weights (the binding's ScoresStage order).
+ */
+export function qkvExtras(options, batch, heads, qm, km, dV) {
+  const o = options ?? {};
+  const kvh = heads.numKvHeads || heads.numHeads;
+  const dK = heads.dK || Math.floor(qm.cols / heads.numHeads);
+  const { inputs, past } = pastInputs(o, batch, kvh);
+  if (o.present !== undefined && typeof o.present !== "boolean") {
+    throw typeError("options.present", "a boolean", o.present);
+  }
+  const stage = o.scores === undefined ? 0 : SCORE_STAGES.indexOf(o.scores) + 1;
+  if (stage === 0 && o.scores !== undefined) {
+    const stages = SCORE_STAGES.map((s) => `"${s}"`).join(", ");
+    throw rangeError("options.scores", stages, describe(o.scores));
+  }
+  const total = past + km.rows / batch;
+  const outputs = [];
+  if (o.present) {
+    outputs.push(
+      { rows: batch * kvh * total, cols: dK, blame: "K" },
+      { rows: batch * kvh * total, cols: dV, blame: "V" },
+    );
+  }
+  if (stage) {
+    outputs.push({
+      rows: qm.rows * heads.numHeads,
+      cols: total,
+      blame: "options.scores",
+      what: " in the scores [batch, heads, T_q, T_k]",
+    });
+  }
+  return { inputs, outputs, present: o.present === true, stage };
+}

@@ -1,0 +1,160 @@
+// attnkit: the KVCache class, a handle on the core's KVCache in wasm memory
+// (keys and values of past tokens, per batch item and K/V head) with the
+// calls that append to it, read it and attend over it.
+import { AttnkitError, rangeError, typeError } from "./errors.js";
+import { checkCount, checkKeys, isObject, toTensor } from "./convert.js";
+import {
+  cacheRows,
+  cacheShape,
+  checkConfig,
+  checkOptions,
+  headsOut,
+  weightMats,
+} from "./arguments.js";
+import { headWords } from "./marshal.js";
+
+const CACHE_KEYS = ["batch", "numKvHeads", "dK", "dV", "capacity"];
+
+/** The config of a new cache, checked: {batch, numKvHeads, dK, dV, capacity}. */
+function checkCacheConfig(config) {
+  if (!isObject(config) || Array.isArray(config)) {
+    throw typeError("config", "an object {batch?, numKvHeads, dK, dV, capacity}", config);
+  }
+  checkKeys("config", config, CACHE_KEYS);
+  return {
+    batch: config.batch === undefined ? 1 : checkCount("config.batch", config.batch),
+    numKvHeads: checkCount("config.numKvHeads", config.numKvHeads),
+    dK: checkCount("config.dK", config.dK),
+    dV: checkCount("config.dV", config.dV),
+    capacity: checkCount("config.capacity", config.capacity),
+  };
+}
+
+/**
+ * The KVCache class of one module: `mem` its Marshal, `module.alive()` whether
+ * the module is still live and `module.assertAlive()` the check every call makes.
+ */
+export function defineKVCache(mem, module) {
+  const M = mem.M;
+  // A cache the user forgot to dispose is freed when collected (if the module lives).
+  const registry =
+    typeof FinalizationRegistry === "function"
+      ? new FinalizationRegistry((handle) => {
+          if (module.alive()) M.kvFree(handle);
+        })
+      : null;
+
+  return class KVCache {
+    // The core's cache in wasm memory; 0 once disposed. Private: a copy of the
+    // object cannot free it twice.
+    #handle = 0;
+
+    constructor(config, handle = 0) {
+      if (handle) {
+        Object.assign(this, config);
+      } else {
+        const { batch, numKvHeads, dK, dV, capacity } = checkCacheConfig(config);
+        handle = M.kvCreate(batch, numKvHeads, dK, dV, capacity);
+        if (!handle) {
+          mem.check(M.lastErrorCode(), { capacity: "config.capacity", batch: "config.batch" });
+        }
+        Object.assign(this, { batch, numKvHeads, dK, dV, capacity });
+      }
+      this.#handle = handle;
+      registry?.register(this, handle, this);
+    }
+    #live() {
+      module.assertAlive();
+      if (!this.#handle) {
+        throw new AttnkitError("cache: expected a live KVCache, got one that was disposed", {
+          code: "disposed",
+          parameter: "cache",
+        });
+      }
+      return this.#handle;
+    }
+    get size() {
+      return M.kvSize(this.#live());
+    }
+    append(K, V) {
+      const handle = this.#live();
+      const k = cacheRows("K", toTensor("K", K), this.batch);
+      const v = cacheRows("V", toTensor("V", V), this.batch);
+      mem.run([k, v], [], (kv, vv) => M.kvAppend(handle, mem.args(kv, vv)));
+    }
+    #cached(item, kvHead, fn) {
+      const handle = this.#live();
+      checkCount("item", item, { allowZero: true });
+      checkCount("kvHead", kvHead, { allowZero: true });
+      if (item >= this.batch) {
+        throw rangeError("item", `an index below batch = ${this.batch}`, `${item}`);
+      }
+      if (kvHead >= this.numKvHeads) {
+        throw rangeError("kvHead", `an index below numKvHeads = ${this.numKvHeads}`, `${kvHead}`);
+      }
+      return mem.copyOut(fn(handle, item, kvHead));
+    }
+    keys(item, kvHead) {
+      return this.#cached(item, kvHead, M.kvKeys);
+    }
+    values(item, kvHead) {
+      return this.#cached(item, kvHead, M.kvValues);
+    }
+    attend(Q, numHeads, options) {
+      const handle = this.#live();
+      checkOptions(options);
+      const q = cacheRows("Q", toTensor("Q", Q), this.batch);
+      checkCount("numHeads", numHeads);
+      const [out] = mem.runWithOptions(
+        [q],
+        options,
+        [{ rows: q.rows, cols: numHeads * this.dV }],
+        ([qv], o, [ov]) => M.kvAttend(handle, mem.args(qv, numHeads, ov, o)),
+        { num_heads: "numHeads" },
+        true,
+      );
+      return { data: out.data, shape: cacheShape(q, out.cols, this.batch) };
+    }
+    decode(X, weights, config, options) {
+      const handle = this.#live();
+      checkOptions(options);
+      const x = cacheRows("X", toTensor("X", X), this.batch);
+      const mats = weightMats(weights, true);
+      const heads = checkConfig(config);
+      const dOut = headsOut(heads, x.cols, mats[3], 0);
+      const [out] = mem.runWithOptions(
+        [x, ...mats],
+        options,
+        [{ rows: x.rows, cols: dOut }],
+        ([xv, wq, wk, wv, wo], o, [ov]) =>
+          M.kvDecode(handle, mem.args(xv, wq, wk, wv, wo, headWords(heads), ov, o)),
+        {},
+        true,
+      );
+      return { data: out.data, shape: cacheShape(x, dOut, this.batch) };
+    }
+    truncate(size) {
+      const handle = this.#live();
+      checkCount("size", size, { allowZero: true });
+      mem.check(M.kvTruncate(handle, size));
+    }
+    fork() {
+      const copy = M.kvClone(this.#live());
+      if (!copy) mem.check(M.lastErrorCode(), { capacity: "cache.capacity" });
+      const { batch, numKvHeads, dK, dV, capacity } = this;
+      return new KVCache({ batch, numKvHeads, dK, dV, capacity }, copy);
+    }
+    reset() {
+      M.kvReset(this.#live());
+    }
+    dispose() {
+      if (!this.#handle) return;
+      registry?.unregister(this);
+      if (module.alive()) M.kvFree(this.#handle);
+      this.#handle = 0;
+    }
+    [Symbol.dispose ?? Symbol.for("Symbol.dispose")]() {
+      this.dispose();
+    }
+  };
+}

@@ -1,0 +1,258 @@
+// attnkit: moving a call across the wasm boundary. Inputs are copied into one
+// reused scratch block of wasm memory, the call's arguments are written as one
+// block of 32-bit words (read by Args in src/bindings/bindings.cc), outputs are
+// copied out into JS-owned Float32Arrays, and a non-zero status becomes an
+// AttnkitError named from the core Status's parameter.
+import { AttnkitError, rangeError } from "./errors.js";
+import { checkElements, count } from "./convert.js";
+import { optionInputs } from "./arguments.js";
+
+const CODES = ["ok", "invalid_argument", "shape_mismatch", "non_finite", "overflow", "capacity"];
+// Core parameter names -> the JS names users wrote.
+const CORE_NAMES = {
+  scale: "options.scale",
+  softcap: "options.softcap",
+  key_length: "options.keyLength",
+  key_lengths: "options.keyLengths",
+  bool_mask: "options.boolMask",
+  additive_mask: "options.additiveMask",
+  num_heads: "config.numHeads",
+  num_kv_heads: "config.numKvHeads",
+  d_k: "config.dK",
+  d_v: "config.dV",
+  W_Q: "weights.W_Q",
+  W_K: "weights.W_K",
+  W_V: "weights.W_V",
+  W_O: "weights.W_O",
+  X_q: "Xq",
+  X_kv: "Xkv",
+  X_new: "X",
+  Q_new: "Q",
+  K_new: "K",
+  V_new: "V",
+  size: "size",
+  causal_offset: "options.causalOffset",
+  causal_offsets: "options.causalOffsets",
+  past_K: "options.pastKey",
+  past_V: "options.pastValue",
+  present_K: "options.present",
+  present_V: "options.present",
+  scores: "options.scores",
+  scores_stage: "options.scores",
+};
+/** An absent matrix argument (address 0). */
+export const NONE = { ptr: 0, rows: 0, cols: 0 };
+// The scratch block is given back after a call that grew it past this, so that
+// one large call does not keep its memory from later calls (KV caches).
+const SCRATCH_KEEP_BYTES = 16 << 20;
+// The argument block at the start of every call's scratch (32-bit words).
+const ARG_BYTES = 512;
+const FLOAT = new Float32Array(1);
+const FLOAT_BITS = new Uint32Array(FLOAT.buffer);
+/** The bits of x as a float32, for an argument word. */
+function floatBits(x) {
+  FLOAT[0] = x;
+  return FLOAT_BITS[0];
+}
+const align16 = (n) => (n + 15) & ~15;
+
+/** The words of a head configuration: [num_heads, num_kv_heads, d_k, d_v] (0 = derive). */
+export const headWords = (h) => [h.numHeads, h.numKvHeads, h.dK, h.dV];
+
+/**
+ * The options' words of an argument block (see Args::Options in bindings.cc)
+ * from checked options, their input views and the inputs they came from.
+ */
+function optionWords(options, [boolMask, additiveMask, keyLengths, offsets], masks, defaultCausal) {
+  const o = options ?? {};
+  const [bool, additive] = masks;
+  return [
+    ((o.causal ?? defaultCausal) ? 1 : 0) |
+      (o.scale !== undefined ? 2 : 0) |
+      (o.causalAlignment === "upperLeft" ? 4 : 0),
+    floatBits(o.scale ?? 0),
+    floatBits(o.softcap ?? 0),
+    o.keyLength ?? -1,
+    keyLengths.ptr,
+    keyLengths.count ?? 0,
+    boolMask.ptr,
+    boolMask.rows,
+    boolMask.cols,
+    bool?.batch ?? 1,
+    bool?.heads ?? 1,
+    additiveMask.ptr,
+    additiveMask.rows,
+    additiveMask.cols,
+    additive?.batch ?? 1,
+    additive?.heads ?? 1,
+    o.causalOffset ?? 0,
+    offsets.ptr,
+    offsets.count ?? 0,
+  ];
+}
+
+/** The calls of one Embind module M: its scratch block, argument blocks and errors. */
+export class Marshal {
+  constructor(M) {
+    this.M = M;
+    // One block of wasm memory, reused by every call and grown when needed.
+    this.scratch = 0;
+    this.scratchBytes = 0;
+    // Where run() put this call's argument block.
+    this.argsAt = 0;
+  }
+
+  /** Gives the scratch block back to the module's allocator. */
+  release() {
+    if (this.scratch) this.M._free(this.scratch);
+    this.scratch = 0;
+    this.scratchBytes = 0;
+  }
+
+  // `blame` names the input a failure to allocate is reported against.
+  reserve(bytes, blame) {
+    if (bytes <= this.scratchBytes) return this.scratch;
+    const size = Math.max(bytes, Math.min(2 * this.scratchBytes, SCRATCH_KEEP_BYTES), 1 << 16);
+    this.release();
+    this.scratch = this.M._malloc(size);
+    if (!this.scratch) {
+      throw rangeError(
+        blame,
+        `inputs and result that fit in wasm memory (at most 2 GiB in all)`,
+        `${bytes} bytes`,
+        "overflow",
+      );
+    }
+    this.scratchBytes = size;
+    return this.scratch;
+  }
+
+  /**
+   * Lays out inputs ({data, rows, cols} with Float32Array or Uint8Array data, or
+   * a Uint32Array / Int32Array) and outputs ({rows, cols, into?}) in the scratch
+   * block, copies the inputs in, runs fn(views...) and returns the outputs as
+   * Matrices (written into `into` when given). Sizes are checked before any
+   * memory is taken. `names` renames core parameters for this call's errors.
+   */
+  run(inputs, outputs, fn, names) {
+    const M = this.M;
+    const offsets = [];
+    let bytes = ARG_BYTES; // the argument block first (see args())
+    for (const x of inputs) {
+      offsets.push(bytes);
+      if (x) bytes += align16((x.data ?? x).byteLength);
+    }
+    for (const o of outputs) {
+      checkElements(o.blame ?? "output", o.rows, o.cols, o.what ?? " in the result");
+      if (o.into && o.into.length !== o.rows * o.cols) {
+        throw rangeError(
+          "options.out",
+          `a Float32Array of ${count(o.rows * o.cols, "value")} (the result [${o.rows}, ${o.cols}])`,
+          `${o.into.length}`,
+          "shape_mismatch",
+        );
+      }
+      offsets.push(bytes);
+      bytes += align16(o.rows * o.cols * 4);
+    }
+    const base = this.reserve(bytes, inputs.find((x) => x?.name)?.name ?? "input");
+    this.argsAt = base;
+    const views = [];
+    inputs.forEach((x, i) => {
+      if (!x) return views.push(NONE);
+      const ptr = base + offsets[i];
+      const data = x.data ?? x;
+      if (data instanceof Float32Array) M.HEAPF32.set(data, ptr >> 2);
+      else if (data instanceof Uint32Array) M.HEAPU32.set(data, ptr >> 2);
+      else if (data instanceof Int32Array) M.HEAP32.set(data, ptr >> 2);
+      else M.HEAPU8.set(data, ptr); // a boolean mask
+      views.push(x.data ? { ptr, rows: x.rows, cols: x.cols } : { ptr, count: data.length });
+    });
+    outputs.forEach((o, i) =>
+      views.push({ ptr: base + offsets[inputs.length + i], rows: o.rows, cols: o.cols }),
+    );
+    try {
+      this.check(fn(...views), names);
+      // Read HEAPF32 only now: the call may have grown memory.
+      return outputs.map((o, i) => {
+        const start = (base + offsets[inputs.length + i]) >> 2;
+        const n = o.rows * o.cols;
+        if (o.into) {
+          o.into.set(M.HEAPF32.subarray(start, start + n));
+          return { data: o.into, rows: o.rows, cols: o.cols };
+        }
+        return { data: M.HEAPF32.slice(start, start + n), rows: o.rows, cols: o.cols };
+      });
+    } finally {
+      if (this.scratchBytes > SCRATCH_KEEP_BYTES) this.release();
+    }
+  }
+
+  /**
+   * As run(), with the options' masks, key lengths and causal offsets as more
+   * inputs: runs fn(inputViews, optionWords, outputViews).
+   */
+  runWithOptions(mats, options, outputs, fn, names, defaultCausal = false) {
+    const extra = optionInputs(options);
+    if (options?.out !== undefined && outputs.length) outputs[0].into = options.out;
+    const end = mats.length + extra.length;
+    return this.run(
+      [...mats, ...extra],
+      outputs,
+      (...views) => {
+        const words = optionWords(options, views.slice(mats.length, end), extra, defaultCausal);
+        return fn(views.slice(0, mats.length), words, views.slice(end));
+      },
+      names,
+    );
+  }
+
+  /**
+   * Writes a call's arguments into its block and returns the block's address:
+   * each part a view ({ptr, rows, cols}: 3 words), a number (1 word) or an
+   * array of words (options, heads), in the order the binding reads them.
+   */
+  args(...parts) {
+    const u32 = this.M.HEAPU32;
+    let i = this.argsAt >> 2;
+    for (const p of parts) {
+      if (typeof p === "number") {
+        u32[i++] = p;
+      } else if (Array.isArray(p)) {
+        for (const w of p) u32[i++] = w;
+      } else {
+        u32[i++] = p.ptr;
+        u32[i++] = p.rows;
+        u32[i++] = p.cols;
+      }
+    }
+    return this.argsAt;
+  }
+
+  /**
+   * Throws a non-zero status `code` as an AttnkitError: the core Status's
+   * parameter (e.g. "key_lengths[2]") renamed to what the JS caller wrote
+   * (`names`, then CORE_NAMES), and the Status's detail.
+   */
+  check(code, names = {}) {
+    if (code === 0) return;
+    const coreName = this.M.lastErrorParameter();
+    const index = coreName.match(/\[\d+\]$/)?.[0] ?? "";
+    const base = coreName.slice(0, coreName.length - index.length);
+    const jsName = (names[base] ?? CORE_NAMES[base] ?? base) + index;
+    throw new AttnkitError(`${jsName}: ${this.M.lastErrorDetail()}`, {
+      code: CODES[code] ?? "invalid_argument",
+      parameter: jsName,
+    });
+  }
+
+  /** A copy of a matrix the module holds ({ptr, rows, cols}) as a JS-owned Matrix. */
+  copyOut(m) {
+    const start = m.ptr >> 2;
+    return {
+      data: this.M.HEAPF32.slice(start, start + m.rows * m.cols),
+      rows: m.rows,
+      cols: m.cols,
+    };
+  }
+}
