@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 
 # chromium, firefox-esr and webkit2gtk-driver (WebKitWebDriver; its dependency
 # libwebkit2gtk-4.1-0 ships MiniBrowser) + xvfb: the page's browser tests.
-packages=(cmake make g++ clang libclang-rt-14-dev emscripten libhwy-dev catch2 chromium firefox-esr webkit2gtk-driver xvfb)
+# clang-format: the C++ half of the format check (scripts/format.sh).
+packages=(cmake make g++ clang clang-format libclang-rt-14-dev emscripten libhwy-dev catch2 chromium firefox-esr
+  webkit2gtk-driver xvfb)
 missing=()
 for pkg in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

@@ -9,6 +9,8 @@
 #   browser the web page (web/, built by Vite) in headless Chromium, Firefox ESR
 #           and WebKitGTK, tests/browser
 #   fuzz    the libFuzzer target for ATTNKIT_FUZZ_SECONDS (default 30)
+#   format  clang-format and Prettier leave every source as it is
+#           (scripts/format.sh --check)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit 1
@@ -51,6 +53,13 @@ run_node() {
   names+=("$suite"); results+=("$pass passed, $fail failed")
   total_pass=$((total_pass + pass)); total_fail=$((total_fail + fail))
 }
+
+echo "== test format"
+if bash scripts/format.sh --check; then
+  names+=(format); results+=("1 passed, 0 failed"); total_pass=$((total_pass + 1))
+else
+  names+=(format); results+=("0 passed, 1 failed"); total_fail=$((total_fail + 1))
+fi
 
 run_ctest native
 run_ctest asan
