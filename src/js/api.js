@@ -125,11 +125,8 @@ function singleHeadMethods(mem) {
     parameterFreeAttention(X, options) {
       checkOptions(options);
       const x = toMatrix("X", X);
-      return mem.runWithOptions(
-        [x],
-        options,
-        [{ rows: x.rows, cols: x.cols }],
-        ([xv], o, [ov]) => M.parameterFreeAttention(mem.args(xv, ov, o)),
+      return mem.runWithOptions([x], options, [{ rows: x.rows, cols: x.cols }], ([xv], o, [ov]) =>
+        M.parameterFreeAttention(mem.args(xv, ov, o)),
       )[0];
     },
     trace(X, weights, options) {
@@ -195,8 +192,10 @@ function kernelMethods(mem) {
         throw rangeError("heads.shape", "[numHeads, seq, headDim]", given, "shape_mismatch");
       }
       const [h, T, d] = t.shape;
-      return mem.run([{ data: t.data, rows: h * T, cols: d }], [{ rows: T, cols: h * d }], (hv, ov) =>
-        M.mergeHeads(mem.args(hv, h, ov)),
+      return mem.run(
+        [{ data: t.data, rows: h * T, cols: d }],
+        [{ rows: T, cols: h * d }],
+        (hv, ov) => M.mergeHeads(mem.args(hv, h, ov)),
       )[0];
     },
   };
@@ -215,9 +214,7 @@ function multiHeadAttention(mem, X, weights, config, options) {
     options,
     [{ rows: xm.rows, cols: dOut }],
     ([xv, wq, wk, wv, wo], o, [ov]) =>
-      mem.M.multiHeadAttention(
-        mem.args(xv, r.batch, wq, wk, wv, wo, headWords(heads), ov, o),
-      ),
+      mem.M.multiHeadAttention(mem.args(xv, r.batch, wq, wk, wv, wo, headWords(heads), ov, o)),
   );
   const shape = x.shape.length === 3 ? [r.batch, r.seq, dOut] : [r.seq, dOut];
   return { data: out.data, shape };
@@ -229,14 +226,15 @@ function multiHeadAttention(mem, X, weights, config, options) {
  * bhsd call's numKvHeads comes from K's shape when the config leaves it out.
  */
 function qkvRows(layout, q, k, v, heads) {
-  const mismatch = (name, expected, given) =>
-    rangeError(name, expected, given, "shape_mismatch");
+  const mismatch = (name, expected, given) => rangeError(name, expected, given, "shape_mismatch");
   if (layout === "bshd") {
     const rq = asBatchRows("Q", q),
       rk = asBatchRows("K", k),
       rv = asBatchRows("V", v);
-    if (rk.batch !== rq.batch) throw mismatch("K.shape[0]", `batch = ${rq.batch} (as Q)`, `${rk.batch}`);
-    if (rv.batch !== rq.batch) throw mismatch("V.shape[0]", `batch = ${rq.batch} (as Q)`, `${rv.batch}`);
+    if (rk.batch !== rq.batch)
+      throw mismatch("K.shape[0]", `batch = ${rq.batch} (as Q)`, `${rk.batch}`);
+    if (rv.batch !== rq.batch)
+      throw mismatch("V.shape[0]", `batch = ${rq.batch} (as Q)`, `${rv.batch}`);
     return {
       qm: { data: q.data, rows: rq.batch * rq.seq, cols: rq.cols },
       km: { data: k.data, rows: rk.batch * rk.seq, cols: rk.cols },
@@ -245,7 +243,11 @@ function qkvRows(layout, q, k, v, heads) {
       seqQ: rq.seq,
     };
   }
-  for (const [name, t] of [["Q", q], ["K", k], ["V", v]]) {
+  for (const [name, t] of [
+    ["Q", q],
+    ["K", k],
+    ["V", v],
+  ]) {
     if (t.shape.length !== 4) {
       const expected = "[batch, heads, seq, headDim] (layout bhsd)";
       throw mismatch(`${name}.shape`, expected, `[${t.shape.join(", ")}]`);
@@ -254,10 +256,15 @@ function qkvRows(layout, q, k, v, heads) {
   const [B, H, Tq, dK] = q.shape;
   const [, KH, Tk, dK2] = k.shape;
   const [, VH, Tv, dV] = v.shape;
-  if (H !== heads.numHeads) throw mismatch("Q.shape[1]", `config.numHeads = ${heads.numHeads}`, `${H}`);
+  if (H !== heads.numHeads)
+    throw mismatch("Q.shape[1]", `config.numHeads = ${heads.numHeads}`, `${H}`);
   if (heads.numKvHeads === 0) heads.numKvHeads = KH;
-  for (const [name, t] of [["K", k], ["V", v]]) {
-    if (t.shape[0] !== B) throw mismatch(`${name}.shape[0]`, `batch = ${B} (as Q)`, `${t.shape[0]}`);
+  for (const [name, t] of [
+    ["K", k],
+    ["V", v],
+  ]) {
+    if (t.shape[0] !== B)
+      throw mismatch(`${name}.shape[0]`, `batch = ${B} (as Q)`, `${t.shape[0]}`);
   }
   if (VH !== KH || Tv !== Tk) {
     const expected = `[${B}, ${KH}, ${Tk}, dV] (heads and seq as K)`;
@@ -300,8 +307,21 @@ function multiHeadAttentionQKV(mem, Q, K, V, config, options) {
     ([qv, kv, vv, pk = NONE, pv = NONE], o, [ov, ...rest]) => {
       const [presentK, presentV] = extras.present ? rest : [NONE, NONE];
       const scores = extras.stage ? rest[rest.length - 1] : NONE;
-      const words = mem.args(qv, kv, vv, batch, headWords(heads), ov, pk, pv, presentK, presentV,
-        extras.stage, scores, o);
+      const words = mem.args(
+        qv,
+        kv,
+        vv,
+        batch,
+        headWords(heads),
+        ov,
+        pk,
+        pv,
+        presentK,
+        presentV,
+        extras.stage,
+        scores,
+        o,
+      );
       return mem.M.multiHeadAttentionQKV(words);
     },
   );

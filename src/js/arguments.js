@@ -3,14 +3,7 @@
 // into wasm. Every error names the JS parameter, what was expected and what
 // was given.
 import { describe, rangeError, typeError } from "./errors.js";
-import {
-  checkCount,
-  checkKeys,
-  isObject,
-  toMaskTensor,
-  toMatrix,
-  toTensor,
-} from "./convert.js";
+import { checkCount, checkKeys, isObject, toMaskTensor, toMatrix, toTensor } from "./convert.js";
 
 const OPTION_KEYS = [
   "scale",
@@ -60,11 +53,7 @@ export function checkOptions(options, extraKeys = []) {
   }
   const alignment = options.causalAlignment;
   if (alignment !== undefined && alignment !== "lowerRight" && alignment !== "upperLeft") {
-    throw rangeError(
-      "options.causalAlignment",
-      '"lowerRight" or "upperLeft"',
-      describe(alignment),
-    );
+    throw rangeError("options.causalAlignment", '"lowerRight" or "upperLeft"', describe(alignment));
   }
   const offset = options.causalOffset;
   if (offset !== undefined && !(Number.isInteger(offset) && Math.abs(offset) < 2 ** 31)) {
@@ -230,7 +219,12 @@ export function headsOut(heads, dModel, W_O, V_cols) {
 function pastInputs(o, batch, kvh) {
   if ((o.pastKey === undefined) !== (o.pastValue === undefined)) {
     const missing = o.pastKey === undefined ? "options.pastKey" : "options.pastValue";
-    throw rangeError(missing, "past keys and values together", "only one of them", "invalid_argument");
+    throw rangeError(
+      missing,
+      "past keys and values together",
+      "only one of them",
+      "invalid_argument",
+    );
   }
   const inputs = [];
   let past = 0;
@@ -242,7 +236,12 @@ function pastInputs(o, batch, kvh) {
     const t = toTensor(name, value);
     const shape = `[${t.shape.join(", ")}]`;
     if (t.shape.length !== 4) {
-      throw rangeError(`${name}.shape`, "[batch, kvHeads, T_past, headDim]", shape, "shape_mismatch");
+      throw rangeError(
+        `${name}.shape`,
+        "[batch, kvHeads, T_past, headDim]",
+        shape,
+        "shape_mismatch",
+      );
     }
     const [b, h, T, d] = t.shape;
     if (b !== batch || h !== kvh) {

@@ -53,7 +53,11 @@ export type MatrixLike =
  * an Array of rows) holds booleans or numbers, or is a typed array.
  */
 export type MaskLike =
-  | { readonly data: readonly (number | boolean)[] | NumericTypedArray; readonly rows: number; readonly cols: number }
+  | {
+      readonly data: readonly (number | boolean)[] | NumericTypedArray;
+      readonly rows: number;
+      readonly cols: number;
+    }
   | readonly (readonly (number | boolean)[] | NumericTypedArray)[];
 
 /**
@@ -65,19 +69,22 @@ export type MaskLike =
  */
 export type MaskTensorLike<M> =
   | M
-  | { readonly data: readonly (number | boolean)[] | NumericTypedArray; readonly shape: NumberArray };
+  | {
+      readonly data: readonly (number | boolean)[] | NumericTypedArray;
+      readonly shape: NumberArray;
+    };
 
 /** What functions accept as a tensor: a {@link Tensor} or a {@link MatrixLike} (rank 2). */
-export type TensorLike =
-  | { readonly data: NumberArray; readonly shape: NumberArray }
-  | MatrixLike;
+export type TensorLike = { readonly data: NumberArray; readonly shape: NumberArray } | MatrixLike;
 
 /**
  * `typeof Symbol.dispose` where the consumer's lib declares it (lib
  * "esnext.disposable", "esnext", or @types/node), else never: the declarations
  * then compile without it, and KVCache has no `[Symbol.dispose]` member.
  */
-type DisposeSymbol = SymbolConstructor extends { readonly dispose: infer S extends symbol } ? S : never;
+type DisposeSymbol = SymbolConstructor extends { readonly dispose: infer S extends symbol }
+  ? S
+  : never;
 
 /**
  * Options of every attention call. Masks combine: a key is attended only if every
@@ -242,7 +249,12 @@ export interface KVCache extends Record<DisposeSymbol, () => void> {
    * One decoding step: projects X [batch, T_new, d_model], appends its K and V,
    * attends and applies W_O -> [batch, T_new, d_out]. On error the cache is unchanged.
    */
-  decode(X: TensorLike, weights: MultiHeadWeights, config: HeadConfig, options?: AttentionOptions): Tensor;
+  decode(
+    X: TensorLike,
+    weights: MultiHeadWeights,
+    config: HeadConfig,
+    options?: AttentionOptions,
+  ): Tensor;
   /** Forgets every token; keeps the capacity. */
   reset(): void;
   /**
@@ -278,7 +290,12 @@ export interface Attnkit {
   /** X [T, d_model] projected to Q, K, V, then attention -> [T, d_v]. */
   selfAttention(X: MatrixLike, weights: HeadWeights, options?: AttentionOptions): Matrix;
   /** Queries from Xq [T_q, d_q], keys and values from Xkv [T_k, d_kv] -> [T_q, d_v]. */
-  crossAttention(Xq: MatrixLike, Xkv: MatrixLike, weights: HeadWeights, options?: AttentionOptions): Matrix;
+  crossAttention(
+    Xq: MatrixLike,
+    Xkv: MatrixLike,
+    weights: HeadWeights,
+    options?: AttentionOptions,
+  ): Matrix;
   /** Q = K = V = X, scale 1/sqrt(d_model) -> [T, d_model]. */
   parameterFreeAttention(X: MatrixLike, options?: AttentionOptions): Matrix;
   /** As selfAttention, returning every intermediate. */
@@ -299,12 +316,23 @@ export interface Attnkit {
    * Multi-head self-attention: X [batch, T, d_model] (or [T, d_model]) -> project ->
    * split -> attend per head (grouped K/V heads) -> merge -> W_O -> [batch, T, d_out].
    */
-  multiHeadAttention(X: TensorLike, weights: MultiHeadWeights, config: HeadConfig, options?: AttentionOptions): Tensor;
+  multiHeadAttention(
+    X: TensorLike,
+    weights: MultiHeadWeights,
+    config: HeadConfig,
+    options?: AttentionOptions,
+  ): Tensor;
   /**
    * Multi-head attention on projected Q, K, V in layout "bshd" (default) or "bhsd";
    * the output has the same layout, with head_dim = dV.
    */
-  multiHeadAttentionQKV(Q: TensorLike, K: TensorLike, V: TensorLike, config: HeadConfig, options?: MultiHeadOptions): MultiHeadQKVResult;
+  multiHeadAttentionQKV(
+    Q: TensorLike,
+    K: TensorLike,
+    V: TensorLike,
+    config: HeadConfig,
+    options?: MultiHeadOptions,
+  ): MultiHeadQKVResult;
 
   /** A KV cache for decoding (see {@link KVCache}). */
   createKVCache(config: KVCacheConfig): KVCache;

@@ -28,7 +28,8 @@ function editDistance(a, b) {
 
 /** The valid key closest to `key` (case-insensitive edit distance <= 3), or "". */
 export function closestKey(key, valid) {
-  let best = "", bestDistance = 4;
+  let best = "",
+    bestDistance = 4;
   for (const v of valid) {
     const d = editDistance(key.toLowerCase(), v.toLowerCase());
     if (d < bestDistance) [best, bestDistance] = [v, d];
@@ -45,8 +46,11 @@ export function checkKeys(name, object, valid, noun = "key") {
   for (const key of Object.keys(object)) {
     if (valid.includes(key)) continue;
     const near = closestKey(key, valid);
-    throw new AttnkitError(`${name}.${key}: expected one of ${valid.join(", ")}` +
-      `${near ? ` (did you mean ${near}?)` : ""}, got an unknown ${noun}`, { parameter: `${name}.${key}` });
+    throw new AttnkitError(
+      `${name}.${key}: expected one of ${valid.join(", ")}` +
+        `${near ? ` (did you mean ${near}?)` : ""}, got an unknown ${noun}`,
+      { parameter: `${name}.${key}` },
+    );
   }
 }
 
@@ -58,8 +62,12 @@ export function count(n, noun) {
 /** An overflow AttnkitError if a matrix of `rows` x `cols` is larger than the core takes. */
 export function checkElements(name, rows, cols, what = "") {
   if (rows * cols > MAX_ELEMENTS) {
-    throw rangeError(name, `at most 2^28 = ${MAX_ELEMENTS} elements${what}`,
-      `[${rows}, ${cols}] = ${rows * cols}`, "overflow");
+    throw rangeError(
+      name,
+      `at most 2^28 = ${MAX_ELEMENTS} elements${what}`,
+      `[${rows}, ${cols}] = ${rows * cols}`,
+      "overflow",
+    );
   }
 }
 
@@ -86,8 +94,15 @@ export const MAX_THREADS = 64;
  */
 export function loaderVariant(options, env) {
   const KEYS = ["simd", "threads", "wasmPaths", "wasmBinary", "timeout"];
-  const FILES = ["attnkit-simd.wasm", "attnkit-scalar.wasm", "attnkit-threads.wasm", "attnkit-threads.worker.js",
-    "attnkit-threads.mjs", "attnkit-threads.node.worker.cjs", "attnkit-threads.node.cjs"];
+  const FILES = [
+    "attnkit-simd.wasm",
+    "attnkit-scalar.wasm",
+    "attnkit-threads.wasm",
+    "attnkit-threads.worker.js",
+    "attnkit-threads.mjs",
+    "attnkit-threads.node.worker.cjs",
+    "attnkit-threads.node.cjs",
+  ];
   // An unknown key: an invalid_argument error naming it and the closest valid one.
   const unknown = (name, key, valid, what) => {
     const distance = (a, b) => {
@@ -95,63 +110,107 @@ export function loaderVariant(options, env) {
       for (let i = 1; i <= a.length; ++i) {
         const next = [i];
         for (let j = 1; j <= b.length; ++j) {
-          next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1].toLowerCase() === b[j - 1].toLowerCase() ? 0 : 1));
+          next[j] = Math.min(
+            row[j] + 1,
+            next[j - 1] + 1,
+            row[j - 1] + (a[i - 1].toLowerCase() === b[j - 1].toLowerCase() ? 0 : 1),
+          );
         }
         row = next;
       }
       return row[b.length];
     };
     const best = valid.reduce((a, b) => (distance(key, b) < distance(key, a) ? b : a));
-    const hint = distance(key, best) <= Math.max(2, Math.floor(best.length / 3)) ? ` (did you mean ${best}?)` : "";
+    const hint =
+      distance(key, best) <= Math.max(2, Math.floor(best.length / 3))
+        ? ` (did you mean ${best}?)`
+        : "";
     return rangeError(name, `one of ${valid.join(", ")}${hint}`, what);
   };
   if (options === undefined) options = {};
   if (!isObject(options) || Array.isArray(options)) {
-    throw typeError("options", "an object { simd?, threads?, wasmPaths?, wasmBinary?, timeout? }", options);
+    throw typeError(
+      "options",
+      "an object { simd?, threads?, wasmPaths?, wasmBinary?, timeout? }",
+      options,
+    );
   }
   for (const key of Object.keys(options)) {
     if (!KEYS.includes(key)) throw unknown(`options.${key}`, key, KEYS, "an unknown option");
   }
-  if (options.simd !== undefined && typeof options.simd !== "boolean") throw typeError("options.simd", "a boolean", options.simd);
+  if (options.simd !== undefined && typeof options.simd !== "boolean")
+    throw typeError("options.simd", "a boolean", options.simd);
   const { wasmPaths, wasmBinary } = options;
   if (wasmPaths !== undefined) {
     if (typeof wasmPaths === "string") {
-      if (!wasmPaths.endsWith("/")) throw rangeError("options.wasmPaths", "a base URL ending in \"/\"", describe(wasmPaths));
+      if (!wasmPaths.endsWith("/"))
+        throw rangeError("options.wasmPaths", 'a base URL ending in "/"', describe(wasmPaths));
     } else if (isObject(wasmPaths) && !Array.isArray(wasmPaths)) {
       for (const [file, url] of Object.entries(wasmPaths)) {
-        if (!FILES.includes(file)) throw unknown(`options.wasmPaths["${file}"]`, file, FILES, "an unknown file");
-        if (typeof url !== "string" || url === "") throw typeError(`options.wasmPaths["${file}"]`, "a URL string", url);
+        if (!FILES.includes(file))
+          throw unknown(`options.wasmPaths["${file}"]`, file, FILES, "an unknown file");
+        if (typeof url !== "string" || url === "")
+          throw typeError(`options.wasmPaths["${file}"]`, "a URL string", url);
       }
     } else {
-      throw typeError("options.wasmPaths", "a base URL string or an object mapping file names to URLs", wasmPaths);
+      throw typeError(
+        "options.wasmPaths",
+        "a base URL string or an object mapping file names to URLs",
+        wasmPaths,
+      );
     }
   }
-  if (wasmBinary !== undefined && !(wasmBinary instanceof ArrayBuffer || wasmBinary instanceof Uint8Array)) {
-    throw typeError("options.wasmBinary", "an ArrayBuffer or a Uint8Array (the bytes of the build's .wasm)", wasmBinary);
+  if (
+    wasmBinary !== undefined &&
+    !(wasmBinary instanceof ArrayBuffer || wasmBinary instanceof Uint8Array)
+  ) {
+    throw typeError(
+      "options.wasmBinary",
+      "an ArrayBuffer or a Uint8Array (the bytes of the build's .wasm)",
+      wasmBinary,
+    );
   }
-  const timeout = options.timeout === undefined ? 30000
-    : options.timeout === Infinity ? Infinity : checkCount("options.timeout", options.timeout);
+  const timeout =
+    options.timeout === undefined
+      ? 30000
+      : options.timeout === Infinity
+        ? Infinity
+        : checkCount("options.timeout", options.timeout);
   const files = { wasmPaths, wasmBinary, timeout };
-  const threads = options.threads === undefined ? 1 : checkCount("options.threads", options.threads);
-  if (threads > MAX_THREADS) throw rangeError("options.threads", `at most ${MAX_THREADS}`, String(threads));
+  const threads =
+    options.threads === undefined ? 1 : checkCount("options.threads", options.threads);
+  if (threads > MAX_THREADS)
+    throw rangeError("options.threads", `at most ${MAX_THREADS}`, String(threads));
   const simd = options.simd ?? env.simd();
   if (threads === 1) return { build: simd ? "simd" : "scalar", threads, ...files };
   if (!simd) {
-    const why = options.simd === false ? "with simd: false (the threads build uses SIMD128)" : "on an engine without WebAssembly SIMD128";
+    const why =
+      options.simd === false
+        ? "with simd: false (the threads build uses SIMD128)"
+        : "on an engine without WebAssembly SIMD128";
     throw rangeError("options.threads", `1 ${why}`, String(threads));
   }
   if (!env.sharedMemory) {
-    throw rangeError("options.threads", "1 unless SharedArrayBuffer is usable (serve the page cross-origin isolated: " +
-      "Cross-Origin-Opener-Policy: same-origin, Cross-Origin-Embedder-Policy: require-corp)", String(threads));
+    throw rangeError(
+      "options.threads",
+      "1 unless SharedArrayBuffer is usable (serve the page cross-origin isolated: " +
+        "Cross-Origin-Opener-Policy: same-origin, Cross-Origin-Embedder-Policy: require-corp)",
+      String(threads),
+    );
   }
   return { build: "threads", threads, ...files };
 }
 
 /** A positive (or, with allowZero, non-negative) integer, else a RangeError naming `name`. */
 export function checkCount(name, value, { allowZero = false } = {}) {
-  if (typeof value !== "number") throw typeError(name, allowZero ? "a non-negative integer" : "a positive integer", value);
+  if (typeof value !== "number")
+    throw typeError(name, allowZero ? "a non-negative integer" : "a positive integer", value);
   if (!Number.isInteger(value) || value < (allowZero ? 0 : 1) || value > MAX_DIM) {
-    throw rangeError(name, allowZero ? "a non-negative integer" : "a positive integer", describe(value));
+    throw rangeError(
+      name,
+      allowZero ? "a non-negative integer" : "a positive integer",
+      describe(value),
+    );
   }
   return value;
 }
@@ -189,7 +248,13 @@ export function toMatrix(name, value) {
     for (let r = 0; r < rows; ++r) {
       const row = value[r];
       if (!isArrayLike(row)) throw typeError(`${name}[${r}]`, "a row (an array of numbers)", row);
-      if (row.length !== cols) throw rangeError(`${name}[${r}]`, `${count(cols, "value")} (as row 0)`, `${row.length}`, "shape_mismatch");
+      if (row.length !== cols)
+        throw rangeError(
+          `${name}[${r}]`,
+          `${count(cols, "value")} (as row 0)`,
+          `${row.length}`,
+          "shape_mismatch",
+        );
       for (let c = 0; c < cols; ++c) {
         const v = row[c];
         if (typeof v !== "number") throw typeError(`${name}[${r}][${c}]`, "a number", v);
@@ -204,15 +269,27 @@ export function toMatrix(name, value) {
     const cols = checkCount(`${name}.cols`, value.cols);
     checkElements(name, rows, cols);
     const { data } = value;
-    if (!isArrayLike(data)) throw typeError(`${name}.data`, "a Float32Array or an array of numbers", data);
+    if (!isArrayLike(data))
+      throw typeError(`${name}.data`, "a Float32Array or an array of numbers", data);
     if (data.length !== rows * cols) {
-      throw rangeError(`${name}.data`, `${count(rows * cols, "value")} (rows ${rows} × cols ${cols})`, lengthGiven(data), "shape_mismatch");
+      throw rangeError(
+        `${name}.data`,
+        `${count(rows * cols, "value")} (rows ${rows} × cols ${cols})`,
+        lengthGiven(data),
+        "shape_mismatch",
+      );
     }
     return { data: toFloat32(`${name}.data`, data, data.length), rows, cols };
   }
   if (isObject(value) && "data" in value && "shape" in value) {
     const t = toTensor(name, value);
-    if (t.shape.length !== 2) throw rangeError(`${name}.shape`, "2 dimensions [rows, cols]", `[${t.shape.join(", ")}]`, "shape_mismatch");
+    if (t.shape.length !== 2)
+      throw rangeError(
+        `${name}.shape`,
+        "2 dimensions [rows, cols]",
+        `[${t.shape.join(", ")}]`,
+        "shape_mismatch",
+      );
     return { data: t.data, rows: t.shape[0], cols: t.shape[1] };
   }
   throw typeError(name, "a matrix {data, rows, cols} or an array of rows", value);
@@ -222,17 +299,30 @@ export function toMatrix(name, value) {
 export function toTensor(name, value) {
   if (isObject(value) && !Array.isArray(value) && "shape" in value && "data" in value) {
     checkKeys(name, value, ["data", "shape"]);
-    if (!isArrayLike(value.shape)) throw typeError(`${name}.shape`, "an array of sizes", value.shape);
+    if (!isArrayLike(value.shape))
+      throw typeError(`${name}.shape`, "an array of sizes", value.shape);
     const shape = Array.from(value.shape, (d, i) => checkCount(`${name}.shape[${i}]`, d));
-    if (shape.length === 0) throw rangeError(`${name}.shape`, "at least one dimension", "[]", "shape_mismatch");
+    if (shape.length === 0)
+      throw rangeError(`${name}.shape`, "at least one dimension", "[]", "shape_mismatch");
     const size = shape.reduce((a, b) => a * b, 1);
     if (size > MAX_ELEMENTS) {
-      throw rangeError(name, `at most 2^28 = ${MAX_ELEMENTS} elements`, `[${shape.join(", ")}] = ${size}`, "overflow");
+      throw rangeError(
+        name,
+        `at most 2^28 = ${MAX_ELEMENTS} elements`,
+        `[${shape.join(", ")}] = ${size}`,
+        "overflow",
+      );
     }
     const { data } = value;
-    if (!isArrayLike(data)) throw typeError(`${name}.data`, "a Float32Array or an array of numbers", data);
+    if (!isArrayLike(data))
+      throw typeError(`${name}.data`, "a Float32Array or an array of numbers", data);
     if (data.length !== size) {
-      throw rangeError(`${name}.data`, `${count(size, "value")} (shape [${shape.join(", ")}])`, lengthGiven(data), "shape_mismatch");
+      throw rangeError(
+        `${name}.data`,
+        `${count(size, "value")} (shape [${shape.join(", ")}])`,
+        lengthGiven(data),
+        "shape_mismatch",
+      );
     }
     return { data: toFloat32(`${name}.data`, data, size), shape };
   }
@@ -245,12 +335,18 @@ export function toMask(name, value) {
   let rows, cols, get;
   if (Array.isArray(value)) {
     rows = value.length;
-    if (rows === 0 || !isArrayLike(value[0])) throw typeError(name, "a boolean mask: an array of rows", value);
+    if (rows === 0 || !isArrayLike(value[0]))
+      throw typeError(name, "a boolean mask: an array of rows", value);
     cols = value[0].length;
     get = (r, c) => {
       const row = value[r];
       if (!isArrayLike(row) || row.length !== cols) {
-        throw rangeError(`${name}[${r}]`, `${count(cols, "value")} (as row 0)`, describe(row), "shape_mismatch");
+        throw rangeError(
+          `${name}[${r}]`,
+          `${count(cols, "value")} (as row 0)`,
+          describe(row),
+          "shape_mismatch",
+        );
       }
       return row[c];
     };
@@ -259,9 +355,15 @@ export function toMask(name, value) {
     rows = checkCount(`${name}.rows`, value.rows);
     cols = checkCount(`${name}.cols`, value.cols);
     checkElements(name, rows, cols);
-    if (!isArrayLike(value.data)) throw typeError(`${name}.data`, "a Uint8Array or an array of booleans", value.data);
+    if (!isArrayLike(value.data))
+      throw typeError(`${name}.data`, "a Uint8Array or an array of booleans", value.data);
     if (value.data.length !== rows * cols) {
-      throw rangeError(`${name}.data`, `${count(rows * cols, "value")} (rows ${rows} × cols ${cols})`, lengthGiven(value.data), "shape_mismatch");
+      throw rangeError(
+        `${name}.data`,
+        `${count(rows * cols, "value")} (rows ${rows} × cols ${cols})`,
+        lengthGiven(value.data),
+        "shape_mismatch",
+      );
     }
     if (value.data instanceof Uint8Array) return { data: value.data, rows, cols };
     get = (r, c) => value.data[r * cols + c];
@@ -272,7 +374,8 @@ export function toMask(name, value) {
   for (let r = 0; r < rows; ++r) {
     for (let c = 0; c < cols; ++c) {
       const v = get(r, c);
-      if (typeof v !== "boolean" && typeof v !== "number") throw typeError(`${name}[${r}][${c}]`, "a boolean or number", v);
+      if (typeof v !== "boolean" && typeof v !== "number")
+        throw typeError(`${name}[${r}][${c}]`, "a boolean or number", v);
       data[r * cols + c] = v ? 1 : 0;
     }
   }
@@ -309,11 +412,16 @@ export function transposeHeads(data, B, H, S, D, inverse = false) {
 export function toMaskTensor(name, value, bool) {
   if (isObject(value) && !Array.isArray(value) && "shape" in value) {
     checkKeys(name, value, ["data", "shape"]);
-    if (!isArrayLike(value.shape)) throw typeError(`${name}.shape`, "an array of sizes", value.shape);
+    if (!isArrayLike(value.shape))
+      throw typeError(`${name}.shape`, "an array of sizes", value.shape);
     const shape = Array.from(value.shape, (d, i) => checkCount(`${name}.shape[${i}]`, d));
     if (shape.length < 2 || shape.length > 4) {
-      throw rangeError(`${name}.shape`, "[T_q, T_k], [heads, T_q, T_k] or [batch, heads, T_q, T_k]",
-        `[${shape.join(", ")}]`, "shape_mismatch");
+      throw rangeError(
+        `${name}.shape`,
+        "[T_q, T_k], [heads, T_q, T_k] or [batch, heads, T_q, T_k]",
+        `[${shape.join(", ")}]`,
+        "shape_mismatch",
+      );
     }
     const [batch, heads, queries, keys] = [1, 1, ...shape].slice(-4);
     const m = { data: value.data, rows: batch * heads * queries, cols: keys };

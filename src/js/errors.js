@@ -34,7 +34,8 @@ export function describe(value) {
   if (value === null) return "null";
   if (value === undefined) return "undefined";
   if (typeof value === "number") return Number.isNaN(value) ? "NaN" : String(value);
-  if (typeof value === "string") return `string ${JSON.stringify(value.length > 20 ? value.slice(0, 20) + "…" : value)}`;
+  if (typeof value === "string")
+    return `string ${JSON.stringify(value.length > 20 ? value.slice(0, 20) + "…" : value)}`;
   if (typeof value === "boolean" || typeof value === "bigint") return `${typeof value} ${value}`;
   if (Array.isArray(value)) return `an array of ${value.length}`;
   if (ArrayBuffer.isView(value)) return `a ${value.constructor.name} of ${value.length}`;
@@ -43,7 +44,9 @@ export function describe(value) {
 }
 
 export function typeError(parameter, expected, value) {
-  return new AttnkitTypeError(`${parameter}: expected ${expected}, got ${describe(value)}`, { parameter });
+  return new AttnkitTypeError(`${parameter}: expected ${expected}, got ${describe(value)}`, {
+    parameter,
+  });
 }
 
 export function rangeError(parameter, expected, given, code = "invalid_argument") {

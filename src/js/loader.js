@@ -56,7 +56,7 @@ export function makeLoader(platform) {
     try {
       variant = loaderVariant(options, { simd: simdSupported, sharedMemory: sharedMemory() });
     } catch (e) {
-      return Promise.reject(e);  // bad options reject like a failed load
+      return Promise.reject(e); // bad options reject like a failed load
     }
     let { build, threads } = variant;
     // More threads than the hardware runs at once only cost memory and start-up.
@@ -68,7 +68,7 @@ export function makeLoader(platform) {
         if (loaded.get(key) === promise) loaded.delete(key);
       });
       promise.catch(() => {
-        if (loaded.get(key) === promise) loaded.delete(key);  // a failed load may be retried
+        if (loaded.get(key) === promise) loaded.delete(key); // a failed load may be retried
       });
       loaded.set(key, promise);
     }
@@ -94,9 +94,17 @@ export function makeLoader(platform) {
         reject(e);
       };
       if (timeout !== Infinity) {
-        timer = setTimeout(() => fail(loadFailed("options.timeout",
-          `expected the ${build} build to load within ${timeout} ms, got no module in that time` +
-          (worker ? ` (is its worker script ${worker.url} served?)` : ""))), timeout);
+        timer = setTimeout(
+          () =>
+            fail(
+              loadFailed(
+                "options.timeout",
+                `expected the ${build} build to load within ${timeout} ms, got no module in that time` +
+                  (worker ? ` (is its worker script ${worker.url} served?)` : ""),
+              ),
+            ),
+          timeout,
+        );
       }
       (async () => {
         if (worker) await platform.checkWorker(worker);
@@ -107,17 +115,30 @@ export function makeLoader(platform) {
           // Emscripten rethrows a worker's error in the worker's event handler,
           // and its ready promise never settles: reject here instead.
           for (const w of args.PThread?.unusedWorkers ?? []) {
-            platform.watchWorker(w, (e) => fail(loadFailed(worker.parameter,
-              `expected the threads build's worker script at ${worker.url} to load, got ` +
-              `${e?.message ? `an error: ${e.message}` : "an error event (is it served, with the page's origin?)"}`)));
+            platform.watchWorker(w, (e) =>
+              fail(
+                loadFailed(
+                  worker.parameter,
+                  `expected the threads build's worker script at ${worker.url} to load, got ` +
+                    `${e?.message ? `an error: ${e.message}` : "an error event (is it served, with the page's origin?)"}`,
+                ),
+              ),
+            );
           }
         }
         let M;
         try {
           M = await ready;
         } catch (e) {
-          const parameter = wasmBinary ? "options.wasmBinary" : wasmPaths ? "options.wasmPaths" : "options";
-          throw loadFailed(parameter, `expected the ${build} build's WebAssembly module to load, got ${e?.message ?? e}`);
+          const parameter = wasmBinary
+            ? "options.wasmBinary"
+            : wasmPaths
+              ? "options.wasmPaths"
+              : "options";
+          throw loadFailed(
+            parameter,
+            `expected the ${build} build's WebAssembly module to load, got ${e?.message ?? e}`,
+          );
         }
         if (failed) {
           stopWorkers(M);

@@ -15,7 +15,9 @@ const MAIN = "attnkit-threads.node.cjs";
 // Node's builtins, from process.getBuiltinModule where Node has it (20.16+): an
 // ES module bundle of an app turns require into a shim that throws.
 function builtin(name) {
-  return typeof process.getBuiltinModule === "function" ? process.getBuiltinModule(name) : require(name);
+  return typeof process.getBuiltinModule === "function"
+    ? process.getBuiltinModule(name)
+    : require(name);
 }
 
 // The folder of this file: dist/ once built, or the bundle's folder when an app
@@ -38,32 +40,49 @@ export const createAttnkit = makeLoader({
   importFactory: async (build) => {
     // Plain require calls with literal paths: esbuild leaves them (external).
     if (build === "threads") return require("./attnkit-threads.node.cjs");
-    return build === "simd" ? require("./attnkit-simd.node.cjs") : require("./attnkit-scalar.node.cjs");
+    return build === "simd"
+      ? require("./attnkit-simd.node.cjs")
+      : require("./attnkit-scalar.node.cjs");
   },
   hardwareThreads: () => {
     const os = builtin("node:os");
-    return typeof os.availableParallelism === "function" ? os.availableParallelism() : os.cpus().length || 1;
+    return typeof os.availableParallelism === "function"
+      ? os.availableParallelism()
+      : os.cpus().length || 1;
   },
   files: (build, wasmPaths) => {
     if (build !== "threads") return {};
     // The worker script, and the threads loader it loads (in an app bundle,
     // both must be copied beside the bundle from attnkit's dist/).
-    const where = (name) => (typeof wasmPaths === "string" ? toPath(wasmPaths + name)
-      : wasmPaths?.[name] ? toPath(wasmPaths[name]) : builtin("node:path").join(here(), name));
+    const where = (name) =>
+      typeof wasmPaths === "string"
+        ? toPath(wasmPaths + name)
+        : wasmPaths?.[name]
+          ? toPath(wasmPaths[name])
+          : builtin("node:path").join(here(), name);
     const path = where(WORKER);
     const main = where(MAIN);
-    const parameter = typeof wasmPaths === "string" || wasmPaths?.[WORKER] || wasmPaths?.[MAIN] ? "options.wasmPaths" : "options.threads";
+    const parameter =
+      typeof wasmPaths === "string" || wasmPaths?.[WORKER] || wasmPaths?.[MAIN]
+        ? "options.wasmPaths"
+        : "options.threads";
     // Emscripten asks for "attnkit-threads.node.worker.js": ours ships as .cjs,
     // dist/ being inside a "type": "module" package.
-    return { locateFile: (file, dir) => (file.endsWith(".worker.js") ? path : dir + file),
-      worker: { url: path, parameter, files: [path, main] }, extra: { mainScriptUrlOrBlob: main } };
+    return {
+      locateFile: (file, dir) => (file.endsWith(".worker.js") ? path : dir + file),
+      worker: { url: path, parameter, files: [path, main] },
+      extra: { mainScriptUrlOrBlob: main },
+    };
   },
   checkWorker: async ({ parameter, files }) => {
     for (const file of files) {
       if (!builtin("node:fs").existsSync(file)) {
-        throw new AttnkitError(`${parameter}: expected the threads build's ${file === files[0] ? "worker script" : "loader"} ` +
-          `at ${file}, got no such file (an app bundle must ship ${WORKER} and ${MAIN} from attnkit's dist/ ` +
-          "beside it, or pass wasmPaths)", { code: "load_failed", parameter });
+        throw new AttnkitError(
+          `${parameter}: expected the threads build's ${file === files[0] ? "worker script" : "loader"} ` +
+            `at ${file}, got no such file (an app bundle must ship ${WORKER} and ${MAIN} from attnkit's dist/ ` +
+            "beside it, or pass wasmPaths)",
+          { code: "load_failed", parameter },
+        );
       }
     }
   },

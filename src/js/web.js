@@ -32,7 +32,9 @@ function locate(wasmPaths) {
 export const createAttnkit = makeLoader({
   importFactory: (build) => {
     if (build === "threads") return import("./attnkit-threads.mjs").then((m) => m.default);
-    return (build === "simd" ? import("./attnkit-simd.mjs") : import("./attnkit-scalar.mjs")).then((m) => m.default);
+    return (build === "simd" ? import("./attnkit-simd.mjs") : import("./attnkit-scalar.mjs")).then(
+      (m) => m.default,
+    );
   },
   hardwareThreads: () => globalThis.navigator?.hardwareConcurrency || 1,
   // Without wasmPaths, no locateFile: the modules' new URL(file, import.meta.url) stays, which bundlers follow.
@@ -43,8 +45,11 @@ export const createAttnkit = makeLoader({
     const url = mapped ? locateFile(WORKER, "") : besideThisModule(WORKER);
     // A moved worker imports attnkit-threads.mjs from beside itself unless told where it is.
     const main = wasmPaths?.["attnkit-threads.mjs"] ?? besideThisModule("attnkit-threads.mjs");
-    return { locateFile, worker: { url, parameter: mapped ? "options.wasmPaths" : "options.threads" },
-      extra: mapped ? { mainScriptUrlOrBlob: main } : {} };
+    return {
+      locateFile,
+      worker: { url, parameter: mapped ? "options.wasmPaths" : "options.threads" },
+      extra: mapped ? { mainScriptUrlOrBlob: main } : {},
+    };
   },
   // The browser fetches the worker script itself; a failure is its error event.
   checkWorker: async () => {},

@@ -12,10 +12,16 @@ import { VARIANTS, assertClose } from "./helpers.js";
 const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"));
 const rand = (n, seed) => {
   let s = seed;
-  return Float32Array.from({ length: n }, () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1);
+  return Float32Array.from(
+    { length: n },
+    () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1,
+  );
 };
 const mat = (rows, cols, seed) => ({ data: rand(rows * cols, seed), rows, cols });
-const rowsOf = (m) => Array.from({ length: m.rows }, (_, r) => Array.from(m.data.subarray(r * m.cols, (r + 1) * m.cols)));
+const rowsOf = (m) =>
+  Array.from({ length: m.rows }, (_, r) =>
+    Array.from(m.data.subarray(r * m.cols, (r + 1) * m.cols)),
+  );
 
 for (const variant of VARIANTS) {
   describe(`module API (${variant.name})`, () => {
@@ -27,18 +33,27 @@ for (const variant of VARIANTS) {
     it("the module object is frozen: one importer cannot change it for all", async () => {
       const attn = await createAttnkit(variant.options);
       assert.ok(Object.isFrozen(attn));
-      assert.throws(() => { "use strict"; attn.attention = () => 0; }, TypeError);
+      assert.throws(() => {
+        "use strict";
+        attn.attention = () => 0;
+      }, TypeError);
       assert.equal(typeof (await createAttnkit(variant.options)).attention, "function");
     });
 
     it("options.out: the result is written into the caller's array, which is returned", async () => {
       const attn = await createAttnkit(variant.options);
-      const Q = mat(5, 8, 1), K = mat(7, 8, 2), V = mat(7, 3, 3);
+      const Q = mat(5, 8, 1),
+        K = mat(7, 8, 2),
+        V = mat(7, 3, 3);
       const out = new Float32Array(15);
       const r = attn.attention(Q, K, V, { causal: true, out });
       assert.equal(r.data, out);
       assert.deepEqual([r.rows, r.cols], [5, 3]);
-      assertClose(r, ref.attention(rowsOf(Q), rowsOf(K), rowsOf(V), { causal: true }), "attention into out");
+      assertClose(
+        r,
+        ref.attention(rowsOf(Q), rowsOf(K), rowsOf(V), { causal: true }),
+        "attention into out",
+      );
       // Multi-head in both layouts, and a cache call.
       const X = { data: rand(2 * 4 * 8, 4), shape: [2, 4, 8] };
       const W = { W_Q: mat(8, 8, 5), W_K: mat(8, 8, 6), W_V: mat(8, 8, 7) };
@@ -49,10 +64,22 @@ for (const variant of VARIANTS) {
       const q4 = { data: rand(2 * 2 * 3 * 4, 8), shape: [2, 2, 3, 4] };
       const bhsd = attn.multiHeadAttentionQKV(q4, q4, q4, { numHeads: 2 }, { layout: "bhsd" });
       const into = new Float32Array(bhsd.data.length);
-      assert.equal(attn.multiHeadAttentionQKV(q4, q4, q4, { numHeads: 2 }, { layout: "bhsd", out: into }).data, into);
+      assert.equal(
+        attn.multiHeadAttentionQKV(q4, q4, q4, { numHeads: 2 }, { layout: "bhsd", out: into }).data,
+        into,
+      );
       assert.deepEqual(into, bhsd.data);
-      assert.throws(() => attn.multiHeadAttentionQKV(q4, q4, q4, { numHeads: 2 }, { layout: "bhsd", out: new Float32Array(3) }),
-        (e) => e instanceof AttnkitError && e.parameter === "options.out");
+      assert.throws(
+        () =>
+          attn.multiHeadAttentionQKV(
+            q4,
+            q4,
+            q4,
+            { numHeads: 2 },
+            { layout: "bhsd", out: new Float32Array(3) },
+          ),
+        (e) => e instanceof AttnkitError && e.parameter === "options.out",
+      );
     });
 
     it("KV cache: truncate rolls back a token, fork copies the cache and both go their own way", async () => {
@@ -70,7 +97,10 @@ for (const variant of VARIANTS) {
       assert.deepEqual(cache.keys(1, 0), keysBefore);
       // A beam: the fork has the same tokens and memory of its own.
       const beam = cache.fork();
-      assert.deepEqual([beam.batch, beam.numKvHeads, beam.dK, beam.dV, beam.capacity, beam.size], [2, 1, 4, 4, 8, 2]);
+      assert.deepEqual(
+        [beam.batch, beam.numKvHeads, beam.dK, beam.dV, beam.capacity, beam.size],
+        [2, 1, 4, 4, 8, 2],
+      );
       assert.deepEqual(beam.keys(0, 0), cache.keys(0, 0));
       beam.append(kv(7), kv(8));
       cache.append(kv(9), kv(10));
@@ -80,7 +110,7 @@ for (const variant of VARIANTS) {
       const q = { data: rand(2 * 1 * 4, 11), shape: [2, 1, 4] };
       assert.notDeepEqual(beam.attend(q, 1).data, cache.attend(q, 1).data);
       beam.dispose();
-      assert.equal(cache.size, 3);  // disposing the fork leaves the original
+      assert.equal(cache.size, 3); // disposing the fork leaves the original
       cache.dispose();
     });
 
@@ -97,17 +127,30 @@ for (const variant of VARIANTS) {
     it("a rejected oversize call leaves the heap free for a large cache", async () => {
       const attn = await createAttnkit(variant.options);
       const before = attn.memoryBytes();
-      const A = { data: new Float32Array(20000), rows: 20000, cols: 1 }, B = { data: new Float32Array(20000), rows: 1, cols: 20000 };
-      assert.throws(() => attn.matmul(A, B), (e) => e instanceof AttnkitError && e.code === "overflow" && e.parameter === "B");
-      assert.ok(attn.memoryBytes() - before < 64 << 20, `wasm memory grew by ${attn.memoryBytes() - before} bytes`);
+      const A = { data: new Float32Array(20000), rows: 20000, cols: 1 },
+        B = { data: new Float32Array(20000), rows: 1, cols: 20000 };
+      assert.throws(
+        () => attn.matmul(A, B),
+        (e) => e instanceof AttnkitError && e.code === "overflow" && e.parameter === "B",
+      );
+      assert.ok(
+        attn.memoryBytes() - before < 64 << 20,
+        `wasm memory grew by ${attn.memoryBytes() - before} bytes`,
+      );
       // A large call that succeeds does not keep its scratch either.
-      const big = attn.matmul({ data: new Float32Array(4096 * 64), rows: 4096, cols: 64 }, { data: new Float32Array(64 * 4096), rows: 64, cols: 4096 });
+      const big = attn.matmul(
+        { data: new Float32Array(4096 * 64), rows: 4096, cols: 64 },
+        { data: new Float32Array(64 * 4096), rows: 64, cols: 4096 },
+      );
       assert.equal(big.data.length, 4096 * 4096);
       const inUse = attn.heapBytesInUse();
-      const cache = attn.createKVCache({ numKvHeads: 1, dK: 64, dV: 64, capacity: 1 << 20 });  // 512 MiB
+      const cache = attn.createKVCache({ numKvHeads: 1, dK: 64, dV: 64, capacity: 1 << 20 }); // 512 MiB
       assert.ok(attn.heapBytesInUse() - inUse >= 512 << 20);
       cache.dispose();
-      assert.ok(attn.heapBytesInUse() < 32 << 20, `heap in use after the calls: ${attn.heapBytesInUse()}`);
+      assert.ok(
+        attn.heapBytesInUse() < 32 << 20,
+        `heap in use after the calls: ${attn.heapBytesInUse()}`,
+      );
     });
   });
 }
@@ -117,14 +160,35 @@ describe("module dispose", () => {
     const attn = await createAttnkit({ simd: false });
     const cache = attn.createKVCache({ numKvHeads: 1, dK: 2, dV: 2, capacity: 4 });
     attn.dispose();
-    attn.dispose();  // twice is fine
-    const disposed = (e) => e instanceof AttnkitError && e.code === "disposed" && /^attnkit: expected a live module/.test(e.message);
+    attn.dispose(); // twice is fine
+    const disposed = (e) =>
+      e instanceof AttnkitError &&
+      e.code === "disposed" &&
+      /^attnkit: expected a live module/.test(e.message);
     assert.throws(() => attn.attention([[1]], [[1]], [[1]]), disposed);
     assert.throws(() => attn.createKVCache({ numKvHeads: 1, dK: 2, dV: 2, capacity: 4 }), disposed);
     assert.throws(() => cache.size, disposed);
-    cache.dispose();  // a cache of a disposed module can still be disposed
+    cache.dispose(); // a cache of a disposed module can still be disposed
     const fresh = await createAttnkit({ simd: false });
     assert.notEqual(fresh, attn);
-    assertClose(fresh.attention([[1, 0]], [[1, 0], [0, 1]], [[1], [2]]), ref.attention([[1, 0]], [[1, 0], [0, 1]], [[1], [2]]), "fresh module");
+    assertClose(
+      fresh.attention(
+        [[1, 0]],
+        [
+          [1, 0],
+          [0, 1],
+        ],
+        [[1], [2]],
+      ),
+      ref.attention(
+        [[1, 0]],
+        [
+          [1, 0],
+          [0, 1],
+        ],
+        [[1], [2]],
+      ),
+      "fresh module",
+    );
   });
 });

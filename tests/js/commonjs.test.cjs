@@ -5,7 +5,11 @@ const { describe, it } = require("node:test");
 const assert = require("node:assert/strict");
 const attnkit = require("attnkit");
 
-const Q = [[0.1, -0.2], [0.3, 0.4], [-0.5, 0.6]];
+const Q = [
+  [0.1, -0.2],
+  [0.3, 0.4],
+  [-0.5, 0.6],
+];
 const V = [[1], [2], [3]];
 
 /** Plain float64 causal attention with Q = K (a small independent reference). */
@@ -20,7 +24,7 @@ function reference(Q, V) {
   });
 }
 
-describe("CommonJS require(\"attnkit\")", () => {
+describe('CommonJS require("attnkit")', () => {
   it("resolves to the Node CommonJS build and exports the API", () => {
     assert.match(require.resolve("attnkit"), /dist[\\/]attnkit\.node\.cjs$/);
     assert.equal(typeof attnkit.createAttnkit, "function");
@@ -34,16 +38,30 @@ describe("CommonJS require(\"attnkit\")", () => {
       const attn = await attnkit.createAttnkit({ simd });
       assert.equal(attn.simd, simd);
       const out = attn.attention(Q, Q, V, { causal: true });
-      reference(Q, V).forEach((v, i) => assert.ok(Math.abs(out.data[i] - v) <= 1e-5 + 1e-4 * Math.abs(v), `row ${i}`));
-      assert.throws(() => attn.attention(Q, Q, [[1]]), (e) => e instanceof attnkit.AttnkitError && e instanceof RangeError && e.parameter === "V");
-      assert.throws(() => attn.attention(null, Q, V), (e) => e instanceof attnkit.AttnkitError && e instanceof attnkit.AttnkitTypeError && e instanceof TypeError);
+      reference(Q, V).forEach((v, i) =>
+        assert.ok(Math.abs(out.data[i] - v) <= 1e-5 + 1e-4 * Math.abs(v), `row ${i}`),
+      );
+      assert.throws(
+        () => attn.attention(Q, Q, [[1]]),
+        (e) => e instanceof attnkit.AttnkitError && e instanceof RangeError && e.parameter === "V",
+      );
+      assert.throws(
+        () => attn.attention(null, Q, V),
+        (e) =>
+          e instanceof attnkit.AttnkitError &&
+          e instanceof attnkit.AttnkitTypeError &&
+          e instanceof TypeError,
+      );
     });
   }
 
-  it("shares one module instance and one set of error classes with import \"attnkit\"", async () => {
+  it('shares one module instance and one set of error classes with import "attnkit"', async () => {
     const esm = await import("attnkit");
     assert.equal(esm.createAttnkit, attnkit.createAttnkit);
     assert.equal(esm.AttnkitError, attnkit.AttnkitError);
-    assert.equal(await esm.createAttnkit({ simd: true }), await attnkit.createAttnkit({ simd: true }));
+    assert.equal(
+      await esm.createAttnkit({ simd: true }),
+      await attnkit.createAttnkit({ simd: true }),
+    );
   });
 });

@@ -17,9 +17,11 @@ function flat(x) {
  * expected values must match exactly; NaN is never accepted.
  */
 export function assertClose(got, want, label = "", { abs = ABS, rel = REL } = {}) {
-  const g = flat(got), w = flat(want);
+  const g = flat(got),
+    w = flat(want);
   assert.equal(g.length, w.length, `${label}: length ${g.length} != ${w.length}`);
-  let worst = -1, worstErr = 0;
+  let worst = -1,
+    worstErr = 0;
   for (let i = 0; i < g.length; ++i) {
     if (Number.isNaN(g[i])) assert.fail(`${label}: NaN at ${i}`);
     if (!Number.isFinite(w[i])) {
@@ -27,10 +29,15 @@ export function assertClose(got, want, label = "", { abs = ABS, rel = REL } = {}
       continue;
     }
     const err = Math.abs(g[i] - w[i]) - (abs + rel * Math.abs(w[i]));
-    if (err > worstErr) { worstErr = err; worst = i; }
+    if (err > worstErr) {
+      worstErr = err;
+      worst = i;
+    }
   }
   if (worst >= 0) {
-    assert.fail(`${label}: at ${worst} got ${g[worst]}, want ${w[worst]} (tolerance ${abs} + ${rel} * |want|)`);
+    assert.fail(
+      `${label}: at ${worst} got ${g[worst]}, want ${w[worst]} (tolerance ${abs} + ${rel} * |want|)`,
+    );
   }
 }
 
@@ -46,7 +53,11 @@ export function assertMatrix(m, rows, cols, label = "") {
 export function assertTensor(t, shape, label = "") {
   assert.ok(t.data instanceof Float32Array, `${label}: data is a Float32Array`);
   assert.deepEqual(t.shape, shape, `${label}: shape`);
-  assert.equal(t.data.length, shape.reduce((a, b) => a * b, 1), `${label}: data length`);
+  assert.equal(
+    t.data.length,
+    shape.reduce((a, b) => a * b, 1),
+    `${label}: data length`,
+  );
 }
 
 /** [B, H, S, D] (bhsd) data -> [B, S, H*D] (bshd), or back with inverse. */

@@ -26,24 +26,48 @@ const describeError = (e) => ({ attnkit: e instanceof attnkit.AttnkitError, code
 const report = (x) => console.log(JSON.stringify(x));
 (async () => { ${body} })();`;
   const start = Date.now();
-  const r = spawnSync(process.execPath, ["--input-type=commonjs", "-e", source], { encoding: "utf8", timeout: 60000 });
+  const r = spawnSync(process.execPath, ["--input-type=commonjs", "-e", source], {
+    encoding: "utf8",
+    timeout: 60000,
+  });
   const ms = Date.now() - start;
-  assert.equal(r.status, 0, `child exit code ${r.status} after ${ms} ms (signal ${r.signal}); stderr: ${r.stderr.slice(0, 1000)}`);
-  return { out: r.stdout.trim().split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l)), ms, stderr: r.stderr };
+  assert.equal(
+    r.status,
+    0,
+    `child exit code ${r.status} after ${ms} ms (signal ${r.signal}); stderr: ${r.stderr.slice(0, 1000)}`,
+  );
+  return {
+    out: r.stdout
+      .trim()
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l)),
+    ms,
+    stderr: r.stderr,
+  };
 }
 
 test("a missing worker script: { threads } rejects with load_failed naming its path, and a retry rejects again", () => {
-  const { out, ms } = child(copy, `
+  const { out, ms } = child(
+    copy,
+    `
     for (let i = 0; i < 2; ++i) {
       try { const a = await attnkit.createAttnkit({ threads: 2 }); report({ loaded: a.threads }); }
       catch (e) { report(describeError(e)); }
     }
     const one = await attnkit.createAttnkit();
-    report({ stillWorks: one.attention([[1]], [[1]], [[3]]).data[0] });`);
+    report({ stillWorks: one.attention([[1]], [[1]], [[3]]).data[0] });`,
+  );
   assert.equal(out.length, 3, JSON.stringify(out));
   for (const e of out.slice(0, 2)) {
-    assert.deepEqual({ ...e, message: undefined }, { attnkit: true, code: "load_failed", parameter: "options.threads", message: undefined });
-    assert.ok(e.message.startsWith("options.threads: expected the threads build's worker script at "), e.message);
+    assert.deepEqual(
+      { ...e, message: undefined },
+      { attnkit: true, code: "load_failed", parameter: "options.threads", message: undefined },
+    );
+    assert.ok(
+      e.message.startsWith("options.threads: expected the threads build's worker script at "),
+      e.message,
+    );
     assert.ok(e.message.includes(join(copy, WORKER)), `the message names the path: ${e.message}`);
   }
   assert.deepEqual(out[2], { stillWorks: 3 });
@@ -51,16 +75,23 @@ test("a missing worker script: { threads } rejects with load_failed naming its p
 });
 
 test("wasmPaths in Node: a base path or a map entry for the worker script", () => {
-  const { out } = child(copy, `
+  const { out } = child(
+    copy,
+    `
     const a = await attnkit.createAttnkit({ threads: 2, wasmPaths: ${JSON.stringify(dist)} });
     report({ threads: a.threads, out: a.attention([[1, 0]], [[1, 0], [0, 1]], [[1], [3]]).data[0] });
     a.dispose();
     const b = await attnkit.createAttnkit({ threads: 2, wasmPaths: { ${JSON.stringify(WORKER)}: ${JSON.stringify("file://" + join(dist, WORKER))} } });
     report({ threads: b.threads, fresh: a !== b });
     b.dispose();  // else the next call returns b: one instance per build and thread count
-    try { await attnkit.createAttnkit({ threads: 2, wasmPaths: "/nowhere/" }); } catch (e) { report(describeError(e)); }`);
+    try { await attnkit.createAttnkit({ threads: 2, wasmPaths: "/nowhere/" }); } catch (e) { report(describeError(e)); }`,
+  );
   assert.equal(out[0].threads, 2);
-  assert.ok(Math.abs(out[0].out - (Math.E ** (1 / Math.SQRT2) + 3) / (Math.E ** (1 / Math.SQRT2) + 1)) < 1e-5, String(out[0].out));
+  assert.ok(
+    Math.abs(out[0].out - (Math.E ** (1 / Math.SQRT2) + 3) / (Math.E ** (1 / Math.SQRT2) + 1)) <
+      1e-5,
+    String(out[0].out),
+  );
   assert.deepEqual(out[1], { threads: 2, fresh: true });
   assert.equal(out[2].code, "load_failed");
   assert.equal(out[2].parameter, "options.wasmPaths");
@@ -68,26 +99,44 @@ test("wasmPaths in Node: a base path or a map entry for the worker script", () =
 });
 
 test("wasmBinary in Node: the build's bytes load; bytes that are not wasm reject with load_failed", () => {
-  const { out } = child(dist, `
+  const { out } = child(
+    dist,
+    `
     const fs = require("node:fs"), path = require("node:path");
     try { await attnkit.createAttnkit({ simd: true, wasmBinary: new Uint8Array(16) }); report({ loaded: true }); }
     catch (e) { report(describeError(e)); }
     const bytes = fs.readFileSync(path.join(${JSON.stringify(dist)}, "attnkit-simd.wasm"));
     const a = await attnkit.createAttnkit({ simd: true, wasmBinary: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length) });
-    report({ simd: a.simd, out: a.attention([[1]], [[1]], [[5]]).data[0] });`);
-  assert.deepEqual({ ...out[0], message: undefined }, { attnkit: true, code: "load_failed", parameter: "options.wasmBinary", message: undefined });
-  assert.match(out[0].message, /^options\.wasmBinary: expected the simd build's WebAssembly module to load, got /);
+    report({ simd: a.simd, out: a.attention([[1]], [[1]], [[5]]).data[0] });`,
+  );
+  assert.deepEqual(
+    { ...out[0], message: undefined },
+    { attnkit: true, code: "load_failed", parameter: "options.wasmBinary", message: undefined },
+  );
+  assert.match(
+    out[0].message,
+    /^options\.wasmBinary: expected the simd build's WebAssembly module to load, got /,
+  );
   assert.deepEqual(out[1], { simd: true, out: 5 });
 });
 
 test("timeout: a load not finished in time rejects with load_failed; a later load succeeds", () => {
-  const { out, ms } = child(dist, `
+  const { out, ms } = child(
+    dist,
+    `
     try { await attnkit.createAttnkit({ threads: 2, timeout: 1 }); report({ loaded: true }); }
     catch (e) { report(describeError(e)); }
     const a = await attnkit.createAttnkit({ threads: 2 });
-    report({ threads: a.threads, out: a.attention([[1]], [[1]], [[7]]).data[0] });`);
-  assert.deepEqual({ ...out[0], message: undefined }, { attnkit: true, code: "load_failed", parameter: "options.timeout", message: undefined });
-  assert.match(out[0].message, /^options\.timeout: expected the threads build to load within 1 ms, got no module in that time/);
+    report({ threads: a.threads, out: a.attention([[1]], [[1]], [[7]]).data[0] });`,
+  );
+  assert.deepEqual(
+    { ...out[0], message: undefined },
+    { attnkit: true, code: "load_failed", parameter: "options.timeout", message: undefined },
+  );
+  assert.match(
+    out[0].message,
+    /^options\.timeout: expected the threads build to load within 1 ms, got no module in that time/,
+  );
   assert.deepEqual(out[1], { threads: 2, out: 7 });
   assert.ok(ms < 20000, `${ms} ms`);
 });

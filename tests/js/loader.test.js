@@ -6,12 +6,19 @@ import { createRequire } from "node:module";
 import { createAttnkit, simdSupported, version, AttnkitError, AttnkitTypeError } from "attnkit";
 
 test("createAttnkit rejects bad options with an AttnkitTypeError naming them", async () => {
-  const bad = [[null, "options"], [{ simd: "yes" }, "options.simd"], [{ wasmPaths: 3 }, "options.wasmPaths"],
+  const bad = [
+    [null, "options"],
+    [{ simd: "yes" }, "options.simd"],
+    [{ wasmPaths: 3 }, "options.wasmPaths"],
     [{ wasmPaths: { "attnkit-simd.wasm": 3 } }, 'options.wasmPaths["attnkit-simd.wasm"]'],
-    [{ wasmBinary: [0, 97, 115, 109] }, "options.wasmBinary"], [{ timeout: "1s" }, "options.timeout"]];
+    [{ wasmBinary: [0, 97, 115, 109] }, "options.wasmBinary"],
+    [{ timeout: "1s" }, "options.timeout"],
+  ];
   for (const [options, parameter] of bad) {
     await assert.rejects(createAttnkit(options), (e) => {
-      assert.ok(e instanceof AttnkitTypeError && e instanceof TypeError && e instanceof AttnkitError);
+      assert.ok(
+        e instanceof AttnkitTypeError && e instanceof TypeError && e instanceof AttnkitError,
+      );
       assert.equal(e.parameter, parameter);
       assert.ok(e.message.startsWith(`${parameter}: expected `), e.message);
       return true;
@@ -21,7 +28,7 @@ test("createAttnkit rejects bad options with an AttnkitTypeError naming them", a
 
 test("createAttnkit loads each variant once and the default follows simdSupported()", async () => {
   assert.equal(typeof simdSupported(), "boolean");
-  assert.equal(simdSupported(), true);  // Node 20 supports SIMD128
+  assert.equal(simdSupported(), true); // Node 20 supports SIMD128
   const a = await createAttnkit();
   assert.equal(a, await createAttnkit({ simd: true }));
   assert.equal(a.simd, true);
@@ -34,10 +41,22 @@ test("createAttnkit loads each variant once and the default follows simdSupporte
 
 test("unknown options are an invalid_argument AttnkitError naming the key and the closest valid one", async () => {
   const cases = [
-    [{ thread: 2 }, "options.thread", /^options\.thread: expected one of simd, threads, wasmPaths, wasmBinary, timeout \(did you mean threads\?\), got an unknown option$/],
+    [
+      { thread: 2 },
+      "options.thread",
+      /^options\.thread: expected one of simd, threads, wasmPaths, wasmBinary, timeout \(did you mean threads\?\), got an unknown option$/,
+    ],
     [{ wasmPath: "/x/" }, "options.wasmPath", /\(did you mean wasmPaths\?\)/],
-    [{ fast: true }, "options.fast", /^options\.fast: expected one of simd, threads, wasmPaths, wasmBinary, timeout, got an unknown option$/],
-    [{ wasmPaths: { "attnkit-simd.wsm": "/a.wasm" } }, 'options.wasmPaths["attnkit-simd.wsm"]', /\(did you mean attnkit-simd\.wasm\?\), got an unknown file$/],
+    [
+      { fast: true },
+      "options.fast",
+      /^options\.fast: expected one of simd, threads, wasmPaths, wasmBinary, timeout, got an unknown option$/,
+    ],
+    [
+      { wasmPaths: { "attnkit-simd.wsm": "/a.wasm" } },
+      'options.wasmPaths["attnkit-simd.wsm"]',
+      /\(did you mean attnkit-simd\.wasm\?\), got an unknown file$/,
+    ],
   ];
   for (const [options, parameter, message] of cases) {
     await assert.rejects(createAttnkit(options), (e) => {
@@ -48,9 +67,17 @@ test("unknown options are an invalid_argument AttnkitError naming the key and th
       return true;
     });
   }
-  await assert.rejects(createAttnkit({ wasmPaths: "https://cdn.example/attnkit" }), (e) =>
-    e instanceof AttnkitError && e.parameter === "options.wasmPaths" && /ending in "\/"/.test(e.message));
-  await assert.rejects(createAttnkit({ timeout: 0 }), (e) => e instanceof AttnkitError && e.parameter === "options.timeout");
+  await assert.rejects(
+    createAttnkit({ wasmPaths: "https://cdn.example/attnkit" }),
+    (e) =>
+      e instanceof AttnkitError &&
+      e.parameter === "options.wasmPaths" &&
+      /ending in "\/"/.test(e.message),
+  );
+  await assert.rejects(
+    createAttnkit({ timeout: 0 }),
+    (e) => e instanceof AttnkitError && e.parameter === "options.timeout",
+  );
 });
 
 test("version is package.json's, from ESM and CommonJS", async () => {

@@ -7,7 +7,16 @@ import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
 import { createServer } from "node:http";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { extname, join, normalize, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,15 +28,35 @@ import { assertClose } from "./helpers.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const CHROMIUM = "/usr/bin/chromium";
-const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-  "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
 const BUDGET_GZIP = 150 * 1024;
 
 // The computation every consumer runs: causal attention on fixed inputs, plus an error check.
 const INPUT = {
-  Q: [[0.1, -0.2, 0.3, 0.4], [0.5, 0.6, -0.7, 0.8], [-0.9, 1.0, 1.1, -1.2]],
-  K: [[0.2, 0.1, -0.1, 0.3], [-0.4, 0.5, 0.6, 0.1], [0.7, -0.8, 0.2, 0.4]],
-  V: [[1, 2], [3, -4], [-5, 6]],
+  Q: [
+    [0.1, -0.2, 0.3, 0.4],
+    [0.5, 0.6, -0.7, 0.8],
+    [-0.9, 1.0, 1.1, -1.2],
+  ],
+  K: [
+    [0.2, 0.1, -0.1, 0.3],
+    [-0.4, 0.5, 0.6, 0.1],
+    [0.7, -0.8, 0.2, 0.4],
+  ],
+  V: [
+    [1, 2],
+    [3, -4],
+    [-5, 6],
+  ],
 };
 const COMPUTE = `
   const input = ${JSON.stringify(INPUT)};
@@ -40,22 +69,42 @@ const COMPUTE = `
     return { simd: attn.simd, threads: attn.threads, target: attn.target, data: Array.from(out.data), rows: out.rows, cols: out.cols, error };
   }`;
 
-const MIME = { ".html": "text/html", ".js": "text/javascript", ".mjs": "text/javascript", ".wasm": "application/wasm", ".json": "application/json", ".css": "text/css" };
+const MIME = {
+  ".html": "text/html",
+  ".js": "text/javascript",
+  ".mjs": "text/javascript",
+  ".wasm": "application/wasm",
+  ".json": "application/json",
+  ".css": "text/css",
+};
 
 /** A static file server for `dir` on 127.0.0.1 and a free port. */
 async function serve(dir, { isolated = false } = {}) {
   const base = resolve(dir);
   // Cross-origin isolation (SharedArrayBuffer, hence the threads build).
   const isolation = isolated
-    ? { "cross-origin-opener-policy": "same-origin", "cross-origin-embedder-policy": "require-corp" }
+    ? {
+        "cross-origin-opener-policy": "same-origin",
+        "cross-origin-embedder-policy": "require-corp",
+      }
     : {};
   const server = createServer((req, res) => {
     const path = decodeURIComponent(new URL(req.url, "http://x").pathname);
     let file = normalize(join(base, path));
-    if (file !== base && !file.startsWith(base + sep)) { res.writeHead(403).end(); return; }
+    if (file !== base && !file.startsWith(base + sep)) {
+      res.writeHead(403).end();
+      return;
+    }
     if (existsSync(file) && statSync(file).isDirectory()) file = join(file, "index.html");
-    if (!existsSync(file)) { res.writeHead(404).end("not found"); return; }
-    res.writeHead(200, { "content-type": MIME[extname(file)] ?? "application/octet-stream", "cache-control": "no-store", ...isolation });
+    if (!existsSync(file)) {
+      res.writeHead(404).end("not found");
+      return;
+    }
+    res.writeHead(200, {
+      "content-type": MIME[extname(file)] ?? "application/octet-stream",
+      "cache-control": "no-store",
+      ...isolation,
+    });
     res.end(readFileSync(file));
   });
   await new Promise((r) => server.listen(0, "127.0.0.1", r));
@@ -63,8 +112,16 @@ async function serve(dir, { isolated = false } = {}) {
 }
 
 function run(cmd, args, cwd) {
-  const r = spawnSync(cmd, args, { cwd, encoding: "utf8", env: { ...process.env, npm_config_update_notifier: "false" } });
-  assert.equal(r.status, 0, `${cmd} ${args.join(" ")} failed (${r.status}):\n${r.stdout}\n${r.stderr}`);
+  const r = spawnSync(cmd, args, {
+    cwd,
+    encoding: "utf8",
+    env: { ...process.env, npm_config_update_notifier: "false" },
+  });
+  assert.equal(
+    r.status,
+    0,
+    `${cmd} ${args.join(" ")} failed (${r.status}):\n${r.stdout}\n${r.stderr}`,
+  );
   return r.stdout;
 }
 
@@ -79,14 +136,29 @@ describe("the npm package, packed and installed", () => {
     tarballFiles = packed[0].files.map((f) => f.path);
     app = join(tmp, "app");
     mkdirSync(app);
-    writeFileSync(join(app, "package.json"), JSON.stringify({ name: "app", version: "1.0.0", private: true, type: "module" }, null, 2));
-    run("npm", ["install", tarball, "--no-audit", "--no-fund", "--offline", "--no-package-lock"], app);
+    writeFileSync(
+      join(app, "package.json"),
+      JSON.stringify({ name: "app", version: "1.0.0", private: true, type: "module" }, null, 2),
+    );
+    run(
+      "npm",
+      ["install", tarball, "--no-audit", "--no-fund", "--offline", "--no-package-lock"],
+      app,
+    );
     // What the repo's own build computes (SIMD), and the float64 reference.
     const attn = await createAttnkit({ simd: true });
     expected = Array.from(attn.attention(INPUT.Q, INPUT.K, INPUT.V, { causal: true }).data);
-    assertClose(expected, ref.attention(INPUT.Q, INPUT.K, INPUT.V, { causal: true }), "repo result vs reference");
+    assertClose(
+      expected,
+      ref.attention(INPUT.Q, INPUT.K, INPUT.V, { causal: true }),
+      "repo result vs reference",
+    );
     assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is installed`);
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: CHROMIUM_ARGS,
+      headless: true,
+    });
   });
 
   after(async () => {
@@ -103,15 +175,27 @@ describe("the npm package, packed and installed", () => {
     const context = await browser.newContext();
     const page = await context.newPage();
     const problems = [];
-    page.on("console", (m) => { if (m.type() === "error") problems.push(`console.error: ${m.text()}`); });
+    page.on("console", (m) => {
+      if (m.type() === "error") problems.push(`console.error: ${m.text()}`);
+    });
     page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-    page.on("requestfailed", (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
-    page.on("response", (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
+    page.on("requestfailed", (r) =>
+      problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`),
+    );
+    page.on("response", (r) => {
+      if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`);
+    });
     try {
       await page.goto(url);
-      await page.waitForFunction(() => document.getElementById("result")?.textContent, null, { timeout: 20000 });
+      await page.waitForFunction(() => document.getElementById("result")?.textContent, null, {
+        timeout: 20000,
+      });
       const text = await page.textContent("#result");
-      assert.deepEqual(problems.filter((p) => !allow.test(p)), [], "no console errors, page errors or failed requests");
+      assert.deepEqual(
+        problems.filter((p) => !allow.test(p)),
+        [],
+        "no console errors, page errors or failed requests",
+      );
       return JSON.parse(text);
     } finally {
       await context.close();
@@ -124,23 +208,50 @@ describe("the npm package, packed and installed", () => {
     assert.equal(r.target, r.simd ? "WASM" : r.target);
     assert.deepEqual([r.rows, r.cols], [3, 2], label);
     assertClose(r.data, expected, `${label} vs Node`, { abs: 1e-6, rel: 1e-6 });
-    assert.deepEqual({ attnkit: r.error.attnkit, type: r.error.type, code: r.error.code, parameter: r.error.parameter },
-      { attnkit: true, type: true, code: "type", parameter: "Q" }, `${label}: the error`);
+    assert.deepEqual(
+      {
+        attnkit: r.error.attnkit,
+        type: r.error.type,
+        code: r.error.code,
+        parameter: r.error.parameter,
+      },
+      { attnkit: true, type: true, code: "type", parameter: "Q" },
+      `${label}: the error`,
+    );
     assert.match(r.error.message, /^Q: expected a matrix .*, got string "not a matrix"$/);
   }
 
   it("the tarball holds the dist files, README, LICENSE and package.json only", () => {
     const files = [...tarballFiles].sort();
-    assert.deepEqual(files, ["LICENSE", "README.md", "dist/attnkit-scalar.mjs", "dist/attnkit-scalar.node.cjs",
-      "dist/attnkit-scalar.wasm", "dist/attnkit-simd.mjs", "dist/attnkit-simd.node.cjs", "dist/attnkit-simd.wasm",
-      "dist/attnkit-threads.mjs", "dist/attnkit-threads.node.cjs", "dist/attnkit-threads.node.worker.cjs",
-      "dist/attnkit-threads.wasm", "dist/attnkit-threads.worker.js", "dist/attnkit.d.cts", "dist/attnkit.d.ts", "dist/attnkit.mjs", "dist/attnkit.node.cjs", "dist/attnkit.node.mjs", "package.json"]);
-    const installed = JSON.parse(readFileSync(join(app, "node_modules/attnkit/package.json"), "utf8"));
+    assert.deepEqual(files, [
+      "LICENSE",
+      "README.md",
+      "dist/attnkit-scalar.mjs",
+      "dist/attnkit-scalar.node.cjs",
+      "dist/attnkit-scalar.wasm",
+      "dist/attnkit-simd.mjs",
+      "dist/attnkit-simd.node.cjs",
+      "dist/attnkit-simd.wasm",
+      "dist/attnkit-threads.mjs",
+      "dist/attnkit-threads.node.cjs",
+      "dist/attnkit-threads.node.worker.cjs",
+      "dist/attnkit-threads.wasm",
+      "dist/attnkit-threads.worker.js",
+      "dist/attnkit.d.cts",
+      "dist/attnkit.d.ts",
+      "dist/attnkit.mjs",
+      "dist/attnkit.node.cjs",
+      "dist/attnkit.node.mjs",
+      "package.json",
+    ]);
+    const installed = JSON.parse(
+      readFileSync(join(app, "node_modules/attnkit/package.json"), "utf8"),
+    );
     assert.equal(installed.name, "attnkit");
     assert.equal(installed.dependencies, undefined, "no runtime dependencies");
   });
 
-  it("Node ESM: import createAttnkit, { AttnkitError } from \"attnkit\"", () => {
+  it('Node ESM: import createAttnkit, { AttnkitError } from "attnkit"', () => {
     const script = `
       import createAttnkit, { AttnkitError, createAttnkit as named } from "attnkit";
       import { createRequire } from "node:module";
@@ -159,11 +270,18 @@ describe("the npm package, packed and installed", () => {
     checkResult(out.results[1], "ESM scalar", false);
     checkResult(out.results[2], "ESM default", true);
     checkResult(out.results[3], "ESM threads", true);
-    assert.deepEqual(out.results.map((r) => r.threads), [1, 1, 1, 2]);
-    assert.equal(out.shared, true, "ESM and CommonJS share one module instance and one set of classes");
+    assert.deepEqual(
+      out.results.map((r) => r.threads),
+      [1, 1, 1, 2],
+    );
+    assert.equal(
+      out.shared,
+      true,
+      "ESM and CommonJS share one module instance and one set of classes",
+    );
   });
 
-  it("Node CommonJS: const { createAttnkit } = require(\"attnkit\")", () => {
+  it('Node CommonJS: const { createAttnkit } = require("attnkit")', () => {
     const script = `
       const { createAttnkit, AttnkitError, AttnkitTypeError } = require("attnkit");
       ${COMPUTE}
@@ -180,12 +298,21 @@ describe("the npm package, packed and installed", () => {
     checkResult(out.results[0], "CJS simd", true);
     checkResult(out.results[1], "CJS scalar", false);
     checkResult(out.results[2], "CJS threads", true);
-    assert.equal(out.results[2].threads, Math.min(3, availableParallelism()), "capped at the hardware's threads");
+    assert.equal(
+      out.results[2].threads,
+      Math.min(3, availableParallelism()),
+      "capped at the hardware's threads",
+    );
   });
 
   it("a plain HTML page with an import map, in headless Chromium (SIMD and scalar)", async () => {
-    for (const [name, load] of [["index", "{}"], ["scalar", "{ simd: false }"]]) {
-      writeFileSync(join(app, `${name}.html`), `<!doctype html>
+    for (const [name, load] of [
+      ["index", "{}"],
+      ["scalar", "{ simd: false }"],
+    ]) {
+      writeFileSync(
+        join(app, `${name}.html`),
+        `<!doctype html>
 <html><head><meta charset="utf-8"><title>attnkit</title><link rel="icon" href="data:,">
 <script type="importmap">{"imports": {"attnkit": "./node_modules/attnkit/dist/attnkit.mjs"}}</script>
 </head><body><pre id="result"></pre>
@@ -198,7 +325,8 @@ describe("the npm package, packed and installed", () => {
   } catch (e) {
     document.getElementById("result").textContent = JSON.stringify({ failed: String(e && e.stack || e) });
   }
-</script></body></html>`);
+</script></body></html>`,
+      );
     }
     const { server, url } = await serve(app);
     servers.push(server);
@@ -207,7 +335,9 @@ describe("the npm package, packed and installed", () => {
   });
 
   it("threads in Chromium: a cross-origin isolated page loads the pthreads build; a plain page is refused", async () => {
-    writeFileSync(join(app, "threads.html"), `<!doctype html>
+    writeFileSync(
+      join(app, "threads.html"),
+      `<!doctype html>
 <html><head><meta charset="utf-8"><title>attnkit threads</title><link rel="icon" href="data:,">
 <script type="importmap">{"imports": {"attnkit": "./node_modules/attnkit/dist/attnkit.mjs"}}</script>
 </head><body><pre id="result"></pre>
@@ -221,7 +351,8 @@ describe("the npm package, packed and installed", () => {
     document.getElementById("result").textContent = JSON.stringify({
       isolated: crossOriginIsolated, refused: { attnkit: e instanceof AttnkitError, code: e.code, parameter: e.parameter, message: e.message } });
   }
-</script></body></html>`);
+</script></body></html>`,
+    );
     const isolated = await serve(app, { isolated: true });
     servers.push(isolated.server);
     const r = await loadPage(`${isolated.url}/threads.html`);
@@ -233,29 +364,49 @@ describe("the npm package, packed and installed", () => {
     servers.push(plain.server);
     const p = await loadPage(`${plain.url}/threads.html`);
     assert.equal(p.isolated, false);
-    assert.deepEqual({ ...p.refused, message: undefined },
-      { attnkit: true, code: "invalid_argument", parameter: "options.threads", message: undefined });
-    assert.match(p.refused.message, /^options\.threads: expected 1 unless SharedArrayBuffer is usable .*Cross-Origin-Embedder-Policy: require-corp\), got 2$/);
+    assert.deepEqual(
+      { ...p.refused, message: undefined },
+      { attnkit: true, code: "invalid_argument", parameter: "options.threads", message: undefined },
+    );
+    assert.match(
+      p.refused.message,
+      /^options\.threads: expected 1 unless SharedArrayBuffer is usable .*Cross-Origin-Embedder-Policy: require-corp\), got 2$/,
+    );
   });
 
   it("a Vite app build, in headless Chromium", async () => {
     const site = join(app, "site");
     mkdirSync(site);
-    writeFileSync(join(site, "index.html"), `<!doctype html>
+    writeFileSync(
+      join(site, "index.html"),
+      `<!doctype html>
 <html><head><meta charset="utf-8"><title>attnkit + vite</title><link rel="icon" href="data:,"></head>
-<body><pre id="result"></pre><script type="module" src="./main.js"></script></body></html>`);
-    writeFileSync(join(site, "main.js"), `
+<body><pre id="result"></pre><script type="module" src="./main.js"></script></body></html>`,
+    );
+    writeFileSync(
+      join(site, "main.js"),
+      `
 import createAttnkit, { AttnkitError } from "attnkit";
 ${COMPUTE}
 createAttnkit().then((attn) => {
   document.getElementById("result").textContent = JSON.stringify(compute(attn, AttnkitError));
 }, (e) => {
   document.getElementById("result").textContent = JSON.stringify({ failed: String(e && e.stack || e) });
-});`);
-    run(process.execPath, [join(root, "node_modules/vite/bin/vite.js"), "build", "--logLevel", "warn"], site);
+});`,
+    );
+    run(
+      process.execPath,
+      [join(root, "node_modules/vite/bin/vite.js"), "build", "--logLevel", "warn"],
+      site,
+    );
     const built = join(site, "dist");
-    const assets = execFileSync("ls", ["-1", join(built, "assets")], { encoding: "utf8" }).trim().split("\n");
-    assert.ok(assets.some((f) => f.endsWith(".wasm")), `the build emits the .wasm: ${assets.join(", ")}`);
+    const assets = execFileSync("ls", ["-1", join(built, "assets")], { encoding: "utf8" })
+      .trim()
+      .split("\n");
+    assert.ok(
+      assets.some((f) => f.endsWith(".wasm")),
+      `the build emits the .wasm: ${assets.join(", ")}`,
+    );
     // The bundle came from the installed tarball (the temp project's node_modules).
     assert.ok(existsSync(join(app, "node_modules/attnkit/dist/attnkit.mjs")));
     const { server, url } = await serve(built);
@@ -266,7 +417,9 @@ createAttnkit().then((attn) => {
   it("esbuild bundles of a Node app, ESM and CommonJS (--platform=node), threads with the worker beside them", () => {
     const bundles = join(app, "bundles");
     mkdirSync(bundles);
-    writeFileSync(join(app, "bundled-app.js"), `
+    writeFileSync(
+      join(app, "bundled-app.js"),
+      `
       import createAttnkit, { AttnkitError, version } from "attnkit";
       ${COMPUTE}
       async function main() {  // no top-level await: CommonJS output cannot hold it
@@ -276,7 +429,8 @@ createAttnkit().then((attn) => {
         catch (e) { threads = { failed: { attnkit: e instanceof AttnkitError, code: e.code, parameter: e.parameter, message: e.message } }; }
         console.log(JSON.stringify({ results, threads, version }));
       }
-      main();`);
+      main();`,
+    );
     const esbuild = join(root, "node_modules/.bin/esbuild");
     const version = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version;
     for (const format of ["esm", "cjs"]) {
@@ -284,18 +438,35 @@ createAttnkit().then((attn) => {
       mkdirSync(dir);
       const out = join(dir, format === "esm" ? "app.mjs" : "app.cjs");
       const entry = "bundled-app.js";
-      run(esbuild, [entry, "--bundle", "--platform=node", `--format=${format}`, "--log-level=error",
-        `--outfile=${out}`], app);
+      run(
+        esbuild,
+        [
+          entry,
+          "--bundle",
+          "--platform=node",
+          `--format=${format}`,
+          "--log-level=error",
+          `--outfile=${out}`,
+        ],
+        app,
+      );
       // Without the worker script beside the bundle, { threads } rejects naming where it looked.
       const without = JSON.parse(run(process.execPath, [out], dir).trim());
       checkResult(without.results[0], `esbuild ${format} bundle, simd`, true);
       checkResult(without.results[1], `esbuild ${format} bundle, scalar`, false);
       assert.equal(without.version, version);
-      assert.deepEqual({ ...without.threads.failed, message: undefined },
-        { attnkit: true, code: "load_failed", parameter: "options.threads", message: undefined }, `${format}: ${JSON.stringify(without.threads)}`);
-      assert.ok(without.threads.failed.message.includes(join(dir, "attnkit-threads.node.worker.cjs")), without.threads.failed.message);
+      assert.deepEqual(
+        { ...without.threads.failed, message: undefined },
+        { attnkit: true, code: "load_failed", parameter: "options.threads", message: undefined },
+        `${format}: ${JSON.stringify(without.threads)}`,
+      );
+      assert.ok(
+        without.threads.failed.message.includes(join(dir, "attnkit-threads.node.worker.cjs")),
+        without.threads.failed.message,
+      );
       // With it and the threads loader it loads (what a bundler user copies from node_modules/attnkit/dist/), threads load.
-      for (const f of ["attnkit-threads.node.worker.cjs", "attnkit-threads.node.cjs"]) copyFileSync(join(app, "node_modules/attnkit/dist", f), join(dir, f));
+      for (const f of ["attnkit-threads.node.worker.cjs", "attnkit-threads.node.cjs"])
+        copyFileSync(join(app, "node_modules/attnkit/dist", f), join(dir, f));
       const withWorker = JSON.parse(run(process.execPath, [out], dir).trim());
       checkResult(withWorker.threads, `esbuild ${format} bundle, threads`, true);
       assert.equal(withWorker.threads.threads, 2);
@@ -308,10 +479,18 @@ createAttnkit().then((attn) => {
     const copy = join(site, "dist");
     mkdirSync(copy, { recursive: true });
     const dist = join(app, "node_modules/attnkit/dist");
-    for (const f of ["attnkit.mjs", "attnkit-simd.mjs", "attnkit-simd.wasm", "attnkit-threads.mjs", "attnkit-threads.wasm"]) {
+    for (const f of [
+      "attnkit.mjs",
+      "attnkit-simd.mjs",
+      "attnkit-simd.wasm",
+      "attnkit-threads.mjs",
+      "attnkit-threads.wasm",
+    ]) {
       copyFileSync(join(dist, f), join(copy, f));
     }
-    writeFileSync(join(site, "index.html"), `<!doctype html>
+    writeFileSync(
+      join(site, "index.html"),
+      `<!doctype html>
 <html><head><meta charset="utf-8"><title>attnkit 404 worker</title><link rel="icon" href="data:,"></head>
 <body><pre id="result"></pre>
 <script type="module">
@@ -325,13 +504,20 @@ createAttnkit().then((attn) => {
   try { await createAttnkit({ threads: 2, timeout: 15000 }); } catch (e) { result.retry = describe(e); }
   result.single = (await createAttnkit()).attention([[1]], [[1]], [[4]]).data[0];
   document.getElementById("result").textContent = JSON.stringify(result);
-</script></body></html>`);
+</script></body></html>`,
+    );
     const { server, url } = await serve(site, { isolated: true });
     servers.push(server);
-    const r = await loadPage(`${url}/`, { allow: /attnkit-threads\.worker\.js|404|worker sent an error|Event/ });
+    const r = await loadPage(`${url}/`, {
+      allow: /attnkit-threads\.worker\.js|404|worker sent an error|Event/,
+    });
     const workerUrl = `${url}/dist/attnkit-threads.worker.js`;
     for (const e of [r.error, r.retry]) {
-      assert.deepEqual({ ...e, message: undefined }, { attnkit: true, code: "load_failed", parameter: "options.threads", message: undefined }, JSON.stringify(r));
+      assert.deepEqual(
+        { ...e, message: undefined },
+        { attnkit: true, code: "load_failed", parameter: "options.threads", message: undefined },
+        JSON.stringify(r),
+      );
       assert.ok(e.message.includes(workerUrl), `the message names ${workerUrl}: ${e.message}`);
     }
     assert.ok(r.ms < 10000, `rejected after ${r.ms} ms (the timeout was 15000)`);
@@ -344,12 +530,25 @@ createAttnkit().then((attn) => {
     mkdirSync(join(site, "lib"), { recursive: true });
     mkdirSync(join(site, "assets"));
     const dist = join(app, "node_modules/attnkit/dist");
-    for (const f of ["attnkit.mjs", "attnkit-simd.mjs", "attnkit-scalar.mjs", "attnkit-threads.mjs"]) copyFileSync(join(dist, f), join(site, "lib", f));
-    for (const f of ["attnkit-simd.wasm", "attnkit-scalar.wasm", "attnkit-threads.wasm", "attnkit-threads.worker.js"]) {
+    for (const f of [
+      "attnkit.mjs",
+      "attnkit-simd.mjs",
+      "attnkit-scalar.mjs",
+      "attnkit-threads.mjs",
+    ])
+      copyFileSync(join(dist, f), join(site, "lib", f));
+    for (const f of [
+      "attnkit-simd.wasm",
+      "attnkit-scalar.wasm",
+      "attnkit-threads.wasm",
+      "attnkit-threads.worker.js",
+    ]) {
       copyFileSync(join(dist, f), join(site, "assets", f));
     }
     copyFileSync(join(dist, "attnkit-scalar.wasm"), join(site, "assets", "renamed-scalar.wasm"));
-    writeFileSync(join(site, "index.html"), `<!doctype html>
+    writeFileSync(
+      join(site, "index.html"),
+      `<!doctype html>
 <html><head><meta charset="utf-8"><title>attnkit wasmPaths</title><link rel="icon" href="data:,"></head>
 <body><pre id="result"></pre>
 <script type="module">
@@ -368,7 +567,8 @@ createAttnkit().then((attn) => {
   } catch (e) {
     document.getElementById("result").textContent = JSON.stringify({ failed: String(e && e.stack || e) });
   }
-</script></body></html>`);
+</script></body></html>`,
+    );
     const { server, url } = await serve(site, { isolated: true });
     servers.push(server);
     const r = await loadPage(`${url}/`);
@@ -376,7 +576,11 @@ createAttnkit().then((attn) => {
     checkResult(r.simd, "wasmPaths base URL", true);
     checkResult(r.scalar, "wasmPaths map", false);
     checkResult(r.threads, "wasmPaths base URL, threads", true);
-    assert.equal(r.threads.threads, Math.min(64, r.hw), "threads capped at navigator.hardwareConcurrency");
+    assert.equal(
+      r.threads.threads,
+      Math.min(64, r.hw),
+      "threads capped at navigator.hardwareConcurrency",
+    );
     checkResult(r.binary, "wasmBinary", true);
     assert.equal(r.version, JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version);
   });
@@ -384,7 +588,8 @@ createAttnkit().then((attn) => {
   it("package size: the browser SIMD load is under 150 KB gzipped", () => {
     const dist = join(app, "node_modules/attnkit/dist");
     const size = (names) => {
-      let raw = 0, gz = 0;
+      let raw = 0,
+        gz = 0;
       for (const n of names) {
         const bytes = readFileSync(join(dist, n));
         raw += bytes.length;
@@ -408,6 +613,9 @@ createAttnkit().then((attn) => {
     ];
     console.log(lines.join("\n"));
     const simd = rows[0];
-    assert.ok(simd.gz < BUDGET_GZIP, `browser SIMD load is ${kb(simd.gz)} gzipped, budget ${kb(BUDGET_GZIP)}`);
+    assert.ok(
+      simd.gz < BUDGET_GZIP,
+      `browser SIMD load is ${kb(simd.gz)} gzipped, budget ${kb(BUDGET_GZIP)}`,
+    );
   });
 });

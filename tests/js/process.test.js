@@ -39,15 +39,27 @@ createAttnkit(${options}).then((attn) => {
 }
 
 function runChild(kind, source, nodeArgs = []) {
-  const args = [...nodeArgs, ...(kind === "esm" ? ["--input-type=module"] : ["--input-type=commonjs"]), "-e", source];
+  const args = [
+    ...nodeArgs,
+    ...(kind === "esm" ? ["--input-type=module"] : ["--input-type=commonjs"]),
+    "-e",
+    source,
+  ];
   return spawnSync(process.execPath, args, { encoding: "utf8", timeout: 60000 });
 }
 
 function checkCounts(r, label) {
   const line = r.stdout.split("\n").find((l) => l.startsWith("{"));
-  assert.ok(line, `${label}: the child loaded attnkit (stdout ${r.stdout}, stderr ${r.stderr.slice(0, 2000)})`);
+  assert.ok(
+    line,
+    `${label}: the child loaded attnkit (stdout ${r.stdout}, stderr ${r.stderr.slice(0, 2000)})`,
+  );
   const { before, after } = JSON.parse(line);
-  assert.deepEqual(after, before, `${label}: listener counts of uncaughtException, unhandledRejection`);
+  assert.deepEqual(
+    after,
+    before,
+    `${label}: listener counts of uncaughtException, unhandledRejection`,
+  );
 }
 
 for (const kind of ["esm", "cjs"]) {
@@ -58,7 +70,10 @@ for (const kind of ["esm", "cjs"]) {
       checkCounts(r, label);
       assert.equal(r.status, 1, `${label}: exit code (stderr: ${r.stderr.slice(0, 500)})`);
       assert.match(r.stderr, /Error: user bug 42/);
-      assert.ok(r.stderr.length < 4000, `${label}: stderr is the error and its stack, not the loader's source (${r.stderr.length} chars)`);
+      assert.ok(
+        r.stderr.length < 4000,
+        `${label}: stderr is the error and its stack, not the loader's source (${r.stderr.length} chars)`,
+      );
       assert.doesNotMatch(r.stderr, /createAttnkitModule|Module\[|ExitStatus/);
     });
   }
@@ -66,9 +81,15 @@ for (const kind of ["esm", "cjs"]) {
 
 for (const build of Object.keys(BUILDS)) {
   test(`--unhandled-rejections=warn: a user's unhandled rejection does not end the process (${build})`, () => {
-    const r = runChild("esm", script("esm", build,
-      `Promise.reject(new Error("ignored rejection")); setTimeout(() => console.log("still alive"), 50);`),
-    ["--unhandled-rejections=warn"]);
+    const r = runChild(
+      "esm",
+      script(
+        "esm",
+        build,
+        `Promise.reject(new Error("ignored rejection")); setTimeout(() => console.log("still alive"), 50);`,
+      ),
+      ["--unhandled-rejections=warn"],
+    );
     checkCounts(r, build);
     assert.equal(r.status, 0, `${build}: exit code (stderr: ${r.stderr.slice(0, 500)})`);
     assert.match(r.stdout, /still alive/);
@@ -81,8 +102,15 @@ test("no file in dist/ installs process handlers, calls process.exit or sets a g
   assert.ok(files.length >= 10, files.join(", "));
   for (const f of files) {
     const text = readFileSync(join(dist, f), "utf8");
-    for (const bad of ['"uncaughtException"', '"unhandledRejection"', "'uncaughtException'", "'unhandledRejection'",
-      'process["exit"]', "process.exit(", "global.Worker="]) {
+    for (const bad of [
+      '"uncaughtException"',
+      '"unhandledRejection"',
+      "'uncaughtException'",
+      "'unhandledRejection'",
+      'process["exit"]',
+      "process.exit(",
+      "global.Worker=",
+    ]) {
       assert.ok(!text.includes(bad), `${f} contains ${bad}`);
     }
   }

@@ -16,7 +16,9 @@ export function zeros(rows, cols) {
 }
 
 export function matmul(A, B) {
-  const n = A.length, k = B.length, m = B[0].length;
+  const n = A.length,
+    k = B.length,
+    m = B[0].length;
   if (A[0].length !== k) throw new Error(`matmul: ${A[0].length} != ${k}`);
   const C = zeros(n, m);
   for (let i = 0; i < n; ++i) {
@@ -51,13 +53,17 @@ export function toMatrix(rows) {
 
 export function fromMatrix(m) {
   const out = [];
-  for (let r = 0; r < m.rows; ++r) out.push(Array.from(m.data.subarray(r * m.cols, (r + 1) * m.cols)));
+  for (let r = 0; r < m.rows; ++r)
+    out.push(Array.from(m.data.subarray(r * m.cols, (r + 1) * m.cols)));
   return out;
 }
 
 /** Nested arrays [B][T][C] to a rank-3 tensor {data, shape}. */
 export function toTensor3(items) {
-  return { data: Float32Array.from(items.flat(2)), shape: [items.length, items[0].length, items[0][0].length] };
+  return {
+    data: Float32Array.from(items.flat(2)),
+    shape: [items.length, items[0].length, items[0][0].length],
+  };
 }
 
 /** A rank-3 tensor {data, shape: [B, T, C]} to nested arrays [B][T][C]. */
@@ -75,7 +81,7 @@ export function fromTensor3(t) {
 export function softmaxRows(S) {
   return S.map((row) => {
     const max = Math.max(...row);
-    if (max === -Infinity) return row.map(() => 0);  // fully masked row
+    if (max === -Infinity) return row.map(() => 0); // fully masked row
     const e = row.map((s) => (s === -Infinity ? 0 : Math.exp(s - max)));
     const sum = e.reduce((a, b) => a + b, 0);
     return e.map((v) => v / sum);
@@ -97,21 +103,36 @@ export function allowed(options, i, j, Tq, Tk, keyLength) {
  * defaultScaleDim: the dimension of the default scale 1/sqrt(dim) (d_k).
  */
 export function attentionTrace(Q, K, V, options = {}, defaultScaleDim = Q[0].length) {
-  const Tq = Q.length, Tk = K.length;
+  const Tq = Q.length,
+    Tk = K.length;
   const scale = options.scale ?? 1 / Math.sqrt(defaultScaleDim);
   const raw = matmul(Q, transpose(K));
   const cap = options.softcap ?? 0;
-  const scaled = raw.map((row) => row.map((s) => {
-    const x = s * scale;
-    return cap > 0 ? cap * Math.tanh(x / cap) : x;
-  }));
-  const masked = scaled.map((row, i) => row.map((s, j) => {
-    if (!allowed(options, i, j, Tq, Tk, options.keyLength)) return -Infinity;
-    return options.additiveMask ? s + options.additiveMask[i][j] : s;
-  }));
+  const scaled = raw.map((row) =>
+    row.map((s) => {
+      const x = s * scale;
+      return cap > 0 ? cap * Math.tanh(x / cap) : x;
+    }),
+  );
+  const masked = scaled.map((row, i) =>
+    row.map((s, j) => {
+      if (!allowed(options, i, j, Tq, Tk, options.keyLength)) return -Infinity;
+      return options.additiveMask ? s + options.additiveMask[i][j] : s;
+    }),
+  );
   const weights = softmaxRows(masked);
   const output = matmul(weights, V);
-  return { Q, K, V, rawScores: raw, scaledScores: scaled, maskedScores: masked, weights, output, scale };
+  return {
+    Q,
+    K,
+    V,
+    rawScores: raw,
+    scaledScores: scaled,
+    maskedScores: masked,
+    weights,
+    output,
+    scale,
+  };
 }
 
 export function attention(Q, K, V, options = {}, defaultScaleDim = Q[0].length) {
@@ -120,7 +141,9 @@ export function attention(Q, K, V, options = {}, defaultScaleDim = Q[0].length) 
 
 /** X [T, d_model] projected by W_Q, W_K, W_V, then attention (with the trace). */
 export function selfAttentionTrace(X, w, options = {}) {
-  const Q = matmul(X, w.W_Q), K = matmul(X, w.W_K), V = matmul(X, w.W_V);
+  const Q = matmul(X, w.W_Q),
+    K = matmul(X, w.W_K),
+    V = matmul(X, w.W_V);
   return { X, ...attentionTrace(Q, K, V, options) };
 }
 
@@ -152,9 +175,13 @@ export function mergeHeads(heads) {
  * floor(i / (h / kvh)). Returns the merged heads [Tq, h*dv].
  */
 export function multiHeadQKVItem(Q, K, V, numHeads, numKvHeads, options = {}) {
-  const qh = splitHeads(Q, numHeads), kh = splitHeads(K, numKvHeads), vh = splitHeads(V, numKvHeads);
+  const qh = splitHeads(Q, numHeads),
+    kh = splitHeads(K, numKvHeads),
+    vh = splitHeads(V, numKvHeads);
   const group = numHeads / numKvHeads;
-  const outs = qh.map((q, i) => attention(q, kh[Math.floor(i / group)], vh[Math.floor(i / group)], options));
+  const outs = qh.map((q, i) =>
+    attention(q, kh[Math.floor(i / group)], vh[Math.floor(i / group)], options),
+  );
   return mergeHeads(outs);
 }
 
@@ -167,7 +194,9 @@ function itemOptions(options, b) {
 
 /** Batched multi-head attention on per-item Q, K, V lists ([B][T][C]). */
 export function multiHeadQKV(Qs, Ks, Vs, numHeads, numKvHeads, options = {}) {
-  return Qs.map((Q, b) => multiHeadQKVItem(Q, Ks[b], Vs[b], numHeads, numKvHeads, itemOptions(options, b)));
+  return Qs.map((Q, b) =>
+    multiHeadQKVItem(Q, Ks[b], Vs[b], numHeads, numKvHeads, itemOptions(options, b)),
+  );
 }
 
 /**
@@ -177,8 +206,14 @@ export function multiHeadQKV(Qs, Ks, Vs, numHeads, numKvHeads, options = {}) {
  */
 export function multiHeadAttention(Xs, w, numHeads, numKvHeads = numHeads, options = {}) {
   return Xs.map((X, b) => {
-    const merged = multiHeadQKVItem(matmul(X, w.W_Q), matmul(X, w.W_K), matmul(X, w.W_V),
-      numHeads, numKvHeads, itemOptions(options, b));
+    const merged = multiHeadQKVItem(
+      matmul(X, w.W_Q),
+      matmul(X, w.W_K),
+      matmul(X, w.W_V),
+      numHeads,
+      numKvHeads,
+      itemOptions(options, b),
+    );
     return w.W_O ? matmul(merged, w.W_O) : merged;
   });
 }
@@ -200,7 +235,8 @@ export function rng(seed) {
 /** A [rows, cols] matrix of float32-representable values uniform in [-amp, amp). */
 export function randomMatrix(rand, rows, cols, amp = 1) {
   return Array.from({ length: rows }, () =>
-    Array.from({ length: cols }, () => Math.fround((2 * rand() - 1) * amp)));
+    Array.from({ length: cols }, () => Math.fround((2 * rand() - 1) * amp)),
+  );
 }
 
 // ---- ONNX Attention (opset 23/24), written from its specification
@@ -216,47 +252,81 @@ export function randomMatrix(rand, rows, cols, amp = 1) {
  * { Y [B][H][Tq][dv], presentKey, presentValue, scaled, masked, weights }
  * (the last three [B][H][Tq][T_total]).
  */
-export function onnxAttention({ Q, K, V, attnMask, pastKey, pastValue, nonpadKvSeqlen, isCausal = false, scale, softcap = 0 }) {
-  const B = Q.length, H = Q[0].length, Tq = Q[0][0].length, dk = Q[0][0][0].length, kvH = K[0].length;
-  const presentKey = K.map((kb, b) => kb.map((kh, g) => [...(pastKey ? pastKey[b][g] : []), ...kh]));
-  const presentValue = V.map((vb, b) => vb.map((vh, g) => [...(pastValue ? pastValue[b][g] : []), ...vh]));
+export function onnxAttention({
+  Q,
+  K,
+  V,
+  attnMask,
+  pastKey,
+  pastValue,
+  nonpadKvSeqlen,
+  isCausal = false,
+  scale,
+  softcap = 0,
+}) {
+  const B = Q.length,
+    H = Q[0].length,
+    Tq = Q[0][0].length,
+    dk = Q[0][0][0].length,
+    kvH = K[0].length;
+  const presentKey = K.map((kb, b) =>
+    kb.map((kh, g) => [...(pastKey ? pastKey[b][g] : []), ...kh]),
+  );
+  const presentValue = V.map((vb, b) =>
+    vb.map((vh, g) => [...(pastValue ? pastValue[b][g] : []), ...vh]),
+  );
   const past = pastKey ? pastKey[0][0].length : 0;
   const T = presentKey[0][0].length;
   const s = scale ?? 1 / Math.sqrt(dk);
   // The mask value at (b, h, i, j): broadcast by numpy's rules, padded past its last dimension.
   const maskAt = (b, h, i, j) => {
     if (!attnMask) return 0;
-    const shape = attnMask.shape, dims = [B, H, Tq, T].slice(4 - shape.length);
+    const shape = attnMask.shape,
+      dims = [B, H, Tq, T].slice(4 - shape.length);
     const idx = [b, h, i, j].slice(4 - shape.length);
     if (idx[idx.length - 1] >= shape[shape.length - 1]) return -Infinity;
     let flat = 0;
     for (let a = 0; a < shape.length; ++a) {
-      const last = a === shape.length - 1;  // may be shorter (padded)
-      if (!last && shape[a] !== 1 && shape[a] !== dims[a]) throw new Error(`mask dim ${a} does not broadcast`);
+      const last = a === shape.length - 1; // may be shorter (padded)
+      if (!last && shape[a] !== 1 && shape[a] !== dims[a])
+        throw new Error(`mask dim ${a} does not broadcast`);
       flat = flat * shape[a] + (shape[a] === 1 ? 0 : idx[a]);
     }
     const v = attnMask.data[flat];
     return typeof v === "boolean" ? (v ? 0 : -Infinity) : v;
   };
-  const scaled = [], masked = [], weights = [], Y = [];
+  const scaled = [],
+    masked = [],
+    weights = [],
+    Y = [];
   for (let b = 0; b < B; ++b) {
-    scaled.push([]); masked.push([]); weights.push([]); Y.push([]);
+    scaled.push([]);
+    masked.push([]);
+    weights.push([]);
+    Y.push([]);
     const offset = pastKey ? past : nonpadKvSeqlen ? nonpadKvSeqlen[b] - Tq : 0;
     for (let h = 0; h < H; ++h) {
       const g = Math.floor(h / (H / kvH));
-      const k = presentKey[b][g], v = presentValue[b][g];
-      const sc = Q[b][h].map((q) => k.map((kj) => {
-        const x = q.reduce((acc, qc, c) => acc + qc * kj[c], 0) * s;
-        return softcap > 0 ? softcap * Math.tanh(x / softcap) : x;
-      }));
-      const ms = sc.map((row, i) => row.map((x, j) => {
-        let bias = maskAt(b, h, i, j);
-        if (isCausal && j > i + offset) bias = -Infinity;
-        if (nonpadKvSeqlen && j >= nonpadKvSeqlen[b]) bias = -Infinity;
-        return x + bias;
-      }));
+      const k = presentKey[b][g],
+        v = presentValue[b][g];
+      const sc = Q[b][h].map((q) =>
+        k.map((kj) => {
+          const x = q.reduce((acc, qc, c) => acc + qc * kj[c], 0) * s;
+          return softcap > 0 ? softcap * Math.tanh(x / softcap) : x;
+        }),
+      );
+      const ms = sc.map((row, i) =>
+        row.map((x, j) => {
+          let bias = maskAt(b, h, i, j);
+          if (isCausal && j > i + offset) bias = -Infinity;
+          if (nonpadKvSeqlen && j >= nonpadKvSeqlen[b]) bias = -Infinity;
+          return x + bias;
+        }),
+      );
       const w = softmaxRows(ms);
-      scaled[b].push(sc); masked[b].push(ms); weights[b].push(w);
+      scaled[b].push(sc);
+      masked[b].push(ms);
+      weights[b].push(w);
       Y[b].push(matmul(w, v));
     }
   }
@@ -267,5 +337,7 @@ export function onnxAttention({ Q, K, V, attnMask, pastKey, pastValue, nonpadKvS
 export function nest(flat, shape) {
   if (shape.length === 1) return Array.from(flat.slice(0, shape[0]));
   const step = shape.slice(1).reduce((a, b) => a * b, 1);
-  return Array.from({ length: shape[0] }, (_, i) => nest(flat.slice(i * step, (i + 1) * step), shape.slice(1)));
+  return Array.from({ length: shape[0] }, (_, i) =>
+    nest(flat.slice(i * step, (i + 1) * step), shape.slice(1)),
+  );
 }

@@ -5,11 +5,33 @@
 // correct types, and wrong uses marked @ts-expect-error (tsc fails if any of them
 // stops being an error). No `using` or Symbol.dispose here: they need a lib with
 // esnext.disposable (see types/using.ts).
-import createAttnkitDefault, { createAttnkit, simdSupported, version, AttnkitError, AttnkitTypeError } from "attnkit";
+import createAttnkitDefault, {
+  createAttnkit,
+  simdSupported,
+  version,
+  AttnkitError,
+  AttnkitTypeError,
+} from "attnkit";
 import type {
-  Attnkit, AttentionOptions, AttentionTrace, ErrorCode, HeadConfig, HeadLayout, HeadWeights, KVCache,
-  KVCacheConfig, LoadOptions, MaskLike, Matrix, MatrixLike, MultiHeadOptions, MultiHeadWeights, NumberArray,
-  NumericTypedArray, Tensor, TensorLike,
+  Attnkit,
+  AttentionOptions,
+  AttentionTrace,
+  ErrorCode,
+  HeadConfig,
+  HeadLayout,
+  HeadWeights,
+  KVCache,
+  KVCacheConfig,
+  LoadOptions,
+  MaskLike,
+  Matrix,
+  MatrixLike,
+  MultiHeadOptions,
+  MultiHeadWeights,
+  NumberArray,
+  NumericTypedArray,
+  Tensor,
+  TensorLike,
 } from "attnkit";
 
 /** Marks values as used (no DOM or Node types here: the .d.ts must stand alone). */
@@ -30,12 +52,27 @@ const loads: LoadOptions[] = [
 ];
 
 const Q: Matrix = { data: new Float32Array(6), rows: 2, cols: 3 };
-const nested: MatrixLike = [[1, 0, 0], [0, 1, 0], [0, 0, 1]];
+const nested: MatrixLike = [
+  [1, 0, 0],
+  [0, 1, 0],
+  [0, 0, 1],
+];
 const plain: MatrixLike = { data: [1, 2, 3], rows: 1, cols: 3 };
-const mask: MaskLike = [[true, false, true], [true, true, false]];
+const mask: MaskLike = [
+  [true, false, true],
+  [true, true, false],
+];
 const maskBytes: MaskLike = { data: new Uint8Array(6), rows: 2, cols: 3 };
 const options: AttentionOptions = {
-  scale: 0.5, softcap: 30, causal: true, keyLength: 2, boolMask: mask, additiveMask: [[0, -Infinity, 0], [0, 0, 0]],
+  scale: 0.5,
+  softcap: 30,
+  causal: true,
+  keyLength: 2,
+  boolMask: mask,
+  additiveMask: [
+    [0, -Infinity, 0],
+    [0, 0, 0],
+  ],
 };
 const out: Matrix = attn.attention(Q, nested, nested, options);
 const outData: Float32Array = out.data;
@@ -48,7 +85,8 @@ const pf: Matrix = attn.parameterFreeAttention(nested, { scale: 1 });
 const trace: AttentionTrace = attn.trace(nested, weights);
 const traceQKV: AttentionTrace = attn.traceQKV(Q, nested, nested, {});
 const traceX: Matrix | undefined = traceQKV.X;
-const weightRows: number = trace.weights.rows + trace.rawScores.cols + trace.scaledScores.rows + trace.maskedScores.cols;
+const weightRows: number =
+  trace.weights.rows + trace.rawScores.cols + trace.scaledScores.rows + trace.maskedScores.cols;
 const usedScale: number = trace.scale;
 const traceParts: Matrix[] = [trace.Q, trace.K, trace.V, trace.output];
 
@@ -61,22 +99,43 @@ const merged: Matrix = attn.mergeHeads(split);
 const X: TensorLike = { data: new Float32Array(2 * 3 * 4), shape: [2, 3, 4] };
 const mhWeights: MultiHeadWeights = { W_Q: nested, W_K: nested, W_V: nested, W_O: nested };
 const config: HeadConfig = { numHeads: 2, numKvHeads: 1, dK: 2, dV: 2 };
-const mh: Tensor = attn.multiHeadAttention(X, mhWeights, config, { causal: true, keyLengths: [3, 2] });
-const mhNoWO: Tensor = attn.multiHeadAttention(X, { W_Q: nested, W_K: nested, W_V: nested }, { numHeads: 1 });
+const mh: Tensor = attn.multiHeadAttention(X, mhWeights, config, {
+  causal: true,
+  keyLengths: [3, 2],
+});
+const mhNoWO: Tensor = attn.multiHeadAttention(
+  X,
+  { W_Q: nested, W_K: nested, W_V: nested },
+  { numHeads: 1 },
+);
 const layout: HeadLayout = "bhsd";
 const mhOptions: MultiHeadOptions = { layout, causal: false, keyLengths: new Uint32Array([1, 2]) };
 const qkv: Tensor = attn.multiHeadAttentionQKV(X, X, X, { numHeads: 2 }, mhOptions);
 attn.multiHeadAttentionQKV(X, X, X, { numHeads: 2 }, { layout: "bshd" });
 // ONNX Attention: broadcast masks, the upper-left causal frontier, past/present, scores.
 const past: TensorLike = { data: new Float32Array(2 * 1 * 2 * 2), shape: [2, 1, 2, 2] };
-const onnx = attn.multiHeadAttentionQKV(X, X, X, { numHeads: 2, numKvHeads: 1 }, {
-  boolMask: { data: new Uint8Array(2 * 3 * 5), shape: [2, 1, 3, 5] },
-  causal: true, causalAlignment: "upperLeft", causalOffset: 2, causalOffsets: [2, 1],
-  pastKey: past, pastValue: past, present: true, scores: "weights",
-});
+const onnx = attn.multiHeadAttentionQKV(
+  X,
+  X,
+  X,
+  { numHeads: 2, numKvHeads: 1 },
+  {
+    boolMask: { data: new Uint8Array(2 * 3 * 5), shape: [2, 1, 3, 5] },
+    causal: true,
+    causalAlignment: "upperLeft",
+    causalOffset: 2,
+    causalOffsets: [2, 1],
+    pastKey: past,
+    pastValue: past,
+    present: true,
+    scores: "weights",
+  },
+);
 const presentKey: Tensor | undefined = onnx.presentKey;
 const scores: number[] | undefined = onnx.scores?.shape;
-attn.attention(nested, nested, nested, { additiveMask: { data: [0, -Infinity], shape: [1, 1, 1, 2] } });
+attn.attention(nested, nested, nested, {
+  additiveMask: { data: [0, -Infinity], shape: [1, 1, 1, 2] },
+});
 // @ts-expect-error the score stages are named
 attn.multiHeadAttentionQKV(X, X, X, { numHeads: 2 }, { scores: "softmax" });
 // @ts-expect-error two causal alignments only
@@ -89,7 +148,14 @@ const keys: Matrix = cache.keys(0, 0);
 const values: Matrix = cache.values(1, 0);
 const attended: Tensor = cache.attend(X, 2, { causal: true });
 const decoded: Tensor = cache.decode(X, mhWeights, config);
-const sizes: number[] = [cache.batch, cache.numKvHeads, cache.dK, cache.dV, cache.capacity, cache.size];
+const sizes: number[] = [
+  cache.batch,
+  cache.numKvHeads,
+  cache.dK,
+  cache.dV,
+  cache.capacity,
+  cache.size,
+];
 cache.truncate(1);
 const beam: KVCache = cache.fork();
 beam.dispose();
@@ -97,21 +163,60 @@ cache.reset();
 cache.dispose();
 
 // Every array the runtime takes: real Arrays and numeric typed arrays.
-const typed: NumericTypedArray[] = [new Float32Array(1), new Float64Array(1), new Int8Array(1), new Uint8Array(1),
-  new Uint8ClampedArray(1), new Int16Array(1), new Uint16Array(1), new Int32Array(1), new Uint32Array(1)];
+const typed: NumericTypedArray[] = [
+  new Float32Array(1),
+  new Float64Array(1),
+  new Int8Array(1),
+  new Uint8Array(1),
+  new Uint8ClampedArray(1),
+  new Int16Array(1),
+  new Uint16Array(1),
+  new Int32Array(1),
+  new Uint32Array(1),
+];
 const numbers: NumberArray = [1, 2];
-const readonlyRows: readonly (readonly number[])[] = [[1, 2], [3, 4]];
-const asConst = [[1, 2], [3, 4]] as const;
+const readonlyRows: readonly (readonly number[])[] = [
+  [1, 2],
+  [3, 4],
+];
+const asConst = [
+  [1, 2],
+  [3, 4],
+] as const;
 const rowsOfTyped: MatrixLike = [new Float32Array(2), new Float64Array([1, 2]), [3, 4]];
-const matrices: MatrixLike[] = [readonlyRows, asConst, rowsOfTyped, { data: new Int32Array(4), rows: 2, cols: 2 },
-  { data: numbers, rows: 1, cols: 2 }, { data: Object.freeze([1, 2]), rows: 2, cols: 1 }];
-const masks: MaskLike[] = [[[1, 0], [true, false]], [new Uint8Array(2), [0, 1]], { data: [true, 1], rows: 1, cols: 2 },
-  { data: new Uint8Array(4), rows: 2, cols: 2 }, { data: new Int32Array(4), rows: 2, cols: 2 }];
-const tensors: TensorLike[] = [{ data: [1, 2, 3, 4], shape: [1, 2, 2] }, { data: new Float64Array(4), shape: new Int32Array([2, 2]) },
-  { data: new Float32Array(4), shape: [2, 2] as const }, nested];
+const matrices: MatrixLike[] = [
+  readonlyRows,
+  asConst,
+  rowsOfTyped,
+  { data: new Int32Array(4), rows: 2, cols: 2 },
+  { data: numbers, rows: 1, cols: 2 },
+  { data: Object.freeze([1, 2]), rows: 2, cols: 1 },
+];
+const masks: MaskLike[] = [
+  [
+    [1, 0],
+    [true, false],
+  ],
+  [new Uint8Array(2), [0, 1]],
+  { data: [true, 1], rows: 1, cols: 2 },
+  { data: new Uint8Array(4), rows: 2, cols: 2 },
+  { data: new Int32Array(4), rows: 2, cols: 2 },
+];
+const tensors: TensorLike[] = [
+  { data: [1, 2, 3, 4], shape: [1, 2, 2] },
+  { data: new Float64Array(4), shape: new Int32Array([2, 2]) },
+  { data: new Float32Array(4), shape: [2, 2] as const },
+  nested,
+];
 const mhOut = new Float32Array(2 * 3 * 4);
-const intoOut: Float32Array = attn.multiHeadAttention(X, mhWeights, config, { out: mhOut, keyLengths: new Int32Array([3, 2]) }).data;
-attn.attention(Q, Q, Q, { out: new Float32Array(6), additiveMask: { data: new Float64Array(4), rows: 2, cols: 2 } });
+const intoOut: Float32Array = attn.multiHeadAttention(X, mhWeights, config, {
+  out: mhOut,
+  keyLengths: new Int32Array([3, 2]),
+}).data;
+attn.attention(Q, Q, Q, {
+  out: new Float32Array(6),
+  additiveMask: { data: new Float64Array(4), rows: 2, cols: 2 },
+});
 attn.multiHeadAttentionQKV(X, X, X, { numHeads: 2 }, { out: mhOut, layout: "bshd" });
 
 const memory: number = attn.memoryBytes() + attn.heapBytesInUse();
@@ -132,11 +237,50 @@ try {
     use(code, e.parameter, asType.message);
   }
 }
-const codes: ErrorCode[] = ["invalid_argument", "shape_mismatch", "non_finite", "overflow", "capacity", "type", "disposed"];
+const codes: ErrorCode[] = [
+  "invalid_argument",
+  "shape_mismatch",
+  "non_finite",
+  "overflow",
+  "capacity",
+  "type",
+  "disposed",
+];
 
-use(hasSimd, isSimd, target, versions, loads, outData, self, cross, pf, traceX, weightRows, usedScale, traceParts,
-  product, probabilities, shape, merged, mh, mhNoWO, qkv, keys, values, attended, decoded, sizes, typed, matrices,
-  masks, tensors, intoOut, memory, codes);
+use(
+  hasSimd,
+  isSimd,
+  target,
+  versions,
+  loads,
+  outData,
+  self,
+  cross,
+  pf,
+  traceX,
+  weightRows,
+  usedScale,
+  traceParts,
+  product,
+  probabilities,
+  shape,
+  merged,
+  mh,
+  mhNoWO,
+  qkv,
+  keys,
+  values,
+  attended,
+  decoded,
+  sizes,
+  typed,
+  matrices,
+  masks,
+  tensors,
+  intoOut,
+  memory,
+  codes,
+);
 
 // ---- wrong uses: each line below must be a type error.
 

@@ -20,16 +20,25 @@ import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const tsc = `${root}/node_modules/typescript/bin/tsc`;
-const tscMajor = Number(JSON.parse(readFileSync(`${root}/node_modules/typescript/package.json`, "utf8")).version.split(".")[0]);
+const tscMajor = Number(
+  JSON.parse(readFileSync(`${root}/node_modules/typescript/package.json`, "utf8")).version.split(
+    ".",
+  )[0],
+);
 // TypeScript 7 checks with several threads by default; the runs here go in parallel instead.
 const tscFlags = tscMajor >= 7 ? ["--singleThreaded"] : [];
 
 /** Runs tsc with `args` from the repo root: { status, output }. */
 function runTsc(args) {
   return new Promise((resolve) => {
-    execFile(process.execPath, [tsc, ...tscFlags, ...args], { cwd: root, encoding: "utf8", maxBuffer: 1 << 26 }, (error, stdout, stderr) => {
-      resolve({ status: error ? (error.code ?? 1) : 0, output: `${stdout}${stderr}` });
-    });
+    execFile(
+      process.execPath,
+      [tsc, ...tscFlags, ...args],
+      { cwd: root, encoding: "utf8", maxBuffer: 1 << 26 },
+      (error, stdout, stderr) => {
+        resolve({ status: error ? (error.code ?? 1) : 0, output: `${stdout}${stderr}` });
+      },
+    );
   });
 }
 
@@ -49,15 +58,28 @@ async function pool(jobs, limit) {
 
 /** True if this tsc takes `--target value` (older TypeScript lacks es2025). */
 function knowsTarget(value) {
-  const r = spawnSync(process.execPath, [tsc, "-p", "tests/js/types/tsconfig.node.json", "--target", value, "--showConfig"],
-    { cwd: root, encoding: "utf8" });
+  const r = spawnSync(
+    process.execPath,
+    [tsc, "-p", "tests/js/types/tsconfig.node.json", "--target", value, "--showConfig"],
+    { cwd: root, encoding: "utf8" },
+  );
   return r.status === 0;
 }
 
 // Consumers: the config (tests/js/types/tsconfig.<config>[.using].json) and extra flags.
 const CONSUMERS = [
-  { name: "node16 (.ts ESM, .mts, .cts)", config: "node", flags: ["--module", "node16"], cjs: true },
-  { name: "nodenext (.ts ESM, .mts, .cts)", config: "node", flags: ["--module", "nodenext"], cjs: true },
+  {
+    name: "node16 (.ts ESM, .mts, .cts)",
+    config: "node",
+    flags: ["--module", "node16"],
+    cjs: true,
+  },
+  {
+    name: "nodenext (.ts ESM, .mts, .cts)",
+    config: "node",
+    flags: ["--module", "nodenext"],
+    cjs: true,
+  },
   { name: "bundler, module esnext (.ts, .mts)", config: "bundler", flags: [], cjs: false },
   { name: "bundler, module preserve (.ts, .cts)", config: "preserve", flags: [], cjs: true },
 ];
@@ -68,12 +90,25 @@ function libs(es2025) {
   const out = [];
   for (const t of targets) {
     // lib "esnext" has esnext.disposable: there is no "without" for it.
-    if (t !== "esnext") out.push({ label: `${t}, lib ${t}`, flags: ["--target", t, "--lib", t], disposable: false });
-    out.push({ label: `${t}, lib ${t} + esnext.disposable`, flags: ["--target", t, "--lib", `${t},esnext.disposable`], disposable: true });
+    if (t !== "esnext")
+      out.push({ label: `${t}, lib ${t}`, flags: ["--target", t, "--lib", t], disposable: false });
+    out.push({
+      label: `${t}, lib ${t} + esnext.disposable`,
+      flags: ["--target", t, "--lib", `${t},esnext.disposable`],
+      disposable: true,
+    });
   }
   // The target's default lib (with DOM), and @types/node (which brings esnext.disposable).
-  out.push({ label: "es2022, lib es2022 + dom", flags: ["--target", "es2022", "--lib", "es2022,dom,dom.iterable"], disposable: false });
-  out.push({ label: "es2022, lib es2022, types node", flags: ["--target", "es2022", "--lib", "es2022", "--types", "node"], disposable: true });
+  out.push({
+    label: "es2022, lib es2022 + dom",
+    flags: ["--target", "es2022", "--lib", "es2022,dom,dom.iterable"],
+    disposable: false,
+  });
+  out.push({
+    label: "es2022, lib es2022, types node",
+    flags: ["--target", "es2022", "--lib", "es2022", "--types", "node"],
+    disposable: true,
+  });
   return out;
 }
 
@@ -81,7 +116,11 @@ describe("TypeScript declarations", () => {
   it("the shipped .d.ts and .d.cts are src/js/attnkit.d.ts", () => {
     const src = readFileSync(`${root}/src/js/attnkit.d.ts`, "utf8");
     for (const file of ["attnkit.d.ts", "attnkit.d.cts"]) {
-      assert.equal(readFileSync(`${root}/dist/${file}`, "utf8"), src, `dist/${file} is stale: run bash scripts/build.sh package`);
+      assert.equal(
+        readFileSync(`${root}/dist/${file}`, "utf8"),
+        src,
+        `dist/${file} is stale: run bash scripts/build.sh package`,
+      );
     }
   });
 
@@ -95,7 +134,10 @@ describe("TypeScript declarations", () => {
     assert.equal(dot.node.import.default, "./dist/attnkit.node.mjs");
     assert.equal(dot.node.require.default, "./dist/attnkit.node.cjs");
     assert.equal(pkg.types, "./dist/attnkit.d.ts");
-    assert.ok(pkg.files.includes("dist/attnkit.d.ts") && pkg.files.includes("dist/attnkit.d.cts"), "files ships both");
+    assert.ok(
+      pkg.files.includes("dist/attnkit.d.ts") && pkg.files.includes("dist/attnkit.d.cts"),
+      "files ships both",
+    );
   });
 
   it("tsc --strict accepts every consumer over every target and lib, and every @ts-expect-error", async () => {
@@ -104,29 +146,50 @@ describe("TypeScript declarations", () => {
     for (const consumer of CONSUMERS) {
       for (const lib of libs(es2025)) {
         const config = `tests/js/types/tsconfig.${consumer.config}${lib.disposable ? ".using" : ""}.json`;
-        const args = ["-p", config, "--strict", "--noEmit", "--listFiles", ...consumer.flags, ...lib.flags];
+        const args = [
+          "-p",
+          config,
+          "--strict",
+          "--noEmit",
+          "--listFiles",
+          ...consumer.flags,
+          ...lib.flags,
+        ];
         jobs.push(async () => ({ consumer, lib, args, ...(await runTsc(args)) }));
       }
     }
     // The hand-run config (nodenext, es2022 + esnext.disposable) too.
-    jobs.push(async () => ({ consumer: { name: "tests/js/tsconfig.json", cjs: false }, lib: { label: "as written" },
-      args: ["-p", "tests/js/tsconfig.json", "--listFiles"], ...(await runTsc(["-p", "tests/js/tsconfig.json", "--listFiles"])) }));
+    jobs.push(async () => ({
+      consumer: { name: "tests/js/tsconfig.json", cjs: false },
+      lib: { label: "as written" },
+      args: ["-p", "tests/js/tsconfig.json", "--listFiles"],
+      ...(await runTsc(["-p", "tests/js/tsconfig.json", "--listFiles"])),
+    }));
     const results = await pool(jobs, Math.max(2, availableParallelism()));
     const failures = [];
     for (const r of results) {
       const what = `${r.consumer.name}, ${r.lib.label}: tsc ${r.args.join(" ")}`;
       const errors = r.output.split("\n").filter((line) => / error TS\d+/.test(line));
       if (r.status !== 0) {
-        failures.push(`${what}\n  exit ${r.status}\n  ${(errors.length ? errors : [r.output.trim()]).join("\n  ")}`);
+        failures.push(
+          `${what}\n  exit ${r.status}\n  ${(errors.length ? errors : [r.output.trim()]).join("\n  ")}`,
+        );
         continue;
       }
       // Resolved through package.json exports to dist/, never to src/.
       const files = r.output.split("\n");
-      const missing = ["/dist/attnkit.d.ts", ...(r.consumer.cjs ? ["/dist/attnkit.d.cts"] : [])]
-        .filter((f) => !files.some((line) => line.endsWith(f)));
+      const missing = [
+        "/dist/attnkit.d.ts",
+        ...(r.consumer.cjs ? ["/dist/attnkit.d.cts"] : []),
+      ].filter((f) => !files.some((line) => line.endsWith(f)));
       if (missing.length) failures.push(`${what}\n  did not load ${missing.join(", ")}`);
-      if (files.some((line) => line.includes("/src/js/"))) failures.push(`${what}\n  loaded src/js instead of dist/`);
+      if (files.some((line) => line.includes("/src/js/")))
+        failures.push(`${what}\n  loaded src/js instead of dist/`);
     }
-    assert.equal(failures.length, 0, `${failures.length} of ${results.length} tsc runs failed:\n${failures.join("\n")}`);
+    assert.equal(
+      failures.length,
+      0,
+      `${failures.length} of ${results.length} tsc runs failed:\n${failures.join("\n")}`,
+    );
   });
 });

@@ -14,12 +14,23 @@ import { fileURLToPath } from "node:url";
 import { createAttnkit } from "attnkit";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
-const WASM_OPT = "/usr/bin/wasm-opt", WASM_DIS = "/usr/bin/wasm-dis";
-const NO_SIMD = ["--mvp-features", "--enable-bulk-memory", "--enable-sign-ext", "--enable-mutable-globals", "--enable-nontrapping-float-to-int"];
+const WASM_OPT = "/usr/bin/wasm-opt",
+  WASM_DIS = "/usr/bin/wasm-dis";
+const NO_SIMD = [
+  "--mvp-features",
+  "--enable-bulk-memory",
+  "--enable-sign-ext",
+  "--enable-mutable-globals",
+  "--enable-nontrapping-float-to-int",
+];
 const SIMD_OP = /\b(v128\.|[if](8x16|16x8|32x4|64x2)\.)/g;
 
 function validate(file, extra = []) {
-  const r = spawnSync(WASM_OPT, [...NO_SIMD, ...extra, file, "-o", "/dev/null"], { encoding: "utf8", stdio: ["ignore", "ignore", "pipe"], maxBuffer: 256 << 20 });
+  const r = spawnSync(WASM_OPT, [...NO_SIMD, ...extra, file, "-o", "/dev/null"], {
+    encoding: "utf8",
+    stdio: ["ignore", "ignore", "pipe"],
+    maxBuffer: 256 << 20,
+  });
   return { status: r.status, stderr: r.stderr ?? "" };
 }
 
@@ -31,7 +42,9 @@ function simdInstructions(file) {
 
 /** The wasm module embedded (-sSINGLE_FILE) in a Node loader, as bytes. */
 function embedded(loader) {
-  const m = readFileSync(join(root, "dist", loader), "utf8").match(/data:application\/octet-stream;base64,([A-Za-z0-9+/=]{100,})/);
+  const m = readFileSync(join(root, "dist", loader), "utf8").match(
+    /data:application\/octet-stream;base64,([A-Za-z0-9+/=]{100,})/,
+  );
   assert.ok(m, `${loader} embeds a base64 wasm module`);
   const bytes = Buffer.from(m[1], "base64");
   assert.deepEqual([...bytes.subarray(0, 4)], [0x00, 0x61, 0x73, 0x6d], "wasm magic");
@@ -60,12 +73,20 @@ describe("WebAssembly features of the builds", () => {
         const noSimd = validate(file);
         const count = simdInstructions(file);
         if (v === "scalar") {
-          assert.equal(noSimd.status, 0, `the scalar module must validate without SIMD:\n${noSimd.stderr.slice(0, 2000)}`);
+          assert.equal(
+            noSimd.status,
+            0,
+            `the scalar module must validate without SIMD:\n${noSimd.stderr.slice(0, 2000)}`,
+          );
           assert.equal(count, 0, "no SIMD instruction in the scalar module");
         } else {
           assert.notEqual(noSimd.status, 0, "the SIMD module must not validate without SIMD");
           assert.match(noSimd.stderr, /SIMD is disabled/);
-          assert.equal(validate(file, ["--enable-simd"]).status, 0, "the SIMD module validates with --enable-simd");
+          assert.equal(
+            validate(file, ["--enable-simd"]).status,
+            0,
+            "the SIMD module validates with --enable-simd",
+          );
           assert.ok(count > 100, `SIMD instructions: ${count}`);
         }
       });

@@ -13,7 +13,10 @@ async function main(): Promise<string> {
   const viaDefault: Attnkit = await attnkit.default();
   const viaInterop: Attnkit = await createAttnkitDefault({ simd: false });
   const named: Attnkit = await createAttnkit();
-  const rows: MatrixLike = [[1, 0], [0, 1]];
+  const rows: MatrixLike = [
+    [1, 0],
+    [0, 1],
+  ];
   const cache: KVCache = attn.createKVCache({ numKvHeads: 1, dK: 2, dV: 2, capacity: 8 });
   cache.append({ data: new Float32Array(2), shape: [1, 1, 2] }, { data: [1, 2], shape: [1, 1, 2] });
   cache.fork().dispose();
@@ -29,11 +32,15 @@ async function main(): Promise<string> {
   // The ES module build, from CommonJS: import() takes the "import" condition.
   const esm = await import("attnkit");
   const fromEsm: Attnkit = await esm.createAttnkit();
-  return version + attnkit.version + esm.version + fromEsm.version + String(attnkit.simdSupported());
+  return (
+    version + attnkit.version + esm.version + fromEsm.version + String(attnkit.simdSupported())
+  );
 }
 main();
 
 // @ts-expect-error the module has no such export
 attnkit.createAttnKit;
 // @ts-expect-error a DataView is not matrix data
-attnkit.default().then((a) => a.softmax({ data: new DataView(new ArrayBuffer(8)), rows: 1, cols: 2 }));
+attnkit
+  .default()
+  .then((a) => a.softmax({ data: new DataView(new ArrayBuffer(8)), rows: 1, cols: 2 }));

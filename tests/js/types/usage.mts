@@ -6,7 +6,10 @@ import type { Attnkit, KVCache, Matrix } from "attnkit";
 
 const attn: Attnkit = await createAttnkit({ simd: true, timeout: 1000 });
 const same: Attnkit = await attnkit.createAttnkit();
-const out: Matrix = attn.attention([[1, 0]], [[1, 0]], [[1, 2]], { causal: true, out: new Float32Array(2) });
+const out: Matrix = attn.attention([[1, 0]], [[1, 0]], [[1, 2]], {
+  causal: true,
+  out: new Float32Array(2),
+});
 const cache: KVCache = same.createKVCache({ numKvHeads: 1, dK: 2, dV: 2, capacity: 8 });
 cache.dispose();
 const v: string = version + attnkit.version + attn.version;
