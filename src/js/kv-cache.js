@@ -30,6 +30,18 @@ function checkCacheConfig(config) {
   };
 }
 
+/** Checks that (item, kvHead) names one of the cache's blocks. */
+function checkBlock(cache, item, kvHead) {
+  checkCount("item", item, { allowZero: true });
+  checkCount("kvHead", kvHead, { allowZero: true });
+  if (item >= cache.batch) {
+    throw rangeError("item", `an index below batch = ${cache.batch}`, `${item}`);
+  }
+  if (kvHead >= cache.numKvHeads) {
+    throw rangeError("kvHead", `an index below numKvHeads = ${cache.numKvHeads}`, `${kvHead}`);
+  }
+}
+
 /**
  * The KVCache class of one module: `mem` its Marshal, `module.alive()` whether
  * the module is still live and `module.assertAlive()` the check every call makes.
@@ -84,14 +96,7 @@ export function defineKVCache(mem, module) {
     }
     #cached(item, kvHead, fn) {
       const handle = this.#live();
-      checkCount("item", item, { allowZero: true });
-      checkCount("kvHead", kvHead, { allowZero: true });
-      if (item >= this.batch) {
-        throw rangeError("item", `an index below batch = ${this.batch}`, `${item}`);
-      }
-      if (kvHead >= this.numKvHeads) {
-        throw rangeError("kvHead", `an index below numKvHeads = ${this.numKvHeads}`, `${kvHead}`);
-      }
+      checkBlock(this, item, kvHead);
       return mem.copyOut(fn(handle, item, kvHead));
     }
     keys(item, kvHead) {
