@@ -353,7 +353,8 @@ export interface Attnkit {
 /**
  * Error codes, as in the C++ core. "invalid_argument" is also used for unknown
  * keys in any object the API takes (weights, config, options, load options,
- * cache config); "disposed" for any use of a disposed cache or module.
+ * cache config); "disposed" for any use of a disposed cache or module;
+ * "load_failed" for a createAttnkit() that could not load its build.
  */
 export type ErrorCode =
   | "invalid_argument"
@@ -362,7 +363,8 @@ export type ErrorCode =
   | "overflow"
   | "capacity"
   | "type"
-  | "disposed";
+  | "disposed"
+  | "load_failed";
 
 /**
  * Every error attnkit throws. Its message names the parameter, what was expected
