@@ -30,6 +30,40 @@ for (const variant of VARIANTS) {
       assert.equal(attn.version, pkg.version);
     });
 
+    it("a trace holds the bindings' matrices in their order, each with its shape", async () => {
+      const attn = await createAttnkit(variant.options);
+      const X = mat(3, 4, 11);
+      const W = { W_Q: mat(4, 2, 12), W_K: mat(4, 2, 13), W_V: mat(4, 5, 14) };
+      const names = [
+        "Q",
+        "K",
+        "V",
+        "rawScores",
+        "scaledScores",
+        "maskedScores",
+        "weights",
+        "output",
+      ];
+      const t = attn.trace(X, W);
+      assert.deepEqual(Object.keys(t), ["X", ...names, "scale"]);
+      const shapes = [
+        [3, 4],
+        [3, 2],
+        [3, 2],
+        [3, 5],
+        [3, 3],
+        [3, 3],
+        [3, 3],
+        [3, 3],
+        [3, 5],
+      ];
+      assert.deepEqual(
+        ["X", ...names].map((n) => [t[n].rows, t[n].cols]),
+        shapes,
+      );
+      assert.deepEqual(Object.keys(attn.traceQKV(t.Q, t.K, t.V)), [...names, "scale"]);
+    });
+
     it("the module object is frozen: one importer cannot change it for all", async () => {
       const attn = await createAttnkit(variant.options);
       assert.ok(Object.isFrozen(attn));
