@@ -40,7 +40,7 @@ main();
 
 // @ts-expect-error the module has no such export
 attnkit.createAttnKit;
-// @ts-expect-error a DataView is not matrix data
-attnkit
-  .default()
-  .then((a) => a.softmax({ data: new DataView(new ArrayBuffer(8)), rows: 1, cols: 2 }));
+attnkit.default().then((a) =>
+  // @ts-expect-error a DataView is not matrix data
+  a.softmax({ data: new DataView(new ArrayBuffer(8)), rows: 1, cols: 2 }),
+);
