@@ -1,46 +1,108 @@
 // Turns bench/results/native.json (Google Benchmark) and wasm.json (every engine
 // timed in Node: attnkit wasm, plain JS and the peers) into markdown tables
-// (bench/results/results.md, also copied into the README between the bench
-// markers) and an SVG plot of GFLOP/s against T for every engine.
+// (bench/results/results.md, also copied into docs/benchmarks.md between the
+// bench markers) and an SVG plot of GFLOP/s against T for every engine.
 import { readFileSync, writeFileSync, existsSync } from "node:fs";
 
 const dir = new URL("./results/", import.meta.url);
-const rows = [];  // { platform: native | wasm | js, engine, T, causal, gflops, ms, rssBytes?, wasmBytes?, variant? }
-const extra = [];  // other native shapes
-let fmaPeak = null, wasmPeak = null, skipped = [], memoryOnly = [];
+const rows = []; // { platform: native | wasm | js, engine, T, causal, gflops, ms, rssBytes?, wasmBytes?, variant? }
+const extra = []; // other native shapes
+let fmaPeak = null,
+  wasmPeak = null,
+  skipped = [],
+  memoryOnly = [];
 
-const ATTNKIT_NATIVE = "attnkit (native)", ATTNKIT_WASM = "attnkit (wasm SIMD128)";
+const ATTNKIT_NATIVE = "attnkit (native)",
+  ATTNKIT_WASM = "attnkit (wasm SIMD128)";
 // attnkit native again, timed by bench/wasm/bench.mjs in the same rounds as
 // onnxruntime-node: the native tables' onnxruntime ratios are against it.
 const NATIVE_IN_NODE = "attnkit (native, in Node's rounds)";
 
-let nativeContext = {}, engineInfo = {}, envUnset = null, small = null;
-const nativeQueries = [];  // { T_q, keys, us }: attnkit_bench --queries
-if (existsSync(new URL("env.json", dir))) envUnset = JSON.parse(readFileSync(new URL("env.json", dir), "utf8")).unset;
-if (existsSync(new URL("small.json", dir))) small = JSON.parse(readFileSync(new URL("small.json", dir), "utf8"));
-if (existsSync(new URL("queries.json", dir))) nativeQueries.push(...JSON.parse(readFileSync(new URL("queries.json", dir), "utf8")).sweep);
+let nativeContext = {},
+  engineInfo = {},
+  envUnset = null,
+  small = null;
+const nativeQueries = []; // { T_q, keys, us }: attnkit_bench --queries
+if (existsSync(new URL("env.json", dir)))
+  envUnset = JSON.parse(readFileSync(new URL("env.json", dir), "utf8")).unset;
+if (existsSync(new URL("small.json", dir)))
+  small = JSON.parse(readFileSync(new URL("small.json", dir), "utf8"));
+if (existsSync(new URL("queries.json", dir)))
+  nativeQueries.push(...JSON.parse(readFileSync(new URL("queries.json", dir), "utf8")).sweep);
 if (existsSync(new URL("native.json", dir))) {
   const native = JSON.parse(readFileSync(new URL("native.json", dir), "utf8"));
   nativeContext = native.context ?? {};
   const names = { BM_Attnkit: ATTNKIT_NATIVE, BM_OpenBlas: "OpenBLAS sgemm", BM_Loop: "C++ loop" };
   for (const b of native.benchmarks) {
     if (b.aggregate_name && b.aggregate_name !== "median") continue;
-    if (b.run_name.startsWith("BM_FmaPeak")) { fmaPeak = Math.max(fmaPeak ?? 0, b.GFLOPs); continue; }
+    if (b.run_name.startsWith("BM_FmaPeak")) {
+      fmaPeak = Math.max(fmaPeak ?? 0, b.GFLOPs);
+      continue;
+    }
     const m = b.run_name.match(/^(BM_\w+)\/T:(\d+)\/causal:(\d)/);
     if (m && names[m[1]]) {
-      rows.push({ platform: "native", engine: names[m[1]], T: +m[2], causal: m[3] === "1", gflops: b.GFLOPs, ms: b.real_time });
+      rows.push({
+        platform: "native",
+        engine: names[m[1]],
+        T: +m[2],
+        causal: m[3] === "1",
+        gflops: b.GFLOPs,
+        ms: b.real_time,
+      });
       continue;
     }
     const t = b.run_name.match(/^BM_AttnkitThreads\/T:(\d+)\/causal:(\d)\/threads:(\d+)/);
-    if (t) extra.push({ engine: "attnkit one head", shape: `T=${t[1]}${t[2] === "1" ? " causal" : ""}`, threads: +t[3], gflops: b.GFLOPs, time: `${b.real_time.toFixed(2)} ms`, value: b.real_time });
+    if (t)
+      extra.push({
+        engine: "attnkit one head",
+        shape: `T=${t[1]}${t[2] === "1" ? " causal" : ""}`,
+        threads: +t[3],
+        gflops: b.GFLOPs,
+        time: `${b.real_time.toFixed(2)} ms`,
+        value: b.real_time,
+      });
     const h = b.run_name.match(/^BM_AttnkitMultiHead\/threads:(\d+)/);
-    if (h) extra.push({ engine: "attnkit multi-head", shape: "B=1 T=512 d_model=512 h=8", threads: +h[1], gflops: b.GFLOPs, time: `${b.real_time.toFixed(2)} ms`, value: b.real_time });
+    if (h)
+      extra.push({
+        engine: "attnkit multi-head",
+        shape: "B=1 T=512 d_model=512 h=8",
+        threads: +h[1],
+        gflops: b.GFLOPs,
+        time: `${b.real_time.toFixed(2)} ms`,
+        value: b.real_time,
+      });
     const d = b.run_name.match(/^BM_AttnkitDecode\/cache:(\d+)\/threads:(\d+)/);
-    if (d) extra.push({ engine: "attnkit decode", shape: `1 query, 8 heads, cache ${d[1]}`, threads: +d[2], gflops: b.GFLOPs, time: `${b.real_time.toFixed(1)} µs`, value: b.real_time });
+    if (d)
+      extra.push({
+        engine: "attnkit decode",
+        shape: `1 query, 8 heads, cache ${d[1]}`,
+        threads: +d[2],
+        gflops: b.GFLOPs,
+        time: `${b.real_time.toFixed(1)} µs`,
+        value: b.real_time,
+      });
     // OpenBLAS on the same shapes (one thread): compared with attnkit's one-thread row.
-    if (b.run_name.startsWith("BM_OpenBlasMultiHead")) extra.push({ engine: "OpenBLAS sgemm multi-head", peerOf: "attnkit multi-head", shape: "B=1 T=512 d_model=512 h=8", threads: 1, gflops: b.GFLOPs, time: `${b.real_time.toFixed(2)} ms`, value: b.real_time });
+    if (b.run_name.startsWith("BM_OpenBlasMultiHead"))
+      extra.push({
+        engine: "OpenBLAS sgemm multi-head",
+        peerOf: "attnkit multi-head",
+        shape: "B=1 T=512 d_model=512 h=8",
+        threads: 1,
+        gflops: b.GFLOPs,
+        time: `${b.real_time.toFixed(2)} ms`,
+        value: b.real_time,
+      });
     const od = b.run_name.match(/^BM_OpenBlasDecode\/cache:(\d+)/);
-    if (od) extra.push({ engine: "OpenBLAS sgemm decode", peerOf: "attnkit decode", shape: `1 query, 8 heads, cache ${od[1]}`, threads: 1, gflops: b.GFLOPs, time: `${b.real_time.toFixed(1)} µs`, value: b.real_time });
+    if (od)
+      extra.push({
+        engine: "OpenBLAS sgemm decode",
+        peerOf: "attnkit decode",
+        shape: `1 query, 8 heads, cache ${od[1]}`,
+        threads: 1,
+        gflops: b.GFLOPs,
+        time: `${b.real_time.toFixed(1)} µs`,
+        value: b.real_time,
+      });
   }
 }
 if (existsSync(new URL("wasm.json", dir))) {
@@ -53,9 +115,11 @@ if (existsSync(new URL("wasm.json", dir))) {
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const find = (engine, T, causal) => rows.find((r) => r.engine === engine && r.T === T && r.causal === causal);
+const find = (engine, T, causal) =>
+  rows.find((r) => r.engine === engine && r.T === T && r.causal === causal);
 const Ts = [...new Set(rows.filter((r) => r.T).map((r) => r.T))].sort((a, b) => a - b);
-const mb = (bytes) => (bytes / 2 ** 20 >= 10 ? (bytes / 2 ** 20).toFixed(0) : (bytes / 2 ** 20).toFixed(1));
+const mb = (bytes) =>
+  bytes / 2 ** 20 >= 10 ? (bytes / 2 ** 20).toFixed(0) : (bytes / 2 ** 20).toFixed(1);
 
 // One table: the reference engine first (with % of its platform's peak), then the
 // others with "attnkit N×" = reference GFLOP/s / that engine's GFLOP/s.
@@ -65,31 +129,71 @@ function table(title, ours, peak, engines, causal) {
   let md = `| ${title}, ${causal ? "causal" : "non-causal"} | ${Ts.map((t) => `T=${t}`).join(" | ")} |\n`;
   md += `|---|${Ts.map(() => "---:").join("|")}|\n`;
   for (const e of list) {
-    const label = rows.find((r) => r.engine === e)?.platform === "native" && title.startsWith("wasm") ? `${e} (native)` : e;
-    md += `| ${label} | ` + Ts.map((T) => {
-      const r = find(e, T, causal);
-      if (!r) return "–";
-      if (e === NATIVE_IN_NODE) return r.gflops.toFixed(1) + (r.peakShare ? ` (${(100 * r.peakShare).toFixed(0)}% of peak)` : "");
-      const base = (e.startsWith("onnxruntime") && title === "native" && find(NATIVE_IN_NODE, T, causal)) || find(ours, T, causal);
-      if (e === ours) return `**${r.gflops.toFixed(1)}**` + (peak ? ` (${(100 * r.gflops / peak).toFixed(0)}% of peak)` : "");
-      return `${r.gflops.toFixed(1)}` + (base ? ` (attnkit ${(base.gflops / r.gflops).toFixed(2)}×)` : "");
-    }).join(" | ") + " |\n";
+    const label =
+      rows.find((r) => r.engine === e)?.platform === "native" && title.startsWith("wasm")
+        ? `${e} (native)`
+        : e;
+    md +=
+      `| ${label} | ` +
+      Ts.map((T) => {
+        const r = find(e, T, causal);
+        if (!r) return "–";
+        if (e === NATIVE_IN_NODE)
+          return (
+            r.gflops.toFixed(1) +
+            (r.peakShare ? ` (${(100 * r.peakShare).toFixed(0)}% of peak)` : "")
+          );
+        const base =
+          (e.startsWith("onnxruntime") && title === "native" && find(NATIVE_IN_NODE, T, causal)) ||
+          find(ours, T, causal);
+        if (e === ours)
+          return (
+            `**${r.gflops.toFixed(1)}**` +
+            (peak ? ` (${((100 * r.gflops) / peak).toFixed(0)}% of peak)` : "")
+          );
+        return (
+          `${r.gflops.toFixed(1)}` +
+          (base ? ` (attnkit ${(base.gflops / r.gflops).toFixed(2)}×)` : "")
+        );
+      }).join(" | ") +
+      " |\n";
   }
   return md;
 }
 
-const nodeNative = [...new Set(rows.filter((r) => r.platform === "native" && r.engine.startsWith("onnxruntime")).map((r) => r.engine))];
-const wasmPeers = [...new Set(rows.filter((r) => r.platform === "wasm" && !r.engine.startsWith("attnkit")).map((r) => r.engine))];
+const nodeNative = [
+  ...new Set(
+    rows
+      .filter((r) => r.platform === "native" && r.engine.startsWith("onnxruntime"))
+      .map((r) => r.engine),
+  ),
+];
+const wasmPeers = [
+  ...new Set(
+    rows
+      .filter((r) => r.platform === "wasm" && !r.engine.startsWith("attnkit"))
+      .map((r) => r.engine),
+  ),
+];
 const nativeEngines = [ATTNKIT_NATIVE, "OpenBLAS sgemm", "C++ loop", NATIVE_IN_NODE, ...nodeNative];
-const wasmEngines = [ATTNKIT_WASM, "attnkit (wasm scalar)", "plain JS", ...wasmPeers, ...nodeNative];
+const wasmEngines = [
+  ATTNKIT_WASM,
+  "attnkit (wasm scalar)",
+  "plain JS",
+  ...wasmPeers,
+  ...nodeNative,
+];
 
-let md = "GFLOP/s (4·T²·d per head, also for causal runs; median of interleaved repetitions; one core, one thread, fp32; " +
+let md =
+  "GFLOP/s (4·T²·d per head, also for causal runs; median of interleaved repetitions; one core, one thread, fp32; " +
   "one head, d = 64). **Bold**: attnkit, with its share of the measured peak of that platform. " +
   "In parentheses: how many times faster attnkit is than that engine (below 1: slower). " +
   "Every engine's output was checked against attnkit's before timing (max abs difference < 1e-3).\n\n";
 const peaks = [];
-if (fmaPeak) peaks.push(`FMA peak of this core (Highway, best target): **${fmaPeak.toFixed(0)} GFLOP/s**`);
-if (wasmPeak) peaks.push(`WebAssembly SIMD128 mul+add peak in Node: **${wasmPeak.toFixed(1)} GFLOP/s**`);
+if (fmaPeak)
+  peaks.push(`FMA peak of this core (Highway, best target): **${fmaPeak.toFixed(0)} GFLOP/s**`);
+if (wasmPeak)
+  peaks.push(`WebAssembly SIMD128 mul+add peak in Node: **${wasmPeak.toFixed(1)} GFLOP/s**`);
 if (peaks.length) md += `Measured in the same run: ${peaks.join("; ")}.\n\n`;
 
 // How every engine ran: what the run removed from the environment, and the
@@ -98,17 +202,24 @@ if (peaks.length) md += `Measured in the same run: ${peaks.join("; ")}.\n\n`;
   const lines = [];
   if (envUnset) {
     const names = Object.entries(envUnset);
-    lines.push(names.length
-      ? `Environment: \`npm run bench\` removed ${names.map(([k, v]) => `\`${k}=${v}\``).join(", ")} for the whole run ` +
-        "(variables that force a library's kernel, cache sizes or threads; OpenBLAS then runs as on a user's machine)"
-      : "Environment: no variable that forces a library's kernel, cache sizes or threads was set");
+    lines.push(
+      names.length
+        ? `Environment: \`npm run bench\` removed ${names.map(([k, v]) => `\`${k}=${v}\``).join(", ")} for the whole run ` +
+            "(variables that force a library's kernel, cache sizes or threads; OpenBLAS then runs as on a user's machine)"
+        : "Environment: no variable that forces a library's kernel, cache sizes or threads was set",
+    );
   }
   if (nativeContext.openblas_corename) {
-    lines.push(`OpenBLAS: core **${nativeContext.openblas_corename}** (\`openblas_get_corename\`), build ` +
-      `\`${nativeContext.openblas_config}\` (\`openblas_get_config\`), one thread`);
+    lines.push(
+      `OpenBLAS: core **${nativeContext.openblas_corename}** (\`openblas_get_corename\`), build ` +
+        `\`${nativeContext.openblas_config}\` (\`openblas_get_config\`), one thread`,
+    );
   }
-  if (nativeContext.attnkit_target) lines.push(`attnkit native: Highway target **${nativeContext.attnkit_target}** (dynamic dispatch)`);
-  const byText = new Map();  // engines with the same description share a line
+  if (nativeContext.attnkit_target)
+    lines.push(
+      `attnkit native: Highway target **${nativeContext.attnkit_target}** (dynamic dispatch)`,
+    );
+  const byText = new Map(); // engines with the same description share a line
   for (const [name, info] of Object.entries(engineInfo)) {
     if (!info || name === "node") continue;
     const text = `${info.version ? ` ${info.version}` : ""}: ${info.kernel}${info.how ? ` (${info.how})` : ""}`;
@@ -117,14 +228,20 @@ if (peaks.length) md += `Measured in the same run: ${peaks.join("; ")}.\n\n`;
   for (const [text, names] of byText) lines.push(`${names.join(", ")}${text}`);
   const node = engineInfo.node;
   if (node) {
-    lines.push(`Node ${node.version} (V8 ${node.v8}), flags \`${node.execArgv.join(" ")}\`, NODE_OPTIONS ${node.NODE_OPTIONS ? `\`${node.NODE_OPTIONS}\`` : "unset"}` +
-      (node.cpu ? `; CPU ${node.cpu.model} (family ${node.cpu.family}, model ${node.cpu.modelNumber}; ${node.cpu.simd.join(", ")})` : ""));
+    lines.push(
+      `Node ${node.version} (V8 ${node.v8}), flags \`${node.execArgv.join(" ")}\`, NODE_OPTIONS ${node.NODE_OPTIONS ? `\`${node.NODE_OPTIONS}\`` : "unset"}` +
+        (node.cpu
+          ? `; CPU ${node.cpu.model} (family ${node.cpu.family}, model ${node.cpu.modelNumber}; ${node.cpu.simd.join(", ")})`
+          : ""),
+    );
   }
   if (lines.length) md += "How each engine ran:\n" + lines.map((l) => `- ${l}`).join("\n") + "\n\n";
 }
 
-for (const causal of [false, true]) md += table("native", ATTNKIT_NATIVE, fmaPeak, nativeEngines, causal) + "\n";
-for (const causal of [false, true]) md += table("wasm (Node)", ATTNKIT_WASM, wasmPeak, wasmEngines, causal) + "\n";
+for (const causal of [false, true])
+  md += table("native", ATTNKIT_NATIVE, fmaPeak, nativeEngines, causal) + "\n";
+for (const causal of [false, true])
+  md += table("wasm (Node)", ATTNKIT_WASM, wasmPeak, wasmEngines, causal) + "\n";
 // Plausibility: every engine's share of the peak measured on its own platform
 // (native: the FMA peak, wasm: the SIMD128 mul+add peak), non-causal. Below
 // 30% or above 100% is flagged: a library running a lesser kernel than the
@@ -133,8 +250,9 @@ const plausible = [];
 {
   // The scalar baselines (the C++ loop, attnkit's scalar wasm build) are
   // meant to sit far below the peak: not in this table.
-  const engines = [...new Set(rows.filter((r) => r.T && !r.causal && r.platform !== "js").map((r) => r.engine))]
-    .filter((e) => e !== "C++ loop" && e !== "attnkit (wasm scalar)");
+  const engines = [
+    ...new Set(rows.filter((r) => r.T && !r.causal && r.platform !== "js").map((r) => r.engine)),
+  ].filter((e) => e !== "C++ loop" && e !== "attnkit (wasm scalar)");
   let t = `| share of the same-platform peak, non-causal | ${Ts.map((x) => `T=${x}`).join(" | ")} |\n|---|${Ts.map(() => "---:").join("|")}|\n`;
   let any = false;
   for (const e of engines) {
@@ -142,7 +260,8 @@ const plausible = [];
     // Engines timed in Node's rounds (attnkit native's child, onnxruntime-node)
     // against the FMA peak the child measured in those rounds (median), the
     // Google Benchmark engines against its FMA peak.
-    const inNode = platform === "native" && !["attnkit (native)", "OpenBLAS sgemm", "C++ loop"].includes(e);
+    const inNode =
+      platform === "native" && !["attnkit (native)", "OpenBLAS sgemm", "C++ loop"].includes(e);
     const peakAt = (T) => {
       const child = inNode ? find(NATIVE_IN_NODE, T, false) : null;
       if (child?.peakRounds?.length) return median(child.peakRounds);
@@ -150,25 +269,34 @@ const plausible = [];
     };
     if (!Ts.some((T) => peakAt(T))) continue;
     any = true;
-    t += `| ${e}${e.includes(platform) ? "" : ` (${platform})`} | ` + Ts.map((T) => {
-      const r = find(e, T, false);
-      if (!r || !peakAt(T)) return "–";
-      const share = r.gflops / peakAt(T);
-      const flag = share < 0.3 || share > 1.0;
-      if (flag) plausible.push(`${e} at T=${T}: ${(100 * share).toFixed(0)}%`);
-      return `${(100 * share).toFixed(0)}%${flag ? " ⚠" : ""}`;
-    }).join(" | ") + " |\n";
+    t +=
+      `| ${e}${e.includes(platform) ? "" : ` (${platform})`} | ` +
+      Ts.map((T) => {
+        const r = find(e, T, false);
+        if (!r || !peakAt(T)) return "–";
+        const share = r.gflops / peakAt(T);
+        const flag = share < 0.3 || share > 1.0;
+        if (flag) plausible.push(`${e} at T=${T}: ${(100 * share).toFixed(0)}%`);
+        return `${(100 * share).toFixed(0)}%${flag ? " ⚠" : ""}`;
+      }).join(" | ") +
+      " |\n";
   }
   if (any) {
-    md += t + "\n⚠: below 30% or above 100% of the peak measured on the same platform (native: the FMA peak, for the " +
+    md +=
+      t +
+      "\n⚠: below 30% or above 100% of the peak measured on the same platform (native: the FMA peak, for the " +
       "engines timed in Node the median of the peaks attnkit's child measured in the same rounds; wasm: the SIMD128 " +
       "mul+add peak), flagged for a second look (the scalar baselines, far below it by design, are left out). " +
-      (plausible.length ? `Flagged: ${plausible.join("; ")}. Small shapes (T = 128) pay fixed costs per call and sit ` +
-        "low for every engine; a flag at T ≥ 512 means the engine ran well below the machine." : "Nothing flagged.") + "\n\n";
+      (plausible.length
+        ? `Flagged: ${plausible.join("; ")}. Small shapes (T = 128) pay fixed costs per call and sit ` +
+          "low for every engine; a flag at T ≥ 512 means the engine ran well below the machine."
+        : "Nothing flagged.") +
+      "\n\n";
   }
 }
 if (nodeNative.length) {
-  md += "Native engines: attnkit, OpenBLAS and the C++ loop run in Google Benchmark; onnxruntime-node (CPU EP, " +
+  md +=
+    "Native engines: attnkit, OpenBLAS and the C++ loop run in Google Benchmark; onnxruntime-node (CPU EP, " +
     "`intraOpNumThreads` = `interOpNumThreads` = 1, sequential) runs in Node in the same `npm run bench`. Its ratios " +
     `are against the row "${NATIVE_IN_NODE}": the same attnkit build (\`attnkit_bench --serve\`, a child process that ` +
     "times its own calls) timed in the same interleaved rounds as onnxruntime-node, so that both see the same state of " +
@@ -187,8 +315,10 @@ if (nodeNative.length) {
     variants.set(key, [...(variants.get(key) ?? []), `${r.T}${r.causal ? "c" : ""}`]);
   }
   if (variants.size) {
-    md += "Fastest formulation kept per shape (T; c = causal): " +
-      [...variants].map(([k, shapes]) => `${k} (${shapes.join(", ")})`).join("; ") + ".\n";
+    md +=
+      "Fastest formulation kept per shape (T; c = causal): " +
+      [...variants].map(([k, shapes]) => `${k} (${shapes.join(", ")})`).join("; ") +
+      ".\n";
   }
   md += "\n";
 }
@@ -197,7 +327,8 @@ if (nodeNative.length) {
 {
   const shares = rows.filter((r) => r.cpuShare !== undefined).map((r) => r.cpuShare);
   if (shares.length) {
-    md += `attnkit native's child process had ${(100 * Math.min(...shares)).toFixed(0)}-` +
+    md +=
+      `attnkit native's child process had ${(100 * Math.min(...shares)).toFixed(0)}-` +
       `${(100 * Math.max(...shares)).toFixed(0)}% of its core while timed (its CPU time over the wall-clock ` +
       "time, median over each shape's rounds; Node collects its garbage on its main thread before each timed call).\n\n";
   }
@@ -209,27 +340,38 @@ for (const s of skipped) {
   if (!groups.has(key)) groups.set(key, { engine: s.engine, reason: s.reason, shapes: [] });
   groups.get(key).shapes.push(s.shape ?? `T=${s.T}${s.causal ? " causal" : ""}`);
 }
-for (const g of groups.values()) md += `Not timed (–): ${g.engine} at ${g.shapes.join(", ")}: ${g.reason}.\n\n`;
+for (const g of groups.values())
+  md += `Not timed (–): ${g.engine} at ${g.shapes.join(", ")}: ${g.reason}.\n\n`;
 
 // The other shapes, timed in Node like the one-head tables: one column per shape.
 const shapeRows = rows.filter((r) => r.shape);
 if (shapeRows.length) {
   const shapes = [...new Set(shapeRows.map((r) => r.shape))];
-  const engines = [ATTNKIT_WASM, ...new Set(shapeRows.map((r) => r.engine))]
-    .filter((e, i, all) => all.indexOf(e) === i && shapeRows.some((r) => r.engine === e));
+  const engines = [ATTNKIT_WASM, ...new Set(shapeRows.map((r) => r.engine))].filter(
+    (e, i, all) => all.indexOf(e) === i && shapeRows.some((r) => r.engine === e),
+  );
   const at = (e, shape) => shapeRows.find((r) => r.engine === e && r.shape === shape);
   md += `| other shapes (Node, one thread) | ${shapes.join(" | ")} |\n|---|${shapes.map(() => "---:").join("|")}|\n`;
   for (const e of engines) {
     const platform = shapeRows.find((r) => r.engine === e).platform;
     const ours = platform === "native" ? NATIVE_IN_NODE : ATTNKIT_WASM;
-    md += `| ${platform === "native" && !e.includes("native") ? `${e} (native)` : e} | ` + shapes.map((shape) => {
-      const r = at(e, shape), base = at(ours, shape);
-      if (!r) return "–";
-      if (e === ours) return `**${r.gflops.toFixed(1)}**`;
-      return r.gflops.toFixed(1) + (base ? ` (attnkit ${(base.gflops / r.gflops).toFixed(2)}×)` : "");
-    }).join(" | ") + " |\n";
+    md +=
+      `| ${platform === "native" && !e.includes("native") ? `${e} (native)` : e} | ` +
+      shapes
+        .map((shape) => {
+          const r = at(e, shape),
+            base = at(ours, shape);
+          if (!r) return "–";
+          if (e === ours) return `**${r.gflops.toFixed(1)}**`;
+          return (
+            r.gflops.toFixed(1) + (base ? ` (attnkit ${(base.gflops / r.gflops).toFixed(2)}×)` : "")
+          );
+        })
+        .join(" | ") +
+      " |\n";
   }
-  md += "\nGFLOP/s, medians of the same interleaved rounds. Layer: one multi-head self-attention layer, " +
+  md +=
+    "\nGFLOP/s, medians of the same interleaved rounds. Layer: one multi-head self-attention layer, " +
     "x [1, 512, 512] → x W_Q, x W_K, x W_V → 8 heads of 64 → W_O, counted as 8·T·d_model² + 4·T²·d_model flops " +
     "(the projections are two thirds of the work); attnkit's `multiHeadAttention` with the weights passed in, the " +
     "ONNX models with them as constants (onnxruntime may prepack them), tfjs with them as tensors made once. " +
@@ -247,16 +389,25 @@ if (memRows.length) {
   md += `| peak memory, MB (Node engines, non-causal / causal) | ${memTs.map((t) => `T=${t}`).join(" | ")} |\n`;
   md += `|---|${memTs.map(() => "---:").join("|")}|\n`;
   for (const e of engines) {
-    md += `| ${e} | ` + memTs.map((T) => {
-      const a = memRows.find((r) => r.engine === e && r.T === T && !r.causal), b = memRows.find((r) => r.engine === e && r.T === T && r.causal);
-      const cell = (r) => (r ? mb(r.rssBytes) + (r.wasmBytes ? ` [${mb(r.wasmBytes)}]` : "") : "–");
-      return `${cell(a)} / ${cell(b)}`;
-    }).join(" | ") + " |\n";
+    md +=
+      `| ${e} | ` +
+      memTs
+        .map((T) => {
+          const a = memRows.find((r) => r.engine === e && r.T === T && !r.causal),
+            b = memRows.find((r) => r.engine === e && r.T === T && r.causal);
+          const cell = (r) =>
+            r ? mb(r.rssBytes) + (r.wasmBytes ? ` [${mb(r.wasmBytes)}]` : "") : "–";
+          return `${cell(a)} / ${cell(b)}`;
+        })
+        .join(" | ") +
+      " |\n";
   }
-  md += "\nGrowth of the resident set for one call (setup for that shape included), in a fresh process with the engine " +
+  md +=
+    "\nGrowth of the resident set for one call (setup for that shape included), in a fresh process with the engine " +
     "loaded and warmed up at T = 16 and the inputs already in JS arrays; [in brackets] the engine's whole wasm linear " +
     "memory after the call (it never shrinks), where the module is reachable.";
-  for (const r of memoryOnly) md += ` ${r.engine} at T=${r.T}${r.causal ? " causal" : ""}: wasm memory ${mb(r.wasmBytes)} MB, resident growth ${mb(r.rssBytes)} MB.`;
+  for (const r of memoryOnly)
+    md += ` ${r.engine} at T=${r.T}${r.causal ? " causal" : ""}: wasm memory ${mb(r.wasmBytes)} MB, resident growth ${mb(r.rssBytes)} MB.`;
   md += "\n\n";
 }
 
@@ -265,10 +416,14 @@ const targets = [];
 const atLeast = (T) => Ts.filter((t) => t >= T);
 function ratioRow(label, ours, peers, causal, need, minT) {
   const cells = [];
-  let ok = true, any = false;
+  let ok = true,
+    any = false;
   for (const T of atLeast(minT)) {
     const base = find(ours, T, causal);
-    const best = peers.map((p) => find(p, T, causal)).filter(Boolean).sort((a, b) => b.gflops - a.gflops)[0];
+    const best = peers
+      .map((p) => find(p, T, causal))
+      .filter(Boolean)
+      .sort((a, b) => b.gflops - a.gflops)[0];
     if (!base || !best) continue;
     any = true;
     const ratio = base.gflops / best.gflops;
@@ -277,52 +432,79 @@ function ratioRow(label, ours, peers, causal, need, minT) {
     const digits = ratio < need && +ratio.toFixed(2) >= need ? 3 : 2;
     cells.push(`T=${T}: ${ratio.toFixed(digits)}× (vs ${best.engine})`);
   }
-  if (any) targets.push(`| ${label} | ≥ ${need}× | ${cells.join("; ")} | ${ok ? "met" : "**missed**"} |`);
+  if (any)
+    targets.push(`| ${label} | ≥ ${need}× | ${cells.join("; ")} | ${ok ? "met" : "**missed**"} |`);
 }
 ratioRow("wasm vs best wasm peer, non-causal, T ≥ 512", ATTNKIT_WASM, wasmPeers, false, 1.3, 512);
 ratioRow("wasm vs best wasm peer, causal, T ≥ 512", ATTNKIT_WASM, wasmPeers, true, 2, 512);
 ratioRow("wasm vs plain JS, non-causal", ATTNKIT_WASM, ["plain JS"], false, 6, 0);
 ratioRow("wasm vs plain JS, causal", ATTNKIT_WASM, ["plain JS"], true, 6, 0);
 const nativeVsOrt = rows.some((r) => r.engine === NATIVE_IN_NODE) ? NATIVE_IN_NODE : ATTNKIT_NATIVE;
-ratioRow("native vs onnxruntime-node, non-causal, T ≥ 512", nativeVsOrt, nodeNative, false, 1.0, 512);
+ratioRow(
+  "native vs onnxruntime-node, non-causal, T ≥ 512",
+  nativeVsOrt,
+  nodeNative,
+  false,
+  1.0,
+  512,
+);
 ratioRow("native vs onnxruntime-node, causal, T ≥ 512", nativeVsOrt, nodeNative, true, 1.5, 512);
 // The share of the FMA peak: from Node's rounds, where the child measured the
 // peak right after each of its timings, when there; Google Benchmark's medians
 // (the kernel and the peak timed up to minutes apart) alongside.
-const n2048 = find(ATTNKIT_NATIVE, 2048, false), inRounds = find(NATIVE_IN_NODE, 2048, false);
+const n2048 = find(ATTNKIT_NATIVE, 2048, false),
+  inRounds = find(NATIVE_IN_NODE, 2048, false);
 if ((n2048 && fmaPeak) || inRounds?.peakShare) {
-  const gb = n2048 && fmaPeak ? 100 * n2048.gflops / fmaPeak : null;
-  const gbText = gb === null ? "" : `Google Benchmark medians: ${gb.toFixed(0)}% (${n2048.gflops.toFixed(1)} of ${fmaPeak.toFixed(0)} GFLOP/s)`;
+  const gb = n2048 && fmaPeak ? (100 * n2048.gflops) / fmaPeak : null;
+  const gbText =
+    gb === null
+      ? ""
+      : `Google Benchmark medians: ${gb.toFixed(0)}% (${n2048.gflops.toFixed(1)} of ${fmaPeak.toFixed(0)} GFLOP/s)`;
   const pct = inRounds?.peakShare ? 100 * inRounds.peakShare : gb;
   const text = inRounds?.peakShare
     ? `${pct.toFixed(0)}% (median over ${inRounds.peakRounds.length} of Node's rounds of attnkit's GFLOP/s over the FMA peak measured right after it` +
       `${gbText ? `; ${gbText}` : ""})`
     : gbText;
-  targets.push(`| native share of the FMA peak, T = 2048, non-causal | ≥ 70% | ${text} | ${pct >= 70 ? "met" : "**missed**"} |`);
+  targets.push(
+    `| native share of the FMA peak, T = 2048, non-causal | ≥ 70% | ${text} | ${pct >= 70 ? "met" : "**missed**"} |`,
+  );
 }
 for (const r of memoryOnly) {
-  targets.push(`| wasm memory, one head, T = ${r.T}, d = 64 | ≤ 64 MB | ${mb(r.wasmBytes)} MB | ${r.wasmBytes <= 64 * 2 ** 20 ? "met" : "**missed**"} |`);
+  targets.push(
+    `| wasm memory, one head, T = ${r.T}, d = 64 | ≤ 64 MB | ${mb(r.wasmBytes)} MB | ${r.wasmBytes <= 64 * 2 ** 20 ? "met" : "**missed**"} |`,
+  );
 }
-if (targets.length) md += `| target (issue #5) | needed | measured | |\n|---|---|---|---|\n${targets.join("\n")}\n\n`;
+if (targets.length)
+  md += `| target (issue #5) | needed | measured | |\n|---|---|---|---|\n${targets.join("\n")}\n\n`;
 
 const cacheOf = (r) => parseInt(r.shape.match(/cache (\d+)/)?.[1] ?? 0);
 // attnkit's rows of a shape, then OpenBLAS on the same shape.
-extra.sort((a, b) => (a.peerOf ?? a.engine).localeCompare(b.peerOf ?? b.engine) || cacheOf(a) - cacheOf(b) ||
-  a.shape.localeCompare(b.shape) || !!a.peerOf - !!b.peerOf || a.threads - b.threads);
+extra.sort(
+  (a, b) =>
+    (a.peerOf ?? a.engine).localeCompare(b.peerOf ?? b.engine) ||
+    cacheOf(a) - cacheOf(b) ||
+    a.shape.localeCompare(b.shape) ||
+    !!a.peerOf - !!b.peerOf ||
+    a.threads - b.threads,
+);
 // Speed-up over one thread of the same shape (for one head: the table above).
 const oneThreadMs = (r) => {
   if (r.engine === "attnkit one head") {
     const [, T, causal] = r.shape.match(/T=(\d+)( causal)?/);
     return find(ATTNKIT_NATIVE, +T, !!causal)?.ms;
   }
-  return extra.find((o) => o.engine === r.engine && o.shape === r.shape && o.threads === 1)?.value;  // same unit: same benchmark
+  return extra.find((o) => o.engine === r.engine && o.shape === r.shape && o.threads === 1)?.value; // same unit: same benchmark
 };
 if (extra.length) {
-  md += "| other shapes (native, Google Benchmark) | threads | GFLOP/s | time | vs 1 thread (vs OpenBLAS) |\n|---|---:|---:|---:|---:|\n";
+  md +=
+    "| other shapes (native, Google Benchmark) | threads | GFLOP/s | time | vs 1 thread (vs OpenBLAS) |\n|---|---:|---:|---:|---:|\n";
   for (const r of extra) {
     let note = "";
-    if (r.peerOf) {  // OpenBLAS: how many times faster attnkit's one thread is
-      const ours = extra.find((o) => o.engine === r.peerOf && o.shape === r.shape && o.threads === 1);
+    if (r.peerOf) {
+      // OpenBLAS: how many times faster attnkit's one thread is
+      const ours = extra.find(
+        (o) => o.engine === r.peerOf && o.shape === r.shape && o.threads === 1,
+      );
       if (ours) note = `(attnkit ${(r.value / ours.value).toFixed(2)}×)`;
     } else {
       const base = oneThreadMs(r);
@@ -332,66 +514,110 @@ if (extra.length) {
   }
 }
 // Small calls (bench/wasm/small.mjs and BM_AttnkitQueries): microseconds per
-// call, their own tables and targets (issue #18), also in the README between
-// the small-calls markers.
+// call, their own tables and targets, also in docs/benchmarks.md between the
+// small-calls markers.
 let smallMd = "";
 if (small) {
-  const TYPED = "attnkit (typed arrays)", NESTED = "attnkit (nested arrays)", JS = "plain JS";
-  const sq = (engine, d, T) => small.square.find((r) => r.engine === engine && r.d === d && r.T === T);
+  const TYPED = "attnkit (typed arrays)",
+    NESTED = "attnkit (nested arrays)",
+    JS = "plain JS";
+  const sq = (engine, d, T) =>
+    small.square.find((r) => r.engine === engine && r.d === d && r.T === T);
   const us = (x) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
   const dims = [...new Set(small.square.map((r) => r.d))];
   const smallTargets = [];
   for (const d of dims) {
-    const Tsq = [...new Set(small.square.filter((r) => r.d === d).map((r) => r.T))].sort((a, b) => a - b);
+    const Tsq = [...new Set(small.square.filter((r) => r.d === d).map((r) => r.T))].sort(
+      (a, b) => a - b,
+    );
     smallMd += `| small calls, d = ${d}, µs per call | ${Tsq.map((T) => `T=${T}`).join(" | ")} |\n|---|${Tsq.map(() => "---:").join("|")}|\n`;
     smallMd += `| ${TYPED} | ${Tsq.map((T) => `**${us(sq(TYPED, d, T).us)}**`).join(" | ")} |\n`;
-    smallMd += `| ${JS} | ${Tsq.map((T) => { const j = sq(JS, d, T), a = sq(TYPED, d, T); return `${us(j.us)} (attnkit ${(j.us / a.us).toFixed(2)}×)`; }).join(" | ")} |\n`;
-    smallMd += `| ${NESTED} | ${Tsq.map((T) => { const n = sq(NESTED, d, T), a = sq(TYPED, d, T); return `${us(n.us)} (${(n.us / a.us).toFixed(2)}× typed)`; }).join(" | ")} |\n\n`;
+    smallMd += `| ${JS} | ${Tsq.map((T) => {
+      const j = sq(JS, d, T),
+        a = sq(TYPED, d, T);
+      return `${us(j.us)} (attnkit ${(j.us / a.us).toFixed(2)}×)`;
+    }).join(" | ")} |\n`;
+    smallMd += `| ${NESTED} | ${Tsq.map((T) => {
+      const n = sq(NESTED, d, T),
+        a = sq(TYPED, d, T);
+      return `${us(n.us)} (${(n.us / a.us).toFixed(2)}× typed)`;
+    }).join(" | ")} |\n\n`;
     // attnkit at least as fast as plain JS from T = 4 (d = 8) / T = 2 (d = 64).
     const from = d === 8 ? 4 : d === 64 ? 2 : null;
     if (from !== null) {
-      const cells = Tsq.filter((T) => T >= from).map((T) => ({ T, r: sq(JS, d, T).us / sq(TYPED, d, T).us }));
+      const cells = Tsq.filter((T) => T >= from).map((T) => ({
+        T,
+        r: sq(JS, d, T).us / sq(TYPED, d, T).us,
+      }));
       const bad = cells.filter((c) => c.r < 1);
       const worst = cells.reduce((a, b) => (b.r < a.r ? b : a));
-      smallTargets.push(`| attnkit (typed) at least as fast as plain JS, d = ${d}, T ≥ ${from} | ≥ 1× | ` +
-        (bad.length ? `slower at ${bad.map((c) => `T=${c.T}: ${c.r.toFixed(2)}×`).join(", ")}` : `slowest ratio ${worst.r.toFixed(2)}× (T=${worst.T})`) +
-        ` | ${bad.length ? "**missed**" : "met"} |`);
+      smallTargets.push(
+        `| attnkit (typed) at least as fast as plain JS, d = ${d}, T ≥ ${from} | ≥ 1× | ` +
+          (bad.length
+            ? `slower at ${bad.map((c) => `T=${c.T}: ${c.r.toFixed(2)}×`).join(", ")}`
+            : `slowest ratio ${worst.r.toFixed(2)}× (T=${worst.T})`) +
+          ` | ${bad.length ? "**missed**" : "met"} |`,
+      );
     }
   }
   {
-    const cells = small.square.filter((r) => r.engine === NESTED).map((r) => ({ d: r.d, T: r.T, r: r.us / sq(TYPED, r.d, r.T).us }));
+    const cells = small.square
+      .filter((r) => r.engine === NESTED)
+      .map((r) => ({ d: r.d, T: r.T, r: r.us / sq(TYPED, r.d, r.T).us }));
     const bad = cells.filter((c) => c.r > 1.2);
     const worst = cells.reduce((a, b) => (b.r > a.r ? b : a));
-    smallTargets.push(`| nested arrays no slower than 1.2× typed arrays | ≤ 1.2× | ` +
-      (bad.length ? `over at ${bad.map((c) => `d=${c.d} T=${c.T}: ${c.r.toFixed(c.r.toFixed(2) === "1.20" ? 3 : 2)}×`).join(", ")}` : `worst ${worst.r.toFixed(2)}× (d=${worst.d}, T=${worst.T})`) +
-      ` | ${bad.length ? "**missed**" : "met"} |`);
+    smallTargets.push(
+      `| nested arrays no slower than 1.2× typed arrays | ≤ 1.2× | ` +
+        (bad.length
+          ? `over at ${bad.map((c) => `d=${c.d} T=${c.T}: ${c.r.toFixed(c.r.toFixed(2) === "1.20" ? 3 : 2)}×`).join(", ")}`
+          : `worst ${worst.r.toFixed(2)}× (d=${worst.d}, T=${worst.T})`) +
+        ` | ${bad.length ? "**missed**" : "met"} |`,
+    );
   }
   // The T_q sweep: wasm (the package) and native (Google Benchmark), with the
   // ratio of each time to the previous T_q's.
   const sweepRows = [];
   for (const keys of [...new Set(small.sweep.map((r) => r.keys))]) {
-    const pts = small.sweep.filter((r) => r.keys === keys && r.engine === TYPED).sort((a, b) => a.T_q - b.T_q);
-    sweepRows.push({ label: `${keys} keys, wasm (package)`, where: "wasm", keys, pts: pts.map((p) => ({ T_q: p.T_q, us: p.us })) });
+    const pts = small.sweep
+      .filter((r) => r.keys === keys && r.engine === TYPED)
+      .sort((a, b) => a.T_q - b.T_q);
+    sweepRows.push({
+      label: `${keys} keys, wasm (package)`,
+      where: "wasm",
+      keys,
+      pts: pts.map((p) => ({ T_q: p.T_q, us: p.us })),
+    });
     const nat = nativeQueries.filter((r) => r.keys === keys).sort((a, b) => a.T_q - b.T_q);
-    if (nat.length) sweepRows.push({ label: `${keys} keys, native`, where: "native", keys, pts: nat });
+    if (nat.length)
+      sweepRows.push({ label: `${keys} keys, native`, where: "native", keys, pts: nat });
   }
   const Tqs = [...new Set(sweepRows.flatMap((r) => r.pts.map((p) => p.T_q)))].sort((a, b) => a - b);
-  smallMd += `| T_q queries against T_k keys, d = 64, µs per call (× the previous T_q) | ${Tqs.map((t) => `T_q=${t}`).join(" | ")} |\n` +
+  smallMd +=
+    `| T_q queries against T_k keys, d = 64, µs per call (× the previous T_q) | ${Tqs.map((t) => `T_q=${t}`).join(" | ")} |\n` +
     `|---|${Tqs.map(() => "---:").join("|")}|\n`;
   for (const row of sweepRows) {
-    smallMd += `| ${row.label} | ` + Tqs.map((t) => {
-      const i = row.pts.findIndex((p) => p.T_q === t);
-      if (i < 0) return "–";
-      const p = row.pts[i], prev = row.pts[i - 1];
-      return `${row.where === "js" ? us(p.us) : `**${us(p.us)}**`}` + (prev && prev.T_q === t - 1 ? ` (${(p.us / prev.us).toFixed(2)}×)` : "");
-    }).join(" | ") + " |\n";
+    smallMd +=
+      `| ${row.label} | ` +
+      Tqs.map((t) => {
+        const i = row.pts.findIndex((p) => p.T_q === t);
+        if (i < 0) return "–";
+        const p = row.pts[i],
+          prev = row.pts[i - 1];
+        return (
+          `${row.where === "js" ? us(p.us) : `**${us(p.us)}**`}` +
+          (prev && prev.T_q === t - 1 ? ` (${(p.us / prev.us).toFixed(2)}×)` : "")
+        );
+      }).join(" | ") +
+      " |\n";
   }
   for (const where of ["wasm", "native"]) {
     const steps = [];
     for (const row of sweepRows.filter((r) => r.where === where)) {
       for (let i = 1; i < row.pts.length; ++i) {
-        const a = row.pts[i - 1], b = row.pts[i];
-        if (b.T_q === a.T_q + 1) steps.push({ keys: row.keys, from: a.T_q, r: b.us / a.us, work: b.T_q / a.T_q });
+        const a = row.pts[i - 1],
+          b = row.pts[i];
+        if (b.T_q === a.T_q + 1)
+          steps.push({ keys: row.keys, from: a.T_q, r: b.us / a.us, work: b.T_q / a.T_q });
       }
     }
     if (!steps.length) continue;
@@ -399,12 +625,17 @@ if (small) {
     // Beyond the added work: the time ratio over the ratio of query counts.
     const beyond = steps.filter((s) => s.r / s.work > 1.2);
     const worst = steps.reduce((a, b) => (b.r / b.work > a.r / a.work ? b : a));
-    smallTargets.push(`| no step up of more than 1.2× between consecutive T_q (${where}) | ≤ 1.2× | ` +
-      (over.length ? `time ratio over 1.2× at ${over.map((s) => `${s.keys} keys ${s.from}→${s.from + 1}: ${s.r.toFixed(s.r.toFixed(2) === "1.20" ? 3 : 2)}×`).join(", ")}` : "every time ratio ≤ 1.2×") +
-      `; divided by the added queries ((T_q + 1) / T_q), the worst is ${(worst.r / worst.work).toFixed(2)}× (${worst.keys} keys, ${worst.from}→${worst.from + 1})` +
-      ` | ${over.length ? (beyond.length ? "**missed**" : "**missed** as a time ratio (the time grows with the work; no step beyond it)") : "met"} |`);
+    smallTargets.push(
+      `| no step up of more than 1.2× between consecutive T_q (${where}) | ≤ 1.2× | ` +
+        (over.length
+          ? `time ratio over 1.2× at ${over.map((s) => `${s.keys} keys ${s.from}→${s.from + 1}: ${s.r.toFixed(s.r.toFixed(2) === "1.20" ? 3 : 2)}×`).join(", ")}`
+          : "every time ratio ≤ 1.2×") +
+        `; divided by the added queries ((T_q + 1) / T_q), the worst is ${(worst.r / worst.work).toFixed(2)}× (${worst.keys} keys, ${worst.from}→${worst.from + 1})` +
+        ` | ${over.length ? (beyond.length ? "**missed**" : "**missed** as a time ratio (the time grows with the work; no step beyond it)") : "met"} |`,
+    );
   }
-  smallMd += "\nSmall calls: one call of the npm package's `attention(Q, K, V)` (wasm SIMD128, from `dist/`, as a JS user " +
+  smallMd +=
+    "\nSmall calls: one call of the npm package's `attention(Q, K, V)` (wasm SIMD128, from `dist/`, as a JS user " +
     "calls it) against the plain JS engine (Float32Array inputs, its output array reused), median over " +
     `${small.rounds} interleaved rounds of ~${small.batchMs} ms batches in one Node process, µs per call (lower is better; ` +
     "in parentheses plain JS's time over attnkit's, and nested arrays' over typed arrays'). Typed arrays: " +
@@ -417,24 +648,47 @@ writeFileSync(new URL("results.md", dir), md + (smallMd ? `${smallMd}\n` : ""));
 
 // SVG: GFLOP/s (log scale) against T (log2), one panel per masking, one polyline
 // per engine; native engines solid, wasm dashed, JS dotted; the two peaks as grey lines.
-const engines = [...nativeEngines, ...wasmEngines.filter((e) => !nativeEngines.includes(e))]
-  .filter((e) => e !== NATIVE_IN_NODE && rows.some((r) => r.engine === e && r.T));
+const engines = [...nativeEngines, ...wasmEngines.filter((e) => !nativeEngines.includes(e))].filter(
+  (e) => e !== NATIVE_IN_NODE && rows.some((r) => r.engine === e && r.T),
+);
 const palette = {
-  [ATTNKIT_NATIVE]: "#1f4fb4", [ATTNKIT_WASM]: "#d62728", "attnkit (wasm scalar)": "#f28e8e", "OpenBLAS sgemm": "#ff7f0e",
-  "C++ loop": "#8c564b", "plain JS": "#7f7f7f", "onnxruntime-node MultiHeadAttention": "#2ca02c",
-  "onnxruntime-node MatMul graph": "#17becf", "onnxruntime-web MultiHeadAttention": "#9467bd",
-  "onnxruntime-web MatMul graph": "#e377c2", "tfjs-backend-wasm": "#bcbd22",
+  [ATTNKIT_NATIVE]: "#1f4fb4",
+  [ATTNKIT_WASM]: "#d62728",
+  "attnkit (wasm scalar)": "#f28e8e",
+  "OpenBLAS sgemm": "#ff7f0e",
+  "C++ loop": "#8c564b",
+  "plain JS": "#7f7f7f",
+  "onnxruntime-node MultiHeadAttention": "#2ca02c",
+  "onnxruntime-node MatMul graph": "#17becf",
+  "onnxruntime-web MultiHeadAttention": "#9467bd",
+  "onnxruntime-web MatMul graph": "#e377c2",
+  "tfjs-backend-wasm": "#bcbd22",
 };
 const spare = ["#393b79", "#637939", "#8c6d31", "#843c39"];
 const colorOf = (e, i) => palette[e] ?? spare[i % spare.length];
-const W = 1020, H = 380, top = 30, bottom = 44, left = 54, panelW = 300, gap = 40, legendX = left + 2 * panelW + gap + 20;
-const all = rows.filter((r) => r.T).map((r) => r.gflops).concat([fmaPeak, wasmPeak].filter(Boolean));
-const gMin = Math.min(...all) / 1.5, gMax = Math.max(...all) * 1.5;
+const W = 1020,
+  H = 380,
+  top = 30,
+  bottom = 44,
+  left = 54,
+  panelW = 300,
+  gap = 40,
+  legendX = left + 2 * panelW + gap + 20;
+const all = rows
+  .filter((r) => r.T)
+  .map((r) => r.gflops)
+  .concat([fmaPeak, wasmPeak].filter(Boolean));
+const gMin = Math.min(...all) / 1.5,
+  gMax = Math.max(...all) * 1.5;
 const ticks = [];
 for (let p = Math.floor(Math.log10(gMin)); p <= Math.ceil(Math.log10(gMax)); ++p) {
-  for (const m of [1, 2, 5]) if (m * 10 ** p >= gMin && m * 10 ** p <= gMax) ticks.push(+(m * 10 ** p).toPrecision(1));
+  for (const m of [1, 2, 5])
+    if (m * 10 ** p >= gMin && m * 10 ** p <= gMax) ticks.push(+(m * 10 ** p).toPrecision(1));
 }
-const y = (g) => top + (H - top - bottom) * (1 - (Math.log10(g) - Math.log10(gMin)) / (Math.log10(gMax) - Math.log10(gMin)));
+const y = (g) =>
+  top +
+  (H - top - bottom) *
+    (1 - (Math.log10(g) - Math.log10(gMin)) / (Math.log10(gMax) - Math.log10(gMin)));
 const style = (e) => {
   const p = rows.find((r) => r.engine === e)?.platform;
   return p === "native" ? "" : p === "js" ? ' stroke-dasharray="2 3"' : ' stroke-dasharray="6 3"';
@@ -443,49 +697,74 @@ let svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" fo
 svg += `<rect width="${W}" height="${H}" fill="white"/>\n`;
 [false, true].forEach((causal, p) => {
   const x0 = left + p * (panelW + gap);
-  const x = (T) => x0 + panelW * (Ts.length > 1 ? (Math.log2(T) - Math.log2(Ts[0])) / (Math.log2(Ts.at(-1)) - Math.log2(Ts[0])) : 0.5);
+  const x = (T) =>
+    x0 +
+    panelW *
+      (Ts.length > 1
+        ? (Math.log2(T) - Math.log2(Ts[0])) / (Math.log2(Ts.at(-1)) - Math.log2(Ts[0]))
+        : 0.5);
   svg += `<text x="${x0}" y="${top - 12}" font-size="12">GFLOP/s, one head, d=64, ${causal ? "causal" : "non-causal"}</text>\n`;
   for (const g of ticks) {
     svg += `<line x1="${x0}" x2="${x0 + panelW}" y1="${y(g)}" y2="${y(g)}" stroke="#ddd"/>`;
     svg += `<text x="${x0 - 4}" y="${y(g) + 4}" text-anchor="end">${g}</text>\n`;
   }
-  for (const T of Ts) svg += `<text x="${x(T)}" y="${H - bottom + 15}" text-anchor="middle">${T}</text>`;
+  for (const T of Ts)
+    svg += `<text x="${x(T)}" y="${H - bottom + 15}" text-anchor="middle">${T}</text>`;
   svg += `<text x="${x0 + panelW / 2}" y="${H - 8}" text-anchor="middle">T (tokens)</text>\n`;
-  for (const [name, g] of [["FMA peak (native)", fmaPeak], ["SIMD128 peak (wasm)", wasmPeak]]) {
-    if (g) svg += `<line x1="${x0}" x2="${x0 + panelW}" y1="${y(g)}" y2="${y(g)}" stroke="#999" stroke-width="1.5" stroke-dasharray="1 2"/><text x="${x0 + panelW - 2}" y="${y(g) - 3}" text-anchor="end" fill="#777">${name}</text>\n`;
+  for (const [name, g] of [
+    ["FMA peak (native)", fmaPeak],
+    ["SIMD128 peak (wasm)", wasmPeak],
+  ]) {
+    if (g)
+      svg += `<line x1="${x0}" x2="${x0 + panelW}" y1="${y(g)}" y2="${y(g)}" stroke="#999" stroke-width="1.5" stroke-dasharray="1 2"/><text x="${x0 + panelW - 2}" y="${y(g) - 3}" text-anchor="end" fill="#777">${name}</text>\n`;
   }
   engines.forEach((e, i) => {
     const pts = Ts.map((T) => find(e, T, causal)).filter(Boolean);
     if (!pts.length) return;
     const c = colorOf(e, i);
     svg += `<polyline fill="none" stroke="${c}" stroke-width="${e.startsWith("attnkit") ? 3 : 1.8}"${style(e)} points="${pts.map((r) => `${x(r.T).toFixed(1)},${y(r.gflops).toFixed(1)}`).join(" ")}"/>\n`;
-    for (const r of pts) svg += `<circle cx="${x(r.T).toFixed(1)}" cy="${y(r.gflops).toFixed(1)}" r="2.5" fill="${c}"/>`;
+    for (const r of pts)
+      svg += `<circle cx="${x(r.T).toFixed(1)}" cy="${y(r.gflops).toFixed(1)}" r="2.5" fill="${c}"/>`;
     svg += "\n";
   });
 });
 engines.forEach((e, i) => {
-  const c = colorOf(e, i), yy = top + 16 * i;
-  const label = rows.find((r) => r.engine === e)?.platform === "native" && !e.includes("native") && e.startsWith("onnxruntime-node") ? `${e} (native)` : e;
+  const c = colorOf(e, i),
+    yy = top + 16 * i;
+  const label =
+    rows.find((r) => r.engine === e)?.platform === "native" &&
+    !e.includes("native") &&
+    e.startsWith("onnxruntime-node")
+      ? `${e} (native)`
+      : e;
   svg += `<line x1="${legendX}" x2="${legendX + 22}" y1="${yy - 4}" y2="${yy - 4}" stroke="${c}" stroke-width="${e.startsWith("attnkit") ? 3 : 1.8}"${style(e)}/><text x="${legendX + 28}" y="${yy}" fill="${c}">${label}</text>\n`;
 });
 svg += `<text x="${legendX}" y="${top + 16 * engines.length + 10}" fill="#555">solid: native · dashed: wasm · dotted: JS</text>\n`;
 svg += "</svg>\n";
 writeFileSync(new URL("gflops.svg", dir), svg);
 
-// README: replace the text between the markers.
-const readmeUrl = new URL("../../README.md", dir);
+// docs/benchmarks.md: replace the text between the markers.
+const readmeUrl = new URL("../../docs/benchmarks.md", dir);
 const readme = readFileSync(readmeUrl, "utf8");
-const start = "<!-- bench:start -->", end = "<!-- bench:end -->";
+const start = "<!-- bench:start -->",
+  end = "<!-- bench:end -->";
 if (readme.includes(start) && readme.includes(end)) {
   const before = readme.slice(0, readme.indexOf(start) + start.length);
   const after = readme.slice(readme.indexOf(end));
-  writeFileSync(readmeUrl, `${before}\n${md}\n![GFLOP/s against T](bench/results/gflops.svg)\n\n${after}`);
+  writeFileSync(
+    readmeUrl,
+    `${before}\n${md}\n![GFLOP/s against T](../bench/results/gflops.svg)\n\n${after}`,
+  );
 }
 {
   const text = readFileSync(readmeUrl, "utf8");
-  const s0 = "<!-- small:start -->", s1 = "<!-- small:end -->";
+  const s0 = "<!-- small:start -->",
+    s1 = "<!-- small:end -->";
   if (smallMd && text.includes(s0) && text.includes(s1)) {
-    writeFileSync(readmeUrl, `${text.slice(0, text.indexOf(s0) + s0.length)}\n${smallMd}\n${text.slice(text.indexOf(s1))}`);
+    writeFileSync(
+      readmeUrl,
+      `${text.slice(0, text.indexOf(s0) + s0.length)}\n${smallMd}\n${text.slice(text.indexOf(s1))}`,
+    );
   }
 }
 console.log(md);

@@ -2,7 +2,7 @@
 # npm run bench: native (Google Benchmark) and Node (WebAssembly, JS and the
 # peers of bench/peers.mjs) benchmarks, each engine timed in the same run on the
 # same shapes, one core. Writes bench/results/{native,wasm}.json, results.md,
-# gflops.svg and the README tables; bench/wasm/small.mjs and attnkit_bench
+# gflops.svg and the tables of docs/benchmarks.md; bench/wasm/small.mjs and attnkit_bench
 # --queries time small calls (bench/results/small.json, queries.json).
 # --quick (also `npm run bench --quick`, which npm passes as npm_config_quick):
 # fewer shapes and repetitions.

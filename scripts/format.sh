@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The formatting of the sources: clang-format (.clang-format) for the C++ of
-# src/, tests/, bench/native and examples, Prettier (.prettierrc) for the JS and TS of
+# src/, tests/, bench/native, bench/wasm and examples, Prettier (.prettierrc) for the JS and TS of
 # src/js, tests/js, bench, scripts and examples.
 # Usage: scripts/format.sh            rewrites the files in place
 #        scripts/format.sh --check    changes nothing; lists the files that
@@ -15,7 +15,7 @@ case "${1:-}" in
 esac
 
 shopt -s nullglob
-mapfile -t cxx < <(find src tests bench/native examples -type f \( -name '*.cc' -o -name '*.h' \) | sort)
+mapfile -t cxx < <(find src tests bench/native bench/wasm examples -type f \( -name '*.cc' -o -name '*.h' \) | sort)
 js=(src/js tests/js bench/*.mjs bench/wasm/*.mjs scripts/*.mjs examples)
 prettier=node_modules/.bin/prettier
 command -v clang-format >/dev/null || { echo "format: clang-format is missing (bash scripts/setup.sh)" >&2; exit 1; }
