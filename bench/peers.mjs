@@ -29,17 +29,30 @@ import { fileURLToPath } from "node:url";
 
 const require = createRequire(import.meta.url);
 // The peers' packages come from bench/package-lock.json (scripts/bench.sh runs npm ci in bench/).
-const hint = (err) => new Error(`${err.message.split("\n")[0]}: run npm ci in bench/ (scripts/bench.sh does), ` +
-                                "or pass --no-peers to time attnkit and plain JS only");
-const need = (name) => { try { return require(name); } catch (err) { throw hint(err); } };
-const D = 64, HEADS = 8, D_MODEL = HEADS * D;
+const hint = (err) =>
+  new Error(
+    `${err.message.split("\n")[0]}: run npm ci in bench/ (scripts/bench.sh does), ` +
+      "or pass --no-peers to time attnkit and plain JS only",
+  );
+const need = (name) => {
+  try {
+    return require(name);
+  } catch (err) {
+    throw hint(err);
+  }
+};
+const D = 64,
+  HEADS = 8,
+  D_MODEL = HEADS * D;
 const modelsDir = fileURLToPath(new URL("./models/", import.meta.url));
 const packageVersion = (name) =>
-  JSON.parse(readFileSync(new URL(`./node_modules/${name}/package.json`, import.meta.url), "utf8")).version;
+  JSON.parse(readFileSync(new URL(`./node_modules/${name}/package.json`, import.meta.url), "utf8"))
+    .version;
 // Whether Node's V8, with its default features (no relaxed SIMD in Node 20),
 // accepts a peer's wasm binary: if it does, the binary uses at most
 // fixed-width SIMD128.
-const validates = (file) => WebAssembly.validate(readFileSync(new URL(`./node_modules/${file}`, import.meta.url)));
+const validates = (file) =>
+  WebAssembly.validate(readFileSync(new URL(`./node_modules/${file}`, import.meta.url)));
 
 // Some engines have more than one way to state the same computation; each keeps
 // the fastest for each shape (a short timing of every candidate; maxDiff checks
@@ -52,9 +65,11 @@ async function pickFastest(engine, T, candidates, options) {
   if (options.variant) names = [options.variant];
   else if (T >= 4096 && names.includes(engine.lastWinner)) names = [engine.lastWinner];
   if (names.length === 1) return { variant: names[0], run: await candidates[names[0]]() };
-  let best = null, failure = null;
+  let best = null,
+    failure = null;
   for (const variant of names) {
-    try {  // a formulation that fails on this shape is left out; all failing is an error
+    try {
+      // a formulation that fails on this shape is left out; all failing is an error
       const run = await candidates[variant]();
       await run();
       const reps = Math.max(1, Math.min(20, Math.round(5e7 / (4 * T * T * D))));
@@ -78,11 +93,12 @@ async function pickFastest(engine, T, candidates, options) {
 // workloads: { layer, decode: model file base name }.
 function onnxEngine({ name, platform, load, sessionOptions, variants, workloads, info }) {
   let ort = null;
-  const sessions = new Map();  // model file -> InferenceSession (T is symbolic)
+  const sessions = new Map(); // model file -> InferenceSession (T is symbolic)
   // A function that runs `model` (a base name) on `feeds` and returns its output.
   const runner = async (model, feeds) => {
     const file = `${modelsDir}${model}.onnx`;
-    if (!sessions.has(file)) sessions.set(file, await ort.InferenceSession.create(file, sessionOptions()));
+    if (!sessions.has(file))
+      sessions.set(file, await ort.InferenceSession.create(file, sessionOptions()));
     const session = sessions.get(file);
     return async () => {
       const { output } = await session.run(feeds);
@@ -99,7 +115,9 @@ function onnxEngine({ name, platform, load, sessionOptions, variants, workloads,
       for (const models of [variants(false), variants(true), workloads]) {
         for (const model of Object.values(models)) {
           if (!existsSync(`${modelsDir}${model}.onnx`)) {
-            throw new Error(`${modelsDir}${model}.onnx is missing: /usr/bin/python3 bench/make_models.py writes it`);
+            throw new Error(
+              `${modelsDir}${model}.onnx is missing: /usr/bin/python3 bench/make_models.py writes it`,
+            );
           }
         }
       }
@@ -131,10 +149,15 @@ function onnxEngine({ name, platform, load, sessionOptions, variants, workloads,
       if (w.kind === "layer") {
         feeds = { x: tensor(w.x, [1, w.T, D_MODEL]) };
       } else if (model.startsWith("mha")) {
-        feeds = { query: tensor(w.q, [1, 1, D_MODEL]), key: tensor(w.k, [1, w.N, D_MODEL]),
-                  value: tensor(w.v, [1, w.N, D_MODEL]) };
-      } else {  // the cache head-major: key_t [1, 8, 64, N], value [1, 8, N, 64]
-        const keyT = new Float32Array(w.k.length), value = new Float32Array(w.v.length);
+        feeds = {
+          query: tensor(w.q, [1, 1, D_MODEL]),
+          key: tensor(w.k, [1, w.N, D_MODEL]),
+          value: tensor(w.v, [1, w.N, D_MODEL]),
+        };
+      } else {
+        // the cache head-major: key_t [1, 8, 64, N], value [1, 8, N, 64]
+        const keyT = new Float32Array(w.k.length),
+          value = new Float32Array(w.v.length);
         for (let j = 0; j < w.N; ++j) {
           for (let h = 0; h < HEADS; ++h) {
             for (let c = 0; c < D; ++c) {
@@ -143,8 +166,11 @@ function onnxEngine({ name, platform, load, sessionOptions, variants, workloads,
             }
           }
         }
-        feeds = { query: tensor(w.q, [1, HEADS, 1, D]), key_t: tensor(keyT, [1, HEADS, D, w.N]),
-                  value: tensor(value, [1, HEADS, w.N, D]) };
+        feeds = {
+          query: tensor(w.q, [1, HEADS, 1, D]),
+          key_t: tensor(keyT, [1, HEADS, D, w.N]),
+          value: tensor(value, [1, HEADS, w.N, D]),
+        };
       }
       return { run: await runner(model, feeds), dispose() {} };
     },
@@ -169,9 +195,11 @@ const ortWebOptions = () => ({
 async function loadOrtWeb() {
   // Node resolves onnxruntime-web to its Node build (ort.node.min.*), which runs the
   // wasm execution provider with its own copy of onnxruntime-common.
-  const ort = await import("onnxruntime-web").catch((err) => { throw hint(err); });
-  ort.env.wasm.numThreads = 1;  // no worker threads: one core, like every engine here
-  ort.env.wasm.simd = true;     // fixed-width SIMD128 (the only wasm binary 1.30 ships)
+  const ort = await import("onnxruntime-web").catch((err) => {
+    throw hint(err);
+  });
+  ort.env.wasm.numThreads = 1; // no worker threads: one core, like every engine here
+  ort.env.wasm.simd = true; // fixed-width SIMD128 (the only wasm binary 1.30 ships)
   return ort;
 }
 
@@ -190,7 +218,8 @@ function tfjsEngine() {
       // build is the one-core engine anyway.
       tf.env().set("WASM_HAS_MULTITHREAD_SUPPORT", false);
       wasm.setThreadsCount(1);
-      if (!(await tf.setBackend("wasm"))) throw new Error("tfjs: the wasm backend did not initialise");
+      if (!(await tf.setBackend("wasm")))
+        throw new Error("tfjs: the wasm backend did not initialise");
       await tf.ready();
       if (!(await tf.env().getAsync("WASM_HAS_SIMD_SUPPORT"))) throw new Error("tfjs: no SIMD");
     },
@@ -198,19 +227,28 @@ function tfjsEngine() {
       const simd = await tf.env().getAsync("WASM_HAS_SIMD_SUPPORT");
       const threads = await tf.env().getAsync("WASM_HAS_MULTITHREAD_SUPPORT");
       const file = "@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-simd.wasm";
-      return { version: packageVersion("@tensorflow/tfjs-backend-wasm"),
-               kernel: `${simd ? "tfjs-backend-wasm-simd.wasm" : "tfjs-backend-wasm.wasm"} (XNNPACK kernels, ` +
-                 `SIMD ${simd}, threads ${threads}, ${tf.backend().numThreads?.() ?? 1} thread)` +
-                 (simd ? `; it ${validates(file) ? "validates" : "does not validate"} in Node's V8 without relaxed SIMD` : ""),
-               how: "tf.env() flags WASM_HAS_SIMD_SUPPORT / WASM_HAS_MULTITHREAD_SUPPORT; the binary checked with WebAssembly.validate" };
+      return {
+        version: packageVersion("@tensorflow/tfjs-backend-wasm"),
+        kernel:
+          `${simd ? "tfjs-backend-wasm-simd.wasm" : "tfjs-backend-wasm.wasm"} (XNNPACK kernels, ` +
+          `SIMD ${simd}, threads ${threads}, ${tf.backend().numThreads?.() ?? 1} thread)` +
+          (simd
+            ? `; it ${validates(file) ? "validates" : "does not validate"} in Node's V8 without relaxed SIMD`
+            : ""),
+        how: "tf.env() flags WASM_HAS_SIMD_SUPPORT / WASM_HAS_MULTITHREAD_SUPPORT; the binary checked with WebAssembly.validate",
+      };
     },
     wasmMemoryBytes() {
       return tf.backend().wasm?.HEAPU8?.length;
     },
     async setup(T, causal, q, k, v, options = {}) {
-      const Q = tf.tensor2d(q, [T, D]), K = tf.tensor2d(k, [T, D]), V = tf.tensor2d(v, [T, D]);
+      const Q = tf.tensor2d(q, [T, D]),
+        K = tf.tensor2d(k, [T, D]),
+        V = tf.tensor2d(v, [T, D]);
       // 0 on and below the diagonal, -1e9 above it: built once per shape, like a model's constant.
-      const band = causal ? tf.tidy(() => tf.mul(tf.sub(1, tf.linalg.bandPart(tf.ones([T, T]), -1, 0)), -1e9)) : null;
+      const band = causal
+        ? tf.tidy(() => tf.mul(tf.sub(1, tf.linalg.bandPart(tf.ones([T, T]), -1, 0)), -1e9))
+        : null;
       const scale = 1 / Math.sqrt(D);
       const formulations = {
         "matMul(transposeB)": () => tf.matMul(tf.mul(Q, scale), K, false, true),
@@ -226,8 +264,14 @@ function tfjsEngine() {
         out.dispose();
         return data;
       };
-      const best = await pickFastest(this, T, Object.fromEntries(
-        Object.entries(formulations).map(([variant, scores]) => [variant, make(scores)])), options);
+      const best = await pickFastest(
+        this,
+        T,
+        Object.fromEntries(
+          Object.entries(formulations).map(([variant, scores]) => [variant, make(scores)]),
+        ),
+        options,
+      );
       return {
         run: best.run,
         variant: best.variant,
@@ -242,19 +286,34 @@ function tfjsEngine() {
       // [rows, 512] -> [8, rows, 64], and back.
       const split = (x) => tf.transpose(tf.reshape(x, [-1, HEADS, D]), [1, 0, 2]);
       const merge = (x) => tf.reshape(tf.transpose(x, [1, 0, 2]), [-1, D_MODEL]);
-      const heads = (q, k, v) => tf.matMul(tf.softmax(tf.matMul(tf.mul(q, scale), k, false, true)), v);
+      const heads = (q, k, v) =>
+        tf.matMul(tf.softmax(tf.matMul(tf.mul(q, scale), k, false, true)), v);
       let held, compute;
       if (w.kind === "layer") {
         const X = tf.tensor2d(w.x, [w.T, D_MODEL]);
-        const W = Object.fromEntries(Object.entries(w.weights).map(([k, data]) => [k, tf.tensor2d(data, [D_MODEL, D_MODEL])]));
+        const W = Object.fromEntries(
+          Object.entries(w.weights).map(([k, data]) => [k, tf.tensor2d(data, [D_MODEL, D_MODEL])]),
+        );
         held = [X, ...Object.values(W)];
-        compute = () => tf.matMul(merge(heads(split(tf.matMul(X, W.W_Q)), split(tf.matMul(X, W.W_K)),
-                                              split(tf.matMul(X, W.W_V)))), W.W_O);
+        compute = () =>
+          tf.matMul(
+            merge(
+              heads(
+                split(tf.matMul(X, W.W_Q)),
+                split(tf.matMul(X, W.W_K)),
+                split(tf.matMul(X, W.W_V)),
+              ),
+            ),
+            W.W_O,
+          );
       } else {
         const q = tf.tensor3d(w.q, [HEADS, 1, D]);
-        const [K, V] = tf.tidy(() => [split(tf.tensor2d(w.k, [w.N, D_MODEL])), split(tf.tensor2d(w.v, [w.N, D_MODEL]))]);
+        const [K, V] = tf.tidy(() => [
+          split(tf.tensor2d(w.k, [w.N, D_MODEL])),
+          split(tf.tensor2d(w.v, [w.N, D_MODEL])),
+        ]);
         held = [q, K, V];
-        compute = () => heads(q, K, V);  // [8, 1, 64]: the order of [1, 512]
+        compute = () => heads(q, K, V); // [8, 1, 64]: the order of [1, 512]
       }
       return {
         run() {
@@ -271,36 +330,71 @@ function tfjsEngine() {
 
 export function peerEngines() {
   const mha = (causal) => ({ "MultiHeadAttention op": causal ? "mha_causal" : "mha" });
-  const matmul = (causal) => causal
-    ? { "mask made in the graph": "matmul_causal", "mask as an input": "matmul_causal_mask" }
-    : { "plain graph": "matmul" };
+  const matmul = (causal) =>
+    causal
+      ? { "mask made in the graph": "matmul_causal", "mask as an input": "matmul_causal_mask" }
+      : { "plain graph": "matmul" };
   // onnxruntime-node's CPU provider runs MLAS, which picks its x86 kernels
   // (SSE, AVX, FMA3/AVX2, AVX-512F) from CPUID and XGETBV when the library
   // loads, with no environment variable to force one; the choice is not
   // exposed through the API. onnxruntime-web ships one SIMD128 binary.
   const ortNodeInfo = async () => {
-    return { version: packageVersion("onnxruntime-node"),
-             kernel: "MLAS CPU kernels chosen at load from CPUID/XGETBV (not exposed; on a CPU with AVX-512F its AVX-512F SGEMM)",
-             how: "onnxruntime's MLAS source (platform.cpp); not observable through the API" };
+    return {
+      version: packageVersion("onnxruntime-node"),
+      kernel:
+        "MLAS CPU kernels chosen at load from CPUID/XGETBV (not exposed; on a CPU with AVX-512F its AVX-512F SGEMM)",
+      how: "onnxruntime's MLAS source (platform.cpp); not observable through the API",
+    };
   };
   const ortWebInfo = async (ort) => {
     const file = "onnxruntime-web/dist/ort-wasm-simd-threaded.wasm";
-    return { version: packageVersion("onnxruntime-web"),
-             kernel: `ort-wasm-simd-threaded.wasm (MLAS wasm SIMD128 kernels), env.wasm.simd = ${ort.env.wasm.simd}, ` +
-               `numThreads = ${ort.env.wasm.numThreads}; it ${validates(file) ? "validates" : "does not validate"} in Node's V8 without relaxed SIMD`,
-             how: "ort.env.wasm; the binary checked with WebAssembly.validate" };
+    return {
+      version: packageVersion("onnxruntime-web"),
+      kernel:
+        `ort-wasm-simd-threaded.wasm (MLAS wasm SIMD128 kernels), env.wasm.simd = ${ort.env.wasm.simd}, ` +
+        `numThreads = ${ort.env.wasm.numThreads}; it ${validates(file) ? "validates" : "does not validate"} in Node's V8 without relaxed SIMD`,
+      how: "ort.env.wasm; the binary checked with WebAssembly.validate",
+    };
   };
   const mhaWorkloads = { layer: "mha_layer", decode: "mha_decode" };
   const matmulWorkloads = { layer: "matmul_layer", decode: "matmul_decode" };
   return [
-    onnxEngine({ name: "onnxruntime-node MultiHeadAttention", platform: "native", load: loadOrtNode,
-                 sessionOptions: ortNodeOptions, variants: mha, workloads: mhaWorkloads, info: ortNodeInfo }),
-    onnxEngine({ name: "onnxruntime-node MatMul graph", platform: "native", load: loadOrtNode,
-                 sessionOptions: ortNodeOptions, variants: matmul, workloads: matmulWorkloads, info: ortNodeInfo }),
-    onnxEngine({ name: "onnxruntime-web MultiHeadAttention", platform: "wasm", load: loadOrtWeb,
-                 sessionOptions: ortWebOptions, variants: mha, workloads: mhaWorkloads, info: ortWebInfo }),
-    onnxEngine({ name: "onnxruntime-web MatMul graph", platform: "wasm", load: loadOrtWeb,
-                 sessionOptions: ortWebOptions, variants: matmul, workloads: matmulWorkloads, info: ortWebInfo }),
+    onnxEngine({
+      name: "onnxruntime-node MultiHeadAttention",
+      platform: "native",
+      load: loadOrtNode,
+      sessionOptions: ortNodeOptions,
+      variants: mha,
+      workloads: mhaWorkloads,
+      info: ortNodeInfo,
+    }),
+    onnxEngine({
+      name: "onnxruntime-node MatMul graph",
+      platform: "native",
+      load: loadOrtNode,
+      sessionOptions: ortNodeOptions,
+      variants: matmul,
+      workloads: matmulWorkloads,
+      info: ortNodeInfo,
+    }),
+    onnxEngine({
+      name: "onnxruntime-web MultiHeadAttention",
+      platform: "wasm",
+      load: loadOrtWeb,
+      sessionOptions: ortWebOptions,
+      variants: mha,
+      workloads: mhaWorkloads,
+      info: ortWebInfo,
+    }),
+    onnxEngine({
+      name: "onnxruntime-web MatMul graph",
+      platform: "wasm",
+      load: loadOrtWeb,
+      sessionOptions: ortWebOptions,
+      variants: matmul,
+      workloads: matmulWorkloads,
+      info: ortWebInfo,
+    }),
     tfjsEngine(),
   ];
 }

@@ -64,24 +64,42 @@ function jsMatMul(a, b, m, k, n) {
 // GFLOP/s counts 2 * T * 512 * 512 per projection plus 4 * T * T * 64 per head,
 // and 4 * N * 64 per head for decoding. Engines run them through
 // setupWorkload(w) -> session (or undefined: not supported).
-const HEADS = 8, D_MODEL = HEADS * D;
+const HEADS = 8,
+  D_MODEL = HEADS * D;
 // The layer's weights: random(512 * 512, seed) / sqrt(512). bench/make_models.py
 // bakes the same weights into its layer models (as constants, like a real model).
 const WEIGHT_SEEDS = { W_Q: 5, W_K: 6, W_V: 7, W_O: 8 };
 function otherShapes() {
-  const weights = Object.fromEntries(Object.entries(WEIGHT_SEEDS).map(([name, seed]) => {
-    const w = random(D_MODEL * D_MODEL, seed);
-    for (let i = 0; i < w.length; ++i) w[i] /= Math.sqrt(D_MODEL);
-    return [name, w];
-  }));
+  const weights = Object.fromEntries(
+    Object.entries(WEIGHT_SEEDS).map(([name, seed]) => {
+      const w = random(D_MODEL * D_MODEL, seed);
+      for (let i = 0; i < w.length; ++i) w[i] /= Math.sqrt(D_MODEL);
+      return [name, w];
+    }),
+  );
   const T = 512;
-  const shapes = [{ kind: "layer", T, label: `layer T=${T}`,
-                    flops: 4 * 2 * T * D_MODEL * D_MODEL + 4 * T * T * D_MODEL, rounds: 7,
-                    x: random(T * D_MODEL, 4), weights }];
+  const shapes = [
+    {
+      kind: "layer",
+      T,
+      label: `layer T=${T}`,
+      flops: 4 * 2 * T * D_MODEL * D_MODEL + 4 * T * T * D_MODEL,
+      rounds: 7,
+      x: random(T * D_MODEL, 4),
+      weights,
+    },
+  ];
   for (const N of quick ? [1024, 4096] : [1024, 4096, 16384, 32768]) {
-    shapes.push({ kind: "decode", N, label: `decode, cache ${N}`, flops: 4 * N * D_MODEL,
-                  rounds: N >= 16384 ? 7 : 15, q: random(D_MODEL, 10), k: random(N * D_MODEL, 11),
-                  v: random(N * D_MODEL, 12) });
+    shapes.push({
+      kind: "decode",
+      N,
+      label: `decode, cache ${N}`,
+      flops: 4 * N * D_MODEL,
+      rounds: N >= 16384 ? 7 : 15,
+      q: random(D_MODEL, 10),
+      k: random(N * D_MODEL, 11),
+      v: random(N * D_MODEL, 12),
+    });
   }
   return shapes;
 }
@@ -95,24 +113,37 @@ function attnkitEngine(name, simd) {
     async load() {
       ak ??= await createAttnkit({ simd });
     },
-    info: async () => ({ version: JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version,
-                         kernel: `Highway target ${ak.target} (static dispatch: the build's only target)`,
-                         how: "attn.target" }),
+    info: async () => ({
+      version: JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"))
+        .version,
+      kernel: `Highway target ${ak.target} (static dispatch: the build's only target)`,
+      how: "attn.target",
+    }),
     wasmMemoryBytes: () => ak.memoryBytes(),
     async setup(T, causal, q, k, v) {
-      const Q = { data: q, rows: T, cols: D }, K = { data: k, rows: T, cols: D }, V = { data: v, rows: T, cols: D };
+      const Q = { data: q, rows: T, cols: D },
+        K = { data: k, rows: T, cols: D },
+        V = { data: v, rows: T, cols: D };
       return { run: () => ak.attention(Q, K, V, { causal }).data, dispose() {} };
     },
     setupWorkload(w) {
       const matrix = (data) => ({ data, rows: D_MODEL, cols: D_MODEL });
       if (w.kind === "layer") {
         const X = { data: w.x, shape: [1, w.T, D_MODEL] };
-        const weights = Object.fromEntries(Object.entries(w.weights).map(([k, data]) => [k, matrix(data)]));
-        return { run: () => ak.multiHeadAttention(X, weights, { numHeads: HEADS }).data, dispose() {} };
+        const weights = Object.fromEntries(
+          Object.entries(w.weights).map(([k, data]) => [k, matrix(data)]),
+        );
+        return {
+          run: () => ak.multiHeadAttention(X, weights, { numHeads: HEADS }).data,
+          dispose() {},
+        };
       }
       // The cache holds the N tokens; each call attends the newest query to all of them.
       const cache = ak.createKVCache({ numKvHeads: HEADS, dK: D, dV: D, capacity: w.N });
-      cache.append({ data: w.k, shape: [1, w.N, D_MODEL] }, { data: w.v, shape: [1, w.N, D_MODEL] });
+      cache.append(
+        { data: w.k, shape: [1, w.N, D_MODEL] },
+        { data: w.v, shape: [1, w.N, D_MODEL] },
+      );
       const Q = { data: w.q, shape: [1, 1, D_MODEL] };
       return { run: () => cache.attend(Q, HEADS).data, dispose: () => cache.dispose() };
     },
@@ -123,29 +154,42 @@ function attnkitEngine(name, simd) {
 // copy exactly its bytes.)
 function readFloats(path) {
   const bytes = readFileSync(path);
-  return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+  return new Float32Array(
+    bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength),
+  );
 }
 
 // attnkit native in a child process (attnkit_bench --serve): inputs and output go
 // through files, and the child reports the milliseconds per call itself.
 function nativeEngine() {
-  let child = null, lines = null, dir = null;
-  const ask = (line) => new Promise((resolve, reject) => {
-    const onLine = (answer) => {
-      child.off("exit", onExit);
-      answer.startsWith("error") ? reject(new Error(`attnkit_bench --serve: ${answer}`)) : resolve(answer);
-    };
-    const onExit = (code) => { lines.off("line", onLine); reject(new Error(`attnkit_bench --serve exited (${code})`)); };
-    lines.once("line", onLine);
-    child.once("exit", onExit);
-    child.stdin.write(`${line}\n`);
-  });
+  let child = null,
+    lines = null,
+    dir = null;
+  const ask = (line) =>
+    new Promise((resolve, reject) => {
+      const onLine = (answer) => {
+        child.off("exit", onExit);
+        answer.startsWith("error")
+          ? reject(new Error(`attnkit_bench --serve: ${answer}`))
+          : resolve(answer);
+      };
+      const onExit = (code) => {
+        lines.off("line", onLine);
+        reject(new Error(`attnkit_bench --serve exited (${code})`));
+      };
+      lines.once("line", onLine);
+      child.once("exit", onExit);
+      child.stdin.write(`${line}\n`);
+    });
   // Sends a load command (the inputs are in dir already); a session of that shape.
   const loaded = async (command) => {
     await ask(command);
     const out = readFloats(join(dir, "out.f32"));
     const session = {
-      run: async () => { await ask("time 1"); return out; },
+      run: async () => {
+        await ask("time 1");
+        return out;
+      },
       // Wall-clock ms per call; the child's CPU ms per call is kept in cpuMs.
       time: async (reps) => {
         const [wall, cpu] = (await ask(`time ${reps}`)).split(" ").map(Number);
@@ -166,15 +210,23 @@ function nativeEngine() {
       child = spawn(nativeBench, ["--serve"], { stdio: ["pipe", "pipe", "inherit"] });
       lines = createInterface({ input: child.stdout });
     },
-    info: async () => ({ kernel: `Highway target ${await ask("info")} (dynamic dispatch: the best the CPU supports)`,
-                         how: "attnkit::targets::Current() in attnkit_bench --serve" }),
-    close() {  // the child ends when its stdin does
+    info: async () => ({
+      kernel: `Highway target ${await ask("info")} (dynamic dispatch: the best the CPU supports)`,
+      how: "attnkit::targets::Current() in attnkit_bench --serve",
+    }),
+    close() {
+      // the child ends when its stdin does
       child?.stdin.end();
       child = null;
       rmSync(dir, { recursive: true, force: true });
     },
     async setup(T, causal, q, k, v) {
-      for (const [name, x] of [["q", q], ["k", k], ["v", v]]) writeFileSync(join(dir, `${name}.f32`), x);
+      for (const [name, x] of [
+        ["q", q],
+        ["k", k],
+        ["v", v],
+      ])
+        writeFileSync(join(dir, `${name}.f32`), x);
       const session = await loaded(`load ${T} ${causal ? 1 : 0} ${dir}`);
       session.peak = async () => +(await ask("peak"));
       return session;
@@ -192,8 +244,10 @@ const jsEngine = {
   platform: "js",
   maxT: 2048,
   async load() {},
-  info: async () => ({ kernel: `V8 ${process.versions.v8} (JIT, scalar float64 arithmetic on Float32Array storage)`,
-                       how: "process.versions" }),
+  info: async () => ({
+    kernel: `V8 ${process.versions.v8} (JIT, scalar float64 arithmetic on Float32Array storage)`,
+    how: "process.versions",
+  }),
   async setup(T, causal, q, k, v) {
     const out = new Float32Array(T * D);
     return { run: () => jsAttention(q, k, v, T, T, 1, causal, out), dispose() {} };
@@ -203,7 +257,8 @@ const jsEngine = {
       const out = new Float32Array(D_MODEL);
       return { run: () => jsAttention(w.q, w.k, w.v, 1, w.N, HEADS, false, out), dispose() {} };
     }
-    const { W_Q, W_K, W_V, W_O } = w.weights, T = w.T;
+    const { W_Q, W_K, W_V, W_O } = w.weights,
+      T = w.T;
     const run = () => {
       const [q, k, v] = [W_Q, W_K, W_V].map((W) => jsMatMul(w.x, W, T, D_MODEL, D_MODEL));
       const heads = jsAttention(q, k, v, T, T, HEADS, false, new Float32Array(T * D_MODEL));
@@ -214,10 +269,17 @@ const jsEngine = {
 };
 
 async function allEngines(withPeers) {
-  const engines = [attnkitEngine(REFERENCE, true), attnkitEngine("attnkit (wasm scalar)", false), jsEngine];
+  const engines = [
+    attnkitEngine(REFERENCE, true),
+    attnkitEngine("attnkit (wasm scalar)", false),
+    jsEngine,
+  ];
   // attnkit native: built by scripts/bench.sh (CMake's build/bench).
   if (existsSync(nativeBench)) engines.push(nativeEngine());
-  else console.error(`${nativeBench} is missing (scripts/bench.sh builds it): attnkit native is not timed in Node`);
+  else
+    console.error(
+      `${nativeBench} is missing (scripts/bench.sh builds it): attnkit native is not timed in Node`,
+    );
   if (withPeers) {
     const { peerEngines } = await import("../peers.mjs");
     engines.push(...peerEngines());
@@ -244,7 +306,7 @@ function wasmPeak() {
   let best = null;
   for (const n of [8, 10, 12, 14]) {
     const f = exports[`muladd${n}`];
-    for (let w = 0; w < 100; ++w) f(1e5, 0.999999, 1e-7);  // let V8 tier up to its optimising compiler
+    for (let w = 0; w < 100; ++w) f(1e5, 0.999999, 1e-7); // let V8 tier up to its optimising compiler
     for (let r = 0; r < 5; ++r) {
       const iterations = 2e7;
       const t0 = performance.now();
@@ -262,38 +324,60 @@ function cpuModel() {
     const text = readFileSync("/proc/cpuinfo", "utf8");
     const model = text.match(/^model name\s*:\s*(.*)$/m)?.[1] ?? "?";
     const flags = new Set(text.match(/^flags\s*:\s*(.*)$/m)?.[1].split(" ") ?? []);
-    const family = text.match(/^cpu family\s*:\s*(\d+)/m)?.[1], m = text.match(/^model\s*:\s*(\d+)/m)?.[1];
-    return { model, family: family && +family, modelNumber: m && +m,
-             simd: ["avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile"].filter((f) => flags.has(f)) };
+    const family = text.match(/^cpu family\s*:\s*(\d+)/m)?.[1],
+      m = text.match(/^model\s*:\s*(\d+)/m)?.[1];
+    return {
+      model,
+      family: family && +family,
+      modelNumber: m && +m,
+      simd: ["avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile"].filter((f) =>
+        flags.has(f),
+      ),
+    };
   } catch {
     return null;
   }
 }
 
 function procStatusKb(field) {
-  const m = readFileSync("/proc/self/status", "utf8").match(new RegExp(`^${field}:\\s+(\\d+) kB`, "m"));
+  const m = readFileSync("/proc/self/status", "utf8").match(
+    new RegExp(`^${field}:\\s+(\\d+) kB`, "m"),
+  );
   return m ? +m[1] : NaN;
 }
 
 // One engine, one shape, once, in this (fresh) process: its peak memory.
 async function memoryChild([name, Tstr, causalStr, variant]) {
-  const T = +Tstr, causal = causalStr === "1";
-  const engine = (await allEngines(!name.startsWith("attnkit") && name !== "plain JS")).find((e) => e.name === name);
+  const T = +Tstr,
+    causal = causalStr === "1";
+  const engine = (await allEngines(!name.startsWith("attnkit") && name !== "plain JS")).find(
+    (e) => e.name === name,
+  );
   if (!engine) throw new Error(`no engine ${name}`);
   await engine.load();
   // A warm engine: one call at a small T first (ORT creates its session and
   // arena, onnxruntime-web instantiates its wasm module, on first use).
-  const w = 16, warm = await engine.setup(w, causal, random(w * D, 1), random(w * D, 2), random(w * D, 3), { variant: variant || undefined });
+  const w = 16,
+    warm = await engine.setup(w, causal, random(w * D, 1), random(w * D, 2), random(w * D, 3), {
+      variant: variant || undefined,
+    });
   await warm.run();
   warm.dispose();
-  const q = random(T * D, 1), k = random(T * D, 2), v = random(T * D, 3);
+  const q = random(T * D, 1),
+    k = random(T * D, 2),
+    v = random(T * D, 3);
   globalThis.gc?.();
-  writeFileSync("/proc/self/clear_refs", "5");  // VmHWM := VmRSS
+  writeFileSync("/proc/self/clear_refs", "5"); // VmHWM := VmRSS
   const baseKb = procStatusKb("VmRSS");
   const s = await engine.setup(T, causal, q, k, v, { variant: variant || undefined });
   await s.run();
   const peakKb = procStatusKb("VmHWM");
-  console.log(JSON.stringify({ rssBytes: Math.max(0, peakKb - baseKb) * 1024, wasmBytes: engine.wasmMemoryBytes?.() ?? null }));
+  console.log(
+    JSON.stringify({
+      rssBytes: Math.max(0, peakKb - baseKb) * 1024,
+      wasmBytes: engine.wasmMemoryBytes?.() ?? null,
+    }),
+  );
 }
 
 // Times every engine that can run one shape, in interleaved rounds, after
@@ -303,7 +387,9 @@ async function memoryChild([name, Tstr, causalStr, variant]) {
 // engine does not run this shape. Engines slower than a minute per shape go to
 // `slow` and are not timed again.
 async function timeShape(engines, key, { flops, rounds, setup }, { results, skipped, slow }) {
-  const where = Object.entries(key).map(([k, v]) => `${k}=${v}`).join(" ");
+  const where = Object.entries(key)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(" ");
   const active = [];
   let want = null;
   for (const e of engines) {
@@ -319,7 +405,9 @@ async function timeShape(engines, key, { flops, rounds, setup }, { results, skip
     } catch (err) {
       if (ours) throw err;
       // A peer that cannot run this shape is reported, not timed.
-      const reason = String(err?.message ?? err).split("\n")[0].replace(/\/\S*?\/onnxruntime\//g, "onnxruntime/");
+      const reason = String(err?.message ?? err)
+        .split("\n")[0]
+        .replace(/\/\S*?\/onnxruntime\//g, "onnxruntime/");
       skipped.push({ engine: e.name, ...key, reason: `error: ${reason}` });
       console.error(`${e.name} at ${where}: ${reason}`);
       continue;
@@ -330,19 +418,28 @@ async function timeShape(engines, key, { flops, rounds, setup }, { results, skip
     const tol = ours ? 1e-4 : 1e-3;
     if (!(diff < tol)) {
       if (ours) throw new Error(`${e.name} differs from attnkit by ${diff} at ${where}`);
-      skipped.push({ engine: e.name, ...key, reason: `its output differs from attnkit's by ${diff}` });
+      skipped.push({
+        engine: e.name,
+        ...key,
+        reason: `its output differs from attnkit's by ${diff}`,
+      });
       s.dispose();
       continue;
     }
     if (firstMs * rounds > 60e3) {
       slow.add(e.name);
-      skipped.push({ engine: e.name, ...key, reason: `one call took ${(firstMs / 1e3).toFixed(1)} s` });
+      skipped.push({
+        engine: e.name,
+        ...key,
+        reason: `one call took ${(firstMs / 1e3).toFixed(1)} s`,
+      });
       s.dispose();
       continue;
     }
     // Warm up (V8 compiles wasm with a baseline compiler first and tiers hot
     // functions up in the background): calls until 0.3 s have passed, at most 50.
-    for (let n = 1, t0 = performance.now(); n < 50 && firstMs + performance.now() - t0 < 300; ++n) await s.run();
+    for (let n = 1, t0 = performance.now(); n < 50 && firstMs + performance.now() - t0 < 300; ++n)
+      await s.run();
     active.push({ e, s, times: [], peaks: [], cpuShares: [], diff });
   }
   for (let r = 0; r < rounds; ++r) {
@@ -357,7 +454,8 @@ async function timeShape(engines, key, { flops, rounds, setup }, { results, skip
       // kept as cpuShare); with it, 0.96-1.03 in four runs, but for one
       // decoding shape at 0.32-0.35 in two of them.
       globalThis.gc?.();
-      if (a.s.time) {  // an engine that times itself (attnkit native, out of process)
+      if (a.s.time) {
+        // an engine that times itself (attnkit native, out of process)
         a.times.push(await a.s.time(reps));
         if (a.s.cpuMs !== undefined) a.cpuShares.push(a.s.cpuMs / a.times.at(-1));
         // The FMA peak right after, for its share of the peak in this round.
@@ -371,18 +469,35 @@ async function timeShape(engines, key, { flops, rounds, setup }, { results, skip
   }
   for (const a of active) {
     const ms = median(a.times);
-    results.push({ engine: a.e.name, platform: a.e.platform, ...key, ms, gflops: flops / (ms * 1e6),
-                   msRounds: a.times.map((t) => +t.toPrecision(4)), maxDiff: a.diff,
-                   // Median over rounds of (GFLOP/s / the FMA peak of the same round).
-                   ...(a.peaks.length ? { peakShare: median(a.times.map((t, i) => flops / (t * 1e6) / a.peaks[i])),
-                                          peakRounds: a.peaks.map((g) => +g.toPrecision(4)) } : {}),
-                   // Median share of the core the child had while timed (CPU / wall time).
-                   ...(a.cpuShares.length ? { cpuShare: +median(a.cpuShares).toFixed(3) } : {}),
-                   ...(a.s.variant ? { variant: a.s.variant } : {}) });
+    results.push({
+      engine: a.e.name,
+      platform: a.e.platform,
+      ...key,
+      ms,
+      gflops: flops / (ms * 1e6),
+      msRounds: a.times.map((t) => +t.toPrecision(4)),
+      maxDiff: a.diff,
+      // Median over rounds of (GFLOP/s / the FMA peak of the same round).
+      ...(a.peaks.length
+        ? {
+            peakShare: median(a.times.map((t, i) => flops / (t * 1e6) / a.peaks[i])),
+            peakRounds: a.peaks.map((g) => +g.toPrecision(4)),
+          }
+        : {}),
+      // Median share of the core the child had while timed (CPU / wall time).
+      ...(a.cpuShares.length ? { cpuShare: +median(a.cpuShares).toFixed(3) } : {}),
+      ...(a.s.variant ? { variant: a.s.variant } : {}),
+    });
     a.s.dispose();
   }
-  console.error(`${where}: ` + results.slice(-active.length)
-    .map((r) => `${r.engine} ${r.gflops.toFixed(2)}`).join(", ") + " GFLOP/s");
+  console.error(
+    `${where}: ` +
+      results
+        .slice(-active.length)
+        .map((r) => `${r.engine} ${r.gflops.toFixed(2)}`)
+        .join(", ") +
+      " GFLOP/s",
+  );
 }
 
 async function main() {
@@ -399,48 +514,76 @@ async function main() {
       engineInfo[e.name] = { kernel: `unknown (${err.message})` };
     }
   }
-  engineInfo.node = { version: process.version, v8: process.versions.v8, execArgv: process.execArgv,
-                      NODE_OPTIONS: process.env.NODE_OPTIONS ?? null,
-                      cpu: cpuModel() };
+  engineInfo.node = {
+    version: process.version,
+    v8: process.versions.v8,
+    execArgv: process.execArgv,
+    NODE_OPTIONS: process.env.NODE_OPTIONS ?? null,
+    cpu: cpuModel(),
+  };
   const peakBefore = wasmPeak();
-  if (!peakBefore) console.error(`wasm peak: ${fileURLToPath(peakUrl)} is missing (scripts/bench.sh builds it)`);
+  if (!peakBefore)
+    console.error(`wasm peak: ${fileURLToPath(peakUrl)} is missing (scripts/bench.sh builds it)`);
   const results = [];
   const skipped = [];
-  const slow = new Set();  // engines that took > 60 s per shape: not run at larger shapes
+  const slow = new Set(); // engines that took > 60 s per shape: not run at larger shapes
   for (const causal of [false, true]) {
     for (const T of sizes) {
-      const q = random(T * D, 1), k = random(T * D, 2), v = random(T * D, 3);
-      await timeShape(engines, { T, causal }, {
-        flops: 4 * T * T * D,
-        rounds: T >= 8192 ? 5 : T >= 2048 ? 7 : 15,
-        setup: (e) => (T > e.maxT ? null : e.setup(T, causal, q, k, v)),
-      }, { results, skipped, slow });
+      const q = random(T * D, 1),
+        k = random(T * D, 2),
+        v = random(T * D, 3);
+      await timeShape(
+        engines,
+        { T, causal },
+        {
+          flops: 4 * T * T * D,
+          rounds: T >= 8192 ? 5 : T >= 2048 ? 7 : 15,
+          setup: (e) => (T > e.maxT ? null : e.setup(T, causal, q, k, v)),
+        },
+        { results, skipped, slow },
+      );
     }
   }
   // The other shapes: a multi-head layer and decoding against a KV cache.
   slow.clear();
   for (const w of otherShapes()) {
-    await timeShape(engines, { shape: w.label }, {
-      flops: w.flops,
-      rounds: w.rounds,
-      setup: (e) => e.setupWorkload?.(w) ?? null,
-    }, { results, skipped, slow });
+    await timeShape(
+      engines,
+      { shape: w.label },
+      {
+        flops: w.flops,
+        rounds: w.rounds,
+        setup: (e) => e.setupWorkload?.(w) ?? null,
+      },
+      { results, skipped, slow },
+    );
   }
   for (const e of engines) e.close?.();
   const peakAfter = wasmPeak();
-  const wasmPeakResult = [peakBefore, peakAfter].filter(Boolean).sort((a, b) => b.gflops - a.gflops)[0] ?? null;
-  if (wasmPeakResult) console.error(`wasm SIMD128 mul+add peak: ${wasmPeakResult.gflops.toFixed(1)} GFLOP/s`);
+  const wasmPeakResult =
+    [peakBefore, peakAfter].filter(Boolean).sort((a, b) => b.gflops - a.gflops)[0] ?? null;
+  if (wasmPeakResult)
+    console.error(`wasm SIMD128 mul+add peak: ${wasmPeakResult.gflops.toFixed(1)} GFLOP/s`);
 
   const memoryOnly = [];
   if (!args.includes("--no-memory")) {
     const self = fileURLToPath(import.meta.url);
     const measure = (engine, T, causal, variant) => {
       try {
-        return JSON.parse(execFileSync(process.execPath,
-          ["--expose-gc", self, "--memory", engine, String(T), causal ? "1" : "0", variant ?? ""],
-          { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim().split("\n").at(-1));
+        return JSON.parse(
+          execFileSync(
+            process.execPath,
+            ["--expose-gc", self, "--memory", engine, String(T), causal ? "1" : "0", variant ?? ""],
+            { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] },
+          )
+            .trim()
+            .split("\n")
+            .at(-1),
+        );
       } catch (err) {
-        console.error(`memory of ${engine} at T=${T}: the measuring process failed (${err.message.split("\n")[0]})`);
+        console.error(
+          `memory of ${engine} at T=${T}: the measuring process failed (${err.message.split("\n")[0]})`,
+        );
         return { rssBytes: null, wasmBytes: null };
       }
     };
@@ -449,10 +592,22 @@ async function main() {
     }
     // The issue's memory target: one head, T = 32768, d = 64 in wasm within 64 MB
     // (causal: half the work of non-causal, the same memory for a fused kernel).
-    if (!quick) memoryOnly.push({ engine: REFERENCE, T: 32768, causal: true, ...measure(REFERENCE, 32768, true) });
+    if (!quick)
+      memoryOnly.push({
+        engine: REFERENCE,
+        T: 32768,
+        causal: true,
+        ...measure(REFERENCE, 32768, true),
+      });
     console.error("memory: measured in one fresh process per engine and shape");
   }
-  console.log(JSON.stringify({ d: D, wasmPeak: wasmPeakResult, engines: engineInfo, skipped, memoryOnly, results }, null, 2));
+  console.log(
+    JSON.stringify(
+      { d: D, wasmPeak: wasmPeakResult, engines: engineInfo, skipped, memoryOnly, results },
+      null,
+      2,
+    ),
+  );
 }
 
 // Errors are printed here: the attnkit module's Node loader rethrows unhandled

@@ -29,8 +29,16 @@ float MulAddLoop(int iterations, float a_value, float b_value) {
 // Each returns a value that depends on every accumulator, so no work is dropped.
 // flops = 2 * 4 * N * iterations.
 extern "C" {
-__attribute__((export_name("muladd8"))) float MulAdd8(int n, float a, float b) { return MulAddLoop<8>(n, a, b); }
-__attribute__((export_name("muladd10"))) float MulAdd10(int n, float a, float b) { return MulAddLoop<10>(n, a, b); }
-__attribute__((export_name("muladd12"))) float MulAdd12(int n, float a, float b) { return MulAddLoop<12>(n, a, b); }
-__attribute__((export_name("muladd14"))) float MulAdd14(int n, float a, float b) { return MulAddLoop<14>(n, a, b); }
+__attribute__((export_name("muladd8"))) float MulAdd8(int n, float a, float b) {
+  return MulAddLoop<8>(n, a, b);
+}
+__attribute__((export_name("muladd10"))) float MulAdd10(int n, float a, float b) {
+  return MulAddLoop<10>(n, a, b);
+}
+__attribute__((export_name("muladd12"))) float MulAdd12(int n, float a, float b) {
+  return MulAddLoop<12>(n, a, b);
+}
+__attribute__((export_name("muladd14"))) float MulAdd14(int n, float a, float b) {
+  return MulAddLoop<14>(n, a, b);
+}
 }

@@ -3,11 +3,13 @@
 // k, v [keys, heads * d] (head h in columns [d h, d h + d)); out [rows, heads * d].
 // Causal (rows == keys): query i sees keys 0..i.
 export function jsAttention(q, k, v, rows, keys, heads, causal, out, d = 64) {
-  const W = heads * d, row = new Float32Array(keys);
+  const W = heads * d,
+    row = new Float32Array(keys);
   const scale = 1 / Math.sqrt(d);
   for (let h = 0; h < heads; ++h) {
     for (let i = 0; i < rows; ++i) {
-      const n = causal ? i + 1 : keys, qi = i * W + h * d;
+      const n = causal ? i + 1 : keys,
+        qi = i * W + h * d;
       let max = -Infinity;
       for (let j = 0; j < n; ++j) {
         let dot = 0;

@@ -76,40 +76,74 @@ function timeShape(engines, where) {
       a.times.push(((performance.now() - t0) / a.calls) * 1e3);
     }
   }
-  return Object.fromEntries(active.map((a) => [a.e.name, { us: median(a.times), usRounds: a.times.map((t) => +t.toPrecision(4)), calls: a.calls }]));
+  return Object.fromEntries(
+    active.map((a) => [
+      a.e.name,
+      { us: median(a.times), usRounds: a.times.map((t) => +t.toPrecision(4)), calls: a.calls },
+    ]),
+  );
 }
 
 const attn = await createAttnkit();
-const square = [], sweep = [];
+const square = [],
+  sweep = [];
 for (const d of DIMS) {
   for (const T of SQUARE) {
-    const q = random(T * d, 1), k = random(T * d, 2), v = random(T * d, 3);
-    const Q = { data: q, rows: T, cols: d }, K = { data: k, rows: T, cols: d }, V = { data: v, rows: T, cols: d };
-    const Qn = nested(q, T, d), Kn = nested(k, T, d), Vn = nested(v, T, d);
+    const q = random(T * d, 1),
+      k = random(T * d, 2),
+      v = random(T * d, 3);
+    const Q = { data: q, rows: T, cols: d },
+      K = { data: k, rows: T, cols: d },
+      V = { data: v, rows: T, cols: d };
+    const Qn = nested(q, T, d),
+      Kn = nested(k, T, d),
+      Vn = nested(v, T, d);
     const out = new Float32Array(T * d);
-    const times = timeShape([
-      { name: "attnkit (typed arrays)", run: () => attn.attention(Q, K, V).data },
-      { name: "attnkit (nested arrays)", run: () => attn.attention(Qn, Kn, Vn).data },
-      { name: "plain JS", run: () => jsAttention(q, k, v, T, T, 1, false, out, d) },
-    ], `T=${T} d=${d}`);
+    const times = timeShape(
+      [
+        { name: "attnkit (typed arrays)", run: () => attn.attention(Q, K, V).data },
+        { name: "attnkit (nested arrays)", run: () => attn.attention(Qn, Kn, Vn).data },
+        { name: "plain JS", run: () => jsAttention(q, k, v, T, T, 1, false, out, d) },
+      ],
+      `T=${T} d=${d}`,
+    );
     for (const [engine, t] of Object.entries(times)) square.push({ engine, d, T, ...t });
-    console.error(`small calls d=${d} T=${T}: ` + Object.entries(times).map(([e, t]) => `${e} ${t.us.toFixed(2)} us`).join(", "));
+    console.error(
+      `small calls d=${d} T=${T}: ` +
+        Object.entries(times)
+          .map(([e, t]) => `${e} ${t.us.toFixed(2)} us`)
+          .join(", "),
+    );
   }
 }
 // The sweep: every query count of one key count in the same interleaved
 // rounds, so that the ratio of consecutive counts comes from the same state
 // of the machine (checked against plain JS first).
 for (const keys of SWEEP_KEYS) {
-  const d = SWEEP_D, K = { data: random(keys * d, 2), rows: keys, cols: d }, V = { data: random(keys * d, 3), rows: keys, cols: d };
+  const d = SWEEP_D,
+    K = { data: random(keys * d, 2), rows: keys, cols: d },
+    V = { data: random(keys * d, 3), rows: keys, cols: d };
   const engines = SWEEP_QUERIES.map((T_q) => {
-    const q = random(T_q * d, 1), Q = { data: q, rows: T_q, cols: d };
+    const q = random(T_q * d, 1),
+      Q = { data: q, rows: T_q, cols: d };
     const want = jsAttention(q, K.data, V.data, T_q, keys, 1, false, new Float32Array(T_q * d), d);
     const got = attn.attention(Q, K, V).data;
-    if (!(maxDiff(got, want) <= 1e-4)) throw new Error(`attnkit differs at T_q=${T_q} T_k=${keys} by ${maxDiff(got, want)}`);
+    if (!(maxDiff(got, want) <= 1e-4))
+      throw new Error(`attnkit differs at T_q=${T_q} T_k=${keys} by ${maxDiff(got, want)}`);
     return { name: `T_q=${T_q}`, run: () => attn.attention(Q, K, V).data };
   });
   const times = timeShape(engines, `T_k=${keys}`);
-  for (const T_q of SWEEP_QUERIES) sweep.push({ engine: "attnkit (typed arrays)", d, keys, T_q, ...times[`T_q=${T_q}`] });
-  console.error(`sweep T_k=${keys}: ` + SWEEP_QUERIES.map((T_q) => `${T_q}: ${times[`T_q=${T_q}`].us.toFixed(2)} us`).join(", "));
+  for (const T_q of SWEEP_QUERIES)
+    sweep.push({ engine: "attnkit (typed arrays)", d, keys, T_q, ...times[`T_q=${T_q}`] });
+  console.error(
+    `sweep T_k=${keys}: ` +
+      SWEEP_QUERIES.map((T_q) => `${T_q}: ${times[`T_q=${T_q}`].us.toFixed(2)} us`).join(", "),
+  );
 }
-console.log(JSON.stringify({ quick, rounds: ROUNDS, batchMs: BATCH_MS, target: attn.target, square, sweep }, null, 1));
+console.log(
+  JSON.stringify(
+    { quick, rounds: ROUNDS, batchMs: BATCH_MS, target: attn.target, square, sweep },
+    null,
+    1,
+  ),
+);
