@@ -2,6 +2,7 @@
 import type { Config } from "./config";
 import { PRESETS, presetById } from "./presets";
 import { DEFAULT_STATE, type State } from "./state";
+import { headNames } from "./weights";
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 
@@ -123,7 +124,8 @@ export function syncControls(s: State, cfg: Config): void {
   setValue("softcap", String(s.softcap));
   setText("softcap-out", s.softcap > 0 ? s.softcap.toFixed(1) : "0 (off)");
   options($<HTMLSelectElement>("query"), cfg.items[0].labels.map((l, i) => `${i}: ${l}`), Math.min(s.query, cfg.T - 1));
-  options($<HTMLSelectElement>("head"), Array.from({ length: cfg.heads }, (_, h) => `head ${h}`), Math.min(s.head, cfg.heads - 1));
+  const names = headNames(s, cfg);
+  options($<HTMLSelectElement>("head"), Array.from({ length: cfg.heads }, (_, h) => `head ${h}${names ? `: ${names[h]}` : ""}`), Math.min(s.head, cfg.heads - 1));
   setValue("speed", String(s.speed));
   const nEdits = Object.keys(s.edits).length;
   setText("edits-info", nEdits ? `${nEdits} edited cell${nEdits > 1 ? "s" : ""}` : "Click a cell of X, W or Wᴼ to edit it.");

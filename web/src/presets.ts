@@ -91,7 +91,8 @@ export const PRESETS: Preset[] = [
     id: "train",
     label: "the train left the station on time",
     text: "the train left the station on time",
-    set: { emb: "features", weights: "identity", mask: "none", heads: 1, kvHeads: 1, pe: false },
+    // Four designed heads, each with a different relation, so that step 8 and the head views show differences.
+    set: { emb: "features", weights: "designed", mask: "none", heads: 4, kvHeads: 4, pe: false },
   },
   {
     id: "bank",

@@ -7,7 +7,7 @@ import { dur } from "../motion";
 import { diverging, headColor, sequential } from "../views/colors";
 import { signedLegend, weightLegend } from "../views/legend";
 import { drawMatrix, labelSpace, note, op, textWidth } from "../views/matrix";
-import { featureSpace, indexLabels, qkLabels, tokenLabels, tokenName, type Scene, type SceneCtx } from "./common";
+import { featureSpace, headName, headNamesHtml, indexLabels, qkLabels, tokenLabels, tokenName, type Scene, type SceneCtx } from "./common";
 
 /** Space between head slices, between maps, for the "→ splitHeads" arrow and the operators, between rows. */
 const SLICE_GAP = 12;
@@ -162,6 +162,7 @@ export const step8: Scene = {
     return `<p>One big projection, then a reshape: Q ${shape("T", "h·d_k")} → ${shape("h", "T", "d_k")} (<code>splitHeads</code>), so each of the <b>h = ${heads}</b> heads attends on its own slice and produces its own attention map.
       The head outputs are concatenated (<code>mergeHeads</code>) and projected by W<sup>O</sup>.${gqa}</p>
       <p class="shapes">${shape(T, `${heads}·${dK}`)} → ${shape(heads, T, dK)} → h maps ${shape(heads, T, T)} → ${shape(heads, T, dV)} → concat ${shape(T, heads * dV)} × W<sup>O</sup> ${shape(heads * dV, dModel)} → ${shape(T, dModel)}</p>
+      ${headNamesHtml(ctx)}
       <p class="${ok ? "check-ok" : "check-bad"}" data-testid="mha-check">${ok ? "✓" : "✗"} step by step = ${call}: max |Δ| = ${ctx.item.checkDiff.toExponential(1)}</p>`;
   },
   render: (g, ctx) => {
@@ -221,7 +222,7 @@ export const step8: Scene = {
       const y = geo.yB + Math.floor(h / pB) * geo.mapH;
       const v = drawMatrix(g, { id: `headmap-${h}`, title: mapTitle(ctx, h, geo.mapW + MAP_GAP - 6),
         m: it.heads[h].weights, x, y, cell: cB, top: MAP_TOP, color: sequential(), rowLabels: col === 0 ? labels : undefined, titleColor: colors[h],
-        tip: (r, c, val) => `head ${h}: α${sub(r)}${sub(c)} = <b>${fmt(val, 4)}</b><br>“${tokenName(ctx, r)}” → “${tokenName(ctx, c)}”` });
+        tip: (r, c, val) => `head ${h}${headName(ctx, h) ? ` (${headName(ctx, h)})` : ""}: α${sub(r)}${sub(c)} = <b>${fmt(val, 4)}</b><br>“${tokenName(ctx, r)}” → “${tokenName(ctx, c)}”` });
       v.g.attr("data-head", h);
       if (ctx.animate) v.g.attr("opacity", 0).transition().delay(dur(slicesEnd + h * 200)).duration(dur(400)).attr("opacity", 1);
       maxX = Math.max(maxX, x + v.width);

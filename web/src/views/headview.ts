@@ -3,7 +3,7 @@
 // isolate its lines; click a head's chip to hide or show it (kept in the URL).
 // The lines are drawn on a canvas (T = 64 with 8 heads is 32k lines).
 import { fmt } from "../format";
-import { at, tokenLabels, type Scene, type SceneCtx } from "../scenes/common";
+import { at, headName, tokenLabels, type Scene, type SceneCtx } from "../scenes/common";
 import { hiddenHeads, type State } from "../state";
 import { headColor } from "./colors";
 import type { G } from "./matrix";
@@ -23,7 +23,7 @@ export const headView: Scene = {
   caption: (ctx: SceneCtx) => {
     const hidden = hiddenHeads(ctx.state);
     const chips = ctx.item.heads.map((_, h) =>
-      `<button type="button" class="chip head-chip${hidden.has(h) ? "" : " on"}" style="--head:${headColor(h)}" data-toggle-head="${h}" data-testid="head-chip-${h}" aria-pressed="${!hidden.has(h)}">head ${h}</button>`).join(" ");
+      `<button type="button" class="chip head-chip${hidden.has(h) ? "" : " on"}" style="--head:${headColor(h)}" data-toggle-head="${h}" data-testid="head-chip-${h}" aria-pressed="${!hidden.has(h)}">head ${h}${headName(ctx, h) ? `: ${headName(ctx, h)}` : ""}</button>`).join(" ");
     return `<p>Each line joins a token being updated (left) to a token it attends to (right); its opacity is the weight α<sub>ij</sub>, its colour the head.
       Hover a token to isolate its lines. Heads: ${chips}</p>`;
   },
@@ -87,7 +87,7 @@ function buildHeadView(g: G, labels: string[], rowH: number, colW: number, gap: 
         const k = labels.indexOf(d);
         drawLines(st, side, k);
         const hidden = hiddenHeads(ctx.state);
-        const parts = ctx.item.heads.map((tr, h) => hidden.has(h) ? "" : `head ${h}: ${side === "i" ? "top" : "from"} ${topOf(tr.weights, k, side, labels)}`).filter(Boolean);
+        const parts = ctx.item.heads.map((tr, h) => hidden.has(h) ? "" : `head ${h}${headName(ctx, h) ? ` (${headName(ctx, h)})` : ""}: ${side === "i" ? "top" : "from"} ${topOf(tr.weights, k, side, labels)}`).filter(Boolean);
         showTip(e, `<b>${d}</b><br>${parts.join("<br>")}`);
       })
       .on("mouseleave", () => {
