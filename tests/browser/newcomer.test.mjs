@@ -84,3 +84,94 @@ test("the default page opens on several designed heads that differ, their names 
   assert.match(await page.textContent('[data-testid="head"]'), /head 1: words look for the same topic/);
   assert.deepEqual(problems, []);
 });
+
+/** Presses Tab until the focused element matches `sel` (at most `max` presses); fails if it never does. */
+async function tabTo(sel, max = 120) {
+  for (let n = 0; n < max; n++) {
+    await page.keyboard.press("Tab");
+    if (await page.evaluate((s) => document.activeElement?.matches(s), sel)) return n + 1;
+  }
+  throw new Error(`Tab never reached ${sel}`);
+}
+
+const cellValue = (id, r, c) => page.evaluate(([id, r, c]) => {
+  const m = window.__attnkit.matrix(id);
+  return m.values[r * m.cols + c];
+}, [id, r, c]);
+
+test("keyboard only: edit a cell of X, toggle a mask cell, open a head, isolate a token", async () => {
+  await open();
+  await tabTo('[data-hit="X"]');
+  await page.keyboard.press("ArrowRight");
+  await page.keyboard.press("ArrowRight");
+  await page.keyboard.press("ArrowDown");
+  assert.match(await page.textContent('[data-testid="announce"]'), /X row 1, column 2/);
+  await page.keyboard.press("Enter");
+  await page.waitForSelector('[data-testid="cell-editor"] input');
+  assert.match(await page.textContent('[data-testid="cell-editor"]'), /X\[1, 2\]/);
+  await page.keyboard.press("Control+A");
+  await page.keyboard.type("0.75");
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => !document.querySelector('[data-testid="cell-editor"]'));
+  assert.equal(await cellValue("X", 1, 2), 0.75, "X[1, 2] edited from the keyboard");
+  assert.ok(await page.evaluate(() => document.activeElement?.getAttribute("data-hit") === "X"), "the focus is back on X");
+  await shot("keyboard-x-edited");
+
+  await open("m=custom&st=5");
+  await tabTo('[data-hit="M"]');
+  for (let k = 0; k < 3; k++) await page.keyboard.press("ArrowRight");
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => window.__attnkit.state().custom === "0.3");
+  assert.equal(await cellValue("masked", 0, 3), -Infinity, "the mask cell toggled from the keyboard masks that score");
+  assert.ok(await page.evaluate(() => document.activeElement?.getAttribute("data-hit") === "M"), "the focus stays on M");
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => window.__attnkit.state().custom === "");
+
+  await open("v=grid");
+  await tabTo('[data-hit="grid-2"]');
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => { const s = window.__attnkit.state(); return s.view === "steps" && s.head === 2 && s.step === 6; });
+
+  await open("v=headview");
+  await tabTo('[data-testid="hv-q-0"]');
+  assert.equal(await page.getAttribute('[data-testid="hv-lines"]', "data-isolated"), "i0", "focus isolates the token's lines");
+  await page.keyboard.press("ArrowDown");
+  assert.equal(await page.evaluate(() => document.activeElement?.getAttribute("data-testid")), "hv-q-1");
+  await page.keyboard.press("ArrowRight");
+  assert.equal(await page.evaluate(() => document.activeElement?.getAttribute("data-testid")), "hv-k-1");
+  await page.keyboard.press("Enter");
+  assert.equal(await page.getAttribute('[data-testid="hv-lines"]', "data-pinned"), "j1", "Enter pins the key's lines");
+  assert.deepEqual(problems, []);
+});
+
+test("screen readers: sliders have their own names; the caption is not a live region; a step change is announced once", async () => {
+  await open();
+  assert.equal(await page.getByRole("slider", { name: "temperature τ" }).count(), 1);
+  assert.equal(await page.getByRole("slider", { name: /softcap/ }).count(), 1);
+  assert.equal(await page.getAttribute('[data-testid="caption"]', "aria-live"), null, "the caption does not re-announce itself");
+  await page.keyboard.press("3");
+  await page.waitForFunction(() => /Step 3/.test(document.querySelector('[data-testid="announce"]').textContent));
+  // Slider ticks redraw the scene but announce nothing new.
+  await page.evaluate(() => { window.__said = []; new MutationObserver(() => window.__said.push(document.querySelector('[data-testid="announce"]').textContent)).observe(document.querySelector('[data-testid="announce"]'), { childList: true, characterData: true, subtree: true }); });
+  await page.focus('[data-testid="temperature"]');
+  for (let k = 0; k < 6; k++) await page.keyboard.press("ArrowRight");
+  await page.waitForTimeout(600);
+  assert.deepEqual(await page.evaluate(() => window.__said), [], "nothing announced while the slider moves");
+  assert.deepEqual(problems, []);
+});
+
+test("a tap on a head-view token keeps its lines (the touch form of hover)", async () => {
+  const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true, reducedMotion: "reduce" });
+  const p = await phone.newPage();
+  watch(p, problems);
+  await open("v=headview", p);
+  await p.tap('[data-testid="hv-k-4"]');
+  assert.equal(await p.getAttribute('[data-testid="hv-lines"]', "data-pinned"), "j4");
+  assert.equal(await p.getAttribute('[data-testid="hv-lines"]', "data-isolated"), "j4");
+  assert.ok(await p.isVisible('[data-testid="tooltip"]'), "the tap shows the token's top keys");
+  await shot("phone-headview-tap", p);
+  await p.tap('[data-testid="hv-k-4"]');
+  assert.equal(await p.getAttribute('[data-testid="hv-lines"]', "data-pinned"), null, "a second tap lets go");
+  await phone.close();
+  assert.deepEqual(problems, []);
+});

@@ -19,7 +19,7 @@ import { addDefs } from "./views/colors";
 import { decodingView } from "./views/decoding";
 import { gridView } from "./views/grid";
 import { headView, toggleHead } from "./views/headview";
-import { clearRegistry, drawnIds, drawnMatrix, recycle } from "./views/matrix";
+import { announce, clearRegistry, drawnIds, drawnMatrix, numbersHidden, recycle, refocusMatrix } from "./views/matrix";
 import { beginFrame, endFrame, isCandidate, setAttr, setText } from "./views/retain";
 import { saturationView } from "./views/saturation";
 import { hideTip } from "./views/tooltip";
@@ -228,13 +228,13 @@ function draw(animate: boolean): void {
   setAttr(node, "role", "img");
   setAttr(node, "aria-label", scene.title);
   const gap = 36;
-  // Narrow screens: the scene keeps a readable size and the stage scrolls sideways.
+  // Scenes lay out for the stage's width; what cannot shrink further is scaled down below.
   const avail = Math.max(640, stageWidth() - 24);
   const itemWidth = (avail - gap * (items.length - 1)) / items.length;
   const ctxs: SceneCtx[] = items.map((item, i) => ({
     attn, state, model: m, cfg, item, itemIndex: i, trace: item.heads[state.head],
     width: itemWidth, height: Math.max(360, innerHeight - 300), animate: animate && !reducedMotion(),
-    set, edit: (name, r, c, value, e) => openEditor(e, `${name.replace(/^X\d/, "X")}[${r}, ${c}]`, value, (raw) => tryEdit(`${name}:${r}:${c}`, raw)),
+    set, edit: (name, r, c, value, e) => openEditor(e, `${name.replace(/^X\d/, "X")}[${r}, ${c}]`, value, (raw) => tryEdit(`${name}:${r}:${c}`, raw), refocusMatrix),
   }));
   setHtml("caption", `<h2 data-testid="scene-title">${state.view === "steps" ? `${state.step}. ` : ""}${scene.title}</h2>${scene.caption(ctxs[0])}`);
   let x = 0, height = 0, duration = 0;
@@ -247,11 +247,16 @@ function draw(animate: boolean): void {
       setText(titles[i], `sentence ${i + 1}: ${ctx.item.item.tokens.filter((t) => t !== "[PAD]").join(" ")}`.slice(0, 80));
     }
     const r = scene.render(d3.select(root), ctx);
-    x += r.width + gap;
+    // What a scene draws beyond the width it reports (a legend, a long note) counts too.
+    const bb = root.getBBox();
+    x += Math.max(r.width, bb.x + bb.width) + gap;
     height = Math.max(height, r.height);
     duration = Math.max(duration, r.duration);
   });
   recycle(endFrame());
+  setText($("numbers-note"), numbersHidden()
+    ? "Some cells are too small for their numbers: hover a cell (tap on a touch screen) to read it, or zoom in (Ctrl +) to see more numbers."
+    : "");
   // Outlines stay above the matrices (one rebuilt in this frame comes after them).
   for (const root of roots) {
     const kids = [...root.children];
@@ -261,8 +266,12 @@ function draw(animate: boolean): void {
     }
   }
   const w = Math.ceil(x - gap + 12), h = Math.ceil(height + top + 12);
-  setAttr(node, "width", w);
-  setAttr(node, "height", h);
+  // A scene wider than the stage is scaled to its width (a phone shows all of it; pinch-zoom reads it).
+  const room = stageWidth() - 20;
+  const k = w > room ? room / w : 1;
+  setAttr(node, "width", Math.floor(w * k));
+  setAttr(node, "height", Math.ceil(h * k));
+  setAttr(node, "data-scale", k === 1 ? null : k.toFixed(3));
   setAttr(node, "viewBox", `0 0 ${w} ${h}`);
   // Style and layout now, so that the time below is the whole redraw but the paint.
   const tl = performance.now();
@@ -275,10 +284,24 @@ function draw(animate: boolean): void {
   if (timing.renders === 1) timing.firstRenderMs = performance.now();
   const batch = m.items.length > 1 ? " · batch of 2" : "";
   setHtml("status", `computed by <b>attnkit</b> (${attn.target}${attn.simd ? ", SIMD128" : ""})${batch} · ${timing.lastRecomputed ? "recomputed" : "no recompute"} · attnkit calls ${timing.lastComputeMs.toFixed(1)} ms · recompute + redraw ${timing.lastRenderMs.toFixed(1)} ms`);
+  announceScene(`${state.view === "steps" ? `Step ${state.step}: ` : ""}${scene.title}`);
   document.body.dataset.ready = "1";
   document.body.dataset.renders = String(timing.renders);
   animation = { step: state.view === "steps" ? state.step : 0, view: state.view, startedAt: performance.now(), durationMs: duration };
   if (playing) schedule(duration);
+}
+
+/**
+ * Screen readers hear the scene's title when the step or view changes, once it stays
+ * for 400 ms (not the whole caption on every slider tick).
+ */
+let announced = "";
+let announceTimer: number | undefined;
+function announceScene(title: string): void {
+  if (title === announced) return;
+  announced = title;
+  window.clearTimeout(announceTimer);
+  announceTimer = window.setTimeout(() => announce(title), 400);
 }
 
 /**
@@ -369,7 +392,7 @@ function togglePlay(): void {
 
 function bindNav(): void {
   $("steps").innerHTML = SCENES.map((s, i) =>
-    `<li><button type="button" data-step="${i + 1}" data-testid="step-${i + 1}" title="${s.title} (${i + 1})"><span>${i + 1}</span> ${s.title}</button></li>`).join("");
+    `<li><button type="button" data-step="${i + 1}" data-testid="step-${i + 1}" title="${s.title} (${i + 1})" aria-label="step ${i + 1}: ${s.title}"><span>${i + 1}</span><span class="t"> ${s.title}</span></button></li>`).join("");
   $("steps").addEventListener("click", (e) => {
     const b = (e.target as HTMLElement).closest<HTMLButtonElement>("button[data-step]");
     if (b) goto(Number(b.dataset.step));
