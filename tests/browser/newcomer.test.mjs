@@ -7,7 +7,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { after, before, beforeEach, test } from "node:test";
 import { chromium } from "playwright-core";
-import { dist, shots } from "./helpers.mjs";
+import { PHONE_PAGES, assertPhoneFit, dist, phoneFit, shots } from "./helpers.mjs";
 import { serve } from "./server.mjs";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
@@ -173,5 +173,109 @@ test("a tap on a head-view token keeps its lines (the touch form of hover)", asy
   await p.tap('[data-testid="hv-k-4"]');
   assert.equal(await p.getAttribute('[data-testid="hv-lines"]', "data-pinned"), null, "a second tap lets go");
   await phone.close();
+  assert.deepEqual(problems, []);
+});
+
+test("phone 390 x 844: every step and view of the default and the batch preset fits the width; header and step bar are short", async () => {
+  const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true, reducedMotion: "reduce" });
+  const p = await phone.newPage();
+  watch(p, problems);
+  for (const base of ["", "p=flies&b=1&w=designed&h=2&kvh=2&t=time%20flies%20like%20an%20arrow&t2=fruit%20flies%20like%20a%20banana"]) {
+    for (const q of PHONE_PAGES) {
+      await open([base, q].filter(Boolean).join("&"), p);
+      assertPhoneFit(await p.evaluate(phoneFit), `${base ? "batch" : "default"} ${q}`);
+      if (!base) await shot(`phone-${q.replace("=", "-")}`, p);
+    }
+  }
+  await phone.close();
+  assert.deepEqual(problems, []);
+});
+
+/** Run in the page: cell numbers that reach outside their cell, and legend tick labels that touch. */
+function layoutProblems() {
+  const out = [];
+  for (const g of document.querySelectorAll('[data-testid^="matrix-"]')) {
+    const rects = g.querySelectorAll("rect.cell");
+    g.querySelectorAll("text.cell-text").forEach((t, k) => {
+      if (!t.textContent) return;
+      const a = t.getBoundingClientRect(), b = rects[k].getBoundingClientRect();
+      if (a.left < b.left - 1 || a.right > b.right + 1) out.push(`${g.dataset.testid} cell ${k}: “${t.textContent}” ${a.width.toFixed(0)} px wide in a ${b.width.toFixed(0)} px cell`);
+    });
+  }
+  for (const lg of document.querySelectorAll('[data-testid="legend"]')) {
+    const ticks = [...lg.querySelectorAll(".tick text")].map((t) => t.getBoundingClientRect()).sort((a, b) => a.left - b.left);
+    for (let k = 1; k < ticks.length; k++) if (ticks[k].left < ticks[k - 1].right + 1) out.push(`legend ticks ${k - 1} and ${k} touch`);
+  }
+  const legends = [...document.querySelectorAll('[data-testid="legend"]')].map((l) => l.getBoundingClientRect());
+  for (let i = 0; i < legends.length; i++) {
+    for (let j = i + 1; j < legends.length; j++) {
+      const [a, b] = [legends[i], legends[j]];
+      if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom) out.push(`legends ${i} and ${j} overlap`);
+    }
+  }
+  const svg = document.querySelector('[data-testid="scene-svg"]').getBoundingClientRect();
+  for (const [k, l] of legends.entries()) if (l.right > svg.right + 1 || l.bottom > svg.bottom + 1) out.push(`legend ${k} cut off by the scene's edge`);
+  // Every matrix is drawn whole within the scene (a scroll reaches it, nothing clips it).
+  for (const g of document.querySelectorAll('[data-testid^="matrix-"]')) {
+    const r = g.getBoundingClientRect();
+    if (r.right > svg.right + 1) out.push(`${g.dataset.testid} cut off by the scene's edge`);
+  }
+  // A scene too wide even at half size scrolls inside the stage, never the page.
+  const stage = document.querySelector('[data-testid="stage"]').getBoundingClientRect();
+  if (stage.right > innerWidth) out.push(`the stage runs off the page (${stage.right} > ${innerWidth})`);
+  if (document.documentElement.scrollWidth > innerWidth) out.push(`the page scrolls sideways (${document.documentElement.scrollWidth})`);
+  return out;
+}
+
+/** The top of each named matrix's grid (its first cell), in page pixels. */
+const gridTops = (ids) => page.evaluate((ids) => ids.map((id) => document.querySelector(`[data-testid="matrix-${id}"] rect.cell, [data-testid="matrix-${id}"] canvas`).getBoundingClientRect().top), ids);
+
+test("layout: 1e5 in a cell stays in its cell, legend ticks do not touch, legends do not overlap, wide scenes fit", async () => {
+  await open("ed=X0:1:2=100000");
+  assert.deepEqual(await page.evaluate(layoutProblems), [], "1e5 in X");
+  assert.match(await page.textContent('[data-testid="matrix-X"]'), /100000|1e5/, "the big value is shown");
+  await shot("x-1e5");
+  for (const n of [2, 3, 6, 8]) {
+    await gotoStep(n);
+    assert.deepEqual(await page.evaluate(layoutProblems), [], `1e5 in X, step ${n}`);
+  }
+  await open("p=flies&b=1&w=designed&h=2&kvh=2&t=time%20flies%20like%20an%20arrow&t2=fruit%20flies%20like%20a%20banana&st=6");
+  assert.deepEqual(await page.evaluate(layoutProblems), [], "batch, step 6");
+  await shot("batch-step6");
+  for (const q of ["w=random&h=16&kvh=16&dk=256&dv=256&e=random&dm=256&st=2", "w=random&h=16&kvh=16&dk=256&dv=256&e=random&dm=256&st=8", "st=2", "w=random&h=16&kvh=16&dk=256&dv=256&e=random&dm=256&v=grid"]) {
+    await open(q);
+    assert.deepEqual(await page.evaluate(layoutProblems), [], q);
+  }
+  await shot("q-7x4096-16heads");
+  assert.deepEqual(problems, []);
+});
+
+test("layout: the weights, the row sums and M line up with the scores beside them", async () => {
+  await open("st=6");
+  const [a, w, s] = await gridTops(["masked6", "weights", "rowsums"]);
+  assert.ok(Math.abs(a - w) < 1 && Math.abs(w - s) < 1, `step 6 grid tops ${a}, ${w}, ${s}`);
+  await open("st=5");
+  const [x, m, b] = await gridTops(["scaled5", "M", "masked"]);
+  assert.ok(Math.abs(x - m) < 1 && Math.abs(m - b) < 1, `step 5 grid tops ${x}, ${m}, ${b}`);
+  assert.deepEqual(problems, []);
+});
+
+test("colour: W^Q and W^O have their own scale, so random weights are not a flat grey block", async () => {
+  await open("w=random&st=2");
+  const spread = (id) => page.evaluate((id) => {
+    const fills = [...document.querySelectorAll(`[data-testid="matrix-${id}"] rect.cell`)].map((r) => r.getAttribute("fill"));
+    return new Set(fills).size / fills.length;
+  }, id);
+  const sat = (id) => page.evaluate((id) => {
+    // How far the cells' colours are from grey, on average (0: all grey).
+    const fills = [...document.querySelectorAll(`[data-testid="matrix-${id}"] rect.cell`)].map((r) => [1, 3, 5].map((k) => parseInt(r.getAttribute("fill").slice(k, k + 2), 16)));
+    return fills.reduce((s, [r, g, b]) => s + Math.max(r, g, b) - Math.min(r, g, b), 0) / fills.length;
+  }, id);
+  assert.ok(await sat("WQ") > 40, `W^Q's colours are close to grey (mean spread ${await sat("WQ")})`);
+  assert.ok(await spread("WQ") > 0.3, "W^Q's cells take many colours");
+  await gotoStep(8);
+  const wo = await page.evaluate(() => document.querySelector('[data-testid="matrix-WO"]').getAttribute("data-render"));
+  if (wo === "svg") assert.ok(await sat("WO") > 40, "W^O's colours are close to grey");
+  assert.equal(await page.locator('[data-testid="legend"]', { hasText: "own scale" }).count(), 1, "step 8 has W^O's legend");
   assert.deepEqual(problems, []);
 });

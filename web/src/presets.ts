@@ -83,7 +83,7 @@ export interface Preset {
 export const PRESETS: Preset[] = [
   {
     id: "seed001",
-    label: "Seed 001 worked example (printed X, W^Q, K^T, V)",
+    label: "Worked example of “2.3 Single-attention head” (printed X, W^Q, K^T, V)",
     text: SEED001.tokens.join(" "),
     set: { weights: "seed", mask: "causal", heads: 1, kvHeads: 1, pe: false, scaling: true, temperature: 1 },
   },

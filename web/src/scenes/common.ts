@@ -121,7 +121,7 @@ export function headLabel(ctx: SceneCtx): string {
 
 /** A boxed note from the seed comparison. */
 export function seedNote(html: string): string {
-  return `<div class="seed-note" data-testid="seed-note"><b>Seed 001 check:</b> ${html}</div>`;
+  return `<div class="seed-note" data-testid="seed-note"><b>Check against the worked example (“2.3 Single-attention head”):</b> ${html}</div>`;
 }
 
 export function vec(a: ArrayLike<number>, digits = 2, max = 8): string {

@@ -230,14 +230,16 @@ export const step8: Scene = {
 
     // Row C: head outputs -> concat -> times W^O (its own cell size when it would be too tall).
     const y = geo.yC;
-    const mO = Math.max(maxAbs(it.merged.data), maxAbs(it.out.data), maxAbs(ctx.model.weights.WO.data), 1e-6);
+    // W^O has its own colour scale (random weights are much smaller than the head outputs).
+    const mO = Math.max(maxAbs(it.merged.data), maxAbs(it.out.data), 1e-6);
+    const mWO = Math.max(maxAbs(ctx.model.weights.WO.data), 1e-6);
     const Mv = drawMatrix(g, { id: "concat", title: "concat(heads)", shape: shape(T, heads * dV), m: it.merged, x: 0, y, cell: cC, color: diverging(mO),
       rowLabels: labels, colLabels: L.vCols, bands: { every: dV, colors }, top: geo.topC,
       tip: (r, c, v) => `head ${Math.floor(c / dV)} output[${r}, ${c % dV}] = <b>${fmt(v, 4)}</b> (mergeHeads)` });
     let x = Mv.width + 6;
     op(g, x + OP / 2 - 6, Mv.gy + (T * cC) / 2, "×");
     x += OP;
-    const Wo = drawMatrix(g, { id: "WO", title: "W^O", shape: shape(heads * dV, dModel), m: ctx.model.weights.WO, x, y, cell: cW, color: diverging(mO),
+    const Wo = drawMatrix(g, { id: "WO", title: "W^O", shape: shape(heads * dV, dModel), m: ctx.model.weights.WO, x, y, cell: cW, color: diverging(mWO),
       colLabels: L.woCols, rowLabels: L.woRows, top: geo.topC,
       tip: (r, c, v) => `W<sup>O</sup>[${r}, ${c}] = <b>${fmt(v, 4)}</b><br><i>click to edit</i>`,
       onCell: (r, c, e) => ctx.edit("WO", r, c, ctx.model.weights.WO.data[r * dModel + c], e) });
@@ -266,7 +268,7 @@ export const step8: Scene = {
       bottom += Pv.height + 14;
     }
     let lh = signedLegend(g, 8, bottom, Math.max(mQ, mO), "value");
-    lh = Math.max(lh, weightLegend(g, 260, bottom));
+    lh = Math.max(lh, weightLegend(g, 240, bottom), signedLegend(g, 472, bottom, mWO, "Wᴼ (its own scale)"));
     return { width: maxX, height: bottom + lh, duration: ctx.animate ? dur(mapsEnd + 400) : 0 };
   },
 };
