@@ -279,3 +279,119 @@ test("colour: W^Q and W^O have their own scale, so random weights are not a flat
   assert.equal(await page.locator('[data-testid="legend"]', { hasText: "own scale" }).count(), 1, "step 8 has W^O's legend");
   assert.deepEqual(problems, []);
 });
+
+test("text: emoji are one token each; empty text and a cut text say so; no seed numbers, no “all 1 heads”", async () => {
+  await open();
+  await page.fill('[data-testid="text"]', "I ❤️ trains 👨‍👩‍👧‍👦");
+  await page.waitForFunction(() => window.__attnkit.state().text.includes("👨"));
+  await page.waitForFunction(() => /^4 tokens/.test(document.querySelector('[data-testid="token-info"]').textContent));
+  const options = await page.$$eval('[data-testid="query"] option', (os) => os.map((o) => o.textContent));
+  assert.deepEqual(options, ["0: I", "1: ❤️", "2: trains", "3: 👨‍👩‍👧‍👦"]);
+  assert.equal(await page.isVisible('[data-testid="text-note"]'), false, "no note for a text that is used whole");
+
+  await page.fill('[data-testid="text"]', "");
+  await page.waitForFunction(() => window.__attnkit.state().text === "");
+  assert.ok(await page.isVisible('[data-testid="text-note"]'));
+  assert.match(await page.textContent('[data-testid="text-note"]'), /empty: type a sentence/);
+  await shot("empty-text");
+
+  const long = Array.from({ length: 500 }, (_, i) => `w${i}`).join(" ");
+  await page.fill('[data-testid="text"]', long);
+  await page.waitForFunction(() => window.__attnkit.state().text.length > 1000);
+  assert.match(await page.textContent('[data-testid="text-note"]'), /500 tokens.*at most 128.*last 372.*“w128 w129 w130 w131 …”/);
+  await page.fill('[data-testid="text"]', "the train left");
+  await page.waitForFunction(() => window.__attnkit.state().text === "the train left");
+  assert.equal(await page.isVisible('[data-testid="text-note"]'), false);
+
+  for (const q of ["v=grid&h=1&kvh=1", "v=saturation", "p=seed001&w=seed&m=causal&h=1&kvh=1&st=1", "p=seed001&w=seed&m=causal&h=1&kvh=1&st=2"]) {
+    await open(q);
+    const caption = await page.textContent('[data-testid="caption"]');
+    assert.doesNotMatch(caption, /seed 00\d/i, `${q}: the caption names the source, not its file number`);
+    assert.doesNotMatch(caption, /all 1 heads/, `${q}: grammar`);
+  }
+  assert.doesNotMatch(await page.textContent('[data-testid="preset"]'), /seed 00\d/i, "preset names");
+  assert.deepEqual(problems, []);
+});
+
+test("a fully masked row: step 6 says why its sum is 0", async () => {
+  const row0 = Array.from({ length: 7 }, (_, j) => `0.${j}`).join("_");
+  await open(`m=custom&cm=${row0}&st=6`);
+  const sums = await page.evaluate(() => window.__attnkit.matrix("rowsums").values);
+  assert.equal(sums[0], 0, "row 0 sums to 0");
+  assert.equal(await page.textContent('[data-testid="empty-rows"]'), "row 0");
+  assert.match(await page.textContent('[data-testid="caption"]'), /every key of that query is masked/);
+  await open("st=6");
+  assert.equal(await page.locator('[data-testid="empty-rows"]').count(), 0, "no such note when every row sums to 1");
+  assert.deepEqual(problems, []);
+});
+
+test("exports carry the view's title and caption", async () => {
+  const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 }, reducedMotion: "reduce", acceptDownloads: true });
+  const p = await ctx.newPage();
+  watch(p, problems);
+  await open("st=6", p);
+  const [download] = await Promise.all([p.waitForEvent("download"), p.click('[data-testid="export-svg"]')]);
+  const svg = await (await import("node:fs/promises")).readFile(await download.path(), "utf8");
+  assert.match(svg, /<title>attnkit · 6\. Softmax per row<\/title>/);
+  assert.match(svg, /data-export="caption"[^]*probability distribution over the keys/);
+  const words = svg.replace(/<[^>]+>/g, " ").replace(/\s+/g, " ");
+  assert.match(words, /the train left the station on time/, "the caption names the text");
+  await ctx.close();
+  assert.deepEqual(problems, []);
+});
+
+/** The page still works: no error shown, cells drawn, and a step change draws that step. */
+async function usable(what) {
+  assert.equal(await page.locator('[data-testid="error"]').count(), 0, `${what}: an error is shown`);
+  assert.ok(await page.locator('[data-testid="scene-svg"] rect.cell, [data-testid="scene-svg"] canvas').count() > 0, `${what}: the stage is blank`);
+}
+
+test("malformed and out-of-range input at every number field: a message next to it, the page stays usable", async () => {
+  const fields = { dModel: "e=random&w=random", seed: "w=random", dK: "w=random", dV: "w=random", heads: "w=random", kvHeads: "w=random" };
+  for (const [id, q] of Object.entries(fields)) {
+    await open(q);
+    const sel = `[data-testid="${id}"]`;
+    for (const bad of ["1e", "1e400", "-7", "99999999", "2.5"]) {
+      await page.fill(sel, "");
+      await page.type(sel, bad);
+      await page.press(sel, "Enter");
+      await page.waitForTimeout(50);
+      const note = (await page.textContent(`[data-testid="adj-${id}"]`)).trim();
+      const used = await page.inputValue(sel);
+      // A value the page adjusts or refuses says so; one it uses as typed needs no note.
+      if (String(Number(bad)) !== used) assert.ok(note.length > 0, `${id} = ${bad}: no message (field shows ${used})`);
+      assert.ok(used !== "" && Number.isFinite(Number(used)), `${id} = ${bad}: the field shows a number (${used})`);
+      await usable(`${id} = ${bad}`);
+    }
+    await page.fill(sel, "");
+    const good = { dModel: 8, seed: 4, dK: 4, dV: 4, heads: 2, kvHeads: 1 }[id];
+    await page.type(sel, String(good));
+    await page.press(sel, "Enter");
+    await page.waitForFunction(([id, good]) => window.__attnkit.state()[id] === good, [id, good]);
+    assert.equal((await page.textContent(`[data-testid="adj-${id}"]`)).trim(), "", `${id}: a good value clears the message`);
+    await gotoStep(3);
+    await usable(`${id}: after the bad values`);
+  }
+  assert.deepEqual(problems, []);
+});
+
+test("malformed and out-of-range input at a cell of every editable matrix: refused at the cell with a reason", async () => {
+  const cells = [["X", "st=1"], ["WQ", "w=random&st=2"], ["WK", "w=random&st=2&r=K"], ["WV", "w=random&st=2&r=V"], ["WO", "w=random&h=2&kvh=2&st=8"]];
+  for (const [id, q] of cells) {
+    await open(q);
+    for (const bad of ["abc", "", "1e400", "1e30", "NaN"]) {
+      const before = await page.evaluate((id) => window.__attnkit.matrix(id).values[1], id);
+      const box = await page.locator(`[data-testid="matrix-${id}"] rect.cell[data-row="0"][data-col="1"]`).boundingBox();
+      await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
+      await page.waitForSelector('[data-testid="cell-editor"] input');
+      await page.fill('[data-testid="cell-editor"] input', bad);
+      await page.press('[data-testid="cell-editor"] input', "Enter");
+      await page.waitForSelector('[data-testid="cell-editor-error"]:not([hidden])');
+      assert.match(await page.textContent('[data-testid="cell-editor-error"]'), /number|range|float32|compute/, `${id} = “${bad}”: the reason`);
+      await page.press('[data-testid="cell-editor"] input', "Escape");
+      assert.equal(await page.evaluate((id) => window.__attnkit.matrix(id).values[1], id), before, `${id} = “${bad}”: the cell keeps its value`);
+      await usable(`${id} = “${bad}”`);
+    }
+  }
+  assert.deepEqual(problems, []);
+});

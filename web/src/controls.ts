@@ -18,6 +18,12 @@ export function presetState(id: string, s: State): Partial<State> {
   };
 }
 
+/** The range of each number field (what a message about it says). */
+const FIELD_RANGE: Record<string, [number, number]> = { dModel: [2, 256], seed: [0, 99999], dK: [1, 256], dV: [1, 256], heads: [1, 16], kvHeads: [1, 16] };
+
+/** Why a number field's last entry was not used as typed (shown next to it until a good entry). */
+const fieldNotes: Record<string, string> = {};
+
 export function bindControls(get: () => State, set: Set): void {
   const preset = $<HTMLSelectElement>("preset");
   preset.innerHTML = PRESETS.map((p) => `<option value="${p.id}">${p.label}</option>`).join("") + `<option value="custom">custom text</option>`;
@@ -49,8 +55,21 @@ export function bindControls(get: () => State, set: Set): void {
       const el = e.target as HTMLInputElement;
       // The field then shows the value used, even while it keeps the focus.
       el.dataset.commit = "1";
-      const v = Number(el.value);
-      if (!Number.isFinite(v)) return;
+      // A number field holds "" for what is not a number; a huge one parses to Infinity.
+      const raw = el.value.trim();
+      let v = Number(raw);
+      const [lo, hi] = FIELD_RANGE[id];
+      if (raw === "" || !Number.isFinite(v)) {
+        fieldNotes[id] = `${raw === "" ? "Empty or not a number" : `${raw} is beyond any number the page uses`}: type a whole number from ${lo} to ${hi}. Kept ${get()[key]}.`;
+        set({});
+        return;
+      }
+      delete fieldNotes[id];
+      if (key === "seed") {
+        const used = Math.min(hi, Math.max(lo, Math.round(v)));
+        if (used !== v) fieldNotes[id] = `${v} → ${used}: a whole number from ${lo} to ${hi}`;
+        v = used;
+      }
       const patch = { [key]: v, edits: {} } as Partial<State>;
       if (key === "heads" && get().kvHeads === get().heads) patch.kvHeads = v;
       set(patch);
@@ -115,7 +134,8 @@ export function syncControls(s: State, cfg: Config): void {
   setValue("heads", String(cfg.heads));
   setValue("kvHeads", String(cfg.kvHeads));
   for (const id of ["dK", "dV", "kvHeads"]) setFlag(id, "disabled", s.weights !== "random");
-  for (const id of ["dModel", "dK", "dV", "heads", "kvHeads"] as const) setText(`adj-${id}`, cfg.adjusted[id] ?? "");
+  for (const id of ["dModel", "dK", "dV", "heads", "kvHeads"] as const) setText(`adj-${id}`, fieldNotes[id] || (cfg.adjusted[id] ?? ""));
+  setText("adj-seed", fieldNotes.seed ?? "");
   setText("shape-hint", cfg.fixedHint);
   setValue("mask", s.mask);
   setFlag("scaling", "checked", s.scaling);
