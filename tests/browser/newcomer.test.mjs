@@ -247,6 +247,11 @@ test("layout: 1e5 in a cell stays in its cell, legend ticks do not touch, legend
     assert.deepEqual(await page.evaluate(layoutProblems), [], q);
   }
   await shot("q-7x4096-16heads");
+  for (const q of ["st=2", "st=2&r=V", "w=random&st=2", "st=8", "p=flies&b=1&w=designed&h=2&kvh=2&t=time%20flies%20like%20an%20arrow&t2=fruit%20flies%20like%20a%20banana&st=6"]) {
+    await open(q);
+    const [sw, cw] = await page.evaluate(() => { const s = document.querySelector('[data-testid="stage"]'); return [s.scrollWidth, s.clientWidth]; });
+    assert.ok(sw <= cw, `${q}: the scene fits the stage at 1440 px without scrolling (${sw} > ${cw})`);
+  }
   assert.deepEqual(problems, []);
 });
 
@@ -276,7 +281,7 @@ test("colour: W^Q and W^O have their own scale, so random weights are not a flat
   await gotoStep(8);
   const wo = await page.evaluate(() => document.querySelector('[data-testid="matrix-WO"]').getAttribute("data-render"));
   if (wo === "svg") assert.ok(await sat("WO") > 40, "W^O's colours are close to grey");
-  assert.equal(await page.locator('[data-testid="legend"]', { hasText: "own scale" }).count(), 1, "step 8 has W^O's legend");
+  assert.equal(await page.locator('[data-testid="legend"]', { hasText: "own colour scale" }).count(), 1, "step 8 has W^O's legend");
   assert.deepEqual(problems, []);
 });
 
@@ -393,5 +398,27 @@ test("malformed and out-of-range input at a cell of every editable matrix: refus
       await usable(`${id} = “${bad}”`);
     }
   }
+  assert.deepEqual(problems, []);
+});
+
+test("numbers: shown in Q, step 7, all heads and decoding where they fit; a note says how to read the rest", async () => {
+  const shown = (id) => page.evaluate((id) => {
+    const g = document.querySelector(`[data-testid="matrix-${id}"]`);
+    const texts = [...g.querySelectorAll("text.cell-text")].map((t) => t.textContent);
+    const values = [...g.querySelectorAll("rect.cell")].map((r) => Number(r.getAttribute("data-value")));
+    return { texts, values };
+  }, id);
+  for (const [q, ids] of [["st=2", ["Q"]], ["st=7", ["weights7", "V7", "output"]], ["v=grid", ["grid-0", "grid-3"]], ["v=decoding", ["fullCausal"]]]) {
+    await open(q);
+    for (const id of ids) {
+      const { texts, values } = await shown(id);
+      assert.equal(texts.length, values.length, `${q}: ${id} shows a number in every cell`);
+      // Each number is its cell's value, rounded as shown.
+      texts.forEach((t, k) => assert.ok(Math.abs(Number(t.replace("−", "-")) - values[k]) <= 0.006, `${q}: ${id} cell ${k} shows ${t} for ${values[k]}`));
+    }
+    assert.equal((await page.textContent('[data-testid="numbers-note"]')).trim(), "", `${q}: no note when every number is shown`);
+  }
+  await open("w=random&e=random&dm=64&h=8&kvh=8&dk=8&dv=8&st=8");
+  assert.match(await page.textContent('[data-testid="numbers-note"]'), /too small for their numbers: hover a cell \(tap on a touch screen\)/);
   assert.deepEqual(problems, []);
 });

@@ -93,7 +93,7 @@ export const step2: Scene = {
       hidden: ctx.animate ? () => true : undefined,
       tip: (r, c, v) => `${letter}${sub(r)}[${c}] = x${sub(r)} · W<sup>${sup}</sup>[:, ${c}]<br>= ${expandDot(row(it.X, r), row(W, 0).map((_, k) => at(W, k, c)), v)}` });
     const height = Math.max(X.height, Wv.height, R.height);
-    const lh = Math.max(signedLegend(g, 8, height + 14, m, `X and ${sup}`), signedLegend(g, 250, height + 14, mW, `W${sup === "Q" ? "ᵠ" : sup === "K" ? "ᴷ" : "ⱽ"} (its own scale)`));
+    const lh = Math.max(signedLegend(g, 8, height + 14, m, `X and ${sup}`), signedLegend(g, 250, height + 14, mW, `W${sup} (its own colour scale)`));
     let duration = 0;
     if (ctx.animate) {
       // One row times the matrix: x_i against each column of W fills q_i; then the whole product.

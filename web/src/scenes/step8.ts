@@ -268,7 +268,7 @@ export const step8: Scene = {
       bottom += Pv.height + 14;
     }
     let lh = signedLegend(g, 8, bottom, Math.max(mQ, mO), "value");
-    lh = Math.max(lh, weightLegend(g, 240, bottom), signedLegend(g, 472, bottom, mWO, "Wᴼ (its own scale)"));
+    lh = Math.max(lh, weightLegend(g, 240, bottom), signedLegend(g, 472, bottom, mWO, "WO (its own colour scale)"));
     return { width: maxX, height: bottom + lh, duration: ctx.animate ? dur(mapsEnd + 400) : 0 };
   },
 };
