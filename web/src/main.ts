@@ -536,12 +536,18 @@ async function main(): Promise<void> {
   render(true);
   history.replaceState(null, "", `?${toQuery(state)}`);
   let lastWidth = stageWidth();
+  let resizePending = false;
   new ResizeObserver(() => {
     // Read after layout (no forced layout); the render uses this value.
     const w = (stageWidthPx = $("stage").clientWidth);
-    if (Math.abs(w - lastWidth) > 8) {
-      lastWidth = w;
-      render(false);
+    if (Math.abs(w - lastWidth) > 8 && !resizePending) {
+      // On the next frame, not inside the observer: the redraw resizes what it observes.
+      resizePending = true;
+      requestAnimationFrame(() => {
+        resizePending = false;
+        lastWidth = stageWidthPx = $("stage").clientWidth;
+        render(false);
+      });
     }
   }).observe($("stage"));
 }

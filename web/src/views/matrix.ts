@@ -299,7 +299,7 @@ function buildMatrix(parent: G, o: MatrixOpts, left: number, top: number, lx: nu
       .tickValues(tickIndices(rows, cell, axisFont * 1.15)).tickFormat((r) => labels[r] ?? "");
     const ag = grid.append("g").attr("class", "m-axis m-rows")
       .attr("transform", o.labelsRight ? `translate(${cols * cell},0)` : null).call(axis);
-    ag.selectAll<SVGTextElement, number>("text").attr("font-size", axisFont)
+    ag.selectAll<SVGTextElement, number>("text").style("font-size", `${axisFont}px`)
       .attr("class", (r) => o.rowLabelClass?.(r) ?? "");
     if (o.rowAxis) {
       const x = o.labelsRight ? cols * cell + left - 4 : -left + 8;
@@ -319,7 +319,8 @@ function buildMatrix(parent: G, o: MatrixOpts, left: number, top: number, lx: nu
     const axis = d3.axisTop(xs).tickSize(0).tickPadding(4)
       .tickValues(tickIndices(cols, cell, space)).tickFormat((c) => labels[c] ?? "");
     const ag = grid.append("g").attr("class", "m-axis m-cols").call(axis);
-    ag.selectAll("text").attr("font-size", colFont);
+    // A style, not an attribute: the stylesheet's .m-axis text size would override an attribute.
+    ag.selectAll("text").style("font-size", `${colFont}px`);
     if (rotated) {
       ag.selectAll("text").attr("text-anchor", "start").attr("dx", "0.4em").attr("dy", "0.35em")
         .attr("transform", "rotate(-50)");
