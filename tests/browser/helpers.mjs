@@ -241,7 +241,8 @@ export async function checkSeed001({ attn, gotoStep, matrix, text, atStep6 = asy
   await atStep6();
   await gotoStep(7);
   assertClose((await matrix("output")).values, Array.from(tr.output.data), 1e-5, "output");
-  assert.match(await text('[data-testid="caption"]'), /Seed 001 check/);
+  assert.match(await text('[data-testid="caption"]'), /Check against the worked example/);
+  assert.doesNotMatch(await text('[data-testid="caption"]'), /seed 00\d/i, "captions name the source, not its file number");
   return tr;
 }
 
@@ -452,9 +453,24 @@ export function smokeTests(name, open, { serveDist = serve, todo = {} } = {}) {
     await ready();
     const seed = Number(process.env.WALK_SEED ?? Date.now() % 100000);
     console.log(`${d.label}: state walk seed ${seed} (replay: WALK_SEED=${seed})`);
-    const r = await stateWalk({ evaluate: (fn, arg) => d.evaluate(fn, arg), problems: () => d.problems(), seed, steps: 200, budgetMs: 200000, label: d.label });
+    const r = await stateWalk({ evaluate: (fn, arg) => d.evaluate(fn, arg), problems: () => d.problems(), seed, steps: 200, budgetMs: 270000, label: d.label });
     console.log(`${d.label}: ${r.done} changes in ${r.ms} ms`);
     assert.ok(r.done >= 200, `only ${r.done} changes within the time budget`);
+  });
+
+  browserTest(`${name}: phone 390 x 844 (or the browser's narrowest window): no part of any step or view lies outside the viewport horizontally`, async () => {
+    await d.viewport(390, 844);
+    const width = await d.evaluate(() => innerWidth);
+    // MiniBrowser's window cannot be narrower than its toolbar (447 px).
+    assert.ok(width <= 480, `a phone-sized viewport (${width} px)`);
+    for (const q of PHONE_PAGES) {
+      await d.goto(`${server.url}?${q}`);
+      await ready();
+      assertPhoneFit(await d.evaluate(phoneFit), `${d.label} ${width} px ${q}`);
+    }
+    await shot(`phone-${width}-step8`);
+    await d.viewport(1280, 800);
+    await noProblems();
   });
 
   browserTest(`${name}: narrow screen (420 px or the browser's narrowest window): the scene shows first, the settings are a drawer`, async () => {
@@ -472,6 +488,43 @@ export function smokeTests(name, open, { serveDist = serve, todo = {} } = {}) {
     await shot(`narrow-${width}-drawer`);
     await noProblems();
   });
+}
+
+// ---- phone-sized screens (issue #19, defect 5) ----
+
+/** Every step, then every other view: what a phone test visits. */
+export const PHONE_PAGES = [...Array.from({ length: 8 }, (_, i) => `st=${i + 1}`), ...VIEWS.map((v) => `v=${v}`)];
+
+/**
+ * Run in the page: the elements of the active scene (stage and caption) that reach
+ * outside the viewport horizontally, the page's own sideways scroll, and the height
+ * of the header and step bar.
+ */
+export function phoneFit() {
+  const vw = document.documentElement.clientWidth;
+  const out = [];
+  for (const el of document.querySelectorAll("#stage, #stage svg, #stage svg *, #caption, #caption *")) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 && r.height === 0) continue;
+    if (r.left < -0.5 || r.right > vw + 0.5) out.push(`<${el.tagName.toLowerCase()} ${el.getAttribute("data-testid") ?? el.getAttribute("class") ?? ""}> ${Math.round(r.left)}..${Math.round(r.right)}`);
+  }
+  // Row labels of a matrix (tokens, features) that overlap their neighbours.
+  const overlaps = [];
+  for (const axis of document.querySelectorAll("#stage .m-rows")) {
+    const r = [...axis.querySelectorAll(".tick text")].map((t) => t.getBoundingClientRect()).filter((b) => b.height > 0).sort((a, b) => a.top - b.top);
+    // A text's box includes its line's leading (about a third of it): boxes overlapping by more means the letters do.
+    for (let k = 1; k < r.length; k++) if (r[k].top < r[k - 1].bottom - 0.35 * r[k - 1].height) overlaps.push(`${axis.closest("[data-testid]")?.getAttribute("data-testid")} row labels ${k - 1} and ${k}`);
+  }
+  const top = document.querySelector("header.top").getBoundingClientRect().height + document.querySelector("#stepbar").getBoundingClientRect().height;
+  return { vw, out, overlaps, docW: document.documentElement.scrollWidth, top: Math.round(top) };
+}
+
+/** Asserts one phoneFit() result for `what`. */
+export function assertPhoneFit(r, what) {
+  assert.deepEqual(r.out.slice(0, 6), [], `${what}: ${r.out.length} elements of the scene outside the ${r.vw} px viewport`);
+  assert.ok(r.docW <= r.vw, `${what}: the page scrolls sideways (${r.docW} > ${r.vw})`);
+  assert.ok(r.top <= 160, `${what}: header and step bar take ${r.top} px`);
+  assert.deepEqual(r.overlaps.slice(0, 4), [], `${what}: overlapping row labels`);
 }
 
 // ---- the state-consistency walk (issue #19) ----

@@ -4,9 +4,12 @@ import type { AttentionOptions } from "attnkit";
 import { FEATURES } from "./lexicon";
 import { SEED001 } from "./presets";
 import { customCells, type State } from "./state";
-import { tokenize, uniqueLabels } from "./tokenize";
+import { MAX_TOKENS, tokenize, uniqueLabels } from "./tokenize";
 
 export const PAD = "[PAD]";
+/** The token that stands in for an empty text. */
+export const EMPTY = "…";
+
 
 export interface Item {
   tokens: string[];
@@ -28,6 +31,8 @@ export interface Config {
   /** The scale passed to attnkit (1/sqrt(d_k) when scaling, divided by the temperature). */
   scale: number;
   truncated: boolean;
+  /** What happened to the text: cut to MAX_TOKENS, or empty (shown above the scene). */
+  textNotes: string[];
   /** What was adjusted to keep the shapes consistent. */
   notes: string[];
   /** Per setting: the value typed, the value used and why (shown next to its field). */
@@ -56,10 +61,17 @@ export function resolveConfig(s: State): Config {
   const seedMode = s.weights === "seed";
   let truncated = false;
   const texts = seedMode ? [SEED001.tokens.join(" ")] : s.batch ? [s.text, s.text2] : [s.text];
-  const raw = texts.map((t) => {
+  const textNotes: string[] = [];
+  const raw = texts.map((t, i) => {
     const r = tokenize(t);
     truncated ||= r.truncated;
-    return r.tokens.length ? r.tokens : ["…"];
+    const which = texts.length > 1 ? (i === 0 ? "The first sentence" : "The second sentence") : "The text";
+    if (r.truncated) {
+      textNotes.push(`${which} has ${r.total} tokens; the page takes at most ${MAX_TOKENS}, so the last ${r.total - MAX_TOKENS}, from “${r.cut}” on, were cut.`);
+    }
+    if (r.tokens.length) return r.tokens;
+    textNotes.push(`${which} is empty: type a sentence. Until then one placeholder token “${EMPTY}” stands in.`);
+    return [EMPTY];
   });
   let T = Math.max(...raw.map((t) => t.length));
   if (s.mask === "padding" && !seedMode && !s.batch) T += 2;
@@ -89,7 +101,7 @@ export function resolveConfig(s: State): Config {
     }
     heads = h;
     dK = dV = dModel / heads;
-    fixedHint = `${seedMode ? "Seed 001's" : weights === "identity" ? "Identity" : "Designed"} weights fix d_k = d_v = ${dModel} / ${heads} and kv heads = heads; seeded random weights free them.`;
+    fixedHint = `${seedMode ? "The worked example's" : weights === "identity" ? "Identity" : "Designed"} weights fix d_k = d_v = ${dModel} / ${heads} and kv heads = heads; seeded random weights free them.`;
   } else {
     adjusted.dK = why(s.dK, dK, range(1, 256));
     adjusted.dV = why(s.dV, dV, range(1, 256));
@@ -103,11 +115,11 @@ export function resolveConfig(s: State): Config {
   }
   if (seedMode) dModel = 4;
   if (s.emb !== "random" || seedMode) {
-    adjusted.dModel = seedMode ? "fixed: seed 001 prints X with d_model = 4" : `fixed: one per named feature (seeded random embeddings free it)`;
+    adjusted.dModel = seedMode ? "fixed: the worked example prints X with d_model = 4" : `fixed: one per named feature (seeded random embeddings free it)`;
   }
   const scale = (s.scaling ? 1 / Math.sqrt(dK) : 1) / s.temperature;
   return {
-    items, T, dModel, dK, dV, heads, kvHeads, seedMode, scale, truncated, notes, adjusted, fixedHint,
+    items, T, dModel, dK, dV, heads, kvHeads, seedMode, scale, truncated, textNotes, notes, adjusted, fixedHint,
     featureNames: s.emb === "features" && !seedMode ? [...FEATURES] : null,
   };
 }

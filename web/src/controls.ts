@@ -2,6 +2,7 @@
 import type { Config } from "./config";
 import { PRESETS, presetById } from "./presets";
 import { DEFAULT_STATE, type State } from "./state";
+import { headNames } from "./weights";
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 
@@ -16,6 +17,12 @@ export function presetState(id: string, s: State): Partial<State> {
     query: 1, head: 0, decodeStep: 0, emb: DEFAULT_STATE.emb, ...p.set,
   };
 }
+
+/** The range of each number field (what a message about it says). */
+const FIELD_RANGE: Record<string, [number, number]> = { dModel: [2, 256], seed: [0, 99999], dK: [1, 256], dV: [1, 256], heads: [1, 16], kvHeads: [1, 16] };
+
+/** Why a number field's last entry was not used as typed (shown next to it until a good entry). */
+const fieldNotes: Record<string, string> = {};
 
 export function bindControls(get: () => State, set: Set): void {
   const preset = $<HTMLSelectElement>("preset");
@@ -48,8 +55,21 @@ export function bindControls(get: () => State, set: Set): void {
       const el = e.target as HTMLInputElement;
       // The field then shows the value used, even while it keeps the focus.
       el.dataset.commit = "1";
-      const v = Number(el.value);
-      if (!Number.isFinite(v)) return;
+      // A number field holds "" for what is not a number; a huge one parses to Infinity.
+      const raw = el.value.trim();
+      let v = Number(raw);
+      const [lo, hi] = FIELD_RANGE[id];
+      if (raw === "" || !Number.isFinite(v)) {
+        fieldNotes[id] = `${raw === "" ? "Empty or not a number" : `${raw} is beyond any number the page uses`}: type a whole number from ${lo} to ${hi}. Kept ${get()[key]}.`;
+        set({});
+        return;
+      }
+      delete fieldNotes[id];
+      if (key === "seed") {
+        const used = Math.min(hi, Math.max(lo, Math.round(v)));
+        if (used !== v) fieldNotes[id] = `${v} → ${used}: a whole number from ${lo} to ${hi}`;
+        v = used;
+      }
       const patch = { [key]: v, edits: {} } as Partial<State>;
       if (key === "heads" && get().kvHeads === get().heads) patch.kvHeads = v;
       set(patch);
@@ -114,7 +134,8 @@ export function syncControls(s: State, cfg: Config): void {
   setValue("heads", String(cfg.heads));
   setValue("kvHeads", String(cfg.kvHeads));
   for (const id of ["dK", "dV", "kvHeads"]) setFlag(id, "disabled", s.weights !== "random");
-  for (const id of ["dModel", "dK", "dV", "heads", "kvHeads"] as const) setText(`adj-${id}`, cfg.adjusted[id] ?? "");
+  for (const id of ["dModel", "dK", "dV", "heads", "kvHeads"] as const) setText(`adj-${id}`, fieldNotes[id] || (cfg.adjusted[id] ?? ""));
+  setText("adj-seed", fieldNotes.seed ?? "");
   setText("shape-hint", cfg.fixedHint);
   setValue("mask", s.mask);
   setFlag("scaling", "checked", s.scaling);
@@ -123,7 +144,8 @@ export function syncControls(s: State, cfg: Config): void {
   setValue("softcap", String(s.softcap));
   setText("softcap-out", s.softcap > 0 ? s.softcap.toFixed(1) : "0 (off)");
   options($<HTMLSelectElement>("query"), cfg.items[0].labels.map((l, i) => `${i}: ${l}`), Math.min(s.query, cfg.T - 1));
-  options($<HTMLSelectElement>("head"), Array.from({ length: cfg.heads }, (_, h) => `head ${h}`), Math.min(s.head, cfg.heads - 1));
+  const names = headNames(s, cfg);
+  options($<HTMLSelectElement>("head"), Array.from({ length: cfg.heads }, (_, h) => `head ${h}${names ? `: ${names[h]}` : ""}`), Math.min(s.head, cfg.heads - 1));
   setValue("speed", String(s.speed));
   const nEdits = Object.keys(s.edits).length;
   setText("edits-info", nEdits ? `${nEdits} edited cell${nEdits > 1 ? "s" : ""}` : "Click a cell of X, W or Wᴼ to edit it.");

@@ -9,7 +9,8 @@ export function closeEditor(): void {
   open = null;
 }
 
-export function openEditor(e: MouseEvent, label: string, value: number, commit: (raw: string) => string | null): void {
+/** `restore` gives the focus back to where the edit started (the editor closed by Enter or Escape). */
+export function openEditor(e: MouseEvent, label: string, value: number, commit: (raw: string) => string | null, restore?: () => void): void {
   closeEditor();
   const form = document.createElement("form");
   form.className = "cell-editor";
@@ -28,6 +29,7 @@ export function openEditor(e: MouseEvent, label: string, value: number, commit: 
     const why = commit(input.value);
     if (why === null) {
       closeEditor();
+      restore?.();
       return;
     }
     error.textContent = why;
@@ -41,7 +43,10 @@ export function openEditor(e: MouseEvent, label: string, value: number, commit: 
     input.removeAttribute("aria-invalid");
   });
   input.addEventListener("keydown", (ev) => {
-    if (ev.key === "Escape") closeEditor();
+    if (ev.key === "Escape") {
+      closeEditor();
+      restore?.();
+    }
     ev.stopPropagation();
   });
   // Leaving the editor closes it, unless it shows why a value was refused.

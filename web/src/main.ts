@@ -19,7 +19,7 @@ import { addDefs } from "./views/colors";
 import { decodingView } from "./views/decoding";
 import { gridView } from "./views/grid";
 import { headView, toggleHead } from "./views/headview";
-import { clearRegistry, drawnIds, drawnMatrix, recycle } from "./views/matrix";
+import { announce, clearRegistry, drawnIds, drawnMatrix, numbersHidden, recycle, refocusMatrix } from "./views/matrix";
 import { beginFrame, endFrame, isCandidate, setAttr, setText } from "./views/retain";
 import { saturationView } from "./views/saturation";
 import { hideTip } from "./views/tooltip";
@@ -183,6 +183,9 @@ function draw(animate: boolean): void {
   state.decodeStep = Math.min(Math.max(0, state.decodeStep), cfg.T);
   syncControls(state, cfg);
   syncNav();
+  const textNote = $("text-note");
+  setText(textNote, cfg.textNotes.join(" "));
+  if (textNote.hidden !== !cfg.textNotes.length) textNote.hidden = !cfg.textNotes.length;
 
   const scene = sceneOf(state);
   const stage = $("stage");
@@ -228,30 +231,47 @@ function draw(animate: boolean): void {
   setAttr(node, "role", "img");
   setAttr(node, "aria-label", scene.title);
   const gap = 36;
-  // Narrow screens: the scene keeps a readable size and the stage scrolls sideways.
+  // Scenes lay out for the stage's width; what cannot shrink further is scaled down below.
   const avail = Math.max(640, stageWidth() - 24);
-  const itemWidth = (avail - gap * (items.length - 1)) / items.length;
+  // A batch's sentences sit side by side when the stage has room for both, else one above the other.
+  const stack = items.length > 1 && stageWidth() - 24 < items.length * 640 + gap * (items.length - 1);
+  const itemWidth = stack ? avail : (avail - gap * (items.length - 1)) / items.length;
   const ctxs: SceneCtx[] = items.map((item, i) => ({
     attn, state, model: m, cfg, item, itemIndex: i, trace: item.heads[state.head],
     width: itemWidth, height: Math.max(360, innerHeight - 300), animate: animate && !reducedMotion(),
-    set, edit: (name, r, c, value, e) => openEditor(e, `${name.replace(/^X\d/, "X")}[${r}, ${c}]`, value, (raw) => tryEdit(`${name}:${r}:${c}`, raw)),
+    set, edit: (name, r, c, value, e) => openEditor(e, `${name.replace(/^X\d/, "X")}[${r}, ${c}]`, value, (raw) => tryEdit(`${name}:${r}:${c}`, raw), refocusMatrix),
   }));
   setHtml("caption", `<h2 data-testid="scene-title">${state.view === "steps" ? `${state.step}. ` : ""}${scene.title}</h2>${scene.caption(ctxs[0])}`);
-  let x = 0, height = 0, duration = 0;
+  let x = 0, y = 0, width = 0, height = 0, duration = 0;
   const top = items.length > 1 ? 24 : 0;
   ctxs.forEach((ctx, i) => {
     const root = roots[i];
-    setAttr(root, "transform", `translate(${x + 4},${top + 4})`);
+    const ox = stack ? 0 : x, oy = stack ? y : 0;
+    setAttr(root, "transform", `translate(${ox + 4},${oy + top + 4})`);
     if (items.length > 1) {
-      setAttr(titles[i], "x", x + 4);
+      setAttr(titles[i], "x", ox + 4);
+      setAttr(titles[i], "y", oy + 16);
       setText(titles[i], `sentence ${i + 1}: ${ctx.item.item.tokens.filter((t) => t !== "[PAD]").join(" ")}`.slice(0, 80));
     }
     const r = scene.render(d3.select(root), ctx);
-    x += r.width + gap;
-    height = Math.max(height, r.height);
+    // What a scene draws beyond the width it reports (a legend, a long note) counts too.
+    const bb = root.getBBox();
+    const titleW = items.length > 1 ? titles[i].getComputedTextLength() : 0;
+    const wi = Math.max(r.width, bb.x + bb.width, titleW);
+    if (stack) {
+      width = Math.max(width, wi);
+      y += r.height + top + gap;
+    } else {
+      x += wi + gap;
+      width = x - gap;
+      height = Math.max(height, r.height + top);
+    }
     duration = Math.max(duration, r.duration);
   });
   recycle(endFrame());
+  setText($("numbers-note"), numbersHidden()
+    ? "Some cells are too small for their numbers: hover a cell (tap on a touch screen) to read it, or zoom in (Ctrl +) to see more numbers."
+    : "");
   // Outlines stay above the matrices (one rebuilt in this frame comes after them).
   for (const root of roots) {
     const kids = [...root.children];
@@ -260,9 +280,14 @@ function draw(animate: boolean): void {
       for (const k of kids) if (k.matches(".hl-row, .hl-col")) root.append(k);
     }
   }
-  const w = Math.ceil(x - gap + 12), h = Math.ceil(height + top + 12);
-  setAttr(node, "width", w);
-  setAttr(node, "height", h);
+  const w = Math.ceil(width + 12), h = Math.ceil((stack ? y - gap : height) + 12);
+  // A scene wider than the stage is scaled to its width (a phone shows all of it; pinch-zoom
+  // reads it), down to half size; a wider one (thousands of columns) scrolls inside the stage.
+  const room = stageWidth() - 20;
+  const k = w > room ? Math.max(MIN_SCALE, room / w) : 1;
+  setAttr(node, "width", Math.floor(w * k));
+  setAttr(node, "height", Math.ceil(h * k));
+  setAttr(node, "data-scale", k === 1 ? null : k.toFixed(3));
   setAttr(node, "viewBox", `0 0 ${w} ${h}`);
   // Style and layout now, so that the time below is the whole redraw but the paint.
   const tl = performance.now();
@@ -275,10 +300,27 @@ function draw(animate: boolean): void {
   if (timing.renders === 1) timing.firstRenderMs = performance.now();
   const batch = m.items.length > 1 ? " · batch of 2" : "";
   setHtml("status", `computed by <b>attnkit</b> (${attn.target}${attn.simd ? ", SIMD128" : ""})${batch} · ${timing.lastRecomputed ? "recomputed" : "no recompute"} · attnkit calls ${timing.lastComputeMs.toFixed(1)} ms · recompute + redraw ${timing.lastRenderMs.toFixed(1)} ms`);
+  announceScene(`${state.view === "steps" ? `Step ${state.step}: ` : ""}${scene.title}`);
   document.body.dataset.ready = "1";
   document.body.dataset.renders = String(timing.renders);
   animation = { step: state.view === "steps" ? state.step : 0, view: state.view, startedAt: performance.now(), durationMs: duration };
   if (playing) schedule(duration);
+}
+
+/** The smallest scale a scene is shown at before the stage scrolls instead. */
+const MIN_SCALE = 0.5;
+
+/**
+ * Screen readers hear the scene's title when the step or view changes, once it stays
+ * for 400 ms (not the whole caption on every slider tick).
+ */
+let announced = "";
+let announceTimer: number | undefined;
+function announceScene(title: string): void {
+  if (title === announced) return;
+  announced = title;
+  window.clearTimeout(announceTimer);
+  announceTimer = window.setTimeout(() => announce(title), 400);
 }
 
 /**
@@ -369,7 +411,7 @@ function togglePlay(): void {
 
 function bindNav(): void {
   $("steps").innerHTML = SCENES.map((s, i) =>
-    `<li><button type="button" data-step="${i + 1}" data-testid="step-${i + 1}" title="${s.title} (${i + 1})"><span>${i + 1}</span> ${s.title}</button></li>`).join("");
+    `<li><button type="button" data-step="${i + 1}" data-testid="step-${i + 1}" title="${s.title} (${i + 1})" aria-label="step ${i + 1}: ${s.title}"><span>${i + 1}</span><span class="t"> ${s.title}</span></button></li>`).join("");
   $("steps").addEventListener("click", (e) => {
     const b = (e.target as HTMLElement).closest<HTMLButtonElement>("button[data-step]");
     if (b) goto(Number(b.dataset.step));
@@ -409,8 +451,8 @@ function bindNav(): void {
     if ((e.target as HTMLElement).closest("button")) fromCaption(e);
   });
   caption.addEventListener("input", fromCaption);
-  $("export-svg").addEventListener("click", () => exportSvg(currentSvg(), fileName()));
-  $("export-png").addEventListener("click", () => void exportPng(currentSvg(), fileName()).catch(showError));
+  $("export-svg").addEventListener("click", () => exportSvg(currentSvg(), fileName(), exportText()));
+  $("export-png").addEventListener("click", () => void exportPng(currentSvg(), fileName(), exportText()).catch(showError));
   $("copy-link").addEventListener("click", () => {
     const done = (msg: string) => setHtml("status", escapeHtml(msg));
     navigator.clipboard?.writeText(location.href).then(() => done("Link copied."), () => done(`Link: ${location.href}`)) ?? done(`Link: ${location.href}`);
@@ -430,6 +472,14 @@ function bindNav(): void {
 
 function currentSvg(): SVGSVGElement {
   return $("stage").querySelector("svg") as SVGSVGElement;
+}
+
+/** The title and caption an export carries (as the page shows them, and where it comes from). */
+function exportText(): { title: string; caption: string } {
+  const cap = $("caption");
+  const title = cap.querySelector("h2")?.textContent ?? "";
+  const rest = [...cap.children].filter((c) => c.tagName !== "H2").map((c) => c.textContent ?? "").join(" ").replace(/\s+/g, " ").trim();
+  return { title: `attnkit · ${title}`, caption: `${rest} (“${state.text}”; ${location.href})` };
 }
 
 function fileName(): string {
@@ -486,12 +536,18 @@ async function main(): Promise<void> {
   render(true);
   history.replaceState(null, "", `?${toQuery(state)}`);
   let lastWidth = stageWidth();
+  let resizePending = false;
   new ResizeObserver(() => {
     // Read after layout (no forced layout); the render uses this value.
     const w = (stageWidthPx = $("stage").clientWidth);
-    if (Math.abs(w - lastWidth) > 8) {
-      lastWidth = w;
-      render(false);
+    if (Math.abs(w - lastWidth) > 8 && !resizePending) {
+      // On the next frame, not inside the observer: the redraw resizes what it observes.
+      resizePending = true;
+      requestAnimationFrame(() => {
+        resizePending = false;
+        lastWidth = stageWidthPx = $("stage").clientWidth;
+        render(false);
+      });
     }
   }).observe($("stage"));
 }

@@ -83,7 +83,7 @@ export interface Preset {
 export const PRESETS: Preset[] = [
   {
     id: "seed001",
-    label: "Seed 001 worked example (printed X, W^Q, K^T, V)",
+    label: "Worked example of “2.3 Single-attention head” (printed X, W^Q, K^T, V)",
     text: SEED001.tokens.join(" "),
     set: { weights: "seed", mask: "causal", heads: 1, kvHeads: 1, pe: false, scaling: true, temperature: 1 },
   },
@@ -91,7 +91,8 @@ export const PRESETS: Preset[] = [
     id: "train",
     label: "the train left the station on time",
     text: "the train left the station on time",
-    set: { emb: "features", weights: "identity", mask: "none", heads: 1, kvHeads: 1, pe: false },
+    // Four designed heads, each with a different relation, so that step 8 and the head views show differences.
+    set: { emb: "features", weights: "designed", mask: "none", heads: 4, kvHeads: 4, pe: false },
   },
   {
     id: "bank",

@@ -37,6 +37,15 @@ export function headPatterns(h: number, heads: number): Pattern[] {
   return heads === 1 ? [PATTERNS[0], PATTERNS[1]] : [PATTERNS[h % PATTERNS.length]];
 }
 
+/**
+ * What each head was designed to look for (null unless the designed heads are in use:
+ * they need the feature embeddings).
+ */
+export function headNames(s: Pick<State, "weights">, cfg: Pick<Config, "heads" | "featureNames" | "seedMode">): string[] | null {
+  if (s.weights !== "designed" || !cfg.featureNames || cfg.seedMode) return null;
+  return Array.from({ length: cfg.heads }, (_, h) => headPatterns(h, cfg.heads).map((p) => p.name).join("; "));
+}
+
 function identity(n: number): Matrix {
   const m = zeros(n, n);
   for (let i = 0; i < n; i++) m.data[i * n + i] = 1;

@@ -5,6 +5,8 @@ import { escapeHtml, fmt, sub } from "../format";
 import type { ItemModel, Model } from "../model";
 import type { State } from "../state";
 import type { G, MatrixData } from "../views/matrix";
+import { headColor } from "../views/colors";
+import { headNames } from "../weights";
 
 export interface SceneCtx {
   attn: Attnkit;
@@ -119,7 +121,7 @@ export function headLabel(ctx: SceneCtx): string {
 
 /** A boxed note from the seed comparison. */
 export function seedNote(html: string): string {
-  return `<div class="seed-note" data-testid="seed-note"><b>Seed 001 check:</b> ${html}</div>`;
+  return `<div class="seed-note" data-testid="seed-note"><b>Check against the worked example (“2.3 Single-attention head”):</b> ${html}</div>`;
 }
 
 export function vec(a: ArrayLike<number>, digits = 2, max = 8): string {
@@ -136,4 +138,17 @@ export function maxAbsFinite(m: MatrixData): number {
     if (Number.isFinite(v) && v > r) r = v;
   }
   return r;
+}
+
+/** What head h was designed to look for ("" for other weights). */
+export function headName(ctx: Pick<SceneCtx, "state" | "cfg">, h: number): string {
+  return headNames(ctx.state, ctx.cfg)?.[h] ?? "";
+}
+
+/** The designed heads' names, each in its head's colour ("" for other weights). */
+export function headNamesHtml(ctx: Pick<SceneCtx, "state" | "cfg">): string {
+  const names = headNames(ctx.state, ctx.cfg);
+  if (!names) return "";
+  const items = names.map((n, h) => `<span class="head-name" style="--head:${headColor(h)}" data-testid="head-name-${h}"><b>head ${h}</b>: ${escapeHtml(n)}</span>`);
+  return `<p class="head-names" data-testid="head-names">The hand-designed heads: ${items.join(" ")}</p>`;
 }

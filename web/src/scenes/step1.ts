@@ -13,7 +13,7 @@ export const step1: Scene = {
     const { T, dModel } = ctx.cfg;
     const pe = ctx.state.pe;
     const src = ctx.cfg.seedMode
-      ? "Seed 001 prints X directly (6 tokens, d_model = 4)."
+      ? "The worked example of “2.3 Single-attention head” prints X directly (6 tokens, d_model = 4)."
       : ctx.state.emb === "features"
         ? `Each word is looked up in a small lexicon whose ${FEATURES.length} dimensions have names; unknown words (<i class="unknown">italic</i>) get a deterministic hashed vector.`
         : `Each word gets a seeded random vector of d_model = ${dModel} numbers (same word, same vector).`;
@@ -31,7 +31,7 @@ export const step1: Scene = {
     const color = diverging(m);
     const labels = tokenLabels(it);
     const cols = dimLabels(ctx.cfg, dModel);
-    const tokenTip = (r: number) => (it.unknown[r] ? "unknown word: hashed vector" : ctx.cfg.seedMode ? "printed by seed 001" : ctx.state.emb === "features" ? "from the lexicon" : `random, seed ${ctx.state.seed}`);
+    const tokenTip = (r: number) => (it.unknown[r] ? "unknown word: hashed vector" : ctx.cfg.seedMode ? "printed in the worked example" : ctx.state.emb === "features" ? "from the lexicon" : `random, seed ${ctx.state.seed}`);
     let x = 0;
     const parts = [];
     if (pe) {

@@ -61,7 +61,7 @@ export const step2: Scene = {
       // Seed 001: K and V are printed, not computed from X.
       const cell = fitCell(info.width, T, ctx, 140, 160);
       const m = maxAbs(info.result.data);
-      const v = drawMatrix(g, { id: info.role, title: `${info.role} (printed by seed 001)`, shape: shape(T, info.width),
+      const v = drawMatrix(g, { id: info.role, title: `${info.role} (printed in the worked example)`, shape: shape(T, info.width),
         m: info.result, x: 0, y: 0, cell, color: diverging(m), rowLabels: labels, colLabels: outLabels,
         tip: (r, c, val) => `${info.role.toLowerCase()}${sub(r)}[${c}] = <b>${fmt(val, 4)}</b><br>printed by the seed (${info.role === "K" ? "its K^T, transposed" : "its V"})` });
       const lh = signedLegend(g, 8, v.height + 14, m, "value");
@@ -70,15 +70,17 @@ export const step2: Scene = {
     const W = columns(info.W, info.headIndex * info.width, info.width);
     const cell = fitCell(dModel + 2 * info.width + 4, Math.max(T, dModel), ctx, 150, 150);
     const top = commonTop(cell, dimLabels(ctx.cfg, dModel), outLabels);
-    const m = Math.max(maxAbs(it.X.data), maxAbs(W.data), maxAbs(info.result.data), 1e-6);
+    // W has its own colour scale: random weights are much smaller than X's features.
+    const m = Math.max(maxAbs(it.X.data), maxAbs(info.result.data), 1e-6);
     const color = diverging(m);
+    const mW = Math.max(maxAbs(W.data), 1e-6);
     const X = drawMatrix(g, { minTop: top, id: "X2", title: "X", shape: shape(T, dModel), m: it.X, x: 0, y: 0, cell, color,
       rowLabels: labels, colLabels: dimLabels(ctx.cfg, dModel), rowAxis: "token i",
       tip: (r, c, v) => `x${sub(r)}[${c}] = <b>${fmt(v, 4)}</b>` });
     let x = X.width + cell * 0.4;
     op(g, x + cell * 0.6, X.gy + (T * cell) / 2, "×");
     x += cell * 1.6;
-    const Wv = drawMatrix(g, { minTop: top, id: `W${sup}`, title: `W^${sup}${ctx.cfg.heads > 1 ? `_${info.headIndex}` : ""}`, shape: shape(dModel, info.width), m: W, x, y: 0, cell, color,
+    const Wv = drawMatrix(g, { minTop: top, id: `W${sup}`, title: `W^${sup}${ctx.cfg.heads > 1 ? `_${info.headIndex}` : ""}`, shape: shape(dModel, info.width), m: W, x, y: 0, cell, color: diverging(mW),
       colLabels: outLabels, rowLabels: ctx.cfg.featureNames ? dimLabels(ctx.cfg, dModel) : undefined,
       tip: (r, c, v) => `W<sup>${sup}</sup>[${r}, ${c}] = <b>${fmt(v, 4)}</b><br><i>click to edit</i>`,
       onCell: (r, c, e) => ctx.edit(info.name, r, info.headIndex * info.width + c, W.data[r * W.cols + c], e) });
@@ -91,7 +93,7 @@ export const step2: Scene = {
       hidden: ctx.animate ? () => true : undefined,
       tip: (r, c, v) => `${letter}${sub(r)}[${c}] = x${sub(r)} · W<sup>${sup}</sup>[:, ${c}]<br>= ${expandDot(row(it.X, r), row(W, 0).map((_, k) => at(W, k, c)), v)}` });
     const height = Math.max(X.height, Wv.height, R.height);
-    const lh = signedLegend(g, 8, height + 14, m, "value (diverging)");
+    const lh = Math.max(signedLegend(g, 8, height + 14, m, `X and ${sup}`), signedLegend(g, 250, height + 14, mW, `W${sup} (its own colour scale)`));
     let duration = 0;
     if (ctx.animate) {
       // One row times the matrix: x_i against each column of W fills q_i; then the whole product.

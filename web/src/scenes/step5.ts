@@ -58,20 +58,20 @@ export const step5: Scene = {
     const top = commonTop(cell, labels);
     const m = Math.max(maxAbs(tr.scaledScores.data), 1e-6);
     const color = diverging(m);
-    const A = drawMatrix(g, { minTop: top, id: "scaled5", title: "Q Kᵀ / √dₖ", shape: shape(T, T), m: tr.scaledScores, x: 0, y: 0, cell, color,
+    const A = drawMatrix(g, { top, id: "scaled5", title: "Q Kᵀ / √dₖ", shape: shape(T, T), m: tr.scaledScores, x: 0, y: 0, cell, color,
       rowLabels: labels, colLabels: labels, rowAxis: "query i",
       tip: (r, c, v) => `scaled score (“${tokenName(ctx, r)}” → “${tokenName(ctx, c)}”) = <b>${fmt(v, 4)}</b>` });
     let x = A.width + cell * 0.4;
     op(g, x + cell * 0.6, A.gy + (T * cell) / 2, "+");
     x += cell * 1.6;
-    const Mv = drawMatrix(g, { minTop: top, id: "M", title: "M", shape: shape(T, T), m: M, x, y: 0, cell, color: (v) => (v === -Infinity ? "url(#masked-hatch)" : "#ffffff"),
+    const Mv = drawMatrix(g, { top, id: "M", title: "M", shape: shape(T, T), m: M, x, y: 0, cell, color: (v) => (v === -Infinity ? "url(#masked-hatch)" : "#ffffff"),
       colLabels: labels, colAxis: "click to toggle", digits: 0, stroke: "#d4d4d4",
       tip: (r, c, v) => `M[${r}, ${c}] = <b>${fmt(v)}</b><br>${v === -Infinity ? reason(ctx, r, c) : "query i may attend to key j"}<br><i>click to toggle</i>`,
       onCell: (r, c) => toggle(ctx, r, c, M) });
     x += Mv.width + cell * 0.4;
     op(g, x + cell * 0.6, A.gy + (T * cell) / 2, "=");
     x += cell * 1.6;
-    const B = drawMatrix(g, { minTop: top, id: "masked", title: "masked scores", shape: shape(T, T), m: tr.maskedScores, x, y: 0, cell, color,
+    const B = drawMatrix(g, { top, id: "masked", title: "masked scores", shape: shape(T, T), m: tr.maskedScores, x, y: 0, cell, color,
       colLabels: labels, rowLabels: labels, labelsRight: true,
       hidden: ctx.animate ? () => true : undefined,
       tip: (r, c, v) => `${fmt(at(tr.scaledScores, r, c), 4)} + ${fmt(at(M, r, c))} = <b>${fmt(v, 4)}</b>${v === -Infinity ? `<br>${reason(ctx, r, c)}` : ""}` });

@@ -7,6 +7,16 @@ import { signedLegend, weightLegend } from "../views/legend";
 import { commonTop, drawMatrix, op, outlineRow } from "../views/matrix";
 import { at, fitCell, headLabel, maxAbsFinite, row, seedNote, selectedQuery, tokenLabels, tokenName, vec, type Scene } from "./common";
 
+/** Rows whose keys are all masked: softmax has nothing to share out, so attnkit gives them 0 (not NaN). */
+function emptyRows(ctx: Parameters<Scene["caption"]>[0]): string {
+  const sums = ctx.item.rowSums[ctx.state.head];
+  const rows: number[] = [];
+  for (let r = 0; r < sums.rows; r++) if (Math.abs(at(sums, r, 0)) < 0.5) rows.push(r);
+  if (!rows.length) return "";
+  const which = rows.length === 1 ? `row ${rows[0]}` : `rows ${rows.join(", ")}`;
+  return `, except <b data-testid="empty-rows">${which}</b>: every key of ${rows.length === 1 ? "that query" : "those queries"} is masked, so there is nothing to share out and attnkit gives weight 0 everywhere (sum 0, not NaN)`;
+}
+
 export const step6: Scene = {
   title: "Softmax per row",
   caption: (ctx) => {
@@ -18,7 +28,7 @@ export const step6: Scene = {
         Softmax runs over each query's <b>row</b> of keys: with the causal mask, query 0 sees only key 0, so row 0 here is ${vec(row(ctx.trace.weights, 0), 3)}.`);
     }
     return `<p>Each row becomes a probability distribution over the keys:
-      <b>α<sub>ij</sub> = exp(s<sub>ij</sub>) / Σ<sub>j′</sub> exp(s<sub>ij′</sub>)</b>. Masked cells (−∞) get weight 0; the Σ column shows every row sums to 1${headLabel(ctx)}.</p>
+      <b>α<sub>ij</sub> = exp(s<sub>ij</sub>) / Σ<sub>j′</sub> exp(s<sub>ij′</sub>)</b>. Masked cells (−∞) get weight 0; the Σ column shows every row sums to 1${headLabel(ctx)}${emptyRows(ctx)}.</p>
       <p class="shapes">softmax over the last axis: ${shape("T", "T")} → ${shape(T, T)}; row sums ${shape(T, 1)} = weights × 1</p>${seed}`;
   },
   render: (g, ctx) => {
@@ -28,20 +38,21 @@ export const step6: Scene = {
     const i = selectedQuery(ctx);
     const labels = tokenLabels(ctx.item);
     const cell = fitCell(2 * T + 2, T, ctx, 330, 170);
+    // One top for all three grids, so that each row sum sits beside its own row.
     const top = commonTop(cell, labels);
     const m = Math.max(maxAbsFinite(tr.maskedScores), 1e-6);
-    const A = drawMatrix(g, { minTop: top, id: "masked6", title: "masked scores", shape: shape(T, T), m: tr.maskedScores, x: 0, y: 0, cell,
+    const A = drawMatrix(g, { top, id: "masked6", title: "masked scores", shape: shape(T, T), m: tr.maskedScores, x: 0, y: 0, cell,
       color: diverging(m), rowLabels: labels, colLabels: labels, rowAxis: "query i",
       tip: (r, c, v) => `s${sub(r)}${sub(c)} = <b>${fmt(v, 4)}</b>` });
     let x = A.width + 8;
     op(g, x + 58, A.gy + (T * cell) / 2, "softmax →");
     x += 120;
-    const W = drawMatrix(g, { minTop: top, id: "weights", title: "weights α", shape: shape(T, T), m: tr.weights, x, y: 0, cell, color: sequential(),
+    const W = drawMatrix(g, { top, id: "weights", title: "weights α", shape: shape(T, T), m: tr.weights, x, y: 0, cell, color: sequential(),
       colLabels: labels, digits: 2, colAxis: "key j",
       hidden: ctx.animate ? () => true : undefined,
       tip: (r, c, v) => `α${sub(r)}${sub(c)} = softmax(row ${r})[${c}] = <b>${fmt(v, 4)}</b><br>“${tokenName(ctx, r)}” gives ${fmt(v * 100, 1)}% of its attention to “${tokenName(ctx, c)}”${at(tr.maskedScores, r, c) === -Infinity ? "<br>(masked: exp(−∞) = 0)" : ""}<br>row ${r} sums to ${fmt(at(sums, r, 0), 4)}` });
     x += W.width + cell * 0.3;
-    const S = drawMatrix(g, { minTop: top, id: "rowsums", title: "Σ", m: sums, x, y: 0, cell, color: sequential(), digits: 2,
+    const S = drawMatrix(g, { top, id: "rowsums", title: "Σ", m: sums, x, y: 0, cell, color: sequential(), digits: 2,
       rowLabels: labels, labelsRight: true, colLabels: [""],
       hidden: ctx.animate ? () => true : undefined,
       tip: (r, _c, v) => `Σ<sub>j</sub> α${sub(r)}<sub>j</sub> = <b>${fmt(v, 6)}</b>` });

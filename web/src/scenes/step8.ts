@@ -7,7 +7,7 @@ import { dur } from "../motion";
 import { diverging, headColor, sequential } from "../views/colors";
 import { signedLegend, weightLegend } from "../views/legend";
 import { drawMatrix, labelSpace, note, op, textWidth } from "../views/matrix";
-import { featureSpace, indexLabels, qkLabels, tokenLabels, tokenName, type Scene, type SceneCtx } from "./common";
+import { featureSpace, headName, headNamesHtml, indexLabels, qkLabels, tokenLabels, tokenName, type Scene, type SceneCtx } from "./common";
 
 /** Space between head slices, between maps, for the "→ splitHeads" arrow and the operators, between rows. */
 const SLICE_GAP = 12;
@@ -162,6 +162,7 @@ export const step8: Scene = {
     return `<p>One big projection, then a reshape: Q ${shape("T", "h·d_k")} → ${shape("h", "T", "d_k")} (<code>splitHeads</code>), so each of the <b>h = ${heads}</b> heads attends on its own slice and produces its own attention map.
       The head outputs are concatenated (<code>mergeHeads</code>) and projected by W<sup>O</sup>.${gqa}</p>
       <p class="shapes">${shape(T, `${heads}·${dK}`)} → ${shape(heads, T, dK)} → h maps ${shape(heads, T, T)} → ${shape(heads, T, dV)} → concat ${shape(T, heads * dV)} × W<sup>O</sup> ${shape(heads * dV, dModel)} → ${shape(T, dModel)}</p>
+      ${headNamesHtml(ctx)}
       <p class="${ok ? "check-ok" : "check-bad"}" data-testid="mha-check">${ok ? "✓" : "✗"} step by step = ${call}: max |Δ| = ${ctx.item.checkDiff.toExponential(1)}</p>`;
   },
   render: (g, ctx) => {
@@ -221,7 +222,7 @@ export const step8: Scene = {
       const y = geo.yB + Math.floor(h / pB) * geo.mapH;
       const v = drawMatrix(g, { id: `headmap-${h}`, title: mapTitle(ctx, h, geo.mapW + MAP_GAP - 6),
         m: it.heads[h].weights, x, y, cell: cB, top: MAP_TOP, color: sequential(), rowLabels: col === 0 ? labels : undefined, titleColor: colors[h],
-        tip: (r, c, val) => `head ${h}: α${sub(r)}${sub(c)} = <b>${fmt(val, 4)}</b><br>“${tokenName(ctx, r)}” → “${tokenName(ctx, c)}”` });
+        tip: (r, c, val) => `head ${h}${headName(ctx, h) ? ` (${headName(ctx, h)})` : ""}: α${sub(r)}${sub(c)} = <b>${fmt(val, 4)}</b><br>“${tokenName(ctx, r)}” → “${tokenName(ctx, c)}”` });
       v.g.attr("data-head", h);
       if (ctx.animate) v.g.attr("opacity", 0).transition().delay(dur(slicesEnd + h * 200)).duration(dur(400)).attr("opacity", 1);
       maxX = Math.max(maxX, x + v.width);
@@ -229,14 +230,16 @@ export const step8: Scene = {
 
     // Row C: head outputs -> concat -> times W^O (its own cell size when it would be too tall).
     const y = geo.yC;
-    const mO = Math.max(maxAbs(it.merged.data), maxAbs(it.out.data), maxAbs(ctx.model.weights.WO.data), 1e-6);
+    // W^O has its own colour scale (random weights are much smaller than the head outputs).
+    const mO = Math.max(maxAbs(it.merged.data), maxAbs(it.out.data), 1e-6);
+    const mWO = Math.max(maxAbs(ctx.model.weights.WO.data), 1e-6);
     const Mv = drawMatrix(g, { id: "concat", title: "concat(heads)", shape: shape(T, heads * dV), m: it.merged, x: 0, y, cell: cC, color: diverging(mO),
       rowLabels: labels, colLabels: L.vCols, bands: { every: dV, colors }, top: geo.topC,
       tip: (r, c, v) => `head ${Math.floor(c / dV)} output[${r}, ${c % dV}] = <b>${fmt(v, 4)}</b> (mergeHeads)` });
     let x = Mv.width + 6;
     op(g, x + OP / 2 - 6, Mv.gy + (T * cC) / 2, "×");
     x += OP;
-    const Wo = drawMatrix(g, { id: "WO", title: "W^O", shape: shape(heads * dV, dModel), m: ctx.model.weights.WO, x, y, cell: cW, color: diverging(mO),
+    const Wo = drawMatrix(g, { id: "WO", title: "W^O", shape: shape(heads * dV, dModel), m: ctx.model.weights.WO, x, y, cell: cW, color: diverging(mWO),
       colLabels: L.woCols, rowLabels: L.woRows, top: geo.topC,
       tip: (r, c, v) => `W<sup>O</sup>[${r}, ${c}] = <b>${fmt(v, 4)}</b><br><i>click to edit</i>`,
       onCell: (r, c, e) => ctx.edit("WO", r, c, ctx.model.weights.WO.data[r * dModel + c], e) });
@@ -265,7 +268,7 @@ export const step8: Scene = {
       bottom += Pv.height + 14;
     }
     let lh = signedLegend(g, 8, bottom, Math.max(mQ, mO), "value");
-    lh = Math.max(lh, weightLegend(g, 260, bottom));
+    lh = Math.max(lh, weightLegend(g, 240, bottom), signedLegend(g, 472, bottom, mWO, "WO (its own colour scale)"));
     return { width: maxX, height: bottom + lh, duration: ctx.animate ? dur(mapsEnd + 400) : 0 };
   },
 };

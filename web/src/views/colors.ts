@@ -141,6 +141,9 @@ text { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; fi
 .cell { stroke: #fff; stroke-width: 0.5; }
 .cell-text { pointer-events: none; text-anchor: middle; dominant-baseline: central; }
 .hl-row, .hl-col { fill: none; stroke: #f59e0b; stroke-width: 2.5; pointer-events: none; }
+.m-focus { fill: none; stroke: #2563eb; stroke-width: 3; pointer-events: none; }
+[data-hit]:focus { outline: none; }
+.hv-token:focus-visible { outline: 2px solid #2563eb; outline-offset: 2px; }
 .op { font-size: 22px; fill: #555; text-anchor: middle; dominant-baseline: central; }
 .note { font-size: 12px; fill: #444; }
 .expansion { font-size: 13px; }

@@ -3,10 +3,10 @@
 // isolate its lines; click a head's chip to hide or show it (kept in the URL).
 // The lines are drawn on a canvas (T = 64 with 8 heads is 32k lines).
 import { fmt } from "../format";
-import { at, tokenLabels, type Scene, type SceneCtx } from "../scenes/common";
+import { at, headName, tokenLabels, type Scene, type SceneCtx } from "../scenes/common";
 import { hiddenHeads, type State } from "../state";
 import { headColor } from "./colors";
-import type { G } from "./matrix";
+import { announce, type G } from "./matrix";
 import { retained, setAttr } from "./retain";
 import { hideTip, showTip } from "./tooltip";
 
@@ -23,9 +23,9 @@ export const headView: Scene = {
   caption: (ctx: SceneCtx) => {
     const hidden = hiddenHeads(ctx.state);
     const chips = ctx.item.heads.map((_, h) =>
-      `<button type="button" class="chip head-chip${hidden.has(h) ? "" : " on"}" style="--head:${headColor(h)}" data-toggle-head="${h}" data-testid="head-chip-${h}" aria-pressed="${!hidden.has(h)}">head ${h}</button>`).join(" ");
+      `<button type="button" class="chip head-chip${hidden.has(h) ? "" : " on"}" style="--head:${headColor(h)}" data-toggle-head="${h}" data-testid="head-chip-${h}" aria-pressed="${!hidden.has(h)}">head ${h}${headName(ctx, h) ? `: ${headName(ctx, h)}` : ""}</button>`).join(" ");
     return `<p>Each line joins a token being updated (left) to a token it attends to (right); its opacity is the weight α<sub>ij</sub>, its colour the head.
-      Hover a token to isolate its lines. Heads: ${chips}</p>`;
+      Hover a token to isolate its lines; click or tap it (or Tab to it, arrows, Enter) to keep them. Heads: ${chips}</p>`;
   },
   render: (g, ctx) => {
     const { T } = ctx.cfg;
@@ -43,7 +43,7 @@ export const headView: Scene = {
     const hidden = hiddenHeads(ctx.state);
     const visible = ctx.item.heads.map((_, h) => h).filter((h) => !hidden.has(h));
     setAttr(st.fo, "data-heads", visible.join(" "));
-    drawLines(st, null, 0);
+    drawLines(st, st.pinned?.side ?? null, st.pinned?.k ?? 0);
     return { width: 2 * colW + gap + 30, height: H, duration: 0 };
   },
 };
@@ -60,6 +60,8 @@ interface HeadViewState {
   dpr: number;
   /** The scene's latest context (the token labels' handlers read it). */
   ctx: SceneCtx | null;
+  /** The token whose lines stay isolated (clicked, tapped or Enter). */
+  pinned: { side: "i" | "j"; k: number } | null;
   /** What the canvas shows: the weights, the visible heads and the isolated token. */
   drawn: { weights: Float32Array[]; visible: string; side: string } | null;
 }
@@ -73,27 +75,72 @@ function buildHeadView(g: G, labels: string[], rowH: number, colW: number, gap: 
   const fo = root.append("foreignObject").attr("x", colW).attr("width", gap).attr("height", H).attr("data-testid", "hv-lines");
   const canvas = fo.append("xhtml:canvas").attr("width", Math.round(gap * dpr)).attr("height", Math.round(H * dpr))
     .style("width", `${gap}px`).style("height", `${H}px`).style("display", "block").node() as HTMLCanvasElement;
-  const st: HeadViewState = { fo: fo.node()!, canvas, c2d: null, rowH, gap, H, dpr, ctx: null, drawn: null };
+  const st: HeadViewState = { fo: fo.node()!, canvas, c2d: null, rowH, gap, H, dpr, ctx: null, drawn: null, pinned: null };
+  const isolate = (side: "i" | "j", k: number, at: MouseEvent) => {
+    const ctx = st.ctx;
+    if (!ctx) return;
+    drawLines(st, side, k);
+    const hidden = hiddenHeads(ctx.state);
+    const parts = ctx.item.heads.map((tr, h) => hidden.has(h) ? "" : `head ${h}${headName(ctx, h) ? ` (${headName(ctx, h)})` : ""}: ${side === "i" ? "top" : "from"} ${topOf(tr.weights, k, side, labels)}`).filter(Boolean);
+    showTip(at, `<b>${labels[k]}</b><br>${parts.join("<br>")}`);
+    announce(`${labels[k]}, ${side === "i" ? "query" : "key"}: ${parts.join("; ")}`);
+  };
+  /** Back to every line, or to the pinned token's. */
+  const release = () => {
+    drawLines(st, st.pinned?.side ?? null, st.pinned?.k ?? 0);
+    hideTip();
+  };
+  const atLabel = (el: Element) => {
+    const b = el.getBoundingClientRect();
+    return new MouseEvent("mousemove", { clientX: b.right, clientY: b.bottom });
+  };
+  // A click or tap (or Enter) pins a token's lines until it is clicked again, so a touch screen has what hover gives.
+  const togglePin = (side: "i" | "j", k: number, el: Element) => {
+    const same = st.pinned?.side === side && st.pinned.k === k;
+    st.pinned = same ? null : { side, k };
+    setAttr(st.fo, "data-pinned", st.pinned ? `${side}${k}` : null);
+    if (st.pinned) isolate(side, k, atLabel(el));
+    else release();
+  };
+  const texts: Record<"i" | "j", SVGTextElement[]> = { i: [], j: [] };
   for (const side of ["i", "j"] as const) {
     const x = side === "i" ? colW - 8 : colW + gap + 8;
-    root.append("g").selectAll("text").data(labels).join("text")
+    texts[side] = root.append("g").selectAll<SVGTextElement, string>("text").data(labels).join("text")
       .attr("x", x).attr("y", (_d, k) => y(k)).attr("dominant-baseline", "central")
-      .attr("text-anchor", side === "i" ? "end" : "start").attr("font-size", font).style("cursor", "default")
+      .attr("text-anchor", side === "i" ? "end" : "start").attr("font-size", font).style("cursor", "pointer")
       .attr("data-testid", (_d, k) => `hv-${side === "i" ? "q" : "k"}-${k}`)
+      .attr("class", "hv-token")
+      // One tab stop for all tokens (roving tabindex): arrows move, Enter pins.
+      .attr("tabindex", (_d, k) => (side === "i" && k === 0 ? 0 : -1))
+      .attr("role", "button")
+      .attr("aria-label", (d) => `${d} as ${side === "i" ? "query" : "key"}: show its lines`)
       .text((d) => d)
-      .on("mouseenter", (e: MouseEvent, d) => {
-        const ctx = st.ctx;
-        if (!ctx) return;
-        const k = labels.indexOf(d);
-        drawLines(st, side, k);
-        const hidden = hiddenHeads(ctx.state);
-        const parts = ctx.item.heads.map((tr, h) => hidden.has(h) ? "" : `head ${h}: ${side === "i" ? "top" : "from"} ${topOf(tr.weights, k, side, labels)}`).filter(Boolean);
-        showTip(e, `<b>${d}</b><br>${parts.join("<br>")}`);
+      .on("mouseenter", (e: MouseEvent, d) => isolate(side, labels.indexOf(d), e))
+      .on("mouseleave", release)
+      .on("click", function (_e: MouseEvent, d) {
+        togglePin(side, labels.indexOf(d), this);
       })
-      .on("mouseleave", () => {
-        drawLines(st, null, 0);
-        hideTip();
-      });
+      .on("focus", function (_e: FocusEvent, d) {
+        isolate(side, labels.indexOf(d), atLabel(this));
+      })
+      .on("blur", release)
+      .on("keydown", function (e: KeyboardEvent, d) {
+        const k = labels.indexOf(d);
+        let next: SVGTextElement | undefined;
+        if (e.key === "ArrowDown") next = texts[side][Math.min(labels.length - 1, k + 1)];
+        else if (e.key === "ArrowUp") next = texts[side][Math.max(0, k - 1)];
+        else if (e.key === "ArrowRight" || e.key === "ArrowLeft") next = texts[e.key === "ArrowRight" ? "j" : "i"][k];
+        else if (e.key === "Enter" || e.key === " ") {
+          togglePin(side, k, this);
+        } else return;
+        e.preventDefault();
+        e.stopPropagation();
+        if (next && next !== this) {
+          for (const t of [...texts.i, ...texts.j]) t.setAttribute("tabindex", t === next ? "0" : "-1");
+          next.focus();
+        }
+      })
+      .nodes();
   }
   return { node: root.node()!, state: st };
 }
@@ -114,6 +161,7 @@ function drawLines(st: HeadViewState, side: "i" | "j" | null, k: number): void {
   if (d && d.visible === key.visible && d.side === key.side && d.weights.length === weights.length &&
     d.weights.every((w, h) => w.length === weights[h].length && w.every((v, n) => v === weights[h][n]))) return;
   st.drawn = { ...key, weights: weights.map((w) => Float32Array.from(w)) };
+  setAttr(st.fo, "data-isolated", side ? `${side}${k}` : null);
   const c = (st.c2d ??= st.canvas.getContext("2d"));
   if (!c) return;
   const { rowH, gap, H, dpr } = st;

@@ -27,7 +27,11 @@ export function drawLegend(parent: G, o: LegendOpts): number {
   if (entry.state.domain !== domain) {
     entry.state.domain = domain;
     const x = d3.scaleLinear().domain(o.domain).range([0, o.width]);
-    entry.state.axis.call(d3.axisBottom(x).ticks(5).tickSize(3)).call((a) => a.select(".domain").remove());
+    // Large values in the short SI form (100k), and as many ticks as fit without touching.
+    const big = Math.max(Math.abs(o.domain[0]), Math.abs(o.domain[1])) >= 1000;
+    const ticks = Math.max(2, Math.floor(o.width / (big ? 45 : 36)));
+    entry.state.axis.call(d3.axisBottom(x).ticks(ticks).tickSize(3).tickFormat(big ? d3.format(".2~s") : x.tickFormat(ticks)))
+      .call((a) => a.select(".domain").remove());
   }
   return 40;
 }

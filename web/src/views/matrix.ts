@@ -93,6 +93,7 @@ const registry: { id: string; m: MatrixData; render: "svg" | "canvas" }[] = [];
 
 export function clearRegistry(): void {
   registry.length = 0;
+  hiddenNumbers = false;
 }
 
 /**
@@ -125,6 +126,39 @@ export function drawnMatrix(id: string, nth = 0): DrawnMatrix | null {
 
 export function drawnIds(): string[] {
   return registry.map((e) => e.id);
+}
+
+/** Cells at least this many px wide show their numbers (shortened or smaller to fit). */
+export const NUMBER_MIN_CELL = 16;
+
+/** Font size of the numbers in cells of `cell` px. */
+export function numberFont(cell: number): number {
+  return Math.min(11.5, Math.max(7, cell / 3.1));
+}
+
+/** Width of a number at `font` px (digits and signs of system-ui are at most 0.6 em). */
+const numberWidth = (s: string, font: number) => s.length * font * 0.6;
+
+/**
+ * A cell's number as it fits `cell` px: with `digits` decimals, fewer, then in exponent
+ * form (1e5); "" when none fits (the tooltip still gives it).
+ */
+export function fitNumber(v: number, digits: number, cell: number): string {
+  const font = numberFont(cell);
+  const room = cell - 2;
+  for (let d = digits; d >= 0; d--) {
+    const t = fmt(v, d);
+    if (numberWidth(t, font) <= room) return t;
+    if (!Number.isFinite(v)) return "";
+  }
+  const e = v.toExponential(0).replace("e+", "e").replace(/-/g, "−");
+  return numberWidth(e, font) <= room ? e : "";
+}
+
+/** Whether a matrix of the last render had cells too small for their numbers. */
+let hiddenNumbers = false;
+export function numbersHidden(): boolean {
+  return hiddenNumbers;
 }
 
 const CHAR = 6.3;
@@ -161,6 +195,8 @@ interface MatrixState {
   titleColor: string;
   /** The element that takes the mouse: the canvas or the transparent rect over the cells. */
   hit: Element;
+  /** The outline of the cell that has the keyboard focus. */
+  focusRect: SVGRectElement;
   cells: SvgCells | CanvasCells;
 }
 
@@ -172,6 +208,7 @@ export function drawMatrix(parent: G, o: MatrixOpts): MatrixView {
   const lx = o.labelsRight ? 0 : left;
   const useCanvas = o.render ? o.render === "canvas" : rows * cols > SVG_MAX_CELLS;
   registry.push({ id: o.id, m: o.m, render: useCanvas ? "canvas" : "svg" });
+  if (cell < NUMBER_MIN_CELL && o.tip) hiddenNumbers = true;
   const dpr = window.devicePixelRatio || 1;
   // Everything but the numbers, their colours and the title: a change rebuilds the element.
   const sig = [rows, cols, cell, top, lx, useCanvas, dpr, o.labelsRight, o.rowAxis, o.colAxis, o.stroke, !!o.tip, !!o.onCell,
@@ -225,6 +262,7 @@ export function drawMatrix(parent: G, o: MatrixOpts): MatrixView {
       if (rc) on(rc[0], rc[1], e);
     });
   }
+  if (o.tip || o.onCell) bindKeyboard(st, o, value);
   const width = left + cols * cell;
   const height = top + rows * cell + (o.colAxis ? 16 : 2);
   return { g: d3.select(node), width, height, gx: o.x + lx, gy: o.y + top, cell, canvas: useCanvas, reveal };
@@ -244,6 +282,8 @@ function buildMatrix(parent: G, o: MatrixOpts, left: number, top: number, lx: nu
   const hit = useCanvas ? (cells as CanvasCells).canvas : grid.append("rect").attr("class", "hit")
     .attr("width", cols * cell).attr("height", rows * cell).attr("fill", "transparent").node()!;
   if (o.onCell) d3.select(hit).style("cursor", "pointer");
+  hit.setAttribute("data-hit", o.id);
+  const focusRect = grid.append("rect").attr("class", "m-focus").attr("width", cell).attr("height", cell).style("display", "none").node()!;
   if (o.bands) {
     const { every, colors } = o.bands;
     grid.append("g").attr("class", "m-bands").selectAll("rect").data(colors).join("rect")
@@ -259,7 +299,7 @@ function buildMatrix(parent: G, o: MatrixOpts, left: number, top: number, lx: nu
       .tickValues(tickIndices(rows, cell, axisFont * 1.15)).tickFormat((r) => labels[r] ?? "");
     const ag = grid.append("g").attr("class", "m-axis m-rows")
       .attr("transform", o.labelsRight ? `translate(${cols * cell},0)` : null).call(axis);
-    ag.selectAll<SVGTextElement, number>("text").attr("font-size", axisFont)
+    ag.selectAll<SVGTextElement, number>("text").style("font-size", `${axisFont}px`)
       .attr("class", (r) => o.rowLabelClass?.(r) ?? "");
     if (o.rowAxis) {
       const x = o.labelsRight ? cols * cell + left - 4 : -left + 8;
@@ -279,7 +319,8 @@ function buildMatrix(parent: G, o: MatrixOpts, left: number, top: number, lx: nu
     const axis = d3.axisTop(xs).tickSize(0).tickPadding(4)
       .tickValues(tickIndices(cols, cell, space)).tickFormat((c) => labels[c] ?? "");
     const ag = grid.append("g").attr("class", "m-axis m-cols").call(axis);
-    ag.selectAll("text").attr("font-size", colFont);
+    // A style, not an attribute: the stylesheet's .m-axis text size would override an attribute.
+    ag.selectAll("text").style("font-size", `${colFont}px`);
     if (rotated) {
       ag.selectAll("text").attr("text-anchor", "start").attr("dx", "0.4em").attr("dy", "0.35em")
         .attr("transform", "rotate(-50)");
@@ -289,7 +330,7 @@ function buildMatrix(parent: G, o: MatrixOpts, left: number, top: number, lx: nu
     grid.append("text").attr("class", "m-axis-title").attr("x", (cols * cell) / 2).attr("y", rows * cell + 12)
       .attr("text-anchor", "middle").text(o.colAxis);
   }
-  return { node: g.node()!, state: { title: title.node()!, shape: shapeEl?.node() ?? null, heading: "", titleColor: "", hit, cells } };
+  return { node: g.node()!, state: { title: title.node()!, shape: shapeEl?.node() ?? null, heading: "", titleColor: "", hit, focusRect, cells } };
 }
 
 /** SVG cells: one <g> per cell (its opacity) holding a rect (its colour) and, if big enough, its number. */
@@ -316,9 +357,9 @@ function buildSvgCells(grid: G, o: MatrixOpts): SvgCells {
     .attr("data-row", (d) => d.r).attr("data-col", (d) => d.c);
   if (o.stroke) rects.style("stroke", o.stroke);
   let texts: SVGTextElement[] | null = null;
-  if (cell >= 25) {
+  if (cell >= NUMBER_MIN_CELL) {
     texts = groups.append("text").attr("class", "cell-text").attr("x", cell / 2).attr("y", cell / 2)
-      .attr("font-size", Math.min(11.5, cell / 3.1)).nodes();
+      .attr("font-size", numberFont(cell)).nodes();
   }
   const n = rows * cols;
   return {
@@ -337,7 +378,7 @@ function updateSvgCells(s: SvgCells, o: MatrixOpts, target: (r: number, c: numbe
       if (!Object.is(s.value[k], v)) {
         s.value[k] = v;
         s.rect[k].setAttribute("data-value", String(v));
-        if (s.text) s.text[k].textContent = fmt(v, digits);
+        if (s.text) s.text[k].textContent = fitNumber(v, digits, o.cell);
       }
       if (s.fill[k] !== fill) {
         s.fill[k] = fill;
@@ -551,9 +592,9 @@ function paintCanvas(s: CanvasCells, o: MatrixOpts, digits: number): void {
     for (let c = 1; c < cols; c++) c2d.fillRect(xs[c] - lw, 0, lw, Hpx);
     for (let r = 1; r < rows; r++) c2d.fillRect(0, ys[r] - lw, Wpx, lw);
   }
-  if (cell >= 25) {
+  if (cell >= NUMBER_MIN_CELL) {
     c2d.setTransform(dpr, 0, 0, dpr, 0, 0);
-    c2d.font = `${Math.min(11.5, cell / 3.1)}px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif`;
+    c2d.font = `${numberFont(cell)}px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif`;
     c2d.textAlign = "center";
     c2d.textBaseline = "middle";
     for (let k = 0; k < n; k++) {
@@ -561,10 +602,91 @@ function paintCanvas(s: CanvasCells, o: MatrixOpts, digits: number): void {
       const v = o.m.data[k];
       c2d.globalAlpha = alpha[k];
       c2d.fillStyle = textOn(o.color(v));
-      c2d.fillText(fmt(v, digits), (k % cols) * cell + cell / 2, Math.floor(k / cols) * cell + cell / 2);
+      c2d.fillText(fitNumber(v, digits, cell), (k % cols) * cell + cell / 2, Math.floor(k / cols) * cell + cell / 2);
     }
     c2d.globalAlpha = 1;
   }
+}
+
+/** The matrix cell that has the keyboard focus (kept while a redraw rebuilds the matrix, or its editor is open). */
+let focused: { id: string; r: number; c: number } | null = null;
+
+/** A mouse event at the centre of cell (r, c) of a drawn matrix (where the tooltip and the editor open). */
+function cellEvent(el: Element, rows: number, cols: number, r: number, c: number): MouseEvent {
+  const b = el.getBoundingClientRect();
+  return new MouseEvent("click", { clientX: b.left + ((c + 0.5) * b.width) / cols, clientY: b.top + ((r + 0.5) * b.height) / rows });
+}
+
+/** Says `text` to screen readers (a polite live region that only this writes). */
+export function announce(text: string): void {
+  const el = document.getElementById("announce");
+  if (el && el.textContent !== text) el.textContent = text;
+}
+
+/**
+ * The keyboard: a matrix is one tab stop whose arrow keys move a cell cursor (Home/End:
+ * first/last column); the cursor's value is shown and announced; Enter or Space does
+ * what a click on the cell does (edit it, toggle a mask cell, open a head).
+ */
+function bindKeyboard(st: MatrixState, o: MatrixOpts, value: (r: number, c: number) => number): void {
+  const { rows, cols } = o.m;
+  const el = st.hit as SVGElement | HTMLElement;
+  setAttr(el, "tabindex", "0");
+  setAttr(el, "role", "application");
+  setAttr(el, "aria-roledescription", "matrix");
+  const name = o.title.replace(/[\^_]/g, "");
+  setAttr(el, "aria-label", `${name}, ${rows} by ${cols}: arrow keys move between cells${o.onCell ? ", Enter changes the cell" : ""}`);
+  const cur = () => (focused && focused.id === o.id && focused.r < rows && focused.c < cols ? focused : { id: o.id, r: 0, c: 0 });
+  const show = () => {
+    const f = cur();
+    const fr = st.focusRect;
+    fr.setAttribute("x", String(f.c * o.cell));
+    fr.setAttribute("y", String(f.r * o.cell));
+    fr.style.display = el.matches(":focus-visible") ? "" : "none";
+    const v = value(f.r, f.c);
+    if (o.tip && el.matches(":focus-visible")) showTip(cellEvent(el, rows, cols, f.r, f.c), o.tip(f.r, f.c, v));
+    announce(`${name} row ${f.r}, column ${f.c}: ${fmt(v, 4)}`);
+  };
+  d3.select(el)
+    .on("focus", () => {
+      focused = cur();
+      show();
+    })
+    .on("blur", (e: FocusEvent) => {
+      st.focusRect.style.display = "none";
+      hideTip();
+      const to = e.relatedTarget as Element | null;
+      if (to && !to.closest(".cell-editor")) focused = null;
+    })
+    .on("keydown", (e: KeyboardEvent) => {
+      let { r, c } = cur();
+      if (e.key === "ArrowRight") c = Math.min(cols - 1, c + 1);
+      else if (e.key === "ArrowLeft") c = Math.max(0, c - 1);
+      else if (e.key === "ArrowDown") r = Math.min(rows - 1, r + 1);
+      else if (e.key === "ArrowUp") r = Math.max(0, r - 1);
+      else if (e.key === "Home") c = 0;
+      else if (e.key === "End") c = cols - 1;
+      else if ((e.key === "Enter" || e.key === " ") && o.onCell) {
+        e.preventDefault();
+        e.stopPropagation();
+        focused = { id: o.id, r, c };
+        o.onCell(r, c, cellEvent(el, rows, cols, r, c));
+        return;
+      } else return;
+      e.preventDefault();
+      e.stopPropagation();
+      focused = { id: o.id, r, c };
+      show();
+    });
+  // A redraw that rebuilt the matrix under the keyboard focus gives the focus back.
+  if (focused?.id === o.id && document.activeElement === document.body && el.isConnected) el.focus({ preventScroll: true });
+}
+
+/** Gives the focus back to the matrix cell that had it (after its editor closes). */
+export function refocusMatrix(): void {
+  if (!focused) return;
+  const el = document.querySelector<HTMLElement>(`[data-hit="${CSS.escape(focused.id)}"]`);
+  el?.focus({ preventScroll: true });
 }
 
 /** Outline a row or a column of a drawn matrix (returns the outline to animate). */

@@ -94,7 +94,7 @@ export const saturationView: Scene = {
   title: "Softmax saturation",
   caption: (ctx) => {
     const c = ctx.state.satScale;
-    return `<p>Multiply a vector of logits by <b>c</b> and the softmax saturates: almost all weight on the largest logit, almost none elsewhere (seed 000).
+    return `<p>Multiply a vector of logits by <b>c</b> and the softmax saturates: almost all weight on the largest logit, almost none elsewhere (an experiment from the notes “Single-head self-attention”).
       Dividing by √d<sub>k</sub> (d<sub>k</sub> = ${ctx.cfg.dK}) keeps it in its sensitive range for longer; the entropy (in nats; ln n is uniform, 0 is one-hot) measures how spread out it is.</p>
       <p><label>c = <b data-testid="sat-c">×${c}</b> <input type="range" min="1" max="100" step="1" value="${c}" data-set="satScale" data-testid="sat-slider" aria-label="logit multiplier"></label>
       <label>logits: <select data-set="satSource" data-testid="sat-source" aria-label="logit source">
