@@ -11,15 +11,24 @@ import { dist, shots, stateWalk } from "./helpers.mjs";
 import { serve } from "./server.mjs";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-  "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
 
 let server, browser, context, page;
 let problems = [];
 
 function watch(p, into) {
   p.on("console", (m) => {
-    if (m.type() === "error" || m.type() === "warning") into.push(`console ${m.type()}: ${m.text()}`);
+    if (m.type() === "error" || m.type() === "warning")
+      into.push(`console ${m.type()}: ${m.text()}`);
   });
   p.on("pageerror", (e) => into.push(`page error: ${e.message}`));
 }
@@ -35,12 +44,22 @@ function snapshot(p = page) {
     const matrices = {};
     for (const id of window.__attnkit.matrixIds()) {
       const m = window.__attnkit.matrix(id);
-      matrices[id] = { rows: m.rows, cols: m.cols, values: Array.from(m.values, (v) => (Number.isFinite(v) ? Number(v.toPrecision(6)) : String(v))) };
+      matrices[id] = {
+        rows: m.rows,
+        cols: m.cols,
+        values: Array.from(m.values, (v) =>
+          Number.isFinite(v) ? Number(v.toPrecision(6)) : String(v),
+        ),
+      };
     }
     return {
-      view: svg?.getAttribute("data-view"), step: svg?.getAttribute("data-step"),
+      view: svg?.getAttribute("data-view"),
+      step: svg?.getAttribute("data-step"),
       title: document.querySelector('[data-testid="scene-title"]')?.textContent,
-      caption: document.querySelector('[data-testid="caption"]')?.textContent.replace(/\s+/g, " ").trim(),
+      caption: document
+        .querySelector('[data-testid="caption"]')
+        ?.textContent.replace(/\s+/g, " ")
+        .trim(),
       matrices,
     };
   });
@@ -56,7 +75,11 @@ async function sameAsFreshLoad(what) {
   try {
     await fresh.goto(page.url());
     await ready(fresh);
-    assert.deepEqual(await snapshot(fresh), here, `${what}: the page differs from the page loaded from its URL ${page.url()}`);
+    assert.deepEqual(
+      await snapshot(fresh),
+      here,
+      `${what}: the page differs from the page loaded from its URL ${page.url()}`,
+    );
     assert.deepEqual(freshProblems, [], `${what}: the fresh page's problems`);
   } finally {
     await fresh.close();
@@ -77,21 +100,34 @@ async function typeInto(sel, text) {
 
 /** Clicks cell (r, c) of a matrix on screen (at its centre, where a mouse would). */
 async function clickCell(id, r, c) {
-  const box = await page.locator(`[data-testid="matrix-${id}"] rect.cell[data-row="${r}"][data-col="${c}"]`).boundingBox();
+  const box = await page
+    .locator(`[data-testid="matrix-${id}"] rect.cell[data-row="${r}"][data-col="${c}"]`)
+    .boundingBox();
   await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
   await page.waitForSelector('[data-testid="cell-editor"] input');
 }
 
 async function cellValue(id, r, c) {
-  return Number(await page.getAttribute(`[data-testid="matrix-${id}"] rect.cell[data-row="${r}"][data-col="${c}"]`, "data-value"));
+  return Number(
+    await page.getAttribute(
+      `[data-testid="matrix-${id}"] rect.cell[data-row="${r}"][data-col="${c}"]`,
+      "data-value",
+    ),
+  );
 }
 
 before(async () => {
-  assert.ok(existsSync(path.join(dist, "index.html")), "web/dist is missing: run `npx vite build web` first");
+  assert.ok(
+    existsSync(path.join(dist, "index.html")),
+    "web/dist is missing: run `npx vite build web` first",
+  );
   mkdirSync(shots, { recursive: true });
   server = await serve(dist);
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
-  context = await browser.newContext({ viewport: { width: 1440, height: 900 }, reducedMotion: "reduce" });
+  context = await browser.newContext({
+    viewport: { width: 1440, height: 900 },
+    reducedMotion: "reduce",
+  });
 });
 
 beforeEach(async () => {
@@ -126,7 +162,12 @@ test("mask = padding chosen on the default page: 9 x 9 matrices, -inf in M, deco
   await page.click('[data-testid="view-decoding"]');
   await page.waitForSelector('svg[data-testid="scene-svg"][data-view="decoding"]');
   assert.match(await page.textContent('[data-testid="scene-title"]'), /decod/i);
-  assert.ok(await page.locator('[data-testid="scene-svg"] rect.cell, [data-testid="scene-svg"] canvas').count() > 0, "decoding: cells drawn");
+  assert.ok(
+    (await page
+      .locator('[data-testid="scene-svg"] rect.cell, [data-testid="scene-svg"] canvas')
+      .count()) > 0,
+    "decoding: cells drawn",
+  );
   await shot("padding-decoding");
   await sameAsFreshLoad("mask = padding, decoding");
   // And back: the mask off again gives the 7 x 7 page.
@@ -138,7 +179,8 @@ test("mask = padding chosen on the default page: 9 x 9 matrices, -inf in M, deco
 });
 
 test("a bad cell edit is refused at the cell with the reason; the page stays usable; a good one is applied", async () => {
-  const noun = 0, train = 1;
+  const noun = 0,
+    train = 1;
   const before = await cellValue("X", train, noun);
   for (const typed of ["1e30", "NaN", "abc", "", "1e400", "-1e7"]) {
     await clickCell("X", train, noun);
@@ -147,14 +189,25 @@ test("a bad cell edit is refused at the cell with the reason; the page stays usa
     const msg = page.locator('[data-testid="cell-editor-error"]');
     await msg.waitFor({ timeout: 3000 });
     const text = await msg.textContent();
-    assert.match(text, /−?1e6|1 000 000|1,000,000/, `"${typed}": the message says what is accepted (${text})`);
-    assert.ok(await page.isVisible('[data-testid="cell-editor"]'), `"${typed}": the editor stays open`);
+    assert.match(
+      text,
+      /−?1e6|1 000 000|1,000,000/,
+      `"${typed}": the message says what is accepted (${text})`,
+    );
+    assert.ok(
+      await page.isVisible('[data-testid="cell-editor"]'),
+      `"${typed}": the editor stays open`,
+    );
     if (typed === "1e30") await shot("bad-edit-1e30");
     await page.press('[data-testid="cell-editor"] input', "Escape");
     await page.waitForSelector('[data-testid="cell-editor"]', { state: "detached" });
     assert.equal(await cellValue("X", train, noun), before, `"${typed}": the cell keeps its value`);
     assert.deepEqual((await state()).edits, {}, `"${typed}": no edit kept`);
-    assert.equal(await page.locator('[data-testid="error"]').count(), 0, `"${typed}": no page error`);
+    assert.equal(
+      await page.locator('[data-testid="error"]').count(),
+      0,
+      `"${typed}": no page error`,
+    );
   }
   // Still usable: steps change, and a good value is applied.
   await gotoStep(3);
@@ -176,9 +229,14 @@ test("a URL with a bad cell value opens with that value dropped and a note sayin
   const note = await page.textContent('[data-testid="url-note"]');
   assert.match(note, /1e\+?30/, `the note names the dropped value (${note})`);
   assert.ok(await page.isVisible('[data-testid="url-note"]'));
-  assert.ok(await page.locator('[data-testid="matrix-X"] rect.cell').count() > 0, "the stage is drawn");
+  assert.ok(
+    (await page.locator('[data-testid="matrix-X"] rect.cell').count()) > 0,
+    "the stage is drawn",
+  );
   await shot("bad-url-note");
-  await page.waitForFunction(() => !location.search.includes("1e30") && !location.search.includes("1e+30"));
+  await page.waitForFunction(
+    () => !location.search.includes("1e30") && !location.search.includes("1e+30"),
+  );
   await gotoStep(2);
   assert.deepEqual(problems, []);
 });
@@ -188,31 +246,70 @@ test("adjusted settings: the field shows the value used and the reason sits next
   await typeInto('[data-testid="heads"]', "3");
   await page.waitForFunction(() => window.__attnkit.state().heads === 3);
   assert.equal(await page.inputValue('[data-testid="heads"]'), "2", "heads field: the value used");
-  assert.match(await page.textContent('[data-testid="adj-heads"]'), /3.*2.*divide.*16/, "heads: why");
+  assert.match(
+    await page.textContent('[data-testid="adj-heads"]'),
+    /3.*2.*divide.*16/,
+    "heads: why",
+  );
   // d_k, d_v and kv heads are fixed by these weights: the page says so.
-  for (const id of ["dK", "dV", "kvHeads"]) assert.ok(await page.isDisabled(`[data-testid="${id}"]`));
+  for (const id of ["dK", "dV", "kvHeads"])
+    assert.ok(await page.isDisabled(`[data-testid="${id}"]`));
   assert.match(await page.textContent('[data-testid="shape-hint"]'), /seeded random/);
   await shot("adjusted-heads");
   await page.selectOption('[data-testid="weights"]', "random");
-  for (const [typed, used] of [["0", "1"], ["100000", "256"]]) {
+  for (const [typed, used] of [
+    ["0", "1"],
+    ["100000", "256"],
+  ]) {
     await typeInto('[data-testid="dK"]', typed);
     await page.waitForFunction((v) => window.__attnkit.state().dK === v, Number(typed));
-    assert.equal(await page.inputValue('[data-testid="dK"]'), used, `d_k ${typed}: the field shows ${used}`);
-    assert.match(await page.textContent('[data-testid="adj-dK"]'), new RegExp(`${typed}.*${used}`), `d_k ${typed}: why`);
-    assert.match(await page.textContent('[data-testid="adj-dK"]'), /1.*256/, `d_k ${typed}: the range`);
+    assert.equal(
+      await page.inputValue('[data-testid="dK"]'),
+      used,
+      `d_k ${typed}: the field shows ${used}`,
+    );
+    assert.match(
+      await page.textContent('[data-testid="adj-dK"]'),
+      new RegExp(`${typed}.*${used}`),
+      `d_k ${typed}: why`,
+    );
+    assert.match(
+      await page.textContent('[data-testid="adj-dK"]'),
+      /1.*256/,
+      `d_k ${typed}: the range`,
+    );
   }
   await shot("adjusted-dk");
   await typeInto('[data-testid="dK"]', "8");
   await page.waitForFunction(() => window.__attnkit.state().dK === 8);
-  assert.equal((await page.textContent('[data-testid="adj-dK"]')).trim(), "", "no note when the value is used as typed");
-  assert.doesNotMatch(await page.textContent('[data-testid="shape-hint"]'), /d_k/, "random weights: d_k is not fixed");
+  assert.equal(
+    (await page.textContent('[data-testid="adj-dK"]')).trim(),
+    "",
+    "no note when the value is used as typed",
+  );
+  assert.doesNotMatch(
+    await page.textContent('[data-testid="shape-hint"]'),
+    /d_k/,
+    "random weights: d_k is not fixed",
+  );
   assert.deepEqual(problems, []);
 });
 
-test("state consistency: 200 seeded random control changes, each page equal to its fresh load", { timeout: 300000 }, async () => {
-  const seed = Number(process.env.WALK_SEED ?? Date.now() % 100000);
-  console.log(`# state walk seed ${seed} (replay: WALK_SEED=${seed})`);
-  const r = await stateWalk({ evaluate: (fn, arg) => page.evaluate(fn, arg), problems: async () => problems, seed, steps: 200, budgetMs: 200000, label: "Chromium" });
-  console.log(`# Chromium: ${r.done} changes in ${r.ms} ms`);
-  assert.ok(r.done >= 200, `only ${r.done} changes within the time budget`);
-});
+test(
+  "state consistency: 200 seeded random control changes, each page equal to its fresh load",
+  { timeout: 300000 },
+  async () => {
+    const seed = Number(process.env.WALK_SEED ?? Date.now() % 100000);
+    console.log(`# state walk seed ${seed} (replay: WALK_SEED=${seed})`);
+    const r = await stateWalk({
+      evaluate: (fn, arg) => page.evaluate(fn, arg),
+      problems: async () => problems,
+      seed,
+      steps: 200,
+      budgetMs: 200000,
+      label: "Chromium",
+    });
+    console.log(`# Chromium: ${r.done} changes in ${r.ms} ms`);
+    assert.ok(r.done >= 200, `only ${r.done} changes within the time budget`);
+  },
+);

@@ -8,7 +8,10 @@ import { smokeTests } from "./helpers.mjs";
 const FIREFOX = process.env.FIREFOX ?? "/usr/bin/firefox-esr";
 
 smokeTests("firefox", async (origin) => {
-  if (!existsSync(FIREFOX)) throw new Error(`${FIREFOX} is missing: run scripts/setup.sh (apt-get install firefox-esr) or set FIREFOX`);
+  if (!existsSync(FIREFOX))
+    throw new Error(
+      `${FIREFOX} is missing: run scripts/setup.sh (apt-get install firefox-esr) or set FIREFOX`,
+    );
   const browser = await puppeteer.launch({
     browser: "firefox",
     executablePath: FIREFOX,
@@ -19,7 +22,8 @@ smokeTests("firefox", async (origin) => {
   const page = (await browser.pages())[0] ?? (await browser.newPage());
   const problems = [];
   page.on("console", (m) => {
-    if (["error", "warn", "warning", "assert"].includes(m.type())) problems.push(`console ${m.type()}: ${m.text()}`);
+    if (["error", "warn", "warning", "assert"].includes(m.type()))
+      problems.push(`console ${m.type()}: ${m.text()}`);
   });
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
   page.on("requestfailed", (r) => problems.push(`request failed: ${r.url()}`));
@@ -28,7 +32,8 @@ smokeTests("firefox", async (origin) => {
   });
   page.on("request", (r) => {
     const u = r.url();
-    if (!u.startsWith(origin) && !u.startsWith("data:") && !u.startsWith("blob:")) problems.push(`network request outside the page: ${u}`);
+    if (!u.startsWith(origin) && !u.startsWith("data:") && !u.startsWith("blob:"))
+      problems.push(`network request outside the page: ${u}`);
   });
   await page.setViewport({ width: 1280, height: 800 });
   return {

@@ -23,17 +23,42 @@ export const VIEWS = ["headview", "grid", "saturation", "decoding"];
 
 // Seed 001's printed tables.
 export const SEED001 = {
-  X: [[0.1, -0.2, 0.1, 0.2], [0.8, 0.8, -0.9, 0.5], [-0.6, 0.4, 0.5, -0.9], [0.9, -0.7, 0.8, 0.7], [0.4, 0.3, 0.4, 0.4], [0.8, 0.2, 0.9, -0.2]],
-  WQ: [[3.4, -2.1, 0.8, 1.9], [-1.2, 0.5, 3.7, -0.8], [2.9, 1.1, -3.4, 0.6], [0.7, 2.8, 1.3, -2.5]],
-  KT: [[0.15, 1.94, -0.98, 2.53, 1.24, 2.18], [0.16, 1.44, 0.64, -2.33, 0.81, 0.44], [0.25, 0.35, 1.25, 2.24, 1.14, 3.25], [0.28, 1.15, -0.81, 1.93, -0.81, -0.28]],
-  V: [[0.43, 0.29, 0.64, 0.83], [1.15, 1.19, -0.28, 0.67], [-0.21, 0.64, 0.59, -0.82], [1.19, -0.45, 0.86, 0.99], [0.51, 0.41, 0.51, 0.51], [1.19, 0.28, 0.95, -0.15]],
+  X: [
+    [0.1, -0.2, 0.1, 0.2],
+    [0.8, 0.8, -0.9, 0.5],
+    [-0.6, 0.4, 0.5, -0.9],
+    [0.9, -0.7, 0.8, 0.7],
+    [0.4, 0.3, 0.4, 0.4],
+    [0.8, 0.2, 0.9, -0.2],
+  ],
+  WQ: [
+    [3.4, -2.1, 0.8, 1.9],
+    [-1.2, 0.5, 3.7, -0.8],
+    [2.9, 1.1, -3.4, 0.6],
+    [0.7, 2.8, 1.3, -2.5],
+  ],
+  KT: [
+    [0.15, 1.94, -0.98, 2.53, 1.24, 2.18],
+    [0.16, 1.44, 0.64, -2.33, 0.81, 0.44],
+    [0.25, 0.35, 1.25, 2.24, 1.14, 3.25],
+    [0.28, 1.15, -0.81, 1.93, -0.81, -0.28],
+  ],
+  V: [
+    [0.43, 0.29, 0.64, 0.83],
+    [1.15, 1.19, -0.28, 0.67],
+    [-0.21, 0.64, 0.59, -0.82],
+    [1.19, -0.45, 0.86, 0.99],
+    [0.51, 0.41, 0.51, 0.51],
+    [1.19, 0.28, 0.95, -0.15],
+  ],
   Q0_PRINTED: [1.01, 0.36, -0.74, -0.09],
 };
 
 export function assertClose(actual, expected, tol, what) {
   assert.equal(actual.length, expected.length, `${what}: length`);
   for (let i = 0; i < expected.length; i++) {
-    const a = actual[i], e = expected[i];
+    const a = actual[i],
+      e = expected[i];
     if (e === -Infinity) assert.equal(a, -Infinity, `${what}[${i}]`);
     else assert.ok(Math.abs(a - e) <= tol, `${what}[${i}]: page ${a}, core ${e}`);
   }
@@ -45,7 +70,8 @@ export async function poll(fn, what, timeout = 15000, interval = 50) {
   for (;;) {
     const v = await fn().catch(() => undefined);
     if (v) return v;
-    if (Date.now() - t0 > timeout) throw new Error(`timed out after ${timeout} ms waiting for ${what}`);
+    if (Date.now() - t0 > timeout)
+      throw new Error(`timed out after ${timeout} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, interval));
   }
 }
@@ -86,7 +112,10 @@ export async function serveWithScript(dir, script) {
       const r = await fetch(new URL(req.url ?? "/", inner.url));
       const type = r.headers.get("content-type") ?? "application/octet-stream";
       let body = Buffer.from(await r.arrayBuffer());
-      if (type.startsWith("text/html")) body = Buffer.from(body.toString("utf8").replace("<head>", `<head><script>${script}</script>`));
+      if (type.startsWith("text/html"))
+        body = Buffer.from(
+          body.toString("utf8").replace("<head>", `<head><script>${script}</script>`),
+        );
       res.writeHead(r.status, { "content-type": type, "cache-control": "no-store" }).end(body);
     } catch (e) {
       res.writeHead(502).end(String(e));
@@ -106,31 +135,61 @@ export async function serveWithScript(dir, script) {
 /** Decodes an 8-bit, non-interlaced RGB or RGBA PNG (what the browsers' screenshots are): { width, height, pixel(x, y) }. */
 export function decodePng(buf) {
   assert.equal(buf.toString("latin1", 1, 4), "PNG", "a PNG file");
-  let width = 0, height = 0, channels = 0;
+  let width = 0,
+    height = 0,
+    channels = 0;
   const idat = [];
   for (let o = 8; o < buf.length;) {
-    const len = buf.readUInt32BE(o), type = buf.toString("latin1", o + 4, o + 8), body = buf.subarray(o + 8, o + 8 + len);
+    const len = buf.readUInt32BE(o),
+      type = buf.toString("latin1", o + 4, o + 8),
+      body = buf.subarray(o + 8, o + 8 + len);
     if (type === "IHDR") {
       width = body.readUInt32BE(0);
       height = body.readUInt32BE(4);
-      assert.ok(body[8] === 8 && body[12] === 0 && (body[9] === 2 || body[9] === 6), `PNG: 8-bit RGB(A), not interlaced (depth ${body[8]}, colour type ${body[9]}, interlace ${body[12]})`);
+      assert.ok(
+        body[8] === 8 && body[12] === 0 && (body[9] === 2 || body[9] === 6),
+        `PNG: 8-bit RGB(A), not interlaced (depth ${body[8]}, colour type ${body[9]}, interlace ${body[12]})`,
+      );
       channels = body[9] === 6 ? 4 : 3;
     } else if (type === "IDAT") idat.push(body);
     o += 12 + len;
   }
   const raw = inflateSync(Buffer.concat(idat));
-  const stride = width * channels, px = Buffer.alloc(stride * height);
+  const stride = width * channels,
+    px = Buffer.alloc(stride * height);
   for (let y = 0; y < height; y++) {
-    const f = raw[y * (stride + 1)], src = raw.subarray(y * (stride + 1) + 1, (y + 1) * (stride + 1));
+    const f = raw[y * (stride + 1)],
+      src = raw.subarray(y * (stride + 1) + 1, (y + 1) * (stride + 1));
     for (let i = 0; i < stride; i++) {
-      const a = i >= channels ? px[y * stride + i - channels] : 0, b = y ? px[(y - 1) * stride + i] : 0;
+      const a = i >= channels ? px[y * stride + i - channels] : 0,
+        b = y ? px[(y - 1) * stride + i] : 0;
       const c = i >= channels && y ? px[(y - 1) * stride + i - channels] : 0;
-      const p = a + b - c, pa = Math.abs(p - a), pb = Math.abs(p - b), pc = Math.abs(p - c);
-      const pred = f === 0 ? 0 : f === 1 ? a : f === 2 ? b : f === 3 ? (a + b) >> 1 : pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
+      const p = a + b - c,
+        pa = Math.abs(p - a),
+        pb = Math.abs(p - b),
+        pc = Math.abs(p - c);
+      const pred =
+        f === 0
+          ? 0
+          : f === 1
+            ? a
+            : f === 2
+              ? b
+              : f === 3
+                ? (a + b) >> 1
+                : pa <= pb && pa <= pc
+                  ? a
+                  : pb <= pc
+                    ? b
+                    : c;
       px[y * stride + i] = (src[i] + pred) & 255;
     }
   }
-  return { width, height, pixel: (x, y) => [...px.subarray(y * stride + x * channels, y * stride + x * channels + 3)] };
+  return {
+    width,
+    height,
+    pixel: (x, y) => [...px.subarray(y * stride + x * channels, y * stride + x * channels + 3)],
+  };
 }
 
 /**
@@ -143,21 +202,33 @@ function canvasSamples() {
   const out = [];
   for (const g of document.querySelectorAll('[data-render="canvas"]')) {
     const c = g.querySelector("canvas");
-    const rows = Number(g.getAttribute("data-rows")), cols = Number(g.getAttribute("data-cols"));
+    const rows = Number(g.getAttribute("data-rows")),
+      cols = Number(g.getAttribute("data-cols"));
     const r = c?.getBoundingClientRect();
     if (!c || !c.width || !c.height || r.width < 8 || r.height < 8) continue;
     const img = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
     const pts = [];
-    const pick = (n) => [...new Set(Array.from({ length: 7 }, (_, i) => Math.floor(((i + 0.5) * n) / 7)))];
+    const pick = (n) => [
+      ...new Set(Array.from({ length: 7 }, (_, i) => Math.floor(((i + 0.5) * n) / 7))),
+    ];
     for (const row of pick(rows)) {
       for (const col of pick(cols)) {
-        const x = Math.floor(r.left + ((col + 0.5) * r.width) / cols), y = Math.floor(r.top + ((row + 0.5) * r.height) / rows);
+        const x = Math.floor(r.left + ((col + 0.5) * r.width) / cols),
+          y = Math.floor(r.top + ((row + 0.5) * r.height) / rows);
         if (x < 0 || y < 0 || x >= innerWidth || y >= innerHeight) continue;
-        const k = (Math.floor(((row + 0.5) * c.height) / rows) * c.width + Math.floor(((col + 0.5) * c.width) / cols)) * 4;
+        const k =
+          (Math.floor(((row + 0.5) * c.height) / rows) * c.width +
+            Math.floor(((col + 0.5) * c.width) / cols)) *
+          4;
         if (img[k + 3] === 255) pts.push([x, y, img[k], img[k + 1], img[k + 2]]);
       }
     }
-    out.push({ id: g.getAttribute("data-testid"), x: Math.round(r.left), y: Math.round(r.top), pts });
+    out.push({
+      id: g.getAttribute("data-testid"),
+      x: Math.round(r.left),
+      y: Math.round(r.top),
+      pts,
+    });
   }
   return { scale: devicePixelRatio, canvases: out };
 }
@@ -191,8 +262,11 @@ function setValue({ sel, value }) {
   el.dispatchEvent(new Event("change", { bubbles: true }));
 }
 /** Resources the page loaded from anywhere but its own server. */
-const outsideRequests = (origin) => performance.getEntriesByType("resource").map((e) => e.name)
-  .filter((u) => !u.startsWith(origin) && !u.startsWith("data:") && !u.startsWith("blob:"));
+const outsideRequests = (origin) =>
+  performance
+    .getEntriesByType("resource")
+    .map((e) => e.name)
+    .filter((u) => !u.startsWith(origin) && !u.startsWith("data:") && !u.startsWith("blob:"));
 
 /**
  * Asserts every upper-triangle weight of a square matrix read from the page is 0 and
@@ -242,7 +316,11 @@ export async function checkSeed001({ attn, gotoStep, matrix, text, atStep6 = asy
   await gotoStep(7);
   assertClose((await matrix("output")).values, Array.from(tr.output.data), 1e-5, "output");
   assert.match(await text('[data-testid="caption"]'), /Check against the worked example/);
-  assert.doesNotMatch(await text('[data-testid="caption"]'), /seed 00\d/i, "captions name the source, not its file number");
+  assert.doesNotMatch(
+    await text('[data-testid="caption"]'),
+    /seed 00\d/i,
+    "captions name the source, not its file number",
+  );
   return tr;
 }
 
@@ -267,7 +345,11 @@ export async function checkSeed001({ attn, gotoStep, matrix, text, atStep6 = asy
 export function smokeTests(name, open, { serveDist = serve, todo = {} } = {}) {
   let server, d, attn;
   const shot = (file) => d.screenshot(path.join(shots, `${name}-${file}.png`));
-  const ready = () => poll(() => d.evaluate(exists, "body[data-ready='1']"), "the page to be ready (body[data-ready='1'])");
+  const ready = () =>
+    poll(
+      () => d.evaluate(exists, "body[data-ready='1']"),
+      "the page to be ready (body[data-ready='1'])",
+    );
   const text = (sel) => d.evaluate(readText, sel);
   const count = (sel) => d.evaluate(countAll, sel);
   const waitFor = (sel, what = sel) => poll(() => d.evaluate(exists, sel), what, 5000);
@@ -289,7 +371,8 @@ export function smokeTests(name, open, { serveDist = serve, todo = {} } = {}) {
   async function canvasesPainted(file) {
     // Reveal animations paint on animation frames after the page says it is ready:
     // compare only once the canvases hold still across the screenshot.
-    let samples = await d.evaluate(canvasSamples), settled = false;
+    let samples = await d.evaluate(canvasSamples),
+      settled = false;
     for (let tries = 0; tries < 50 && !settled; tries++) {
       await new Promise((r) => setTimeout(r, 100));
       const before = JSON.stringify(samples);
@@ -305,25 +388,43 @@ export function smokeTests(name, open, { serveDist = serve, todo = {} } = {}) {
     const png = decodePng(readFileSync(path.join(shots, `${name}-${file}.png`)));
     const wrong = [];
     for (const c of canvases) {
-      const bad = c.pts.filter(([x, y, ...rgb]) => png.pixel(Math.round(x * scale), Math.round(y * scale)).some((v, k) => Math.abs(v - rgb[k]) > 6));
+      const bad = c.pts.filter(([x, y, ...rgb]) =>
+        png
+          .pixel(Math.round(x * scale), Math.round(y * scale))
+          .some((v, k) => Math.abs(v - rgb[k]) > 6),
+      );
       // A few points may sit under an outline drawn over the cells (the selected row).
       if (c.pts.length < 5 || bad.length > 0.2 * c.pts.length) {
-        const eg = bad.slice(0, 2).map(([x, y, ...rgb]) => `(${x}, ${y}) canvas rgb(${rgb}), screen rgb(${png.pixel(Math.round(x * scale), Math.round(y * scale))})`);
-        wrong.push(`canvas ${c.id} laid out at (${c.x}, ${c.y}): ${bad.length} of ${c.pts.length} sampled points differ on screen, e.g. ${eg.join(", ")}`);
+        const eg = bad
+          .slice(0, 2)
+          .map(
+            ([x, y, ...rgb]) =>
+              `(${x}, ${y}) canvas rgb(${rgb}), screen rgb(${png.pixel(Math.round(x * scale), Math.round(y * scale))})`,
+          );
+        wrong.push(
+          `canvas ${c.id} laid out at (${c.x}, ${c.y}): ${bad.length} of ${c.pts.length} sampled points differ on screen, e.g. ${eg.join(", ")}`,
+        );
       }
     }
-    assert.deepEqual(wrong, [], `${name}-${file}.png: canvas matrices not painted where they are laid out`);
+    assert.deepEqual(
+      wrong,
+      [],
+      `${name}-${file}.png: canvas matrices not painted where they are laid out`,
+    );
   }
   /** node:test's test(), with one rerun on a fresh page when the browser process died under it (see recover above). */
   function browserTest(title, ...args) {
-    const fn = args.pop(), options = args[0] ?? {};
+    const fn = args.pop(),
+      options = args[0] ?? {};
     test(title, options, async (t) => {
       try {
         return await fn(t);
       } catch (e) {
         const report = await d?.recover?.();
         if (!report) throw e;
-        console.log(`${title}: the browser died (${e.name}: ${e.message || "no message"}); running the test again in a new one.\n${report}`);
+        console.log(
+          `${title}: the browser died (${e.name}: ${e.message || "no message"}); running the test again in a new one.\n${report}`,
+        );
         await d.goto(server.url);
         await ready();
         return await fn(t);
@@ -331,12 +432,20 @@ export function smokeTests(name, open, { serveDist = serve, todo = {} } = {}) {
     });
   }
   async function noProblems() {
-    const found = [...(await d.problems()), ...(await d.evaluate(outsideRequests, server.url)).map((u) => `request outside the page: ${u}`)];
+    const found = [
+      ...(await d.problems()),
+      ...(await d.evaluate(outsideRequests, server.url)).map(
+        (u) => `request outside the page: ${u}`,
+      ),
+    ];
     assert.deepEqual(found, []);
   }
 
   before(async () => {
-    assert.ok(existsSync(path.join(dist, "index.html")), "web/dist is missing: run `npx vite build web` first");
+    assert.ok(
+      existsSync(path.join(dist, "index.html")),
+      "web/dist is missing: run `npx vite build web` first",
+    );
     mkdirSync(shots, { recursive: true });
     attn = await createAttnkit();
     server = await serveDist(dist);
@@ -346,7 +455,9 @@ export function smokeTests(name, open, { serveDist = serve, todo = {} } = {}) {
     await d.goto(server.url);
     await ready();
     const timing = await d.evaluate(() => window.__attnkit.timing);
-    console.log(`${d.label}: browser start ${t1 - t0} ms; first render ${timing.firstRenderMs.toFixed(0)} ms after navigation start (wasm load ${timing.loadMs.toFixed(0)} ms; wall ${Date.now() - t1} ms)`);
+    console.log(
+      `${d.label}: browser start ${t1 - t0} ms; first render ${timing.firstRenderMs.toFixed(0)} ms after navigation start (wasm load ${timing.loadMs.toFixed(0)} ms; wall ${Date.now() - t1} ms)`,
+    );
   });
 
   after(async () => {
@@ -354,48 +465,85 @@ export function smokeTests(name, open, { serveDist = serve, todo = {} } = {}) {
     await server?.close();
   });
 
-  browserTest(`${name}: the page loads with no console errors or warnings and no outside requests`, async () => {
-    assert.match(await text('[data-testid="status"]'), /attnkit/);
-    const simd = await d.evaluate(() => window.__attnkit.simd);
-    console.log(`${d.label}: attnkit target ${await d.evaluate(() => window.__attnkit.target)}, simd ${simd}`);
-    await noProblems();
-  });
+  browserTest(
+    `${name}: the page loads with no console errors or warnings and no outside requests`,
+    async () => {
+      assert.match(await text('[data-testid="status"]'), /attnkit/);
+      const simd = await d.evaluate(() => window.__attnkit.simd);
+      console.log(
+        `${d.label}: attnkit target ${await d.evaluate(() => window.__attnkit.target)}, simd ${simd}`,
+      );
+      await noProblems();
+    },
+  );
 
-  browserTest(`${name}: every step of every preset and every other view renders (screenshots saved)`, async () => {
-    for (const preset of PRESETS) {
-      await d.select('[data-testid="preset"]', preset);
-      await poll(() => d.evaluate((p) => window.__attnkit.state().preset === p, preset), `preset ${preset}`, 5000);
-      await ready();
-      for (let n = 1; n <= 8; n++) {
-        await gotoStep(n);
-        const title = await text('[data-testid="scene-title"]');
-        assert.ok(title.startsWith(`${n}.`), `${preset} step ${n}: title ${title}`);
-        assert.ok(await count('[data-testid="scene-svg"] rect.cell, [data-testid="scene-svg"] canvas') > 0, `${preset} step ${n}: no cells drawn`);
-        await shot(`${preset}-step${n}`);
+  browserTest(
+    `${name}: every step of every preset and every other view renders (screenshots saved)`,
+    async () => {
+      for (const preset of PRESETS) {
+        await d.select('[data-testid="preset"]', preset);
+        await poll(
+          () => d.evaluate((p) => window.__attnkit.state().preset === p, preset),
+          `preset ${preset}`,
+          5000,
+        );
+        await ready();
+        for (let n = 1; n <= 8; n++) {
+          await gotoStep(n);
+          const title = await text('[data-testid="scene-title"]');
+          assert.ok(title.startsWith(`${n}.`), `${preset} step ${n}: title ${title}`);
+          assert.ok(
+            (await count('[data-testid="scene-svg"] rect.cell, [data-testid="scene-svg"] canvas')) >
+              0,
+            `${preset} step ${n}: no cells drawn`,
+          );
+          await shot(`${preset}-step${n}`);
+        }
       }
-    }
-    for (const v of VIEWS) {
-      await view(v);
-      await shot(`fox-${v}`);
-    }
-    await view("steps");
-    await noProblems();
-  });
+      for (const v of VIEWS) {
+        await view(v);
+        await shot(`fox-${v}`);
+      }
+      await view("steps");
+      await noProblems();
+    },
+  );
 
-  browserTest(`${name}: seed 001's numbers on screen are the core's, and q_0 is the printed row`, async () => {
-    await d.select('[data-testid="preset"]', "seed001");
-    await poll(() => d.evaluate(() => window.__attnkit.state().preset === "seed001"), "preset seed001", 5000);
-    await ready();
-    await checkSeed001({ attn, gotoStep, matrix, text, atStep6: () => shot("seed001-numbers-step6") });
-    await noProblems();
-  });
+  browserTest(
+    `${name}: seed 001's numbers on screen are the core's, and q_0 is the printed row`,
+    async () => {
+      await d.select('[data-testid="preset"]', "seed001");
+      await poll(
+        () => d.evaluate(() => window.__attnkit.state().preset === "seed001"),
+        "preset seed001",
+        5000,
+      );
+      await ready();
+      await checkSeed001({
+        attn,
+        gotoStep,
+        matrix,
+        text,
+        atStep6: () => shot("seed001-numbers-step6"),
+      });
+      await noProblems();
+    },
+  );
 
   browserTest(`${name}: the causal mask puts 0 in every upper-triangle weight`, async () => {
     await d.select('[data-testid="preset"]', "train");
-    await poll(() => d.evaluate(() => window.__attnkit.state().preset === "train"), "preset train", 5000);
+    await poll(
+      () => d.evaluate(() => window.__attnkit.state().preset === "train"),
+      "preset train",
+      5000,
+    );
     await ready();
     await d.select('[data-testid="mask"]', "causal");
-    await poll(() => d.evaluate(() => window.__attnkit.state().mask === "causal"), "mask causal", 5000);
+    await poll(
+      () => d.evaluate(() => window.__attnkit.state().mask === "causal"),
+      "mask causal",
+      5000,
+    );
     await gotoStep(6);
     const upper = assertUpperTriangleZero(await matrix("weights"));
     await shot("train-causal-step6");
@@ -419,81 +567,132 @@ export function smokeTests(name, open, { serveDist = serve, todo = {} } = {}) {
     await noProblems();
   });
 
-  browserTest(`${name}: decoding with the KV cache runs to the end and matches the full causal rows`, async () => {
-    await view("decoding");
-    await d.click('[data-testid="decode-step"]');
-    await poll(async () => /^1 \//.test(await text('[data-testid="decode-pos"]')), "decode position 1", 5000);
-    await d.click('[data-testid="decode-end"]');
-    const [, done, total] = await poll(async () => {
-      const m = (await text('[data-testid="decode-pos"]')).match(/^(\d+) \/ (\d+)/);
-      return m && m[1] === m[2] && m;
-    }, "decoding to reach the end", 5000);
-    assert.equal(done, total);
-    assert.match(await text('[data-testid="decode-check"]'), /✓/);
-    assertClose((await matrix("decoded")).values, (await matrix("fullCausal")).values, 1e-5, "decoded vs full causal");
-    await shot("decoding-end");
-    await noProblems();
-  });
+  browserTest(
+    `${name}: decoding with the KV cache runs to the end and matches the full causal rows`,
+    async () => {
+      await view("decoding");
+      await d.click('[data-testid="decode-step"]');
+      await poll(
+        async () => /^1 \//.test(await text('[data-testid="decode-pos"]')),
+        "decode position 1",
+        5000,
+      );
+      await d.click('[data-testid="decode-end"]');
+      const [, done, total] = await poll(
+        async () => {
+          const m = (await text('[data-testid="decode-pos"]')).match(/^(\d+) \/ (\d+)/);
+          return m && m[1] === m[2] && m;
+        },
+        "decoding to reach the end",
+        5000,
+      );
+      assert.equal(done, total);
+      assert.match(await text('[data-testid="decode-check"]'), /✓/);
+      assertClose(
+        (await matrix("decoded")).values,
+        (await matrix("fullCausal")).values,
+        1e-5,
+        "decoded vs full causal",
+      );
+      await shot("decoding-end");
+      await noProblems();
+    },
+  );
 
-  browserTest(`${name}: canvas matrices are painted where the page lays them out (4 heads W^O; T = 64)`, { todo: todo.canvasPaint }, async () => {
-    await d.viewport(1280, 800);
-    await d.goto(`${server.url}?p=train&w=random&h=4&kvh=4&dk=8&dv=8&m=causal&st=8`);
-    await ready();
-    await canvasesPainted("canvas-4heads-step8");
-    const words = Array.from({ length: 64 }, (_, i) => ["the", "train", "left", "station", "on", "time", "bank", "check"][i % 8]);
-    await d.goto(`${server.url}?${new URLSearchParams({ t: words.join(" "), p: "custom", e: "random", dm: "128", w: "random", dk: "16", dv: "16", h: "8", kvh: "8", st: "3" })}`);
-    await ready();
-    await canvasesPainted("canvas-t64-step3");
-    await noProblems();
-  });
-
-  browserTest(`${name}: state consistency: 200 seeded random control changes, each page equal to its fresh load`, { timeout: 300000, todo: todo.stateWalk }, async () => {
-    await d.viewport(1280, 800);
-    await d.goto(server.url);
-    await ready();
-    const seed = Number(process.env.WALK_SEED ?? Date.now() % 100000);
-    console.log(`${d.label}: state walk seed ${seed} (replay: WALK_SEED=${seed})`);
-    const r = await stateWalk({ evaluate: (fn, arg) => d.evaluate(fn, arg), problems: () => d.problems(), seed, steps: 200, budgetMs: 270000, label: d.label });
-    console.log(`${d.label}: ${r.done} changes in ${r.ms} ms`);
-    assert.ok(r.done >= 200, `only ${r.done} changes within the time budget`);
-  });
-
-  browserTest(`${name}: phone 390 x 844 (or the browser's narrowest window): no part of any step or view lies outside the viewport horizontally`, async () => {
-    await d.viewport(390, 844);
-    const width = await d.evaluate(() => innerWidth);
-    // MiniBrowser's window cannot be narrower than its toolbar (447 px).
-    assert.ok(width <= 480, `a phone-sized viewport (${width} px)`);
-    for (const q of PHONE_PAGES) {
-      await d.goto(`${server.url}?${q}`);
+  browserTest(
+    `${name}: canvas matrices are painted where the page lays them out (4 heads W^O; T = 64)`,
+    { todo: todo.canvasPaint },
+    async () => {
+      await d.viewport(1280, 800);
+      await d.goto(`${server.url}?p=train&w=random&h=4&kvh=4&dk=8&dv=8&m=causal&st=8`);
       await ready();
-      assertPhoneFit(await d.evaluate(phoneFit), `${d.label} ${width} px ${q}`);
-    }
-    await shot(`phone-${width}-step8`);
-    await d.viewport(1280, 800);
-    await noProblems();
-  });
+      await canvasesPainted("canvas-4heads-step8");
+      const words = Array.from(
+        { length: 64 },
+        (_, i) => ["the", "train", "left", "station", "on", "time", "bank", "check"][i % 8],
+      );
+      await d.goto(
+        `${server.url}?${new URLSearchParams({ t: words.join(" "), p: "custom", e: "random", dm: "128", w: "random", dk: "16", dv: "16", h: "8", kvh: "8", st: "3" })}`,
+      );
+      await ready();
+      await canvasesPainted("canvas-t64-step3");
+      await noProblems();
+    },
+  );
 
-  browserTest(`${name}: narrow screen (420 px or the browser's narrowest window): the scene shows first, the settings are a drawer`, async () => {
-    await d.viewport(420, 900);
-    const width = await d.evaluate(() => innerWidth);
-    assert.ok(width <= 480, `a narrow viewport (${width} px)`);
-    await d.goto(`${server.url}?p=train&st=6`);
-    await ready();
-    const y = await d.evaluate(() => document.querySelector('[data-testid="stage"]').getBoundingClientRect().y);
-    assert.ok(y < 700, `the scene starts within the first screen (y = ${y})`);
-    await shot(`narrow-${width}-step6`);
-    await d.click('[data-testid="controls-toggle"]');
-    await poll(() => d.evaluate(() => document.body.classList.contains("controls-open")), "the settings drawer to open", 5000);
-    await new Promise((r) => setTimeout(r, 300));
-    await shot(`narrow-${width}-drawer`);
-    await noProblems();
-  });
+  browserTest(
+    `${name}: state consistency: 200 seeded random control changes, each page equal to its fresh load`,
+    { timeout: 300000, todo: todo.stateWalk },
+    async () => {
+      await d.viewport(1280, 800);
+      await d.goto(server.url);
+      await ready();
+      const seed = Number(process.env.WALK_SEED ?? Date.now() % 100000);
+      console.log(`${d.label}: state walk seed ${seed} (replay: WALK_SEED=${seed})`);
+      const r = await stateWalk({
+        evaluate: (fn, arg) => d.evaluate(fn, arg),
+        problems: () => d.problems(),
+        seed,
+        steps: 200,
+        budgetMs: 270000,
+        label: d.label,
+      });
+      console.log(`${d.label}: ${r.done} changes in ${r.ms} ms`);
+      assert.ok(r.done >= 200, `only ${r.done} changes within the time budget`);
+    },
+  );
+
+  browserTest(
+    `${name}: phone 390 x 844 (or the browser's narrowest window): no part of any step or view lies outside the viewport horizontally`,
+    async () => {
+      await d.viewport(390, 844);
+      const width = await d.evaluate(() => innerWidth);
+      // MiniBrowser's window cannot be narrower than its toolbar (447 px).
+      assert.ok(width <= 480, `a phone-sized viewport (${width} px)`);
+      for (const q of PHONE_PAGES) {
+        await d.goto(`${server.url}?${q}`);
+        await ready();
+        assertPhoneFit(await d.evaluate(phoneFit), `${d.label} ${width} px ${q}`);
+      }
+      await shot(`phone-${width}-step8`);
+      await d.viewport(1280, 800);
+      await noProblems();
+    },
+  );
+
+  browserTest(
+    `${name}: narrow screen (420 px or the browser's narrowest window): the scene shows first, the settings are a drawer`,
+    async () => {
+      await d.viewport(420, 900);
+      const width = await d.evaluate(() => innerWidth);
+      assert.ok(width <= 480, `a narrow viewport (${width} px)`);
+      await d.goto(`${server.url}?p=train&st=6`);
+      await ready();
+      const y = await d.evaluate(
+        () => document.querySelector('[data-testid="stage"]').getBoundingClientRect().y,
+      );
+      assert.ok(y < 700, `the scene starts within the first screen (y = ${y})`);
+      await shot(`narrow-${width}-step6`);
+      await d.click('[data-testid="controls-toggle"]');
+      await poll(
+        () => d.evaluate(() => document.body.classList.contains("controls-open")),
+        "the settings drawer to open",
+        5000,
+      );
+      await new Promise((r) => setTimeout(r, 300));
+      await shot(`narrow-${width}-drawer`);
+      await noProblems();
+    },
+  );
 }
 
 // ---- phone-sized screens (issue #19, defect 5) ----
 
 /** Every step, then every other view: what a phone test visits. */
-export const PHONE_PAGES = [...Array.from({ length: 8 }, (_, i) => `st=${i + 1}`), ...VIEWS.map((v) => `v=${v}`)];
+export const PHONE_PAGES = [
+  ...Array.from({ length: 8 }, (_, i) => `st=${i + 1}`),
+  ...VIEWS.map((v) => `v=${v}`),
+];
 
 /**
  * Run in the page: the elements of the active scene (stage and caption) that reach
@@ -503,25 +702,43 @@ export const PHONE_PAGES = [...Array.from({ length: 8 }, (_, i) => `st=${i + 1}`
 export function phoneFit() {
   const vw = document.documentElement.clientWidth;
   const out = [];
-  for (const el of document.querySelectorAll("#stage, #stage svg, #stage svg *, #caption, #caption *")) {
+  for (const el of document.querySelectorAll(
+    "#stage, #stage svg, #stage svg *, #caption, #caption *",
+  )) {
     const r = el.getBoundingClientRect();
     if (r.width === 0 && r.height === 0) continue;
-    if (r.left < -0.5 || r.right > vw + 0.5) out.push(`<${el.tagName.toLowerCase()} ${el.getAttribute("data-testid") ?? el.getAttribute("class") ?? ""}> ${Math.round(r.left)}..${Math.round(r.right)}`);
+    if (r.left < -0.5 || r.right > vw + 0.5)
+      out.push(
+        `<${el.tagName.toLowerCase()} ${el.getAttribute("data-testid") ?? el.getAttribute("class") ?? ""}> ${Math.round(r.left)}..${Math.round(r.right)}`,
+      );
   }
   // Row labels of a matrix (tokens, features) that overlap their neighbours.
   const overlaps = [];
   for (const axis of document.querySelectorAll("#stage .m-rows")) {
-    const r = [...axis.querySelectorAll(".tick text")].map((t) => t.getBoundingClientRect()).filter((b) => b.height > 0).sort((a, b) => a.top - b.top);
+    const r = [...axis.querySelectorAll(".tick text")]
+      .map((t) => t.getBoundingClientRect())
+      .filter((b) => b.height > 0)
+      .sort((a, b) => a.top - b.top);
     // A text's box includes its line's leading (about a third of it): boxes overlapping by more means the letters do.
-    for (let k = 1; k < r.length; k++) if (r[k].top < r[k - 1].bottom - 0.35 * r[k - 1].height) overlaps.push(`${axis.closest("[data-testid]")?.getAttribute("data-testid")} row labels ${k - 1} and ${k}`);
+    for (let k = 1; k < r.length; k++)
+      if (r[k].top < r[k - 1].bottom - 0.35 * r[k - 1].height)
+        overlaps.push(
+          `${axis.closest("[data-testid]")?.getAttribute("data-testid")} row labels ${k - 1} and ${k}`,
+        );
   }
-  const top = document.querySelector("header.top").getBoundingClientRect().height + document.querySelector("#stepbar").getBoundingClientRect().height;
+  const top =
+    document.querySelector("header.top").getBoundingClientRect().height +
+    document.querySelector("#stepbar").getBoundingClientRect().height;
   return { vw, out, overlaps, docW: document.documentElement.scrollWidth, top: Math.round(top) };
 }
 
 /** Asserts one phoneFit() result for `what`. */
 export function assertPhoneFit(r, what) {
-  assert.deepEqual(r.out.slice(0, 6), [], `${what}: ${r.out.length} elements of the scene outside the ${r.vw} px viewport`);
+  assert.deepEqual(
+    r.out.slice(0, 6),
+    [],
+    `${what}: ${r.out.length} elements of the scene outside the ${r.vw} px viewport`,
+  );
   assert.ok(r.docW <= r.vw, `${what}: the page scrolls sideways (${r.docW} > ${r.vw})`);
   assert.ok(r.top <= 160, `${what}: header and step bar take ${r.top} px`);
   assert.deepEqual(r.overlaps.slice(0, 4), [], `${what}: overlapping row labels`);
@@ -550,7 +767,9 @@ export function prng(seed) {
 function pageAction(a) {
   const q = (sel) => document.querySelector(sel);
   const at = (list) => list[Math.floor(a.pick * list.length) % list.length];
-  const fire = (el, ...types) => { for (const t of types) el.dispatchEvent(new Event(t, { bubbles: true })); };
+  const fire = (el, ...types) => {
+    for (const t of types) el.dispatchEvent(new Event(t, { bubbles: true }));
+  };
   const usable = (el) => el && !el.disabled && el.getClientRects().length > 0;
   if (a.kind === "select") {
     const el = q(`[data-testid="${a.id}"]`);
@@ -569,7 +788,9 @@ function pageAction(a) {
   if (a.kind === "slider") {
     const el = q(`[data-testid="${a.id}"]`);
     if (!usable(el)) return null;
-    const lo = Number(el.min), hi = Number(el.max), st = Number(el.step);
+    const lo = Number(el.min),
+      hi = Number(el.max),
+      st = Number(el.step);
     el.value = String(lo + Math.round((a.pick * (hi - lo)) / st) * st);
     fire(el, "input", "change");
     return `slider ${a.id} = ${el.value}`;
@@ -591,11 +812,16 @@ function pageAction(a) {
     return `type ${a.id} = "${a.text}"`;
   }
   if (a.kind === "cell") {
-    const cells = [...document.querySelectorAll('[data-testid="scene-svg"] g[data-testid^="matrix-X"] rect.cell, [data-testid="scene-svg"] g[data-testid^="matrix-W"] rect.cell')];
+    const cells = [
+      ...document.querySelectorAll(
+        '[data-testid="scene-svg"] g[data-testid^="matrix-X"] rect.cell, [data-testid="scene-svg"] g[data-testid^="matrix-W"] rect.cell',
+      ),
+    ];
     if (!cells.length) return null;
     const cell = at(cells);
     const b = cell.getBoundingClientRect();
-    const x = b.left + b.width / 2, y = b.top + b.height / 2;
+    const x = b.left + b.width / 2,
+      y = b.top + b.height / 2;
     const target = document.elementFromPoint(x, y);
     if (!target) return null;
     target.dispatchEvent(new MouseEvent("click", { bubbles: true, clientX: x, clientY: y }));
@@ -606,7 +832,8 @@ function pageAction(a) {
     fire(input, "input");
     form.requestSubmit();
     const refused = q('[data-testid="cell-editor"]');
-    if (refused) input.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape", bubbles: true }));
+    if (refused)
+      input.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape", bubbles: true }));
     const g = cell.closest("g[data-testid^='matrix-']").getAttribute("data-testid");
     return `edit ${g}[${cell.getAttribute("data-row")}, ${cell.getAttribute("data-col")}] = "${a.text}"${refused ? " (refused)" : ""}`;
   }
@@ -626,33 +853,50 @@ async function pageConsistency() {
     const matrices = {};
     for (const id of win.__attnkit.matrixIds()) {
       const m = win.__attnkit.matrix(id);
-      matrices[id] = { rows: m.rows, cols: m.cols, values: Array.from(m.values, (v) => (Number.isFinite(v) ? Number(v.toPrecision(6)) : String(v))).join(" ") };
+      matrices[id] = {
+        rows: m.rows,
+        cols: m.cols,
+        values: Array.from(m.values, (v) =>
+          Number.isFinite(v) ? Number(v.toPrecision(6)) : String(v),
+        ).join(" "),
+      };
     }
     return {
-      view: svg?.getAttribute("data-view"), step: svg?.getAttribute("data-step"),
+      view: svg?.getAttribute("data-view"),
+      step: svg?.getAttribute("data-step"),
       title: doc.querySelector('[data-testid="scene-title"]')?.textContent,
-      caption: doc.querySelector('[data-testid="caption"]')?.textContent.replace(/\s+/g, " ").trim(),
+      caption: doc
+        .querySelector('[data-testid="caption"]')
+        ?.textContent.replace(/\s+/g, " ")
+        .trim(),
       matrices,
     };
   }
   const out = [];
   // The URL follows the state within 120 ms.
-  for (let i = 0; i < 40 && location.search.slice(1) !== window.__attnkit.query(); i++) await new Promise((r) => setTimeout(r, 20));
-  if (location.search.slice(1) !== window.__attnkit.query()) out.push(`the URL ${location.search} is not the state ${window.__attnkit.query()}`);
+  for (let i = 0; i < 40 && location.search.slice(1) !== window.__attnkit.query(); i++)
+    await new Promise((r) => setTimeout(r, 20));
+  if (location.search.slice(1) !== window.__attnkit.query())
+    out.push(`the URL ${location.search} is not the state ${window.__attnkit.query()}`);
   const s = window.__attnkit.state();
   const here = snapshot(window);
-  const drawn = document.querySelectorAll('[data-testid="scene-svg"] rect.cell, [data-testid="scene-svg"] canvas, [data-testid="scene-svg"] rect, [data-testid="scene-svg"] path').length;
+  const drawn = document.querySelectorAll(
+    '[data-testid="scene-svg"] rect.cell, [data-testid="scene-svg"] canvas, [data-testid="scene-svg"] rect, [data-testid="scene-svg"] path',
+  ).length;
   if (!drawn) out.push("the stage is blank");
   if (here.view !== s.view) out.push(`the stage shows view ${here.view}, the state says ${s.view}`);
   const nav = document.querySelector(`[data-testid="view-${s.view}"]`);
   if (!nav?.classList.contains("on")) out.push(`the ${s.view} tab is not the one lit`);
-  if (document.querySelectorAll("#views button.on").length !== 1) out.push("not exactly one view tab lit");
+  if (document.querySelectorAll("#views button.on").length !== 1)
+    out.push("not exactly one view tab lit");
   if (s.view === "steps") {
-    if (!here.title?.startsWith(`${s.step}. `)) out.push(`caption title "${here.title}" for step ${s.step}`);
+    if (!here.title?.startsWith(`${s.step}. `))
+      out.push(`caption title "${here.title}" for step ${s.step}`);
   } else if (!here.title?.toLowerCase().includes(nav.textContent.toLowerCase())) {
     out.push(`caption title "${here.title}" for view ${s.view}`);
   }
-  if (document.querySelector('[data-testid="error"]')) out.push(`error shown: ${document.querySelector('[data-testid="error"]').textContent}`);
+  if (document.querySelector('[data-testid="error"]'))
+    out.push(`error shown: ${document.querySelector('[data-testid="error"]').textContent}`);
   const frame = document.createElement("iframe");
   frame.style.cssText = `position:fixed;left:0;top:0;width:${innerWidth}px;height:${innerHeight}px;opacity:0;pointer-events:none;z-index:-1;border:0`;
   frame.src = location.href;
@@ -663,28 +907,43 @@ async function pageConsistency() {
       const w = frame.contentWindow;
       if (w?.document?.body?.dataset.ready === "1") break;
       if (w?.document?.querySelector('[data-testid="error"]')) break;
-      if (performance.now() - t0 > 10000) { out.push("the fresh page did not get ready in 10 s"); return out; }
+      if (performance.now() - t0 > 10000) {
+        out.push("the fresh page did not get ready in 10 s");
+        return out;
+      }
       await new Promise((r) => setTimeout(r, 15));
     }
     const fresh = snapshot(frame.contentWindow);
-    for (const k of ["view", "step", "title", "caption"]) if (fresh[k] !== here[k]) out.push(`${k}: page "${here[k]}", fresh load "${fresh[k]}"`);
+    for (const k of ["view", "step", "title", "caption"])
+      if (fresh[k] !== here[k]) out.push(`${k}: page "${here[k]}", fresh load "${fresh[k]}"`);
     const ids = new Set([...Object.keys(here.matrices), ...Object.keys(fresh.matrices)]);
     for (const id of ids) {
-      const a = here.matrices[id], b = fresh.matrices[id];
-      if (!a || !b) out.push(`matrix ${id}: ${a ? "not on the fresh page" : "only on the fresh page"}`);
-      else if (a.rows !== b.rows || a.cols !== b.cols) out.push(`matrix ${id}: page ${a.rows} x ${a.cols}, fresh load ${b.rows} x ${b.cols}`);
+      const a = here.matrices[id],
+        b = fresh.matrices[id];
+      if (!a || !b)
+        out.push(`matrix ${id}: ${a ? "not on the fresh page" : "only on the fresh page"}`);
+      else if (a.rows !== b.rows || a.cols !== b.cols)
+        out.push(`matrix ${id}: page ${a.rows} x ${a.cols}, fresh load ${b.rows} x ${b.cols}`);
       else if (a.values !== b.values) out.push(`matrix ${id}: numbers differ from the fresh load`);
     }
     const fs = frame.contentWindow.__attnkit.state();
-    if (JSON.stringify(fs) !== JSON.stringify(s)) out.push(`state: page ${JSON.stringify(s)}, fresh load ${JSON.stringify(fs)}`);
+    if (JSON.stringify(fs) !== JSON.stringify(s))
+      out.push(`state: page ${JSON.stringify(s)}, fresh load ${JSON.stringify(fs)}`);
     return out;
   } finally {
     frame.remove();
   }
 }
 
-const WALK_SENTENCES = ["the train left the station on time", "I cashed the check at the bank", "time flies like an arrow",
-  "the quick brown fox jumps over the lazy dog", "a", "", "bank bank bank bank bank bank bank bank bank bank"];
+const WALK_SENTENCES = [
+  "the train left the station on time",
+  "I cashed the check at the bank",
+  "time flies like an arrow",
+  "the quick brown fox jumps over the lazy dog",
+  "a",
+  "",
+  "bank bank bank bank bank bank bank bank bank bank",
+];
 const WALK_NUMBERS = ["1", "2", "3", "4", "8", "16", "0", "-3", "2.5", "100000", ""]; // a number field takes no letters
 const WALK_CELLS = ["0.5", "-2", "3", "1e5", "1e30", "NaN", "abc", "", "1e400", "-0.25"];
 
@@ -694,15 +953,32 @@ function walkAction(rnd) {
   const r = rnd();
   const one = (list) => list[Math.floor(rnd() * list.length)];
   if (r < 0.08) return { kind: "select", id: "preset", pick };
-  if (r < 0.18) return { kind: "select", id: one(["mask", "mask", "weights", "emb", "query", "head", "speed"]), pick };
+  if (r < 0.18)
+    return {
+      kind: "select",
+      id: one(["mask", "mask", "weights", "emb", "query", "head", "speed"]),
+      pick,
+    };
   if (r < 0.26) return { kind: "check", id: one(["batch", "pe", "scaling"]) };
   if (r < 0.32) return { kind: "slider", id: one(["temperature", "softcap"]), pick };
-  if (r < 0.44) return { kind: "number", id: one(["dModel", "seed", "dK", "dV", "heads", "kvHeads"]), text: one(WALK_NUMBERS) };
+  if (r < 0.44)
+    return {
+      kind: "number",
+      id: one(["dModel", "seed", "dK", "dV", "heads", "kvHeads"]),
+      text: one(WALK_NUMBERS),
+    };
   if (r < 0.48) return { kind: "text", id: one(["text", "text2"]), text: one(WALK_SENTENCES) };
   if (r < 0.58) return { kind: "cell", pick, text: one(WALK_CELLS) };
-  if (r < 0.72) return { kind: "click", id: `view-${one(["steps", "headview", "grid", "saturation", "decoding"])}` };
+  if (r < 0.72)
+    return {
+      kind: "click",
+      id: `view-${one(["steps", "headview", "grid", "saturation", "decoding"])}`,
+    };
   if (r < 0.92) return { kind: "click", id: `step-${1 + Math.floor(rnd() * 8)}` };
-  return { kind: "click", id: one(["decode-step", "decode-end", "decode-reset", "reroll", "reset-edits", "next", "prev"]) };
+  return {
+    kind: "click",
+    id: one(["decode-step", "decode-end", "decode-reset", "reroll", "reset-edits", "next", "prev"]),
+  };
 }
 
 /**
@@ -713,7 +989,14 @@ function walkAction(rnd) {
  * `problems()` resolves to the problems seen so far. Throws with the seed and the
  * steps so far on the first failure. Stops early after `budgetMs`.
  */
-export async function stateWalk({ evaluate, problems, seed, steps = 200, budgetMs = 60000, label = "" }) {
+export async function stateWalk({
+  evaluate,
+  problems,
+  seed,
+  steps = 200,
+  budgetMs = 60000,
+  label = "",
+}) {
   const rnd = prng(seed);
   const log = [];
   const t0 = Date.now();
@@ -728,7 +1011,9 @@ export async function stateWalk({ evaluate, problems, seed, steps = 200, budgetM
     const found = [...(await problems()).slice(seen), ...(await evaluate(pageConsistency))];
     if (found.length) {
       const url = await evaluate(() => location.href);
-      throw new Error(`${label} state walk, seed ${seed} (replay: WALK_SEED=${seed}), after ${done} changes:\n  ${log.slice(-12).join("\n  ")}\nat ${url}\n${found.join("\n")}`);
+      throw new Error(
+        `${label} state walk, seed ${seed} (replay: WALK_SEED=${seed}), after ${done} changes:\n  ${log.slice(-12).join("\n  ")}\nat ${url}\n${found.join("\n")}`,
+      );
     }
   }
   return { done, ms: Date.now() - t0, log };

@@ -7,14 +7,30 @@ import path from "node:path";
 import { after, before, test } from "node:test";
 import { createAttnkit } from "attnkit";
 import { chromium } from "playwright-core";
-import { PRESETS, SEED001, assertClose, assertUpperTriangleZero, checkSeed001, dist, shots } from "./helpers.mjs";
+import {
+  PRESETS,
+  SEED001,
+  assertClose,
+  assertUpperTriangleZero,
+  checkSeed001,
+  dist,
+  shots,
+} from "./helpers.mjs";
 
 const { X, WQ, KT, V } = SEED001;
 import { serve } from "./server.mjs";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-  "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
 
 let server, browser, context, page, attn;
 const problems = [];
@@ -33,20 +49,23 @@ function readCanvasScript() {
     const data = c2d.getImageData(0, 0, copy.width, copy.height).data;
     let hash = 2166136261;
     for (let k = 0; k < data.length; k++) hash = Math.imul(hash ^ data[k], 16777619);
-    const px = (x, y) => Array.from(data.slice((y * copy.width + x) * 4, (y * copy.width + x) * 4 + 3));
+    const px = (x, y) =>
+      Array.from(data.slice((y * copy.width + x) * 4, (y * copy.width + x) * 4 + 3));
     return { width: copy.width, height: copy.height, hash, px };
   };
 }
 
 function watch(p) {
   p.on("console", (m) => {
-    if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()}: ${m.text()}`);
+    if (m.type() === "error" || m.type() === "warning")
+      problems.push(`console ${m.type()}: ${m.text()}`);
   });
   p.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
   p.on("requestfailed", (r) => problems.push(`request failed: ${r.url()}`));
   p.on("request", (r) => {
     const u = r.url();
-    if (!u.startsWith(server.url) && !u.startsWith("data:") && !u.startsWith("blob:")) problems.push(`network request outside the page: ${u}`);
+    if (!u.startsWith(server.url) && !u.startsWith("data:") && !u.startsWith("blob:"))
+      problems.push(`network request outside the page: ${u}`);
   });
 }
 
@@ -91,12 +110,19 @@ async function gotoStep(n) {
 }
 
 before(async () => {
-  assert.ok(existsSync(path.join(dist, "index.html")), "web/dist is missing: run `npx vite build web` first");
+  assert.ok(
+    existsSync(path.join(dist, "index.html")),
+    "web/dist is missing: run `npx vite build web` first",
+  );
   mkdirSync(shots, { recursive: true });
   attn = await createAttnkit();
   server = await serve(dist);
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
-  context = await browser.newContext({ viewport: { width: 1280, height: 800 }, reducedMotion: "reduce", acceptDownloads: true });
+  context = await browser.newContext({
+    viewport: { width: 1280, height: 800 },
+    reducedMotion: "reduce",
+    acceptDownloads: true,
+  });
   await context.addInitScript(readCanvasScript);
   page = await context.newPage();
   watch(page);
@@ -104,7 +130,9 @@ before(async () => {
   await page.goto(server.url);
   await ready();
   const timing = await page.evaluate(() => window.__attnkit.timing);
-  console.log(`# first render: ${timing.firstRenderMs.toFixed(0)} ms after navigation start (wasm load ${timing.loadMs.toFixed(0)} ms; wall ${Date.now() - t0} ms)`);
+  console.log(
+    `# first render: ${timing.firstRenderMs.toFixed(0)} ms after navigation start (wasm load ${timing.loadMs.toFixed(0)} ms; wall ${Date.now() - t0} ms)`,
+  );
 });
 
 after(async () => {
@@ -125,7 +153,9 @@ test("every step of every preset renders (screenshots saved)", async () => {
       await gotoStep(n);
       const title = await page.textContent('[data-testid="scene-title"]');
       assert.ok(title.startsWith(`${n}.`), `${preset} step ${n}: title ${title}`);
-      const cells = await page.locator('[data-testid="scene-svg"] rect.cell, [data-testid="scene-svg"] canvas').count();
+      const cells = await page
+        .locator('[data-testid="scene-svg"] rect.cell, [data-testid="scene-svg"] canvas')
+        .count();
       assert.ok(cells > 0, `${preset} step ${n}: no cells drawn`);
       await page.screenshot({ path: path.join(shots, `${preset}-step${n}.png`) });
     }
@@ -141,7 +171,12 @@ test("every step of every preset renders (screenshots saved)", async () => {
 test("seed 001: the numbers on screen are the core's, and q_0 is the printed row", async () => {
   await page.selectOption('[data-testid="preset"]', "seed001");
   await ready();
-  const tr = await checkSeed001({ attn, gotoStep, matrix, text: (selector) => page.textContent(selector) });
+  const tr = await checkSeed001({
+    attn,
+    gotoStep,
+    matrix,
+    text: (selector) => page.textContent(selector),
+  });
   assert.equal(tr.scale, 0.5);
   assert.deepEqual(problems, []);
 });
@@ -193,13 +228,19 @@ test("decoding with the KV cache runs to the end and matches the full causal row
 
 test("export PNG downloads a PNG of the current view", async () => {
   await gotoStep(3);
-  const [download] = await Promise.all([page.waitForEvent("download"), page.click('[data-testid="export-png"]')]);
+  const [download] = await Promise.all([
+    page.waitForEvent("download"),
+    page.click('[data-testid="export-png"]'),
+  ]);
   const file = path.join(shots, "..", download.suggestedFilename());
   await download.saveAs(file);
   const bytes = readFileSync(file);
   assert.deepEqual([...bytes.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
   assert.ok(bytes.length > 2000);
-  const [svg] = await Promise.all([page.waitForEvent("download"), page.click('[data-testid="export-svg"]')]);
+  const [svg] = await Promise.all([
+    page.waitForEvent("download"),
+    page.click('[data-testid="export-svg"]'),
+  ]);
   assert.match(svg.suggestedFilename(), /\.svg$/);
   assert.deepEqual(problems, []);
 });
@@ -236,11 +277,22 @@ test("softcap: options.softcap changes the scores and weights as the core comput
   await page.waitForFunction(() => window.__attnkit.state().softcap === 2);
   const after = await matrix("weights");
   assertClose(after.values, Array.from(capped.weights.data), 1e-6, "weights with softcap 2");
-  assert.ok(after.values.some((v, k) => Math.abs(v - before.values[k]) > 1e-3), "softcap changes the weights");
+  assert.ok(
+    after.values.some((v, k) => Math.abs(v - before.values[k]) > 1e-3),
+    "softcap changes the weights",
+  );
   await gotoStep(4);
   const scaled = await matrix("scaled");
-  assertClose(scaled.values, Array.from(capped.scaledScores.data), 1e-5, "soft-capped scaled scores");
-  assert.ok(scaled.values.every((v) => Math.abs(v) <= 2), "no capped score exceeds the cap");
+  assertClose(
+    scaled.values,
+    Array.from(capped.scaledScores.data),
+    1e-5,
+    "soft-capped scaled scores",
+  );
+  assert.ok(
+    scaled.values.every((v) => Math.abs(v) <= 2),
+    "no capped score exceeds the cap",
+  );
   assert.match(await page.textContent('[data-testid="caption"]'), /soft-capped/);
   await page.screenshot({ path: path.join(shots, "seed001-softcap-step4.png") });
   await urlHas("cap=2");
@@ -254,7 +306,9 @@ test("head view: hidden heads live in the URL", async () => {
   await ready();
   assert.equal(await page.getAttribute('[data-testid="hv-lines"]', "data-heads"), "0 1");
   await page.click('[data-testid="head-chip-1"]');
-  await page.waitForFunction(() => document.querySelector('[data-testid="hv-lines"]')?.getAttribute("data-heads") === "0");
+  await page.waitForFunction(
+    () => document.querySelector('[data-testid="hv-lines"]')?.getAttribute("data-heads") === "0",
+  );
   await urlHas("hh=1");
   const p2 = await context.newPage();
   watch(p2);
@@ -284,13 +338,22 @@ test("batch: both sentences in one batched multiHeadAttention call, the shorter 
   await page.screenshot({ path: path.join(shots, "flies-batch-padded-step8.png"), fullPage: true });
   await gotoStep(5);
   const M = await page.evaluate(() => window.__attnkit.matrix("M", 1));
-  for (let i = 0; i < 5; i++) for (let j = 0; j < 5; j++) assert.equal(M.values[i * 5 + j], j < 2 ? 0 : -Infinity, `M[${i}, ${j}] of the padded sentence`);
+  for (let i = 0; i < 5; i++)
+    for (let j = 0; j < 5; j++)
+      assert.equal(
+        M.values[i * 5 + j],
+        j < 2 ? 0 : -Infinity,
+        `M[${i}, ${j}] of the padded sentence`,
+      );
   await page.screenshot({ path: path.join(shots, "flies-batch-padded-step5.png") });
   assert.deepEqual(problems, []);
 });
 
 test("narrow screen (420 px): the scene shows first; the settings are a drawer", async () => {
-  const narrow = await browser.newContext({ viewport: { width: 420, height: 900 }, reducedMotion: "reduce" });
+  const narrow = await browser.newContext({
+    viewport: { width: 420, height: 900 },
+    reducedMotion: "reduce",
+  });
   const p = await narrow.newPage();
   watch(p);
   await p.goto(`${server.url}?p=train&st=6`);
@@ -311,32 +374,63 @@ test("narrow screen (420 px): the scene shows first; the settings are a drawer",
 });
 
 test("step 8 at 8 heads fits 1280x800: no sideways scroll, no overlapping titles, a short sentence whole; narrow screens scroll the stage only", async () => {
-  const fit = (p) => p.evaluate(() => {
-    const stage = document.querySelector('[data-testid="stage"]');
-    const svg = stage.querySelector("svg").getBoundingClientRect();
-    const titles = [...document.querySelectorAll(':is([data-testid^="matrix-Qh-"], [data-testid^="matrix-headmap-"]) :is(.m-title, .m-shape)')]
-      .map((t) => ({ text: t.textContent, b: t.getBoundingClientRect() }));
-    const overlaps = [];
-    for (let i = 0; i < titles.length; i++) {
-      for (let j = i + 1; j < titles.length; j++) {
-        const [a, b] = [titles[i].b, titles[j].b];
-        if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1) overlaps.push(`${titles[i].text} / ${titles[j].text}`);
+  const fit = (p) =>
+    p.evaluate(() => {
+      const stage = document.querySelector('[data-testid="stage"]');
+      const svg = stage.querySelector("svg").getBoundingClientRect();
+      const titles = [
+        ...document.querySelectorAll(
+          ':is([data-testid^="matrix-Qh-"], [data-testid^="matrix-headmap-"]) :is(.m-title, .m-shape)',
+        ),
+      ].map((t) => ({ text: t.textContent, b: t.getBoundingClientRect() }));
+      const overlaps = [];
+      for (let i = 0; i < titles.length; i++) {
+        for (let j = i + 1; j < titles.length; j++) {
+          const [a, b] = [titles[i].b, titles[j].b];
+          if (
+            a.left < b.right - 1 &&
+            b.left < a.right - 1 &&
+            a.top < b.bottom - 1 &&
+            b.top < a.bottom - 1
+          )
+            overlaps.push(`${titles[i].text} / ${titles[j].text}`);
+        }
       }
-    }
-    return { scrollW: stage.scrollWidth, clientW: stage.clientWidth, docW: document.documentElement.scrollWidth, bottom: svg.bottom, titles: titles.length, overlaps };
-  });
-  for (const [name, query] of [["train-8heads", "p=train&w=random&h=8&kvh=8"], ["train-16heads-4kv", "p=train&w=random&h=16&kvh=4"], ["t64-8heads", String(BIG)]]) {
+      return {
+        scrollW: stage.scrollWidth,
+        clientW: stage.clientWidth,
+        docW: document.documentElement.scrollWidth,
+        bottom: svg.bottom,
+        titles: titles.length,
+        overlaps,
+      };
+    });
+  for (const [name, query] of [
+    ["train-8heads", "p=train&w=random&h=8&kvh=8"],
+    ["train-16heads-4kv", "p=train&w=random&h=16&kvh=4"],
+    ["t64-8heads", String(BIG)],
+  ]) {
     await page.goto(`${server.url}?${query}&st=8`);
     await ready();
     const r = await fit(page);
     await page.screenshot({ path: path.join(shots, `${name}-step8.png`) });
-    assert.ok(r.scrollW <= r.clientW, `${name}: the scene fits the stage's width (${r.scrollW} > ${r.clientW})`);
+    assert.ok(
+      r.scrollW <= r.clientW,
+      `${name}: the scene fits the stage's width (${r.scrollW} > ${r.clientW})`,
+    );
     assert.ok(r.docW <= 1280, `${name}: no sideways scroll of the page (${r.docW})`);
     assert.ok(r.titles >= 16, `${name}: slice and map titles found`);
     assert.deepEqual(r.overlaps, [], `${name}: titles overlap`);
-    if (name === "train-8heads") assert.ok(r.bottom <= 800, `${name}: the whole scene within the 800 px viewport (bottom at ${r.bottom})`);
+    if (name === "train-8heads")
+      assert.ok(
+        r.bottom <= 800,
+        `${name}: the whole scene within the 800 px viewport (bottom at ${r.bottom})`,
+      );
   }
-  const narrow = await browser.newContext({ viewport: { width: 420, height: 900 }, reducedMotion: "reduce" });
+  const narrow = await browser.newContext({
+    viewport: { width: 420, height: 900 },
+    reducedMotion: "reduce",
+  });
   const p = await narrow.newPage();
   watch(p);
   await p.goto(`${server.url}?p=train&w=random&h=8&kvh=8&st=8`);
@@ -356,10 +450,14 @@ const MOTION_URL = "p=train&w=random&h=4&kvh=4&sp=2";
 
 /** Waits for the entry animation of step n to start; returns it (page clock). */
 async function animationOf(p, n) {
-  await p.waitForFunction((n) => {
-    const a = window.__attnkit.animation();
-    return a.view === "steps" && a.step === n && a.durationMs > 0;
-  }, n, { timeout: 5000 });
+  await p.waitForFunction(
+    (n) => {
+      const a = window.__attnkit.animation();
+      return a.view === "steps" && a.step === n && a.durationMs > 0;
+    },
+    n,
+    { timeout: 5000 },
+  );
   return p.evaluate(() => window.__attnkit.animation());
 }
 
@@ -370,7 +468,10 @@ async function until(p, t) {
 }
 
 /** Opacity of every SVG cell of a matrix. */
-const cellOpacities = (p, id) => p.$$eval(`[data-testid="matrix-${id}"] g.c`, (gs) => gs.map((g) => Number(g.getAttribute("opacity") ?? 1)));
+const cellOpacities = (p, id) =>
+  p.$$eval(`[data-testid="matrix-${id}"] g.c`, (gs) =>
+    gs.map((g) => Number(g.getAttribute("opacity") ?? 1)),
+  );
 
 /** The opacity attribute of an element (1 when absent). */
 const opacityOf = (p, sel) => p.$eval(sel, (el) => Number(el.getAttribute("opacity") ?? 1));
@@ -385,42 +486,62 @@ async function sceneShot(p) {
  * pixels differ at all and how many by more than 48 in a channel.
  */
 async function pixelDiff(a, b) {
-  return page.evaluate(async ([a, b]) => {
-    const load = (s) => new Promise((resolve, reject) => {
-      const i = new Image();
-      i.onload = () => resolve(i);
-      i.onerror = reject;
-      i.src = `data:image/png;base64,${s}`;
-    });
-    const pixels = (i) => {
-      const c = document.createElement("canvas");
-      [c.width, c.height] = [i.width, i.height];
-      const x = c.getContext("2d");
-      x.drawImage(i, 0, 0);
-      return x.getImageData(0, 0, i.width, i.height).data;
-    };
-    const [ia, ib] = await Promise.all([load(a), load(b)]);
-    const size = [[ia.width, ia.height], [ib.width, ib.height]];
-    if (ia.width !== ib.width || ia.height !== ib.height) return { size, differ: Infinity, strong: Infinity };
-    const [da, db] = [pixels(ia), pixels(ib)];
-    let differ = 0, strong = 0;
-    for (let k = 0; k < da.length; k += 4) {
-      const d = Math.max(Math.abs(da[k] - db[k]), Math.abs(da[k + 1] - db[k + 1]), Math.abs(da[k + 2] - db[k + 2]));
-      if (d > 0) differ++;
-      if (d > 48) strong++;
-    }
-    return { size, differ, strong };
-  }, [a.toString("base64"), b.toString("base64")]);
+  return page.evaluate(
+    async ([a, b]) => {
+      const load = (s) =>
+        new Promise((resolve, reject) => {
+          const i = new Image();
+          i.onload = () => resolve(i);
+          i.onerror = reject;
+          i.src = `data:image/png;base64,${s}`;
+        });
+      const pixels = (i) => {
+        const c = document.createElement("canvas");
+        [c.width, c.height] = [i.width, i.height];
+        const x = c.getContext("2d");
+        x.drawImage(i, 0, 0);
+        return x.getImageData(0, 0, i.width, i.height).data;
+      };
+      const [ia, ib] = await Promise.all([load(a), load(b)]);
+      const size = [
+        [ia.width, ia.height],
+        [ib.width, ib.height],
+      ];
+      if (ia.width !== ib.width || ia.height !== ib.height)
+        return { size, differ: Infinity, strong: Infinity };
+      const [da, db] = [pixels(ia), pixels(ib)];
+      let differ = 0,
+        strong = 0;
+      for (let k = 0; k < da.length; k += 4) {
+        const d = Math.max(
+          Math.abs(da[k] - db[k]),
+          Math.abs(da[k + 1] - db[k + 1]),
+          Math.abs(da[k + 2] - db[k + 2]),
+        );
+        if (d > 0) differ++;
+        if (d > 48) strong++;
+      }
+      return { size, differ, strong };
+    },
+    [a.toString("base64"), b.toString("base64")],
+  );
 }
 
 test("animations with motion: steps 2, 3 and 8 mid-way and at the end, equal to the reduced-motion page; play runs to step 8", async () => {
-  const moving = await browser.newContext({ viewport: { width: 1280, height: 800 }, reducedMotion: "no-preference" });
+  const moving = await browser.newContext({
+    viewport: { width: 1280, height: 800 },
+    reducedMotion: "no-preference",
+  });
   await moving.addInitScript(readCanvasScript);
   const p = await moving.newPage();
   watch(p);
   await p.goto(`${server.url}?${MOTION_URL}&st=1`);
   await ready(p);
-  assert.equal(await p.evaluate(() => matchMedia("(prefers-reduced-motion: reduce)").matches), false, "motion is on");
+  assert.equal(
+    await p.evaluate(() => matchMedia("(prefers-reduced-motion: reduce)").matches),
+    false,
+    "motion is on",
+  );
   // The same state with reduced motion: each step drawn at once in its end state.
   await page.goto(`${server.url}?${MOTION_URL}&st=1`);
   await ready();
@@ -429,29 +550,53 @@ test("animations with motion: steps 2, 3 and 8 mid-way and at the end, equal to 
     2: async () => {
       const op = await cellOpacities(p, "Q");
       const shown = op.filter((o) => o >= 0.99).length;
-      assert.ok(shown > 0 && shown < op.length, `step 2 mid-way: ${shown} of ${op.length} cells of Q shown`);
-      assert.ok(await opacityOf(p, '[data-testid="item-0"] rect.hl-col') > 0, "step 2 mid-way: the column outline over W^Q is visible");
+      assert.ok(
+        shown > 0 && shown < op.length,
+        `step 2 mid-way: ${shown} of ${op.length} cells of Q shown`,
+      );
+      assert.ok(
+        (await opacityOf(p, '[data-testid="item-0"] rect.hl-col')) > 0,
+        "step 2 mid-way: the column outline over W^Q is visible",
+      );
     },
     // Step 3: q_i · k_j fills the query's row of scores; a column outline walks over K^T.
     3: async () => {
       const op = await cellOpacities(p, "scores");
       const shown = op.filter((o) => o >= 0.99).length;
-      assert.ok(shown > 0 && shown < op.length, `step 3 mid-way: ${shown} of ${op.length} scores shown`);
-      assert.ok(await opacityOf(p, '[data-testid="item-0"] rect.hl-col') > 0, "step 3 mid-way: the column outline over Kᵀ is visible");
+      assert.ok(
+        shown > 0 && shown < op.length,
+        `step 3 mid-way: ${shown} of ${op.length} scores shown`,
+      );
+      assert.ok(
+        (await opacityOf(p, '[data-testid="item-0"] rect.hl-col')) > 0,
+        "step 3 mid-way: the column outline over Kᵀ is visible",
+      );
     },
     // Step 8: the slices Q_h slide from their columns of Q; the maps and concat × W^O come later.
     8: async () => {
       const moved = [];
       for (let h = 1; h < 4; h++) {
         const sel = `[data-testid="matrix-Qh-${h}"]`;
-        moved.push((await p.getAttribute(sel, "transform")) !== (await page.getAttribute(sel, "transform")));
+        moved.push(
+          (await p.getAttribute(sel, "transform")) !== (await page.getAttribute(sel, "transform")),
+        );
       }
       assert.ok(moved.some(Boolean), "step 8 mid-way: a slice Q_h is still on its way");
-      assert.ok(await opacityOf(p, '[data-testid="matrix-headmap-3"]') < 0.01, "step 8 mid-way: the last attention map is not shown yet");
-      assert.ok(await opacityOf(p, '[data-testid="matrix-out"]') < 0.01, "step 8 mid-way: the output is not shown yet");
+      assert.ok(
+        (await opacityOf(p, '[data-testid="matrix-headmap-3"]')) < 0.01,
+        "step 8 mid-way: the last attention map is not shown yet",
+      );
+      assert.ok(
+        (await opacityOf(p, '[data-testid="matrix-out"]')) < 0.01,
+        "step 8 mid-way: the output is not shown yet",
+      );
     },
   };
-  const ids = { 2: ["Q", "WQ", "X2"], 3: ["Q3", "KT", "scores"], 8: ["Qbig", "Qh-0", "headmap-0", "headmap-3", "concat", "out"] };
+  const ids = {
+    2: ["Q", "WQ", "X2"],
+    3: ["Q3", "KT", "scores"],
+    8: ["Qbig", "Qh-0", "headmap-0", "headmap-3", "concat", "out"],
+  };
   for (const n of [2, 3, 8]) {
     await gotoStep(n);
     await p.click(`[data-testid="step-${n}"]`);
@@ -463,10 +608,18 @@ test("animations with motion: steps 2, 3 and 8 mid-way and at the end, equal to 
     await p.screenshot({ path: path.join(shots, `motion-step${n}-end.png`) });
     for (const id of ids[n]) {
       const [m, r] = [await matrix(id, p), await matrix(id)];
-      assert.deepEqual(m.values, r.values, `step ${n}: ${id} after the animation = the reduced-motion numbers`);
+      assert.deepEqual(
+        m.values,
+        r.values,
+        `step ${n}: ${id} after the animation = the reduced-motion numbers`,
+      );
       assert.deepEqual(m.texts, r.texts, `step ${n}: ${id} cell texts`);
     }
-    if (n !== 8) assert.ok((await cellOpacities(p, ids[n][2])).every((o) => o === 1), `step ${n}: every cell shown at the end`);
+    if (n !== 8)
+      assert.ok(
+        (await cellOpacities(p, ids[n][2])).every((o) => o === 1),
+        `step ${n}: every cell shown at the end`,
+      );
     // The same picture, but for a few anti-aliased text pixels (an element left mid-way, an
     // outline left visible or a matrix not shown would differ in hundreds).
     const [moved, still] = [await sceneShot(p), await sceneShot(page)];
@@ -475,7 +628,10 @@ test("animations with motion: steps 2, 3 and 8 mid-way and at the end, equal to 
       writeFileSync(path.join(shots, `motion-step${n}-end-scene.png`), moved);
       writeFileSync(path.join(shots, `reduced-step${n}-scene.png`), still);
     }
-    assert.ok(diff.differ <= 40 && diff.strong <= 10, `step ${n}: the end of the animation looks like the reduced-motion page: ${JSON.stringify(diff)} (motion-step${n}-end-scene.png, reduced-step${n}-scene.png)`);
+    assert.ok(
+      diff.differ <= 40 && diff.strong <= 10,
+      `step ${n}: the end of the animation looks like the reduced-motion page: ${JSON.stringify(diff)} (motion-step${n}-end-scene.png, reduced-step${n}-scene.png)`,
+    );
   }
 
   // A canvas matrix (T = 64): the query's row of scores is revealed first, the rest later.
@@ -492,17 +648,31 @@ test("animations with motion: steps 2, 3 and 8 mid-way and at the end, equal to 
     const at = (r, c) => px(Math.floor((c + 0.5) * cell), Math.floor((r + 0.5) * cell));
     // The strongest of the query's first 8 scores (drawn with a clearly non-white colour).
     let best = 0;
-    for (let c = 1; c < 8; c++) if (Math.abs(S.values[q * S.cols + c]) > Math.abs(S.values[q * S.cols + best])) best = c;
+    for (let c = 1; c < 8; c++)
+      if (Math.abs(S.values[q * S.cols + c]) > Math.abs(S.values[q * S.cols + best])) best = c;
     return { q, row: at(q, best), other: at(q === 40 ? 41 : 40, 40) };
   });
   await p.screenshot({ path: path.join(shots, "motion-t64-step3-mid.png") });
-  assert.notDeepEqual(probe.row, [255, 255, 255], "T = 64 step 3 mid-way: the query's row is being revealed");
-  assert.deepEqual(probe.other, [255, 255, 255], "T = 64 step 3 mid-way: other rows are still hidden (white)");
+  assert.notDeepEqual(
+    probe.row,
+    [255, 255, 255],
+    "T = 64 step 3 mid-way: the query's row is being revealed",
+  );
+  assert.deepEqual(
+    probe.other,
+    [255, 255, 255],
+    "T = 64 step 3 mid-way: other rows are still hidden (white)",
+  );
   await until(p, a.startedAt + a.durationMs + 150);
   await page.goto(`${server.url}?${BIG}&sp=4&st=3`);
   await ready();
-  const pixels = (pg) => pg.evaluate(() => window.__readCanvas('[data-testid="canvas-scores"]').hash);
-  assert.equal(await pixels(p), await pixels(page), "T = 64 step 3: the canvas at the end = the reduced-motion canvas");
+  const pixels = (pg) =>
+    pg.evaluate(() => window.__readCanvas('[data-testid="canvas-scores"]').hash);
+  assert.equal(
+    await pixels(p),
+    await pixels(page),
+    "T = 64 step 3: the canvas at the end = the reduced-motion canvas",
+  );
 
   // Play from step 1 at 4x: every step animates in turn and the player stops on step 8.
   await p.goto(`${server.url}?${MOTION_URL}&sp=4&st=1`);
@@ -520,8 +690,21 @@ test("animations with motion: steps 2, 3 and 8 mid-way and at the end, equal to 
 });
 
 const BIG = (() => {
-  const words = Array.from({ length: 64 }, (_, i) => ["the", "train", "left", "station", "on", "time", "bank", "check"][i % 8]);
-  return new URLSearchParams({ t: words.join(" "), p: "custom", e: "random", dm: "128", w: "random", dk: "16", dv: "16", h: "8", kvh: "8" });
+  const words = Array.from(
+    { length: 64 },
+    (_, i) => ["the", "train", "left", "station", "on", "time", "bank", "check"][i % 8],
+  );
+  return new URLSearchParams({
+    t: words.join(" "),
+    p: "custom",
+    e: "random",
+    dm: "128",
+    w: "random",
+    dk: "16",
+    dv: "16",
+    h: "8",
+    kvh: "8",
+  });
 })();
 
 test("T = 64: canvas matrices expose the numbers drawn, and they are the core's", async () => {
@@ -531,23 +714,45 @@ test("T = 64: canvas matrices expose the numbers drawn, and they are the core's"
   const KTm = await matrix("KT");
   const S = await matrix("scores");
   for (const m of [Q, KTm, S]) assert.equal(m.render, "canvas");
-  assertClose(S.values, Array.from(attn.matmul(asMatrix(Q), asMatrix(KTm)).data), 1e-3, "scores = Q K^T");
+  assertClose(
+    S.values,
+    Array.from(attn.matmul(asMatrix(Q), asMatrix(KTm)).data),
+    1e-3,
+    "scores = Q K^T",
+  );
   await gotoStep(6);
   const masked = await matrix("masked6");
   const W = await matrix("weights");
-  assertClose(W.values, Array.from(attn.softmax(asMatrix(masked)).data), 1e-6, "weights = softmax(masked)");
+  assertClose(
+    W.values,
+    Array.from(attn.softmax(asMatrix(masked)).data),
+    1e-6,
+    "weights = softmax(masked)",
+  );
   await gotoStep(7);
   const W7 = await matrix("weights7");
   const V7 = await matrix("V7");
   const O = await matrix("output");
-  assertClose(O.values, Array.from(attn.matmul(asMatrix(W7), asMatrix(V7)).data), 1e-4, "output = weights V");
+  assertClose(
+    O.values,
+    Array.from(attn.matmul(asMatrix(W7), asMatrix(V7)).data),
+    1e-4,
+    "output = weights V",
+  );
   // Hovering a canvas cell explains it, with its value.
   const box = await page.locator('[data-testid="canvas-output"]').boundingBox();
-  const r = 10, c = 3;
-  await page.mouse.move(box.x + ((c + 0.5) * box.width) / O.cols, box.y + ((r + 0.5) * box.height) / O.rows);
+  const r = 10,
+    c = 3;
+  await page.mouse.move(
+    box.x + ((c + 0.5) * box.width) / O.cols,
+    box.y + ((r + 0.5) * box.height) / O.rows,
+  );
   const tip = await page.textContent('[data-testid="tooltip"]');
   const v = O.values[r * O.cols + c].toFixed(4).replace("-", "−");
-  assert.ok(tip.includes(`[${c}]`) && tip.includes(v), `tooltip "${tip}" shows output[${r}, ${c}] = ${v}`);
+  assert.ok(
+    tip.includes(`[${c}]`) && tip.includes(v),
+    `tooltip "${tip}" shows output[${r}, ${c}] = ${v}`,
+  );
   await page.mouse.move(0, 0);
   // M on a canvas: a 0 cell is white, a −∞ cell hatched (white once drew as the hatch).
   await page.selectOption('[data-testid="mask"]', "causal");
@@ -561,7 +766,13 @@ test("T = 64: canvas matrices expose the numbers drawn, and they are the core's"
     return { keep: at(40, 3), drop: at(3, 40) };
   });
   assert.deepEqual(px.keep, [255, 255, 255], "M[40, 3] = 0: white");
-  assert.ok([[228, 228, 228], [154, 154, 154]].some((h) => h.every((v, k) => v === px.drop[k])), `M[3, 40] = −∞: hatched, got rgb(${px.drop})`);
+  assert.ok(
+    [
+      [228, 228, 228],
+      [154, 154, 154],
+    ].some((h) => h.every((v, k) => v === px.drop[k])),
+    `M[3, 40] = −∞: hatched, got rgb(${px.drop})`,
+  );
   assert.deepEqual(problems, []);
 });
 
@@ -572,16 +783,28 @@ test("timing: control changes at T = 64, d_model = 128, 8 heads (printed and sav
   const med = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
   // One control change, timed in the page: the event, the recompute and redraw
   // (render: JS + style + layout), and frame: until the next frame after it (paint included).
-  const change = (sel, value) => page.evaluate(async ({ sel, value }) => {
-    const el = document.querySelector(sel);
-    const t0 = performance.now();
-    el.value = value;
-    el.dispatchEvent(new Event(el.tagName === "SELECT" ? "change" : "input", { bubbles: true }));
-    const sync = performance.now() - t0;
-    await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
-    const t = window.__attnkit.timing;
-    return { sync, frame: performance.now() - t0, render: t.lastRenderMs, attnkit: t.lastComputeMs, recomputed: t.lastRecomputed };
-  }, { sel, value });
+  const change = (sel, value) =>
+    page.evaluate(
+      async ({ sel, value }) => {
+        const el = document.querySelector(sel);
+        const t0 = performance.now();
+        el.value = value;
+        el.dispatchEvent(
+          new Event(el.tagName === "SELECT" ? "change" : "input", { bubbles: true }),
+        );
+        const sync = performance.now() - t0;
+        await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+        const t = window.__attnkit.timing;
+        return {
+          sync,
+          frame: performance.now() - t0,
+          render: t.lastRenderMs,
+          attnkit: t.lastComputeMs,
+          recomputed: t.lastRecomputed,
+        };
+      },
+      { sel, value },
+    );
   // Each control: one first change after the page loaded (reported apart: it pays for
   // compiling the code paths), then 9 changes: their median and largest.
   const results = {};
@@ -591,14 +814,25 @@ test("timing: control changes at T = 64, d_model = 128, 8 heads (printed and sav
     const [firstChange, ...rest] = s;
     const r = (k) => +med(rest.map((x) => x[k])).toFixed(1);
     results[key] = {
-      render: r("render"), renderMax: +Math.max(...rest.map((x) => x.render)).toFixed(1), frame: r("frame"),
-      attnkit: +med(rest.map((x) => x.attnkit)).toFixed(2), firstRender: +firstChange.render.toFixed(1),
+      render: r("render"),
+      renderMax: +Math.max(...rest.map((x) => x.render)).toFixed(1),
+      frame: r("frame"),
+      attnkit: +med(rest.map((x) => x.attnkit)).toFixed(2),
+      firstRender: +firstChange.render.toFixed(1),
     };
   };
   const scenarios = [
-    ["temperature", '[data-testid="temperature"]', ["0.8", "1.2", "1.5", "2", "0.5", "1", "0.7", "1.3", "0.9", "1.1"]],
+    [
+      "temperature",
+      '[data-testid="temperature"]',
+      ["0.8", "1.2", "1.5", "2", "0.5", "1", "0.7", "1.3", "0.9", "1.1"],
+    ],
     ["softcap", '[data-testid="softcap"]', ["5", "10", "2.5", "0", "7.5", "0", "4", "0", "6", "0"]],
-    ["mask", '[data-testid="mask"]', ["causal", "none", "causal", "none", "causal", "none", "causal", "none", "causal", "none"]],
+    [
+      "mask",
+      '[data-testid="mask"]',
+      ["causal", "none", "causal", "none", "causal", "none", "causal", "none", "causal", "none"],
+    ],
     ["query", '[data-testid="query"]', ["5", "20", "40", "63", "1", "2", "9", "30", "50", "3"]],
     ["head", '[data-testid="head"]', ["1", "2", "3", "4", "5", "0", "6", "7", "1", "0"]],
   ];
@@ -612,19 +846,48 @@ test("timing: control changes at T = 64, d_model = 128, 8 heads (printed and sav
     await page.goto(`${server.url}?${BIG}&v=${view}`);
     await ready();
     await measure(`${view}/temperature`, '[data-testid="temperature"]', scenarios[0][2]);
-    if (view === "saturation") await measure("saturation/slider", '[data-testid="sat-slider"]', ["5", "20", "50", "100", "2", "70", "10", "35", "90", "1"]);
+    if (view === "saturation")
+      await measure("saturation/slider", '[data-testid="sat-slider"]', [
+        "5",
+        "20",
+        "50",
+        "100",
+        "2",
+        "70",
+        "10",
+        "35",
+        "90",
+        "1",
+      ]);
     await page.screenshot({ path: path.join(shots, `t64-${view}.png`) });
   }
   for (const [k, r] of Object.entries(results)) {
-    console.log(`# T=64 d_model=128 h=8 ${k.padEnd(22)} recompute+redraw ${String(r.render).padStart(5)} ms (max ${String(r.renderMax).padStart(5)}, first ${String(r.firstRender).padStart(5)}; attnkit ${r.attnkit} ms), to next frame ${String(r.frame).padStart(6)} ms`);
+    console.log(
+      `# T=64 d_model=128 h=8 ${k.padEnd(22)} recompute+redraw ${String(r.render).padStart(5)} ms (max ${String(r.renderMax).padStart(5)}, first ${String(r.firstRender).padStart(5)}; attnkit ${r.attnkit} ms), to next frame ${String(r.frame).padStart(6)} ms`,
+    );
   }
   const worst = Math.max(...Object.values(results).map((r) => r.render));
-  const over = Object.entries(results).filter(([, r]) => r.render > 16).map(([k]) => k);
-  console.log(`# T=64 d_model=128 h=8: first render ${first.toFixed(0)} ms; worst median recompute+redraw ${worst} ms (budget 16 ms)${over.length ? `; over: ${over.join(", ")}` : ""}`);
-  writeFileSync(path.join(shots, "..", "timing.json"), JSON.stringify({
-    config: "T=64, d_model=128, d_k=d_v=16, 8 heads, random embeddings and weights; per control: a first change, then the median and max of 9",
-    note: "render = recompute (attnkit) + redraw incl. style and layout, measured in the page; frame = event to the next frame (paint included)",
-    firstRenderMs: first, worstRenderMs: worst, over16ms: over, results,
-  }, null, 2));
+  const over = Object.entries(results)
+    .filter(([, r]) => r.render > 16)
+    .map(([k]) => k);
+  console.log(
+    `# T=64 d_model=128 h=8: first render ${first.toFixed(0)} ms; worst median recompute+redraw ${worst} ms (budget 16 ms)${over.length ? `; over: ${over.join(", ")}` : ""}`,
+  );
+  writeFileSync(
+    path.join(shots, "..", "timing.json"),
+    JSON.stringify(
+      {
+        config:
+          "T=64, d_model=128, d_k=d_v=16, 8 heads, random embeddings and weights; per control: a first change, then the median and max of 9",
+        note: "render = recompute (attnkit) + redraw incl. style and layout, measured in the page; frame = event to the next frame (paint included)",
+        firstRenderMs: first,
+        worstRenderMs: worst,
+        over16ms: over,
+        results,
+      },
+      null,
+      2,
+    ),
+  );
   assert.deepEqual(problems, []);
 });

@@ -10,7 +10,6 @@ export const PAD = "[PAD]";
 /** The token that stands in for an empty text. */
 export const EMPTY = "…";
 
-
 export interface Item {
   tokens: string[];
   labels: string[];
@@ -65,12 +64,17 @@ export function resolveConfig(s: State): Config {
   const raw = texts.map((t, i) => {
     const r = tokenize(t);
     truncated ||= r.truncated;
-    const which = texts.length > 1 ? (i === 0 ? "The first sentence" : "The second sentence") : "The text";
+    const which =
+      texts.length > 1 ? (i === 0 ? "The first sentence" : "The second sentence") : "The text";
     if (r.truncated) {
-      textNotes.push(`${which} has ${r.total} tokens; the page takes at most ${MAX_TOKENS}, so the last ${r.total - MAX_TOKENS}, from “${r.cut}” on, were cut.`);
+      textNotes.push(
+        `${which} has ${r.total} tokens; the page takes at most ${MAX_TOKENS}, so the last ${r.total - MAX_TOKENS}, from “${r.cut}” on, were cut.`,
+      );
     }
     if (r.tokens.length) return r.tokens;
-    textNotes.push(`${which} is empty: type a sentence. Until then one placeholder token “${EMPTY}” stands in.`);
+    textNotes.push(
+      `${which} is empty: type a sentence. Until then one placeholder token “${EMPTY}” stands in.`,
+    );
     return [EMPTY];
   });
   let T = Math.max(...raw.map((t) => t.length));
@@ -107,19 +111,39 @@ export function resolveConfig(s: State): Config {
     adjusted.dV = why(s.dV, dV, range(1, 256));
   }
   let kvHeads = largestDivisorAtMost(heads, int(s.kvHeads, 1, 16));
-  if (weights !== "random") kvHeads = heads; // fixed projections: one K/V head per head
+  if (weights !== "random")
+    kvHeads = heads; // fixed projections: one K/V head per head
   else if (kvHeads !== s.kvHeads) {
     notes.push(`kv heads must divide heads: using ${kvHeads}`);
     const inRange = int(s.kvHeads, 1, 16);
-    adjusted.kvHeads = why(s.kvHeads, kvHeads, inRange !== s.kvHeads ? range(1, 16) : `kv heads must divide heads = ${heads}`);
+    adjusted.kvHeads = why(
+      s.kvHeads,
+      kvHeads,
+      inRange !== s.kvHeads ? range(1, 16) : `kv heads must divide heads = ${heads}`,
+    );
   }
   if (seedMode) dModel = 4;
   if (s.emb !== "random" || seedMode) {
-    adjusted.dModel = seedMode ? "fixed: the worked example prints X with d_model = 4" : `fixed: one per named feature (seeded random embeddings free it)`;
+    adjusted.dModel = seedMode
+      ? "fixed: the worked example prints X with d_model = 4"
+      : `fixed: one per named feature (seeded random embeddings free it)`;
   }
   const scale = (s.scaling ? 1 / Math.sqrt(dK) : 1) / s.temperature;
   return {
-    items, T, dModel, dK, dV, heads, kvHeads, seedMode, scale, truncated, textNotes, notes, adjusted, fixedHint,
+    items,
+    T,
+    dModel,
+    dK,
+    dV,
+    heads,
+    kvHeads,
+    seedMode,
+    scale,
+    truncated,
+    textNotes,
+    notes,
+    adjusted,
+    fixedHint,
     featureNames: s.emb === "features" && !seedMode ? [...FEATURES] : null,
   };
 }
@@ -134,7 +158,8 @@ export function attentionOptions(s: State, cfg: Config, item: Item): AttentionOp
 /** The options of one batched call over every item: keyLengths pads the shorter sentence. */
 export function batchOptions(s: State, cfg: Config): AttentionOptions {
   const o = sharedOptions(s, cfg);
-  if (cfg.items.some((it) => it.realLength < cfg.T)) o.keyLengths = cfg.items.map((it) => it.realLength);
+  if (cfg.items.some((it) => it.realLength < cfg.T))
+    o.keyLengths = cfg.items.map((it) => it.realLength);
   return o;
 }
 

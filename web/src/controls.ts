@@ -13,43 +13,95 @@ export function presetState(id: string, s: State): Partial<State> {
   const p = presetById(id);
   if (!p) return { preset: "custom" };
   return {
-    preset: p.id, text: p.text, text2: p.text2 ?? s.text2, batch: false, custom: "", edits: {},
-    query: 1, head: 0, decodeStep: 0, emb: DEFAULT_STATE.emb, ...p.set,
+    preset: p.id,
+    text: p.text,
+    text2: p.text2 ?? s.text2,
+    batch: false,
+    custom: "",
+    edits: {},
+    query: 1,
+    head: 0,
+    decodeStep: 0,
+    emb: DEFAULT_STATE.emb,
+    ...p.set,
   };
 }
 
 /** The range of each number field (what a message about it says). */
-const FIELD_RANGE: Record<string, [number, number]> = { dModel: [2, 256], seed: [0, 99999], dK: [1, 256], dV: [1, 256], heads: [1, 16], kvHeads: [1, 16] };
+const FIELD_RANGE: Record<string, [number, number]> = {
+  dModel: [2, 256],
+  seed: [0, 99999],
+  dK: [1, 256],
+  dV: [1, 256],
+  heads: [1, 16],
+  kvHeads: [1, 16],
+};
 
 /** Why a number field's last entry was not used as typed (shown next to it until a good entry). */
 const fieldNotes: Record<string, string> = {};
 
 export function bindControls(get: () => State, set: Set): void {
   const preset = $<HTMLSelectElement>("preset");
-  preset.innerHTML = PRESETS.map((p) => `<option value="${p.id}">${p.label}</option>`).join("") + `<option value="custom">custom text</option>`;
+  preset.innerHTML =
+    PRESETS.map((p) => `<option value="${p.id}">${p.label}</option>`).join("") +
+    `<option value="custom">custom text</option>`;
   preset.addEventListener("change", () => set(presetState(preset.value, get()), { animate: true }));
   $<HTMLTextAreaElement>("text").addEventListener("input", (e) => {
     const s = get();
-    const patch: Partial<State> = { text: (e.target as HTMLTextAreaElement).value, preset: "custom", custom: "" };
+    const patch: Partial<State> = {
+      text: (e.target as HTMLTextAreaElement).value,
+      preset: "custom",
+      custom: "",
+    };
     if (s.weights === "seed") patch.weights = "identity";
     set(patch);
   });
-  $<HTMLTextAreaElement>("text2").addEventListener("input", (e) => set({ text2: (e.target as HTMLTextAreaElement).value, custom: "" }));
-  const checks: [string, keyof State][] = [["batch", "batch"], ["pe", "pe"], ["scaling", "scaling"]];
+  $<HTMLTextAreaElement>("text2").addEventListener("input", (e) =>
+    set({ text2: (e.target as HTMLTextAreaElement).value, custom: "" }),
+  );
+  const checks: [string, keyof State][] = [
+    ["batch", "batch"],
+    ["pe", "pe"],
+    ["scaling", "scaling"],
+  ];
   for (const [id, key] of checks) {
-    $<HTMLInputElement>(id).addEventListener("change", (e) => set({ [key]: (e.target as HTMLInputElement).checked, custom: "" } as Partial<State>));
+    $<HTMLInputElement>(id).addEventListener("change", (e) =>
+      set({ [key]: (e.target as HTMLInputElement).checked, custom: "" } as Partial<State>),
+    );
   }
   $<HTMLSelectElement>("emb").addEventListener("change", (e) => {
     const emb = (e.target as HTMLSelectElement).value as State["emb"];
     const s = get();
-    set({ emb, edits: {}, weights: s.weights === "designed" && emb === "random" ? "random" : s.weights === "seed" ? "identity" : s.weights });
+    set({
+      emb,
+      edits: {},
+      weights:
+        s.weights === "designed" && emb === "random"
+          ? "random"
+          : s.weights === "seed"
+            ? "identity"
+            : s.weights,
+    });
   });
   $<HTMLSelectElement>("weights").addEventListener("change", (e) => {
     const w = (e.target as HTMLSelectElement).value as State["weights"];
     if (w === "seed") set(presetState("seed001", get()));
-    else set({ weights: w, edits: {}, emb: w === "designed" ? "features" : get().emb, preset: get().weights === "seed" ? "custom" : get().preset });
+    else
+      set({
+        weights: w,
+        edits: {},
+        emb: w === "designed" ? "features" : get().emb,
+        preset: get().weights === "seed" ? "custom" : get().preset,
+      });
   });
-  const numbers: [string, keyof State][] = [["dModel", "dModel"], ["seed", "seed"], ["dK", "dK"], ["dV", "dV"], ["heads", "heads"], ["kvHeads", "kvHeads"]];
+  const numbers: [string, keyof State][] = [
+    ["dModel", "dModel"],
+    ["seed", "seed"],
+    ["dK", "dK"],
+    ["dV", "dV"],
+    ["heads", "heads"],
+    ["kvHeads", "kvHeads"],
+  ];
   for (const [id, key] of numbers) {
     $<HTMLInputElement>(id).addEventListener("change", (e) => {
       const el = e.target as HTMLInputElement;
@@ -60,7 +112,8 @@ export function bindControls(get: () => State, set: Set): void {
       let v = Number(raw);
       const [lo, hi] = FIELD_RANGE[id];
       if (raw === "" || !Number.isFinite(v)) {
-        fieldNotes[id] = `${raw === "" ? "Empty or not a number" : `${raw} is beyond any number the page uses`}: type a whole number from ${lo} to ${hi}. Kept ${get()[key]}.`;
+        fieldNotes[id] =
+          `${raw === "" ? "Empty or not a number" : `${raw} is beyond any number the page uses`}: type a whole number from ${lo} to ${hi}. Kept ${get()[key]}.`;
         set({});
         return;
       }
@@ -75,14 +128,37 @@ export function bindControls(get: () => State, set: Set): void {
       set(patch);
     });
   }
-  $<HTMLButtonElement>("reroll").addEventListener("click", () => set({ seed: get().seed + 1, weights: get().weights === "seed" ? "random" : get().weights === "identity" ? "random" : get().weights, edits: {} }));
+  $<HTMLButtonElement>("reroll").addEventListener("click", () =>
+    set({
+      seed: get().seed + 1,
+      weights:
+        get().weights === "seed"
+          ? "random"
+          : get().weights === "identity"
+            ? "random"
+            : get().weights,
+      edits: {},
+    }),
+  );
   $<HTMLButtonElement>("reset-edits").addEventListener("click", () => set({ edits: {} }));
-  $<HTMLSelectElement>("mask").addEventListener("change", (e) => set({ mask: (e.target as HTMLSelectElement).value as State["mask"] }));
-  $<HTMLInputElement>("temperature").addEventListener("input", (e) => set({ temperature: Number((e.target as HTMLInputElement).value) }));
-  $<HTMLInputElement>("softcap").addEventListener("input", (e) => set({ softcap: Number((e.target as HTMLInputElement).value) }));
-  $<HTMLSelectElement>("query").addEventListener("change", (e) => set({ query: Number((e.target as HTMLSelectElement).value) }, { animate: true }));
-  $<HTMLSelectElement>("head").addEventListener("change", (e) => set({ head: Number((e.target as HTMLSelectElement).value) }, { animate: true }));
-  $<HTMLSelectElement>("speed").addEventListener("change", (e) => set({ speed: Number((e.target as HTMLSelectElement).value) }));
+  $<HTMLSelectElement>("mask").addEventListener("change", (e) =>
+    set({ mask: (e.target as HTMLSelectElement).value as State["mask"] }),
+  );
+  $<HTMLInputElement>("temperature").addEventListener("input", (e) =>
+    set({ temperature: Number((e.target as HTMLInputElement).value) }),
+  );
+  $<HTMLInputElement>("softcap").addEventListener("input", (e) =>
+    set({ softcap: Number((e.target as HTMLInputElement).value) }),
+  );
+  $<HTMLSelectElement>("query").addEventListener("change", (e) =>
+    set({ query: Number((e.target as HTMLSelectElement).value) }, { animate: true }),
+  );
+  $<HTMLSelectElement>("head").addEventListener("change", (e) =>
+    set({ head: Number((e.target as HTMLSelectElement).value) }, { animate: true }),
+  );
+  $<HTMLSelectElement>("speed").addEventListener("change", (e) =>
+    set({ speed: Number((e.target as HTMLSelectElement).value) }),
+  );
 }
 
 // Every write below happens only when the value changes: an unchanged write still
@@ -134,7 +210,8 @@ export function syncControls(s: State, cfg: Config): void {
   setValue("heads", String(cfg.heads));
   setValue("kvHeads", String(cfg.kvHeads));
   for (const id of ["dK", "dV", "kvHeads"]) setFlag(id, "disabled", s.weights !== "random");
-  for (const id of ["dModel", "dK", "dV", "heads", "kvHeads"] as const) setText(`adj-${id}`, fieldNotes[id] || (cfg.adjusted[id] ?? ""));
+  for (const id of ["dModel", "dK", "dV", "heads", "kvHeads"] as const)
+    setText(`adj-${id}`, fieldNotes[id] || (cfg.adjusted[id] ?? ""));
   setText("adj-seed", fieldNotes.seed ?? "");
   setText("shape-hint", cfg.fixedHint);
   setValue("mask", s.mask);
@@ -143,14 +220,30 @@ export function syncControls(s: State, cfg: Config): void {
   setText("temp-out", s.temperature.toFixed(2));
   setValue("softcap", String(s.softcap));
   setText("softcap-out", s.softcap > 0 ? s.softcap.toFixed(1) : "0 (off)");
-  options($<HTMLSelectElement>("query"), cfg.items[0].labels.map((l, i) => `${i}: ${l}`), Math.min(s.query, cfg.T - 1));
+  options(
+    $<HTMLSelectElement>("query"),
+    cfg.items[0].labels.map((l, i) => `${i}: ${l}`),
+    Math.min(s.query, cfg.T - 1),
+  );
   const names = headNames(s, cfg);
-  options($<HTMLSelectElement>("head"), Array.from({ length: cfg.heads }, (_, h) => `head ${h}${names ? `: ${names[h]}` : ""}`), Math.min(s.head, cfg.heads - 1));
+  options(
+    $<HTMLSelectElement>("head"),
+    Array.from({ length: cfg.heads }, (_, h) => `head ${h}${names ? `: ${names[h]}` : ""}`),
+    Math.min(s.head, cfg.heads - 1),
+  );
   setValue("speed", String(s.speed));
   const nEdits = Object.keys(s.edits).length;
-  setText("edits-info", nEdits ? `${nEdits} edited cell${nEdits > 1 ? "s" : ""}` : "Click a cell of X, W or Wᴼ to edit it.");
+  setText(
+    "edits-info",
+    nEdits
+      ? `${nEdits} edited cell${nEdits > 1 ? "s" : ""}`
+      : "Click a cell of X, W or Wᴼ to edit it.",
+  );
   setFlag("reset-edits", "disabled", nEdits === 0);
   const unknown = cfg.items[0].tokens.length;
-  setText("token-info", `${unknown} token${unknown > 1 ? "s" : ""}${cfg.truncated ? " (text truncated)" : ""} · T = ${cfg.T}, d_model = ${cfg.dModel}, d_k = ${cfg.dK}, d_v = ${cfg.dV}, heads = ${cfg.heads}/${cfg.kvHeads} kv`);
+  setText(
+    "token-info",
+    `${unknown} token${unknown > 1 ? "s" : ""}${cfg.truncated ? " (text truncated)" : ""} · T = ${cfg.T}, d_model = ${cfg.dModel}, d_k = ${cfg.dK}, d_v = ${cfg.dV}, heads = ${cfg.heads}/${cfg.kvHeads} kv`,
+  );
   setText("notes", cfg.notes.join("; "));
 }

@@ -10,7 +10,13 @@ export function closeEditor(): void {
 }
 
 /** `restore` gives the focus back to where the edit started (the editor closed by Enter or Escape). */
-export function openEditor(e: MouseEvent, label: string, value: number, commit: (raw: string) => string | null, restore?: () => void): void {
+export function openEditor(
+  e: MouseEvent,
+  label: string,
+  value: number,
+  commit: (raw: string) => string | null,
+  restore?: () => void,
+): void {
   closeEditor();
   const form = document.createElement("form");
   form.className = "cell-editor";
@@ -50,7 +56,11 @@ export function openEditor(e: MouseEvent, label: string, value: number, commit: 
     ev.stopPropagation();
   });
   // Leaving the editor closes it, unless it shows why a value was refused.
-  input.addEventListener("blur", () => setTimeout(() => { if (open === form && error.hidden && !form.contains(document.activeElement)) closeEditor(); }, 150));
+  input.addEventListener("blur", () =>
+    setTimeout(() => {
+      if (open === form && error.hidden && !form.contains(document.activeElement)) closeEditor();
+    }, 150),
+  );
   document.body.append(form);
   open = form;
   input.focus();

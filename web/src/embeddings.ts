@@ -83,7 +83,8 @@ export function applyEdits(m: Matrix, edits: Record<string, number>, name: strin
   for (const [key, value] of Object.entries(edits)) {
     const [n, r, c] = key.split(":");
     if (n !== name) continue;
-    const row = Number(r), col = Number(c);
+    const row = Number(r),
+      col = Number(c);
     if (row < m.rows && col < m.cols) m.data[row * m.cols + col] = value;
   }
 }

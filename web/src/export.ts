@@ -36,7 +36,9 @@ function wrap(text: string, chars: number): string[] {
 /** The picture's size in user units (its viewBox: the page may show it scaled). */
 function viewSize(svg: SVGSVGElement): [number, number] {
   const vb = (svg.getAttribute("viewBox") ?? "").split(/\s+/).map(Number);
-  return vb.length === 4 && vb[2] > 0 ? [vb[2], vb[3]] : [Number(svg.getAttribute("width")), Number(svg.getAttribute("height"))];
+  return vb.length === 4 && vb[2] > 0
+    ? [vb[2], vb[3]]
+    : [Number(svg.getAttribute("width")), Number(svg.getAttribute("height"))];
 }
 
 export function svgText(svg: SVGSVGElement, text?: ExportText): string {
@@ -45,7 +47,9 @@ export function svgText(svg: SVGSVGElement, text?: ExportText): string {
   if (text) {
     // The title and caption go above the picture, so a saved file explains itself.
     const body = document.createElementNS(SVG_NS, "g");
-    for (const c of [...clone.childNodes]) if (!(c instanceof Element && (c.tagName === "defs" || c.tagName === "style"))) body.append(c);
+    for (const c of [...clone.childNodes])
+      if (!(c instanceof Element && (c.tagName === "defs" || c.tagName === "style")))
+        body.append(c);
     w = Math.max(w, 480);
     const lines = wrap(text.caption, Math.floor(w / 6.6));
     const head = 30 + lines.length * 16 + 10;
@@ -79,7 +83,8 @@ export function svgText(svg: SVGSVGElement, text?: ExportText): string {
   clone.querySelectorAll("foreignObject").forEach((fo, k) => {
     const canvas = live[k]?.querySelector("canvas");
     const img = document.createElementNS("http://www.w3.org/2000/svg", "image");
-    for (const a of ["x", "y", "width", "height"]) if (fo.hasAttribute(a)) img.setAttribute(a, fo.getAttribute(a)!);
+    for (const a of ["x", "y", "width", "height"])
+      if (fo.hasAttribute(a)) img.setAttribute(a, fo.getAttribute(a)!);
     if (canvas) img.setAttribute("href", canvas.toDataURL("image/png"));
     img.setAttribute("preserveAspectRatio", "none");
     fo.replaceWith(img);
@@ -98,10 +103,16 @@ export function exportSvg(svg: SVGSVGElement, name: string, text?: ExportText): 
   download(new Blob([svgText(svg, text)], { type: "image/svg+xml" }), `${name}.svg`);
 }
 
-export async function exportPng(svg: SVGSVGElement, name: string, text?: ExportText, scale = 2): Promise<void> {
+export async function exportPng(
+  svg: SVGSVGElement,
+  name: string,
+  text?: ExportText,
+  scale = 2,
+): Promise<void> {
   const src = svgText(svg, text);
   const size = /<svg[^>]*?\swidth="([\d.]+)"[^>]*?\sheight="([\d.]+)"/.exec(src);
-  const w = Number(size?.[1] ?? svg.getAttribute("width")), h = Number(size?.[2] ?? svg.getAttribute("height"));
+  const w = Number(size?.[1] ?? svg.getAttribute("width")),
+    h = Number(size?.[2] ?? svg.getAttribute("height"));
   const url = URL.createObjectURL(new Blob([src], { type: "image/svg+xml" }));
   try {
     const img = new Image();

@@ -16,7 +16,10 @@ export function cellDigits(maxAbs: number): number {
 
 const SUB = "₀₁₂₃₄₅₆₇₈₉";
 export function sub(n: number): string {
-  return String(n).split("").map((d) => SUB[Number(d)] ?? d).join("");
+  return String(n)
+    .split("")
+    .map((d) => SUB[Number(d)] ?? d)
+    .join("");
 }
 
 export function shape(...dims: (number | string)[]): string {

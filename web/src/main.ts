@@ -14,19 +14,38 @@ import { computeClock, computeModel, type Model } from "./model";
 import { dur, reducedMotion, setSpeed } from "./motion";
 import { SCENES } from "./scenes";
 import type { Scene, SceneCtx } from "./scenes/common";
-import { cellName, editProblem, fromQuery, STEP_COUNT, toQuery, type State, type ViewId } from "./state";
+import {
+  cellName,
+  editProblem,
+  fromQuery,
+  STEP_COUNT,
+  toQuery,
+  type State,
+  type ViewId,
+} from "./state";
 import { addDefs } from "./views/colors";
 import { decodingView } from "./views/decoding";
 import { gridView } from "./views/grid";
 import { headView, toggleHead } from "./views/headview";
-import { announce, clearRegistry, drawnIds, drawnMatrix, numbersHidden, recycle, refocusMatrix } from "./views/matrix";
+import {
+  announce,
+  clearRegistry,
+  drawnIds,
+  drawnMatrix,
+  numbersHidden,
+  recycle,
+  refocusMatrix,
+} from "./views/matrix";
 import { beginFrame, endFrame, isCandidate, setAttr, setText } from "./views/retain";
 import { saturationView } from "./views/saturation";
 import { hideTip } from "./views/tooltip";
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const VIEWS: Record<Exclude<ViewId, "steps">, Scene> = {
-  headview: headView, grid: gridView, saturation: saturationView, decoding: decodingView,
+  headview: headView,
+  grid: gridView,
+  saturation: saturationView,
+  decoding: decodingView,
 };
 
 interface Timing {
@@ -41,7 +60,15 @@ interface Timing {
   lastLayoutMs: number;
   renders: number;
 }
-const timing: Timing = { loadMs: 0, firstRenderMs: 0, lastRenderMs: 0, lastComputeMs: 0, lastRecomputed: false, lastLayoutMs: 0, renders: 0 };
+const timing: Timing = {
+  loadMs: 0,
+  firstRenderMs: 0,
+  lastRenderMs: 0,
+  lastComputeMs: 0,
+  lastRecomputed: false,
+  lastLayoutMs: 0,
+  renders: 0,
+};
 
 let attn: Attnkit;
 /** What the URL held that the page could not use (shown in a note). */
@@ -57,7 +84,20 @@ let playTimer: number | undefined;
 
 /** State fields that change the numbers (the rest only change what is shown). */
 function inputsKey(s: State): string {
-  const { view: _v, step: _s, query: _q, head: _h, role: _r, speed: _sp, satScale: _c, satSource: _ss, decodeStep: _d, preset: _p, hidden: _hh, ...rest } = s;
+  const {
+    view: _v,
+    step: _s,
+    query: _q,
+    head: _h,
+    role: _r,
+    speed: _sp,
+    satScale: _c,
+    satSource: _ss,
+    decodeStep: _d,
+    preset: _p,
+    hidden: _hh,
+    ...rest
+  } = s;
   return JSON.stringify(rest);
 }
 
@@ -84,7 +124,9 @@ function sceneOf(s: State): Scene {
 }
 
 function showError(err: unknown, then = ""): void {
-  const msg = (err instanceof Error ? `${err.name}: ${err.message}` : String(err)) + (then ? ` (${then})` : "");
+  const msg =
+    (err instanceof Error ? `${err.name}: ${err.message}` : String(err)) +
+    (then ? ` (${then})` : "");
   setHtml("status", `<span class="error" data-testid="error">${escapeHtml(msg)}</span>`);
 }
 
@@ -136,7 +178,8 @@ function dropFailingEdits(): void {
 function showUrlNote(): void {
   const note = $("url-note");
   if (!urlDropped.length) return;
-  note.querySelector("span")!.textContent = `This link held values the page cannot use, so they were dropped. ${urlDropped.map((d) => d.replace(/\.$/, "")).join("; ")}.`;
+  note.querySelector("span")!.textContent =
+    `This link held values the page cannot use, so they were dropped. ${urlDropped.map((d) => d.replace(/\.$/, "")).join("; ")}.`;
   note.hidden = false;
 }
 
@@ -223,7 +266,16 @@ function draw(animate: boolean): void {
     recycle(old);
     for (let i = 0; i < items.length; i++) {
       roots.push(d3.select(node).append("g").attr("data-testid", `item-${i}`).node()!);
-      if (items.length > 1) titles.push(d3.select(node).append("text").attr("class", "m-title").attr("data-item", i).attr("y", 16).node()!);
+      if (items.length > 1)
+        titles.push(
+          d3
+            .select(node)
+            .append("text")
+            .attr("class", "m-title")
+            .attr("data-item", i)
+            .attr("y", 16)
+            .node()!,
+        );
     }
   }
   setAttr(node, "data-view", state.view);
@@ -234,24 +286,55 @@ function draw(animate: boolean): void {
   // Scenes lay out for the stage's width; what cannot shrink further is scaled down below.
   const avail = Math.max(640, stageWidth() - 24);
   // A batch's sentences sit side by side when the stage has room for both, else one above the other.
-  const stack = items.length > 1 && stageWidth() - 24 < items.length * 640 + gap * (items.length - 1);
+  const stack =
+    items.length > 1 && stageWidth() - 24 < items.length * 640 + gap * (items.length - 1);
   const itemWidth = stack ? avail : (avail - gap * (items.length - 1)) / items.length;
   const ctxs: SceneCtx[] = items.map((item, i) => ({
-    attn, state, model: m, cfg, item, itemIndex: i, trace: item.heads[state.head],
-    width: itemWidth, height: Math.max(360, innerHeight - 300), animate: animate && !reducedMotion(),
-    set, edit: (name, r, c, value, e) => openEditor(e, `${name.replace(/^X\d/, "X")}[${r}, ${c}]`, value, (raw) => tryEdit(`${name}:${r}:${c}`, raw), refocusMatrix),
+    attn,
+    state,
+    model: m,
+    cfg,
+    item,
+    itemIndex: i,
+    trace: item.heads[state.head],
+    width: itemWidth,
+    height: Math.max(360, innerHeight - 300),
+    animate: animate && !reducedMotion(),
+    set,
+    edit: (name, r, c, value, e) =>
+      openEditor(
+        e,
+        `${name.replace(/^X\d/, "X")}[${r}, ${c}]`,
+        value,
+        (raw) => tryEdit(`${name}:${r}:${c}`, raw),
+        refocusMatrix,
+      ),
   }));
-  setHtml("caption", `<h2 data-testid="scene-title">${state.view === "steps" ? `${state.step}. ` : ""}${scene.title}</h2>${scene.caption(ctxs[0])}`);
-  let x = 0, y = 0, width = 0, height = 0, duration = 0;
+  setHtml(
+    "caption",
+    `<h2 data-testid="scene-title">${state.view === "steps" ? `${state.step}. ` : ""}${scene.title}</h2>${scene.caption(ctxs[0])}`,
+  );
+  let x = 0,
+    y = 0,
+    width = 0,
+    height = 0,
+    duration = 0;
   const top = items.length > 1 ? 24 : 0;
   ctxs.forEach((ctx, i) => {
     const root = roots[i];
-    const ox = stack ? 0 : x, oy = stack ? y : 0;
+    const ox = stack ? 0 : x,
+      oy = stack ? y : 0;
     setAttr(root, "transform", `translate(${ox + 4},${oy + top + 4})`);
     if (items.length > 1) {
       setAttr(titles[i], "x", ox + 4);
       setAttr(titles[i], "y", oy + 16);
-      setText(titles[i], `sentence ${i + 1}: ${ctx.item.item.tokens.filter((t) => t !== "[PAD]").join(" ")}`.slice(0, 80));
+      setText(
+        titles[i],
+        `sentence ${i + 1}: ${ctx.item.item.tokens.filter((t) => t !== "[PAD]").join(" ")}`.slice(
+          0,
+          80,
+        ),
+      );
     }
     const r = scene.render(d3.select(root), ctx);
     // What a scene draws beyond the width it reports (a legend, a long note) counts too.
@@ -269,9 +352,12 @@ function draw(animate: boolean): void {
     duration = Math.max(duration, r.duration);
   });
   recycle(endFrame());
-  setText($("numbers-note"), numbersHidden()
-    ? "Some cells are too small for their numbers: hover a cell (tap on a touch screen) to read it, or zoom in (Ctrl +) to see more numbers."
-    : "");
+  setText(
+    $("numbers-note"),
+    numbersHidden()
+      ? "Some cells are too small for their numbers: hover a cell (tap on a touch screen) to read it, or zoom in (Ctrl +) to see more numbers."
+      : "",
+  );
   // Outlines stay above the matrices (one rebuilt in this frame comes after them).
   for (const root of roots) {
     const kids = [...root.children];
@@ -280,7 +366,8 @@ function draw(animate: boolean): void {
       for (const k of kids) if (k.matches(".hl-row, .hl-col")) root.append(k);
     }
   }
-  const w = Math.ceil(width + 12), h = Math.ceil((stack ? y - gap : height) + 12);
+  const w = Math.ceil(width + 12),
+    h = Math.ceil((stack ? y - gap : height) + 12);
   // A scene wider than the stage is scaled to its width (a phone shows all of it; pinch-zoom
   // reads it), down to half size; a wider one (thousands of columns) scrolls inside the stage.
   const room = stageWidth() - 20;
@@ -299,11 +386,19 @@ function draw(animate: boolean): void {
   timing.renders++;
   if (timing.renders === 1) timing.firstRenderMs = performance.now();
   const batch = m.items.length > 1 ? " · batch of 2" : "";
-  setHtml("status", `computed by <b>attnkit</b> (${attn.target}${attn.simd ? ", SIMD128" : ""})${batch} · ${timing.lastRecomputed ? "recomputed" : "no recompute"} · attnkit calls ${timing.lastComputeMs.toFixed(1)} ms · recompute + redraw ${timing.lastRenderMs.toFixed(1)} ms`);
+  setHtml(
+    "status",
+    `computed by <b>attnkit</b> (${attn.target}${attn.simd ? ", SIMD128" : ""})${batch} · ${timing.lastRecomputed ? "recomputed" : "no recompute"} · attnkit calls ${timing.lastComputeMs.toFixed(1)} ms · recompute + redraw ${timing.lastRenderMs.toFixed(1)} ms`,
+  );
   announceScene(`${state.view === "steps" ? `Step ${state.step}: ` : ""}${scene.title}`);
   document.body.dataset.ready = "1";
   document.body.dataset.renders = String(timing.renders);
-  animation = { step: state.view === "steps" ? state.step : 0, view: state.view, startedAt: performance.now(), durationMs: duration };
+  animation = {
+    step: state.view === "steps" ? state.step : 0,
+    view: state.view,
+    startedAt: performance.now(),
+    durationMs: duration,
+  };
   if (playing) schedule(duration);
 }
 
@@ -348,13 +443,16 @@ function setHtml(id: string, html: string): void {
 
 function morph(cur: Node, next: Node): void {
   if (cur instanceof Element && next instanceof Element) {
-    for (const a of [...cur.attributes]) if (!next.hasAttribute(a.name)) cur.removeAttribute(a.name);
-    for (const a of [...next.attributes]) if (cur.getAttribute(a.name) !== a.value) cur.setAttribute(a.name, a.value);
+    for (const a of [...cur.attributes])
+      if (!next.hasAttribute(a.name)) cur.removeAttribute(a.name);
+    for (const a of [...next.attributes])
+      if (cur.getAttribute(a.name) !== a.value) cur.setAttribute(a.name, a.value);
   } else if (cur.nodeType !== Node.ELEMENT_NODE && cur.nodeType !== Node.DOCUMENT_FRAGMENT_NODE) {
     if (cur.nodeValue !== next.nodeValue) cur.nodeValue = next.nodeValue;
     return;
   }
-  const cs = [...cur.childNodes], ns = [...next.childNodes];
+  const cs = [...cur.childNodes],
+    ns = [...next.childNodes];
   ns.forEach((n, i) => {
     const c = cs[i];
     if (!c) cur.appendChild(n);
@@ -377,7 +475,8 @@ function syncNav(): void {
     setAttr(this, "aria-current", on ? "step" : null);
   });
   const stepbar = $("stepbar");
-  if (stepbar.classList.contains("dim") !== (state.view !== "steps")) stepbar.classList.toggle("dim", state.view !== "steps");
+  if (stepbar.classList.contains("dim") !== (state.view !== "steps"))
+    stepbar.classList.toggle("dim", state.view !== "steps");
   const play = $<HTMLButtonElement>("play");
   setText(play, playing ? "❚❚" : "▶");
   setAttr(play, "aria-label", playing ? "pause" : "play");
@@ -389,11 +488,14 @@ function goto(step: number, animate = true): void {
 
 function schedule(duration: number): void {
   window.clearTimeout(playTimer);
-  playTimer = window.setTimeout(() => {
-    if (!playing) return;
-    if (state.view === "steps" && state.step < STEP_COUNT) goto(state.step + 1);
-    else stop();
-  }, duration + Math.max(dur(1600), 1600 / state.speed));
+  playTimer = window.setTimeout(
+    () => {
+      if (!playing) return;
+      if (state.view === "steps" && state.step < STEP_COUNT) goto(state.step + 1);
+      else stop();
+    },
+    duration + Math.max(dur(1600), 1600 / state.speed),
+  );
 }
 
 function stop(): void {
@@ -405,13 +507,16 @@ function stop(): void {
 function togglePlay(): void {
   if (playing) return stop();
   playing = true;
-  if (state.view !== "steps" || state.step === STEP_COUNT) goto(state.view !== "steps" ? state.step : 1);
+  if (state.view !== "steps" || state.step === STEP_COUNT)
+    goto(state.view !== "steps" ? state.step : 1);
   else render(true);
 }
 
 function bindNav(): void {
-  $("steps").innerHTML = SCENES.map((s, i) =>
-    `<li><button type="button" data-step="${i + 1}" data-testid="step-${i + 1}" title="${s.title} (${i + 1})" aria-label="step ${i + 1}: ${s.title}"><span>${i + 1}</span><span class="t"> ${s.title}</span></button></li>`).join("");
+  $("steps").innerHTML = SCENES.map(
+    (s, i) =>
+      `<li><button type="button" data-step="${i + 1}" data-testid="step-${i + 1}" title="${s.title} (${i + 1})" aria-label="step ${i + 1}: ${s.title}"><span>${i + 1}</span><span class="t"> ${s.title}</span></button></li>`,
+  ).join("");
   $("steps").addEventListener("click", (e) => {
     const b = (e.target as HTMLElement).closest<HTMLButtonElement>("button[data-step]");
     if (b) goto(Number(b.dataset.step));
@@ -430,7 +535,10 @@ function bindNav(): void {
     const setter = t.closest<HTMLElement>("[data-set]");
     if (setter) {
       const key = setter.dataset.set as keyof State;
-      const raw = setter instanceof HTMLInputElement || setter instanceof HTMLSelectElement ? setter.value : setter.dataset.value ?? "";
+      const raw =
+        setter instanceof HTMLInputElement || setter instanceof HTMLSelectElement
+          ? setter.value
+          : (setter.dataset.value ?? "");
       const value = typeof state[key] === "number" ? Number(raw) : raw;
       set({ [key]: value } as Partial<State>, { animate: key === "role" });
       return;
@@ -439,7 +547,10 @@ function bindNav(): void {
     if (dec && e.type === "click") {
       const T = model?.cfg.T ?? 0;
       const a = dec.dataset.decode;
-      set({ decodeStep: a === "reset" ? 0 : a === "end" ? T : state.decodeStep + 1 }, { animate: true });
+      set(
+        { decodeStep: a === "reset" ? 0 : a === "end" ? T : state.decodeStep + 1 },
+        { animate: true },
+      );
       return;
     }
     const hd = t.closest<HTMLElement>("[data-toggle-head]");
@@ -451,13 +562,23 @@ function bindNav(): void {
     if ((e.target as HTMLElement).closest("button")) fromCaption(e);
   });
   caption.addEventListener("input", fromCaption);
-  $("export-svg").addEventListener("click", () => exportSvg(currentSvg(), fileName(), exportText()));
-  $("export-png").addEventListener("click", () => void exportPng(currentSvg(), fileName(), exportText()).catch(showError));
+  $("export-svg").addEventListener("click", () =>
+    exportSvg(currentSvg(), fileName(), exportText()),
+  );
+  $("export-png").addEventListener(
+    "click",
+    () => void exportPng(currentSvg(), fileName(), exportText()).catch(showError),
+  );
   $("copy-link").addEventListener("click", () => {
     const done = (msg: string) => setHtml("status", escapeHtml(msg));
-    navigator.clipboard?.writeText(location.href).then(() => done("Link copied."), () => done(`Link: ${location.href}`)) ?? done(`Link: ${location.href}`);
+    navigator.clipboard?.writeText(location.href).then(
+      () => done("Link copied."),
+      () => done(`Link: ${location.href}`),
+    ) ?? done(`Link: ${location.href}`);
   });
-  $("url-note").querySelector("button")!.addEventListener("click", () => ($("url-note").hidden = true));
+  $("url-note")
+    .querySelector("button")!
+    .addEventListener("click", () => ($("url-note").hidden = true));
   $("help-open").addEventListener("click", () => $<HTMLDialogElement>("help").showModal());
   // Narrow screens: the settings are a drawer, closed at first so the scene shows.
   const drawer = $<HTMLButtonElement>("controls-toggle");
@@ -467,7 +588,9 @@ function bindNav(): void {
     drawer.textContent = open ? "✕ Settings" : "☰ Settings";
   };
   setDrawer(false);
-  drawer.addEventListener("click", () => setDrawer(!document.body.classList.contains("controls-open")));
+  drawer.addEventListener("click", () =>
+    setDrawer(!document.body.classList.contains("controls-open")),
+  );
 }
 
 function currentSvg(): SVGSVGElement {
@@ -478,7 +601,12 @@ function currentSvg(): SVGSVGElement {
 function exportText(): { title: string; caption: string } {
   const cap = $("caption");
   const title = cap.querySelector("h2")?.textContent ?? "";
-  const rest = [...cap.children].filter((c) => c.tagName !== "H2").map((c) => c.textContent ?? "").join(" ").replace(/\s+/g, " ").trim();
+  const rest = [...cap.children]
+    .filter((c) => c.tagName !== "H2")
+    .map((c) => c.textContent ?? "")
+    .join(" ")
+    .replace(/\s+/g, " ")
+    .trim();
   return { title: `attnkit · ${title}`, caption: `${rest} (“${state.text}”; ${location.href})` };
 }
 
@@ -493,7 +621,13 @@ function bindKeys(): void {
     if (t.closest("input, textarea, select, dialog")) return;
     const T = model?.cfg.T ?? 1;
     const H = model?.cfg.heads ?? 1;
-    const views: Record<string, ViewId> = { s: "steps", h: "headview", g: "grid", x: "saturation", d: "decoding" };
+    const views: Record<string, ViewId> = {
+      s: "steps",
+      h: "headview",
+      g: "grid",
+      x: "saturation",
+      d: "decoding",
+    };
     let handled = true;
     if (e.key === "ArrowRight") goto(state.step + 1);
     else if (e.key === "ArrowLeft") goto(state.step - 1);
@@ -525,8 +659,15 @@ async function main(): Promise<void> {
   setSpeed(state.speed);
   // Test hook: timing, the state, and the numbers of every matrix on screen (canvas ones included).
   (window as unknown as { __attnkit: unknown }).__attnkit = {
-    timing, target: attn.target, simd: attn.simd, state: () => state, animation: () => animation, playing: () => playing,
-    matrix: (id: string, nth = 0) => drawnMatrix(id, nth), matrixIds: () => drawnIds(), query: () => toQuery(state),
+    timing,
+    target: attn.target,
+    simd: attn.simd,
+    state: () => state,
+    animation: () => animation,
+    playing: () => playing,
+    matrix: (id: string, nth = 0) => drawnMatrix(id, nth),
+    matrixIds: () => drawnIds(),
+    query: () => toQuery(state),
   };
   bindControls(() => state, set);
   bindNav();

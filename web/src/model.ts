@@ -96,7 +96,14 @@ export interface Projected extends Embedded {
   Vh: Tensor;
 }
 
-function project(attn: Attnkit, s: State, cfg: Config, w: Weights, item: Item, index: number): Projected {
+function project(
+  attn: Attnkit,
+  s: State,
+  cfg: Config,
+  w: Weights,
+  item: Item,
+  index: number,
+): Projected {
   const emb = embed(s, cfg, item, index);
   const Q = attn.matmul(emb.X, w.WQ);
   const K = w.WK ? attn.matmul(emb.X, w.WK) : fromRows(seedK());
@@ -111,7 +118,15 @@ function headConfig(cfg: Config) {
   return { numHeads: cfg.heads, numKvHeads: cfg.kvHeads, dK: cfg.dK, dV: cfg.dV };
 }
 
-function attendItem(attn: Attnkit, s: State, cfg: Config, w: Weights, p: Projected, batched: () => BatchResult | null, index: number): ItemModel {
+function attendItem(
+  attn: Attnkit,
+  s: State,
+  cfg: Config,
+  w: Weights,
+  p: Projected,
+  batched: () => BatchResult | null,
+  index: number,
+): ItemModel {
   const options = attentionOptions(s, cfg, p.item);
   const heads: AttentionTrace[] = [];
   for (let h = 0; h < cfg.heads; h++) {
@@ -119,7 +134,10 @@ function attendItem(attn: Attnkit, s: State, cfg: Config, w: Weights, p: Project
     heads.push(attn.traceQKV(headSlice(p.Qh, h), headSlice(p.Kh, g), headSlice(p.Vh, g), options));
   }
   // Row sums, concat and W^O only when a scene asks for them.
-  let rowSums: Matrix[] | undefined, merged: Matrix | undefined, out: Matrix | undefined, diff: number | undefined;
+  let rowSums: Matrix[] | undefined,
+    merged: Matrix | undefined,
+    out: Matrix | undefined,
+    diff: number | undefined;
   const merge = (): Matrix => {
     if (!merged) {
       const outs = new Float32Array(cfg.heads * cfg.T * cfg.dV);
@@ -131,10 +149,19 @@ function attendItem(attn: Attnkit, s: State, cfg: Config, w: Weights, p: Project
   // The same attention in one call (for a batch: one batched call for both items), for the check shown in step 8.
   const check = (): number => {
     const b = batched();
-    if (b) return maxAbsDiff(b.out.data.subarray(index * cfg.T * cfg.dModel, (index + 1) * cfg.T * cfg.dModel), item.out.data);
+    if (b)
+      return maxAbsDiff(
+        b.out.data.subarray(index * cfg.T * cfg.dModel, (index + 1) * cfg.T * cfg.dModel),
+        item.out.data,
+      );
     const config = headConfig(cfg);
     if (w.WK && w.WV) {
-      const whole = attn.multiHeadAttention(p.X, { W_Q: w.WQ, W_K: w.WK, W_V: w.WV, W_O: w.WO }, config, options);
+      const whole = attn.multiHeadAttention(
+        p.X,
+        { W_Q: w.WQ, W_K: w.WK, W_V: w.WV, W_O: w.WO },
+        config,
+        options,
+      );
       return maxAbsDiff(whole.data, item.out.data);
     }
     const bshd = (m: Matrix) => ({ data: m.data, shape: [1, cfg.T, m.cols] });
@@ -142,7 +169,9 @@ function attendItem(attn: Attnkit, s: State, cfg: Config, w: Weights, p: Project
     return maxAbsDiff(m.data, merge().data);
   };
   const item: ItemModel = {
-    ...p, options, heads,
+    ...p,
+    options,
+    heads,
     get rowSums() {
       rowSums ??= timed(() => heads.map((tr) => attn.matmul(tr.weights, ones(cfg.T))));
       return rowSums;
@@ -172,9 +201,33 @@ function attendItem(attn: Attnkit, s: State, cfg: Config, w: Weights, p: Project
  * tokens, so a projection cached before it would have the wrong T.
  */
 function projectionKey(s: State, cfg: Config): string {
-  const { view: _v, step: _s, query: _q, head: _h, role: _r, speed: _sp, satScale: _c, satSource: _ss, decodeStep: _d, preset: _p,
-    mask: _m, custom: _cm, scaling: _sc, temperature: _t, softcap: _cap, hidden: _hd, ...rest } = s;
-  const shapes = { T: cfg.T, dModel: cfg.dModel, dK: cfg.dK, dV: cfg.dV, heads: cfg.heads, kvHeads: cfg.kvHeads };
+  const {
+    view: _v,
+    step: _s,
+    query: _q,
+    head: _h,
+    role: _r,
+    speed: _sp,
+    satScale: _c,
+    satSource: _ss,
+    decodeStep: _d,
+    preset: _p,
+    mask: _m,
+    custom: _cm,
+    scaling: _sc,
+    temperature: _t,
+    softcap: _cap,
+    hidden: _hd,
+    ...rest
+  } = s;
+  const shapes = {
+    T: cfg.T,
+    dModel: cfg.dModel,
+    dK: cfg.dK,
+    dV: cfg.dV,
+    heads: cfg.heads,
+    kvHeads: cfg.kvHeads,
+  };
   return JSON.stringify({ rest, shapes, tokens: cfg.items.map((it) => it.tokens) });
 }
 
@@ -204,8 +257,12 @@ function compute(attn: Attnkit, s: State, prev?: Model | null): Model {
       const X = new Float32Array(projected.length * cfg.T * cfg.dModel);
       projected.forEach((p, i) => X.set(p.X.data, i * cfg.T * cfg.dModel));
       const options = batchOptions(s, cfg);
-      const out = attn.multiHeadAttention({ data: X, shape: [projected.length, cfg.T, cfg.dModel] },
-        { W_Q: weights.WQ, W_K: weights.WK, W_V: weights.WV, W_O: weights.WO }, headConfig(cfg), options);
+      const out = attn.multiHeadAttention(
+        { data: X, shape: [projected.length, cfg.T, cfg.dModel] },
+        { W_Q: weights.WQ, W_K: weights.WK, W_V: weights.WV, W_O: weights.WO },
+        headConfig(cfg),
+        options,
+      );
       batch = { out, keyLengths: cfg.items.map((it) => it.realLength), options };
     }
     return batch;

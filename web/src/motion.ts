@@ -1,6 +1,7 @@
 // Animation timing: respects prefers-reduced-motion and the speed control.
 
-const query = typeof matchMedia === "function" ? matchMedia("(prefers-reduced-motion: reduce)") : null;
+const query =
+  typeof matchMedia === "function" ? matchMedia("(prefers-reduced-motion: reduce)") : null;
 let speed = 1;
 
 export function setSpeed(s: number): void {

@@ -85,7 +85,15 @@ export const PRESETS: Preset[] = [
     id: "seed001",
     label: "Worked example of “2.3 Single-attention head” (printed X, W^Q, K^T, V)",
     text: SEED001.tokens.join(" "),
-    set: { weights: "seed", mask: "causal", heads: 1, kvHeads: 1, pe: false, scaling: true, temperature: 1 },
+    set: {
+      weights: "seed",
+      mask: "causal",
+      heads: 1,
+      kvHeads: 1,
+      pe: false,
+      scaling: true,
+      temperature: 1,
+    },
   },
   {
     id: "train",
@@ -105,7 +113,15 @@ export const PRESETS: Preset[] = [
     label: "time flies like an arrow / fruit flies like a banana",
     text: "time flies like an arrow",
     text2: "fruit flies like a banana",
-    set: { emb: "features", weights: "designed", mask: "none", heads: 2, kvHeads: 2, batch: true, pe: false },
+    set: {
+      emb: "features",
+      weights: "designed",
+      mask: "none",
+      heads: 2,
+      kvHeads: 2,
+      batch: true,
+      pe: false,
+    },
   },
   {
     id: "fox",

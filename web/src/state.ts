@@ -79,10 +79,35 @@ export const DEFAULT_STATE: State = {
 
 type Key = keyof State;
 const SHORT: Record<Key, string> = {
-  preset: "p", text: "t", text2: "t2", batch: "b", emb: "e", dModel: "dm", pe: "pe", weights: "w",
-  seed: "s", dK: "dk", dV: "dv", heads: "h", kvHeads: "kvh", mask: "m", custom: "cm", scaling: "sc",
-  temperature: "tau", softcap: "cap", hidden: "hh", view: "v", step: "st", query: "q", head: "hd", role: "r", speed: "sp",
-  satScale: "sat", satSource: "ss", decodeStep: "ds", edits: "ed",
+  preset: "p",
+  text: "t",
+  text2: "t2",
+  batch: "b",
+  emb: "e",
+  dModel: "dm",
+  pe: "pe",
+  weights: "w",
+  seed: "s",
+  dK: "dk",
+  dV: "dv",
+  heads: "h",
+  kvHeads: "kvh",
+  mask: "m",
+  custom: "cm",
+  scaling: "sc",
+  temperature: "tau",
+  softcap: "cap",
+  hidden: "hh",
+  view: "v",
+  step: "st",
+  query: "q",
+  head: "hd",
+  role: "r",
+  speed: "sp",
+  satScale: "sat",
+  satSource: "ss",
+  decodeStep: "ds",
+  edits: "ed",
 };
 
 /** The state as a query string holding only what differs from the defaults. */
@@ -152,7 +177,8 @@ export function fromQuery(query: string, dropped: string[] = []): State {
     }
   }
   if (!["features", "random"].includes(s.emb)) s.emb = DEFAULT_STATE.emb;
-  if (!["random", "identity", "designed", "seed"].includes(s.weights)) s.weights = DEFAULT_STATE.weights;
+  if (!["random", "identity", "designed", "seed"].includes(s.weights))
+    s.weights = DEFAULT_STATE.weights;
   if (!["none", "causal", "padding", "custom"].includes(s.mask)) s.mask = DEFAULT_STATE.mask;
   if (!["steps", "headview", "grid", "saturation", "decoding"].includes(s.view)) s.view = "steps";
   if (!["Q", "K", "V"].includes(s.role)) s.role = "Q";

@@ -22,7 +22,10 @@ export interface Tokens {
 
 function graphemes(text: string): string[] {
   if (typeof Intl !== "undefined" && "Segmenter" in Intl) {
-    return Array.from(new Intl.Segmenter(undefined, { granularity: "grapheme" }).segment(text), (s) => s.segment);
+    return Array.from(
+      new Intl.Segmenter(undefined, { granularity: "grapheme" }).segment(text),
+      (s) => s.segment,
+    );
   }
   return Array.from(text);
 }
@@ -64,5 +67,8 @@ export function uniqueLabels(tokens: string[]): string[] {
 
 function superscript(n: number): string {
   const digits = "⁰¹²³⁴⁵⁶⁷⁸⁹";
-  return String(n).split("").map((d) => digits[Number(d)]).join("");
+  return String(n)
+    .split("")
+    .map((d) => digits[Number(d)])
+    .join("");
 }

@@ -23,13 +23,47 @@ interface Pattern {
   pairs: [Feature, Feature, number][];
 }
 
-const TOPICS: Feature[] = ["transport", "place", "time", "money", "animal", "food", "motion", "person", "object", "nature"];
+const TOPICS: Feature[] = [
+  "transport",
+  "place",
+  "time",
+  "money",
+  "animal",
+  "food",
+  "motion",
+  "person",
+  "object",
+  "nature",
+];
 
 export const PATTERNS: Pattern[] = [
-  { name: "verbs look for their nouns", pairs: [["verb", "noun", 1], ["verb", "pronoun", 0.8]] },
-  { name: "words look for the same topic", pairs: TOPICS.map((t): [Feature, Feature, number] => [t, t, 0.5]) },
-  { name: "nouns look for their determiners and adjectives", pairs: [["noun", "determiner", 1], ["noun", "adjective", 1.2]] },
-  { name: "verbs and prepositions look for places and times", pairs: [["verb", "place", 0.6], ["preposition", "place", 0.6], ["preposition", "time", 0.6], ["verb", "time", 0.5]] },
+  {
+    name: "verbs look for their nouns",
+    pairs: [
+      ["verb", "noun", 1],
+      ["verb", "pronoun", 0.8],
+    ],
+  },
+  {
+    name: "words look for the same topic",
+    pairs: TOPICS.map((t): [Feature, Feature, number] => [t, t, 0.5]),
+  },
+  {
+    name: "nouns look for their determiners and adjectives",
+    pairs: [
+      ["noun", "determiner", 1],
+      ["noun", "adjective", 1.2],
+    ],
+  },
+  {
+    name: "verbs and prepositions look for places and times",
+    pairs: [
+      ["verb", "place", 0.6],
+      ["preposition", "place", 0.6],
+      ["preposition", "time", 0.6],
+      ["verb", "time", 0.5],
+    ],
+  },
 ];
 
 /** The designed pattern(s) of head h of `heads`. */
@@ -41,9 +75,16 @@ export function headPatterns(h: number, heads: number): Pattern[] {
  * What each head was designed to look for (null unless the designed heads are in use:
  * they need the feature embeddings).
  */
-export function headNames(s: Pick<State, "weights">, cfg: Pick<Config, "heads" | "featureNames" | "seedMode">): string[] | null {
+export function headNames(
+  s: Pick<State, "weights">,
+  cfg: Pick<Config, "heads" | "featureNames" | "seedMode">,
+): string[] | null {
   if (s.weights !== "designed" || !cfg.featureNames || cfg.seedMode) return null;
-  return Array.from({ length: cfg.heads }, (_, h) => headPatterns(h, cfg.heads).map((p) => p.name).join("; "));
+  return Array.from({ length: cfg.heads }, (_, h) =>
+    headPatterns(h, cfg.heads)
+      .map((p) => p.name)
+      .join("; "),
+  );
 }
 
 function identity(n: number): Matrix {

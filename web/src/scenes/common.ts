@@ -42,7 +42,14 @@ export interface Scene {
 }
 
 /** A cell size that fits `unitsW` x `unitsH` cells (plus fixed space) into the box. */
-export function fitCell(unitsW: number, unitsH: number, ctx: SceneCtx, fixedW = 120, fixedH = 120, max = 44): number {
+export function fitCell(
+  unitsW: number,
+  unitsH: number,
+  ctx: SceneCtx,
+  fixedW = 120,
+  fixedH = 120,
+  max = 44,
+): number {
   const w = (ctx.width - fixedW) / Math.max(1, unitsW);
   const h = (Math.max(ctx.height, 320) - fixedH) / Math.max(1, unitsH);
   return Math.max(3, Math.min(max, Math.floor(Math.min(w, h))));
@@ -54,7 +61,9 @@ export function tokenLabels(item: ItemModel): string[] {
 
 /** d_model column labels: feature names or indices. */
 export function dimLabels(cfg: Config, n: number): string[] {
-  return cfg.featureNames && cfg.featureNames.length === n ? cfg.featureNames : Array.from({ length: n }, (_, i) => String(i));
+  return cfg.featureNames && cfg.featureNames.length === n
+    ? cfg.featureNames
+    : Array.from({ length: n }, (_, i) => String(i));
 }
 
 export function indexLabels(n: number, from = 0): string[] {
@@ -98,7 +107,8 @@ export function row(m: MatrixData, r: number): number[] {
 /** K^T for display: the same numbers laid out by column (a re-layout, no arithmetic). */
 export function transposed(m: Matrix): Matrix {
   const t = new Float32Array(m.data.length);
-  for (let r = 0; r < m.rows; r++) for (let c = 0; c < m.cols; c++) t[c * m.rows + r] = m.data[r * m.cols + c];
+  for (let r = 0; r < m.rows; r++)
+    for (let c = 0; c < m.cols; c++) t[c * m.rows + r] = m.data[r * m.cols + c];
   return { data: t, rows: m.cols, cols: m.rows };
 }
 
@@ -125,7 +135,9 @@ export function seedNote(html: string): string {
 }
 
 export function vec(a: ArrayLike<number>, digits = 2, max = 8): string {
-  const v = Array.from(a).slice(0, max).map((x) => fmt(x, digits));
+  const v = Array.from(a)
+    .slice(0, max)
+    .map((x) => fmt(x, digits));
   if (a.length > max) v.push("…");
   return `[${v.join(", ")}]`;
 }
@@ -149,6 +161,9 @@ export function headName(ctx: Pick<SceneCtx, "state" | "cfg">, h: number): strin
 export function headNamesHtml(ctx: Pick<SceneCtx, "state" | "cfg">): string {
   const names = headNames(ctx.state, ctx.cfg);
   if (!names) return "";
-  const items = names.map((n, h) => `<span class="head-name" style="--head:${headColor(h)}" data-testid="head-name-${h}"><b>head ${h}</b>: ${escapeHtml(n)}</span>`);
+  const items = names.map(
+    (n, h) =>
+      `<span class="head-name" style="--head:${headColor(h)}" data-testid="head-name-${h}"><b>head ${h}</b>: ${escapeHtml(n)}</span>`,
+  );
   return `<p class="head-names" data-testid="head-names">The hand-designed heads: ${items.join(" ")}</p>`;
 }

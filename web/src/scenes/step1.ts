@@ -31,30 +31,70 @@ export const step1: Scene = {
     const color = diverging(m);
     const labels = tokenLabels(it);
     const cols = dimLabels(ctx.cfg, dModel);
-    const tokenTip = (r: number) => (it.unknown[r] ? "unknown word: hashed vector" : ctx.cfg.seedMode ? "printed in the worked example" : ctx.state.emb === "features" ? "from the lexicon" : `random, seed ${ctx.state.seed}`);
+    const tokenTip = (r: number) =>
+      it.unknown[r]
+        ? "unknown word: hashed vector"
+        : ctx.cfg.seedMode
+          ? "printed in the worked example"
+          : ctx.state.emb === "features"
+            ? "from the lexicon"
+            : `random, seed ${ctx.state.seed}`;
     let x = 0;
     const parts = [];
     if (pe) {
-      const e = drawMatrix(g, { id: "E", title: "E", shape: shape(T, dModel), m: it.E, x, y: 0, cell, color,
-        rowLabels: labels, colLabels: cols, rowLabelClass: (r) => (it.unknown[r] ? "unknown" : ""),
-        tip: (r, c, v) => `E[${tokenName(ctx, r)}][${cols[c]}] = <b>${fmt(v, 4)}</b><br>${tokenTip(r)}` });
+      const e = drawMatrix(g, {
+        id: "E",
+        title: "E",
+        shape: shape(T, dModel),
+        m: it.E,
+        x,
+        y: 0,
+        cell,
+        color,
+        rowLabels: labels,
+        colLabels: cols,
+        rowLabelClass: (r) => (it.unknown[r] ? "unknown" : ""),
+        tip: (r, c, v) =>
+          `E[${tokenName(ctx, r)}][${cols[c]}] = <b>${fmt(v, 4)}</b><br>${tokenTip(r)}`,
+      });
       x += e.width + cell * 0.5;
       op(g, x + cell * 0.5, e.gy + (T * cell) / 2, "+");
       x += cell * 1.5;
-      const p = drawMatrix(g, { id: "P", title: "P", shape: shape(T, dModel), m: it.P, x, y: 0, cell, color,
+      const p = drawMatrix(g, {
+        id: "P",
+        title: "P",
+        shape: shape(T, dModel),
+        m: it.P,
+        x,
+        y: 0,
+        cell,
+        color,
         colLabels: cols.map((_, i) => String(i)),
-        tip: (r, c, v) => `PE(pos ${r}, ${c}) = ${c % 2 === 0 ? "sin" : "cos"}(${r} / 10000^(${c - (c % 2)}/${dModel})) = <b>${fmt(v, 4)}</b>` });
+        tip: (r, c, v) =>
+          `PE(pos ${r}, ${c}) = ${c % 2 === 0 ? "sin" : "cos"}(${r} / 10000^(${c - (c % 2)}/${dModel})) = <b>${fmt(v, 4)}</b>`,
+      });
       x += p.width + cell * 0.5;
       op(g, x + cell * 0.5, e.gy + (T * cell) / 2, "=");
       x += cell * 1.5;
       parts.push(e, p);
     }
     const X = drawMatrix(g, {
-      id: "X", title: "X", shape: shape(T, dModel), m: it.X, x, y: 0, cell, color,
-      rowLabels: pe ? undefined : labels, colLabels: cols, rowAxis: pe ? undefined : "token i",
+      id: "X",
+      title: "X",
+      shape: shape(T, dModel),
+      m: it.X,
+      x,
+      y: 0,
+      cell,
+      color,
+      rowLabels: pe ? undefined : labels,
+      colLabels: cols,
+      rowAxis: pe ? undefined : "token i",
       colAxis: ctx.cfg.featureNames ? "feature (d_model)" : "dimension (d_model)",
-      rowLabelClass: (r) => (it.unknown[r] ? "unknown" : it.item.tokens[r] === "[PAD]" ? "tok-pad" : ""),
-      tip: (r, c, v) => `x${sub(r)}[${cols[c]}] = <b>${fmt(v, 4)}</b> (token “${tokenName(ctx, r)}”)<br>${pe ? `E ${fmt(it.E.data[r * dModel + c], 3)} + P ${fmt(it.P.data[r * dModel + c], 3)}` : tokenTip(r)}<br><i>click to edit</i>`,
+      rowLabelClass: (r) =>
+        it.unknown[r] ? "unknown" : it.item.tokens[r] === "[PAD]" ? "tok-pad" : "",
+      tip: (r, c, v) =>
+        `x${sub(r)}[${cols[c]}] = <b>${fmt(v, 4)}</b> (token “${tokenName(ctx, r)}”)<br>${pe ? `E ${fmt(it.E.data[r * dModel + c], 3)} + P ${fmt(it.P.data[r * dModel + c], 3)}` : tokenTip(r)}<br><i>click to edit</i>`,
       onCell: (r, c, e) => ctx.edit(`X${ctx.itemIndex}`, r, c, it.X.data[r * dModel + c], e),
       hidden: ctx.animate ? () => true : undefined,
     });

@@ -7,14 +7,31 @@ import { SEED001 } from "../presets";
 import { diverging } from "../views/colors";
 import { signedLegend } from "../views/legend";
 import { commonTop, drawMatrix, op, outlineCol, outlineRow } from "../views/matrix";
-import { at, dimLabels, expandDot, fitCell, headLabel, indexLabels, qkLabels, vLabels, row, seedNote, selectedQuery, tokenLabels, vec, type Scene, type SceneCtx } from "./common";
+import {
+  at,
+  dimLabels,
+  expandDot,
+  fitCell,
+  headLabel,
+  indexLabels,
+  qkLabels,
+  vLabels,
+  row,
+  seedNote,
+  selectedQuery,
+  tokenLabels,
+  vec,
+  type Scene,
+  type SceneCtx,
+} from "./common";
 
 const ROLE_NAME = { Q: "query", K: "key", V: "value" } as const;
 
 /** Columns [c0, c0 + n) of W: head h's slice of a big projection (a re-layout for display). */
 function columns(W: Matrix, c0: number, n: number): Matrix {
   const d = new Float32Array(W.rows * n);
-  for (let r = 0; r < W.rows; r++) for (let c = 0; c < n; c++) d[r * n + c] = W.data[r * W.cols + c0 + c];
+  for (let r = 0; r < W.rows; r++)
+    for (let c = 0; c < n; c++) d[r * n + c] = W.data[r * W.cols + c0 + c];
   return { data: d, rows: W.rows, cols: n };
 }
 
@@ -25,7 +42,12 @@ function roleInfo(ctx: SceneCtx) {
   const { dK, dV } = ctx.cfg;
   const width = role === "V" ? dV : dK;
   const headIndex = role === "Q" ? h : g;
-  const W = role === "Q" ? ctx.model.weights.WQ : role === "K" ? ctx.model.weights.WK : ctx.model.weights.WV;
+  const W =
+    role === "Q"
+      ? ctx.model.weights.WQ
+      : role === "K"
+        ? ctx.model.weights.WK
+        : ctx.model.weights.WV;
   const result = role === "Q" ? ctx.trace.Q : role === "K" ? ctx.trace.K : ctx.trace.V;
   return { role, W, width, headIndex, result, name: `W${role}` };
 }
@@ -35,13 +57,21 @@ export const step2: Scene = {
   caption: (ctx) => {
     const { T, dModel, dK, dV, heads, kvHeads } = ctx.cfg;
     const r = roleInfo(ctx);
-    const buttons = (["Q", "K", "V"] as const).map((x) =>
-      `<button type="button" class="chip${x === r.role ? " on" : ""}" data-set="role" data-value="${x}" data-testid="role-${x}" aria-pressed="${x === r.role}">${x} = X W<sup>${x}</sup></button>`).join(" ");
-    const big = heads > 1 ? ` The big projections are W<sup>Q</sup> ${shape(dModel, `${heads}·${dK}`)}, W<sup>K</sup> ${shape(dModel, `${kvHeads}·${dK}`)}, W<sup>V</sup> ${shape(dModel, `${kvHeads}·${dV}`)}; this shows the columns of one head${headLabel(ctx)}.` : "";
+    const buttons = (["Q", "K", "V"] as const)
+      .map(
+        (x) =>
+          `<button type="button" class="chip${x === r.role ? " on" : ""}" data-set="role" data-value="${x}" data-testid="role-${x}" aria-pressed="${x === r.role}">${x} = X W<sup>${x}</sup></button>`,
+      )
+      .join(" ");
+    const big =
+      heads > 1
+        ? ` The big projections are W<sup>Q</sup> ${shape(dModel, `${heads}·${dK}`)}, W<sup>K</sup> ${shape(dModel, `${kvHeads}·${dK}`)}, W<sup>V</sup> ${shape(dModel, `${kvHeads}·${dV}`)}; this shows the columns of one head${headLabel(ctx)}.`
+        : "";
     let seed = "";
     if (ctx.cfg.seedMode) {
       const q1 = row(ctx.item.Q, 1);
-      seed = seedNote(`q<sub>0</sub> = x<sub>0</sub> W<sup>Q</sup> = ${vec(row(ctx.item.Q, 0))} matches the printed q<sub>0</sub> = ${vec(SEED001.Q[0])}.
+      seed =
+        seedNote(`q<sub>0</sub> = x<sub>0</sub> W<sup>Q</sup> = ${vec(row(ctx.item.Q, 0))} matches the printed q<sub>0</sub> = ${vec(SEED001.Q[0])}.
         The printed q<sub>1</sub>…q<sub>5</sub> do not follow from the printed X and W<sup>Q</sup> (e.g. printed q<sub>1</sub> = ${vec(SEED001.Q[1])}, the core computes ${vec(q1)}): here Q is computed.
         The seed prints K<sup>T</sup> and V but not W<sup>K</sup> and W<sup>V</sup>, so K and V are taken as printed.`);
     }
@@ -56,14 +86,29 @@ export const step2: Scene = {
     const i = selectedQuery(ctx);
     const labels = tokenLabels(it);
     const sup = info.role;
-    const outLabels = info.W ? (info.role === "V" ? vLabels(ctx, info.headIndex) : qkLabels(ctx, info.headIndex)) : indexLabels(info.width);
+    const outLabels = info.W
+      ? info.role === "V"
+        ? vLabels(ctx, info.headIndex)
+        : qkLabels(ctx, info.headIndex)
+      : indexLabels(info.width);
     if (!info.W) {
       // Seed 001: K and V are printed, not computed from X.
       const cell = fitCell(info.width, T, ctx, 140, 160);
       const m = maxAbs(info.result.data);
-      const v = drawMatrix(g, { id: info.role, title: `${info.role} (printed in the worked example)`, shape: shape(T, info.width),
-        m: info.result, x: 0, y: 0, cell, color: diverging(m), rowLabels: labels, colLabels: outLabels,
-        tip: (r, c, val) => `${info.role.toLowerCase()}${sub(r)}[${c}] = <b>${fmt(val, 4)}</b><br>printed by the seed (${info.role === "K" ? "its K^T, transposed" : "its V"})` });
+      const v = drawMatrix(g, {
+        id: info.role,
+        title: `${info.role} (printed in the worked example)`,
+        shape: shape(T, info.width),
+        m: info.result,
+        x: 0,
+        y: 0,
+        cell,
+        color: diverging(m),
+        rowLabels: labels,
+        colLabels: outLabels,
+        tip: (r, c, val) =>
+          `${info.role.toLowerCase()}${sub(r)}[${c}] = <b>${fmt(val, 4)}</b><br>printed by the seed (${info.role === "K" ? "its K^T, transposed" : "its V"})`,
+      });
       const lh = signedLegend(g, 8, v.height + 14, m, "value");
       return { width: v.width, height: v.height + 14 + lh, duration: 0 };
     }
@@ -74,26 +119,71 @@ export const step2: Scene = {
     const m = Math.max(maxAbs(it.X.data), maxAbs(info.result.data), 1e-6);
     const color = diverging(m);
     const mW = Math.max(maxAbs(W.data), 1e-6);
-    const X = drawMatrix(g, { minTop: top, id: "X2", title: "X", shape: shape(T, dModel), m: it.X, x: 0, y: 0, cell, color,
-      rowLabels: labels, colLabels: dimLabels(ctx.cfg, dModel), rowAxis: "token i",
-      tip: (r, c, v) => `x${sub(r)}[${c}] = <b>${fmt(v, 4)}</b>` });
+    const X = drawMatrix(g, {
+      minTop: top,
+      id: "X2",
+      title: "X",
+      shape: shape(T, dModel),
+      m: it.X,
+      x: 0,
+      y: 0,
+      cell,
+      color,
+      rowLabels: labels,
+      colLabels: dimLabels(ctx.cfg, dModel),
+      rowAxis: "token i",
+      tip: (r, c, v) => `x${sub(r)}[${c}] = <b>${fmt(v, 4)}</b>`,
+    });
     let x = X.width + cell * 0.4;
     op(g, x + cell * 0.6, X.gy + (T * cell) / 2, "×");
     x += cell * 1.6;
-    const Wv = drawMatrix(g, { minTop: top, id: `W${sup}`, title: `W^${sup}${ctx.cfg.heads > 1 ? `_${info.headIndex}` : ""}`, shape: shape(dModel, info.width), m: W, x, y: 0, cell, color: diverging(mW),
-      colLabels: outLabels, rowLabels: ctx.cfg.featureNames ? dimLabels(ctx.cfg, dModel) : undefined,
-      tip: (r, c, v) => `W<sup>${sup}</sup>[${r}, ${c}] = <b>${fmt(v, 4)}</b><br><i>click to edit</i>`,
-      onCell: (r, c, e) => ctx.edit(info.name, r, info.headIndex * info.width + c, W.data[r * W.cols + c], e) });
+    const Wv = drawMatrix(g, {
+      minTop: top,
+      id: `W${sup}`,
+      title: `W^${sup}${ctx.cfg.heads > 1 ? `_${info.headIndex}` : ""}`,
+      shape: shape(dModel, info.width),
+      m: W,
+      x,
+      y: 0,
+      cell,
+      color: diverging(mW),
+      colLabels: outLabels,
+      rowLabels: ctx.cfg.featureNames ? dimLabels(ctx.cfg, dModel) : undefined,
+      tip: (r, c, v) =>
+        `W<sup>${sup}</sup>[${r}, ${c}] = <b>${fmt(v, 4)}</b><br><i>click to edit</i>`,
+      onCell: (r, c, e) =>
+        ctx.edit(info.name, r, info.headIndex * info.width + c, W.data[r * W.cols + c], e),
+    });
     x += Wv.width + cell * 0.4;
     op(g, x + cell * 0.6, X.gy + (T * cell) / 2, "=");
     x += cell * 1.6;
     const letter = sup.toLowerCase();
-    const R = drawMatrix(g, { minTop: top, id: sup, title: (ctx.cfg.heads > 1 ? `${sup}_${info.headIndex}` : sup), shape: shape(T, info.width), m: info.result, x, y: 0, cell, color,
-      rowLabels: labels, colLabels: outLabels, labelsRight: true,
+    const R = drawMatrix(g, {
+      minTop: top,
+      id: sup,
+      title: ctx.cfg.heads > 1 ? `${sup}_${info.headIndex}` : sup,
+      shape: shape(T, info.width),
+      m: info.result,
+      x,
+      y: 0,
+      cell,
+      color,
+      rowLabels: labels,
+      colLabels: outLabels,
+      labelsRight: true,
       hidden: ctx.animate ? () => true : undefined,
-      tip: (r, c, v) => `${letter}${sub(r)}[${c}] = x${sub(r)} · W<sup>${sup}</sup>[:, ${c}]<br>= ${expandDot(row(it.X, r), row(W, 0).map((_, k) => at(W, k, c)), v)}` });
+      tip: (r, c, v) =>
+        `${letter}${sub(r)}[${c}] = x${sub(r)} · W<sup>${sup}</sup>[:, ${c}]<br>= ${expandDot(
+          row(it.X, r),
+          row(W, 0).map((_, k) => at(W, k, c)),
+          v,
+        )}`,
+    });
     const height = Math.max(X.height, Wv.height, R.height);
-    const lh = Math.max(signedLegend(g, 8, height + 14, m, `X and ${sup}`), signedLegend(g, 250, height + 14, mW, `W${sup} (its own colour scale)`));
+    const lh = Math.max(
+      signedLegend(g, 8, height + 14, m, `X and ${sup}`),
+      signedLegend(g, 250, height + 14, mW, `W${sup} (its own colour scale)`),
+    );
     let duration = 0;
     if (ctx.animate) {
       // One row times the matrix: x_i against each column of W fills q_i; then the whole product.
@@ -101,14 +191,21 @@ export const step2: Scene = {
       const rowHl = outlineRow(g, X, i, dModel);
       const colHl = outlineCol(g, Wv, 0, dModel).attr("opacity", 0);
       for (let c = 0; c < info.width; c++) {
-        colHl.transition().delay(dur(c * step)).duration(dur(step * 0.6))
-          .attr("opacity", 1).attr("x", Wv.gx + c * cell - 1);
+        colHl
+          .transition()
+          .delay(dur(c * step))
+          .duration(dur(step * 0.6))
+          .attr("opacity", 1)
+          .attr("x", Wv.gx + c * cell - 1);
       }
 
       const rest = info.width * step + 300;
       colHl.transition().delay(dur(rest)).duration(dur(200)).attr("opacity", 0);
       rowHl.transition().delay(dur(rest)).duration(dur(200)).attr("opacity", 0).remove();
-      R.reveal((r, c) => (r === i ? dur(c * step + step * 0.5) : dur(rest + r * 50)), (r) => (r === i ? dur(200) : dur(250)));
+      R.reveal(
+        (r, c) => (r === i ? dur(c * step + step * 0.5) : dur(rest + r * 50)),
+        (r) => (r === i ? dur(200) : dur(250)),
+      );
       duration = dur(rest + T * 50 + 250);
     }
     return { width: x + R.width, height: height + 14 + lh, duration };

@@ -5,7 +5,20 @@ import { SEED001 } from "../presets";
 import { diverging } from "../views/colors";
 import { signedLegend } from "../views/legend";
 import { commonTop, drawMatrix, op, outlineCol, outlineRow } from "../views/matrix";
-import { expandDot, fitCell, headLabel, qkLabels, row, seedNote, selectedQuery, tokenLabels, tokenName, transposed, vec, type Scene } from "./common";
+import {
+  expandDot,
+  fitCell,
+  headLabel,
+  qkLabels,
+  row,
+  seedNote,
+  selectedQuery,
+  tokenLabels,
+  tokenName,
+  transposed,
+  vec,
+  type Scene,
+} from "./common";
 
 export const step3: Scene = {
   title: "Scores Q Kᵀ",
@@ -14,7 +27,8 @@ export const step3: Scene = {
     const i = selectedQuery(ctx);
     let seed = "";
     if (ctx.cfg.seedMode) {
-      seed = seedNote(`with the printed q<sub>0</sub> and K<sup>T</sup>, row 0 of Q K<sup>T</sup> is ${vec(row(ctx.trace.rawScores, 0))}.
+      seed =
+        seedNote(`with the printed q<sub>0</sub> and K<sup>T</sup>, row 0 of Q K<sup>T</sup> is ${vec(row(ctx.trace.rawScores, 0))}.
         The seed prints ${vec(SEED001.QKT[0])}: only its first three entries follow; its rows 1–5 do not follow from its own Q and K<sup>T</sup>.`);
     }
     return `<p>The score of query token <i>i</i> against key token <i>j</i> is the dot product <b>q<sub>i</sub> · k<sub>j</sub></b>: how well what <i>i</i> looks for matches what <i>j</i> offers.
@@ -32,27 +46,72 @@ export const step3: Scene = {
     const top = commonTop(cell, labels, dims);
     const mQK = Math.max(maxAbs(tr.Q.data), maxAbs(tr.K.data), 1e-6);
     const mS = Math.max(maxAbs(tr.rawScores.data), 1e-6);
-    const Qv = drawMatrix(g, { minTop: top, id: "Q3", title: "Q", shape: shape(T, dK), m: tr.Q, x: 0, y: 0, cell, color: diverging(mQK),
-      rowLabels: labels, colLabels: dims, rowAxis: "query i",
-      tip: (r, c, v) => `q${sub(r)}[${c}] = <b>${fmt(v, 4)}</b><br><i>click to make “${tokenName(ctx, r)}” the query</i>`,
-      onCell: (r) => ctx.set({ query: r }) });
+    const Qv = drawMatrix(g, {
+      minTop: top,
+      id: "Q3",
+      title: "Q",
+      shape: shape(T, dK),
+      m: tr.Q,
+      x: 0,
+      y: 0,
+      cell,
+      color: diverging(mQK),
+      rowLabels: labels,
+      colLabels: dims,
+      rowAxis: "query i",
+      tip: (r, c, v) =>
+        `q${sub(r)}[${c}] = <b>${fmt(v, 4)}</b><br><i>click to make “${tokenName(ctx, r)}” the query</i>`,
+      onCell: (r) => ctx.set({ query: r }),
+    });
     let x = Qv.width + cell * 0.4;
     op(g, x + cell * 0.6, Qv.gy + (T * cell) / 2, "×");
     x += cell * 1.6;
-    const Kv = drawMatrix(g, { minTop: top, id: "KT", title: "Kᵀ", shape: shape(dK, T), m: KT, x, y: 0, cell, color: diverging(mQK),
-      colLabels: labels, rowLabels: dims, colAxis: "key j",
-      tip: (r, c, v) => `k${sub(c)}[${r}] = <b>${fmt(v, 4)}</b> (key “${tokenName(ctx, c)}”)` });
+    const Kv = drawMatrix(g, {
+      minTop: top,
+      id: "KT",
+      title: "Kᵀ",
+      shape: shape(dK, T),
+      m: KT,
+      x,
+      y: 0,
+      cell,
+      color: diverging(mQK),
+      colLabels: labels,
+      rowLabels: dims,
+      colAxis: "key j",
+      tip: (r, c, v) => `k${sub(c)}[${r}] = <b>${fmt(v, 4)}</b> (key “${tokenName(ctx, c)}”)`,
+    });
     x += Kv.width + cell * 0.4;
     const yS = 0;
     op(g, x + cell * 0.6, Qv.gy + (T * cell) / 2, "=");
     x += Math.max(cell * 1.6, 22);
     // The result may use bigger cells than the operands.
-    const cellS = Math.max(cell, Math.min(44, Math.floor((ctx.width - x - 110) / T), Math.floor((Math.max(ctx.height, 320) - 150) / T)));
-    const S = drawMatrix(g, { minTop: top, id: "scores", title: "scores = Q Kᵀ", shape: shape(T, T), m: tr.rawScores, x, y: yS, cell: cellS, color: diverging(mS),
-      rowLabels: labels, colLabels: labels, labelsRight: true,
+    const cellS = Math.max(
+      cell,
+      Math.min(
+        44,
+        Math.floor((ctx.width - x - 110) / T),
+        Math.floor((Math.max(ctx.height, 320) - 150) / T),
+      ),
+    );
+    const S = drawMatrix(g, {
+      minTop: top,
+      id: "scores",
+      title: "scores = Q Kᵀ",
+      shape: shape(T, T),
+      m: tr.rawScores,
+      x,
+      y: yS,
+      cell: cellS,
+      color: diverging(mS),
+      rowLabels: labels,
+      colLabels: labels,
+      labelsRight: true,
       hidden: ctx.animate ? () => true : undefined,
-      tip: (r, c, v) => `q${sub(r)} · k${sub(c)} (“${tokenName(ctx, r)}” · “${tokenName(ctx, c)}”)<br>= ${expandDot(row(tr.Q, r), row(tr.K, c), v)}`,
-      onCell: (r) => ctx.set({ query: r }) });
+      tip: (r, c, v) =>
+        `q${sub(r)} · k${sub(c)} (“${tokenName(ctx, r)}” · “${tokenName(ctx, c)}”)<br>= ${expandDot(row(tr.Q, r), row(tr.K, c), v)}`,
+      onCell: (r) => ctx.set({ query: r }),
+    });
     const height = Math.max(Qv.height, Kv.height, S.height);
     let lh = signedLegend(g, 8, height + 14, mQK, "Q, K value");
     lh = Math.max(lh, signedLegend(g, 260, height + 14, mS, "score"));
@@ -62,12 +121,20 @@ export const step3: Scene = {
       const step = Math.max(90, Math.min(420, 3200 / T));
       const colHl = outlineCol(g, Kv, 0, dK).attr("opacity", 0);
       for (let j = 0; j < T; j++) {
-        colHl.transition().delay(dur(j * step)).duration(dur(step * 0.6)).attr("opacity", 1).attr("x", Kv.gx + j * cell - 1);
+        colHl
+          .transition()
+          .delay(dur(j * step))
+          .duration(dur(step * 0.6))
+          .attr("opacity", 1)
+          .attr("x", Kv.gx + j * cell - 1);
       }
 
       const rest = T * step + 300;
       colHl.transition().delay(dur(rest)).duration(dur(200)).attr("opacity", 0);
-      S.reveal((r, c) => (r === i ? dur(c * step + step * 0.5) : dur(rest + r * 40)), (r) => (r === i ? dur(200) : dur(250)));
+      S.reveal(
+        (r, c) => (r === i ? dur(c * step + step * 0.5) : dur(rest + r * 40)),
+        (r) => (r === i ? dur(200) : dur(250)),
+      );
       duration = dur(rest + T * 40 + 250);
     }
     outlineRow(g, S, i, T);

@@ -4,14 +4,27 @@ import { dur } from "../motion";
 import { diverging } from "../views/colors";
 import { signedLegend } from "../views/legend";
 import { commonTop, drawMatrix, op, outlineRow } from "../views/matrix";
-import { at, fitCell, headLabel, seedNote, selectedQuery, tokenLabels, tokenName, type Scene, type SceneCtx } from "./common";
+import {
+  at,
+  fitCell,
+  headLabel,
+  seedNote,
+  selectedQuery,
+  tokenLabels,
+  tokenName,
+  type Scene,
+  type SceneCtx,
+} from "./common";
 
 export function scaleFormula(ctx: SceneCtx): string {
   const { dK } = ctx.cfg;
   const { scaling, temperature } = ctx.state;
   const base = scaling ? `1/√d<sub>k</sub> = 1/√${dK}` : "1 (scaling off)";
   const temp = temperature !== 1 ? `, divided by the temperature τ = ${temperature}` : "";
-  const cap = ctx.state.softcap > 0 ? `; then soft-capped: s → c·tanh(s / c) with c = <b>${fmt(ctx.state.softcap, 1)}</b> (<code>options.softcap</code>), so no score exceeds ±${fmt(ctx.state.softcap, 1)}` : "";
+  const cap =
+    ctx.state.softcap > 0
+      ? `; then soft-capped: s → c·tanh(s / c) with c = <b>${fmt(ctx.state.softcap, 1)}</b> (<code>options.softcap</code>), so no score exceeds ±${fmt(ctx.state.softcap, 1)}`
+      : "";
   return `${base}${temp} → scale = <b>${fmt(ctx.trace.scale, 4)}</b>${cap}`;
 }
 
@@ -19,7 +32,11 @@ export const step4: Scene = {
   title: "Scale by 1/√dₖ",
   caption: (ctx) => {
     const { T } = ctx.cfg;
-    const seed = ctx.cfg.seedMode ? seedNote("the printed Q K<sup>T</sup>/√4 table is the printed Q K<sup>T</sup> halved (consistent with itself), so it inherits that table's errors; the numbers here follow from the computed scores.") : "";
+    const seed = ctx.cfg.seedMode
+      ? seedNote(
+          "the printed Q K<sup>T</sup>/√4 table is the printed Q K<sup>T</sup> halved (consistent with itself), so it inherits that table's errors; the numbers here follow from the computed scores.",
+        )
+      : "";
     return `<p>Dot products of d<sub>k</sub>-dimensional vectors grow like √d<sub>k</sub>; large scores saturate the softmax (see the saturation view).
       So every score is multiplied by ${scaleFormula(ctx)}${headLabel(ctx)}.</p>
       <p class="shapes">Q K<sup>T</sup> / √d<sub>k</sub>: ${shape("T", "T")} → ${shape("T", "T")} = ${shape(T, T)}, element-wise</p>${seed}`;
@@ -33,16 +50,43 @@ export const step4: Scene = {
     const top = commonTop(cell, labels);
     const m = Math.max(maxAbs(tr.rawScores.data), 1e-6);
     const color = diverging(m);
-    const A = drawMatrix(g, { minTop: top, id: "raw4", title: "Q Kᵀ", shape: shape(T, T), m: tr.rawScores, x: 0, y: 0, cell, color,
-      rowLabels: labels, colLabels: labels, rowAxis: "query i", colAxis: "key j",
-      tip: (r, c, v) => `q${sub(r)} · k${sub(c)} = <b>${fmt(v, 4)}</b>` });
+    const A = drawMatrix(g, {
+      minTop: top,
+      id: "raw4",
+      title: "Q Kᵀ",
+      shape: shape(T, T),
+      m: tr.rawScores,
+      x: 0,
+      y: 0,
+      cell,
+      color,
+      rowLabels: labels,
+      colLabels: labels,
+      rowAxis: "query i",
+      colAxis: "key j",
+      tip: (r, c, v) => `q${sub(r)} · k${sub(c)} = <b>${fmt(v, 4)}</b>`,
+    });
     let x = A.width + cell * 0.4;
     op(g, x + cell * 1.2, A.gy + (T * cell) / 2, `× ${fmt(tr.scale, 3)}`);
     x += cell * 2.6 + 30;
-    const B = drawMatrix(g, { minTop: top, id: "scaled", title: ctx.state.softcap > 0 ? "softcap(Q Kᵀ / √dₖ)" : "Q Kᵀ / √dₖ", shape: shape(T, T), m: tr.scaledScores, x, y: 0, cell, color,
-      colLabels: labels, rowLabels: labels, labelsRight: true, colAxis: "key j",
+    const B = drawMatrix(g, {
+      minTop: top,
+      id: "scaled",
+      title: ctx.state.softcap > 0 ? "softcap(Q Kᵀ / √dₖ)" : "Q Kᵀ / √dₖ",
+      shape: shape(T, T),
+      m: tr.scaledScores,
+      x,
+      y: 0,
+      cell,
+      color,
+      colLabels: labels,
+      rowLabels: labels,
+      labelsRight: true,
+      colAxis: "key j",
       hidden: ctx.animate ? () => true : undefined,
-      tip: (r, c, v) => `(q${sub(r)} · k${sub(c)}) × scale${ctx.state.softcap > 0 ? `, soft-capped at ${fmt(ctx.state.softcap, 1)}` : ""}<br>= ${ctx.state.softcap > 0 ? `${fmt(ctx.state.softcap, 1)}·tanh(${fmt(at(tr.rawScores, r, c), 4)} × ${fmt(tr.scale, 4)} / ${fmt(ctx.state.softcap, 1)})` : `${fmt(at(tr.rawScores, r, c), 4)} × ${fmt(tr.scale, 4)}`} = <b>${fmt(v, 4)}</b><br>(“${tokenName(ctx, r)}” → “${tokenName(ctx, c)}”)` });
+      tip: (r, c, v) =>
+        `(q${sub(r)} · k${sub(c)}) × scale${ctx.state.softcap > 0 ? `, soft-capped at ${fmt(ctx.state.softcap, 1)}` : ""}<br>= ${ctx.state.softcap > 0 ? `${fmt(ctx.state.softcap, 1)}·tanh(${fmt(at(tr.rawScores, r, c), 4)} × ${fmt(tr.scale, 4)} / ${fmt(ctx.state.softcap, 1)})` : `${fmt(at(tr.rawScores, r, c), 4)} × ${fmt(tr.scale, 4)}`} = <b>${fmt(v, 4)}</b><br>(“${tokenName(ctx, r)}” → “${tokenName(ctx, c)}”)`,
+    });
     outlineRow(g, A, i, T);
     outlineRow(g, B, i, T);
     const height = Math.max(A.height, B.height);

@@ -6,18 +6,32 @@ import { customCells } from "../state";
 import { diverging } from "../views/colors";
 import { signedLegend } from "../views/legend";
 import { commonTop, drawMatrix, op } from "../views/matrix";
-import { at, fitCell, headLabel, seedNote, tokenLabels, tokenName, type Scene, type SceneCtx } from "./common";
+import {
+  at,
+  fitCell,
+  headLabel,
+  seedNote,
+  tokenLabels,
+  tokenName,
+  type Scene,
+  type SceneCtx,
+} from "./common";
 
 /** M as the core applied it: −∞ where the masked scores are −∞, else 0. */
 function maskOf(masked: Matrix): Matrix {
-  return { data: masked.data.map((v) => (v === -Infinity ? -Infinity : 0)), rows: masked.rows, cols: masked.cols };
+  return {
+    data: masked.data.map((v) => (v === -Infinity ? -Infinity : 0)),
+    rows: masked.rows,
+    cols: masked.cols,
+  };
 }
 
 function reason(ctx: SceneCtx, r: number, c: number): string {
   const why: string[] = [];
   if (ctx.state.mask === "causal" && c > r) why.push("key j comes after query i (causal mask)");
   if (c >= ctx.item.item.realLength) why.push("key j is padding");
-  if (ctx.state.mask === "custom" && customCells(ctx.state).has(`${r}.${c}`)) why.push("blocked in the custom mask");
+  if (ctx.state.mask === "custom" && customCells(ctx.state).has(`${r}.${c}`))
+    why.push("blocked in the custom mask");
   return why.join("; ") || "—";
 }
 
@@ -41,7 +55,8 @@ export const step5: Scene = {
     const { T } = ctx.cfg;
     const kinds: Record<string, string> = {
       none: "No mask: every token may attend to every token (M = 0).",
-      causal: "Causal mask: token <i>i</i> may only attend to tokens j ≤ i, as when generating text one token at a time.",
+      causal:
+        "Causal mask: token <i>i</i> may only attend to tokens j ≤ i, as when generating text one token at a time.",
       padding: "Padding mask: [PAD] keys are masked so real tokens ignore them.",
       custom: "Custom mask: the cells you clicked are −∞.",
     };
@@ -58,23 +73,63 @@ export const step5: Scene = {
     const top = commonTop(cell, labels);
     const m = Math.max(maxAbs(tr.scaledScores.data), 1e-6);
     const color = diverging(m);
-    const A = drawMatrix(g, { top, id: "scaled5", title: "Q Kᵀ / √dₖ", shape: shape(T, T), m: tr.scaledScores, x: 0, y: 0, cell, color,
-      rowLabels: labels, colLabels: labels, rowAxis: "query i",
-      tip: (r, c, v) => `scaled score (“${tokenName(ctx, r)}” → “${tokenName(ctx, c)}”) = <b>${fmt(v, 4)}</b>` });
+    const A = drawMatrix(g, {
+      top,
+      id: "scaled5",
+      title: "Q Kᵀ / √dₖ",
+      shape: shape(T, T),
+      m: tr.scaledScores,
+      x: 0,
+      y: 0,
+      cell,
+      color,
+      rowLabels: labels,
+      colLabels: labels,
+      rowAxis: "query i",
+      tip: (r, c, v) =>
+        `scaled score (“${tokenName(ctx, r)}” → “${tokenName(ctx, c)}”) = <b>${fmt(v, 4)}</b>`,
+    });
     let x = A.width + cell * 0.4;
     op(g, x + cell * 0.6, A.gy + (T * cell) / 2, "+");
     x += cell * 1.6;
-    const Mv = drawMatrix(g, { top, id: "M", title: "M", shape: shape(T, T), m: M, x, y: 0, cell, color: (v) => (v === -Infinity ? "url(#masked-hatch)" : "#ffffff"),
-      colLabels: labels, colAxis: "click to toggle", digits: 0, stroke: "#d4d4d4",
-      tip: (r, c, v) => `M[${r}, ${c}] = <b>${fmt(v)}</b><br>${v === -Infinity ? reason(ctx, r, c) : "query i may attend to key j"}<br><i>click to toggle</i>`,
-      onCell: (r, c) => toggle(ctx, r, c, M) });
+    const Mv = drawMatrix(g, {
+      top,
+      id: "M",
+      title: "M",
+      shape: shape(T, T),
+      m: M,
+      x,
+      y: 0,
+      cell,
+      color: (v) => (v === -Infinity ? "url(#masked-hatch)" : "#ffffff"),
+      colLabels: labels,
+      colAxis: "click to toggle",
+      digits: 0,
+      stroke: "#d4d4d4",
+      tip: (r, c, v) =>
+        `M[${r}, ${c}] = <b>${fmt(v)}</b><br>${v === -Infinity ? reason(ctx, r, c) : "query i may attend to key j"}<br><i>click to toggle</i>`,
+      onCell: (r, c) => toggle(ctx, r, c, M),
+    });
     x += Mv.width + cell * 0.4;
     op(g, x + cell * 0.6, A.gy + (T * cell) / 2, "=");
     x += cell * 1.6;
-    const B = drawMatrix(g, { top, id: "masked", title: "masked scores", shape: shape(T, T), m: tr.maskedScores, x, y: 0, cell, color,
-      colLabels: labels, rowLabels: labels, labelsRight: true,
+    const B = drawMatrix(g, {
+      top,
+      id: "masked",
+      title: "masked scores",
+      shape: shape(T, T),
+      m: tr.maskedScores,
+      x,
+      y: 0,
+      cell,
+      color,
+      colLabels: labels,
+      rowLabels: labels,
+      labelsRight: true,
       hidden: ctx.animate ? () => true : undefined,
-      tip: (r, c, v) => `${fmt(at(tr.scaledScores, r, c), 4)} + ${fmt(at(M, r, c))} = <b>${fmt(v, 4)}</b>${v === -Infinity ? `<br>${reason(ctx, r, c)}` : ""}` });
+      tip: (r, c, v) =>
+        `${fmt(at(tr.scaledScores, r, c), 4)} + ${fmt(at(M, r, c))} = <b>${fmt(v, 4)}</b>${v === -Infinity ? `<br>${reason(ctx, r, c)}` : ""}`,
+    });
     const height = Math.max(A.height, Mv.height, B.height);
     const lh = signedLegend(g, 8, height + 14, m, "score", true);
     let duration = 0;

@@ -5,7 +5,19 @@ import { SEED001 } from "../presets";
 import { diverging, sequential } from "../views/colors";
 import { signedLegend, weightLegend } from "../views/legend";
 import { commonTop, drawMatrix, op, outlineRow } from "../views/matrix";
-import { at, fitCell, headLabel, maxAbsFinite, row, seedNote, selectedQuery, tokenLabels, tokenName, vec, type Scene } from "./common";
+import {
+  at,
+  fitCell,
+  headLabel,
+  maxAbsFinite,
+  row,
+  seedNote,
+  selectedQuery,
+  tokenLabels,
+  tokenName,
+  vec,
+  type Scene,
+} from "./common";
 
 /** Rows whose keys are all masked: softmax has nothing to share out, so attnkit gives them 0 (not NaN). */
 function emptyRows(ctx: Parameters<Scene["caption"]>[0]): string {
@@ -24,7 +36,8 @@ export const step6: Scene = {
     let seed = "";
     if (ctx.cfg.seedMode) {
       const col0 = SEED001.softmax.map((r) => r[0]);
-      seed = seedNote(`the seed normalises <b>columns</b> (its column 0: ${vec(col0, 3)} sums to 1, its row 0 sums to ${SEED001.softmax[0][0]}).
+      seed =
+        seedNote(`the seed normalises <b>columns</b> (its column 0: ${vec(col0, 3)} sums to 1, its row 0 sums to ${SEED001.softmax[0][0]}).
         Softmax runs over each query's <b>row</b> of keys: with the causal mask, query 0 sees only key 0, so row 0 here is ${vec(row(ctx.trace.weights, 0), 3)}.`);
     }
     return `<p>Each row becomes a probability distribution over the keys:
@@ -41,21 +54,58 @@ export const step6: Scene = {
     // One top for all three grids, so that each row sum sits beside its own row.
     const top = commonTop(cell, labels);
     const m = Math.max(maxAbsFinite(tr.maskedScores), 1e-6);
-    const A = drawMatrix(g, { top, id: "masked6", title: "masked scores", shape: shape(T, T), m: tr.maskedScores, x: 0, y: 0, cell,
-      color: diverging(m), rowLabels: labels, colLabels: labels, rowAxis: "query i",
-      tip: (r, c, v) => `s${sub(r)}${sub(c)} = <b>${fmt(v, 4)}</b>` });
+    const A = drawMatrix(g, {
+      top,
+      id: "masked6",
+      title: "masked scores",
+      shape: shape(T, T),
+      m: tr.maskedScores,
+      x: 0,
+      y: 0,
+      cell,
+      color: diverging(m),
+      rowLabels: labels,
+      colLabels: labels,
+      rowAxis: "query i",
+      tip: (r, c, v) => `s${sub(r)}${sub(c)} = <b>${fmt(v, 4)}</b>`,
+    });
     let x = A.width + 8;
     op(g, x + 58, A.gy + (T * cell) / 2, "softmax →");
     x += 120;
-    const W = drawMatrix(g, { top, id: "weights", title: "weights α", shape: shape(T, T), m: tr.weights, x, y: 0, cell, color: sequential(),
-      colLabels: labels, digits: 2, colAxis: "key j",
+    const W = drawMatrix(g, {
+      top,
+      id: "weights",
+      title: "weights α",
+      shape: shape(T, T),
+      m: tr.weights,
+      x,
+      y: 0,
+      cell,
+      color: sequential(),
+      colLabels: labels,
+      digits: 2,
+      colAxis: "key j",
       hidden: ctx.animate ? () => true : undefined,
-      tip: (r, c, v) => `α${sub(r)}${sub(c)} = softmax(row ${r})[${c}] = <b>${fmt(v, 4)}</b><br>“${tokenName(ctx, r)}” gives ${fmt(v * 100, 1)}% of its attention to “${tokenName(ctx, c)}”${at(tr.maskedScores, r, c) === -Infinity ? "<br>(masked: exp(−∞) = 0)" : ""}<br>row ${r} sums to ${fmt(at(sums, r, 0), 4)}` });
+      tip: (r, c, v) =>
+        `α${sub(r)}${sub(c)} = softmax(row ${r})[${c}] = <b>${fmt(v, 4)}</b><br>“${tokenName(ctx, r)}” gives ${fmt(v * 100, 1)}% of its attention to “${tokenName(ctx, c)}”${at(tr.maskedScores, r, c) === -Infinity ? "<br>(masked: exp(−∞) = 0)" : ""}<br>row ${r} sums to ${fmt(at(sums, r, 0), 4)}`,
+    });
     x += W.width + cell * 0.3;
-    const S = drawMatrix(g, { top, id: "rowsums", title: "Σ", m: sums, x, y: 0, cell, color: sequential(), digits: 2,
-      rowLabels: labels, labelsRight: true, colLabels: [""],
+    const S = drawMatrix(g, {
+      top,
+      id: "rowsums",
+      title: "Σ",
+      m: sums,
+      x,
+      y: 0,
+      cell,
+      color: sequential(),
+      digits: 2,
+      rowLabels: labels,
+      labelsRight: true,
+      colLabels: [""],
       hidden: ctx.animate ? () => true : undefined,
-      tip: (r, _c, v) => `Σ<sub>j</sub> α${sub(r)}<sub>j</sub> = <b>${fmt(v, 6)}</b>` });
+      tip: (r, _c, v) => `Σ<sub>j</sub> α${sub(r)}<sub>j</sub> = <b>${fmt(v, 6)}</b>`,
+    });
     outlineRow(g, W, i, T);
     const height = Math.max(A.height, W.height, S.height);
     let lh = signedLegend(g, 8, height + 14, m, "score", true);

@@ -7,7 +7,20 @@ import { diverging, sequential } from "../views/colors";
 import { signedLegend, weightLegend } from "../views/legend";
 import { commonTop, drawMatrix, op, outlineRow, type G } from "../views/matrix";
 import { keyed } from "../views/retain";
-import { at, fitCell, headLabel, vLabels, row, seedNote, selectedQuery, tokenLabels, tokenName, vec, type Scene, type SceneCtx } from "./common";
+import {
+  at,
+  fitCell,
+  headLabel,
+  vLabels,
+  row,
+  seedNote,
+  selectedQuery,
+  tokenLabels,
+  tokenName,
+  vec,
+  type Scene,
+  type SceneCtx,
+} from "./common";
 
 /** The expansion terms of output row i, largest weights first when there are many. */
 function terms(ctx: SceneCtx, i: number): { j: number; a: number }[] {
@@ -51,7 +64,8 @@ export const step7: Scene = {
     const i = selectedQuery(ctx);
     let seed = "";
     if (ctx.cfg.seedMode) {
-      seed = seedNote(`the seed prints head<sub>0</sub> = ${vec(SEED001.output[0], 3)} = 0.156·v<sub>0</sub>, a consequence of its column softmax.
+      seed =
+        seedNote(`the seed prints head<sub>0</sub> = ${vec(SEED001.output[0], 3)} = 0.156·v<sub>0</sub>, a consequence of its column softmax.
         With α<sub>00</sub> = 1, the output row 0 is v<sub>0</sub> = ${vec(row(ctx.trace.output, 0), 3)}.`);
     }
     return `<p>The new vector of token <i>i</i> is the weighted sum of the value rows: <b>A(i) = Σ<sub>j</sub> α<sub>ij</sub> v<sub>j</sub></b>.
@@ -68,34 +82,81 @@ export const step7: Scene = {
     const top = commonTop(cell, labels, dims);
     const m = Math.max(maxAbs(tr.V.data), maxAbs(tr.output.data), 1e-6);
     const color = diverging(m);
-    const Wv = drawMatrix(g, { minTop: top, id: "weights7", title: "weights α", shape: shape(T, T), m: tr.weights, x: 0, y: 0, cell, color: sequential(),
-      rowLabels: labels, colLabels: labels, rowAxis: "query i",
-      tip: (r, c, v) => `α${sub(r)}${sub(c)} = <b>${fmt(v, 4)}</b><br><i>click to pick query “${tokenName(ctx, r)}”</i>`,
-      onCell: (r) => ctx.set({ query: r }) });
+    const Wv = drawMatrix(g, {
+      minTop: top,
+      id: "weights7",
+      title: "weights α",
+      shape: shape(T, T),
+      m: tr.weights,
+      x: 0,
+      y: 0,
+      cell,
+      color: sequential(),
+      rowLabels: labels,
+      colLabels: labels,
+      rowAxis: "query i",
+      tip: (r, c, v) =>
+        `α${sub(r)}${sub(c)} = <b>${fmt(v, 4)}</b><br><i>click to pick query “${tokenName(ctx, r)}”</i>`,
+      onCell: (r) => ctx.set({ query: r }),
+    });
     outlineRow(g, Wv, i, T);
     let x = Wv.width + cell * 0.4;
     op(g, x + cell * 0.6, Wv.gy + (T * cell) / 2, "×");
     x += cell * 1.6;
     const alpha = { data: row(tr.weights, i), rows: T, cols: 1 };
-    const A = drawMatrix(g, { minTop: top, id: "alpha", title: `α${sub(i)}`, m: alpha, x, y: 0, cell, color: sequential(), colLabels: [""],
-      tip: (r, _c, v) => `α${sub(i)}${sub(r)} = <b>${fmt(v, 4)}</b>: weight of v(${escapeHtml(labels[r])}) in A(${tokenName(ctx, i)})` });
+    const A = drawMatrix(g, {
+      minTop: top,
+      id: "alpha",
+      title: `α${sub(i)}`,
+      m: alpha,
+      x,
+      y: 0,
+      cell,
+      color: sequential(),
+      colLabels: [""],
+      tip: (r, _c, v) =>
+        `α${sub(i)}${sub(r)} = <b>${fmt(v, 4)}</b>: weight of v(${escapeHtml(labels[r])}) in A(${tokenName(ctx, i)})`,
+    });
     x += A.width + 4;
-    const V = drawMatrix(g, { minTop: top, id: "V7", title: "V", shape: shape(T, dV), m: tr.V, x, y: 0, cell, color, colLabels: dims,
+    const V = drawMatrix(g, {
+      minTop: top,
+      id: "V7",
+      title: "V",
+      shape: shape(T, dV),
+      m: tr.V,
+      x,
+      y: 0,
+      cell,
+      color,
+      colLabels: dims,
       rowLabels: labels,
       // Value rows fade with their weight for the selected query.
       opacity: (r) => 0.25 + 0.75 * Math.min(1, at(alpha, r, 0) * 2),
-      tip: (r, c, v) => `v${sub(r)}[${c}] = <b>${fmt(v, 4)}</b> (value of “${tokenName(ctx, r)}”)` });
+      tip: (r, c, v) => `v${sub(r)}[${c}] = <b>${fmt(v, 4)}</b> (value of “${tokenName(ctx, r)}”)`,
+    });
     x += V.width + cell * 0.4;
     op(g, x + cell * 0.6, Wv.gy + (T * cell) / 2, "=");
     x += cell * 1.6;
-    const O = drawMatrix(g, { minTop: top, id: "output", title: "output" + headLabel(ctx), shape: shape(T, dV), m: tr.output, x, y: 0, cell, color,
-      colLabels: dims, rowLabels: labels, labelsRight: true,
+    const O = drawMatrix(g, {
+      minTop: top,
+      id: "output",
+      title: "output" + headLabel(ctx),
+      shape: shape(T, dV),
+      m: tr.output,
+      x,
+      y: 0,
+      cell,
+      color,
+      colLabels: dims,
+      rowLabels: labels,
+      labelsRight: true,
       hidden: ctx.animate ? (r) => r === i : undefined,
       tip: (r, c, v) => {
         const ts = row(tr.weights, r).map((a, j) => `${fmt(a, 3)}·${fmt(at(tr.V, j, c))}`);
         const shown = ts.length > 8 ? ts.slice(0, 8).concat("…") : ts;
         return `A(${tokenName(ctx, r)})[${c}] = Σ<sub>j</sub> α${sub(r)}<sub>j</sub> v<sub>j</sub>[${c}]<br>= ${shown.join(" + ")} = <b>${fmt(v, 4)}</b>`;
-      } });
+      },
+    });
     outlineRow(g, O, i, dV);
     const height = Math.max(Wv.height, V.height, O.height);
     const eh = drawExpansion(g, ctx, i, height + 18);
@@ -104,7 +165,12 @@ export const step7: Scene = {
     let duration = 0;
     if (ctx.animate) {
       const tspans = g.selectAll<SVGTSpanElement, unknown>("[data-testid=expansion] tspan");
-      tspans.attr("opacity", 0).transition().delay((_d, k) => dur(300 + k * 500)).duration(dur(300)).attr("opacity", 1);
+      tspans
+        .attr("opacity", 0)
+        .transition()
+        .delay((_d, k) => dur(300 + k * 500))
+        .duration(dur(300))
+        .attr("opacity", 1);
       O.reveal((r) => (r === i ? dur(300 + tspans.size() * 500) : -1), dur(300));
       duration = dur(600 + tspans.size() * 500);
     }

@@ -7,7 +7,17 @@ import { dur } from "../motion";
 import { diverging, headColor, sequential } from "../views/colors";
 import { signedLegend, weightLegend } from "../views/legend";
 import { drawMatrix, labelSpace, note, op, textWidth } from "../views/matrix";
-import { featureSpace, headName, headNamesHtml, indexLabels, qkLabels, tokenLabels, tokenName, type Scene, type SceneCtx } from "./common";
+import {
+  featureSpace,
+  headName,
+  headNamesHtml,
+  indexLabels,
+  qkLabels,
+  tokenLabels,
+  tokenName,
+  type Scene,
+  type SceneCtx,
+} from "./common";
 
 /** Space between head slices, between maps, for the "→ splitHeads" arrow and the operators, between rows. */
 const SLICE_GAP = 12;
@@ -43,7 +53,13 @@ function perRowChoices(n: number): number[] {
  * The fewest grid rows whose cell size, the largest fitting `width(cell, perRow) <= W`
  * up to `max`, is at least `min`; if none, the arrangement with the largest cell.
  */
-function fitGrid(n: number, W: number, max: number, min: number, width: (cell: number, perRow: number) => number): { perRow: number; cell: number } {
+function fitGrid(
+  n: number,
+  W: number,
+  max: number,
+  min: number,
+  width: (cell: number, perRow: number) => number,
+): { perRow: number; cell: number } {
   let best = { perRow: n, cell: 1 };
   for (const perRow of perRowChoices(n)) {
     let cell = max;
@@ -81,12 +97,18 @@ function geometry(ctx: SceneCtx, L: Labels, c: Cells) {
   const woLabelW = L.woRows ? labelSpace({ rowLabels: L.woRows, cell: 10 })[0] : 0;
   // Row A: Q's grid and the first row of slices line up; a slice has no shape line (the note above gives it).
   const sliceLabelsTop = labelSpace({ colLabels: L.sliceCols, cell: c.cA })[1] - 14;
-  const gridTop = Math.max(labelSpace({ rowLabels: L.tokens, colLabels: L.qCols, cell: c.cA })[1], 18 + sliceLabelsTop);
+  const gridTop = Math.max(
+    labelSpace({ rowLabels: L.tokens, colLabels: L.qCols, cell: c.cA })[1],
+    18 + sliceLabelsTop,
+  );
   const sliceTop = gridTop - 18;
   const sliceH = sliceTop + T * c.cA + 10;
   const rowsA = Math.ceil(heads / c.pA);
   const slotW = Math.max(dK * c.cA, SLICE_MIN) + SLICE_GAP;
-  const heightA = Math.max(gridTop + T * c.cA + 2, 18 + (rowsA - 1) * sliceH + sliceTop + T * c.cA + 2);
+  const heightA = Math.max(
+    gridTop + T * c.cA + 2,
+    18 + (rowsA - 1) * sliceH + sliceTop + T * c.cA + 2,
+  );
   const widthA = labelW + heads * dK * c.cA + ARROW + c.pA * slotW - SLICE_GAP;
   // Row B: a note, then the maps.
   const yB = heightA + ROW_GAP + 12;
@@ -96,13 +118,27 @@ function geometry(ctx: SceneCtx, L: Labels, c: Cells) {
   const widthB = labelW + c.pB * mapW + (c.pB - 1) * MAP_GAP;
   // Row C: concat × W^O = output, their grids' tops aligned.
   const yC = yB + rowsB * mapH - 6 + ROW_GAP;
-  const topC = Math.max(labelSpace({ rowLabels: L.tokens, colLabels: L.vCols, cell: c.cC })[1],
-    labelSpace({ colLabels: L.woCols, cell: c.cW })[1], labelSpace({ colLabels: L.woCols, cell: c.cC })[1]);
+  const topC = Math.max(
+    labelSpace({ rowLabels: L.tokens, colLabels: L.vCols, cell: c.cC })[1],
+    labelSpace({ colLabels: L.woCols, cell: c.cW })[1],
+    labelSpace({ colLabels: L.woCols, cell: c.cC })[1],
+  );
   const heightC = topC + Math.max(T * c.cC, heads * dV * c.cW) + 2;
   const widthC = 2 * labelW + woLabelW + (heads * dV + dModel) * c.cC + dModel * c.cW + 2 * OP + 12;
   return {
-    labelW, gridTop, sliceTop, sliceH, slotW, heightA, yB, mapW, mapH, yC, topC,
-    width: Math.max(widthA, widthB, widthC), height: yC + heightC + 14 + LEGEND_H,
+    labelW,
+    gridTop,
+    sliceTop,
+    sliceH,
+    slotW,
+    heightA,
+    yB,
+    mapW,
+    mapH,
+    yC,
+    topC,
+    width: Math.max(widthA, widthB, widthC),
+    height: yC + heightC + 14 + LEGEND_H,
   };
 }
 
@@ -117,8 +153,21 @@ function layout(ctx: SceneCtx, L: Labels): Cells {
   const labelW = labelSpace({ rowLabels: L.tokens, cell: 10 })[0];
   const woLabelW = L.woRows ? labelSpace({ rowLabels: L.woRows, cell: 10 })[0] : 0;
   const floor = { cA: 3, cB: T <= 16 ? 7 : T <= 32 ? 4 : 3, cC: T <= 16 ? 5 : 3, cW: 2 };
-  const a = fitGrid(heads, W, 22, floor.cA, (c, p) => labelW + heads * dK * c + ARROW + p * (Math.max(dK * c, SLICE_MIN) + SLICE_GAP) - SLICE_GAP);
-  const b = fitGrid(heads, W, 26, floor.cB, (c, p) => labelW + p * Math.max(T * c, MAP_MIN) + (p - 1) * MAP_GAP);
+  const a = fitGrid(
+    heads,
+    W,
+    22,
+    floor.cA,
+    (c, p) =>
+      labelW + heads * dK * c + ARROW + p * (Math.max(dK * c, SLICE_MIN) + SLICE_GAP) - SLICE_GAP,
+  );
+  const b = fitGrid(
+    heads,
+    W,
+    26,
+    floor.cB,
+    (c, p) => labelW + p * Math.max(T * c, MAP_MIN) + (p - 1) * MAP_GAP,
+  );
   let cC = 16;
   while (cC > 1 && 2 * labelW + woLabelW + (heads * dV + 2 * dModel) * cC + 2 * OP + 12 > W) cC--;
   const cells: Cells = { cA: a.cell, pA: a.perRow, cB: b.cell, pB: b.perRow, cC, cW: cC };
@@ -127,12 +176,16 @@ function layout(ctx: SceneCtx, L: Labels): Cells {
   // 60% of the size the width allows (W^O, the tallest, may go further).
   const keys = ["cA", "cB", "cC", "cW"] as const;
   const min = {
-    cA: Math.min(cells.cA, Math.max(floor.cA, Math.round(cells.cA * 0.6))), cB: Math.min(cells.cB, Math.max(floor.cB, Math.round(cells.cB * 0.6))),
-    cC: Math.min(cells.cC, Math.max(floor.cC, Math.round(cells.cC * 0.6))), cW: Math.min(cells.cW, floor.cW),
+    cA: Math.min(cells.cA, Math.max(floor.cA, Math.round(cells.cA * 0.6))),
+    cB: Math.min(cells.cB, Math.max(floor.cB, Math.round(cells.cB * 0.6))),
+    cC: Math.min(cells.cC, Math.max(floor.cC, Math.round(cells.cC * 0.6))),
+    cW: Math.min(cells.cW, floor.cW),
   };
   let height = geometry(ctx, L, cells).height;
   for (let guard = 0; guard < 200 && height > H; guard++) {
-    let pick: (typeof keys)[number] | null = null, pickScore = 0, pickHeight = height;
+    let pick: (typeof keys)[number] | null = null,
+      pickScore = 0,
+      pickHeight = height;
     for (const k of keys) {
       if (cells[k] <= min[k]) continue;
       const trial = { ...cells, [k]: cells[k] - 1 };
@@ -153,7 +206,10 @@ export const step8: Scene = {
   title: "Multi-head",
   caption: (ctx) => {
     const { T, dModel, dK, dV, heads, kvHeads } = ctx.cfg;
-    const gqa = kvHeads !== heads ? ` With ${kvHeads} K/V head${kvHeads > 1 ? "s" : ""} (grouped-query attention), query heads share keys and values: head h reads K/V head ⌊h / ${heads / kvHeads}⌋.` : "";
+    const gqa =
+      kvHeads !== heads
+        ? ` With ${kvHeads} K/V head${kvHeads > 1 ? "s" : ""} (grouped-query attention), query heads share keys and values: head h reads K/V head ⌊h / ${heads / kvHeads}⌋.`
+        : "";
     const ok = ctx.item.checkDiff <= 1e-4;
     const b = ctx.item.batched;
     const call = b
@@ -173,9 +229,12 @@ export const step8: Scene = {
     const named = ctx.cfg.featureNames;
     const vNames = fs.v && named ? named : null;
     const L: Labels = {
-      tokens: labels, qCols: fs.qk && named ? named : indexLabels(heads * dK),
+      tokens: labels,
+      qCols: fs.qk && named ? named : indexLabels(heads * dK),
       sliceCols: Array.from({ length: heads }, (_, h) => qkLabels(ctx, h)).flat(),
-      vCols: vNames ?? indexLabels(heads * dV), woRows: vNames ?? undefined, woCols: vNames ?? indexLabels(dModel),
+      vCols: vNames ?? indexLabels(heads * dV),
+      woRows: vNames ?? undefined,
+      woCols: vNames ?? indexLabels(dModel),
     };
     const cells = layout(ctx, L);
     const { cA, pA, cB, pB, cC, cW } = cells;
@@ -187,12 +246,27 @@ export const step8: Scene = {
     const mapsEnd = slicesEnd + heads * 200 + 400;
 
     // Row A: Q with its heads' columns marked, then the slices Q_h in a grid.
-    const Qv = drawMatrix(g, { id: "Qbig", title: "Q = X W^Q", shape: shape(T, heads * dK), m: it.Q, x: 0, y: 0, cell: cA, color: diverging(mQ),
-      rowLabels: labels, colLabels: L.qCols, bands: { every: dK, colors }, top: geo.gridTop,
-      tip: (r, c, v) => `Q[${r}, ${c}] = <b>${fmt(v, 4)}</b>: head ${Math.floor(c / dK)}, column ${c % dK}` });
+    const Qv = drawMatrix(g, {
+      id: "Qbig",
+      title: "Q = X W^Q",
+      shape: shape(T, heads * dK),
+      m: it.Q,
+      x: 0,
+      y: 0,
+      cell: cA,
+      color: diverging(mQ),
+      rowLabels: labels,
+      colLabels: L.qCols,
+      bands: { every: dK, colors },
+      top: geo.gridTop,
+      tip: (r, c, v) =>
+        `Q[${r}, ${c}] = <b>${fmt(v, 4)}</b>: head ${Math.floor(c / dK)}, column ${c % dK}`,
+    });
     let x0 = Qv.width + 8;
     op(g, x0 + ARROW / 2 - 6, Qv.gy + (T * cA) / 2, "→");
-    note(g, x0 + ARROW / 2 - 6, Qv.gy + (T * cA) / 2 + 22, "splitHeads", { "text-anchor": "middle" });
+    note(g, x0 + ARROW / 2 - 6, Qv.gy + (T * cA) / 2 + 22, "splitHeads", {
+      "text-anchor": "middle",
+    });
     x0 += ARROW - 8;
     const slices = `h = ${heads} slice${heads > 1 ? "s" : ""} Q_h, each ${shape(T, dK)}`;
     note(g, x0, 14, slices, { "data-testid": "slices-note" });
@@ -200,14 +274,33 @@ export const step8: Scene = {
     for (let h = 0; h < heads; h++) {
       const x = x0 + (h % pA) * geo.slotW;
       const y = 18 + Math.floor(h / pA) * geo.sliceH;
-      const v = drawMatrix(g, { id: `Qh-${h}`, title: `Q${sub(h)}`, m: headSlice(it.Qh, h), x, y, cell: cA, top: geo.sliceTop,
-        color: diverging(mQ), colLabels: qkLabels(ctx, h), titleColor: colors[h], bands: { every: dK, colors: [colors[h]] },
-        tip: (r, c, val) => `Q${sub(h)}[${r}, ${c}] = Q[${r}, ${h * dK + c}] = <b>${fmt(val, 4)}</b>` });
+      const v = drawMatrix(g, {
+        id: `Qh-${h}`,
+        title: `Q${sub(h)}`,
+        m: headSlice(it.Qh, h),
+        x,
+        y,
+        cell: cA,
+        top: geo.sliceTop,
+        color: diverging(mQ),
+        colLabels: qkLabels(ctx, h),
+        titleColor: colors[h],
+        bands: { every: dK, colors: [colors[h]] },
+        tip: (r, c, val) =>
+          `Q${sub(h)}[${r}, ${c}] = Q[${r}, ${h * dK + c}] = <b>${fmt(val, 4)}</b>`,
+      });
       if (ctx.animate) {
         // The slice leaves its columns of Q for its place in the grid.
-        const fromX = Qv.gx + h * dK * cA - (v.gx - x), fromY = Qv.gy - (v.gy - y);
-        v.g.attr("transform", `translate(${fromX},${fromY})`).attr("opacity", 0.9)
-          .transition().delay(dur(300 + h * 250)).duration(dur(700)).attr("transform", `translate(${x},${y})`).attr("opacity", 1);
+        const fromX = Qv.gx + h * dK * cA - (v.gx - x),
+          fromY = Qv.gy - (v.gy - y);
+        v.g
+          .attr("transform", `translate(${fromX},${fromY})`)
+          .attr("opacity", 0.9)
+          .transition()
+          .delay(dur(300 + h * 250))
+          .duration(dur(700))
+          .attr("transform", `translate(${x},${y})`)
+          .attr("opacity", 1);
       }
       maxX = Math.max(maxX, x + v.width);
     }
@@ -220,11 +313,28 @@ export const step8: Scene = {
       const col = h % pB;
       const x = col === 0 ? 0 : geo.labelW + col * (geo.mapW + MAP_GAP);
       const y = geo.yB + Math.floor(h / pB) * geo.mapH;
-      const v = drawMatrix(g, { id: `headmap-${h}`, title: mapTitle(ctx, h, geo.mapW + MAP_GAP - 6),
-        m: it.heads[h].weights, x, y, cell: cB, top: MAP_TOP, color: sequential(), rowLabels: col === 0 ? labels : undefined, titleColor: colors[h],
-        tip: (r, c, val) => `head ${h}${headName(ctx, h) ? ` (${headName(ctx, h)})` : ""}: α${sub(r)}${sub(c)} = <b>${fmt(val, 4)}</b><br>“${tokenName(ctx, r)}” → “${tokenName(ctx, c)}”` });
+      const v = drawMatrix(g, {
+        id: `headmap-${h}`,
+        title: mapTitle(ctx, h, geo.mapW + MAP_GAP - 6),
+        m: it.heads[h].weights,
+        x,
+        y,
+        cell: cB,
+        top: MAP_TOP,
+        color: sequential(),
+        rowLabels: col === 0 ? labels : undefined,
+        titleColor: colors[h],
+        tip: (r, c, val) =>
+          `head ${h}${headName(ctx, h) ? ` (${headName(ctx, h)})` : ""}: α${sub(r)}${sub(c)} = <b>${fmt(val, 4)}</b><br>“${tokenName(ctx, r)}” → “${tokenName(ctx, c)}”`,
+      });
       v.g.attr("data-head", h);
-      if (ctx.animate) v.g.attr("opacity", 0).transition().delay(dur(slicesEnd + h * 200)).duration(dur(400)).attr("opacity", 1);
+      if (ctx.animate)
+        v.g
+          .attr("opacity", 0)
+          .transition()
+          .delay(dur(slicesEnd + h * 200))
+          .duration(dur(400))
+          .attr("opacity", 1);
       maxX = Math.max(maxX, x + v.width);
     }
 
@@ -233,42 +343,113 @@ export const step8: Scene = {
     // W^O has its own colour scale (random weights are much smaller than the head outputs).
     const mO = Math.max(maxAbs(it.merged.data), maxAbs(it.out.data), 1e-6);
     const mWO = Math.max(maxAbs(ctx.model.weights.WO.data), 1e-6);
-    const Mv = drawMatrix(g, { id: "concat", title: "concat(heads)", shape: shape(T, heads * dV), m: it.merged, x: 0, y, cell: cC, color: diverging(mO),
-      rowLabels: labels, colLabels: L.vCols, bands: { every: dV, colors }, top: geo.topC,
-      tip: (r, c, v) => `head ${Math.floor(c / dV)} output[${r}, ${c % dV}] = <b>${fmt(v, 4)}</b> (mergeHeads)` });
+    const Mv = drawMatrix(g, {
+      id: "concat",
+      title: "concat(heads)",
+      shape: shape(T, heads * dV),
+      m: it.merged,
+      x: 0,
+      y,
+      cell: cC,
+      color: diverging(mO),
+      rowLabels: labels,
+      colLabels: L.vCols,
+      bands: { every: dV, colors },
+      top: geo.topC,
+      tip: (r, c, v) =>
+        `head ${Math.floor(c / dV)} output[${r}, ${c % dV}] = <b>${fmt(v, 4)}</b> (mergeHeads)`,
+    });
     let x = Mv.width + 6;
     op(g, x + OP / 2 - 6, Mv.gy + (T * cC) / 2, "×");
     x += OP;
-    const Wo = drawMatrix(g, { id: "WO", title: "W^O", shape: shape(heads * dV, dModel), m: ctx.model.weights.WO, x, y, cell: cW, color: diverging(mWO),
-      colLabels: L.woCols, rowLabels: L.woRows, top: geo.topC,
+    const Wo = drawMatrix(g, {
+      id: "WO",
+      title: "W^O",
+      shape: shape(heads * dV, dModel),
+      m: ctx.model.weights.WO,
+      x,
+      y,
+      cell: cW,
+      color: diverging(mWO),
+      colLabels: L.woCols,
+      rowLabels: L.woRows,
+      top: geo.topC,
       tip: (r, c, v) => `W<sup>O</sup>[${r}, ${c}] = <b>${fmt(v, 4)}</b><br><i>click to edit</i>`,
-      onCell: (r, c, e) => ctx.edit("WO", r, c, ctx.model.weights.WO.data[r * dModel + c], e) });
+      onCell: (r, c, e) => ctx.edit("WO", r, c, ctx.model.weights.WO.data[r * dModel + c], e),
+    });
     x += Wo.width + 6;
     op(g, x + OP / 2 - 6, Mv.gy + (T * cC) / 2, "=");
     x += OP;
     // In a batch, the output shown is this item's slice of the one batched call.
     const b = it.batched;
-    const out = b ? { data: b.out.data.subarray(ctx.itemIndex * T * dModel, (ctx.itemIndex + 1) * T * dModel), rows: T, cols: dModel } : it.out;
-    const Ov = drawMatrix(g, { id: "out", title: b ? "output (batched call)" : "output", shape: shape(T, dModel), m: out, x, y, cell: cC, color: diverging(mO),
-      colLabels: L.woCols, rowLabels: labels, labelsRight: true, top: geo.topC,
-      tip: (r, c, v) => `out[${r}, ${c}] = concat row ${r} · W<sup>O</sup>[:, ${c}] = <b>${fmt(v, 4)}</b>${b ? `<br>from multiHeadAttention on the batch [${b.keyLengths.length} × ${T} × ${dModel}], item ${ctx.itemIndex}<br>step by step: ${fmt(it.out.data[r * dModel + c], 4)}` : ""}` });
+    const out = b
+      ? {
+          data: b.out.data.subarray(ctx.itemIndex * T * dModel, (ctx.itemIndex + 1) * T * dModel),
+          rows: T,
+          cols: dModel,
+        }
+      : it.out;
+    const Ov = drawMatrix(g, {
+      id: "out",
+      title: b ? "output (batched call)" : "output",
+      shape: shape(T, dModel),
+      m: out,
+      x,
+      y,
+      cell: cC,
+      color: diverging(mO),
+      colLabels: L.woCols,
+      rowLabels: labels,
+      labelsRight: true,
+      top: geo.topC,
+      tip: (r, c, v) =>
+        `out[${r}, ${c}] = concat row ${r} · W<sup>O</sup>[:, ${c}] = <b>${fmt(v, 4)}</b>${b ? `<br>from multiHeadAttention on the batch [${b.keyLengths.length} × ${T} × ${dModel}], item ${ctx.itemIndex}<br>step by step: ${fmt(it.out.data[r * dModel + c], 4)}` : ""}`,
+    });
     if (ctx.animate) {
-      for (const v of [Mv, Wo, Ov]) v.g.attr("opacity", 0).transition().delay(dur(mapsEnd)).duration(dur(400)).attr("opacity", 1);
+      for (const v of [Mv, Wo, Ov])
+        v.g
+          .attr("opacity", 0)
+          .transition()
+          .delay(dur(mapsEnd))
+          .duration(dur(400))
+          .attr("opacity", 1);
     }
     maxX = Math.max(maxX, x + Ov.width);
     let bottom = y + Math.max(Mv.height, Wo.height, Ov.height) + 14;
     if (b) {
       // The padding mask of this item, as the batched call applies it (keyLengths).
       const n = b.keyLengths[ctx.itemIndex];
-      const mask = { data: Float32Array.from({ length: T }, (_, j) => (j < n ? 1 : 0)), rows: 1, cols: T };
+      const mask = {
+        data: Float32Array.from({ length: T }, (_, j) => (j < n ? 1 : 0)),
+        rows: 1,
+        cols: T,
+      };
       const cP = Math.max(10, Math.min(26, cB));
-      const Pv = drawMatrix(g, { id: "padmask", title: `key padding mask: keyLengths[${ctx.itemIndex}] = ${n}`, shape: shape(1, T), m: mask, x: 0, y: bottom,
-        cell: cP, color: (v) => (v ? "#ffffff" : "url(#masked-hatch)"), stroke: "#d4d4d4", digits: 0, colLabels: labels,
-        tip: (_r, c, v) => (v ? `key ${c} (“${tokenName(ctx, c)}”) is attended` : `key ${c} is padding: masked (−∞) for every query`) });
+      const Pv = drawMatrix(g, {
+        id: "padmask",
+        title: `key padding mask: keyLengths[${ctx.itemIndex}] = ${n}`,
+        shape: shape(1, T),
+        m: mask,
+        x: 0,
+        y: bottom,
+        cell: cP,
+        color: (v) => (v ? "#ffffff" : "url(#masked-hatch)"),
+        stroke: "#d4d4d4",
+        digits: 0,
+        colLabels: labels,
+        tip: (_r, c, v) =>
+          v
+            ? `key ${c} (“${tokenName(ctx, c)}”) is attended`
+            : `key ${c} is padding: masked (−∞) for every query`,
+      });
       bottom += Pv.height + 14;
     }
     let lh = signedLegend(g, 8, bottom, Math.max(mQ, mO), "value");
-    lh = Math.max(lh, weightLegend(g, 240, bottom), signedLegend(g, 472, bottom, mWO, "WO (its own colour scale)"));
+    lh = Math.max(
+      lh,
+      weightLegend(g, 240, bottom),
+      signedLegend(g, 472, bottom, mWO, "WO (its own colour scale)"),
+    );
     return { width: maxX, height: bottom + lh, duration: ctx.animate ? dur(mapsEnd + 400) : 0 };
   },
 };

@@ -23,7 +23,8 @@ export function packColor(fill: string): number {
     if (fill.startsWith("url")) p = MASKED;
     else {
       const c = d3.rgb(fill);
-      p = ((Math.round(c.r) & 255) << 16) | ((Math.round(c.g) & 255) << 8) | (Math.round(c.b) & 255);
+      p =
+        ((Math.round(c.r) & 255) << 16) | ((Math.round(c.g) & 255) << 8) | (Math.round(c.b) & 255);
     }
     if (parsed.size > 4096) parsed.clear();
     parsed.set(fill, p);
@@ -47,13 +48,15 @@ function sampleRamp(interpolate: (t: number) => string): Ramp {
   const packed = new Int32Array(N);
   for (let k = 0; k < N; k++) {
     const c = d3.rgb(interpolate(k / (N - 1)));
-    packed[k] = ((Math.round(c.r) & 255) << 16) | ((Math.round(c.g) & 255) << 8) | (Math.round(c.b) & 255);
+    packed[k] =
+      ((Math.round(c.r) & 255) << 16) | ((Math.round(c.g) & 255) << 8) | (Math.round(c.b) & 255);
     hex.push(`#${packed[k].toString(16).padStart(6, "0")}`);
     parsed.set(hex[k], packed[k]);
   }
   return { hex, packed };
 }
-let rdbu: Ramp | null = null, blues: Ramp | null = null;
+let rdbu: Ramp | null = null,
+  blues: Ramp | null = null;
 
 /**
  * A colour function over a ramp: t(v) in [0, 1] picks one of N samples (the same colour
@@ -61,7 +64,8 @@ let rdbu: Ramp | null = null, blues: Ramp | null = null;
  */
 function onRamp(ramp: Ramp, t0: number, t1: number, special: (v: number) => string): ColorFn {
   // t(v) = t0 + t1·v; sample index round(t(v)·(N − 1)) = round(v·a + b).
-  const a = t1 * (N - 1), b = t0 * (N - 1);
+  const a = t1 * (N - 1),
+    b = t0 * (N - 1);
   const index = (v: number) => {
     const k = Math.round(v * a + b);
     return k < 0 ? 0 : k >= N ? N - 1 : k;
@@ -123,10 +127,21 @@ export function headColor(h: number): string {
 /** Adds the shared <defs> (hatch for masked cells) and the SVG style to an svg. */
 export function addDefs(svg: d3.Selection<SVGSVGElement, unknown, null, undefined>): void {
   const defs = svg.append("defs");
-  const p = defs.append("pattern").attr("id", "masked-hatch").attr("width", 6).attr("height", 6)
-    .attr("patternUnits", "userSpaceOnUse").attr("patternTransform", "rotate(45)");
+  const p = defs
+    .append("pattern")
+    .attr("id", "masked-hatch")
+    .attr("width", 6)
+    .attr("height", 6)
+    .attr("patternUnits", "userSpaceOnUse")
+    .attr("patternTransform", "rotate(45)");
   p.append("rect").attr("width", 6).attr("height", 6).attr("fill", "#e4e4e4");
-  p.append("line").attr("x1", 0).attr("y1", 0).attr("x2", 0).attr("y2", 6).attr("stroke", "#9a9a9a").attr("stroke-width", 2);
+  p.append("line")
+    .attr("x1", 0)
+    .attr("y1", 0)
+    .attr("x2", 0)
+    .attr("y2", 6)
+    .attr("stroke", "#9a9a9a")
+    .attr("stroke-width", 2);
   svg.append("style").text(SVG_CSS);
 }
 

@@ -50,10 +50,16 @@ function runDecode(attn: Attnkit, ctx: SceneCtx): Decoded {
   const t = Math.min(Math.max(0, ctx.state.decodeStep), T);
   const config = { numHeads: heads, numKvHeads: kvHeads, dK, dV };
   const bshd = (m: Matrix) => ({ data: m.data, shape: [1, T, m.cols] });
-  const fullT = attn.multiHeadAttentionQKV(bshd(it.Q), bshd(it.K), bshd(it.V), config, { ...capOf(ctx), scale, causal: true });
+  const fullT = attn.multiHeadAttentionQKV(bshd(it.Q), bshd(it.K), bshd(it.V), config, {
+    ...capOf(ctx),
+    scale,
+    causal: true,
+  });
   const full = { data: fullT.data, rows: T, cols: heads * dV };
   const outputs = { data: new Float32Array(t * heads * dV), rows: t, cols: heads * dV };
-  let weights: Matrix | null = null, keys: Matrix | null = null, values: Matrix | null = null;
+  let weights: Matrix | null = null,
+    keys: Matrix | null = null,
+    values: Matrix | null = null;
   const cache = attn.createKVCache({ batch: 1, numKvHeads: kvHeads, dK, dV, capacity: T });
   try {
     for (let s = 0; s < t; s++) {
@@ -74,7 +80,8 @@ function runDecode(attn: Attnkit, ctx: SceneCtx): Decoded {
     cache.dispose();
   }
   let maxDiff = 0;
-  for (let i = 0; i < outputs.data.length; i++) maxDiff = Math.max(maxDiff, Math.abs(outputs.data[i] - full.data[i]));
+  for (let i = 0; i < outputs.data.length; i++)
+    maxDiff = Math.max(maxDiff, Math.abs(outputs.data[i] - full.data[i]));
   return { t, outputs, full, weights, keys, values, maxDiff };
 }
 
@@ -85,7 +92,10 @@ export const decodingView: Scene = {
     const t = Math.min(ctx.state.decodeStep, T);
     const d = decode(ctx.attn, ctx);
     const ok = d.maxDiff <= 1e-4;
-    const notes = ctx.state.mask === "padding" || ctx.state.mask === "custom" ? " (decoding is causal; the padding/custom mask is not applied here)" : "";
+    const notes =
+      ctx.state.mask === "padding" || ctx.state.mask === "custom"
+        ? " (decoding is causal; the padding/custom mask is not applied here)"
+        : "";
     return `<p>When generating, tokens arrive one at a time. Step <i>t</i> appends k<sub>t</sub>, v<sub>t</sub> to the cache and attends with q<sub>t</sub> only:
       <b>α<sub>tj</sub> = softmax<sub>j≤t</sub>(q<sub>t</sub>·k<sub>j</sub>/√d<sub>k</sub>)</b>, <b>head(x<sub>t</sub>) = Σ<sub>j≤t</sub> α<sub>tj</sub> v<sub>j</sub></b>${notes}.</p>
       <p><button type="button" class="btn" data-decode="reset" data-testid="decode-reset">reset</button>
@@ -99,7 +109,10 @@ export const decodingView: Scene = {
     const { T, heads, dK, dV } = ctx.cfg;
     const d = decode(ctx.attn, ctx);
     const labels = tokenLabels(ctx.item);
-    const cell = Math.max(4, Math.min(26, Math.floor((ctx.width - 300) / Math.max(dK + dV + T + 4, 2 * heads * dV + 4))));
+    const cell = Math.max(
+      4,
+      Math.min(26, Math.floor((ctx.width - 300) / Math.max(dK + dV + T + 4, 2 * heads * dV + 4))),
+    );
     const m = Math.max(maxAbs(ctx.item.K.data), maxAbs(ctx.item.V.data), maxAbs(d.full.data), 1e-6);
     const color = diverging(m);
     const h = Math.min(ctx.state.head, heads - 1);
@@ -107,28 +120,85 @@ export const decodingView: Scene = {
     const y = 0;
     let height = 0;
     if (d.keys && d.values && d.weights) {
-      const Kc = drawMatrix(g, { id: "cacheK", title: `K cache${heads > 1 ? ` (kv ${kvGroup(ctx.cfg, h)})` : ""}`, shape: shape(d.t, dK), m: d.keys, x, y, cell, color,
-        rowLabels: labels.slice(0, d.t), hidden: ctx.animate ? (r) => r === d.t - 1 : undefined, tip: (r, c, v) => `cached k${sub(r)}[${c}] = <b>${fmt(v, 4)}</b>` });
+      const Kc = drawMatrix(g, {
+        id: "cacheK",
+        title: `K cache${heads > 1 ? ` (kv ${kvGroup(ctx.cfg, h)})` : ""}`,
+        shape: shape(d.t, dK),
+        m: d.keys,
+        x,
+        y,
+        cell,
+        color,
+        rowLabels: labels.slice(0, d.t),
+        hidden: ctx.animate ? (r) => r === d.t - 1 : undefined,
+        tip: (r, c, v) => `cached k${sub(r)}[${c}] = <b>${fmt(v, 4)}</b>`,
+      });
       // Room for the titles, which start after the row labels (at gx).
       x += Math.max(Kc.width, Kc.gx - x + 130) + 14;
-      const Vc = drawMatrix(g, { id: "cacheV", title: "V cache", shape: shape(d.t, dV), m: d.values, x, y, cell, color,
-        tip: (r, c, v) => `cached v${sub(r)}[${c}] = <b>${fmt(v, 4)}</b>` });
+      const Vc = drawMatrix(g, {
+        id: "cacheV",
+        title: "V cache",
+        shape: shape(d.t, dV),
+        m: d.values,
+        x,
+        y,
+        cell,
+        color,
+        tip: (r, c, v) => `cached v${sub(r)}[${c}] = <b>${fmt(v, 4)}</b>`,
+      });
       x += Math.max(Vc.width, Vc.gx - x + 90) + 14;
-      const Wr = drawMatrix(g, { id: "decodeWeights", title: `α of q${sub(d.t - 1)}`, shape: shape(1, d.t), m: d.weights, x, y, cell, color: sequential(),
-        colLabels: labels.slice(0, d.t), tip: (_r, c, v) => `α${sub(d.t - 1)}${sub(c)} = <b>${fmt(v, 4)}</b>` });
+      const Wr = drawMatrix(g, {
+        id: "decodeWeights",
+        title: `α of q${sub(d.t - 1)}`,
+        shape: shape(1, d.t),
+        m: d.weights,
+        x,
+        y,
+        cell,
+        color: sequential(),
+        colLabels: labels.slice(0, d.t),
+        tip: (_r, c, v) => `α${sub(d.t - 1)}${sub(c)} = <b>${fmt(v, 4)}</b>`,
+      });
       if (ctx.animate) Kc.reveal((r) => (r === d.t - 1 ? 0 : -1), dur(400));
       x += Wr.width + 24;
       height = Math.max(Kc.height, Vc.height, Wr.height) + 16;
     }
     x = 0;
     const y2 = height;
-    const O = drawMatrix(g, { id: "decoded", title: "decoded rows (KVCache.attend)", shape: shape(T, heads * dV),
-      m: { data: Float32Array.from({ length: T * heads * dV }, (_, k) => (k < d.outputs.data.length ? d.outputs.data[k] : NaN)), rows: T, cols: heads * dV },
-      x, y: y2, cell, color: (v) => (Number.isNaN(v) ? "#f3f3f3" : color(v)), rowLabels: labels,
-      tip: (r, c, v) => (Number.isNaN(v) ? "not decoded yet" : `step ${r}: output[${c}] = <b>${fmt(v, 4)}</b><br>full causal: ${fmt(d.full.data[r * heads * dV + c], 4)}`) });
+    const O = drawMatrix(g, {
+      id: "decoded",
+      title: "decoded rows (KVCache.attend)",
+      shape: shape(T, heads * dV),
+      m: {
+        data: Float32Array.from({ length: T * heads * dV }, (_, k) =>
+          k < d.outputs.data.length ? d.outputs.data[k] : NaN,
+        ),
+        rows: T,
+        cols: heads * dV,
+      },
+      x,
+      y: y2,
+      cell,
+      color: (v) => (Number.isNaN(v) ? "#f3f3f3" : color(v)),
+      rowLabels: labels,
+      tip: (r, c, v) =>
+        Number.isNaN(v)
+          ? "not decoded yet"
+          : `step ${r}: output[${c}] = <b>${fmt(v, 4)}</b><br>full causal: ${fmt(d.full.data[r * heads * dV + c], 4)}`,
+    });
     x += Math.max(O.width + 14, 250);
-    const F = drawMatrix(g, { id: "fullCausal", title: "full causal (multiHeadAttentionQKV)", shape: shape(T, heads * dV), m: d.full, x, y: y2, cell, color, rowLabels: labels,
-      tip: (r, c, v) => `row ${r} of the full causal computation, [${c}] = <b>${fmt(v, 4)}</b>` });
+    const F = drawMatrix(g, {
+      id: "fullCausal",
+      title: "full causal (multiHeadAttentionQKV)",
+      shape: shape(T, heads * dV),
+      m: d.full,
+      x,
+      y: y2,
+      cell,
+      color,
+      rowLabels: labels,
+      tip: (r, c, v) => `row ${r} of the full causal computation, [${c}] = <b>${fmt(v, 4)}</b>`,
+    });
     if (d.t > 0) {
       outlineRow(g, O, d.t - 1, heads * dV);
       outlineRow(g, F, d.t - 1, heads * dV);

@@ -22,8 +22,12 @@ export const headView: Scene = {
   title: "Head view",
   caption: (ctx: SceneCtx) => {
     const hidden = hiddenHeads(ctx.state);
-    const chips = ctx.item.heads.map((_, h) =>
-      `<button type="button" class="chip head-chip${hidden.has(h) ? "" : " on"}" style="--head:${headColor(h)}" data-toggle-head="${h}" data-testid="head-chip-${h}" aria-pressed="${!hidden.has(h)}">head ${h}${headName(ctx, h) ? `: ${headName(ctx, h)}` : ""}</button>`).join(" ");
+    const chips = ctx.item.heads
+      .map(
+        (_, h) =>
+          `<button type="button" class="chip head-chip${hidden.has(h) ? "" : " on"}" style="--head:${headColor(h)}" data-toggle-head="${h}" data-testid="head-chip-${h}" aria-pressed="${!hidden.has(h)}">head ${h}${headName(ctx, h) ? `: ${headName(ctx, h)}` : ""}</button>`,
+      )
+      .join(" ");
     return `<p>Each line joins a token being updated (left) to a token it attends to (right); its opacity is the weight α<sub>ij</sub>, its colour the head.
       Hover a token to isolate its lines; click or tap it (or Tab to it, arrows, Enter) to keep them. Heads: ${chips}</p>`;
   },
@@ -37,7 +41,9 @@ export const headView: Scene = {
     const dpr = window.devicePixelRatio || 1;
     // The labels, the canvas and its 2D context stay while the layout does; a redraw only strokes the lines again.
     const sig = [T, rowH, colW, gap, dpr, labels.join("\u0001")].join("|");
-    const { entry } = retained<HeadViewState>(g.node()!, "headview", sig, () => buildHeadView(g, labels, rowH, colW, gap, H, dpr));
+    const { entry } = retained<HeadViewState>(g.node()!, "headview", sig, () =>
+      buildHeadView(g, labels, rowH, colW, gap, H, dpr),
+    );
     const st = entry.state;
     st.ctx = ctx;
     const hidden = hiddenHeads(ctx.state);
@@ -66,22 +72,69 @@ interface HeadViewState {
   drawn: { weights: Float32Array[]; visible: string; side: string } | null;
 }
 
-function buildHeadView(g: G, labels: string[], rowH: number, colW: number, gap: number, H: number, dpr: number): { node: SVGGElement; state: HeadViewState } {
+function buildHeadView(
+  g: G,
+  labels: string[],
+  rowH: number,
+  colW: number,
+  gap: number,
+  H: number,
+  dpr: number,
+): { node: SVGGElement; state: HeadViewState } {
   const root = g.append("g").attr("data-testid", "headview");
   const font = Math.min(13, rowH * 0.7);
   const y = (i: number) => TOP + i * rowH + rowH / 2;
-  root.append("text").attr("class", "m-axis-title").attr("x", colW - 8).attr("y", 10).attr("text-anchor", "end").text("query (updated)");
-  root.append("text").attr("class", "m-axis-title").attr("x", colW + gap + 8).attr("y", 10).text("key (attended to)");
-  const fo = root.append("foreignObject").attr("x", colW).attr("width", gap).attr("height", H).attr("data-testid", "hv-lines");
-  const canvas = fo.append("xhtml:canvas").attr("width", Math.round(gap * dpr)).attr("height", Math.round(H * dpr))
-    .style("width", `${gap}px`).style("height", `${H}px`).style("display", "block").node() as HTMLCanvasElement;
-  const st: HeadViewState = { fo: fo.node()!, canvas, c2d: null, rowH, gap, H, dpr, ctx: null, drawn: null, pinned: null };
+  root
+    .append("text")
+    .attr("class", "m-axis-title")
+    .attr("x", colW - 8)
+    .attr("y", 10)
+    .attr("text-anchor", "end")
+    .text("query (updated)");
+  root
+    .append("text")
+    .attr("class", "m-axis-title")
+    .attr("x", colW + gap + 8)
+    .attr("y", 10)
+    .text("key (attended to)");
+  const fo = root
+    .append("foreignObject")
+    .attr("x", colW)
+    .attr("width", gap)
+    .attr("height", H)
+    .attr("data-testid", "hv-lines");
+  const canvas = fo
+    .append("xhtml:canvas")
+    .attr("width", Math.round(gap * dpr))
+    .attr("height", Math.round(H * dpr))
+    .style("width", `${gap}px`)
+    .style("height", `${H}px`)
+    .style("display", "block")
+    .node() as HTMLCanvasElement;
+  const st: HeadViewState = {
+    fo: fo.node()!,
+    canvas,
+    c2d: null,
+    rowH,
+    gap,
+    H,
+    dpr,
+    ctx: null,
+    drawn: null,
+    pinned: null,
+  };
   const isolate = (side: "i" | "j", k: number, at: MouseEvent) => {
     const ctx = st.ctx;
     if (!ctx) return;
     drawLines(st, side, k);
     const hidden = hiddenHeads(ctx.state);
-    const parts = ctx.item.heads.map((tr, h) => hidden.has(h) ? "" : `head ${h}${headName(ctx, h) ? ` (${headName(ctx, h)})` : ""}: ${side === "i" ? "top" : "from"} ${topOf(tr.weights, k, side, labels)}`).filter(Boolean);
+    const parts = ctx.item.heads
+      .map((tr, h) =>
+        hidden.has(h)
+          ? ""
+          : `head ${h}${headName(ctx, h) ? ` (${headName(ctx, h)})` : ""}: ${side === "i" ? "top" : "from"} ${topOf(tr.weights, k, side, labels)}`,
+      )
+      .filter(Boolean);
     showTip(at, `<b>${labels[k]}</b><br>${parts.join("<br>")}`);
     announce(`${labels[k]}, ${side === "i" ? "query" : "key"}: ${parts.join("; ")}`);
   };
@@ -105,9 +158,17 @@ function buildHeadView(g: G, labels: string[], rowH: number, colW: number, gap: 
   const texts: Record<"i" | "j", SVGTextElement[]> = { i: [], j: [] };
   for (const side of ["i", "j"] as const) {
     const x = side === "i" ? colW - 8 : colW + gap + 8;
-    texts[side] = root.append("g").selectAll<SVGTextElement, string>("text").data(labels).join("text")
-      .attr("x", x).attr("y", (_d, k) => y(k)).attr("dominant-baseline", "central")
-      .attr("text-anchor", side === "i" ? "end" : "start").attr("font-size", font).style("cursor", "pointer")
+    texts[side] = root
+      .append("g")
+      .selectAll<SVGTextElement, string>("text")
+      .data(labels)
+      .join("text")
+      .attr("x", x)
+      .attr("y", (_d, k) => y(k))
+      .attr("dominant-baseline", "central")
+      .attr("text-anchor", side === "i" ? "end" : "start")
+      .attr("font-size", font)
+      .style("cursor", "pointer")
       .attr("data-testid", (_d, k) => `hv-${side === "i" ? "q" : "k"}-${k}`)
       .attr("class", "hv-token")
       // One tab stop for all tokens (roving tabindex): arrows move, Enter pins.
@@ -129,14 +190,16 @@ function buildHeadView(g: G, labels: string[], rowH: number, colW: number, gap: 
         let next: SVGTextElement | undefined;
         if (e.key === "ArrowDown") next = texts[side][Math.min(labels.length - 1, k + 1)];
         else if (e.key === "ArrowUp") next = texts[side][Math.max(0, k - 1)];
-        else if (e.key === "ArrowRight" || e.key === "ArrowLeft") next = texts[e.key === "ArrowRight" ? "j" : "i"][k];
+        else if (e.key === "ArrowRight" || e.key === "ArrowLeft")
+          next = texts[e.key === "ArrowRight" ? "j" : "i"][k];
         else if (e.key === "Enter" || e.key === " ") {
           togglePin(side, k, this);
         } else return;
         e.preventDefault();
         e.stopPropagation();
         if (next && next !== this) {
-          for (const t of [...texts.i, ...texts.j]) t.setAttribute("tabindex", t === next ? "0" : "-1");
+          for (const t of [...texts.i, ...texts.j])
+            t.setAttribute("tabindex", t === next ? "0" : "-1");
           next.focus();
         }
       })
@@ -158,8 +221,16 @@ function drawLines(st: HeadViewState, side: "i" | "j" | null, k: number): void {
   const weights = ctx.item.heads.map((tr) => tr.weights.data);
   const key = { weights, visible: visible.join(" "), side: side ? `${side}${k}` : "" };
   const d = st.drawn;
-  if (d && d.visible === key.visible && d.side === key.side && d.weights.length === weights.length &&
-    d.weights.every((w, h) => w.length === weights[h].length && w.every((v, n) => v === weights[h][n]))) return;
+  if (
+    d &&
+    d.visible === key.visible &&
+    d.side === key.side &&
+    d.weights.length === weights.length &&
+    d.weights.every(
+      (w, h) => w.length === weights[h].length && w.every((v, n) => v === weights[h][n]),
+    )
+  )
+    return;
   st.drawn = { ...key, weights: weights.map((w) => Float32Array.from(w)) };
   setAttr(st.fo, "data-isolated", side ? `${side}${k}` : null);
   const c = (st.c2d ??= st.canvas.getContext("2d"));
@@ -203,8 +274,19 @@ function drawLines(st: HeadViewState, side: "i" | "j" | null, k: number): void {
   c.globalAlpha = 1;
 }
 
-function topOf(w: { data: Float32Array; rows: number; cols: number }, k: number, side: "i" | "j", labels: string[]): string {
-  const vals = Array.from({ length: w.cols }, (_, j) => ({ j, v: side === "i" ? at(w, k, j) : at(w, j, k) }));
+function topOf(
+  w: { data: Float32Array; rows: number; cols: number },
+  k: number,
+  side: "i" | "j",
+  labels: string[],
+): string {
+  const vals = Array.from({ length: w.cols }, (_, j) => ({
+    j,
+    v: side === "i" ? at(w, k, j) : at(w, j, k),
+  }));
   vals.sort((a, b) => b.v - a.v);
-  return vals.slice(0, 3).map((x) => `${labels[x.j]} ${fmt(x.v, 2)}`).join(", ");
+  return vals
+    .slice(0, 3)
+    .map((x) => `${labels[x.j]} ${fmt(x.v, 2)}`)
+    .join(", ");
 }

@@ -30,7 +30,14 @@ export function drawLegend(parent: G, o: LegendOpts): number {
     // Large values in the short SI form (100k), and as many ticks as fit without touching.
     const big = Math.max(Math.abs(o.domain[0]), Math.abs(o.domain[1])) >= 1000;
     const ticks = Math.max(2, Math.floor(o.width / (big ? 45 : 36)));
-    entry.state.axis.call(d3.axisBottom(x).ticks(ticks).tickSize(3).tickFormat(big ? d3.format(".2~s") : x.tickFormat(ticks)))
+    entry.state.axis
+      .call(
+        d3
+          .axisBottom(x)
+          .ticks(ticks)
+          .tickSize(3)
+          .tickFormat(big ? d3.format(".2~s") : x.tickFormat(ticks)),
+      )
       .call((a) => a.select(".domain").remove());
   }
   return 40;
@@ -45,30 +52,66 @@ function buildLegend(parent: G, o: LegendOpts): { node: SVGGElement; state: Lege
   const id = `legend-grad-${++uid}`;
   const g = parent.append("g").attr("class", "legend").attr("data-testid", "legend");
   const grad = g.append("defs").append("linearGradient").attr("id", id);
-  d3.range(0, 1.0001, 0.1).forEach((t) => grad.append("stop").attr("offset", `${t * 100}%`).attr("stop-color", o.interpolate(t)));
+  d3.range(0, 1.0001, 0.1).forEach((t) =>
+    grad
+      .append("stop")
+      .attr("offset", `${t * 100}%`)
+      .attr("stop-color", o.interpolate(t)),
+  );
   g.append("text").attr("class", "legend-title").attr("y", 0).text(o.title);
-  g.append("rect").attr("y", 6).attr("width", o.width).attr("height", 10).attr("fill", `url(#${id})`)
+  g.append("rect")
+    .attr("y", 6)
+    .attr("width", o.width)
+    .attr("height", 10)
+    .attr("fill", `url(#${id})`)
     .attr("stroke", "#ccc");
   const axis = g.append("g").attr("transform", "translate(0,16)");
   if (o.masked) {
-    g.append("rect").attr("x", o.width + 16).attr("y", 6).attr("width", 14).attr("height", 10)
-      .attr("fill", "url(#masked-hatch)").attr("stroke", "#ccc");
-    g.append("text").attr("class", "legend-title").attr("x", o.width + 34).attr("y", 15).text("−∞ (masked)");
+    g.append("rect")
+      .attr("x", o.width + 16)
+      .attr("y", 6)
+      .attr("width", 14)
+      .attr("height", 10)
+      .attr("fill", "url(#masked-hatch)")
+      .attr("stroke", "#ccc");
+    g.append("text")
+      .attr("class", "legend-title")
+      .attr("x", o.width + 34)
+      .attr("y", 15)
+      .text("−∞ (masked)");
   }
   return { node: g.node()!, state: { axis, domain: "" } };
 }
 
 /** The diverging legend for signed values in [-m, m]. */
-export function signedLegend(parent: G, x: number, y: number, m: number, title: string, masked = false): number {
+export function signedLegend(
+  parent: G,
+  x: number,
+  y: number,
+  m: number,
+  title: string,
+  masked = false,
+): number {
   return drawLegend(parent, {
-    x, y, width: 180, title, domain: [-(m || 1), m || 1], masked, kind: "signed",
+    x,
+    y,
+    width: 180,
+    title,
+    domain: [-(m || 1), m || 1],
+    masked,
+    kind: "signed",
     interpolate: (t) => d3.interpolateRdBu(1 - t),
   });
 }
 
 export function weightLegend(parent: G, x: number, y: number, title = "attention weight"): number {
   return drawLegend(parent, {
-    x, y, width: 180, title, domain: [0, 1], kind: "weight",
+    x,
+    y,
+    width: 180,
+    title,
+    domain: [0, 1],
+    kind: "weight",
     interpolate: (t) => d3.interpolateBlues(0.04 + 0.96 * t),
   });
 }

@@ -71,7 +71,10 @@ export interface MatrixView {
   cell: number;
   canvas: boolean;
   /** Fades cells in: those with delay >= 0 go to full opacity after `delay` ms over `duration` ms. */
-  reveal: (delay: (r: number, c: number) => number, duration: number | ((r: number, c: number) => number)) => void;
+  reveal: (
+    delay: (r: number, c: number) => number,
+    duration: number | ((r: number, c: number) => number),
+  ) => void;
 }
 
 export interface Cell {
@@ -121,7 +124,9 @@ const gens = new WeakMap<HTMLCanvasElement, number>();
 export function drawnMatrix(id: string, nth = 0): DrawnMatrix | null {
   const hits = registry.filter((e) => e.id === id);
   const e = hits[nth];
-  return e ? { id, rows: e.m.rows, cols: e.m.cols, values: Array.from(e.m.data), render: e.render } : null;
+  return e
+    ? { id, rows: e.m.rows, cols: e.m.cols, values: Array.from(e.m.data), render: e.render }
+    : null;
 }
 
 export function drawnIds(): string[] {
@@ -165,12 +170,19 @@ const CHAR = 6.3;
 const SIN50 = Math.sin((50 * Math.PI) / 180);
 
 /** Space the labels need: [left, top]. */
-export function labelSpace(o: Pick<MatrixOpts, "rowLabels" | "colLabels" | "cell" | "rowAxis" | "colAxis">): [number, number] {
+export function labelSpace(
+  o: Pick<MatrixOpts, "rowLabels" | "colLabels" | "cell" | "rowAxis" | "colAxis">,
+): [number, number] {
   const longest = (a?: string[]) => (a && a.length ? Math.max(...a.map((s) => s.length)) : 0);
-  const left = o.rowLabels ? Math.min(110, longest(o.rowLabels) * CHAR + 10) + (o.rowAxis ? 14 : 0) : 0;
+  const left = o.rowLabels
+    ? Math.min(110, longest(o.rowLabels) * CHAR + 10) + (o.rowAxis ? 14 : 0)
+    : 0;
   const cl = longest(o.colLabels);
   const rotated = o.colLabels && cl * 7 > o.cell - 2;
-  const top = 36 + (o.colLabels ? (rotated ? Math.min(80, cl * CHAR * 0.75) + 6 : 16) : 0) + (o.colAxis ? 12 : 0);
+  const top =
+    36 +
+    (o.colLabels ? (rotated ? Math.min(80, cl * CHAR * 0.75) + 6 : 16) : 0) +
+    (o.colAxis ? 12 : 0);
   return [left, top];
 }
 
@@ -211,10 +223,30 @@ export function drawMatrix(parent: G, o: MatrixOpts): MatrixView {
   if (cell < NUMBER_MIN_CELL && o.tip) hiddenNumbers = true;
   const dpr = window.devicePixelRatio || 1;
   // Everything but the numbers, their colours and the title: a change rebuilds the element.
-  const sig = [rows, cols, cell, top, lx, useCanvas, dpr, o.labelsRight, o.rowAxis, o.colAxis, o.stroke, !!o.tip, !!o.onCell,
-    o.rowLabels?.join("\u0001"), o.rowLabels && o.rowLabelClass ? o.rowLabels.map((_, r) => o.rowLabelClass!(r)).join("\u0001") : "",
-    o.colLabels?.join("\u0001"), o.bands ? `${o.bands.every}:${o.bands.colors.join()}` : ""].join("|");
-  const { entry } = retained<MatrixState>(parent.node()!, `matrix-${o.id}`, sig, (old) => buildMatrix(parent, o, left, top, lx, useCanvas, old?.state));
+  const sig = [
+    rows,
+    cols,
+    cell,
+    top,
+    lx,
+    useCanvas,
+    dpr,
+    o.labelsRight,
+    o.rowAxis,
+    o.colAxis,
+    o.stroke,
+    !!o.tip,
+    !!o.onCell,
+    o.rowLabels?.join("\u0001"),
+    o.rowLabels && o.rowLabelClass
+      ? o.rowLabels.map((_, r) => o.rowLabelClass!(r)).join("\u0001")
+      : "",
+    o.colLabels?.join("\u0001"),
+    o.bands ? `${o.bands.every}:${o.bands.colors.join()}` : "",
+  ].join("|");
+  const { entry } = retained<MatrixState>(parent.node()!, `matrix-${o.id}`, sig, (old) =>
+    buildMatrix(parent, o, left, top, lx, useCanvas, old?.state),
+  );
   const st = entry.state;
   const node = entry.node as SVGGElement;
   setAttr(node, "transform", `translate(${o.x},${o.y})`);
@@ -227,16 +259,22 @@ export function drawMatrix(parent: G, o: MatrixOpts): MatrixView {
     st.title.replaceChildren();
     richText(d3.select(st.title), o.title);
     if (st.shape) {
-      const beside = textWidth(o.title) + 8 + (o.shape ?? "").length * 6 <= cols * cell + (o.labelsRight ? left : 0);
+      const beside =
+        textWidth(o.title) + 8 + (o.shape ?? "").length * 6 <=
+        cols * cell + (o.labelsRight ? left : 0);
       setAttr(st.shape, "y", beside ? 14 : 28);
       setAttr(st.shape, "dx", beside ? textWidth(o.title) + 8 : 0);
       setText(st.shape, o.shape ?? "");
     }
   }
-  if (st.titleColor !== (o.titleColor ?? "")) st.title.style.fill = st.titleColor = o.titleColor ?? "";
+  if (st.titleColor !== (o.titleColor ?? ""))
+    st.title.style.fill = st.titleColor = o.titleColor ?? "";
   const target = (r: number, c: number) => (o.opacity ? o.opacity(r, c) : 1);
   const digits = o.digits ?? 2;
-  const reveal = st.cells.kind === "canvas" ? updateCanvas(st.cells, o, target, digits) : updateSvgCells(st.cells, o, target, digits);
+  const reveal =
+    st.cells.kind === "canvas"
+      ? updateCanvas(st.cells, o, target, digits)
+      : updateSvgCells(st.cells, o, target, digits);
 
   // Tooltips and clicks: the cell under the mouse, from its position.
   const value = (r: number, c: number) => o.m.data[r * cols + c];
@@ -265,47 +303,107 @@ export function drawMatrix(parent: G, o: MatrixOpts): MatrixView {
   if (o.tip || o.onCell) bindKeyboard(st, o, value);
   const width = left + cols * cell;
   const height = top + rows * cell + (o.colAxis ? 16 : 2);
-  return { g: d3.select(node), width, height, gx: o.x + lx, gy: o.y + top, cell, canvas: useCanvas, reveal };
+  return {
+    g: d3.select(node),
+    width,
+    height,
+    gx: o.x + lx,
+    gy: o.y + top,
+    cell,
+    canvas: useCanvas,
+    reveal,
+  };
 }
 
 /** A new matrix element: title, shape, axes and the cells (no numbers yet). */
-function buildMatrix(parent: G, o: MatrixOpts, left: number, top: number, lx: number, useCanvas: boolean, old?: MatrixState): { node: SVGGElement; state: MatrixState } {
+function buildMatrix(
+  parent: G,
+  o: MatrixOpts,
+  left: number,
+  top: number,
+  lx: number,
+  useCanvas: boolean,
+  old?: MatrixState,
+): { node: SVGGElement; state: MatrixState } {
   const { rows, cols } = o.m;
   const cell = o.cell;
-  const g = parent.append("g").attr("data-testid", `matrix-${o.id}`).attr("data-rows", rows).attr("data-cols", cols)
+  const g = parent
+    .append("g")
+    .attr("data-testid", `matrix-${o.id}`)
+    .attr("data-rows", rows)
+    .attr("data-cols", cols)
     .attr("data-render", useCanvas ? "canvas" : "svg");
   const title = g.append("text").attr("class", "m-title").attr("x", lx).attr("y", 14);
-  const shapeEl = o.shape !== undefined ? g.append("text").attr("class", "m-shape").attr("x", lx) : null;
+  const shapeEl =
+    o.shape !== undefined ? g.append("text").attr("class", "m-shape").attr("x", lx) : null;
   const grid = g.append("g").attr("transform", `translate(${lx},${top})`);
   const oldCanvas = old?.cells.kind === "canvas" ? old.cells.canvas : undefined;
   const cells = useCanvas ? buildCanvas(grid, o, oldCanvas) : buildSvgCells(grid, o);
-  const hit = useCanvas ? (cells as CanvasCells).canvas : grid.append("rect").attr("class", "hit")
-    .attr("width", cols * cell).attr("height", rows * cell).attr("fill", "transparent").node()!;
+  const hit = useCanvas
+    ? (cells as CanvasCells).canvas
+    : grid
+        .append("rect")
+        .attr("class", "hit")
+        .attr("width", cols * cell)
+        .attr("height", rows * cell)
+        .attr("fill", "transparent")
+        .node()!;
   if (o.onCell) d3.select(hit).style("cursor", "pointer");
   hit.setAttribute("data-hit", o.id);
-  const focusRect = grid.append("rect").attr("class", "m-focus").attr("width", cell).attr("height", cell).style("display", "none").node()!;
+  const focusRect = grid
+    .append("rect")
+    .attr("class", "m-focus")
+    .attr("width", cell)
+    .attr("height", cell)
+    .style("display", "none")
+    .node()!;
   if (o.bands) {
     const { every, colors } = o.bands;
-    grid.append("g").attr("class", "m-bands").selectAll("rect").data(colors).join("rect")
-      .attr("x", (_c, k) => k * every * cell).attr("y", -5).attr("width", every * cell - 1).attr("height", 4).attr("fill", (c) => c);
+    grid
+      .append("g")
+      .attr("class", "m-bands")
+      .selectAll("rect")
+      .data(colors)
+      .join("rect")
+      .attr("x", (_c, k) => k * every * cell)
+      .attr("y", -5)
+      .attr("width", every * cell - 1)
+      .attr("height", 4)
+      .attr("fill", (c) => c);
   }
   // Axes: tokens or dimensions as tick labels, thinned so that none overlap.
-  const xs = d3.scaleBand<number>().domain(d3.range(cols)).range([0, cols * cell]);
-  const ys = d3.scaleBand<number>().domain(d3.range(rows)).range([0, rows * cell]);
+  const xs = d3
+    .scaleBand<number>()
+    .domain(d3.range(cols))
+    .range([0, cols * cell]);
+  const ys = d3
+    .scaleBand<number>()
+    .domain(d3.range(rows))
+    .range([0, rows * cell]);
   const axisFont = Math.min(11, Math.max(7, cell * 0.8));
   if (o.rowLabels) {
     const labels = o.rowLabels;
-    const axis = (o.labelsRight ? d3.axisRight(ys) : d3.axisLeft(ys)).tickSize(0).tickPadding(5)
-      .tickValues(tickIndices(rows, cell, axisFont * 1.15)).tickFormat((r) => labels[r] ?? "");
-    const ag = grid.append("g").attr("class", "m-axis m-rows")
-      .attr("transform", o.labelsRight ? `translate(${cols * cell},0)` : null).call(axis);
-    ag.selectAll<SVGTextElement, number>("text").style("font-size", `${axisFont}px`)
+    const axis = (o.labelsRight ? d3.axisRight(ys) : d3.axisLeft(ys))
+      .tickSize(0)
+      .tickPadding(5)
+      .tickValues(tickIndices(rows, cell, axisFont * 1.15))
+      .tickFormat((r) => labels[r] ?? "");
+    const ag = grid
+      .append("g")
+      .attr("class", "m-axis m-rows")
+      .attr("transform", o.labelsRight ? `translate(${cols * cell},0)` : null)
+      .call(axis);
+    ag.selectAll<SVGTextElement, number>("text")
+      .style("font-size", `${axisFont}px`)
       .attr("class", (r) => o.rowLabelClass?.(r) ?? "");
     if (o.rowAxis) {
       const x = o.labelsRight ? cols * cell + left - 4 : -left + 8;
-      grid.append("text").attr("class", "m-axis-title")
+      grid
+        .append("text")
+        .attr("class", "m-axis-title")
         .attr("transform", `translate(${x},${(rows * cell) / 2}) rotate(-90)`)
-        .attr("text-anchor", "middle").text(o.rowAxis);
+        .attr("text-anchor", "middle")
+        .text(o.rowAxis);
     }
   }
   if (o.colLabels) {
@@ -316,21 +414,44 @@ function buildMatrix(parent: G, o: MatrixOpts, left: number, top: number, lx: nu
     // every label before any is dropped); flat ones need their width.
     const colFont = rotated ? Math.max(7, Math.min(axisFont, (cell * SIN50) / 1.1)) : axisFont;
     const space = rotated ? (colFont * 1.1) / SIN50 : cl * colFont * 0.62 + 4;
-    const axis = d3.axisTop(xs).tickSize(0).tickPadding(4)
-      .tickValues(tickIndices(cols, cell, space)).tickFormat((c) => labels[c] ?? "");
+    const axis = d3
+      .axisTop(xs)
+      .tickSize(0)
+      .tickPadding(4)
+      .tickValues(tickIndices(cols, cell, space))
+      .tickFormat((c) => labels[c] ?? "");
     const ag = grid.append("g").attr("class", "m-axis m-cols").call(axis);
     // A style, not an attribute: the stylesheet's .m-axis text size would override an attribute.
     ag.selectAll("text").style("font-size", `${colFont}px`);
     if (rotated) {
-      ag.selectAll("text").attr("text-anchor", "start").attr("dx", "0.4em").attr("dy", "0.35em")
+      ag.selectAll("text")
+        .attr("text-anchor", "start")
+        .attr("dx", "0.4em")
+        .attr("dy", "0.35em")
         .attr("transform", "rotate(-50)");
     }
   }
   if (o.colAxis) {
-    grid.append("text").attr("class", "m-axis-title").attr("x", (cols * cell) / 2).attr("y", rows * cell + 12)
-      .attr("text-anchor", "middle").text(o.colAxis);
+    grid
+      .append("text")
+      .attr("class", "m-axis-title")
+      .attr("x", (cols * cell) / 2)
+      .attr("y", rows * cell + 12)
+      .attr("text-anchor", "middle")
+      .text(o.colAxis);
   }
-  return { node: g.node()!, state: { title: title.node()!, shape: shapeEl?.node() ?? null, heading: "", titleColor: "", hit, focusRect, cells } };
+  return {
+    node: g.node()!,
+    state: {
+      title: title.node()!,
+      shape: shapeEl?.node() ?? null,
+      heading: "",
+      titleColor: "",
+      hit,
+      focusRect,
+      cells,
+    },
+  };
 }
 
 /** SVG cells: one <g> per cell (its opacity) holding a rect (its colour) and, if big enough, its number. */
@@ -351,25 +472,50 @@ function buildSvgCells(grid: G, o: MatrixOpts): SvgCells {
   const cell = o.cell;
   const data: Cell[] = [];
   for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) data.push({ r, c, v: NaN });
-  const groups = grid.selectAll<SVGGElement, Cell>("g.c").data(data).join("g").attr("class", "c")
+  const groups = grid
+    .selectAll<SVGGElement, Cell>("g.c")
+    .data(data)
+    .join("g")
+    .attr("class", "c")
     .attr("transform", (d) => `translate(${d.c * cell},${d.r * cell})`);
-  const rects = groups.append("rect").attr("class", "cell").attr("width", cell).attr("height", cell)
-    .attr("data-row", (d) => d.r).attr("data-col", (d) => d.c);
+  const rects = groups
+    .append("rect")
+    .attr("class", "cell")
+    .attr("width", cell)
+    .attr("height", cell)
+    .attr("data-row", (d) => d.r)
+    .attr("data-col", (d) => d.c);
   if (o.stroke) rects.style("stroke", o.stroke);
   let texts: SVGTextElement[] | null = null;
   if (cell >= NUMBER_MIN_CELL) {
-    texts = groups.append("text").attr("class", "cell-text").attr("x", cell / 2).attr("y", cell / 2)
-      .attr("font-size", numberFont(cell)).nodes();
+    texts = groups
+      .append("text")
+      .attr("class", "cell-text")
+      .attr("x", cell / 2)
+      .attr("y", cell / 2)
+      .attr("font-size", numberFont(cell))
+      .nodes();
   }
   const n = rows * cols;
   return {
-    kind: "svg", groups, g: groups.nodes(), rect: rects.nodes(), text: texts,
-    value: new Float64Array(n).fill(NaN), fill: new Array<string>(n).fill(""), opacity: new Float64Array(n).fill(NaN),
+    kind: "svg",
+    groups,
+    g: groups.nodes(),
+    rect: rects.nodes(),
+    text: texts,
+    value: new Float64Array(n).fill(NaN),
+    fill: new Array<string>(n).fill(""),
+    opacity: new Float64Array(n).fill(NaN),
   };
 }
 
 /** Writes the cells that changed; returns the reveal animation. */
-function updateSvgCells(s: SvgCells, o: MatrixOpts, target: (r: number, c: number) => number, digits: number): MatrixView["reveal"] {
+function updateSvgCells(
+  s: SvgCells,
+  o: MatrixOpts,
+  target: (r: number, c: number) => number,
+  digits: number,
+): MatrixView["reveal"] {
   const { rows, cols } = o.m;
   for (let r = 0, k = 0; r < rows; r++) {
     for (let c = 0; c < cols; c++, k++) {
@@ -394,11 +540,16 @@ function updateSvgCells(s: SvgCells, o: MatrixOpts, target: (r: number, c: numbe
   }
   return (delay, duration) => {
     const dd = typeof duration === "number" ? () => duration : (d: Cell) => duration(d.r, d.c);
-    s.groups.filter((d) => delay(d.r, d.c) >= 0).transition().delay((d) => delay(d.r, d.c)).duration(dd)
+    s.groups
+      .filter((d) => delay(d.r, d.c) >= 0)
+      .transition()
+      .delay((d) => delay(d.r, d.c))
+      .duration(dd)
       .attr("opacity", (d) => target(d.r, d.c))
       .on("end", (d) => (s.opacity[d.r * cols + d.c] = target(d.r, d.c)));
     // Until the transition ends the cells' opacity is not what was last written.
-    for (let r = 0, k = 0; r < rows; r++) for (let c = 0; c < cols; c++, k++) if (delay(r, c) >= 0) s.opacity[k] = NaN;
+    for (let r = 0, k = 0; r < rows; r++)
+      for (let c = 0; c < cols; c++, k++) if (delay(r, c) >= 0) s.opacity[k] = NaN;
   };
 }
 
@@ -425,31 +576,55 @@ interface CanvasCells {
 function buildCanvas(grid: G, o: MatrixOpts, old?: HTMLCanvasElement): CanvasCells {
   const { rows, cols } = o.m;
   const cell = o.cell;
-  const W = cols * cell, H = rows * cell;
+  const W = cols * cell,
+    H = rows * cell;
   const dpr = window.devicePixelRatio || 1;
-  const Wpx = Math.round(W * dpr), Hpx = Math.round(H * dpr);
+  const Wpx = Math.round(W * dpr),
+    Hpx = Math.round(H * dpr);
   const fo = grid.append("foreignObject").attr("width", W).attr("height", H);
   const canvas = old ?? pool.get(o.id)?.pop() ?? document.createElement("canvas");
   if (canvas.width !== Wpx) canvas.width = Wpx;
   if (canvas.height !== Hpx) canvas.height = Hpx;
   fo.node()!.append(canvas);
   canvas.dataset.matrix = o.id;
-  d3.select(canvas).attr("data-testid", `canvas-${o.id}`)
-    .style("width", `${W}px`).style("height", `${H}px`).style("display", "block")
-    .on("mousemove", null).on("mouseleave", null).on("click", null).style("cursor", null);
+  d3.select(canvas)
+    .attr("data-testid", `canvas-${o.id}`)
+    .style("width", `${W}px`)
+    .style("height", `${H}px`)
+    .style("display", "block")
+    .on("mousemove", null)
+    .on("mouseleave", null)
+    .on("click", null)
+    .style("cursor", null);
   const xs = Int32Array.from({ length: cols + 1 }, (_, c) => Math.round(c * cell * dpr));
   const ys = Int32Array.from({ length: rows + 1 }, (_, r) => Math.round(r * cell * dpr));
   const n = rows * cols;
   return {
-    kind: "canvas", canvas, c2d: null, cells: null, cellsImg: null, hatch: null, xs, ys,
-    color: new Int32Array(n), alpha: new Float32Array(n), value: new Float64Array(n), colorFn: null, painted: false,
+    kind: "canvas",
+    canvas,
+    c2d: null,
+    cells: null,
+    cellsImg: null,
+    hatch: null,
+    xs,
+    ys,
+    color: new Int32Array(n),
+    alpha: new Float32Array(n),
+    value: new Float64Array(n),
+    colorFn: null,
+    painted: false,
   };
 }
 
 const abgr = (p: number) => 0xff000000 | ((p & 255) << 16) | (p & 0xff00) | ((p >> 16) & 255);
 
 /** Paints the canvas if its colours, opacities or (when written) numbers changed; returns the reveal animation. */
-function updateCanvas(s: CanvasCells, o: MatrixOpts, target: (r: number, c: number) => number, digits: number): MatrixView["reveal"] {
+function updateCanvas(
+  s: CanvasCells,
+  o: MatrixOpts,
+  target: (r: number, c: number) => number,
+  digits: number,
+): MatrixView["reveal"] {
   const { rows, cols } = o.m;
   const n = rows * cols;
   const data = o.m.data;
@@ -459,11 +634,13 @@ function updateCanvas(s: CanvasCells, o: MatrixOpts, target: (r: number, c: numb
   gens.set(canvas, gen);
   const alpha = new Float32Array(n);
   if (o.hidden || o.opacity) {
-    for (let r = 0, k = 0; r < rows; r++) for (let c = 0; c < cols; c++, k++) alpha[k] = o.hidden?.(r, c) ? 0 : target(r, c);
+    for (let r = 0, k = 0; r < rows; r++)
+      for (let c = 0; c < cols; c++, k++) alpha[k] = o.hidden?.(r, c) ? 0 : target(r, c);
   } else alpha.fill(1);
   // Nothing to paint when the numbers, their colours and the opacities are those last painted.
   let same = s.painted;
-  for (let k = 0; same && k < n; k++) same = Object.is(data[k], s.value[k]) && alpha[k] === s.alpha[k];
+  for (let k = 0; same && k < n; k++)
+    same = Object.is(data[k], s.value[k]) && alpha[k] === s.alpha[k];
   if (!same || s.colorFn !== o.color) {
     const color = new Int32Array(n);
     const { ramp, rgb } = o.color;
@@ -493,7 +670,8 @@ function updateCanvas(s: CanvasCells, o: MatrixOpts, target: (r: number, c: numb
     const start = performance.now();
     const from = Float32Array.from(s.alpha);
     const to = new Float32Array(n);
-    const d0 = new Float32Array(n), d1 = new Float32Array(n);
+    const d0 = new Float32Array(n),
+      d1 = new Float32Array(n);
     let end = 0;
     for (let r = 0, k = 0; r < rows; r++) {
       for (let c = 0; c < cols; c++, k++) {
@@ -520,13 +698,16 @@ function updateCanvas(s: CanvasCells, o: MatrixOpts, target: (r: number, c: numb
 
 /** The masked-cell hatch at device resolution: pixel (x, y) is a line where (x + y) mod 6·dpr < 1.4·dpr. */
 function hatchTile(dpr: number): HTMLCanvasElement {
-  const size = Math.round(6 * dpr), width = Math.max(1, Math.round(1.4 * dpr));
+  const size = Math.round(6 * dpr),
+    width = Math.max(1, Math.round(1.4 * dpr));
   const tile = document.createElement("canvas");
   tile.width = tile.height = size;
   const t2d = tile.getContext("2d")!;
   const img = t2d.createImageData(size, size);
   const px = new Uint32Array(img.data.buffer);
-  for (let y = 0; y < size; y++) for (let x = 0; x < size; x++) px[y * size + x] = abgr((x + y) % size < width ? 0x9a9a9a : 0xe4e4e4);
+  for (let y = 0; y < size; y++)
+    for (let x = 0; x < size; x++)
+      px[y * size + x] = abgr((x + y) % size < width ? 0x9a9a9a : 0xe4e4e4);
   t2d.putImageData(img, 0, 0);
   return tile;
 }
@@ -546,7 +727,8 @@ function paintCanvas(s: CanvasCells, o: MatrixOpts, digits: number): void {
   const c2d = (s.c2d ??= s.canvas.getContext("2d", { willReadFrequently: true }));
   if (!c2d) return;
   s.painted = true;
-  const Wpx = s.canvas.width, Hpx = s.canvas.height;
+  const Wpx = s.canvas.width,
+    Hpx = s.canvas.height;
   const { xs, ys, color, alpha } = s;
   if (!s.cells) {
     s.cells = document.createElement("canvas");
@@ -577,10 +759,11 @@ function paintCanvas(s: CanvasCells, o: MatrixOpts, digits: number): void {
   c2d.imageSmoothingEnabled = false;
   c2d.drawImage(s.cells, 0, 0, Wpx, Hpx);
   if (masked.length) {
-    c2d.fillStyle = (s.hatch ??= c2d.createPattern(hatchTile(dpr), "repeat")!);
+    c2d.fillStyle = s.hatch ??= c2d.createPattern(hatchTile(dpr), "repeat")!;
     c2d.beginPath();
     for (const k of masked) {
-      const r = Math.floor(k / cols), c = k % cols;
+      const r = Math.floor(k / cols),
+        c = k % cols;
       c2d.rect(xs[c], ys[r], xs[c + 1] - xs[c], ys[r + 1] - ys[r]);
     }
     c2d.fill();
@@ -602,7 +785,11 @@ function paintCanvas(s: CanvasCells, o: MatrixOpts, digits: number): void {
       const v = o.m.data[k];
       c2d.globalAlpha = alpha[k];
       c2d.fillStyle = textOn(o.color(v));
-      c2d.fillText(fitNumber(v, digits, cell), (k % cols) * cell + cell / 2, Math.floor(k / cols) * cell + cell / 2);
+      c2d.fillText(
+        fitNumber(v, digits, cell),
+        (k % cols) * cell + cell / 2,
+        Math.floor(k / cols) * cell + cell / 2,
+      );
     }
     c2d.globalAlpha = 1;
   }
@@ -614,7 +801,10 @@ let focused: { id: string; r: number; c: number } | null = null;
 /** A mouse event at the centre of cell (r, c) of a drawn matrix (where the tooltip and the editor open). */
 function cellEvent(el: Element, rows: number, cols: number, r: number, c: number): MouseEvent {
   const b = el.getBoundingClientRect();
-  return new MouseEvent("click", { clientX: b.left + ((c + 0.5) * b.width) / cols, clientY: b.top + ((r + 0.5) * b.height) / rows });
+  return new MouseEvent("click", {
+    clientX: b.left + ((c + 0.5) * b.width) / cols,
+    clientY: b.top + ((r + 0.5) * b.height) / rows,
+  });
 }
 
 /** Says `text` to screen readers (a polite live region that only this writes). */
@@ -628,15 +818,26 @@ export function announce(text: string): void {
  * first/last column); the cursor's value is shown and announced; Enter or Space does
  * what a click on the cell does (edit it, toggle a mask cell, open a head).
  */
-function bindKeyboard(st: MatrixState, o: MatrixOpts, value: (r: number, c: number) => number): void {
+function bindKeyboard(
+  st: MatrixState,
+  o: MatrixOpts,
+  value: (r: number, c: number) => number,
+): void {
   const { rows, cols } = o.m;
   const el = st.hit as SVGElement | HTMLElement;
   setAttr(el, "tabindex", "0");
   setAttr(el, "role", "application");
   setAttr(el, "aria-roledescription", "matrix");
   const name = o.title.replace(/[\^_]/g, "");
-  setAttr(el, "aria-label", `${name}, ${rows} by ${cols}: arrow keys move between cells${o.onCell ? ", Enter changes the cell" : ""}`);
-  const cur = () => (focused && focused.id === o.id && focused.r < rows && focused.c < cols ? focused : { id: o.id, r: 0, c: 0 });
+  setAttr(
+    el,
+    "aria-label",
+    `${name}, ${rows} by ${cols}: arrow keys move between cells${o.onCell ? ", Enter changes the cell" : ""}`,
+  );
+  const cur = () =>
+    focused && focused.id === o.id && focused.r < rows && focused.c < cols
+      ? focused
+      : { id: o.id, r: 0, c: 0 };
   const show = () => {
     const f = cur();
     const fr = st.focusRect;
@@ -644,7 +845,8 @@ function bindKeyboard(st: MatrixState, o: MatrixOpts, value: (r: number, c: numb
     fr.setAttribute("y", String(f.r * o.cell));
     fr.style.display = el.matches(":focus-visible") ? "" : "none";
     const v = value(f.r, f.c);
-    if (o.tip && el.matches(":focus-visible")) showTip(cellEvent(el, rows, cols, f.r, f.c), o.tip(f.r, f.c, v));
+    if (o.tip && el.matches(":focus-visible"))
+      showTip(cellEvent(el, rows, cols, f.r, f.c), o.tip(f.r, f.c, v));
     announce(`${name} row ${f.r}, column ${f.c}: ${fmt(v, 4)}`);
   };
   d3.select(el)
@@ -679,7 +881,8 @@ function bindKeyboard(st: MatrixState, o: MatrixOpts, value: (r: number, c: numb
       show();
     });
   // A redraw that rebuilt the matrix under the keyboard focus gives the focus back.
-  if (focused?.id === o.id && document.activeElement === document.body && el.isConnected) el.focus({ preventScroll: true });
+  if (focused?.id === o.id && document.activeElement === document.body && el.isConnected)
+    el.focus({ preventScroll: true });
 }
 
 /** Gives the focus back to the matrix cell that had it (after its editor closes). */
@@ -691,15 +894,39 @@ export function refocusMatrix(): void {
 
 /** Outline a row or a column of a drawn matrix (returns the outline to animate). */
 export function outlineRow(parent: G, v: MatrixView, r: number, cols: number) {
-  return d3.select(keyed(parent.node()!, "rect", { class: "hl-row", x: v.gx - 1, y: v.gy + r * v.cell - 1, width: cols * v.cell + 2, height: v.cell + 2 }));
+  return d3.select(
+    keyed(parent.node()!, "rect", {
+      class: "hl-row",
+      x: v.gx - 1,
+      y: v.gy + r * v.cell - 1,
+      width: cols * v.cell + 2,
+      height: v.cell + 2,
+    }),
+  );
 }
 
 export function outlineCol(parent: G, v: MatrixView, c: number, rows: number) {
-  return d3.select(keyed(parent.node()!, "rect", { class: "hl-col", x: v.gx + c * v.cell - 1, y: v.gy - 1, width: v.cell + 2, height: rows * v.cell + 2 }));
+  return d3.select(
+    keyed(parent.node()!, "rect", {
+      class: "hl-col",
+      x: v.gx + c * v.cell - 1,
+      y: v.gy - 1,
+      width: v.cell + 2,
+      height: rows * v.cell + 2,
+    }),
+  );
 }
 
 export function outlineCell(parent: G, v: MatrixView, r: number, c: number) {
-  return d3.select(keyed(parent.node()!, "rect", { class: "hl-row", x: v.gx + c * v.cell - 1, y: v.gy + r * v.cell - 1, width: v.cell + 2, height: v.cell + 2 }));
+  return d3.select(
+    keyed(parent.node()!, "rect", {
+      class: "hl-row",
+      x: v.gx + c * v.cell - 1,
+      y: v.gy + r * v.cell - 1,
+      width: v.cell + 2,
+      height: v.cell + 2,
+    }),
+  );
 }
 
 /** An operator symbol (×, =, +, ÷) centred at (x, y). */
@@ -708,16 +935,28 @@ export function op(parent: G, x: number, y: number, s: string): void {
 }
 
 /** A line of note text at (x, y). */
-export function note(parent: G, x: number, y: number, s: string, attrs: Record<string, string | number> = {}): void {
+export function note(
+  parent: G,
+  x: number,
+  y: number,
+  s: string,
+  attrs: Record<string, string | number> = {},
+): void {
   keyed(parent.node()!, "text", { class: "note", x, y, ...attrs }, s);
 }
 
 /** Writes "W^Q_h" style text: ^x and _x become raised and lowered tspans. */
-export function richText(t: d3.Selection<SVGTextElement, unknown, null, undefined>, s: string): void {
+export function richText(
+  t: d3.Selection<SVGTextElement, unknown, null, undefined>,
+  s: string,
+): void {
   const parts = s.split(/([\^_][A-Za-z0-9]+)/).filter(Boolean);
   for (const p of parts) {
     if (p[0] === "^" || p[0] === "_") {
-      t.append("tspan").attr("baseline-shift", p[0] === "^" ? "super" : "sub").attr("font-size", "72%").text(p.slice(1));
+      t.append("tspan")
+        .attr("baseline-shift", p[0] === "^" ? "super" : "sub")
+        .attr("font-size", "72%")
+        .text(p.slice(1));
     } else {
       t.append("tspan").text(p);
     }
@@ -727,7 +966,8 @@ export function richText(t: d3.Selection<SVGTextElement, unknown, null, undefine
 /** Approximate width of a title in px (14px semibold). */
 export function textWidth(s: string): number {
   let w = 0;
-  for (const p of s.split(/([\^_][A-Za-z0-9]+)/).filter(Boolean)) w += (p[0] === "^" || p[0] === "_" ? (p.length - 1) * 8 : p.length * 8.6);
+  for (const p of s.split(/([\^_][A-Za-z0-9]+)/).filter(Boolean))
+    w += p[0] === "^" || p[0] === "_" ? (p.length - 1) * 8 : p.length * 8.6;
   return w;
 }
 

@@ -67,8 +67,12 @@ export function endFrame(): Element[] {
  * (reused: true), else a new one from `build`, which gets the previous entry, if any,
  * to take parts from (a canvas and its 2D context).
  */
-export function retained<S>(parent: Element, key: string, sig: string,
-  build: (old: Entry<S> | undefined) => { node: SVGElement; state: S }): { entry: Entry<S>; reused: boolean } {
+export function retained<S>(
+  parent: Element,
+  key: string,
+  sig: string,
+  build: (old: Entry<S> | undefined) => { node: SVGElement; state: S },
+): { entry: Entry<S>; reused: boolean } {
   let counts = seen.get(parent);
   if (!counts) seen.set(parent, (counts = new Map()));
   const n = counts.get(key) ?? 0;
@@ -107,12 +111,19 @@ export function setText(el: Element, text: string): void {
  * from the previous frame when there is one of the same tag in the same order: exactly
  * `attrs` are set (any other attribute, e.g. one an animation left, is removed).
  */
-export function keyed<K extends keyof SVGElementTagNameMap>(parent: Element, tag: K, attrs: Record<string, string | number>, text?: string): SVGElementTagNameMap[K] {
+export function keyed<K extends keyof SVGElementTagNameMap>(
+  parent: Element,
+  tag: K,
+  attrs: Record<string, string | number>,
+  text?: string,
+): SVGElementTagNameMap[K] {
   const { entry, reused } = retained(parent, `el:${tag}`, tag, () => ({
-    node: parent.appendChild(document.createElementNS("http://www.w3.org/2000/svg", tag)), state: null,
+    node: parent.appendChild(document.createElementNS("http://www.w3.org/2000/svg", tag)),
+    state: null,
   }));
   const el = entry.node as SVGElementTagNameMap[K];
-  if (reused) for (const a of [...el.attributes]) if (!(a.name in attrs)) el.removeAttribute(a.name);
+  if (reused)
+    for (const a of [...el.attributes]) if (!(a.name in attrs)) el.removeAttribute(a.name);
   for (const [name, value] of Object.entries(attrs)) setAttr(el, name, value);
   if (text !== undefined) setText(el, text);
   return el;

@@ -16,15 +16,27 @@ const SCALES = d3.range(1, 101);
 function logits(ctx: SceneCtx): { z: number[]; names: string[]; source: string } {
   if (ctx.state.satSource === "query") {
     const i = selectedQuery(ctx);
-    return { z: row(ctx.trace.rawScores, i), names: ctx.item.item.labels, source: `the raw scores q·k of “${ctx.item.item.labels[i]}”` };
+    return {
+      z: row(ctx.trace.rawScores, i),
+      names: ctx.item.item.labels,
+      source: `the raw scores q·k of “${ctx.item.item.labels[i]}”`,
+    };
   }
   const rnd = normal(ctx.state.seed * 31 + 7);
-  return { z: Array.from({ length: N_RANDOM }, () => rnd()), names: d3.range(N_RANDOM).map(String), source: `${N_RANDOM} random N(0, 1) numbers (seed ${ctx.state.seed})` };
+  return {
+    z: Array.from({ length: N_RANDOM }, () => rnd()),
+    names: d3.range(N_RANDOM).map(String),
+    source: `${N_RANDOM} random N(0, 1) numbers (seed ${ctx.state.seed})`,
+  };
 }
 
 /** Rows: c·z / divisor for every c in SCALES (the experiment's inputs). */
 function scaled(z: number[], divisor: number): Matrix {
-  const m = { data: new Float32Array(SCALES.length * z.length), rows: SCALES.length, cols: z.length };
+  const m = {
+    data: new Float32Array(SCALES.length * z.length),
+    rows: SCALES.length,
+    cols: z.length,
+  };
   SCALES.forEach((c, r) => z.forEach((v, j) => (m.data[r * z.length + j] = (c * v) / divisor)));
   return m;
 }
@@ -32,7 +44,9 @@ function scaled(z: number[], divisor: number): Matrix {
 /** Entropy of each row of P: the diagonal of P (−ln P)^T, one matmul. */
 function entropies(attn: Attnkit, P: Matrix): number[] {
   const L = { data: new Float32Array(P.data.length), rows: P.cols, cols: P.rows };
-  for (let r = 0; r < P.rows; r++) for (let j = 0; j < P.cols; j++) L.data[j * P.rows + r] = -Math.log(Math.max(P.data[r * P.cols + j], 1e-30));
+  for (let r = 0; r < P.rows; r++)
+    for (let j = 0; j < P.cols; j++)
+      L.data[j * P.rows + r] = -Math.log(Math.max(P.data[r * P.cols + j], 1e-30));
   const PL = attn.matmul(P, L);
   return d3.range(P.rows).map((r) => PL.data[r * P.rows + r]);
 }
@@ -49,7 +63,10 @@ export interface SatResult {
 // results are kept by logits and d_k.
 const memo = new Map<string, SatResult>();
 
-export function saturation(attn: Attnkit, ctx: SceneCtx): SatResult & { names: string[]; source: string; dK: number } {
+export function saturation(
+  attn: Attnkit,
+  ctx: SceneCtx,
+): SatResult & { names: string[]; source: string; dK: number } {
   const { z, names, source } = logits(ctx);
   const dK = ctx.cfg.dK;
   const key = `${dK}|${z.join(",")}`;
@@ -65,7 +82,18 @@ export function saturation(attn: Attnkit, ctx: SceneCtx): SatResult & { names: s
 }
 
 /** A bar chart of one softmax row; axes and bars kept while the layout is, the bars' heights updated. */
-function bars(g: G, x0: number, y0: number, w: number, h: number, p: number[], names: string[], title: string, color: string, id: string): void {
+function bars(
+  g: G,
+  x0: number,
+  y0: number,
+  w: number,
+  h: number,
+  p: number[],
+  names: string[],
+  title: string,
+  color: string,
+  id: string,
+): void {
   const sig = [w, h, p.length, names.join("\u0001"), color].join("|");
   const { entry } = retained(g.node()!, id, sig, () => {
     const gg = g.append("g").attr("data-testid", id);
@@ -73,11 +101,26 @@ function bars(g: G, x0: number, y0: number, w: number, h: number, p: number[], n
     const y = d3.scaleLinear().domain([0, 1]).range([h, 0]);
     const titleEl = gg.append("text").attr("class", "m-title").attr("y", -10).node()!;
     gg.append("g").call(d3.axisLeft(y).ticks(5));
-    gg.append("g").attr("transform", `translate(0,${h})`).call(d3.axisBottom(x).tickFormat((j) => names[j] ?? String(j)))
-      .selectAll("text").attr("transform", p.length > 10 ? "rotate(-45)" : null).attr("text-anchor", p.length > 10 ? "end" : "middle");
-    const rects = gg.selectAll<SVGRectElement, number>("rect.bar").data(p).join("rect").attr("class", "bar").attr("x", (_d, j) => x(j) ?? 0)
-      .attr("width", x.bandwidth()).attr("fill", color).nodes();
-    gg.append("text").attr("class", "m-axis-title").attr("transform", `translate(-32,${h / 2}) rotate(-90)`).attr("text-anchor", "middle").text("softmax probability");
+    gg.append("g")
+      .attr("transform", `translate(0,${h})`)
+      .call(d3.axisBottom(x).tickFormat((j) => names[j] ?? String(j)))
+      .selectAll("text")
+      .attr("transform", p.length > 10 ? "rotate(-45)" : null)
+      .attr("text-anchor", p.length > 10 ? "end" : "middle");
+    const rects = gg
+      .selectAll<SVGRectElement, number>("rect.bar")
+      .data(p)
+      .join("rect")
+      .attr("class", "bar")
+      .attr("x", (_d, j) => x(j) ?? 0)
+      .attr("width", x.bandwidth())
+      .attr("fill", color)
+      .nodes();
+    gg.append("text")
+      .attr("class", "m-axis-title")
+      .attr("transform", `translate(-32,${h / 2}) rotate(-90)`)
+      .attr("text-anchor", "middle")
+      .text("softmax probability");
     return { node: gg.node()!, state: { titleEl, rects, y } };
   });
   const { titleEl, rects, y } = entry.state;
@@ -112,31 +155,108 @@ export const saturationView: Scene = {
     const bw = Math.max(240, (W - 120) / 2 - 30);
     const bh = 170;
     note(g, 0, 12, `logits z: ${r.source}`);
-    bars(g, 50, 50, bw, bh, pRow(r.plain), r.names, `softmax(${c}·z)   H = ${fmt(r.hPlain[k], 3)} nats`, "#d6604d", "sat-plain");
-    bars(g, 50 + bw + 70, 50, bw, bh, pRow(r.scaledP), r.names, `softmax(${c}·z / √${r.dK})   H = ${fmt(r.hScaled[k], 3)} nats`, "#4393c3", "sat-scaled");
+    bars(
+      g,
+      50,
+      50,
+      bw,
+      bh,
+      pRow(r.plain),
+      r.names,
+      `softmax(${c}·z)   H = ${fmt(r.hPlain[k], 3)} nats`,
+      "#d6604d",
+      "sat-plain",
+    );
+    bars(
+      g,
+      50 + bw + 70,
+      50,
+      bw,
+      bh,
+      pRow(r.scaledP),
+      r.names,
+      `softmax(${c}·z / √${r.dK})   H = ${fmt(r.hScaled[k], 3)} nats`,
+      "#4393c3",
+      "sat-scaled",
+    );
     // Entropy against c: the curves are kept while z and d_k are; the marker at c moves.
     const y0 = 50 + bh + 80;
-    const ew = Math.min(W - 80, 2 * bw + 70), eh = 150;
+    const ew = Math.min(W - 80, 2 * bw + 70),
+      eh = 150;
     const x = d3.scaleLog().domain([1, 100]).range([0, ew]);
     const sig = [ew, eh, n, r.dK, r.hPlain.join(","), r.hScaled.join(",")].join("|");
     const { entry } = retained(g.node()!, "sat-entropy", sig, () => {
       const gg = g.append("g").attr("data-testid", "sat-entropy");
-      const y = d3.scaleLinear().domain([0, Math.log(n) * 1.05]).range([eh, 0]);
-      gg.append("text").attr("class", "m-title").attr("y", -10).text("entropy of the softmax against c");
+      const y = d3
+        .scaleLinear()
+        .domain([0, Math.log(n) * 1.05])
+        .range([eh, 0]);
+      gg.append("text")
+        .attr("class", "m-title")
+        .attr("y", -10)
+        .text("entropy of the softmax against c");
       gg.append("g").attr("transform", `translate(0,${eh})`).call(d3.axisBottom(x).ticks(5, "~g"));
       gg.append("g").call(d3.axisLeft(y).ticks(5));
-      gg.append("text").attr("class", "m-axis-title").attr("x", ew / 2).attr("y", eh + 32).attr("text-anchor", "middle").text("c (log scale)");
-      gg.append("text").attr("class", "m-axis-title").attr("transform", `translate(-34,${eh / 2}) rotate(-90)`).attr("text-anchor", "middle").text("entropy (nats)");
-      gg.append("line").attr("x1", 0).attr("x2", ew).attr("y1", y(Math.log(n))).attr("y2", y(Math.log(n))).attr("stroke", "#aaa").attr("stroke-dasharray", "4 3");
-      gg.append("text").attr("class", "note").attr("x", ew - 4).attr("y", y(Math.log(n)) - 4).attr("text-anchor", "end").text(`ln ${n} (uniform)`);
-      const line = d3.line<number>().x((_d, i) => x(SCALES[i])).y((d) => y(d));
-      gg.append("path").attr("d", line(r.hPlain)).attr("fill", "none").attr("stroke", "#d6604d").attr("stroke-width", 2);
-      gg.append("path").attr("d", line(r.hScaled)).attr("fill", "none").attr("stroke", "#4393c3").attr("stroke-width", 2);
-      const marker = gg.append("line").attr("y1", 0).attr("y2", eh).attr("stroke", "#f59e0b").attr("stroke-width", 2).node()!;
+      gg.append("text")
+        .attr("class", "m-axis-title")
+        .attr("x", ew / 2)
+        .attr("y", eh + 32)
+        .attr("text-anchor", "middle")
+        .text("c (log scale)");
+      gg.append("text")
+        .attr("class", "m-axis-title")
+        .attr("transform", `translate(-34,${eh / 2}) rotate(-90)`)
+        .attr("text-anchor", "middle")
+        .text("entropy (nats)");
+      gg.append("line")
+        .attr("x1", 0)
+        .attr("x2", ew)
+        .attr("y1", y(Math.log(n)))
+        .attr("y2", y(Math.log(n)))
+        .attr("stroke", "#aaa")
+        .attr("stroke-dasharray", "4 3");
+      gg.append("text")
+        .attr("class", "note")
+        .attr("x", ew - 4)
+        .attr("y", y(Math.log(n)) - 4)
+        .attr("text-anchor", "end")
+        .text(`ln ${n} (uniform)`);
+      const line = d3
+        .line<number>()
+        .x((_d, i) => x(SCALES[i]))
+        .y((d) => y(d));
+      gg.append("path")
+        .attr("d", line(r.hPlain))
+        .attr("fill", "none")
+        .attr("stroke", "#d6604d")
+        .attr("stroke-width", 2);
+      gg.append("path")
+        .attr("d", line(r.hScaled))
+        .attr("fill", "none")
+        .attr("stroke", "#4393c3")
+        .attr("stroke-width", 2);
+      const marker = gg
+        .append("line")
+        .attr("y1", 0)
+        .attr("y2", eh)
+        .attr("stroke", "#f59e0b")
+        .attr("stroke-width", 2)
+        .node()!;
       const lg = gg.append("g").attr("transform", `translate(${ew - 190},${eh * 0.3})`);
-      [["without ÷√dₖ", "#d6604d"], [`with ÷√${r.dK}`, "#4393c3"]].forEach(([t, col], i) => {
-        lg.append("rect").attr("y", i * 16).attr("width", 14).attr("height", 4).attr("fill", col);
-        lg.append("text").attr("class", "note").attr("x", 20).attr("y", i * 16 + 5).text(t);
+      [
+        ["without ÷√dₖ", "#d6604d"],
+        [`with ÷√${r.dK}`, "#4393c3"],
+      ].forEach(([t, col], i) => {
+        lg.append("rect")
+          .attr("y", i * 16)
+          .attr("width", 14)
+          .attr("height", 4)
+          .attr("fill", col);
+        lg.append("text")
+          .attr("class", "note")
+          .attr("x", 20)
+          .attr("y", i * 16 + 5)
+          .text(t);
       });
       return { node: gg.node()!, state: marker };
     });

@@ -18,8 +18,10 @@ export function showTip(e: MouseEvent, html: string): void {
   t.innerHTML = html;
   t.style.display = "block";
   const pad = 14;
-  const w = t.offsetWidth, h = t.offsetHeight;
-  let x = e.clientX + pad, y = e.clientY + pad;
+  const w = t.offsetWidth,
+    h = t.offsetHeight;
+  let x = e.clientX + pad,
+    y = e.clientY + pad;
   if (x + w > innerWidth - 4) x = e.clientX - w - pad;
   if (y + h > innerHeight - 4) y = e.clientY - h - pad;
   t.style.left = `${Math.max(4, x)}px`;
