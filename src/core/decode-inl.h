@@ -38,8 +38,7 @@ namespace HWY_NAMESPACE {
 // [m, l, o [d_v]]. `s` is scratch [kDecodeChunkKeys]. Returns false if a
 // visible score overflowed.
 HWY_INLINE bool DecodeChunk(const internal::HeadTask& t, const internal::ScoreParams& p,
-                            size_t chunk, float* HWY_RESTRICT s,
-                            float* HWY_RESTRICT partials) {
+                            size_t chunk, float* HWY_RESTRICT s, float* HWY_RESTRICT partials) {
   const size_t d_k = t.Q.cols, d_v = t.V.cols;
   const size_t j0 = chunk * internal::kDecodeChunkKeys;
   const size_t j1 = std::min(t.K.rows, j0 + internal::kDecodeChunkKeys);
@@ -76,7 +75,8 @@ HWY_INLINE void MergeChunks(const internal::HeadTask& t, size_t chunks,
     float* HWY_RESTRICT out = t.out.Row(i);
     ZeroRow(out, d_v);
     float M = -std::numeric_limits<float>::infinity();
-    for (size_t c = 0; c < chunks; ++c) M = std::max(M, partials[c * chunk_floats + i * row_floats]);
+    for (size_t c = 0; c < chunks; ++c)
+      M = std::max(M, partials[c * chunk_floats + i * row_floats]);
     if (M == -std::numeric_limits<float>::infinity()) continue;  // sees no key: zeros
     float L = 0.0f;
     for (size_t c = 0; c < chunks; ++c) {

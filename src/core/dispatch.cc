@@ -19,9 +19,9 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
 #include "hwy/highway.h"
-#include "src/core/ops-inl.h"
-#include "src/core/flash-inl.h"
 #include "src/core/decode-inl.h"
+#include "src/core/flash-inl.h"
+#include "src/core/ops-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace attnkit {
@@ -73,11 +73,20 @@ HWY_INLINE bool TraceHead(const HeadTask& t, const ScoreParams& p, float* HWY_RE
 HWY_INLINE KeptStages StageOf(ScoresStage stage, MatrixView scores) {
   KeptStages keep;
   switch (stage) {
-    case ScoresStage::kRaw: keep.raw = scores; break;
-    case ScoresStage::kScaled: keep.scaled = scores; break;
-    case ScoresStage::kMasked: keep.masked = scores; break;
-    case ScoresStage::kWeights: keep.weights = scores; break;
-    case ScoresStage::kNone: break;
+    case ScoresStage::kRaw:
+      keep.raw = scores;
+      break;
+    case ScoresStage::kScaled:
+      keep.scaled = scores;
+      break;
+    case ScoresStage::kMasked:
+      keep.masked = scores;
+      break;
+    case ScoresStage::kWeights:
+      keep.weights = scores;
+      break;
+    case ScoresStage::kNone:
+      break;
   }
   return keep;
 }
@@ -114,8 +123,8 @@ bool RunAttentionJobT(const AttentionJob& job) {
   if (job.trace) {  // one head, on this thread
     const HeadTask& t = job.heads[0];
     AttentionTrace* tr = job.trace;
-    const KeptStages keep{tr->raw_scores.view(), tr->scaled_scores.view(),
-                          tr->masked_scores.view(), tr->weights.view()};
+    const KeptStages keep{tr->raw_scores.view(), tr->scaled_scores.view(), tr->masked_scores.view(),
+                          tr->weights.view()};
     return TraceHead(t, job.params, job.scratch, keep) && AllFinite(t.out);
   }
   // Every task owns its output rows (fused) or its partial results (split-K).
@@ -249,12 +258,13 @@ Status RunAttentionJob(AttentionJob* job) {
                    : UseFusedPath(t.Q.rows, t.K.rows, t.K.cols, t.V.cols)) {
       job->paths[h] = HeadPath::kFused;
       const size_t packed_rows = t.K.cols + RoundUp(t.V.cols, kMaxPanel);
-      ATTNKIT_RETURN_IF_ERROR(CheckedProduct(job->source, "packed K^T and V [d_k + d_v, T_k]", packed_rows,
-                                             RoundUp(t.K.rows, kFlashTileKeys), &n));
+      ATTNKIT_RETURN_IF_ERROR(CheckedProduct(job->source, "packed K^T and V [d_k + d_v, T_k]",
+                                             packed_rows, RoundUp(t.K.rows, kFlashTileKeys), &n));
       // kTaskQueries * d_k < n: no overflow in the product.
       static_assert(kTaskQueries <= kFlashTileKeys, "a task's queries take less room than K^T");
       const size_t queries = kTaskQueries * t.K.cols;
-      if (n > std::numeric_limits<size_t>::max() - queries) return OutOfMemory(job->source, "packed queries", n);
+      if (n > std::numeric_limits<size_t>::max() - queries)
+        return OutOfMemory(job->source, "packed queries", n);
       n += queries;
       for (size_t r = 0; r < t.Q.rows; r += kTaskQueries) {
         job->head_work.push_back({h, r, std::min(t.Q.rows, r + kTaskQueries)});
@@ -265,8 +275,8 @@ Status RunAttentionJob(AttentionJob* job) {
       const size_t chunks = DecodeChunks(t.K.rows);
       for (size_t c = 0; c < chunks; ++c) job->head_work.push_back({h, c, c + 1});
       size_t head_partials;  // chunks * T_q: split-K heads have few queries per key
-      ATTNKIT_RETURN_IF_ERROR(
-          CheckedProduct(job->source, "split-K partials", chunks * t.Q.rows, 2 + t.V.cols, &head_partials));
+      ATTNKIT_RETURN_IF_ERROR(CheckedProduct(job->source, "split-K partials", chunks * t.Q.rows,
+                                             2 + t.V.cols, &head_partials));
       job->partials_at[h] = partials;
       partials += head_partials;
     }
@@ -282,23 +292,27 @@ Status RunAttentionJob(AttentionJob* job) {
   for (Projection* p : projections) {
     if (p->src.rows < kPackMinRows) continue;
     size_t n;
-    ATTNKIT_RETURN_IF_ERROR(
-        CheckedProduct(job->source, "packed weights", p->W.rows, RoundUp(p->W.cols, kMaxPanel), &n));
-    if (n > std::numeric_limits<size_t>::max() - shared) return OutOfMemory(job->source, "packed weights", n);
+    ATTNKIT_RETURN_IF_ERROR(CheckedProduct(job->source, "packed weights", p->W.rows,
+                                           RoundUp(p->W.cols, kMaxPanel), &n));
+    if (n > std::numeric_limits<size_t>::max() - shared)
+      return OutOfMemory(job->source, "packed weights", n);
     packed_at.push_back({p, shared});
     shared += n;
   }
   const size_t threads = job->pool ? job->pool->num_threads() : 1;
   size_t total;
-  ATTNKIT_RETURN_IF_ERROR(CheckedProduct(job->source, "scratch per thread", floats, threads, &total));
-  if (total > std::numeric_limits<size_t>::max() - shared) return OutOfMemory(job->source, "scratch", total);
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckedProduct(job->source, "scratch per thread", floats, threads, &total));
+  if (total > std::numeric_limits<size_t>::max() - shared)
+    return OutOfMemory(job->source, "scratch", total);
   FloatBuffer scratch;
   if (!scratch.Allocate(total + shared)) return OutOfMemory(job->source, "scratch", total + shared);
   job->scratch = scratch.data();
   job->scratch_floats = floats;
   job->partials = scratch.data() + total;
   for (const auto& [p, at] : packed_at) p->packed = job->partials + at;
-  if (!ATTNKIT_DISPATCH(RunAttentionJobT)(*job)) return OverflowStatus(job->source, "the scores and outputs");
+  if (!ATTNKIT_DISPATCH(RunAttentionJobT)(*job))
+    return OverflowStatus(job->source, "the scores and outputs");
   return Status::Ok();
 }
 bool RunMatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) {

@@ -188,11 +188,13 @@ HWY_INLINE void Alphas(const float* HWY_RESTRICT m_old, const float* HWY_RESTRIC
   const size_t N = hn::Lanes(d);
   size_t r = 0;
   for (; r + N <= kRows; r += N) {
-    hn::StoreU(ExpViaExp2(d, hn::Sub(hn::LoadU(d, m_old + r), hn::LoadU(d, m_new + r))), d, alpha + r);
+    hn::StoreU(ExpViaExp2(d, hn::Sub(hn::LoadU(d, m_old + r), hn::LoadU(d, m_new + r))), d,
+               alpha + r);
   }
   const DF1 d1;
   for (; r < kRows; ++r) {
-    hn::StoreU(ExpViaExp2(d1, hn::Sub(hn::LoadU(d1, m_old + r), hn::LoadU(d1, m_new + r))), d1, alpha + r);
+    hn::StoreU(ExpViaExp2(d1, hn::Sub(hn::LoadU(d1, m_old + r), hn::LoadU(d1, m_new + r))), d1,
+               alpha + r);
   }
 }
 
@@ -360,10 +362,14 @@ HWY_INLINE bool FlashHead(const internal::HeadTask& t, const internal::ScorePara
     i += 4;
   }
   switch (r1 - i) {
-    case 3: return FlashRows<3>(t, p, kv, i, qt);
-    case 2: return FlashRows<2>(t, p, kv, i, qt);
-    case 1: return FlashRows<1>(t, p, kv, i, qt);
-    default: return true;
+    case 3:
+      return FlashRows<3>(t, p, kv, i, qt);
+    case 2:
+      return FlashRows<2>(t, p, kv, i, qt);
+    case 1:
+      return FlashRows<1>(t, p, kv, i, qt);
+    default:
+      return true;
   }
 }
 

@@ -157,7 +157,7 @@ struct AttentionJob {
   const char* source = "Q";
 
   // Filled by RunAttentionJob:
-  std::vector<HeadPath> paths;                // per head task
+  std::vector<HeadPath> paths;                  // per head task
   std::vector<ProjectionWork> projection_work;  // of `projections`
   std::vector<ProjectionWork> output_work;      // of `output`
   std::vector<HeadWork> head_work;
@@ -178,8 +178,7 @@ Status RunAttentionJob(AttentionJob* job);
 
 // Calls fn(task, thread) for every task in [0, n): on the pool's threads, or
 // in order on the caller's thread (thread 0) without a pool.
-inline void ParallelFor(ThreadPool* pool, size_t n,
-                        const std::function<void(size_t, size_t)>& fn) {
+inline void ParallelFor(ThreadPool* pool, size_t n, const std::function<void(size_t, size_t)>& fn) {
   if (pool != nullptr) {
     pool->Run(n, fn);
   } else {

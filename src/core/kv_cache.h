@@ -21,8 +21,8 @@ class KVCache {
  public:
   KVCache() = default;  // empty; use Create
 
-  static Status Create(size_t batch, size_t num_kv_heads, size_t d_k, size_t d_v,
-                       size_t capacity, KVCache* cache);
+  static Status Create(size_t batch, size_t num_kv_heads, size_t d_k, size_t d_v, size_t capacity,
+                       KVCache* cache);
 
   size_t batch() const { return batch_; }
   size_t num_kv_heads() const { return num_kv_heads_; }
@@ -72,8 +72,8 @@ Status AttendCached(ConstMatrixView Q_new, const KVCache& cache, size_t num_head
 // new queries against the cache and applies W_O -> out [batch*T_new, d_out].
 // On error the cache is unchanged.
 Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
-                       const HeadConfig& config, const AttentionOptions& options,
-                       KVCache* cache, MatrixView out);
+                       const HeadConfig& config, const AttentionOptions& options, KVCache* cache,
+                       MatrixView out);
 
 }  // namespace attnkit
 

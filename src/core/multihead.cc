@@ -13,25 +13,25 @@
 namespace attnkit {
 namespace internal {
 
-Status ResolveHeads(const HeadConfig& c, size_t q_cols, const char* q_cols_name,
-                    size_t v_cols, Heads* h) {
+Status ResolveHeads(const HeadConfig& c, size_t q_cols, const char* q_cols_name, size_t v_cols,
+                    Heads* h) {
   if (c.num_heads == 0) {
     return Status(ErrorCode::kInvalidArgument, "num_heads", "expected at least 1, got 0");
   }
   h->num_heads = c.num_heads;
   h->num_kv_heads = c.num_kv_heads ? c.num_kv_heads : c.num_heads;
   if (c.num_heads % h->num_kv_heads != 0) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "num_kv_heads", "expected a divisor of num_heads = " + std::to_string(c.num_heads) +
-                      ", got " + std::to_string(h->num_kv_heads));
+    return Status(ErrorCode::kInvalidArgument, "num_kv_heads",
+                  "expected a divisor of num_heads = " + std::to_string(c.num_heads) + ", got " +
+                      std::to_string(h->num_kv_heads));
   }
   h->d_k = c.d_k;
   if (h->d_k == 0) {
     if (q_cols % c.num_heads != 0) {
-      return Status(ErrorCode::kInvalidArgument,
-                    "num_heads", std::string("expected a divisor of ") + q_cols_name + " = " +
-                        std::to_string(q_cols) + " (d_k = " + q_cols_name +
-                        " / num_heads), got " + std::to_string(c.num_heads));
+      return Status(ErrorCode::kInvalidArgument, "num_heads",
+                    std::string("expected a divisor of ") + q_cols_name + " = " +
+                        std::to_string(q_cols) + " (d_k = " + q_cols_name + " / num_heads), got " +
+                        std::to_string(c.num_heads));
     }
     h->d_k = q_cols / c.num_heads;
   }
@@ -40,8 +40,8 @@ Status ResolveHeads(const HeadConfig& c, size_t q_cols, const char* q_cols_name,
     if (v_cols == 0) {
       h->d_v = h->d_k;
     } else if (v_cols % h->num_kv_heads != 0) {
-      return Status(ErrorCode::kShapeMismatch,
-                    "V", "expected columns divisible by num_kv_heads = " +
+      return Status(ErrorCode::kShapeMismatch, "V",
+                    "expected columns divisible by num_kv_heads = " +
                         std::to_string(h->num_kv_heads) + ", got " + std::to_string(v_cols));
     } else {
       h->d_v = v_cols / h->num_kv_heads;
@@ -59,10 +59,9 @@ Status SequenceLength(const char* name, size_t rows, size_t batch, size_t* seq_l
     return Status(ErrorCode::kInvalidArgument, "batch", "expected at least 1, got 0");
   }
   if (rows % batch != 0) {
-    return Status(ErrorCode::kShapeMismatch,
-                  name, "expected rows divisible by batch = " +
-                      std::to_string(batch) + " (rows = batch * seq_len), got " +
-                      std::to_string(rows));
+    return Status(ErrorCode::kShapeMismatch, name,
+                  "expected rows divisible by batch = " + std::to_string(batch) +
+                      " (rows = batch * seq_len), got " + std::to_string(rows));
   }
   *seq_len = rows / batch;
   return Status::Ok();
@@ -70,18 +69,17 @@ Status SequenceLength(const char* name, size_t rows, size_t batch, size_t* seq_l
 
 Status CheckKeyLengthCount(const AttentionOptions& options, size_t batch) {
   if (!options.key_lengths.empty() && options.key_lengths.size() != batch) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "key_lengths", "expected batch = " + std::to_string(batch) +
-                      " lengths (or none), got " + std::to_string(options.key_lengths.size()));
+    return Status(ErrorCode::kInvalidArgument, "key_lengths",
+                  "expected batch = " + std::to_string(batch) + " lengths (or none), got " +
+                      std::to_string(options.key_lengths.size()));
   }
   return Status::Ok();
 }
 
-void AddHeadTasks(
-    ConstMatrixView Q, MatrixView out, size_t batch, size_t T_q, size_t T_k, const Heads& heads,
-    const AttentionOptions& options,
-    const std::function<void(size_t, size_t, ConstMatrixView*, ConstMatrixView*)>& kv,
-    std::vector<HeadTask>* tasks) {
+void AddHeadTasks(ConstMatrixView Q, MatrixView out, size_t batch, size_t T_q, size_t T_k,
+                  const Heads& heads, const AttentionOptions& options,
+                  const std::function<void(size_t, size_t, ConstMatrixView*, ConstMatrixView*)>& kv,
+                  std::vector<HeadTask>* tasks) {
   for (size_t b = 0; b < batch; ++b) {
     for (size_t h = 0; h < heads.num_heads; ++h) {
       HeadTask t;
@@ -109,14 +107,16 @@ Status SplitHeads(ConstMatrixView x, size_t num_heads, MatrixView out) {
     return Status(ErrorCode::kInvalidArgument, "num_heads", "expected at least 1, got 0");
   }
   if (x.cols % num_heads != 0) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "num_heads", "expected a divisor of the columns of x = " + std::to_string(x.cols) +
-                      ", got " + std::to_string(num_heads));
+    return Status(ErrorCode::kInvalidArgument, "num_heads",
+                  "expected a divisor of the columns of x = " + std::to_string(x.cols) + ", got " +
+                      std::to_string(num_heads));
   }
   const size_t T = x.rows, d = x.cols / num_heads;
   size_t rows;
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct("x", "out rows (num_heads * T)", num_heads, T, &rows));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, rows, d, "num_heads * T", "head dim = cols / num_heads"));
+  ATTNKIT_RETURN_IF_ERROR(
+      internal::CheckedProduct("x", "out rows (num_heads * T)", num_heads, T, &rows));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("out", out, rows, d, "num_heads * T", "head dim = cols / num_heads"));
   ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, "x", x));
   for (size_t h = 0; h < num_heads; ++h) {
     for (size_t t = 0; t < T; ++t) {
@@ -133,15 +133,17 @@ Status MergeHeads(ConstMatrixView heads, size_t num_heads, MatrixView out) {
     return Status(ErrorCode::kInvalidArgument, "num_heads", "expected at least 1, got 0");
   }
   if (heads.rows % num_heads != 0) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "num_heads", "expected a divisor of the rows of heads = " +
-                      std::to_string(heads.rows) + ", got " + std::to_string(num_heads));
+    return Status(ErrorCode::kInvalidArgument, "num_heads",
+                  "expected a divisor of the rows of heads = " + std::to_string(heads.rows) +
+                      ", got " + std::to_string(num_heads));
   }
   T = heads.rows / num_heads;
   const size_t d = heads.cols;
   size_t cols;
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct("heads", "out cols (num_heads * d)", num_heads, d, &cols));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, T, cols, "T = rows of heads / num_heads", "num_heads * d"));
+  ATTNKIT_RETURN_IF_ERROR(
+      internal::CheckedProduct("heads", "out cols (num_heads * d)", num_heads, d, &cols));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("out", out, T, cols, "T = rows of heads / num_heads", "num_heads * d"));
   ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, "heads", heads));
   for (size_t h = 0; h < num_heads; ++h) {
     for (size_t t = 0; t < T; ++t) {
@@ -151,9 +153,9 @@ Status MergeHeads(ConstMatrixView heads, size_t num_heads, MatrixView out) {
   return Status::Ok();
 }
 
-Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
-                             size_t batch, const HeadConfig& config,
-                             const AttentionOptions& options, MatrixView out) {
+Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, size_t batch,
+                             const HeadConfig& config, const AttentionOptions& options,
+                             MatrixView out) {
   return MultiHeadAttentionQKV(Q, K, V, batch, config, options, MultiHeadExtras(), out);
 }
 
@@ -166,16 +168,16 @@ Status CheckPair(const char* first, MatrixViewT<T> a, const char* second, Matrix
   if (a.empty() == b.empty()) return Status::Ok();
   const char* missing = a.empty() ? first : second;
   const char* given = a.empty() ? second : first;
-  return Status(ErrorCode::kInvalidArgument, missing,
-                              std::string("expected a matrix together with ") + given +
-                                  " (both or neither), got none");
+  return Status(
+      ErrorCode::kInvalidArgument, missing,
+      std::string("expected a matrix together with ") + given + " (both or neither), got none");
 }
 
 // present [B*kvh*T_total, d] <- per (item, kv head g): past rows
 // [(b*kvh + g)*T_past, +T_past), then the new rows of head g of item b
 // (columns [g*d, (g+1)*d) of `now` [B*T_new, kvh*d]).
-void Concatenate(ConstMatrixView past, ConstMatrixView now, size_t batch, size_t kvh,
-                 size_t T_past, size_t T_new, MatrixView present) {
+void Concatenate(ConstMatrixView past, ConstMatrixView now, size_t batch, size_t kvh, size_t T_past,
+                 size_t T_new, MatrixView present) {
   const size_t d = present.cols, T_total = T_past + T_new;
   for (size_t b = 0; b < batch; ++b) {
     for (size_t g = 0; g < kvh; ++g) {
@@ -193,22 +195,22 @@ void Concatenate(ConstMatrixView past, ConstMatrixView now, size_t batch, size_t
 
 }  // namespace
 
-Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
-                             size_t batch, const HeadConfig& config,
-                             const AttentionOptions& options, const MultiHeadExtras& extras,
-                             MatrixView out) {
+Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, size_t batch,
+                             const HeadConfig& config, const AttentionOptions& options,
+                             const MultiHeadExtras& extras, MatrixView out) {
   ATTNKIT_RETURN_IF_ERROR(CheckView("Q", Q));
   ATTNKIT_RETURN_IF_ERROR(CheckView("K", K));
   ATTNKIT_RETURN_IF_ERROR(CheckView("V", V));
   Heads heads;
-  ATTNKIT_RETURN_IF_ERROR(internal::ResolveHeads(config, Q.cols, "the columns of Q", V.cols, &heads));
+  ATTNKIT_RETURN_IF_ERROR(
+      internal::ResolveHeads(config, Q.cols, "the columns of Q", V.cols, &heads));
   size_t T_q, T_k;
   ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("Q", Q.rows, batch, &T_q));
   ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("K", K.rows, batch, &T_k));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("Q", Q, Q.rows, heads.num_heads * heads.d_k, "batch * T_q",
-                                     "num_heads * d_k"));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("K", K, K.rows, heads.num_kv_heads * heads.d_k,
-                                     "batch * T_k", "num_kv_heads * d_k"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("Q", Q, Q.rows, heads.num_heads * heads.d_k, "batch * T_q", "num_heads * d_k"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("K", K, K.rows, heads.num_kv_heads * heads.d_k, "batch * T_k",
+                                     "num_kv_heads * d_k"));
   ATTNKIT_RETURN_IF_ERROR(CheckShape("V", V, K.rows, heads.num_kv_heads * heads.d_v,
                                      "batch * T_k, the rows of K", "num_kv_heads * d_v"));
   ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, Q.rows, heads.num_heads * heads.d_v,
@@ -223,17 +225,16 @@ Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixVi
   if (!extras.past_K.empty()) {
     ATTNKIT_RETURN_IF_ERROR(CheckView("past_K", extras.past_K));
     if (extras.past_K.rows % blocks != 0) {
-      return Status(
-          ErrorCode::kShapeMismatch, "past_K",
-          "expected rows divisible by batch * num_kv_heads = " + std::to_string(blocks) +
-              " (rows = batch * num_kv_heads * T_past), got " + std::to_string(extras.past_K.rows));
+      return Status(ErrorCode::kShapeMismatch, "past_K",
+                    "expected rows divisible by batch * num_kv_heads = " + std::to_string(blocks) +
+                        " (rows = batch * num_kv_heads * T_past), got " +
+                        std::to_string(extras.past_K.rows));
     }
     T_past = extras.past_K.rows / blocks;
     ATTNKIT_RETURN_IF_ERROR(CheckShape("past_K", extras.past_K, extras.past_K.rows, heads.d_k,
                                        "batch * num_kv_heads * T_past", "d_k"));
     ATTNKIT_RETURN_IF_ERROR(CheckShape("past_V", extras.past_V, extras.past_K.rows, heads.d_v,
-                                       "batch * num_kv_heads * T_past, the rows of past_K",
-                                       "d_v"));
+                                       "batch * num_kv_heads * T_past, the rows of past_K", "d_v"));
     ATTNKIT_RETURN_IF_ERROR(CheckFinite("past_K", extras.past_K));
     ATTNKIT_RETURN_IF_ERROR(CheckFinite("past_V", extras.past_V));
     inputs.push_back({"past_K", extras.past_K});
@@ -241,33 +242,32 @@ Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixVi
   }
   const size_t T_total = T_past + T_k;
   // Present keys and values: [B*kvh*T_total, d_k] and [B*kvh*T_total, d_v].
-  ATTNKIT_RETURN_IF_ERROR(
-      CheckPair("present_K", extras.present_K, "present_V", extras.present_V));
+  ATTNKIT_RETURN_IF_ERROR(CheckPair("present_K", extras.present_K, "present_V", extras.present_V));
   size_t present_rows;
-  ATTNKIT_RETURN_IF_ERROR(CheckedProduct("present_K", "present [batch * num_kv_heads * T_total, d]", blocks,
-                                         T_total, &present_rows));
+  ATTNKIT_RETURN_IF_ERROR(CheckedProduct("present_K", "present [batch * num_kv_heads * T_total, d]",
+                                         blocks, T_total, &present_rows));
   const bool has_present = !extras.present_K.empty();
   if (has_present) {
     ATTNKIT_RETURN_IF_ERROR(CheckShape("present_K", extras.present_K, present_rows, heads.d_k,
                                        "batch * num_kv_heads * (T_past + T_k)", "d_k"));
     ATTNKIT_RETURN_IF_ERROR(CheckShape("present_V", extras.present_V, present_rows, heads.d_v,
                                        "batch * num_kv_heads * (T_past + T_k)", "d_v"));
-    ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("present_V", extras.present_V, "present_K",
-                                           extras.present_K));
+    ATTNKIT_RETURN_IF_ERROR(
+        CheckNoOverlap("present_V", extras.present_V, "present_K", extras.present_K));
   }
   // Intermediate scores: [B*h*T_q, T_total].
   if (extras.scores_stage != ScoresStage::kNone && extras.scores_stage != ScoresStage::kRaw &&
       extras.scores_stage != ScoresStage::kScaled && extras.scores_stage != ScoresStage::kMasked &&
       extras.scores_stage != ScoresStage::kWeights) {
     return Status(ErrorCode::kInvalidArgument, "scores_stage",
-                                "expected kNone, kRaw, kScaled, kMasked or kWeights (0-4), got " +
-                                    std::to_string(static_cast<int>(extras.scores_stage)));
+                  "expected kNone, kRaw, kScaled, kMasked or kWeights (0-4), got " +
+                      std::to_string(static_cast<int>(extras.scores_stage)));
   }
   const bool has_scores = extras.scores_stage != ScoresStage::kNone;
   if (!has_scores && !extras.scores.empty()) {
     return Status(ErrorCode::kInvalidArgument, "scores",
-                                "expected an empty view with scores_stage kNone (set a stage to "
-                                "receive scores), got a matrix");
+                  "expected an empty view with scores_stage kNone (set a stage to "
+                  "receive scores), got a matrix");
   }
   if (has_scores) {
     size_t score_rows;
@@ -304,9 +304,11 @@ Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixVi
   Matrix own_K, own_V;
   MatrixView present_K = extras.present_K, present_V = extras.present_V;
   if (!has_present && T_past > 0) {
-    ATTNKIT_RETURN_IF_ERROR(internal::Allocate("past_K", "present_K [batch * num_kv_heads * T_total, d_k]",
+    ATTNKIT_RETURN_IF_ERROR(internal::Allocate("past_K",
+                                               "present_K [batch * num_kv_heads * T_total, d_k]",
                                                present_rows, heads.d_k, &own_K));
-    ATTNKIT_RETURN_IF_ERROR(internal::Allocate("past_V", "present_V [batch * num_kv_heads * T_total, d_v]",
+    ATTNKIT_RETURN_IF_ERROR(internal::Allocate("past_V",
+                                               "present_V [batch * num_kv_heads * T_total, d_v]",
                                                present_rows, heads.d_v, &own_V));
     present_K = own_K.view();
     present_V = own_V.view();
@@ -363,8 +365,8 @@ Status CheckMultiHeadWeights(const MultiHeadWeights& w, size_t d_model, const He
 Status AddMultiHeadProjections(ConstMatrixView X, const MultiHeadWeights& weights,
                                const Heads& heads, MatrixView out, Projected* p,
                                AttentionJob* job) {
-  ATTNKIT_RETURN_IF_ERROR(Allocate("X", "Q [batch*T, num_heads*d_k]", X.rows,
-                                   heads.num_heads * heads.d_k, &p->Q));
+  ATTNKIT_RETURN_IF_ERROR(
+      Allocate("X", "Q [batch*T, num_heads*d_k]", X.rows, heads.num_heads * heads.d_k, &p->Q));
   ATTNKIT_RETURN_IF_ERROR(Allocate("X", "K [batch*T, num_kv_heads*d_k]", X.rows,
                                    heads.num_kv_heads * heads.d_k, &p->K));
   ATTNKIT_RETURN_IF_ERROR(Allocate("X", "V [batch*T, num_kv_heads*d_v]", X.rows,
@@ -376,8 +378,8 @@ Status AddMultiHeadProjections(ConstMatrixView X, const MultiHeadWeights& weight
     p->heads_out = p->merged.view();
     job->output = {p->merged.view(), weights.W_O, out};
   }
-  job->projections = {{X, weights.W_Q, p->Q.view()}, {X, weights.W_K, p->K.view()},
-                      {X, weights.W_V, p->V.view()}};
+  job->projections = {
+      {X, weights.W_Q, p->Q.view()}, {X, weights.W_K, p->K.view()}, {X, weights.W_V, p->V.view()}};
   return Status::Ok();
 }
 
@@ -393,15 +395,16 @@ Status MultiHeadAttention(ConstMatrixView X, size_t batch, const MultiHeadWeight
   ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("X", X.rows, batch, &T));
   size_t d_out;
   ATTNKIT_RETURN_IF_ERROR(internal::CheckMultiHeadWeights(weights, X.cols, heads, &d_out));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, X.rows, d_out, "batch * T, the rows of X",
-                                     weights.W_O.empty() ? "num_heads * d_v" : "the columns of W_O"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("out", out, X.rows, d_out, "batch * T, the rows of X",
+                 weights.W_O.empty() ? "num_heads * d_v" : "the columns of W_O"));
   ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, "X", X));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("X", X));
   ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, batch));
   internal::AttentionJob job;
   job.source = "X";
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T, T, heads.d_k, /*batched=*/true,
-                                                 batch, heads.num_heads, &job));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T, T, heads.d_k, /*batched=*/true, batch,
+                                                 heads.num_heads, &job));
   internal::Projected p;
   ATTNKIT_RETURN_IF_ERROR(internal::AddMultiHeadProjections(X, weights, heads, out, &p, &job));
   internal::AddHeadTasks(

@@ -42,8 +42,7 @@ using DF1 = hn::CappedTag<float, 1>;  // one lane, for the tails
 
 // a [n] . b [n]. Two independent accumulators hide FMA latency (4 cycles, 2
 // ports); more did not help at the head sizes attention uses (d_k <= 256).
-HWY_INLINE float Dot(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
-                     size_t n) {
+HWY_INLINE float Dot(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, size_t n) {
   const DF d;
   const size_t N = hn::Lanes(d);
   auto sum0 = hn::Zero(d);
@@ -84,8 +83,10 @@ HWY_INLINE hn::Vec<hn::Full128<float>> SumOfBlocks(D, hn::Vec<D> v) {
 template <class D, class V = hn::Vec<D>>
 HWY_INLINE hn::Vec<hn::Full128<float>> SumOfLanes4(D d, V v0, V v1, V v2, V v3) {
   const hn::Repartition<uint64_t, D> d64;
-  const auto s01 = hn::BitCast(d64, hn::Add(hn::InterleaveLower(d, v0, v1), hn::InterleaveUpper(d, v0, v1)));
-  const auto s23 = hn::BitCast(d64, hn::Add(hn::InterleaveLower(d, v2, v3), hn::InterleaveUpper(d, v2, v3)));
+  const auto s01 =
+      hn::BitCast(d64, hn::Add(hn::InterleaveLower(d, v0, v1), hn::InterleaveUpper(d, v0, v1)));
+  const auto s23 =
+      hn::BitCast(d64, hn::Add(hn::InterleaveLower(d, v2, v3), hn::InterleaveUpper(d, v2, v3)));
   return SumOfBlocks(d, hn::Add(hn::BitCast(d, hn::InterleaveLower(d64, s01, s23)),
                                 hn::BitCast(d, hn::InterleaveUpper(d64, s01, s23))));
 }
@@ -98,8 +99,8 @@ HWY_INLINE hn::Vec<hn::Full128<float>> SumOfLanes4(D d, V v0, V v1, V v2, V v3) 
 // caches that fit in L2 (256-512 tokens) ran 1.12-1.19x faster natively and
 // 1.15-1.21x in wasm; longer caches are bound by memory bandwidth (~1.0x).
 ATTNKIT_OUT_OF_LINE_IN_WASM void DotRows(const float* HWY_RESTRICT q,
-                                         const float* HWY_RESTRICT rows, size_t stride,
-                                         size_t n, size_t d, float* HWY_RESTRICT out) {
+                                         const float* HWY_RESTRICT rows, size_t stride, size_t n,
+                                         size_t d, float* HWY_RESTRICT out) {
   size_t j = 0;
 #if HWY_TARGET != HWY_SCALAR
   const DF df;
@@ -132,8 +133,7 @@ ATTNKIT_OUT_OF_LINE_IN_WASM void DotRows(const float* HWY_RESTRICT q,
 }
 
 // y [n] += s * x [n].
-HWY_INLINE void MulAddRow(float s, const float* HWY_RESTRICT x,
-                          float* HWY_RESTRICT y, size_t n) {
+HWY_INLINE void MulAddRow(float s, const float* HWY_RESTRICT x, float* HWY_RESTRICT y, size_t n) {
   const DF d;
   const size_t N = hn::Lanes(d);
   const auto vs = hn::Set(d, s);
@@ -176,13 +176,15 @@ ATTNKIT_OUT_OF_LINE_IN_WASM void AddWeightedRows(const float* HWY_RESTRICT w, si
   }
   for (; i + N <= n; i += N) {
     auto yv = hn::LoadU(d, y + i);
-    for (size_t j = 0; j < rows; ++j) yv = hn::MulAdd(hn::Set(d, w[j]), hn::LoadU(d, x + j * stride + i), yv);
+    for (size_t j = 0; j < rows; ++j)
+      yv = hn::MulAdd(hn::Set(d, w[j]), hn::LoadU(d, x + j * stride + i), yv);
     hn::StoreU(yv, d, y + i);
   }
   const DF1 d1;
   for (; i < n; ++i) {
     auto yv = hn::LoadU(d1, y + i);
-    for (size_t j = 0; j < rows; ++j) yv = hn::MulAdd(hn::Set(d1, w[j]), hn::LoadU(d1, x + j * stride + i), yv);
+    for (size_t j = 0; j < rows; ++j)
+      yv = hn::MulAdd(hn::Set(d1, w[j]), hn::LoadU(d1, x + j * stride + i), yv);
     hn::StoreU(yv, d1, y + i);
   }
 }
@@ -215,8 +217,7 @@ HWY_INLINE V ScaleCap(D d, V v, float scale, float softcap) {
 }
 
 // x [n] in place: x * scale, then soft-capped when softcap > 0.
-HWY_INLINE void ScaleRow(float* HWY_RESTRICT x, size_t n, float scale,
-                         float softcap) {
+HWY_INLINE void ScaleRow(float* HWY_RESTRICT x, size_t n, float scale, float softcap) {
   const DF d;
   const size_t N = hn::Lanes(d);
   size_t i = 0;
@@ -600,10 +601,17 @@ HWY_INLINE void MatMul(ConstMatrixView A, ConstMatrixView B_matrix, MatrixView C
     i += 4;
   }
   switch (A.rows - i) {
-    case 3: GemmRows<3, kAccumulate>(A, B, C, i); break;
-    case 2: GemmRows<2, kAccumulate>(A, B, C, i); break;
-    case 1: GemmRows<1, kAccumulate>(A, B, C, i); break;
-    default: break;
+    case 3:
+      GemmRows<3, kAccumulate>(A, B, C, i);
+      break;
+    case 2:
+      GemmRows<2, kAccumulate>(A, B, C, i);
+      break;
+    case 1:
+      GemmRows<1, kAccumulate>(A, B, C, i);
+      break;
+    default:
+      break;
   }
 }
 
@@ -637,9 +645,9 @@ HWY_INLINE void MatMulPanels(ConstMatrixView A, const PanelView& B, MatrixView C
 }
 
 // C [M, N] = A [M, K] B^T with B [N, K]: C[i, j] = A row i . B row j.
-HWY_INLINE void MatMulTransposed(ConstMatrixView A, ConstMatrixView B,
-                                 MatrixView C) {
-  for (size_t i = 0; i < A.rows; ++i) DotRows(A.Row(i), B.Row(0), B.stride, B.rows, A.cols, C.Row(i));
+HWY_INLINE void MatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
+  for (size_t i = 0; i < A.rows; ++i)
+    DotRows(A.Row(i), B.Row(0), B.stride, B.rows, A.cols, C.Row(i));
 }
 
 // True if every value of m is finite.

@@ -27,8 +27,7 @@ std::string FloatString(float v);
 
 // a * b, or an error naming `parameter` if it overflows or exceeds
 // kMaxElements; `what` says what the product counts ("cached keys").
-Status CheckedProduct(const char* parameter, const char* what, size_t a, size_t b,
-                      size_t* product);
+Status CheckedProduct(const char* parameter, const char* what, size_t a, size_t b, size_t* product);
 // As above, where the product is the parameter's own size.
 inline Status CheckedProduct(const char* parameter, size_t a, size_t b, size_t* product) {
   return CheckedProduct(parameter, parameter, a, b, product);
