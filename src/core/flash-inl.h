@@ -71,13 +71,8 @@ HWY_INLINE void ApplyMasks(const internal::HeadTask& t, size_t i, size_t j0,
   }
 }
 
-// Query rows per block: with 32 vector registers (AVX-512) 8 rows x 2 vectors
-// of accumulators fit; with 16 (SSE4, AVX2, WASM) 4 x 2 do.
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-constexpr size_t kBlockRows = 8;
-#else
-constexpr size_t kBlockRows = 4;
-#endif
+// Query rows per block: the rows of a GEMM register tile (see kGemmRows).
+constexpr size_t kBlockRows = kGemmRows;
 
 // K^T and V are packed in panels of GemmPanelWidth() columns (two vectors, the
 // width of a GEMM register tile; see PackKeysAndValues).
@@ -96,13 +91,9 @@ static_assert(internal::kMaxPanel % (2 * HWY_LANES(float)) == 0 &&
 //       [kTileKeys, W] of V, where d_v' = d_v rounded up to W (the last
 //       panel's extra columns are never read).
 // Keys in [keys, padded) (padded: keys rounded up to kTileKeys) are zeros.
-// Read in place, a register tile took W columns of rows 512 bytes (K^T) or
-// d_v * 4 bytes (V) apart, half a cache line per row in wasm: panels made
-// attention 1.06x faster at T = 512 and 1.06-1.13x at T = 2048 on AVX-512,
-// and 1.06x (T = 512), 1.10x (2048) and 1.14-1.17x (8192) in Node (the tiles
-// of K^T and V together exceed L1, and the prefetchers follow a contiguous
-// stream better). In wasm they were slower (0.93-0.97x at T <= 512) until
-// the GEMM walked the panels inside its out-of-line call (GemmRowsInline).
+// Read in place, a register tile would take W columns of rows far apart (a
+// fraction of a cache line per row); the tiles of K^T and V together exceed
+// L1, and the prefetchers follow one contiguous stream per panel.
 HWY_INLINE void PackKeysAndValues(ConstMatrixView K, ConstMatrixView V, size_t keys, size_t padded,
                                   float scale, float* HWY_RESTRICT kt, float* HWY_RESTRICT vt) {
   const size_t d_k = K.cols, d_v = V.cols;
@@ -153,8 +144,8 @@ struct PackedKeys {
 // How the kernel's GEMMs read A (see GemmA): S = Q K^T reads the block's
 // queries packed k-major, Q^T [d_k, kRows] (see PackQueries); O += P V reads
 // the weights P [kRows, kTileKeys], rows kTileKeys floats apart. Known at
-// compile time, each layout takes one pointer for all rows: the fused kernel
-// ran 1.03-1.06x faster in Node (T = 512-8192), neutral natively.
+// compile time, each layout takes one pointer for all rows (one index in
+// wasm instead of one per row).
 template <size_t kRows>
 using QueriesA = GemmA<1, kRows>;
 using WeightsA = GemmA<kTileKeys, 1>;

@@ -49,20 +49,18 @@ struct Projection {
   float* packed = nullptr;
 };
 
-// The fused kernel's key tile (a multiple of 2 * Lanes on every target). 128
-// keys rather than 64 halve the per-tile work (row max and sum reductions,
-// rescaling, GEMM tile set-up): T = 2048 ~77 -> ~88 GFLOP/s (median) on
-// AVX-512, where causal runs, which skip masked tiles, lose nothing
-// measurable.
+// The fused kernel's key tile (a multiple of 2 * Lanes on every target):
+// large enough that the per-tile work (row max and sum reductions, rescaling,
+// GEMM tile set-up) is small next to the GEMMs, small enough that causal
+// calls skip most masked keys.
 constexpr size_t kFlashTileKeys = 128;
 // The widest panel of any target (two vectors: 32 floats with AVX-512), for
 // sizing the room of packed matrices.
 constexpr size_t kMaxPanel = 32;
 // Projections (and MatMul) with at least this many rows pack W in panels
 // first (PackPanels in ops-inl.h). Packing costs a pass over W, as much as a
-// decoding step's whole projection: a multi-head layer (d_model = 512, 8
-// heads) ran 0.8x at 32 rows, ~1.0x at 64-96, 1.05x at 128 and 1.03-1.11x at
-// 512 rows with W packed (AVX-512; neutral in wasm).
+// decoding step's whole projection, so only projections of many rows repay
+// it (bench/results).
 constexpr size_t kPackMinRows = 128;
 
 inline size_t RoundUp(size_t n, size_t multiple) {
@@ -80,9 +78,9 @@ inline size_t PackedKeysFloats(size_t T_k, size_t d_k, size_t d_v) {
 // How the work of a job is cut into tasks for the threads (fixed sizes, so
 // that results do not depend on the thread count): rows of a projection,
 // queries of a fused head, keys of a split-K (decoding) head.
-// A fused task reads all of K^T and V once per 64 queries: at T = 8192 they
-// (4 MiB) no longer fit in L2, and 64 rather than 32 queries per task made
-// non-causal calls ~1.09x faster natively and in wasm, neutral at T <= 2048.
+// A fused task reads all of K^T and V once per kTaskQueries queries: long
+// sequences do not fit in L2, so a task takes enough queries to repay that
+// read, and few enough that short calls still spread over the threads.
 constexpr size_t kTaskRows = 32;
 constexpr size_t kTaskQueries = 64;
 constexpr size_t kDecodeChunkKeys = 256;

@@ -21,9 +21,9 @@ std::string Count(size_t n, const char* noun) { return Str(n) + " " + noun + (n 
 
 // True if no value of row [n] is NaN or +-inf (all exponent bits set). Written
 // on the bits, without branches, so that the compiler vectorises it. Only
-// for inputs that RunAllFinite (the best SIMD target, ~4x faster than this
-// SSE2 loop: 9% of a T = 128 attention went to the checks) found non-finite:
-// additive masks with -inf, and errors.
+// for inputs that RunAllFinite (the best SIMD target, several times faster
+// than this baseline loop) found non-finite: additive masks with -inf, and
+// errors.
 bool RowFinite(const float* row, size_t n) {
   uint32_t bad = 0;
   for (size_t c = 0; c < n; ++c) {
