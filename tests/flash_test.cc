@@ -7,8 +7,9 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <optional>
 
-#include "src/core/internal.h"
+#include "src/core/plan.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -19,7 +20,7 @@ using namespace attnkit_test;
 // Puts every head of the calls in its scope on one path, whatever its shape.
 struct ForcedPath {
   explicit ForcedPath(internal::HeadPath p) { internal::ForceHeadPathForTest(p); }
-  ~ForcedPath() { internal::ForceHeadPathForTest(internal::HeadPath::kTrace); }
+  ~ForcedPath() { internal::ForceHeadPathForTest(std::nullopt); }
   ForcedPath(const ForcedPath&) = delete;
   ForcedPath& operator=(const ForcedPath&) = delete;
 };

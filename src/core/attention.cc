@@ -16,8 +16,10 @@ using internal::AttentionJob;
 using internal::CheckedProduct;
 using internal::CheckFinite;
 using internal::CheckNoOverlap;
+using internal::CheckOptions;
 using internal::CheckShape;
 using internal::CheckView;
+using internal::ScoreParamsOf;
 
 // Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]: shapes and values.
 Status CheckQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V) {
@@ -39,14 +41,22 @@ Status AllocateTraceScores(const char* parameter, size_t T_q, size_t T_k, Attent
   return Status::Ok();
 }
 
+// The score stages of a trace, for the job (empty views without a trace).
+internal::KeptStages KeptStagesOf(AttentionTrace* trace) {
+  if (trace == nullptr) return {};
+  return {trace->raw_scores.view(), trace->scaled_scores.view(), trace->masked_scores.view(),
+          trace->weights.view()};
+}
+
 // Attention on given Q, K, V into `out`, or into trace->output when tracing.
 Status RunQKV(const char* source, ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
               const AttentionOptions& options, size_t default_scale_dim, MatrixView out,
               AttentionTrace* trace) {
   AttentionJob job;
   job.source = source;
-  ATTNKIT_RETURN_IF_ERROR(CheckOptions(options, Q.rows, K.rows, default_scale_dim,
-                                       /*batched=*/false, 1, 1, &job));
+  ATTNKIT_RETURN_IF_ERROR(CheckOptions(options, Q.rows, K.rows, /*batched=*/false, 1, 1));
+  job.params = ScoreParamsOf(options, default_scale_dim);
+  job.pool = options.pool;
   internal::HeadTask task;
   task.Q = Q;
   task.K = K;
@@ -54,8 +64,9 @@ Status RunQKV(const char* source, ConstMatrixView Q, ConstMatrixView K, ConstMat
   task.out = out;
   internal::SetHeadMasks(options, 0, 0, &task);
   job.heads.push_back(task);
-  job.trace = trace;
-  ATTNKIT_RETURN_IF_ERROR(internal::RunAttentionJob(&job));
+  const internal::KeptStages keep = KeptStagesOf(trace);
+  job.trace = trace ? &keep : nullptr;
+  ATTNKIT_RETURN_IF_ERROR(internal::RunAttentionJob(job));
   if (trace) trace->scale = job.params.scale;
   return Status::Ok();
 }
@@ -93,7 +104,9 @@ Status RunProjected(ProjectionNames names, ConstMatrixView X_q, ConstMatrixView 
 
   AttentionJob job;
   job.source = names.X_q;
-  ATTNKIT_RETURN_IF_ERROR(CheckOptions(options, T_q, T_k, d_k, /*batched=*/false, 1, 1, &job));
+  ATTNKIT_RETURN_IF_ERROR(CheckOptions(options, T_q, T_k, /*batched=*/false, 1, 1));
+  job.params = ScoreParamsOf(options, d_k);
+  job.pool = options.pool;
   // Intermediates are built here and handed over only on success.
   AttentionTrace local;
   AttentionTrace* t = &local;
@@ -114,8 +127,9 @@ Status RunProjected(ProjectionNames names, ConstMatrixView X_q, ConstMatrixView 
   task.out = out;
   internal::SetHeadMasks(options, 0, 0, &task);
   job.heads.push_back(task);
-  job.trace = trace ? t : nullptr;
-  ATTNKIT_RETURN_IF_ERROR(internal::RunAttentionJob(&job));
+  const internal::KeptStages keep = KeptStagesOf(t);
+  job.trace = trace ? &keep : nullptr;
+  ATTNKIT_RETURN_IF_ERROR(internal::RunAttentionJob(job));
   if (trace) {
     t->scale = job.params.scale;
     *trace = std::move(local);

@@ -6,11 +6,14 @@
 // an accumulator o that is rescaled by exp(m_old - m_new) whenever the max
 // grows (online softmax: Milakov & Gimelshein 2018, "Online normalizer
 // calculation for softmax"; tiling as in Dao et al. 2022, FlashAttention).
-// Per tile:
-//   S [kRows, kTileKeys] = Q_block K_tile^T   register-blocked GEMM on K^T
-//   S = softcap(S * scale); masked keys -> -inf
-//   P = exp(S - m_new), l = l * alpha + rowsum(P), o = o * alpha + P V_tile
-//   (exp as 2^((S - m_new) log2(e)), see ExpViaExp2)
+// Per tile, the steps of steps-inl.h:
+//   ScoresTile    S [kRows, kTileKeys] = Q_block K_tile^T, a register-blocked
+//                 GEMM on K^T packed with the scale folded in
+//   ScaleSoftcap  S = softcap(S) (the scale is already in K^T)
+//   VisibleKeys, ApplyMasks   masked keys -> -inf
+//   SoftmaxUnnormalised  P = exp(S - m_new), l = l * alpha + rowsum(P)
+//                 (exp as 2^((S - m_new) log2(e)), see ExpViaExp2)
+//   WeightedSumVTile  O = O * alpha + P V_tile, a GEMM on V packed
 // Key tiles past the last visible key of the block (causal, key padding) are
 // skipped. A row that sees no key ends with l == 0 and stays all zeros.
 // Memory: K^T and V packed in panels (see PackKeysAndValues), [d_k + d_v,
@@ -32,44 +35,14 @@
 #include "hwy/highway.h"
 #include "src/core/internal.h"
 #include "src/core/ops-inl.h"
+#include "src/core/plan.h"
+#include "src/core/steps-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace attnkit {
 namespace HWY_NAMESPACE {
 
 constexpr size_t kTileKeys = internal::kFlashTileKeys;
-
-// The number of keys query i sees before the per-cell masks:
-// min(key_length, i + causal_offset + 1 if causal), clamped to [0, T_k]. The
-// task's key length already ends at a short mask's last column, and its
-// causal offset holds the alignment, so that every path (and the tile
-// skipping of the fused kernel) sees one bound per row.
-HWY_INLINE size_t VisibleKeys(const internal::HeadTask& t, const internal::ScoreParams& p,
-                              size_t i) {
-  size_t limit = std::min(t.key_length, t.K.rows);
-  if (p.causal) {
-    const ptrdiff_t seen = static_cast<ptrdiff_t>(i) + 1 + t.causal_offset;
-    limit = seen <= 0 ? 0 : std::min(limit, static_cast<size_t>(seen));
-  }
-  return limit;
-}
-
-// Applies the task's per-cell masks to row [n], the scores of query i against
-// keys [j0, j0 + n) (j0 + n <= the masks' columns): -inf where bool_mask
-// forbids, + additive_mask elsewhere.
-HWY_INLINE void ApplyMasks(const internal::HeadTask& t, size_t i, size_t j0,
-                           float* HWY_RESTRICT row, size_t n) {
-  if (!t.bool_mask.empty()) {
-    const uint8_t* allow = t.bool_mask.Row(i) + j0;
-    for (size_t j = 0; j < n; ++j) {
-      if (!allow[j]) row[j] = -std::numeric_limits<float>::infinity();
-    }
-  }
-  if (!t.additive_mask.empty()) {
-    const float* add = t.additive_mask.Row(i) + j0;
-    for (size_t j = 0; j < n; ++j) row[j] += add[j];
-  }
-}
 
 // Query rows per block: the rows of a GEMM register tile (see kGemmRows).
 constexpr size_t kBlockRows = kGemmRows;
@@ -157,6 +130,22 @@ HWY_INLINE void GemmPanels(ConstMatrixView A, const PanelView& B, MatrixView C) 
   GemmRows<kRows, kAccumulate, QueriesA<kRows>, WeightsA>(A, B, C, 0);
 }
 
+// ScoresTile: S [kRows, cols] = Q_block K_tile^T, the block's queries
+// packed qt [d_k, kRows] against key tile j0 packed (times the scale).
+template <size_t kRows>
+HWY_INLINE void ScoresTile(const float* HWY_RESTRICT qt, size_t d_k, const PackedKeys& packed,
+                           size_t j0, MatrixView S) {
+  GemmPanels<kRows, false>(ConstMatrixView(qt, kRows, d_k), packed.KeyTile(j0, d_k), S);
+}
+
+// WeightedSumVTile: O [kRows, d_v] += P [kRows, n] V rows [j0, j0 + n), V
+// packed, P rows kTileKeys floats apart.
+template <size_t kRows>
+HWY_INLINE void WeightedSumVTile(const float* HWY_RESTRICT p, size_t n, const PackedKeys& packed,
+                                 size_t j0, ConstMatrixView V, MatrixView O) {
+  GemmPanels<kRows, true>(ConstMatrixView(p, kRows, n, kTileKeys), packed.ValueTile(j0, V), O);
+}
+
 // qt [d_k, kRows] = Q rows [i0, i0 + kRows) transposed (k-major, QueriesA).
 template <size_t kRows>
 HWY_INLINE void PackQueries(ConstMatrixView Q, size_t i0, float* HWY_RESTRICT qt) {
@@ -233,8 +222,7 @@ struct FlashBlock {
     const size_t tile_keys = std::min(kTileKeys, keys - j0);
     const size_t N = hn::Lanes(DF());
     const size_t cols = std::min(kTileKeys, (tile_keys + N - 1) / N * N);
-    GemmPanels<kRows, false>(ConstMatrixView(qt, kRows, d_k), packed.KeyTile(j0, d_k),
-                             S.Block(0, kRows, 0, cols));
+    ScoresTile<kRows>(qt, d_k, packed, j0, S.Block(0, kRows, 0, cols));
     // Per row: the keys it sees in this tile (n) and their max score.
     const bool masks = !t.bool_mask.empty() || !t.additive_mask.empty();
     size_t n[kRows];
@@ -243,7 +231,7 @@ struct FlashBlock {
       float* HWY_RESTRICT row = S.Row(r);
       n[r] = visible[r] > j0 ? std::min(tile_keys, visible[r] - j0) : 0;
       // The scale is already in K^T; softcap after it.
-      if (p.softcap > 0.0f) ScaleRow(row, n[r], 1.0f, p.softcap);
+      if (p.softcap > 0.0f) ScaleSoftcap(row, n[r], 1.0f, p.softcap);
       float tile_max;
       // An overflowed score (NaN, +-inf) is an error, never a mask.
       if (!RowMax</*kAllowNegInf=*/false>(row, n[r], &tile_max)) return false;
@@ -260,15 +248,14 @@ struct FlashBlock {
         ZeroRow(row, tile_keys);
         continue;
       }
-      const float sum = ExpSubtractSum</*kViaExp2=*/true>(row, n[r], m_new[r]);
+      const float sum = SoftmaxUnnormalised</*kViaExp2=*/true>(row, n[r], m_new[r]);
       ZeroRow(row + n[r], tile_keys - n[r]);
       l[r] = l[r] * alpha[r] + sum;
       m[r] = m_new[r];
       if (alpha[r] != 1.0f) ScaleRow(O.Row(r), d_v, alpha[r], 0.0f);
     }
     // O += P V_tile: P [kRows, tile_keys], V rows [j0, j0 + tile_keys).
-    GemmPanels<kRows, true>(ConstMatrixView(s, kRows, tile_keys, kTileKeys),
-                            packed.ValueTile(j0, t.V), O);
+    WeightedSumVTile<kRows>(s, tile_keys, packed, j0, t.V, O);
     return true;
   }
 
@@ -322,7 +309,7 @@ HWY_INLINE bool FlashBlocks(const internal::HeadTask& t, const internal::ScorePa
 }
 
 // Query rows [r0, r1) of one head, fused. `scratch` is the thread's room
-// (sized by RunAttentionJob) for the packed keys, K^T then V, and after them
+// (sized by PlanAttention) for the packed keys, K^T then V, and after them
 // (at internal::PackedKeysFloats) for a task's queries packed. The packed keys
 // are reused across calls while they hold enough keys of the same K and V
 // (query heads of one K/V group, and the query blocks of one head, share

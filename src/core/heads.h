@@ -1,5 +1,5 @@
 // attnkit internals shared by multi-head attention and the KV cache: head
-// configuration checks and the per-(item, head) task list.
+// configuration checks and the per-(item, head) task list (heads.cc).
 #ifndef ATTNKIT_HEADS_H_
 #define ATTNKIT_HEADS_H_
 
@@ -8,10 +8,14 @@
 #include <vector>
 
 #include "src/core/internal.h"
-#include "src/core/multihead.h"
+#include "src/core/matrix.h"
 #include "src/core/status.h"
 
 namespace attnkit {
+
+struct AttentionOptions;  // attention.h
+struct HeadConfig;        // multihead.h
+struct MultiHeadWeights;  // multihead.h
 namespace internal {
 
 struct Heads {

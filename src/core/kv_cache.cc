@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "src/core/attention.h"
 #include "src/core/heads.h"
 #include "src/core/internal.h"
 #include "src/core/validate.h"
@@ -216,10 +217,12 @@ Status AttendCached(ConstMatrixView Q_new, const KVCache& cache, size_t num_head
   ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, cache.batch()));
   internal::AttentionJob job;
   job.source = "Q_new";
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T_new, cache.size(), cache.d_k(),
-                                                 /*batched=*/true, cache.batch(), num_heads, &job));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T_new, cache.size(), /*batched=*/true,
+                                                 cache.batch(), num_heads));
+  job.params = internal::ScoreParamsOf(options, cache.d_k());
+  job.pool = options.pool;
   AddCachedTasks(Q_new, out, cache, T_new, cache.size(), heads, options, &job.heads);
-  return internal::RunAttentionJob(&job);
+  return internal::RunAttentionJob(job);
 }
 
 Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
@@ -247,16 +250,17 @@ Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
   const size_t T_k = cache->size() + T_new;
   internal::AttentionJob job;
   job.source = "X_new";
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T_new, T_k, heads.d_k,
-                                                 /*batched=*/true, cache->batch(), heads.num_heads,
-                                                 &job));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T_new, T_k, /*batched=*/true,
+                                                 cache->batch(), heads.num_heads));
+  job.params = internal::ScoreParamsOf(options, heads.d_k);
+  job.pool = options.pool;
   internal::Projected p;
   ATTNKIT_RETURN_IF_ERROR(internal::AddMultiHeadProjections(X_new, weights, heads, out, &p, &job));
   job.after_projections = [&] { cache->AppendUnchecked(p.K.view(), p.V.view()); };
   AddCachedTasks(p.Q.view(), p.heads_out, *cache, T_new, T_k, heads, options, &job.heads);
   const size_t size_before = cache->size();
-  const Status status = internal::RunAttentionJob(&job);
-  if (!status.ok()) (void)cache->Truncate(size_before);  // leave the cache as it was
+  const Status status = internal::RunAttentionJob(job);
+  if (!status.ok()) cache->RollBack(size_before);  // leave the cache as it was
   return status;
 }
 

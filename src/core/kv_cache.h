@@ -50,11 +50,15 @@ class KVCache {
   // beam in beam search); later appends to either leave the other unchanged.
   Status Clone(KVCache* copy) const;
 
-  // For MultiHeadDecode, which has checked everything already: append without
-  // checks.
-  void AppendUnchecked(ConstMatrixView K_new, ConstMatrixView V_new);
-
  private:
+  // MultiHeadDecode has checked everything already: it appends without
+  // checks and, if the step fails, rolls the cache back to its old size.
+  friend Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
+                                const HeadConfig& config, const AttentionOptions& options,
+                                KVCache* cache, MatrixView out);
+  void AppendUnchecked(ConstMatrixView K_new, ConstMatrixView V_new);
+  void RollBack(size_t size) { size_ = size; }  // size <= size()
+
   size_t batch_ = 0, num_kv_heads_ = 0, d_k_ = 0, d_v_ = 0, capacity_ = 0;
   size_t size_ = 0;
   FloatBuffer keys_, values_;

@@ -11,88 +11,6 @@
 #include "src/core/validate.h"
 
 namespace attnkit {
-namespace internal {
-
-Status ResolveHeads(const HeadConfig& c, size_t q_cols, const char* q_cols_name, size_t v_cols,
-                    Heads* h) {
-  if (c.num_heads == 0) {
-    return Status(ErrorCode::kInvalidArgument, "num_heads", "expected at least 1, got 0");
-  }
-  h->num_heads = c.num_heads;
-  h->num_kv_heads = c.num_kv_heads ? c.num_kv_heads : c.num_heads;
-  if (c.num_heads % h->num_kv_heads != 0) {
-    return Status(ErrorCode::kInvalidArgument, "num_kv_heads",
-                  "expected a divisor of num_heads = " + std::to_string(c.num_heads) + ", got " +
-                      std::to_string(h->num_kv_heads));
-  }
-  h->d_k = c.d_k;
-  if (h->d_k == 0) {
-    if (q_cols % c.num_heads != 0) {
-      return Status(ErrorCode::kInvalidArgument, "num_heads",
-                    std::string("expected a divisor of ") + q_cols_name + " = " +
-                        std::to_string(q_cols) + " (d_k = " + q_cols_name + " / num_heads), got " +
-                        std::to_string(c.num_heads));
-    }
-    h->d_k = q_cols / c.num_heads;
-  }
-  h->d_v = c.d_v;
-  if (h->d_v == 0) {
-    if (v_cols == 0) {
-      h->d_v = h->d_k;
-    } else if (v_cols % h->num_kv_heads != 0) {
-      return Status(ErrorCode::kShapeMismatch, "V",
-                    "expected columns divisible by num_kv_heads = " +
-                        std::to_string(h->num_kv_heads) + ", got " + std::to_string(v_cols));
-    } else {
-      h->d_v = v_cols / h->num_kv_heads;
-    }
-  }
-  // Guard the products used for shapes below.
-  size_t n;
-  ATTNKIT_RETURN_IF_ERROR(CheckedProduct("num_heads", "num_heads * d_k", h->num_heads, h->d_k, &n));
-  ATTNKIT_RETURN_IF_ERROR(CheckedProduct("num_heads", "num_heads * d_v", h->num_heads, h->d_v, &n));
-  return Status::Ok();
-}
-
-Status SequenceLength(const char* name, size_t rows, size_t batch, size_t* seq_len) {
-  if (batch == 0) {
-    return Status(ErrorCode::kInvalidArgument, "batch", "expected at least 1, got 0");
-  }
-  if (rows % batch != 0) {
-    return Status(ErrorCode::kShapeMismatch, name,
-                  "expected rows divisible by batch = " + std::to_string(batch) +
-                      " (rows = batch * seq_len), got " + std::to_string(rows));
-  }
-  *seq_len = rows / batch;
-  return Status::Ok();
-}
-
-Status CheckKeyLengthCount(const AttentionOptions& options, size_t batch) {
-  if (!options.key_lengths.empty() && options.key_lengths.size() != batch) {
-    return Status(ErrorCode::kInvalidArgument, "key_lengths",
-                  "expected batch = " + std::to_string(batch) + " lengths (or none), got " +
-                      std::to_string(options.key_lengths.size()));
-  }
-  return Status::Ok();
-}
-
-void AddHeadTasks(ConstMatrixView Q, MatrixView out, size_t batch, size_t T_q, size_t T_k,
-                  const Heads& heads, const AttentionOptions& options,
-                  const std::function<void(size_t, size_t, ConstMatrixView*, ConstMatrixView*)>& kv,
-                  std::vector<HeadTask>* tasks) {
-  for (size_t b = 0; b < batch; ++b) {
-    for (size_t h = 0; h < heads.num_heads; ++h) {
-      HeadTask t;
-      t.Q = Q.Block(b * T_q, T_q, h * heads.d_k, heads.d_k);
-      kv(b, h / heads.group(), &t.K, &t.V);
-      t.out = out.Block(b * T_q, T_q, h * heads.d_v, heads.d_v);
-      SetHeadMasks(options, b, h, &t);
-      tasks->push_back(t);
-    }
-  }
-}
-
-}  // namespace internal
 
 using internal::CheckedProduct;
 using internal::CheckFinite;
@@ -161,6 +79,23 @@ Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixVi
 
 namespace {
 
+// The internal name of a checked scores stage.
+internal::KeepStage KeepStageOf(ScoresStage stage) {
+  switch (stage) {
+    case ScoresStage::kRaw:
+      return internal::KeepStage::kRaw;
+    case ScoresStage::kScaled:
+      return internal::KeepStage::kScaled;
+    case ScoresStage::kMasked:
+      return internal::KeepStage::kMasked;
+    case ScoresStage::kWeights:
+      return internal::KeepStage::kWeights;
+    case ScoresStage::kNone:
+      break;
+  }
+  return internal::KeepStage::kNone;
+}
+
 // Both views of a pair or neither: `second` given without `first` or the
 // reverse is an error naming the missing one.
 template <typename T>
@@ -193,33 +128,18 @@ void Concatenate(ConstMatrixView past, ConstMatrixView now, size_t batch, size_t
   }
 }
 
-}  // namespace
-
-Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, size_t batch,
-                             const HeadConfig& config, const AttentionOptions& options,
-                             const MultiHeadExtras& extras, MatrixView out) {
-  ATTNKIT_RETURN_IF_ERROR(CheckView("Q", Q));
-  ATTNKIT_RETURN_IF_ERROR(CheckView("K", K));
-  ATTNKIT_RETURN_IF_ERROR(CheckView("V", V));
-  Heads heads;
-  ATTNKIT_RETURN_IF_ERROR(
-      internal::ResolveHeads(config, Q.cols, "the columns of Q", V.cols, &heads));
-  size_t T_q, T_k;
-  ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("Q", Q.rows, batch, &T_q));
-  ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("K", K.rows, batch, &T_k));
-  ATTNKIT_RETURN_IF_ERROR(
-      CheckShape("Q", Q, Q.rows, heads.num_heads * heads.d_k, "batch * T_q", "num_heads * d_k"));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("K", K, K.rows, heads.num_kv_heads * heads.d_k, "batch * T_k",
-                                     "num_kv_heads * d_k"));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("V", V, K.rows, heads.num_kv_heads * heads.d_v,
-                                     "batch * T_k, the rows of K", "num_kv_heads * d_v"));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, Q.rows, heads.num_heads * heads.d_v,
-                                     "batch * T_q, the rows of Q", "num_heads * d_v"));
+// Checks the extras of MultiHeadAttentionQKV (past, present, scores) and
+// that no output overlaps an input: sets *T_past_out, the past's tokens, and
+// *present_rows, the rows of present.
+Status CheckExtras(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, size_t batch,
+                   const Heads& heads, size_t T_q, size_t T_k, const MultiHeadExtras& extras,
+                   MatrixView out, size_t* T_past_out, size_t* present_rows) {
   // Every input that an output must not overlap.
   std::vector<std::pair<const char*, ConstMatrixView>> inputs = {{"Q", Q}, {"K", K}, {"V", V}};
   // Past keys and values: [B*kvh*T_past, d_k] and [B*kvh*T_past, d_v].
   const size_t kvh = heads.num_kv_heads;
   size_t T_past = 0, blocks;
+  *T_past_out = 0;
   ATTNKIT_RETURN_IF_ERROR(CheckedProduct("batch", "batch * num_kv_heads", batch, kvh, &blocks));
   ATTNKIT_RETURN_IF_ERROR(CheckPair("past_K", extras.past_K, "past_V", extras.past_V));
   if (!extras.past_K.empty()) {
@@ -240,17 +160,17 @@ Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixVi
     inputs.push_back({"past_K", extras.past_K});
     inputs.push_back({"past_V", extras.past_V});
   }
+  *T_past_out = T_past;
   const size_t T_total = T_past + T_k;
   // Present keys and values: [B*kvh*T_total, d_k] and [B*kvh*T_total, d_v].
   ATTNKIT_RETURN_IF_ERROR(CheckPair("present_K", extras.present_K, "present_V", extras.present_V));
-  size_t present_rows;
   ATTNKIT_RETURN_IF_ERROR(CheckedProduct("present_K", "present [batch * num_kv_heads * T_total, d]",
-                                         blocks, T_total, &present_rows));
+                                         blocks, T_total, present_rows));
   const bool has_present = !extras.present_K.empty();
   if (has_present) {
-    ATTNKIT_RETURN_IF_ERROR(CheckShape("present_K", extras.present_K, present_rows, heads.d_k,
+    ATTNKIT_RETURN_IF_ERROR(CheckShape("present_K", extras.present_K, *present_rows, heads.d_k,
                                        "batch * num_kv_heads * (T_past + T_k)", "d_k"));
-    ATTNKIT_RETURN_IF_ERROR(CheckShape("present_V", extras.present_V, present_rows, heads.d_v,
+    ATTNKIT_RETURN_IF_ERROR(CheckShape("present_V", extras.present_V, *present_rows, heads.d_v,
                                        "batch * num_kv_heads * (T_past + T_k)", "d_v"));
     ATTNKIT_RETURN_IF_ERROR(
         CheckNoOverlap("present_V", extras.present_V, "present_K", extras.present_K));
@@ -292,13 +212,47 @@ Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixVi
       if (has_scores) ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("scores", extras.scores, name, o));
     }
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, size_t batch,
+                             const HeadConfig& config, const AttentionOptions& options,
+                             const MultiHeadExtras& extras, MatrixView out) {
+  ATTNKIT_RETURN_IF_ERROR(CheckView("Q", Q));
+  ATTNKIT_RETURN_IF_ERROR(CheckView("K", K));
+  ATTNKIT_RETURN_IF_ERROR(CheckView("V", V));
+  Heads heads;
+  ATTNKIT_RETURN_IF_ERROR(
+      internal::ResolveHeads(config, Q.cols, "the columns of Q", V.cols, &heads));
+  size_t T_q, T_k;
+  ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("Q", Q.rows, batch, &T_q));
+  ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("K", K.rows, batch, &T_k));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("Q", Q, Q.rows, heads.num_heads * heads.d_k, "batch * T_q", "num_heads * d_k"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("K", K, K.rows, heads.num_kv_heads * heads.d_k, "batch * T_k",
+                                     "num_kv_heads * d_k"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("V", V, K.rows, heads.num_kv_heads * heads.d_v,
+                                     "batch * T_k, the rows of K", "num_kv_heads * d_v"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, Q.rows, heads.num_heads * heads.d_v,
+                                     "batch * T_q, the rows of Q", "num_heads * d_v"));
+  size_t T_past, present_rows;
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckExtras(Q, K, V, batch, heads, T_q, T_k, extras, out, &T_past, &present_rows));
+  const size_t kvh = heads.num_kv_heads;
+  const size_t T_total = T_past + T_k;
+  const bool has_present = !extras.present_K.empty();
+  const bool has_scores = extras.scores_stage != ScoresStage::kNone;
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("Q", Q));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("K", K));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("V", V));
   ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, batch));
   internal::AttentionJob job;
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T_q, T_total, heads.d_k,
-                                                 /*batched=*/true, batch, heads.num_heads, &job));
+  ATTNKIT_RETURN_IF_ERROR(
+      internal::CheckOptions(options, T_q, T_total, /*batched=*/true, batch, heads.num_heads));
+  job.params = internal::ScoreParamsOf(options, heads.d_k);
+  job.pool = options.pool;
   // Attention reads K and V in place without a past, else present (the
   // caller's, or a temporary one).
   Matrix own_K, own_V;
@@ -331,59 +285,13 @@ Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixVi
       },
       &job.heads);
   if (has_scores) {
-    job.scores_stage = extras.scores_stage;
+    job.keep_stage = KeepStageOf(extras.scores_stage);
     for (size_t i = 0; i < job.heads.size(); ++i) {
       job.heads[i].scores = extras.scores.Block(i * T_q, T_q, 0, T_total);
     }
   }
-  return internal::RunAttentionJob(&job);
+  return internal::RunAttentionJob(job);
 }
-
-namespace internal {
-
-Status CheckMultiHeadWeights(const MultiHeadWeights& w, size_t d_model, const Heads& heads,
-                             size_t* d_out) {
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("W_Q", w.W_Q, d_model, heads.num_heads * heads.d_k,
-                                     "d_model, the columns of X", "num_heads * d_k"));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("W_K", w.W_K, d_model, heads.num_kv_heads * heads.d_k,
-                                     "d_model, the columns of X", "num_kv_heads * d_k"));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("W_V", w.W_V, d_model, heads.num_kv_heads * heads.d_v,
-                                     "d_model, the columns of X", "num_kv_heads * d_v"));
-  ATTNKIT_RETURN_IF_ERROR(CheckFinite("W_Q", w.W_Q));
-  ATTNKIT_RETURN_IF_ERROR(CheckFinite("W_K", w.W_K));
-  ATTNKIT_RETURN_IF_ERROR(CheckFinite("W_V", w.W_V));
-  *d_out = heads.num_heads * heads.d_v;
-  if (!w.W_O.empty()) {
-    ATTNKIT_RETURN_IF_ERROR(CheckShape("W_O", w.W_O, heads.num_heads * heads.d_v, w.W_O.cols,
-                                       "num_heads * d_v", "d_out"));
-    ATTNKIT_RETURN_IF_ERROR(CheckFinite("W_O", w.W_O));
-    *d_out = w.W_O.cols;
-  }
-  return Status::Ok();
-}
-
-Status AddMultiHeadProjections(ConstMatrixView X, const MultiHeadWeights& weights,
-                               const Heads& heads, MatrixView out, Projected* p,
-                               AttentionJob* job) {
-  ATTNKIT_RETURN_IF_ERROR(
-      Allocate("X", "Q [batch*T, num_heads*d_k]", X.rows, heads.num_heads * heads.d_k, &p->Q));
-  ATTNKIT_RETURN_IF_ERROR(Allocate("X", "K [batch*T, num_kv_heads*d_k]", X.rows,
-                                   heads.num_kv_heads * heads.d_k, &p->K));
-  ATTNKIT_RETURN_IF_ERROR(Allocate("X", "V [batch*T, num_kv_heads*d_v]", X.rows,
-                                   heads.num_kv_heads * heads.d_v, &p->V));
-  p->heads_out = out;
-  if (!weights.W_O.empty()) {
-    ATTNKIT_RETURN_IF_ERROR(Allocate("X", "merged heads [batch*T, num_heads*d_v]", X.rows,
-                                     heads.num_heads * heads.d_v, &p->merged));
-    p->heads_out = p->merged.view();
-    job->output = {p->merged.view(), weights.W_O, out};
-  }
-  job->projections = {
-      {X, weights.W_Q, p->Q.view()}, {X, weights.W_K, p->K.view()}, {X, weights.W_V, p->V.view()}};
-  return Status::Ok();
-}
-
-}  // namespace internal
 
 Status MultiHeadAttention(ConstMatrixView X, size_t batch, const MultiHeadWeights& weights,
                           const HeadConfig& config, const AttentionOptions& options,
@@ -403,8 +311,10 @@ Status MultiHeadAttention(ConstMatrixView X, size_t batch, const MultiHeadWeight
   ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, batch));
   internal::AttentionJob job;
   job.source = "X";
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T, T, heads.d_k, /*batched=*/true, batch,
-                                                 heads.num_heads, &job));
+  ATTNKIT_RETURN_IF_ERROR(
+      internal::CheckOptions(options, T, T, /*batched=*/true, batch, heads.num_heads));
+  job.params = internal::ScoreParamsOf(options, heads.d_k);
+  job.pool = options.pool;
   internal::Projected p;
   ATTNKIT_RETURN_IF_ERROR(internal::AddMultiHeadProjections(X, weights, heads, out, &p, &job));
   internal::AddHeadTasks(
@@ -414,7 +324,7 @@ Status MultiHeadAttention(ConstMatrixView X, size_t batch, const MultiHeadWeight
         *v = p.V.view().Block(b * T, T, g * heads.d_v, heads.d_v);
       },
       &job.heads);
-  return internal::RunAttentionJob(&job);
+  return internal::RunAttentionJob(job);
 }
 
 }  // namespace attnkit

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "src/core/internal.h"
+#include "src/core/plan.h"
 #include "src/core/validate.h"
 
 namespace attnkit {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "src/core/attention.h"
 #include "src/core/internal.h"
 
 namespace attnkit {
@@ -209,26 +210,29 @@ MatrixViewT<T> MaskSlice(MatrixViewT<T> m, MaskLayout layout, size_t item, size_
 
 }  // namespace
 
-Status CheckOptions(const AttentionOptions& o, size_t T_q, size_t T_k, size_t default_scale_dim,
-                    bool batched, size_t batch, size_t num_heads, AttentionJob* job) {
-  job->pool = o.pool;
-  ScoreParams* params = &job->params;
+ScoreParams ScoreParamsOf(const AttentionOptions& o, size_t default_scale_dim) {
+  ScoreParams params;
+  params.scale = o.scale.has_value()
+                     ? *o.scale
+                     : static_cast<float>(1.0 / std::sqrt(static_cast<double>(default_scale_dim)));
+  params.softcap = o.softcap;
+  params.causal = o.causal;
+  return params;
+}
+
+Status CheckOptions(const AttentionOptions& o, size_t T_q, size_t T_k, bool batched, size_t batch,
+                    size_t num_heads) {
   if (o.scale.has_value()) {
     const float s = *o.scale;
     if (!std::isfinite(s) || !(s > 0.0f)) {
       return Status(ErrorCode::kInvalidArgument, "scale",
                     "expected a finite number > 0, got " + FloatString(s));
     }
-    params->scale = s;
-  } else {
-    params->scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(default_scale_dim)));
   }
   if (!std::isfinite(o.softcap) || o.softcap < 0.0f) {
     return Status(ErrorCode::kInvalidArgument, "softcap",
                   "expected 0 (off) or a finite number > 0, got " + FloatString(o.softcap));
   }
-  params->softcap = o.softcap;
-  params->causal = o.causal;
   if (o.key_length.has_value() && *o.key_length > T_k) {
     return Status(ErrorCode::kInvalidArgument, "key_length",
                   "expected at most T_k = " + Str(T_k) + ", got " + Str(*o.key_length));
