@@ -158,8 +158,8 @@ HWY_INLINE void PackQueries(ConstMatrixView Q, size_t i0, float* HWY_RESTRICT qt
 // alpha [kRows] = exp(m_old - m_new), the factors that rescale the rows'
 // running sums and outputs when their max grows: 0 on a row's first visible
 // tile (m_old = -inf), and flushed like the weights, so that the accumulator
-// never holds subnormals. One vector exp for all rows: computed one row at a
-// time, each was a chain of dependent FMAs per row and tile.
+// never holds subnormals. One vector exp for all rows, rather than a chain
+// of dependent FMAs per row and tile.
 template <size_t kRows>
 HWY_INLINE void Alphas(const float* HWY_RESTRICT m_old, const float* HWY_RESTRICT m_new,
                        float* HWY_RESTRICT alpha) {
