@@ -16,8 +16,8 @@ using attnkit::AttentionTrace;
 std::string Describe(const AttentionOptions& o) {
   std::ostringstream os;
   os << "scale=" << (o.scale ? std::to_string(*o.scale) : std::string("default"))
-     << " softcap=" << o.softcap << " causal=" << o.causal << " key_length="
-     << (o.key_length ? std::to_string(*o.key_length) : std::string("none"))
+     << " softcap=" << o.softcap << " causal=" << o.causal
+     << " key_length=" << (o.key_length ? std::to_string(*o.key_length) : std::string("none"))
      << " bool_mask=" << !o.bool_mask.empty() << " additive=" << !o.additive_mask.empty();
   return os.str();
 }
@@ -29,8 +29,8 @@ void CheckAttention(const TestMatrix& Q, const TestMatrix& K, const TestMatrix& 
   INFO(Describe(o) << ", output " << LayoutName(out_layout));
   const ref::Trace want = ref::Attention(Q.ToRef(), K.ToRef(), V.ToRef(), ref::FromAttnkit(o));
   const double max_add = o.additive_mask.empty() ? 0.0 : MaxAbs(o.additive_mask);
-  const AttnTol tol = AttentionTol(Q.cols(), K.rows(), MaxAbs(Q), MaxAbs(K), MaxAbs(V),
-                                   want.scale, max_add);
+  const AttnTol tol =
+      AttentionTol(Q.cols(), K.rows(), MaxAbs(Q), MaxAbs(K), MaxAbs(V), want.scale, max_add);
   TestMatrix out(Q.rows(), V.cols(), out_layout);
   REQUIRE_OK(attnkit::Attention(Q, K, V, o, out));
   CHECK_CLOSE(out, want.output, tol.output);
@@ -53,10 +53,10 @@ std::vector<Shape> AttentionShapes() {
   std::vector<Shape> shapes;
   for (size_t s : AllSizes()) shapes.push_back({s, s, s, s});
   for (size_t s : LaneSizes()) {
-    shapes.push_back({3, s, 5, 7});   // T_k around lanes (softmax, weighted sum)
-    shapes.push_back({s, 4, 9, 3});   // T_q around lanes
-    shapes.push_back({2, 7, s, 1});   // d_k around lanes (Q K^T)
-    shapes.push_back({5, 9, 1, s});   // d_v around lanes (weights V)
+    shapes.push_back({3, s, 5, 7});  // T_k around lanes (softmax, weighted sum)
+    shapes.push_back({s, 4, 9, 3});  // T_q around lanes
+    shapes.push_back({2, 7, s, 1});  // d_k around lanes (Q K^T)
+    shapes.push_back({5, 9, 1, s});  // d_v around lanes (weights V)
   }
   shapes.push_back({1, 37, 13, 31});
   shapes.push_back({33, 1, 32, 17});
@@ -94,8 +94,8 @@ TEST_CASE("Attention: every combination of causal, key_length, bool and additive
           "[attention][mask]") {
   // T_q == T_k, T_q < T_k (causal offset T_k - T_q), T_q > T_k (negative
   // offset: the first T_q - T_k queries see no key), single query, lanes.
-  const std::vector<std::pair<size_t, size_t>> tq_tk = {{5, 5}, {3, 8}, {8, 3}, {1, 17},
-                                                        {16, 16}, {9, 4}};
+  const std::vector<std::pair<size_t, size_t>> tq_tk = {{5, 5},  {3, 8},   {8, 3},
+                                                        {1, 17}, {16, 16}, {9, 4}};
   ForEachTarget([&](int64_t) {
     uint32_t seed = 2000;
     for (auto [T_q, T_k] : tq_tk) {
@@ -112,8 +112,7 @@ TEST_CASE("Attention: every combination of causal, key_length, bool and additive
           if (rng.Uniform(0, 1) < 0.2f) amask(i, j) = -kInf;
       for (int combo = 0; combo < 16; ++combo) {
         for (int variant = 0; variant < 3; ++variant) {
-          INFO("T_q=" << T_q << " T_k=" << T_k << " combo=" << combo
-                      << " variant=" << variant);
+          INFO("T_q=" << T_q << " T_k=" << T_k << " combo=" << combo << " variant=" << variant);
           AttentionOptions o;
           o.causal = combo & 1;
           if (combo & 2) o.key_length = T_k > 2 ? T_k - 2 : T_k;
@@ -359,8 +358,11 @@ TEST_CASE("CrossAttention with T_q != T_k and d_q != d_kv matches the reference"
     struct S {
       size_t T_q, T_k, d_q, d_kv, d_k, d_v;
     };
-    std::vector<S> shapes = {{3, 7, 5, 9, 4, 6}, {1, 17, 8, 3, 16, 5}, {9, 4, 16, 15, 3, 8},
-                             {16, 33, 4, 5, 7, 1}, {5, 1, 7, 7, 9, 17}};
+    std::vector<S> shapes = {{3, 7, 5, 9, 4, 6},
+                             {1, 17, 8, 3, 16, 5},
+                             {9, 4, 16, 15, 3, 8},
+                             {16, 33, 4, 5, 7, 1},
+                             {5, 1, 7, 7, 9, 17}};
     for (size_t s : LaneSizes()) {
       shapes.push_back({s, s + 2, s, 5, s, s});  // T_q < T_k, sizes around lanes
       shapes.push_back({4, s, 3, s, 6, 2});      // T_k and d_kv around lanes
@@ -383,10 +385,9 @@ TEST_CASE("CrossAttention with T_q != T_k and d_q != d_kv matches the reference"
             o.scale = 0.8f;
           }
           if (variant == 2) o.key_length = s.T_k / 2;
-          const ref::Trace want = ref::Attention(ref::MatMul(Xq.ToRef(), WQ.ToRef()),
-                                                 ref::MatMul(Xkv.ToRef(), WK.ToRef()),
-                                                 ref::MatMul(Xkv.ToRef(), WV.ToRef()),
-                                                 ref::FromAttnkit(o));
+          const ref::Trace want = ref::Attention(
+              ref::MatMul(Xq.ToRef(), WQ.ToRef()), ref::MatMul(Xkv.ToRef(), WK.ToRef()),
+              ref::MatMul(Xkv.ToRef(), WV.ToRef()), ref::FromAttnkit(o));
           TestMatrix out(s.T_q, s.d_v, layout);
           REQUIRE_OK(attnkit::CrossAttention(Xq, Xkv, WQ, WK, WV, o, out));
           CHECK_CLOSE(out, want.output, ChainTol(want.output));
@@ -412,8 +413,8 @@ TEST_CASE("ParameterFreeAttention uses Q = K = V = X and scale 1/sqrt(d_model)",
             const TestMatrix X = Random(T, d, ++seed, layout, -2, 2);
             AttentionOptions o;
             o.causal = causal;
-            const ref::Trace want = ref::Attention(X.ToRef(), X.ToRef(), X.ToRef(),
-                                                   ref::FromAttnkit(o));
+            const ref::Trace want =
+                ref::Attention(X.ToRef(), X.ToRef(), X.ToRef(), ref::FromAttnkit(o));
             CHECK(want.scale == Approx(1.0 / std::sqrt(double(d))));
             TestMatrix out(T, d, layout);
             REQUIRE_OK(attnkit::ParameterFreeAttention(X, o, out));

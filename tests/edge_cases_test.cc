@@ -74,8 +74,8 @@ TEST_CASE("Scores that overflow to -inf are an overflow error or handled, never 
     }
     // The same through the multi-head path.
     TestMatrix mout(1, 2);
-    const Status sm = attnkit::MultiHeadAttentionQKV(Q, K, V, 1, attnkit::HeadConfig{1, 1, 0, 0},
-                                                     o, mout);
+    const Status sm =
+        attnkit::MultiHeadAttentionQKV(Q, K, V, 1, attnkit::HeadConfig{1, 1, 0, 0}, o, mout);
     INFO("MultiHeadAttentionQKV: " << sm.ToString());
     if (sm.ok()) {
       CHECK(mout(0, 0) == Approx(5.0f));
@@ -95,8 +95,8 @@ TEST_CASE("Inputs and output may be disjoint column blocks of one buffer", "[edg
     const ConstMatrixView K = ws.cview().Block(0, T, d, d);
     const ConstMatrixView V = ws.cview().Block(0, T, 2 * d, d);
     const MatrixView out = ws.view().Block(0, T, 3 * d, d);
-    const ref::Trace want = ref::Attention(ref::FromView(Q), ref::FromView(K), ref::FromView(V),
-                                           ref::Options());
+    const ref::Trace want =
+        ref::Attention(ref::FromView(Q), ref::FromView(K), ref::FromView(V), ref::Options());
     AttentionOptions o;
     const Status s = attnkit::Attention(Q, K, V, o, out);
     INFO("Attention on column blocks: " << s.ToString());

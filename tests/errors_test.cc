@@ -113,18 +113,15 @@ TEST_CASE("Status: codes have stable names, ToString combines code and message",
   CHECK(s.ToString() == "shape_mismatch: W_Q: expected 4 rows (d_model of X), got 3");
 }
 
-TEST_CASE("MatMul and MatMulTransposed reject bad views and mismatched shapes",
-          "[errors][ops]") {
+TEST_CASE("MatMul and MatMulTransposed reject bad views and mismatched shapes", "[errors][ops]") {
   const TestMatrix A = Random(4, 3, 1), B = Random(3, 5, 2), Bt = Random(5, 3, 3);
   TestMatrix C(4, 5);
   CheckBrokenViews("A", 4, 3, [&](ConstMatrixView v) { return attnkit::MatMul(v, B, C); });
   CheckBrokenViews("B", 3, 5, [&](ConstMatrixView v) { return attnkit::MatMul(A, v, C); });
-  CheckBrokenViews("C", 4, 5, [&](ConstMatrixView v) {
-    return attnkit::MatMul(A, B, BadViews().Mut(v));
-  });
-  CheckBrokenViews("B", 5, 3, [&](ConstMatrixView v) {
-    return attnkit::MatMulTransposed(A, v, C);
-  });
+  CheckBrokenViews("C", 4, 5,
+                   [&](ConstMatrixView v) { return attnkit::MatMul(A, B, BadViews().Mut(v)); });
+  CheckBrokenViews("B", 5, 3,
+                   [&](ConstMatrixView v) { return attnkit::MatMulTransposed(A, v, C); });
   {
     const TestMatrix B4 = Random(4, 5, 4);
     CHECK_ERROR(attnkit::MatMul(A, B4, C), Err(kShape).Name("B").Num(3).Num(4));
@@ -151,15 +148,13 @@ TEST_CASE("MatMul and MatMulTransposed reject bad views and mismatched shapes",
   CHECK_CLOSE(C, ref::MatMulT(A.ToRef(), Bt.ToRef()), DotTol(3, 1, 1));
 }
 
-TEST_CASE("ScaleScores and SoftmaxRows reject non-finite values and bad options",
-          "[errors][ops]") {
+TEST_CASE("ScaleScores and SoftmaxRows reject non-finite values and bad options", "[errors][ops]") {
   TestMatrix x = Random(3, 5, 1);
   CheckBrokenViews("x", 3, 5, [&](ConstMatrixView v) {
     return attnkit::ScaleScores(BadViews().Mut(v), 1.0f, 0.0f);
   });
-  CheckBrokenViews("x", 3, 5, [&](ConstMatrixView v) {
-    return attnkit::SoftmaxRows(BadViews().Mut(v));
-  });
+  CheckBrokenViews("x", 3, 5,
+                   [&](ConstMatrixView v) { return attnkit::SoftmaxRows(BadViews().Mut(v)); });
   for (float bad : {kNaN, kInf, -kInf}) {
     INFO("bad value " << bad);
     TestMatrix y = CopyOf(x);
@@ -207,15 +202,12 @@ struct Single {
 TEST_CASE("Attention rejects bad views of Q, K, V and out", "[errors][attention]") {
   Single p;
   AttentionOptions o;
-  CheckBrokenViews("Q", 4, 3, [&](ConstMatrixView v) {
-    return attnkit::Attention(v, p.K, p.V, o, p.out);
-  });
-  CheckBrokenViews("K", 6, 3, [&](ConstMatrixView v) {
-    return attnkit::Attention(p.Q, v, p.V, o, p.out);
-  });
-  CheckBrokenViews("V", 6, 5, [&](ConstMatrixView v) {
-    return attnkit::Attention(p.Q, p.K, v, o, p.out);
-  });
+  CheckBrokenViews("Q", 4, 3,
+                   [&](ConstMatrixView v) { return attnkit::Attention(v, p.K, p.V, o, p.out); });
+  CheckBrokenViews("K", 6, 3,
+                   [&](ConstMatrixView v) { return attnkit::Attention(p.Q, v, p.V, o, p.out); });
+  CheckBrokenViews("V", 6, 5,
+                   [&](ConstMatrixView v) { return attnkit::Attention(p.Q, p.K, v, o, p.out); });
   CheckBrokenViews("out", 4, 5, [&](ConstMatrixView v) {
     return attnkit::Attention(p.Q, p.K, p.V, o, BadViews().Mut(v));
   });
@@ -326,8 +318,7 @@ TEST_CASE("Attention rejects masks of the wrong shape and bad additive values",
     CHECK_ERROR(attnkit::Attention(p.Q, p.K, p.V, o, p.out),
                 Err(kShape).Name("additive_mask").Num(4).Num(2));
     o.additive_mask = BadViews::Null(4, 6);
-    CHECK_ERROR(attnkit::Attention(p.Q, p.K, p.V, o, p.out),
-                Err(kInvalid).Name("additive_mask"));
+    CHECK_ERROR(attnkit::Attention(p.Q, p.K, p.V, o, p.out), Err(kInvalid).Name("additive_mask"));
   }
   for (float bad : {kNaN, kInf}) {
     INFO("additive value " << bad);
@@ -335,8 +326,7 @@ TEST_CASE("Attention rejects masks of the wrong shape and bad additive values",
     a(1, 3) = bad;
     AttentionOptions o;
     o.additive_mask = a.cview();
-    CHECK_ERROR(attnkit::Attention(p.Q, p.K, p.V, o, p.out),
-                Err(kNonFinite).Name("additive_mask"));
+    CHECK_ERROR(attnkit::Attention(p.Q, p.K, p.V, o, p.out), Err(kNonFinite).Name("additive_mask"));
   }
   {
     // -inf is allowed in the additive mask.
@@ -359,7 +349,8 @@ TEST_CASE("TraceAttention and TraceAttentionQKV reject a null trace and bad inpu
   CHECK_ERROR(attnkit::TraceAttention(X, WQ, WK, WV, o, nullptr), Err(kInvalid).Name("trace"));
   const TestMatrix K4 = Random(6, 4, 9);
   AttentionTrace tr;
-  CHECK_ERROR(attnkit::TraceAttentionQKV(p.Q, K4, p.V, o, &tr), Err(kShape).Name("K").Num(3).Num(4));
+  CHECK_ERROR(attnkit::TraceAttentionQKV(p.Q, K4, p.V, o, &tr),
+              Err(kShape).Name("K").Num(3).Num(4));
   TestMatrix Xn = CopyOf(X);
   Xn(0, 0) = kNaN;
   CHECK_ERROR(attnkit::TraceAttention(Xn, WQ, WK, WV, o, &tr), Err(kNonFinite).Name("X"));
@@ -382,10 +373,10 @@ struct SelfProblem {
   TestMatrix out = TestMatrix(4, 5);
   void CheckStillWorks() {
     REQUIRE_OK(attnkit::SelfAttention(X, WQ, WK, WV, AttentionOptions(), out));
-    const ref::Mat want = ref::Attention(ref::MatMul(X.ToRef(), WQ.ToRef()),
-                                         ref::MatMul(X.ToRef(), WK.ToRef()),
-                                         ref::MatMul(X.ToRef(), WV.ToRef()), ref::Options())
-                              .output;
+    const ref::Mat want =
+        ref::Attention(ref::MatMul(X.ToRef(), WQ.ToRef()), ref::MatMul(X.ToRef(), WK.ToRef()),
+                       ref::MatMul(X.ToRef(), WV.ToRef()), ref::Options())
+            .output;
     CHECK_CLOSE(out, want, ChainTol(want));
   }
 };
@@ -423,14 +414,11 @@ TEST_CASE("SelfAttention rejects bad X and weights", "[errors][attention][self]"
     X(2, 7) = bad;
     CHECK_ERROR(attnkit::SelfAttention(X, p.WQ, p.WK, p.WV, o, p.out), Err(kNonFinite).Name("X"));
     WQ(7, 2) = bad;
-    CHECK_ERROR(attnkit::SelfAttention(p.X, WQ, p.WK, p.WV, o, p.out),
-                Err(kNonFinite).Name("W_Q"));
+    CHECK_ERROR(attnkit::SelfAttention(p.X, WQ, p.WK, p.WV, o, p.out), Err(kNonFinite).Name("W_Q"));
     WK(0, 0) = bad;
-    CHECK_ERROR(attnkit::SelfAttention(p.X, p.WQ, WK, p.WV, o, p.out),
-                Err(kNonFinite).Name("W_K"));
+    CHECK_ERROR(attnkit::SelfAttention(p.X, p.WQ, WK, p.WV, o, p.out), Err(kNonFinite).Name("W_K"));
     WV(3, 4) = bad;
-    CHECK_ERROR(attnkit::SelfAttention(p.X, p.WQ, p.WK, WV, o, p.out),
-                Err(kNonFinite).Name("W_V"));
+    CHECK_ERROR(attnkit::SelfAttention(p.X, p.WQ, p.WK, WV, o, p.out), Err(kNonFinite).Name("W_V"));
   }
   {
     AttentionOptions bad;
@@ -475,17 +463,15 @@ TEST_CASE("CrossAttention and ParameterFreeAttention reject bad input",
 
   const TestMatrix X = Random(4, 6, 7);
   TestMatrix pout(4, 6), pout_bad(4, 5);
-  CheckBrokenViews("X", 4, 6, [&](ConstMatrixView v) {
-    return attnkit::ParameterFreeAttention(v, o, pout);
-  });
+  CheckBrokenViews("X", 4, 6,
+                   [&](ConstMatrixView v) { return attnkit::ParameterFreeAttention(v, o, pout); });
   CHECK_ERROR(attnkit::ParameterFreeAttention(X, o, pout_bad),
               Err(kShape).Name("out").Num(6).Num(5));
   TestMatrix Xinf = CopyOf(X);
   Xinf(1, 1) = -kInf;
   CHECK_ERROR(attnkit::ParameterFreeAttention(Xinf, o, pout), Err(kNonFinite).Name("X"));
   REQUIRE_OK(attnkit::ParameterFreeAttention(X, o, pout));
-  const ref::Mat want =
-      ref::Attention(X.ToRef(), X.ToRef(), X.ToRef(), ref::Options()).output;
+  const ref::Mat want = ref::Attention(X.ToRef(), X.ToRef(), X.ToRef(), ref::Options()).output;
   CHECK_CLOSE(pout, want, AttentionTol(6, 4, 1, 1, 1, 1 / std::sqrt(6.0)).output);
 }
 
@@ -510,9 +496,8 @@ TEST_CASE("SplitHeads and MergeHeads reject bad head counts and shapes",
               Err(kInvalid).Or(kShape).Name("num_heads").Name("heads").Num(4).Num(15));
   TestMatrix merged_bad(5, 13);
   CHECK_ERROR(attnkit::MergeHeads(out, 3, merged_bad), Err(kShape).Name("out").Num(12).Num(13));
-  CheckBrokenViews("heads", 15, 4, [&](ConstMatrixView v) {
-    return attnkit::MergeHeads(v, 3, merged);
-  });
+  CheckBrokenViews("heads", 15, 4,
+                   [&](ConstMatrixView v) { return attnkit::MergeHeads(v, 3, merged); });
   REQUIRE_OK(attnkit::MergeHeads(out, 3, merged));
   CHECK_CLOSE(merged, x.ToRef(), kExact);
 }
@@ -527,8 +512,8 @@ struct Batched {
   HeadConfig cfg() const { return HeadConfig{4, 2, 0, 0}; }
   void CheckStillWorks(const AttentionOptions& o = AttentionOptions()) {
     REQUIRE_OK(attnkit::MultiHeadAttentionQKV(Q, K, V, batch, cfg(), o, out));
-    const ref::Mat want = ref::MultiHeadQKV(Q.ToRef(), K.ToRef(), V.ToRef(), batch, h, kvh,
-                                            ref::FromAttnkit(o));
+    const ref::Mat want =
+        ref::MultiHeadQKV(Q.ToRef(), K.ToRef(), V.ToRef(), batch, h, kvh, ref::FromAttnkit(o));
     CHECK_CLOSE(out, want, AttentionTol(3, 5, 1, 1, 1, 1 / std::sqrt(3.0)).output);
   }
 };
@@ -542,9 +527,8 @@ TEST_CASE("MultiHeadAttentionQKV rejects bad head configs, batches and key_lengt
   {
     // 3 kv heads do not divide 4 query heads (K and V sized for 3 kv heads).
     const TestMatrix K3h = Random(10, 3 * 3, 7), V3h = Random(10, 3 * 2, 8);
-    CHECK_ERROR(
-        attnkit::MultiHeadAttentionQKV(p.Q, K3h, V3h, 2, HeadConfig{4, 3, 0, 0}, o, p.out),
-        Err(kInvalid).Or(kShape).Name("num_kv_heads").Num(3).Num(4));
+    CHECK_ERROR(attnkit::MultiHeadAttentionQKV(p.Q, K3h, V3h, 2, HeadConfig{4, 3, 0, 0}, o, p.out),
+                Err(kInvalid).Or(kShape).Name("num_kv_heads").Num(3).Num(4));
   }
   CHECK_ERROR(attnkit::MultiHeadAttentionQKV(p.Q, p.K, p.V, 2, HeadConfig{4, 0, 0, 0}, o, p.out),
               Err(kInvalid).Or(kShape).Name("num_kv_heads"));
@@ -637,25 +621,31 @@ TEST_CASE("MultiHeadAttention rejects bad d_model, weights, W_O and out",
               Err(kInvalid).Or(kShape).Name("batch").Name("X").Num(4).Num(6));
   {
     const TestMatrix WQ_bad = Random(8, 6, 9);  // must be [8, 4*2]
-    CHECK_ERROR(attnkit::MultiHeadAttention(X, 2, MultiHeadWeights{WQ_bad, WK, WV, WO}, cfg, o, out),
-                Err(kShape).Name("W_Q").Num(8).Num(6));
+    CHECK_ERROR(
+        attnkit::MultiHeadAttention(X, 2, MultiHeadWeights{WQ_bad, WK, WV, WO}, cfg, o, out),
+        Err(kShape).Name("W_Q").Num(8).Num(6));
     const TestMatrix WK_bad = Random(7, 8, 9);  // rows must be d_model 8
-    CHECK_ERROR(attnkit::MultiHeadAttention(X, 2, MultiHeadWeights{WQ, WK_bad, WV, WO}, cfg, o, out),
-                Err(kShape).Name("W_K").Num(8).Num(7));
+    CHECK_ERROR(
+        attnkit::MultiHeadAttention(X, 2, MultiHeadWeights{WQ, WK_bad, WV, WO}, cfg, o, out),
+        Err(kShape).Name("W_K").Num(8).Num(7));
     const TestMatrix WV_bad = Random(8, 4, 9);  // must be [8, 4*2]
-    CHECK_ERROR(attnkit::MultiHeadAttention(X, 2, MultiHeadWeights{WQ, WK, WV_bad, WO}, cfg, o, out),
-                Err(kShape).Name("W_V").Num(8).Num(4));
+    CHECK_ERROR(
+        attnkit::MultiHeadAttention(X, 2, MultiHeadWeights{WQ, WK, WV_bad, WO}, cfg, o, out),
+        Err(kShape).Name("W_V").Num(8).Num(4));
     const TestMatrix WO_bad = Random(7, 5, 9);  // rows must be h*d_v = 8
-    CHECK_ERROR(attnkit::MultiHeadAttention(X, 2, MultiHeadWeights{WQ, WK, WV, WO_bad}, cfg, o, out),
-                Err(kShape).Name("W_O").Num(8).Num(7));
+    CHECK_ERROR(
+        attnkit::MultiHeadAttention(X, 2, MultiHeadWeights{WQ, WK, WV, WO_bad}, cfg, o, out),
+        Err(kShape).Name("W_O").Num(8).Num(7));
     TestMatrix WO_nan = CopyOf(WO);
     WO_nan(7, 4) = kNaN;
-    CHECK_ERROR(attnkit::MultiHeadAttention(X, 2, MultiHeadWeights{WQ, WK, WV, WO_nan}, cfg, o, out),
-                Err(kNonFinite).Name("W_O"));
+    CHECK_ERROR(
+        attnkit::MultiHeadAttention(X, 2, MultiHeadWeights{WQ, WK, WV, WO_nan}, cfg, o, out),
+        Err(kNonFinite).Name("W_O"));
     TestMatrix WQ_inf = CopyOf(WQ);
     WQ_inf(0, 7) = kInf;
-    CHECK_ERROR(attnkit::MultiHeadAttention(X, 2, MultiHeadWeights{WQ_inf, WK, WV, WO}, cfg, o, out),
-                Err(kNonFinite).Name("W_Q"));
+    CHECK_ERROR(
+        attnkit::MultiHeadAttention(X, 2, MultiHeadWeights{WQ_inf, WK, WV, WO}, cfg, o, out),
+        Err(kNonFinite).Name("W_Q"));
   }
   {
     TestMatrix out_bad(6, 8);  // d_out is 5
@@ -688,8 +678,8 @@ TEST_CASE("MultiHeadAttention rejects bad d_model, weights, W_O and out",
   });
   // Still works.
   REQUIRE_OK(attnkit::MultiHeadAttention(X, 2, w, cfg, o, out));
-  const ref::Mat want = ref::MultiHead(X.ToRef(), 2, WQ.ToRef(), WK.ToRef(), WV.ToRef(),
-                                       WO.ToRef(), 4, 4, ref::Options());
+  const ref::Mat want = ref::MultiHead(X.ToRef(), 2, WQ.ToRef(), WK.ToRef(), WV.ToRef(), WO.ToRef(),
+                                       4, 4, ref::Options());
   CHECK_CLOSE(out, want, ChainTol(want));
 }
 

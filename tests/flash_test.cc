@@ -7,8 +7,9 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <optional>
 
-#include "src/core/internal.h"
+#include "src/core/plan.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -19,7 +20,7 @@ using namespace attnkit_test;
 // Puts every head of the calls in its scope on one path, whatever its shape.
 struct ForcedPath {
   explicit ForcedPath(internal::HeadPath p) { internal::ForceHeadPathForTest(p); }
-  ~ForcedPath() { internal::ForceHeadPathForTest(internal::HeadPath::kTrace); }
+  ~ForcedPath() { internal::ForceHeadPathForTest(std::nullopt); }
   ForcedPath(const ForcedPath&) = delete;
   ForcedPath& operator=(const ForcedPath&) = delete;
 };
@@ -55,11 +56,20 @@ void CheckEveryMaskKind(size_t T_q, size_t T_k, size_t d_k, size_t d_v, double k
   const TestMatrix V = Random(T_k, d_v, (*seed)++, Layout::kStrided);
   INFO("T_q " << T_q << " T_k " << T_k << " d_k " << d_k << " d_v " << d_v);
   AttentionOptions o;
-  { INFO("no mask"); CheckFusedEqualsTrace(Q, K, V, o); }
+  {
+    INFO("no mask");
+    CheckFusedEqualsTrace(Q, K, V, o);
+  }
   o.causal = true;
-  { INFO("causal (offset T_k - T_q)"); CheckFusedEqualsTrace(Q, K, V, o); }
+  {
+    INFO("causal (offset T_k - T_q)");
+    CheckFusedEqualsTrace(Q, K, V, o);
+  }
   o.key_length = T_k / 2;
-  { INFO("causal + key padding"); CheckFusedEqualsTrace(Q, K, V, o); }
+  {
+    INFO("causal + key padding");
+    CheckFusedEqualsTrace(Q, K, V, o);
+  }
   o = AttentionOptions();
   const TestMask mask = RandomMask(T_q, T_k, (*seed)++, keep, Layout::kStrided);
   o.bool_mask = mask.view();
@@ -68,17 +78,26 @@ void CheckEveryMaskKind(size_t T_q, size_t T_k, size_t d_k, size_t d_v, double k
   o.additive_mask = add.cview();
   o.softcap = 5.0f;
   o.scale = 0.7f;
-  { INFO("boolean + additive + softcap + scale"); CheckFusedEqualsTrace(Q, K, V, o); }
+  {
+    INFO("boolean + additive + softcap + scale");
+    CheckFusedEqualsTrace(Q, K, V, o);
+  }
   o = AttentionOptions();
   o.key_length = 0;
-  { INFO("fully masked"); CheckFusedEqualsTrace(Q, K, V, o); }
+  {
+    INFO("fully masked");
+    CheckFusedEqualsTrace(Q, K, V, o);
+  }
   // Only the last key visible: the running max starts late, and for split-K
   // every chunk but the last sees nothing.
   TestMask last(T_q, T_k, Layout::kContiguous, 0);
   for (size_t i = 0; i < T_q; ++i) last(i, T_k - 1) = 1;
   o = AttentionOptions();
   o.bool_mask = last.view();
-  { INFO("only the last key"); CheckFusedEqualsTrace(Q, K, V, o); }
+  {
+    INFO("only the last key");
+    CheckFusedEqualsTrace(Q, K, V, o);
+  }
 }
 
 // As above with d_k, d_v from the seed (1..17, 1..19).
@@ -104,8 +123,7 @@ TEST_CASE("Fused attention equals the trace path across tile boundaries, every m
   });
 }
 
-TEST_CASE("Fused attention equals the trace path for head sizes across panel widths",
-          "[flash]") {
+TEST_CASE("Fused attention equals the trace path for head sizes across panel widths", "[flash]") {
   const ForcedPath fused(kFused);
   // The kernel reads K^T and V in panels of 2 vectors (8, 16 or 32 floats,
   // 2 on SCALAR): d_k and d_v around those widths, on two key tiles.

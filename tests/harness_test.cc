@@ -33,8 +33,8 @@ TEST_CASE("harness: the float64 reference reproduces hand-computed attention",
   o.causal = true;
   CHECK(ref::Attention(Q, K, V, o).weights(0, 1) > 0.0);
   // Causal with T_q = 2 > T_k = 1: query 0 sees nothing, query 1 sees key 0.
-  const ref::Trace t2 = ref::Attention(ref::Mat{{1, 0}, {0, 1}}, ref::Mat{{1, 0}},
-                                       ref::Mat{{5, 6}}, o);
+  const ref::Trace t2 =
+      ref::Attention(ref::Mat{{1, 0}, {0, 1}}, ref::Mat{{1, 0}}, ref::Mat{{5, 6}}, o);
   CHECK(t2.weights(0, 0) == 0.0);
   CHECK(t2.output(0, 1) == 0.0);
   CHECK(t2.weights(1, 0) == 1.0);
@@ -124,7 +124,7 @@ TEST_CASE("harness: ErrorMismatch checks the code, the parameter name and the nu
   CHECK(!ErrorMismatch(s, Err(ErrorCode::kShapeMismatch).Name("W_K")).empty());
   CHECK(ErrorMismatch(s, Err(ErrorCode::kShapeMismatch).Name("W_K").Name("X")).empty());
   CHECK(!ErrorMismatch(s, Err(ErrorCode::kShapeMismatch).Name("Q")).empty());  // not a word
-  CHECK(!ErrorMismatch(s, Err(ErrorCode::kShapeMismatch).Num(3)).empty());  // only in "13"
+  CHECK(!ErrorMismatch(s, Err(ErrorCode::kShapeMismatch).Num(3)).empty());     // only in "13"
   CHECK(!ErrorMismatch(s, Err(ErrorCode::kShapeMismatch).Num(1)).empty());
   CHECK(!ErrorMismatch(Status::Ok(), Err(ErrorCode::kShapeMismatch)).empty());
   CHECK(ContainsWord("K: expected", "K"));

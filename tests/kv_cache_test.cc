@@ -40,8 +40,8 @@ void CheckCacheHolds(const KVCache& cache, const std::vector<const TestMatrix*>&
       INFO("item " << b << " kv head " << g);
       CHECK_CLOSE(cache.Keys(b, g), ExpectedBlock(k_chunks, cache.batch(), b, g, cache.d_k()),
                   kExact);
-      CHECK_CLOSE(cache.Values(b, g),
-                  ExpectedBlock(v_chunks, cache.batch(), b, g, cache.d_v()), kExact);
+      CHECK_CLOSE(cache.Values(b, g), ExpectedBlock(v_chunks, cache.batch(), b, g, cache.d_v()),
+                  kExact);
     }
 }
 
@@ -129,17 +129,16 @@ TEST_CASE("AttendCached equals the last rows of full attention over the cached t
   struct S {
     size_t h, kvh, batch, T, T_new, d_k, d_v;
   };
-  std::vector<S> shapes = {{1, 1, 1, 5, 1, 4, 4},  {4, 2, 2, 9, 3, 5, 3},
-                           {4, 1, 3, 8, 8, 8, 2},  {6, 3, 2, 17, 2, 3, 16},
-                           {2, 2, 1, 16, 1, 17, 9},  {2, 1, 1, 19, 1, 8, 67}};
+  std::vector<S> shapes = {{1, 1, 1, 5, 1, 4, 4},   {4, 2, 2, 9, 3, 5, 3},
+                           {4, 1, 3, 8, 8, 8, 2},   {6, 3, 2, 17, 2, 3, 16},
+                           {2, 2, 1, 16, 1, 17, 9}, {2, 1, 1, 19, 1, 8, 67}};
   for (size_t s : LaneSizes()) shapes.push_back({2, 1, 2, s + 1, std::min<size_t>(s, 3), s, s});
   ForEachTarget([&](int64_t) {
     uint32_t seed = 11000;
     for (const S& s : shapes) {
       for (bool causal : {true, false}) {
-        INFO("h=" << s.h << " kvh=" << s.kvh << " batch=" << s.batch << " T=" << s.T
-                  << " T_new=" << s.T_new << " d_k=" << s.d_k << " d_v=" << s.d_v
-                  << " causal=" << causal);
+        INFO("h=" << s.h << " kvh=" << s.kvh << " batch=" << s.batch << " T=" << s.T << " T_new="
+                  << s.T_new << " d_k=" << s.d_k << " d_v=" << s.d_v << " causal=" << causal);
         const TestMatrix Q = Random(s.batch * s.T, s.h * s.d_k, ++seed);
         const TestMatrix K = Random(s.batch * s.T, s.kvh * s.d_k, ++seed);
         const TestMatrix V = Random(s.batch * s.T, s.kvh * s.d_v, ++seed);
@@ -266,8 +265,7 @@ void CheckDecode(const DecodeCase& s, const std::vector<std::vector<size_t>>& sc
       for (size_t g = 0; g < s.kvh; ++g) {
         INFO("item " << b << " kv head " << g);
         CHECK_CLOSE(cache.Keys(b, g), Kref.Block(b * T, T, g * d_k, d_k), DotTol(d_model, 1, wi));
-        CHECK_CLOSE(cache.Values(b, g), Vref.Block(b * T, T, g * d_v, d_v),
-                    DotTol(d_model, 1, wi));
+        CHECK_CLOSE(cache.Values(b, g), Vref.Block(b * T, T, g * d_v, d_v), DotTol(d_model, 1, wi));
       }
     // The cache is now full: one more step is kCapacity and changes nothing.
     const TestMatrix Xn = GatherSteps(X, s.batch, T, 0, 1, Layout::kContiguous);
@@ -353,18 +351,25 @@ TEST_CASE("MultiHeadDecode with bad input leaves the cache unchanged and works a
     INFO("config that does not match the cache (d_k)");
     const TestMatrix WQ4 = Random(d_model, h * 4, 5), WK4 = Random(d_model, kvh * 4, 6);
     const MultiHeadWeights w4{WQ4, WK4, WV, ConstMatrixView()};
-    CHECK_ERROR(attnkit::MultiHeadDecode(X1, w4, HeadConfig{h, kvh, 4, d_v}, DecodeOptions(),
-                                         &cache, out1),
-                Err(ErrorCode::kShapeMismatch).Or(ErrorCode::kInvalidArgument)
-                    .Name("d_k").Name("cache").Num(3).Num(4));
+    CHECK_ERROR(
+        attnkit::MultiHeadDecode(X1, w4, HeadConfig{h, kvh, 4, d_v}, DecodeOptions(), &cache, out1),
+        Err(ErrorCode::kShapeMismatch)
+            .Or(ErrorCode::kInvalidArgument)
+            .Name("d_k")
+            .Name("cache")
+            .Num(3)
+            .Num(4));
   }
   {
     INFO("rows not divisible by the cache batch");
     const TestMatrix bad = Random(3, d_model, 10);
     TestMatrix bad_out(3, h * d_v);
     CHECK_ERROR(attnkit::MultiHeadDecode(bad, w, cfg, DecodeOptions(), &cache, bad_out),
-                Err(ErrorCode::kShapeMismatch).Or(ErrorCode::kInvalidArgument)
-                    .Name("X_new").Name("X").Name("batch"));
+                Err(ErrorCode::kShapeMismatch)
+                    .Or(ErrorCode::kInvalidArgument)
+                    .Name("X_new")
+                    .Name("X")
+                    .Name("batch"));
   }
   {
     INFO("too many tokens for the capacity");

@@ -54,9 +54,9 @@ std::string Describe(const MhShape& s) {
 
 std::vector<MhShape> MhShapes() {
   std::vector<MhShape> shapes = {
-      {1, 1, 1, 5, 5, 4, 4},     {2, 2, 1, 4, 4, 3, 5},     {4, 2, 2, 5, 5, 8, 8},
-      {4, 1, 3, 3, 7, 5, 2},     {6, 3, 2, 4, 4, 4, 6},     {3, 3, 2, 1, 9, 16, 1},
-      {8, 4, 1, 9, 9, 1, 17},    {2, 1, 4, 7, 3, 9, 15},    {4, 4, 1, 17, 17, 7, 7},
+      {1, 1, 1, 5, 5, 4, 4},  {2, 2, 1, 4, 4, 3, 5},  {4, 2, 2, 5, 5, 8, 8},
+      {4, 1, 3, 3, 7, 5, 2},  {6, 3, 2, 4, 4, 4, 6},  {3, 3, 2, 1, 9, 16, 1},
+      {8, 4, 1, 9, 9, 1, 17}, {2, 1, 4, 7, 3, 9, 15}, {4, 4, 1, 17, 17, 7, 7},
       {5, 5, 2, 8, 16, 3, 4},
   };
   // Every size around the lane counts for T, d_k and d_v.
@@ -81,7 +81,9 @@ TEST_CASE("MultiHeadAttentionQKV matches the reference: grouped heads, batches, 
         amask(0, 0) = -kInf;
         AttentionOptions o;
         switch (variant) {
-          case 1: o.causal = true; break;
+          case 1:
+            o.causal = true;
+            break;
           case 2:
             for (size_t b = 0; b < s.batch; ++b) o.key_lengths.push_back((b * 3 + 1) % (s.T_k + 1));
             break;
@@ -98,7 +100,8 @@ TEST_CASE("MultiHeadAttentionQKV matches the reference: grouped heads, batches, 
             o.key_length = s.T_k - 1;
             o.bool_mask = bmask.view();
             break;
-          default: break;
+          default:
+            break;
         }
         const ref::Mat want = ref::MultiHeadQKV(Q.ToRef(), K.ToRef(), V.ToRef(), s.batch, s.h,
                                                 s.kvh, ref::FromAttnkit(o));
@@ -128,8 +131,8 @@ TEST_CASE("MultiHeadAttentionQKV: grouped K/V heads equal the same with K/V head
           "[multihead][grouped]") {
   ForEachTarget([](int64_t) {
     uint32_t seed = 9000;
-    const std::vector<std::pair<size_t, size_t>> hk = {{4, 2}, {4, 1}, {6, 3}, {6, 2}, {8, 2},
-                                                       {3, 1}};
+    const std::vector<std::pair<size_t, size_t>> hk = {{4, 2}, {4, 1}, {6, 3},
+                                                       {6, 2}, {8, 2}, {3, 1}};
     for (auto [h, kvh] : hk) {
       for (bool causal : {false, true}) {
         const size_t batch = 2, T = 7, d_k = 5, d_v = 3;
@@ -149,14 +152,14 @@ TEST_CASE("MultiHeadAttentionQKV: grouped K/V heads equal the same with K/V head
         AttentionOptions o;
         o.causal = causal;
         TestMatrix grouped(batch * T, h * d_v), repeated(batch * T, h * d_v);
-        REQUIRE_OK(attnkit::MultiHeadAttentionQKV(Q, K, V, batch, HeadConfig{h, kvh, 0, 0}, o,
-                                                  grouped));
-        REQUIRE_OK(attnkit::MultiHeadAttentionQKV(Q, Kr, Vr, batch, HeadConfig{h, h, 0, 0}, o,
-                                                  repeated));
+        REQUIRE_OK(
+            attnkit::MultiHeadAttentionQKV(Q, K, V, batch, HeadConfig{h, kvh, 0, 0}, o, grouped));
+        REQUIRE_OK(
+            attnkit::MultiHeadAttentionQKV(Q, Kr, Vr, batch, HeadConfig{h, h, 0, 0}, o, repeated));
         // The same arithmetic on the same numbers: equal up to rounding.
         CHECK_CLOSE(grouped, repeated.ToRef(), (Tol{1e-6, 1e-6}));
-        const ref::Mat want = ref::MultiHeadQKV(Q.ToRef(), K.ToRef(), V.ToRef(), batch, h, kvh,
-                                                ref::FromAttnkit(o));
+        const ref::Mat want =
+            ref::MultiHeadQKV(Q.ToRef(), K.ToRef(), V.ToRef(), batch, h, kvh, ref::FromAttnkit(o));
         CHECK_CLOSE(grouped, want, AttentionTol(d_k, T, 1, 1, 1, 1 / std::sqrt(5.0)).output);
       }
     }
@@ -207,8 +210,8 @@ TEST_CASE("MultiHeadAttentionQKV: each batch item with key padding equals that i
           CHECK_CLOSE(out.cview().Block(b * T_q, T_q, 0, h * d_v), ref::Mat(T_q, h * d_v), kExact);
         }
       }
-      const ref::Mat want = ref::MultiHeadQKV(Q.ToRef(), K.ToRef(), V.ToRef(), batch, h, kvh,
-                                              ref::FromAttnkit(o));
+      const ref::Mat want =
+          ref::MultiHeadQKV(Q.ToRef(), K.ToRef(), V.ToRef(), batch, h, kvh, ref::FromAttnkit(o));
       CHECK_CLOSE(out, want, AttentionTol(d_k, T_k, 1, 1, 1, 0.5).output);
     }
   });
@@ -219,14 +222,18 @@ struct MhaCase {
   bool derive;  // leave d_k, d_v, num_kv_heads zero in HeadConfig
 };
 
-TEST_CASE("MultiHeadAttention matches the reference with and without W_O",
-          "[multihead][mha]") {
+TEST_CASE("MultiHeadAttention matches the reference with and without W_O", "[multihead][mha]") {
   const std::vector<MhaCase> cases = {
-      {1, 5, 8, 2, 2, 4, 4, 8, true},     {1, 5, 8, 2, 2, 4, 4, 0, true},
-      {2, 4, 12, 4, 4, 3, 3, 5, true},    {2, 7, 6, 3, 1, 5, 2, 7, false},
-      {3, 3, 16, 4, 2, 4, 4, 16, false},  {1, 17, 9, 4, 2, 3, 5, 0, false},
-      {2, 9, 16, 8, 8, 2, 2, 16, true},   {1, 1, 4, 1, 1, 4, 4, 4, true},
-      {2, 8, 10, 6, 3, 7, 9, 3, false},   {1, 16, 32, 4, 4, 8, 8, 32, true},
+      {1, 5, 8, 2, 2, 4, 4, 8, true},
+      {1, 5, 8, 2, 2, 4, 4, 0, true},
+      {2, 4, 12, 4, 4, 3, 3, 5, true},
+      {2, 7, 6, 3, 1, 5, 2, 7, false},
+      {3, 3, 16, 4, 2, 4, 4, 16, false},
+      {1, 17, 9, 4, 2, 3, 5, 0, false},
+      {2, 9, 16, 8, 8, 2, 2, 16, true},
+      {1, 1, 4, 1, 1, 4, 4, 4, true},
+      {2, 8, 10, 6, 3, 7, 9, 3, false},
+      {1, 16, 32, 4, 4, 8, 8, 32, true},
       // 134 rows: the projections pack their weights (internal::kPackMinRows),
       // into panels of every width, with a partial last panel.
       {2, 67, 37, 4, 2, 9, 17, 33, false},
@@ -248,8 +255,8 @@ TEST_CASE("MultiHeadAttention matches the reference with and without W_O",
         const TestMatrix WQ = Random(c.d_model, c.h * c.d_k, ++seed, layout, -wi, wi);
         const TestMatrix WK = Random(c.d_model, c.kvh * c.d_k, ++seed, layout, -wi, wi);
         const TestMatrix WV = Random(c.d_model, c.kvh * c.d_v, ++seed, layout, -wi, wi);
-        const TestMatrix WO = c.d_out ? Random(c.h * c.d_v, c.d_out, ++seed, layout, -wo, wo)
-                                      : TestMatrix();
+        const TestMatrix WO =
+            c.d_out ? Random(c.h * c.d_v, c.d_out, ++seed, layout, -wo, wo) : TestMatrix();
         MultiHeadWeights w{WQ, WK, WV, c.d_out ? WO.cview() : ConstMatrixView()};
         HeadConfig cfg;
         cfg.num_heads = c.h;

@@ -156,21 +156,27 @@ AttnTol TolFor(const Case& c) {
 // (= rank 3 [H, T_q, k]), [B, H, T_q, k], [B, 1, 1, k], [1, 1, 1, k].
 ref::Mask4 MaskOfKind(int kind, const Case& c, size_t k, bool is_bool, uint32_t seed) {
   switch (kind) {
-    case 0: return RandomMask4(1, 1, c.T_q, k, is_bool, seed);
-    case 1: return RandomMask4(c.B, 1, c.T_q, k, is_bool, seed);
-    case 2: return RandomMask4(1, c.H, c.T_q, k, is_bool, seed);
-    case 3: return RandomMask4(c.B, c.H, c.T_q, k, is_bool, seed);
-    case 4: return RandomMask4(c.B, 1, 1, k, is_bool, seed);
-    default: return RandomMask4(1, 1, 1, k, is_bool, seed);
+    case 0:
+      return RandomMask4(1, 1, c.T_q, k, is_bool, seed);
+    case 1:
+      return RandomMask4(c.B, 1, c.T_q, k, is_bool, seed);
+    case 2:
+      return RandomMask4(1, c.H, c.T_q, k, is_bool, seed);
+    case 3:
+      return RandomMask4(c.B, c.H, c.T_q, k, is_bool, seed);
+    case 4:
+      return RandomMask4(c.B, 1, 1, k, is_bool, seed);
+    default:
+      return RandomMask4(1, 1, 1, k, is_bool, seed);
   }
 }
 
 std::vector<Case> Cases() {
   std::vector<Case> cases = {
       // Split-K (T_q < 4), fused (T_q >= 4), with and without past.
-      {2, 2, 1, 1, 1, 0, 1, 1},     {2, 4, 2, 3, 7, 5, 8, 8},     {3, 3, 3, 4, 4, 0, 5, 7},
-      {2, 4, 4, 5, 9, 3, 16, 16},   {1, 2, 1, 17, 17, 0, 15, 17}, {2, 2, 2, 7, 127, 0, 4, 4},
-      {2, 2, 1, 9, 128, 0, 7, 9},   {2, 1, 1, 13, 129, 0, 8, 3},  {1, 3, 1, 2, 100, 29, 9, 8},
+      {2, 2, 1, 1, 1, 0, 1, 1},      {2, 4, 2, 3, 7, 5, 8, 8},       {3, 3, 3, 4, 4, 0, 5, 7},
+      {2, 4, 4, 5, 9, 3, 16, 16},    {1, 2, 1, 17, 17, 0, 15, 17},   {2, 2, 2, 7, 127, 0, 4, 4},
+      {2, 2, 1, 9, 128, 0, 7, 9},    {2, 1, 1, 13, 129, 0, 8, 3},    {1, 3, 1, 2, 100, 29, 9, 8},
       {2, 2, 2, 31, 64, 65, 17, 16}, {1, 2, 2, 16, 16, 113, 33, 32},
   };
   for (size_t s : LaneSizes()) cases.push_back({2, 2, 1, s, s, s % 3, s, s});
@@ -248,8 +254,7 @@ TEST_CASE("ONNX masks, alignments, past and scores match the float64 reference",
 // nonpad_kv_seqlen - S_q. Item 0 has nonpad 4 (offset 0: the lower triangle
 // of the first 4 keys), item 1 nonpad 8 (offset 4), item 2 nonpad 2 (offset
 // -2: rows 0 and 1 see no key and are zero, not NaN).
-TEST_CASE("ONNX is_causal with nonpad_kv_seqlen: the spec's picture, per item",
-          "[onnx][causal]") {
+TEST_CASE("ONNX is_causal with nonpad_kv_seqlen: the spec's picture, per item", "[onnx][causal]") {
   ForEachTarget([&](int64_t) {
     Run run({3, 2, 1, 4, 8, 0, 5, 3}, 4242);
     run.ro.is_causal = true;
@@ -265,8 +270,9 @@ TEST_CASE("ONNX is_causal with nonpad_kv_seqlen: the spec's picture, per item",
         for (size_t i = 0; i < 4; ++i) {
           INFO("item " << b << " head " << h << " query " << i);
           for (size_t j = 0; j < 8; ++j) {
-            const bool attends = static_cast<long long>(j) <= static_cast<long long>(i) + offsets[b] &&
-                                 j < run.ro.nonpad[b];
+            const bool attends =
+                static_cast<long long>(j) <= static_cast<long long>(i) + offsets[b] &&
+                j < run.ro.nonpad[b];
             CHECK((w((b * 2 + h) * 4 + i, j) > 0.0f) == attends);
           }
         }
@@ -283,8 +289,7 @@ TEST_CASE("ONNX is_causal with nonpad_kv_seqlen: the spec's picture, per item",
 // Upper-left causal with a past (ONNX offset = past length) differs from
 // lower-right when the new keys outnumber the queries: query i sees keys
 // j <= i + T_past, not j <= i + T_total - T_q.
-TEST_CASE("ONNX is_causal with past K/V: present, and the upper-left frontier",
-          "[onnx][past]") {
+TEST_CASE("ONNX is_causal with past K/V: present, and the upper-left frontier", "[onnx][past]") {
   ForEachTarget([&](int64_t) {
     for (size_t T_q : {size_t{2}, size_t{6}}) {
       INFO("T_q " << T_q);
@@ -322,8 +327,7 @@ TEST_CASE("ONNX is_causal with past K/V: present, and the upper-left frontier",
 // A [B, 1, T_q, T_k] bool mask on 2 items equals each item alone with its
 // [T_q, T_k] mask; a mask shorter than the keys equals attention over the
 // keys it covers.
-TEST_CASE("ONNX [B, 1, T_q, T_k] and short masks equal the per-item calls",
-          "[onnx][mask]") {
+TEST_CASE("ONNX [B, 1, T_q, T_k] and short masks equal the per-item calls", "[onnx][mask]") {
   ForEachTarget([&](int64_t) {
     for (size_t T_q : {size_t{3}, size_t{5}, size_t{64}}) {
       const size_t T_k = 130, d = 8, k = 100;
@@ -356,8 +360,7 @@ TEST_CASE("ONNX [B, 1, T_q, T_k] and short masks equal the per-item calls",
   });
 }
 
-TEST_CASE("ONNX masks, offsets and extras: every bad shape names its parameter",
-          "[onnx][errors]") {
+TEST_CASE("ONNX masks, offsets and extras: every bad shape names its parameter", "[onnx][errors]") {
   Run run({2, 4, 2, 3, 5, 0, 4, 4}, 5);
   run.Finish();
   HeadConfig hc;
@@ -412,7 +415,8 @@ TEST_CASE("ONNX masks, offsets and extras: every bad shape names its parameter",
     o.causal_alignment = CausalAlignment::kUpperLeft;
     REQUIRE_OK(call(o, none));
     o.causal_offsets = {1, 2, 3};
-    CHECK_ERROR(call(o, none), Err(ErrorCode::kInvalidArgument).Name("causal_offsets").Num(2).Num(3));
+    CHECK_ERROR(call(o, none),
+                Err(ErrorCode::kInvalidArgument).Name("causal_offsets").Num(2).Num(3));
     o.causal_offsets.clear();
     o.causal_alignment = static_cast<CausalAlignment>(7);
     CHECK_ERROR(call(o, none), Err(ErrorCode::kInvalidArgument).Name("causal_alignment").Num(7));
@@ -478,10 +482,10 @@ TEST_CASE("AttendCached applies ONNX mask layouts and upper-left offsets", "[onn
         for (size_t g = 0; g < kvh; ++g)
           for (size_t t = 0; t < T; ++t)
             for (size_t c = 0; c < d; ++c) {
-              k_all(b * T + t, g * d + c) =
-                  t < T_past ? run.past_K((b * kvh + g) * T_past + t, c) : run.K(b * T_new + t - T_past, g * d + c);
-              v_all(b * T + t, g * d + c) =
-                  t < T_past ? run.past_V((b * kvh + g) * T_past + t, c) : run.V(b * T_new + t - T_past, g * d + c);
+              k_all(b * T + t, g * d + c) = t < T_past ? run.past_K((b * kvh + g) * T_past + t, c)
+                                                       : run.K(b * T_new + t - T_past, g * d + c);
+              v_all(b * T + t, g * d + c) = t < T_past ? run.past_V((b * kvh + g) * T_past + t, c)
+                                                       : run.V(b * T_new + t - T_past, g * d + c);
             }
       REQUIRE_OK(cache.Append(k_all, v_all));
       TestMatrix out(B * T_new, H * d);

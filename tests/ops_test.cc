@@ -99,7 +99,8 @@ TEST_CASE("MatMul with B packed in panels (many rows) matches the reference and 
           CHECK(C.PaddingIntact());
           for (size_t r = 0; r < M; r += 64) {  // blocks of at most 64 rows: B in place
             const size_t n = std::min<size_t>(64, M - r);
-            REQUIRE_OK(attnkit::MatMul(A.cview().Block(r, n, 0, K), B, rows.view().Block(r, n, 0, N)));
+            REQUIRE_OK(
+                attnkit::MatMul(A.cview().Block(r, n, 0, K), B, rows.view().Block(r, n, 0, N)));
           }
           CHECK_CLOSE(C, rows.ToRef(), kExact);
         }
@@ -134,8 +135,7 @@ TEST_CASE("MatMul on exact small integers is exact", "[ops][matmul]") {
   });
 }
 
-TEST_CASE("MatMulTransposed matches the float64 reference on every target",
-          "[ops][matmul]") {
+TEST_CASE("MatMulTransposed matches the float64 reference on every target", "[ops][matmul]") {
   ForEachTarget([](int64_t) {
     uint32_t seed = 200;
     for (size_t M : {size_t{1}, size_t{4}, size_t{9}}) {
@@ -163,8 +163,7 @@ TEST_CASE("MatMulTransposed matches the float64 reference on every target",
   });
 }
 
-TEST_CASE("ScaleScores scales and softcaps like the reference on every target",
-          "[ops][scale]") {
+TEST_CASE("ScaleScores scales and softcaps like the reference on every target", "[ops][scale]") {
   ForEachTarget([](int64_t) {
     uint32_t seed = 300;
     for (size_t N : AllSizes()) {
@@ -191,8 +190,7 @@ TEST_CASE("ScaleScores scales and softcaps like the reference on every target",
   });
 }
 
-TEST_CASE("ScaleScores softcap saturates huge scores at +-softcap without NaN",
-          "[ops][scale]") {
+TEST_CASE("ScaleScores softcap saturates huge scores at +-softcap without NaN", "[ops][scale]") {
   ForEachTarget([](int64_t) {
     TestMatrix x = FromRows({{1e30f, -1e30f, 3e38f, -3e38f, 0.0f}});
     REQUIRE_OK(attnkit::ScaleScores(x, 1.0f, 10.0f));
@@ -205,8 +203,7 @@ TEST_CASE("ScaleScores softcap saturates huge scores at +-softcap without NaN",
   });
 }
 
-TEST_CASE("SoftmaxRows matches the reference and rows sum to 1 on every target",
-          "[ops][softmax]") {
+TEST_CASE("SoftmaxRows matches the reference and rows sum to 1 on every target", "[ops][softmax]") {
   ForEachTarget([](int64_t) {
     uint32_t seed = 400;
     for (size_t N : AllSizes()) {
@@ -263,11 +260,10 @@ TEST_CASE("SoftmaxRows stays finite and normalised for huge logits", "[ops][soft
   ForEachTarget([](int64_t) {
     for (size_t N : {size_t{1}, size_t{5}, size_t{17}, size_t{33}}) {
       INFO("N=" << N);
-      TestMatrix x = Random(4, N, 600 + static_cast<uint32_t>(N), Layout::kStrided,
-                            -1e4f, 1e4f);
+      TestMatrix x = Random(4, N, 600 + static_cast<uint32_t>(N), Layout::kStrided, -1e4f, 1e4f);
       for (size_t c = 0; c < N; ++c) {
-        x(1, c) = 3e38f;    // all equal, near FLT_MAX
-        x(2, c) = -3e38f;   // all equal, near -FLT_MAX
+        x(1, c) = 3e38f;                     // all equal, near FLT_MAX
+        x(2, c) = -3e38f;                    // all equal, near -FLT_MAX
         x(3, c) = (c % 2) ? -3e38f : 3e38f;  // x - max overflows to -inf
       }
       const ref::Mat want = ref::SoftmaxRows(x.ToRef());
@@ -279,7 +275,6 @@ TEST_CASE("SoftmaxRows stays finite and normalised for huge logits", "[ops][soft
     }
   });
 }
-
 
 // The core's exp (ExpFlushed, ops-inl.h) seen through softmax: a row [0, x]
 // has weights 1 / (1 + e^x) and e^x / (1 + e^x). x sweeps [-87, 0], the
@@ -323,7 +318,7 @@ TEST_CASE("SoftmaxRows never leaves subnormal weights", "[ops][softmax]") {
       TestMatrix x(2, N, Layout::kStrided);
       for (size_t c = 0; c < N; ++c) {
         x(0, c) = c == 0 ? 0.0f : -86.0f - 18.0f * static_cast<float>(c) / N;  // 0, then -86..-104
-        x(1, c) = -95.0f * static_cast<float>(c % 2);                       // 0, -95, 0, ...
+        x(1, c) = -95.0f * static_cast<float>(c % 2);                          // 0, -95, 0, ...
       }
       REQUIRE_OK(attnkit::SoftmaxRows(x));
       for (size_t r = 0; r < 2; ++r) {

@@ -168,12 +168,11 @@ struct Trace {
 };
 
 // May query i attend key j? Every mask must allow it.
-inline bool Allowed(const Options& o, size_t key_len, size_t T_q, size_t T_k, size_t i,
-                    size_t j) {
+inline bool Allowed(const Options& o, size_t key_len, size_t T_q, size_t T_k, size_t i, size_t j) {
   if (j >= key_len) return false;
   if (o.causal) {
-    const long long limit = static_cast<long long>(i) + static_cast<long long>(T_k) -
-                            static_cast<long long>(T_q);
+    const long long limit =
+        static_cast<long long>(i) + static_cast<long long>(T_k) - static_cast<long long>(T_q);
     if (static_cast<long long>(j) > limit) return false;
   }
   if (o.has_bool_mask && o.bool_mask[i][j] == 0) return false;
@@ -252,15 +251,12 @@ inline Mat MultiHeadQKV(const Mat& Q, const Mat& K, const Mat& V, size_t batch, 
 
 // Full multi-head self-attention: project, attend per (item, head), merge, W_O
 // (skipped when W_O has no rows).
-inline Mat MultiHead(const Mat& X, size_t batch, const Mat& W_Q, const Mat& W_K,
-                     const Mat& W_V, const Mat& W_O, size_t h, size_t kvh,
-                     const Options& o) {
-  const Mat merged =
-      MultiHeadQKV(MatMul(X, W_Q), MatMul(X, W_K), MatMul(X, W_V), batch, h, kvh, o);
+inline Mat MultiHead(const Mat& X, size_t batch, const Mat& W_Q, const Mat& W_K, const Mat& W_V,
+                     const Mat& W_O, size_t h, size_t kvh, const Options& o) {
+  const Mat merged = MultiHeadQKV(MatMul(X, W_Q), MatMul(X, W_K), MatMul(X, W_V), batch, h, kvh, o);
   if (W_O.rows == 0) return merged;
   return MatMul(merged, W_O);
 }
-
 
 // ---------------------------------------------------------------------------
 // ONNX Attention (opset 23/24), written from its specification: the operator's
@@ -278,7 +274,9 @@ struct Mask4 {
   Mask4() = default;
   Mask4(size_t b_, size_t h_, size_t q_, size_t k_, bool is_bool_)
       : b(b_), h(h_), q(q_), k(k_), is_bool(is_bool_), v(b_ * h_ * q_ * k_, is_bool_ ? 1.0 : 0.0) {}
-  double& at(size_t bb, size_t hh, size_t i, size_t j) { return v[((bb * h + hh) * q + i) * k + j]; }
+  double& at(size_t bb, size_t hh, size_t i, size_t j) {
+    return v[((bb * h + hh) * q + i) * k + j];
+  }
   // The element that (item, head, query, key) broadcasts from, padded.
   double Get(size_t bb, size_t hh, size_t i, size_t j) const {
     if (j >= k) return is_bool ? 0.0 : kNegInf;
@@ -301,8 +299,8 @@ struct OnnxOptions {
 };
 
 struct OnnxResult {
-  Mat Y;                     // [B*T_q, H*d_v]
-  Mat present_K, present_V;  // [B*kvh*T_total, d]
+  Mat Y;                             // [B*T_q, H*d_v]
+  Mat present_K, present_V;          // [B*kvh*T_total, d]
   Mat raw, scaled, masked, weights;  // [B*H*T_q, T_total]
 };
 
@@ -344,9 +342,9 @@ inline OnnxResult OnnxAttention(const Mat& Q, const Mat& K, const Mat& V, const 
           // The bias: causal frontier, key padding, then the mask.
           bool allowed = true;
           if (o.is_causal) {
-            const long long off = o.upper_left ? (o.offsets.empty() ? 0 : o.offsets[b])
-                                               : static_cast<long long>(T) -
-                                                     static_cast<long long>(T_q);
+            const long long off = o.upper_left
+                                      ? (o.offsets.empty() ? 0 : o.offsets[b])
+                                      : static_cast<long long>(T) - static_cast<long long>(T_q);
             allowed &= static_cast<long long>(j) <= static_cast<long long>(i) + off;
           }
           if (!o.nonpad.empty()) allowed &= j < o.nonpad[b];

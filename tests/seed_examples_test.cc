@@ -217,8 +217,8 @@ TEST_CASE("Seed 004: one big projection + SplitHeads equals per-head projections
             REQUIRE_OK(attnkit::MatMul(X, W_h, per_head));
             CHECK_CLOSE(split.cview().Block(head * T, T, 0, d_k), per_head.ToRef(),
                         DotTol(d_model, 1, 1));
-            CHECK_CLOSE(per_head,
-                        ref::MatMul(X.ToRef(), ref::FromView(W_h)), DotTol(d_model, 1, 1));
+            CHECK_CLOSE(per_head, ref::MatMul(X.ToRef(), ref::FromView(W_h)),
+                        DotTol(d_model, 1, 1));
           }
         }
       }

@@ -118,7 +118,7 @@ class TestMatrix {
 
   MatrixView view() { return MatrixView(data(), rows_, cols_, stride_); }
   ConstMatrixView cview() const { return ConstMatrixView(data(), rows_, cols_, stride_); }
-  operator MatrixView() { return view(); }             // NOLINT
+  operator MatrixView() { return view(); }              // NOLINT
   operator ConstMatrixView() const { return cview(); }  // NOLINT
 
   ref::Mat ToRef() const { return ref::FromView(cview()); }
@@ -148,8 +148,7 @@ class TestMatrix {
 };
 
 inline TestMatrix Random(size_t rows, size_t cols, uint32_t seed,
-                         Layout layout = Layout::kContiguous, float lo = -1.0f,
-                         float hi = 1.0f) {
+                         Layout layout = Layout::kContiguous, float lo = -1.0f, float hi = 1.0f) {
   TestMatrix m(rows, cols, layout);
   Rng rng(seed);
   for (size_t r = 0; r < rows; ++r)
@@ -256,7 +255,7 @@ inline Tol DotTol(size_t K, double max_a, double max_b) {
 //                 max-norm, times 2 for the normaliser) + rtol 1e-5
 //   output error  <= (4 ds + 2e-6 * T_k + 1e-6) * max|V| + rtol 1e-5
 struct AttnTol {
-  Tol scores;   // raw and scaled scores (scaled by `scale` for the latter)
+  Tol scores;  // raw and scaled scores (scaled by `scale` for the latter)
   Tol weights;
   Tol output;
 };
@@ -276,9 +275,7 @@ inline AttnTol AttentionTol(size_t d_k, size_t T_k, double max_q, double max_k, 
 // intermediate is O(1); each float32 stage adds a relative error of order
 // 1e-6 * length. We allow 5e-5 * max(1, max|ref|) absolute plus rtol 1e-4 —
 // still more than 1000x below the O(0.1) errors of a wrong head, row or mask.
-inline Tol ChainTol(const ref::Mat& want) {
-  return Tol{5e-5 * std::max(1.0, want.MaxAbs()), 1e-4};
-}
+inline Tol ChainTol(const ref::Mat& want) { return Tol{5e-5 * std::max(1.0, want.MaxAbs()), 1e-4}; }
 
 inline std::string FormatVal(double x) {
   std::ostringstream os;
@@ -322,34 +319,34 @@ inline std::string Mismatch(ConstMatrixView got, const ref::Mat& want, Tol tol) 
     }
   if (bad == 0) return std::string();
   const double g = got(worst_r, worst_c), w = want(worst_r, worst_c);
-  os << bad << " of " << want.rows * want.cols << " elements differ; worst at (" << worst_r
-     << ", " << worst_c << "): got " << FormatVal(g) << ", want " << FormatVal(w)
-     << ", |diff| " << FormatVal(std::fabs(g - w)) << " > atol " << FormatVal(tol.atol)
-     << " + rtol " << FormatVal(tol.rtol) << " * |want|";
+  os << bad << " of " << want.rows * want.cols << " elements differ; worst at (" << worst_r << ", "
+     << worst_c << "): got " << FormatVal(g) << ", want " << FormatVal(w) << ", |diff| "
+     << FormatVal(std::fabs(g - w)) << " > atol " << FormatVal(tol.atol) << " + rtol "
+     << FormatVal(tol.rtol) << " * |want|";
   return os.str();
 }
 
 // CHECK that `got` (any view) matches the reference `want` within `tol`.
-#define CHECK_CLOSE(got, want, tol)                                                    \
-  do {                                                                                 \
-    const std::string attnkit_mismatch_ =                                             \
-        ::attnkit_test::Mismatch(::attnkit::ConstMatrixView(got), (want), (tol));      \
-    INFO("compare " #got " with " #want ": " << attnkit_mismatch_);                    \
-    CHECK(attnkit_mismatch_.empty());                                                  \
+#define CHECK_CLOSE(got, want, tol)                                               \
+  do {                                                                            \
+    const std::string attnkit_mismatch_ =                                         \
+        ::attnkit_test::Mismatch(::attnkit::ConstMatrixView(got), (want), (tol)); \
+    INFO("compare " #got " with " #want ": " << attnkit_mismatch_);               \
+    CHECK(attnkit_mismatch_.empty());                                             \
   } while (0)
 
 // CHECK that a status is OK, showing the message otherwise.
-#define CHECK_OK(expr)                                           \
-  do {                                                           \
-    const ::attnkit::Status attnkit_st_ = (expr);                \
-    INFO(#expr " -> " << attnkit_st_.ToString());                \
-    CHECK(attnkit_st_.ok());                                     \
+#define CHECK_OK(expr)                            \
+  do {                                            \
+    const ::attnkit::Status attnkit_st_ = (expr); \
+    INFO(#expr " -> " << attnkit_st_.ToString()); \
+    CHECK(attnkit_st_.ok());                      \
   } while (0)
-#define REQUIRE_OK(expr)                                         \
-  do {                                                           \
-    const ::attnkit::Status attnkit_st_ = (expr);                \
-    INFO(#expr " -> " << attnkit_st_.ToString());                \
-    REQUIRE(attnkit_st_.ok());                                   \
+#define REQUIRE_OK(expr)                          \
+  do {                                            \
+    const ::attnkit::Status attnkit_st_ = (expr); \
+    INFO(#expr " -> " << attnkit_st_.ToString()); \
+    REQUIRE(attnkit_st_.ok());                    \
   } while (0)
 
 // ---------------------------------------------------------------------------
@@ -383,15 +380,13 @@ inline Expect Err(ErrorCode c) {
 }
 
 inline bool IsIdentChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         c == '_';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 // Does `word` occur in `text` with no identifier character on either side?
 inline bool ContainsWord(const std::string& text, const std::string& word) {
-  for (size_t pos = text.find(word); pos != std::string::npos;
-       pos = text.find(word, pos + 1)) {
+  for (size_t pos = text.find(word); pos != std::string::npos; pos = text.find(word, pos + 1)) {
     const bool left_ok = pos == 0 || !IsIdentChar(text[pos - 1]);
     const size_t end = pos + word.size();
     const bool right_ok = end >= text.size() || !IsIdentChar(text[end]);
@@ -402,8 +397,7 @@ inline bool ContainsWord(const std::string& text, const std::string& word) {
 
 // Does the number `num` occur in `text` not as part of a longer number?
 inline bool ContainsNumber(const std::string& text, const std::string& num) {
-  for (size_t pos = text.find(num); pos != std::string::npos;
-       pos = text.find(num, pos + 1)) {
+  for (size_t pos = text.find(num); pos != std::string::npos; pos = text.find(num, pos + 1)) {
     const bool left_ok = pos == 0 || (!IsDigit(text[pos - 1]) && text[pos - 1] != '.');
     const size_t end = pos + num.size();
     const bool right_ok = end >= text.size() || !IsDigit(text[end]);
@@ -443,13 +437,12 @@ inline std::string ErrorMismatch(const Status& s, const Expect& e) {
 }
 
 // CHECK that `expr` returns an error matching `expect` (an Expect).
-#define CHECK_ERROR(expr, expect)                                              \
-  do {                                                                         \
-    const ::attnkit::Status attnkit_st_ = (expr);                              \
-    const std::string attnkit_why_ =                                           \
-        ::attnkit_test::ErrorMismatch(attnkit_st_, (expect));                  \
-    INFO(#expr " -> " << attnkit_st_.ToString() << "\n  " << attnkit_why_);    \
-    CHECK(attnkit_why_.empty());                                               \
+#define CHECK_ERROR(expr, expect)                                                          \
+  do {                                                                                     \
+    const ::attnkit::Status attnkit_st_ = (expr);                                          \
+    const std::string attnkit_why_ = ::attnkit_test::ErrorMismatch(attnkit_st_, (expect)); \
+    INFO(#expr " -> " << attnkit_st_.ToString() << "\n  " << attnkit_why_);                \
+    CHECK(attnkit_why_.empty());                                                           \
   } while (0)
 
 // ---------------------------------------------------------------------------

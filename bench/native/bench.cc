@@ -36,7 +36,7 @@
 namespace attnkit_bench {
 // GFLOP/s of `iterations` x 16 FMAs (bench/native/peak.cc).
 double FmaPeakGflops(size_t iterations);
-}
+}  // namespace attnkit_bench
 
 namespace {
 
@@ -63,13 +63,16 @@ struct Head {
   size_t T;
   std::vector<float> q, k, v, out;
   explicit Head(size_t t)
-      : T(t), q(RandomVector(t * kD, 1)), k(RandomVector(t * kD, 2)), v(RandomVector(t * kD, 3)),
+      : T(t),
+        q(RandomVector(t * kD, 1)),
+        k(RandomVector(t * kD, 2)),
+        v(RandomVector(t * kD, 3)),
         out(t * kD) {}
 };
 
 void SetFlops(benchmark::State& state, double flops_per_iteration) {
-  state.counters["GFLOPs"] = benchmark::Counter(flops_per_iteration * 1e-9,
-                                                benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOPs"] =
+      benchmark::Counter(flops_per_iteration * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // One head; args T, causal and (BM_AttnkitThreads only) the pool's threads.
@@ -82,7 +85,8 @@ void BM_Attnkit(benchmark::State& state) {
   const attnkit::ConstMatrixView Q(h.q.data(), h.T, kD), K(h.k.data(), h.T, kD),
       V(h.v.data(), h.T, kD);
   for (auto _ : state) {
-    const attnkit::Status s = attnkit::Attention(Q, K, V, o, attnkit::MatrixView(h.out.data(), h.T, kD));
+    const attnkit::Status s =
+        attnkit::Attention(Q, K, V, o, attnkit::MatrixView(h.out.data(), h.T, kD));
     if (!s.ok()) state.SkipWithError(s.message().c_str());
     benchmark::DoNotOptimize(h.out.data());
   }
@@ -103,8 +107,8 @@ void SoftmaxRow(float* row, size_t n) {
 // k, v [T_k, 64], rows `ld` floats apart (a head's columns of a wider matrix),
 // in blocks of 64 query rows (one row: two sgemv); causal (T_q == T_k) blocks
 // only multiply the keys they can see. `s` is scratch [64, T_k].
-void OpenBlasHead(const float* q, const float* k, const float* v, float* out, size_t T_q, size_t T_k,
-                  size_t ld, bool causal, float* s) {
+void OpenBlasHead(const float* q, const float* k, const float* v, float* out, size_t T_q,
+                  size_t T_k, size_t ld, bool causal, float* s) {
   const size_t kBlock = 64;
   const float scale = 1.0f / std::sqrt(static_cast<float>(kD));
   if (T_q == 1) {  // decoding: sgemv, faster than sgemm on one row
@@ -116,16 +120,16 @@ void OpenBlasHead(const float* q, const float* k, const float* v, float* out, si
   for (size_t i0 = 0; i0 < T_q; i0 += kBlock) {
     const size_t rows = std::min(kBlock, T_q - i0);
     const size_t keys = causal ? i0 + rows : T_k;  // skip fully masked key blocks
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, kD, scale, q + i0 * ld, ld, k, ld, 0.0f,
-                s, keys);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, kD, scale, q + i0 * ld, ld, k,
+                ld, 0.0f, s, keys);
     for (size_t r = 0; r < rows; ++r) {
       float* row = s + r * keys;
       const size_t n = causal ? i0 + r + 1 : keys;
       for (size_t j = n; j < keys; ++j) row[j] = 0.0f;
       SoftmaxRow(row, n);
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, kD, keys, 1.0f, s, keys, v, ld, 0.0f,
-                out + i0 * ld, ld);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, kD, keys, 1.0f, s, keys, v, ld,
+                0.0f, out + i0 * ld, ld);
   }
 }
 
@@ -133,7 +137,8 @@ void BM_OpenBlas(benchmark::State& state) {
   Head h(state.range(0));
   std::vector<float> s(64 * h.T);
   for (auto _ : state) {
-    OpenBlasHead(h.q.data(), h.k.data(), h.v.data(), h.out.data(), h.T, h.T, kD, state.range(1) != 0, s.data());
+    OpenBlasHead(h.q.data(), h.k.data(), h.v.data(), h.out.data(), h.T, h.T, kD,
+                 state.range(1) != 0, s.data());
     benchmark::DoNotOptimize(h.out.data());
   }
   SetFlops(state, 4.0 * h.T * h.T * kD);
@@ -167,19 +172,20 @@ void BM_Loop(benchmark::State& state) {
 // 8 heads; state.range(0) threads.
 void BM_AttnkitMultiHead(benchmark::State& state) {
   const size_t T = 512, dm = 512, h = 8;
-  const auto X = RandomVector(T * dm, 4), wq = LayerWeight(5), wk = LayerWeight(6), wv = LayerWeight(7),
-             wo = LayerWeight(8);
+  const auto X = RandomVector(T * dm, 4), wq = LayerWeight(5), wk = LayerWeight(6),
+             wv = LayerWeight(7), wo = LayerWeight(8);
   std::vector<float> out(T * dm);
-  attnkit::MultiHeadWeights w{attnkit::ConstMatrixView(wq.data(), dm, dm), attnkit::ConstMatrixView(wk.data(), dm, dm),
-                              attnkit::ConstMatrixView(wv.data(), dm, dm), attnkit::ConstMatrixView(wo.data(), dm, dm)};
+  attnkit::MultiHeadWeights w{
+      attnkit::ConstMatrixView(wq.data(), dm, dm), attnkit::ConstMatrixView(wk.data(), dm, dm),
+      attnkit::ConstMatrixView(wv.data(), dm, dm), attnkit::ConstMatrixView(wo.data(), dm, dm)};
   attnkit::HeadConfig config{h, h, 0, 0};
   attnkit::ThreadPool pool(state.range(0));
   attnkit::AttentionOptions options;
   options.pool = &pool;
   for (auto _ : state) {
-    const attnkit::Status s = attnkit::MultiHeadAttention(attnkit::ConstMatrixView(X.data(), T, dm), 1, w,
-                                                          config, options,
-                                                          attnkit::MatrixView(out.data(), T, dm));
+    const attnkit::Status s =
+        attnkit::MultiHeadAttention(attnkit::ConstMatrixView(X.data(), T, dm), 1, w, config,
+                                    options, attnkit::MatrixView(out.data(), T, dm));
     if (!s.ok()) state.SkipWithError(s.message().c_str());
     benchmark::DoNotOptimize(out.data());
   }
@@ -192,10 +198,13 @@ void BM_AttnkitMultiHead(benchmark::State& state) {
 void BM_AttnkitDecode(benchmark::State& state) {
   const size_t tokens = state.range(0), h = 8;
   attnkit::KVCache cache;
-  if (!attnkit::KVCache::Create(1, h, kD, kD, tokens, &cache).ok()) return state.SkipWithError("cache");
+  if (!attnkit::KVCache::Create(1, h, kD, kD, tokens, &cache).ok())
+    return state.SkipWithError("cache");
   const auto kv = RandomVector(tokens * h * kD, 9);
-  if (!cache.Append(attnkit::ConstMatrixView(kv.data(), tokens, h * kD),
-                    attnkit::ConstMatrixView(kv.data(), tokens, h * kD)).ok()) {
+  if (!cache
+           .Append(attnkit::ConstMatrixView(kv.data(), tokens, h * kD),
+                   attnkit::ConstMatrixView(kv.data(), tokens, h * kD))
+           .ok()) {
     return state.SkipWithError("append");
   }
   const auto q = RandomVector(h * kD, 10);
@@ -204,9 +213,9 @@ void BM_AttnkitDecode(benchmark::State& state) {
   attnkit::DecodeOptions options;
   options.pool = &pool;
   for (auto _ : state) {
-    const attnkit::Status s = attnkit::AttendCached(attnkit::ConstMatrixView(q.data(), 1, h * kD), cache, h,
-                                                    options,
-                                                    attnkit::MatrixView(out.data(), 1, h * kD));
+    const attnkit::Status s =
+        attnkit::AttendCached(attnkit::ConstMatrixView(q.data(), 1, h * kD), cache, h, options,
+                              attnkit::MatrixView(out.data(), 1, h * kD));
     if (!s.ok()) state.SkipWithError(s.message().c_str());
     benchmark::DoNotOptimize(out.data());
   }
@@ -217,19 +226,20 @@ void BM_AttnkitDecode(benchmark::State& state) {
 // OpenBlasHead on each head's columns, sgemm with W_O.
 void BM_OpenBlasMultiHead(benchmark::State& state) {
   const size_t T = 512, dm = 512, h = 8;
-  const auto X = RandomVector(T * dm, 4), wq = LayerWeight(5), wk = LayerWeight(6), wv = LayerWeight(7),
-             wo = LayerWeight(8);
+  const auto X = RandomVector(T * dm, 4), wq = LayerWeight(5), wk = LayerWeight(6),
+             wv = LayerWeight(7), wo = LayerWeight(8);
   std::vector<float> q(T * dm), k(T * dm), v(T * dm), heads(T * dm), out(T * dm), s(64 * T);
   const auto project = [&](const float* x, const std::vector<float>& w, float* y) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dm, dm, 1.0f, x, dm, w.data(), dm, 0.0f, y, dm);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dm, dm, 1.0f, x, dm, w.data(), dm,
+                0.0f, y, dm);
   };
   for (auto _ : state) {
     project(X.data(), wq, q.data());
     project(X.data(), wk, k.data());
     project(X.data(), wv, v.data());
     for (size_t i = 0; i < h; ++i) {
-      OpenBlasHead(q.data() + i * kD, k.data() + i * kD, v.data() + i * kD, heads.data() + i * kD, T, T, dm,
-                   false, s.data());
+      OpenBlasHead(q.data() + i * kD, k.data() + i * kD, v.data() + i * kD, heads.data() + i * kD,
+                   T, T, dm, false, s.data());
     }
     project(heads.data(), wo, out.data());
     benchmark::DoNotOptimize(out.data());
@@ -246,8 +256,8 @@ void BM_OpenBlasDecode(benchmark::State& state) {
   std::vector<float> out(h * kD), s(tokens);
   for (auto _ : state) {
     for (size_t i = 0; i < h; ++i) {
-      OpenBlasHead(q.data() + i * kD, kv.data() + i * kD, kv.data() + i * kD, out.data() + i * kD, 1, tokens,
-                   h * kD, false, s.data());
+      OpenBlasHead(q.data() + i * kD, kv.data() + i * kD, kv.data() + i * kD, out.data() + i * kD,
+                   1, tokens, h * kD, false, s.data());
     }
     benchmark::DoNotOptimize(out.data());
   }
@@ -361,7 +371,8 @@ int Serve() {
         attnkit::AttentionOptions options;
         options.causal = causal != 0;
         call = [&, T, options] {
-          return attnkit::Attention(attnkit::ConstMatrixView(q.data(), T, kD), attnkit::ConstMatrixView(k.data(), T, kD),
+          return attnkit::Attention(attnkit::ConstMatrixView(q.data(), T, kD),
+                                    attnkit::ConstMatrixView(k.data(), T, kD),
                                     attnkit::ConstMatrixView(v.data(), T, kD), options,
                                     attnkit::MatrixView(out.data(), T, kD));
         };
@@ -371,20 +382,27 @@ int Serve() {
         for (int i = 0; i < 4; ++i) ok = ok && read(names[i], kModel * kModel, &w[i]);
         out.assign(T * kModel, 0.0f);
         call = [&, T] {
-          const auto W = [&](int i) { return attnkit::ConstMatrixView(w[i].data(), kModel, kModel); };
+          const auto W = [&](int i) {
+            return attnkit::ConstMatrixView(w[i].data(), kModel, kModel);
+          };
           return attnkit::MultiHeadAttention(attnkit::ConstMatrixView(x.data(), T, kModel), 1,
                                              attnkit::MultiHeadWeights{W(0), W(1), W(2), W(3)},
-                                             attnkit::HeadConfig{kHeads, kHeads, 0, 0}, attnkit::AttentionOptions(),
+                                             attnkit::HeadConfig{kHeads, kHeads, 0, 0},
+                                             attnkit::AttentionOptions(),
                                              attnkit::MatrixView(out.data(), T, kModel));
         };
       } else {
         ok = read("q", kModel, &q) && read("k", T * kModel, &k) && read("v", T * kModel, &v) &&
              attnkit::KVCache::Create(1, kHeads, kD, kD, T, &cache).ok() &&
-             cache.Append(attnkit::ConstMatrixView(k.data(), T, kModel), attnkit::ConstMatrixView(v.data(), T, kModel)).ok();
+             cache
+                 .Append(attnkit::ConstMatrixView(k.data(), T, kModel),
+                         attnkit::ConstMatrixView(v.data(), T, kModel))
+                 .ok();
         out.assign(kModel, 0.0f);
         call = [&] {
           return attnkit::AttendCached(attnkit::ConstMatrixView(q.data(), 1, kModel), cache, kHeads,
-                                       attnkit::DecodeOptions(), attnkit::MatrixView(out.data(), 1, kModel));
+                                       attnkit::DecodeOptions(),
+                                       attnkit::MatrixView(out.data(), 1, kModel));
         };
       }
       if (!ok) {
@@ -431,9 +449,9 @@ int Queries(int rounds) {
     std::vector<float> out(kMaxQueries * kD);
     const attnkit::AttentionOptions o;
     const auto call = [&](size_t T_q) {
-      (void)attnkit::Attention(attnkit::ConstMatrixView(q.data(), T_q, kD), attnkit::ConstMatrixView(k.data(), T_k, kD),
-                               attnkit::ConstMatrixView(v.data(), T_k, kD), o,
-                               attnkit::MatrixView(out.data(), T_q, kD));
+      (void)attnkit::Attention(
+          attnkit::ConstMatrixView(q.data(), T_q, kD), attnkit::ConstMatrixView(k.data(), T_k, kD),
+          attnkit::ConstMatrixView(v.data(), T_k, kD), o, attnkit::MatrixView(out.data(), T_q, kD));
     };
     std::vector<size_t> calls(kMaxQueries + 1);
     std::vector<std::vector<double>> times(kMaxQueries + 1);
@@ -459,8 +477,8 @@ int Queries(int rounds) {
     }
     for (size_t T_q = 1; T_q <= kMaxQueries; ++T_q) {
       std::sort(times[T_q].begin(), times[T_q].end());
-      std::cout << sep << "{\"T_q\": " << T_q << ", \"keys\": " << T_k << ", \"us\": " << times[T_q][times[T_q].size() / 2]
-                << "}";
+      std::cout << sep << "{\"T_q\": " << T_q << ", \"keys\": " << T_k
+                << ", \"us\": " << times[T_q][times[T_q].size() / 2] << "}";
       sep = ", ";
     }
   }
@@ -472,11 +490,13 @@ int Queries(int rounds) {
 
 int main(int argc, char** argv) {
   if (argc == 2 && std::string(argv[1]) == "--serve") return Serve();
-  if (argc >= 2 && std::string(argv[1]) == "--queries") return Queries(argc >= 3 ? std::atoi(argv[2]) : 21);
+  if (argc >= 2 && std::string(argv[1]) == "--queries")
+    return Queries(argc >= 3 ? std::atoi(argv[2]) : 21);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   // What each library picked on this machine, in the JSON's context.
-  benchmark::AddCustomContext("attnkit_target", attnkit::targets::Name(attnkit::targets::Current()));
+  benchmark::AddCustomContext("attnkit_target",
+                              attnkit::targets::Name(attnkit::targets::Current()));
   benchmark::AddCustomContext("openblas_corename", openblas_get_corename());
   benchmark::AddCustomContext("openblas_config", openblas_get_config());
   benchmark::RunSpecifiedBenchmarks();

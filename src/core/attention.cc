@@ -16,8 +16,10 @@ using internal::AttentionJob;
 using internal::CheckedProduct;
 using internal::CheckFinite;
 using internal::CheckNoOverlap;
+using internal::CheckOptions;
 using internal::CheckShape;
 using internal::CheckView;
+using internal::ScoreParamsOf;
 
 // Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]: shapes and values.
 Status CheckQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V) {
@@ -32,11 +34,18 @@ Status CheckQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V) {
 // Allocates every [T_q, T_k] matrix of a trace.
 // `parameter` names the input whose rows give T_q.
 Status AllocateTraceScores(const char* parameter, size_t T_q, size_t T_k, AttentionTrace* trace) {
-  for (Matrix* m : {&trace->raw_scores, &trace->scaled_scores, &trace->masked_scores,
-                    &trace->weights}) {
+  for (Matrix* m :
+       {&trace->raw_scores, &trace->scaled_scores, &trace->masked_scores, &trace->weights}) {
     ATTNKIT_RETURN_IF_ERROR(Allocate(parameter, "scores [T_q, T_k]", T_q, T_k, m));
   }
   return Status::Ok();
+}
+
+// The score stages of a trace, for the job (empty views without a trace).
+internal::KeptStages KeptStagesOf(AttentionTrace* trace) {
+  if (trace == nullptr) return {};
+  return {trace->raw_scores.view(), trace->scaled_scores.view(), trace->masked_scores.view(),
+          trace->weights.view()};
 }
 
 // Attention on given Q, K, V into `out`, or into trace->output when tracing.
@@ -45,8 +54,9 @@ Status RunQKV(const char* source, ConstMatrixView Q, ConstMatrixView K, ConstMat
               AttentionTrace* trace) {
   AttentionJob job;
   job.source = source;
-  ATTNKIT_RETURN_IF_ERROR(CheckOptions(options, Q.rows, K.rows, default_scale_dim,
-                                       /*batched=*/false, 1, 1, &job));
+  ATTNKIT_RETURN_IF_ERROR(CheckOptions(options, Q.rows, K.rows, /*batched=*/false, 1, 1));
+  job.params = ScoreParamsOf(options, default_scale_dim);
+  job.pool = options.pool;
   internal::HeadTask task;
   task.Q = Q;
   task.K = K;
@@ -54,8 +64,9 @@ Status RunQKV(const char* source, ConstMatrixView Q, ConstMatrixView K, ConstMat
   task.out = out;
   internal::SetHeadMasks(options, 0, 0, &task);
   job.heads.push_back(task);
-  job.trace = trace;
-  ATTNKIT_RETURN_IF_ERROR(internal::RunAttentionJob(&job));
+  const internal::KeptStages keep = KeptStagesOf(trace);
+  job.trace = trace ? &keep : nullptr;
+  ATTNKIT_RETURN_IF_ERROR(internal::RunAttentionJob(job));
   if (trace) trace->scale = job.params.scale;
   return Status::Ok();
 }
@@ -72,16 +83,16 @@ Status RunProjected(ProjectionNames names, ConstMatrixView X_q, ConstMatrixView 
                     const AttentionOptions& options, MatrixView out, AttentionTrace* trace) {
   ATTNKIT_RETURN_IF_ERROR(CheckView(names.X_q, X_q));
   ATTNKIT_RETURN_IF_ERROR(CheckView(names.X_kv, X_kv));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("W_Q", W_Q, X_q.cols, W_Q.cols,
-                                     "d_model, the columns of X", "d_k"));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("W_K", W_K, X_kv.cols, W_Q.cols,
-                                     "d_model, the columns of X", "d_k, the columns of W_Q"));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("W_V", W_V, X_kv.cols, W_V.cols,
-                                     "d_model, the columns of X", "d_v"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("W_Q", W_Q, X_q.cols, W_Q.cols, "d_model, the columns of X", "d_k"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("W_K", W_K, X_kv.cols, W_Q.cols, "d_model, the columns of X",
+                                     "d_k, the columns of W_Q"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("W_V", W_V, X_kv.cols, W_V.cols, "d_model, the columns of X", "d_v"));
   const size_t T_q = X_q.rows, T_k = X_kv.rows, d_k = W_Q.cols, d_v = W_V.cols;
   if (!trace) {
-    ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, T_q, d_v, "T, the rows of X",
-                                       "d_v, the columns of W_V"));
+    ATTNKIT_RETURN_IF_ERROR(
+        CheckShape("out", out, T_q, d_v, "T, the rows of X", "d_v, the columns of W_V"));
     ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, names.X_q, X_q));
     ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, names.X_kv, X_kv));
   }
@@ -93,7 +104,9 @@ Status RunProjected(ProjectionNames names, ConstMatrixView X_q, ConstMatrixView 
 
   AttentionJob job;
   job.source = names.X_q;
-  ATTNKIT_RETURN_IF_ERROR(CheckOptions(options, T_q, T_k, d_k, /*batched=*/false, 1, 1, &job));
+  ATTNKIT_RETURN_IF_ERROR(CheckOptions(options, T_q, T_k, /*batched=*/false, 1, 1));
+  job.params = ScoreParamsOf(options, d_k);
+  job.pool = options.pool;
   // Intermediates are built here and handed over only on success.
   AttentionTrace local;
   AttentionTrace* t = &local;
@@ -114,8 +127,9 @@ Status RunProjected(ProjectionNames names, ConstMatrixView X_q, ConstMatrixView 
   task.out = out;
   internal::SetHeadMasks(options, 0, 0, &task);
   job.heads.push_back(task);
-  job.trace = trace ? t : nullptr;
-  ATTNKIT_RETURN_IF_ERROR(internal::RunAttentionJob(&job));
+  const internal::KeptStages keep = KeptStagesOf(t);
+  job.trace = trace ? &keep : nullptr;
+  ATTNKIT_RETURN_IF_ERROR(internal::RunAttentionJob(job));
   if (trace) {
     t->scale = job.params.scale;
     *trace = std::move(local);
@@ -128,8 +142,8 @@ Status RunProjected(ProjectionNames names, ConstMatrixView X_q, ConstMatrixView 
 Status Attention(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                  const AttentionOptions& options, MatrixView out) {
   ATTNKIT_RETURN_IF_ERROR(CheckQKV(Q, K, V));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, Q.rows, V.cols, "T_q, the rows of Q",
-                                     "d_v, the columns of V"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("out", out, Q.rows, V.cols, "T_q, the rows of Q", "d_v, the columns of V"));
   for (auto [name, in] : {std::pair<const char*, ConstMatrixView>{"Q", Q}, {"K", K}, {"V", V}}) {
     ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, name, in));
   }
@@ -142,24 +156,22 @@ Status SelfAttention(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrixView W_K
 }
 
 Status CrossAttention(ConstMatrixView X_q, ConstMatrixView X_kv, ConstMatrixView W_Q,
-                      ConstMatrixView W_K, ConstMatrixView W_V,
-                      const AttentionOptions& options, MatrixView out) {
+                      ConstMatrixView W_K, ConstMatrixView W_V, const AttentionOptions& options,
+                      MatrixView out) {
   return RunProjected({"X_q", "X_kv"}, X_q, X_kv, W_Q, W_K, W_V, options, out, nullptr);
 }
 
-Status ParameterFreeAttention(ConstMatrixView X, const AttentionOptions& options,
-                              MatrixView out) {
+Status ParameterFreeAttention(ConstMatrixView X, const AttentionOptions& options, MatrixView out) {
   ATTNKIT_RETURN_IF_ERROR(CheckView("X", X));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, X.rows, X.cols, "T, the rows of X",
-                                     "d_model, the columns of X"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("out", out, X.rows, X.cols, "T, the rows of X", "d_model, the columns of X"));
   ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, "X", X));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("X", X));
   return RunQKV("X", X, X, X, options, X.cols, out, nullptr);
 }
 
 Status TraceAttention(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrixView W_K,
-                      ConstMatrixView W_V, const AttentionOptions& options,
-                      AttentionTrace* trace) {
+                      ConstMatrixView W_V, const AttentionOptions& options, AttentionTrace* trace) {
   if (trace == nullptr) {
     return Status(ErrorCode::kInvalidArgument, "trace", "expected a pointer, got null");
   }

@@ -95,19 +95,17 @@ Status Attention(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
 // Q = X W_Q, K = X W_K, V = X W_V, then Attention.
 // X [T, d_model], W_Q and W_K [d_model, d_k], W_V [d_model, d_v] -> out [T, d_v].
 Status SelfAttention(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrixView W_K,
-                     ConstMatrixView W_V, const AttentionOptions& options,
-                     MatrixView out);
+                     ConstMatrixView W_V, const AttentionOptions& options, MatrixView out);
 
 // Cross-attention: queries from X_q [T_q, d_q], keys and values from
 // X_kv [T_k, d_kv]. W_Q [d_q, d_k], W_K [d_kv, d_k], W_V [d_kv, d_v] -> out [T_q, d_v].
 Status CrossAttention(ConstMatrixView X_q, ConstMatrixView X_kv, ConstMatrixView W_Q,
-                      ConstMatrixView W_K, ConstMatrixView W_V,
-                      const AttentionOptions& options, MatrixView out);
+                      ConstMatrixView W_K, ConstMatrixView W_V, const AttentionOptions& options,
+                      MatrixView out);
 
 // The parameter-free model: Q = K = V = X, default scale 1/sqrt(d_model).
 // X [T, d_model] -> out [T, d_model].
-Status ParameterFreeAttention(ConstMatrixView X, const AttentionOptions& options,
-                              MatrixView out);
+Status ParameterFreeAttention(ConstMatrixView X, const AttentionOptions& options, MatrixView out);
 
 // Every intermediate of single-head attention, each with its shape.
 struct AttentionTrace {
@@ -125,8 +123,7 @@ struct AttentionTrace {
 
 // As SelfAttention, keeping every intermediate.
 Status TraceAttention(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrixView W_K,
-                      ConstMatrixView W_V, const AttentionOptions& options,
-                      AttentionTrace* trace);
+                      ConstMatrixView W_V, const AttentionOptions& options, AttentionTrace* trace);
 
 // As Attention, keeping every intermediate (trace->X stays empty).
 Status TraceAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,

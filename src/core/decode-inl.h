@@ -25,22 +25,25 @@
 #include <limits>
 
 #include "hwy/highway.h"
-#include "src/core/flash-inl.h"
 #include "src/core/internal.h"
 #include "src/core/ops-inl.h"
+#include "src/core/plan.h"
+#include "src/core/steps-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace attnkit {
 namespace HWY_NAMESPACE {
 
+// Split-K in the steps of steps-inl.h: Scores, ScaleSoftcap, VisibleKeys and
+// ApplyMasks, SoftmaxUnnormalised, WeightedSumV over one chunk of keys read
+// in place.
 // Chunk c of head t, keys [c * kDecodeChunkKeys, +kDecodeChunkKeys) clamped
 // to T_k: for each query row i, partials + i * (2 + d_v) receives
 // [m, l, o [d_v]]. `s` is scratch [kDecodeChunkKeys]. Returns false if a
 // visible score overflowed.
 HWY_INLINE bool DecodeChunk(const internal::HeadTask& t, const internal::ScoreParams& p,
-                            size_t chunk, float* HWY_RESTRICT s,
-                            float* HWY_RESTRICT partials) {
-  const size_t d_k = t.Q.cols, d_v = t.V.cols;
+                            size_t chunk, float* HWY_RESTRICT s, float* HWY_RESTRICT partials) {
+  const size_t d_v = t.V.cols;
   const size_t j0 = chunk * internal::kDecodeChunkKeys;
   const size_t j1 = std::min(t.K.rows, j0 + internal::kDecodeChunkKeys);
   for (size_t i = 0; i < t.Q.rows; ++i) {
@@ -52,9 +55,8 @@ HWY_INLINE bool DecodeChunk(const internal::HeadTask& t, const internal::ScorePa
     const size_t visible = VisibleKeys(t, p, i);
     const size_t n = visible > j0 ? std::min(j1, visible) - j0 : 0;
     if (n == 0) continue;
-    const float* HWY_RESTRICT q = t.Q.Row(i);
-    DotRows(q, t.K.Row(j0), t.K.stride, n, d_k, s);
-    ScaleRow(s, n, p.scale, p.softcap);
+    Scores(t, i, j0, n, s);
+    ScaleSoftcap(s, n, p.scale, p.softcap);
     // A score that overflowed (to +-inf or NaN) is an error, never a mask.
     if (!AllFinite(s, n)) return false;
     ApplyMasks(t, i, j0, s, n);
@@ -62,8 +64,8 @@ HWY_INLINE bool DecodeChunk(const internal::HeadTask& t, const internal::ScorePa
     if (!RowMax(s, n, &max)) return false;  // +inf from the additive mask
     if (max == -std::numeric_limits<float>::infinity()) continue;
     part[0] = max;
-    part[1] = ExpSubtractSum(s, n, max);
-    AddWeightedRows(s, n, t.V.Row(j0), t.V.stride, o, d_v);
+    part[1] = SoftmaxUnnormalised(s, n, max);
+    WeightedSumV(t, s, j0, n, o);
   }
   return true;
 }
@@ -76,7 +78,8 @@ HWY_INLINE void MergeChunks(const internal::HeadTask& t, size_t chunks,
     float* HWY_RESTRICT out = t.out.Row(i);
     ZeroRow(out, d_v);
     float M = -std::numeric_limits<float>::infinity();
-    for (size_t c = 0; c < chunks; ++c) M = std::max(M, partials[c * chunk_floats + i * row_floats]);
+    for (size_t c = 0; c < chunks; ++c)
+      M = std::max(M, partials[c * chunk_floats + i * row_floats]);
     if (M == -std::numeric_limits<float>::infinity()) continue;  // sees no key: zeros
     float L = 0.0f;
     for (size_t c = 0; c < chunks; ++c) {

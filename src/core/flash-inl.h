@@ -6,11 +6,14 @@
 // an accumulator o that is rescaled by exp(m_old - m_new) whenever the max
 // grows (online softmax: Milakov & Gimelshein 2018, "Online normalizer
 // calculation for softmax"; tiling as in Dao et al. 2022, FlashAttention).
-// Per tile:
-//   S [kRows, kTileKeys] = Q_block K_tile^T   register-blocked GEMM on K^T
-//   S = softcap(S * scale); masked keys -> -inf
-//   P = exp(S - m_new), l = l * alpha + rowsum(P), o = o * alpha + P V_tile
-//   (exp as 2^((S - m_new) log2(e)), see ExpViaExp2)
+// Per tile, the steps of steps-inl.h:
+//   ScoresTile    S [kRows, kTileKeys] = Q_block K_tile^T, a register-blocked
+//                 GEMM on K^T packed with the scale folded in
+//   ScaleSoftcap  S = softcap(S) (the scale is already in K^T)
+//   VisibleKeys, ApplyMasks   masked keys -> -inf
+//   SoftmaxUnnormalised  P = exp(S - m_new), l = l * alpha + rowsum(P)
+//                 (exp as 2^((S - m_new) log2(e)), see ExpViaExp2)
+//   WeightedSumVTile  O = O * alpha + P V_tile, a GEMM on V packed
 // Key tiles past the last visible key of the block (causal, key padding) are
 // skipped. A row that sees no key ends with l == 0 and stays all zeros.
 // Memory: K^T and V packed in panels (see PackKeysAndValues), [d_k + d_v,
@@ -32,6 +35,8 @@
 #include "hwy/highway.h"
 #include "src/core/internal.h"
 #include "src/core/ops-inl.h"
+#include "src/core/plan.h"
+#include "src/core/steps-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace attnkit {
@@ -39,45 +44,8 @@ namespace HWY_NAMESPACE {
 
 constexpr size_t kTileKeys = internal::kFlashTileKeys;
 
-// The number of keys query i sees before the per-cell masks:
-// min(key_length, i + causal_offset + 1 if causal), clamped to [0, T_k]. The
-// task's key length already ends at a short mask's last column, and its
-// causal offset holds the alignment, so that every path (and the tile
-// skipping of the fused kernel) sees one bound per row.
-HWY_INLINE size_t VisibleKeys(const internal::HeadTask& t, const internal::ScoreParams& p,
-                              size_t i) {
-  size_t limit = std::min(t.key_length, t.K.rows);
-  if (p.causal) {
-    const ptrdiff_t seen = static_cast<ptrdiff_t>(i) + 1 + t.causal_offset;
-    limit = seen <= 0 ? 0 : std::min(limit, static_cast<size_t>(seen));
-  }
-  return limit;
-}
-
-// Applies the task's per-cell masks to row [n], the scores of query i against
-// keys [j0, j0 + n) (j0 + n <= the masks' columns): -inf where bool_mask
-// forbids, + additive_mask elsewhere.
-HWY_INLINE void ApplyMasks(const internal::HeadTask& t, size_t i, size_t j0,
-                           float* HWY_RESTRICT row, size_t n) {
-  if (!t.bool_mask.empty()) {
-    const uint8_t* allow = t.bool_mask.Row(i) + j0;
-    for (size_t j = 0; j < n; ++j) {
-      if (!allow[j]) row[j] = -std::numeric_limits<float>::infinity();
-    }
-  }
-  if (!t.additive_mask.empty()) {
-    const float* add = t.additive_mask.Row(i) + j0;
-    for (size_t j = 0; j < n; ++j) row[j] += add[j];
-  }
-}
-
-// Query rows per block: with 32 vector registers (AVX-512) 8 rows x 2 vectors
-// of accumulators fit; with 16 (SSE4, AVX2, WASM) 4 x 2 do.
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-constexpr size_t kBlockRows = 8;
-#else
-constexpr size_t kBlockRows = 4;
-#endif
+// Query rows per block: the rows of a GEMM register tile (see kGemmRows).
+constexpr size_t kBlockRows = kGemmRows;
 
 // K^T and V are packed in panels of GemmPanelWidth() columns (two vectors, the
 // width of a GEMM register tile; see PackKeysAndValues).
@@ -96,13 +64,9 @@ static_assert(internal::kMaxPanel % (2 * HWY_LANES(float)) == 0 &&
 //       [kTileKeys, W] of V, where d_v' = d_v rounded up to W (the last
 //       panel's extra columns are never read).
 // Keys in [keys, padded) (padded: keys rounded up to kTileKeys) are zeros.
-// Read in place, a register tile took W columns of rows 512 bytes (K^T) or
-// d_v * 4 bytes (V) apart, half a cache line per row in wasm: panels made
-// attention 1.06x faster at T = 512 and 1.06-1.13x at T = 2048 on AVX-512,
-// and 1.06x (T = 512), 1.10x (2048) and 1.14-1.17x (8192) in Node (the tiles
-// of K^T and V together exceed L1, and the prefetchers follow a contiguous
-// stream better). In wasm they were slower (0.93-0.97x at T <= 512) until
-// the GEMM walked the panels inside its out-of-line call (GemmRowsInline).
+// Read in place, a register tile would take W columns of rows far apart (a
+// fraction of a cache line per row); the tiles of K^T and V together exceed
+// L1, and the prefetchers follow one contiguous stream per panel.
 HWY_INLINE void PackKeysAndValues(ConstMatrixView K, ConstMatrixView V, size_t keys, size_t padded,
                                   float scale, float* HWY_RESTRICT kt, float* HWY_RESTRICT vt) {
   const size_t d_k = K.cols, d_v = V.cols;
@@ -153,8 +117,8 @@ struct PackedKeys {
 // How the kernel's GEMMs read A (see GemmA): S = Q K^T reads the block's
 // queries packed k-major, Q^T [d_k, kRows] (see PackQueries); O += P V reads
 // the weights P [kRows, kTileKeys], rows kTileKeys floats apart. Known at
-// compile time, each layout takes one pointer for all rows: the fused kernel
-// ran 1.03-1.06x faster in Node (T = 512-8192), neutral natively.
+// compile time, each layout takes one pointer for all rows (one index in
+// wasm instead of one per row).
 template <size_t kRows>
 using QueriesA = GemmA<1, kRows>;
 using WeightsA = GemmA<kTileKeys, 1>;
@@ -164,6 +128,22 @@ using WeightsA = GemmA<kTileKeys, 1>;
 template <size_t kRows, bool kAccumulate>
 HWY_INLINE void GemmPanels(ConstMatrixView A, const PanelView& B, MatrixView C) {
   GemmRows<kRows, kAccumulate, QueriesA<kRows>, WeightsA>(A, B, C, 0);
+}
+
+// ScoresTile: S [kRows, cols] = Q_block K_tile^T, the block's queries
+// packed qt [d_k, kRows] against key tile j0 packed (times the scale).
+template <size_t kRows>
+HWY_INLINE void ScoresTile(const float* HWY_RESTRICT qt, size_t d_k, const PackedKeys& packed,
+                           size_t j0, MatrixView S) {
+  GemmPanels<kRows, false>(ConstMatrixView(qt, kRows, d_k), packed.KeyTile(j0, d_k), S);
+}
+
+// WeightedSumVTile: O [kRows, d_v] += P [kRows, n] V rows [j0, j0 + n), V
+// packed, P rows kTileKeys floats apart.
+template <size_t kRows>
+HWY_INLINE void WeightedSumVTile(const float* HWY_RESTRICT p, size_t n, const PackedKeys& packed,
+                                 size_t j0, ConstMatrixView V, MatrixView O) {
+  GemmPanels<kRows, true>(ConstMatrixView(p, kRows, n, kTileKeys), packed.ValueTile(j0, V), O);
 }
 
 // qt [d_k, kRows] = Q rows [i0, i0 + kRows) transposed (k-major, QueriesA).
@@ -178,8 +158,8 @@ HWY_INLINE void PackQueries(ConstMatrixView Q, size_t i0, float* HWY_RESTRICT qt
 // alpha [kRows] = exp(m_old - m_new), the factors that rescale the rows'
 // running sums and outputs when their max grows: 0 on a row's first visible
 // tile (m_old = -inf), and flushed like the weights, so that the accumulator
-// never holds subnormals. One vector exp for all rows: computed one row at a
-// time, each was a chain of dependent FMAs per row and tile.
+// never holds subnormals. One vector exp for all rows, rather than a chain
+// of dependent FMAs per row and tile.
 template <size_t kRows>
 HWY_INLINE void Alphas(const float* HWY_RESTRICT m_old, const float* HWY_RESTRICT m_new,
                        float* HWY_RESTRICT alpha) {
@@ -188,11 +168,13 @@ HWY_INLINE void Alphas(const float* HWY_RESTRICT m_old, const float* HWY_RESTRIC
   const size_t N = hn::Lanes(d);
   size_t r = 0;
   for (; r + N <= kRows; r += N) {
-    hn::StoreU(ExpViaExp2(d, hn::Sub(hn::LoadU(d, m_old + r), hn::LoadU(d, m_new + r))), d, alpha + r);
+    hn::StoreU(ExpViaExp2(d, hn::Sub(hn::LoadU(d, m_old + r), hn::LoadU(d, m_new + r))), d,
+               alpha + r);
   }
   const DF1 d1;
   for (; r < kRows; ++r) {
-    hn::StoreU(ExpViaExp2(d1, hn::Sub(hn::LoadU(d1, m_old + r), hn::LoadU(d1, m_new + r))), d1, alpha + r);
+    hn::StoreU(ExpViaExp2(d1, hn::Sub(hn::LoadU(d1, m_old + r), hn::LoadU(d1, m_new + r))), d1,
+               alpha + r);
   }
 }
 
@@ -240,8 +222,7 @@ struct FlashBlock {
     const size_t tile_keys = std::min(kTileKeys, keys - j0);
     const size_t N = hn::Lanes(DF());
     const size_t cols = std::min(kTileKeys, (tile_keys + N - 1) / N * N);
-    GemmPanels<kRows, false>(ConstMatrixView(qt, kRows, d_k), packed.KeyTile(j0, d_k),
-                             S.Block(0, kRows, 0, cols));
+    ScoresTile<kRows>(qt, d_k, packed, j0, S.Block(0, kRows, 0, cols));
     // Per row: the keys it sees in this tile (n) and their max score.
     const bool masks = !t.bool_mask.empty() || !t.additive_mask.empty();
     size_t n[kRows];
@@ -250,7 +231,7 @@ struct FlashBlock {
       float* HWY_RESTRICT row = S.Row(r);
       n[r] = visible[r] > j0 ? std::min(tile_keys, visible[r] - j0) : 0;
       // The scale is already in K^T; softcap after it.
-      if (p.softcap > 0.0f) ScaleRow(row, n[r], 1.0f, p.softcap);
+      if (p.softcap > 0.0f) ScaleSoftcap(row, n[r], 1.0f, p.softcap);
       float tile_max;
       // An overflowed score (NaN, +-inf) is an error, never a mask.
       if (!RowMax</*kAllowNegInf=*/false>(row, n[r], &tile_max)) return false;
@@ -267,15 +248,14 @@ struct FlashBlock {
         ZeroRow(row, tile_keys);
         continue;
       }
-      const float sum = ExpSubtractSum</*kViaExp2=*/true>(row, n[r], m_new[r]);
+      const float sum = SoftmaxUnnormalised</*kViaExp2=*/true>(row, n[r], m_new[r]);
       ZeroRow(row + n[r], tile_keys - n[r]);
       l[r] = l[r] * alpha[r] + sum;
       m[r] = m_new[r];
       if (alpha[r] != 1.0f) ScaleRow(O.Row(r), d_v, alpha[r], 0.0f);
     }
     // O += P V_tile: P [kRows, tile_keys], V rows [j0, j0 + tile_keys).
-    GemmPanels<kRows, true>(ConstMatrixView(s, kRows, tile_keys, kTileKeys),
-                            packed.ValueTile(j0, t.V), O);
+    WeightedSumVTile<kRows>(s, tile_keys, packed, j0, t.V, O);
     return true;
   }
 
@@ -329,7 +309,7 @@ HWY_INLINE bool FlashBlocks(const internal::HeadTask& t, const internal::ScorePa
 }
 
 // Query rows [r0, r1) of one head, fused. `scratch` is the thread's room
-// (sized by RunAttentionJob) for the packed keys, K^T then V, and after them
+// (sized by PlanAttention) for the packed keys, K^T then V, and after them
 // (at internal::PackedKeysFloats) for a task's queries packed. The packed keys
 // are reused across calls while they hold enough keys of the same K and V
 // (query heads of one K/V group, and the query blocks of one head, share
@@ -360,10 +340,14 @@ HWY_INLINE bool FlashHead(const internal::HeadTask& t, const internal::ScorePara
     i += 4;
   }
   switch (r1 - i) {
-    case 3: return FlashRows<3>(t, p, kv, i, qt);
-    case 2: return FlashRows<2>(t, p, kv, i, qt);
-    case 1: return FlashRows<1>(t, p, kv, i, qt);
-    default: return true;
+    case 3:
+      return FlashRows<3>(t, p, kv, i, qt);
+    case 2:
+      return FlashRows<2>(t, p, kv, i, qt);
+    case 1:
+      return FlashRows<1>(t, p, kv, i, qt);
+    default:
+      return true;
   }
 }
 

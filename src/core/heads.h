@@ -1,5 +1,5 @@
 // attnkit internals shared by multi-head attention and the KV cache: head
-// configuration checks and the per-(item, head) task list.
+// configuration checks and the per-(item, head) task list (heads.cc).
 #ifndef ATTNKIT_HEADS_H_
 #define ATTNKIT_HEADS_H_
 
@@ -8,10 +8,14 @@
 #include <vector>
 
 #include "src/core/internal.h"
-#include "src/core/multihead.h"
+#include "src/core/matrix.h"
 #include "src/core/status.h"
 
 namespace attnkit {
+
+struct AttentionOptions;  // attention.h
+struct HeadConfig;        // multihead.h
+struct MultiHeadWeights;  // multihead.h
 namespace internal {
 
 struct Heads {
@@ -27,8 +31,8 @@ struct Heads {
 // (q_cols / num_heads, where q_cols is d_model or the columns of Q) and d_v
 // (= d_k, unless v_cols is given: v_cols / num_kv_heads). `q_cols_name` names
 // what q_cols is for messages ("d_model" or "Q").
-Status ResolveHeads(const HeadConfig& config, size_t q_cols, const char* q_cols_name,
-                    size_t v_cols, Heads* heads);
+Status ResolveHeads(const HeadConfig& config, size_t q_cols, const char* q_cols_name, size_t v_cols,
+                    Heads* heads);
 
 // rows / batch, checking batch > 0 and that it divides rows.
 Status SequenceLength(const char* name, size_t rows, size_t batch, size_t* seq_len);
@@ -38,8 +42,8 @@ Status CheckKeyLengthCount(const AttentionOptions& options, size_t batch);
 
 // W_Q [d_model, h*d_k], W_K [d_model, kvh*d_k], W_V [d_model, kvh*d_v], and
 // W_O [h*d_v, d_out] if given: shapes and values. Sets d_out (h*d_v without W_O).
-Status CheckMultiHeadWeights(const MultiHeadWeights& weights, size_t d_model,
-                             const Heads& heads, size_t* d_out);
+Status CheckMultiHeadWeights(const MultiHeadWeights& weights, size_t d_model, const Heads& heads,
+                             size_t* d_out);
 
 // The projections of multi-head attention: Q, K and V of X [rows, d_model],
 // and the merged heads when W_O is applied.
@@ -51,17 +55,15 @@ struct Projected {
 // Allocates *p, adds Q = X W_Q, K = X W_K, V = X W_V to job->projections and,
 // with W_O, the output projection merged W_O -> out.
 Status AddMultiHeadProjections(ConstMatrixView X, const MultiHeadWeights& weights,
-                               const Heads& heads, MatrixView out, Projected* p,
-                               AttentionJob* job);
+                               const Heads& heads, MatrixView out, Projected* p, AttentionJob* job);
 
 // Appends one task per (item, query head): queries from Q [batch*T_q, h*d_k],
 // outputs into out [batch*T_q, h*d_v]; keys and values of (item, kv head)
 // from kv(item, kv_head, &K, &V).
-void AddHeadTasks(
-    ConstMatrixView Q, MatrixView out, size_t batch, size_t T_q, size_t T_k, const Heads& heads,
-    const AttentionOptions& options,
-    const std::function<void(size_t, size_t, ConstMatrixView*, ConstMatrixView*)>& kv,
-    std::vector<HeadTask>* tasks);
+void AddHeadTasks(ConstMatrixView Q, MatrixView out, size_t batch, size_t T_q, size_t T_k,
+                  const Heads& heads, const AttentionOptions& options,
+                  const std::function<void(size_t, size_t, ConstMatrixView*, ConstMatrixView*)>& kv,
+                  std::vector<HeadTask>* tasks);
 
 }  // namespace internal
 }  // namespace attnkit

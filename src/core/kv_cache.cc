@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "src/core/attention.h"
 #include "src/core/heads.h"
 #include "src/core/internal.h"
 #include "src/core/validate.h"
@@ -22,17 +23,18 @@ std::string Str(size_t v) { return std::to_string(v); }
 
 Status CheckCreated(const KVCache& cache) {
   if (cache.batch() == 0) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "cache", "expected a cache made by KVCache::Create, got an empty one");
+    return Status(ErrorCode::kInvalidArgument, "cache",
+                  "expected a cache made by KVCache::Create, got an empty one");
   }
   return Status::Ok();
 }
 
 Status CheckRoom(const KVCache& cache, size_t T_new) {
   if (T_new > cache.capacity() - cache.size()) {
-    return Status(ErrorCode::kCapacity, "capacity", "expected at most " + Str(cache.capacity()) +
-                                            " cached tokens, got " + Str(cache.size()) + " + " +
-                                            Str(T_new) + " new = " + Str(cache.size() + T_new));
+    return Status(ErrorCode::kCapacity, "capacity",
+                  "expected at most " + Str(cache.capacity()) + " cached tokens, got " +
+                      Str(cache.size()) + " + " + Str(T_new) +
+                      " new = " + Str(cache.size() + T_new));
   }
   return Status::Ok();
 }
@@ -44,9 +46,11 @@ Status KVCache::Create(size_t batch, size_t num_kv_heads, size_t d_k, size_t d_v
   if (cache == nullptr) {
     return Status(ErrorCode::kInvalidArgument, "cache", "expected a pointer, got null");
   }
-  const std::pair<const char*, size_t> sizes[] = {
-      {"batch", batch}, {"num_kv_heads", num_kv_heads}, {"d_k", d_k}, {"d_v", d_v},
-      {"capacity", capacity}};
+  const std::pair<const char*, size_t> sizes[] = {{"batch", batch},
+                                                  {"num_kv_heads", num_kv_heads},
+                                                  {"d_k", d_k},
+                                                  {"d_v", d_v},
+                                                  {"capacity", capacity}};
   for (const auto& [name, value] : sizes) {
     if (value == 0) {
       return Status(ErrorCode::kInvalidArgument, name, "expected at least 1, got 0");
@@ -76,15 +80,17 @@ Status KVCache::Create(size_t batch, size_t num_kv_heads, size_t d_k, size_t d_v
 Status KVCache::Truncate(size_t size) {
   ATTNKIT_RETURN_IF_ERROR(CheckCreated(*this));
   if (size > size_) {
-    return Status(ErrorCode::kInvalidArgument, "size",
-                  "expected at most the cached tokens per item, " + Str(size_) + ", got " + Str(size));
+    return Status(
+        ErrorCode::kInvalidArgument, "size",
+        "expected at most the cached tokens per item, " + Str(size_) + ", got " + Str(size));
   }
   size_ = size;
   return Status::Ok();
 }
 
 Status KVCache::Clone(KVCache* copy) const {
-  if (copy == nullptr) return Status(ErrorCode::kInvalidArgument, "copy", "expected a pointer, got null");
+  if (copy == nullptr)
+    return Status(ErrorCode::kInvalidArgument, "copy", "expected a pointer, got null");
   ATTNKIT_RETURN_IF_ERROR(CheckCreated(*this));
   KVCache c;
   ATTNKIT_RETURN_IF_ERROR(Create(batch_, num_kv_heads_, d_k_, d_v_, capacity_, &c));
@@ -102,8 +108,8 @@ Status KVCache::Clone(KVCache* copy) const {
 
 ConstMatrixView KVCache::Keys(size_t item, size_t kv_head) const {
   if (item >= batch_ || kv_head >= num_kv_heads_) return ConstMatrixView();
-  return ConstMatrixView(keys_.data() + (item * num_kv_heads_ + kv_head) * capacity_ * d_k_,
-                         size_, d_k_);
+  return ConstMatrixView(keys_.data() + (item * num_kv_heads_ + kv_head) * capacity_ * d_k_, size_,
+                         d_k_);
 }
 
 ConstMatrixView KVCache::Values(size_t item, size_t kv_head) const {
@@ -149,24 +155,24 @@ namespace {
 // Heads of the queries against a cache: the config must match the cache.
 Status CheckHeadsMatchCache(const Heads& heads, const KVCache& cache) {
   if (heads.num_kv_heads != cache.num_kv_heads()) {
-    return Status(ErrorCode::kShapeMismatch,
-                  "num_kv_heads", "expected " + Str(cache.num_kv_heads()) +
-                      " (the cache's), got " + Str(heads.num_kv_heads));
+    return Status(
+        ErrorCode::kShapeMismatch, "num_kv_heads",
+        "expected " + Str(cache.num_kv_heads()) + " (the cache's), got " + Str(heads.num_kv_heads));
   }
   if (heads.d_k != cache.d_k()) {
-    return Status(ErrorCode::kShapeMismatch,
-                  "d_k", "expected " + Str(cache.d_k()) + " (the cache's), got " + Str(heads.d_k));
+    return Status(ErrorCode::kShapeMismatch, "d_k",
+                  "expected " + Str(cache.d_k()) + " (the cache's), got " + Str(heads.d_k));
   }
   if (heads.d_v != cache.d_v()) {
-    return Status(ErrorCode::kShapeMismatch,
-                  "d_v", "expected " + Str(cache.d_v()) + " (the cache's), got " + Str(heads.d_v));
+    return Status(ErrorCode::kShapeMismatch, "d_v",
+                  "expected " + Str(cache.d_v()) + " (the cache's), got " + Str(heads.d_v));
   }
   return Status::Ok();
 }
 
 // Tasks of every (item, query head) against the cache holding T_k tokens.
-void AddCachedTasks(ConstMatrixView Q, MatrixView out, const KVCache& cache, size_t T_q,
-                    size_t T_k, const Heads& heads, const AttentionOptions& options,
+void AddCachedTasks(ConstMatrixView Q, MatrixView out, const KVCache& cache, size_t T_q, size_t T_k,
+                    const Heads& heads, const AttentionOptions& options,
                     std::vector<internal::HeadTask>* tasks) {
   internal::AddHeadTasks(
       Q, out, cache.batch(), T_q, T_k, heads, options,
@@ -192,13 +198,15 @@ Status AttendCached(ConstMatrixView Q_new, const KVCache& cache, size_t num_head
   config.d_k = cache.d_k();
   config.d_v = cache.d_v();
   Heads heads;
-  ATTNKIT_RETURN_IF_ERROR(internal::ResolveHeads(config, Q_new.cols, "the columns of Q_new", 0, &heads));
+  ATTNKIT_RETURN_IF_ERROR(
+      internal::ResolveHeads(config, Q_new.cols, "the columns of Q_new", 0, &heads));
   size_t T_new;
   ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("Q_new", Q_new.rows, cache.batch(), &T_new));
   if (T_new > cache.size()) {
-    return Status(ErrorCode::kShapeMismatch,
-                  "Q_new", "expected at most " + Str(cache.size()) +
-                      " tokens per item (the cache's size; append K and V first), got " + Str(T_new));
+    return Status(ErrorCode::kShapeMismatch, "Q_new",
+                  "expected at most " + Str(cache.size()) +
+                      " tokens per item (the cache's size; append K and V first), got " +
+                      Str(T_new));
   }
   ATTNKIT_RETURN_IF_ERROR(CheckShape("Q_new", Q_new, Q_new.rows, num_heads * cache.d_k(),
                                      "batch * T_new", "num_heads * d_k of the cache"));
@@ -209,11 +217,12 @@ Status AttendCached(ConstMatrixView Q_new, const KVCache& cache, size_t num_head
   ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, cache.batch()));
   internal::AttentionJob job;
   job.source = "Q_new";
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T_new, cache.size(), cache.d_k(),
-                                                 /*batched=*/true, cache.batch(), num_heads,
-                                                 &job));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T_new, cache.size(), /*batched=*/true,
+                                                 cache.batch(), num_heads));
+  job.params = internal::ScoreParamsOf(options, cache.d_k());
+  job.pool = options.pool;
   AddCachedTasks(Q_new, out, cache, T_new, cache.size(), heads, options, &job.heads);
-  return internal::RunAttentionJob(&job);
+  return internal::RunAttentionJob(job);
 }
 
 Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
@@ -231,8 +240,9 @@ Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
   ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("X_new", X_new.rows, cache->batch(), &T_new));
   size_t d_out;
   ATTNKIT_RETURN_IF_ERROR(internal::CheckMultiHeadWeights(weights, X_new.cols, heads, &d_out));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, X_new.rows, d_out, "batch * T_new, the rows of X_new",
-                                     weights.W_O.empty() ? "num_heads * d_v" : "the columns of W_O"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("out", out, X_new.rows, d_out, "batch * T_new, the rows of X_new",
+                 weights.W_O.empty() ? "num_heads * d_v" : "the columns of W_O"));
   ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, "X_new", X_new));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("X_new", X_new));
   ATTNKIT_RETURN_IF_ERROR(CheckRoom(*cache, T_new));
@@ -240,16 +250,17 @@ Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
   const size_t T_k = cache->size() + T_new;
   internal::AttentionJob job;
   job.source = "X_new";
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T_new, T_k, heads.d_k,
-                                                 /*batched=*/true, cache->batch(),
-                                                 heads.num_heads, &job));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T_new, T_k, /*batched=*/true,
+                                                 cache->batch(), heads.num_heads));
+  job.params = internal::ScoreParamsOf(options, heads.d_k);
+  job.pool = options.pool;
   internal::Projected p;
   ATTNKIT_RETURN_IF_ERROR(internal::AddMultiHeadProjections(X_new, weights, heads, out, &p, &job));
   job.after_projections = [&] { cache->AppendUnchecked(p.K.view(), p.V.view()); };
   AddCachedTasks(p.Q.view(), p.heads_out, *cache, T_new, T_k, heads, options, &job.heads);
   const size_t size_before = cache->size();
-  const Status status = internal::RunAttentionJob(&job);
-  if (!status.ok()) (void)cache->Truncate(size_before);  // leave the cache as it was
+  const Status status = internal::RunAttentionJob(job);
+  if (!status.ok()) cache->RollBack(size_before);  // leave the cache as it was
   return status;
 }
 

@@ -21,8 +21,8 @@ class KVCache {
  public:
   KVCache() = default;  // empty; use Create
 
-  static Status Create(size_t batch, size_t num_kv_heads, size_t d_k, size_t d_v,
-                       size_t capacity, KVCache* cache);
+  static Status Create(size_t batch, size_t num_kv_heads, size_t d_k, size_t d_v, size_t capacity,
+                       KVCache* cache);
 
   size_t batch() const { return batch_; }
   size_t num_kv_heads() const { return num_kv_heads_; }
@@ -50,11 +50,15 @@ class KVCache {
   // beam in beam search); later appends to either leave the other unchanged.
   Status Clone(KVCache* copy) const;
 
-  // For MultiHeadDecode, which has checked everything already: append without
-  // checks.
-  void AppendUnchecked(ConstMatrixView K_new, ConstMatrixView V_new);
-
  private:
+  // MultiHeadDecode has checked everything already: it appends without
+  // checks and, if the step fails, rolls the cache back to its old size.
+  friend Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
+                                const HeadConfig& config, const AttentionOptions& options,
+                                KVCache* cache, MatrixView out);
+  void AppendUnchecked(ConstMatrixView K_new, ConstMatrixView V_new);
+  void RollBack(size_t size) { size_ = size; }  // size <= size()
+
   size_t batch_ = 0, num_kv_heads_ = 0, d_k_ = 0, d_v_ = 0, capacity_ = 0;
   size_t size_ = 0;
   FloatBuffer keys_, values_;
@@ -72,8 +76,8 @@ Status AttendCached(ConstMatrixView Q_new, const KVCache& cache, size_t num_head
 // new queries against the cache and applies W_O -> out [batch*T_new, d_out].
 // On error the cache is unchanged.
 Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
-                       const HeadConfig& config, const AttentionOptions& options,
-                       KVCache* cache, MatrixView out);
+                       const HeadConfig& config, const AttentionOptions& options, KVCache* cache,
+                       MatrixView out);
 
 }  // namespace attnkit
 

@@ -36,8 +36,7 @@ struct MatrixViewT {
   T* Row(size_t r) const { return data + r * stride; }
   T& operator()(size_t r, size_t c) const { return data[r * stride + c]; }
   // Rows [row0, row0 + num_rows) and columns [col0, col0 + num_cols).
-  MatrixViewT Block(size_t row0, size_t num_rows, size_t col0,
-                    size_t num_cols) const {
+  MatrixViewT Block(size_t row0, size_t num_rows, size_t col0, size_t num_cols) const {
     return MatrixViewT(data + row0 * stride + col0, num_rows, num_cols, stride);
   }
 };
@@ -96,8 +95,8 @@ class Matrix {
 
   MatrixView view() { return MatrixView(data_.data(), rows_, cols_); }
   ConstMatrixView view() const { return ConstMatrixView(data_.data(), rows_, cols_); }
-  operator MatrixView() { return view(); }              // NOLINT
-  operator ConstMatrixView() const { return view(); }   // NOLINT
+  operator MatrixView() { return view(); }             // NOLINT
+  operator ConstMatrixView() const { return view(); }  // NOLINT
 
   // Changes the shape; contents become zero. Returns false (matrix empty) if
   // the memory is not there.

@@ -41,9 +41,9 @@ Status MergeHeads(ConstMatrixView heads, size_t num_heads, MatrixView out);
 // Q [B*T_q, h*d_k], K [B*T_k, kvh*d_k], V [B*T_k, kvh*d_v] -> out [B*T_q, h*d_v].
 // config.num_heads and num_kv_heads are required; d_k and d_v are derived from
 // the column counts when zero. options.key_lengths gives per-item key padding.
-Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
-                             size_t batch, const HeadConfig& config,
-                             const AttentionOptions& options, MatrixView out);
+Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, size_t batch,
+                             const HeadConfig& config, const AttentionOptions& options,
+                             MatrixView out);
 
 // Which intermediate of attention MultiHeadAttentionQKV returns in
 // MultiHeadExtras::scores (ONNX Attention's qk_matmul_output).
@@ -85,17 +85,16 @@ struct MultiHeadExtras {
 // item); key_lengths, masks and causal alignment refer to those T_total keys
 // (ONNX: causal_alignment kUpperLeft with causal_offset = T_past).
 // Q [B*T_q, h*d_k], K [B*T_k, kvh*d_k], V [B*T_k, kvh*d_v] -> out [B*T_q, h*d_v].
-Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
-                             size_t batch, const HeadConfig& config,
-                             const AttentionOptions& options, const MultiHeadExtras& extras,
-                             MatrixView out);
+Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, size_t batch,
+                             const HeadConfig& config, const AttentionOptions& options,
+                             const MultiHeadExtras& extras, MatrixView out);
 
 // Full multi-head self-attention:
 // X [B*T, d_model] -> project -> split -> attend per head -> merge -> W_O
 // -> out [B*T, d_out] (or [B*T, h*d_v] when W_O is empty).
-Status MultiHeadAttention(ConstMatrixView X, size_t batch,
-                          const MultiHeadWeights& weights, const HeadConfig& config,
-                          const AttentionOptions& options, MatrixView out);
+Status MultiHeadAttention(ConstMatrixView X, size_t batch, const MultiHeadWeights& weights,
+                          const HeadConfig& config, const AttentionOptions& options,
+                          MatrixView out);
 
 }  // namespace attnkit
 

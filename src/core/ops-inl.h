@@ -29,10 +29,9 @@ using DF1 = hn::CappedTag<float, 1>;  // one lane, for the tails
 
 // In WebAssembly, the kernels of decoding whose loops are small run as
 // functions of their own: inlined deep in a caller, V8 unrolls such loops and
-// spills their accumulators (see GemmRowsOutOfLine below). DotRows and
-// AddWeightedRows out of line made decoding 1.13x (16k tokens) to 1.43x (256)
-// faster in Node, as fast as with node --no-wasm-loop-unrolling. (inline:
-// one definition for every file that includes this header.)
+// spills their accumulators (see GemmRowsOutOfLine below); out of line they
+// run as with node --no-wasm-loop-unrolling. (inline: one definition for
+// every file that includes this header.)
 #undef ATTNKIT_OUT_OF_LINE_IN_WASM
 #if HWY_TARGET == HWY_WASM
 #define ATTNKIT_OUT_OF_LINE_IN_WASM inline HWY_NOINLINE
@@ -42,8 +41,7 @@ using DF1 = hn::CappedTag<float, 1>;  // one lane, for the tails
 
 // a [n] . b [n]. Two independent accumulators hide FMA latency (4 cycles, 2
 // ports); more did not help at the head sizes attention uses (d_k <= 256).
-HWY_INLINE float Dot(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
-                     size_t n) {
+HWY_INLINE float Dot(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, size_t n) {
   const DF d;
   const size_t N = hn::Lanes(d);
   auto sum0 = hn::Zero(d);
@@ -84,8 +82,10 @@ HWY_INLINE hn::Vec<hn::Full128<float>> SumOfBlocks(D, hn::Vec<D> v) {
 template <class D, class V = hn::Vec<D>>
 HWY_INLINE hn::Vec<hn::Full128<float>> SumOfLanes4(D d, V v0, V v1, V v2, V v3) {
   const hn::Repartition<uint64_t, D> d64;
-  const auto s01 = hn::BitCast(d64, hn::Add(hn::InterleaveLower(d, v0, v1), hn::InterleaveUpper(d, v0, v1)));
-  const auto s23 = hn::BitCast(d64, hn::Add(hn::InterleaveLower(d, v2, v3), hn::InterleaveUpper(d, v2, v3)));
+  const auto s01 =
+      hn::BitCast(d64, hn::Add(hn::InterleaveLower(d, v0, v1), hn::InterleaveUpper(d, v0, v1)));
+  const auto s23 =
+      hn::BitCast(d64, hn::Add(hn::InterleaveLower(d, v2, v3), hn::InterleaveUpper(d, v2, v3)));
   return SumOfBlocks(d, hn::Add(hn::BitCast(d, hn::InterleaveLower(d64, s01, s23)),
                                 hn::BitCast(d, hn::InterleaveUpper(d64, s01, s23))));
 }
@@ -94,12 +94,11 @@ HWY_INLINE hn::Vec<hn::Full128<float>> SumOfLanes4(D d, V v0, V v1, V v2, V v3) 
 // out [n]: out[j] = q [d] . row j [d] of rows (rows `stride` floats apart).
 // Four rows at a time share the loads of q and end in one SumOfLanes4: per
 // row, Dot's horizontal sum costs as much as its d / Lanes FMAs (4 with
-// AVX-512 at d = 64). The scores of decoding and of traces: decoding against
-// caches that fit in L2 (256-512 tokens) ran 1.12-1.19x faster natively and
-// 1.15-1.21x in wasm; longer caches are bound by memory bandwidth (~1.0x).
+// AVX-512 at d = 64). The scores of decoding and of traces (Scores in
+// steps-inl.h).
 ATTNKIT_OUT_OF_LINE_IN_WASM void DotRows(const float* HWY_RESTRICT q,
-                                         const float* HWY_RESTRICT rows, size_t stride,
-                                         size_t n, size_t d, float* HWY_RESTRICT out) {
+                                         const float* HWY_RESTRICT rows, size_t stride, size_t n,
+                                         size_t d, float* HWY_RESTRICT out) {
   size_t j = 0;
 #if HWY_TARGET != HWY_SCALAR
   const DF df;
@@ -132,8 +131,7 @@ ATTNKIT_OUT_OF_LINE_IN_WASM void DotRows(const float* HWY_RESTRICT q,
 }
 
 // y [n] += s * x [n].
-HWY_INLINE void MulAddRow(float s, const float* HWY_RESTRICT x,
-                          float* HWY_RESTRICT y, size_t n) {
+HWY_INLINE void MulAddRow(float s, const float* HWY_RESTRICT x, float* HWY_RESTRICT y, size_t n) {
   const DF d;
   const size_t N = hn::Lanes(d);
   const auto vs = hn::Set(d, s);
@@ -176,13 +174,15 @@ ATTNKIT_OUT_OF_LINE_IN_WASM void AddWeightedRows(const float* HWY_RESTRICT w, si
   }
   for (; i + N <= n; i += N) {
     auto yv = hn::LoadU(d, y + i);
-    for (size_t j = 0; j < rows; ++j) yv = hn::MulAdd(hn::Set(d, w[j]), hn::LoadU(d, x + j * stride + i), yv);
+    for (size_t j = 0; j < rows; ++j)
+      yv = hn::MulAdd(hn::Set(d, w[j]), hn::LoadU(d, x + j * stride + i), yv);
     hn::StoreU(yv, d, y + i);
   }
   const DF1 d1;
   for (; i < n; ++i) {
     auto yv = hn::LoadU(d1, y + i);
-    for (size_t j = 0; j < rows; ++j) yv = hn::MulAdd(hn::Set(d1, w[j]), hn::LoadU(d1, x + j * stride + i), yv);
+    for (size_t j = 0; j < rows; ++j)
+      yv = hn::MulAdd(hn::Set(d1, w[j]), hn::LoadU(d1, x + j * stride + i), yv);
     hn::StoreU(yv, d1, y + i);
   }
 }
@@ -215,8 +215,7 @@ HWY_INLINE V ScaleCap(D d, V v, float scale, float softcap) {
 }
 
 // x [n] in place: x * scale, then soft-capped when softcap > 0.
-HWY_INLINE void ScaleRow(float* HWY_RESTRICT x, size_t n, float scale,
-                         float softcap) {
+HWY_INLINE void ScaleRow(float* HWY_RESTRICT x, size_t n, float scale, float softcap) {
   const DF d;
   const size_t N = hn::Lanes(d);
   size_t i = 0;
@@ -231,9 +230,8 @@ HWY_INLINE void ScaleRow(float* HWY_RESTRICT x, size_t n, float scale,
 
 // The max of x [n] into *max (-inf for n = 0). Returns false if x holds NaN
 // or +inf, or, unless kAllowNegInf, -inf. Out of line in wasm: inlined in the
-// fused kernel, its loop kept both accumulators on the stack, a store and a
-// load per vector (the kernel has more live values than V8's 15 registers);
-// out of line, 1.02x faster in Node.
+// fused kernel, which has more live values than V8's 15 vector registers,
+// its accumulators would live on the stack.
 template <bool kAllowNegInf = true>
 ATTNKIT_OUT_OF_LINE_IN_WASM bool RowMax(const float* HWY_RESTRICT x, size_t n, float* max) {
   const DF d;
@@ -245,8 +243,7 @@ ATTNKIT_OUT_OF_LINE_IN_WASM bool RowMax(const float* HWY_RESTRICT x, size_t n, f
   size_t i = 0;
   if constexpr (!kAllowNegInf) {
     // 0 * v is NaN for v = NaN or +-inf, else 0: one FMA per vector and one
-    // test per row; testing each vector as below made attention 1.01-1.03x
-    // slower natively.
+    // test per row, rather than a test per vector as below.
     const auto zero = hn::Zero(d);
     auto bad = zero;
     for (; i + N <= n; i += N) {
@@ -308,10 +305,9 @@ constexpr float kExpFlushBelow = -87.0f;
 // the exponent bits. q is a cubic fitted for the least maximum relative error
 // on |r| <= ln2 / 2 (1.05e-7; scripts/fit_exp.py). Relative error <= 1.9e-7
 // (3.1 ulp) on [-87, 0], against double exp. Cephes' degree-7 polynomial
-// gives 1.4 ulp but costs two more FMAs per lane: attention was 2% slower
-// with it, natively and in wasm. About 14 operations, where hn::Exp, valid
-// over all floats, takes about 27. Above -87, n >= -126, so the result is a
-// normal float.
+// gives 1.4 ulp but costs two more FMAs per lane, on the hottest loop of
+// softmax. About 14 operations, where hn::Exp, valid over all floats, takes
+// about 27. Above -87, n >= -126, so the result is a normal float.
 template <class D, class V>
 HWY_INLINE V ExpFlushed(D d, V v) {
   const hn::RebindToSigned<D> di;
@@ -357,8 +353,7 @@ HWY_INLINE V Exp2Flushed(D d, V v) {
 // ExpFlushed): the fused kernel's exp. Relative error <= 1.9e-7 + |v| * 6e-8
 // (the rounding of v log2(e)), so less accurate than ExpFlushed only far
 // below the row max, where the weights are < e^-20. In wasm, which has no
-// FMA, it takes 4 fewer operations per vector and 3 fewer constants: the fused
-// kernel ran 1.04-1.05x faster in Node (T = 512-8192); natively it is neutral.
+// FMA, it takes 4 fewer operations per vector and 3 fewer constants.
 template <class D, class V>
 HWY_INLINE V ExpViaExp2(D d, V v) {
   return Exp2Flushed(d, hn::Mul(v, hn::Set(d, 1.44269504088896341f)));
@@ -398,7 +393,7 @@ HWY_INLINE float ExpSubtractSum(float* HWY_RESTRICT x, size_t n, float max) {
 // Row softmax of x [n] in place, numerically stable: p_j = exp(x_j - max) /
 // sum. -inf entries (masked) get exactly 0; a row of only -inf becomes all
 // zeros. Returns false if the row holds NaN or +inf (overflowed scores).
-// Exp is Highway's (1 ULP, valid down to -FLT_MAX; 0 below -104).
+// Exp is ExpFlushed (3.1 ulp on [-87, 0]; 0 below kExpFlushBelow).
 HWY_INLINE bool SoftmaxRow(float* HWY_RESTRICT x, size_t n) {
   const float kInf = std::numeric_limits<float>::infinity();
   // Reject NaN / +inf (v < +inf is false for both) while finding the max.
@@ -444,9 +439,8 @@ struct PanelView {
 // floats apart (known at run time) and kColStep = 1. With both known, one
 // pointer (one index in wasm) serves all rows of a register tile: A packed
 // k-major [K, kRows] is GemmA<1, kRows>, rows a constant S floats apart
-// GemmA<S, 1>. With a pointer per row, V8 advanced kRows indices per k step,
-// and the wasm GEMM loop took 31 x86 instructions per step for 16 mul + add;
-// with one, 27 (perf annotate of V8's code).
+// GemmA<S, 1>. With a pointer per row, V8 advances kRows indices per k step
+// in the wasm GEMM loop.
 template <size_t kRowStep, size_t kColStep>
 struct GemmA {
   static_assert(kRowStep != 0 || kColStep == 1, "rows at run time: contiguous columns");
@@ -543,12 +537,11 @@ HWY_INLINE void GemmRowsInline(ConstMatrixView A, const PanelView& B, MatrixView
 // compiler (TurboFan; V8 11.3 in Node 20) unrolls every innermost wasm loop
 // smaller than 50 * (depth + 1) graph nodes, depth being the number of loops
 // around it, at least twice (src/compiler/loop-unrolling.h). Inlined into the
-// fused kernel, GemmTile's k loop sat several loops deep and was unrolled 3x;
-// with an exit test after each copy, TurboFan placed each copy's arithmetic
-// after all of its loads, and the accumulators spilled to the stack. Here,
-// one loop deep, it is unrolled at most 2x and its accumulators stay in
-// registers (with one k step per iteration, see kGemmUnroll): out of line, the
-// fused kernel ran 1.2-1.3x faster in Node, a multi-head layer 1.25x. HWY_NOINLINE
+// fused kernel, GemmTile's k loop sits several loops deep and is unrolled
+// three times; with an exit test after each copy, TurboFan places each copy's
+// arithmetic after all of its loads, and the accumulators spill to the stack.
+// Here, one loop deep, it is unrolled at most twice and its accumulators stay
+// in registers (with one k step per iteration, see kGemmUnroll). HWY_NOINLINE
 // holds off LLVM; wasm-opt inlines any function that has a single caller
 // unless told not to (src/bindings/CMakeLists.txt does; the wasm test binary
 // does not), so storing and accumulating calls share this one: C = A B with A
@@ -600,10 +593,17 @@ HWY_INLINE void MatMul(ConstMatrixView A, ConstMatrixView B_matrix, MatrixView C
     i += 4;
   }
   switch (A.rows - i) {
-    case 3: GemmRows<3, kAccumulate>(A, B, C, i); break;
-    case 2: GemmRows<2, kAccumulate>(A, B, C, i); break;
-    case 1: GemmRows<1, kAccumulate>(A, B, C, i); break;
-    default: break;
+    case 3:
+      GemmRows<3, kAccumulate>(A, B, C, i);
+      break;
+    case 2:
+      GemmRows<2, kAccumulate>(A, B, C, i);
+      break;
+    case 1:
+      GemmRows<1, kAccumulate>(A, B, C, i);
+      break;
+    default:
+      break;
   }
 }
 
@@ -637,9 +637,9 @@ HWY_INLINE void MatMulPanels(ConstMatrixView A, const PanelView& B, MatrixView C
 }
 
 // C [M, N] = A [M, K] B^T with B [N, K]: C[i, j] = A row i . B row j.
-HWY_INLINE void MatMulTransposed(ConstMatrixView A, ConstMatrixView B,
-                                 MatrixView C) {
-  for (size_t i = 0; i < A.rows; ++i) DotRows(A.Row(i), B.Row(0), B.stride, B.rows, A.cols, C.Row(i));
+HWY_INLINE void MatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
+  for (size_t i = 0; i < A.rows; ++i)
+    DotRows(A.Row(i), B.Row(0), B.stride, B.rows, A.cols, C.Row(i));
 }
 
 // True if every value of m is finite.

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "src/core/internal.h"
+#include "src/core/plan.h"
 #include "src/core/validate.h"
 
 namespace attnkit {
@@ -16,8 +17,8 @@ using internal::CheckView;
 Status MatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
   ATTNKIT_RETURN_IF_ERROR(CheckView("A", A));
   ATTNKIT_RETURN_IF_ERROR(CheckShape("B", B, A.cols, B.cols, "K, the columns of A", "N"));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("C", C, A.rows, B.cols, "M, the rows of A",
-                                     "N, the columns of B"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("C", C, A.rows, B.cols, "M, the rows of A", "N, the columns of B"));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("A", A));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("B", B));
   ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("C", C, "A", A));
@@ -36,8 +37,8 @@ Status MatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
 Status MatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
   ATTNKIT_RETURN_IF_ERROR(CheckView("A", A));
   ATTNKIT_RETURN_IF_ERROR(CheckShape("B", B, B.rows, A.cols, "N", "K, the columns of A"));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("C", C, A.rows, B.rows, "M, the rows of A",
-                                     "N, the rows of B"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("C", C, A.rows, B.rows, "M, the rows of A", "N, the rows of B"));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("A", A));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("B", B));
   ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("C", C, "A", A));
@@ -50,14 +51,15 @@ Status ScaleScores(MatrixView x, float scale, float softcap) {
   ATTNKIT_RETURN_IF_ERROR(CheckView("x", x));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("x", x));
   if (!std::isfinite(scale)) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "scale", "expected a finite number, got " + internal::FloatString(scale));
+    return Status(ErrorCode::kInvalidArgument, "scale",
+                  "expected a finite number, got " + internal::FloatString(scale));
   }
   if (!std::isfinite(softcap) || softcap < 0.0f) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "softcap", "expected 0 (off) or a finite number > 0, got " + internal::FloatString(softcap));
+    return Status(ErrorCode::kInvalidArgument, "softcap",
+                  "expected 0 (off) or a finite number > 0, got " + internal::FloatString(softcap));
   }
-  if (!internal::RunScaleScores(x, scale, softcap)) return internal::OverflowStatus("x", "the scaled scores");
+  if (!internal::RunScaleScores(x, scale, softcap))
+    return internal::OverflowStatus("x", "the scaled scores");
   return Status::Ok();
 }
 

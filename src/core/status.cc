@@ -4,12 +4,18 @@ namespace attnkit {
 
 const char* ErrorCodeName(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kOk: return "ok";
-    case ErrorCode::kInvalidArgument: return "invalid_argument";
-    case ErrorCode::kShapeMismatch: return "shape_mismatch";
-    case ErrorCode::kNonFinite: return "non_finite";
-    case ErrorCode::kOverflow: return "overflow";
-    case ErrorCode::kCapacity: return "capacity";
+    case ErrorCode::kOk:
+      return "ok";
+    case ErrorCode::kInvalidArgument:
+      return "invalid_argument";
+    case ErrorCode::kShapeMismatch:
+      return "shape_mismatch";
+    case ErrorCode::kNonFinite:
+      return "non_finite";
+    case ErrorCode::kOverflow:
+      return "overflow";
+    case ErrorCode::kCapacity:
+      return "capacity";
   }
   return "unknown";
 }

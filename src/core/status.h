@@ -51,9 +51,9 @@ class [[nodiscard]] Status {
 }  // namespace attnkit
 
 // Returns early from the enclosing function if `expr` is not OK.
-#define ATTNKIT_RETURN_IF_ERROR(expr)          \
-  do {                                         \
-    ::attnkit::Status attnkit_status_ = (expr); \
+#define ATTNKIT_RETURN_IF_ERROR(expr)                  \
+  do {                                                 \
+    ::attnkit::Status attnkit_status_ = (expr);        \
     if (!attnkit_status_.ok()) return attnkit_status_; \
   } while (0)
 

@@ -46,8 +46,8 @@ class ThreadPool {
   void WorkerLoop(size_t thread);
   void Drain(size_t thread);  // takes tasks until none are left
 
-  std::mutex run_mutex_;  // one Run at a time
-  std::mutex mutex_;      // guards everything below but next_task_
+  std::mutex run_mutex_;          // one Run at a time
+  std::mutex mutex_;              // guards everything below but next_task_
   std::condition_variable wake_;  // workers: a new generation or stop
   std::condition_variable done_;  // Run: the last worker finished
   const std::function<void(size_t, size_t)>* fn_ = nullptr;

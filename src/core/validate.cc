@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "src/core/attention.h"
 #include "src/core/internal.h"
 
 namespace attnkit {
@@ -17,15 +18,13 @@ namespace {
 std::string Str(size_t v) { return std::to_string(v); }
 
 // "1 row", "3 rows".
-std::string Count(size_t n, const char* noun) {
-  return Str(n) + " " + noun + (n == 1 ? "" : "s");
-}
+std::string Count(size_t n, const char* noun) { return Str(n) + " " + noun + (n == 1 ? "" : "s"); }
 
 // True if no value of row [n] is NaN or +-inf (all exponent bits set). Written
 // on the bits, without branches, so that the compiler vectorises it. Only
-// for inputs that RunAllFinite (the best SIMD target, ~4x faster than this
-// SSE2 loop: 9% of a T = 128 attention went to the checks) found non-finite:
-// additive masks with -inf, and errors.
+// for inputs that RunAllFinite (the best SIMD target, several times faster
+// than this baseline loop) found non-finite: additive masks with -inf, and
+// errors.
 bool RowFinite(const float* row, size_t n) {
   uint32_t bad = 0;
   for (size_t c = 0; c < n; ++c) {
@@ -68,16 +67,16 @@ template <typename T>
 Status CheckView(const char* name, MatrixViewT<T> v) {
   const std::string n(name);
   if (v.rows == 0 || v.cols == 0) {
-    return Status(ErrorCode::kInvalidArgument,
-                  n, "expected a non-empty matrix, got shape " + ShapeString(v.rows, v.cols));
+    return Status(ErrorCode::kInvalidArgument, n,
+                  "expected a non-empty matrix, got shape " + ShapeString(v.rows, v.cols));
   }
   if (v.data == nullptr) {
-    return Status(ErrorCode::kInvalidArgument,
-                  n, "expected a data pointer, got null for shape " + ShapeString(v.rows, v.cols));
+    return Status(ErrorCode::kInvalidArgument, n,
+                  "expected a data pointer, got null for shape " + ShapeString(v.rows, v.cols));
   }
   if (v.stride < v.cols) {
-    return Status(ErrorCode::kInvalidArgument, n, "expected a row stride >= cols = " + Str(v.cols) +
-                                                   ", got " + Str(v.stride));
+    return Status(ErrorCode::kInvalidArgument, n,
+                  "expected a row stride >= cols = " + Str(v.cols) + ", got " + Str(v.stride));
   }
   size_t span;
   ATTNKIT_RETURN_IF_ERROR(CheckedProduct(name, v.rows, v.stride, &span));
@@ -99,17 +98,17 @@ Status CheckShape(const char* name, MatrixViewT<T> v, size_t rows, size_t cols,
   }
   if (v.cols != cols) {
     return Status(ErrorCode::kShapeMismatch, n,
-                  "expected " + Count(cols, "column") + " (" + cols_note + "), got " +
-                      Str(v.cols) + " (shape " + ShapeString(v.rows, v.cols) + ")");
+                  "expected " + Count(cols, "column") + " (" + cols_note + "), got " + Str(v.cols) +
+                      " (shape " + ShapeString(v.rows, v.cols) + ")");
   }
   return Status::Ok();
 }
 template Status CheckShape(const char*, MatrixViewT<float>, size_t, size_t, const char*,
                            const char*);
-template Status CheckShape(const char*, MatrixViewT<const float>, size_t, size_t,
-                           const char*, const char*);
-template Status CheckShape(const char*, MatrixViewT<const uint8_t>, size_t, size_t,
-                           const char*, const char*);
+template Status CheckShape(const char*, MatrixViewT<const float>, size_t, size_t, const char*,
+                           const char*);
+template Status CheckShape(const char*, MatrixViewT<const uint8_t>, size_t, size_t, const char*,
+                           const char*);
 
 Status CheckFinite(const char* name, ConstMatrixView v, bool allow_neg_inf) {
   if (RunAllFinite(v)) return Status::Ok();
@@ -151,8 +150,9 @@ Status CheckNoOverlap(const char* out_name, MatrixView out, const char* in_name,
     if (out.cols <= d && d + in.cols <= s) return Status::Ok();
   }
   if (a0 < b1 && b0 < a1) {
-    return Status(ErrorCode::kInvalidArgument, out_name, std::string("expected memory separate from ") + in_name +
-                                                   ", got an overlapping view");
+    return Status(
+        ErrorCode::kInvalidArgument, out_name,
+        std::string("expected memory separate from ") + in_name + ", got an overlapping view");
   }
   return Status::Ok();
 }
@@ -168,29 +168,29 @@ Status CheckMask(const char* name, const char* layout_name, MatrixViewT<T> m, Ma
   const std::string ln(layout_name);
   if (layout.batch != 1 && layout.batch != batch) {
     return Status(ErrorCode::kShapeMismatch, name,
-                      "expected a batch extent (" + ln + ".batch) of 1 or batch = " + Str(batch) +
-                          ", got " + Str(layout.batch));
+                  "expected a batch extent (" + ln + ".batch) of 1 or batch = " + Str(batch) +
+                      ", got " + Str(layout.batch));
   }
   if (layout.heads != 1 && layout.heads != num_heads) {
     return Status(ErrorCode::kShapeMismatch, name,
-                      "expected a head extent (" + ln + ".heads) of 1 or num_heads = " +
-                          Str(num_heads) + ", got " + Str(layout.heads));
+                  "expected a head extent (" + ln + ".heads) of 1 or num_heads = " +
+                      Str(num_heads) + ", got " + Str(layout.heads));
   }
   const size_t blocks = layout.batch * layout.heads;  // both small: checked above
   size_t rows;
   ATTNKIT_RETURN_IF_ERROR(CheckedProduct(name, blocks, T_q, &rows));
   if (m.rows != rows && m.rows != blocks) {
     return Status(ErrorCode::kShapeMismatch, name,
-                      "expected " + Str(rows) + " rows (" + ln + ".batch " + Str(layout.batch) +
-                          " * " + ln + ".heads " + Str(layout.heads) + " * T_q " + Str(T_q) +
-                          ") or " + Str(blocks) + " (one row shared by every query), got " +
-                          Str(m.rows) + " (shape " + ShapeString(m.rows, m.cols) + ")");
+                  "expected " + Str(rows) + " rows (" + ln + ".batch " + Str(layout.batch) + " * " +
+                      ln + ".heads " + Str(layout.heads) + " * T_q " + Str(T_q) + ") or " +
+                      Str(blocks) + " (one row shared by every query), got " + Str(m.rows) +
+                      " (shape " + ShapeString(m.rows, m.cols) + ")");
   }
   if (m.cols > T_k) {
     return Status(ErrorCode::kShapeMismatch, name,
-                      "expected at most T_k = " + Str(T_k) +
-                          " columns (the key count; keys past a shorter mask are masked), got " +
-                          Str(m.cols) + " (shape " + ShapeString(m.rows, m.cols) + ")");
+                  "expected at most T_k = " + Str(T_k) +
+                      " columns (the key count; keys past a shorter mask are masked), got " +
+                      Str(m.cols) + " (shape " + ShapeString(m.rows, m.cols) + ")");
   }
   return Status::Ok();
 }
@@ -202,72 +202,74 @@ MatrixViewT<T> MaskSlice(MatrixViewT<T> m, MaskLayout layout, size_t item, size_
                          size_t T_q) {
   const size_t blocks = layout.batch * layout.heads;
   const size_t queries = m.rows / blocks;
-  const size_t block = (layout.batch == 1 ? 0 : item) * layout.heads +
-                       (layout.heads == 1 ? 0 : head);
+  const size_t block =
+      (layout.batch == 1 ? 0 : item) * layout.heads + (layout.heads == 1 ? 0 : head);
   return MatrixViewT<T>(m.data + block * queries * m.stride, T_q, m.cols,
                         queries == 1 ? 0 : m.stride);
 }
 
 }  // namespace
 
-Status CheckOptions(const AttentionOptions& o, size_t T_q, size_t T_k,
-                    size_t default_scale_dim, bool batched, size_t batch, size_t num_heads,
-                    AttentionJob* job) {
-  job->pool = o.pool;
-  ScoreParams* params = &job->params;
+ScoreParams ScoreParamsOf(const AttentionOptions& o, size_t default_scale_dim) {
+  ScoreParams params;
+  params.scale = o.scale.has_value()
+                     ? *o.scale
+                     : static_cast<float>(1.0 / std::sqrt(static_cast<double>(default_scale_dim)));
+  params.softcap = o.softcap;
+  params.causal = o.causal;
+  return params;
+}
+
+Status CheckOptions(const AttentionOptions& o, size_t T_q, size_t T_k, bool batched, size_t batch,
+                    size_t num_heads) {
   if (o.scale.has_value()) {
     const float s = *o.scale;
     if (!std::isfinite(s) || !(s > 0.0f)) {
-      return Status(ErrorCode::kInvalidArgument,
-                    "scale", "expected a finite number > 0, got " + FloatString(s));
+      return Status(ErrorCode::kInvalidArgument, "scale",
+                    "expected a finite number > 0, got " + FloatString(s));
     }
-    params->scale = s;
-  } else {
-    params->scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(default_scale_dim)));
   }
   if (!std::isfinite(o.softcap) || o.softcap < 0.0f) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "softcap", "expected 0 (off) or a finite number > 0, got " + FloatString(o.softcap));
+    return Status(ErrorCode::kInvalidArgument, "softcap",
+                  "expected 0 (off) or a finite number > 0, got " + FloatString(o.softcap));
   }
-  params->softcap = o.softcap;
-  params->causal = o.causal;
   if (o.key_length.has_value() && *o.key_length > T_k) {
-    return Status(ErrorCode::kInvalidArgument, "key_length", "expected at most T_k = " + Str(T_k) +
-                                                   ", got " + Str(*o.key_length));
+    return Status(ErrorCode::kInvalidArgument, "key_length",
+                  "expected at most T_k = " + Str(T_k) + ", got " + Str(*o.key_length));
   }
   if (!o.key_lengths.empty() && !batched) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "key_lengths", "expected empty for a single sequence (use key_length), got " +
+    return Status(ErrorCode::kInvalidArgument, "key_lengths",
+                  "expected empty for a single sequence (use key_length), got " +
                       Str(o.key_lengths.size()) + " lengths");
   }
   for (size_t b = 0; b < o.key_lengths.size(); ++b) {
     if (o.key_lengths[b] > T_k) {
       return Status(ErrorCode::kInvalidArgument, "key_lengths[" + Str(b) + "]",
-                                                     "expected at most T_k = " + Str(T_k) +
-                                                     ", got " + Str(o.key_lengths[b]));
+                    "expected at most T_k = " + Str(T_k) + ", got " + Str(o.key_lengths[b]));
     }
   }
   if (o.causal_alignment != CausalAlignment::kLowerRight &&
       o.causal_alignment != CausalAlignment::kUpperLeft) {
     return Status(ErrorCode::kInvalidArgument, "causal_alignment",
-                      "expected kLowerRight (0) or kUpperLeft (1), got " +
-                          std::to_string(static_cast<int>(o.causal_alignment)));
+                  "expected kLowerRight (0) or kUpperLeft (1), got " +
+                      std::to_string(static_cast<int>(o.causal_alignment)));
   }
   if (!o.causal_offsets.empty()) {
     if (!batched) {
       return Status(ErrorCode::kInvalidArgument, "causal_offsets",
-                        "expected empty for a single sequence (use causal_offset), got " +
-                            Str(o.causal_offsets.size()) + " offsets");
+                    "expected empty for a single sequence (use causal_offset), got " +
+                        Str(o.causal_offsets.size()) + " offsets");
     }
     if (o.causal_alignment != CausalAlignment::kUpperLeft) {
       return Status(ErrorCode::kInvalidArgument, "causal_offsets",
-                        "expected empty with causal_alignment kLowerRight (offsets apply to "
-                        "kUpperLeft), got " + Str(o.causal_offsets.size()) + " offsets");
+                    "expected empty with causal_alignment kLowerRight (offsets apply to "
+                    "kUpperLeft), got " +
+                        Str(o.causal_offsets.size()) + " offsets");
     }
     if (o.causal_offsets.size() != batch) {
       return Status(ErrorCode::kInvalidArgument, "causal_offsets",
-                        "expected batch = " + Str(batch) + " offsets (or none), got " +
-                            Str(o.causal_offsets.size()));
+                    "expected batch = " + Str(batch) + " offsets (or none), got " +
+                        Str(o.causal_offsets.size()));
     }
   }
   if (!o.bool_mask.empty()) {
@@ -327,9 +329,9 @@ Status AllocateCopy(const char* parameter, const char* what, ConstMatrixView v, 
 }
 
 Status OutOfMemory(const char* parameter, const char* what, size_t floats) {
-  return Status(ErrorCode::kOverflow, parameter,
-                "expected memory for " + Str(floats) + " floats of " + what +
-                    ", got an allocation failure");
+  return Status(
+      ErrorCode::kOverflow, parameter,
+      "expected memory for " + Str(floats) + " floats of " + what + ", got an allocation failure");
 }
 
 Status OverflowStatus(const char* parameter, const char* what) {

@@ -6,12 +6,14 @@
 #include <cstddef>
 #include <string>
 
-#include "src/core/attention.h"
 #include "src/core/internal.h"
 #include "src/core/matrix.h"
 #include "src/core/status.h"
 
 namespace attnkit {
+
+struct AttentionOptions;  // attention.h
+
 namespace internal {
 
 // The largest matrix (in elements) attnkit accepts or allocates: 2^28 floats
@@ -27,8 +29,7 @@ std::string FloatString(float v);
 
 // a * b, or an error naming `parameter` if it overflows or exceeds
 // kMaxElements; `what` says what the product counts ("cached keys").
-Status CheckedProduct(const char* parameter, const char* what, size_t a, size_t b,
-                      size_t* product);
+Status CheckedProduct(const char* parameter, const char* what, size_t a, size_t b, size_t* product);
 // As above, where the product is the parameter's own size.
 inline Status CheckedProduct(const char* parameter, size_t a, size_t b, size_t* product) {
   return CheckedProduct(parameter, parameter, a, b, product);
@@ -51,15 +52,15 @@ Status CheckFinite(const char* name, ConstMatrixView v, bool allow_neg_inf = fal
 Status CheckNoOverlap(const char* out_name, MatrixView out, const char* in_name,
                       ConstMatrixView in);
 
-// Checks options against the shapes of one head [T_q, T_k] with d_k columns,
-// `batch` items and `num_heads` query heads (1 and 1 for single-head calls),
-// and fills the job's score parameters (scale, softcap, causal) and thread
-// pool. `batched`: whether options.key_lengths and causal_offsets may be
-// used. `default_scale_dim`: the dimension whose 1/sqrt gives the default
-// scale.
-Status CheckOptions(const AttentionOptions& options, size_t T_q, size_t T_k,
-                    size_t default_scale_dim, bool batched, size_t batch, size_t num_heads,
-                    AttentionJob* job);
+// Checks options against the shapes of one head [T_q, T_k], `batch` items
+// and `num_heads` query heads (1 and 1 for single-head calls). `batched`:
+// whether options.key_lengths and causal_offsets may be used.
+Status CheckOptions(const AttentionOptions& options, size_t T_q, size_t T_k, bool batched,
+                    size_t batch, size_t num_heads);
+
+// The score parameters of options checked by CheckOptions: the scale (by
+// default 1/sqrt(default_scale_dim)), softcap and causal.
+ScoreParams ScoreParamsOf(const AttentionOptions& options, size_t default_scale_dim);
 
 // The key length of batch item `item` (all keys if no padding is set).
 size_t KeyLength(const AttentionOptions& options, size_t item, size_t T_k);

@@ -32,7 +32,9 @@ struct Fuzz {
 
   size_t Size(size_t max) { return in.ConsumeIntegralInRange<size_t>(0, max); }
   // Mostly 1..max, sometimes 0 (an error case).
-  size_t Dim(size_t max) { return in.ConsumeIntegralInRange<uint8_t>(0, 15) == 0 ? 0 : 1 + Size(max - 1); }
+  size_t Dim(size_t max) {
+    return in.ConsumeIntegralInRange<uint8_t>(0, 15) == 0 ? 0 : 1 + Size(max - 1);
+  }
 
   float Value() {
     switch (in.ConsumeIntegralInRange<int>(0, 15)) {
@@ -59,9 +61,12 @@ struct Fuzz {
   // Usually the right size, sometimes off by one (an error case).
   size_t Maybe(size_t n) {
     switch (in.ConsumeIntegralInRange<int>(0, 31)) {
-      case 0: return n + 1;
-      case 1: return n ? n - 1 : 0;
-      default: return n;
+      case 0:
+        return n + 1;
+      case 1:
+        return n ? n - 1 : 0;
+      default:
+        return n;
     }
   }
 
@@ -101,7 +106,8 @@ struct Fuzz {
       }
     }
     o.causal = flags & 1;
-    if (flags & 2) o.scale = in.ConsumeBool() ? Value() : in.ConsumeFloatingPointInRange<float>(0.01f, 4.0f);
+    if (flags & 2)
+      o.scale = in.ConsumeBool() ? Value() : in.ConsumeFloatingPointInRange<float>(0.01f, 4.0f);
     if (flags & 4) o.softcap = in.ConsumeFloatingPointInRange<float>(-1.0f, 60.0f);
     if (flags & 8) o.key_length = Size(T_k + 1);
     if (flags & 16) {
@@ -153,8 +159,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
   Fuzz f{in};
   const int op = in.ConsumeIntegralInRange<int>(0, 7);
-  const size_t T = f.Dim(12), T_k = f.Dim(12), d_model = f.Dim(12), d_k = f.Dim(8),
-               d_v = f.Dim(8), batch = 1 + f.Size(2);
+  const size_t T = f.Dim(12), T_k = f.Dim(12), d_model = f.Dim(12), d_k = f.Dim(8), d_v = f.Dim(8),
+               batch = 1 + f.Size(2);
   Matrix additive;
   std::vector<uint8_t> mask;
   switch (op) {
@@ -189,7 +195,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Expect(attnkit::ParameterFreeAttention(X, o, out), f, {out});
       break;
     }
-    case 4: case 5: {  // MultiHeadAttention (4) or MultiHeadAttentionQKV (5)
+    case 4:
+    case 5: {  // MultiHeadAttention (4) or MultiHeadAttentionQKV (5)
       attnkit::HeadConfig c;
       c.num_heads = f.Size(4);
       c.num_kv_heads = f.Size(4);
@@ -247,7 +254,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case 6: {  // decode with a KV cache, a few steps
-      const size_t h = 1 + f.Size(3), kvh = 1 + f.Size(h - 1), dk = 1 + f.Size(4), dv = 1 + f.Size(4);
+      const size_t h = 1 + f.Size(3), kvh = 1 + f.Size(h - 1), dk = 1 + f.Size(4),
+                   dv = 1 + f.Size(4);
       attnkit::KVCache cache;
       const Status created = attnkit::KVCache::Create(batch, kvh, dk, dv, f.Dim(8), &cache);
       Expect(created, f, {});

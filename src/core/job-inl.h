@@ -1,0 +1,87 @@
+// attnkit: runs one planned AttentionJob on one target, per target; toggled
+// include guard. Phases in order: Project (Q, K, V), after_projections, the
+// head tasks on their planned paths (trace-inl.h, flash-inl.h,
+// decode-inl.h), the split-K merges, Project (output). Every head task owns
+// its output rows (kRows, kFused) or its partial results (kSplitK), so the
+// threads share no writes.
+
+#if defined(ATTNKIT_JOB_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef ATTNKIT_JOB_INL_H_
+#undef ATTNKIT_JOB_INL_H_
+#else
+#define ATTNKIT_JOB_INL_H_
+#endif
+
+#include <atomic>
+#include <cstddef>
+#include <vector>
+
+#include "hwy/highway.h"
+#include "src/core/decode-inl.h"
+#include "src/core/flash-inl.h"
+#include "src/core/internal.h"
+#include "src/core/ops-inl.h"
+#include "src/core/plan.h"
+#include "src/core/steps-inl.h"
+#include "src/core/trace-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace attnkit {
+namespace HWY_NAMESPACE {
+
+// Head task `hw` on `thread`, on its planned path. Returns false if a score
+// or an output overflowed.
+HWY_INLINE bool RunHeadTask(const internal::AttentionJob& job, const internal::AttentionPlan& plan,
+                            const internal::HeadWork& hw, size_t thread, PackedKeys* packed) {
+  const internal::HeadTask& t = job.heads[hw.head];
+  float* HWY_RESTRICT scratch = plan.scratch + thread * plan.scratch_floats;
+  switch (plan.paths[hw.head]) {
+    case internal::HeadPath::kRows:
+      // Raw and scaled scores of masked keys are outputs too: they must not
+      // overflow either (masked scores hold -inf by design).
+      return TraceHead(t, job.params, scratch, StageOf(job.keep_stage, t.scores)) &&
+             AllFinite(t.out) &&
+             (job.keep_stage == internal::KeepStage::kMasked || AllFinite(t.scores));
+    case internal::HeadPath::kFused:
+      return FlashHead(t, job.params, hw.begin, hw.end, scratch, packed) &&
+             AllFinite(t.out.Block(hw.begin, hw.end - hw.begin, 0, t.out.cols));
+    case internal::HeadPath::kSplitK: {
+      const size_t chunk_floats = t.Q.rows * (2 + t.V.cols);
+      return DecodeChunk(t, job.params, hw.begin, scratch,
+                         plan.partials + plan.partials_at[hw.head] + hw.begin * chunk_floats);
+    }
+  }
+  return false;
+}
+
+HWY_INLINE bool RunAttentionJobInline(const internal::AttentionJob& job,
+                                      const internal::AttentionPlan& plan) {
+  if (!Project(job.pool, job.projections, plan.packed, plan.projection_work)) return false;
+  if (job.after_projections) job.after_projections();
+  if (job.trace) {  // one head, on this thread, keeping every stage
+    const internal::HeadTask& t = job.heads[0];
+    return TraceHead(t, job.params, plan.scratch, *job.trace) && AllFinite(t.out);
+  }
+  std::atomic<bool> ok{true};
+  std::vector<PackedKeys> packed(job.pool ? job.pool->num_threads() : 1);
+  internal::ParallelFor(job.pool, plan.head_work.size(), [&](size_t w, size_t thread) HWY_ATTR {
+    if (!RunHeadTask(job, plan, plan.head_work[w], thread, &packed[thread])) {
+      ok.store(false, std::memory_order_relaxed);
+    }
+  });
+  if (!ok.load()) return false;
+  for (size_t h = 0; h < job.heads.size(); ++h) {
+    if (plan.paths[h] != internal::HeadPath::kSplitK) continue;
+    const internal::HeadTask& t = job.heads[h];
+    MergeChunks(t, internal::DecodeChunks(t.K.rows), plan.partials + plan.partials_at[h]);
+    if (!AllFinite(t.out)) return false;
+  }
+  if (job.output.W.empty()) return true;
+  return Project(job.pool, {job.output}, {plan.output_packed}, plan.output_work);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace attnkit
+HWY_AFTER_NAMESPACE();
+
+#endif  // ATTNKIT_JOB_INL_H_

@@ -1,0 +1,137 @@
+// attnkit: the planner (plan.h). Plain C++: no SIMD, run once per call
+// before the one dispatch.
+#include "src/core/plan.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "src/core/validate.h"
+
+namespace attnkit {
+namespace internal {
+
+namespace {
+
+std::optional<HeadPath> forced_path;  // see ForceHeadPathForTest
+
+// Rows [0, rows) of projection `index` in tasks of kTaskRows.
+void AddProjectionWork(size_t index, size_t rows, std::vector<ProjectionWork>* work) {
+  for (size_t r = 0; r < rows; r += kTaskRows) {
+    work->push_back({index, r, std::min(rows, r + kTaskRows)});
+  }
+}
+
+// Picks head h's path, adds its tasks and sets *floats to the scratch it
+// needs per thread: a score row [T_k] on the kRows path, the packed K^T and V
+// ([d_k + d_v rounded up to a panel, T_k rounded up to the tile]) and a
+// task's queries packed ([kTaskQueries, d_k]) on the fused path, a chunk of
+// scores on the split-K path. Split-K partials, [chunks, T_q, 2 + d_v] per
+// head, are counted in *partials.
+Status PlanHead(const AttentionJob& job, size_t h, AttentionPlan* plan, size_t* floats,
+                size_t* partials) {
+  const HeadTask& t = job.heads[h];
+  const bool rows = job.trace != nullptr || job.keep_stage != KeepStage::kNone;
+  const bool fused = !rows && (forced_path ? *forced_path == HeadPath::kFused
+                                           : UseFusedPath(t.Q.rows, t.K.rows, t.K.cols, t.V.cols));
+  if (rows) {
+    plan->paths[h] = HeadPath::kRows;
+    *floats = t.K.rows;
+    if (!job.trace) plan->head_work.push_back({h, 0, t.Q.rows});
+  } else if (fused) {
+    plan->paths[h] = HeadPath::kFused;
+    const size_t packed_rows = t.K.cols + RoundUp(t.V.cols, kMaxPanel);
+    ATTNKIT_RETURN_IF_ERROR(CheckedProduct(job.source, "packed K^T and V [d_k + d_v, T_k]",
+                                           packed_rows, RoundUp(t.K.rows, kFlashTileKeys), floats));
+    // kTaskQueries * d_k < *floats: no overflow in the product.
+    static_assert(kTaskQueries <= kFlashTileKeys, "a task's queries take less room than K^T");
+    const size_t queries = kTaskQueries * t.K.cols;
+    if (*floats > std::numeric_limits<size_t>::max() - queries) {
+      return OutOfMemory(job.source, "packed queries", *floats);
+    }
+    *floats += queries;
+    for (size_t r = 0; r < t.Q.rows; r += kTaskQueries) {
+      plan->head_work.push_back({h, r, std::min(t.Q.rows, r + kTaskQueries)});
+    }
+  } else {
+    plan->paths[h] = HeadPath::kSplitK;
+    *floats = kDecodeChunkKeys;
+    const size_t chunks = DecodeChunks(t.K.rows);
+    for (size_t c = 0; c < chunks; ++c) plan->head_work.push_back({h, c, c + 1});
+    size_t head_partials;  // chunks * T_q: split-K heads have few queries per key
+    ATTNKIT_RETURN_IF_ERROR(CheckedProduct(job.source, "split-K partials", chunks * t.Q.rows,
+                                           2 + t.V.cols, &head_partials));
+    plan->partials_at[h] = *partials;
+    *partials += head_partials;
+  }
+  return Status::Ok();
+}
+
+// Room for the weights of projections with enough rows, packed in panels
+// ([K, N] rounded up to the widest panel), from offset *shared on: sets
+// *at (the offset, or max for none) and advances *shared.
+Status PlanPacking(const AttentionJob& job, const Projection& p, size_t* shared, size_t* at) {
+  *at = std::numeric_limits<size_t>::max();
+  if (p.src.rows < kPackMinRows) return Status::Ok();
+  size_t n;
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckedProduct(job.source, "packed weights", p.W.rows, RoundUp(p.W.cols, kMaxPanel), &n));
+  if (n > std::numeric_limits<size_t>::max() - *shared) {
+    return OutOfMemory(job.source, "packed weights", n);
+  }
+  *at = *shared;
+  *shared += n;
+  return Status::Ok();
+}
+
+}  // namespace
+
+void ForceHeadPathForTest(std::optional<HeadPath> path) { forced_path = path; }
+
+Status PlanAttention(const AttentionJob& job, AttentionPlan* plan) {
+  for (size_t i = 0; i < job.projections.size(); ++i) {
+    AddProjectionWork(i, job.projections[i].dst.rows, &plan->projection_work);
+  }
+  if (!job.output.W.empty()) AddProjectionWork(0, job.output.dst.rows, &plan->output_work);
+  size_t floats = 0, partials = 0;
+  plan->paths.resize(job.heads.size());
+  plan->partials_at.assign(job.heads.size(), 0);
+  for (size_t h = 0; h < job.heads.size(); ++h) {
+    size_t n = 0;
+    ATTNKIT_RETURN_IF_ERROR(PlanHead(job, h, plan, &n, &partials));
+    floats = std::max(floats, n);
+  }
+  // After the partials: the packed weights of the projections, then of the
+  // output projection.
+  size_t shared = partials;
+  std::vector<size_t> packed_at(job.projections.size());
+  for (size_t i = 0; i < job.projections.size(); ++i) {
+    ATTNKIT_RETURN_IF_ERROR(PlanPacking(job, job.projections[i], &shared, &packed_at[i]));
+  }
+  size_t output_at = std::numeric_limits<size_t>::max();
+  if (!job.output.W.empty()) {
+    ATTNKIT_RETURN_IF_ERROR(PlanPacking(job, job.output, &shared, &output_at));
+  }
+  const size_t threads = job.pool ? job.pool->num_threads() : 1;
+  size_t total;
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckedProduct(job.source, "scratch per thread", floats, threads, &total));
+  if (total > std::numeric_limits<size_t>::max() - shared) {
+    return OutOfMemory(job.source, "scratch", total);
+  }
+  if (!plan->memory.Allocate(total + shared)) {
+    return OutOfMemory(job.source, "scratch", total + shared);
+  }
+  plan->scratch = plan->memory.data();
+  plan->scratch_floats = floats;
+  plan->partials = plan->memory.data() + total;
+  const auto room = [&](size_t at) {
+    return at == std::numeric_limits<size_t>::max() ? nullptr : plan->partials + at;
+  };
+  for (size_t at : packed_at) plan->packed.push_back(room(at));
+  plan->output_packed = room(output_at);
+  return Status::Ok();
+}
+
+}  // namespace internal
+}  // namespace attnkit
