@@ -4,6 +4,7 @@
 #define ATTNKIT_ATTNKIT_H_
 
 #include "src/core/attention.h"  // IWYU pragma: export
+#include "src/core/backward.h"   // IWYU pragma: export
 #include "src/core/kv_cache.h"   // IWYU pragma: export
 #include "src/core/matrix.h"     // IWYU pragma: export
 #include "src/core/multihead.h"  // IWYU pragma: export
