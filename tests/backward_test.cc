@@ -279,6 +279,97 @@ TEST_CASE("fused backward: huge logits neither overflow nor lose the gradient", 
   });
 }
 
+// The backward by the formulas from the materialised weights of the
+// forward's trace (TraceAttentionQKV: P, the capped scores, O), in float64.
+bwd_ref::Gradients FromTrace(const AttentionTrace& tr, const Mat& dO, float softcap) {
+  const Mat P = ref::FromView(tr.weights.view()), C = ref::FromView(tr.scaled_scores.view());
+  const Mat O = ref::FromView(tr.output.view()), Q = ref::FromView(tr.Q.view());
+  const Mat K = ref::FromView(tr.K.view()), V = ref::FromView(tr.V.view());
+  const Mat dV = ref::MatMul(ref::Transpose(P), dO);
+  const Mat dP = ref::MatMulT(dO, V);
+  Mat dS(P.rows, P.cols);
+  for (size_t i = 0; i < P.rows; ++i) {
+    double D = 0.0;
+    for (size_t c = 0; c < O.cols; ++c) D += dO(i, c) * O(i, c);
+    for (size_t j = 0; j < P.cols; ++j) {
+      const double t = softcap > 0.0f ? C(i, j) / softcap : 0.0;  // tanh(S / c)
+      dS(i, j) = tr.scale * P(i, j) * (dP(i, j) - D) * (1.0 - t * t);
+    }
+  }
+  return {ref::MatMul(dS, K), ref::MatMul(ref::Transpose(dS), Q), dV};
+}
+
+TEST_CASE("fused backward equals the backward from the trace's weights", "[backward]") {
+  // Both sides are float32 computations of the same quantities; they differ by
+  // rounding only: 1e-5 of the largest value of each gradient. The forward for
+  // training also equals Attention's output within 1e-5.
+  uint32_t seed = 500;
+  ForEachTarget([&](int64_t) {
+    for (size_t T : {5, 64, 129}) {
+      const TestMatrix Q = Random(T, 16, seed++, Layout::kStrided, -2.0f, 2.0f);
+      const TestMatrix K = Random(T + 3, 16, seed++, Layout::kStrided, -2.0f, 2.0f);
+      const TestMatrix V = Random(T + 3, 8, seed++, Layout::kStrided);
+      const TestMatrix dO = Random(T, 8, seed++, Layout::kStrided);
+      const Masks masks(T, T + 3, seed++);
+      for (const Kind& kind : Kinds()) {
+        AttentionOptions o;
+        kind.set(T, T + 3, masks, &o);
+        INFO("T " << T << ", " << kind.name);
+        AttentionTrace tr;
+        REQUIRE_OK(TraceAttentionQKV(Q, K, V, o, &tr));
+        const bwd_ref::Gradients want = FromTrace(tr, dO.ToRef(), o.softcap);
+        TestMatrix out(T, 8), lse(T, 1), forward(T, 8);
+        REQUIRE_OK(AttentionForTraining(Q, K, V, o, out, lse));
+        REQUIRE_OK(Attention(Q, K, V, o, forward));
+        auto none = [](size_t) { return false; };
+        CheckGradient("O against Attention", out, forward.ToRef(), 1e-5, none);
+        TestMatrix dQ(T, 16), dK(T + 3, 16), dV(T + 3, 8);
+        REQUIRE_OK(AttentionBackward(Q, K, V, out, dO, lse, o, dQ, dK, dV));
+        CheckGradient("dQ", dQ, want.dQ, 1e-5, none);
+        CheckGradient("dK", dK, want.dK, 1e-5, none);
+        CheckGradient("dV", dV, want.dV, 1e-5, none);
+      }
+    }
+  });
+}
+
+TEST_CASE("backward with threads is bit-identical to one thread", "[backward]") {
+  ThreadPool two(2), three(3);
+  uint32_t seed = 700;
+  ForEachTarget([&](int64_t) {
+    for (size_t T : {1, 33, 129, 200}) {
+      const TestMatrix Q = Random(T, 12, seed++, Layout::kStrided, -2.0f, 2.0f);
+      const TestMatrix K = Random(T + 5, 12, seed++, Layout::kStrided, -2.0f, 2.0f);
+      const TestMatrix V = Random(T + 5, 7, seed++, Layout::kStrided);
+      const TestMatrix dO = Random(T, 7, seed++, Layout::kStrided);
+      const Masks masks(T, T + 5, seed++);
+      for (const Kind& kind : Kinds()) {
+        AttentionOptions o;
+        kind.set(T, T + 5, masks, &o);
+        TestMatrix out(T, 7), lse(T, 1), dQ(T, 12), dK(T + 5, 12), dV(T + 5, 7);
+        REQUIRE_OK(AttentionForTraining(Q, K, V, o, out, lse));
+        REQUIRE_OK(AttentionBackward(Q, K, V, out, dO, lse, o, dQ, dK, dV));
+        for (ThreadPool* pool : {&two, &three}) {
+          INFO("T " << T << ", " << kind.name << ", threads " << pool->num_threads());
+          o.pool = pool;
+          TestMatrix out2(T, 7), lse2(T, 1), dQ2(T, 12), dK2(T + 5, 12), dV2(T + 5, 7);
+          REQUIRE_OK(AttentionForTraining(Q, K, V, o, out2, lse2));
+          CHECK(out2.SameValues(out));
+          CHECK(lse2.SameValues(lse));
+          REQUIRE_OK(AttentionBackward(Q, K, V, out, dO, lse, o, dQ2, dK2, dV2));
+          CHECK(dQ2.SameValues(dQ));
+          CHECK(dK2.SameValues(dK));
+          CHECK(dV2.SameValues(dV));
+          REQUIRE_OK(AttentionBackward(Q, K, V, dO, o, dQ2, dK2, dV2));
+          CHECK(dQ2.SameValues(dQ));
+          CHECK(dK2.SameValues(dK));
+          CHECK(dV2.SameValues(dV));
+        }
+      }
+    }
+  });
+}
+
 TEST_CASE("backward: bad input returns a Status naming the parameter", "[backward]") {
   const TestMatrix Q = Random(4, 3, 1), K = Random(5, 3, 2), V = Random(5, 2, 3);
   const TestMatrix dO = Random(4, 2, 4);

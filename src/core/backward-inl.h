@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include "src/core/internal.h"
+#include "src/core/thread_pool.h"
 
 namespace attnkit {
 namespace internal {
@@ -37,60 +38,70 @@ constexpr size_t kGradPad = 16;
 // Where each packed operand lives in one workspace of floats (offsets), for
 // a head of T_q queries, T_k keys (padded to Tk_p, a whole key block), d_k
 // and d_v (padded to dk_p, dv_p). Regions a pass does not use are empty.
+// Shared by all threads, then one block of thread_floats per thread (its
+// offsets relative to the block).
 struct GradLayout {
   size_t dk_p = 0, dv_p = 0, Tk_p = 0;
-  size_t kt = 0;    // [Tk_p / kGradKeyBlock][d_k, kGradKeyBlock]  K^T * scale
-  size_t vp = 0;    // [Tk_p, dv_p]  V (forward)
+  size_t kt = 0;          // [Tk_p / kGradKeyBlock][d_k, kGradKeyBlock]  K^T * scale
+  size_t vp = 0;          // [Tk_p, dv_p]  V (forward)
+  size_t vt = 0;          // [Tk_p / kGradKeyBlock][d_v, kGradKeyBlock]  V^T (backward)
+  size_t kp = 0;          // [Tk_p, dk_p]  K (backward)
+  size_t qp = 0;          // [T_q, dk_p]  Q (backward)
+  size_t dop = 0;         // [T_q, dv_p]  dO (backward)
+  size_t dqp = 0;         // [T_q, dk_p]  dQ accumulator (backward)
+  size_t D = 0;           // [T_q]  rowsum(dO * O) (backward)
+  size_t threads_at = 0;  // where thread 0's block starts
+  // Per thread:
   size_t oacc = 0;  // [kGradQueryBlock, dv_p]  running output (forward)
-  size_t vt = 0;    // [Tk_p / kGradKeyBlock][d_v, kGradKeyBlock]  V^T (backward)
-  size_t kp = 0;    // [Tk_p, dk_p]  K (backward)
-  size_t qp = 0;    // [T_q, dk_p]  Q (backward)
-  size_t dop = 0;   // [T_q, dv_p]  dO (backward)
-  size_t dqp = 0;   // [T_q, dk_p]  dQ accumulator (backward)
-  size_t D = 0;     // [T_q]  rowsum(dO * O) (backward)
-  size_t dkb = 0;   // [kGradKeyBlock, dk_p]  dK of one key block (backward)
-  size_t dvb = 0;   // [kGradKeyBlock, dv_p]  dV of one key block (backward)
   size_t s = 0;     // [kGradQueryBlock, kGradKeyBlock]  S, then P
   size_t dp = 0;    // [kGradQueryBlock, kGradKeyBlock]  dP, then dS (backward)
   size_t g = 0;     // [kGradQueryBlock, kGradKeyBlock]  1 - tanh^2 (backward)
+  size_t dkb = 0;   // [kGradKeyBlock, dk_p]  dK of one key block (backward)
+  size_t dvb = 0;   // [kGradKeyBlock, dv_p]  dV of one key block (backward)
+  size_t thread_floats = 0;
   size_t total = 0;
 };
 
-// Plans the workspace; false if it would exceed `max_floats`.
+// Plans the workspace for `threads` threads; false if it would exceed
+// `max_floats`.
 inline bool PlanGradLayout(size_t T_q, size_t T_k, size_t d_k, size_t d_v, bool backward,
-                           uint64_t max_floats, GradLayout* w) {
+                           size_t threads, uint64_t max_floats, GradLayout* w) {
   const uint64_t pad = kGradPad, kb = kGradKeyBlock, qb = kGradQueryBlock;
   const uint64_t dk_p = (d_k + pad - 1) / pad * pad, dv_p = (d_v + pad - 1) / pad * pad;
   const uint64_t Tk_p = (T_k + kb - 1) / kb * kb, Tq = T_q;
-  uint64_t at = 0;
+  // Every factor is below 2^29 (views hold at most 2^28 elements) and the
+  // thread count is small, so each product fits in 64 bits; the sums are
+  // checked as they grow.
   bool fits = true;
-  // Every factor is below 2^29 (views hold at most 2^28 elements), so each
-  // product fits in 64 bits; the sum is checked as it grows.
-  auto region = [&](uint64_t floats) {
-    const uint64_t start = at;
-    at += floats;
-    if (at > max_floats) fits = false;
+  auto region = [&](uint64_t* at, uint64_t floats) {
+    const uint64_t start = *at;
+    *at += floats;
+    if (*at > max_floats) fits = false;
     return static_cast<size_t>(fits ? start : 0);
   };
+  uint64_t at = 0, per = 0;
   w->dk_p = static_cast<size_t>(dk_p);
   w->dv_p = static_cast<size_t>(dv_p);
   w->Tk_p = static_cast<size_t>(Tk_p);
-  w->kt = region(Tk_p * d_k);
-  w->vp = region(Tk_p * dv_p);
-  w->oacc = region(qb * dv_p);
-  w->s = region(qb * kb);
+  w->kt = region(&at, Tk_p * d_k);
+  w->oacc = region(&per, qb * dv_p);
+  w->s = region(&per, qb * kb);
   if (backward) {
-    w->vt = region(Tk_p * d_v);
-    w->kp = region(Tk_p * dk_p);
-    w->qp = region(Tq * dk_p);
-    w->dop = region(Tq * dv_p);
-    w->dqp = region(Tq * dk_p);
-    w->D = region(Tq);
-    w->dkb = region(kb * dk_p);
-    w->dvb = region(kb * dv_p);
-    w->dp = region(qb * kb);
-    w->g = region(qb * kb);
+    w->vt = region(&at, Tk_p * d_v);
+    w->kp = region(&at, Tk_p * dk_p);
+    w->qp = region(&at, Tq * dk_p);
+    w->dop = region(&at, Tq * dv_p);
+    w->dqp = region(&at, Tq * dk_p);
+    w->D = region(&at, Tq);
+    w->dp = region(&per, qb * kb);
+    w->g = region(&per, qb * kb);
+    w->dkb = region(&per, kb * dk_p);
+    w->dvb = region(&per, kb * dv_p);
   }
+  w->vp = region(&at, Tk_p * dv_p);  // the recomputing backward runs the forward first
+  w->threads_at = region(&at, 0);
+  w->thread_floats = static_cast<size_t>(per);
+  region(&at, per * threads);
   w->total = static_cast<size_t>(fits ? at : 0);
   return fits;
 }
@@ -106,7 +117,8 @@ struct GradTask {
   ConstMatrixView dO;   // backward: [T_q, d_v]
   MatrixView dQ, dK, dV;
   GradLayout layout;
-  float* workspace = nullptr;  // layout.total floats, zeroed
+  float* workspace = nullptr;  // layout.total floats
+  ThreadPool* pool = nullptr;  // null: the caller's thread only
 };
 
 }  // namespace internal
@@ -323,14 +335,27 @@ HWY_INLINE size_t TileCols(size_t keys, size_t j0) {
   return std::min(kKeyBlock, (keys - j0 + N - 1) / N * N);
 }
 
-// Query rows [i0, i0 + rows) of the forward: out rows and lse.
-HWY_INLINE void ForwardBlock(const internal::GradTask& task, size_t i0, size_t rows) {
+// Calls fn(task, thread) for tasks [0, n): on the pool, or in order on the
+// caller's thread (thread 0).
+template <class Fn>
+HWY_INLINE void ForEachTask(ThreadPool* pool, size_t n, const Fn& fn) {
+  if (pool != nullptr && pool->num_threads() > 1 && n > 1) {
+    pool->Run(n, [&fn](size_t task, size_t thread) HWY_ATTR { fn(task, thread); });
+  } else {
+    for (size_t task = 0; task < n; ++task) fn(task, 0);
+  }
+}
+
+// Query rows [i0, i0 + rows) of the forward: out rows and lse. `scratch` is
+// the thread's block of the workspace.
+HWY_INLINE void ForwardBlock(const internal::GradTask& task, float* HWY_RESTRICT scratch, size_t i0,
+                             size_t rows) {
   const internal::HeadTask& t = task.head;
   const internal::GradLayout& w = task.layout;
-  float* ws = task.workspace;
+  const float* ws = task.workspace;
   const size_t d_k = t.Q.cols, d_v = t.V.cols, dv_p = w.dv_p;
-  float* HWY_RESTRICT s = ws + w.s;
-  float* HWY_RESTRICT oacc = ws + w.oacc;
+  float* HWY_RESTRICT s = scratch + w.s;
+  float* HWY_RESTRICT oacc = scratch + w.oacc;
   size_t visible[kQueryBlock];
   float m[kQueryBlock], l[kQueryBlock];
   size_t keys = 0;
@@ -369,22 +394,32 @@ HWY_INLINE void ForwardBlock(const internal::GradTask& task, size_t i0, size_t r
   }
 }
 
-// The forward for training: out = O and lse_out. Returns false if a result
-// overflowed.
+// The forward for training: out = O and lse_out, query blocks split over the
+// threads. Returns false if a result overflowed.
 HWY_INLINE bool Forward(const internal::GradTask& task) {
   const internal::HeadTask& t = task.head;
   const internal::GradLayout& w = task.layout;
   PackKeysTransposed(t.K, task.params.scale, w.Tk_p, task.workspace + w.kt);
   PackPadded(t.V, w.Tk_p, w.dv_p, task.workspace + w.vp);
-  for (size_t i0 = 0; i0 < t.Q.rows; i0 += kQueryBlock) {
-    ForwardBlock(task, i0, std::min(kQueryBlock, t.Q.rows - i0));
-  }
+  const size_t blocks = (t.Q.rows + kQueryBlock - 1) / kQueryBlock;
+  ForEachTask(task.pool, blocks, [&](size_t b, size_t thread) HWY_ATTR {
+    const size_t i0 = b * kQueryBlock;
+    ForwardBlock(task, task.workspace + w.threads_at + thread * w.thread_floats, i0,
+                 std::min(kQueryBlock, t.Q.rows - i0));
+  });
   return AllFinite(t.out) && AllFinite</*kAllowNegInf=*/true>(task.lse_out);
 }
 
+// Which gradients a backward tile adds to: the one-thread pass does all; with
+// threads, a pass over key blocks adds dK and dV, and a pass over query blocks
+// recomputes the same tiles, in the same order, for dQ.
+enum class TileGrads { kAll, kKeys, kQueries };
+
 // Query rows [i0, i0 + rows) against the key block at j0 of the backward:
-// adds to the block's dK and dV (dkb, dvb) and to the rows' dQ.
-HWY_INLINE void BackwardTile(const internal::GradTask& task, size_t i0, size_t rows, size_t j0) {
+// adds to the block's dK and dV (the thread's dkb, dvb) and to the rows' dQ,
+// as `grads` says. `scratch` is the thread's block of the workspace.
+HWY_INLINE void BackwardTile(const internal::GradTask& task, float* HWY_RESTRICT scratch, size_t i0,
+                             size_t rows, size_t j0, TileGrads grads) {
   const internal::HeadTask& t = task.head;
   const internal::GradLayout& w = task.layout;
   float* ws = task.workspace;
@@ -399,9 +434,9 @@ HWY_INLINE void BackwardTile(const internal::GradTask& task, size_t i0, size_t r
   }
   if (keys <= j0) return;  // no row of the block sees a key of this block
   const size_t cols = TileCols(keys, j0);
-  float* HWY_RESTRICT s = ws + w.s;
-  float* HWY_RESTRICT dp = ws + w.dp;
-  float* HWY_RESTRICT g = ws + w.g;
+  float* HWY_RESTRICT s = scratch + w.s;
+  float* HWY_RESTRICT dp = scratch + w.dp;
+  float* HWY_RESTRICT g = scratch + w.g;
   const bool softcap = task.params.softcap > 0.0f;
   Gemm<false>(rows, d_k, cols, t.Q.Row(i0), t.Q.stride, 1, ws + w.kt + j0 * d_k, kKeyBlock, s,
               kKeyBlock);
@@ -430,17 +465,47 @@ HWY_INLINE void BackwardTile(const internal::GradTask& task, size_t i0, size_t r
       hn::StoreU(hn::Mul(v, scale), d, ds + j);
     }
   }
-  // dV_block [cols, dv_p] += P^T [cols, rows] dO rows [rows, dv_p].
-  Gemm<true>(cols, rows, dv_p, s, 1, kKeyBlock, ws + w.dop + i0 * dv_p, dv_p, ws + w.dvb, dv_p);
-  // dK_block [cols, dk_p] += dS^T Q rows [rows, dk_p].
-  Gemm<true>(cols, rows, dk_p, dp, 1, kKeyBlock, ws + w.qp + i0 * dk_p, dk_p, ws + w.dkb, dk_p);
-  // dQ rows [rows, dk_p] += dS [rows, cols] K_block [cols, dk_p].
-  Gemm<true>(rows, cols, dk_p, dp, kKeyBlock, 1, ws + w.kp + j0 * dk_p, dk_p,
-             ws + w.dqp + i0 * dk_p, dk_p);
+  if (grads != TileGrads::kQueries) {
+    // dV_block [cols, dv_p] += P^T [cols, rows] dO rows [rows, dv_p].
+    Gemm<true>(cols, rows, dv_p, s, 1, kKeyBlock, ws + w.dop + i0 * dv_p, dv_p, scratch + w.dvb,
+               dv_p);
+    // dK_block [cols, dk_p] += dS^T Q rows [rows, dk_p].
+    Gemm<true>(cols, rows, dk_p, dp, 1, kKeyBlock, ws + w.qp + i0 * dk_p, dk_p, scratch + w.dkb,
+               dk_p);
+  }
+  if (grads != TileGrads::kKeys) {
+    // dQ rows [rows, dk_p] += dS [rows, cols] K_block [cols, dk_p].
+    Gemm<true>(rows, cols, dk_p, dp, kKeyBlock, 1, ws + w.kp + j0 * dk_p, dk_p,
+               ws + w.dqp + i0 * dk_p, dk_p);
+  }
 }
 
-// The backward: dQ, dK, dV from Q, K, V, O (head.out), dO and lse. Returns
-// false if a gradient overflowed.
+// The key block at j0 of the backward: its tiles with every query block, in
+// order, then its dK and dV rows written out.
+HWY_INLINE void BackwardKeyBlock(const internal::GradTask& task, float* HWY_RESTRICT scratch,
+                                 size_t j0, TileGrads grads) {
+  const internal::GradLayout& w = task.layout;
+  const size_t T_q = task.head.Q.rows, T_k = task.head.K.rows;
+  const size_t d_k = task.head.Q.cols, d_v = task.head.V.cols;
+  float* HWY_RESTRICT dkb = scratch + w.dkb;
+  float* HWY_RESTRICT dvb = scratch + w.dvb;
+  std::fill(dkb, dkb + kKeyBlock * w.dk_p, 0.0f);
+  std::fill(dvb, dvb + kKeyBlock * w.dv_p, 0.0f);
+  for (size_t i0 = 0; i0 < T_q; i0 += kQueryBlock) {
+    BackwardTile(task, scratch, i0, std::min(kQueryBlock, T_q - i0), j0, grads);
+  }
+  for (size_t j = j0; j < std::min(T_k, j0 + kKeyBlock); ++j) {
+    std::copy(dkb + (j - j0) * w.dk_p, dkb + (j - j0) * w.dk_p + d_k, task.dK.Row(j));
+    std::copy(dvb + (j - j0) * w.dv_p, dvb + (j - j0) * w.dv_p + d_v, task.dV.Row(j));
+  }
+}
+
+// The backward: dQ, dK, dV from Q, K, V, O (head.out), dO and lse. One
+// thread makes one pass over the key blocks; with a pool, key blocks are
+// split over the threads for dK and dV, then query blocks for dQ, which
+// recomputes each tile once more but adds to dQ in the same order as one
+// thread, so that the results are bit-identical. Returns false if a gradient
+// overflowed.
 HWY_INLINE bool Backward(const internal::GradTask& task) {
   const internal::HeadTask& t = task.head;
   const internal::GradLayout& w = task.layout;
@@ -461,16 +526,24 @@ HWY_INLINE bool Backward(const internal::GradTask& task) {
     for (size_t c = 0; c < d_v; ++c) D += static_cast<double>(task.dO(i, c)) * t.out(i, c);
     ws[w.D + i] = static_cast<float>(D);
   }
-  for (size_t j0 = 0; j0 < T_k; j0 += kKeyBlock) {
-    std::fill(ws + w.dkb, ws + w.dkb + kKeyBlock * dk_p, 0.0f);
-    std::fill(ws + w.dvb, ws + w.dvb + kKeyBlock * dv_p, 0.0f);
-    for (size_t i0 = 0; i0 < T_q; i0 += kQueryBlock) {
-      BackwardTile(task, i0, std::min(kQueryBlock, T_q - i0), j0);
+  float* threads = ws + w.threads_at;
+  const size_t key_blocks = (T_k + kKeyBlock - 1) / kKeyBlock;
+  const size_t query_blocks = (T_q + kQueryBlock - 1) / kQueryBlock;
+  if (task.pool == nullptr || task.pool->num_threads() == 1) {
+    for (size_t b = 0; b < key_blocks; ++b) {
+      BackwardKeyBlock(task, threads, b * kKeyBlock, TileGrads::kAll);
     }
-    for (size_t j = j0; j < std::min(T_k, j0 + kKeyBlock); ++j) {
-      std::copy(ws + w.dkb + (j - j0) * dk_p, ws + w.dkb + (j - j0) * dk_p + d_k, task.dK.Row(j));
-      std::copy(ws + w.dvb + (j - j0) * dv_p, ws + w.dvb + (j - j0) * dv_p + d_v, task.dV.Row(j));
-    }
+  } else {
+    ForEachTask(task.pool, key_blocks, [&](size_t b, size_t thread) HWY_ATTR {
+      BackwardKeyBlock(task, threads + thread * w.thread_floats, b * kKeyBlock, TileGrads::kKeys);
+    });
+    ForEachTask(task.pool, query_blocks, [&](size_t b, size_t thread) HWY_ATTR {
+      const size_t i0 = b * kQueryBlock;
+      for (size_t j0 = 0; j0 < T_k; j0 += kKeyBlock) {
+        BackwardTile(task, threads + thread * w.thread_floats, i0, std::min(kQueryBlock, T_q - i0),
+                     j0, TileGrads::kQueries);
+      }
+    });
   }
   for (size_t i = 0; i < T_q; ++i) {
     std::copy(ws + w.dqp + i * dk_p, ws + w.dqp + i * dk_p + d_k, task.dQ.Row(i));

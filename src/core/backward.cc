@@ -98,9 +98,11 @@ Status PrepareTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
   task->head.K = K;
   task->head.V = V;
   internal::SetHeadMasks(options, 0, 0, &task->head);
+  task->pool = options.pool;
+  const size_t threads = options.pool ? options.pool->num_threads() : 1;
   const uint64_t max_floats =
       std::numeric_limits<size_t>::max() / sizeof(float) / 2;  // room for size arithmetic
-  if (!internal::PlanGradLayout(Q.rows, K.rows, Q.cols, V.cols, backward, max_floats,
+  if (!internal::PlanGradLayout(Q.rows, K.rows, Q.cols, V.cols, backward, threads, max_floats,
                                 &task->layout) ||
       !buffer->Allocate(task->layout.total)) {
     return internal::OutOfMemory(backward ? "dO" : "Q", "the packed operands of the gradients",

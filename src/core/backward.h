@@ -34,8 +34,8 @@ namespace attnkit {
 // row of masked scores, which AttentionBackward takes to recompute P without a
 // second forward pass.
 // Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v] -> out [T_q, d_v], lse [T_q, 1]
-// (-inf for a row that sees no key). Every option of Attention except
-// options.pool, which is accepted and not used yet. Outputs must not alias the
+// (-inf for a row that sees no key). Every option of Attention; options.pool
+// splits blocks of queries over its threads. Outputs must not alias the
 // inputs or each other.
 Status AttentionForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                             const AttentionOptions& options, MatrixView out, MatrixView lse);
@@ -46,6 +46,9 @@ Status AttentionForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixVie
 // dK [T_k, d_k], dV [T_k, d_v], each overwritten; they must not alias any
 // input or each other. Gradients come out as views the caller owns, like the
 // forward's `out`, so that bindings can hand in their own memory.
+// options.pool splits blocks of keys (for dK, dV), then blocks of queries
+// (for dQ, recomputing the scores) over its threads; the results are
+// bit-identical to one thread's, which makes one pass.
 Status AttentionBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, ConstMatrixView O,
                          ConstMatrixView dO, ConstMatrixView lse, const AttentionOptions& options,
                          MatrixView dQ, MatrixView dK, MatrixView dV);
