@@ -13,8 +13,10 @@
 // Key blocks that no row of a query block sees (causal, key length) are
 // skipped, in both directions. The GEMMs keep a register tile of 4 rows x 2
 // vectors of C for the whole K loop. Every operand a GEMM reads as B is packed
-// with columns padded to kPad floats (zeros), a multiple of every target's
+// with columns padded to kGradPad floats (zeros), a multiple of every target's
 // lanes, so that no GEMM needs a column tail.
+// Memory: K^T, V^T, K, V, Q, dO and dQ packed, O((T_q + T_k) d), plus a few
+// [kQueryBlock, kKeyBlock] and [kKeyBlock, d] tiles per thread.
 
 #ifndef ATTNKIT_BACKWARD_TASK_H_
 #define ATTNKIT_BACKWARD_TASK_H_
