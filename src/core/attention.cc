@@ -17,19 +17,10 @@ using internal::CheckedProduct;
 using internal::CheckFinite;
 using internal::CheckNoOverlap;
 using internal::CheckOptions;
+using internal::CheckQKV;
 using internal::CheckShape;
 using internal::CheckView;
 using internal::ScoreParamsOf;
-
-// Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]: shapes and values.
-Status CheckQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V) {
-  ATTNKIT_RETURN_IF_ERROR(CheckView("Q", Q));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("K", K, K.rows, Q.cols, "T_k", "d_k, the columns of Q"));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("V", V, K.rows, V.cols, "T_k, the rows of K", "d_v"));
-  ATTNKIT_RETURN_IF_ERROR(CheckFinite("Q", Q));
-  ATTNKIT_RETURN_IF_ERROR(CheckFinite("K", K));
-  return CheckFinite("V", V);
-}
 
 // Allocates every [T_q, T_k] matrix of a trace.
 // `parameter` names the input whose rows give T_q.

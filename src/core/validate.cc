@@ -129,6 +129,15 @@ Status CheckFinite(const char* name, ConstMatrixView v, bool allow_neg_inf) {
   return Status::Ok();
 }
 
+Status CheckQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V) {
+  ATTNKIT_RETURN_IF_ERROR(CheckView("Q", Q));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("K", K, K.rows, Q.cols, "T_k", "d_k, the columns of Q"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("V", V, K.rows, V.cols, "T_k, the rows of K", "d_v"));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("Q", Q));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("K", K));
+  return CheckFinite("V", V);
+}
+
 Status CheckNoOverlap(const char* out_name, MatrixView out, const char* in_name,
                       ConstMatrixView in) {
   const float* o0 = out.data;

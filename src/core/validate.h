@@ -48,6 +48,9 @@ Status CheckShape(const char* name, MatrixViewT<T> v, size_t rows, size_t cols,
 // Every value finite (additive masks may also hold -inf).
 Status CheckFinite(const char* name, ConstMatrixView v, bool allow_neg_inf = false);
 
+// Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v] of one head: shapes and finite values.
+Status CheckQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V);
+
 // `out` must not share memory with `in`.
 Status CheckNoOverlap(const char* out_name, MatrixView out, const char* in_name,
                       ConstMatrixView in);
