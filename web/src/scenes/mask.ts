@@ -49,7 +49,7 @@ function toggle(ctx: SceneCtx, r: number, c: number, M: Matrix): void {
   ctx.set({ mask: "custom", custom: [...blocked].join("_") });
 }
 
-export const step5: Scene = {
+export const maskScene: Scene = {
   title: "Mask",
   caption: (ctx) => {
     const { T } = ctx.cfg;

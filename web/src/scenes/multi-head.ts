@@ -202,7 +202,7 @@ function layout(ctx: SceneCtx, L: Labels): Cells {
   return cells;
 }
 
-export const step8: Scene = {
+export const multiHeadScene: Scene = {
   title: "Multi-head",
   caption: (ctx) => {
     const { T, dModel, dK, dV, heads, kvHeads } = ctx.cfg;

@@ -52,7 +52,7 @@ function roleInfo(ctx: SceneCtx) {
   return { role, W, width, headIndex, result, name: `W${role}` };
 }
 
-export const step2: Scene = {
+export const projectionsScene: Scene = {
   title: "Projections Q, K, V",
   caption: (ctx) => {
     const { T, dModel, dK, dV, heads, kvHeads } = ctx.cfg;

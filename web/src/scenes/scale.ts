@@ -28,7 +28,7 @@ export function scaleFormula(ctx: SceneCtx): string {
   return `${base}${temp} → scale = <b>${fmt(ctx.trace.scale, 4)}</b>${cap}`;
 }
 
-export const step4: Scene = {
+export const scaleScene: Scene = {
   title: "Scale by 1/√dₖ",
   caption: (ctx) => {
     const { T } = ctx.cfg;

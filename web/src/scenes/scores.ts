@@ -20,7 +20,7 @@ import {
   type Scene,
 } from "./common";
 
-export const step3: Scene = {
+export const scoresScene: Scene = {
   title: "Scores Q Kᵀ",
   caption: (ctx) => {
     const { T, dK } = ctx.cfg;

@@ -29,7 +29,7 @@ function emptyRows(ctx: Parameters<Scene["caption"]>[0]): string {
   return `, except <b data-testid="empty-rows">${which}</b>: every key of ${rows.length === 1 ? "that query" : "those queries"} is masked, so there is nothing to share out and attnkit gives weight 0 everywhere (sum 0, not NaN)`;
 }
 
-export const step6: Scene = {
+export const softmaxScene: Scene = {
   title: "Softmax per row",
   caption: (ctx) => {
     const { T } = ctx.cfg;

@@ -7,7 +7,7 @@ import { signedLegend } from "../views/legend";
 import { drawMatrix, op } from "../views/matrix";
 import { dimLabels, fitCell, tokenLabels, tokenName, type Scene } from "./common";
 
-export const step1: Scene = {
+export const tokensScene: Scene = {
   title: "Tokens → embeddings",
   caption: (ctx) => {
     const { T, dModel } = ctx.cfg;

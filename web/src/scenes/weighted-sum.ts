@@ -57,7 +57,7 @@ function drawExpansion(g: G, ctx: SceneCtx, i: number, y: number): number {
   return lines.length * 18 + 6;
 }
 
-export const step7: Scene = {
+export const weightedSumScene: Scene = {
   title: "Weighted sum of values",
   caption: (ctx) => {
     const { T, dV } = ctx.cfg;
