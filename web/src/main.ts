@@ -23,22 +23,16 @@ import {
   type State,
   type ViewId,
 } from "./state";
-import { addDefs } from "./views/colors";
+import { addDefs } from "./draw/colors";
 import { decodingView } from "./views/decoding";
 import { gridView } from "./views/grid";
 import { headView, toggleHead } from "./views/headview";
-import {
-  announce,
-  clearRegistry,
-  drawnIds,
-  drawnMatrix,
-  numbersHidden,
-  recycle,
-  refocusMatrix,
-} from "./views/matrix";
-import { beginFrame, endFrame, isCandidate, setAttr, setText } from "./views/retain";
+import { announce, refocusMatrix } from "./draw/cell-keyboard";
+import { recycle } from "./draw/heatmap-canvas";
+import { clearRegistry, drawnIds, drawnMatrix, numbersHidden } from "./draw/registry";
+import { beginFrame, endFrame, isCandidate, setAttr, setText } from "./draw/retain";
 import { saturationView } from "./views/saturation";
-import { hideTip } from "./views/tooltip";
+import { hideTip } from "./draw/tooltip";
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const VIEWS: Record<Exclude<ViewId, "steps">, Scene> = {
@@ -244,7 +238,7 @@ function draw(animate: boolean): void {
   }
   const perItem = state.view !== "saturation" && state.view !== "decoding";
   const items = perItem ? m.items : m.items.slice(0, 1);
-  // A redraw of the scene on screen updates its elements in place (views/retain.ts);
+  // A redraw of the scene on screen updates its elements in place (draw/retain.ts);
   // another scene starts from an empty <svg>.
   const sceneKey = `${state.view}:${state.step}:${items.length}`;
   const retain = node.dataset.scene === sceneKey;

@@ -4,9 +4,11 @@
 import { fmt, maxAbs, shape, sub } from "../format";
 import { headSlice, kvGroup } from "../model";
 import { dur } from "../motion";
-import { diverging, headColor, sequential } from "../views/colors";
-import { signedLegend, weightLegend } from "../views/legend";
-import { drawMatrix, labelSpace, note, op, textWidth } from "../views/matrix";
+import { diverging, headColor, sequential } from "../draw/colors";
+import { signedLegend, weightLegend } from "../draw/legend";
+import { drawMatrix } from "../draw/heatmap";
+import { labelSpace } from "../draw/labels";
+import { note, op, textWidth } from "../draw/text";
 import {
   featureSpace,
   headName,

@@ -1,9 +1,12 @@
 // Step 4: divide by sqrt(d_k) (and by the temperature).
 import { fmt, maxAbs, shape, sub } from "../format";
 import { dur } from "../motion";
-import { diverging } from "../views/colors";
-import { signedLegend } from "../views/legend";
-import { commonTop, drawMatrix, op, outlineRow } from "../views/matrix";
+import { diverging } from "../draw/colors";
+import { signedLegend } from "../draw/legend";
+import { drawMatrix } from "../draw/heatmap";
+import { commonTop } from "../draw/labels";
+import { outlineRow } from "../draw/outline";
+import { op } from "../draw/text";
 import {
   at,
   fitCell,

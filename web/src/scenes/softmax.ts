@@ -2,9 +2,12 @@
 import { fmt, shape, sub } from "../format";
 import { dur } from "../motion";
 import { SEED001 } from "../presets";
-import { diverging, sequential } from "../views/colors";
-import { signedLegend, weightLegend } from "../views/legend";
-import { commonTop, drawMatrix, op, outlineRow } from "../views/matrix";
+import { diverging, sequential } from "../draw/colors";
+import { signedLegend, weightLegend } from "../draw/legend";
+import { drawMatrix } from "../draw/heatmap";
+import { commonTop } from "../draw/labels";
+import { outlineRow } from "../draw/outline";
+import { op } from "../draw/text";
 import {
   at,
   fitCell,

@@ -5,10 +5,11 @@
 import { fmt } from "../format";
 import { at, headName, tokenLabels, type Scene, type SceneCtx } from "../scenes/common";
 import { hiddenHeads, type State } from "../state";
-import { headColor } from "./colors";
-import { announce, type G } from "./matrix";
-import { retained, setAttr } from "./retain";
-import { hideTip, showTip } from "./tooltip";
+import { headColor } from "../draw/colors";
+import { announce } from "../draw/cell-keyboard";
+import type { SvgGroup } from "../draw/types";
+import { retained, setAttr } from "../draw/retain";
+import { hideTip, showTip } from "../draw/tooltip";
 
 /** The state patch that hides or shows head h. */
 export function toggleHead(s: State, h: number): Partial<State> {
@@ -73,7 +74,7 @@ interface HeadViewState {
 }
 
 function buildHeadView(
-  g: G,
+  g: SvgGroup,
   labels: string[],
   rowH: number,
   colW: number,
