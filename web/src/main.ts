@@ -16,8 +16,10 @@ import { SCENES } from "./scenes";
 import type { Scene, SceneCtx } from "./scenes/common";
 import {
   cellName,
+  DISPLAY_FIELDS,
   editProblem,
   fromQuery,
+  omitFields,
   STEP_COUNT,
   toQuery,
   type State,
@@ -78,20 +80,7 @@ let playTimer: number | undefined;
 
 /** State fields that change the numbers (the rest only change what is shown). */
 function inputsKey(s: State): string {
-  const {
-    view: _v,
-    step: _s,
-    query: _q,
-    head: _h,
-    role: _r,
-    speed: _sp,
-    satScale: _c,
-    satSource: _ss,
-    decodeStep: _d,
-    preset: _p,
-    hidden: _hh,
-    ...rest
-  } = s;
+  const rest = omitFields(s, DISPLAY_FIELDS);
   return JSON.stringify(rest);
 }
 
