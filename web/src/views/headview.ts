@@ -124,6 +124,23 @@ function buildHeadView(
     drawn: null,
     pinned: null,
   };
+  drawTokens(root, st, labels, colW, font, y);
+  return { node: root.node()!, state: st };
+}
+
+/**
+ * The query and key tokens either side of the lines: hover or focus isolates a token's
+ * lines, a click, tap or Enter pins them, the arrow keys move between tokens.
+ */
+function drawTokens(
+  root: SvgGroup,
+  st: HeadViewState,
+  labels: string[],
+  colW: number,
+  font: number,
+  y: (i: number) => number,
+): void {
+  const gap = st.gap;
   const isolate = (side: "i" | "j", k: number, at: MouseEvent) => {
     const ctx = st.ctx;
     if (!ctx) return;
@@ -206,7 +223,6 @@ function buildHeadView(
       })
       .nodes();
   }
-  return { node: root.node()!, state: st };
 }
 
 /**
