@@ -892,7 +892,7 @@ async function pageConsistency() {
   if (s.view === "steps") {
     if (!here.title?.startsWith(`${s.step}. `))
       out.push(`caption title "${here.title}" for step ${s.step}`);
-  } else if (!here.title?.toLowerCase().includes(nav.textContent.toLowerCase())) {
+  } else if (!here.title?.toLowerCase().includes(nav.textContent.trim().toLowerCase())) {
     out.push(`caption title "${here.title}" for view ${s.view}`);
   }
   if (document.querySelector('[data-testid="error"]'))

@@ -8,7 +8,7 @@ import type { AttentionOptions, AttentionTrace, Attnkit, Matrix, Tensor } from "
 import { attentionOptions, batchOptions, resolveConfig, type Config, type Item } from "./config";
 import { embed, fromRows, type Embedded } from "./embeddings";
 import { seedK, SEED001 } from "./presets";
-import type { State } from "./state";
+import { DISPLAY_FIELDS, omitFields, type State } from "./state";
 import { makeWeights, type Weights } from "./weights";
 
 export interface ItemModel extends Projected {
@@ -201,25 +201,14 @@ function attendItem(
  * tokens, so a projection cached before it would have the wrong T.
  */
 function projectionKey(s: State, cfg: Config): string {
-  const {
-    view: _v,
-    step: _s,
-    query: _q,
-    head: _h,
-    role: _r,
-    speed: _sp,
-    satScale: _c,
-    satSource: _ss,
-    decodeStep: _d,
-    preset: _p,
-    mask: _m,
-    custom: _cm,
-    scaling: _sc,
-    temperature: _t,
-    softcap: _cap,
-    hidden: _hd,
-    ...rest
-  } = s;
+  const rest = omitFields(s, [
+    ...DISPLAY_FIELDS,
+    "mask",
+    "custom",
+    "scaling",
+    "temperature",
+    "softcap",
+  ]);
   const shapes = {
     T: cfg.T,
     dModel: cfg.dModel,

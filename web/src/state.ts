@@ -45,6 +45,28 @@ export interface State {
 
 export const STEP_COUNT = 8;
 
+/** State fields that only change what is shown, not the numbers attnkit computes. */
+export const DISPLAY_FIELDS: readonly (keyof State)[] = [
+  "view",
+  "step",
+  "query",
+  "head",
+  "role",
+  "speed",
+  "satScale",
+  "satSource",
+  "decodeStep",
+  "preset",
+  "hidden",
+];
+
+/** A copy of `s` without `fields` (the part of the state a cache key depends on). */
+export function omitFields(s: State, fields: readonly (keyof State)[]): Partial<State> {
+  const rest: Partial<State> = { ...s };
+  for (const f of fields) delete rest[f];
+  return rest;
+}
+
 export const DEFAULT_STATE: State = {
   preset: "train",
   text: "the train left the station on time",

@@ -4,8 +4,8 @@ import type { Config } from "../config";
 import { escapeHtml, fmt, sub } from "../format";
 import type { ItemModel, Model } from "../model";
 import type { State } from "../state";
-import type { G, MatrixData } from "../views/matrix";
-import { headColor } from "../views/colors";
+import type { SvgGroup, MatrixData } from "../draw/types";
+import { headColor } from "../draw/colors";
 import { headNames } from "../weights";
 
 export interface SceneCtx {
@@ -38,7 +38,7 @@ export interface Scene {
   title: string;
   /** HTML: the maths and the shapes of this step. */
   caption: (ctx: SceneCtx) => string;
-  render: (g: G, ctx: SceneCtx) => SceneResult;
+  render: (g: SvgGroup, ctx: SceneCtx) => SceneResult;
 }
 
 /** A cell size that fits `unitsW` x `unitsH` cells (plus fixed space) into the box. */

@@ -1,12 +1,21 @@
 import type { Scene } from "./common";
-import { step1 } from "./step1";
-import { step2 } from "./step2";
-import { step3 } from "./step3";
-import { step4 } from "./step4";
-import { step5 } from "./step5";
-import { step6 } from "./step6";
-import { step7 } from "./step7";
-import { step8 } from "./step8";
+import { tokensScene } from "./tokens";
+import { projectionsScene } from "./projections";
+import { scoresScene } from "./scores";
+import { scaleScene } from "./scale";
+import { maskScene } from "./mask";
+import { softmaxScene } from "./softmax";
+import { weightedSumScene } from "./weighted-sum";
+import { multiHeadScene } from "./multi-head";
 
 /** The eight steps, in order (index 0 = step 1). */
-export const SCENES: Scene[] = [step1, step2, step3, step4, step5, step6, step7, step8];
+export const SCENES: Scene[] = [
+  tokensScene,
+  projectionsScene,
+  scoresScene,
+  scaleScene,
+  maskScene,
+  softmaxScene,
+  weightedSumScene,
+  multiHeadScene,
+];

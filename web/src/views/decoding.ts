@@ -6,9 +6,10 @@ import { fmt, maxAbs, shape, sub } from "../format";
 import { headSlice, kvGroup, timed } from "../model";
 import { dur } from "../motion";
 import { tokenLabels, tokenName, type Scene, type SceneCtx } from "../scenes/common";
-import { diverging, sequential } from "./colors";
-import { signedLegend, weightLegend } from "./legend";
-import { drawMatrix, outlineRow } from "./matrix";
+import { diverging, sequential } from "../draw/colors";
+import { signedLegend, weightLegend } from "../draw/legend";
+import { drawMatrix } from "../draw/heatmap";
+import { outlineRow } from "../draw/outline";
 
 export interface Decoded {
   /** Tokens decoded so far. */

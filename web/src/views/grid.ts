@@ -2,9 +2,9 @@
 import { fmt, shape, sub } from "../format";
 import { kvGroup } from "../model";
 import { headName, headNamesHtml, tokenLabels, tokenName, type Scene } from "../scenes/common";
-import { headColor, sequential } from "./colors";
-import { weightLegend } from "./legend";
-import { drawMatrix } from "./matrix";
+import { headColor, sequential } from "../draw/colors";
+import { weightLegend } from "../draw/legend";
+import { drawMatrix } from "../draw/heatmap";
 
 export const gridView: Scene = {
   title: "All heads",

@@ -5,10 +5,11 @@
 import { fmt } from "../format";
 import { at, headName, tokenLabels, type Scene, type SceneCtx } from "../scenes/common";
 import { hiddenHeads, type State } from "../state";
-import { headColor } from "./colors";
-import { announce, type G } from "./matrix";
-import { retained, setAttr } from "./retain";
-import { hideTip, showTip } from "./tooltip";
+import { headColor } from "../draw/colors";
+import { announce } from "../draw/cell-keyboard";
+import type { SvgGroup } from "../draw/types";
+import { retained, setAttr } from "../draw/retain";
+import { hideTip, showTip } from "../draw/tooltip";
 
 /** The state patch that hides or shows head h. */
 export function toggleHead(s: State, h: number): Partial<State> {
@@ -73,7 +74,7 @@ interface HeadViewState {
 }
 
 function buildHeadView(
-  g: G,
+  g: SvgGroup,
   labels: string[],
   rowH: number,
   colW: number,
@@ -123,6 +124,23 @@ function buildHeadView(
     drawn: null,
     pinned: null,
   };
+  drawTokens(root, st, labels, colW, font, y);
+  return { node: root.node()!, state: st };
+}
+
+/**
+ * The query and key tokens either side of the lines: hover or focus isolates a token's
+ * lines, a click, tap or Enter pins them, the arrow keys move between tokens.
+ */
+function drawTokens(
+  root: SvgGroup,
+  st: HeadViewState,
+  labels: string[],
+  colW: number,
+  font: number,
+  y: (i: number) => number,
+): void {
+  const gap = st.gap;
   const isolate = (side: "i" | "j", k: number, at: MouseEvent) => {
     const ctx = st.ctx;
     if (!ctx) return;
@@ -205,7 +223,6 @@ function buildHeadView(
       })
       .nodes();
   }
-  return { node: root.node()!, state: st };
 }
 
 /**

@@ -6,8 +6,9 @@ import * as d3 from "d3";
 import { fmt, shape } from "../format";
 import { normal } from "../random";
 import { row, selectedQuery, type Scene, type SceneCtx } from "../scenes/common";
-import { note, type G } from "./matrix";
-import { retained, setAttr, setText } from "./retain";
+import { note } from "../draw/text";
+import type { SvgGroup } from "../draw/types";
+import { retained, setAttr, setText } from "../draw/retain";
 import { timed } from "../model";
 
 const N_RANDOM = 8;
@@ -83,7 +84,7 @@ export function saturation(
 
 /** A bar chart of one softmax row; axes and bars kept while the layout is, the bars' heights updated. */
 function bars(
-  g: G,
+  g: SvgGroup,
   x0: number,
   y0: number,
   w: number,

@@ -3,10 +3,14 @@ import { escapeHtml, fmt, maxAbs, shape, sub } from "../format";
 import { kvGroup } from "../model";
 import { dur } from "../motion";
 import { SEED001 } from "../presets";
-import { diverging, sequential } from "../views/colors";
-import { signedLegend, weightLegend } from "../views/legend";
-import { commonTop, drawMatrix, op, outlineRow, type G } from "../views/matrix";
-import { keyed } from "../views/retain";
+import { diverging, sequential } from "../draw/colors";
+import { signedLegend, weightLegend } from "../draw/legend";
+import { drawMatrix } from "../draw/heatmap";
+import { commonTop } from "../draw/labels";
+import { outlineRow } from "../draw/outline";
+import { op } from "../draw/text";
+import type { SvgGroup } from "../draw/types";
+import { keyed } from "../draw/retain";
 import {
   at,
   fitCell,
@@ -50,14 +54,14 @@ function expansionText(ctx: SceneCtx, i: number): string[] {
   return lines;
 }
 
-function drawExpansion(g: G, ctx: SceneCtx, i: number, y: number): number {
+function drawExpansion(g: SvgGroup, ctx: SceneCtx, i: number, y: number): number {
   const lines = expansionText(ctx, i);
   const t = keyed(g.node()!, "text", { class: "expansion", "data-testid": "expansion", y });
   lines.forEach((l, k) => keyed(t, "tspan", { x: 0, dy: k ? 18 : 0 }, l));
   return lines.length * 18 + 6;
 }
 
-export const step7: Scene = {
+export const weightedSumScene: Scene = {
   title: "Weighted sum of values",
   caption: (ctx) => {
     const { T, dV } = ctx.cfg;

@@ -4,7 +4,7 @@
 // (cell colours, values). A control change then creates no DOM, restyles no unchanged
 // node and makes no new 2D context; only a change of layout rebuilds an element.
 //
-// main.ts brackets each render: beginFrame(retain), the scene draws, endFrame() removes
+// render.ts brackets each render: beginFrame(retain), the scene draws, endFrame() removes
 // the previous frame's keyed elements that were not asked for again.
 
 export interface Entry<S = unknown> {
@@ -37,7 +37,7 @@ export function beginFrame(retain: boolean): void {
 
 /**
  * Children of `parent` the frame about to be drawn may reuse (the previous frame's
- * keyed elements): main.ts removes every other child before the scene draws.
+ * keyed elements): render.ts removes every other child before the scene draws.
  */
 export function isCandidate(node: Element): boolean {
   return retaining && prevNodes.has(node);

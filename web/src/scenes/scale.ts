@@ -1,9 +1,12 @@
 // Step 4: divide by sqrt(d_k) (and by the temperature).
 import { fmt, maxAbs, shape, sub } from "../format";
 import { dur } from "../motion";
-import { diverging } from "../views/colors";
-import { signedLegend } from "../views/legend";
-import { commonTop, drawMatrix, op, outlineRow } from "../views/matrix";
+import { diverging } from "../draw/colors";
+import { signedLegend } from "../draw/legend";
+import { drawMatrix } from "../draw/heatmap";
+import { commonTop } from "../draw/labels";
+import { outlineRow } from "../draw/outline";
+import { op } from "../draw/text";
 import {
   at,
   fitCell,
@@ -28,7 +31,7 @@ export function scaleFormula(ctx: SceneCtx): string {
   return `${base}${temp} → scale = <b>${fmt(ctx.trace.scale, 4)}</b>${cap}`;
 }
 
-export const step4: Scene = {
+export const scaleScene: Scene = {
   title: "Scale by 1/√dₖ",
   caption: (ctx) => {
     const { T } = ctx.cfg;

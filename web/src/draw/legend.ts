@@ -1,6 +1,6 @@
 // A colour legend: a gradient bar with a D3 axis.
 import * as d3 from "d3";
-import type { G } from "./matrix";
+import type { SvgGroup } from "./types";
 import { retained, setAttr } from "./retain";
 
 let uid = 0;
@@ -18,7 +18,7 @@ export interface LegendOpts {
   kind: string;
 }
 
-export function drawLegend(parent: G, o: LegendOpts): number {
+export function drawLegend(parent: SvgGroup, o: LegendOpts): number {
   const sig = [o.kind, o.width, o.title, !!o.masked].join("|");
   const { entry } = retained(parent.node()!, "legend", sig, () => buildLegend(parent, o));
   setAttr(entry.node, "transform", `translate(${o.x},${o.y})`);
@@ -48,7 +48,7 @@ interface LegendState {
   domain: string;
 }
 
-function buildLegend(parent: G, o: LegendOpts): { node: SVGGElement; state: LegendState } {
+function buildLegend(parent: SvgGroup, o: LegendOpts): { node: SVGGElement; state: LegendState } {
   const id = `legend-grad-${++uid}`;
   const g = parent.append("g").attr("class", "legend").attr("data-testid", "legend");
   const grad = g.append("defs").append("linearGradient").attr("id", id);
@@ -85,7 +85,7 @@ function buildLegend(parent: G, o: LegendOpts): { node: SVGGElement; state: Lege
 
 /** The diverging legend for signed values in [-m, m]. */
 export function signedLegend(
-  parent: G,
+  parent: SvgGroup,
   x: number,
   y: number,
   m: number,
@@ -104,7 +104,12 @@ export function signedLegend(
   });
 }
 
-export function weightLegend(parent: G, x: number, y: number, title = "attention weight"): number {
+export function weightLegend(
+  parent: SvgGroup,
+  x: number,
+  y: number,
+  title = "attention weight",
+): number {
   return drawLegend(parent, {
     x,
     y,

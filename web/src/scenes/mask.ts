@@ -3,9 +3,11 @@ import type { Matrix } from "attnkit";
 import { fmt, maxAbs, shape } from "../format";
 import { dur } from "../motion";
 import { customCells } from "../state";
-import { diverging } from "../views/colors";
-import { signedLegend } from "../views/legend";
-import { commonTop, drawMatrix, op } from "../views/matrix";
+import { diverging } from "../draw/colors";
+import { signedLegend } from "../draw/legend";
+import { drawMatrix } from "../draw/heatmap";
+import { commonTop } from "../draw/labels";
+import { op } from "../draw/text";
 import {
   at,
   fitCell,
@@ -49,7 +51,7 @@ function toggle(ctx: SceneCtx, r: number, c: number, M: Matrix): void {
   ctx.set({ mask: "custom", custom: [...blocked].join("_") });
 }
 
-export const step5: Scene = {
+export const maskScene: Scene = {
   title: "Mask",
   caption: (ctx) => {
     const { T } = ctx.cfg;

@@ -2,9 +2,12 @@
 import { fmt, shape, sub } from "../format";
 import { dur } from "../motion";
 import { SEED001 } from "../presets";
-import { diverging, sequential } from "../views/colors";
-import { signedLegend, weightLegend } from "../views/legend";
-import { commonTop, drawMatrix, op, outlineRow } from "../views/matrix";
+import { diverging, sequential } from "../draw/colors";
+import { signedLegend, weightLegend } from "../draw/legend";
+import { drawMatrix } from "../draw/heatmap";
+import { commonTop } from "../draw/labels";
+import { outlineRow } from "../draw/outline";
+import { op } from "../draw/text";
 import {
   at,
   fitCell,
@@ -29,7 +32,7 @@ function emptyRows(ctx: Parameters<Scene["caption"]>[0]): string {
   return `, except <b data-testid="empty-rows">${which}</b>: every key of ${rows.length === 1 ? "that query" : "those queries"} is masked, so there is nothing to share out and attnkit gives weight 0 everywhere (sum 0, not NaN)`;
 }
 
-export const step6: Scene = {
+export const softmaxScene: Scene = {
   title: "Softmax per row",
   caption: (ctx) => {
     const { T } = ctx.cfg;

@@ -2,12 +2,13 @@
 import { fmt, maxAbs, shape, sub } from "../format";
 import { FEATURES } from "../lexicon";
 import { dur } from "../motion";
-import { diverging } from "../views/colors";
-import { signedLegend } from "../views/legend";
-import { drawMatrix, op } from "../views/matrix";
+import { diverging } from "../draw/colors";
+import { signedLegend } from "../draw/legend";
+import { drawMatrix } from "../draw/heatmap";
+import { op } from "../draw/text";
 import { dimLabels, fitCell, tokenLabels, tokenName, type Scene } from "./common";
 
-export const step1: Scene = {
+export const tokensScene: Scene = {
   title: "Tokens → embeddings",
   caption: (ctx) => {
     const { T, dModel } = ctx.cfg;

@@ -2,9 +2,12 @@
 import { fmt, maxAbs, shape, sub } from "../format";
 import { dur } from "../motion";
 import { SEED001 } from "../presets";
-import { diverging } from "../views/colors";
-import { signedLegend } from "../views/legend";
-import { commonTop, drawMatrix, op, outlineCol, outlineRow } from "../views/matrix";
+import { diverging } from "../draw/colors";
+import { signedLegend } from "../draw/legend";
+import { drawMatrix } from "../draw/heatmap";
+import { commonTop } from "../draw/labels";
+import { outlineCol, outlineRow } from "../draw/outline";
+import { op } from "../draw/text";
 import {
   expandDot,
   fitCell,
@@ -20,7 +23,7 @@ import {
   type Scene,
 } from "./common";
 
-export const step3: Scene = {
+export const scoresScene: Scene = {
   title: "Scores Q Kᵀ",
   caption: (ctx) => {
     const { T, dK } = ctx.cfg;

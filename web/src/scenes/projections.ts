@@ -4,9 +4,13 @@ import { fmt, maxAbs, shape, sub } from "../format";
 import { kvGroup } from "../model";
 import { dur } from "../motion";
 import { SEED001 } from "../presets";
-import { diverging } from "../views/colors";
-import { signedLegend } from "../views/legend";
-import { commonTop, drawMatrix, op, outlineCol, outlineRow } from "../views/matrix";
+import { diverging } from "../draw/colors";
+import { signedLegend } from "../draw/legend";
+import { drawMatrix } from "../draw/heatmap";
+import { commonTop } from "../draw/labels";
+import { outlineCol, outlineRow } from "../draw/outline";
+import { op } from "../draw/text";
+import type { MatrixView, SvgGroup } from "../draw/types";
 import {
   at,
   dimLabels,
@@ -23,6 +27,7 @@ import {
   vec,
   type Scene,
   type SceneCtx,
+  type SceneResult,
 } from "./common";
 
 const ROLE_NAME = { Q: "query", K: "key", V: "value" } as const;
@@ -52,7 +57,69 @@ function roleInfo(ctx: SceneCtx) {
   return { role, W, width, headIndex, result, name: `W${role}` };
 }
 
-export const step2: Scene = {
+/** Seed 001: K and V are printed, not computed from X. */
+function drawPrinted(
+  g: SvgGroup,
+  ctx: SceneCtx,
+  info: ReturnType<typeof roleInfo>,
+  labels: string[],
+  outLabels: string[],
+): SceneResult {
+  const { T } = ctx.cfg;
+  const cell = fitCell(info.width, T, ctx, 140, 160);
+  const m = maxAbs(info.result.data);
+  const v = drawMatrix(g, {
+    id: info.role,
+    title: `${info.role} (printed in the worked example)`,
+    shape: shape(T, info.width),
+    m: info.result,
+    x: 0,
+    y: 0,
+    cell,
+    color: diverging(m),
+    rowLabels: labels,
+    colLabels: outLabels,
+    tip: (r, c, val) =>
+      `${info.role.toLowerCase()}${sub(r)}[${c}] = <b>${fmt(val, 4)}</b><br>printed by the seed (${info.role === "K" ? "its K^T, transposed" : "its V"})`,
+  });
+  const lh = signedLegend(g, 8, v.height + 14, m, "value");
+  return { width: v.width, height: v.height + 14 + lh, duration: 0 };
+}
+
+/** One row times the matrix: x_i against each column of W fills q_i; then the whole product. Returns its duration. */
+function animateProduct(
+  g: SvgGroup,
+  ctx: SceneCtx,
+  views: { X: MatrixView; Wv: MatrixView; R: MatrixView },
+  i: number,
+  width: number,
+  cell: number,
+): number {
+  const { T, dModel } = ctx.cfg;
+  const { X, Wv, R } = views;
+  const step = 380;
+  const rowHl = outlineRow(g, X, i, dModel);
+  const colHl = outlineCol(g, Wv, 0, dModel).attr("opacity", 0);
+  for (let c = 0; c < width; c++) {
+    colHl
+      .transition()
+      .delay(dur(c * step))
+      .duration(dur(step * 0.6))
+      .attr("opacity", 1)
+      .attr("x", Wv.gx + c * cell - 1);
+  }
+
+  const rest = width * step + 300;
+  colHl.transition().delay(dur(rest)).duration(dur(200)).attr("opacity", 0);
+  rowHl.transition().delay(dur(rest)).duration(dur(200)).attr("opacity", 0).remove();
+  R.reveal(
+    (r, c) => (r === i ? dur(c * step + step * 0.5) : dur(rest + r * 50)),
+    (r) => (r === i ? dur(200) : dur(250)),
+  );
+  return dur(rest + T * 50 + 250);
+}
+
+export const projectionsScene: Scene = {
   title: "Projections Q, K, V",
   caption: (ctx) => {
     const { T, dModel, dK, dV, heads, kvHeads } = ctx.cfg;
@@ -91,27 +158,7 @@ export const step2: Scene = {
         ? vLabels(ctx, info.headIndex)
         : qkLabels(ctx, info.headIndex)
       : indexLabels(info.width);
-    if (!info.W) {
-      // Seed 001: K and V are printed, not computed from X.
-      const cell = fitCell(info.width, T, ctx, 140, 160);
-      const m = maxAbs(info.result.data);
-      const v = drawMatrix(g, {
-        id: info.role,
-        title: `${info.role} (printed in the worked example)`,
-        shape: shape(T, info.width),
-        m: info.result,
-        x: 0,
-        y: 0,
-        cell,
-        color: diverging(m),
-        rowLabels: labels,
-        colLabels: outLabels,
-        tip: (r, c, val) =>
-          `${info.role.toLowerCase()}${sub(r)}[${c}] = <b>${fmt(val, 4)}</b><br>printed by the seed (${info.role === "K" ? "its K^T, transposed" : "its V"})`,
-      });
-      const lh = signedLegend(g, 8, v.height + 14, m, "value");
-      return { width: v.width, height: v.height + 14 + lh, duration: 0 };
-    }
+    if (!info.W) return drawPrinted(g, ctx, info, labels, outLabels);
     const W = columns(info.W, info.headIndex * info.width, info.width);
     const cell = fitCell(dModel + 2 * info.width + 4, Math.max(T, dModel), ctx, 150, 150);
     const top = commonTop(cell, dimLabels(ctx.cfg, dModel), outLabels);
@@ -184,30 +231,7 @@ export const step2: Scene = {
       signedLegend(g, 8, height + 14, m, `X and ${sup}`),
       signedLegend(g, 250, height + 14, mW, `W${sup} (its own colour scale)`),
     );
-    let duration = 0;
-    if (ctx.animate) {
-      // One row times the matrix: x_i against each column of W fills q_i; then the whole product.
-      const step = 380;
-      const rowHl = outlineRow(g, X, i, dModel);
-      const colHl = outlineCol(g, Wv, 0, dModel).attr("opacity", 0);
-      for (let c = 0; c < info.width; c++) {
-        colHl
-          .transition()
-          .delay(dur(c * step))
-          .duration(dur(step * 0.6))
-          .attr("opacity", 1)
-          .attr("x", Wv.gx + c * cell - 1);
-      }
-
-      const rest = info.width * step + 300;
-      colHl.transition().delay(dur(rest)).duration(dur(200)).attr("opacity", 0);
-      rowHl.transition().delay(dur(rest)).duration(dur(200)).attr("opacity", 0).remove();
-      R.reveal(
-        (r, c) => (r === i ? dur(c * step + step * 0.5) : dur(rest + r * 50)),
-        (r) => (r === i ? dur(200) : dur(250)),
-      );
-      duration = dur(rest + T * 50 + 250);
-    }
+    const duration = ctx.animate ? animateProduct(g, ctx, { X, Wv, R }, i, info.width, cell) : 0;
     return { width: x + R.width, height: height + 14 + lh, duration };
   },
 };

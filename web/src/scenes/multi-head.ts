@@ -4,9 +4,12 @@
 import { fmt, maxAbs, shape, sub } from "../format";
 import { headSlice, kvGroup } from "../model";
 import { dur } from "../motion";
-import { diverging, headColor, sequential } from "../views/colors";
-import { signedLegend, weightLegend } from "../views/legend";
-import { drawMatrix, labelSpace, note, op, textWidth } from "../views/matrix";
+import { diverging, headColor, sequential } from "../draw/colors";
+import { signedLegend, weightLegend } from "../draw/legend";
+import { drawMatrix } from "../draw/heatmap";
+import { labelSpace } from "../draw/labels";
+import { note, op, textWidth } from "../draw/text";
+import type { SvgGroup } from "../draw/types";
 import {
   featureSpace,
   headName,
@@ -202,7 +205,248 @@ function layout(ctx: SceneCtx, L: Labels): Cells {
   return cells;
 }
 
-export const step8: Scene = {
+/** What the three rows of the scene share. */
+interface Rows {
+  g: SvgGroup;
+  ctx: SceneCtx;
+  L: Labels;
+  cells: Cells;
+  geo: ReturnType<typeof geometry>;
+  colors: string[];
+  /** Colour scale of Q. */
+  mQ: number;
+  /** When the slices and the maps have arrived (ms at speed 1). */
+  slicesEnd: number;
+  mapsEnd: number;
+}
+
+/** Row A: Q with its heads' columns marked, then the slices Q_h in a grid; returns its right edge. */
+function drawSlices(r: Rows): number {
+  const { g, ctx, L, geo, colors, mQ } = r;
+  const { T, dK, heads } = ctx.cfg;
+  const { cA, pA } = r.cells;
+  const it = ctx.item;
+  const labels = L.tokens;
+  const Qv = drawMatrix(g, {
+    id: "Qbig",
+    title: "Q = X W^Q",
+    shape: shape(T, heads * dK),
+    m: it.Q,
+    x: 0,
+    y: 0,
+    cell: cA,
+    color: diverging(mQ),
+    rowLabels: labels,
+    colLabels: L.qCols,
+    bands: { every: dK, colors },
+    top: geo.gridTop,
+    tip: (r, c, v) =>
+      `Q[${r}, ${c}] = <b>${fmt(v, 4)}</b>: head ${Math.floor(c / dK)}, column ${c % dK}`,
+  });
+  let x0 = Qv.width + 8;
+  op(g, x0 + ARROW / 2 - 6, Qv.gy + (T * cA) / 2, "→");
+  note(g, x0 + ARROW / 2 - 6, Qv.gy + (T * cA) / 2 + 22, "splitHeads", {
+    "text-anchor": "middle",
+  });
+  x0 += ARROW - 8;
+  const slices = `h = ${heads} slice${heads > 1 ? "s" : ""} Q_h, each ${shape(T, dK)}`;
+  note(g, x0, 14, slices, { "data-testid": "slices-note" });
+  let maxX = x0 + slices.length * 6.2;
+  for (let h = 0; h < heads; h++) {
+    const x = x0 + (h % pA) * geo.slotW;
+    const y = 18 + Math.floor(h / pA) * geo.sliceH;
+    const v = drawMatrix(g, {
+      id: `Qh-${h}`,
+      title: `Q${sub(h)}`,
+      m: headSlice(it.Qh, h),
+      x,
+      y,
+      cell: cA,
+      top: geo.sliceTop,
+      color: diverging(mQ),
+      colLabels: qkLabels(ctx, h),
+      titleColor: colors[h],
+      bands: { every: dK, colors: [colors[h]] },
+      tip: (r, c, val) => `Q${sub(h)}[${r}, ${c}] = Q[${r}, ${h * dK + c}] = <b>${fmt(val, 4)}</b>`,
+    });
+    if (ctx.animate) {
+      // The slice leaves its columns of Q for its place in the grid.
+      const fromX = Qv.gx + h * dK * cA - (v.gx - x),
+        fromY = Qv.gy - (v.gy - y);
+      v.g
+        .attr("transform", `translate(${fromX},${fromY})`)
+        .attr("opacity", 0.9)
+        .transition()
+        .delay(dur(300 + h * 250))
+        .duration(dur(700))
+        .attr("transform", `translate(${x},${y})`)
+        .attr("opacity", 1);
+    }
+    maxX = Math.max(maxX, x + v.width);
+  }
+  return maxX;
+}
+
+/** Row B: one attention map per head, in a grid; the first of each row has the token labels. */
+function drawMaps(r: Rows, maxX: number): number {
+  const { g, ctx, geo, colors } = r;
+  const { T, heads } = ctx.cfg;
+  const { pB, cB } = r.cells;
+  const slicesEnd = r.slicesEnd;
+  const it = ctx.item;
+  const labels = r.L.tokens;
+  const mapsNote = `${heads} attention map${heads > 1 ? "s" : ""}, one per head, each ${shape(T, T)} (rows: queries, columns: keys)`;
+  note(g, geo.labelW, geo.yB - 8, mapsNote);
+  maxX = Math.max(maxX, geo.labelW + mapsNote.length * 6.2);
+  for (let h = 0; h < heads; h++) {
+    const col = h % pB;
+    const x = col === 0 ? 0 : geo.labelW + col * (geo.mapW + MAP_GAP);
+    const y = geo.yB + Math.floor(h / pB) * geo.mapH;
+    const v = drawMatrix(g, {
+      id: `headmap-${h}`,
+      title: mapTitle(ctx, h, geo.mapW + MAP_GAP - 6),
+      m: it.heads[h].weights,
+      x,
+      y,
+      cell: cB,
+      top: MAP_TOP,
+      color: sequential(),
+      rowLabels: col === 0 ? labels : undefined,
+      titleColor: colors[h],
+      tip: (r, c, val) =>
+        `head ${h}${headName(ctx, h) ? ` (${headName(ctx, h)})` : ""}: α${sub(r)}${sub(c)} = <b>${fmt(val, 4)}</b><br>“${tokenName(ctx, r)}” → “${tokenName(ctx, c)}”`,
+    });
+    v.g.attr("data-head", h);
+    if (ctx.animate)
+      v.g
+        .attr("opacity", 0)
+        .transition()
+        .delay(dur(slicesEnd + h * 200))
+        .duration(dur(400))
+        .attr("opacity", 1);
+    maxX = Math.max(maxX, x + v.width);
+  }
+  return maxX;
+}
+
+/**
+ * Row C: head outputs -> concat -> times W^O (its own cell size when it would be too tall),
+ * and a batch item's padding mask; returns the right edge, the bottom and the colour scales.
+ */
+function drawOutput(
+  r: Rows,
+  maxX: number,
+): { maxX: number; bottom: number; mO: number; mWO: number } {
+  const { g, ctx, L, geo, colors } = r;
+  const { T, dModel, dV, heads } = ctx.cfg;
+  const { cB, cC, cW } = r.cells;
+  const it = ctx.item;
+  const labels = L.tokens;
+  const mapsEnd = r.mapsEnd;
+  const y = geo.yC;
+  // W^O has its own colour scale (random weights are much smaller than the head outputs).
+  const mO = Math.max(maxAbs(it.merged.data), maxAbs(it.out.data), 1e-6);
+  const mWO = Math.max(maxAbs(ctx.model.weights.WO.data), 1e-6);
+  const Mv = drawMatrix(g, {
+    id: "concat",
+    title: "concat(heads)",
+    shape: shape(T, heads * dV),
+    m: it.merged,
+    x: 0,
+    y,
+    cell: cC,
+    color: diverging(mO),
+    rowLabels: labels,
+    colLabels: L.vCols,
+    bands: { every: dV, colors },
+    top: geo.topC,
+    tip: (r, c, v) =>
+      `head ${Math.floor(c / dV)} output[${r}, ${c % dV}] = <b>${fmt(v, 4)}</b> (mergeHeads)`,
+  });
+  let x = Mv.width + 6;
+  op(g, x + OP / 2 - 6, Mv.gy + (T * cC) / 2, "×");
+  x += OP;
+  const Wo = drawMatrix(g, {
+    id: "WO",
+    title: "W^O",
+    shape: shape(heads * dV, dModel),
+    m: ctx.model.weights.WO,
+    x,
+    y,
+    cell: cW,
+    color: diverging(mWO),
+    colLabels: L.woCols,
+    rowLabels: L.woRows,
+    top: geo.topC,
+    tip: (r, c, v) => `W<sup>O</sup>[${r}, ${c}] = <b>${fmt(v, 4)}</b><br><i>click to edit</i>`,
+    onCell: (r, c, e) => ctx.edit("WO", r, c, ctx.model.weights.WO.data[r * dModel + c], e),
+  });
+  x += Wo.width + 6;
+  op(g, x + OP / 2 - 6, Mv.gy + (T * cC) / 2, "=");
+  x += OP;
+  // In a batch, the output shown is this item's slice of the one batched call.
+  const b = it.batched;
+  const out = b
+    ? {
+        data: b.out.data.subarray(ctx.itemIndex * T * dModel, (ctx.itemIndex + 1) * T * dModel),
+        rows: T,
+        cols: dModel,
+      }
+    : it.out;
+  const Ov = drawMatrix(g, {
+    id: "out",
+    title: b ? "output (batched call)" : "output",
+    shape: shape(T, dModel),
+    m: out,
+    x,
+    y,
+    cell: cC,
+    color: diverging(mO),
+    colLabels: L.woCols,
+    rowLabels: labels,
+    labelsRight: true,
+    top: geo.topC,
+    tip: (r, c, v) =>
+      `out[${r}, ${c}] = concat row ${r} · W<sup>O</sup>[:, ${c}] = <b>${fmt(v, 4)}</b>${b ? `<br>from multiHeadAttention on the batch [${b.keyLengths.length} × ${T} × ${dModel}], item ${ctx.itemIndex}<br>step by step: ${fmt(it.out.data[r * dModel + c], 4)}` : ""}`,
+  });
+  if (ctx.animate) {
+    for (const v of [Mv, Wo, Ov])
+      v.g.attr("opacity", 0).transition().delay(dur(mapsEnd)).duration(dur(400)).attr("opacity", 1);
+  }
+  maxX = Math.max(maxX, x + Ov.width);
+  let bottom = y + Math.max(Mv.height, Wo.height, Ov.height) + 14;
+  if (b) {
+    // The padding mask of this item, as the batched call applies it (keyLengths).
+    const n = b.keyLengths[ctx.itemIndex];
+    const mask = {
+      data: Float32Array.from({ length: T }, (_, j) => (j < n ? 1 : 0)),
+      rows: 1,
+      cols: T,
+    };
+    const cP = Math.max(10, Math.min(26, cB));
+    const Pv = drawMatrix(g, {
+      id: "padmask",
+      title: `key padding mask: keyLengths[${ctx.itemIndex}] = ${n}`,
+      shape: shape(1, T),
+      m: mask,
+      x: 0,
+      y: bottom,
+      cell: cP,
+      color: (v) => (v ? "#ffffff" : "url(#masked-hatch)"),
+      stroke: "#d4d4d4",
+      digits: 0,
+      colLabels: labels,
+      tip: (_r, c, v) =>
+        v
+          ? `key ${c} (“${tokenName(ctx, c)}”) is attended`
+          : `key ${c} is padding: masked (−∞) for every query`,
+    });
+    bottom += Pv.height + 14;
+  }
+  return { maxX, bottom, mO, mWO };
+}
+
+export const multiHeadScene: Scene = {
   title: "Multi-head",
   caption: (ctx) => {
     const { T, dModel, dK, dV, heads, kvHeads } = ctx.cfg;
@@ -222,7 +466,7 @@ export const step8: Scene = {
       <p class="${ok ? "check-ok" : "check-bad"}" data-testid="mha-check">${ok ? "✓" : "✗"} step by step = ${call}: max |Δ| = ${ctx.item.checkDiff.toExponential(1)}</p>`;
   },
   render: (g, ctx) => {
-    const { T, dModel, dK, dV, heads } = ctx.cfg;
+    const { dModel, dK, dV, heads } = ctx.cfg;
     const it = ctx.item;
     const labels = tokenLabels(it);
     const fs = featureSpace(ctx);
@@ -237,7 +481,6 @@ export const step8: Scene = {
       woCols: vNames ?? indexLabels(dModel),
     };
     const cells = layout(ctx, L);
-    const { cA, pA, cB, pB, cC, cW } = cells;
     const geo = geometry(ctx, L, cells);
     const colors = Array.from({ length: heads }, (_, h) => headColor(h));
     const mQ = Math.max(maxAbs(it.Q.data), 1e-6);
@@ -245,205 +488,8 @@ export const step8: Scene = {
     const slicesEnd = 300 + (heads - 1) * 250 + 700;
     const mapsEnd = slicesEnd + heads * 200 + 400;
 
-    // Row A: Q with its heads' columns marked, then the slices Q_h in a grid.
-    const Qv = drawMatrix(g, {
-      id: "Qbig",
-      title: "Q = X W^Q",
-      shape: shape(T, heads * dK),
-      m: it.Q,
-      x: 0,
-      y: 0,
-      cell: cA,
-      color: diverging(mQ),
-      rowLabels: labels,
-      colLabels: L.qCols,
-      bands: { every: dK, colors },
-      top: geo.gridTop,
-      tip: (r, c, v) =>
-        `Q[${r}, ${c}] = <b>${fmt(v, 4)}</b>: head ${Math.floor(c / dK)}, column ${c % dK}`,
-    });
-    let x0 = Qv.width + 8;
-    op(g, x0 + ARROW / 2 - 6, Qv.gy + (T * cA) / 2, "→");
-    note(g, x0 + ARROW / 2 - 6, Qv.gy + (T * cA) / 2 + 22, "splitHeads", {
-      "text-anchor": "middle",
-    });
-    x0 += ARROW - 8;
-    const slices = `h = ${heads} slice${heads > 1 ? "s" : ""} Q_h, each ${shape(T, dK)}`;
-    note(g, x0, 14, slices, { "data-testid": "slices-note" });
-    let maxX = x0 + slices.length * 6.2;
-    for (let h = 0; h < heads; h++) {
-      const x = x0 + (h % pA) * geo.slotW;
-      const y = 18 + Math.floor(h / pA) * geo.sliceH;
-      const v = drawMatrix(g, {
-        id: `Qh-${h}`,
-        title: `Q${sub(h)}`,
-        m: headSlice(it.Qh, h),
-        x,
-        y,
-        cell: cA,
-        top: geo.sliceTop,
-        color: diverging(mQ),
-        colLabels: qkLabels(ctx, h),
-        titleColor: colors[h],
-        bands: { every: dK, colors: [colors[h]] },
-        tip: (r, c, val) =>
-          `Q${sub(h)}[${r}, ${c}] = Q[${r}, ${h * dK + c}] = <b>${fmt(val, 4)}</b>`,
-      });
-      if (ctx.animate) {
-        // The slice leaves its columns of Q for its place in the grid.
-        const fromX = Qv.gx + h * dK * cA - (v.gx - x),
-          fromY = Qv.gy - (v.gy - y);
-        v.g
-          .attr("transform", `translate(${fromX},${fromY})`)
-          .attr("opacity", 0.9)
-          .transition()
-          .delay(dur(300 + h * 250))
-          .duration(dur(700))
-          .attr("transform", `translate(${x},${y})`)
-          .attr("opacity", 1);
-      }
-      maxX = Math.max(maxX, x + v.width);
-    }
-
-    // Row B: one attention map per head, in a grid; the first of each row has the token labels.
-    const mapsNote = `${heads} attention map${heads > 1 ? "s" : ""}, one per head, each ${shape(T, T)} (rows: queries, columns: keys)`;
-    note(g, geo.labelW, geo.yB - 8, mapsNote);
-    maxX = Math.max(maxX, geo.labelW + mapsNote.length * 6.2);
-    for (let h = 0; h < heads; h++) {
-      const col = h % pB;
-      const x = col === 0 ? 0 : geo.labelW + col * (geo.mapW + MAP_GAP);
-      const y = geo.yB + Math.floor(h / pB) * geo.mapH;
-      const v = drawMatrix(g, {
-        id: `headmap-${h}`,
-        title: mapTitle(ctx, h, geo.mapW + MAP_GAP - 6),
-        m: it.heads[h].weights,
-        x,
-        y,
-        cell: cB,
-        top: MAP_TOP,
-        color: sequential(),
-        rowLabels: col === 0 ? labels : undefined,
-        titleColor: colors[h],
-        tip: (r, c, val) =>
-          `head ${h}${headName(ctx, h) ? ` (${headName(ctx, h)})` : ""}: α${sub(r)}${sub(c)} = <b>${fmt(val, 4)}</b><br>“${tokenName(ctx, r)}” → “${tokenName(ctx, c)}”`,
-      });
-      v.g.attr("data-head", h);
-      if (ctx.animate)
-        v.g
-          .attr("opacity", 0)
-          .transition()
-          .delay(dur(slicesEnd + h * 200))
-          .duration(dur(400))
-          .attr("opacity", 1);
-      maxX = Math.max(maxX, x + v.width);
-    }
-
-    // Row C: head outputs -> concat -> times W^O (its own cell size when it would be too tall).
-    const y = geo.yC;
-    // W^O has its own colour scale (random weights are much smaller than the head outputs).
-    const mO = Math.max(maxAbs(it.merged.data), maxAbs(it.out.data), 1e-6);
-    const mWO = Math.max(maxAbs(ctx.model.weights.WO.data), 1e-6);
-    const Mv = drawMatrix(g, {
-      id: "concat",
-      title: "concat(heads)",
-      shape: shape(T, heads * dV),
-      m: it.merged,
-      x: 0,
-      y,
-      cell: cC,
-      color: diverging(mO),
-      rowLabels: labels,
-      colLabels: L.vCols,
-      bands: { every: dV, colors },
-      top: geo.topC,
-      tip: (r, c, v) =>
-        `head ${Math.floor(c / dV)} output[${r}, ${c % dV}] = <b>${fmt(v, 4)}</b> (mergeHeads)`,
-    });
-    let x = Mv.width + 6;
-    op(g, x + OP / 2 - 6, Mv.gy + (T * cC) / 2, "×");
-    x += OP;
-    const Wo = drawMatrix(g, {
-      id: "WO",
-      title: "W^O",
-      shape: shape(heads * dV, dModel),
-      m: ctx.model.weights.WO,
-      x,
-      y,
-      cell: cW,
-      color: diverging(mWO),
-      colLabels: L.woCols,
-      rowLabels: L.woRows,
-      top: geo.topC,
-      tip: (r, c, v) => `W<sup>O</sup>[${r}, ${c}] = <b>${fmt(v, 4)}</b><br><i>click to edit</i>`,
-      onCell: (r, c, e) => ctx.edit("WO", r, c, ctx.model.weights.WO.data[r * dModel + c], e),
-    });
-    x += Wo.width + 6;
-    op(g, x + OP / 2 - 6, Mv.gy + (T * cC) / 2, "=");
-    x += OP;
-    // In a batch, the output shown is this item's slice of the one batched call.
-    const b = it.batched;
-    const out = b
-      ? {
-          data: b.out.data.subarray(ctx.itemIndex * T * dModel, (ctx.itemIndex + 1) * T * dModel),
-          rows: T,
-          cols: dModel,
-        }
-      : it.out;
-    const Ov = drawMatrix(g, {
-      id: "out",
-      title: b ? "output (batched call)" : "output",
-      shape: shape(T, dModel),
-      m: out,
-      x,
-      y,
-      cell: cC,
-      color: diverging(mO),
-      colLabels: L.woCols,
-      rowLabels: labels,
-      labelsRight: true,
-      top: geo.topC,
-      tip: (r, c, v) =>
-        `out[${r}, ${c}] = concat row ${r} · W<sup>O</sup>[:, ${c}] = <b>${fmt(v, 4)}</b>${b ? `<br>from multiHeadAttention on the batch [${b.keyLengths.length} × ${T} × ${dModel}], item ${ctx.itemIndex}<br>step by step: ${fmt(it.out.data[r * dModel + c], 4)}` : ""}`,
-    });
-    if (ctx.animate) {
-      for (const v of [Mv, Wo, Ov])
-        v.g
-          .attr("opacity", 0)
-          .transition()
-          .delay(dur(mapsEnd))
-          .duration(dur(400))
-          .attr("opacity", 1);
-    }
-    maxX = Math.max(maxX, x + Ov.width);
-    let bottom = y + Math.max(Mv.height, Wo.height, Ov.height) + 14;
-    if (b) {
-      // The padding mask of this item, as the batched call applies it (keyLengths).
-      const n = b.keyLengths[ctx.itemIndex];
-      const mask = {
-        data: Float32Array.from({ length: T }, (_, j) => (j < n ? 1 : 0)),
-        rows: 1,
-        cols: T,
-      };
-      const cP = Math.max(10, Math.min(26, cB));
-      const Pv = drawMatrix(g, {
-        id: "padmask",
-        title: `key padding mask: keyLengths[${ctx.itemIndex}] = ${n}`,
-        shape: shape(1, T),
-        m: mask,
-        x: 0,
-        y: bottom,
-        cell: cP,
-        color: (v) => (v ? "#ffffff" : "url(#masked-hatch)"),
-        stroke: "#d4d4d4",
-        digits: 0,
-        colLabels: labels,
-        tip: (_r, c, v) =>
-          v
-            ? `key ${c} (“${tokenName(ctx, c)}”) is attended`
-            : `key ${c} is padding: masked (−∞) for every query`,
-      });
-      bottom += Pv.height + 14;
-    }
+    const rows: Rows = { g, ctx, L, cells, geo, colors, mQ, slicesEnd, mapsEnd };
+    const { maxX, bottom, mO, mWO } = drawOutput(rows, drawMaps(rows, drawSlices(rows)));
     let lh = signedLegend(g, 8, bottom, Math.max(mQ, mO), "value");
     lh = Math.max(
       lh,

@@ -1,0 +1,83 @@
+// The page's state: what is shown (mirrored in the URL), the model computed from it,
+// and the playback and timing that the test hooks read.
+import type { Attnkit } from "attnkit";
+import { presetState } from "./controls";
+import type { Model } from "./model";
+import { DISPLAY_FIELDS, fromQuery, omitFields, toQuery, type State } from "./state";
+
+export interface Timing {
+  loadMs: number;
+  firstRenderMs: number;
+  lastRenderMs: number;
+  /** Of lastRenderMs: computing with attnkit (the model, and results computed on first use). */
+  lastComputeMs: number;
+  /** Whether the last render recomputed anything (false: only redrawn). */
+  lastRecomputed: boolean;
+  /** Of lastRenderMs: the browser's style and layout. */
+  lastLayoutMs: number;
+  renders: number;
+}
+
+/** The entry animation of the last render (durationMs 0: none, e.g. with reduced motion). */
+export interface Animation {
+  step: number;
+  view: string;
+  startedAt: number;
+  durationMs: number;
+}
+
+export interface Page {
+  /** The attnkit module (loaded by main before the first render). */
+  attn: Attnkit;
+  state: State;
+  model: Model | null;
+  /** inputsKey of the state the model was computed for. */
+  modelKey: string;
+  playing: boolean;
+  animation: Animation;
+  /** The last state drawn without an error: a change that fails is undone back to it. */
+  lastGood: State | null;
+  /** What the URL held that the page could not use (shown in a note). */
+  urlDropped: string[];
+  timing: Timing;
+}
+
+const urlDropped: string[] = [];
+const initial = fromQuery(location.search.slice(1), urlDropped);
+if (!location.search) Object.assign(initial, presetState(initial.preset, initial));
+
+export const page: Page = {
+  attn: null as unknown as Attnkit,
+  state: initial,
+  model: null,
+  modelKey: "",
+  playing: false,
+  animation: { step: 0, view: "steps", startedAt: 0, durationMs: 0 },
+  lastGood: null,
+  urlDropped,
+  timing: {
+    loadMs: 0,
+    firstRenderMs: 0,
+    lastRenderMs: 0,
+    lastComputeMs: 0,
+    lastRecomputed: false,
+    lastLayoutMs: 0,
+    renders: 0,
+  },
+};
+
+/** The state fields that change the numbers, as a key (the rest only change what is shown). */
+export function inputsKey(s: State): string {
+  return JSON.stringify(omitFields(s, DISPLAY_FIELDS));
+}
+
+// The URL follows the state, at most every 120 ms (a dragged slider fires many events;
+// browsers throttle frequent history updates).
+let urlTimer: number | undefined;
+export function saveUrl(): void {
+  if (urlTimer !== undefined) return;
+  urlTimer = window.setTimeout(() => {
+    urlTimer = undefined;
+    history.replaceState(null, "", `?${toQuery(page.state)}`);
+  }, 120);
+}
