@@ -1,37 +1,17 @@
 // Browser tests that change the page's controls the way a person does (choose
 // options, type into fields, click cells) in Debian's Chromium through
 // playwright-core, and check the page against the one loaded fresh from its own
-// URL. Issue #19, defects 1-3.
+// URL.
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { after, before, beforeEach, test } from "node:test";
 import { chromium } from "playwright-core";
-import { dist, shots, stateWalk } from "./helpers.mjs";
+import { ARGS, CHROMIUM, dist, shots, stateWalk, watch } from "./helpers.mjs";
 import { serve } from "./server.mjs";
-
-const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
-const ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 
 let server, browser, context, page;
 let problems = [];
-
-function watch(p, into) {
-  p.on("console", (m) => {
-    if (m.type() === "error" || m.type() === "warning")
-      into.push(`console ${m.type()}: ${m.text()}`);
-  });
-  p.on("pageerror", (e) => into.push(`page error: ${e.message}`));
-}
 
 const ready = (p = page) => p.waitForSelector("body[data-ready='1']", { timeout: 15000 });
 const state = (p = page) => p.evaluate(() => window.__attnkit.state());

@@ -18,6 +18,28 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 export const root = path.resolve(here, "../..");
 export const dist = path.join(root, "web/dist");
 export const shots = path.join(root, "tests/artifacts/screenshots");
+
+// Debian's Chromium, headless, with nothing that reaches the network.
+export const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+export const ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+
+/** Collects page p's console errors and warnings and its uncaught errors into `into`. */
+export function watch(p, into) {
+  p.on("console", (m) => {
+    if (m.type() === "error" || m.type() === "warning")
+      into.push(`console ${m.type()}: ${m.text()}`);
+  });
+  p.on("pageerror", (e) => into.push(`page error: ${e.message}`));
+}
 export const PRESETS = ["seed001", "train", "bank", "flies", "fox"];
 export const VIEWS = ["headview", "grid", "saturation", "decoding"];
 

@@ -1,37 +1,26 @@
-// Browser tests of the page as a newcomer meets it (issue #19, the parts after the
-// control walk): several designed heads by default with their names shown, layout
-// that keeps numbers inside their cells, a phone-sized screen, the keyboard, and
-// text input. Debian's Chromium through playwright-core.
+// Browser tests of the page as a newcomer meets it: several designed heads by
+// default with their names shown, layout that keeps numbers inside their cells,
+// a phone-sized screen, the keyboard, and text input. Debian's Chromium through
+// playwright-core.
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { after, before, beforeEach, test } from "node:test";
 import { chromium } from "playwright-core";
-import { PHONE_PAGES, assertPhoneFit, dist, phoneFit, shots } from "./helpers.mjs";
+import {
+  ARGS,
+  CHROMIUM,
+  PHONE_PAGES,
+  assertPhoneFit,
+  dist,
+  phoneFit,
+  shots,
+  watch,
+} from "./helpers.mjs";
 import { serve } from "./server.mjs";
-
-const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
-const ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 
 let server, browser, context, page;
 let problems = [];
-
-function watch(p, into) {
-  p.on("console", (m) => {
-    if (m.type() === "error" || m.type() === "warning")
-      into.push(`console ${m.type()}: ${m.text()}`);
-  });
-  p.on("pageerror", (e) => into.push(`page error: ${e.message}`));
-}
 
 const ready = (p = page) => p.waitForSelector("body[data-ready='1']", { timeout: 15000 });
 const shot = (name, p = page) => p.screenshot({ path: path.join(shots, `newcomer-${name}.png`) });

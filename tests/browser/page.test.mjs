@@ -12,6 +12,8 @@ import {
   SEED001,
   assertClose,
   assertUpperTriangleZero,
+  ARGS,
+  CHROMIUM,
   checkSeed001,
   dist,
   shots,
@@ -19,18 +21,6 @@ import {
 
 const { X, WQ, KT, V } = SEED001;
 import { serve } from "./server.mjs";
-
-const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
-const ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 
 let server, browser, context, page, attn;
 const problems = [];
