@@ -158,7 +158,7 @@ void Expect(const Status& s, const Fuzz& f, std::initializer_list<ConstMatrixVie
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
   Fuzz f{in};
-  const int op = in.ConsumeIntegralInRange<int>(0, 7);
+  const int op = in.ConsumeIntegralInRange<int>(0, 8);
   const size_t T = f.Dim(12), T_k = f.Dim(12), d_model = f.Dim(12), d_k = f.Dim(8), d_v = f.Dim(8),
                batch = 1 + f.Size(2);
   Matrix additive;
@@ -294,6 +294,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       f.all_finite = true;
       Matrix heads(T * d_k, d_v), merged(d_k ? T : 0, d_k * d_v);
       Expect(attnkit::MergeHeads(heads, d_k, merged), f, {merged});
+      break;
+    }
+    case 8: {  // gradients: the training forward, then both backward overloads
+      Matrix Q = f.Mat(T, d_k), K = f.Mat(T_k, f.Maybe(d_k)), V = f.Mat(f.Maybe(T_k), d_v);
+      auto o = f.Options(T, T_k, 1, &additive, &mask);
+      Matrix out(T, d_v), lse(f.Maybe(T), 1);  // lse is -inf for a row that sees no key
+      const Status forward = attnkit::AttentionForTraining(Q, K, V, o, out, lse);
+      Expect(forward, f, {out});
+      Matrix dO = f.Mat(T, f.Maybe(d_v));  // after the forward: its values are the backward's input
+      Matrix dQ(T, d_k), dK(T_k, d_k), dV(T_k, f.Maybe(d_v));
+      if (forward.ok()) {
+        Expect(attnkit::AttentionBackward(Q, K, V, out, dO, lse, o, dQ, dK, dV), f, {dQ, dK, dV});
+      }
+      Expect(attnkit::AttentionBackward(Q, K, V, dO, o, dQ, dK, dV), f, {dQ, dK, dV});
       break;
     }
   }
