@@ -76,6 +76,23 @@ Status CheckOutputs(std::initializer_list<std::pair<const char*, MatrixView>> ou
   return Status::Ok();
 }
 
+// Q, K, V (CheckQKV), dO [T_q, d_v] finite, and the shapes of dQ [T_q, d_k],
+// dK [T_k, d_k] and dV [T_k, d_v]: what both backward overloads take.
+Status CheckGradientArgs(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
+                         ConstMatrixView dO, MatrixView dQ, MatrixView dK, MatrixView dV) {
+  ATTNKIT_RETURN_IF_ERROR(CheckQKV(Q, K, V));
+  const size_t T_q = Q.rows, T_k = K.rows, d_k = Q.cols, d_v = V.cols;
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("dO", dO, T_q, d_v, "T_q, the rows of Q", "d_v, the columns of V"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("dQ", dQ, T_q, d_k, "T_q, the rows of Q", "d_k, the columns of Q"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("dK", dK, T_k, d_k, "T_k, the rows of K", "d_k, the columns of K"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("dV", dV, T_k, d_v, "T_k, the rows of V", "d_v, the columns of V"));
+  return CheckFinite("dO", dO);
+}
+
 // Options checked against the head, the task's masks and score parameters
 // set, and its workspace allocated into `buffer`.
 Status PrepareTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
@@ -147,22 +164,13 @@ Status AttentionForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixVie
 Status AttentionBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, ConstMatrixView O,
                          ConstMatrixView dO, ConstMatrixView lse, const AttentionOptions& options,
                          MatrixView dQ, MatrixView dK, MatrixView dV) {
-  ATTNKIT_RETURN_IF_ERROR(CheckQKV(Q, K, V));
-  const size_t T_q = Q.rows, T_k = K.rows, d_k = Q.cols, d_v = V.cols;
+  ATTNKIT_RETURN_IF_ERROR(CheckGradientArgs(Q, K, V, dO, dQ, dK, dV));
+  const size_t T_q = Q.rows, d_v = V.cols;
   ATTNKIT_RETURN_IF_ERROR(
       CheckShape("O", O, T_q, d_v, "T_q, the rows of Q", "d_v, the columns of V"));
   ATTNKIT_RETURN_IF_ERROR(
-      CheckShape("dO", dO, T_q, d_v, "T_q, the rows of Q", "d_v, the columns of V"));
-  ATTNKIT_RETURN_IF_ERROR(
       CheckShape("lse", lse, T_q, 1, "T_q, the rows of Q", "one log-sum-exp per row"));
-  ATTNKIT_RETURN_IF_ERROR(
-      CheckShape("dQ", dQ, T_q, d_k, "T_q, the rows of Q", "d_k, the columns of Q"));
-  ATTNKIT_RETURN_IF_ERROR(
-      CheckShape("dK", dK, T_k, d_k, "T_k, the rows of K", "d_k, the columns of K"));
-  ATTNKIT_RETURN_IF_ERROR(
-      CheckShape("dV", dV, T_k, d_v, "T_k, the rows of V", "d_v, the columns of V"));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("O", O));
-  ATTNKIT_RETURN_IF_ERROR(CheckFinite("dO", dO));
   // A fully masked row's log-sum-exp is -inf.
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("lse", lse, /*allow_neg_inf=*/true));
   ATTNKIT_RETURN_IF_ERROR(
@@ -178,17 +186,8 @@ Status AttentionBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V
 Status AttentionBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                          ConstMatrixView dO, const AttentionOptions& options, MatrixView dQ,
                          MatrixView dK, MatrixView dV) {
-  ATTNKIT_RETURN_IF_ERROR(CheckQKV(Q, K, V));
-  const size_t T_q = Q.rows, T_k = K.rows, d_k = Q.cols, d_v = V.cols;
-  ATTNKIT_RETURN_IF_ERROR(
-      CheckShape("dO", dO, T_q, d_v, "T_q, the rows of Q", "d_v, the columns of V"));
-  ATTNKIT_RETURN_IF_ERROR(
-      CheckShape("dQ", dQ, T_q, d_k, "T_q, the rows of Q", "d_k, the columns of Q"));
-  ATTNKIT_RETURN_IF_ERROR(
-      CheckShape("dK", dK, T_k, d_k, "T_k, the rows of K", "d_k, the columns of K"));
-  ATTNKIT_RETURN_IF_ERROR(
-      CheckShape("dV", dV, T_k, d_v, "T_k, the rows of V", "d_v, the columns of V"));
-  ATTNKIT_RETURN_IF_ERROR(CheckFinite("dO", dO));
+  ATTNKIT_RETURN_IF_ERROR(CheckGradientArgs(Q, K, V, dO, dQ, dK, dV));
+  const size_t T_q = Q.rows, d_v = V.cols;
   ATTNKIT_RETURN_IF_ERROR(CheckOutputs({{"dQ", dQ}, {"dK", dK}, {"dV", dV}},
                                        {{"Q", Q}, {"K", K}, {"V", V}, {"dO", dO}}));
   Matrix O, lse;
