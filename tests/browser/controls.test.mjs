@@ -3,12 +3,9 @@
 // playwright-core, and check the page against the one loaded fresh from its own
 // URL.
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { after, before, beforeEach, test } from "node:test";
-import { chromium } from "playwright-core";
-import { ARGS, CHROMIUM, dist, shots, stateWalk, watch } from "./helpers.mjs";
-import { serve } from "./server.mjs";
+import { openChromium, shots, stateWalk, watch } from "./helpers.mjs";
 
 let server, browser, context, page;
 let problems = [];
@@ -97,17 +94,7 @@ async function cellValue(id, r, c) {
 }
 
 before(async () => {
-  assert.ok(
-    existsSync(path.join(dist, "index.html")),
-    "web/dist is missing: run `npx vite build web` first",
-  );
-  mkdirSync(shots, { recursive: true });
-  server = await serve(dist);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
-  context = await browser.newContext({
-    viewport: { width: 1440, height: 900 },
-    reducedMotion: "reduce",
-  });
+  ({ server, browser, context } = await openChromium());
 });
 
 beforeEach(async () => {

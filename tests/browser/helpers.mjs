@@ -12,6 +12,7 @@ import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { inflateSync } from "node:zlib";
 import { createAttnkit } from "attnkit";
+import { chromium } from "playwright-core";
 import { serve } from "./server.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -31,6 +32,25 @@ export const ARGS = [
   "--disable-component-update",
   "--disable-sync",
 ];
+
+/**
+ * The built page served on loopback and Debian's Chromium with a 1440 x 900 context
+ * without motion, for the Chromium suites. Close browser and server after.
+ */
+export async function openChromium() {
+  assert.ok(
+    existsSync(path.join(dist, "index.html")),
+    "web/dist is missing: run `npx vite build web` first",
+  );
+  mkdirSync(shots, { recursive: true });
+  const server = await serve(dist);
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+  const context = await browser.newContext({
+    viewport: { width: 1440, height: 900 },
+    reducedMotion: "reduce",
+  });
+  return { server, browser, context };
+}
 
 /** Collects page p's console errors and warnings and its uncaught errors into `into`. */
 export function watch(p, into) {

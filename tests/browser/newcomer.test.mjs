@@ -3,21 +3,9 @@
 // a phone-sized screen, the keyboard, and text input. Debian's Chromium through
 // playwright-core.
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { after, before, beforeEach, test } from "node:test";
-import { chromium } from "playwright-core";
-import {
-  ARGS,
-  CHROMIUM,
-  PHONE_PAGES,
-  assertPhoneFit,
-  dist,
-  phoneFit,
-  shots,
-  watch,
-} from "./helpers.mjs";
-import { serve } from "./server.mjs";
+import { openChromium, PHONE_PAGES, assertPhoneFit, phoneFit, shots, watch } from "./helpers.mjs";
 
 let server, browser, context, page;
 let problems = [];
@@ -36,17 +24,7 @@ async function gotoStep(n, p = page) {
 }
 
 before(async () => {
-  assert.ok(
-    existsSync(path.join(dist, "index.html")),
-    "web/dist is missing: run `npx vite build web` first",
-  );
-  mkdirSync(shots, { recursive: true });
-  server = await serve(dist);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
-  context = await browser.newContext({
-    viewport: { width: 1440, height: 900 },
-    reducedMotion: "reduce",
-  });
+  ({ server, browser, context } = await openChromium());
 });
 
 beforeEach(async () => {
