@@ -69,7 +69,8 @@ run_ctest wasm
 if bash scripts/build.sh package; then
   run_node node tests/js
   echo "== build web"
-  if npx vite build web --logLevel warn; then
+  # Vite strips types without checking them: tsc checks the page's TypeScript first.
+  if npx tsc --noEmit -p web/tsconfig.json && npx vite build web --logLevel warn; then
     run_node browser tests/browser
   else
     names+=(browser); results+=("BUILD FAILED"); total_fail=$((total_fail + 1))
