@@ -196,5 +196,36 @@ Status AttentionBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V
   return RunBackward(Q, K, V, O.view(), dO, lse.view(), /*recompute=*/true, options, dQ, dK, dV);
 }
 
+Status SelfAttentionBackward(ConstMatrixView, ConstMatrixView, ConstMatrixView, ConstMatrixView,
+                             ConstMatrixView, const AttentionOptions&,
+                             const SelfAttentionGradients&) {
+  return Status(ErrorCode::kInvalidArgument, "X", "not implemented yet");
+}
+
+Status MultiHeadAttentionQKVForTraining(ConstMatrixView, ConstMatrixView, ConstMatrixView, size_t,
+                                        const HeadConfig&, const AttentionOptions&, MatrixView,
+                                        MatrixView) {
+  return Status(ErrorCode::kInvalidArgument, "Q", "not implemented yet");
+}
+
+Status MultiHeadAttentionQKVBackward(ConstMatrixView, ConstMatrixView, ConstMatrixView,
+                                     ConstMatrixView, ConstMatrixView, ConstMatrixView, size_t,
+                                     const HeadConfig&, const AttentionOptions&, MatrixView,
+                                     MatrixView, MatrixView) {
+  return Status(ErrorCode::kInvalidArgument, "Q", "not implemented yet");
+}
+
+Status MultiHeadAttentionQKVBackward(ConstMatrixView, ConstMatrixView, ConstMatrixView,
+                                     ConstMatrixView, size_t, const HeadConfig&,
+                                     const AttentionOptions&, MatrixView, MatrixView, MatrixView) {
+  return Status(ErrorCode::kInvalidArgument, "Q", "not implemented yet");
+}
+
+Status MultiHeadAttentionBackward(ConstMatrixView, size_t, const MultiHeadWeights&,
+                                  const HeadConfig&, const AttentionOptions&, ConstMatrixView,
+                                  const MultiHeadGradients&) {
+  return Status(ErrorCode::kInvalidArgument, "X", "not implemented yet");
+}
+
 }  // namespace attnkit
 #endif  // HWY_ONCE
