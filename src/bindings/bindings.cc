@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "src/core/attnkit.h"
+#include "src/core/backward_trace.h"
 
 namespace attnkit {
 namespace bindings {
@@ -301,6 +302,69 @@ Mat TraceMatrix(int index) {
 float TraceScale() { return LastTrace().scale; }
 void TraceClear() { LastTrace() = AttentionTrace(); }
 
+// The last backward trace's own matrices, kept until backwardTraceClear();
+// its forward trace goes to LastTrace(), read as a forward trace's.
+AttentionBackwardTrace& LastBackwardTrace() {
+  static AttentionBackwardTrace trace;
+  return trace;
+}
+int KeepBackwardTrace(const Status& s) {
+  LastTrace() = std::move(LastBackwardTrace().forward);
+  LastBackwardTrace().forward = AttentionTrace();
+  return Report(s);
+}
+// X, W_Q, W_K, W_V, dO, options
+int TraceBackwardJs(uintptr_t args) {
+  Args a(args);
+  const ConstMatrixView X = a.In(), W_Q = a.In(), W_K = a.In(), W_V = a.In(), dO = a.In();
+  return KeepBackwardTrace(
+      TraceAttentionBackward(X, W_Q, W_K, W_V, dO, a.Options(), &LastBackwardTrace()));
+}
+// Q, K, V, dO, options
+int TraceBackwardQKVJs(uintptr_t args) {
+  Args a(args);
+  const ConstMatrixView Q = a.In(), K = a.In(), V = a.In(), dO = a.In();
+  return KeepBackwardTrace(
+      TraceAttentionBackwardQKV(Q, K, V, dO, a.Options(), &LastBackwardTrace()));
+}
+// The backward trace's matrices in the order backwardTraceMatrix(index) reads
+// them, under the names of the JS result (backwardTraceMatrixNames).
+struct BackwardTraceEntry {
+  const char* name;
+  Matrix AttentionBackwardTrace::*matrix;
+};
+constexpr BackwardTraceEntry kBackwardTraceMatrices[] = {
+    {"dO", &AttentionBackwardTrace::dO},
+    {"dV", &AttentionBackwardTrace::dV},
+    {"dWeights", &AttentionBackwardTrace::d_weights},
+    {"D", &AttentionBackwardTrace::D},
+    {"dMaskedScores", &AttentionBackwardTrace::d_masked_scores},
+    {"dScores", &AttentionBackwardTrace::d_scores},
+    {"dQ", &AttentionBackwardTrace::dQ},
+    {"dK", &AttentionBackwardTrace::dK},
+    {"dX", &AttentionBackwardTrace::dX},
+    {"dW_Q", &AttentionBackwardTrace::dW_Q},
+    {"dW_K", &AttentionBackwardTrace::dW_K},
+    {"dW_V", &AttentionBackwardTrace::dW_V},
+};
+constexpr int kBackwardTraceMatrixCount = static_cast<int>(std::size(kBackwardTraceMatrices));
+std::string BackwardTraceMatrixNames() {
+  std::string names;
+  for (const BackwardTraceEntry& e : kBackwardTraceMatrices) {
+    if (!names.empty()) names += ',';
+    names += e.name;
+  }
+  return names;
+}
+Mat BackwardTraceMatrix(int index) {
+  if (index < 0 || index >= kBackwardTraceMatrixCount) return Mat();
+  return ToMat((LastBackwardTrace().*kBackwardTraceMatrices[index].matrix).view());
+}
+void BackwardTraceClear() {
+  LastBackwardTrace() = AttentionBackwardTrace();
+  LastTrace() = AttentionTrace();
+}
+
 // ---- kernels and reshapes
 
 // A, B, C
@@ -444,6 +508,11 @@ EMSCRIPTEN_BINDINGS(attnkit) {
   function("traceMatrixNames", &TraceMatrixNames);
   function("traceScale", &TraceScale);
   function("traceClear", &TraceClear);
+  function("traceBackward", &TraceBackwardJs);
+  function("traceBackwardQKV", &TraceBackwardQKVJs);
+  function("backwardTraceMatrix", &BackwardTraceMatrix);
+  function("backwardTraceMatrixNames", &BackwardTraceMatrixNames);
+  function("backwardTraceClear", &BackwardTraceClear);
   function("matmul", &MatMulJs);
   function("softmax", &SoftmaxJs);
   function("splitHeads", &SplitHeadsJs);

@@ -89,6 +89,24 @@ function singleHeadMethods(mem) {
     M.traceClear();
     return result;
   }
+  // The backward trace's own matrices, in the bindings' order and names; the
+  // projections' gradients (dX, dW_*) only for traceBackward.
+  const backwardNames = M.backwardTraceMatrixNames().split(",");
+  const PROJECTIONS = ["dX", "dW_Q", "dW_K", "dW_V"];
+  function backwardTraceResult(run, hasX) {
+    try {
+      run();
+      const result = { forward: traceResult(hasX) };
+      backwardNames.forEach((name, i) => {
+        if (!hasX && PROJECTIONS.includes(name)) return;
+        result[name] = mem.copyOut(M.backwardTraceMatrix(i));
+      });
+      return result;
+    } finally {
+      // Also after an error: the core may have filled part of the trace.
+      M.backwardTraceClear();
+    }
+  }
   return {
     attention(Q, K, V, options) {
       checkOptions(options);
@@ -150,6 +168,33 @@ function singleHeadMethods(mem) {
         M.traceQKV(mem.args(qv, kv, vv, o)),
       );
       return traceResult(false);
+    },
+    traceBackward(X, weights, dO, options) {
+      checkOptions(options);
+      const x = toMatrix("X", X);
+      const w = weightMats(weights, false);
+      const d = toMatrix("dO", dO);
+      return backwardTraceResult(
+        () =>
+          mem.runWithOptions([x, ...w, d], options, [], ([xv, wq, wk, wv, dv], o) =>
+            M.traceBackward(mem.args(xv, wq, wk, wv, dv, o)),
+          ),
+        true,
+      );
+    },
+    traceBackwardQKV(Q, K, V, dO, options) {
+      checkOptions(options);
+      const q = toMatrix("Q", Q),
+        k = toMatrix("K", K),
+        v = toMatrix("V", V),
+        d = toMatrix("dO", dO);
+      return backwardTraceResult(
+        () =>
+          mem.runWithOptions([q, k, v, d], options, [], ([qv, kv, vv, dv], o) =>
+            M.traceBackwardQKV(mem.args(qv, kv, vv, dv, o)),
+          ),
+        false,
+      );
     },
   };
 }

@@ -216,6 +216,39 @@ export interface AttentionGradients {
 }
 
 /**
+ * Every intermediate of the backward of single-head attention (traceBackward,
+ * traceBackwardQKV), each with its shape, given dO = dLoss/dOutput.
+ */
+export interface AttentionBackwardTrace {
+  /** The forward's intermediates, as trace() / traceQKV() return them. */
+  forward: AttentionTrace;
+  /** [T_q, d_v]: the given gradient of the output. */
+  dO: Matrix;
+  /** [T_k, d_v]: weights^T dO. */
+  dV: Matrix;
+  /** [T_q, T_k]: dP = dO V^T, the gradient of the weights. */
+  dWeights: Matrix;
+  /** [T_q, 1]: D = rowsum(dO * output). */
+  D: Matrix;
+  /** [T_q, T_k]: through the softmax, weights * (dWeights - D); 0 where masked. */
+  dMaskedScores: Matrix;
+  /** [T_q, T_k]: before the softcap, dMaskedScores * (1 - tanh^2(s / softcap)) (= dMaskedScores without softcap). */
+  dScores: Matrix;
+  /** [T_q, d_k]: scale dScores K. */
+  dQ: Matrix;
+  /** [T_k, d_k]: scale dScores^T Q. */
+  dK: Matrix;
+  /** [T, d_model]; traceBackward only. */
+  dX?: Matrix;
+  /** [d_model, d_k]; traceBackward only. */
+  dW_Q?: Matrix;
+  /** [d_model, d_k]; traceBackward only. */
+  dW_K?: Matrix;
+  /** [d_model, d_v]; traceBackward only. */
+  dW_V?: Matrix;
+}
+
+/**
  * Layout of multi-head tensors: "bshd" = [batch, seq, heads*head_dim] (PyTorch
  * Linear output, ONNX MultiHeadAttention) or "bhsd" = [batch, heads, seq, head_dim]
  * (PyTorch scaled_dot_product_attention).
@@ -439,6 +472,22 @@ export interface Attnkit {
     dO: MatrixLike,
     options?: AttentionBackwardOptions,
   ): AttentionGradients;
+
+  /** As selfAttentionBackward, returning every intermediate of the forward and the backward. */
+  traceBackward(
+    X: MatrixLike,
+    weights: HeadWeights,
+    dO: MatrixLike,
+    options?: AttentionOptions,
+  ): AttentionBackwardTrace;
+  /** As attentionBackward, returning every intermediate of the forward and the backward. */
+  traceBackwardQKV(
+    Q: MatrixLike,
+    K: MatrixLike,
+    V: MatrixLike,
+    dO: MatrixLike,
+    options?: AttentionOptions,
+  ): AttentionBackwardTrace;
 
   /** A [M, K] B [K, N] -> [M, N]. */
   matmul(A: MatrixLike, B: MatrixLike): Matrix;

@@ -14,6 +14,7 @@ import createAttnkitDefault, {
 } from "attnkit";
 import type {
   Attnkit,
+  AttentionBackwardTrace,
   AttentionBackwardOptions,
   AttentionGradients,
   AttentionOptions,
@@ -300,6 +301,21 @@ const maybeWO: Matrix | undefined = mhGrads.dW_O;
 const selfParts: Matrix[] = [selfGrads.dX, selfGrads.dW_Q, selfGrads.dW_K, selfGrads.dW_V];
 const lseShape: number[] = mhTrain.lse.shape;
 
+const backTrace: AttentionBackwardTrace = attn.traceBackward(nested, weights, Q, { causal: true });
+const backTraceQKV: AttentionBackwardTrace = attn.traceBackwardQKV(Q, nested, nested, Q);
+const backParts: Matrix[] = [
+  backTrace.dO,
+  backTrace.dV,
+  backTrace.dWeights,
+  backTrace.D,
+  backTrace.dMaskedScores,
+  backTrace.dScores,
+  backTrace.dQ,
+  backTrace.dK,
+  backTraceQKV.forward.weights,
+];
+const backX: Matrix | undefined = backTrace.dX ?? backTraceQKV.dW_Q;
+
 use(
   hasSimd,
   isSimd,
@@ -320,6 +336,8 @@ use(
   maybeWO,
   selfParts,
   lseShape,
+  backParts,
+  backX,
   product,
   probabilities,
   shape,
