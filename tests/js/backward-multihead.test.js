@@ -117,6 +117,23 @@ for (const build of BUILDS) {
       ["no options", {}],
       ["causal, key lengths", { causal: true, keyLengths: [17, 9] }],
       ["softcap, scale", { softcap: 1.5, scale: 0.8 }],
+      [
+        "upper-left causal offsets per item",
+        { causal: true, causalAlignment: "upperLeft", causalOffsets: [3, -1] },
+      ],
+      [
+        "bool and additive masks, a fully masked row",
+        {
+          boolMask: Array.from({ length: Tq }, (_, i) =>
+            Array.from({ length: Tk }, (_, j) => i !== 2 && (i + j) % 3 !== 0),
+          ),
+          additiveMask: Array.from({ length: Tq }, (_, i) =>
+            Array.from({ length: Tk }, (_, j) =>
+              j === 5 ? -Infinity : Math.fround(0.1 * (i - j)),
+            ),
+          ),
+        },
+      ],
     ];
     for (const [name, options] of cases) {
       it(`multiHeadAttentionQKV forward for training and backward, ${name}, both layouts`, () => {

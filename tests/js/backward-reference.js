@@ -130,7 +130,8 @@ export function refSelfBackward(X, w, dO, options) {
 /**
  * Multi-head attention on Q [B][T_q][h*dk], K [B][T_k][kvh*dk], V
  * [B][T_k][kvh*dv], dO [B][T_q][h*dv] (bshd, nested per item): query head i
- * reads K/V head floor(i / (h / kvh)); options.keyLengths one per item.
+ * reads K/V head floor(i / (h / kvh)); options.keyLengths and
+ * options.causalOffsets one per item, masks [T_q][T_k] shared by every head.
  * -> { dQ, dK, dV, out } per item (nested like the inputs) and lse [B][h][T_q].
  */
 export function refMultiHeadQKVBackward(Qs, Ks, Vs, dOs, h, kvh, options = {}) {
@@ -141,7 +142,9 @@ export function refMultiHeadQKVBackward(Qs, Ks, Vs, dOs, h, kvh, options = {}) {
   Qs.forEach((Q, b) => {
     const o = { ...options };
     if (options.keyLengths) o.keyLength = options.keyLengths[b];
+    if (options.causalOffsets) o.causalOffset = options.causalOffsets[b];
     delete o.keyLengths;
+    delete o.causalOffsets;
     const dQ = zeros(Q.length, h * dk),
       dK = zeros(Ks[b].length, kvh * dk),
       dV = zeros(Vs[b].length, kvh * dv),
