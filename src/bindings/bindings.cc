@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "src/core/attnkit.h"
+#include "src/core/backward_trace.h"
 
 namespace attnkit {
 namespace bindings {
@@ -122,8 +123,10 @@ Status& LastStatus() {
 }
 
 // Records the status and returns its code (0 = OK) for JS.
+// Moved in from a copy, so that an OK status frees the last error's strings
+// (copy assignment would keep their buffers) and the heap is as before it.
 int Report(const Status& s) {
-  LastStatus() = s;
+  LastStatus() = Status(s);
   return static_cast<int>(s.code());
 }
 
@@ -166,6 +169,84 @@ int ParameterFreeJs(uintptr_t args) {
   const ConstMatrixView X = a.In();
   const MatrixView out = a.Out();
   return Report(ParameterFreeAttention(X, a.Options(), out));
+}
+
+// ---- gradients
+
+// Q, K, V, out, lse, options
+int AttentionForTrainingJs(uintptr_t args) {
+  Args a(args);
+  const ConstMatrixView Q = a.In(), K = a.In(), V = a.In();
+  const MatrixView out = a.Out(), lse = a.Out();
+  return Report(AttentionForTraining(Q, K, V, a.Options(), out, lse));
+}
+// Q, K, V, dO, saved (1: O and lse follow from the forward, 0: recompute
+// them), O, lse, dQ, dK, dV, options
+int AttentionBackwardJs(uintptr_t args) {
+  Args a(args);
+  const ConstMatrixView Q = a.In(), K = a.In(), V = a.In(), dO = a.In();
+  const bool saved = a.Word() != 0;
+  const ConstMatrixView O = a.In(), lse = a.In();
+  const MatrixView dQ = a.Out(), dK = a.Out(), dV = a.Out();
+  const AttentionOptions options = a.Options();
+  if (!saved) return Report(AttentionBackward(Q, K, V, dO, options, dQ, dK, dV));
+  return Report(AttentionBackward(Q, K, V, O, dO, lse, options, dQ, dK, dV));
+}
+
+// X, W_Q, W_K, W_V, dO, dX, dW_Q, dW_K, dW_V, options
+int SelfAttentionBackwardJs(uintptr_t args) {
+  Args a(args);
+  const ConstMatrixView X = a.In(), W_Q = a.In(), W_K = a.In(), W_V = a.In(), dO = a.In();
+  SelfAttentionGradients grads;
+  grads.dX = a.Out();
+  grads.dW_Q = a.Out();
+  grads.dW_K = a.Out();
+  grads.dW_V = a.Out();
+  return Report(SelfAttentionBackward(X, W_Q, W_K, W_V, dO, a.Options(), grads));
+}
+// Q, K, V, batch, heads, out, lse, options
+int MultiHeadQKVForTrainingJs(uintptr_t args) {
+  Args a(args);
+  const ConstMatrixView Q = a.In(), K = a.In(), V = a.In();
+  const uint32_t batch = a.Word();
+  const HeadConfig heads = a.Heads();
+  const MatrixView out = a.Out(), lse = a.Out();
+  return Report(MultiHeadAttentionQKVForTraining(Q, K, V, batch, heads, a.Options(), out, lse));
+}
+// Q, K, V, dO, saved (as AttentionBackwardJs), O, lse, batch, heads, dQ, dK,
+// dV, options
+int MultiHeadQKVBackwardJs(uintptr_t args) {
+  Args a(args);
+  const ConstMatrixView Q = a.In(), K = a.In(), V = a.In(), dO = a.In();
+  const bool saved = a.Word() != 0;
+  const ConstMatrixView O = a.In(), lse = a.In();
+  const uint32_t batch = a.Word();
+  const HeadConfig heads = a.Heads();
+  const MatrixView dQ = a.Out(), dK = a.Out(), dV = a.Out();
+  const AttentionOptions options = a.Options();
+  if (!saved) {
+    return Report(MultiHeadAttentionQKVBackward(Q, K, V, dO, batch, heads, options, dQ, dK, dV));
+  }
+  return Report(
+      MultiHeadAttentionQKVBackward(Q, K, V, O, dO, lse, batch, heads, options, dQ, dK, dV));
+}
+// X, batch, W_Q, W_K, W_V, W_O, heads, dOut, dX, dW_Q, dW_K, dW_V, dW_O
+// (none without W_O), options
+int MultiHeadBackwardJs(uintptr_t args) {
+  Args a(args);
+  const ConstMatrixView X = a.In();
+  const uint32_t batch = a.Word();
+  const ConstMatrixView W_Q = a.In(), W_K = a.In(), W_V = a.In(), W_O = a.In();
+  const HeadConfig heads = a.Heads();
+  const ConstMatrixView dOut = a.In();
+  MultiHeadGradients grads;
+  grads.dX = a.Out();
+  grads.dW_Q = a.Out();
+  grads.dW_K = a.Out();
+  grads.dW_V = a.Out();
+  grads.dW_O = a.Out();
+  return Report(MultiHeadAttentionBackward(X, batch, MultiHeadWeights{W_Q, W_K, W_V, W_O}, heads,
+                                           a.Options(), dOut, grads));
 }
 
 // The last trace, kept until traceClear() so JS can copy each matrix out.
@@ -220,6 +301,69 @@ Mat TraceMatrix(int index) {
 }
 float TraceScale() { return LastTrace().scale; }
 void TraceClear() { LastTrace() = AttentionTrace(); }
+
+// The last backward trace's own matrices, kept until backwardTraceClear();
+// its forward trace goes to LastTrace(), read as a forward trace's.
+AttentionBackwardTrace& LastBackwardTrace() {
+  static AttentionBackwardTrace trace;
+  return trace;
+}
+int KeepBackwardTrace(const Status& s) {
+  LastTrace() = std::move(LastBackwardTrace().forward);
+  LastBackwardTrace().forward = AttentionTrace();
+  return Report(s);
+}
+// X, W_Q, W_K, W_V, dO, options
+int TraceBackwardJs(uintptr_t args) {
+  Args a(args);
+  const ConstMatrixView X = a.In(), W_Q = a.In(), W_K = a.In(), W_V = a.In(), dO = a.In();
+  return KeepBackwardTrace(
+      TraceAttentionBackward(X, W_Q, W_K, W_V, dO, a.Options(), &LastBackwardTrace()));
+}
+// Q, K, V, dO, options
+int TraceBackwardQKVJs(uintptr_t args) {
+  Args a(args);
+  const ConstMatrixView Q = a.In(), K = a.In(), V = a.In(), dO = a.In();
+  return KeepBackwardTrace(
+      TraceAttentionBackwardQKV(Q, K, V, dO, a.Options(), &LastBackwardTrace()));
+}
+// The backward trace's matrices in the order backwardTraceMatrix(index) reads
+// them, under the names of the JS result (backwardTraceMatrixNames).
+struct BackwardTraceEntry {
+  const char* name;
+  Matrix AttentionBackwardTrace::*matrix;
+};
+constexpr BackwardTraceEntry kBackwardTraceMatrices[] = {
+    {"dO", &AttentionBackwardTrace::dO},
+    {"dV", &AttentionBackwardTrace::dV},
+    {"dWeights", &AttentionBackwardTrace::d_weights},
+    {"D", &AttentionBackwardTrace::D},
+    {"dMaskedScores", &AttentionBackwardTrace::d_masked_scores},
+    {"dScores", &AttentionBackwardTrace::d_scores},
+    {"dQ", &AttentionBackwardTrace::dQ},
+    {"dK", &AttentionBackwardTrace::dK},
+    {"dX", &AttentionBackwardTrace::dX},
+    {"dW_Q", &AttentionBackwardTrace::dW_Q},
+    {"dW_K", &AttentionBackwardTrace::dW_K},
+    {"dW_V", &AttentionBackwardTrace::dW_V},
+};
+constexpr int kBackwardTraceMatrixCount = static_cast<int>(std::size(kBackwardTraceMatrices));
+std::string BackwardTraceMatrixNames() {
+  std::string names;
+  for (const BackwardTraceEntry& e : kBackwardTraceMatrices) {
+    if (!names.empty()) names += ',';
+    names += e.name;
+  }
+  return names;
+}
+Mat BackwardTraceMatrix(int index) {
+  if (index < 0 || index >= kBackwardTraceMatrixCount) return Mat();
+  return ToMat((LastBackwardTrace().*kBackwardTraceMatrices[index].matrix).view());
+}
+void BackwardTraceClear() {
+  LastBackwardTrace() = AttentionBackwardTrace();
+  LastTrace() = AttentionTrace();
+}
 
 // ---- kernels and reshapes
 
@@ -352,12 +496,23 @@ EMSCRIPTEN_BINDINGS(attnkit) {
   function("selfAttention", &SelfAttentionJs);
   function("crossAttention", &CrossAttentionJs);
   function("parameterFreeAttention", &ParameterFreeJs);
+  function("attentionForTraining", &AttentionForTrainingJs);
+  function("attentionBackward", &AttentionBackwardJs);
+  function("selfAttentionBackward", &SelfAttentionBackwardJs);
+  function("multiHeadAttentionQKVForTraining", &MultiHeadQKVForTrainingJs);
+  function("multiHeadAttentionQKVBackward", &MultiHeadQKVBackwardJs);
+  function("multiHeadAttentionBackward", &MultiHeadBackwardJs);
   function("trace", &TraceJs);
   function("traceQKV", &TraceQKVJs);
   function("traceMatrix", &TraceMatrix);
   function("traceMatrixNames", &TraceMatrixNames);
   function("traceScale", &TraceScale);
   function("traceClear", &TraceClear);
+  function("traceBackward", &TraceBackwardJs);
+  function("traceBackwardQKV", &TraceBackwardQKVJs);
+  function("backwardTraceMatrix", &BackwardTraceMatrix);
+  function("backwardTraceMatrixNames", &BackwardTraceMatrixNames);
+  function("backwardTraceClear", &BackwardTraceClear);
   function("matmul", &MatMulJs);
   function("softmax", &SoftmaxJs);
   function("splitHeads", &SplitHeadsJs);

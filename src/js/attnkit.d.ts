@@ -176,6 +176,79 @@ export interface AttentionTrace {
 }
 
 /**
+ * The forward for training's result: the output, and the log-sum-exp of each
+ * row of masked scores (lse_i = log sum_j exp(masked_ij); -Infinity for a row
+ * that sees no key), which a backward call takes as `options.saved`.
+ */
+export interface TrainingForward {
+  /** [T_q, d_v], as attention() returns. */
+  out: Matrix;
+  /** [T_q, 1] */
+  lse: Matrix;
+}
+
+/**
+ * Options of attentionBackward: those of the forward (the same values the
+ * forward was called with), plus the forward's saved results.
+ */
+export interface AttentionBackwardOptions extends Omit<AttentionOptions, "out"> {
+  /**
+   * The attentionForTraining result for the same Q, K, V and options: the
+   * backward then skips recomputing the forward. Gradients equal the
+   * recomputing call's bit for bit.
+   */
+  saved?: { readonly out: MatrixLike; readonly lse: MatrixLike };
+  /** Arrays the gradients are written into (each of their element count) and returned as `data`. */
+  out?: { dQ?: Float32Array; dK?: Float32Array; dV?: Float32Array };
+}
+
+/**
+ * Gradients of a loss with respect to Q, K and V, given dO = dLoss/dOutput.
+ * Masked keys and fully masked rows get exactly zero gradient, never NaN.
+ */
+export interface AttentionGradients {
+  /** [T_q, d_k] */
+  dQ: Matrix;
+  /** [T_k, d_k] */
+  dK: Matrix;
+  /** [T_k, d_v] */
+  dV: Matrix;
+}
+
+/**
+ * Every intermediate of the backward of single-head attention (traceBackward,
+ * traceBackwardQKV), each with its shape, given dO = dLoss/dOutput.
+ */
+export interface AttentionBackwardTrace {
+  /** The forward's intermediates, as trace() / traceQKV() return them. */
+  forward: AttentionTrace;
+  /** [T_q, d_v]: the given gradient of the output. */
+  dO: Matrix;
+  /** [T_k, d_v]: weights^T dO. */
+  dV: Matrix;
+  /** [T_q, T_k]: dP = dO V^T, the gradient of the weights. */
+  dWeights: Matrix;
+  /** [T_q, 1]: D = rowsum(dO * output). */
+  D: Matrix;
+  /** [T_q, T_k]: through the softmax, weights * (dWeights - D); 0 where masked. */
+  dMaskedScores: Matrix;
+  /** [T_q, T_k]: before the softcap, dMaskedScores * (1 - tanh^2(s / softcap)) (= dMaskedScores without softcap). */
+  dScores: Matrix;
+  /** [T_q, d_k]: scale dScores K. */
+  dQ: Matrix;
+  /** [T_k, d_k]: scale dScores^T Q. */
+  dK: Matrix;
+  /** [T, d_model]; traceBackward only. */
+  dX?: Matrix;
+  /** [d_model, d_k]; traceBackward only. */
+  dW_Q?: Matrix;
+  /** [d_model, d_k]; traceBackward only. */
+  dW_K?: Matrix;
+  /** [d_model, d_v]; traceBackward only. */
+  dW_V?: Matrix;
+}
+
+/**
  * Layout of multi-head tensors: "bshd" = [batch, seq, heads*head_dim] (PyTorch
  * Linear output, ONNX MultiHeadAttention) or "bhsd" = [batch, heads, seq, head_dim]
  * (PyTorch scaled_dot_product_attention).
@@ -208,6 +281,78 @@ export interface MultiHeadQKVResult extends Tensor {
   presentKey?: Tensor;
   presentValue?: Tensor;
   scores?: Tensor;
+}
+
+/** Options of selfAttentionBackward: those of the forward. */
+export interface SelfAttentionBackwardOptions extends Omit<AttentionOptions, "out"> {
+  /** Arrays the gradients are written into (each of their element count) and returned as `data`. */
+  out?: { dX?: Float32Array; dW_Q?: Float32Array; dW_K?: Float32Array; dW_V?: Float32Array };
+}
+
+/** Gradients of self-attention with one head: of X and of the projection weights. */
+export interface SelfAttentionGradients {
+  /** [T, d_model] */
+  dX: Matrix;
+  /** [d_model, d_k] */
+  dW_Q: Matrix;
+  /** [d_model, d_k] */
+  dW_K: Matrix;
+  /** [d_model, d_v] */
+  dW_V: Matrix;
+}
+
+/** The multi-head forward for training's result. */
+export interface MultiHeadTrainingForward {
+  /** As multiHeadAttentionQKV's output, in the layout of the inputs. */
+  out: Tensor;
+  /** [batch, numHeads, T_q]: the log-sum-exp of each row of masked scores (-Infinity: no key). */
+  lse: Tensor;
+}
+
+/** Options of multiHeadAttentionQKVForTraining: those of multiHeadAttentionQKV but ONNX's extras. */
+export type MultiHeadTrainingOptions = Omit<
+  MultiHeadOptions,
+  "pastKey" | "pastValue" | "present" | "scores"
+>;
+
+/** Options of multiHeadAttentionQKVBackward: those of the forward, and its saved results. */
+export interface MultiHeadQKVBackwardOptions extends Omit<MultiHeadTrainingOptions, "out"> {
+  /** multiHeadAttentionQKVForTraining's result for the same inputs and options. */
+  saved?: { readonly out: TensorLike; readonly lse: TensorLike };
+  /** Arrays the gradients are written into (each of their element count) and returned as `data`. */
+  out?: { dQ?: Float32Array; dK?: Float32Array; dV?: Float32Array };
+}
+
+/** Gradients of multi-head attention on Q, K, V, each shaped as its input (same layout). */
+export interface MultiHeadQKVGradients {
+  dQ: Tensor;
+  /** Summed over the query heads of each K/V head. */
+  dK: Tensor;
+  dV: Tensor;
+}
+
+/** Options of multiHeadAttentionBackward: those of multiHeadAttention. */
+export interface MultiHeadBackwardOptions extends Omit<AttentionOptions, "out"> {
+  /** Arrays the gradients are written into (each of their element count) and returned as `data`. */
+  out?: {
+    dX?: Float32Array;
+    dW_Q?: Float32Array;
+    dW_K?: Float32Array;
+    dW_V?: Float32Array;
+    dW_O?: Float32Array;
+  };
+}
+
+/** Gradients of multi-head attention with projections. */
+export interface MultiHeadGradients {
+  /** Shaped as X. */
+  dX: Tensor;
+  /** Shaped as weights.W_Q, summed over the batch. */
+  dW_Q: Matrix;
+  dW_K: Matrix;
+  dW_V: Matrix;
+  /** Only when weights.W_O was given. */
+  dW_O?: Matrix;
 }
 
 /** Creation parameters of a {@link KVCache}. */
@@ -303,6 +448,47 @@ export interface Attnkit {
   /** As attention, returning every intermediate. */
   traceQKV(Q: MatrixLike, K: MatrixLike, V: MatrixLike, options?: AttentionOptions): AttentionTrace;
 
+  /**
+   * The forward for training: as attention(), and also each row's log-sum-exp,
+   * for attentionBackward's `options.saved`. Q [T_q, d_k], K [T_k, d_k],
+   * V [T_k, d_v] -> { out [T_q, d_v], lse [T_q, 1] }.
+   */
+  attentionForTraining(
+    Q: MatrixLike,
+    K: MatrixLike,
+    V: MatrixLike,
+    options?: AttentionOptions,
+  ): TrainingForward;
+  /**
+   * Gradients of attention(Q, K, V, options) (the fused FlashAttention-2
+   * backward): dO [T_q, d_v] = dLoss/dOutput -> { dQ [T_q, d_k], dK [T_k, d_k],
+   * dV [T_k, d_v] }. Every option of attention(); `options.saved` skips the
+   * recomputed forward. A dO of the wrong shape throws naming "dO".
+   */
+  attentionBackward(
+    Q: MatrixLike,
+    K: MatrixLike,
+    V: MatrixLike,
+    dO: MatrixLike,
+    options?: AttentionBackwardOptions,
+  ): AttentionGradients;
+
+  /** As selfAttentionBackward, returning every intermediate of the forward and the backward. */
+  traceBackward(
+    X: MatrixLike,
+    weights: HeadWeights,
+    dO: MatrixLike,
+    options?: AttentionOptions,
+  ): AttentionBackwardTrace;
+  /** As attentionBackward, returning every intermediate of the forward and the backward. */
+  traceBackwardQKV(
+    Q: MatrixLike,
+    K: MatrixLike,
+    V: MatrixLike,
+    dO: MatrixLike,
+    options?: AttentionOptions,
+  ): AttentionBackwardTrace;
+
   /** A [M, K] B [K, N] -> [M, N]. */
   matmul(A: MatrixLike, B: MatrixLike): Matrix;
   /** Row softmax; -Infinity = masked (weight 0); an all -Infinity row gives zeros. */
@@ -333,6 +519,52 @@ export interface Attnkit {
     config: HeadConfig,
     options?: MultiHeadOptions,
   ): MultiHeadQKVResult;
+
+  /**
+   * Gradients of selfAttention: X [T, d_model], dO [T, d_v] -> { dX [T, d_model],
+   * dW_Q, dW_K [d_model, d_k], dW_V [d_model, d_v] }. Every option of selfAttention.
+   */
+  selfAttentionBackward(
+    X: MatrixLike,
+    weights: HeadWeights,
+    dO: MatrixLike,
+    options?: SelfAttentionBackwardOptions,
+  ): SelfAttentionGradients;
+  /**
+   * The forward for training of multiHeadAttentionQKV: its output and each row's
+   * log-sum-exp per head, for multiHeadAttentionQKVBackward's `options.saved`.
+   */
+  multiHeadAttentionQKVForTraining(
+    Q: TensorLike,
+    K: TensorLike,
+    V: TensorLike,
+    config: HeadConfig,
+    options?: MultiHeadTrainingOptions,
+  ): MultiHeadTrainingForward;
+  /**
+   * Gradients of multiHeadAttentionQKV: dO shaped as its output -> { dQ, dK, dV }
+   * shaped as Q, K, V in `options.layout` ("bshd" default, or "bhsd"); dK and dV sum
+   * over the query heads of each K/V head. `options.saved` skips the recomputed forward.
+   */
+  multiHeadAttentionQKVBackward(
+    Q: TensorLike,
+    K: TensorLike,
+    V: TensorLike,
+    config: HeadConfig,
+    dO: TensorLike,
+    options?: MultiHeadQKVBackwardOptions,
+  ): MultiHeadQKVGradients;
+  /**
+   * Gradients of multiHeadAttention: dO [batch, T, d_out] (shaped as its output) ->
+   * { dX (shaped as X), dW_Q, dW_K, dW_V, dW_O (only with W_O) }. Recomputes the forward.
+   */
+  multiHeadAttentionBackward(
+    X: TensorLike,
+    weights: MultiHeadWeights,
+    config: HeadConfig,
+    dO: TensorLike,
+    options?: MultiHeadBackwardOptions,
+  ): MultiHeadGradients;
 
   /** A KV cache for decoding (see {@link KVCache}). */
   createKVCache(config: KVCacheConfig): KVCache;

@@ -40,7 +40,8 @@ const CHROMIUM_ARGS = [
 ];
 const BUDGET_GZIP = 150 * 1024;
 
-// The computation every consumer runs: causal attention on fixed inputs, plus an error check.
+// The computation every consumer runs: causal attention on fixed inputs, its gradient dQ
+// (dO = V), plus an error check.
 const INPUT = {
   Q: [
     [0.1, -0.2, 0.3, 0.4],
@@ -62,11 +63,12 @@ const COMPUTE = `
   const input = ${JSON.stringify(INPUT)};
   function compute(attn, AttnkitError) {
     const out = attn.attention(input.Q, input.K, input.V, { causal: true });
+    const dQ = Array.from(attn.attentionBackward(input.Q, input.K, input.V, input.V, { causal: true }).dQ.data);
     let error = null;
     try { attn.attention("not a matrix", input.K, input.V); } catch (e) {
       error = { attnkit: e instanceof AttnkitError, type: e instanceof TypeError, code: e.code, parameter: e.parameter, message: e.message };
     }
-    return { simd: attn.simd, threads: attn.threads, target: attn.target, data: Array.from(out.data), rows: out.rows, cols: out.cols, error };
+    return { simd: attn.simd, threads: attn.threads, target: attn.target, data: Array.from(out.data), rows: out.rows, cols: out.cols, dQ, error };
   }`;
 
 const MIME = {
@@ -126,7 +128,7 @@ function run(cmd, args, cwd) {
 }
 
 describe("the npm package, packed and installed", () => {
-  let tmp, app, tarball, tarballFiles, browser, expected;
+  let tmp, app, tarball, tarballFiles, browser, expected, expectedDQ;
   const servers = [];
 
   before(async () => {
@@ -148,6 +150,8 @@ describe("the npm package, packed and installed", () => {
     // What the repo's own build computes (SIMD), and the float64 reference.
     const attn = await createAttnkit({ simd: true });
     expected = Array.from(attn.attention(INPUT.Q, INPUT.K, INPUT.V, { causal: true }).data);
+    const grads = attn.attentionBackward(INPUT.Q, INPUT.K, INPUT.V, INPUT.V, { causal: true });
+    expectedDQ = Array.from(grads.dQ.data);
     assertClose(
       expected,
       ref.attention(INPUT.Q, INPUT.K, INPUT.V, { causal: true }),
@@ -208,6 +212,7 @@ describe("the npm package, packed and installed", () => {
     assert.equal(r.target, r.simd ? "WASM" : r.target);
     assert.deepEqual([r.rows, r.cols], [3, 2], label);
     assertClose(r.data, expected, `${label} vs Node`, { abs: 1e-6, rel: 1e-6 });
+    assertClose(r.dQ, expectedDQ, `${label}: dQ vs Node`, { abs: 1e-6, rel: 1e-6 });
     assert.deepEqual(
       {
         attnkit: r.error.attnkit,

@@ -14,6 +14,9 @@ import createAttnkitDefault, {
 } from "attnkit";
 import type {
   Attnkit,
+  AttentionBackwardTrace,
+  AttentionBackwardOptions,
+  AttentionGradients,
   AttentionOptions,
   AttentionTrace,
   ErrorCode,
@@ -26,12 +29,19 @@ import type {
   MaskLike,
   Matrix,
   MatrixLike,
+  MultiHeadBackwardOptions,
+  MultiHeadGradients,
   MultiHeadOptions,
+  MultiHeadQKVBackwardOptions,
+  MultiHeadQKVGradients,
+  MultiHeadTrainingForward,
   MultiHeadWeights,
   NumberArray,
   NumericTypedArray,
+  SelfAttentionGradients,
   Tensor,
   TensorLike,
+  TrainingForward,
 } from "attnkit";
 
 /** Marks values as used (no DOM or Node types here: the .d.ts must stand alone). */
@@ -89,6 +99,17 @@ const weightRows: number =
   trace.weights.rows + trace.rawScores.cols + trace.scaledScores.rows + trace.maskedScores.cols;
 const usedScale: number = trace.scale;
 const traceParts: Matrix[] = [trace.Q, trace.K, trace.V, trace.output];
+
+const training: TrainingForward = attn.attentionForTraining(Q, nested, nested, { causal: true });
+const lseRows: number = training.lse.rows + training.out.cols;
+const backwardOptions: AttentionBackwardOptions = {
+  causal: true,
+  saved: training,
+  out: { dQ: new Float32Array(4) },
+};
+const grads: AttentionGradients = attn.attentionBackward(Q, nested, nested, Q, backwardOptions);
+const gradParts: Matrix[] = [grads.dQ, grads.dK, grads.dV];
+attn.attentionBackward(Q, nested, nested, Q, { saved: { out: [[1]], lse: [[0]] } });
 
 const product: Matrix = attn.matmul(nested, nested);
 const probabilities: Matrix = attn.softmax([[1, 2, -Infinity]]);
@@ -247,6 +268,54 @@ const codes: ErrorCode[] = [
   "disposed",
 ];
 
+const selfGrads: SelfAttentionGradients = attn.selfAttentionBackward(nested, weights, Q, {
+  causal: true,
+  out: { dX: new Float32Array(6) },
+});
+const mhTrain: MultiHeadTrainingForward = attn.multiHeadAttentionQKVForTraining(
+  X,
+  X,
+  X,
+  { numHeads: 2 },
+  { layout: "bshd", causal: true },
+);
+const mhBackOptions: MultiHeadQKVBackwardOptions = { layout: "bshd", saved: mhTrain };
+const mhQKVGrads: MultiHeadQKVGradients = attn.multiHeadAttentionQKVBackward(
+  X,
+  X,
+  X,
+  { numHeads: 2 },
+  X,
+  mhBackOptions,
+);
+const mhBack: MultiHeadBackwardOptions = { keyLengths: [3, 2], out: { dW_O: new Float32Array(9) } };
+const mhGrads: MultiHeadGradients = attn.multiHeadAttentionBackward(
+  X,
+  mhWeights,
+  { numHeads: 2 },
+  X,
+  mhBack,
+);
+const gradTensors: Tensor[] = [mhQKVGrads.dQ, mhQKVGrads.dK, mhQKVGrads.dV, mhGrads.dX];
+const maybeWO: Matrix | undefined = mhGrads.dW_O;
+const selfParts: Matrix[] = [selfGrads.dX, selfGrads.dW_Q, selfGrads.dW_K, selfGrads.dW_V];
+const lseShape: number[] = mhTrain.lse.shape;
+
+const backTrace: AttentionBackwardTrace = attn.traceBackward(nested, weights, Q, { causal: true });
+const backTraceQKV: AttentionBackwardTrace = attn.traceBackwardQKV(Q, nested, nested, Q);
+const backParts: Matrix[] = [
+  backTrace.dO,
+  backTrace.dV,
+  backTrace.dWeights,
+  backTrace.D,
+  backTrace.dMaskedScores,
+  backTrace.dScores,
+  backTrace.dQ,
+  backTrace.dK,
+  backTraceQKV.forward.weights,
+];
+const backX: Matrix | undefined = backTrace.dX ?? backTraceQKV.dW_Q;
+
 use(
   hasSimd,
   isSimd,
@@ -261,6 +330,14 @@ use(
   weightRows,
   usedScale,
   traceParts,
+  lseRows,
+  gradParts,
+  gradTensors,
+  maybeWO,
+  selfParts,
+  lseShape,
+  backParts,
+  backX,
   product,
   probabilities,
   shape,
@@ -300,6 +377,16 @@ attn.attention(Q, Q, Q, { causal: 1 });
 attn.multiHeadAttentionQKV(X, X, X, { numHeads: 2 }, { layout: "bsdh" });
 // @ts-expect-error the layout option belongs to multiHeadAttentionQKV only
 attn.attention(Q, Q, Q, { layout: "bhsd" });
+// @ts-expect-error attentionBackward needs dO
+attn.attentionBackward(Q, Q, Q);
+// @ts-expect-error a backward call's out names each gradient
+attn.attentionBackward(Q, Q, Q, Q, { out: new Float32Array(4) });
+// @ts-expect-error saved needs the lse too
+attn.attentionBackward(Q, Q, Q, Q, { saved: { out: Q } });
+// @ts-expect-error the forward for training has no ONNX scores
+attn.multiHeadAttentionQKVForTraining(X, X, X, { numHeads: 2 }, { scores: "raw" });
+// @ts-expect-error multiHeadAttentionBackward needs dO
+attn.multiHeadAttentionBackward(X, mhWeights, { numHeads: 2 });
 // @ts-expect-error HeadWeights needs W_V
 attn.selfAttention(Q, { W_Q: Q, W_K: Q });
 // @ts-expect-error the KV cache needs a capacity
