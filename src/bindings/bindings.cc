@@ -122,8 +122,10 @@ Status& LastStatus() {
 }
 
 // Records the status and returns its code (0 = OK) for JS.
+// Moved in from a copy, so that an OK status frees the last error's strings
+// (copy assignment would keep their buffers) and the heap is as before it.
 int Report(const Status& s) {
-  LastStatus() = s;
+  LastStatus() = Status(s);
   return static_cast<int>(s.code());
 }
 
@@ -166,6 +168,28 @@ int ParameterFreeJs(uintptr_t args) {
   const ConstMatrixView X = a.In();
   const MatrixView out = a.Out();
   return Report(ParameterFreeAttention(X, a.Options(), out));
+}
+
+// ---- gradients
+
+// Q, K, V, out, lse, options
+int AttentionForTrainingJs(uintptr_t args) {
+  Args a(args);
+  const ConstMatrixView Q = a.In(), K = a.In(), V = a.In();
+  const MatrixView out = a.Out(), lse = a.Out();
+  return Report(AttentionForTraining(Q, K, V, a.Options(), out, lse));
+}
+// Q, K, V, dO, saved (1: O and lse follow from the forward, 0: recompute
+// them), O, lse, dQ, dK, dV, options
+int AttentionBackwardJs(uintptr_t args) {
+  Args a(args);
+  const ConstMatrixView Q = a.In(), K = a.In(), V = a.In(), dO = a.In();
+  const bool saved = a.Word() != 0;
+  const ConstMatrixView O = a.In(), lse = a.In();
+  const MatrixView dQ = a.Out(), dK = a.Out(), dV = a.Out();
+  const AttentionOptions options = a.Options();
+  if (!saved) return Report(AttentionBackward(Q, K, V, dO, options, dQ, dK, dV));
+  return Report(AttentionBackward(Q, K, V, O, dO, lse, options, dQ, dK, dV));
 }
 
 // The last trace, kept until traceClear() so JS can copy each matrix out.
@@ -352,6 +376,8 @@ EMSCRIPTEN_BINDINGS(attnkit) {
   function("selfAttention", &SelfAttentionJs);
   function("crossAttention", &CrossAttentionJs);
   function("parameterFreeAttention", &ParameterFreeJs);
+  function("attentionForTraining", &AttentionForTrainingJs);
+  function("attentionBackward", &AttentionBackwardJs);
   function("trace", &TraceJs);
   function("traceQKV", &TraceQKVJs);
   function("traceMatrix", &TraceMatrix);

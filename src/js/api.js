@@ -10,10 +10,12 @@ import {
   checkOptions,
   headsOut,
   qkvExtras,
+  qkvRows,
   weightMats,
 } from "./arguments.js";
 import { Marshal, NONE, headWords } from "./marshal.js";
 import { defineKVCache } from "./kv-cache.js";
+import { gradientMethods } from "./gradients.js";
 
 export { AttnkitError, AttnkitTypeError };
 
@@ -43,6 +45,7 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
     target: M.target(),
     ...singleHeadMethods(mem),
     ...kernelMethods(mem),
+    ...gradientMethods(mem),
     multiHeadAttention: (X, weights, config, options) =>
       multiHeadAttention(mem, X, weights, config, options),
     multiHeadAttentionQKV: (Q, K, V, config, options) =>
@@ -218,65 +221,6 @@ function multiHeadAttention(mem, X, weights, config, options) {
   );
   const shape = x.shape.length === 3 ? [r.batch, r.seq, dOut] : [r.seq, dOut];
   return { data: out.data, shape };
-}
-
-/**
- * Q, K, V of multiHeadAttentionQKV as rows [batch * seq, heads * d] with the
- * batch and query length; "bhsd" tensors are transposed to that layout, and a
- * bhsd call's numKvHeads comes from K's shape when the config leaves it out.
- */
-function qkvRows(layout, q, k, v, heads) {
-  const mismatch = (name, expected, given) => rangeError(name, expected, given, "shape_mismatch");
-  if (layout === "bshd") {
-    const rq = asBatchRows("Q", q),
-      rk = asBatchRows("K", k),
-      rv = asBatchRows("V", v);
-    if (rk.batch !== rq.batch)
-      throw mismatch("K.shape[0]", `batch = ${rq.batch} (as Q)`, `${rk.batch}`);
-    if (rv.batch !== rq.batch)
-      throw mismatch("V.shape[0]", `batch = ${rq.batch} (as Q)`, `${rv.batch}`);
-    return {
-      qm: { data: q.data, rows: rq.batch * rq.seq, cols: rq.cols },
-      km: { data: k.data, rows: rk.batch * rk.seq, cols: rk.cols },
-      vm: { data: v.data, rows: rv.batch * rv.seq, cols: rv.cols },
-      batch: rq.batch,
-      seqQ: rq.seq,
-    };
-  }
-  for (const [name, t] of [
-    ["Q", q],
-    ["K", k],
-    ["V", v],
-  ]) {
-    if (t.shape.length !== 4) {
-      const expected = "[batch, heads, seq, headDim] (layout bhsd)";
-      throw mismatch(`${name}.shape`, expected, `[${t.shape.join(", ")}]`);
-    }
-  }
-  const [B, H, Tq, dK] = q.shape;
-  const [, KH, Tk, dK2] = k.shape;
-  const [, VH, Tv, dV] = v.shape;
-  if (H !== heads.numHeads)
-    throw mismatch("Q.shape[1]", `config.numHeads = ${heads.numHeads}`, `${H}`);
-  if (heads.numKvHeads === 0) heads.numKvHeads = KH;
-  for (const [name, t] of [
-    ["K", k],
-    ["V", v],
-  ]) {
-    if (t.shape[0] !== B)
-      throw mismatch(`${name}.shape[0]`, `batch = ${B} (as Q)`, `${t.shape[0]}`);
-  }
-  if (VH !== KH || Tv !== Tk) {
-    const expected = `[${B}, ${KH}, ${Tk}, dV] (heads and seq as K)`;
-    throw mismatch("V.shape", expected, `[${v.shape.join(", ")}]`);
-  }
-  return {
-    qm: { data: transposeHeads(q.data, B, H, Tq, dK), rows: B * Tq, cols: H * dK },
-    km: { data: transposeHeads(k.data, B, KH, Tk, dK2), rows: B * Tk, cols: KH * dK2 },
-    vm: { data: transposeHeads(v.data, B, VH, Tv, dV), rows: B * Tv, cols: VH * dV },
-    batch: B,
-    seqQ: Tq,
-  };
 }
 
 function multiHeadAttentionQKV(mem, Q, K, V, config, options) {

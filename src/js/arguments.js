@@ -3,7 +3,16 @@
 // into wasm. Every error names the JS parameter, what was expected and what
 // was given.
 import { describe, rangeError, typeError } from "./errors.js";
-import { checkCount, checkKeys, isObject, toMaskTensor, toMatrix, toTensor } from "./convert.js";
+import {
+  checkCount,
+  checkKeys,
+  count,
+  isObject,
+  toMaskTensor,
+  toMatrix,
+  toTensor,
+  transposeHeads,
+} from "./convert.js";
 
 const OPTION_KEYS = [
   "scale",
@@ -23,8 +32,12 @@ export const QKV_KEYS = ["layout", "pastKey", "pastValue", "present", "scores"];
 const SCORE_STAGES = ["raw", "scaled", "masked", "weights"];
 const CONFIG_KEYS = ["numHeads", "numKvHeads", "dK", "dV"];
 
-/** Checks an options object and returns it (for validation only). */
-export function checkOptions(options, extraKeys = []) {
+/**
+ * Checks an options object and returns it (for validation only). `outKeys`:
+ * the gradients a backward call may write into (options.out is then an object
+ * of Float32Arrays under those names, not one Float32Array).
+ */
+export function checkOptions(options, extraKeys = [], outKeys = null) {
   if (options === undefined) return {};
   if (!isObject(options) || Array.isArray(options)) {
     throw typeError("options", "an object", options);
@@ -59,10 +72,65 @@ export function checkOptions(options, extraKeys = []) {
   if (offset !== undefined && !(Number.isInteger(offset) && Math.abs(offset) < 2 ** 31)) {
     throw rangeError("options.causalOffset", "an integer (may be negative)", describe(offset));
   }
-  if (options.out !== undefined && !(options.out instanceof Float32Array)) {
+  if (outKeys) {
+    checkGradientOut(options.out, outKeys);
+  } else if (options.out !== undefined && !(options.out instanceof Float32Array)) {
     throw typeError("options.out", "a Float32Array", options.out);
   }
   return options;
+}
+
+/** A backward call's options.out: { [gradient]?: Float32Array } under `keys`. */
+function checkGradientOut(out, keys) {
+  if (out === undefined) return;
+  const expected = `an object {${keys.map((k) => `${k}?`).join(", ")}} of Float32Arrays`;
+  if (!isObject(out) || Array.isArray(out) || ArrayBuffer.isView(out)) {
+    throw typeError("options.out", expected, out);
+  }
+  checkKeys("options.out", out, keys);
+  for (const key of keys) {
+    if (out[key] !== undefined && !(out[key] instanceof Float32Array)) {
+      throw typeError(`options.out.${key}`, "a Float32Array", out[key]);
+    }
+  }
+}
+
+/**
+ * The outputs of a backward call ({name, rows, cols}) as Marshal.run()
+ * outputs, each written into options.out[name] when given (its length checked).
+ */
+export function gradientOutputs(options, grads) {
+  const out = options?.out;
+  return grads.map(({ name, rows, cols, blame }) => {
+    const into = out?.[name];
+    if (into !== undefined && into.length !== rows * cols) {
+      throw rangeError(
+        `options.out.${name}`,
+        `a Float32Array of ${count(rows * cols, "value")} (${name} [${rows}, ${cols}])`,
+        `${into.length}`,
+        "shape_mismatch",
+      );
+    }
+    return { rows, cols, into, blame: blame ?? name };
+  });
+}
+
+/**
+ * options.saved of a backward call: the forward's { out, lse } as two inputs
+ * (null when absent), each converted by `convert(name, value)`.
+ */
+export function savedInputs(options, convert) {
+  const saved = options?.saved;
+  if (saved === undefined) return null;
+  if (!isObject(saved) || Array.isArray(saved)) {
+    throw typeError(
+      "options.saved",
+      "an object {out, lse} (the forward for training's result)",
+      saved,
+    );
+  }
+  checkKeys("options.saved", saved, ["out", "lse"]);
+  return [convert("options.saved.out", saved.out), convert("options.saved.lse", saved.lse)];
 }
 
 /** options.keyLengths as a Uint32Array, or null. */
@@ -302,4 +370,63 @@ export function qkvExtras(options, batch, heads, qm, km, dV) {
     });
   }
   return { inputs, outputs, present: o.present === true, stage };
+}
+
+/**
+ * Q, K, V of multiHeadAttentionQKV as rows [batch * seq, heads * d] with the
+ * batch and query length; "bhsd" tensors are transposed to that layout, and a
+ * bhsd call's numKvHeads comes from K's shape when the config leaves it out.
+ */
+export function qkvRows(layout, q, k, v, heads) {
+  const mismatch = (name, expected, given) => rangeError(name, expected, given, "shape_mismatch");
+  if (layout === "bshd") {
+    const rq = asBatchRows("Q", q),
+      rk = asBatchRows("K", k),
+      rv = asBatchRows("V", v);
+    if (rk.batch !== rq.batch)
+      throw mismatch("K.shape[0]", `batch = ${rq.batch} (as Q)`, `${rk.batch}`);
+    if (rv.batch !== rq.batch)
+      throw mismatch("V.shape[0]", `batch = ${rq.batch} (as Q)`, `${rv.batch}`);
+    return {
+      qm: { data: q.data, rows: rq.batch * rq.seq, cols: rq.cols },
+      km: { data: k.data, rows: rk.batch * rk.seq, cols: rk.cols },
+      vm: { data: v.data, rows: rv.batch * rv.seq, cols: rv.cols },
+      batch: rq.batch,
+      seqQ: rq.seq,
+    };
+  }
+  for (const [name, t] of [
+    ["Q", q],
+    ["K", k],
+    ["V", v],
+  ]) {
+    if (t.shape.length !== 4) {
+      const expected = "[batch, heads, seq, headDim] (layout bhsd)";
+      throw mismatch(`${name}.shape`, expected, `[${t.shape.join(", ")}]`);
+    }
+  }
+  const [B, H, Tq, dK] = q.shape;
+  const [, KH, Tk, dK2] = k.shape;
+  const [, VH, Tv, dV] = v.shape;
+  if (H !== heads.numHeads)
+    throw mismatch("Q.shape[1]", `config.numHeads = ${heads.numHeads}`, `${H}`);
+  if (heads.numKvHeads === 0) heads.numKvHeads = KH;
+  for (const [name, t] of [
+    ["K", k],
+    ["V", v],
+  ]) {
+    if (t.shape[0] !== B)
+      throw mismatch(`${name}.shape[0]`, `batch = ${B} (as Q)`, `${t.shape[0]}`);
+  }
+  if (VH !== KH || Tv !== Tk) {
+    const expected = `[${B}, ${KH}, ${Tk}, dV] (heads and seq as K)`;
+    throw mismatch("V.shape", expected, `[${v.shape.join(", ")}]`);
+  }
+  return {
+    qm: { data: transposeHeads(q.data, B, H, Tq, dK), rows: B * Tq, cols: H * dK },
+    km: { data: transposeHeads(k.data, B, KH, Tk, dK2), rows: B * Tk, cols: KH * dK2 },
+    vm: { data: transposeHeads(v.data, B, VH, Tv, dV), rows: B * Tv, cols: VH * dV },
+    batch: B,
+    seqQ: Tq,
+  };
 }

@@ -176,6 +176,46 @@ export interface AttentionTrace {
 }
 
 /**
+ * The forward for training's result: the output, and the log-sum-exp of each
+ * row of masked scores (lse_i = log sum_j exp(masked_ij); -Infinity for a row
+ * that sees no key), which a backward call takes as `options.saved`.
+ */
+export interface TrainingForward {
+  /** [T_q, d_v], as attention() returns. */
+  out: Matrix;
+  /** [T_q, 1] */
+  lse: Matrix;
+}
+
+/**
+ * Options of attentionBackward: those of the forward (the same values the
+ * forward was called with), plus the forward's saved results.
+ */
+export interface AttentionBackwardOptions extends Omit<AttentionOptions, "out"> {
+  /**
+   * The attentionForTraining result for the same Q, K, V and options: the
+   * backward then skips recomputing the forward. Gradients equal the
+   * recomputing call's bit for bit.
+   */
+  saved?: { readonly out: MatrixLike; readonly lse: MatrixLike };
+  /** Arrays the gradients are written into (each of their element count) and returned as `data`. */
+  out?: { dQ?: Float32Array; dK?: Float32Array; dV?: Float32Array };
+}
+
+/**
+ * Gradients of a loss with respect to Q, K and V, given dO = dLoss/dOutput.
+ * Masked keys and fully masked rows get exactly zero gradient, never NaN.
+ */
+export interface AttentionGradients {
+  /** [T_q, d_k] */
+  dQ: Matrix;
+  /** [T_k, d_k] */
+  dK: Matrix;
+  /** [T_k, d_v] */
+  dV: Matrix;
+}
+
+/**
  * Layout of multi-head tensors: "bshd" = [batch, seq, heads*head_dim] (PyTorch
  * Linear output, ONNX MultiHeadAttention) or "bhsd" = [batch, heads, seq, head_dim]
  * (PyTorch scaled_dot_product_attention).
@@ -302,6 +342,31 @@ export interface Attnkit {
   trace(X: MatrixLike, weights: HeadWeights, options?: AttentionOptions): AttentionTrace;
   /** As attention, returning every intermediate. */
   traceQKV(Q: MatrixLike, K: MatrixLike, V: MatrixLike, options?: AttentionOptions): AttentionTrace;
+
+  /**
+   * The forward for training: as attention(), and also each row's log-sum-exp,
+   * for attentionBackward's `options.saved`. Q [T_q, d_k], K [T_k, d_k],
+   * V [T_k, d_v] -> { out [T_q, d_v], lse [T_q, 1] }.
+   */
+  attentionForTraining(
+    Q: MatrixLike,
+    K: MatrixLike,
+    V: MatrixLike,
+    options?: AttentionOptions,
+  ): TrainingForward;
+  /**
+   * Gradients of attention(Q, K, V, options) (the fused FlashAttention-2
+   * backward): dO [T_q, d_v] = dLoss/dOutput -> { dQ [T_q, d_k], dK [T_k, d_k],
+   * dV [T_k, d_v] }. Every option of attention(); `options.saved` skips the
+   * recomputed forward. A dO of the wrong shape throws naming "dO".
+   */
+  attentionBackward(
+    Q: MatrixLike,
+    K: MatrixLike,
+    V: MatrixLike,
+    dO: MatrixLike,
+    options?: AttentionBackwardOptions,
+  ): AttentionGradients;
 
   /** A [M, K] B [K, N] -> [M, N]. */
   matmul(A: MatrixLike, B: MatrixLike): Matrix;

@@ -194,7 +194,8 @@ export class Marshal {
    */
   runWithOptions(mats, options, outputs, fn, names, defaultCausal = false) {
     const extra = optionInputs(options);
-    if (options?.out !== undefined && outputs.length) outputs[0].into = options.out;
+    // A backward call's options.out names each gradient (gradientOutputs()).
+    if (options?.out instanceof Float32Array && outputs.length) outputs[0].into = options.out;
     const end = mats.length + extra.length;
     return this.run(
       [...mats, ...extra],

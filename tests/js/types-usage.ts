@@ -14,6 +14,8 @@ import createAttnkitDefault, {
 } from "attnkit";
 import type {
   Attnkit,
+  AttentionBackwardOptions,
+  AttentionGradients,
   AttentionOptions,
   AttentionTrace,
   ErrorCode,
@@ -32,6 +34,7 @@ import type {
   NumericTypedArray,
   Tensor,
   TensorLike,
+  TrainingForward,
 } from "attnkit";
 
 /** Marks values as used (no DOM or Node types here: the .d.ts must stand alone). */
@@ -89,6 +92,17 @@ const weightRows: number =
   trace.weights.rows + trace.rawScores.cols + trace.scaledScores.rows + trace.maskedScores.cols;
 const usedScale: number = trace.scale;
 const traceParts: Matrix[] = [trace.Q, trace.K, trace.V, trace.output];
+
+const training: TrainingForward = attn.attentionForTraining(Q, nested, nested, { causal: true });
+const lseRows: number = training.lse.rows + training.out.cols;
+const backwardOptions: AttentionBackwardOptions = {
+  causal: true,
+  saved: training,
+  out: { dQ: new Float32Array(4) },
+};
+const grads: AttentionGradients = attn.attentionBackward(Q, nested, nested, Q, backwardOptions);
+const gradParts: Matrix[] = [grads.dQ, grads.dK, grads.dV];
+attn.attentionBackward(Q, nested, nested, Q, { saved: { out: [[1]], lse: [[0]] } });
 
 const product: Matrix = attn.matmul(nested, nested);
 const probabilities: Matrix = attn.softmax([[1, 2, -Infinity]]);
@@ -261,6 +275,8 @@ use(
   weightRows,
   usedScale,
   traceParts,
+  lseRows,
+  gradParts,
   product,
   probabilities,
   shape,
@@ -300,6 +316,12 @@ attn.attention(Q, Q, Q, { causal: 1 });
 attn.multiHeadAttentionQKV(X, X, X, { numHeads: 2 }, { layout: "bsdh" });
 // @ts-expect-error the layout option belongs to multiHeadAttentionQKV only
 attn.attention(Q, Q, Q, { layout: "bhsd" });
+// @ts-expect-error attentionBackward needs dO
+attn.attentionBackward(Q, Q, Q);
+// @ts-expect-error a backward call's out names each gradient
+attn.attentionBackward(Q, Q, Q, Q, { out: new Float32Array(4) });
+// @ts-expect-error saved needs the lse too
+attn.attentionBackward(Q, Q, Q, Q, { saved: { out: Q } });
 // @ts-expect-error HeadWeights needs W_V
 attn.selfAttention(Q, { W_Q: Q, W_K: Q });
 // @ts-expect-error the KV cache needs a capacity
