@@ -97,7 +97,7 @@ bwd_filter='^BM_(FmaPeak|AttnkitFwdBwd|AttnkitBwd|AttnkitMultiHeadTrain)(/|$)'
 cpu=$(taskset -pc $$ | sed -E 's/.*: ([0-9]+).*/\1/')  # the first CPU this script may use
 backward() {
   echo "== native backward: attnkit forward for training + backward"
-  OPENBLAS_NUM_THREADS=1 ./build/bench/attnkit_bench --benchmark_filter="$bwd_filter" \
+  OPENBLAS_NUM_THREADS=1 taskset -c "$cpu" ./build/bench/attnkit_bench --benchmark_filter="$bwd_filter" \
     --benchmark_repetitions=$reps --benchmark_enable_random_interleaving=true \
     --benchmark_report_aggregates_only=true --benchmark_min_time=0.1 \
     --benchmark_out=bench/results/native-backward.json --benchmark_out_format=json
