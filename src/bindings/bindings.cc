@@ -192,6 +192,62 @@ int AttentionBackwardJs(uintptr_t args) {
   return Report(AttentionBackward(Q, K, V, O, dO, lse, options, dQ, dK, dV));
 }
 
+// X, W_Q, W_K, W_V, dO, dX, dW_Q, dW_K, dW_V, options
+int SelfAttentionBackwardJs(uintptr_t args) {
+  Args a(args);
+  const ConstMatrixView X = a.In(), W_Q = a.In(), W_K = a.In(), W_V = a.In(), dO = a.In();
+  SelfAttentionGradients grads;
+  grads.dX = a.Out();
+  grads.dW_Q = a.Out();
+  grads.dW_K = a.Out();
+  grads.dW_V = a.Out();
+  return Report(SelfAttentionBackward(X, W_Q, W_K, W_V, dO, a.Options(), grads));
+}
+// Q, K, V, batch, heads, out, lse, options
+int MultiHeadQKVForTrainingJs(uintptr_t args) {
+  Args a(args);
+  const ConstMatrixView Q = a.In(), K = a.In(), V = a.In();
+  const uint32_t batch = a.Word();
+  const HeadConfig heads = a.Heads();
+  const MatrixView out = a.Out(), lse = a.Out();
+  return Report(MultiHeadAttentionQKVForTraining(Q, K, V, batch, heads, a.Options(), out, lse));
+}
+// Q, K, V, dO, saved (as AttentionBackwardJs), O, lse, batch, heads, dQ, dK,
+// dV, options
+int MultiHeadQKVBackwardJs(uintptr_t args) {
+  Args a(args);
+  const ConstMatrixView Q = a.In(), K = a.In(), V = a.In(), dO = a.In();
+  const bool saved = a.Word() != 0;
+  const ConstMatrixView O = a.In(), lse = a.In();
+  const uint32_t batch = a.Word();
+  const HeadConfig heads = a.Heads();
+  const MatrixView dQ = a.Out(), dK = a.Out(), dV = a.Out();
+  const AttentionOptions options = a.Options();
+  if (!saved) {
+    return Report(MultiHeadAttentionQKVBackward(Q, K, V, dO, batch, heads, options, dQ, dK, dV));
+  }
+  return Report(
+      MultiHeadAttentionQKVBackward(Q, K, V, O, dO, lse, batch, heads, options, dQ, dK, dV));
+}
+// X, batch, W_Q, W_K, W_V, W_O, heads, dOut, dX, dW_Q, dW_K, dW_V, dW_O
+// (none without W_O), options
+int MultiHeadBackwardJs(uintptr_t args) {
+  Args a(args);
+  const ConstMatrixView X = a.In();
+  const uint32_t batch = a.Word();
+  const ConstMatrixView W_Q = a.In(), W_K = a.In(), W_V = a.In(), W_O = a.In();
+  const HeadConfig heads = a.Heads();
+  const ConstMatrixView dOut = a.In();
+  MultiHeadGradients grads;
+  grads.dX = a.Out();
+  grads.dW_Q = a.Out();
+  grads.dW_K = a.Out();
+  grads.dW_V = a.Out();
+  grads.dW_O = a.Out();
+  return Report(MultiHeadAttentionBackward(X, batch, MultiHeadWeights{W_Q, W_K, W_V, W_O}, heads,
+                                           a.Options(), dOut, grads));
+}
+
 // The last trace, kept until traceClear() so JS can copy each matrix out.
 AttentionTrace& LastTrace() {
   static AttentionTrace trace;
@@ -378,6 +434,10 @@ EMSCRIPTEN_BINDINGS(attnkit) {
   function("parameterFreeAttention", &ParameterFreeJs);
   function("attentionForTraining", &AttentionForTrainingJs);
   function("attentionBackward", &AttentionBackwardJs);
+  function("selfAttentionBackward", &SelfAttentionBackwardJs);
+  function("multiHeadAttentionQKVForTraining", &MultiHeadQKVForTrainingJs);
+  function("multiHeadAttentionQKVBackward", &MultiHeadQKVBackwardJs);
+  function("multiHeadAttentionBackward", &MultiHeadBackwardJs);
   function("trace", &TraceJs);
   function("traceQKV", &TraceQKVJs);
   function("traceMatrix", &TraceMatrix);

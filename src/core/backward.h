@@ -93,14 +93,14 @@ Status MultiHeadAttentionQKVForTraining(ConstMatrixView Q, ConstMatrixView K, Co
 Status MultiHeadAttentionQKVBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                                      ConstMatrixView O, ConstMatrixView dO, ConstMatrixView lse,
                                      size_t batch, const HeadConfig& config,
-                                     const AttentionOptions& options, MatrixView dQ,
-                                     MatrixView dK, MatrixView dV);
+                                     const AttentionOptions& options, MatrixView dQ, MatrixView dK,
+                                     MatrixView dV);
 
 // As above for a caller that kept no forward results: recomputes O and lse.
 Status MultiHeadAttentionQKVBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                                      ConstMatrixView dO, size_t batch, const HeadConfig& config,
-                                     const AttentionOptions& options, MatrixView dQ,
-                                     MatrixView dK, MatrixView dV);
+                                     const AttentionOptions& options, MatrixView dQ, MatrixView dK,
+                                     MatrixView dV);
 
 // Gradients of MultiHeadAttention: X [B*T, d_model], dOut [B*T, d_out]
 // (d_out = the columns of W_O, or h*d_v without W_O) -> dX [B*T, d_model],
@@ -111,10 +111,9 @@ Status MultiHeadAttentionQKVBackward(ConstMatrixView Q, ConstMatrixView K, Const
 struct MultiHeadGradients {
   MatrixView dX, dW_Q, dW_K, dW_V, dW_O;
 };
-Status MultiHeadAttentionBackward(ConstMatrixView X, size_t batch,
-                                  const MultiHeadWeights& weights, const HeadConfig& config,
-                                  const AttentionOptions& options, ConstMatrixView dOut,
-                                  const MultiHeadGradients& grads);
+Status MultiHeadAttentionBackward(ConstMatrixView X, size_t batch, const MultiHeadWeights& weights,
+                                  const HeadConfig& config, const AttentionOptions& options,
+                                  ConstMatrixView dOut, const MultiHeadGradients& grads);
 
 }  // namespace attnkit
 

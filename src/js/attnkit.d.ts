@@ -250,6 +250,78 @@ export interface MultiHeadQKVResult extends Tensor {
   scores?: Tensor;
 }
 
+/** Options of selfAttentionBackward: those of the forward. */
+export interface SelfAttentionBackwardOptions extends Omit<AttentionOptions, "out"> {
+  /** Arrays the gradients are written into (each of their element count) and returned as `data`. */
+  out?: { dX?: Float32Array; dW_Q?: Float32Array; dW_K?: Float32Array; dW_V?: Float32Array };
+}
+
+/** Gradients of self-attention with one head: of X and of the projection weights. */
+export interface SelfAttentionGradients {
+  /** [T, d_model] */
+  dX: Matrix;
+  /** [d_model, d_k] */
+  dW_Q: Matrix;
+  /** [d_model, d_k] */
+  dW_K: Matrix;
+  /** [d_model, d_v] */
+  dW_V: Matrix;
+}
+
+/** The multi-head forward for training's result. */
+export interface MultiHeadTrainingForward {
+  /** As multiHeadAttentionQKV's output, in the layout of the inputs. */
+  out: Tensor;
+  /** [batch, numHeads, T_q]: the log-sum-exp of each row of masked scores (-Infinity: no key). */
+  lse: Tensor;
+}
+
+/** Options of multiHeadAttentionQKVForTraining: those of multiHeadAttentionQKV but ONNX's extras. */
+export type MultiHeadTrainingOptions = Omit<
+  MultiHeadOptions,
+  "pastKey" | "pastValue" | "present" | "scores"
+>;
+
+/** Options of multiHeadAttentionQKVBackward: those of the forward, and its saved results. */
+export interface MultiHeadQKVBackwardOptions extends Omit<MultiHeadTrainingOptions, "out"> {
+  /** multiHeadAttentionQKVForTraining's result for the same inputs and options. */
+  saved?: { readonly out: TensorLike; readonly lse: TensorLike };
+  /** Arrays the gradients are written into (each of their element count) and returned as `data`. */
+  out?: { dQ?: Float32Array; dK?: Float32Array; dV?: Float32Array };
+}
+
+/** Gradients of multi-head attention on Q, K, V, each shaped as its input (same layout). */
+export interface MultiHeadQKVGradients {
+  dQ: Tensor;
+  /** Summed over the query heads of each K/V head. */
+  dK: Tensor;
+  dV: Tensor;
+}
+
+/** Options of multiHeadAttentionBackward: those of multiHeadAttention. */
+export interface MultiHeadBackwardOptions extends Omit<AttentionOptions, "out"> {
+  /** Arrays the gradients are written into (each of their element count) and returned as `data`. */
+  out?: {
+    dX?: Float32Array;
+    dW_Q?: Float32Array;
+    dW_K?: Float32Array;
+    dW_V?: Float32Array;
+    dW_O?: Float32Array;
+  };
+}
+
+/** Gradients of multi-head attention with projections. */
+export interface MultiHeadGradients {
+  /** Shaped as X. */
+  dX: Tensor;
+  /** Shaped as weights.W_Q, summed over the batch. */
+  dW_Q: Matrix;
+  dW_K: Matrix;
+  dW_V: Matrix;
+  /** Only when weights.W_O was given. */
+  dW_O?: Matrix;
+}
+
 /** Creation parameters of a {@link KVCache}. */
 export interface KVCacheConfig {
   batch?: number;
@@ -398,6 +470,52 @@ export interface Attnkit {
     config: HeadConfig,
     options?: MultiHeadOptions,
   ): MultiHeadQKVResult;
+
+  /**
+   * Gradients of selfAttention: X [T, d_model], dO [T, d_v] -> { dX [T, d_model],
+   * dW_Q, dW_K [d_model, d_k], dW_V [d_model, d_v] }. Every option of selfAttention.
+   */
+  selfAttentionBackward(
+    X: MatrixLike,
+    weights: HeadWeights,
+    dO: MatrixLike,
+    options?: SelfAttentionBackwardOptions,
+  ): SelfAttentionGradients;
+  /**
+   * The forward for training of multiHeadAttentionQKV: its output and each row's
+   * log-sum-exp per head, for multiHeadAttentionQKVBackward's `options.saved`.
+   */
+  multiHeadAttentionQKVForTraining(
+    Q: TensorLike,
+    K: TensorLike,
+    V: TensorLike,
+    config: HeadConfig,
+    options?: MultiHeadTrainingOptions,
+  ): MultiHeadTrainingForward;
+  /**
+   * Gradients of multiHeadAttentionQKV: dO shaped as its output -> { dQ, dK, dV }
+   * shaped as Q, K, V in `options.layout` ("bshd" default, or "bhsd"); dK and dV sum
+   * over the query heads of each K/V head. `options.saved` skips the recomputed forward.
+   */
+  multiHeadAttentionQKVBackward(
+    Q: TensorLike,
+    K: TensorLike,
+    V: TensorLike,
+    config: HeadConfig,
+    dO: TensorLike,
+    options?: MultiHeadQKVBackwardOptions,
+  ): MultiHeadQKVGradients;
+  /**
+   * Gradients of multiHeadAttention: dO [batch, T, d_out] (shaped as its output) ->
+   * { dX (shaped as X), dW_Q, dW_K, dW_V, dW_O (only with W_O) }. Recomputes the forward.
+   */
+  multiHeadAttentionBackward(
+    X: TensorLike,
+    weights: MultiHeadWeights,
+    config: HeadConfig,
+    dO: TensorLike,
+    options?: MultiHeadBackwardOptions,
+  ): MultiHeadGradients;
 
   /** A KV cache for decoding (see {@link KVCache}). */
   createKVCache(config: KVCacheConfig): KVCache;

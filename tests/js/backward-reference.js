@@ -30,7 +30,8 @@ export function refOptions(options, Tq, Tk) {
  * Gradients of single-head attention in float64 (nested arrays), the maths of
  * src/core/backward.h: dV = P^T dO; dP = dO V^T; D = rowsum(dO * O);
  * dS' = P (dP - D); dS = dS' (1 - tanh^2(S / softcap)); dQ = scale dS K;
- * dK = scale dS^T Q. Also the forward's output and per-row log-sum-exp.
+ * dK = scale dS^T Q. Also the forward (its output, per-row log-sum-exp and
+ * trace) and the intermediates dWeights (dP), D, dMaskedScores (dS'), dScores.
  */
 export function refBackward(Q, K, V, dO, options) {
   const t = attentionTrace(Q, K, V, refOptions(options, Q.length, K.length));
@@ -39,15 +40,15 @@ export function refBackward(Q, K, V, dO, options) {
   const dV = matmul(transpose(P), dO);
   const dP = matmul(dO, transpose(V));
   const cap = options?.softcap ?? 0;
-  const dS = P.map((row, i) => {
-    const D = dO[i].reduce((a, g, c) => a + g * O[i][c], 0);
-    return row.map((p, j) => {
-      const ds = p * (dP[i][j] - D);
+  const D = dO.map((row, i) => [row.reduce((a, g, c) => a + g * O[i][c], 0)]);
+  const dMasked = P.map((row, i) => row.map((p, j) => p * (dP[i][j] - D[i][0])));
+  const dS = dMasked.map((row, i) =>
+    row.map((ds, j) => {
       if (!(cap > 0)) return ds;
       const th = Math.tanh((t.scale * t.rawScores[i][j]) / cap);
       return ds * (1 - th * th);
-    });
-  });
+    }),
+  );
   const dQ = matmul(dS, K).map((r) => r.map((x) => x * t.scale));
   const dK = matmul(transpose(dS), Q).map((r) => r.map((x) => x * t.scale));
   const lse = t.maskedScores.map((row) => {
@@ -55,7 +56,18 @@ export function refBackward(Q, K, V, dO, options) {
     if (max === -Infinity) return [-Infinity];
     return [max + Math.log(row.reduce((a, s) => a + Math.exp(s - max), 0))];
   });
-  return { dQ, dK, dV, out: O, lse };
+  return {
+    dQ,
+    dK,
+    dV,
+    out: O,
+    lse,
+    dWeights: dP,
+    D,
+    dMaskedScores: dMasked,
+    dScores: dS,
+    trace: t,
+  };
 }
 
 /** sum(attention(Q, K, V) * G) in float64: the loss whose dO is G. */

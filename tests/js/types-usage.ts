@@ -28,10 +28,16 @@ import type {
   MaskLike,
   Matrix,
   MatrixLike,
+  MultiHeadBackwardOptions,
+  MultiHeadGradients,
   MultiHeadOptions,
+  MultiHeadQKVBackwardOptions,
+  MultiHeadQKVGradients,
+  MultiHeadTrainingForward,
   MultiHeadWeights,
   NumberArray,
   NumericTypedArray,
+  SelfAttentionGradients,
   Tensor,
   TensorLike,
   TrainingForward,
@@ -261,6 +267,39 @@ const codes: ErrorCode[] = [
   "disposed",
 ];
 
+const selfGrads: SelfAttentionGradients = attn.selfAttentionBackward(nested, weights, Q, {
+  causal: true,
+  out: { dX: new Float32Array(6) },
+});
+const mhTrain: MultiHeadTrainingForward = attn.multiHeadAttentionQKVForTraining(
+  X,
+  X,
+  X,
+  { numHeads: 2 },
+  { layout: "bshd", causal: true },
+);
+const mhBackOptions: MultiHeadQKVBackwardOptions = { layout: "bshd", saved: mhTrain };
+const mhQKVGrads: MultiHeadQKVGradients = attn.multiHeadAttentionQKVBackward(
+  X,
+  X,
+  X,
+  { numHeads: 2 },
+  X,
+  mhBackOptions,
+);
+const mhBack: MultiHeadBackwardOptions = { keyLengths: [3, 2], out: { dW_O: new Float32Array(9) } };
+const mhGrads: MultiHeadGradients = attn.multiHeadAttentionBackward(
+  X,
+  mhWeights,
+  { numHeads: 2 },
+  X,
+  mhBack,
+);
+const gradTensors: Tensor[] = [mhQKVGrads.dQ, mhQKVGrads.dK, mhQKVGrads.dV, mhGrads.dX];
+const maybeWO: Matrix | undefined = mhGrads.dW_O;
+const selfParts: Matrix[] = [selfGrads.dX, selfGrads.dW_Q, selfGrads.dW_K, selfGrads.dW_V];
+const lseShape: number[] = mhTrain.lse.shape;
+
 use(
   hasSimd,
   isSimd,
@@ -277,6 +316,10 @@ use(
   traceParts,
   lseRows,
   gradParts,
+  gradTensors,
+  maybeWO,
+  selfParts,
+  lseShape,
   product,
   probabilities,
   shape,
@@ -322,6 +365,10 @@ attn.attentionBackward(Q, Q, Q);
 attn.attentionBackward(Q, Q, Q, Q, { out: new Float32Array(4) });
 // @ts-expect-error saved needs the lse too
 attn.attentionBackward(Q, Q, Q, Q, { saved: { out: Q } });
+// @ts-expect-error the forward for training has no ONNX scores
+attn.multiHeadAttentionQKVForTraining(X, X, X, { numHeads: 2 }, { scores: "raw" });
+// @ts-expect-error multiHeadAttentionBackward needs dO
+attn.multiHeadAttentionBackward(X, mhWeights, { numHeads: 2 });
 // @ts-expect-error HeadWeights needs W_V
 attn.selfAttention(Q, { W_Q: Q, W_K: Q });
 // @ts-expect-error the KV cache needs a capacity
