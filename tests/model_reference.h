@@ -83,7 +83,8 @@ inline double Loss(const attnkit::model::ModelConfig& c, const std::vector<Tenso
           for (size_t j = 0; j <= i; ++j) {
             double dot = 0;
             for (size_t k = 0; k < dk; ++k)
-              dot += Q[(b * T + i) * h * dk + head * dk + k] * K[(b * T + j) * g * dk + kv * dk + k];
+              dot +=
+                  Q[(b * T + i) * h * dk + head * dk + k] * K[(b * T + j) * g * dk + kv * dk + k];
             s[j] = dot * scale;
             mx = std::max(mx, s[j]);
           }

@@ -52,8 +52,7 @@ Status MatMulTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
 }
 
 // acc += A B^T (scratch holds the product).
-Status AddMatMulTransposed(ConstMatrixView A, ConstMatrixView B, Matrix* scratch,
-                           MatrixView acc) {
+Status AddMatMulTransposed(ConstMatrixView A, ConstMatrixView B, Matrix* scratch, MatrixView acc) {
   ATTNKIT_RETURN_IF_ERROR(Alloc(scratch, A.rows, B.rows));
   ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(A, B, *scratch));
   for (size_t r = 0; r < acc.rows; ++r) {
@@ -86,9 +85,8 @@ Status LayerNormForward(const Matrix& x, const Matrix& gain, const Matrix& bias,
 }
 
 // dx += LayerNorm's input gradient; dgain, dbias += their gradients.
-void LayerNormBackward(const Matrix& x, const Matrix& mean, const Matrix& rstd,
-                       const Matrix& gain, const Matrix& dy, Matrix* dx, Matrix* dgain,
-                       Matrix* dbias) {
+void LayerNormBackward(const Matrix& x, const Matrix& mean, const Matrix& rstd, const Matrix& gain,
+                       const Matrix& dy, Matrix* dx, Matrix* dgain, Matrix* dbias) {
   const size_t N = x.rows(), d = x.cols();
   for (size_t r = 0; r < N; ++r) {
     const double mu = mean(r, 0), rs = rstd(r, 0);
@@ -146,21 +144,20 @@ Status CheckConfig(const ModelConfig& config, ModelConfig* resolved) {
   if (c.d_k == 0) {
     if (c.d_model % c.num_heads != 0) {
       return Status(ErrorCode::kInvalidArgument, "d_k",
-                    "0 derives d_model / num_heads, but num_heads " +
-                        std::to_string(c.num_heads) + " does not divide d_model " +
-                        std::to_string(c.d_model));
+                    "0 derives d_model / num_heads, but num_heads " + std::to_string(c.num_heads) +
+                        " does not divide d_model " + std::to_string(c.d_model));
     }
     c.d_k = c.d_model / c.num_heads;
   }
   ATTNKIT_RETURN_IF_ERROR(CheckSize("d_k", c.d_k, 1, kMaxSize));
   // Every tensor's size must fit comfortably in 32 bits (the weights file).
-  const double floats = double(c.vocab_size) * c.d_model * 2 + double(c.max_seq_len) * c.d_model +
-                        double(c.num_layers) * c.d_model * c.d_k * (2 * c.num_heads +
-                                                                    2 * c.num_kv_heads);
+  const double floats =
+      double(c.vocab_size) * c.d_model * 2 + double(c.max_seq_len) * c.d_model +
+      double(c.num_layers) * c.d_model * c.d_k * (2 * c.num_heads + 2 * c.num_kv_heads);
   if (floats > double(1u << 30)) {
-    return Status(ErrorCode::kOverflow, "d_model",
-                  "the model would have " + std::to_string(size_t(floats)) +
-                      " parameters, more than 2^30");
+    return Status(
+        ErrorCode::kOverflow, "d_model",
+        "the model would have " + std::to_string(size_t(floats)) + " parameters, more than 2^30");
   }
   if (resolved) *resolved = c;
   return Status::Ok();
@@ -280,15 +277,16 @@ Status Model::Init(const ModelConfig& config, uint64_t seed) {
 
 Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) {
   const ModelConfig& c = config_;
-  if (params_.layers.empty()) return Status(ErrorCode::kInvalidArgument, "model", "not initialised");
+  if (params_.layers.empty())
+    return Status(ErrorCode::kInvalidArgument, "model", "not initialised");
   if (batch.batch == 0) return Status(ErrorCode::kInvalidArgument, "batch", "must be >= 1, got 0");
   ATTNKIT_RETURN_IF_ERROR(CheckSize("seq_len", batch.seq_len, 1, c.max_seq_len));
   const size_t T = batch.seq_len, B = batch.batch, N = B * T, d = c.d_model;
   if (batch.tokens.size() != N || batch.targets.size() != N) {
-    return Status(ErrorCode::kShapeMismatch, batch.tokens.size() != N ? "tokens" : "targets",
-                  "expected batch * seq_len = " + std::to_string(N) + " entries, got " +
-                      std::to_string(batch.tokens.size() != N ? batch.tokens.size()
-                                                              : batch.targets.size()));
+    return Status(
+        ErrorCode::kShapeMismatch, batch.tokens.size() != N ? "tokens" : "targets",
+        "expected batch * seq_len = " + std::to_string(N) + " entries, got " +
+            std::to_string(batch.tokens.size() != N ? batch.tokens.size() : batch.targets.size()));
   }
   for (size_t i = 0; i < N; ++i) {
     if (batch.tokens[i] < 0 || size_t(batch.tokens[i]) >= c.vocab_size) {
@@ -341,9 +339,8 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
   }
   final_input = std::move(x);
   if (c.layer_norm) {
-    ATTNKIT_RETURN_IF_ERROR(LayerNormForward(final_input, params_.final_gain,
-                                             params_.final_bias, &final_normed, &final_mean,
-                                             &final_rstd));
+    ATTNKIT_RETURN_IF_ERROR(LayerNormForward(final_input, params_.final_gain, params_.final_bias,
+                                             &final_normed, &final_mean, &final_rstd));
   }
   const Matrix& f = c.layer_norm ? final_normed : final_input;
   Matrix logits;
@@ -390,10 +387,10 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
 }
 
 Status Model::Backward(Parameters* grads) {
-  if (!have_forward_) return Status(ErrorCode::kInvalidArgument, "model", "Backward needs a Forward first");
+  if (!have_forward_)
+    return Status(ErrorCode::kInvalidArgument, "model", "Backward needs a Forward first");
   const ModelConfig& c = config_;
-  const size_t T = batch_.seq_len, B = batch_.batch, N = B * T, d = c.d_model,
-               V = c.vocab_size;
+  const size_t T = batch_.seq_len, B = batch_.batch, N = B * T, d = c.d_model, V = c.vocab_size;
   ATTNKIT_RETURN_IF_ERROR(grads->Allocate(c));
   const HeadConfig heads = Heads(c);
   const AttentionOptions options = Options(c, pool_);
@@ -477,8 +474,8 @@ Status Model::AttentionWeights(size_t layer, Matrix* weights) const {
   MultiHeadExtras extras;
   extras.scores_stage = ScoresStage::kWeights;
   extras.scores = *weights;
-  return MultiHeadAttentionQKV(lc.Q, lc.K, lc.V, B, Heads(config_), Options(config_, pool_),
-                               extras, out);
+  return MultiHeadAttentionQKV(lc.Q, lc.K, lc.V, B, Heads(config_), Options(config_, pool_), extras,
+                               out);
 }
 
 }  // namespace model

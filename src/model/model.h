@@ -33,13 +33,13 @@ constexpr size_t kMaxLayers = 4;
 
 struct ModelConfig {
   size_t vocab_size = 0;
-  size_t max_seq_len = 0;   // rows of the position embedding
+  size_t max_seq_len = 0;  // rows of the position embedding
   size_t d_model = 0;
-  size_t num_layers = 1;    // 1 .. kMaxLayers
+  size_t num_layers = 1;  // 1 .. kMaxLayers
   size_t num_heads = 1;
-  size_t num_kv_heads = 0;  // 0 = num_heads; must divide num_heads
-  size_t d_k = 0;           // 0 = d_model / num_heads (which must divide); d_v = d_k
-  bool layer_norm = false;  // pre-norm LayerNorm per layer and before the unembedding
+  size_t num_kv_heads = 0;       // 0 = num_heads; must divide num_heads
+  size_t d_k = 0;                // 0 = d_model / num_heads (which must divide); d_v = d_k
+  bool layer_norm = false;       // pre-norm LayerNorm per layer and before the unembedding
   bool scale_by_sqrt_dk = true;  // false: scores are Q K^T unscaled (the scale experiment)
 };
 
@@ -96,10 +96,10 @@ struct Batch {
 
 // Results of a forward pass over the scored positions.
 struct Metrics {
-  float loss = 0;           // mean cross-entropy
-  size_t scored = 0;        // positions with a target
-  size_t correct = 0;       // of which argmax(logits) == target
-  size_t sequences = 0;     // sequences with at least one scored position
+  float loss = 0;                // mean cross-entropy
+  size_t scored = 0;             // positions with a target
+  size_t correct = 0;            // of which argmax(logits) == target
+  size_t sequences = 0;          // sequences with at least one scored position
   size_t sequences_correct = 0;  // of which every scored position is correct
   float accuracy() const { return scored ? float(correct) / float(scored) : 0.0f; }
 };
@@ -129,11 +129,11 @@ class Model {
 
  private:
   struct LayerCache {
-    Matrix input;          // x before the layer [N, d_model]
-    Matrix normed;         // a (LayerNorm output), empty without layer_norm
-    Matrix mean, rstd;     // LayerNorm statistics [N, 1]
-    Matrix Q, K, V;        // projections
-    Matrix z, lse;         // attention output [N, h d_k], lse [B h T, 1]
+    Matrix input;       // x before the layer [N, d_model]
+    Matrix normed;      // a (LayerNorm output), empty without layer_norm
+    Matrix mean, rstd;  // LayerNorm statistics [N, 1]
+    Matrix Q, K, V;     // projections
+    Matrix z, lse;      // attention output [N, h d_k], lse [B h T, 1]
   };
   ModelConfig config_;
   Parameters params_;

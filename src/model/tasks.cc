@@ -35,7 +35,8 @@ size_t TaskSeqLen(const TaskConfig& task) {
 }
 
 size_t TaskMinVocab(const TaskConfig& task) {
-  if (task.kind == TaskKind::kInduction) return task.length + 1 + (task.padding > 0 ? 1 : 0);
+  // n distinct symbols, at least one filler symbol, and the separator.
+  if (task.kind == TaskKind::kInduction) return task.length + 2;
   return 3;
 }
 
@@ -76,8 +77,8 @@ Status CheckTask(const TaskConfig& task, const ModelConfig* model) {
     if (TaskSeqLen(task) > model->max_seq_len) {
       return Status(ErrorCode::kInvalidArgument, "max_seq_len",
                     "the " + name + " task's sequence of " + std::to_string(TaskSeqLen(task)) +
-                        " tokens is longer than the model's " +
-                        std::to_string(model->max_seq_len) + " positions");
+                        " tokens is longer than the model's " + std::to_string(model->max_seq_len) +
+                        " positions");
     }
   }
   return Status::Ok();
@@ -117,12 +118,16 @@ void TaskGenerator::Sequence(int32_t* tokens, int32_t* targets) {
       std::vector<int32_t> pool(symbols);
       for (size_t i = 0; i < symbols; ++i) pool[i] = int32_t(1 + i);
       for (size_t i = 0; i < n; ++i) std::swap(pool[i], pool[i + rng_.Below(symbols - i)]);
-      const size_t p = rng_.Below(task_.padding + 1);
-      auto filler = [&] { return pool[n + rng_.Below(symbols - n)]; };
+      // A segment of m symbols at a random offset p: neither where the repeat
+      // starts nor how far back its first occurrence lies is fixed.
+      const size_t m_min = std::max<size_t>(2, (n + 1) / 2);
+      const size_t m = m_min + rng_.Below(n - m_min + 1);
+      const size_t p = rng_.Below(task_.padding + 2 * (n - m) + 1);
+      auto filler = [&] { return pool[m + rng_.Below(symbols - m)]; };
       size_t at = 0;
       for (size_t i = 0; i < p; ++i) s[at++] = filler();
-      for (size_t i = 0; i < n; ++i) s[at++] = pool[i];
-      for (size_t i = 0; i < n; ++i) {
+      for (size_t i = 0; i < m; ++i) s[at++] = pool[i];
+      for (size_t i = 0; i < m; ++i) {
         scored[at] = i > 0;
         s[at++] = pool[i];
       }

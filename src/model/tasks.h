@@ -5,12 +5,14 @@
 //   copy      x_1..x_n SEP x_1..x_n         scored: the n tokens after SEP
 //   reverse   x_1..x_n SEP x_n..x_1         scored: the n tokens after SEP
 //   sort      x_1..x_n SEP sorted(x)        scored: the n tokens after SEP
-//   induction f_1..f_p y_1..y_n y_1..y_n g_1..g_q   (p + q = padding, p random)
-//             y distinct, fillers f, g never one of the y; scored: y_2..y_n
-//             of the repeat, each predictable only from the token after the
-//             previous occurrence of the current token (y_1 of the repeat
-//             follows y_n, which says nothing about it). The random offset
-//             p keeps a fixed-position rule from solving it.
+//   induction f_1..f_p y_1..y_m y_1..y_m g_1..g_q   (2m + p + q = 2n + padding + 1)
+//             m uniform in [max(2, ceil(n/2)), n], p uniform in
+//             [0, padding + 2(n - m)]; y distinct, fillers f, g never one of
+//             the y; scored: y_2..y_m of the repeat, each predictable only
+//             from the token after the previous occurrence of the current
+//             token (y_1 of the repeat follows y_m, which says nothing about
+//             it). The random length and offset keep a fixed-position rule
+//             (attend n back) from solving it: only an induction circuit does.
 //   majority  x_1..x_n SEP m               scored: m, the most frequent
 //             symbol of x (a unique maximum: ties are redrawn)
 // x are drawn uniformly (with replacement) from the symbols.
@@ -46,8 +48,8 @@ constexpr int32_t kSeparator = 0;
 // copy, reverse, sort 2n; induction 2n + padding; majority n + 1.
 size_t TaskSeqLen(const TaskConfig& task);
 // The smallest vocabulary (with the separator) the task needs: 3 (two
-// symbols) for copy, reverse, sort and majority; induction n + 1, plus one
-// filler symbol when padding > 0.
+// symbols) for copy, reverse, sort and majority; induction n + 2 (n distinct
+// symbols, a filler symbol, the separator).
 size_t TaskMinVocab(const TaskConfig& task);
 // Checks the task ("length", "vocab_size", "padding") and, if model is not
 // null, that it fits the model: vocab_size equal to the model's, sequence no

@@ -156,8 +156,8 @@ Status ExportWeights(const Model& model, std::vector<uint8_t>* bytes) {
   bytes->reserve(kHeaderBytes + 4 * count + 4);
   bytes->insert(bytes->end(), kMagic, kMagic + 8);
   PutU32(bytes, kWeightsVersion);
-  for (size_t v : {c.vocab_size, c.max_seq_len, c.d_model, c.num_layers, c.num_heads,
-                   c.num_kv_heads, c.d_k}) {
+  for (size_t v :
+       {c.vocab_size, c.max_seq_len, c.d_model, c.num_layers, c.num_heads, c.num_kv_heads, c.d_k}) {
     PutU32(bytes, uint32_t(v));
   }
   PutU32(bytes, (c.layer_norm ? 1u : 0u) | (c.scale_by_sqrt_dk ? 2u : 0u));
