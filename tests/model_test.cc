@@ -203,7 +203,7 @@ TEST_CASE("model: the initialisation has the documented scales", "[model]") {
   CHECK(p.Count() == 64 * 64 * 3 + 4 * 64 * 32 + 2 * 64 + 2 * 64);
 }
 
-TEST_CASE("model: weights export and import round trip; corrupted files rejected", "[model]") {
+TEST_CASE("model: weights export and import round trip and corrupted files rejected", "[model]") {
   Model m;
   REQUIRE_OK(m.Init(Small(true, false), 21));
   std::vector<uint8_t> bytes;
@@ -551,7 +551,8 @@ TEST_CASE("model: trains the copy task", "[model][train]") {
   CHECK(run.eval.accuracy() >= 0.99);
 }
 
-TEST_CASE("model: a 2-layer model learns induction; the heads take their roles", "[model][train]") {
+TEST_CASE("model: a 2-layer model learns induction and the heads take their roles",
+          "[model][train]") {
   TaskConfig task;
   task.kind = TaskKind::kInduction;
   task.length = 8;
