@@ -584,6 +584,15 @@ TEST_CASE("model: a 2-layer model learns induction and the heads take their role
   CHECK(run.eval.accuracy() >= 0.9);
   CHECK(*std::max_element(l2.induction.begin(), l2.induction.end()) >= 0.5);
   CHECK(*std::max_element(l1.previous_token.begin(), l1.previous_token.end()) >= 0.5);
+
+  // One layer cannot form the circuit (the key must carry the previous
+  // token): with the same steps it stays far below.
+  c.num_layers = 1;
+  Trainer one_layer;
+  REQUIRE_OK(one_layer.Init(c, 1, opt));
+  const Run one = TrainTo(&one_layer, task, 32, 2.0, run.steps, &eval);
+  std::printf("induction, 1 layer: %zu steps, accuracy %.3f\n", one.steps, one.eval.accuracy());
+  CHECK(one.eval.accuracy() < 0.6);
 }
 
 }  // namespace
