@@ -565,7 +565,7 @@ TEST_CASE("model: a 2-layer model learns induction and the heads take their role
   c.num_layers = 2;
   c.num_heads = 2;
   AdamWConfig opt;
-  opt.learning_rate = 3e-3f;
+  opt.learning_rate = 1e-2f;
   opt.warmup_steps = 50;
   Trainer trainer;
   REQUIRE_OK(trainer.Init(c, 1, opt));
