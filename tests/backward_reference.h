@@ -150,6 +150,115 @@ inline double Loss(const Mat& Q, const Mat& K, const Mat& V, const Mat& dO,
   return loss;
 }
 
+// ---------------------------------------------------------------------------
+// Multi-head: per (item, head) the single-head reference above, with that
+// head's options: its slice of each mask (MaskLayout {batch, heads}, rows
+// T_q or one shared row), its item's key length and causal offset.
+
+// The single-head options of head `head` of item b under o.
+inline attnkit::AttentionOptions HeadOptions(const attnkit::AttentionOptions& o, size_t b,
+                                             size_t head) {
+  attnkit::AttentionOptions h = o;
+  h.key_lengths.clear();
+  h.causal_offsets.clear();
+  h.pool = nullptr;
+  if (!o.key_lengths.empty()) h.key_length = o.key_lengths[b];
+  if (!o.causal_offsets.empty()) h.causal_offset = o.causal_offsets[b];
+  auto slice = [&](auto m, attnkit::MaskLayout l) {
+    const size_t blocks = l.batch * l.heads, rows = m.rows / blocks;
+    const size_t blk = (l.batch == 1 ? 0 : b) * l.heads + (l.heads == 1 ? 0 : head);
+    return m.Block(blk * rows, rows, 0, m.cols);
+  };
+  if (!o.bool_mask.empty()) h.bool_mask = slice(o.bool_mask, o.bool_mask_layout);
+  if (!o.additive_mask.empty()) h.additive_mask = slice(o.additive_mask, o.additive_mask_layout);
+  return h;
+}
+
+struct MultiForward {
+  Mat O;    // [B*T_q, h*d_v]
+  Mat lse;  // [B*h*T_q, 1]
+};
+
+// Q [B*T_q, h*d_k], K [B*T_k, kvh*d_k], V [B*T_k, kvh*d_v].
+inline MultiForward MultiHeadForward(const Mat& Q, const Mat& K, const Mat& V, size_t batch,
+                                     size_t h, size_t kvh, const attnkit::AttentionOptions& o) {
+  const size_t T_q = Q.rows / batch, T_k = K.rows / batch;
+  const size_t d_k = Q.cols / h, d_v = V.cols / kvh, group = h / kvh;
+  MultiForward f{Mat(batch * T_q, h * d_v), Mat(batch * h * T_q, 1)};
+  for (size_t b = 0; b < batch; ++b) {
+    for (size_t head = 0; head < h; ++head) {
+      const size_t g = head / group;
+      const Forward one = AttentionForward(
+          Q.Block(b * T_q, T_q, head * d_k, d_k), K.Block(b * T_k, T_k, g * d_k, d_k),
+          V.Block(b * T_k, T_k, g * d_v, d_v), HeadOptions(o, b, head));
+      f.O.SetBlock(b * T_q, head * d_v, one.O);
+      f.lse.SetBlock((b * h + head) * T_q, 0, one.lse);
+    }
+  }
+  return f;
+}
+
+// dQ, dK, dV shaped as Q, K, V; dK and dV summed over each group's heads.
+inline Gradients MultiHeadBackward(const Mat& Q, const Mat& K, const Mat& V, const Mat& dO,
+                                   size_t batch, size_t h, size_t kvh,
+                                   const attnkit::AttentionOptions& o) {
+  const size_t T_q = Q.rows / batch, T_k = K.rows / batch;
+  const size_t d_k = Q.cols / h, d_v = V.cols / kvh, group = h / kvh;
+  Gradients g{Mat(Q.rows, Q.cols), Mat(K.rows, K.cols), Mat(V.rows, V.cols)};
+  for (size_t b = 0; b < batch; ++b) {
+    for (size_t head = 0; head < h; ++head) {
+      const size_t kv = head / group;
+      const Gradients one = AttentionBackward(
+          Q.Block(b * T_q, T_q, head * d_k, d_k), K.Block(b * T_k, T_k, kv * d_k, d_k),
+          V.Block(b * T_k, T_k, kv * d_v, d_v), dO.Block(b * T_q, T_q, head * d_v, d_v),
+          HeadOptions(o, b, head));
+      g.dQ.SetBlock(b * T_q, head * d_k, one.dQ);
+      for (size_t t = 0; t < T_k; ++t) {
+        for (size_t x = 0; x < d_k; ++x) g.dK(b * T_k + t, kv * d_k + x) += one.dK(t, x);
+        for (size_t x = 0; x < d_v; ++x) g.dV(b * T_k + t, kv * d_v + x) += one.dV(t, x);
+      }
+    }
+  }
+  return g;
+}
+
+struct LayerGradients {
+  Mat dX, dW_Q, dW_K, dW_V, dW_O;  // dW_O empty (0 x 0) without W_O
+};
+
+// The multi-head layer out = merged W_O (merged without W_O), merged the
+// heads of Q = X W_Q, K = X W_K, V = X W_V.
+inline Mat LayerForward(const Mat& X, size_t batch, const Mat& W_Q, const Mat& W_K, const Mat& W_V,
+                        const Mat& W_O, size_t h, size_t kvh, const attnkit::AttentionOptions& o) {
+  const Mat merged = MultiHeadForward(ref::MatMul(X, W_Q), ref::MatMul(X, W_K), ref::MatMul(X, W_V),
+                                      batch, h, kvh, o)
+                         .O;
+  return W_O.rows == 0 ? merged : ref::MatMul(merged, W_O);
+}
+
+// The gradients of sum(dOut * LayerForward(...)).
+inline LayerGradients LayerBackward(const Mat& X, size_t batch, const Mat& W_Q, const Mat& W_K,
+                                    const Mat& W_V, const Mat& W_O, size_t h, size_t kvh,
+                                    const Mat& dOut, const attnkit::AttentionOptions& o) {
+  const Mat Q = ref::MatMul(X, W_Q), K = ref::MatMul(X, W_K), V = ref::MatMul(X, W_V);
+  LayerGradients g;
+  Mat d_merged = dOut;
+  if (W_O.rows != 0) {
+    const Mat merged = MultiHeadForward(Q, K, V, batch, h, kvh, o).O;
+    g.dW_O = ref::MatMul(ref::Transpose(merged), dOut);
+    d_merged = ref::MatMulT(dOut, W_O);
+  }
+  const Gradients d = MultiHeadBackward(Q, K, V, d_merged, batch, h, kvh, o);
+  const Mat Xt = ref::Transpose(X);
+  g.dW_Q = ref::MatMul(Xt, d.dQ);
+  g.dW_K = ref::MatMul(Xt, d.dK);
+  g.dW_V = ref::MatMul(Xt, d.dV);
+  g.dX = ref::MatMulT(d.dQ, W_Q);
+  const Mat dx_k = ref::MatMulT(d.dK, W_K), dx_v = ref::MatMulT(d.dV, W_V);
+  for (size_t k = 0; k < g.dX.v.size(); ++k) g.dX.v[k] += dx_k.v[k] + dx_v.v[k];
+  return g;
+}
+
 }  // namespace bwd_ref
 
 #endif  // ATTNKIT_TESTS_BACKWARD_REFERENCE_H_

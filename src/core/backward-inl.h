@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "src/core/internal.h"
 #include "src/core/thread_pool.h"
@@ -121,6 +122,20 @@ struct GradTask {
   GradLayout layout;
   float* workspace = nullptr;  // layout.total floats
   ThreadPool* pool = nullptr;  // null: the caller's thread only
+};
+
+// Every (item, query head) of a multi-head call, checked by backward.cc:
+// tasks[b * num_heads + h], all of one layout. Each task's workspace is its
+// own shared region (layout.threads_at floats); the per-thread blocks
+// (layout.thread_floats each) start at `threads` and serve every task. The
+// query heads of K/V group g of item b are tasks [b * num_heads + g * group,
+// + group), which all write dK and dV of that group.
+struct MultiGradTask {
+  std::vector<GradTask> tasks;
+  size_t group = 1;
+  size_t num_kv_heads = 1;
+  float* threads = nullptr;
+  ThreadPool* pool = nullptr;
 };
 
 }  // namespace internal
@@ -398,11 +413,17 @@ HWY_INLINE void ForwardBlock(const internal::GradTask& task, float* HWY_RESTRICT
 
 // The forward for training: out = O and lse_out, query blocks split over the
 // threads. Returns false if a result overflowed.
+// Packs K^T * scale and V for the forward.
+HWY_INLINE void PrepareForward(const internal::GradTask& task) {
+  const internal::GradLayout& w = task.layout;
+  PackKeysTransposed(task.head.K, task.params.scale, w.Tk_p, task.workspace + w.kt);
+  PackPadded(task.head.V, w.Tk_p, w.dv_p, task.workspace + w.vp);
+}
+
 HWY_INLINE bool Forward(const internal::GradTask& task) {
   const internal::HeadTask& t = task.head;
   const internal::GradLayout& w = task.layout;
-  PackKeysTransposed(t.K, task.params.scale, w.Tk_p, task.workspace + w.kt);
-  PackPadded(t.V, w.Tk_p, w.dv_p, task.workspace + w.vp);
+  PrepareForward(task);
   const size_t blocks = (t.Q.rows + kQueryBlock - 1) / kQueryBlock;
   ForEachTask(task.pool, blocks, [&](size_t b, size_t thread) HWY_ATTR {
     const size_t i0 = b * kQueryBlock;
@@ -482,10 +503,13 @@ HWY_INLINE void BackwardTile(const internal::GradTask& task, float* HWY_RESTRICT
   }
 }
 
-// The key block at j0 of the backward: its tiles with every query block, in
-// order, then its dK and dV rows written out.
-HWY_INLINE void BackwardKeyBlock(const internal::GradTask& task, float* HWY_RESTRICT scratch,
-                                 size_t j0, TileGrads grads) {
+// The key block at j0 of the backward for `count` tasks that share K and V
+// (the query heads of one K/V group): their tiles with every query block,
+// head by head in order, summed into one dK and dV block, then written out
+// to the first task's dK and dV rows.
+HWY_INLINE void BackwardKeyBlock(const internal::GradTask* tasks, size_t count,
+                                 float* HWY_RESTRICT scratch, size_t j0, TileGrads grads) {
+  const internal::GradTask& task = tasks[0];
   const internal::GradLayout& w = task.layout;
   const size_t T_q = task.head.Q.rows, T_k = task.head.K.rows;
   const size_t d_k = task.head.Q.cols, d_v = task.head.V.cols;
@@ -493,12 +517,56 @@ HWY_INLINE void BackwardKeyBlock(const internal::GradTask& task, float* HWY_REST
   float* HWY_RESTRICT dvb = scratch + w.dvb;
   std::fill(dkb, dkb + kKeyBlock * w.dk_p, 0.0f);
   std::fill(dvb, dvb + kKeyBlock * w.dv_p, 0.0f);
-  for (size_t i0 = 0; i0 < T_q; i0 += kQueryBlock) {
-    BackwardTile(task, scratch, i0, std::min(kQueryBlock, T_q - i0), j0, grads);
+  for (size_t h = 0; h < count; ++h) {
+    for (size_t i0 = 0; i0 < T_q; i0 += kQueryBlock) {
+      BackwardTile(tasks[h], scratch, i0, std::min(kQueryBlock, T_q - i0), j0, grads);
+    }
   }
   for (size_t j = j0; j < std::min(T_k, j0 + kKeyBlock); ++j) {
     std::copy(dkb + (j - j0) * w.dk_p, dkb + (j - j0) * w.dk_p + d_k, task.dK.Row(j));
     std::copy(dvb + (j - j0) * w.dv_p, dvb + (j - j0) * w.dv_p + d_v, task.dV.Row(j));
+  }
+}
+
+// The query block at i0 of the backward (threads only): its tiles with every
+// key block, in the order of the one-thread pass, adding to dQ.
+HWY_INLINE void BackwardQueryBlock(const internal::GradTask& task, float* HWY_RESTRICT scratch,
+                                   size_t i0) {
+  const size_t T_q = task.head.Q.rows, T_k = task.head.K.rows;
+  for (size_t j0 = 0; j0 < T_k; j0 += kKeyBlock) {
+    BackwardTile(task, scratch, i0, std::min(kQueryBlock, T_q - i0), j0, TileGrads::kQueries);
+  }
+}
+
+// Packs K^T * scale, V^T, K, Q and dO for the backward, clears the dQ
+// accumulator and computes D = rowsum(dO * O).
+HWY_INLINE void PrepareBackward(const internal::GradTask& task) {
+  const internal::HeadTask& t = task.head;
+  const internal::GradLayout& w = task.layout;
+  float* ws = task.workspace;
+  const size_t T_q = t.Q.rows, T_k = t.K.rows, d_v = t.V.cols;
+  PackKeysTransposed(t.K, task.params.scale, w.Tk_p, ws + w.kt);
+  for (size_t j = 0; j < w.Tk_p; ++j) {  // V^T in key blocks [d_v, kKeyBlock]
+    float* HWY_RESTRICT col = ws + w.vt + j / kKeyBlock * d_v * kKeyBlock + j % kKeyBlock;
+    for (size_t c = 0; c < d_v; ++c) col[c * kKeyBlock] = j < T_k ? t.V(j, c) : 0.0f;
+  }
+  PackPadded(t.K, w.Tk_p, w.dk_p, ws + w.kp);
+  PackPadded(t.Q, T_q, w.dk_p, ws + w.qp);
+  PackPadded(task.dO, T_q, w.dv_p, ws + w.dop);
+  std::fill(ws + w.dqp, ws + w.dqp + T_q * w.dk_p, 0.0f);
+  for (size_t i = 0; i < T_q; ++i) {
+    double D = 0.0;
+    for (size_t c = 0; c < d_v; ++c) D += static_cast<double>(task.dO(i, c)) * t.out(i, c);
+    ws[w.D + i] = static_cast<float>(D);
+  }
+}
+
+// dQ rows out of the accumulator.
+HWY_INLINE void WriteQueryGradients(const internal::GradTask& task) {
+  const float* dq = task.workspace + task.layout.dqp;
+  const size_t dk_p = task.layout.dk_p, d_k = task.head.Q.cols;
+  for (size_t i = 0; i < task.head.Q.rows; ++i) {
+    std::copy(dq + i * dk_p, dq + i * dk_p + d_k, task.dQ.Row(i));
   }
 }
 
@@ -511,46 +579,89 @@ HWY_INLINE void BackwardKeyBlock(const internal::GradTask& task, float* HWY_REST
 HWY_INLINE bool Backward(const internal::GradTask& task) {
   const internal::HeadTask& t = task.head;
   const internal::GradLayout& w = task.layout;
-  float* ws = task.workspace;
-  const size_t T_q = t.Q.rows, T_k = t.K.rows, d_k = t.Q.cols, d_v = t.V.cols;
-  const size_t dk_p = w.dk_p, dv_p = w.dv_p;
-  PackKeysTransposed(t.K, task.params.scale, w.Tk_p, ws + w.kt);
-  for (size_t j = 0; j < w.Tk_p; ++j) {  // V^T in key blocks [d_v, kKeyBlock]
-    float* HWY_RESTRICT col = ws + w.vt + j / kKeyBlock * d_v * kKeyBlock + j % kKeyBlock;
-    for (size_t c = 0; c < d_v; ++c) col[c * kKeyBlock] = j < T_k ? t.V(j, c) : 0.0f;
-  }
-  PackPadded(t.K, w.Tk_p, dk_p, ws + w.kp);
-  PackPadded(t.Q, T_q, dk_p, ws + w.qp);
-  PackPadded(task.dO, T_q, dv_p, ws + w.dop);
-  std::fill(ws + w.dqp, ws + w.dqp + T_q * dk_p, 0.0f);
-  for (size_t i = 0; i < T_q; ++i) {
-    double D = 0.0;
-    for (size_t c = 0; c < d_v; ++c) D += static_cast<double>(task.dO(i, c)) * t.out(i, c);
-    ws[w.D + i] = static_cast<float>(D);
-  }
-  float* threads = ws + w.threads_at;
+  const size_t T_q = t.Q.rows, T_k = t.K.rows;
+  PrepareBackward(task);
+  float* threads = task.workspace + w.threads_at;
   const size_t key_blocks = (T_k + kKeyBlock - 1) / kKeyBlock;
   const size_t query_blocks = (T_q + kQueryBlock - 1) / kQueryBlock;
   if (task.pool == nullptr || task.pool->num_threads() == 1) {
     for (size_t b = 0; b < key_blocks; ++b) {
-      BackwardKeyBlock(task, threads, b * kKeyBlock, TileGrads::kAll);
+      BackwardKeyBlock(&task, 1, threads, b * kKeyBlock, TileGrads::kAll);
     }
   } else {
     ForEachTask(task.pool, key_blocks, [&](size_t b, size_t thread) HWY_ATTR {
-      BackwardKeyBlock(task, threads + thread * w.thread_floats, b * kKeyBlock, TileGrads::kKeys);
+      BackwardKeyBlock(&task, 1, threads + thread * w.thread_floats, b * kKeyBlock,
+                       TileGrads::kKeys);
     });
     ForEachTask(task.pool, query_blocks, [&](size_t b, size_t thread) HWY_ATTR {
-      const size_t i0 = b * kQueryBlock;
-      for (size_t j0 = 0; j0 < T_k; j0 += kKeyBlock) {
-        BackwardTile(task, threads + thread * w.thread_floats, i0, std::min(kQueryBlock, T_q - i0),
-                     j0, TileGrads::kQueries);
-      }
+      BackwardQueryBlock(task, threads + thread * w.thread_floats, b * kQueryBlock);
     });
   }
-  for (size_t i = 0; i < T_q; ++i) {
-    std::copy(ws + w.dqp + i * dk_p, ws + w.dqp + i * dk_p + d_k, task.dQ.Row(i));
-  }
+  WriteQueryGradients(task);
   return AllFinite(task.dQ) && AllFinite(task.dK) && AllFinite(task.dV);
+}
+
+// The forward for training of every head of a multi-head call: packs per
+// head, then (head, query block) pairs over the threads. Returns false if a
+// result overflowed.
+HWY_INLINE bool MultiForward(const internal::MultiGradTask& job) {
+  const size_t n = job.tasks.size();
+  const internal::GradLayout& w = job.tasks[0].layout;
+  const size_t T_q = job.tasks[0].head.Q.rows;
+  const size_t query_blocks = (T_q + kQueryBlock - 1) / kQueryBlock;
+  ForEachTask(job.pool, n, [&](size_t k, size_t) HWY_ATTR { PrepareForward(job.tasks[k]); });
+  ForEachTask(job.pool, n * query_blocks, [&](size_t k, size_t thread) HWY_ATTR {
+    const size_t i0 = k % query_blocks * kQueryBlock;
+    ForwardBlock(job.tasks[k / query_blocks], job.threads + thread * w.thread_floats, i0,
+                 std::min(kQueryBlock, T_q - i0));
+  });
+  for (const internal::GradTask& task : job.tasks) {
+    if (!AllFinite(task.head.out) || !AllFinite</*kAllowNegInf=*/true>(task.lse_out)) return false;
+  }
+  return true;
+}
+
+// The backward of every head of a multi-head call (after MultiForward with
+// `recompute`). One thread: per K/V group, per key block, every query head
+// of the group. Threads: (item, K/V group, key block) for dK and dV, then
+// (item, head, query block) for dQ, each tile's additions in the one-thread
+// order, so that the results are bit-identical. Returns false if a gradient
+// overflowed.
+HWY_INLINE bool MultiBackward(const internal::MultiGradTask& job, bool recompute) {
+  if (recompute && !MultiForward(job)) return false;
+  const size_t n = job.tasks.size(), group = job.group;
+  const internal::GradLayout& w = job.tasks[0].layout;
+  const size_t T_q = job.tasks[0].head.Q.rows, T_k = job.tasks[0].head.K.rows;
+  const size_t key_blocks = (T_k + kKeyBlock - 1) / kKeyBlock;
+  const size_t query_blocks = (T_q + kQueryBlock - 1) / kQueryBlock;
+  const size_t groups = n / group;  // (item, K/V head) pairs
+  ForEachTask(job.pool, n, [&](size_t k, size_t) HWY_ATTR { PrepareBackward(job.tasks[k]); });
+  if (job.pool == nullptr || job.pool->num_threads() == 1) {
+    for (size_t k = 0; k < groups * key_blocks; ++k) {
+      BackwardKeyBlock(&job.tasks[k / key_blocks * group], group, job.threads,
+                       k % key_blocks * kKeyBlock, TileGrads::kAll);
+    }
+  } else {
+    ForEachTask(job.pool, groups * key_blocks, [&](size_t k, size_t thread) HWY_ATTR {
+      BackwardKeyBlock(&job.tasks[k / key_blocks * group], group,
+                       job.threads + thread * w.thread_floats, k % key_blocks * kKeyBlock,
+                       TileGrads::kKeys);
+    });
+    ForEachTask(job.pool, n * query_blocks, [&](size_t k, size_t thread) HWY_ATTR {
+      BackwardQueryBlock(job.tasks[k / query_blocks], job.threads + thread * w.thread_floats,
+                         k % query_blocks * kQueryBlock);
+    });
+  }
+  bool finite = true;
+  for (const internal::GradTask& task : job.tasks) {
+    WriteQueryGradients(task);
+    finite = finite && AllFinite(task.dQ);
+  }
+  for (size_t k = 0; k < groups; ++k) {
+    const internal::GradTask& task = job.tasks[k * group];
+    finite = finite && AllFinite(task.dK) && AllFinite(task.dV);
+  }
+  return finite;
 }
 
 }  // namespace grad

@@ -4,9 +4,14 @@
 // forward's dispatch.cc.
 #include "src/core/backward.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <utility>
+#include <vector>
+
+#include "src/core/heads.h"
+#include "src/core/ops.h"
 
 #include "src/core/internal.h"
 #include "src/core/validate.h"
@@ -31,6 +36,12 @@ bool AttentionBackwardT(const internal::GradTask& task, bool recompute) {
   return grad::Backward(task);
 }
 
+bool MultiHeadForTrainingT(const internal::MultiGradTask& job) { return grad::MultiForward(job); }
+
+bool MultiHeadBackwardT(const internal::MultiGradTask& job, bool recompute) {
+  return grad::MultiBackward(job, recompute);
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace attnkit
 HWY_AFTER_NAMESPACE();
@@ -40,6 +51,8 @@ namespace attnkit {
 
 HWY_EXPORT(AttentionForTrainingT);
 HWY_EXPORT(AttentionBackwardT);
+HWY_EXPORT(MultiHeadForTrainingT);
+HWY_EXPORT(MultiHeadBackwardT);
 
 // Natively the best target the CPU supports; WebAssembly has one (SIMD128).
 #if HWY_HAVE_RUNTIME_DISPATCH
@@ -194,6 +207,378 @@ Status AttentionBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V
   ATTNKIT_RETURN_IF_ERROR(internal::Allocate("Q", "O [T_q, d_v]", T_q, d_v, &O));
   ATTNKIT_RETURN_IF_ERROR(internal::Allocate("Q", "lse [T_q, 1]", T_q, 1, &lse));
   return RunBackward(Q, K, V, O.view(), dO, lse.view(), /*recompute=*/true, options, dQ, dK, dV);
+}
+
+namespace {
+
+// C = A B (or A B^T with `transposed`), an overflow naming `source`.
+Status Product(ConstMatrixView A, ConstMatrixView B, MatrixView C, bool transposed,
+               const char* source, const char* what) {
+  const Status s = transposed ? MatMulTransposed(A, B, C) : MatMul(A, B, C);
+  if (s.ok()) return s;
+  if (s.code() == ErrorCode::kOverflow) return internal::OverflowStatus(source, what);
+  return s;
+}
+
+// t = m^T, allocated.
+Status Transpose(const char* parameter, const char* what, ConstMatrixView m, Matrix* t) {
+  ATTNKIT_RETURN_IF_ERROR(internal::Allocate(parameter, what, m.cols, m.rows, t));
+  for (size_t r = 0; r < m.rows; ++r) {
+    for (size_t c = 0; c < m.cols; ++c) (*t)(c, r) = m(r, c);
+  }
+  return Status::Ok();
+}
+
+// The gradients of the projections Q = X W_Q, K = X W_K, V = X W_V:
+// dW_Q = X^T dQ, dW_K = X^T dK, dW_V = X^T dV, dX = dQ W_Q^T + dK W_K^T +
+// dV W_V^T. `source` names the input errors are reported for.
+Status ProjectionGradients(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrixView W_K,
+                           ConstMatrixView W_V, ConstMatrixView dQ, ConstMatrixView dK,
+                           ConstMatrixView dV, const char* source, MatrixView dX, MatrixView dW_Q,
+                           MatrixView dW_K, MatrixView dW_V) {
+  Matrix Xt, part;
+  ATTNKIT_RETURN_IF_ERROR(Transpose("X", "X^T [d_model, rows of X]", X, &Xt));
+  ATTNKIT_RETURN_IF_ERROR(Product(Xt, dQ, dW_Q, false, source, "dW_Q = X^T dQ"));
+  ATTNKIT_RETURN_IF_ERROR(Product(Xt, dK, dW_K, false, source, "dW_K = X^T dK"));
+  ATTNKIT_RETURN_IF_ERROR(Product(Xt, dV, dW_V, false, source, "dW_V = X^T dV"));
+  ATTNKIT_RETURN_IF_ERROR(
+      internal::Allocate("X", "dX [rows of X, d_model]", X.rows, X.cols, &part));
+  ATTNKIT_RETURN_IF_ERROR(Product(dQ, W_Q, dX, true, source, "dX = dQ W_Q^T"));
+  for (const auto& [d, W] : {std::pair<ConstMatrixView, ConstMatrixView>{dK, W_K}, {dV, W_V}}) {
+    ATTNKIT_RETURN_IF_ERROR(Product(d, W, part.view(), true, source, "dX = dK W_K^T + dV W_V^T"));
+    for (size_t r = 0; r < X.rows; ++r) {
+      for (size_t c = 0; c < X.cols; ++c) dX(r, c) += part(r, c);
+    }
+  }
+  if (!internal::RunAllFinite(dX)) return internal::OverflowStatus(source, "dX");
+  return Status::Ok();
+}
+
+// The shapes of a checked multi-head call on concatenated Q, K and V.
+struct MultiShape {
+  internal::Heads heads;
+  size_t batch = 1, T_q = 0, T_k = 0;
+};
+
+// Q, K and V as MultiHeadAttentionQKV checks them, and the options.
+Status CheckMultiQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, size_t batch,
+                     const HeadConfig& config, const AttentionOptions& options, MultiShape* m) {
+  ATTNKIT_RETURN_IF_ERROR(CheckView("Q", Q));
+  ATTNKIT_RETURN_IF_ERROR(CheckView("K", K));
+  ATTNKIT_RETURN_IF_ERROR(CheckView("V", V));
+  internal::Heads& heads = m->heads;
+  ATTNKIT_RETURN_IF_ERROR(
+      internal::ResolveHeads(config, Q.cols, "the columns of Q", V.cols, &heads));
+  m->batch = batch;
+  ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("Q", Q.rows, batch, &m->T_q));
+  ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("K", K.rows, batch, &m->T_k));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("Q", Q, Q.rows, heads.num_heads * heads.d_k, "batch * T_q", "num_heads * d_k"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("K", K, K.rows, heads.num_kv_heads * heads.d_k, "batch * T_k",
+                                     "num_kv_heads * d_k"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("V", V, K.rows, heads.num_kv_heads * heads.d_v,
+                                     "batch * T_k, the rows of K", "num_kv_heads * d_v"));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("Q", Q));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("K", K));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("V", V));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, batch));
+  return internal::CheckOptions(options, m->T_q, m->T_k, /*batched=*/true, batch, heads.num_heads);
+}
+
+// dO [B*T_q, h*d_v] finite, dQ, dK, dV shaped as Q, K, V.
+Status CheckMultiGradients(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
+                           ConstMatrixView dO, const char* dO_name, const MultiShape& m,
+                           MatrixView dQ, MatrixView dK, MatrixView dV) {
+  ATTNKIT_RETURN_IF_ERROR(CheckShape(dO_name, dO, Q.rows, m.heads.num_heads * m.heads.d_v,
+                                     "batch * T_q, the rows of Q", "num_heads * d_v"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("dQ", dQ, Q.rows, Q.cols, "the rows of Q", "the columns of Q"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("dK", dK, K.rows, K.cols, "the rows of K", "the columns of K"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("dV", dV, V.rows, V.cols, "the rows of V", "the columns of V"));
+  return CheckFinite(dO_name, dO);
+}
+
+// One GradTask per (item, query head) of checked Q, K and V, with masks,
+// outputs O [B*T_q, h*d_v] and lse [B*h*T_q, 1], in one workspace `buffer`.
+Status PrepareMultiTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, MatrixView O,
+                        MatrixView lse, const MultiShape& m, const AttentionOptions& options,
+                        bool backward, const char* source, internal::MultiGradTask* job,
+                        FloatBuffer* buffer) {
+  const internal::Heads& heads = m.heads;
+  std::vector<internal::HeadTask> head_tasks;
+  internal::AddHeadTasks(
+      Q, O, m.batch, m.T_q, m.T_k, heads, options,
+      [&](size_t b, size_t g, ConstMatrixView* k, ConstMatrixView* v) {
+        *k = K.Block(b * m.T_k, m.T_k, g * heads.d_k, heads.d_k);
+        *v = V.Block(b * m.T_k, m.T_k, g * heads.d_v, heads.d_v);
+      },
+      &head_tasks);
+  const size_t n = head_tasks.size();
+  const size_t threads = options.pool ? options.pool->num_threads() : 1;
+  const uint64_t max_floats = std::numeric_limits<size_t>::max() / sizeof(float) / 2;
+  internal::GradLayout layout;
+  const bool fits = internal::PlanGradLayout(m.T_q, m.T_k, heads.d_k, heads.d_v, backward, threads,
+                                             max_floats, &layout);
+  // n and threads are small, each region below max_floats: the sum fits.
+  const uint64_t total = static_cast<uint64_t>(n) * layout.threads_at +
+                         static_cast<uint64_t>(threads) * layout.thread_floats;
+  if (!fits || total > max_floats || !buffer->Allocate(static_cast<size_t>(total))) {
+    return internal::OutOfMemory(source, "the packed operands of the gradients",
+                                 static_cast<size_t>(std::min<uint64_t>(total, max_floats)));
+  }
+  const internal::ScoreParams params = internal::ScoreParamsOf(options, heads.d_k);
+  job->tasks.assign(n, internal::GradTask());
+  for (size_t k = 0; k < n; ++k) {
+    internal::GradTask& t = job->tasks[k];
+    t.head = head_tasks[k];
+    t.params = params;
+    t.layout = layout;
+    t.workspace = buffer->data() + k * layout.threads_at;
+    t.lse_out = lse.Block(k * m.T_q, m.T_q, 0, 1);
+    t.lse = t.lse_out;
+  }
+  job->group = heads.group();
+  job->num_kv_heads = heads.num_kv_heads;
+  job->threads = buffer->data() + n * layout.threads_at;
+  job->pool = options.pool;
+  return Status::Ok();
+}
+
+// Runs the checked multi-head backward; O and lse are the forward's outputs,
+// or `recompute` fills them first. `source` names dO in errors.
+Status RunMultiBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, MatrixView O,
+                        ConstMatrixView dO, MatrixView lse, bool recompute, const MultiShape& m,
+                        const AttentionOptions& options, const char* source, MatrixView dQ,
+                        MatrixView dK, MatrixView dV) {
+  internal::MultiGradTask job;
+  FloatBuffer workspace;
+  ATTNKIT_RETURN_IF_ERROR(
+      PrepareMultiTask(Q, K, V, O, lse, m, options, /*backward=*/true, source, &job, &workspace));
+  const internal::Heads& heads = m.heads;
+  for (size_t k = 0; k < job.tasks.size(); ++k) {
+    const size_t b = k / heads.num_heads, h = k % heads.num_heads, g = h / heads.group();
+    internal::GradTask& t = job.tasks[k];
+    t.dO = dO.Block(b * m.T_q, m.T_q, h * heads.d_v, heads.d_v);
+    t.dQ = dQ.Block(b * m.T_q, m.T_q, h * heads.d_k, heads.d_k);
+    t.dK = dK.Block(b * m.T_k, m.T_k, g * heads.d_k, heads.d_k);
+    t.dV = dV.Block(b * m.T_k, m.T_k, g * heads.d_v, heads.d_v);
+  }
+  if (!ATTNKIT_GRAD_DISPATCH(MultiHeadBackwardT)(job, recompute)) {
+    return internal::OverflowStatus(source, "the gradients dQ, dK and dV");
+  }
+  return Status::Ok();
+}
+
+MatrixView Mutable(ConstMatrixView v) {
+  return MatrixView(const_cast<float*>(v.data), v.rows, v.cols, v.stride);
+}
+
+}  // namespace
+
+Status SelfAttentionBackward(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrixView W_K,
+                             ConstMatrixView W_V, ConstMatrixView dO,
+                             const AttentionOptions& options, const SelfAttentionGradients& grads) {
+  ATTNKIT_RETURN_IF_ERROR(CheckView("X", X));
+  ATTNKIT_RETURN_IF_ERROR(CheckView("W_Q", W_Q));
+  ATTNKIT_RETURN_IF_ERROR(CheckView("W_V", W_V));
+  const size_t T = X.rows, d_model = X.cols, d_k = W_Q.cols, d_v = W_V.cols;
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("W_Q", W_Q, d_model, d_k, "d_model, the columns of X", "d_k"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("W_K", W_K, d_model, d_k, "d_model, the columns of X", "d_k, the columns of W_Q"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("W_V", W_V, d_model, d_v, "d_model, the columns of X", "d_v"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("dO", dO, T, d_v, "T, the rows of X", "d_v, the columns of W_V"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("dX", grads.dX, T, d_model, "T, the rows of X", "d_model, the columns of X"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("dW_Q", grads.dW_Q, d_model, d_k, "d_model", "d_k"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("dW_K", grads.dW_K, d_model, d_k, "d_model", "d_k"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("dW_V", grads.dW_V, d_model, d_v, "d_model", "d_v"));
+  for (const Named& in : {Named{"X", X}, {"W_Q", W_Q}, {"W_K", W_K}, {"W_V", W_V}, {"dO", dO}}) {
+    ATTNKIT_RETURN_IF_ERROR(CheckFinite(in.name, in.view));
+  }
+  ATTNKIT_RETURN_IF_ERROR(CheckOutputs(
+      {{"dX", grads.dX}, {"dW_Q", grads.dW_Q}, {"dW_K", grads.dW_K}, {"dW_V", grads.dW_V}},
+      {{"X", X}, {"W_Q", W_Q}, {"W_K", W_K}, {"W_V", W_V}, {"dO", dO}}));
+  Matrix Q, K, V, O, lse, dQ, dK, dV;
+  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "Q [T, d_k]", T, d_k, &Q));
+  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "K [T, d_k]", T, d_k, &K));
+  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "V [T, d_v]", T, d_v, &V));
+  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "O [T, d_v]", T, d_v, &O));
+  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "lse [T, 1]", T, 1, &lse));
+  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "dQ [T, d_k]", T, d_k, &dQ));
+  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "dK [T, d_k]", T, d_k, &dK));
+  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "dV [T, d_v]", T, d_v, &dV));
+  ATTNKIT_RETURN_IF_ERROR(Product(X, W_Q, Q.view(), false, "X", "Q = X W_Q"));
+  ATTNKIT_RETURN_IF_ERROR(Product(X, W_K, K.view(), false, "X", "K = X W_K"));
+  ATTNKIT_RETURN_IF_ERROR(Product(X, W_V, V.view(), false, "X", "V = X W_V"));
+  ATTNKIT_RETURN_IF_ERROR(RunBackward(Q, K, V, O.view(), dO, lse.view(), /*recompute=*/true,
+                                      options, dQ.view(), dK.view(), dV.view()));
+  return ProjectionGradients(X, W_Q, W_K, W_V, dQ, dK, dV, "dO", grads.dX, grads.dW_Q, grads.dW_K,
+                             grads.dW_V);
+}
+
+Status MultiHeadAttentionQKVForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
+                                        size_t batch, const HeadConfig& config,
+                                        const AttentionOptions& options, MatrixView out,
+                                        MatrixView lse) {
+  MultiShape m;
+  ATTNKIT_RETURN_IF_ERROR(CheckMultiQKV(Q, K, V, batch, config, options, &m));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, Q.rows, m.heads.num_heads * m.heads.d_v,
+                                     "batch * T_q, the rows of Q", "num_heads * d_v"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("lse", lse, Q.rows * m.heads.num_heads, 1,
+                                     "batch * num_heads * T_q", "one log-sum-exp per row"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckOutputs({{"out", out}, {"lse", lse}}, {{"Q", Q}, {"K", K}, {"V", V}}));
+  internal::MultiGradTask job;
+  FloatBuffer workspace;
+  ATTNKIT_RETURN_IF_ERROR(
+      PrepareMultiTask(Q, K, V, out, lse, m, options, /*backward=*/false, "Q", &job, &workspace));
+  if (!ATTNKIT_GRAD_DISPATCH(MultiHeadForTrainingT)(job)) {
+    return internal::OverflowStatus("Q", "the scores and outputs");
+  }
+  return Status::Ok();
+}
+
+Status MultiHeadAttentionQKVBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
+                                     ConstMatrixView O, ConstMatrixView dO, ConstMatrixView lse,
+                                     size_t batch, const HeadConfig& config,
+                                     const AttentionOptions& options, MatrixView dQ, MatrixView dK,
+                                     MatrixView dV) {
+  MultiShape m;
+  ATTNKIT_RETURN_IF_ERROR(CheckMultiQKV(Q, K, V, batch, config, options, &m));
+  ATTNKIT_RETURN_IF_ERROR(CheckMultiGradients(Q, K, V, dO, "dO", m, dQ, dK, dV));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("O", O, Q.rows, m.heads.num_heads * m.heads.d_v,
+                                     "batch * T_q, the rows of Q", "num_heads * d_v"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("lse", lse, Q.rows * m.heads.num_heads, 1,
+                                     "batch * num_heads * T_q", "one log-sum-exp per row"));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("O", O));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("lse", lse, /*allow_neg_inf=*/true));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckOutputs({{"dQ", dQ}, {"dK", dK}, {"dV", dV}},
+                   {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"dO", dO}, {"lse", lse}}));
+  // The kernel only reads O and lse without `recompute`.
+  return RunMultiBackward(Q, K, V, Mutable(O), dO, Mutable(lse), /*recompute=*/false, m, options,
+                          "dO", dQ, dK, dV);
+}
+
+Status MultiHeadAttentionQKVBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
+                                     ConstMatrixView dO, size_t batch, const HeadConfig& config,
+                                     const AttentionOptions& options, MatrixView dQ, MatrixView dK,
+                                     MatrixView dV) {
+  MultiShape m;
+  ATTNKIT_RETURN_IF_ERROR(CheckMultiQKV(Q, K, V, batch, config, options, &m));
+  ATTNKIT_RETURN_IF_ERROR(CheckMultiGradients(Q, K, V, dO, "dO", m, dQ, dK, dV));
+  ATTNKIT_RETURN_IF_ERROR(CheckOutputs({{"dQ", dQ}, {"dK", dK}, {"dV", dV}},
+                                       {{"Q", Q}, {"K", K}, {"V", V}, {"dO", dO}}));
+  Matrix O, lse;
+  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("Q", "O [batch * T_q, num_heads * d_v]", Q.rows,
+                                             m.heads.num_heads * m.heads.d_v, &O));
+  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("Q", "lse [batch * num_heads * T_q, 1]",
+                                             Q.rows * m.heads.num_heads, 1, &lse));
+  return RunMultiBackward(Q, K, V, O.view(), dO, lse.view(), /*recompute=*/true, m, options, "dO",
+                          dQ, dK, dV);
+}
+
+namespace {
+
+// The checks of MultiHeadAttentionBackward beyond X, the weights and the
+// options: dOut [rows of X, d_out], the gradients' shapes and overlaps.
+Status CheckLayerGradients(ConstMatrixView X, const MultiHeadWeights& w, size_t d_out,
+                           ConstMatrixView dOut, const MultiHeadGradients& g) {
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("dOut", dOut, X.rows, d_out, "batch * T, the rows of X",
+                                     w.W_O.empty() ? "num_heads * d_v" : "the columns of W_O"));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("dOut", dOut));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("dX", g.dX, X.rows, X.cols, "batch * T, the rows of X",
+                                     "d_model, the columns of X"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("dW_Q", g.dW_Q, w.W_Q.rows, w.W_Q.cols, "the rows of W_Q", "the columns of W_Q"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("dW_K", g.dW_K, w.W_K.rows, w.W_K.cols, "the rows of W_K", "the columns of W_K"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("dW_V", g.dW_V, w.W_V.rows, w.W_V.cols, "the rows of W_V", "the columns of W_V"));
+  std::vector<std::pair<const char*, MatrixView>> outputs = {
+      {"dX", g.dX}, {"dW_Q", g.dW_Q}, {"dW_K", g.dW_K}, {"dW_V", g.dW_V}};
+  std::vector<Named> inputs = {
+      {"X", X}, {"W_Q", w.W_Q}, {"W_K", w.W_K}, {"W_V", w.W_V}, {"dOut", dOut}};
+  if (w.W_O.empty()) {
+    if (!g.dW_O.empty()) {
+      return Status(ErrorCode::kInvalidArgument, "dW_O",
+                    "expected an empty view without W_O, got " +
+                        internal::ShapeString(g.dW_O.rows, g.dW_O.cols));
+    }
+  } else {
+    ATTNKIT_RETURN_IF_ERROR(CheckShape("dW_O", g.dW_O, w.W_O.rows, w.W_O.cols, "the rows of W_O",
+                                       "the columns of W_O"));
+    outputs.push_back({"dW_O", g.dW_O});
+    inputs.push_back({"W_O", w.W_O});
+  }
+  for (const auto& [name, out] : outputs) {
+    for (const Named& in : inputs) {
+      ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap(name, out, in.name, in.view));
+    }
+    for (const auto& [other_name, other] : outputs) {
+      if (other_name == name) continue;
+      ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap(name, out, other_name, other));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status MultiHeadAttentionBackward(ConstMatrixView X, size_t batch, const MultiHeadWeights& weights,
+                                  const HeadConfig& config, const AttentionOptions& options,
+                                  ConstMatrixView dOut, const MultiHeadGradients& grads) {
+  ATTNKIT_RETURN_IF_ERROR(CheckView("X", X));
+  MultiShape m;
+  ATTNKIT_RETURN_IF_ERROR(internal::ResolveHeads(config, X.cols, "d_model", 0, &m.heads));
+  m.batch = batch;
+  ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("X", X.rows, batch, &m.T_q));
+  m.T_k = m.T_q;
+  size_t d_out;
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckMultiHeadWeights(weights, X.cols, m.heads, &d_out));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("X", X));
+  ATTNKIT_RETURN_IF_ERROR(CheckLayerGradients(X, weights, d_out, dOut, grads));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, batch));
+  ATTNKIT_RETURN_IF_ERROR(
+      internal::CheckOptions(options, m.T_q, m.T_k, /*batched=*/true, batch, m.heads.num_heads));
+  const size_t rows = X.rows, hk = m.heads.num_heads * m.heads.d_k;
+  const size_t gk = m.heads.num_kv_heads * m.heads.d_k, gv = m.heads.num_kv_heads * m.heads.d_v;
+  const size_t hv = m.heads.num_heads * m.heads.d_v;
+  Matrix Q, K, V, merged, lse, dMerged, dQ, dK, dV;
+  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "Q [batch*T, num_heads*d_k]", rows, hk, &Q));
+  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "K [batch*T, num_kv_heads*d_k]", rows, gk, &K));
+  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "V [batch*T, num_kv_heads*d_v]", rows, gv, &V));
+  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "merged heads", rows, hv, &merged));
+  ATTNKIT_RETURN_IF_ERROR(
+      internal::Allocate("X", "lse [batch*num_heads*T, 1]", rows * m.heads.num_heads, 1, &lse));
+  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "dQ", rows, hk, &dQ));
+  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "dK", rows, gk, &dK));
+  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "dV", rows, gv, &dV));
+  ATTNKIT_RETURN_IF_ERROR(Product(X, weights.W_Q, Q.view(), false, "X", "Q = X W_Q"));
+  ATTNKIT_RETURN_IF_ERROR(Product(X, weights.W_K, K.view(), false, "X", "K = X W_K"));
+  ATTNKIT_RETURN_IF_ERROR(Product(X, weights.W_V, V.view(), false, "X", "V = X W_V"));
+  // dMerged = dOut W_O^T (dOut itself without W_O).
+  ConstMatrixView d_merged = dOut;
+  if (!weights.W_O.empty()) {
+    ATTNKIT_RETURN_IF_ERROR(internal::Allocate("dOut", "dMerged", rows, hv, &dMerged));
+    ATTNKIT_RETURN_IF_ERROR(
+        Product(dOut, weights.W_O, dMerged.view(), true, "dOut", "dMerged = dOut W_O^T"));
+    d_merged = dMerged.view();
+  }
+  ATTNKIT_RETURN_IF_ERROR(RunMultiBackward(Q, K, V, merged.view(), d_merged, lse.view(),
+                                           /*recompute=*/true, m, options, "dOut", dQ.view(),
+                                           dK.view(), dV.view()));
+  if (!weights.W_O.empty()) {
+    Matrix merged_t;
+    ATTNKIT_RETURN_IF_ERROR(Transpose("X", "merged heads transposed", merged, &merged_t));
+    ATTNKIT_RETURN_IF_ERROR(
+        Product(merged_t, dOut, grads.dW_O, false, "dOut", "dW_O = merged^T dOut"));
+  }
+  return ProjectionGradients(X, weights.W_Q, weights.W_K, weights.W_V, dQ, dK, dV, "dOut", grads.dX,
+                             grads.dW_Q, grads.dW_K, grads.dW_V);
 }
 
 }  // namespace attnkit

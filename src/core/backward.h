@@ -26,6 +26,7 @@
 
 #include "src/core/attention.h"
 #include "src/core/matrix.h"
+#include "src/core/multihead.h"
 #include "src/core/status.h"
 
 namespace attnkit {
@@ -58,6 +59,61 @@ Status AttentionBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V
 Status AttentionBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                          ConstMatrixView dO, const AttentionOptions& options, MatrixView dQ,
                          MatrixView dK, MatrixView dV);
+
+// Gradients of self-attention with one head (SelfAttention): Q = X W_Q,
+// K = X W_K, V = X W_V, then attention; the gradients flow back through the
+// projections: dX = dQ W_Q^T + dK W_K^T + dV W_V^T, dW_Q = X^T dQ,
+// dW_K = X^T dK, dW_V = X^T dV.
+// X [T, d_model], W_Q, W_K [d_model, d_k], W_V [d_model, d_v], dO [T, d_v]
+// -> dX [T, d_model], dW_Q, dW_K [d_model, d_k], dW_V [d_model, d_v]; every
+// view is overwritten and must not alias an input or another gradient.
+struct SelfAttentionGradients {
+  MatrixView dX, dW_Q, dW_K, dW_V;
+};
+Status SelfAttentionBackward(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrixView W_K,
+                             ConstMatrixView W_V, ConstMatrixView dO,
+                             const AttentionOptions& options, const SelfAttentionGradients& grads);
+
+// The multi-head forward for training: as MultiHeadAttentionQKV (no past,
+// present or scores), and also the log-sum-exp of every row of every head:
+// lse [batch * num_heads * T_q, 1], row (b * num_heads + h) * T_q + i (the
+// layout of MultiHeadExtras::scores); -inf for a row that sees no key.
+Status MultiHeadAttentionQKVForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
+                                        size_t batch, const HeadConfig& config,
+                                        const AttentionOptions& options, MatrixView out,
+                                        MatrixView lse);
+
+// Gradients of MultiHeadAttentionQKV in the concatenated layout:
+// Q [B*T_q, h*d_k], K [B*T_k, kvh*d_k], V [B*T_k, kvh*d_v], O and dO
+// [B*T_q, h*d_v] -> dQ, dK, dV shaped as Q, K, V; dK and dV sum over the query
+// heads of each K/V group. O and lse are MultiHeadAttentionQKVForTraining's
+// outputs for the same inputs and options. Every option of the forward.
+// options.pool splits (item, K/V group, key block) for dK, dV and (item,
+// head, query block) for dQ over its threads, bit-identical to one thread.
+Status MultiHeadAttentionQKVBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
+                                     ConstMatrixView O, ConstMatrixView dO, ConstMatrixView lse,
+                                     size_t batch, const HeadConfig& config,
+                                     const AttentionOptions& options, MatrixView dQ, MatrixView dK,
+                                     MatrixView dV);
+
+// As above for a caller that kept no forward results: recomputes O and lse.
+Status MultiHeadAttentionQKVBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
+                                     ConstMatrixView dO, size_t batch, const HeadConfig& config,
+                                     const AttentionOptions& options, MatrixView dQ, MatrixView dK,
+                                     MatrixView dV);
+
+// Gradients of MultiHeadAttention: X [B*T, d_model], dOut [B*T, d_out]
+// (d_out = the columns of W_O, or h*d_v without W_O) -> dX [B*T, d_model],
+// dW_Q, dW_K, dW_V, dW_O shaped as the weights (dW_O empty iff W_O is).
+// Recomputes the forward (projections, heads, merge) internally; then
+// dW_O = merged^T dOut, dMerged = dOut W_O^T, the heads' backward, and the
+// projections' as in SelfAttentionBackward.
+struct MultiHeadGradients {
+  MatrixView dX, dW_Q, dW_K, dW_V, dW_O;
+};
+Status MultiHeadAttentionBackward(ConstMatrixView X, size_t batch, const MultiHeadWeights& weights,
+                                  const HeadConfig& config, const AttentionOptions& options,
+                                  ConstMatrixView dOut, const MultiHeadGradients& grads);
 
 }  // namespace attnkit
 

@@ -153,12 +153,72 @@ void Expect(const Status& s, const Fuzz& f, std::initializer_list<ConstMatrixVie
   for (const ConstMatrixView& o : outputs) Check(Finite(o), "NaN or Inf in an OK output");
 }
 
+// Op 9: the multi-head training forward, then both QKV backward overloads.
+void FuzzMultiHeadBackward(Fuzz& f, size_t T, size_t T_k, size_t batch) {
+  attnkit::HeadConfig c;
+  c.num_heads = f.Size(4);
+  c.num_kv_heads = f.Size(4);
+  c.d_k = f.Size(4);
+  c.d_v = f.Size(4);
+  const size_t h = c.num_heads ? c.num_heads : 1, kvh = c.num_kv_heads ? c.num_kv_heads : h;
+  const size_t dk = c.d_k ? c.d_k : 2, dv = c.d_v ? c.d_v : dk;
+  Matrix additive;
+  std::vector<uint8_t> mask;
+  Matrix Q = f.Mat(batch * T, h * dk), K = f.Mat(batch * T_k, f.Maybe(kvh * dk)),
+         V = f.Mat(batch * f.Maybe(T_k), kvh * dv);
+  auto o = f.Options(T, T_k, batch, &additive, &mask, h);
+  Matrix out(batch * T, h * dv), lse(f.Maybe(batch * h * T), 1);
+  const Status forward = attnkit::MultiHeadAttentionQKVForTraining(Q, K, V, batch, c, o, out, lse);
+  Expect(forward, f, {out});
+  Matrix dO = f.Mat(batch * T, f.Maybe(h * dv));
+  Matrix dQ(batch * T, h * dk), dK(batch * T_k, kvh * dk), dV(batch * T_k, f.Maybe(kvh * dv));
+  if (forward.ok()) {
+    Expect(attnkit::MultiHeadAttentionQKVBackward(Q, K, V, out, dO, lse, batch, c, o, dQ, dK, dV),
+           f, {dQ, dK, dV});
+  }
+  Expect(attnkit::MultiHeadAttentionQKVBackward(Q, K, V, dO, batch, c, o, dQ, dK, dV), f,
+         {dQ, dK, dV});
+}
+
+// Op 10: the multi-head layer's backward (W_O or not), then self-attention's.
+void FuzzLayerBackward(Fuzz& f, size_t T, size_t d_model, size_t d_k, size_t d_v, size_t batch) {
+  FuzzedDataProvider& in = f.in;
+  attnkit::HeadConfig c;
+  c.num_heads = 1 + f.Size(3);
+  c.num_kv_heads = f.Size(c.num_heads);
+  const size_t h = c.num_heads, kvh = c.num_kv_heads ? c.num_kv_heads : h;
+  const size_t dk = d_model / h ? d_model / h : 1;
+  Matrix additive;
+  std::vector<uint8_t> mask;
+  auto o = f.Options(T, T, batch, &additive, &mask, h);
+  Matrix X = f.Mat(batch * T, d_model), WQ = f.Mat(d_model, h * dk),
+         WK = f.Mat(d_model, f.Maybe(kvh * dk)), WV = f.Mat(d_model, kvh * dk);
+  const bool use_wo = in.ConsumeBool();
+  Matrix WO = use_wo ? f.Mat(h * dk, d_model) : Matrix();
+  attnkit::MultiHeadWeights w{WQ, WK, WV, use_wo ? ConstMatrixView(WO) : ConstMatrixView()};
+  Matrix dOut = f.Mat(batch * T, f.Maybe(use_wo ? d_model : h * dk));
+  Matrix dX(batch * T, d_model), dWQ(d_model, h * dk), dWK(d_model, kvh * dk),
+      dWV(d_model, kvh * dk), dWO = use_wo ? Matrix(h * dk, f.Maybe(d_model)) : Matrix();
+  attnkit::MultiHeadGradients g{dX, dWQ, dWK, dWV,
+                                use_wo ? attnkit::MatrixView(dWO) : attnkit::MatrixView()};
+  Expect(attnkit::MultiHeadAttentionBackward(X, batch, w, c, o, dOut, g), f,
+         {dX, dWQ, dWK, dWV, dWO});
+  f.all_finite = true;
+  Matrix X1 = f.Mat(T, d_model), WQ1 = f.Mat(d_model, d_k), WK1 = f.Mat(f.Maybe(d_model), d_k),
+         WV1 = f.Mat(d_model, d_v), dO = f.Mat(T, f.Maybe(d_v));
+  Matrix additive1;
+  auto o1 = f.Options(T, T, 1, &additive1, &mask);
+  Matrix dX1(T, d_model), dWQ1(d_model, d_k), dWK1(d_model, d_k), dWV1(d_model, d_v);
+  Expect(attnkit::SelfAttentionBackward(X1, WQ1, WK1, WV1, dO, o1, {dX1, dWQ1, dWK1, dWV1}), f,
+         {dX1, dWQ1, dWK1, dWV1});
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
   Fuzz f{in};
-  const int op = in.ConsumeIntegralInRange<int>(0, 8);
+  const int op = in.ConsumeIntegralInRange<int>(0, 10);
   const size_t T = f.Dim(12), T_k = f.Dim(12), d_model = f.Dim(12), d_k = f.Dim(8), d_v = f.Dim(8),
                batch = 1 + f.Size(2);
   Matrix additive;
@@ -310,6 +370,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Expect(attnkit::AttentionBackward(Q, K, V, dO, o, dQ, dK, dV), f, {dQ, dK, dV});
       break;
     }
+    case 9:
+      FuzzMultiHeadBackward(f, T, T_k, batch);
+      break;
+    case 10:
+      FuzzLayerBackward(f, T, d_model, d_k, d_v, batch);
+      break;
   }
   return 0;
 }
