@@ -4,9 +4,9 @@
 #include <string>
 
 #include "src/core/attention.h"
+#include "src/core/backward.h"
 #include "src/core/multihead.h"
 #include "src/core/ops.h"
-#include "src/model/attend.h"
 #include "src/model/random.h"
 
 namespace attnkit {
@@ -332,7 +332,8 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
     ATTNKIT_RETURN_IF_ERROR(MatMul(a, p.W_Q, lc.Q));
     ATTNKIT_RETURN_IF_ERROR(MatMul(a, p.W_K, lc.K));
     ATTNKIT_RETURN_IF_ERROR(MatMul(a, p.W_V, lc.V));
-    ATTNKIT_RETURN_IF_ERROR(AttendForward(lc.Q, lc.K, lc.V, B, heads, options, lc.z, lc.lse));
+    ATTNKIT_RETURN_IF_ERROR(
+        MultiHeadAttentionQKVForTraining(lc.Q, lc.K, lc.V, B, heads, options, lc.z, lc.lse));
     ATTNKIT_RETURN_IF_ERROR(Alloc(&projected, N, d));
     ATTNKIT_RETURN_IF_ERROR(MatMul(lc.z, p.W_O, projected));
     for (size_t k = 0; k < N * d; ++k) x.data()[k] += projected.data()[k];
@@ -430,8 +431,8 @@ Status Model::Backward(Parameters* grads) {
     ATTNKIT_RETURN_IF_ERROR(Alloc(&dQ, N, hd));
     ATTNKIT_RETURN_IF_ERROR(Alloc(&dK, N, gd));
     ATTNKIT_RETURN_IF_ERROR(Alloc(&dV, N, gd));
-    ATTNKIT_RETURN_IF_ERROR(
-        AttendBackward(lc.Q, lc.K, lc.V, lc.z, dz, lc.lse, B, heads, options, dQ, dK, dV));
+    ATTNKIT_RETURN_IF_ERROR(MultiHeadAttentionQKVBackward(lc.Q, lc.K, lc.V, lc.z, dz, lc.lse, B,
+                                                          heads, options, dQ, dK, dV));
     const Matrix& a = c.layer_norm ? lc.normed : lc.input;
     ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dQ, g.W_Q));
     ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dK, g.W_K));
