@@ -66,55 +66,71 @@ Batch SmallBatch() {
 }
 
 TEST_CASE("model: every gradient matches finite differences of the float64 reference", "[model]") {
-  for (const bool layer_norm : {false, true}) {
-    for (const bool scaled : {true, false}) {
-      INFO("layer_norm " << layer_norm << " scaled " << scaled);
-      Model m;
-      REQUIRE_OK(m.Init(Small(layer_norm, scaled), 7));
-      if (layer_norm) {
-        // Gains and biases away from 1 and 0, so their gradients are generic.
-        Rng rng(3);
-        for (Matrix* t : m.params().Tensors()) {
-          if (t->rows() == 1) {
-            for (size_t k = 0; k < t->size(); ++k) t->data()[k] += float(0.3 * rng.Normal());
+  // 2 layers with grouped K/V heads (2 query heads share 1), and 3 layers of
+  // plain multi-head attention (3 heads, 3 K/V heads).
+  for (const size_t shape : {0, 1}) {
+    for (const bool layer_norm : {false, true}) {
+      for (const bool scaled : {true, false}) {
+        INFO("shape " << shape << " layer_norm " << layer_norm << " scaled " << scaled);
+        ModelConfig config = Small(layer_norm, scaled);
+        if (shape == 1) {
+          config.num_layers = 3;
+          config.num_heads = 3;
+          config.num_kv_heads = 3;
+          config.d_k = 2;
+        }
+        Model m;
+        REQUIRE_OK(m.Init(config, 7 + shape));
+        if (layer_norm) {
+          // Gains and biases away from 1 and 0, so their gradients are generic.
+          Rng rng(3);
+          for (Matrix* t : m.params().Tensors()) {
+            if (t->rows() == 1) {
+              for (size_t k = 0; k < t->size(); ++k) t->data()[k] += float(0.3 * rng.Normal());
+            }
           }
         }
-      }
-      const Batch batch = SmallBatch();
-      Metrics metrics;
-      REQUIRE_OK(m.Forward(batch, &metrics));
-      Parameters grads;
-      REQUIRE_OK(m.Backward(&grads));
-      std::vector<model_ref::Tensor> t = model_ref::FromParameters(m.params());
-      const double loss = model_ref::Loss(m.config(), t, batch);
-      CHECK(std::abs(metrics.loss - loss) <= 1e-5 * std::max(1.0, std::abs(loss)));
-      CHECK(metrics.scored == 7);
-      const std::vector<const Matrix*> g = static_cast<const Parameters&>(grads).Tensors();
-      const std::vector<std::string> names = m.params().Names();
-      REQUIRE(g.size() == t.size());
-      const double h = 1e-5;
-      double worst = 0;
-      for (size_t i = 0; i < t.size(); ++i) {
-        REQUIRE(g[i]->size() == t[i].size());
-        for (size_t k = 0; k < t[i].size(); ++k) {
-          const double saved = t[i][k];
-          t[i][k] = saved + h;
-          const double up = model_ref::Loss(m.config(), t, batch);
-          t[i][k] = saved - h;
-          const double down = model_ref::Loss(m.config(), t, batch);
-          t[i][k] = saved;
-          const double fd = (up - down) / (2 * h);
-          const double err = std::abs(g[i]->data()[k] - fd);
-          worst = std::max(worst, err / (1e-4 + 1e-3 * std::abs(fd)));
-          // float32 gradients of an O(1) loss: 1e-4 absolute plus 1e-3 relative.
-          if (err > 1e-4 + 1e-3 * std::abs(fd)) {
-            FAIL_CHECK(names[i] << "[" << k << "]: gradient " << g[i]->data()[k] << ", finite "
-                                << "differences " << fd);
+        const Batch batch = SmallBatch();
+        Metrics metrics;
+        REQUIRE_OK(m.Forward(batch, &metrics));
+        Parameters grads;
+        REQUIRE_OK(m.Backward(&grads));
+        std::vector<model_ref::Tensor> t = model_ref::FromParameters(m.params());
+        const double loss = model_ref::Loss(m.config(), t, batch);
+        CHECK(std::abs(metrics.loss - loss) <= 1e-5 * std::max(1.0, std::abs(loss)));
+        CHECK(metrics.scored == 7);
+        const std::vector<const Matrix*> g = static_cast<const Parameters&>(grads).Tensors();
+        const std::vector<std::string> names = m.params().Names();
+        REQUIRE(g.size() == t.size());
+        const double h = 1e-5;
+        double worst = 0;
+        for (size_t i = 0; i < t.size(); ++i) {
+          REQUIRE(g[i]->size() == t[i].size());
+          // Every tensor gets a gradient: nothing passes by being zero.
+          double magnitude = 0;
+          for (size_t k = 0; k < t[i].size(); ++k) magnitude += std::abs(g[i]->data()[k]);
+          INFO(names[i]);
+          CHECK(magnitude > 1e-3);
+          for (size_t k = 0; k < t[i].size(); ++k) {
+            const double saved = t[i][k];
+            t[i][k] = saved + h;
+            const double up = model_ref::Loss(m.config(), t, batch);
+            t[i][k] = saved - h;
+            const double down = model_ref::Loss(m.config(), t, batch);
+            t[i][k] = saved;
+            const double fd = (up - down) / (2 * h);
+            const double err = std::abs(g[i]->data()[k] - fd);
+            worst = std::max(worst, err / (1e-4 + 1e-3 * std::abs(fd)));
+            // float32 gradients of an O(1) loss: 1e-4 absolute plus 1e-3 relative.
+            if (err > 1e-4 + 1e-3 * std::abs(fd)) {
+              FAIL_CHECK(names[i] << "[" << k << "]: gradient " << g[i]->data()[k] << ", finite "
+                                  << "differences " << fd);
+            }
           }
         }
+        INFO("worst error / tolerance " << worst);
+        CHECK(worst < 1);
       }
-      INFO("worst error / tolerance " << worst);
-      CHECK(worst < 1);
     }
   }
 }
