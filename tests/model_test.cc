@@ -567,6 +567,39 @@ TEST_CASE("model: trains the copy task", "[model][train]") {
   CHECK(run.eval.accuracy() >= 0.99);
 }
 
+TEST_CASE("model: trains the reverse and sort and majority tasks", "[model][train]") {
+  struct Case {
+    TaskKind kind;
+    size_t length, vocab_size, num_layers;
+  };
+  for (const Case& k : {Case{TaskKind::kReverse, 6, 10, 1}, Case{TaskKind::kSort, 6, 10, 2},
+                        Case{TaskKind::kMajority, 9, 5, 1}}) {
+    INFO(TaskName(k.kind));
+    TaskConfig task;
+    task.kind = k.kind;
+    task.length = k.length;
+    task.vocab_size = k.vocab_size;
+    ModelConfig c;
+    c.vocab_size = k.vocab_size;
+    c.max_seq_len = TaskSeqLen(task);
+    c.d_model = 32;
+    c.num_layers = k.num_layers;
+    c.num_heads = 2;
+    AdamWConfig opt;
+    opt.learning_rate = 1e-2f;
+    opt.warmup_steps = 50;
+    Trainer trainer;
+    REQUIRE_OK(trainer.Init(c, 1, opt));
+    Batch eval;
+    const Run run = TrainTo(&trainer, task, 32, 0.95, 1500, &eval);
+    std::printf("%s: %zu steps, %.2f s, accuracy %.3f, sequences %zu/%zu\n", TaskName(k.kind),
+                run.steps, run.seconds, run.eval.accuracy(), run.eval.sequences_correct,
+                run.eval.sequences);
+    CHECK(run.eval.accuracy() >= 0.9);
+    CHECK(run.eval.sequences == 256);
+  }
+}
+
 TEST_CASE("model: a 2-layer model learns induction and the heads take their roles",
           "[model][train]") {
   TaskConfig task;
