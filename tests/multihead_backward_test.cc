@@ -402,7 +402,7 @@ TEST_CASE("multi-head backward with threads is bit-identical to one thread",
   });
 }
 
-TEST_CASE("multi-head layer and self-attention gradients match the reference",
+TEST_CASE("multi-head backward: layer and self-attention gradients match the reference",
           "[backward][multihead]") {
   // Projections add sums over d_model and T: 1e-4 of each gradient's largest
   // value (float32 rounding ~1e-6 of it; a wrong term ~1e-2).

@@ -21,6 +21,7 @@
 #ifndef ATTNKIT_BACKWARD_TASK_H_
 #define ATTNKIT_BACKWARD_TASK_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -125,18 +126,26 @@ struct GradTask {
 };
 
 // Every (item, query head) of a multi-head call, checked by backward.cc:
-// tasks[b * num_heads + h], all of one layout. Each task's workspace is its
-// own shared region (layout.threads_at floats); the per-thread blocks
-// (layout.thread_floats each) start at `threads` and serve every task. The
-// query heads of K/V group g of item b are tasks [b * num_heads + g * group,
-// + group), which all write dK and dV of that group.
+// tasks[b * num_heads + h], all of one layout. The query heads of K/V group
+// g of item b are tasks [b * num_heads + g * group, + group), which all
+// write dK and dV of that group. Groups run in chunks of `chunk` groups,
+// each task of a chunk on its own shared region of `shared` (layout.threads_at
+// floats), so memory grows with the heads in flight, not with batch * heads;
+// the per-thread blocks (layout.thread_floats each) start at `threads`.
 struct MultiGradTask {
-  std::vector<GradTask> tasks;
+  std::vector<GradTask> tasks;  // workspace set per chunk
   size_t group = 1;
-  size_t num_kv_heads = 1;
+  size_t chunk = 1;
+  float* shared = nullptr;
   float* threads = nullptr;
   ThreadPool* pool = nullptr;
 };
+
+// How many K/V groups a multi-head call keeps in flight: enough to give every
+// thread work when a head has a single key block.
+inline size_t GroupsInFlight(size_t groups, size_t threads) {
+  return std::min(groups, 2 * std::max<size_t>(threads, 1));
+}
 
 }  // namespace internal
 }  // namespace attnkit
@@ -601,65 +610,99 @@ HWY_INLINE bool Backward(const internal::GradTask& task) {
   return AllFinite(task.dQ) && AllFinite(task.dK) && AllFinite(task.dV);
 }
 
-// The forward for training of every head of a multi-head call: packs per
-// head, then (head, query block) pairs over the threads. Returns false if a
-// result overflowed.
-HWY_INLINE bool MultiForward(const internal::MultiGradTask& job) {
-  const size_t n = job.tasks.size();
-  const internal::GradLayout& w = job.tasks[0].layout;
-  const size_t T_q = job.tasks[0].head.Q.rows;
+// The tasks of groups [g0, g0 + count) of a multi-head call, each on its
+// shared region of the chunk.
+HWY_INLINE std::vector<internal::GradTask> Chunk(const internal::MultiGradTask& job, size_t g0,
+                                                 size_t count) {
+  std::vector<internal::GradTask> chunk(job.tasks.begin() + g0 * job.group,
+                                        job.tasks.begin() + (g0 + count) * job.group);
+  for (size_t k = 0; k < chunk.size(); ++k) {
+    chunk[k].workspace = job.shared + k * chunk[k].layout.threads_at;
+  }
+  return chunk;
+}
+
+// The forward for training of the heads of one chunk: packs per head, then
+// (head, query block) pairs over the threads.
+HWY_INLINE void ChunkForward(const internal::MultiGradTask& job,
+                             const std::vector<internal::GradTask>& tasks) {
+  const size_t n = tasks.size();
+  const internal::GradLayout& w = tasks[0].layout;
+  const size_t T_q = tasks[0].head.Q.rows;
   const size_t query_blocks = (T_q + kQueryBlock - 1) / kQueryBlock;
-  ForEachTask(job.pool, n, [&](size_t k, size_t) HWY_ATTR { PrepareForward(job.tasks[k]); });
+  ForEachTask(job.pool, n, [&](size_t k, size_t) HWY_ATTR { PrepareForward(tasks[k]); });
   ForEachTask(job.pool, n * query_blocks, [&](size_t k, size_t thread) HWY_ATTR {
     const size_t i0 = k % query_blocks * kQueryBlock;
-    ForwardBlock(job.tasks[k / query_blocks], job.threads + thread * w.thread_floats, i0,
+    ForwardBlock(tasks[k / query_blocks], job.threads + thread * w.thread_floats, i0,
                  std::min(kQueryBlock, T_q - i0));
   });
+}
+
+// The backward of the heads of one chunk (whole K/V groups). One thread: per
+// group, per key block, every query head of the group. Threads: (group, key
+// block) for dK and dV, then (head, query block) for dQ, each tile's
+// additions in the one-thread order, so that the results are bit-identical.
+HWY_INLINE void ChunkBackward(const internal::MultiGradTask& job,
+                              const std::vector<internal::GradTask>& tasks) {
+  const size_t n = tasks.size(), group = job.group;
+  const internal::GradLayout& w = tasks[0].layout;
+  const size_t T_q = tasks[0].head.Q.rows, T_k = tasks[0].head.K.rows;
+  const size_t key_blocks = (T_k + kKeyBlock - 1) / kKeyBlock;
+  const size_t query_blocks = (T_q + kQueryBlock - 1) / kQueryBlock;
+  const size_t groups = n / group;
+  ForEachTask(job.pool, n, [&](size_t k, size_t) HWY_ATTR { PrepareBackward(tasks[k]); });
+  if (job.pool == nullptr || job.pool->num_threads() == 1) {
+    for (size_t k = 0; k < groups * key_blocks; ++k) {
+      BackwardKeyBlock(&tasks[k / key_blocks * group], group, job.threads,
+                       k % key_blocks * kKeyBlock, TileGrads::kAll);
+    }
+  } else {
+    ForEachTask(job.pool, groups * key_blocks, [&](size_t k, size_t thread) HWY_ATTR {
+      BackwardKeyBlock(&tasks[k / key_blocks * group], group,
+                       job.threads + thread * w.thread_floats, k % key_blocks * kKeyBlock,
+                       TileGrads::kKeys);
+    });
+    ForEachTask(job.pool, n * query_blocks, [&](size_t k, size_t thread) HWY_ATTR {
+      BackwardQueryBlock(tasks[k / query_blocks], job.threads + thread * w.thread_floats,
+                         k % query_blocks * kQueryBlock);
+    });
+  }
+  for (const internal::GradTask& task : tasks) WriteQueryGradients(task);
+}
+
+// The forward for training of every head of a multi-head call, chunk by
+// chunk. Returns false if a result overflowed.
+HWY_INLINE bool MultiForward(const internal::MultiGradTask& job) {
+  const size_t groups = job.tasks.size() / job.group;
+  for (size_t g0 = 0; g0 < groups; g0 += job.chunk) {
+    ChunkForward(job, Chunk(job, g0, std::min(job.chunk, groups - g0)));
+  }
   for (const internal::GradTask& task : job.tasks) {
     if (!AllFinite(task.head.out) || !AllFinite</*kAllowNegInf=*/true>(task.lse_out)) return false;
   }
   return true;
 }
 
-// The backward of every head of a multi-head call (after MultiForward with
-// `recompute`). One thread: per K/V group, per key block, every query head
-// of the group. Threads: (item, K/V group, key block) for dK and dV, then
-// (item, head, query block) for dQ, each tile's additions in the one-thread
-// order, so that the results are bit-identical. Returns false if a gradient
-// overflowed.
+// The backward of every head of a multi-head call, chunk by chunk; with
+// `recompute`, each chunk's forward first (into O and lse). Returns false if
+// a result overflowed.
 HWY_INLINE bool MultiBackward(const internal::MultiGradTask& job, bool recompute) {
-  if (recompute && !MultiForward(job)) return false;
-  const size_t n = job.tasks.size(), group = job.group;
-  const internal::GradLayout& w = job.tasks[0].layout;
-  const size_t T_q = job.tasks[0].head.Q.rows, T_k = job.tasks[0].head.K.rows;
-  const size_t key_blocks = (T_k + kKeyBlock - 1) / kKeyBlock;
-  const size_t query_blocks = (T_q + kQueryBlock - 1) / kQueryBlock;
-  const size_t groups = n / group;  // (item, K/V head) pairs
-  ForEachTask(job.pool, n, [&](size_t k, size_t) HWY_ATTR { PrepareBackward(job.tasks[k]); });
-  if (job.pool == nullptr || job.pool->num_threads() == 1) {
-    for (size_t k = 0; k < groups * key_blocks; ++k) {
-      BackwardKeyBlock(&job.tasks[k / key_blocks * group], group, job.threads,
-                       k % key_blocks * kKeyBlock, TileGrads::kAll);
+  const size_t groups = job.tasks.size() / job.group;
+  for (size_t g0 = 0; g0 < groups; g0 += job.chunk) {
+    const std::vector<internal::GradTask> tasks = Chunk(job, g0, std::min(job.chunk, groups - g0));
+    if (recompute) {
+      ChunkForward(job, tasks);
+      for (const internal::GradTask& task : tasks) {
+        if (!AllFinite(task.head.out)) return false;
+      }
     }
-  } else {
-    ForEachTask(job.pool, groups * key_blocks, [&](size_t k, size_t thread) HWY_ATTR {
-      BackwardKeyBlock(&job.tasks[k / key_blocks * group], group,
-                       job.threads + thread * w.thread_floats, k % key_blocks * kKeyBlock,
-                       TileGrads::kKeys);
-    });
-    ForEachTask(job.pool, n * query_blocks, [&](size_t k, size_t thread) HWY_ATTR {
-      BackwardQueryBlock(job.tasks[k / query_blocks], job.threads + thread * w.thread_floats,
-                         k % query_blocks * kQueryBlock);
-    });
+    ChunkBackward(job, tasks);
   }
   bool finite = true;
-  for (const internal::GradTask& task : job.tasks) {
-    WriteQueryGradients(task);
+  for (size_t k = 0; k < job.tasks.size(); ++k) {
+    const internal::GradTask& task = job.tasks[k];
     finite = finite && AllFinite(task.dQ);
-  }
-  for (size_t k = 0; k < groups; ++k) {
-    const internal::GradTask& task = job.tasks[k * group];
-    finite = finite && AllFinite(task.dK) && AllFinite(task.dV);
+    if (k % job.group == 0) finite = finite && AllFinite(task.dK) && AllFinite(task.dV);
   }
   return finite;
 }

@@ -301,7 +301,8 @@ Status CheckMultiGradients(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView
 }
 
 // One GradTask per (item, query head) of checked Q, K and V, with masks,
-// outputs O [B*T_q, h*d_v] and lse [B*h*T_q, 1], in one workspace `buffer`.
+// outputs O [B*T_q, h*d_v] and lse [B*h*T_q, 1]; `buffer` holds the packed
+// operands of the heads in flight (GroupsInFlight) and the threads' blocks.
 Status PrepareMultiTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, MatrixView O,
                         MatrixView lse, const MultiShape& m, const AttentionOptions& options,
                         bool backward, const char* source, internal::MultiGradTask* job,
@@ -317,13 +318,16 @@ Status PrepareMultiTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
       &head_tasks);
   const size_t n = head_tasks.size();
   const size_t threads = options.pool ? options.pool->num_threads() : 1;
+  const size_t chunk = internal::GroupsInFlight(n / heads.group(), threads);
   const uint64_t max_floats = std::numeric_limits<size_t>::max() / sizeof(float) / 2;
   internal::GradLayout layout;
   const bool fits = internal::PlanGradLayout(m.T_q, m.T_k, heads.d_k, heads.d_v, backward, threads,
                                              max_floats, &layout);
-  // n and threads are small, each region below max_floats: the sum fits.
-  const uint64_t total = static_cast<uint64_t>(n) * layout.threads_at +
-                         static_cast<uint64_t>(threads) * layout.thread_floats;
+  // The heads in flight and the threads are few, each region below
+  // max_floats: the sum fits in 64 bits.
+  const uint64_t in_flight = static_cast<uint64_t>(chunk) * heads.group();
+  const uint64_t total =
+      in_flight * layout.threads_at + static_cast<uint64_t>(threads) * layout.thread_floats;
   if (!fits || total > max_floats || !buffer->Allocate(static_cast<size_t>(total))) {
     return internal::OutOfMemory(source, "the packed operands of the gradients",
                                  static_cast<size_t>(std::min<uint64_t>(total, max_floats)));
@@ -335,13 +339,13 @@ Status PrepareMultiTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
     t.head = head_tasks[k];
     t.params = params;
     t.layout = layout;
-    t.workspace = buffer->data() + k * layout.threads_at;
     t.lse_out = lse.Block(k * m.T_q, m.T_q, 0, 1);
     t.lse = t.lse_out;
   }
   job->group = heads.group();
-  job->num_kv_heads = heads.num_kv_heads;
-  job->threads = buffer->data() + n * layout.threads_at;
+  job->chunk = chunk;
+  job->shared = buffer->data();
+  job->threads = buffer->data() + in_flight * layout.threads_at;
   job->pool = options.pool;
   return Status::Ok();
 }
