@@ -2,7 +2,7 @@
 // T = 128..2048, causal and not, one thread, the same inputs in the same run:
 //   attnkit (wasm SIMD128)  the npm package from dist/: attentionForTraining,
 //                           then attentionBackward with its saved { out, lse }
-//   tfjs-backend-wasm       tf.grads (tfjs-core's gradients: registerGradients)
+//   tfjs-backend-wasm       tf.grads (tfjs-core's own gradients, bundled by esbuild)
 //                           of the forward formulation bench/peers.mjs
 //                           times (Q*scale @ K^T by matMul(transposeB) or by an
 //                           explicit tf.transpose(K), + a -1e9 band when causal,
@@ -28,7 +28,8 @@
 //          > bench/results/backward.json
 //   (internal) node bench/wasm/backward.mjs --big T
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
@@ -91,88 +92,52 @@ const plainEngine = {
   }),
 };
 
-// The gradients of the kernels the formulation runs (BatchMatMul, Softmax,
-// Multiply, Add, Transpose), as tfjs-core defines them (src/gradients/*_grad.ts,
-// ported unchanged): tfjs-core's Node bundle registers no gradient (the
-// @tensorflow/tfjs union package registers them into its own bundled copy of
-// core, not into the one tfjs-backend-wasm registers with), and its ES module
-// files cannot be imported by Node (extensionless import specifiers).
-function registerGradients(tf) {
-  const { assertAndGetBroadcastShape, getReductionAxes, getUndoAxesPermutation } = tf.backend_util;
-  const reduceTo = (res, shape, outShape) => {
-    const axes = getReductionAxes(shape, outShape);
-    return tf.reshape(axes.length > 0 ? tf.sum(res, axes) : res, shape);
-  };
-  const configs = [
-    {
-      kernelName: "BatchMatMul",
-      inputsToSave: ["a", "b"],
-      gradFunc: (dy, [a, b], { transposeA, transposeB }) => {
-        if (!transposeA && !transposeB)
-          return { a: () => tf.matMul(dy, b, false, true), b: () => tf.matMul(a, dy, true, false) };
-        if (!transposeA && transposeB)
-          return {
-            a: () => tf.matMul(dy, b, false, false),
-            b: () => tf.matMul(dy, a, true, false),
-          };
-        if (transposeA && !transposeB)
-          return {
-            a: () => tf.matMul(b, dy, false, true),
-            b: () => tf.matMul(a, dy, false, false),
-          };
-        return { a: () => tf.matMul(b, dy, true, true), b: () => tf.matMul(dy, a, true, true) };
-      },
-    },
-    {
-      kernelName: "Softmax",
-      outputsToSave: [true],
-      gradFunc: (dy, [y], { dim }) => {
-        const dyTimesY = tf.mul(dy, y);
-        return { logits: () => tf.sub(dyTimesY, tf.mul(tf.sum(dyTimesY, [dim], true), y)) };
-      },
-    },
-    {
-      kernelName: "Multiply",
-      inputsToSave: ["a", "b"],
-      gradFunc: (dy, [a, b]) => {
-        const outShape = assertAndGetBroadcastShape(a.shape, b.shape);
-        return {
-          a: () => reduceTo(tf.mul(dy, tf.cast(b, "float32")), a.shape, outShape),
-          b: () => reduceTo(tf.mul(dy, tf.cast(a, "float32")), b.shape, outShape),
-        };
-      },
-    },
-    {
-      kernelName: "Add",
-      inputsToSave: ["a", "b"],
-      gradFunc: (dy, [a, b]) => {
-        const outShape = assertAndGetBroadcastShape(a.shape, b.shape);
-        return {
-          a: () => reduceTo(dy, a.shape, outShape),
-          b: () => reduceTo(dy, b.shape, outShape),
-        };
-      },
-    },
-    {
-      kernelName: "Transpose",
-      gradFunc: (dy, saved, { perm }) => ({
-        x: () => tf.transpose(dy, getUndoAxesPermutation(perm)),
-      }),
-    },
-  ];
-  for (const c of configs) if (!tf.getGradient(c.kernelName)) tf.registerGradient(c);
+// tfjs with its gradients, as a bundler user gets it: tfjs-core's Node bundle
+// registers no gradient, and its ES modules (which do, through
+// register_all_gradients) use extensionless imports that Node cannot load. So
+// esbuild bundles tfjs-core's ES modules, register_all_gradients and
+// tfjs-backend-wasm into one CommonJS file (one copy of tfjs-core) under
+// build/bench, from the packages of bench/package.json.
+async function loadTfjsWithGradients() {
+  const benchDir = fileURLToPath(new URL("..", import.meta.url));
+  const outDir = path.join(benchDir, "..", "build", "bench");
+  const entry = path.join(outDir, "tfjs-grads-entry.mjs"),
+    outfile = path.join(outDir, "tfjs-grads.cjs");
+  mkdirSync(outDir, { recursive: true });
+  writeFileSync(
+    entry,
+    [
+      'export * from "@tensorflow/tfjs-core";',
+      'import "@tensorflow/tfjs-core/dist/register_all_gradients";',
+      'export { setWasmPaths, setThreadsCount } from "@tensorflow/tfjs-backend-wasm";',
+    ].join("\n"),
+  );
+  const { build } = await import("esbuild");
+  await build({
+    entryPoints: [entry],
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    mainFields: ["module", "main"],
+    nodePaths: [path.join(benchDir, "node_modules")],
+    outfile,
+    logLevel: "warning",
+  });
+  const tf = createRequire(import.meta.url)(outfile);
+  tf.setWasmPaths(
+    path.join(benchDir, "node_modules", "@tensorflow", "tfjs-backend-wasm", "dist") + path.sep,
+  );
+  return tf;
 }
 
 // tfjs-backend-wasm as bench/peers.mjs loads it (single-threaded SIMD build).
 async function tfjsEngine() {
   const require = createRequire(new URL("../package.json", import.meta.url));
-  const tf = require("@tensorflow/tfjs-core");
-  const wasm = require("@tensorflow/tfjs-backend-wasm");
+  const tf = await loadTfjsWithGradients();
   tf.env().set("WASM_HAS_MULTITHREAD_SUPPORT", false);
-  wasm.setThreadsCount(1);
+  tf.setThreadsCount(1);
   if (!(await tf.setBackend("wasm"))) throw new Error("tfjs: the wasm backend did not initialise");
   await tf.ready();
-  registerGradients(tf);
   const version = JSON.parse(
     readFileSync(require.resolve("@tensorflow/tfjs-backend-wasm/package.json"), "utf8"),
   ).version;
