@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/backward_kinds.h"
 #include "tests/backward_reference.h"
 #include "tests/test_util.h"
 
@@ -21,78 +22,6 @@ namespace {
 using namespace attnkit;
 using namespace attnkit_test;
 using ref::Mat;
-
-// The masks an options kind may point into, owned for one shape.
-struct Masks {
-  TestMask random;      // [T_q, T_k], ~60% allowed, row 0 fully masked
-  TestMask shared;      // [1, T_k - 1]: one row for every query, shorter than T_k
-  TestMatrix additive;  // [T_q, T_k] in [-2, 2], with some -inf
-  Masks(size_t T_q, size_t T_k, uint32_t seed)
-      : random(RandomMask(T_q, T_k, seed, 0.6, Layout::kStrided)),
-        shared(RandomMask(1, T_k > 1 ? T_k - 1 : 1, seed + 1, 0.7)),
-        additive(Random(T_q, T_k, seed + 2, Layout::kStrided, -2.0f, 2.0f)) {
-    for (size_t j = 0; j < T_k; ++j) random(0, j) = 0;
-    for (size_t i = 0; i < T_q; ++i) additive(i, (i * 3) % T_k) = -kInf;
-  }
-};
-
-// Every option of the forward, one at a time and combined.
-struct Kind {
-  const char* name;
-  std::function<void(size_t T_q, size_t T_k, const Masks&, AttentionOptions*)> set;
-};
-const std::vector<Kind>& Kinds() {
-  static const std::vector<Kind> kinds = {
-      {"none", [](size_t, size_t, const Masks&, AttentionOptions*) {}},
-      {"scale 0.3", [](size_t, size_t, const Masks&, AttentionOptions* o) { o->scale = 0.3f; }},
-      {"softcap 0.8",
-       [](size_t, size_t, const Masks&, AttentionOptions* o) {
-         o->softcap = 0.8f;
-         o->scale = 1.5f;
-       }},
-      {"causal lower-right",
-       [](size_t, size_t, const Masks&, AttentionOptions* o) { o->causal = true; }},
-      {"causal upper-left offset 0",
-       [](size_t, size_t, const Masks&, AttentionOptions* o) {
-         o->causal = true;
-         o->causal_alignment = CausalAlignment::kUpperLeft;
-       }},
-      {"causal upper-left offset -2 (first rows fully masked)",
-       [](size_t, size_t, const Masks&, AttentionOptions* o) {
-         o->causal = true;
-         o->causal_alignment = CausalAlignment::kUpperLeft;
-         o->causal_offset = -2;
-       }},
-      {"causal upper-left offset 3",
-       [](size_t, size_t, const Masks&, AttentionOptions* o) {
-         o->causal = true;
-         o->causal_alignment = CausalAlignment::kUpperLeft;
-         o->causal_offset = 3;
-       }},
-      {"key_length T_k / 2",
-       [](size_t, size_t T_k, const Masks&, AttentionOptions* o) { o->key_length = T_k / 2; }},
-      {"key_length 0 (all masked)",
-       [](size_t, size_t, const Masks&, AttentionOptions* o) { o->key_length = 0; }},
-      {"bool mask (row 0 fully masked)",
-       [](size_t, size_t, const Masks& m, AttentionOptions* o) { o->bool_mask = m.random.view(); }},
-      {"bool mask: one shared short row",
-       [](size_t, size_t, const Masks& m, AttentionOptions* o) { o->bool_mask = m.shared.view(); }},
-      {"additive mask with -inf",
-       [](size_t, size_t, const Masks& m, AttentionOptions* o) {
-         o->additive_mask = m.additive.cview();
-       }},
-      {"everything: causal, key length, bool, additive, softcap, scale",
-       [](size_t, size_t T_k, const Masks& m, AttentionOptions* o) {
-         o->causal = true;
-         o->key_length = T_k - T_k / 4;
-         o->bool_mask = m.random.view();
-         o->additive_mask = m.additive.cview();
-         o->softcap = 2.0f;
-         o->scale = 0.9f;
-       }},
-  };
-  return kinds;
-}
 
 TEST_CASE("backward reference matches central finite differences", "[backward]") {
   struct Shape {
