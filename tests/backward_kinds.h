@@ -91,6 +91,35 @@ inline const std::vector<Kind>& Kinds() {
   return kinds;
 }
 
+// A shape of one head: T_q queries, T_k keys, d_k, d_v.
+struct GradShape {
+  size_t T_q, T_k, d_k, d_v;
+};
+
+// Calls fn(shape, Q, K, V, dO, options) on every target, for every shape and
+// every options kind: Q, K in [-2, 2], V and dO in [-1, 1], strided views,
+// drawn from `seed` on (Q, K, V, dO, then the masks, per shape). Failures
+// name the shape and the kind.
+template <class Fn>
+void ForEachGradCase(const std::vector<GradShape>& shapes, uint32_t seed, const Fn& fn) {
+  ForEachTarget([&](int64_t) {
+    for (const GradShape& s : shapes) {
+      const TestMatrix Q = Random(s.T_q, s.d_k, seed++, Layout::kStrided, -2.0f, 2.0f);
+      const TestMatrix K = Random(s.T_k, s.d_k, seed++, Layout::kStrided, -2.0f, 2.0f);
+      const TestMatrix V = Random(s.T_k, s.d_v, seed++, Layout::kStrided);
+      const TestMatrix dO = Random(s.T_q, s.d_v, seed++, Layout::kStrided);
+      const Masks masks(s.T_q, s.T_k, seed++);
+      for (const Kind& kind : Kinds()) {
+        attnkit::AttentionOptions o;
+        kind.set(s.T_q, s.T_k, masks, &o);
+        INFO("T_q " << s.T_q << " T_k " << s.T_k << " d_k " << s.d_k << " d_v " << s.d_v << ", "
+                    << kind.name);
+        fn(s, Q, K, V, dO, o);
+      }
+    }
+  });
+}
+
 }  // namespace attnkit_test
 
 #endif  // ATTNKIT_TESTS_BACKWARD_KINDS_H_

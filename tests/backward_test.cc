@@ -152,33 +152,17 @@ void CheckFused(const TestMatrix& Q, const TestMatrix& K, const TestMatrix& V, c
 }
 
 TEST_CASE("fused backward matches the float64 reference on every target", "[backward]") {
-  struct Shape {
-    size_t T_q, T_k, d_k, d_v;
-  };
   // 1, lanes +- 1 (4, 8, 16), primes, and the key block (64) and two blocks
   // (128) +- 1, the query block (32) +- 1; T_q != T_k both ways.
-  const std::vector<Shape> shapes = {
+  const std::vector<GradShape> shapes = {
       {1, 1, 1, 1},     {3, 5, 4, 3},     {7, 9, 15, 17},    {17, 13, 16, 8},
       {31, 33, 5, 7},   {33, 31, 3, 9},   {63, 64, 8, 16},   {65, 65, 17, 15},
       {127, 129, 4, 4}, {128, 128, 9, 2}, {129, 127, 2, 33},
   };
-  uint32_t seed = 7;
-  ForEachTarget([&](int64_t) {
-    for (const Shape& s : shapes) {
-      const TestMatrix Q = Random(s.T_q, s.d_k, seed++, Layout::kStrided, -2.0f, 2.0f);
-      const TestMatrix K = Random(s.T_k, s.d_k, seed++, Layout::kStrided, -2.0f, 2.0f);
-      const TestMatrix V = Random(s.T_k, s.d_v, seed++, Layout::kStrided);
-      const TestMatrix dO = Random(s.T_q, s.d_v, seed++, Layout::kStrided);
-      const Masks masks(s.T_q, s.T_k, seed++);
-      for (const Kind& kind : Kinds()) {
-        AttentionOptions o;
-        kind.set(s.T_q, s.T_k, masks, &o);
-        INFO("T_q " << s.T_q << " T_k " << s.T_k << " d_k " << s.d_k << " d_v " << s.d_v << ", "
-                    << kind.name);
-        CheckFused(Q, K, V, dO, o, 3e-5);
-      }
-    }
-  });
+  ForEachGradCase(
+      shapes, /*seed=*/7,
+      [](const GradShape&, const TestMatrix& Q, const TestMatrix& K, const TestMatrix& V,
+         const TestMatrix& dO, const AttentionOptions& o) { CheckFused(Q, K, V, dO, o, 3e-5); });
 }
 
 TEST_CASE("fused backward: huge logits neither overflow nor lose the gradient", "[backward]") {

@@ -54,44 +54,29 @@ void CheckRelative(const char* name, ConstMatrixView got, const Mat& want, doubl
 
 TEST_CASE("backward trace: fused AttentionBackward equals the trace on every target",
           "[backward][trace]") {
-  struct Shape {
-    size_t T_q, T_k, d_k, d_v;
-  };
   // 1, lanes +- 1 (4, 8, 16), primes, and 127/128/129 keys (the fused
   // kernel's key block is 64); T_q != T_k both ways.
-  const std::vector<Shape> shapes = {
+  const std::vector<GradShape> shapes = {
       {1, 1, 1, 1},   {3, 5, 4, 3},    {7, 9, 15, 17},   {17, 15, 16, 8}, {13, 31, 33, 5},
       {5, 127, 8, 4}, {9, 128, 3, 16}, {37, 129, 17, 9}, {129, 37, 7, 2},
   };
-  uint32_t seed = 11;
-  ForEachTarget([&](int64_t) {
-    for (const Shape& s : shapes) {
-      const TestMatrix Q = Random(s.T_q, s.d_k, seed++, Layout::kStrided, -2.0f, 2.0f);
-      const TestMatrix K = Random(s.T_k, s.d_k, seed++, Layout::kStrided, -2.0f, 2.0f);
-      const TestMatrix V = Random(s.T_k, s.d_v, seed++, Layout::kStrided);
-      const TestMatrix dO = Random(s.T_q, s.d_v, seed++, Layout::kStrided);
-      const Masks masks(s.T_q, s.T_k, seed++);
-      for (const Kind& kind : Kinds()) {
-        AttentionOptions o;
-        kind.set(s.T_q, s.T_k, masks, &o);
-        INFO("T_q " << s.T_q << " T_k " << s.T_k << " d_k " << s.d_k << " d_v " << s.d_v << ", "
-                    << kind.name);
-        AttentionBackwardTrace tr;
-        REQUIRE_OK(TraceAttentionBackwardQKV(Q, K, V, dO, o, &tr));
-        TestMatrix out(s.T_q, s.d_v), lse(s.T_q, 1);
-        REQUIRE_OK(AttentionForTraining(Q, K, V, o, out, lse));
-        TestMatrix dQ(s.T_q, s.d_k), dK(s.T_k, s.d_k), dV(s.T_k, s.d_v);
-        REQUIRE_OK(AttentionBackward(Q, K, V, out, dO, lse, o, dQ, dK, dV));
-        // Two float32 computations of the same gradients that differ by
-        // rounding only (the trace sums in double, the fused kernel in float
-        // over at most a few hundred terms, ~1e-6 of the magnitude); a wrong
-        // or missing term is ~1e-2. 1e-5 of the largest value, as the issue asks.
-        CheckRelative("dQ", dQ, ref::FromView(tr.dQ), 1e-5);
-        CheckRelative("dK", dK, ref::FromView(tr.dK), 1e-5);
-        CheckRelative("dV", dV, ref::FromView(tr.dV), 1e-5);
-      }
-    }
-  });
+  ForEachGradCase(shapes, /*seed=*/11,
+                  [](const GradShape& s, const TestMatrix& Q, const TestMatrix& K,
+                     const TestMatrix& V, const TestMatrix& dO, const AttentionOptions& o) {
+                    AttentionBackwardTrace tr;
+                    REQUIRE_OK(TraceAttentionBackwardQKV(Q, K, V, dO, o, &tr));
+                    TestMatrix out(s.T_q, s.d_v), lse(s.T_q, 1);
+                    REQUIRE_OK(AttentionForTraining(Q, K, V, o, out, lse));
+                    TestMatrix dQ(s.T_q, s.d_k), dK(s.T_k, s.d_k), dV(s.T_k, s.d_v);
+                    REQUIRE_OK(AttentionBackward(Q, K, V, out, dO, lse, o, dQ, dK, dV));
+                    // Two float32 computations of the same gradients that differ by
+                    // rounding only (the trace sums in double, the fused kernel in float
+                    // over at most a few hundred terms, ~1e-6 of the magnitude); a wrong
+                    // or missing term is ~1e-2. 1e-5 of the largest value, as the issue asks.
+                    CheckRelative("dQ", dQ, ref::FromView(tr.dQ), 1e-5);
+                    CheckRelative("dK", dK, ref::FromView(tr.dK), 1e-5);
+                    CheckRelative("dV", dV, ref::FromView(tr.dV), 1e-5);
+                  });
 }
 
 // The backward's intermediates in float64 from the reference forward.
@@ -113,50 +98,36 @@ RefSteps ReferenceSteps(const bwd_ref::Forward& f, const Mat& V, const Mat& dO, 
 }
 
 TEST_CASE("backward trace: every step matches the float64 reference", "[backward][trace]") {
-  struct Shape {
-    size_t T_q, T_k, d_k, d_v;
-  };
-  const std::vector<Shape> shapes = {{1, 1, 1, 1}, {4, 7, 5, 3}, {9, 17, 16, 8}, {33, 15, 4, 9}};
-  uint32_t seed = 300;
-  ForEachTarget([&](int64_t) {
-    for (const Shape& s : shapes) {
-      const TestMatrix Q = Random(s.T_q, s.d_k, seed++, Layout::kStrided, -2.0f, 2.0f);
-      const TestMatrix K = Random(s.T_k, s.d_k, seed++, Layout::kStrided, -2.0f, 2.0f);
-      const TestMatrix V = Random(s.T_k, s.d_v, seed++, Layout::kStrided);
-      const TestMatrix dO = Random(s.T_q, s.d_v, seed++, Layout::kStrided);
-      const Masks masks(s.T_q, s.T_k, seed++);
-      const Mat q = Q.ToRef(), k = K.ToRef(), v = V.ToRef(), dout = dO.ToRef();
-      for (const Kind& kind : Kinds()) {
-        AttentionOptions o;
-        kind.set(s.T_q, s.T_k, masks, &o);
-        INFO("T_q " << s.T_q << " T_k " << s.T_k << " d_k " << s.d_k << " d_v " << s.d_v << ", "
-                    << kind.name);
-        AttentionBackwardTrace tr;
-        REQUIRE_OK(TraceAttentionBackwardQKV(Q, K, V, dO, o, &tr));
-        const bwd_ref::Forward f = bwd_ref::AttentionForward(q, k, v, o);
-        const bwd_ref::Gradients g = bwd_ref::AttentionBackward(q, k, v, dout, o);
-        const RefSteps want = ReferenceSteps(f, v, dout, o.softcap);
-        // The trace's float32 forward (scores ~1e-6 relative, |S| <= ~10) moves
-        // each weight by ~1e-6 and every later step by a few times that; 3e-5
-        // of the largest value (as the fused backward's tests), while a wrong
-        // or missing term is ~1e-2.
-        const double tol = 3e-5;
-        CheckRelative("dO", tr.dO, dout, 0.0);
-        CheckRelative("dV", tr.dV, g.dV, tol);
-        CheckRelative("d_weights", tr.d_weights, want.dP, tol);
-        CheckRelative("D", tr.D, want.D, tol);
-        CheckRelative("d_masked_scores", tr.d_masked_scores, want.dS_masked, tol);
-        CheckRelative("d_scores", tr.d_scores, want.dS, tol);
-        CheckRelative("dQ", tr.dQ, g.dQ, tol);
-        CheckRelative("dK", tr.dK, g.dK, tol);
-        CHECK(tr.forward.X.size() == 0);
-        CHECK(tr.dX.size() == 0);
-        CHECK(tr.dW_Q.size() == 0);
-        CHECK(tr.dW_K.size() == 0);
-        CHECK(tr.dW_V.size() == 0);
-      }
-    }
-  });
+  const std::vector<GradShape> shapes = {
+      {1, 1, 1, 1}, {4, 7, 5, 3}, {9, 17, 16, 8}, {33, 15, 4, 9}};
+  ForEachGradCase(shapes, /*seed=*/300,
+                  [](const GradShape& s, const TestMatrix& Q, const TestMatrix& K,
+                     const TestMatrix& V, const TestMatrix& dO, const AttentionOptions& o) {
+                    const Mat q = Q.ToRef(), k = K.ToRef(), v = V.ToRef(), dout = dO.ToRef();
+                    AttentionBackwardTrace tr;
+                    REQUIRE_OK(TraceAttentionBackwardQKV(Q, K, V, dO, o, &tr));
+                    const bwd_ref::Forward f = bwd_ref::AttentionForward(q, k, v, o);
+                    const bwd_ref::Gradients g = bwd_ref::AttentionBackward(q, k, v, dout, o);
+                    const RefSteps want = ReferenceSteps(f, v, dout, o.softcap);
+                    // The trace's float32 forward (scores ~1e-6 relative, |S| <= ~10) moves
+                    // each weight by ~1e-6 and every later step by a few times that; 3e-5
+                    // of the largest value (as the fused backward's tests), while a wrong
+                    // or missing term is ~1e-2.
+                    const double tol = 3e-5;
+                    CheckRelative("dO", tr.dO, dout, 0.0);
+                    CheckRelative("dV", tr.dV, g.dV, tol);
+                    CheckRelative("d_weights", tr.d_weights, want.dP, tol);
+                    CheckRelative("D", tr.D, want.D, tol);
+                    CheckRelative("d_masked_scores", tr.d_masked_scores, want.dS_masked, tol);
+                    CheckRelative("d_scores", tr.d_scores, want.dS, tol);
+                    CheckRelative("dQ", tr.dQ, g.dQ, tol);
+                    CheckRelative("dK", tr.dK, g.dK, tol);
+                    CHECK(tr.forward.X.size() == 0);
+                    CHECK(tr.dX.size() == 0);
+                    CHECK(tr.dW_Q.size() == 0);
+                    CHECK(tr.dW_K.size() == 0);
+                    CHECK(tr.dW_V.size() == 0);
+                  });
 }
 
 // Self-attention in float64: Q = X W_Q, K = X W_K, V = X W_V, then the
