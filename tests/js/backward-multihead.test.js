@@ -188,6 +188,59 @@ for (const build of BUILDS) {
       });
     }
 
+    it("multiHeadAttentionQKVBackward, mask tensors per item and head, shared rows, short keys", () => {
+      const rand = rng(11);
+      const Qs = batchOf(rand, B, Tq, h * dk),
+        Ks = batchOf(rand, B, Tk, kvh * dk),
+        Vs = batchOf(rand, B, Tk, kvh * dv),
+        dOs = batchOf(rand, B, Tq, h * dv);
+      // boolMask [B, h, T_q, T_k]: a pattern per item and head; row 1 of (item 1, head 2) fully masked.
+      const allowed = (b, i, r, c) =>
+        (b + 2 * i + r + c) % 4 !== 0 && !(b === 1 && i === 2 && r === 1);
+      const boolData = [];
+      for (let b = 0; b < B; ++b)
+        for (let i = 0; i < h; ++i)
+          for (let r = 0; r < Tq; ++r)
+            for (let c = 0; c < Tk; ++c) boolData.push(allowed(b, i, r, c));
+      // additiveMask [1, h, 1, T_k - 3]: one row per head for every item and query; later keys masked out.
+      const short = Tk - 3;
+      const bias = (i, c) => Math.fround((0.3 * (i - c)) / (c + 1));
+      const addData = [];
+      for (let i = 0; i < h; ++i) for (let c = 0; c < short; ++c) addData.push(bias(i, c));
+      const options = {
+        boolMask: { shape: [B, h, Tq, Tk], data: boolData },
+        additiveMask: { shape: [1, h, 1, short], data: new Float32Array(addData) },
+      };
+      const grid = (f) =>
+        Array.from({ length: Tq }, (_, r) => Array.from({ length: Tk }, (_, c) => f(r, c)));
+      const headMasks = (b, i) => ({
+        boolMask: grid((r, c) => allowed(b, i, r, c) && c < short),
+        additiveMask: grid((r, c) => (c < short ? bias(i, c) : 0)),
+      });
+      const ref = refMultiHeadQKVBackward(Qs, Ks, Vs, dOs, h, kvh, { headMasks });
+      const config = { numHeads: h, numKvHeads: kvh };
+      const [Q, K, V, dO] = [Qs, Ks, Vs, dOs].map(toTensor3);
+      const fwd = attn.multiHeadAttentionQKVForTraining(Q, K, V, config, options);
+      assertGrad(fwd.out, ref.out, "out");
+      assert.equal(
+        fwd.lse.data[(1 * h + 2) * Tq + 1],
+        -Infinity,
+        "the fully masked row has no key",
+      );
+      const g = attn.multiHeadAttentionQKVBackward(Q, K, V, config, dO, { ...options, saved: fwd });
+      assertGrad(fromTensor3(g.dQ), ref.dQ, "dQ");
+      assertGrad(fromTensor3(g.dK), ref.dK, "dK");
+      assertGrad(fromTensor3(g.dV), ref.dV, "dV");
+      const row = g.dQ.data.subarray(
+        (1 * Tq + 1) * h * dk + 2 * dk,
+        (1 * Tq + 1) * h * dk + 3 * dk,
+      );
+      assert.ok(
+        row.every((x) => x === 0),
+        "a fully masked row gets exactly zero dQ",
+      );
+    });
+
     for (const withWO of [true, false]) {
       it(`multiHeadAttentionBackward, batch 2, GQA, key lengths, W_O ${withWO}`, () => {
         const rand = rng(withWO ? 5 : 6);

@@ -131,7 +131,8 @@ export function refSelfBackward(X, w, dO, options) {
  * Multi-head attention on Q [B][T_q][h*dk], K [B][T_k][kvh*dk], V
  * [B][T_k][kvh*dv], dO [B][T_q][h*dv] (bshd, nested per item): query head i
  * reads K/V head floor(i / (h / kvh)); options.keyLengths and
- * options.causalOffsets one per item, masks [T_q][T_k] shared by every head.
+ * options.causalOffsets one per item, masks [T_q][T_k] shared by every head,
+ * or options.headMasks(b, i) -> { boolMask?, additiveMask? } per item and head.
  * -> { dQ, dK, dV, out } per item (nested like the inputs) and lse [B][h][T_q].
  */
 export function refMultiHeadQKVBackward(Qs, Ks, Vs, dOs, h, kvh, options = {}) {
@@ -145,6 +146,7 @@ export function refMultiHeadQKVBackward(Qs, Ks, Vs, dOs, h, kvh, options = {}) {
     if (options.causalOffsets) o.causalOffset = options.causalOffsets[b];
     delete o.keyLengths;
     delete o.causalOffsets;
+    delete o.headMasks;
     const dQ = zeros(Q.length, h * dk),
       dK = zeros(Ks[b].length, kvh * dk),
       dV = zeros(Vs[b].length, kvh * dv),
@@ -157,7 +159,7 @@ export function refMultiHeadQKVBackward(Qs, Ks, Vs, dOs, h, kvh, options = {}) {
         columnsOf(Ks[b], g * dk, dk),
         columnsOf(Vs[b], g * dv, dv),
         columnsOf(dOs[b], i * dv, dv),
-        o,
+        options.headMasks ? { ...o, ...options.headMasks(b, i) } : o,
       );
       addColumns(dQ, r.dQ, i * dk);
       addColumns(dK, r.dK, g * dk);
