@@ -46,12 +46,15 @@ constexpr size_t kGradPad = 16;
 // offsets relative to the block).
 struct GradLayout {
   size_t dk_p = 0, dv_p = 0, Tk_p = 0;
+  // Q (dO) rows are read where they are, with their stride, when d_k (d_v)
+  // needs no padding: the GEMMs that read them stop at the tile's last query.
+  bool q_in_place = false, do_in_place = false;
   size_t kt = 0;          // [Tk_p / kGradKeyBlock][d_k, kGradKeyBlock]  K^T * scale
   size_t vp = 0;          // [Tk_p, dv_p]  V (forward)
   size_t vt = 0;          // [Tk_p / kGradKeyBlock][d_v, kGradKeyBlock]  V^T (backward)
   size_t kp = 0;          // [Tk_p, dk_p]  K (backward)
-  size_t qp = 0;          // [T_q, dk_p]  Q (backward)
-  size_t dop = 0;         // [T_q, dv_p]  dO (backward)
+  size_t qp = 0;          // [T_q, dk_p]  Q (backward), unless q_in_place
+  size_t dop = 0;         // [T_q, dv_p]  dO (backward), unless do_in_place
   size_t dqp = 0;         // [T_q, dk_p]  dQ accumulator (backward)
   size_t D = 0;           // [T_q]  rowsum(dO * O) (backward)
   size_t threads_at = 0;  // where thread 0's block starts
@@ -103,8 +106,10 @@ inline bool PlanGradLayout(size_t T_q, size_t T_k, size_t d_k, size_t d_v, GradP
   if (backward) {
     w->vt = region(&at, Tk_p * d_v);
     w->kp = region(&at, Tk_p * dk_p);
-    w->qp = region(&at, Tq * dk_p);
-    w->dop = region(&at, Tq * dv_p);
+    w->q_in_place = dk_p == d_k;
+    w->do_in_place = dv_p == d_v;
+    w->qp = region(&at, w->q_in_place ? 0 : Tq * dk_p);
+    w->dop = region(&at, w->do_in_place ? 0 : Tq * dv_p);
     w->dqp = region(&at, Tq * dk_p);
     w->D = region(&at, Tq);
     w->dp = region(&per, qb * kb);
@@ -507,12 +512,14 @@ HWY_INLINE void BackwardTile(const internal::GradTask& task, float* HWY_RESTRICT
     }
   }
   if (grads != TileGrads::kQueries) {
+    const float* HWY_RESTRICT do_rows = w.do_in_place ? task.dO.Row(i0) : ws + w.dop + i0 * dv_p;
+    const float* HWY_RESTRICT q_rows = w.q_in_place ? t.Q.Row(i0) : ws + w.qp + i0 * dk_p;
     // dV_block [cols, dv_p] += P^T [cols, rows] dO rows [rows, dv_p].
-    Gemm<true>(cols, rows, dv_p, s, 1, kKeyBlock, ws + w.dop + i0 * dv_p, dv_p, scratch + w.dvb,
-               dv_p);
+    Gemm<true>(cols, rows, dv_p, s, 1, kKeyBlock, do_rows, w.do_in_place ? task.dO.stride : dv_p,
+               scratch + w.dvb, dv_p);
     // dK_block [cols, dk_p] += dS^T Q rows [rows, dk_p].
-    Gemm<true>(cols, rows, dk_p, dp, 1, kKeyBlock, ws + w.qp + i0 * dk_p, dk_p, scratch + w.dkb,
-               dk_p);
+    Gemm<true>(cols, rows, dk_p, dp, 1, kKeyBlock, q_rows, w.q_in_place ? t.Q.stride : dk_p,
+               scratch + w.dkb, dk_p);
   }
   if (grads != TileGrads::kKeys) {
     // dQ rows [rows, dk_p] += dS [rows, cols] K_block [cols, dk_p].
@@ -556,8 +563,8 @@ HWY_INLINE void BackwardQueryBlock(const internal::GradTask& task, float* HWY_RE
   }
 }
 
-// Packs K^T * scale, V^T, K, Q and dO for the backward, clears the dQ
-// accumulator and computes D = rowsum(dO * O).
+// Packs K^T * scale, V^T, K, and Q and dO unless read in place, for the
+// backward, clears the dQ accumulator and computes D = rowsum(dO * O).
 HWY_INLINE void PrepareBackward(const internal::GradTask& task) {
   const internal::HeadTask& t = task.head;
   const internal::GradLayout& w = task.layout;
@@ -569,8 +576,8 @@ HWY_INLINE void PrepareBackward(const internal::GradTask& task) {
     for (size_t c = 0; c < d_v; ++c) col[c * kKeyBlock] = j < T_k ? t.V(j, c) : 0.0f;
   }
   PackPadded(t.K, w.Tk_p, w.dk_p, ws + w.kp);
-  PackPadded(t.Q, T_q, w.dk_p, ws + w.qp);
-  PackPadded(task.dO, T_q, w.dv_p, ws + w.dop);
+  if (!w.q_in_place) PackPadded(t.Q, T_q, w.dk_p, ws + w.qp);
+  if (!w.do_in_place) PackPadded(task.dO, T_q, w.dv_p, ws + w.dop);
   std::fill(ws + w.dqp, ws + w.dqp + T_q * w.dk_p, 0.0f);
   for (size_t i = 0; i < T_q; ++i) {
     double D = 0.0;
