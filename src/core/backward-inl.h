@@ -40,18 +40,22 @@ constexpr size_t kGradQueryBlock = 32;
 constexpr size_t kGradPad = 16;
 
 // Where each packed operand lives in one workspace of floats (offsets), for
-// a head of T_q queries, T_k keys (padded to Tk_p, a whole key block), d_k
+// a head of T_q queries, T_k keys (padded to Tk_p: whole key blocks of kb), d_k
 // and d_v (padded to dk_p, dv_p). Regions a pass does not use are empty.
 // Shared by all threads, then one block of thread_floats per thread (its
 // offsets relative to the block).
 struct GradLayout {
   size_t dk_p = 0, dv_p = 0, Tk_p = 0;
+  // Columns of a packed K^T or V^T block: kGradKeyBlock, or T_k padded to
+  // kGradPad when one block holds every key, so that a short sequence packs
+  // and clears only its own keys.
+  size_t kb = 0;
   // Q (dO) rows are read where they are, with their stride, when d_k (d_v)
   // needs no padding: the GEMMs that read them stop at the tile's last query.
   bool q_in_place = false, do_in_place = false;
-  size_t kt = 0;          // [Tk_p / kGradKeyBlock][d_k, kGradKeyBlock]  K^T * scale
+  size_t kt = 0;          // [Tk_p / kb][d_k, kb]  K^T * scale
   size_t vp = 0;          // [Tk_p, dv_p]  V (forward)
-  size_t vt = 0;          // [Tk_p / kGradKeyBlock][d_v, kGradKeyBlock]  V^T (backward)
+  size_t vt = 0;          // [Tk_p / kb][d_v, kb]  V^T (backward)
   size_t kp = 0;          // [Tk_p, dk_p]  K (backward)
   size_t qp = 0;          // [T_q, dk_p]  Q (backward), unless q_in_place
   size_t dop = 0;         // [T_q, dv_p]  dO (backward), unless do_in_place
@@ -82,7 +86,8 @@ inline bool PlanGradLayout(size_t T_q, size_t T_k, size_t d_k, size_t d_v, GradP
   const bool backward = passes != GradPasses::kForward;
   const uint64_t pad = kGradPad, kb = kGradKeyBlock, qb = kGradQueryBlock;
   const uint64_t dk_p = (d_k + pad - 1) / pad * pad, dv_p = (d_v + pad - 1) / pad * pad;
-  const uint64_t Tk_p = (T_k + kb - 1) / kb * kb, Tq = T_q;
+  const uint64_t Tk_p = T_k <= kb ? (T_k + pad - 1) / pad * pad : (T_k + kb - 1) / kb * kb;
+  const uint64_t Tq = T_q;
   // Every factor is below 2^29 (views hold at most 2^28 elements) and the
   // thread count is small, so each product fits in 64 bits; the sums are
   // checked as they grow.
@@ -97,6 +102,7 @@ inline bool PlanGradLayout(size_t T_q, size_t T_k, size_t d_k, size_t d_v, GradP
   w->dk_p = static_cast<size_t>(dk_p);
   w->dv_p = static_cast<size_t>(dv_p);
   w->Tk_p = static_cast<size_t>(Tk_p);
+  w->kb = static_cast<size_t>(std::min(Tk_p, kb));
   w->kt = region(&at, Tk_p * d_k);
   w->s = region(&per, qb * kb);
   if (forward) {
@@ -269,14 +275,14 @@ HWY_INLINE size_t VisibleKeys(const internal::GradTask& task, size_t i) {
   return limit;
 }
 
-// kt: K^T * scale in key blocks [d_k, kKeyBlock], zeros past T_k.
-HWY_INLINE void PackKeysTransposed(ConstMatrixView K, float scale, size_t Tk_p,
+// kt: K^T * scale in key blocks [d_k, kb], zeros past T_k.
+HWY_INLINE void PackKeysTransposed(ConstMatrixView K, float scale, size_t Tk_p, size_t kb,
                                    float* HWY_RESTRICT kt) {
   const size_t d_k = K.cols;
   for (size_t j = 0; j < Tk_p; ++j) {
-    float* HWY_RESTRICT col = kt + j / kKeyBlock * d_k * kKeyBlock + j % kKeyBlock;
+    float* HWY_RESTRICT col = kt + j / kb * d_k * kb + j % kb;
     const float* HWY_RESTRICT key = j < K.rows ? K.Row(j) : nullptr;
-    for (size_t c = 0; c < d_k; ++c) col[c * kKeyBlock] = key ? key[c] * scale : 0.0f;
+    for (size_t c = 0; c < d_k; ++c) col[c * kb] = key ? key[c] * scale : 0.0f;
   }
 }
 
@@ -408,7 +414,7 @@ HWY_INLINE void ForwardBlock(const internal::GradTask& task, float* HWY_RESTRICT
   std::fill(oacc, oacc + rows * dv_p, 0.0f);
   for (size_t j0 = 0; j0 < keys; j0 += kKeyBlock) {
     const size_t cols = TileCols(keys, j0);
-    Gemm<false>(rows, d_k, cols, t.Q.Row(i0), t.Q.stride, 1, ws + w.kt + j0 * d_k, kKeyBlock, s,
+    Gemm<false>(rows, d_k, cols, t.Q.Row(i0), t.Q.stride, 1, ws + w.kt + j0 * d_k, w.kb, s,
                 kKeyBlock);
     for (size_t r = 0; r < rows; ++r) {
       float* HWY_RESTRICT row = s + r * kKeyBlock;
@@ -439,7 +445,7 @@ HWY_INLINE void ForwardBlock(const internal::GradTask& task, float* HWY_RESTRICT
 // Packs K^T * scale and V for the forward.
 HWY_INLINE void PrepareForward(const internal::GradTask& task) {
   const internal::GradLayout& w = task.layout;
-  PackKeysTransposed(task.head.K, task.params.scale, w.Tk_p, task.workspace + w.kt);
+  PackKeysTransposed(task.head.K, task.params.scale, w.Tk_p, w.kb, task.workspace + w.kt);
   PackPadded(task.head.V, w.Tk_p, w.dv_p, task.workspace + w.vp);
 }
 
@@ -484,10 +490,10 @@ HWY_INLINE void BackwardTile(const internal::GradTask& task, float* HWY_RESTRICT
   float* HWY_RESTRICT dp = scratch + w.dp;
   float* HWY_RESTRICT g = scratch + w.g;
   const bool softcap = task.params.softcap > 0.0f;
-  Gemm<false>(rows, d_k, cols, t.Q.Row(i0), t.Q.stride, 1, ws + w.kt + j0 * d_k, kKeyBlock, s,
+  Gemm<false>(rows, d_k, cols, t.Q.Row(i0), t.Q.stride, 1, ws + w.kt + j0 * d_k, w.kb, s,
               kKeyBlock);
-  Gemm<false>(rows, d_v, cols, task.dO.Row(i0), task.dO.stride, 1, ws + w.vt + j0 * d_v, kKeyBlock,
-              dp, kKeyBlock);
+  Gemm<false>(rows, d_v, cols, task.dO.Row(i0), task.dO.stride, 1, ws + w.vt + j0 * d_v, w.kb, dp,
+              kKeyBlock);
   const auto scale = hn::Set(d, task.params.scale);
   for (size_t r = 0; r < rows; ++r) {
     const size_t i = i0 + r;
@@ -540,8 +546,8 @@ HWY_INLINE void BackwardKeyBlock(const internal::GradTask* tasks, size_t count,
   const size_t d_k = task.head.Q.cols, d_v = task.head.V.cols;
   float* HWY_RESTRICT dkb = scratch + w.dkb;
   float* HWY_RESTRICT dvb = scratch + w.dvb;
-  std::fill(dkb, dkb + kKeyBlock * w.dk_p, 0.0f);
-  std::fill(dvb, dvb + kKeyBlock * w.dv_p, 0.0f);
+  std::fill(dkb, dkb + w.kb * w.dk_p, 0.0f);  // a tile adds to at most kb rows
+  std::fill(dvb, dvb + w.kb * w.dv_p, 0.0f);
   for (size_t h = 0; h < count; ++h) {
     for (size_t i0 = 0; i0 < T_q; i0 += kQueryBlock) {
       BackwardTile(tasks[h], scratch, i0, std::min(kQueryBlock, T_q - i0), j0, grads);
@@ -570,10 +576,10 @@ HWY_INLINE void PrepareBackward(const internal::GradTask& task) {
   const internal::GradLayout& w = task.layout;
   float* ws = task.workspace;
   const size_t T_q = t.Q.rows, T_k = t.K.rows, d_v = t.V.cols;
-  PackKeysTransposed(t.K, task.params.scale, w.Tk_p, ws + w.kt);
-  for (size_t j = 0; j < w.Tk_p; ++j) {  // V^T in key blocks [d_v, kKeyBlock]
-    float* HWY_RESTRICT col = ws + w.vt + j / kKeyBlock * d_v * kKeyBlock + j % kKeyBlock;
-    for (size_t c = 0; c < d_v; ++c) col[c * kKeyBlock] = j < T_k ? t.V(j, c) : 0.0f;
+  PackKeysTransposed(t.K, task.params.scale, w.Tk_p, w.kb, ws + w.kt);
+  for (size_t j = 0; j < w.Tk_p; ++j) {  // V^T in key blocks [d_v, kb]
+    float* HWY_RESTRICT col = ws + w.vt + j / w.kb * d_v * w.kb + j % w.kb;
+    for (size_t c = 0; c < d_v; ++c) col[c * w.kb] = j < T_k ? t.V(j, c) : 0.0f;
   }
   PackPadded(t.K, w.Tk_p, w.dk_p, ws + w.kp);
   if (!w.q_in_place) PackPadded(t.Q, T_q, w.dk_p, ws + w.qp);
