@@ -1,0 +1,483 @@
+#include "src/model/model.h"
+
+#include <cmath>
+#include <string>
+
+#include "src/core/attention.h"
+#include "src/core/backward.h"
+#include "src/core/multihead.h"
+#include "src/core/ops.h"
+#include "src/model/random.h"
+
+namespace attnkit {
+namespace model {
+namespace {
+
+constexpr size_t kMaxSize = 1u << 16;
+constexpr float kLayerNormEpsilon = 1e-5f;
+
+Status CheckSize(const char* name, size_t value, size_t min, size_t max) {
+  if (value < min || value > max) {
+    return Status(ErrorCode::kInvalidArgument, name,
+                  "expected " + std::to_string(min) + " .. " + std::to_string(max) + ", got " +
+                      std::to_string(value));
+  }
+  return Status::Ok();
+}
+
+Status Alloc(Matrix* m, size_t rows, size_t cols) {
+  if (!m->Reset(rows, cols)) {
+    return Status(ErrorCode::kOverflow, "memory",
+                  "cannot allocate " + std::to_string(rows) + " x " + std::to_string(cols));
+  }
+  return Status::Ok();
+}
+
+// out = a^T [cols, rows].
+Status Transpose(ConstMatrixView a, Matrix* out) {
+  ATTNKIT_RETURN_IF_ERROR(Alloc(out, a.cols, a.rows));
+  for (size_t r = 0; r < a.rows; ++r) {
+    for (size_t c = 0; c < a.cols; ++c) (*out)(c, r) = a(r, c);
+  }
+  return Status::Ok();
+}
+
+// C = A^T B: A [N, m], B [N, n] -> C [m, n], as (A^T)(B^T)^T with the core's
+// MatMulTransposed (the core has no A^T B).
+Status MatMulTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
+  Matrix At, Bt;
+  ATTNKIT_RETURN_IF_ERROR(Transpose(A, &At));
+  ATTNKIT_RETURN_IF_ERROR(Transpose(B, &Bt));
+  return MatMulTransposed(At, Bt, C);
+}
+
+// acc += A B^T (scratch holds the product).
+Status AddMatMulTransposed(ConstMatrixView A, ConstMatrixView B, Matrix* scratch, MatrixView acc) {
+  ATTNKIT_RETURN_IF_ERROR(Alloc(scratch, A.rows, B.rows));
+  ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(A, B, *scratch));
+  for (size_t r = 0; r < acc.rows; ++r) {
+    for (size_t c = 0; c < acc.cols; ++c) acc(r, c) += (*scratch)(r, c);
+  }
+  return Status::Ok();
+}
+
+// y = (x - mean) * rstd * gain + bias per row; keeps mean and rstd [N, 1].
+Status LayerNormForward(const Matrix& x, const Matrix& gain, const Matrix& bias, Matrix* y,
+                        Matrix* mean, Matrix* rstd) {
+  const size_t N = x.rows(), d = x.cols();
+  ATTNKIT_RETURN_IF_ERROR(Alloc(y, N, d));
+  ATTNKIT_RETURN_IF_ERROR(Alloc(mean, N, 1));
+  ATTNKIT_RETURN_IF_ERROR(Alloc(rstd, N, 1));
+  for (size_t r = 0; r < N; ++r) {
+    double sum = 0;
+    for (size_t c = 0; c < d; ++c) sum += x(r, c);
+    const double mu = sum / double(d);
+    double var = 0;
+    for (size_t c = 0; c < d; ++c) var += (x(r, c) - mu) * (x(r, c) - mu);
+    const double rs = 1.0 / std::sqrt(var / double(d) + kLayerNormEpsilon);
+    (*mean)(r, 0) = float(mu);
+    (*rstd)(r, 0) = float(rs);
+    for (size_t c = 0; c < d; ++c) {
+      (*y)(r, c) = float((x(r, c) - mu) * rs) * gain(0, c) + bias(0, c);
+    }
+  }
+  return Status::Ok();
+}
+
+// dx += LayerNorm's input gradient; dgain, dbias += their gradients.
+void LayerNormBackward(const Matrix& x, const Matrix& mean, const Matrix& rstd, const Matrix& gain,
+                       const Matrix& dy, Matrix* dx, Matrix* dgain, Matrix* dbias) {
+  const size_t N = x.rows(), d = x.cols();
+  for (size_t r = 0; r < N; ++r) {
+    const double mu = mean(r, 0), rs = rstd(r, 0);
+    double sum_g = 0, sum_gx = 0;
+    for (size_t c = 0; c < d; ++c) {
+      const double xhat = (x(r, c) - mu) * rs;
+      const double g = double(dy(r, c)) * gain(0, c);
+      sum_g += g;
+      sum_gx += g * xhat;
+      (*dgain)(0, c) += float(dy(r, c) * xhat);
+      (*dbias)(0, c) += dy(r, c);
+    }
+    sum_g /= double(d);
+    sum_gx /= double(d);
+    for (size_t c = 0; c < d; ++c) {
+      const double xhat = (x(r, c) - mu) * rs;
+      const double g = double(dy(r, c)) * gain(0, c);
+      (*dx)(r, c) += float(rs * (g - sum_g - xhat * sum_gx));
+    }
+  }
+}
+
+HeadConfig Heads(const ModelConfig& c) {
+  HeadConfig h;
+  h.num_heads = c.num_heads;
+  h.num_kv_heads = c.num_kv_heads;
+  h.d_k = c.d_k;
+  h.d_v = c.d_k;
+  return h;
+}
+
+AttentionOptions Options(const ModelConfig& c, ThreadPool* pool) {
+  AttentionOptions o;
+  o.causal = true;
+  o.scale = c.scale_by_sqrt_dk ? 1.0f / std::sqrt(float(c.d_k)) : 1.0f;
+  o.pool = pool;
+  return o;
+}
+
+}  // namespace
+
+Status CheckConfig(const ModelConfig& config, ModelConfig* resolved) {
+  ModelConfig c = config;
+  ATTNKIT_RETURN_IF_ERROR(CheckSize("vocab_size", c.vocab_size, 2, 1u << 24));
+  ATTNKIT_RETURN_IF_ERROR(CheckSize("max_seq_len", c.max_seq_len, 1, kMaxSize));
+  ATTNKIT_RETURN_IF_ERROR(CheckSize("d_model", c.d_model, 1, kMaxSize));
+  ATTNKIT_RETURN_IF_ERROR(CheckSize("num_layers", c.num_layers, 1, kMaxLayers));
+  ATTNKIT_RETURN_IF_ERROR(CheckSize("num_heads", c.num_heads, 1, 1024));
+  if (c.num_kv_heads == 0) c.num_kv_heads = c.num_heads;
+  if (c.num_kv_heads > c.num_heads || c.num_heads % c.num_kv_heads != 0) {
+    return Status(ErrorCode::kInvalidArgument, "num_kv_heads",
+                  "must divide num_heads " + std::to_string(c.num_heads) + ", got " +
+                      std::to_string(c.num_kv_heads));
+  }
+  if (c.d_k == 0) {
+    if (c.d_model % c.num_heads != 0) {
+      return Status(ErrorCode::kInvalidArgument, "d_k",
+                    "0 derives d_model / num_heads, but num_heads " + std::to_string(c.num_heads) +
+                        " does not divide d_model " + std::to_string(c.d_model));
+    }
+    c.d_k = c.d_model / c.num_heads;
+  }
+  ATTNKIT_RETURN_IF_ERROR(CheckSize("d_k", c.d_k, 1, kMaxSize));
+  // Every tensor's size must fit comfortably in 32 bits (the weights file).
+  const double floats =
+      double(c.vocab_size) * c.d_model * 2 + double(c.max_seq_len) * c.d_model +
+      double(c.num_layers) * c.d_model * c.d_k * (2 * c.num_heads + 2 * c.num_kv_heads);
+  if (floats > double(1u << 30)) {
+    return Status(
+        ErrorCode::kOverflow, "d_model",
+        "the model would have " + std::to_string(size_t(floats)) + " parameters, more than 2^30");
+  }
+  if (resolved) *resolved = c;
+  return Status::Ok();
+}
+
+Status Parameters::Allocate(const ModelConfig& config) {
+  ModelConfig c;
+  ATTNKIT_RETURN_IF_ERROR(CheckConfig(config, &c));
+  const size_t d = c.d_model, hd = c.num_heads * c.d_k, gd = c.num_kv_heads * c.d_k;
+  ATTNKIT_RETURN_IF_ERROR(Alloc(&token_embedding, c.vocab_size, d));
+  ATTNKIT_RETURN_IF_ERROR(Alloc(&position_embedding, c.max_seq_len, d));
+  layers.assign(c.num_layers, LayerParameters());
+  for (LayerParameters& l : layers) {
+    if (c.layer_norm) {
+      ATTNKIT_RETURN_IF_ERROR(Alloc(&l.ln_gain, 1, d));
+      ATTNKIT_RETURN_IF_ERROR(Alloc(&l.ln_bias, 1, d));
+    }
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_Q, d, hd));
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_K, d, gd));
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_V, d, gd));
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_O, hd, d));
+  }
+  if (c.layer_norm) {
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&final_gain, 1, d));
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&final_bias, 1, d));
+  } else {
+    final_gain = Matrix();
+    final_bias = Matrix();
+  }
+  return Alloc(&unembedding, d, c.vocab_size);
+}
+
+std::vector<Matrix*> Parameters::Tensors() {
+  std::vector<Matrix*> out{&token_embedding, &position_embedding};
+  for (LayerParameters& l : layers) {
+    if (l.ln_gain.size()) {
+      out.push_back(&l.ln_gain);
+      out.push_back(&l.ln_bias);
+    }
+    for (Matrix* m : {&l.W_Q, &l.W_K, &l.W_V, &l.W_O}) out.push_back(m);
+  }
+  if (final_gain.size()) {
+    out.push_back(&final_gain);
+    out.push_back(&final_bias);
+  }
+  out.push_back(&unembedding);
+  return out;
+}
+
+std::vector<const Matrix*> Parameters::Tensors() const {
+  std::vector<const Matrix*> out;
+  for (Matrix* m : const_cast<Parameters*>(this)->Tensors()) out.push_back(m);
+  return out;
+}
+
+std::vector<std::string> Parameters::Names() const {
+  std::vector<std::string> out{"token_embedding", "position_embedding"};
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const std::string p = "layers." + std::to_string(i) + ".";
+    if (layers[i].ln_gain.size()) {
+      out.push_back(p + "ln_gain");
+      out.push_back(p + "ln_bias");
+    }
+    for (const char* n : {"W_Q", "W_K", "W_V", "W_O"}) out.push_back(p + n);
+  }
+  if (final_gain.size()) {
+    out.push_back("final_gain");
+    out.push_back("final_bias");
+  }
+  out.push_back("unembedding");
+  return out;
+}
+
+size_t Parameters::Count() const {
+  size_t n = 0;
+  for (const Matrix* m : Tensors()) n += m->size();
+  return n;
+}
+
+Status InitParameters(const ModelConfig& config, uint64_t seed, Parameters* params) {
+  ModelConfig c;
+  ATTNKIT_RETURN_IF_ERROR(CheckConfig(config, &c));
+  ATTNKIT_RETURN_IF_ERROR(params->Allocate(c));
+  const std::vector<Matrix*> tensors = params->Tensors();
+  const std::vector<std::string> names = params->Names();
+  uint64_t stream = seed;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    Rng rng(SplitMix64(&stream));
+    const std::string& name = names[i];
+    Matrix& m = *tensors[i];
+    double std_dev = 1.0;
+    if (name.find("ln_gain") != std::string::npos || name == "final_gain") {
+      for (size_t k = 0; k < m.size(); ++k) m.data()[k] = 1.0f;
+      continue;
+    }
+    if (name.find("ln_bias") != std::string::npos || name == "final_bias") continue;
+    if (name.find("W_O") != std::string::npos) {
+      std_dev = 1.0 / std::sqrt(double(c.num_heads * c.d_k));
+    } else if (name.find(".W_") != std::string::npos || name == "unembedding") {
+      std_dev = 1.0 / std::sqrt(double(c.d_model));
+    }
+    for (size_t k = 0; k < m.size(); ++k) m.data()[k] = float(rng.Normal() * std_dev);
+  }
+  return Status::Ok();
+}
+
+Status Model::Init(const ModelConfig& config, uint64_t seed) {
+  ModelConfig c;
+  ATTNKIT_RETURN_IF_ERROR(CheckConfig(config, &c));
+  Parameters p;
+  ATTNKIT_RETURN_IF_ERROR(InitParameters(c, seed, &p));
+  config_ = c;
+  params_ = std::move(p);
+  have_forward_ = false;
+  return Status::Ok();
+}
+
+Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) {
+  const ModelConfig& c = config_;
+  if (params_.layers.empty())
+    return Status(ErrorCode::kInvalidArgument, "model", "not initialised");
+  if (batch.batch == 0) return Status(ErrorCode::kInvalidArgument, "batch", "must be >= 1, got 0");
+  ATTNKIT_RETURN_IF_ERROR(CheckSize("seq_len", batch.seq_len, 1, c.max_seq_len));
+  const size_t T = batch.seq_len, B = batch.batch, N = B * T, d = c.d_model;
+  if (batch.tokens.size() != N || batch.targets.size() != N) {
+    return Status(
+        ErrorCode::kShapeMismatch, batch.tokens.size() != N ? "tokens" : "targets",
+        "expected batch * seq_len = " + std::to_string(N) + " entries, got " +
+            std::to_string(batch.tokens.size() != N ? batch.tokens.size() : batch.targets.size()));
+  }
+  for (size_t i = 0; i < N; ++i) {
+    if (batch.tokens[i] < 0 || size_t(batch.tokens[i]) >= c.vocab_size) {
+      return Status(ErrorCode::kInvalidArgument, "tokens",
+                    "entry " + std::to_string(i) + " is " + std::to_string(batch.tokens[i]) +
+                        ", expected 0 .. " + std::to_string(c.vocab_size - 1));
+    }
+    if (batch.targets[i] < -1 || batch.targets[i] >= int64_t(c.vocab_size)) {
+      return Status(ErrorCode::kInvalidArgument, "targets",
+                    "entry " + std::to_string(i) + " is " + std::to_string(batch.targets[i]) +
+                        ", expected -1 (not scored) .. " + std::to_string(c.vocab_size - 1));
+    }
+  }
+  have_forward_ = false;
+  batch_ = batch;
+  const HeadConfig heads = Heads(c);
+  const AttentionOptions options = Options(c, pool_);
+  const size_t hd = c.num_heads * c.d_k, gd = c.num_kv_heads * c.d_k;
+
+  Matrix x;
+  ATTNKIT_RETURN_IF_ERROR(Alloc(&x, N, d));
+  for (size_t r = 0; r < N; ++r) {
+    const float* te = params_.token_embedding.data() + size_t(batch.tokens[r]) * d;
+    const float* pe = params_.position_embedding.data() + (r % T) * d;
+    for (size_t k = 0; k < d; ++k) x(r, k) = te[k] + pe[k];
+  }
+  cache_.assign(c.num_layers, LayerCache());
+  Matrix projected;
+  for (size_t l = 0; l < c.num_layers; ++l) {
+    const LayerParameters& p = params_.layers[l];
+    LayerCache& lc = cache_[l];
+    lc.input = x;
+    if (c.layer_norm) {
+      ATTNKIT_RETURN_IF_ERROR(
+          LayerNormForward(lc.input, p.ln_gain, p.ln_bias, &lc.normed, &lc.mean, &lc.rstd));
+    }
+    const Matrix& a = c.layer_norm ? lc.normed : lc.input;
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&lc.Q, N, hd));
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&lc.K, N, gd));
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&lc.V, N, gd));
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&lc.z, N, hd));
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&lc.lse, B * c.num_heads * T, 1));
+    ATTNKIT_RETURN_IF_ERROR(MatMul(a, p.W_Q, lc.Q));
+    ATTNKIT_RETURN_IF_ERROR(MatMul(a, p.W_K, lc.K));
+    ATTNKIT_RETURN_IF_ERROR(MatMul(a, p.W_V, lc.V));
+    ATTNKIT_RETURN_IF_ERROR(
+        MultiHeadAttentionQKVForTraining(lc.Q, lc.K, lc.V, B, heads, options, lc.z, lc.lse));
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&projected, N, d));
+    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.z, p.W_O, projected));
+    for (size_t k = 0; k < N * d; ++k) x.data()[k] += projected.data()[k];
+  }
+  final_input = std::move(x);
+  if (c.layer_norm) {
+    ATTNKIT_RETURN_IF_ERROR(LayerNormForward(final_input, params_.final_gain, params_.final_bias,
+                                             &final_normed, &final_mean, &final_rstd));
+  }
+  const Matrix& f = c.layer_norm ? final_normed : final_input;
+  Matrix logits;
+  ATTNKIT_RETURN_IF_ERROR(Alloc(&logits, N, c.vocab_size));
+  ATTNKIT_RETURN_IF_ERROR(MatMul(f, params_.unembedding, logits));
+
+  // Softmax and cross-entropy of the scored rows; probs_ keeps p for Backward.
+  const size_t V = c.vocab_size;
+  ATTNKIT_RETURN_IF_ERROR(Alloc(&probs_, N, V));
+  Metrics m;
+  double loss = 0;
+  for (size_t b = 0; b < B; ++b) {
+    bool any = false, all = true;
+    for (size_t t = 0; t < T; ++t) {
+      const size_t r = b * T + t;
+      const int32_t target = batch.targets[r];
+      if (target < 0) continue;
+      const float* row = logits.data() + r * V;
+      size_t arg = 0;
+      for (size_t j = 1; j < V; ++j) arg = row[j] > row[arg] ? j : arg;
+      double sum = 0;
+      for (size_t j = 0; j < V; ++j) sum += std::exp(double(row[j]) - row[arg]);
+      for (size_t j = 0; j < V; ++j) {
+        probs_(r, j) = float(std::exp(double(row[j]) - row[arg]) / sum);
+      }
+      loss += std::log(sum) + row[arg] - row[target];
+      ++m.scored;
+      any = true;
+      if (arg == size_t(target)) {
+        ++m.correct;
+      } else {
+        all = false;
+      }
+    }
+    m.sequences += any;
+    m.sequences_correct += any && all;
+  }
+  m.loss = m.scored ? float(loss / double(m.scored)) : 0.0f;
+  scored_ = m.scored;
+  if (metrics) *metrics = m;
+  if (logits_out) *logits_out = std::move(logits);
+  have_forward_ = true;
+  return Status::Ok();
+}
+
+Status Model::Backward(Parameters* grads) {
+  if (!have_forward_)
+    return Status(ErrorCode::kInvalidArgument, "model", "Backward needs a Forward first");
+  const ModelConfig& c = config_;
+  const size_t T = batch_.seq_len, B = batch_.batch, N = B * T, d = c.d_model, V = c.vocab_size;
+  ATTNKIT_RETURN_IF_ERROR(grads->Allocate(c));
+  const HeadConfig heads = Heads(c);
+  const AttentionOptions options = Options(c, pool_);
+  const size_t hd = c.num_heads * c.d_k, gd = c.num_kv_heads * c.d_k;
+
+  // dlogits = (p - onehot(target)) / scored on scored rows, 0 elsewhere.
+  Matrix dlogits;
+  ATTNKIT_RETURN_IF_ERROR(Alloc(&dlogits, N, V));
+  const float inv = scored_ ? 1.0f / float(scored_) : 0.0f;
+  for (size_t r = 0; r < N; ++r) {
+    const int32_t target = batch_.targets[r];
+    if (target < 0) continue;
+    for (size_t j = 0; j < V; ++j) dlogits(r, j) = probs_(r, j) * inv;
+    dlogits(r, size_t(target)) -= inv;
+  }
+  const Matrix& f = c.layer_norm ? final_normed : final_input;
+  ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(f, dlogits, grads->unembedding));
+  Matrix df, dx, scratch;
+  ATTNKIT_RETURN_IF_ERROR(Alloc(&df, N, d));
+  ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dlogits, params_.unembedding, df));
+  if (c.layer_norm) {
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&dx, N, d));
+    LayerNormBackward(final_input, final_mean, final_rstd, params_.final_gain, df, &dx,
+                      &grads->final_gain, &grads->final_bias);
+  } else {
+    dx = std::move(df);
+  }
+  Matrix dz, dQ, dK, dV, da;
+  for (size_t l = c.num_layers; l-- > 0;) {
+    const LayerParameters& p = params_.layers[l];
+    LayerParameters& g = grads->layers[l];
+    const LayerCache& lc = cache_[l];
+    // x_out = x_in + z W_O: dx flows on unchanged and into z W_O.
+    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.z, dx, g.W_O));
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&dz, N, hd));
+    ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dx, p.W_O, dz));
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&dQ, N, hd));
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&dK, N, gd));
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&dV, N, gd));
+    ATTNKIT_RETURN_IF_ERROR(MultiHeadAttentionQKVBackward(lc.Q, lc.K, lc.V, lc.z, dz, lc.lse, B,
+                                                          heads, options, dQ, dK, dV));
+    const Matrix& a = c.layer_norm ? lc.normed : lc.input;
+    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dQ, g.W_Q));
+    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dK, g.W_K));
+    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dV, g.W_V));
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&da, N, d));
+    ATTNKIT_RETURN_IF_ERROR(AddMatMulTransposed(dQ, p.W_Q, &scratch, da));
+    ATTNKIT_RETURN_IF_ERROR(AddMatMulTransposed(dK, p.W_K, &scratch, da));
+    ATTNKIT_RETURN_IF_ERROR(AddMatMulTransposed(dV, p.W_V, &scratch, da));
+    if (c.layer_norm) {
+      LayerNormBackward(lc.input, lc.mean, lc.rstd, p.ln_gain, da, &dx, &g.ln_gain, &g.ln_bias);
+    } else {
+      for (size_t k = 0; k < N * d; ++k) dx.data()[k] += da.data()[k];
+    }
+  }
+  for (size_t r = 0; r < N; ++r) {
+    float* te = grads->token_embedding.data() + size_t(batch_.tokens[r]) * d;
+    float* pe = grads->position_embedding.data() + (r % T) * d;
+    for (size_t k = 0; k < d; ++k) {
+      te[k] += dx(r, k);
+      pe[k] += dx(r, k);
+    }
+  }
+  return Status::Ok();
+}
+
+Status Model::AttentionWeights(size_t layer, Matrix* weights) const {
+  if (!have_forward_) {
+    return Status(ErrorCode::kInvalidArgument, "model", "AttentionWeights needs a Forward first");
+  }
+  if (layer >= config_.num_layers) {
+    return Status(ErrorCode::kInvalidArgument, "layer",
+                  "expected 0 .. " + std::to_string(config_.num_layers - 1) + ", got " +
+                      std::to_string(layer));
+  }
+  const LayerCache& lc = cache_[layer];
+  const size_t B = batch_.batch, T = batch_.seq_len;
+  ATTNKIT_RETURN_IF_ERROR(Alloc(weights, B * config_.num_heads * T, T));
+  Matrix out;
+  ATTNKIT_RETURN_IF_ERROR(Alloc(&out, B * T, config_.num_heads * config_.d_k));
+  MultiHeadExtras extras;
+  extras.scores_stage = ScoresStage::kWeights;
+  extras.scores = *weights;
+  return MultiHeadAttentionQKV(lc.Q, lc.K, lc.V, B, Heads(config_), Options(config_, pool_), extras,
+                               out);
+}
+
+}  // namespace model
+}  // namespace attnkit

@@ -1,0 +1,213 @@
+// attnkit model: a small attention-only transformer (Elhage et al. 2021, "A
+// Mathematical Framework for Transformer Circuits") trained by the core's
+// attention and its backward. Above the core: it uses only the public headers
+// of src/core, and the core knows nothing of it.
+//
+// Shapes (N = batch * seq_len rows, h = num_heads, g = num_kv_heads):
+//   x_0 = token_embedding[token] + position_embedding[t]        [N, d_model]
+//   per layer l = 1..num_layers:
+//     a   = LayerNorm_l(x) (layer_norm on) or x                  [N, d_model]
+//     Q = a W_Q [N, h d_k], K = a W_K [N, g d_k], V = a W_V [N, g d_k]
+//     z   = causal multi-head attention(Q, K, V)                 [N, h d_k]
+//           scale 1/sqrt(d_k) (scale_by_sqrt_dk) or 1
+//     x   = x + z W_O                                            [N, d_model]
+//   f      = LayerNorm_final(x) (layer_norm on) or x
+//   logits = f unembedding                                       [N, vocab_size]
+//   loss   = mean over the scored positions of -log softmax(logits)[target]
+#ifndef ATTNKIT_MODEL_MODEL_H_
+#define ATTNKIT_MODEL_MODEL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/core/matrix.h"
+#include "src/core/status.h"
+#include "src/core/thread_pool.h"
+
+namespace attnkit {
+namespace model {
+
+constexpr size_t kMaxLayers = 4;
+
+struct ModelConfig {
+  size_t vocab_size = 0;
+  size_t max_seq_len = 0;  // rows of the position embedding
+  size_t d_model = 0;
+  size_t num_layers = 1;  // 1 .. kMaxLayers
+  size_t num_heads = 1;
+  size_t num_kv_heads = 0;       // 0 = num_heads; must divide num_heads
+  size_t d_k = 0;                // 0 = d_model / num_heads (which must divide); d_v = d_k
+  bool layer_norm = false;       // pre-norm LayerNorm per layer and before the unembedding
+  bool scale_by_sqrt_dk = true;  // false: scores are Q K^T unscaled (the scale experiment)
+};
+
+// Checks every field (a Status naming it: "vocab_size", "d_model", ...) and
+// fills in the derived num_kv_heads and d_k into *resolved (may be null).
+Status CheckConfig(const ModelConfig& config, ModelConfig* resolved);
+
+struct LayerParameters {
+  Matrix ln_gain, ln_bias;  // [1, d_model] each; empty without layer_norm
+  Matrix W_Q;               // [d_model, h d_k]
+  Matrix W_K;               // [d_model, g d_k]
+  Matrix W_V;               // [d_model, g d_k]
+  Matrix W_O;               // [h d_k, d_model]
+};
+
+// Every parameter of the model; also the shape of its gradients.
+struct Parameters {
+  Matrix token_embedding;     // [vocab_size, d_model]
+  Matrix position_embedding;  // [max_seq_len, d_model]
+  std::vector<LayerParameters> layers;
+  Matrix final_gain, final_bias;  // [1, d_model] each; empty without layer_norm
+  Matrix unembedding;             // [d_model, vocab_size]
+
+  // Allocates every tensor of `config` (resolved), zero-filled.
+  Status Allocate(const ModelConfig& config);
+  // The tensors in their fixed order (that of the weights file): token
+  // embedding, position embedding, then per layer [ln_gain, ln_bias,] W_Q,
+  // W_K, W_V, W_O, then [final_gain, final_bias,] unembedding. Names as
+  // "layers.0.W_Q". Tensors that are empty (no layer_norm) are left out.
+  std::vector<Matrix*> Tensors();
+  std::vector<const Matrix*> Tensors() const;
+  std::vector<std::string> Names() const;
+  size_t Count() const;  // total floats
+};
+
+// The initialisation, from one seed (docs/model.md says why these scales):
+//   token and position embeddings  N(0, 1)
+//   W_Q, W_K, W_V                  N(0, 1 / d_model)
+//   W_O                            N(0, 1 / (h d_k))
+//   unembedding                    N(0, 1 / d_model)
+//   LayerNorm gains 1, biases 0.
+// Each tensor draws from its own stream (seed and tensor index through
+// splitmix64), so the weights do not depend on the order they are filled in.
+Status InitParameters(const ModelConfig& config, uint64_t seed, Parameters* params);
+
+// A batch of sequences of one length: tokens and targets [batch * seq_len],
+// row (b * seq_len + t). targets[i] < 0: position i is not scored.
+struct Batch {
+  size_t batch = 0;
+  size_t seq_len = 0;
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> targets;
+};
+
+// Results of a forward pass over the scored positions.
+struct Metrics {
+  float loss = 0;                // mean cross-entropy
+  size_t scored = 0;             // positions with a target
+  size_t correct = 0;            // of which argmax(logits) == target
+  size_t sequences = 0;          // sequences with at least one scored position
+  size_t sequences_correct = 0;  // of which every scored position is correct
+  float accuracy() const { return scored ? float(correct) / float(scored) : 0.0f; }
+};
+
+class Model {
+ public:
+  // The config is checked (CheckConfig) and the weights initialised from
+  // `seed` (InitParameters).
+  Status Init(const ModelConfig& config, uint64_t seed);
+  const ModelConfig& config() const { return config_; }
+  Parameters& params() { return params_; }
+  const Parameters& params() const { return params_; }
+  // Threads for the attention operations (not owned; null = caller's thread).
+  // Results are bit-identical with any pool.
+  void set_pool(ThreadPool* pool) { pool_ = pool; }
+
+  // Runs the model on the batch and keeps what Backward needs. logits
+  // (optional) receives [batch * seq_len, vocab_size].
+  Status Forward(const Batch& batch, Metrics* metrics, Matrix* logits = nullptr);
+  // Gradients of the last Forward's mean loss for every parameter; grads is
+  // allocated to the parameters' shapes and overwritten.
+  Status Backward(Parameters* grads);
+  // After Forward: the attention weights of `layer`, [batch * h * seq_len,
+  // seq_len], block (b, head) at row (b * h + head) * seq_len (causal: zero
+  // above the diagonal).
+  Status AttentionWeights(size_t layer, Matrix* weights) const;
+
+ private:
+  struct LayerCache {
+    Matrix input;       // x before the layer [N, d_model]
+    Matrix normed;      // a (LayerNorm output), empty without layer_norm
+    Matrix mean, rstd;  // LayerNorm statistics [N, 1]
+    Matrix Q, K, V;     // projections
+    Matrix z, lse;      // attention output [N, h d_k], lse [B h T, 1]
+  };
+  ModelConfig config_;
+  Parameters params_;
+  ThreadPool* pool_ = nullptr;
+  // The last forward.
+  Batch batch_;
+  std::vector<LayerCache> cache_;
+  Matrix final_input, final_normed, final_mean, final_rstd, probs_;
+  size_t scored_ = 0;
+  bool have_forward_ = false;
+};
+
+// AdamW (Loshchilov and Hutter 2019) with a linear learning-rate warm-up:
+// lr_t = learning_rate * min(1, t / warmup_steps) at step t = 1, 2, ...
+// Weight decay applies to the projection matrices (W_Q, W_K, W_V, W_O and the
+// unembedding), not to embeddings or LayerNorm parameters.
+struct AdamWConfig {
+  float learning_rate = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.98f;
+  float epsilon = 1e-8f;
+  float weight_decay = 0.01f;
+  size_t warmup_steps = 0;
+  float clip_norm = 1.0f;  // the gradient's global L2 norm is clipped to this (0 = off)
+};
+Status CheckAdamWConfig(const AdamWConfig& config);
+
+class AdamW {
+ public:
+  Status Init(const AdamWConfig& config, const Parameters& like);
+  // One update of params from grads (shaped alike).
+  Status Step(const Parameters& grads, Parameters* params);
+  size_t steps() const { return step_; }
+  float LearningRate(size_t step) const;  // the rate used at step (1-based)
+
+ private:
+  AdamWConfig config_;
+  Parameters m_, v_;
+  size_t step_ = 0;
+  double beta1_power_ = 1, beta2_power_ = 1;
+};
+
+// Model, gradients and optimiser together: one call per training step.
+class Trainer {
+ public:
+  Status Init(const ModelConfig& config, uint64_t seed, const AdamWConfig& optimizer);
+  Model& model() { return model_; }
+  const Model& model() const { return model_; }
+  // Forward, backward and one AdamW update; metrics of the forward (before
+  // the update).
+  Status Step(const Batch& batch, Metrics* metrics);
+
+ private:
+  Model model_;
+  Parameters grads_;
+  AdamW adam_;
+};
+
+// The weights file (docs/model.md), all integers little-endian:
+//   bytes 0..7   magic "ATKMODEL"
+//   u32          version (kWeightsVersion)
+//   u32 x 9      vocab_size, max_seq_len, d_model, num_layers, num_heads,
+//                num_kv_heads, d_k, flags (bit 0 layer_norm, bit 1
+//                scale_by_sqrt_dk; other bits 0), parameter count (floats)
+//   f32 x count  the parameters in Parameters::Tensors() order, row-major
+//   u32          FNV-1a hash of every byte before it
+constexpr uint32_t kWeightsVersion = 1;
+Status ExportWeights(const Model& model, std::vector<uint8_t>* bytes);
+// Checks magic, version, config (as CheckConfig), size, hash and that every
+// value is finite; on success replaces *model's config and weights. Errors
+// name "weights" and say what is wrong.
+Status ImportWeights(const uint8_t* data, size_t size, Model* model);
+
+}  // namespace model
+}  // namespace attnkit
+
+#endif  // ATTNKIT_MODEL_MODEL_H_

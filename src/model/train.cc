@@ -1,0 +1,237 @@
+// AdamW, the trainer and the weights file.
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "src/model/model.h"
+
+namespace attnkit {
+namespace model {
+namespace {
+
+bool Decays(const std::string& name) {
+  return name.find(".W_") != std::string::npos || name == "unembedding";
+}
+
+bool FiniteIn(float v, float lo, float hi) { return std::isfinite(v) && v >= lo && v <= hi; }
+
+}  // namespace
+
+Status CheckAdamWConfig(const AdamWConfig& c) {
+  if (!(std::isfinite(c.learning_rate) && c.learning_rate > 0)) {
+    return Status(ErrorCode::kInvalidArgument, "learning_rate",
+                  "expected a finite value > 0, got " + std::to_string(c.learning_rate));
+  }
+  if (!FiniteIn(c.beta1, 0, 1) || c.beta1 >= 1) {
+    return Status(ErrorCode::kInvalidArgument, "beta1",
+                  "expected 0 <= beta1 < 1, got " + std::to_string(c.beta1));
+  }
+  if (!FiniteIn(c.beta2, 0, 1) || c.beta2 >= 1) {
+    return Status(ErrorCode::kInvalidArgument, "beta2",
+                  "expected 0 <= beta2 < 1, got " + std::to_string(c.beta2));
+  }
+  if (!(std::isfinite(c.epsilon) && c.epsilon > 0)) {
+    return Status(ErrorCode::kInvalidArgument, "epsilon",
+                  "expected a finite value > 0, got " + std::to_string(c.epsilon));
+  }
+  if (!(std::isfinite(c.weight_decay) && c.weight_decay >= 0)) {
+    return Status(ErrorCode::kInvalidArgument, "weight_decay",
+                  "expected a finite value >= 0, got " + std::to_string(c.weight_decay));
+  }
+  if (!(std::isfinite(c.clip_norm) && c.clip_norm >= 0)) {
+    return Status(ErrorCode::kInvalidArgument, "clip_norm",
+                  "expected a finite value >= 0 (0 = off), got " + std::to_string(c.clip_norm));
+  }
+  return Status::Ok();
+}
+
+Status AdamW::Init(const AdamWConfig& config, const Parameters& like) {
+  ATTNKIT_RETURN_IF_ERROR(CheckAdamWConfig(config));
+  config_ = config;
+  m_ = like;
+  v_ = like;
+  for (Matrix* t : m_.Tensors()) std::memset(t->data(), 0, t->size() * sizeof(float));
+  for (Matrix* t : v_.Tensors()) std::memset(t->data(), 0, t->size() * sizeof(float));
+  step_ = 0;
+  beta1_power_ = beta2_power_ = 1;
+  return Status::Ok();
+}
+
+float AdamW::LearningRate(size_t step) const {
+  if (config_.warmup_steps == 0 || step >= config_.warmup_steps) return config_.learning_rate;
+  return float(double(config_.learning_rate) * double(step) / double(config_.warmup_steps));
+}
+
+Status AdamW::Step(const Parameters& grads, Parameters* params) {
+  std::vector<Matrix*> p = params->Tensors(), m = m_.Tensors(), v = v_.Tensors();
+  std::vector<const Matrix*> g = grads.Tensors();
+  const std::vector<std::string> names = params->Names();
+  if (g.size() != p.size() || m.size() != p.size()) {
+    return Status(ErrorCode::kShapeMismatch, "grads", "tensors differ from the parameters'");
+  }
+  double norm2 = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (g[i]->rows() != p[i]->rows() || g[i]->cols() != p[i]->cols() ||
+        m[i]->size() != p[i]->size()) {
+      return Status(ErrorCode::kShapeMismatch, "grads", names[i] + " has another shape");
+    }
+    for (size_t k = 0; k < g[i]->size(); ++k) norm2 += double(g[i]->data()[k]) * g[i]->data()[k];
+  }
+  if (!std::isfinite(norm2)) {
+    return Status(ErrorCode::kNonFinite, "grads", "the gradient is not finite");
+  }
+  double clip = 1;
+  const double norm = std::sqrt(norm2);
+  if (config_.clip_norm > 0 && norm > config_.clip_norm) clip = config_.clip_norm / norm;
+  ++step_;
+  beta1_power_ *= config_.beta1;
+  beta2_power_ *= config_.beta2;
+  const double lr = LearningRate(step_);
+  const double c1 = 1.0 / (1.0 - beta1_power_), c2 = 1.0 / (1.0 - beta2_power_);
+  const float b1 = config_.beta1, b2 = config_.beta2;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const float decay = Decays(names[i]) ? float(lr * config_.weight_decay) : 0.0f;
+    float* w = p[i]->data();
+    float* mm = m[i]->data();
+    float* vv = v[i]->data();
+    const float* gg = g[i]->data();
+    for (size_t k = 0; k < p[i]->size(); ++k) {
+      const float gk = float(gg[k] * clip);
+      mm[k] = b1 * mm[k] + (1 - b1) * gk;
+      vv[k] = b2 * vv[k] + (1 - b2) * gk * gk;
+      const double update = (mm[k] * c1) / (std::sqrt(vv[k] * c2) + config_.epsilon);
+      w[k] = float(w[k] - decay * w[k] - lr * update);
+    }
+  }
+  return Status::Ok();
+}
+
+Status Trainer::Init(const ModelConfig& config, uint64_t seed, const AdamWConfig& optimizer) {
+  ATTNKIT_RETURN_IF_ERROR(CheckAdamWConfig(optimizer));
+  ATTNKIT_RETURN_IF_ERROR(model_.Init(config, seed));
+  ATTNKIT_RETURN_IF_ERROR(grads_.Allocate(model_.config()));
+  return adam_.Init(optimizer, model_.params());
+}
+
+Status Trainer::Step(const Batch& batch, Metrics* metrics) {
+  ATTNKIT_RETURN_IF_ERROR(model_.Forward(batch, metrics));
+  ATTNKIT_RETURN_IF_ERROR(model_.Backward(&grads_));
+  return adam_.Step(grads_, &model_.params());
+}
+
+// ---- The weights file ----
+
+namespace {
+
+constexpr char kMagic[8] = {'A', 'T', 'K', 'M', 'O', 'D', 'E', 'L'};
+constexpr size_t kHeaderWords = 10;  // version + 9 fields
+constexpr size_t kHeaderBytes = 8 + 4 * kHeaderWords;
+
+uint32_t Fnv1a(const uint8_t* data, size_t size) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < size; ++i) h = (h ^ data[i]) * 16777619u;
+  return h;
+}
+
+void PutU32(std::vector<uint8_t>* out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out->push_back(uint8_t(v >> (8 * i)));
+}
+
+uint32_t GetU32(const uint8_t* p) {
+  return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+}
+
+Status Bad(const std::string& detail) {
+  return Status(ErrorCode::kInvalidArgument, "weights", detail);
+}
+
+}  // namespace
+
+Status ExportWeights(const Model& model, std::vector<uint8_t>* bytes) {
+  const ModelConfig& c = model.config();
+  const Parameters& p = model.params();
+  if (p.layers.empty()) return Status(ErrorCode::kInvalidArgument, "model", "not initialised");
+  const size_t count = p.Count();
+  bytes->clear();
+  bytes->reserve(kHeaderBytes + 4 * count + 4);
+  bytes->insert(bytes->end(), kMagic, kMagic + 8);
+  PutU32(bytes, kWeightsVersion);
+  for (size_t v :
+       {c.vocab_size, c.max_seq_len, c.d_model, c.num_layers, c.num_heads, c.num_kv_heads, c.d_k}) {
+    PutU32(bytes, uint32_t(v));
+  }
+  PutU32(bytes, (c.layer_norm ? 1u : 0u) | (c.scale_by_sqrt_dk ? 2u : 0u));
+  PutU32(bytes, uint32_t(count));
+  for (const Matrix* t : p.Tensors()) {
+    for (size_t k = 0; k < t->size(); ++k) {
+      uint32_t u;
+      std::memcpy(&u, t->data() + k, 4);
+      PutU32(bytes, u);
+    }
+  }
+  PutU32(bytes, Fnv1a(bytes->data(), bytes->size()));
+  return Status::Ok();
+}
+
+Status ImportWeights(const uint8_t* data, size_t size, Model* model) {
+  if (data == nullptr && size != 0) return Bad("null data with a nonzero size");
+  if (size < kHeaderBytes + 4) {
+    return Bad("truncated: " + std::to_string(size) + " bytes, shorter than the " +
+               std::to_string(kHeaderBytes + 4) + "-byte header and hash");
+  }
+  if (std::memcmp(data, kMagic, 8) != 0) return Bad("not a weights file (magic is not ATKMODEL)");
+  const uint32_t version = GetU32(data + 8);
+  if (version != kWeightsVersion) {
+    return Bad("version " + std::to_string(version) + " is not supported (expected " +
+               std::to_string(kWeightsVersion) + ")");
+  }
+  uint32_t f[9];
+  for (int i = 0; i < 9; ++i) f[i] = GetU32(data + 12 + 4 * i);
+  ModelConfig c;
+  c.vocab_size = f[0];
+  c.max_seq_len = f[1];
+  c.d_model = f[2];
+  c.num_layers = f[3];
+  c.num_heads = f[4];
+  c.num_kv_heads = f[5];
+  c.d_k = f[6];
+  if (f[7] & ~3u) return Bad("unknown flags " + std::to_string(f[7]));
+  c.layer_norm = f[7] & 1u;
+  c.scale_by_sqrt_dk = f[7] & 2u;
+  const Status config_status = CheckConfig(c, nullptr);
+  if (!config_status.ok()) return Bad("bad config: " + config_status.message());
+  if (c.num_kv_heads == 0 || c.d_k == 0) return Bad("bad config: num_kv_heads and d_k must be set");
+  Parameters p;
+  ATTNKIT_RETURN_IF_ERROR(p.Allocate(c));
+  const size_t count = p.Count();
+  if (f[8] != count) {
+    return Bad("parameter count " + std::to_string(f[8]) + " does not match the config's " +
+               std::to_string(count));
+  }
+  const size_t expected = kHeaderBytes + 4 * count + 4;
+  if (size != expected) {
+    return Bad((size < expected ? "truncated: " : "trailing bytes: ") + std::to_string(size) +
+               " bytes, expected " + std::to_string(expected));
+  }
+  if (Fnv1a(data, size - 4) != GetU32(data + size - 4)) {
+    return Bad("hash mismatch: the file is corrupted");
+  }
+  const uint8_t* at = data + kHeaderBytes;
+  const std::vector<std::string> names = p.Names();
+  const std::vector<Matrix*> tensors = p.Tensors();
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    for (size_t k = 0; k < tensors[i]->size(); ++k, at += 4) {
+      const uint32_t u = GetU32(at);
+      float v;
+      std::memcpy(&v, &u, 4);
+      if (!std::isfinite(v)) return Bad(names[i] + " holds a non-finite value");
+      tensors[i]->data()[k] = v;
+    }
+  }
+  ATTNKIT_RETURN_IF_ERROR(model->Init(c, 0));
+  model->params() = std::move(p);
+  return Status::Ok();
+}
+
+}  // namespace model
+}  // namespace attnkit

@@ -1,0 +1,129 @@
+// attnkit tests: a float64 reference of the attention-only transformer
+// (src/model/model.h), written plainly from the maths, for finite differences.
+#ifndef ATTNKIT_TESTS_MODEL_REFERENCE_H_
+#define ATTNKIT_TESTS_MODEL_REFERENCE_H_
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "src/model/model.h"
+
+namespace model_ref {
+
+using Tensor = std::vector<double>;  // row-major, shapes as in Parameters
+
+// The parameters in Parameters::Tensors() order, as doubles.
+inline std::vector<Tensor> FromParameters(const attnkit::model::Parameters& p) {
+  std::vector<Tensor> out;
+  for (const attnkit::Matrix* m : p.Tensors()) out.emplace_back(m->data(), m->data() + m->size());
+  return out;
+}
+
+// x [N, d] -> LayerNorm rows with gain, bias [d].
+inline std::vector<double> LayerNorm(const std::vector<double>& x, size_t N, size_t d,
+                                     const Tensor& gain, const Tensor& bias) {
+  std::vector<double> y(N * d);
+  for (size_t r = 0; r < N; ++r) {
+    double mu = 0, var = 0;
+    for (size_t c = 0; c < d; ++c) mu += x[r * d + c];
+    mu /= double(d);
+    for (size_t c = 0; c < d; ++c) var += (x[r * d + c] - mu) * (x[r * d + c] - mu);
+    const double rs = 1.0 / std::sqrt(var / double(d) + 1e-5);
+    for (size_t c = 0; c < d; ++c) y[r * d + c] = (x[r * d + c] - mu) * rs * gain[c] + bias[c];
+  }
+  return y;
+}
+
+// A [N, k] B [k, m] -> [N, m].
+inline std::vector<double> MatMul(const std::vector<double>& A, const Tensor& B, size_t N, size_t k,
+                                  size_t m) {
+  std::vector<double> C(N * m, 0.0);
+  for (size_t i = 0; i < N; ++i)
+    for (size_t p = 0; p < k; ++p)
+      for (size_t j = 0; j < m; ++j) C[i * m + j] += A[i * k + p] * B[p * m + j];
+  return C;
+}
+
+// Mean cross-entropy over the scored positions (c resolved: num_kv_heads, d_k set).
+// weights_out (optional): per layer, [B][h][T][T] attention weights.
+inline double Loss(const attnkit::model::ModelConfig& c, const std::vector<Tensor>& t,
+                   const attnkit::model::Batch& batch,
+                   std::vector<std::vector<double>>* weights_out = nullptr) {
+  const size_t B = batch.batch, T = batch.seq_len, N = B * T, d = c.d_model, V = c.vocab_size;
+  const size_t h = c.num_heads, g = c.num_kv_heads, dk = c.d_k, group = h / g;
+  size_t at = 0;
+  const Tensor& tok = t[at++];
+  const Tensor& pos = t[at++];
+  std::vector<double> x(N * d);
+  for (size_t r = 0; r < N; ++r)
+    for (size_t k = 0; k < d; ++k)
+      x[r * d + k] = tok[size_t(batch.tokens[r]) * d + k] + pos[(r % T) * d + k];
+  const double scale = c.scale_by_sqrt_dk ? 1.0 / std::sqrt(double(dk)) : 1.0;
+  for (size_t l = 0; l < c.num_layers; ++l) {
+    std::vector<double> a = x;
+    if (c.layer_norm) {
+      a = LayerNorm(x, N, d, t[at], t[at + 1]);
+      at += 2;
+    }
+    const std::vector<double> Q = MatMul(a, t[at], N, d, h * dk);
+    const std::vector<double> K = MatMul(a, t[at + 1], N, d, g * dk);
+    const std::vector<double> Vv = MatMul(a, t[at + 2], N, d, g * dk);
+    const Tensor& W_O = t[at + 3];
+    at += 4;
+    std::vector<double> z(N * h * dk, 0.0);
+    std::vector<double> w_all;
+    for (size_t b = 0; b < B; ++b) {
+      for (size_t head = 0; head < h; ++head) {
+        const size_t kv = head / group;
+        for (size_t i = 0; i < T; ++i) {
+          std::vector<double> s(i + 1);
+          double mx = -1e300;
+          for (size_t j = 0; j <= i; ++j) {
+            double dot = 0;
+            for (size_t k = 0; k < dk; ++k)
+              dot +=
+                  Q[(b * T + i) * h * dk + head * dk + k] * K[(b * T + j) * g * dk + kv * dk + k];
+            s[j] = dot * scale;
+            mx = std::max(mx, s[j]);
+          }
+          double sum = 0;
+          for (double& v : s) sum += (v = std::exp(v - mx));
+          std::vector<double> row(T, 0.0);
+          for (size_t j = 0; j <= i; ++j) {
+            const double p = s[j] / sum;
+            row[j] = p;
+            for (size_t k = 0; k < dk; ++k)
+              z[(b * T + i) * h * dk + head * dk + k] += p * Vv[(b * T + j) * g * dk + kv * dk + k];
+          }
+          w_all.insert(w_all.end(), row.begin(), row.end());
+        }
+      }
+    }
+    if (weights_out) weights_out->push_back(w_all);
+    const std::vector<double> o = MatMul(z, W_O, N, h * dk, d);
+    for (size_t k = 0; k < N * d; ++k) x[k] += o[k];
+  }
+  if (c.layer_norm) {
+    x = LayerNorm(x, N, d, t[at], t[at + 1]);
+    at += 2;
+  }
+  const std::vector<double> logits = MatMul(x, t[at], N, d, V);
+  double loss = 0;
+  size_t scored = 0;
+  for (size_t r = 0; r < N; ++r) {
+    if (batch.targets[r] < 0) continue;
+    double mx = -1e300;
+    for (size_t j = 0; j < V; ++j) mx = std::max(mx, logits[r * V + j]);
+    double sum = 0;
+    for (size_t j = 0; j < V; ++j) sum += std::exp(logits[r * V + j] - mx);
+    loss += std::log(sum) + mx - logits[r * V + size_t(batch.targets[r])];
+    ++scored;
+  }
+  return scored ? loss / double(scored) : 0.0;
+}
+
+}  // namespace model_ref
+
+#endif  // ATTNKIT_TESTS_MODEL_REFERENCE_H_
