@@ -16,6 +16,7 @@ import {
 import { Marshal, NONE, headWords } from "./marshal.js";
 import { defineKVCache } from "./kv-cache.js";
 import { gradientMethods } from "./gradients.js";
+import { modelMethods } from "./model.js";
 
 export { AttnkitError, AttnkitTypeError };
 
@@ -51,6 +52,7 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
     multiHeadAttentionQKV: (Q, K, V, config, options) =>
       multiHeadAttentionQKV(mem, Q, K, V, config, options),
     createKVCache: (config) => new KVCache(config),
+    ...modelMethods(mem, module),
     memoryBytes: () => M.HEAPU8.length,
     heapBytesInUse: () => M.heapBytesInUse(),
     dispose() {

@@ -1,0 +1,380 @@
+// The model layer in JS (src/js/model.js): training induction to its target
+// with the induction and previous-token heads it must form, bit-identical
+// training with 1 and 2 threads, the SIMD and scalar builds' loss curves,
+// the weights file's round trip and corruption, every bad configuration's
+// error, no leaks and no use after dispose.
+import { describe, it, before } from "node:test";
+import assert from "node:assert/strict";
+import { createAttnkit, AttnkitError, AttnkitTypeError } from "attnkit";
+import { VARIANTS } from "./helpers.js";
+
+// The settings of docs/model.md ("Settings that train").
+const TASK = { kind: "induction", length: 8, padding: 8, vocabSize: 24 };
+const CONFIG = { vocabSize: 24, maxSeqLen: 24, dModel: 32, numLayers: 2, numHeads: 2 };
+const ADAM = { learningRate: 1e-2, warmupSteps: 50 };
+const MODEL_SEED = 1;
+const DATA_SEED = 1234;
+const EVAL_SEED = 99;
+const BATCH = 32;
+const EVAL_BATCH = 256;
+
+/** Trains `steps` steps (or until evaluate reaches `target`); the losses, steps and last accuracy. */
+function train(attn, { steps, target, evalEvery = 25 }) {
+  const model = attn.createModel(CONFIG, { seed: MODEL_SEED, task: TASK });
+  const trainer = attn.createTrainer(model, ADAM);
+  const data = attn.createTaskGenerator(TASK, { seed: DATA_SEED });
+  const held = attn.makeBatch(TASK, { batch: EVAL_BATCH, seed: EVAL_SEED });
+  const losses = [];
+  let accuracy = 0;
+  for (let s = 1; s <= steps; ++s) {
+    losses.push(trainer.step(data.next(BATCH)).loss);
+    if (target !== undefined && s % evalEvery === 0) {
+      accuracy = model.evaluate(held).accuracy;
+      if (accuracy >= target) break;
+    }
+  }
+  data.dispose();
+  return { model, trainer, held, losses, accuracy };
+}
+
+/** Mean weight of each head of `w` ([B, H, T, T]) on the column pick(b, t) gives (skipped if < 0). */
+function headScores(w, pick) {
+  const [B, H, T] = w.shape;
+  const scores = [];
+  for (let h = 0; h < H; ++h) {
+    let sum = 0,
+      n = 0;
+    for (let b = 0; b < B; ++b) {
+      for (let t = 0; t < T; ++t) {
+        const j = pick(b, t);
+        if (j < 0) continue;
+        sum += w.data[((b * H + h) * T + t) * T + j];
+        ++n;
+      }
+    }
+    scores.push(sum / n);
+  }
+  return scores;
+}
+
+describe("model: induction trains to 90% with an induction head (simd build)", () => {
+  it("reaches >= 90% on the repeat; a layer-2 induction head and a layer-1 previous-token head", async () => {
+    const attn = await createAttnkit({ simd: true });
+    const start = performance.now();
+    const { model, trainer, held, losses, accuracy } = train(attn, { steps: 1500, target: 0.9 });
+    const ms = performance.now() - start;
+    console.log(
+      `# induction: ${accuracy.toFixed(3)} after ${losses.length} steps in ${ms.toFixed(0)} ms ` +
+        `(${(ms / losses.length).toFixed(1)} ms per step incl. evaluation)`,
+    );
+    assert.ok(accuracy >= 0.9, `accuracy ${accuracy} after ${losses.length} steps`);
+    assert.ok(losses.at(-1) < losses[0] / 3, `loss ${losses[0]} -> ${losses.at(-1)}`);
+
+    const metrics = model.evaluate(held);
+    assert.equal(metrics.accuracy, accuracy);
+    const { tokens, targets, seqLen: T } = held;
+    // Layer 2 (index 1): weight on the token after the previous occurrence of
+    // the current token, at the scored positions.
+    const induction = headScores(model.attentionWeights(1), (b, t) => {
+      if (targets[b * T + t] < 0) return -1;
+      for (let j = t - 1; j >= 0; --j) if (tokens[b * T + j] === tokens[b * T + t]) return j + 1;
+      return -1;
+    });
+    // Layer 1 (index 0): weight on the previous token.
+    const previous = headScores(model.attentionWeights(0), (b, t) => t - 1);
+    console.log(`# induction scores (layer 2) ${induction}, previous-token (layer 1) ${previous}`);
+    assert.ok(Math.max(...induction) >= 0.5, `induction scores ${induction}`);
+    assert.ok(Math.max(...previous) >= 0.5, `previous-token scores ${previous}`);
+    // Every head's weights are rows of a causal softmax.
+    const w = model.attentionWeights(1);
+    assert.deepEqual(w.shape, [EVAL_BATCH, 2, T, T]);
+    for (let r = 0; r < 4 * T; ++r) {
+      const row = w.data.subarray(r * T, (r + 1) * T);
+      assert.ok(Math.abs(row.reduce((a, b) => a + b) - 1) < 1e-4, `row ${r} sums to 1`);
+      for (let j = (r % T) + 1; j < T; ++j) assert.equal(row[j], 0, `row ${r} is causal`);
+    }
+    trainer.dispose();
+    model.dispose();
+  });
+});
+
+describe("model: determinism and builds", () => {
+  it("trains bit-identically with 1 thread and 2 (the threads build)", async () => {
+    const one = await createAttnkit({ threads: 1 });
+    const two = await createAttnkit({ threads: 2 });
+    assert.equal(two.threads, 2);
+    const a = train(one, { steps: 40 }),
+      b = train(two, { steps: 40 });
+    assert.deepEqual(b.losses, a.losses);
+    assert.deepEqual(b.model.exportWeights(), a.model.exportWeights());
+    for (const r of [a, b]) {
+      r.trainer.dispose();
+      r.model.dispose();
+    }
+  });
+
+  it("the SIMD and scalar builds' first 50 losses agree within 1e-3 relative", async () => {
+    // Both builds round every product (no FMA in wasm) but sum in different
+    // orders, so the curves drift apart by rounding, not bit for bit.
+    const [simd, scalar] = await Promise.all(VARIANTS.map((v) => createAttnkit(v.options)));
+    const a = train(simd, { steps: 50 }),
+      b = train(scalar, { steps: 50 });
+    let worst = 0;
+    a.losses.forEach((l, i) => (worst = Math.max(worst, Math.abs(l - b.losses[i]) / l)));
+    console.log(`# simd vs scalar: worst relative loss difference ${worst.toExponential(2)}`);
+    assert.ok(worst <= 1e-3, `worst relative difference ${worst}`);
+    assert.ok(a.losses[49] < a.losses[0], "the loss falls");
+    for (const r of [a, b]) {
+      r.trainer.dispose();
+      r.model.dispose();
+    }
+  });
+});
+
+for (const variant of VARIANTS) {
+  describe(`model (${variant.name} build)`, () => {
+    let attn;
+    before(async () => {
+      attn = await createAttnkit(variant.options);
+    });
+
+    it("exports and loads weights: the same bytes and the same evaluation", () => {
+      const { model, trainer, held } = train(attn, { steps: 5 });
+      const bytes = model.exportWeights();
+      assert.ok(bytes instanceof Uint8Array);
+      assert.equal(bytes.length, 48 + 4 * model.parameterCount + 4);
+      assert.equal(new TextDecoder().decode(bytes.subarray(0, 8)), "ATKMODEL");
+      const loaded = attn.loadModel(bytes);
+      assert.deepEqual(loaded.config, model.config);
+      assert.equal(loaded.parameterCount, model.parameterCount);
+      assert.deepEqual(loaded.exportWeights(), bytes);
+      assert.deepEqual(loaded.evaluate(held), model.evaluate(held));
+      assert.deepEqual(loaded.attentionWeights(1), model.attentionWeights(1));
+      trainer.dispose();
+      model.dispose();
+      loaded.dispose();
+    });
+
+    it("rejects corrupted, truncated and mistyped weights naming weights", () => {
+      const model = attn.createModel(CONFIG, { seed: 3 });
+      const bytes = model.exportWeights();
+      model.dispose();
+      const flipped = bytes.slice();
+      flipped[100] ^= 1;
+      const version = bytes.slice();
+      version[8] = 2;
+      const cases = [
+        [flipped, /^weights: hash mismatch/],
+        [bytes.subarray(0, bytes.length - 1), /^weights: /],
+        [bytes.subarray(0, 10), /^weights: truncated/],
+        [version, /^weights: version 2 is not supported/],
+      ];
+      for (const [b, message] of cases) {
+        assert.throws(
+          () => attn.loadModel(b),
+          (e) => e instanceof AttnkitError && e.parameter === "weights" && message.test(e.message),
+        );
+      }
+      assert.throws(() => attn.loadModel([1, 2]), AttnkitTypeError);
+    });
+
+    it("names the parameter of every bad configuration", () => {
+      const bad = (config, options, parameter, message) =>
+        assert.throws(
+          () => attn.createModel(config, options),
+          (e) => e instanceof AttnkitError && e.parameter === parameter && message.test(e.message),
+          `${parameter}`,
+        );
+      bad(
+        { ...CONFIG, dModel: 0 },
+        {},
+        "config.dModel",
+        /^config\.dModel: expected 1 \.\. \d+, got 0$/,
+      );
+      bad({ ...CONFIG, vocabSize: 0 }, {}, "config.vocabSize", /got 0/);
+      bad({ ...CONFIG, maxSeqLen: 0 }, {}, "config.maxSeqLen", /got 0/);
+      bad({ ...CONFIG, numLayers: 0 }, {}, "config.numLayers", /got 0/);
+      bad({ ...CONFIG, numLayers: 5 }, {}, "config.numLayers", /got 5/);
+      bad({ ...CONFIG, numHeads: 0 }, {}, "config.numHeads", /got 0/);
+      bad({ ...CONFIG, numHeads: 4, numKvHeads: 3 }, {}, "config.numKvHeads", /./);
+      bad({ ...CONFIG, numHeads: 3 }, {}, "config.dK", /./);
+      bad(
+        { ...CONFIG, dModel: -1 },
+        {},
+        "config.dModel",
+        /expected a non-negative integer, got -1/,
+      );
+      bad({ ...CONFIG, dmodel: 32 }, {}, "config.dmodel", /did you mean dModel/);
+      bad(CONFIG, { seed: -1 }, "options.seed", /got -1/);
+      // The task against the model: vocabulary, positions, sizes.
+      bad(
+        { ...CONFIG, vocabSize: 9 },
+        { task: { ...TASK, vocabSize: 9 } },
+        "task.vocabSize",
+        /needs at least 10 tokens, got 9/,
+      );
+      bad(
+        CONFIG,
+        { task: { ...TASK, vocabSize: 30 } },
+        "task.vocabSize",
+        /differs from the model's 24/,
+      );
+      bad(
+        { ...CONFIG, maxSeqLen: 20 },
+        { task: TASK },
+        "config.maxSeqLen",
+        /sequence of 24 tokens is longer than the model's 20/,
+      );
+      bad(CONFIG, { task: { ...TASK, length: 0 } }, "task.length", /needs length >= 2, got 0/);
+      bad(CONFIG, { task: { ...TASK, kind: "bracket" } }, "task.kind", /expected one of "copy"/);
+      assert.throws(() => attn.createModel(null), AttnkitTypeError);
+
+      const gen = (task, parameter, message) =>
+        assert.throws(
+          () => attn.createTaskGenerator(task, { seed: 1 }),
+          (e) => e instanceof AttnkitError && e.parameter === parameter && message.test(e.message),
+        );
+      gen({ kind: "copy", length: 0, vocabSize: 10 }, "task.length", /got 0/);
+      gen(
+        { kind: "sort", length: 4, vocabSize: 2 },
+        "task.vocabSize",
+        /needs at least 3 tokens, got 2/,
+      );
+      assert.equal(attn.taskSeqLen(TASK), 24);
+      assert.equal(attn.taskMinVocab(TASK), 10);
+      assert.equal(attn.taskSeqLen({ kind: "majority", length: 9, vocabSize: 5 }), 10);
+
+      const model = attn.createModel(CONFIG, { seed: 1 });
+      const trainerBad = (options, parameter) =>
+        assert.throws(
+          () => attn.createTrainer(model, options),
+          (e) => e instanceof AttnkitError && e.parameter === parameter,
+          parameter,
+        );
+      trainerBad({ learningRate: -1 }, "options.learningRate");
+      trainerBad({ beta1: 1 }, "options.beta1");
+      trainerBad({ weightDecay: -0.5 }, "options.weightDecay");
+      trainerBad({ learningRate: NaN }, "options.learningRate");
+      trainerBad({ warmup: 5 }, "options.warmup");
+      // Batches: longer than the positions, tokens out of the vocabulary, wrong counts.
+      const long = attn.makeBatch(
+        { kind: "copy", length: 13, vocabSize: 24 },
+        { batch: 2, seed: 1 },
+      );
+      assert.throws(
+        () => model.evaluate(long),
+        (e) => e.parameter === "batch.seqLen" && /got 26/.test(e.message),
+      );
+      const b = attn.makeBatch(TASK, { batch: 2, seed: 1 });
+      const outOfVocab = { ...b, tokens: b.tokens.map((t, i) => (i === 3 ? 24 : t)) };
+      assert.throws(
+        () => model.evaluate(outOfVocab),
+        (e) => e.parameter === "batch.tokens" && /entry 3 is 24/.test(e.message),
+      );
+      assert.throws(
+        () => model.evaluate({ ...b, targets: b.targets.subarray(1) }),
+        (e) => e.parameter === "batch.targets",
+      );
+      assert.throws(
+        () => model.evaluate({ ...b, batch: 0 }),
+        (e) => e.parameter === "batch.batch",
+      );
+      assert.throws(() => model.evaluate({ ...b, tokens: "abc" }), AttnkitTypeError);
+      model.evaluate(b);
+      assert.throws(
+        () => model.attentionWeights(2),
+        (e) => e.parameter === "layer",
+      );
+      model.dispose();
+    });
+
+    it("frees everything, also after errors; a disposed object refuses every call", () => {
+      const round = () => {
+        const model = attn.createModel(CONFIG, { seed: 2, task: TASK });
+        const trainer = attn.createTrainer(model, ADAM);
+        const gen = attn.createTaskGenerator(TASK, { seed: 5 });
+        for (let i = 0; i < 3; ++i) trainer.step(gen.next(4));
+        model.attentionWeights(0);
+        attn.loadModel(model.exportWeights()).dispose();
+        for (const f of [
+          () => attn.createModel({ ...CONFIG, numKvHeads: 3 }),
+          () => attn.createModel(CONFIG, { task: { ...TASK, vocabSize: 9 } }),
+          () => attn.loadModel(new Uint8Array(100)),
+          () => attn.createTrainer(model, { learningRate: -1 }),
+          () => trainer.step({ ...gen.next(2), seqLen: 30 }),
+          () => attn.createTaskGenerator({ ...TASK, vocabSize: 3 }),
+        ]) {
+          assert.throws(f, AttnkitError);
+        }
+        gen.dispose();
+        trainer.dispose();
+        model.dispose();
+      };
+      round();
+      const heap0 = attn.heapBytesInUse();
+      for (let i = 0; i < 20; ++i) round();
+      const heap1 = attn.heapBytesInUse();
+      assert.ok(heap1 <= heap0 + 4096, `heap ${heap0} -> ${heap1}`);
+
+      const model = attn.createModel(CONFIG, { seed: 2 });
+      const trainer = attn.createTrainer(model);
+      const gen = attn.createTaskGenerator(TASK);
+      const batch = gen.next(2);
+      gen.dispose();
+      assert.throws(
+        () => gen.next(2),
+        (e) => e.code === "disposed" && e.parameter === "generator",
+      );
+      model.dispose();
+      model.dispose(); // twice is harmless
+      const disposed = (e) => e instanceof AttnkitError && e.code === "disposed";
+      assert.throws(
+        () => model.evaluate(batch),
+        (e) => disposed(e) && e.parameter === "model",
+      );
+      assert.throws(() => model.exportWeights(), disposed);
+      assert.throws(() => model.attentionWeights(0), disposed);
+      assert.throws(
+        () => trainer.step(batch),
+        (e) => disposed(e) && e.parameter === "trainer.model",
+      );
+      assert.throws(
+        () => attn.createTrainer(model),
+        (e) => disposed(e) && e.parameter === "model",
+      );
+      trainer.dispose();
+      assert.throws(
+        () => trainer.steps,
+        (e) => disposed(e) && e.parameter === "trainer",
+      );
+    });
+
+    it("a trainer counts its steps and warms the learning rate up", () => {
+      const model = attn.createModel(CONFIG, { seed: 1 });
+      const trainer = attn.createTrainer(model, ADAM);
+      assert.deepEqual(trainer.options, {
+        ...trainer.options,
+        learningRate: 1e-2,
+        warmupSteps: 50,
+      });
+      assert.equal(trainer.steps, 0);
+      const batch = attn.makeBatch(TASK, { batch: 4, seed: 7 });
+      const before = model.exportWeights();
+      const m = trainer.step(batch);
+      assert.equal(trainer.steps, 1);
+      assert.notDeepEqual(model.exportWeights(), before);
+      assert.ok(m.scored > 0 && m.correct <= m.scored && m.sequences === 4);
+      assert.equal(m.accuracy, m.correct / m.scored);
+      assert.ok(Math.abs(trainer.learningRate(25) - 5e-3) < 1e-9);
+      assert.ok(Math.abs(trainer.learningRate(80) - 1e-2) < 1e-9);
+      // The same seed gives the same batch; the generator's stream moves on.
+      assert.deepEqual(attn.makeBatch(TASK, { batch: 4, seed: 7 }), batch);
+      const gen = attn.createTaskGenerator(TASK, { seed: 7 });
+      assert.deepEqual(gen.next(4), batch);
+      assert.notDeepEqual(gen.next(4), batch);
+      gen.dispose();
+      trainer.dispose();
+      model.dispose();
+    });
+  });
+}
