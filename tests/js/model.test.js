@@ -6,6 +6,9 @@
 import { describe, it, before } from "node:test";
 import assert from "node:assert/strict";
 import { createAttnkit, AttnkitError, AttnkitTypeError } from "attnkit";
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { VARIANTS } from "./helpers.js";
 
 // The settings of docs/model.md ("Settings that train").
@@ -17,6 +20,11 @@ const DATA_SEED = 1234;
 const EVAL_SEED = 99;
 const BATCH = 32;
 const EVAL_BATCH = 256;
+const NATIVE_LOSSES = fileURLToPath(
+  new URL("../../build/native/attnkit_model_losses", import.meta.url),
+);
+// Relative difference of each of the first 50 losses, native (FMA) against wasm.
+const NATIVE_TOLERANCE = 1e-5;
 
 /** Trains `steps` steps (or until evaluate reaches `target`); the losses, steps and last accuracy. */
 function train(attn, { steps, target, evalEvery = 25 }) {
@@ -99,7 +107,7 @@ describe("model: induction trains to 90% with an induction head (simd build)", (
 });
 
 describe("model: determinism and builds", () => {
-  it("trains bit-identically with 1 thread and 2 (the threads build)", async () => {
+  it("trains bit-identically with 1 thread (SIMD build) and 2 (threads build)", async () => {
     const one = await createAttnkit({ threads: 1 });
     const two = await createAttnkit({ threads: 2 });
     assert.equal(two.threads, 2);
@@ -113,17 +121,34 @@ describe("model: determinism and builds", () => {
     }
   });
 
-  it("the SIMD and scalar builds' first 50 losses agree within 1e-3 relative", async () => {
-    // Both builds round every product (no FMA in wasm) but sum in different
-    // orders, so the curves drift apart by rounding, not bit for bit.
+  it("the first 50 losses agree with the scalar build's and the native library's", async () => {
+    // The wasm builds round every product (no FMA) but sum in different
+    // orders; the native library fuses multiply-adds: the curves drift apart
+    // by rounding, not bit for bit.
     const [simd, scalar] = await Promise.all(VARIANTS.map((v) => createAttnkit(v.options)));
     const a = train(simd, { steps: 50 }),
       b = train(scalar, { steps: 50 });
-    let worst = 0;
-    a.losses.forEach((l, i) => (worst = Math.max(worst, Math.abs(l - b.losses[i]) / l)));
-    console.log(`# simd vs scalar: worst relative loss difference ${worst.toExponential(2)}`);
-    assert.ok(worst <= 1e-3, `worst relative difference ${worst}`);
+    const worst = (x, y) => Math.max(...x.map((l, i) => Math.abs(l - y[i]) / l));
+    const wasm = worst(a.losses, b.losses);
+    console.log(`# simd vs scalar: worst relative loss difference ${wasm.toExponential(2)}`);
+    assert.ok(wasm <= 1e-5, `simd vs scalar: worst relative difference ${wasm}`);
     assert.ok(a.losses[49] < a.losses[0], "the loss falls");
+    // examples/model_losses.cc, built by scripts/build.sh native.
+    if (existsSync(NATIVE_LOSSES)) {
+      const out = execFileSync(NATIVE_LOSSES, ["50"], { encoding: "utf8" });
+      const native = out.trim().split("\n").map(Number);
+      assert.equal(native.length, 50);
+      const worstNative = worst(a.losses, native);
+      console.log(
+        `# simd vs native: worst relative loss difference ${worstNative.toExponential(2)}`,
+      );
+      assert.ok(
+        worstNative <= NATIVE_TOLERANCE,
+        `native: worst relative difference ${worstNative}`,
+      );
+    } else {
+      console.log(`# ${NATIVE_LOSSES} not built: compared with the scalar build only`);
+    }
     for (const r of [a, b]) {
       r.trainer.dispose();
       r.model.dispose();
