@@ -58,6 +58,9 @@ const CORE_NAMES = {
 };
 // Words of a call's argument block; results follow the inputs.
 const ARG_BYTES = 128;
+// As marshal.js: a scratch block grown past this (a large batch or weights
+// file) is given back after the call.
+const SCRATCH_KEEP_BYTES = 16 << 20;
 const FLOAT = new Float32Array(1);
 const FLOAT_BITS = new Uint32Array(FLOAT.buffer);
 function floatBits(x) {
@@ -250,9 +253,13 @@ export function modelMethods(mem, module) {
       [b.batch, b.seqLen, tokensAt, b.tokens.length, targetsAt, b.targets.length],
       base >> 2,
     );
-    const code = fn(base);
-    if (code !== 0) fail();
-    return readMetrics(M, base + 24);
+    try {
+      const code = fn(base);
+      if (code !== 0) fail();
+      return readMetrics(M, base + 24);
+    } finally {
+      if (mem.scratchBytes > SCRATCH_KEEP_BYTES) mem.release();
+    }
   }
 
   class Model {
@@ -260,8 +267,8 @@ export function modelMethods(mem, module) {
       const at = scratch(0, "model");
       M.modelInfo(handle, at);
       const w = M.HEAPU32.slice(at >> 2, (at >> 2) + 9);
-      /** The resolved config (numKvHeads and dK filled in). */
-      this.config = Object.freeze({
+      // The resolved config (numKvHeads and dK filled in), read-only.
+      const config = Object.freeze({
         vocabSize: w[0],
         maxSeqLen: w[1],
         dModel: w[2],
@@ -272,7 +279,10 @@ export function modelMethods(mem, module) {
         layerNorm: (w[7] & 1) !== 0,
         scaleBySqrtDk: (w[7] & 2) !== 0,
       });
-      this.parameterCount = w[8];
+      Object.defineProperties(this, {
+        config: { value: config, enumerable: true },
+        parameterCount: { value: w[8], enumerable: true },
+      });
       track(this, "model", handle);
     }
     /** Runs the model on a batch (no update): its metrics; attentionWeights() then reads this pass. */
@@ -345,8 +355,10 @@ export function modelMethods(mem, module) {
       );
       const handle = M.trainerCreate(modelHandle, at);
       if (!handle) fail();
-      this.model = model;
-      this.options = Object.freeze(resolved);
+      Object.defineProperties(this, {
+        model: { value: model, enumerable: true },
+        options: { value: Object.freeze(resolved), enumerable: true },
+      });
       track(this, "trainer", handle);
     }
     /** Updates done so far. */
@@ -378,17 +390,21 @@ export function modelMethods(mem, module) {
       const t = checkTask(task);
       if (options !== undefined) checkObject("options", options, ["seed"], "{seed?}");
       const seed = options?.seed === undefined ? [0, 0] : seedWords("options.seed", options.seed);
+      const [seqLen] = taskInfo(t);
       const at = scratch(0, "task");
       M.HEAPU32.set([...taskWords(t), ...seed], at >> 2);
       const handle = M.generatorCreate(at);
       if (!handle) failTask();
-      this.task = Object.freeze({
+      const frozen = Object.freeze({
         kind: t.kind,
         length: t.length,
         vocabSize: t.vocabSize,
         padding: t.padding,
       });
-      this.seqLen = taskInfo(t)[0];
+      Object.defineProperties(this, {
+        task: { value: frozen, enumerable: true },
+        seqLen: { value: seqLen, enumerable: true },
+      });
       track(this, "generator", handle);
     }
     /** The next `batch` sequences of the generator's stream: {batch, seqLen, tokens, targets}. */
@@ -466,6 +482,7 @@ export function modelMethods(mem, module) {
       const at = scratch(bytes.length, "weights");
       M.HEAPU8.set(bytes, at + ARG_BYTES);
       const handle = M.modelImport(at + ARG_BYTES, bytes.length);
+      if (mem.scratchBytes > SCRATCH_KEEP_BYTES) mem.release();
       if (!handle) fail();
       return new Model(handle);
     },

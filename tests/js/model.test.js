@@ -383,6 +383,9 @@ for (const variant of VARIANTS) {
         warmupSteps: 50,
       });
       assert.equal(trainer.steps, 0);
+      assert.throws(() => (model.config = {}), TypeError, "model.config is read-only");
+      assert.throws(() => (model.config.dModel = 4), TypeError);
+      assert.throws(() => (trainer.model = null), TypeError, "trainer.model is read-only");
       const batch = attn.makeBatch(TASK, { batch: 4, seed: 7 });
       const before = model.exportWeights();
       const m = trainer.step(batch);
