@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { createAttnkit, AttnkitError, AttnkitTypeError } from "attnkit";
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
+import { Worker } from "node:worker_threads";
 import { fileURLToPath } from "node:url";
 import { VARIANTS } from "./helpers.js";
 
@@ -153,6 +154,41 @@ describe("model: determinism and builds", () => {
       r.trainer.dispose();
       r.model.dispose();
     }
+  });
+});
+
+describe("model: in a worker", () => {
+  it("trains in a worker thread and posts every head's weights back", async () => {
+    // What a page's Web Worker does: no DOM, only the package and messages.
+    const code = `
+      const { parentPort, workerData } = require("node:worker_threads");
+      import("attnkit").then(async ({ createAttnkit }) => {
+        const attn = await createAttnkit({ simd: true });
+        const { task, config } = workerData;
+        const model = attn.createModel(config, { seed: 1, task });
+        const trainer = attn.createTrainer(model, { learningRate: 1e-2, warmupSteps: 50 });
+        const data = attn.createTaskGenerator(task, { seed: 1234 });
+        const losses = [];
+        for (let s = 0; s < 20; ++s) losses.push(trainer.step(data.next(32)).loss);
+        const maps = [0, 1].map((l) => model.attentionWeights(l));
+        parentPort.postMessage({ losses, maps }, maps.map((m) => m.data.buffer));
+        for (const x of [data, trainer, model]) x.dispose();
+      });`;
+    const worker = new Worker(code, { eval: true, workerData: { task: TASK, config: CONFIG } });
+    const message = await new Promise((resolve, reject) => {
+      worker.once("message", resolve);
+      worker.once("error", reject);
+    });
+    await worker.terminate();
+    const attn = await createAttnkit({ simd: true });
+    const here = train(attn, { steps: 20 });
+    assert.deepEqual(message.losses, here.losses, "the same losses as on the main thread");
+    for (const l of [0, 1]) {
+      assert.deepEqual(message.maps[l].shape, [BATCH, 2, 24, 24]);
+      assert.deepEqual(message.maps[l].data, here.model.attentionWeights(l).data);
+    }
+    here.trainer.dispose();
+    here.model.dispose();
   });
 });
 
