@@ -381,7 +381,7 @@ TEST_CASE("model: the weights file holds the parameters in Tensors() order", "[m
   CHECK(at + 4 == bytes.size());  // then the hash
   Model loaded;
   REQUIRE_OK(ImportWeights(bytes.data(), bytes.size(), &loaded));
-  const std::vector<const Matrix*> a = m.params().Tensors(), b = loaded.params().Tensors();
+  const std::vector<Matrix*> a = m.params().Tensors(), b = loaded.params().Tensors();
   REQUIRE(a.size() == b.size());
   for (size_t i = 0; i < a.size(); ++i) {
     REQUIRE(a[i]->size() == b[i]->size());
