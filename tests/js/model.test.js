@@ -590,6 +590,59 @@ for (const variant of VARIANTS) {
       model.dispose();
     });
 
+    it("the default module recomputes inspect()'s weights from input and parameters()", async () => {
+      // What the page's steps view does with a trained layer: one head's columns
+      // of W_Q, W_K, W_V, attention of the layer's input through trace().
+      const plain = await createAttnkit({ simd: variant.options.simd });
+      assert.equal(plain.model, false);
+      for (const scaleBySqrtDk of [true, false]) {
+        const model = attn.createModel(
+          { ...CONFIG, numHeads: 4, numKvHeads: 2, scaleBySqrtDk },
+          { seed: 6 },
+        );
+        const sample = attn.makeBatch(TASK, { batch: 1, seed: 8 });
+        const ins = model.inspect(sample.tokens, sample.targets);
+        const params = model.parameters();
+        const { numHeads: h, numKvHeads: g, dK } = model.config;
+        const T = sample.seqLen;
+        const columns = (m, from) => ({
+          rows: m.rows,
+          cols: dK,
+          data: Float32Array.from({ length: m.rows * dK }, (_, i) => {
+            return m.data[Math.floor(i / dK) * m.cols + from + (i % dK)];
+          }),
+        });
+        ins.layers.forEach((layer, l) => {
+          const { W_Q, W_K, W_V } = params.layers[l];
+          for (let head = 0; head < h; ++head) {
+            const kv = Math.floor(head / (h / g));
+            const weights = {
+              W_Q: columns(W_Q, head * dK),
+              W_K: columns(W_K, kv * dK),
+              W_V: columns(W_V, kv * dK),
+            };
+            const trace = plain.trace(layer.input, weights, {
+              causal: true,
+              ...(scaleBySqrtDk ? {} : { scale: 1 }),
+            });
+            const want = layer.weights.data.subarray(head * T * T, (head + 1) * T * T);
+            for (let i = 0; i < T * T; ++i) {
+              assert.ok(
+                Math.abs(trace.weights.data[i] - want[i]) <= 1e-5,
+                `layer ${l} head ${head} [${Math.floor(i / T)}, ${i % T}]: ` +
+                  `${trace.weights.data[i]} vs ${want[i]}`,
+              );
+            }
+            const Q = layer.Q.data.subarray(head * T * dK, (head + 1) * T * dK);
+            for (let i = 0; i < T * dK; ++i) {
+              assert.ok(Math.abs(trace.Q.data[i] - Q[i]) <= 1e-5 * (1 + Math.abs(Q[i])));
+            }
+          }
+        });
+        model.dispose();
+      }
+    });
+
     it("inspect(): errors name tokens and targets; nothing leaks after them", () => {
       const model = attn.createModel(CONFIG, { seed: 1 });
       const sample = attn.makeBatch(TASK, { batch: 1, seed: 2 });
