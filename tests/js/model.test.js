@@ -8,7 +8,7 @@
 import { describe, it, before } from "node:test";
 import assert from "node:assert/strict";
 import { createAttnkit, AttnkitError, AttnkitTypeError } from "attnkit";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { Worker } from "node:worker_threads";
 import { fileURLToPath } from "node:url";
@@ -197,6 +197,23 @@ describe("model: determinism and builds", () => {
       r.trainer.dispose();
       r.model.dispose();
     }
+  });
+});
+
+describe("model: examples/train.mjs", () => {
+  it("trains to 90% and shows a previous-token head in layer 1, an induction head in layer 2", () => {
+    const root = fileURLToPath(new URL("../../", import.meta.url));
+    const r = spawnSync(process.execPath, ["examples/train.mjs"], { cwd: root, encoding: "utf8" });
+    assert.equal(r.status, 0, `examples/train.mjs exited with ${r.status}: ${r.stdout}${r.stderr}`);
+    assert.match(r.stdout, /^reached \d+\.\d% after \d+ steps$/m);
+    const weight = (layer, kind) =>
+      Math.max(
+        ...[...r.stdout.matchAll(new RegExp(`^layer ${layer} head \\d+: .*`, "gm"))].map((m) =>
+          Number(m[0].match(new RegExp(`${kind} weight ([\\d.]+)`))[1]),
+        ),
+      );
+    assert.ok(weight(1, "previous-token") >= 0.5, r.stdout);
+    assert.ok(weight(2, "induction") >= 0.5, r.stdout);
   });
 });
 
