@@ -482,6 +482,10 @@ std::string Target() { return targets::Name(targets::Current()); }
 double HeapBytesInUse() { return static_cast<double>(mallinfo().uordblks); }
 
 }  // namespace
+
+// The pool for the model's bindings (model_bindings.cc).
+ThreadPool* CurrentPool() { return Pool().get(); }
+
 }  // namespace bindings
 }  // namespace attnkit
 

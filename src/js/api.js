@@ -16,14 +16,16 @@ import {
 import { Marshal, NONE, headWords } from "./marshal.js";
 import { defineKVCache } from "./kv-cache.js";
 import { gradientMethods } from "./gradients.js";
+import { modelMethods } from "./model.js";
 
 export { AttnkitError, AttnkitTypeError };
 
 /**
- * The JS API over an Embind module M. `simd`, `threads`: what was loaded;
- * `onDispose()` runs when the user disposes the module (the loader forgets it).
+ * The JS API over an Embind module M. `simd`, `threads`, `model`: what was
+ * loaded; `onDispose()` runs when the user disposes the module (the loader
+ * forgets it).
  */
-export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} }) {
+export function wrap(M, { simd, threads = 1, model = false, version = "", onDispose = () => {} }) {
   const mem = new Marshal(M);
   let alive = true;
   const module = {
@@ -41,6 +43,7 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
   const api = {
     simd,
     threads,
+    model,
     version,
     target: M.target(),
     ...singleHeadMethods(mem),
@@ -51,6 +54,7 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
     multiHeadAttentionQKV: (Q, K, V, config, options) =>
       multiHeadAttentionQKV(mem, Q, K, V, config, options),
     createKVCache: (config) => new KVCache(config),
+    ...modelMethods(mem, module),
     memoryBytes: () => M.HEAPU8.length,
     heapBytesInUse: () => M.heapBytesInUse(),
     dispose() {

@@ -416,6 +416,231 @@ export interface KVCache extends Record<DisposeSymbol, () => void> {
   dispose(): void;
 }
 
+/**
+ * A model's configuration (docs/model.md): an attention-only transformer of
+ * 1 to 4 layers of causal multi-head attention over a residual stream.
+ */
+export interface ModelConfig {
+  /** Tokens, the separator 0 included. */
+  vocabSize: number;
+  /** Positions of the position embedding: the longest sequence. */
+  maxSeqLen: number;
+  dModel: number;
+  /** 1 .. 4; default 1. */
+  numLayers?: number;
+  /** Default 1. */
+  numHeads?: number;
+  /** K/V heads (must divide numHeads); 0 or absent: numHeads. */
+  numKvHeads?: number;
+  /** Per-head width; 0 or absent: dModel / numHeads (which must divide). */
+  dK?: number;
+  /** Pre-norm LayerNorm per layer and before the unembedding; default false. */
+  layerNorm?: boolean;
+  /** Scores scaled by 1/sqrt(dK); false: unscaled (the scale experiment). Default true. */
+  scaleBySqrtDk?: boolean;
+}
+
+/** A config with every field resolved (numKvHeads and dK derived). */
+export type ResolvedModelConfig = Readonly<Required<ModelConfig>>;
+
+/** The toy tasks (docs/model.md, "Tasks"). */
+export type TaskKind = "copy" | "reverse" | "sort" | "induction" | "majority";
+
+/** A task: its kind, sequence length n, vocabulary (the model's) and, for induction, filler tokens. */
+export interface TaskConfig {
+  kind: TaskKind;
+  /** n, >= 1 (induction: >= 2). */
+  length: number;
+  /** The model's vocabulary; at least attn.taskMinVocab(task). */
+  vocabSize: number;
+  /** Induction only: filler tokens around the segment; default 0. */
+  padding?: number;
+}
+
+/**
+ * `batch` sequences of `seqLen` tokens, row b * seqLen + t; targets[i] is the
+ * token position i must predict, or -1 (not scored).
+ */
+export interface ModelBatch {
+  batch: number;
+  seqLen: number;
+  tokens: Int32Array | readonly number[];
+  targets: Int32Array | readonly number[];
+}
+
+/** A batch made by a task generator (JS-owned arrays). */
+export interface TaskBatch extends ModelBatch {
+  tokens: Int32Array;
+  targets: Int32Array;
+}
+
+/** Results of a forward pass over the scored positions. */
+export interface ModelMetrics {
+  /** Mean cross-entropy. */
+  loss: number;
+  /** correct / scored (0 if nothing is scored). */
+  accuracy: number;
+  scored: number;
+  correct: number;
+  /** Sequences with at least one scored position, and of which every scored position is right. */
+  sequences: number;
+  sequencesCorrect: number;
+}
+
+/** Options of {@link Attnkit.createModel}. */
+export interface CreateModelOptions {
+  /** The initialisation's seed (a non-negative safe integer or a BigInt below 2^64); default 0. */
+  seed?: number | bigint;
+  /** A task the model must fit: vocabulary equal, sequence within maxSeqLen. */
+  task?: TaskConfig;
+}
+
+/** One layer's parameters (JS-owned copies); h = numHeads, g = numKvHeads. */
+export interface LayerParameters {
+  /** [dModel, h * dK] */
+  W_Q: Matrix;
+  /** [dModel, g * dK] */
+  W_K: Matrix;
+  /** [dModel, g * dK] */
+  W_V: Matrix;
+  /** [h * dK, dModel] */
+  W_O: Matrix;
+  /** [1, dModel], only with layerNorm. */
+  lnGain?: Matrix;
+  /** [1, dModel], only with layerNorm. */
+  lnBias?: Matrix;
+}
+
+/** Every parameter of a model (JS-owned copies), as {@link Model.parameters} returns them. */
+export interface ModelParameters {
+  /** [vocabSize, dModel] */
+  tokenEmbedding: Matrix;
+  /** [maxSeqLen, dModel] */
+  positionEmbedding: Matrix;
+  layers: LayerParameters[];
+  /** [1, dModel], only with layerNorm. */
+  finalGain?: Matrix;
+  /** [1, dModel], only with layerNorm. */
+  finalBias?: Matrix;
+  /** [dModel, vocabSize] */
+  unembedding: Matrix;
+}
+
+/**
+ * One layer of {@link Model.inspect}; T = the sequence's length, h = numHeads,
+ * g = numKvHeads. Scores S = scale Q K^T, scale = 1/sqrt(dK) with scaleBySqrtDk
+ * (else 1); weights = causal softmax(S).
+ */
+export interface LayerInspection {
+  /** [T, dModel]: what the layer's attention reads (the residual stream, LayerNorm-ed with layerNorm). */
+  input: Matrix;
+  /** [h, T, dK] = input W_Q, split by heads. */
+  Q: Tensor;
+  /** [g, T, dK] */
+  K: Tensor;
+  /** [g, T, dK] */
+  V: Tensor;
+  /** [h, T, T] attention weights (causal: 0 above the diagonal); query head i reads K/V head floor(i / (h / g)). */
+  weights: Tensor;
+  /**
+   * [h, T, T] d loss / d S: the gradient of the mean loss with respect to the
+   * scores before the softmax (the backward's dS; exactly 0 above the
+   * diagonal). Only when targets were given.
+   */
+  dScores?: Tensor;
+}
+
+/** What {@link Model.inspect} returns (JS-owned copies). */
+export interface Inspection {
+  tokens: Int32Array;
+  /** [T, vocabSize] */
+  logits: Matrix;
+  /** The argmax of each row of logits. */
+  predictions: Int32Array;
+  /** Mean cross-entropy over the scored positions (with targets). */
+  loss?: number;
+  /** Correct predictions / scored positions (with targets; 0 if none is scored). */
+  accuracy?: number;
+  /** One per layer, in order. */
+  layers: LayerInspection[];
+}
+
+/**
+ * A model in wasm memory. evaluate(), inspect() and a trainer's step() run a
+ * forward pass; attentionWeights() then reads that pass. Call dispose() when done.
+ */
+export interface Model extends Record<DisposeSymbol, () => void> {
+  readonly config: ResolvedModelConfig;
+  /** Floats in all the weights. */
+  readonly parameterCount: number;
+  /** A forward pass without an update: its metrics. */
+  evaluate(batch: ModelBatch): ModelMetrics;
+  /**
+   * The attention weights of layer `layer` (0-based) in the last forward pass,
+   * [batch, numHeads, seqLen, seqLen] (causal: zero above the diagonal).
+   */
+  attentionWeights(layer: number): Tensor;
+  /** Every parameter, as JS-owned copies (the weights file's tensors by name). */
+  parameters(): ModelParameters;
+  /**
+   * One sequence through the model with every layer's attention laid open:
+   * tokens [T] (1 <= T <= maxSeqLen, each < vocabSize); targets (T entries, -1 =
+   * not scored) add the loss, the accuracy and each head's dScores, from the
+   * model's backward and the core's backward trace. The weights do not change;
+   * attentionWeights() then reads this pass (batch 1). Errors name "tokens" or
+   * "targets".
+   */
+  inspect(
+    tokens: Int32Array | readonly number[],
+    targets?: Int32Array | readonly number[],
+  ): Inspection;
+  /** The versioned weights file (docs/model.md). */
+  exportWeights(): Uint8Array;
+  /** Frees the wasm memory. Any later call throws. Safe to call twice. */
+  dispose(): void;
+}
+
+/** AdamW with a linear warm-up; defaults as the C++ AdamWConfig. */
+export interface TrainerOptions {
+  /** Default 1e-3. */
+  learningRate?: number;
+  /** Default 0.9. */
+  beta1?: number;
+  /** Default 0.98. */
+  beta2?: number;
+  /** Default 1e-8. */
+  epsilon?: number;
+  /** On the projection matrices and unembedding; default 0.01. */
+  weightDecay?: number;
+  /** Step t uses learningRate * min(1, t / warmupSteps); default 0 (none). */
+  warmupSteps?: number;
+  /** The gradient's global L2 norm is clipped to this (0 = off); default 1. */
+  clipNorm?: number;
+}
+
+/** Trains a model: one call into wasm per step. Call dispose() when done (the model stays). */
+export interface Trainer extends Record<DisposeSymbol, () => void> {
+  readonly model: Model;
+  readonly options: Readonly<Required<TrainerOptions>>;
+  /** Updates done so far. */
+  readonly steps: number;
+  /** Forward, backward and one AdamW update; the metrics of the forward (before the update). */
+  step(batch: ModelBatch): ModelMetrics;
+  /** The learning rate of update `step` (1-based). */
+  learningRate(step: number): number;
+  dispose(): void;
+}
+
+/** A seeded stream of a task's sequences. Call dispose() when done. */
+export interface TaskGenerator extends Record<DisposeSymbol, () => void> {
+  readonly task: Readonly<Required<TaskConfig>>;
+  /** The model's input length for the task. */
+  readonly seqLen: number;
+  /** The next `batch` sequences. */
+  next(batch: number): TaskBatch;
+  dispose(): void;
+}
+
 /** The loaded module. */
 export interface Attnkit {
   /** True if the WebAssembly SIMD128 build was loaded (false: the scalar fallback). */
@@ -425,6 +650,11 @@ export interface Attnkit {
    * most the hardware's thread count).
    */
   readonly threads: number;
+  /**
+   * True if loaded with `{ model: true }`: the build with the model layer
+   * (createModel and the functions after it work; otherwise they throw).
+   */
+  readonly model: boolean;
   /** The package version. */
   readonly version: string;
   /** The Highway target the core runs on: "WASM" (SIMD128) or "EMU128"/"SCALAR". */
@@ -568,6 +798,25 @@ export interface Attnkit {
 
   /** A KV cache for decoding (see {@link KVCache}). */
   createKVCache(config: KVCacheConfig): KVCache;
+  /**
+   * A new model, its weights drawn from options.seed (docs/model.md, "Initialisation").
+   * This and the functions down to taskMinVocab need a module loaded with
+   * `createAttnkit({ model: true })`; on any other they throw an AttnkitError
+   * (code "invalid_argument", parameter the function's name) that says so.
+   */
+  createModel(config: ModelConfig, options?: CreateModelOptions): Model;
+  /** A model from a weights file; errors name `weights`. */
+  loadModel(weights: Uint8Array): Model;
+  /** An AdamW trainer of `model`. */
+  createTrainer(model: Model, options?: TrainerOptions): Trainer;
+  /** A generator of the task's sequences from a seed (default 0). */
+  createTaskGenerator(task: TaskConfig, options?: { seed?: number | bigint }): TaskGenerator;
+  /** `batch` sequences of the task from a fresh generator seeded with `seed`. */
+  makeBatch(task: TaskConfig, options: { batch: number; seed?: number | bigint }): TaskBatch;
+  /** The model's input length for the task (copy, reverse, sort 2n; induction 2n + padding; majority n + 1). */
+  taskSeqLen(task: TaskConfig): number;
+  /** The smallest vocabulary the task needs (separator included). */
+  taskMinVocab(task: TaskConfig): number;
 
   /** Bytes of wasm linear memory (for leak checks). */
   memoryBytes(): number;
@@ -628,6 +877,13 @@ export interface LoadOptions {
    * the hardware's thread count (`attn.threads` tells the count used).
    */
   threads?: number;
+  /**
+   * Load the build that also holds the model layer (createModel, createTrainer,
+   * ...; docs/model.md): attnkit-simd-model or attnkit-scalar-model, chosen as
+   * `simd` says. Single-threaded: with `threads` > 1 the load rejects (parameter
+   * "options.model"). Default false: the smaller builds without the model.
+   */
+  model?: boolean;
   /**
    * Where the .wasm and worker files load from: a base URL ending in "/", or a
    * map from file name such as "attnkit-simd.wasm" or "attnkit-threads.worker.js"

@@ -23,12 +23,20 @@ import type {
   HeadConfig,
   HeadLayout,
   HeadWeights,
+  Inspection,
   KVCache,
   KVCacheConfig,
+  LayerInspection,
+  LayerParameters,
   LoadOptions,
   MaskLike,
   Matrix,
   MatrixLike,
+  Model,
+  ModelBatch,
+  ModelConfig,
+  ModelMetrics,
+  ModelParameters,
   MultiHeadBackwardOptions,
   MultiHeadGradients,
   MultiHeadOptions,
@@ -38,9 +46,16 @@ import type {
   MultiHeadWeights,
   NumberArray,
   NumericTypedArray,
+  ResolvedModelConfig,
   SelfAttentionGradients,
+  TaskBatch,
+  TaskConfig,
+  TaskGenerator,
+  TaskKind,
   Tensor,
   TensorLike,
+  Trainer,
+  TrainerOptions,
   TrainingForward,
 } from "attnkit";
 
@@ -473,3 +488,77 @@ cache.truncate();
 // @ts-expect-error dispose returns nothing
 const disposed: Attnkit = attn.dispose();
 use(disposed);
+
+// The model layer: create, train, read every head, export and load.
+const modelLoad: LoadOptions = { model: true, simd: false };
+const withModel: Attnkit = await createAttnkit(modelLoad);
+const hasModel: boolean = withModel.model;
+use(hasModel);
+const taskKind: TaskKind = "induction";
+const task: TaskConfig = { kind: taskKind, length: 8, padding: 8, vocabSize: 24 };
+const modelConfig: ModelConfig = {
+  vocabSize: 24,
+  maxSeqLen: attn.taskSeqLen(task),
+  dModel: 32,
+  numLayers: 2,
+  numHeads: 2,
+};
+const model: Model = attn.createModel(modelConfig, { seed: 1, task });
+const resolved: ResolvedModelConfig = model.config;
+const trainerOptions: TrainerOptions = { learningRate: 1e-2, warmupSteps: 50 };
+const trainer: Trainer = attn.createTrainer(model, trainerOptions);
+const generator: TaskGenerator = attn.createTaskGenerator(task, { seed: 1234n });
+const taskBatch: TaskBatch = generator.next(32);
+const stepMetrics: ModelMetrics = trainer.step(taskBatch);
+const ownBatch: ModelBatch = { batch: 1, seqLen: 2, tokens: [1, 2], targets: [-1, 3] };
+const evalMetrics: ModelMetrics = model.evaluate(ownBatch);
+const heads: Tensor[] = Array.from({ length: resolved.numLayers }, (_, l) =>
+  model.attentionWeights(l),
+);
+const params: ModelParameters = model.parameters();
+const firstLayer: LayerParameters = params.layers[0];
+const lnGain: Matrix | undefined = firstLayer.lnGain;
+use(
+  params.tokenEmbedding.rows,
+  params.unembedding.data,
+  firstLayer.W_O.cols,
+  lnGain,
+  params.finalGain,
+);
+const sample = attn.makeBatch(task, { batch: 1, seed: 3 });
+const inspection: Inspection = model.inspect(sample.tokens, sample.targets);
+const seen: Inspection = model.inspect([1, 2, 3]);
+const inspected: LayerInspection = inspection.layers[1];
+const dScores: Tensor | undefined = inspected.dScores;
+const loss: number | undefined = inspection.loss;
+use(inspected.input.cols, inspected.Q.shape, inspected.K, inspected.V, inspected.weights.data);
+use(dScores, loss, inspection.accuracy, inspection.predictions[0], inspection.logits, seen.tokens);
+const bytes: Uint8Array = model.exportWeights();
+const reloaded: Model = attn.loadModel(bytes);
+use(stepMetrics.loss, evalMetrics.accuracy, heads, trainer.steps, trainer.learningRate(1));
+use(attn.makeBatch(task, { batch: 4, seed: 7 }).tokens, attn.taskMinVocab(task), generator.seqLen);
+reloaded.dispose();
+generator.dispose();
+trainer.dispose();
+model.dispose();
+// @ts-expect-error "bracket" is not a task
+attn.createTaskGenerator({ kind: "bracket", length: 4, vocabSize: 5 });
+// @ts-expect-error dmodel is not dModel
+attn.createModel({ vocabSize: 5, maxSeqLen: 4, dmodel: 8 });
+// @ts-expect-error learningrate is not learningRate
+attn.createTrainer(model, { learningrate: 1e-2 });
+// @ts-expect-error weights are bytes
+attn.loadModel([1, 2, 3]);
+// @ts-expect-error makeBatch needs a batch size
+attn.makeBatch(task, { seed: 1 });
+// @ts-expect-error the config is read-only
+model.config.dModel = 4;
+// @ts-expect-error model is a boolean
+await createAttnkit({ model: "yes" });
+// @ts-expect-error tokens are integers, not a string
+model.inspect("1 2 3");
+// @ts-expect-error dScores may be absent (no targets)
+const mustHave: Tensor = seen.layers[0].dScores;
+use(mustHave);
+// @ts-expect-error attn.model is read-only
+withModel.model = false;

@@ -1,0 +1,348 @@
+// attnkit: Embind bindings of the model layer (src/model), apart from the
+// attention bindings. JS holds the addresses of heap-allocated models,
+// optimisers and task generators; every call returns a status code (0 = ok)
+// and the JS layer (src/js/model.js) reads the failed Status through
+// modelLastErrorParameter() and modelLastErrorDetail(). Nothing here throws.
+#include <emscripten/bind.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/core/thread_pool.h"
+#include "src/model/model.h"
+#include "src/model/tasks.h"
+
+namespace attnkit {
+namespace bindings {
+
+// The pool that setThreads made (bindings.cc): read at every call, since
+// setThreads may replace it between calls.
+ThreadPool* CurrentPool();
+
+namespace {
+
+using model::AdamW;
+using model::AdamWConfig;
+using model::Batch;
+using model::Inspection;
+using model::Metrics;
+using model::Model;
+using model::ModelConfig;
+using model::Parameters;
+using model::TaskConfig;
+using model::TaskGenerator;
+using model::TaskKind;
+
+Status& LastStatus() {
+  static Status status;
+  return status;
+}
+int Report(const Status& s) {
+  LastStatus() = s;
+  return static_cast<int>(s.code());
+}
+
+uint32_t* Words(uintptr_t address) { return reinterpret_cast<uint32_t*>(address); }
+float AsFloat(uint32_t w) {
+  float f;
+  std::memcpy(&f, &w, sizeof(f));
+  return f;
+}
+uint64_t Seed(uint32_t lo, uint32_t hi) { return uint64_t(hi) << 32 | lo; }
+
+struct ModelHandle {
+  Model model;
+  Matrix weights;             // the last attentionWeights
+  std::vector<uint8_t> file;  // the last exportWeights
+  Inspection inspection;      // the last inspect (until modelInspectClear)
+};
+struct TrainerHandle {
+  AdamW adam;
+  Parameters grads;
+};
+struct GeneratorHandle {
+  TaskGenerator generator;
+  Batch batch;
+};
+
+ModelHandle* AsModel(uintptr_t h) { return reinterpret_cast<ModelHandle*>(h); }
+TrainerHandle* AsTrainer(uintptr_t h) { return reinterpret_cast<TrainerHandle*>(h); }
+GeneratorHandle* AsGenerator(uintptr_t h) { return reinterpret_cast<GeneratorHandle*>(h); }
+
+// [kind, length, vocab_size, padding]
+TaskConfig ReadTask(const uint32_t* w) {
+  TaskConfig t;
+  t.kind = static_cast<TaskKind>(w[0]);
+  t.length = w[1];
+  t.vocab_size = w[2];
+  t.padding = w[3];
+  return t;
+}
+
+// [vocab_size, max_seq_len, d_model, num_layers, num_heads, num_kv_heads, d_k,
+//  flags (1 layer_norm, 2 scale_by_sqrt_dk), seed lo, seed hi, has task,
+//  task (4 words)]; 0 on error.
+uintptr_t ModelCreate(uintptr_t args) {
+  const uint32_t* w = Words(args);
+  ModelConfig c;
+  c.vocab_size = w[0];
+  c.max_seq_len = w[1];
+  c.d_model = w[2];
+  c.num_layers = w[3];
+  c.num_heads = w[4];
+  c.num_kv_heads = w[5];
+  c.d_k = w[6];
+  c.layer_norm = (w[7] & 1) != 0;
+  c.scale_by_sqrt_dk = (w[7] & 2) != 0;
+  if (Report(model::CheckConfig(c, nullptr)) != 0) return 0;
+  if (w[10]) {
+    // Named as the JS caller's task fields ("task.vocab_size"); the model's
+    // positions stay "max_seq_len".
+    Status s = model::CheckTask(ReadTask(w + 11), &c);
+    if (!s.ok() && s.parameter() != "max_seq_len")
+      s = Status(s.code(), "task." + s.parameter(), s.detail());
+    if (Report(s) != 0) return 0;
+  }
+  auto h = std::make_unique<ModelHandle>();
+  if (Report(h->model.Init(c, Seed(w[8], w[9]))) != 0) return 0;
+  return reinterpret_cast<uintptr_t>(h.release());
+}
+// The weights file at [data, data + size); 0 on error.
+uintptr_t ModelImport(uintptr_t data, uint32_t size) {
+  auto h = std::make_unique<ModelHandle>();
+  if (Report(model::ImportWeights(reinterpret_cast<const uint8_t*>(data), size, &h->model)) != 0)
+    return 0;
+  return reinterpret_cast<uintptr_t>(h.release());
+}
+void ModelFree(uintptr_t h) { delete AsModel(h); }
+// Writes the resolved config (7 sizes, flags) and the parameter count.
+void ModelInfo(uintptr_t h, uintptr_t out) {
+  const Model& m = AsModel(h)->model;
+  const ModelConfig& c = m.config();
+  uint32_t* o = Words(out);
+  o[0] = c.vocab_size;
+  o[1] = c.max_seq_len;
+  o[2] = c.d_model;
+  o[3] = c.num_layers;
+  o[4] = c.num_heads;
+  o[5] = c.num_kv_heads;
+  o[6] = c.d_k;
+  o[7] = (c.layer_norm ? 1 : 0) | (c.scale_by_sqrt_dk ? 2 : 0);
+  o[8] = m.params().Count();
+}
+// Writes [address, size] of the exported file (held until the next export).
+int ModelExport(uintptr_t h, uintptr_t out) {
+  ModelHandle* m = AsModel(h);
+  if (Report(model::ExportWeights(m->model, &m->file)) != 0) return 1;
+  Words(out)[0] = reinterpret_cast<uintptr_t>(m->file.data());
+  Words(out)[1] = m->file.size();
+  return 0;
+}
+
+// [batch, seq_len, tokens address, count, targets address, count] (int32);
+// Forward checks the counts against batch * seq_len.
+constexpr size_t kBatchWords = 6;
+Batch ReadBatch(const uint32_t* w) {
+  Batch b;
+  b.batch = w[0];
+  b.seq_len = w[1];
+  const int32_t* tokens = reinterpret_cast<const int32_t*>(w[2]);
+  const int32_t* targets = reinterpret_cast<const int32_t*>(w[4]);
+  b.tokens.assign(tokens, tokens + w[3]);
+  b.targets.assign(targets, targets + w[5]);
+  return b;
+}
+// [loss (f32), scored, correct, sequences, sequences_correct]
+void WriteMetrics(const Metrics& m, uint32_t* o) {
+  std::memcpy(o, &m.loss, sizeof(float));
+  o[1] = m.scored;
+  o[2] = m.correct;
+  o[3] = m.sequences;
+  o[4] = m.sequences_correct;
+}
+// batch (kBatchWords), metrics out (5 words)
+int ModelForward(uintptr_t h, uintptr_t args) {
+  const uint32_t* w = Words(args);
+  Model& m = AsModel(h)->model;
+  m.set_pool(CurrentPool());
+  Metrics metrics;
+  if (Report(m.Forward(ReadBatch(w), &metrics)) != 0) return 1;
+  WriteMetrics(metrics, Words(args) + kBatchWords);
+  return 0;
+}
+// Writes [address, rows, cols] of the layer's attention weights (held until
+// the next call).
+int ModelAttention(uintptr_t h, uint32_t layer, uintptr_t out) {
+  ModelHandle* m = AsModel(h);
+  if (Report(m->model.AttentionWeights(layer, &m->weights)) != 0) return 1;
+  uint32_t* o = Words(out);
+  o[0] = reinterpret_cast<uintptr_t>(m->weights.data());
+  o[1] = m->weights.rows();
+  o[2] = m->weights.cols();
+  return 0;
+}
+
+// [address, rows, cols] of m (address 0 if empty).
+void WriteMatrix(const Matrix& m, uint32_t* o) {
+  o[0] = m.size() ? reinterpret_cast<uintptr_t>(m.data()) : 0;
+  o[1] = m.rows();
+  o[2] = m.cols();
+}
+
+// The parameter tensors' names in Parameters::Tensors() order, comma-separated
+// ("token_embedding,position_embedding,layers.0.W_Q,...").
+std::string ModelTensorNames(uintptr_t h) {
+  std::string out;
+  for (const std::string& name : AsModel(h)->model.params().Names()) {
+    if (!out.empty()) out += ',';
+    out += name;
+  }
+  return out;
+}
+// Writes [address, rows, cols] of tensor `index` (Tensors() order).
+void ModelTensor(uintptr_t h, uint32_t index, uintptr_t out) {
+  WriteMatrix(*AsModel(h)->model.params().Tensors()[index], Words(out));
+}
+
+// [T, tokens address, targets address (0 = none)] (int32) -> status; writes
+// after them [logits address, rows, cols, predictions address, loss (f32),
+// scored, correct]. The results are held until modelInspectClear.
+int ModelInspect(uintptr_t h, uintptr_t args) {
+  ModelHandle* m = AsModel(h);
+  uint32_t* w = Words(args);
+  const int32_t* tokens = reinterpret_cast<const int32_t*>(w[1]);
+  const int32_t* targets = reinterpret_cast<const int32_t*>(w[2]);
+  const std::vector<int32_t> token_list(tokens, tokens + w[0]);
+  std::vector<int32_t> target_list;
+  if (targets) target_list.assign(targets, targets + w[0]);
+  m->model.set_pool(CurrentPool());
+  if (Report(m->model.Inspect(token_list, targets ? &target_list : nullptr, &m->inspection)) != 0)
+    return 1;
+  const Inspection& in = m->inspection;
+  uint32_t* o = w + 3;
+  WriteMatrix(in.logits, o);
+  o[3] = reinterpret_cast<uintptr_t>(in.predictions.data());
+  std::memcpy(o + 4, &in.metrics.loss, sizeof(float));
+  o[5] = in.metrics.scored;
+  o[6] = in.metrics.correct;
+  return 0;
+}
+// Writes [address, rows, cols] of layer `layer`'s input, Q, K, V, weights and
+// d_scores (18 words) from the last inspect.
+void ModelInspectLayer(uintptr_t h, uint32_t layer, uintptr_t out) {
+  const model::LayerInspection& l = AsModel(h)->inspection.layers[layer];
+  uint32_t* o = Words(out);
+  for (const Matrix* m : {&l.input, &l.Q, &l.K, &l.V, &l.weights, &l.d_scores}) {
+    WriteMatrix(*m, o);
+    o += 3;
+  }
+}
+void ModelInspectClear(uintptr_t h) { AsModel(h)->inspection = Inspection(); }
+
+// [learning_rate, beta1, beta2, epsilon, weight_decay (f32), warmup_steps,
+//  clip_norm (f32)]; 0 on error.
+uintptr_t TrainerCreate(uintptr_t model, uintptr_t args) {
+  const uint32_t* w = Words(args);
+  AdamWConfig c;
+  c.learning_rate = AsFloat(w[0]);
+  c.beta1 = AsFloat(w[1]);
+  c.beta2 = AsFloat(w[2]);
+  c.epsilon = AsFloat(w[3]);
+  c.weight_decay = AsFloat(w[4]);
+  c.warmup_steps = w[5];
+  c.clip_norm = AsFloat(w[6]);
+  auto t = std::make_unique<TrainerHandle>();
+  if (Report(t->adam.Init(c, AsModel(model)->model.params())) != 0) return 0;
+  return reinterpret_cast<uintptr_t>(t.release());
+}
+void TrainerFree(uintptr_t h) { delete AsTrainer(h); }
+uint32_t TrainerSteps(uintptr_t h) { return AsTrainer(h)->adam.steps(); }
+float TrainerLearningRate(uintptr_t h, uint32_t step) {
+  return AsTrainer(h)->adam.LearningRate(step);
+}
+// As model::Trainer::Step: forward, backward, one AdamW update.
+// batch (kBatchWords), metrics out (5 words)
+int TrainerStep(uintptr_t h, uintptr_t model, uintptr_t args) {
+  TrainerHandle* t = AsTrainer(h);
+  Model& m = AsModel(model)->model;
+  m.set_pool(CurrentPool());
+  Metrics metrics;
+  if (Report(m.Forward(ReadBatch(Words(args)), &metrics)) != 0) return 1;
+  if (Report(m.Backward(&t->grads)) != 0) return 1;
+  if (Report(t->adam.Step(t->grads, &m.params())) != 0) return 1;
+  WriteMetrics(metrics, Words(args) + kBatchWords);
+  return 0;
+}
+
+// task (4 words), seed lo, seed hi; 0 on error.
+uintptr_t GeneratorCreate(uintptr_t args) {
+  const uint32_t* w = Words(args);
+  auto g = std::make_unique<GeneratorHandle>();
+  if (Report(g->generator.Init(ReadTask(w), Seed(w[4], w[5]))) != 0) return 0;
+  return reinterpret_cast<uintptr_t>(g.release());
+}
+void GeneratorFree(uintptr_t h) { delete AsGenerator(h); }
+// Writes [tokens address, targets address, seq_len] of the next batch (held
+// until the next call).
+int GeneratorNext(uintptr_t h, uint32_t batch, uintptr_t out) {
+  GeneratorHandle* g = AsGenerator(h);
+  if (Report(g->generator.Next(batch, &g->batch)) != 0) return 1;
+  uint32_t* o = Words(out);
+  o[0] = reinterpret_cast<uintptr_t>(g->batch.tokens.data());
+  o[1] = reinterpret_cast<uintptr_t>(g->batch.targets.data());
+  o[2] = g->batch.seq_len;
+  return 0;
+}
+// task (4 words) -> status; writes [seq_len, min_vocab] after the task.
+int TaskInfo(uintptr_t args) {
+  uint32_t* w = Words(args);
+  TaskConfig t = ReadTask(w);
+  // The sizes alone: the vocabulary is checked against the result.
+  const size_t vocab = t.vocab_size;
+  t.vocab_size = 1u << 24;
+  if (Report(model::CheckTask(t, nullptr)) != 0) return 1;
+  t.vocab_size = vocab;
+  w[4] = model::TaskSeqLen(t);
+  w[5] = model::TaskMinVocab(t);
+  return 0;
+}
+
+int LastErrorCode() { return static_cast<int>(LastStatus().code()); }
+std::string LastErrorParameter() { return LastStatus().parameter(); }
+std::string LastErrorDetail() { return LastStatus().detail(); }
+
+}  // namespace
+}  // namespace bindings
+}  // namespace attnkit
+
+EMSCRIPTEN_BINDINGS(attnkit_model) {
+  using namespace emscripten;
+  using namespace attnkit::bindings;
+  function("modelCreate", &ModelCreate);
+  function("modelImport", &ModelImport);
+  function("modelFree", &ModelFree);
+  function("modelInfo", &ModelInfo);
+  function("modelExport", &ModelExport);
+  function("modelForward", &ModelForward);
+  function("modelAttention", &ModelAttention);
+  function("modelTensorNames", &ModelTensorNames);
+  function("modelTensor", &ModelTensor);
+  function("modelInspect", &ModelInspect);
+  function("modelInspectLayer", &ModelInspectLayer);
+  function("modelInspectClear", &ModelInspectClear);
+  function("trainerCreate", &TrainerCreate);
+  function("trainerFree", &TrainerFree);
+  function("trainerSteps", &TrainerSteps);
+  function("trainerLearningRate", &TrainerLearningRate);
+  function("trainerStep", &TrainerStep);
+  function("generatorCreate", &GeneratorCreate);
+  function("generatorFree", &GeneratorFree);
+  function("generatorNext", &GeneratorNext);
+  function("taskInfo", &TaskInfo);
+  function("modelLastErrorCode", &LastErrorCode);
+  function("modelLastErrorParameter", &LastErrorParameter);
+  function("modelLastErrorDetail", &LastErrorDetail);
+}

@@ -1,0 +1,648 @@
+// attnkit: the model layer (src/model) in JS: a small attention-only
+// transformer, its AdamW trainer and the seeded toy tasks. Models, trainers
+// and task generators are handles on objects in wasm memory (dispose() frees
+// them, like KVCache); every result is a JS-owned copy, and no call touches
+// the DOM, so all of it runs in a Web Worker.
+import { AttnkitError, describe, rangeError, typeError } from "./errors.js";
+import { checkCount, checkKeys, isObject } from "./convert.js";
+
+const CODES = ["ok", "invalid_argument", "shape_mismatch", "non_finite", "overflow", "capacity"];
+export const TASK_KINDS = ["copy", "reverse", "sort", "induction", "majority"];
+const CONFIG_KEYS = [
+  "vocabSize",
+  "maxSeqLen",
+  "dModel",
+  "numLayers",
+  "numHeads",
+  "numKvHeads",
+  "dK",
+  "layerNorm",
+  "scaleBySqrtDk",
+];
+const TASK_KEYS = ["kind", "length", "vocabSize", "padding"];
+const TRAINER_KEYS = [
+  "learningRate",
+  "beta1",
+  "beta2",
+  "epsilon",
+  "weightDecay",
+  "warmupSteps",
+  "clipNorm",
+];
+// Core parameter names -> the JS names users wrote.
+const CORE_NAMES = {
+  vocab_size: "config.vocabSize",
+  max_seq_len: "config.maxSeqLen",
+  d_model: "config.dModel",
+  num_layers: "config.numLayers",
+  num_heads: "config.numHeads",
+  num_kv_heads: "config.numKvHeads",
+  d_k: "config.dK",
+  "task.kind": "task.kind",
+  "task.length": "task.length",
+  "task.vocab_size": "task.vocabSize",
+  "task.padding": "task.padding",
+  batch: "batch.batch",
+  seq_len: "batch.seqLen",
+  tokens: "batch.tokens",
+  targets: "batch.targets",
+  learning_rate: "options.learningRate",
+  beta1: "options.beta1",
+  beta2: "options.beta2",
+  epsilon: "options.epsilon",
+  weight_decay: "options.weightDecay",
+  clip_norm: "options.clipNorm",
+  memory: "memory",
+  weights: "weights",
+  layer: "layer",
+};
+// Words of a call's argument block; results follow the inputs.
+const ARG_BYTES = 128;
+// As marshal.js: a scratch block grown past this (a large batch or weights
+// file) is given back after the call.
+const SCRATCH_KEEP_BYTES = 16 << 20;
+const FLOAT = new Float32Array(1);
+const FLOAT_BITS = new Uint32Array(FLOAT.buffer);
+function floatBits(x) {
+  FLOAT[0] = x;
+  return FLOAT_BITS[0];
+}
+
+/** The [lo, hi] 32-bit words of a seed: a non-negative safe integer or a BigInt below 2^64. */
+function seedWords(name, seed) {
+  if (typeof seed === "bigint") {
+    if (seed < 0n || seed >= 1n << 64n)
+      throw rangeError(name, "a BigInt in 0 .. 2^64 - 1", `${seed}`);
+    return [Number(seed & 0xffffffffn), Number(seed >> 32n)];
+  }
+  if (typeof seed !== "number") throw typeError(name, "a non-negative integer or a BigInt", seed);
+  if (!Number.isSafeInteger(seed) || seed < 0) {
+    throw rangeError(name, "a non-negative safe integer (or a BigInt)", describe(seed));
+  }
+  return [seed >>> 0, Math.floor(seed / 2 ** 32)];
+}
+
+function checkObject(name, value, keys, shape) {
+  if (!isObject(value) || Array.isArray(value)) throw typeError(name, `an object ${shape}`, value);
+  checkKeys(name, value, keys);
+}
+
+function checkBool(name, value, fallback) {
+  if (value === undefined) return fallback;
+  if (typeof value !== "boolean") throw typeError(name, "a boolean", value);
+  return value;
+}
+
+function checkNumber(name, value, fallback) {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number") throw typeError(name, "a number", value);
+  if (!Number.isFinite(value)) throw rangeError(name, "a finite number", describe(value));
+  return value;
+}
+
+/** A model config, checked for types (the core checks the sizes). */
+function checkModelConfig(config) {
+  checkObject("config", config, CONFIG_KEYS, "{vocabSize, maxSeqLen, dModel, numLayers?, ...}");
+  const size = (key, fallback) =>
+    config[key] === undefined && fallback !== undefined
+      ? fallback
+      : checkCount(`config.${key}`, config[key], { allowZero: true });
+  return {
+    vocabSize: size("vocabSize"),
+    maxSeqLen: size("maxSeqLen"),
+    dModel: size("dModel"),
+    numLayers: size("numLayers", 1),
+    numHeads: size("numHeads", 1),
+    numKvHeads: size("numKvHeads", 0),
+    dK: size("dK", 0),
+    layerNorm: checkBool("config.layerNorm", config.layerNorm, false),
+    scaleBySqrtDk: checkBool("config.scaleBySqrtDk", config.scaleBySqrtDk, true),
+  };
+}
+
+/** A task, checked for types: {kind, length, vocabSize, padding?}. */
+function checkTask(task) {
+  checkObject("task", task, TASK_KEYS, "{kind, length, vocabSize, padding?}");
+  const kind = TASK_KINDS.indexOf(task.kind);
+  if (kind < 0) {
+    const expected = TASK_KINDS.map((k) => JSON.stringify(k)).join(", ");
+    throw (typeof task.kind === "string" ? rangeError : typeError)(
+      "task.kind",
+      `one of ${expected}`,
+      typeof task.kind === "string" ? describe(task.kind) : task.kind,
+    );
+  }
+  return {
+    kind: task.kind,
+    code: kind,
+    length: checkCount("task.length", task.length, { allowZero: true }),
+    vocabSize: checkCount("task.vocabSize", task.vocabSize, { allowZero: true }),
+    padding:
+      task.padding === undefined
+        ? 0
+        : checkCount("task.padding", task.padding, { allowZero: true }),
+  };
+}
+const taskWords = (t) => [t.code, t.length, t.vocabSize, t.padding];
+
+// The weights file's tensor names -> ModelParameters keys.
+const PARAMETER_KEYS = {
+  token_embedding: "tokenEmbedding",
+  position_embedding: "positionEmbedding",
+  final_gain: "finalGain",
+  final_bias: "finalBias",
+  unembedding: "unembedding",
+};
+const LAYER_KEYS = {
+  W_Q: "W_Q",
+  W_K: "W_K",
+  W_V: "W_V",
+  W_O: "W_O",
+  ln_gain: "lnGain",
+  ln_bias: "lnBias",
+};
+// Model.inspect's own parameters.
+const INSPECT_NAMES = { tokens: "tokens", targets: "targets" };
+
+/** An Int32Array, or an array of integers copied into one; else a TypeError naming `name`. */
+function intArray(name, v) {
+  if (v instanceof Int32Array) return v;
+  if (Array.isArray(v) && v.every((x) => Number.isInteger(x) && Math.abs(x) < 2 ** 31))
+    return Int32Array.from(v);
+  throw typeError(name, "an Int32Array (or an array of integers)", v);
+}
+
+/** A batch {batch, seqLen, tokens, targets}: its Int32Array token and target arrays. */
+function checkBatch(batch) {
+  checkObject(
+    "batch",
+    batch,
+    ["batch", "seqLen", "tokens", "targets"],
+    "{batch, seqLen, tokens, targets}",
+  );
+  const ints = (key) => {
+    const v = batch[key];
+    if (v instanceof Int32Array) return v;
+    if (Array.isArray(v) && v.every((x) => Number.isInteger(x) && Math.abs(x) < 2 ** 31))
+      return Int32Array.from(v);
+    throw typeError(`batch.${key}`, "an Int32Array (or an array of integers)", v);
+  };
+  return {
+    batch: checkCount("batch.batch", batch.batch, { allowZero: true }),
+    seqLen: checkCount("batch.seqLen", batch.seqLen, { allowZero: true }),
+    tokens: ints("tokens"),
+    targets: ints("targets"),
+  };
+}
+
+function readMetrics(M, at) {
+  const u32 = M.HEAPU32.subarray(at >> 2, (at >> 2) + 5);
+  FLOAT_BITS[0] = u32[0];
+  const scored = u32[1],
+    correct = u32[2];
+  return {
+    loss: FLOAT[0],
+    accuracy: scored ? correct / scored : 0,
+    scored,
+    correct,
+    sequences: u32[3],
+    sequencesCorrect: u32[4],
+  };
+}
+
+/** The functions of the model layer, in the order the d.ts lists them. */
+export const MODEL_METHODS = [
+  "createModel",
+  "loadModel",
+  "createTrainer",
+  "createTaskGenerator",
+  "makeBatch",
+  "taskSeqLen",
+  "taskMinVocab",
+];
+
+/**
+ * createModel, loadModel, createTrainer, createTaskGenerator, makeBatch,
+ * taskSeqLen, taskMinVocab over the module of `mem` (its Marshal); `module`
+ * tells whether the module is live. A module built without the model layer
+ * gets functions that throw, saying how to load one with it.
+ */
+export function modelMethods(mem, module) {
+  const M = mem.M;
+  if (typeof M.modelCreate !== "function") {
+    return Object.fromEntries(
+      MODEL_METHODS.map((name) => [
+        name,
+        () => {
+          throw new AttnkitError(
+            `${name}: expected a module loaded with createAttnkit({ model: true }) (the model ` +
+              "layer is in its own build), got one loaded without the model",
+            { code: "invalid_argument", parameter: name },
+          );
+        },
+      ]),
+    );
+  }
+  const free = { model: M.modelFree, trainer: M.trainerFree, generator: M.generatorFree };
+  // Objects the user forgot to dispose are freed when collected (if the module lives).
+  const registry =
+    typeof FinalizationRegistry === "function"
+      ? new FinalizationRegistry(({ kind, handle }) => {
+          if (module.alive()) free[kind](handle);
+        })
+      : null;
+  // The live state of each object ({handle}; 0 once disposed), out of users' reach.
+  const states = new WeakMap();
+
+  /** Throws the model bindings' last Status as an AttnkitError (core names -> JS by `names`). */
+  function fail(names = CORE_NAMES) {
+    const code = M.modelLastErrorCode();
+    const core = M.modelLastErrorParameter();
+    const name = names[core] ?? core;
+    throw new AttnkitError(`${name}: ${M.modelLastErrorDetail()}`, {
+      code: CODES[code] ?? "invalid_argument",
+      parameter: name,
+    });
+  }
+  /** A JS-owned Matrix copy of [address, rows, cols] at `at` (address 0: empty). */
+  function readMatrix(at) {
+    const [ptr, rows, cols] = M.HEAPU32.slice(at >> 2, (at >> 2) + 3);
+    const data = ptr ? M.HEAPF32.slice(ptr >> 2, (ptr >> 2) + rows * cols) : new Float32Array(0);
+    return { rows, cols, data };
+  }
+  /** A block of scratch wasm memory of `bytes` (plus the argument words). */
+  function scratch(bytes, blame) {
+    return mem.reserve(ARG_BYTES + bytes, blame);
+  }
+  function track(object, kind, handle) {
+    const state = { handle };
+    states.set(object, state);
+    registry?.register(object, { kind, handle }, object);
+  }
+  function live(object, noun, parameter) {
+    module.assertAlive();
+    const state = states.get(object);
+    if (!state?.handle) {
+      throw new AttnkitError(
+        `${parameter}: expected a live ${noun}, got ${state ? "one that was disposed" : describe(object)}`,
+        { code: state ? "disposed" : "invalid_argument", parameter },
+      );
+    }
+    return state.handle;
+  }
+  function dispose(object, kind) {
+    const state = states.get(object);
+    if (!state?.handle) return;
+    registry?.unregister(object);
+    if (module.alive()) free[kind](state.handle);
+    state.handle = 0;
+  }
+  /**
+   * Copies a checked batch into wasm memory, runs fn(argsAddress) with its
+   * words at the start and returns the metrics the call wrote after them.
+   */
+  function withBatch(b, fn) {
+    const bytes = (b.tokens.length + b.targets.length) * 4;
+    const base = scratch(bytes, "batch");
+    const tokensAt = base + ARG_BYTES,
+      targetsAt = tokensAt + b.tokens.length * 4;
+    M.HEAP32.set(b.tokens, tokensAt >> 2);
+    M.HEAP32.set(b.targets, targetsAt >> 2);
+    M.HEAPU32.set(
+      [b.batch, b.seqLen, tokensAt, b.tokens.length, targetsAt, b.targets.length],
+      base >> 2,
+    );
+    try {
+      const code = fn(base);
+      if (code !== 0) fail();
+      return readMetrics(M, base + 24);
+    } finally {
+      if (mem.scratchBytes > SCRATCH_KEEP_BYTES) mem.release();
+    }
+  }
+
+  class Model {
+    constructor(handle) {
+      const at = scratch(0, "model");
+      M.modelInfo(handle, at);
+      const w = M.HEAPU32.slice(at >> 2, (at >> 2) + 9);
+      // The resolved config (numKvHeads and dK filled in), read-only.
+      const config = Object.freeze({
+        vocabSize: w[0],
+        maxSeqLen: w[1],
+        dModel: w[2],
+        numLayers: w[3],
+        numHeads: w[4],
+        numKvHeads: w[5],
+        dK: w[6],
+        layerNorm: (w[7] & 1) !== 0,
+        scaleBySqrtDk: (w[7] & 2) !== 0,
+      });
+      Object.defineProperties(this, {
+        config: { value: config, enumerable: true },
+        parameterCount: { value: w[8], enumerable: true },
+      });
+      track(this, "model", handle);
+    }
+    /** Runs the model on a batch (no update): its metrics; attentionWeights() then reads this pass. */
+    evaluate(batch) {
+      const handle = live(this, "Model", "model");
+      const b = checkBatch(batch);
+      return withBatch(b, (args) => M.modelForward(handle, args));
+    }
+    /** The attention weights of `layer` (0-based) in the last forward: [batch, numHeads, T, T]. */
+    attentionWeights(layer) {
+      const handle = live(this, "Model", "model");
+      checkCount("layer", layer, { allowZero: true });
+      const at = scratch(0, "layer");
+      const code = M.modelAttention(handle, layer, at);
+      if (code !== 0) fail();
+      const [ptr, rows, cols] = M.HEAPU32.slice(at >> 2, (at >> 2) + 3);
+      const data = M.HEAPF32.slice(ptr >> 2, (ptr >> 2) + rows * cols);
+      const h = this.config.numHeads;
+      return { data, shape: [rows / (h * cols), h, cols, cols] };
+    }
+    /** JS-owned copies of every parameter, by name (ModelParameters in the d.ts). */
+    parameters() {
+      const handle = live(this, "Model", "model");
+      const at = scratch(0, "model");
+      const result = { layers: [] };
+      M.modelTensorNames(handle)
+        .split(",")
+        .forEach((name, i) => {
+          M.modelTensor(handle, i, at);
+          const m = readMatrix(at);
+          const layer = /^layers\.(\d+)\.(\w+)$/.exec(name);
+          if (layer) {
+            const l = Number(layer[1]);
+            result.layers[l] ??= {};
+            result.layers[l][LAYER_KEYS[layer[2]]] = m;
+          } else {
+            result[PARAMETER_KEYS[name]] = m;
+          }
+        });
+      return result;
+    }
+    /**
+     * One sequence through the model, every layer's attention laid open; with
+     * targets also the loss and each head's dS (Inspection in the d.ts). The
+     * weights stay; attentionWeights() then reads this pass.
+     */
+    inspect(tokens, targets) {
+      const handle = live(this, "Model", "model");
+      const t = intArray("tokens", tokens);
+      const g = targets === undefined ? null : intArray("targets", targets);
+      const T = t.length;
+      if (g && g.length !== T) {
+        throw rangeError(
+          "targets",
+          `${T} entries (one per token, -1 = not scored)`,
+          `${g.length}`,
+          "shape_mismatch",
+        );
+      }
+      const base = scratch(T * (g ? 8 : 4), "tokens");
+      const tokensAt = base + ARG_BYTES,
+        targetsAt = tokensAt + T * 4;
+      M.HEAP32.set(t, tokensAt >> 2);
+      if (g) M.HEAP32.set(g, targetsAt >> 2);
+      M.HEAPU32.set([T, tokensAt, g ? targetsAt : 0], base >> 2);
+      try {
+        if (M.modelInspect(handle, base) !== 0) fail(INSPECT_NAMES);
+        const o = base + 12;
+        const logits = readMatrix(o);
+        const words = M.HEAPU32.subarray(o >> 2, (o >> 2) + 7);
+        const predictions = M.HEAP32.slice(words[3] >> 2, (words[3] >> 2) + T);
+        FLOAT_BITS[0] = words[4];
+        const [loss, scored, correct] = [FLOAT[0], words[5], words[6]];
+        const { numHeads: h, numKvHeads: kv, dK, numLayers } = this.config;
+        const tensor = (m, heads) => ({ data: m.data, shape: [heads, T, m.cols] });
+        const layers = [];
+        for (let l = 0; l < numLayers; ++l) {
+          M.modelInspectLayer(handle, l, base);
+          const [input, Q, K, V, weights, dScores] = [0, 1, 2, 3, 4, 5].map((i) =>
+            readMatrix(base + 12 * i),
+          );
+          const layer = {
+            input,
+            Q: tensor(Q, h),
+            K: tensor(K, kv),
+            V: tensor(V, kv),
+            weights: tensor(weights, h),
+          };
+          if (g) layer.dScores = tensor(dScores, h);
+          layers.push(layer);
+        }
+        const result = { tokens: Int32Array.from(t), logits, predictions };
+        if (g) Object.assign(result, { loss, accuracy: scored ? correct / scored : 0 });
+        result.layers = layers;
+        return result;
+      } finally {
+        M.modelInspectClear(handle);
+        if (mem.scratchBytes > SCRATCH_KEEP_BYTES) mem.release();
+      }
+    }
+    /** The weights file (docs/model.md) as a JS-owned Uint8Array. */
+    exportWeights() {
+      const handle = live(this, "Model", "model");
+      const at = scratch(0, "model");
+      const code = M.modelExport(handle, at);
+      if (code !== 0) fail();
+      const [ptr, size] = M.HEAPU32.slice(at >> 2, (at >> 2) + 2);
+      return M.HEAPU8.slice(ptr, ptr + size);
+    }
+    dispose() {
+      dispose(this, "model");
+    }
+    [Symbol.dispose ?? Symbol.for("Symbol.dispose")]() {
+      this.dispose();
+    }
+  }
+
+  class Trainer {
+    constructor(model, options) {
+      const modelHandle = live(model, "Model", "model");
+      if (options !== undefined) {
+        checkObject("options", options, TRAINER_KEYS, "{learningRate?, warmupSteps?, ...}");
+      }
+      const o = options ?? {};
+      const resolved = {
+        learningRate: checkNumber("options.learningRate", o.learningRate, 1e-3),
+        beta1: checkNumber("options.beta1", o.beta1, 0.9),
+        beta2: checkNumber("options.beta2", o.beta2, 0.98),
+        epsilon: checkNumber("options.epsilon", o.epsilon, 1e-8),
+        weightDecay: checkNumber("options.weightDecay", o.weightDecay, 0.01),
+        warmupSteps:
+          o.warmupSteps === undefined
+            ? 0
+            : checkCount("options.warmupSteps", o.warmupSteps, { allowZero: true }),
+        clipNorm: checkNumber("options.clipNorm", o.clipNorm, 1),
+      };
+      const at = scratch(0, "options");
+      const r = resolved;
+      M.HEAPU32.set(
+        [
+          floatBits(r.learningRate),
+          floatBits(r.beta1),
+          floatBits(r.beta2),
+          floatBits(r.epsilon),
+          floatBits(r.weightDecay),
+          r.warmupSteps,
+          floatBits(r.clipNorm),
+        ],
+        at >> 2,
+      );
+      const handle = M.trainerCreate(modelHandle, at);
+      if (!handle) fail();
+      Object.defineProperties(this, {
+        model: { value: model, enumerable: true },
+        options: { value: Object.freeze(resolved), enumerable: true },
+      });
+      track(this, "trainer", handle);
+    }
+    /** Updates done so far. */
+    get steps() {
+      return M.trainerSteps(live(this, "Trainer", "trainer"));
+    }
+    /** The learning rate of update `step` (1-based; warm-up included). */
+    learningRate(step) {
+      const handle = live(this, "Trainer", "trainer");
+      return M.trainerLearningRate(handle, checkCount("step", step));
+    }
+    /** Forward, backward and one AdamW update: the metrics of the forward (before the update). */
+    step(batch) {
+      const handle = live(this, "Trainer", "trainer");
+      const modelHandle = live(this.model, "Model", "trainer.model");
+      const b = checkBatch(batch);
+      return withBatch(b, (args) => M.trainerStep(handle, modelHandle, args));
+    }
+    dispose() {
+      dispose(this, "trainer");
+    }
+    [Symbol.dispose ?? Symbol.for("Symbol.dispose")]() {
+      this.dispose();
+    }
+  }
+
+  class TaskGenerator {
+    constructor(task, options) {
+      const t = checkTask(task);
+      if (options !== undefined) checkObject("options", options, ["seed"], "{seed?}");
+      const seed = options?.seed === undefined ? [0, 0] : seedWords("options.seed", options.seed);
+      const [seqLen] = taskInfo(t);
+      const at = scratch(0, "task");
+      M.HEAPU32.set([...taskWords(t), ...seed], at >> 2);
+      const handle = M.generatorCreate(at);
+      if (!handle) failTask();
+      const frozen = Object.freeze({
+        kind: t.kind,
+        length: t.length,
+        vocabSize: t.vocabSize,
+        padding: t.padding,
+      });
+      Object.defineProperties(this, {
+        task: { value: frozen, enumerable: true },
+        seqLen: { value: seqLen, enumerable: true },
+      });
+      track(this, "generator", handle);
+    }
+    /** The next `batch` sequences of the generator's stream: {batch, seqLen, tokens, targets}. */
+    next(batch) {
+      const handle = live(this, "TaskGenerator", "generator");
+      checkCount("batch", batch);
+      const at = scratch(0, "batch");
+      const code = M.generatorNext(handle, batch, at);
+      if (code !== 0) fail();
+      const [tokens, targets, seqLen] = M.HEAPU32.slice(at >> 2, (at >> 2) + 3);
+      const n = batch * seqLen;
+      return {
+        batch,
+        seqLen,
+        tokens: M.HEAP32.slice(tokens >> 2, (tokens >> 2) + n),
+        targets: M.HEAP32.slice(targets >> 2, (targets >> 2) + n),
+      };
+    }
+    dispose() {
+      dispose(this, "generator");
+    }
+    [Symbol.dispose ?? Symbol.for("Symbol.dispose")]() {
+      this.dispose();
+    }
+  }
+
+  // A task Status names the task's own fields.
+  function failTask() {
+    const core = M.modelLastErrorParameter();
+    const name = core === "kind" ? "task.kind" : (CORE_NAMES[`task.${core}`] ?? `task.${core}`);
+    throw new AttnkitError(`${name}: ${M.modelLastErrorDetail()}`, {
+      code: CODES[M.modelLastErrorCode()] ?? "invalid_argument",
+      parameter: name,
+    });
+  }
+  /** [seqLen, minVocab] of a checked task (its sizes checked by the core). */
+  function taskInfo(t) {
+    const at = scratch(0, "task");
+    M.HEAPU32.set(taskWords(t), at >> 2);
+    if (M.taskInfo(at) !== 0) failTask();
+    return [M.HEAPU32[(at >> 2) + 4], M.HEAPU32[(at >> 2) + 5]];
+  }
+
+  return {
+    createModel(config, options) {
+      const c = checkModelConfig(config);
+      if (options !== undefined)
+        checkObject("options", options, ["seed", "task"], "{seed?, task?}");
+      const seed = options?.seed === undefined ? [0, 0] : seedWords("options.seed", options.seed);
+      const task = options?.task === undefined ? null : checkTask(options.task);
+      const at = scratch(0, "config");
+      M.HEAPU32.set(
+        [
+          c.vocabSize,
+          c.maxSeqLen,
+          c.dModel,
+          c.numLayers,
+          c.numHeads,
+          c.numKvHeads,
+          c.dK,
+          (c.layerNorm ? 1 : 0) | (c.scaleBySqrtDk ? 2 : 0),
+          ...seed,
+          task ? 1 : 0,
+          ...(task ? taskWords(task) : [0, 0, 0, 0]),
+        ],
+        at >> 2,
+      );
+      const handle = M.modelCreate(at);
+      if (!handle) fail();
+      return new Model(handle);
+    },
+    loadModel(bytes) {
+      if (!(bytes instanceof Uint8Array))
+        throw typeError("weights", "a Uint8Array (a weights file)", bytes);
+      const at = scratch(bytes.length, "weights");
+      M.HEAPU8.set(bytes, at + ARG_BYTES);
+      const handle = M.modelImport(at + ARG_BYTES, bytes.length);
+      if (mem.scratchBytes > SCRATCH_KEEP_BYTES) mem.release();
+      if (!handle) fail();
+      return new Model(handle);
+    },
+    createTrainer: (model, options) => new Trainer(model, options),
+    createTaskGenerator: (task, options) => new TaskGenerator(task, options),
+    makeBatch(task, options) {
+      if (!isObject(options) || Array.isArray(options))
+        throw typeError("options", "an object {batch, seed?}", options);
+      checkKeys("options", options, ["batch", "seed"]);
+      checkCount("options.batch", options.batch);
+      const generator = new TaskGenerator(
+        task,
+        options.seed === undefined ? undefined : { seed: options.seed },
+      );
+      try {
+        return generator.next(options.batch);
+      } finally {
+        generator.dispose();
+      }
+    },
+    taskSeqLen: (task) => taskInfo(checkTask(task))[0],
+    taskMinVocab: (task) => taskInfo(checkTask(task))[1],
+  };
+}
