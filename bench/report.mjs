@@ -768,3 +768,222 @@ if (readme.includes(start) && readme.includes(end)) {
   }
 }
 console.log(md);
+
+// --- The backward (issue 21): forward + backward of one head and of the
+// multi-head layer, from bench/results/native-backward.json (Google Benchmark:
+// BM_AttnkitFwdBwd, BM_AttnkitBwd, BM_AttnkitMultiHeadTrain, BM_FmaPeak),
+// torch.json (bench/torch_bench.py) and backward.json (bench/wasm/backward.mjs).
+// Written into results.md (appended) and docs/benchmarks.md between the
+// backward markers.
+{
+  const load = (name) =>
+    existsSync(new URL(name, dir)) ? JSON.parse(readFileSync(new URL(name, dir), "utf8")) : null;
+  const nativeBwd = load("native-backward.json"),
+    torch = load("torch.json"),
+    wasmBwd = load("backward.json");
+  const back = []; // { engine, platform, T?, causal?, shape?, ms, gflops }
+  let bwdPeak = null;
+  const NATIVE_FB = "attnkit native (fwd + bwd)",
+    NATIVE_B = "attnkit native (backward alone)",
+    NATIVE_LAYER = "attnkit native MultiHeadAttention + Backward";
+  for (const b of nativeBwd?.benchmarks ?? []) {
+    if (b.error_occurred || (b.aggregate_name && b.aggregate_name !== "median")) continue;
+    if (b.run_name.startsWith("BM_FmaPeak")) {
+      // Over CPU time, the clock of the GFLOP/s counters.
+      bwdPeak = Math.max(bwdPeak ?? 0, b.GFLOPsCpu ?? b.GFLOPs);
+      continue;
+    }
+    const m = b.run_name.match(/^BM_Attnkit(FwdBwd|Bwd)\/T:(\d+)\/causal:(\d)/);
+    if (m)
+      back.push({
+        engine: m[1] === "FwdBwd" ? NATIVE_FB : NATIVE_B,
+        platform: "native",
+        T: +m[2],
+        causal: m[3] === "1",
+        ms: b.cpu_time,
+        wallMs: b.real_time,
+        gflops: b.GFLOPs,
+      });
+    if (b.run_name.startsWith("BM_AttnkitMultiHeadTrain"))
+      back.push({
+        engine: NATIVE_LAYER,
+        platform: "native",
+        shape: "layer T=512",
+        ms: b.cpu_time,
+        wallMs: b.real_time,
+        gflops: b.GFLOPs,
+      });
+  }
+  for (const r of torch?.results ?? []) back.push({ platform: "native", ...r });
+  for (const r of wasmBwd?.results ?? []) back.push({ platform: "wasm", ...r });
+  const heads = back.filter((r) => r.T);
+  const Tb = [...new Set(heads.map((r) => r.T))].sort((a, b) => a - b);
+  const get = (e, T, causal) =>
+    heads.find((r) => r.engine === e && r.T === T && r.causal === causal);
+  const num = (x) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
+  const torchPaths = [
+    ...new Set(heads.filter((r) => r.engine.startsWith("PyTorch")).map((r) => r.engine)),
+  ];
+  const ATTNKIT_W = "attnkit (wasm SIMD128)";
+  // One table per platform: ms per call (GFLOP/s), each peer with attnkit's speed-up over it.
+  const table = (title, base, engines) => {
+    const present = engines.filter((e) => heads.some((r) => r.engine === e));
+    if (!present.length) return "";
+    const cols = [];
+    const own = Tb.filter((T) => heads.some((r) => r.T === T && present.includes(r.engine)));
+    for (const causal of [false, true]) for (const T of own) cols.push({ T, causal });
+    let t = `| ${title} | ${cols.map((c) => `T=${c.T}${c.causal ? " causal" : ""}`).join(" | ")} |\n`;
+    t += `|---|${cols.map(() => "---:").join("|")}|\n`;
+    for (const e of present) {
+      const cells = cols.map(({ T, causal }) => {
+        const r = get(e, T, causal);
+        if (!r) return "–";
+        const b = get(base, T, causal);
+        if (e === base) return `**${num(r.ms)} ms** (${num(r.gflops)})`;
+        if (e === NATIVE_B) return `${num(r.ms)} ms (${num(r.gflops)})`;
+        return `${num(r.ms)} ms (${num(r.gflops)})${b ? `, attnkit ${(r.ms / b.ms).toFixed(2)}×` : ""}`;
+      });
+      t += `| ${e} | ${cells.join(" | ")} |\n`;
+    }
+    return `${t}\n`;
+  };
+  let bmd = "";
+  if (heads.length) {
+    bmd += "### Forward + backward, one head, d = 64, one thread\n\n";
+    bmd +=
+      "CPU ms per forward + backward (the median of repetitions; on a shared machine the wall time " +
+      "also counts other processes' turns on the core, and is kept in the JSON) (GFLOP/s: forward 4·T²·d + backward 10·T²·d, FlashAttention-2's " +
+      "convention, recomputation not counted, halved when causal); each peer's time over attnkit's " +
+      "(attnkit N×: attnkit is N times faster). attnkit: `AttentionForTraining`, then " +
+      "`AttentionBackward` with its saved O and lse (natively); `attentionForTraining`, then " +
+      "`attentionBackward` with `saved` (the npm package, wasm).\n\n";
+    bmd += table("native, ms (GFLOP/s)", NATIVE_FB, [NATIVE_FB, NATIVE_B, ...torchPaths]);
+    bmd += table("wasm / JS, ms (GFLOP/s)", ATTNKIT_W, [
+      ATTNKIT_W,
+      "tfjs-backend-wasm",
+      "plain JS",
+    ]);
+  }
+  const layers = back.filter((r) => r.shape);
+  if (layers.length) {
+    const base = layers.find((r) => r.engine === NATIVE_LAYER);
+    bmd +=
+      "| multi-head layer B=1 T=512 d_model=512 h=8, forward + backward | ms | GFLOP/s | |\n|---|---:|---:|---|\n";
+    for (const r of layers)
+      bmd += `| ${r.engine} | ${num(r.ms)} | ${num(r.gflops)} | ${base && r !== base ? `attnkit ${(r.ms / base.ms).toFixed(2)}×` : ""} |\n`;
+    bmd += "\n";
+  }
+  // The targets of issue 21.
+  const targets = [];
+  const ratioRange = (peer, causal, minT, base) => {
+    const rs = Tb.filter((T) => T >= minT)
+      .map((T) => ({ T, a: get(base, T, causal), p: get(peer, T, causal) }))
+      .filter((x) => x.a && x.p)
+      .map((x) => ({ T: x.T, ratio: x.p.ms / x.a.ms }));
+    return rs;
+  };
+  const row = (what, needed, rs, need) => {
+    if (!rs.length) return targets.push(`| ${what} | ≥ ${needed}× | not measured | – |`);
+    const worst = rs.reduce((a, b) => (b.ratio < a.ratio ? b : a));
+    targets.push(
+      `| ${what} | ≥ ${needed}× | ${rs.map((x) => `T=${x.T}: ${x.ratio.toFixed(2)}×`).join(", ")} | ${worst.ratio >= need ? "met" : `**missed** (${worst.ratio.toFixed(2)}× at T=${worst.T})`} |`,
+    );
+  };
+  for (const causal of [false, true]) {
+    const c = causal ? "causal" : "non-causal";
+    row(
+      `wasm fwd+bwd vs tfjs-backend-wasm, ${c}, T ≥ 512`,
+      2,
+      ratioRange("tfjs-backend-wasm", causal, 512, ATTNKIT_W),
+      2,
+    );
+    row(
+      `wasm fwd+bwd vs plain JS, ${c}, T ≥ 512`,
+      10,
+      ratioRange("plain JS", causal, 512, ATTNKIT_W),
+      10,
+    );
+    const need = causal ? 2.5 : 1.5;
+    // Against PyTorch's fastest path measured at each T.
+    const rs = Tb.filter((T) => T >= 512)
+      .map((T) => {
+        const a = get(NATIVE_FB, T, causal);
+        const ps = torchPaths.map((e) => get(e, T, causal)).filter(Boolean);
+        if (!a || !ps.length) return null;
+        return { T, ratio: Math.min(...ps.map((p) => p.ms)) / a.ms };
+      })
+      .filter(Boolean);
+    row(`native fwd+bwd vs PyTorch CPU (its fastest path), ${c}, T ≥ 512`, need, rs, need);
+  }
+  for (const causal of [false, true]) {
+    const r = get(NATIVE_FB, 2048, causal);
+    if (r && bwdPeak)
+      targets.push(
+        `| native fwd+bwd share of the FMA peak (${num(bwdPeak)} GFLOP/s), T=2048${causal ? " causal" : ""} | ≥ 55% | ${((100 * r.gflops) / bwdPeak).toFixed(0)}% (${num(r.gflops)} GFLOP/s) | ${r.gflops / bwdPeak >= 0.55 ? "met" : "**missed**"} |`,
+      );
+  }
+  const big = wasmBwd?.big;
+  if (big?.memoryBytes)
+    targets.push(
+      `| wasm fwd+bwd T=${big.T} causal: module memory (memoryBytes) | ≤ 64 MiB | ${(big.memoryBytes / 2 ** 20).toFixed(1)} MiB (${(big.ms / 1e3).toFixed(1)} s per call) | ${big.memoryBytes <= 64 * 2 ** 20 ? "met" : "**missed**"} |`,
+    );
+  else if (big)
+    targets.push(
+      `| wasm fwd+bwd T=16384 within 64 MiB | ≤ 64 MiB | not measured (${big.error}) | – |`,
+    );
+  const small = wasmBwd?.small;
+  if (small?.sizes?.length) {
+    const worst = small.sizes.reduce((a, b) => (b.ratio > a.ratio ? b : a));
+    targets.push(
+      `| wasm backward (saved) / forward time per call, T = ${small.sizes[0].T}..${small.sizes.at(-1).T} | ≤ 2× | ${small.sizes.map((s) => `d=${s.d} T=${s.T}: ${s.ratio.toFixed(2)}×`).join(", ")} | ${worst.ratio <= 2 ? "met" : `**missed** (${worst.ratio.toFixed(2)}× at d=${worst.d} T=${worst.T})`} |`,
+    );
+    bmd += `| small calls, wall-clock µs per call (median of ${small.rounds} interleaved rounds of ~2 ms batches) | ${small.sizes.map((s) => `d=${s.d} T=${s.T}`).join(" | ")} |\n|---|${small.sizes.map(() => "---:").join("|")}|\n`;
+    for (const name of Object.keys(small.sizes[0].us))
+      bmd += `| ${name} | ${small.sizes.map((s) => num(s.us[name])).join(" | ")} |\n`;
+    bmd += `| backward / attention | ${small.sizes.map((s) => `${s.ratio.toFixed(2)}×`).join(" | ")} |\n\n`;
+  } else if (small?.error)
+    targets.push(
+      `| wasm backward / forward at T = 4..64 | ≤ 2× | not measured (${small.error}) | – |`,
+    );
+  if (targets.length)
+    bmd += `| target (issue 21, backward) | needed | measured | |\n|---|---|---|---|\n${targets.join("\n")}\n\n`;
+  const notes = [];
+  if (torch) {
+    notes.push(
+      `PyTorch ${torch.torch.version} (Debian's python3-torch), ${torch.torch.threads} thread` +
+        (torch.torch.sdpa
+          ? "; paths: autograd of the plain formulation and `scaled_dot_product_attention`."
+          : "; `torch.nn.functional.scaled_dot_product_attention` (the fused path) is not in this torch: only autograd of the plain formulation softmax(Q Kᵀ · scale + mask) V is measured."),
+    );
+  }
+  for (const s of wasmBwd?.skipped ?? [])
+    if (!s.reason.startsWith("one call took"))
+      notes.push(`${s.engine} at T=${s.T}${s.causal ? " causal" : ""}: ${s.reason}.`);
+  const plainSlow = (wasmBwd?.skipped ?? []).filter(
+    (s) => s.engine === "plain JS" && s.reason.startsWith("one call took"),
+  );
+  if (plainSlow.length)
+    notes.push(
+      `plain JS not run at ${plainSlow.map((s) => `T=${s.T}${s.causal ? " causal" : ""}`).join(", ")}: one call took over 3 s at a smaller T.`,
+    );
+  if (!layers.some((r) => r.engine === NATIVE_LAYER) && layers.length)
+    notes.push(
+      "attnkit's multi-head layer row is missing: MultiHeadAttentionBackward was not in this build.",
+    );
+  if (notes.length) bmd += `${notes.map((n) => `- ${n}`).join("\n")}\n`;
+  if (bmd) {
+    writeFileSync(
+      new URL("results.md", dir),
+      `${readFileSync(new URL("results.md", dir), "utf8")}\n## Backward\n\n${bmd}`,
+    );
+    const text = readFileSync(readmeUrl, "utf8");
+    const b0 = "<!-- backward:start -->",
+      b1 = "<!-- backward:end -->";
+    if (text.includes(b0) && text.includes(b1))
+      writeFileSync(
+        readmeUrl,
+        `${text.slice(0, text.indexOf(b0) + b0.length)}\n${bmd}\n${text.slice(text.indexOf(b1))}`,
+      );
+    console.log(bmd);
+  }
+}

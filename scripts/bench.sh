@@ -5,13 +5,24 @@
 # gflops.svg and the tables of docs/benchmarks.md; bench/wasm/small.mjs and attnkit_bench
 # --queries time small calls (bench/results/small.json, queries.json).
 # --quick (also `npm run bench --quick`, which npm passes as npm_config_quick):
-# fewer shapes and repetitions.
+# fewer shapes and repetitions. --backward: only the backward's benchmarks
+# (forward + backward of one head and of the multi-head layer, natively against
+# PyTorch, in wasm against tfjs-backend-wasm and plain JS: native-backward.json,
+# torch.json, backward.json), then the report (from the forward's last results).
 # The peers (onnxruntime-node, onnxruntime-web, tfjs-backend-wasm) are the
 # dependencies of bench/package.json, installed here from bench/package-lock.json
 # (never by npm test); their ONNX models are written by bench/make_models.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-quick=0; [[ ${1:-} == --quick || ${npm_config_quick:-} == true ]] && quick=1
+quick=0; backward_only=0
+[[ ${npm_config_quick:-} == true ]] && quick=1
+for arg in "$@"; do
+  case $arg in
+    --quick) quick=1 ;;
+    --backward) backward_only=1 ;;
+    *) echo "bench: unknown option $arg (--quick, --backward)" >&2; exit 2 ;;
+  esac
+done
 
 # Every engine runs as on a user's machine: variables that force a library's
 # kernel, cache sizes or threads are removed for the whole run. (This machine
@@ -42,7 +53,8 @@ if ((${#forced[@]})); then
 fi
 bash scripts/setup.sh
 missing=()
-for pkg in libbenchmark-dev libopenblas-dev python3-onnx; do
+# python3-torch: the backward's native peer (bench/torch_bench.py), for Debian's python3.
+for pkg in libbenchmark-dev libopenblas-dev python3-onnx python3-torch; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
 if ((${#missing[@]})); then
@@ -76,8 +88,32 @@ fi
 /usr/bin/python3 bench/make_models.py bench/models
 
 mkdir -p bench/results
-filter='.'; reps=5
-((quick)) && { filter='FmaPeak|T:(128|512)/|MultiHead|cache:(1024|4096)'; reps=3; }
+# The forward's benchmarks; the backward's (FwdBwd, Bwd, MultiHeadTrain) run below.
+fwd='^BM_(FmaPeak|Attnkit|OpenBlas|Loop|AttnkitThreads|AttnkitMultiHead|AttnkitDecode|OpenBlasMultiHead|OpenBlasDecode)(/|$)'
+filter=$fwd; reps=5
+((quick)) && { filter='^BM_(FmaPeak|(Attnkit|OpenBlas|Loop)/T:(128|512)/|(Attnkit|OpenBlas)MultiHead(/|$)|(Attnkit|OpenBlas)Decode/cache:(1024|4096)/)'; reps=3; }
+bwd_filter='^BM_(FmaPeak|AttnkitFwdBwd|AttnkitBwd|AttnkitMultiHeadTrain)(/|$)'
+((quick)) && bwd_filter='^BM_(FmaPeak|Attnkit(FwdBwd|Bwd)/T:(128|512)/|AttnkitMultiHeadTrain)'
+cpu=$(taskset -pc $$ | sed -E 's/.*: ([0-9]+).*/\1/')  # the first CPU this script may use
+backward() {
+  echo "== native backward: attnkit forward for training + backward"
+  OPENBLAS_NUM_THREADS=1 taskset -c "$cpu" ./build/bench/attnkit_bench --benchmark_filter="$bwd_filter" \
+    --benchmark_repetitions=$reps --benchmark_enable_random_interleaving=true \
+    --benchmark_report_aggregates_only=true --benchmark_min_time=0.1 \
+    --benchmark_out=bench/results/native-backward.json --benchmark_out_format=json
+  echo "== native backward: PyTorch (Debian's python3-torch), one thread"
+  # Debian's python3 (the one python3-torch installs into), one core as the others.
+  OMP_NUM_THREADS=1 taskset -c "$cpu" /usr/bin/python3 bench/torch_bench.py \
+    $( ((quick)) && echo --quick ) > bench/results/torch.json
+  echo "== node backward: attnkit wasm, tfjs-backend-wasm, plain JS"
+  taskset -c "$cpu" node --expose-gc --single-threaded-gc bench/wasm/backward.mjs \
+    $( ((quick)) && echo --quick ) > bench/results/backward.json
+}
+if ((backward_only)); then
+  backward
+  node bench/report.mjs
+  exit 0
+fi
 echo "== native"
 # One OpenBLAS thread: every engine runs on one core.
 OPENBLAS_NUM_THREADS=1 ./build/bench/attnkit_bench --benchmark_filter="$filter" \
@@ -88,7 +124,6 @@ echo "== node: attnkit wasm and native, plain JS, onnxruntime-node, onnxruntime-
 # On one core (taskset, from util-linux): attnkit native runs in a child process
 # that Node waits on, and on a core of its own it started each round from an
 # idle core (on this VM, rounds up to 1.5x slower than in Node's own process).
-cpu=$(taskset -pc $$ | sed -E 's/.*: ([0-9]+).*/\1/')  # the first CPU this script may use
 # --expose-gc --single-threaded-gc: bench.mjs collects garbage before each timed
 # call, on Node's main thread, so that no GC thread shares the core with it.
 taskset -c "$cpu" node --expose-gc --single-threaded-gc bench/wasm/bench.mjs $( ((quick)) && echo --quick ) \
@@ -98,4 +133,5 @@ taskset -c "$cpu" ./build/bench/attnkit_bench --queries $( ((quick)) && echo 9 |
 echo "== node: small calls (attnkit wasm through the package, plain JS)"
 taskset -c "$cpu" node --single-threaded-gc bench/wasm/small.mjs $( ((quick)) && echo --quick ) \
   > bench/results/small.json
+backward
 node bench/report.mjs

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/backward_kinds.h"
 #include "tests/backward_reference.h"
 #include "tests/test_util.h"
 
@@ -21,78 +22,6 @@ namespace {
 using namespace attnkit;
 using namespace attnkit_test;
 using ref::Mat;
-
-// The masks an options kind may point into, owned for one shape.
-struct Masks {
-  TestMask random;      // [T_q, T_k], ~60% allowed, row 0 fully masked
-  TestMask shared;      // [1, T_k - 1]: one row for every query, shorter than T_k
-  TestMatrix additive;  // [T_q, T_k] in [-2, 2], with some -inf
-  Masks(size_t T_q, size_t T_k, uint32_t seed)
-      : random(RandomMask(T_q, T_k, seed, 0.6, Layout::kStrided)),
-        shared(RandomMask(1, T_k > 1 ? T_k - 1 : 1, seed + 1, 0.7)),
-        additive(Random(T_q, T_k, seed + 2, Layout::kStrided, -2.0f, 2.0f)) {
-    for (size_t j = 0; j < T_k; ++j) random(0, j) = 0;
-    for (size_t i = 0; i < T_q; ++i) additive(i, (i * 3) % T_k) = -kInf;
-  }
-};
-
-// Every option of the forward, one at a time and combined.
-struct Kind {
-  const char* name;
-  std::function<void(size_t T_q, size_t T_k, const Masks&, AttentionOptions*)> set;
-};
-const std::vector<Kind>& Kinds() {
-  static const std::vector<Kind> kinds = {
-      {"none", [](size_t, size_t, const Masks&, AttentionOptions*) {}},
-      {"scale 0.3", [](size_t, size_t, const Masks&, AttentionOptions* o) { o->scale = 0.3f; }},
-      {"softcap 0.8",
-       [](size_t, size_t, const Masks&, AttentionOptions* o) {
-         o->softcap = 0.8f;
-         o->scale = 1.5f;
-       }},
-      {"causal lower-right",
-       [](size_t, size_t, const Masks&, AttentionOptions* o) { o->causal = true; }},
-      {"causal upper-left offset 0",
-       [](size_t, size_t, const Masks&, AttentionOptions* o) {
-         o->causal = true;
-         o->causal_alignment = CausalAlignment::kUpperLeft;
-       }},
-      {"causal upper-left offset -2 (first rows fully masked)",
-       [](size_t, size_t, const Masks&, AttentionOptions* o) {
-         o->causal = true;
-         o->causal_alignment = CausalAlignment::kUpperLeft;
-         o->causal_offset = -2;
-       }},
-      {"causal upper-left offset 3",
-       [](size_t, size_t, const Masks&, AttentionOptions* o) {
-         o->causal = true;
-         o->causal_alignment = CausalAlignment::kUpperLeft;
-         o->causal_offset = 3;
-       }},
-      {"key_length T_k / 2",
-       [](size_t, size_t T_k, const Masks&, AttentionOptions* o) { o->key_length = T_k / 2; }},
-      {"key_length 0 (all masked)",
-       [](size_t, size_t, const Masks&, AttentionOptions* o) { o->key_length = 0; }},
-      {"bool mask (row 0 fully masked)",
-       [](size_t, size_t, const Masks& m, AttentionOptions* o) { o->bool_mask = m.random.view(); }},
-      {"bool mask: one shared short row",
-       [](size_t, size_t, const Masks& m, AttentionOptions* o) { o->bool_mask = m.shared.view(); }},
-      {"additive mask with -inf",
-       [](size_t, size_t, const Masks& m, AttentionOptions* o) {
-         o->additive_mask = m.additive.cview();
-       }},
-      {"everything: causal, key length, bool, additive, softcap, scale",
-       [](size_t, size_t T_k, const Masks& m, AttentionOptions* o) {
-         o->causal = true;
-         o->key_length = T_k - T_k / 4;
-         o->bool_mask = m.random.view();
-         o->additive_mask = m.additive.cview();
-         o->softcap = 2.0f;
-         o->scale = 0.9f;
-       }},
-  };
-  return kinds;
-}
 
 TEST_CASE("backward reference matches central finite differences", "[backward]") {
   struct Shape {
@@ -223,33 +152,17 @@ void CheckFused(const TestMatrix& Q, const TestMatrix& K, const TestMatrix& V, c
 }
 
 TEST_CASE("fused backward matches the float64 reference on every target", "[backward]") {
-  struct Shape {
-    size_t T_q, T_k, d_k, d_v;
-  };
   // 1, lanes +- 1 (4, 8, 16), primes, and the key block (64) and two blocks
   // (128) +- 1, the query block (32) +- 1; T_q != T_k both ways.
-  const std::vector<Shape> shapes = {
+  const std::vector<GradShape> shapes = {
       {1, 1, 1, 1},     {3, 5, 4, 3},     {7, 9, 15, 17},    {17, 13, 16, 8},
       {31, 33, 5, 7},   {33, 31, 3, 9},   {63, 64, 8, 16},   {65, 65, 17, 15},
       {127, 129, 4, 4}, {128, 128, 9, 2}, {129, 127, 2, 33},
   };
-  uint32_t seed = 7;
-  ForEachTarget([&](int64_t) {
-    for (const Shape& s : shapes) {
-      const TestMatrix Q = Random(s.T_q, s.d_k, seed++, Layout::kStrided, -2.0f, 2.0f);
-      const TestMatrix K = Random(s.T_k, s.d_k, seed++, Layout::kStrided, -2.0f, 2.0f);
-      const TestMatrix V = Random(s.T_k, s.d_v, seed++, Layout::kStrided);
-      const TestMatrix dO = Random(s.T_q, s.d_v, seed++, Layout::kStrided);
-      const Masks masks(s.T_q, s.T_k, seed++);
-      for (const Kind& kind : Kinds()) {
-        AttentionOptions o;
-        kind.set(s.T_q, s.T_k, masks, &o);
-        INFO("T_q " << s.T_q << " T_k " << s.T_k << " d_k " << s.d_k << " d_v " << s.d_v << ", "
-                    << kind.name);
-        CheckFused(Q, K, V, dO, o, 3e-5);
-      }
-    }
-  });
+  ForEachGradCase(
+      shapes, /*seed=*/7,
+      [](const GradShape&, const TestMatrix& Q, const TestMatrix& K, const TestMatrix& V,
+         const TestMatrix& dO, const AttentionOptions& o) { CheckFused(Q, K, V, dO, o, 3e-5); });
 }
 
 TEST_CASE("fused backward: huge logits neither overflow nor lose the gradient", "[backward]") {

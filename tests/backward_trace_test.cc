@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "src/core/backward.h"
+#include "tests/backward_kinds.h"
 #include "tests/backward_reference.h"
 #include "tests/test_util.h"
 
@@ -28,78 +29,6 @@ namespace {
 using namespace attnkit;
 using namespace attnkit_test;
 using ref::Mat;
-
-// The masks an options kind may point into, owned for one shape.
-struct Masks {
-  TestMask random;      // [T_q, T_k], ~60% allowed, row 0 fully masked
-  TestMask shared;      // [1, T_k - 1]: one row for every query, shorter than T_k
-  TestMatrix additive;  // [T_q, T_k] in [-2, 2], with some -inf
-  Masks(size_t T_q, size_t T_k, uint32_t seed)
-      : random(RandomMask(T_q, T_k, seed, 0.6, Layout::kStrided)),
-        shared(RandomMask(1, T_k > 1 ? T_k - 1 : 1, seed + 1, 0.7)),
-        additive(Random(T_q, T_k, seed + 2, Layout::kStrided, -2.0f, 2.0f)) {
-    for (size_t j = 0; j < T_k; ++j) random(0, j) = 0;
-    for (size_t i = 0; i < T_q; ++i) additive(i, (i * 3) % T_k) = -kInf;
-  }
-};
-
-// Every option of the forward, one at a time and combined.
-struct Kind {
-  const char* name;
-  std::function<void(size_t T_q, size_t T_k, const Masks&, AttentionOptions*)> set;
-};
-const std::vector<Kind>& Kinds() {
-  static const std::vector<Kind> kinds = {
-      {"none", [](size_t, size_t, const Masks&, AttentionOptions*) {}},
-      {"scale 0.3", [](size_t, size_t, const Masks&, AttentionOptions* o) { o->scale = 0.3f; }},
-      {"softcap 0.8",
-       [](size_t, size_t, const Masks&, AttentionOptions* o) {
-         o->softcap = 0.8f;
-         o->scale = 1.5f;
-       }},
-      {"causal lower-right",
-       [](size_t, size_t, const Masks&, AttentionOptions* o) { o->causal = true; }},
-      {"causal upper-left offset 0",
-       [](size_t, size_t, const Masks&, AttentionOptions* o) {
-         o->causal = true;
-         o->causal_alignment = CausalAlignment::kUpperLeft;
-       }},
-      {"causal upper-left offset -2 (first rows fully masked)",
-       [](size_t, size_t, const Masks&, AttentionOptions* o) {
-         o->causal = true;
-         o->causal_alignment = CausalAlignment::kUpperLeft;
-         o->causal_offset = -2;
-       }},
-      {"causal upper-left offset 3",
-       [](size_t, size_t, const Masks&, AttentionOptions* o) {
-         o->causal = true;
-         o->causal_alignment = CausalAlignment::kUpperLeft;
-         o->causal_offset = 3;
-       }},
-      {"key_length T_k / 2",
-       [](size_t, size_t T_k, const Masks&, AttentionOptions* o) { o->key_length = T_k / 2; }},
-      {"key_length 0 (all masked)",
-       [](size_t, size_t, const Masks&, AttentionOptions* o) { o->key_length = 0; }},
-      {"bool mask (row 0 fully masked)",
-       [](size_t, size_t, const Masks& m, AttentionOptions* o) { o->bool_mask = m.random.view(); }},
-      {"bool mask: one shared short row",
-       [](size_t, size_t, const Masks& m, AttentionOptions* o) { o->bool_mask = m.shared.view(); }},
-      {"additive mask with -inf",
-       [](size_t, size_t, const Masks& m, AttentionOptions* o) {
-         o->additive_mask = m.additive.cview();
-       }},
-      {"everything: causal, key length, bool, additive, softcap, scale",
-       [](size_t, size_t T_k, const Masks& m, AttentionOptions* o) {
-         o->causal = true;
-         o->key_length = T_k - T_k / 4;
-         o->bool_mask = m.random.view();
-         o->additive_mask = m.additive.cview();
-         o->softcap = 2.0f;
-         o->scale = 0.9f;
-       }},
-  };
-  return kinds;
-}
 
 // The largest |x| of a reference matrix, at least 1.
 double Magnitude(const Mat& m) { return std::max(1.0, m.MaxAbs()); }
@@ -125,44 +54,29 @@ void CheckRelative(const char* name, ConstMatrixView got, const Mat& want, doubl
 
 TEST_CASE("backward trace: fused AttentionBackward equals the trace on every target",
           "[backward][trace]") {
-  struct Shape {
-    size_t T_q, T_k, d_k, d_v;
-  };
   // 1, lanes +- 1 (4, 8, 16), primes, and 127/128/129 keys (the fused
   // kernel's key block is 64); T_q != T_k both ways.
-  const std::vector<Shape> shapes = {
+  const std::vector<GradShape> shapes = {
       {1, 1, 1, 1},   {3, 5, 4, 3},    {7, 9, 15, 17},   {17, 15, 16, 8}, {13, 31, 33, 5},
       {5, 127, 8, 4}, {9, 128, 3, 16}, {37, 129, 17, 9}, {129, 37, 7, 2},
   };
-  uint32_t seed = 11;
-  ForEachTarget([&](int64_t) {
-    for (const Shape& s : shapes) {
-      const TestMatrix Q = Random(s.T_q, s.d_k, seed++, Layout::kStrided, -2.0f, 2.0f);
-      const TestMatrix K = Random(s.T_k, s.d_k, seed++, Layout::kStrided, -2.0f, 2.0f);
-      const TestMatrix V = Random(s.T_k, s.d_v, seed++, Layout::kStrided);
-      const TestMatrix dO = Random(s.T_q, s.d_v, seed++, Layout::kStrided);
-      const Masks masks(s.T_q, s.T_k, seed++);
-      for (const Kind& kind : Kinds()) {
-        AttentionOptions o;
-        kind.set(s.T_q, s.T_k, masks, &o);
-        INFO("T_q " << s.T_q << " T_k " << s.T_k << " d_k " << s.d_k << " d_v " << s.d_v << ", "
-                    << kind.name);
-        AttentionBackwardTrace tr;
-        REQUIRE_OK(TraceAttentionBackwardQKV(Q, K, V, dO, o, &tr));
-        TestMatrix out(s.T_q, s.d_v), lse(s.T_q, 1);
-        REQUIRE_OK(AttentionForTraining(Q, K, V, o, out, lse));
-        TestMatrix dQ(s.T_q, s.d_k), dK(s.T_k, s.d_k), dV(s.T_k, s.d_v);
-        REQUIRE_OK(AttentionBackward(Q, K, V, out, dO, lse, o, dQ, dK, dV));
-        // Two float32 computations of the same gradients that differ by
-        // rounding only (the trace sums in double, the fused kernel in float
-        // over at most a few hundred terms, ~1e-6 of the magnitude); a wrong
-        // or missing term is ~1e-2. 1e-5 of the largest value, as the issue asks.
-        CheckRelative("dQ", dQ, ref::FromView(tr.dQ), 1e-5);
-        CheckRelative("dK", dK, ref::FromView(tr.dK), 1e-5);
-        CheckRelative("dV", dV, ref::FromView(tr.dV), 1e-5);
-      }
-    }
-  });
+  ForEachGradCase(shapes, /*seed=*/11,
+                  [](const GradShape& s, const TestMatrix& Q, const TestMatrix& K,
+                     const TestMatrix& V, const TestMatrix& dO, const AttentionOptions& o) {
+                    AttentionBackwardTrace tr;
+                    REQUIRE_OK(TraceAttentionBackwardQKV(Q, K, V, dO, o, &tr));
+                    TestMatrix out(s.T_q, s.d_v), lse(s.T_q, 1);
+                    REQUIRE_OK(AttentionForTraining(Q, K, V, o, out, lse));
+                    TestMatrix dQ(s.T_q, s.d_k), dK(s.T_k, s.d_k), dV(s.T_k, s.d_v);
+                    REQUIRE_OK(AttentionBackward(Q, K, V, out, dO, lse, o, dQ, dK, dV));
+                    // Two float32 computations of the same gradients that differ by
+                    // rounding only (the trace sums in double, the fused kernel in float
+                    // over at most a few hundred terms, ~1e-6 of the magnitude); a wrong
+                    // or missing term is ~1e-2. 1e-5 of the largest value, as the issue asks.
+                    CheckRelative("dQ", dQ, ref::FromView(tr.dQ), 1e-5);
+                    CheckRelative("dK", dK, ref::FromView(tr.dK), 1e-5);
+                    CheckRelative("dV", dV, ref::FromView(tr.dV), 1e-5);
+                  });
 }
 
 // The backward's intermediates in float64 from the reference forward.
@@ -184,50 +98,36 @@ RefSteps ReferenceSteps(const bwd_ref::Forward& f, const Mat& V, const Mat& dO, 
 }
 
 TEST_CASE("backward trace: every step matches the float64 reference", "[backward][trace]") {
-  struct Shape {
-    size_t T_q, T_k, d_k, d_v;
-  };
-  const std::vector<Shape> shapes = {{1, 1, 1, 1}, {4, 7, 5, 3}, {9, 17, 16, 8}, {33, 15, 4, 9}};
-  uint32_t seed = 300;
-  ForEachTarget([&](int64_t) {
-    for (const Shape& s : shapes) {
-      const TestMatrix Q = Random(s.T_q, s.d_k, seed++, Layout::kStrided, -2.0f, 2.0f);
-      const TestMatrix K = Random(s.T_k, s.d_k, seed++, Layout::kStrided, -2.0f, 2.0f);
-      const TestMatrix V = Random(s.T_k, s.d_v, seed++, Layout::kStrided);
-      const TestMatrix dO = Random(s.T_q, s.d_v, seed++, Layout::kStrided);
-      const Masks masks(s.T_q, s.T_k, seed++);
-      const Mat q = Q.ToRef(), k = K.ToRef(), v = V.ToRef(), dout = dO.ToRef();
-      for (const Kind& kind : Kinds()) {
-        AttentionOptions o;
-        kind.set(s.T_q, s.T_k, masks, &o);
-        INFO("T_q " << s.T_q << " T_k " << s.T_k << " d_k " << s.d_k << " d_v " << s.d_v << ", "
-                    << kind.name);
-        AttentionBackwardTrace tr;
-        REQUIRE_OK(TraceAttentionBackwardQKV(Q, K, V, dO, o, &tr));
-        const bwd_ref::Forward f = bwd_ref::AttentionForward(q, k, v, o);
-        const bwd_ref::Gradients g = bwd_ref::AttentionBackward(q, k, v, dout, o);
-        const RefSteps want = ReferenceSteps(f, v, dout, o.softcap);
-        // The trace's float32 forward (scores ~1e-6 relative, |S| <= ~10) moves
-        // each weight by ~1e-6 and every later step by a few times that; 3e-5
-        // of the largest value (as the fused backward's tests), while a wrong
-        // or missing term is ~1e-2.
-        const double tol = 3e-5;
-        CheckRelative("dO", tr.dO, dout, 0.0);
-        CheckRelative("dV", tr.dV, g.dV, tol);
-        CheckRelative("d_weights", tr.d_weights, want.dP, tol);
-        CheckRelative("D", tr.D, want.D, tol);
-        CheckRelative("d_masked_scores", tr.d_masked_scores, want.dS_masked, tol);
-        CheckRelative("d_scores", tr.d_scores, want.dS, tol);
-        CheckRelative("dQ", tr.dQ, g.dQ, tol);
-        CheckRelative("dK", tr.dK, g.dK, tol);
-        CHECK(tr.forward.X.size() == 0);
-        CHECK(tr.dX.size() == 0);
-        CHECK(tr.dW_Q.size() == 0);
-        CHECK(tr.dW_K.size() == 0);
-        CHECK(tr.dW_V.size() == 0);
-      }
-    }
-  });
+  const std::vector<GradShape> shapes = {
+      {1, 1, 1, 1}, {4, 7, 5, 3}, {9, 17, 16, 8}, {33, 15, 4, 9}};
+  ForEachGradCase(shapes, /*seed=*/300,
+                  [](const GradShape& s, const TestMatrix& Q, const TestMatrix& K,
+                     const TestMatrix& V, const TestMatrix& dO, const AttentionOptions& o) {
+                    const Mat q = Q.ToRef(), k = K.ToRef(), v = V.ToRef(), dout = dO.ToRef();
+                    AttentionBackwardTrace tr;
+                    REQUIRE_OK(TraceAttentionBackwardQKV(Q, K, V, dO, o, &tr));
+                    const bwd_ref::Forward f = bwd_ref::AttentionForward(q, k, v, o);
+                    const bwd_ref::Gradients g = bwd_ref::AttentionBackward(q, k, v, dout, o);
+                    const RefSteps want = ReferenceSteps(f, v, dout, o.softcap);
+                    // The trace's float32 forward (scores ~1e-6 relative, |S| <= ~10) moves
+                    // each weight by ~1e-6 and every later step by a few times that; 3e-5
+                    // of the largest value (as the fused backward's tests), while a wrong
+                    // or missing term is ~1e-2.
+                    const double tol = 3e-5;
+                    CheckRelative("dO", tr.dO, dout, 0.0);
+                    CheckRelative("dV", tr.dV, g.dV, tol);
+                    CheckRelative("d_weights", tr.d_weights, want.dP, tol);
+                    CheckRelative("D", tr.D, want.D, tol);
+                    CheckRelative("d_masked_scores", tr.d_masked_scores, want.dS_masked, tol);
+                    CheckRelative("d_scores", tr.d_scores, want.dS, tol);
+                    CheckRelative("dQ", tr.dQ, g.dQ, tol);
+                    CheckRelative("dK", tr.dK, g.dK, tol);
+                    CHECK(tr.forward.X.size() == 0);
+                    CHECK(tr.dX.size() == 0);
+                    CHECK(tr.dW_Q.size() == 0);
+                    CHECK(tr.dW_K.size() == 0);
+                    CHECK(tr.dW_V.size() == 0);
+                  });
 }
 
 // Self-attention in float64: Q = X W_Q, K = X W_K, V = X W_V, then the

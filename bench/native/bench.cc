@@ -264,10 +264,111 @@ void BM_OpenBlasDecode(benchmark::State& state) {
   SetFlops(state, 4.0 * tokens * kD * h);
 }
 
+// Training, one head (d = 64, one thread): args T and causal. BM_AttnkitFwdBwd
+// times AttentionForTraining then AttentionBackward with its saved O and lse;
+// BM_AttnkitBwd the backward alone. GFLOP/s counts the FlashAttention-2
+// convention, forward 4 T^2 d and backward 10 T^2 d (recomputation not
+// counted), halved when causal.
+double TrainFlops(size_t T, bool causal, bool forward) {
+  return (forward ? 14.0 : 10.0) * T * T * kD * (causal ? 0.5 : 1.0);
+}
+
+struct TrainHead : Head {
+  std::vector<float> lse, dout, dq, dk, dv;
+  explicit TrainHead(size_t t)
+      : Head(t), lse(t), dout(RandomVector(t * kD, 4)), dq(t * kD), dk(t * kD), dv(t * kD) {}
+  attnkit::Status Forward(const attnkit::AttentionOptions& o) {
+    return attnkit::AttentionForTraining(View(q), View(k), View(v), o,
+                                         attnkit::MatrixView(out.data(), T, kD),
+                                         attnkit::MatrixView(lse.data(), T, 1));
+  }
+  attnkit::Status Backward(const attnkit::AttentionOptions& o) {
+    return attnkit::AttentionBackward(
+        View(q), View(k), View(v), View(out), View(dout),
+        attnkit::ConstMatrixView(lse.data(), T, 1), o, attnkit::MatrixView(dq.data(), T, kD),
+        attnkit::MatrixView(dk.data(), T, kD), attnkit::MatrixView(dv.data(), T, kD));
+  }
+  attnkit::ConstMatrixView View(const std::vector<float>& m) const {
+    return attnkit::ConstMatrixView(m.data(), T, kD);
+  }
+};
+
+void BM_AttnkitFwdBwd(benchmark::State& state) {
+  TrainHead h(state.range(0));
+  attnkit::AttentionOptions o;
+  o.causal = state.range(1) != 0;
+  for (auto _ : state) {
+    attnkit::Status s = h.Forward(o);
+    if (s.ok()) s = h.Backward(o);
+    if (!s.ok()) state.SkipWithError(s.message().c_str());
+    benchmark::DoNotOptimize(h.dq.data());
+  }
+  SetFlops(state, TrainFlops(h.T, o.causal, true));
+}
+
+void BM_AttnkitBwd(benchmark::State& state) {
+  TrainHead h(state.range(0));
+  attnkit::AttentionOptions o;
+  o.causal = state.range(1) != 0;
+  if (!h.Forward(o).ok()) return state.SkipWithError("forward");
+  for (auto _ : state) {
+    const attnkit::Status s = h.Backward(o);
+    if (!s.ok()) state.SkipWithError(s.message().c_str());
+    benchmark::DoNotOptimize(h.dq.data());
+  }
+  SetFlops(state, TrainFlops(h.T, o.causal, false));
+}
+
+// Training the multi-head layer of BM_AttnkitMultiHead (one thread): its
+// forward, then MultiHeadAttentionBackward (dX and the four weights'
+// gradients; it recomputes the forward). FLOPs: the forward's, and for the
+// backward twice the projections' plus 10 T^2 d per head.
+void BM_AttnkitMultiHeadTrain(benchmark::State& state) {
+  const size_t T = 512, dm = 512, h = 8;
+  const auto X = RandomVector(T * dm, 4), wq = LayerWeight(5), wk = LayerWeight(6),
+             wv = LayerWeight(7), wo = LayerWeight(8), dout = RandomVector(T * dm, 9);
+  std::vector<float> out(T * dm), dx(T * dm), dw[4];
+  for (auto& g : dw) g.resize(dm * dm);
+  const auto M = [&](const std::vector<float>& m, size_t rows) {
+    return attnkit::ConstMatrixView(m.data(), rows, dm);
+  };
+  const auto G = [&](std::vector<float>& m, size_t rows) {
+    return attnkit::MatrixView(m.data(), rows, dm);
+  };
+  const attnkit::MultiHeadWeights w{M(wq, dm), M(wk, dm), M(wv, dm), M(wo, dm)};
+  const attnkit::MultiHeadGradients grads{G(dx, T), G(dw[0], dm), G(dw[1], dm), G(dw[2], dm),
+                                          G(dw[3], dm)};
+  const attnkit::HeadConfig config{h, h, 0, 0};
+  const attnkit::AttentionOptions options;
+  for (auto _ : state) {
+    attnkit::Status s = attnkit::MultiHeadAttention(M(X, T), 1, w, config, options, G(out, T));
+    if (s.ok())
+      s = attnkit::MultiHeadAttentionBackward(M(X, T), 1, w, config, options, M(dout, T), grads);
+    if (!s.ok()) state.SkipWithError(s.message().c_str());
+    benchmark::DoNotOptimize(dx.data());
+  }
+  SetFlops(state, 3 * 4 * 2.0 * T * dm * dm + 14.0 * T * T * dm);
+}
+
+// GFLOPs: over the wall time, as FmaPeakGflops measures it; GFLOPsCpu: over
+// this thread's CPU time, the clock of the other benchmarks' GFLOP/s (on a
+// shared core the wall time also counts other processes' turns).
 void BM_FmaPeak(benchmark::State& state) {
-  double gflops = 0;
-  for (auto _ : state) gflops = attnkit_bench::FmaPeakGflops(200000000);
+  double gflops = 0, cpu_gflops = 0;
+  const auto cpu_seconds = [] {
+    timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+  };
+  for (auto _ : state) {
+    const double cpu0 = cpu_seconds();
+    const auto t0 = std::chrono::steady_clock::now();
+    gflops = attnkit_bench::FmaPeakGflops(200000000);
+    const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - t0;
+    cpu_gflops = gflops * wall.count() / (cpu_seconds() - cpu0);
+  }
   state.counters["GFLOPs"] = gflops;
+  state.counters["GFLOPsCpu"] = cpu_gflops;
 }
 
 void Shapes(benchmark::internal::Benchmark* b) {
@@ -281,6 +382,8 @@ void Shapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_FmaPeak)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Attnkit)->Apply(Shapes);
 BENCHMARK(BM_OpenBlas)->Apply(Shapes);
+BENCHMARK(BM_AttnkitFwdBwd)->Apply(Shapes);
+BENCHMARK(BM_AttnkitBwd)->Apply(Shapes);
 BENCHMARK(BM_Loop)->Apply(Shapes);
 // Threads: 1 and every thread of the machine (the figures above are one thread).
 const int64_t kThreads = static_cast<int64_t>(attnkit::ThreadPool::MaxThreads());
@@ -302,6 +405,7 @@ BENCHMARK(BM_AttnkitDecode)
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_OpenBlasMultiHead)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnkitMultiHeadTrain)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_OpenBlasDecode)
     ->ArgName("cache")
     ->Arg(1024)

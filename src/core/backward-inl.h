@@ -66,10 +66,17 @@ struct GradLayout {
   size_t total = 0;
 };
 
-// Plans the workspace for `threads` threads; false if it would exceed
-// `max_floats`.
-inline bool PlanGradLayout(size_t T_q, size_t T_k, size_t d_k, size_t d_v, bool backward,
+// Which passes run on one workspace: the forward for training, the backward
+// with the forward's saved O and lse, or both (the backward that recomputes
+// them). A workspace holds only the regions its passes use.
+enum class GradPasses { kForward, kBackward, kForwardThenBackward };
+
+// Plans the workspace of `passes` for `threads` threads; false if it would
+// exceed `max_floats`.
+inline bool PlanGradLayout(size_t T_q, size_t T_k, size_t d_k, size_t d_v, GradPasses passes,
                            size_t threads, uint64_t max_floats, GradLayout* w) {
+  const bool forward = passes != GradPasses::kBackward;
+  const bool backward = passes != GradPasses::kForward;
   const uint64_t pad = kGradPad, kb = kGradKeyBlock, qb = kGradQueryBlock;
   const uint64_t dk_p = (d_k + pad - 1) / pad * pad, dv_p = (d_v + pad - 1) / pad * pad;
   const uint64_t Tk_p = (T_k + kb - 1) / kb * kb, Tq = T_q;
@@ -88,8 +95,11 @@ inline bool PlanGradLayout(size_t T_q, size_t T_k, size_t d_k, size_t d_v, bool 
   w->dv_p = static_cast<size_t>(dv_p);
   w->Tk_p = static_cast<size_t>(Tk_p);
   w->kt = region(&at, Tk_p * d_k);
-  w->oacc = region(&per, qb * dv_p);
   w->s = region(&per, qb * kb);
+  if (forward) {
+    w->vp = region(&at, Tk_p * dv_p);
+    w->oacc = region(&per, qb * dv_p);
+  }
   if (backward) {
     w->vt = region(&at, Tk_p * d_v);
     w->kp = region(&at, Tk_p * dk_p);
@@ -102,7 +112,6 @@ inline bool PlanGradLayout(size_t T_q, size_t T_k, size_t d_k, size_t d_v, bool 
     w->dkb = region(&per, kb * dk_p);
     w->dvb = region(&per, kb * dv_p);
   }
-  w->vp = region(&at, Tk_p * dv_p);  // the recomputing backward runs the forward first
   w->threads_at = region(&at, 0);
   w->thread_floats = static_cast<size_t>(per);
   region(&at, per * threads);

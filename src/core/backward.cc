@@ -106,11 +106,16 @@ Status CheckGradientArgs(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V
   return CheckFinite("dO", dO);
 }
 
+// The passes of a backward: with `recompute`, the forward first.
+internal::GradPasses PassesOf(bool recompute) {
+  return recompute ? internal::GradPasses::kForwardThenBackward : internal::GradPasses::kBackward;
+}
+
 // Options checked against the head, the task's masks and score parameters
 // set, and its workspace allocated into `buffer`.
 Status PrepareTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
-                   const AttentionOptions& options, bool backward, internal::GradTask* task,
-                   FloatBuffer* buffer) {
+                   const AttentionOptions& options, internal::GradPasses passes,
+                   internal::GradTask* task, FloatBuffer* buffer) {
   ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, Q.rows, K.rows, /*batched=*/false, 1, 1));
   task->params = internal::ScoreParamsOf(options, Q.cols);
   task->head.Q = Q;
@@ -121,9 +126,10 @@ Status PrepareTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
   const size_t threads = options.pool ? options.pool->num_threads() : 1;
   const uint64_t max_floats =
       std::numeric_limits<size_t>::max() / sizeof(float) / 2;  // room for size arithmetic
-  if (!internal::PlanGradLayout(Q.rows, K.rows, Q.cols, V.cols, backward, threads, max_floats,
+  if (!internal::PlanGradLayout(Q.rows, K.rows, Q.cols, V.cols, passes, threads, max_floats,
                                 &task->layout) ||
-      !buffer->Allocate(task->layout.total)) {
+      !buffer->AllocateUninitialized(task->layout.total)) {
+    const bool backward = passes != internal::GradPasses::kForward;
     return internal::OutOfMemory(backward ? "dO" : "Q", "the packed operands of the gradients",
                                  task->layout.total);
   }
@@ -138,7 +144,7 @@ Status RunBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, Matr
                    const AttentionOptions& options, MatrixView dQ, MatrixView dK, MatrixView dV) {
   internal::GradTask task;
   FloatBuffer workspace;
-  ATTNKIT_RETURN_IF_ERROR(PrepareTask(Q, K, V, options, /*backward=*/true, &task, &workspace));
+  ATTNKIT_RETURN_IF_ERROR(PrepareTask(Q, K, V, options, PassesOf(recompute), &task, &workspace));
   task.head.out = O;
   task.lse_out = lse;
   task.lse = lse;
@@ -165,7 +171,8 @@ Status AttentionForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixVie
       CheckOutputs({{"out", out}, {"lse", lse}}, {{"Q", Q}, {"K", K}, {"V", V}}));
   internal::GradTask task;
   FloatBuffer workspace;
-  ATTNKIT_RETURN_IF_ERROR(PrepareTask(Q, K, V, options, /*backward=*/false, &task, &workspace));
+  ATTNKIT_RETURN_IF_ERROR(
+      PrepareTask(Q, K, V, options, internal::GradPasses::kForward, &task, &workspace));
   task.head.out = out;
   task.lse_out = lse;
   if (!ATTNKIT_GRAD_DISPATCH(AttentionForTrainingT)(task)) {
@@ -305,8 +312,8 @@ Status CheckMultiGradients(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView
 // operands of the heads in flight (GroupsInFlight) and the threads' blocks.
 Status PrepareMultiTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, MatrixView O,
                         MatrixView lse, const MultiShape& m, const AttentionOptions& options,
-                        bool backward, const char* source, internal::MultiGradTask* job,
-                        FloatBuffer* buffer) {
+                        internal::GradPasses passes, const char* source,
+                        internal::MultiGradTask* job, FloatBuffer* buffer) {
   const internal::Heads& heads = m.heads;
   std::vector<internal::HeadTask> head_tasks;
   internal::AddHeadTasks(
@@ -321,14 +328,14 @@ Status PrepareMultiTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
   const size_t chunk = internal::GroupsInFlight(n / heads.group(), threads);
   const uint64_t max_floats = std::numeric_limits<size_t>::max() / sizeof(float) / 2;
   internal::GradLayout layout;
-  const bool fits = internal::PlanGradLayout(m.T_q, m.T_k, heads.d_k, heads.d_v, backward, threads,
+  const bool fits = internal::PlanGradLayout(m.T_q, m.T_k, heads.d_k, heads.d_v, passes, threads,
                                              max_floats, &layout);
   // The heads in flight and the threads are few, each region below
   // max_floats: the sum fits in 64 bits.
   const uint64_t in_flight = static_cast<uint64_t>(chunk) * heads.group();
   const uint64_t total =
       in_flight * layout.threads_at + static_cast<uint64_t>(threads) * layout.thread_floats;
-  if (!fits || total > max_floats || !buffer->Allocate(static_cast<size_t>(total))) {
+  if (!fits || total > max_floats || !buffer->AllocateUninitialized(static_cast<size_t>(total))) {
     return internal::OutOfMemory(source, "the packed operands of the gradients",
                                  static_cast<size_t>(std::min<uint64_t>(total, max_floats)));
   }
@@ -359,7 +366,7 @@ Status RunMultiBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
   internal::MultiGradTask job;
   FloatBuffer workspace;
   ATTNKIT_RETURN_IF_ERROR(
-      PrepareMultiTask(Q, K, V, O, lse, m, options, /*backward=*/true, source, &job, &workspace));
+      PrepareMultiTask(Q, K, V, O, lse, m, options, PassesOf(recompute), source, &job, &workspace));
   const internal::Heads& heads = m.heads;
   for (size_t k = 0; k < job.tasks.size(); ++k) {
     const size_t b = k / heads.num_heads, h = k % heads.num_heads, g = h / heads.group();
@@ -437,8 +444,8 @@ Status MultiHeadAttentionQKVForTraining(ConstMatrixView Q, ConstMatrixView K, Co
       CheckOutputs({{"out", out}, {"lse", lse}}, {{"Q", Q}, {"K", K}, {"V", V}}));
   internal::MultiGradTask job;
   FloatBuffer workspace;
-  ATTNKIT_RETURN_IF_ERROR(
-      PrepareMultiTask(Q, K, V, out, lse, m, options, /*backward=*/false, "Q", &job, &workspace));
+  ATTNKIT_RETURN_IF_ERROR(PrepareMultiTask(Q, K, V, out, lse, m, options,
+                                           internal::GradPasses::kForward, "Q", &job, &workspace));
   if (!ATTNKIT_GRAD_DISPATCH(MultiHeadForTrainingT)(job)) {
     return internal::OverflowStatus("Q", "the scores and outputs");
   }

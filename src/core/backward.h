@@ -90,6 +90,8 @@ Status MultiHeadAttentionQKVForTraining(ConstMatrixView Q, ConstMatrixView K, Co
 // outputs for the same inputs and options. Every option of the forward.
 // options.pool splits (item, K/V group, key block) for dK, dV and (item,
 // head, query block) for dQ over its threads, bit-identical to one thread.
+// Memory: O((T_q + T_k) d) per head in flight (the heads of 2 x threads K/V
+// groups at a time), never a [T_q, T_k] matrix.
 Status MultiHeadAttentionQKVBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                                      ConstMatrixView O, ConstMatrixView dO, ConstMatrixView lse,
                                      size_t batch, const HeadConfig& config,

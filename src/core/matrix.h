@@ -57,6 +57,13 @@ class FloatBuffer {
     size_ = data_ ? n : 0;
     return data_ != nullptr || n == 0;
   }
+  // As Allocate, without zeroing: for workspaces whose every float is written
+  // before it is read, where zeroing would be most of a small call's cost.
+  bool AllocateUninitialized(size_t n) {
+    data_.reset(n ? static_cast<float*>(std::malloc(n * sizeof(float))) : nullptr);
+    size_ = data_ ? n : 0;
+    return data_ != nullptr || n == 0;
+  }
   float* data() { return data_.get(); }
   const float* data() const { return data_.get(); }
   size_t size() const { return size_; }

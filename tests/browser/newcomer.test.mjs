@@ -112,6 +112,19 @@ test("keyboard only: edit a cell of X, toggle a mask cell, open a head, isolate 
     "the focus is back on X",
   );
   await shot("keyboard-x-edited");
+  // The edited cell's tooltip says where its value came from: the reader, not the lexicon.
+  const xBox = await page.locator('[data-hit="X"]').boundingBox();
+  const xCols = (await page.evaluate(() => window.__attnkit.matrix("X"))).cols;
+  const xRows = (await page.evaluate(() => window.__attnkit.matrix("X"))).rows;
+  const hover = async (r, c) => {
+    await page.mouse.move(
+      xBox.x + ((c + 0.5) * xBox.width) / xCols,
+      xBox.y + ((r + 0.5) * xBox.height) / xRows,
+    );
+    return page.textContent('[data-testid="tooltip"]');
+  };
+  assert.match(await hover(1, 2), /edited by you/);
+  assert.doesNotMatch(await hover(0, 0), /edited by you/, "an unedited cell names its source");
 
   await open("m=custom&st=5");
   await tabTo('[data-hit="M"]');
@@ -639,6 +652,26 @@ test("numbers: shown in Q, step 7, all heads and decoding where they fit; a note
   assert.match(
     await page.textContent('[data-testid="numbers-note"]'),
     /too small for their numbers: hover a cell \(tap on a touch screen\)/,
+  );
+  assert.deepEqual(problems, []);
+});
+
+test("decoding: the weights' colour scale appears with the first row of weights, not before", async () => {
+  await open("v=decoding");
+  const legends = () => page.locator('svg[data-testid="scene-svg"] [data-testid="legend"]').count();
+  assert.equal(await legends(), 1, "before the first step only the values' scale is drawn");
+  await page.click('[data-testid="decode-step"]');
+  await page.waitForFunction(() =>
+    /^1 \//.test(document.querySelector('[data-testid="decode-pos"]')?.textContent ?? ""),
+  );
+  await page.waitForFunction(
+    () =>
+      document.querySelectorAll('svg[data-testid="scene-svg"] [data-testid="legend"]').length === 2,
+  );
+  await page.click('[data-testid="decode-reset"]');
+  await page.waitForFunction(
+    () =>
+      document.querySelectorAll('svg[data-testid="scene-svg"] [data-testid="legend"]').length === 1,
   );
   assert.deepEqual(problems, []);
 });

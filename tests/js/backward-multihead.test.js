@@ -7,7 +7,7 @@ import { describe, it, before } from "node:test";
 import assert from "node:assert/strict";
 import { createAttnkit, AttnkitError } from "attnkit";
 import { fromTensor3, randomMatrix, rng, toMatrix, toTensor3 } from "./reference.js";
-import { VARIANTS, assertClose, transposeHeads } from "./helpers.js";
+import { VARIANTS, assertClose, assertIdentical, transposeHeads } from "./helpers.js";
 import {
   assertGrad,
   numericGradient,
@@ -16,15 +16,6 @@ import {
   refMultiHeadQKVBackward,
   refSelfBackward,
 } from "./backward-reference.js";
-
-function assertIdentical(got, want, label) {
-  assert.equal(got.data.length, want.data.length, `${label}: length`);
-  for (let i = 0; i < want.data.length; ++i) {
-    if (!Object.is(got.data[i], want.data[i])) {
-      assert.fail(`${label}: at ${i} got ${got.data[i]}, want ${want.data[i]}`);
-    }
-  }
-}
 
 /** A batch [B][T][C] of random values. */
 const batchOf = (rand, B, T, C, amp = 1) =>

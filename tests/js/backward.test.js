@@ -8,7 +8,7 @@ import { describe, it, before } from "node:test";
 import assert from "node:assert/strict";
 import { createAttnkit, AttnkitError, AttnkitTypeError } from "attnkit";
 import { matmul, randomMatrix, rng, transpose, zeros } from "./reference.js";
-import { assertClose, VARIANTS } from "./helpers.js";
+import { assertClose, assertIdentical, VARIANTS } from "./helpers.js";
 import {
   assertGrad,
   magnitude,
@@ -16,15 +16,6 @@ import {
   refBackward,
   refLoss,
 } from "./backward-reference.js";
-
-function assertIdentical(got, want, label) {
-  assert.equal(got.data.length, want.data.length, `${label}: length`);
-  for (let i = 0; i < want.data.length; ++i) {
-    if (!Object.is(got.data[i], want.data[i])) {
-      assert.fail(`${label}: at ${i} got ${got.data[i]}, want ${want.data[i]}`);
-    }
-  }
-}
 
 function assertFinite(m, label) {
   for (let i = 0; i < m.data.length; ++i) {

@@ -83,3 +83,13 @@ export const VARIANTS = [
   { name: "simd", options: { simd: true } },
   { name: "scalar", options: { simd: false } },
 ];
+
+/** Asserts two results' data equal bit for bit (Object.is: -0 and NaN count). */
+export function assertIdentical(got, want, label) {
+  assert.equal(got.data.length, want.data.length, `${label}: length`);
+  for (let i = 0; i < want.data.length; ++i) {
+    if (!Object.is(got.data[i], want.data[i])) {
+      assert.fail(`${label}: at ${i} got ${got.data[i]}, want ${want.data[i]}`);
+    }
+  }
+}

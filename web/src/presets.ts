@@ -99,8 +99,17 @@ export const PRESETS: Preset[] = [
     id: "train",
     label: "the train left the station on time",
     text: "the train left the station on time",
-    // Four designed heads, each with a different relation, so that step 8 and the head views show differences.
-    set: { emb: "features", weights: "designed", mask: "none", heads: 4, kvHeads: 4, pe: false },
+    // Four designed heads, each with a different relation, so that step 8 and the head views show
+    // differences; the query is the verb "left", which head 0 (verbs look for their nouns) answers.
+    set: {
+      emb: "features",
+      weights: "designed",
+      mask: "none",
+      heads: 4,
+      kvHeads: 4,
+      pe: false,
+      query: 2,
+    },
   },
   {
     id: "bank",

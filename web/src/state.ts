@@ -88,7 +88,7 @@ export const DEFAULT_STATE: State = {
   softcap: 0,
   view: "steps",
   step: 1,
-  query: 1,
+  query: 2,
   head: 0,
   role: "Q",
   speed: 1,

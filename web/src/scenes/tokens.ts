@@ -94,8 +94,15 @@ export const tokensScene: Scene = {
       colAxis: ctx.cfg.featureNames ? "feature (d_model)" : "dimension (d_model)",
       rowLabelClass: (r) =>
         it.unknown[r] ? "unknown" : it.item.tokens[r] === "[PAD]" ? "tok-pad" : "",
-      tip: (r, c, v) =>
-        `x${sub(r)}[${cols[c]}] = <b>${fmt(v, 4)}</b> (token “${tokenName(ctx, r)}”)<br>${pe ? `E ${fmt(it.E.data[r * dModel + c], 3)} + P ${fmt(it.P.data[r * dModel + c], 3)}` : tokenTip(r)}<br><i>click to edit</i>`,
+      tip: (r, c, v) => {
+        const source =
+          ctx.state.edits[`X${ctx.itemIndex}:${r}:${c}`] !== undefined
+            ? "edited by you"
+            : pe
+              ? `E ${fmt(it.E.data[r * dModel + c], 3)} + P ${fmt(it.P.data[r * dModel + c], 3)}`
+              : tokenTip(r);
+        return `x${sub(r)}[${cols[c]}] = <b>${fmt(v, 4)}</b> (token “${tokenName(ctx, r)}”)<br>${source}<br><i>click to edit</i>`;
+      },
       onCell: (r, c, e) => ctx.edit(`X${ctx.itemIndex}`, r, c, it.X.data[r * dModel + c], e),
       hidden: ctx.animate ? () => true : undefined,
     });

@@ -206,7 +206,8 @@ export const decodingView: Scene = {
     }
     height = y2 + Math.max(O.height, F.height);
     let lh = signedLegend(g, 8, height + 14, m, "value");
-    lh = Math.max(lh, weightLegend(g, 260, height + 14));
+    // The weights' colour scale only when a row of weights is drawn (t > 0).
+    if (d.weights) lh = Math.max(lh, weightLegend(g, 260, height + 14));
     return { width: x + F.width, height: height + 14 + lh, duration: 0 };
   },
 };

@@ -1,0 +1,29 @@
+// The JavaScript examples the README points to run as a user runs them
+// (`node examples/<name>.mjs`, importing the package by its name) and say what
+// the README says they say.
+import test from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+
+function run(name) {
+  const r = spawnSync(process.execPath, [`examples/${name}`], { cwd: root, encoding: "utf8" });
+  assert.equal(r.status, 0, `${name} exited with ${r.status}: ${r.stderr}`);
+  return r.stdout;
+}
+
+test("quickstart.mjs: a trace, multi-head attention, decoding and an error naming weights.W_Q", () => {
+  const out = run("quickstart.mjs");
+  assert.match(out, /full causal row 2/);
+  assert.match(out, /AttnkitError \[shape_mismatch\] weights\.W_Q: expected 4 rows/);
+});
+
+test("gradients.mjs: dQ, dK and dV agree with central differences", () => {
+  const out = run("gradients.mjs");
+  const lines = out.split("\n").filter((l) => / = .*by differences/.test(l));
+  assert.equal(lines.length, 18, "every entry of dQ, dK and dV [3, 2] is checked");
+  const worst = Number(out.match(/largest difference: (\S+)/)[1]);
+  assert.ok(worst < 1e-3, `largest difference ${worst}`);
+});
