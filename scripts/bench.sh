@@ -9,18 +9,23 @@
 # (forward + backward of one head and of the multi-head layer, natively against
 # PyTorch, in wasm against tfjs-backend-wasm and plain JS: native-backward.json,
 # torch.json, backward.json), then the report (from the forward's last results).
+# --train: only the training benchmark (the model of docs/model.md trained to
+# 90% natively with one thread and all, attnkit_train_bench: train-native.json;
+# in Node by the npm package and by the same model in tfjs-backend-wasm, on the
+# same batches, bench/wasm/train.mjs: train.json), then the report.
 # The peers (onnxruntime-node, onnxruntime-web, tfjs-backend-wasm) are the
 # dependencies of bench/package.json, installed here from bench/package-lock.json
 # (never by npm test); their ONNX models are written by bench/make_models.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-quick=0; backward_only=0
+quick=0; backward_only=0; train_only=0
 [[ ${npm_config_quick:-} == true ]] && quick=1
 for arg in "$@"; do
   case $arg in
     --quick) quick=1 ;;
     --backward) backward_only=1 ;;
-    *) echo "bench: unknown option $arg (--quick, --backward)" >&2; exit 2 ;;
+    --train) train_only=1 ;;
+    *) echo "bench: unknown option $arg (--quick, --backward, --train)" >&2; exit 2 ;;
   esac
 done
 
@@ -109,8 +114,17 @@ backward() {
   taskset -c "$cpu" node --expose-gc --single-threaded-gc bench/wasm/backward.mjs \
     $( ((quick)) && echo --quick ) > bench/results/backward.json
 }
-if ((backward_only)); then
-  backward
+train() {
+  echo "== native training: the model to 90%, one thread and every thread"
+  # Not pinned: the second run uses every thread of the machine.
+  ./build/bench/attnkit_train_bench $( ((quick)) && echo --quick ) > bench/results/train-native.json
+  echo "== node training: attnkit wasm and tfjs-backend-wasm, the same model and batches"
+  taskset -c "$cpu" node --expose-gc --single-threaded-gc bench/wasm/train.mjs \
+    $( ((quick)) && echo --quick ) > bench/results/train.json
+}
+if ((backward_only || train_only)); then
+  ((backward_only)) && backward
+  ((train_only)) && train
   node bench/report.mjs
   exit 0
 fi
@@ -134,4 +148,5 @@ echo "== node: small calls (attnkit wasm through the package, plain JS)"
 taskset -c "$cpu" node --single-threaded-gc bench/wasm/small.mjs $( ((quick)) && echo --quick ) \
   > bench/results/small.json
 backward
+train
 node bench/report.mjs
