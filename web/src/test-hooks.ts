@@ -3,6 +3,7 @@
 import { drawnIds, drawnMatrix } from "./draw/registry";
 import { page } from "./page";
 import { toQuery } from "./state";
+import { hasTrained, openTrained, type TrainedLayer } from "./trained";
 
 export function installTestHooks(): void {
   (window as unknown as { __attnkit: unknown }).__attnkit = {
@@ -15,5 +16,26 @@ export function installTestHooks(): void {
     matrix: (id: string, nth = 0) => drawnMatrix(id, nth),
     matrixIds: () => drawnIds(),
     query: () => toQuery(page.state),
+    // Trained mode (tests/browser/trained.test.mjs): open a layer given as plain arrays,
+    // and read every head's attention weights as the page computed them.
+    trained: {
+      open: (t: TrainedLayer) => openTrained(plainTrained(t)),
+      shown: () => hasTrained(),
+      headWeights: () => page.model?.items[0].heads.map((tr) => Array.from(tr.weights.data)),
+    },
+  };
+}
+
+/** A TrainedLayer whose matrices came through a test driver as number arrays. */
+function plainTrained(t: TrainedLayer): TrainedLayer {
+  const m = (x: TrainedLayer["X"]) => ({ ...x, data: Float32Array.from(x.data) });
+  return {
+    ...t,
+    X: m(t.X),
+    W_Q: m(t.W_Q),
+    W_K: m(t.W_K),
+    W_V: m(t.W_V),
+    W_O: m(t.W_O),
+    weights: { ...t.weights, data: Float32Array.from(t.weights.data) },
   };
 }
