@@ -229,13 +229,14 @@ export function syncControls(s: State, cfg: Config): void {
   const trained = s.weights === "trained";
   toggleOption("preset", "trained", "trained model", trained);
   toggleOption("weights", "trained", "trained model (Train view)", trained);
+  toggleOption("emb", "trained", "the trained model's X", trained);
   setValue("preset", s.preset);
   setValue("text", cfg.seedMode ? cfg.items[0].tokens.join(" ") : s.text);
   setValue("text2", s.text2);
   setFlag("batch", "checked", s.batch);
   setFlag("batch", "disabled", cfg.seedMode);
   setFlag("text2-label", "hidden", !s.batch || cfg.seedMode);
-  setValue("emb", s.emb);
+  setValue("emb", trained ? "trained" : s.emb);
   setFlag("emb", "disabled", cfg.seedMode);
   setValue("dModel", String(cfg.dModel));
   setFlag("dModel", "disabled", s.emb !== "random" || cfg.seedMode);
@@ -272,9 +273,11 @@ export function syncControls(s: State, cfg: Config): void {
   const nEdits = Object.keys(s.edits).length;
   setText(
     "edits-info",
-    nEdits
-      ? `${nEdits} edited cell${nEdits > 1 ? "s" : ""}`
-      : "Click a cell of X, W or Wᴼ to edit it.",
+    trained
+      ? "A trained model's cells are not editable."
+      : nEdits
+        ? `${nEdits} edited cell${nEdits > 1 ? "s" : ""}`
+        : "Click a cell of X, W or Wᴼ to edit it.",
   );
   setFlag("reset-edits", "disabled", nEdits === 0);
   const unknown = cfg.items[0].tokens.length;

@@ -3,6 +3,7 @@
 import { drawnIds, drawnMatrix } from "./draw/registry";
 import { page } from "./page";
 import { toQuery } from "./state";
+import { lastSaturation } from "./views/saturation";
 import { hasTrained, openTrained, type TrainedLayer } from "./trained";
 
 export function installTestHooks(): void {
@@ -23,6 +24,8 @@ export function installTestHooks(): void {
       shown: () => hasTrained(),
       headWeights: () => page.model?.items[0].heads.map((tr) => Array.from(tr.weights.data)),
     },
+    // The saturation view's gradient (tests/browser/saturation.test.mjs).
+    saturation: () => lastSaturation(),
   };
 }
 
