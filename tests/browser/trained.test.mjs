@@ -263,6 +263,38 @@ test("the page's attention weights of every head equal the trained layer's; the 
   assert.deepEqual(problems, []);
 });
 
+test("opening another layer recomputes: an unscaled one gets scale 1 and its own weights", async () => {
+  await openLayer();
+  const T = layer.tokens.length;
+  const unscaled = { ...layer, scaled: false, step: layer.step + 1 };
+  unscaled.weights = { shape: [layer.numHeads, T, T], data: referenceWeights(unscaled) };
+  await page.evaluate((x) => window.__attnkit.trained.open(x), unscaled);
+  await page.waitForFunction(() => window.__attnkit.state().scaling === false);
+  assert.equal(
+    await page.isChecked('[data-testid="scaling"]'),
+    false,
+    "the scaling box shows no scale",
+  );
+  const weights = await page.evaluate(() => window.__attnkit.trained.headWeights());
+  for (let h = 0; h < layer.numHeads; h++)
+    assertNear(
+      weights[h],
+      unscaled.weights.data.slice(h * T * T, (h + 1) * T * T),
+      1e-5,
+      `unscaled head ${h}`,
+    );
+  await gotoStep(4);
+  assert.match(await page.textContent('[data-testid="caption"]'), /scale = 1\b|scale = 1\.0/);
+  assert.match(
+    await page.textContent('[data-testid="trained-banner"]'),
+    new RegExp(`step ${unscaled.step},.*scores not scaled`),
+  );
+  // “Back” still returns to the page before the first layer was opened.
+  await page.click('[data-testid="trained-back"]');
+  await page.waitForFunction(() => window.__attnkit.state().weights === "designed");
+  assert.deepEqual(problems, []);
+});
+
 test("steps 1 to 8, the head view and all heads render the trained layer with the token labels", async () => {
   await openLayer();
   const s = await state();
@@ -272,7 +304,7 @@ test("steps 1 to 8, the head view and all heads render the trained layer with th
     await gotoStep(n);
     const text = await page.textContent('svg[data-testid="scene-svg"]');
     assert.ok(text.includes(qLabel), `step ${n} shows the query's label “${qLabel}”`);
-    if (n === 4 || n === 6) await shot(`step${n}`);
+    if (n === 1 || n === 4 || n === 6) await shot(`step${n}`);
   }
   const T = layer.tokens.length;
   await page.click('[data-testid="view-grid"]');

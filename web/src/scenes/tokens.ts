@@ -16,7 +16,7 @@ export const tokensScene: Scene = {
     const pe = ctx.state.pe;
     const trained = trainedOf(ctx.state);
     if (trained)
-      return `<p>The sample sequence of the task “${trained.task}”: <b>T = ${T}</b> tokens, each a token id (the separator 0 shows as “|”; a repeated id gets a superscript).
+      return `<p>The sample sequence of the task “${trained.task}”: <b>T = ${T}</b> tokens, each a token id (the separator 0 shows as “|”; the small number after it is the position).
       Row <b>x<sub>i</sub></b> of X is what layer ${trained.layer + 1}'s attention reads at position <i>i</i>: the learned token and position embeddings${trained.layer > 0 ? " plus the outputs of the layers below" : ""}, ${trained.step} training steps in.</p>
       <p class="shapes">X ${shape("T", "d_model")} = ${shape(T, dModel)}, given by the trained model (not editable).</p>`;
     const src = ctx.cfg.seedMode
