@@ -45,6 +45,11 @@ function modelLayer(attn) {
   const T = attn.taskSeqLen(task);
   const config = { vocabSize: 12, maxSeqLen: T, dModel: 16, numLayers: 2, numHeads: 2, dK: 8 };
   const model = attn.createModel(config, { seed: 3, task });
+  // A package whose model cannot yet show its insides (inspect, parameters): the synthetic layer is used.
+  if (typeof model.inspect !== "function" || typeof model.parameters !== "function") {
+    model.dispose();
+    return null;
+  }
   const trainer = attn.createTrainer(model, { learningRate: 3e-3 });
   const gen = attn.createTaskGenerator(task, { seed: 1 });
   const steps = 30;
@@ -181,12 +186,12 @@ function assertNear(actual, expected, tol, what) {
 
 before(async () => {
   const attn = await loadModelPackage();
-  if (attn && typeof attn.createModel === "function") {
-    layer = modelLayer(attn);
-    source = "the package's model, trained on induction";
-  } else {
+  layer = attn && typeof attn.createModel === "function" ? modelLayer(attn) : null;
+  if (layer) source = "the package's model, trained on induction";
+  else {
     layer = syntheticLayer();
-    source = "synthetic X and weights (the package has no model build)";
+    source =
+      "synthetic X and weights (the package has no model build, or its model has no inspect)";
   }
   ({ server, browser, context } = await openChromium());
 });
@@ -324,6 +329,21 @@ test("steps 1 to 8, the head view and all heads render the trained layer with th
   const hv = await page.textContent('svg[data-testid="scene-svg"]');
   assert.ok(hv.includes(qLabel), "the head view labels the tokens");
   await shot("headview");
+  // Decoding with the KV cache and the saturation experiment on the selected query's trained scores.
+  await page.click('[data-testid="view-decoding"]');
+  await page.waitForSelector('svg[data-testid="scene-svg"][data-view="decoding"]');
+  assert.ok(
+    (await page.textContent('svg[data-testid="scene-svg"]')).includes(
+      `${label(layer.tokens[0])} ${sub(0)}`,
+    ),
+    "decoding labels the tokens",
+  );
+  await page.click('[data-testid="view-saturation"]');
+  await page.selectOption('[data-testid="sat-source"]', "query");
+  await page.waitForFunction(() => window.__attnkit.state().satSource === "query");
+  const sat = await page.evaluate(() => window.__attnkit.saturation());
+  assert.equal(sat.z.length, T, "the saturation experiment reads the query's trained scores");
+  assert.equal(sat.dK, layer.dK);
   assert.deepEqual(problems, []);
 });
 
