@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import path from "node:path";
 import { after, before, beforeEach, test } from "node:test";
-import { openChromium, prng, shots, watch } from "./helpers.mjs";
+import { assertPhoneFit, openChromium, phoneFit, prng, shots, watch } from "./helpers.mjs";
 
 let server, browser, context, page;
 let problems = [];
@@ -421,4 +421,47 @@ test("a reload of a trained-mode URL shows the example with a note", async () =>
   );
   await shot("reload-note");
   assert.deepEqual(problems, []);
+});
+
+test("phone 390 x 844: every step and view of a trained layer fits the width, the banner too", async () => {
+  const phone = await browser.newContext({
+    viewport: { width: 390, height: 844 },
+    reducedMotion: "reduce",
+  });
+  const p = await phone.newPage();
+  const seen = [];
+  watch(p, seen);
+  try {
+    await p.goto(server.url);
+    await ready(p);
+    await p.evaluate((x) => window.__attnkit.trained.open(x), layer);
+    await p.waitForFunction(() => window.__attnkit.trained.shown());
+    const pages = [
+      ...Array.from({ length: 8 }, (_, i) => ({ view: "steps", step: i + 1 })),
+      ...["headview", "grid", "saturation", "decoding"].map((view) => ({ view })),
+    ];
+    for (const patch of pages) {
+      const what = `trained ${patch.view}${patch.step ? ` step ${patch.step}` : ""}`;
+      await p.evaluate((n) => {
+        const b = document.querySelector(
+          n.step ? `[data-testid="step-${n.step}"]` : `[data-testid="view-${n.view}"]`,
+        );
+        b.click();
+      }, patch);
+      await p.waitForSelector(
+        `svg[data-testid="scene-svg"][data-view="${patch.view}"]${patch.step ? `[data-step="${patch.step}"]` : ""}`,
+      );
+      assertPhoneFit(await p.evaluate(phoneFit), what);
+      const banner = await p.$eval(
+        '[data-testid="trained-banner"]',
+        (el) => el.getBoundingClientRect().right,
+      );
+      assert.ok(banner <= 390.5, `${what}: the banner ends at ${banner} px`);
+      if (patch.step === 6)
+        await p.screenshot({ path: path.join(shots, "trained-phone-step6.png") });
+    }
+    assert.deepEqual(seen, []);
+  } finally {
+    await phone.close();
+  }
 });
