@@ -354,6 +354,9 @@ test("query, head and step controls update the trained view", async () => {
   const weightsOf = () => page.evaluate(() => window.__attnkit.matrix("weights").values);
   const head0 = await weightsOf();
   assertNear(head0, layer.weights.data.slice(0, T * T), 1e-5, "step 6, head 0");
+  const check = await page.textContent('[data-testid="trained-check"]');
+  const d = Number(check.match(/at most (\S+)$/)[1]);
+  assert.ok(d <= 1e-5, `step 6 says the model's own weights differ by ${d}`);
   await page.selectOption('[data-testid="head"]', "1");
   await page.waitForFunction(() => window.__attnkit.state().head === 1);
   assertNear(await weightsOf(), layer.weights.data.slice(T * T, 2 * T * T), 1e-5, "step 6, head 1");
@@ -464,4 +467,20 @@ test("phone 390 x 844: every step and view of a trained layer fits the width, th
   } finally {
     await phone.close();
   }
+});
+
+test("a TrainedLayer of inconsistent shapes is refused with the field named; the page stays as it was", async () => {
+  const bad = { ...layer, W_Q: { ...layer.W_Q, rows: layer.W_Q.rows + 1 } };
+  const err = await page.evaluate((x) => {
+    try {
+      window.__attnkit.trained.open(x);
+      return null;
+    } catch (e) {
+      return e.message;
+    }
+  }, bad);
+  assert.match(err ?? "", /^openTrained: W_Q: expected \[\d+, \d+\], given \[\d+, \d+\]/);
+  assert.equal((await state()).weights, "designed");
+  assert.equal(await page.evaluate(() => window.__attnkit.trained.shown()), false);
+  assert.deepEqual(problems, []);
 });

@@ -87,6 +87,8 @@ function validate(t: TrainedLayer): void {
   checkMatrix(t.W_K, "W_K", d, g * dK);
   checkMatrix(t.W_V, "W_V", d, g * dK);
   checkMatrix(t.W_O, "W_O", h * dK, d);
+  const n = t.weights?.data?.length;
+  check(n === h * T * T, "weights", `[${h}, ${T}, ${T}] (${h * T * T} numbers)`, `${n} numbers`);
 }
 
 /** The state of trained mode on top of `s`: the first scored query, head 0, step 1 of the steps. */
