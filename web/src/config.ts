@@ -5,7 +5,7 @@ import { FEATURES } from "./lexicon";
 import { SEED001 } from "./presets";
 import { customCells, type State } from "./state";
 import { MAX_TOKENS, tokenize, uniqueLabels } from "./tokenize";
-import { tokenLabel, trainedOf, type TrainedLayer } from "./trained";
+import { tokenLabel, trainedOf, type ShownLayer } from "./trained";
 
 export const PAD = "[PAD]";
 /** The token that stands in for an empty text. */
@@ -57,7 +57,7 @@ function why(typed: number, used: number, reason: string): string {
 const range = (lo: number, hi: number) => `a whole number from ${lo} to ${hi}`;
 
 /** A trained layer's shapes: its tokens (ids as labels), d_model, heads, kv heads and d_k = d_v. */
-function trainedConfig(t: TrainedLayer): Config {
+function trainedConfig(t: ShownLayer): Config {
   const tokens = t.tokens.map(tokenLabel);
   const fixed = "fixed by the trained model";
   return {

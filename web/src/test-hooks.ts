@@ -34,6 +34,9 @@ function plainTrained(t: TrainedLayer): TrainedLayer {
   const m = (x: TrainedLayer["X"]) => ({ ...x, data: Float32Array.from(x.data) });
   return {
     ...t,
+    // As the Train view passes them (Inspection.tokens, .targets).
+    tokens: Int32Array.from(t.tokens),
+    targets: Int32Array.from(t.targets),
     X: m(t.X),
     W_Q: m(t.W_Q),
     W_K: m(t.W_K),

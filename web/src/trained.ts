@@ -13,10 +13,10 @@ export interface TrainedLayer {
   task: string;
   /** Training step of the weights. */
   step: number;
-  /** The sample sequence (token ids), shown as token labels. */
-  tokens: number[];
+  /** The sample sequence (token ids), shown as token labels (Inspection.tokens is an Int32Array). */
+  tokens: readonly number[] | Int32Array;
   /** -1 = not scored. */
-  targets: number[];
+  targets: readonly number[] | Int32Array;
   /** 0-based layer whose attention is shown. */
   layer: number;
   numLayers: number;
@@ -37,12 +37,18 @@ export interface TrainedLayer {
   weights: Tensor;
 }
 
+/** A TrainedLayer as the page keeps it: token ids and targets as plain arrays. */
+export type ShownLayer = Omit<TrainedLayer, "tokens" | "targets"> & {
+  tokens: number[];
+  targets: number[];
+};
+
 /** The label of token id `id`: its number; the separator 0 shows as "|". */
 export function tokenLabel(id: number): string {
   return id === 0 ? "|" : String(id);
 }
 
-let current: TrainedLayer | null = null;
+let current: ShownLayer | null = null;
 /** Bumped by every openTrained: part of the model's cache key (the state alone cannot tell two runs apart). */
 let generation = 0;
 /** The state before trained mode, restored by "Back to the example". */
@@ -75,7 +81,7 @@ function checkMatrix(m: Matrix, name: string, rows: number, cols: number): void 
 }
 
 /** Throws an Error naming the field, the expected and the given shape when `t` is inconsistent. */
-function validate(t: TrainedLayer): void {
+function validate(t: ShownLayer): void {
   const T = t.tokens?.length ?? 0;
   const { dModel: d, numHeads: h, numKvHeads: g, dK } = t;
   check(T > 0, "tokens", "at least one token", String(T));
@@ -92,7 +98,7 @@ function validate(t: TrainedLayer): void {
 }
 
 /** The state of trained mode on top of `s`: the first scored query, head 0, step 1 of the steps. */
-function enterState(s: State, t: TrainedLayer): State {
+function enterState(s: State, t: ShownLayer): State {
   const scored = t.targets.map((v, i) => (v >= 0 ? i : -1)).filter((i) => i >= 0);
   return pinTrained({
     ...s,
@@ -108,7 +114,13 @@ function enterState(s: State, t: TrainedLayer): State {
 }
 
 /** Switches the page to the steps view on these numbers. */
-export function openTrained(t: TrainedLayer): void {
+export function openTrained(layer: TrainedLayer): void {
+  // Token ids may come as an Int32Array (Inspection.tokens), whose map() would give numbers, not labels.
+  const t: ShownLayer = {
+    ...layer,
+    tokens: Array.from(layer.tokens),
+    targets: Array.from(layer.targets),
+  };
   validate(t);
   if (!getState || !applyState) throw new Error("openTrained: the page has not loaded yet");
   const s = getState();
@@ -124,7 +136,7 @@ export function hasTrained(): boolean {
 }
 
 /** The layer shown when the state is in trained mode (null otherwise). */
-export function trainedOf(s: Pick<State, "weights">): TrainedLayer | null {
+export function trainedOf(s: Pick<State, "weights">): ShownLayer | null {
   return s.weights === "trained" ? current : null;
 }
 
@@ -176,7 +188,7 @@ export function fallbackState(s: State): State {
 }
 
 /** A one-line description: "Trained on induction, step 250, layer 2 of 2". */
-export function trainedTitle(t: TrainedLayer): string {
+export function trainedTitle(t: ShownLayer): string {
   return `Trained on ${t.task}, step ${t.step}, layer ${t.layer + 1} of ${t.numLayers}`;
 }
 
