@@ -1,22 +1,14 @@
 // The test hook window.__attnkit: timing, the state, and the numbers of every matrix on
 // screen (canvas ones included), read by the browser suites in tests/browser.
+import { hasTrained, openTrained, type TrainedLayer } from "./trained";
+import { lastSaturation } from "./views/saturation";
+
 import { drawnIds, drawnMatrix } from "./draw/registry";
 import { page } from "./page";
 import { toQuery } from "./state";
-import { lastSaturation } from "./views/saturation";
-import { hasTrained, openTrained, type TrainedLayer } from "./trained";
 
 export function installTestHooks(): void {
   (window as unknown as { __attnkit: unknown }).__attnkit = {
-    timing: page.timing,
-    target: page.attn.target,
-    simd: page.attn.simd,
-    state: () => page.state,
-    animation: () => page.animation,
-    playing: () => page.playing,
-    matrix: (id: string, nth = 0) => drawnMatrix(id, nth),
-    matrixIds: () => drawnIds(),
-    query: () => toQuery(page.state),
     // Trained mode (tests/browser/trained.test.mjs): open a layer given as plain arrays,
     // and read every head's attention weights as the page computed them.
     trained: {
@@ -26,6 +18,15 @@ export function installTestHooks(): void {
     },
     // The saturation view's gradient (tests/browser/saturation.test.mjs).
     saturation: () => lastSaturation(),
+    timing: page.timing,
+    target: page.attn.target,
+    simd: page.attn.simd,
+    state: () => page.state,
+    animation: () => page.animation,
+    playing: () => page.playing,
+    matrix: (id: string, nth = 0) => drawnMatrix(id, nth),
+    matrixIds: () => drawnIds(),
+    query: () => toQuery(page.state),
   };
 }
 
