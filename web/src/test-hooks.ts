@@ -2,7 +2,6 @@
 // screen (canvas ones included), read by the browser suites in tests/browser.
 import { hasTrained, openTrained, type TrainedLayer } from "./trained";
 import { lastSaturation } from "./views/saturation";
-
 import { drawnIds, drawnMatrix } from "./draw/registry";
 import { page } from "./page";
 import { toQuery } from "./state";
