@@ -43,7 +43,7 @@ function trainedCheck(ctx: Parameters<Scene["caption"]>[0]): string {
   const mine = ctx.trace.weights.data;
   let d = 0;
   for (let i = 0; i < own.length; i++) d = Math.max(d, Math.abs(own[i] - mine[i]));
-  return `<p class="shapes" data-testid="trained-check">the trained model's own forward pass gave this head's weights too: they differ from these by at most ${d.toExponential(1)}</p>`;
+  return `<p class="shapes" data-testid="trained-check">the trained model's own forward pass gave this head's weights too: ${d === 0 ? "they are these, bit for bit" : `they differ from these by at most ${d.toExponential(1)}`}</p>`;
 }
 
 export const softmaxScene: Scene = {
