@@ -97,7 +97,7 @@ function validate(t: ShownLayer): void {
   check(n === h * T * T, "weights", `[${h}, ${T}, ${T}] (${h * T * T} numbers)`, `${n} numbers`);
 }
 
-/** The state of trained mode on top of `s`: the first scored query, head 0, step 1 of the steps. */
+/** The state of trained mode on top of `s`: the last scored query, head 0, step 1 of the steps. */
 function enterState(s: State, t: ShownLayer): State {
   const scored = t.targets.map((v, i) => (v >= 0 ? i : -1)).filter((i) => i >= 0);
   return pinTrained({
