@@ -4,9 +4,9 @@
 // all heads show it with the task's token labels; the controls the trained numbers fix
 // are disabled; "Back to the example" and a reload leave trained mode.
 //
-// The layer comes from the model in the npm package when the package has it
-// (createAttnkit({ model: true }): a 2-layer model trained for a few steps on
-// induction, layer 2 of one sample); else from seeded synthetic X and weights whose
+// The layer comes from the model in the npm package (createAttnkit({ model: true }):
+// a 2-layer model trained for a few steps on induction, layer 2 of one sample); one
+// test also opens seeded synthetic X and weights holding the separator 0, whose
 // attention weights the test computes in float64.
 import assert from "node:assert/strict";
 import path from "node:path";
@@ -15,8 +15,8 @@ import { assertPhoneFit, openChromium, phoneFit, prng, shots, watch } from "./he
 
 let server, browser, context, page;
 let problems = [];
-/** The TrainedLayer as plain arrays, and where it came from. */
-let layer, source;
+/** The TrainedLayer as plain arrays. */
+let layer;
 
 const ready = (p = page) => p.waitForSelector("body[data-ready='1']", { timeout: 15000 });
 const state = () => page.evaluate(() => window.__attnkit.state());
@@ -25,16 +25,11 @@ const SUB = "₀₁₂₃₄₅₆₇₈₉";
 const sub = (i) => [...String(i)].map((d) => SUB[Number(d)]).join("");
 const label = (id) => (id === 0 ? "|" : String(id));
 
-/** A model-enabled package: the one in node_modules, or ATTNKIT_MODEL_DIST's attnkit.node.mjs. */
+/** The package's model build (ATTNKIT_MODEL_DIST: another package folder's attnkit.node.mjs). */
 async function loadModelPackage() {
   const dir = process.env.ATTNKIT_MODEL_DIST;
   const mod = dir ? await import(path.resolve(dir, "attnkit.node.mjs")) : await import("attnkit");
-  const createAttnkit = mod.createAttnkit ?? mod.default;
-  try {
-    return await createAttnkit({ model: true });
-  } catch {
-    return null;
-  }
+  return (mod.createAttnkit ?? mod.default)({ model: true });
 }
 
 const plainMatrix = (m) => ({ rows: m.rows, cols: m.cols, data: Array.from(m.data) });
@@ -45,11 +40,6 @@ function modelLayer(attn) {
   const T = attn.taskSeqLen(task);
   const config = { vocabSize: 12, maxSeqLen: T, dModel: 16, numLayers: 2, numHeads: 2, dK: 8 };
   const model = attn.createModel(config, { seed: 3, task });
-  // A package whose model cannot yet show its insides (inspect, parameters): the synthetic layer is used.
-  if (typeof model.inspect !== "function" || typeof model.parameters !== "function") {
-    model.dispose();
-    return null;
-  }
   const trainer = attn.createTrainer(model, { learningRate: 3e-3 });
   const gen = attn.createTaskGenerator(task, { seed: 1 });
   const steps = 30;
@@ -185,14 +175,7 @@ function assertNear(actual, expected, tol, what) {
 }
 
 before(async () => {
-  const attn = await loadModelPackage();
-  layer = attn && typeof attn.createModel === "function" ? modelLayer(attn) : null;
-  if (layer) source = "the package's model, trained on induction";
-  else {
-    layer = syntheticLayer();
-    source =
-      "synthetic X and weights (the package has no model build, or its model has no inspect)";
-  }
+  layer = modelLayer(await loadModelPackage());
   ({ server, browser, context } = await openChromium());
 });
 
@@ -211,9 +194,7 @@ after(async () => {
 });
 
 test("the page's attention weights of every head equal the trained layer's; the banner says what is shown", async (t) => {
-  t.diagnostic(
-    `TrainedLayer from ${source}: T = ${layer.tokens.length}, tokens ${layer.tokens.join(" ")}`,
-  );
+  t.diagnostic(`T = ${layer.tokens.length}, tokens ${layer.tokens.join(" ")}`);
   await openLayer();
   const T = layer.tokens.length;
   const weights = await page.evaluate(() => window.__attnkit.trained.headWeights());
@@ -482,5 +463,24 @@ test("a TrainedLayer of inconsistent shapes is refused with the field named; the
   assert.match(err ?? "", /^openTrained: W_Q: expected \[\d+, \d+\], given \[\d+, \d+\]/);
   assert.equal((await state()).weights, "designed");
   assert.equal(await page.evaluate(() => window.__attnkit.trained.shown()), false);
+  assert.deepEqual(problems, []);
+});
+
+test("a layer whose tokens hold the separator 0 labels it '|'; its weights equal float64's", async () => {
+  const synthetic = syntheticLayer();
+  await openLayer(synthetic);
+  const T = synthetic.tokens.length;
+  const weights = await page.evaluate(() => window.__attnkit.trained.headWeights());
+  for (let h = 0; h < synthetic.numHeads; h++)
+    assertNear(
+      weights[h],
+      synthetic.weights.data.slice(h * T * T, (h + 1) * T * T),
+      1e-5,
+      `head ${h}`,
+    );
+  const options = await page.$$eval('[data-testid="query"] option', (os) =>
+    os.map((o) => o.textContent),
+  );
+  assert.equal(options[synthetic.tokens.indexOf(0)], `${synthetic.tokens.indexOf(0)}: |`);
   assert.deepEqual(problems, []);
 });
