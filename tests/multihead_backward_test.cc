@@ -402,6 +402,58 @@ TEST_CASE("multi-head backward with threads is bit-identical to one thread",
   });
 }
 
+TEST_CASE("layer and self-attention backward with threads are bit-identical to one thread",
+          "[backward][multihead]") {
+  // Enough rows (batch * T = 82, d_model = 24) that each projection splits
+  // into bands of rows over the threads.
+  ThreadPool two(2), three(3);
+  const size_t batch = 2, T = 41, d_model = 24, h = 4, kvh = 2, d_k = 6, d_out = 10;
+  const size_t rows = batch * T;
+  ForEachTarget([&](int64_t) {
+    const TestMatrix X = Random(rows, d_model, 7100, Layout::kStrided);
+    const TestMatrix W_Q = Random(d_model, h * d_k, 7101), W_K = Random(d_model, kvh * d_k, 7102);
+    const TestMatrix W_V = Random(d_model, kvh * d_k, 7103), W_O = Random(h * d_k, d_out, 7104);
+    const TestMatrix dOut = Random(rows, d_out, 7105), dO = Random(rows, d_k, 7106);
+    const MultiHeadWeights w{W_Q, W_K, W_V, W_O};
+    HeadConfig c;
+    c.num_heads = h;
+    c.num_kv_heads = kvh;
+    struct Grads {
+      TestMatrix dX, dW_Q, dW_K, dW_V, dW_O, sdX, sdW_Q, sdW_K, sdW_V;
+    };
+    auto run = [&](ThreadPool* pool) {
+      AttentionOptions o;
+      o.causal = true;
+      o.pool = pool;
+      Grads g{TestMatrix(rows, d_model),      TestMatrix(d_model, h * d_k),
+              TestMatrix(d_model, kvh * d_k), TestMatrix(d_model, kvh * d_k),
+              TestMatrix(h * d_k, d_out),     TestMatrix(rows, d_model),
+              TestMatrix(d_model, d_k),       TestMatrix(d_model, d_k),
+              TestMatrix(d_model, d_k)};
+      REQUIRE_OK(MultiHeadAttentionBackward(X, batch, w, c, o, dOut,
+                                            {g.dX, g.dW_Q, g.dW_K, g.dW_V, g.dW_O}));
+      const ConstMatrixView head(W_Q.cview().data, d_model, d_k, W_Q.cview().stride);
+      REQUIRE_OK(
+          SelfAttentionBackward(X, head, head, head, dO, o, {g.sdX, g.sdW_Q, g.sdW_K, g.sdW_V}));
+      return g;
+    };
+    const Grads one = run(nullptr);
+    for (ThreadPool* pool : {&two, &three}) {
+      INFO("threads " << pool->num_threads());
+      const Grads g = run(pool);
+      CHECK(g.dX.SameValues(one.dX));
+      CHECK(g.dW_Q.SameValues(one.dW_Q));
+      CHECK(g.dW_K.SameValues(one.dW_K));
+      CHECK(g.dW_V.SameValues(one.dW_V));
+      CHECK(g.dW_O.SameValues(one.dW_O));
+      CHECK(g.sdX.SameValues(one.sdX));
+      CHECK(g.sdW_Q.SameValues(one.sdW_Q));
+      CHECK(g.sdW_K.SameValues(one.sdW_K));
+      CHECK(g.sdW_V.SameValues(one.sdW_V));
+    }
+  });
+}
+
 TEST_CASE("multi-head backward: layer and self-attention gradients match the reference",
           "[backward][multihead]") {
   // Projections add sums over d_model and T: 1e-4 of each gradient's largest

@@ -219,12 +219,31 @@ Status AttentionBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V
 namespace {
 
 // C = A B (or A B^T with `transposed`), an overflow naming `source`.
+// With a pool, bands of rows of A and C go to the threads: each row of C is
+// computed as on one thread, so the result is the same bit for bit.
 Status Product(ConstMatrixView A, ConstMatrixView B, MatrixView C, bool transposed,
-               const char* source, const char* what) {
-  const Status s = transposed ? MatMulTransposed(A, B, C) : MatMul(A, B, C);
-  if (s.ok()) return s;
-  if (s.code() == ErrorCode::kOverflow) return internal::OverflowStatus(source, what);
-  return s;
+               const char* source, const char* what, ThreadPool* pool = nullptr) {
+  const size_t threads = pool ? pool->num_threads() : 1;
+  const size_t band = std::max<size_t>(8, (A.rows + threads - 1) / threads);
+  const size_t bands = (A.rows + band - 1) / band;
+  std::vector<Status> status(std::max<size_t>(bands, 1));
+  auto run = [&](size_t b) {
+    const size_t r0 = b * band, rows = std::min(band, A.rows - r0);
+    const ConstMatrixView a(A.data + r0 * A.stride, rows, A.cols, A.stride);
+    const MatrixView c(C.data + r0 * C.stride, rows, C.cols, C.stride);
+    status[b] = transposed ? MatMulTransposed(a, B, c) : MatMul(a, B, c);
+  };
+  if (bands <= 1) {
+    run(0);
+  } else {
+    pool->Run(bands, [&](size_t b, size_t) { run(b); });
+  }
+  for (const Status& s : status) {
+    if (s.ok()) continue;
+    if (s.code() == ErrorCode::kOverflow) return internal::OverflowStatus(source, what);
+    return s;
+  }
+  return Status::Ok();
 }
 
 // t = m^T, allocated.
@@ -241,18 +260,19 @@ Status Transpose(const char* parameter, const char* what, ConstMatrixView m, Mat
 // dV W_V^T. `source` names the input errors are reported for.
 Status ProjectionGradients(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrixView W_K,
                            ConstMatrixView W_V, ConstMatrixView dQ, ConstMatrixView dK,
-                           ConstMatrixView dV, const char* source, MatrixView dX, MatrixView dW_Q,
-                           MatrixView dW_K, MatrixView dW_V) {
+                           ConstMatrixView dV, const char* source, ThreadPool* pool, MatrixView dX,
+                           MatrixView dW_Q, MatrixView dW_K, MatrixView dW_V) {
   Matrix Xt, part;
   ATTNKIT_RETURN_IF_ERROR(Transpose("X", "X^T [d_model, rows of X]", X, &Xt));
-  ATTNKIT_RETURN_IF_ERROR(Product(Xt, dQ, dW_Q, false, source, "dW_Q = X^T dQ"));
-  ATTNKIT_RETURN_IF_ERROR(Product(Xt, dK, dW_K, false, source, "dW_K = X^T dK"));
-  ATTNKIT_RETURN_IF_ERROR(Product(Xt, dV, dW_V, false, source, "dW_V = X^T dV"));
+  ATTNKIT_RETURN_IF_ERROR(Product(Xt, dQ, dW_Q, false, source, "dW_Q = X^T dQ", pool));
+  ATTNKIT_RETURN_IF_ERROR(Product(Xt, dK, dW_K, false, source, "dW_K = X^T dK", pool));
+  ATTNKIT_RETURN_IF_ERROR(Product(Xt, dV, dW_V, false, source, "dW_V = X^T dV", pool));
   ATTNKIT_RETURN_IF_ERROR(
       internal::Allocate("X", "dX [rows of X, d_model]", X.rows, X.cols, &part));
-  ATTNKIT_RETURN_IF_ERROR(Product(dQ, W_Q, dX, true, source, "dX = dQ W_Q^T"));
+  ATTNKIT_RETURN_IF_ERROR(Product(dQ, W_Q, dX, true, source, "dX = dQ W_Q^T", pool));
   for (const auto& [d, W] : {std::pair<ConstMatrixView, ConstMatrixView>{dK, W_K}, {dV, W_V}}) {
-    ATTNKIT_RETURN_IF_ERROR(Product(d, W, part.view(), true, source, "dX = dK W_K^T + dV W_V^T"));
+    ATTNKIT_RETURN_IF_ERROR(
+        Product(d, W, part.view(), true, source, "dX = dK W_K^T + dV W_V^T", pool));
     for (size_t r = 0; r < X.rows; ++r) {
       for (size_t c = 0; c < X.cols; ++c) dX(r, c) += part(r, c);
     }
@@ -421,13 +441,13 @@ Status SelfAttentionBackward(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrix
   ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "dQ [T, d_k]", T, d_k, &dQ));
   ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "dK [T, d_k]", T, d_k, &dK));
   ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "dV [T, d_v]", T, d_v, &dV));
-  ATTNKIT_RETURN_IF_ERROR(Product(X, W_Q, Q.view(), false, "X", "Q = X W_Q"));
-  ATTNKIT_RETURN_IF_ERROR(Product(X, W_K, K.view(), false, "X", "K = X W_K"));
-  ATTNKIT_RETURN_IF_ERROR(Product(X, W_V, V.view(), false, "X", "V = X W_V"));
+  ATTNKIT_RETURN_IF_ERROR(Product(X, W_Q, Q.view(), false, "X", "Q = X W_Q", options.pool));
+  ATTNKIT_RETURN_IF_ERROR(Product(X, W_K, K.view(), false, "X", "K = X W_K", options.pool));
+  ATTNKIT_RETURN_IF_ERROR(Product(X, W_V, V.view(), false, "X", "V = X W_V", options.pool));
   ATTNKIT_RETURN_IF_ERROR(RunBackward(Q, K, V, O.view(), dO, lse.view(), /*recompute=*/true,
                                       options, dQ.view(), dK.view(), dV.view()));
-  return ProjectionGradients(X, W_Q, W_K, W_V, dQ, dK, dV, "dO", grads.dX, grads.dW_Q, grads.dW_K,
-                             grads.dW_V);
+  return ProjectionGradients(X, W_Q, W_K, W_V, dQ, dK, dV, "dO", options.pool, grads.dX, grads.dW_Q,
+                             grads.dW_K, grads.dW_V);
 }
 
 Status MultiHeadAttentionQKVForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
@@ -568,15 +588,16 @@ Status MultiHeadAttentionBackward(ConstMatrixView X, size_t batch, const MultiHe
   ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "dQ", rows, hk, &dQ));
   ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "dK", rows, gk, &dK));
   ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "dV", rows, gv, &dV));
-  ATTNKIT_RETURN_IF_ERROR(Product(X, weights.W_Q, Q.view(), false, "X", "Q = X W_Q"));
-  ATTNKIT_RETURN_IF_ERROR(Product(X, weights.W_K, K.view(), false, "X", "K = X W_K"));
-  ATTNKIT_RETURN_IF_ERROR(Product(X, weights.W_V, V.view(), false, "X", "V = X W_V"));
+  ThreadPool* pool = options.pool;
+  ATTNKIT_RETURN_IF_ERROR(Product(X, weights.W_Q, Q.view(), false, "X", "Q = X W_Q", pool));
+  ATTNKIT_RETURN_IF_ERROR(Product(X, weights.W_K, K.view(), false, "X", "K = X W_K", pool));
+  ATTNKIT_RETURN_IF_ERROR(Product(X, weights.W_V, V.view(), false, "X", "V = X W_V", pool));
   // dMerged = dOut W_O^T (dOut itself without W_O).
   ConstMatrixView d_merged = dOut;
   if (!weights.W_O.empty()) {
     ATTNKIT_RETURN_IF_ERROR(internal::Allocate("dOut", "dMerged", rows, hv, &dMerged));
     ATTNKIT_RETURN_IF_ERROR(
-        Product(dOut, weights.W_O, dMerged.view(), true, "dOut", "dMerged = dOut W_O^T"));
+        Product(dOut, weights.W_O, dMerged.view(), true, "dOut", "dMerged = dOut W_O^T", pool));
     d_merged = dMerged.view();
   }
   ATTNKIT_RETURN_IF_ERROR(RunMultiBackward(Q, K, V, merged.view(), d_merged, lse.view(),
@@ -586,10 +607,10 @@ Status MultiHeadAttentionBackward(ConstMatrixView X, size_t batch, const MultiHe
     Matrix merged_t;
     ATTNKIT_RETURN_IF_ERROR(Transpose("X", "merged heads transposed", merged, &merged_t));
     ATTNKIT_RETURN_IF_ERROR(
-        Product(merged_t, dOut, grads.dW_O, false, "dOut", "dW_O = merged^T dOut"));
+        Product(merged_t, dOut, grads.dW_O, false, "dOut", "dW_O = merged^T dOut", pool));
   }
-  return ProjectionGradients(X, weights.W_Q, weights.W_K, weights.W_V, dQ, dK, dV, "dOut", grads.dX,
-                             grads.dW_Q, grads.dW_K, grads.dW_V);
+  return ProjectionGradients(X, weights.W_Q, weights.W_K, weights.W_V, dQ, dK, dV, "dOut", pool,
+                             grads.dX, grads.dW_Q, grads.dW_K, grads.dW_V);
 }
 
 }  // namespace attnkit
