@@ -3,7 +3,7 @@
 export type EmbeddingKind = "features" | "random";
 export type WeightKind = "random" | "identity" | "designed" | "seed";
 export type MaskKind = "none" | "causal" | "padding" | "custom";
-export type ViewId = "steps" | "headview" | "grid" | "saturation" | "decoding";
+export type ViewId = "steps" | "headview" | "grid" | "saturation" | "decoding" | "train";
 
 export interface State {
   preset: string;
@@ -202,7 +202,8 @@ export function fromQuery(query: string, dropped: string[] = []): State {
   if (!["random", "identity", "designed", "seed"].includes(s.weights))
     s.weights = DEFAULT_STATE.weights;
   if (!["none", "causal", "padding", "custom"].includes(s.mask)) s.mask = DEFAULT_STATE.mask;
-  if (!["steps", "headview", "grid", "saturation", "decoding"].includes(s.view)) s.view = "steps";
+  if (!["steps", "headview", "grid", "saturation", "decoding", "train"].includes(s.view))
+    s.view = "steps";
   if (!["Q", "K", "V"].includes(s.role)) s.role = "Q";
   if (s.satSource !== "query") s.satSource = "random";
   s.step = clampInt(s.step, 1, STEP_COUNT);

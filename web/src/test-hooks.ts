@@ -3,6 +3,7 @@
 import { drawnIds, drawnMatrix } from "./draw/registry";
 import { page } from "./page";
 import { toQuery } from "./state";
+import { trainHook } from "./train/view";
 
 export function installTestHooks(): void {
   (window as unknown as { __attnkit: unknown }).__attnkit = {
@@ -15,5 +16,7 @@ export function installTestHooks(): void {
     matrix: (id: string, nth = 0) => drawnMatrix(id, nth),
     matrixIds: () => drawnIds(),
     query: () => toQuery(page.state),
+    /** The Train view's run: metrics, snapshots and the inspection on screen. */
+    train: () => trainHook(),
   };
 }
