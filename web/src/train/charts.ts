@@ -15,16 +15,21 @@ export interface Series {
   dash?: string;
 }
 
-interface ChartState {
+export interface ChartState {
+  node: SVGGElement;
+  w: number;
+  h: number;
   title: SVGTextElement;
   xAxis: d3.Selection<SVGGElement, unknown, null, undefined>;
   yAxis: d3.Selection<SVGGElement, unknown, null, undefined>;
   paths: d3.Selection<SVGGElement, unknown, null, undefined>;
   legend: d3.Selection<SVGGElement, unknown, null, undefined>;
+  /** The axes' domains last drawn. */
+  domains: string;
 }
 
 /** At most this many points per line: longer series are thinned (every k-th point). */
-const MAX_POINTS = 600;
+const MAX_POINTS = 400;
 
 function thin(xs: number[], ys: number[]): [number, number][] {
   const k = Math.max(1, Math.ceil(xs.length / MAX_POINTS));
@@ -35,19 +40,19 @@ function thin(xs: number[], ys: number[]): [number, number][] {
   return out;
 }
 
-/** A line chart of `series` at (x0, y0), w x h plot area; y in [0, yMax] (yMax: the data's). */
-export function lineChart(
+/**
+ * The frame of a line chart at (x0, y0) with a w x h plot area (kept while its size is),
+ * its legend below the x axis; draw its data with drawSeries.
+ */
+export function chartFrame(
   g: SvgGroup,
   id: string,
   x0: number,
   y0: number,
   w: number,
   h: number,
-  title: string,
   yLabel: string,
-  series: Series[],
-  yMax?: number,
-): void {
+): ChartState {
   const sig = [w, h, yLabel].join("|");
   const { entry } = retained<ChartState>(g.node()!, id, sig, () => {
     const gg = g.append("g").attr("data-testid", id).attr("class", "train-chart");
@@ -67,22 +72,46 @@ export function lineChart(
       .text("training step");
     gg.append("text")
       .attr("class", "m-axis-title")
-      .attr("transform", `translate(-36,${h / 2}) rotate(-90)`)
+      .attr("transform", `translate(-42,${h / 2}) rotate(-90)`)
       .attr("text-anchor", "middle")
       .text(yLabel);
     const paths = gg.append("g");
-    const legend = gg.append("g").attr("transform", `translate(${w - 8},8)`);
-    return { node: gg.node()!, state: { title: t, xAxis, yAxis, paths, legend } };
+    const legend = gg.append("g").attr("transform", `translate(0,${h + 44})`);
+    return {
+      node: gg.node()!,
+      state: { node: gg.node()!, w, h, title: t, xAxis, yAxis, paths, legend, domains: "" },
+    };
   });
-  const st = entry.state;
   setAttr(entry.node, "transform", `translate(${x0},${y0})`);
+  return entry.state;
+}
+
+/** Space a chart takes below its plot area (axis, its title, a legend of n series). */
+export function chartBelow(n: number): number {
+  return 48 + 15 * n;
+}
+
+/** Draws `series` into a chart; y in [0, yMax] (default: the data's largest). */
+export function drawSeries(st: ChartState, title: string, series: Series[], yMax?: number): void {
+  const { w, h } = st;
   setText(st.title, title);
-  const xMax = Math.max(10, ...series.map((s) => s.x[s.x.length - 1] ?? 0));
-  const yTop = yMax ?? Math.max(1e-3, ...series.flatMap((s) => s.y.filter(Number.isFinite))) * 1.05;
+  // The x axis grows in nice steps, so that its ticks are not rewritten on every step.
+  const last = Math.max(10, ...series.map((s) => s.x[s.x.length - 1] ?? 0));
+  const unit = 10 ** Math.floor(Math.log10(last));
+  const xMax = Math.ceil(last / (unit / 2)) * (unit / 2);
+  let top = 1e-3;
+  for (const s of series) for (const v of s.y) if (v > top) top = v;
   const x = d3.scaleLinear().domain([0, xMax]).range([0, w]);
-  const y = d3.scaleLinear().domain([0, yTop]).range([h, 0]);
-  st.xAxis.call(d3.axisBottom(x).ticks(Math.max(2, Math.floor(w / 70))));
-  st.yAxis.call(d3.axisLeft(y).ticks(5));
+  const y = d3
+    .scaleLinear()
+    .domain([0, yMax ?? Number((top * 1.05).toPrecision(2))])
+    .range([h, 0]);
+  const domains = `${xMax}|${y.domain()[1].toPrecision(2)}`;
+  if (st.domains !== domains) {
+    st.domains = domains;
+    st.xAxis.call(d3.axisBottom(x).ticks(Math.max(2, Math.floor(w / 70))));
+    st.yAxis.call(d3.axisLeft(y).ticks(5));
+  }
   const line = d3
     .line<[number, number]>()
     .x((d) => x(d[0]))
@@ -95,7 +124,6 @@ export function lineChart(
       const pts = thin(s.x, s.y);
       const sel = d3.select(this);
       setAttr(this, "data-series", s.label);
-      setAttr(this, "data-last", s.y.length ? String(s.y[s.y.length - 1]) : "");
       if (s.dots) {
         sel
           .selectAll("circle")
@@ -122,8 +150,8 @@ export function lineChart(
     .data(series, (s) => s.label)
     .join((enter) => {
       const e = enter.append("g");
-      e.append("rect").attr("x", -14).attr("width", 12).attr("height", 4);
-      e.append("text").attr("class", "note").attr("x", -18).attr("y", 5).attr("text-anchor", "end");
+      e.append("rect").attr("y", -4).attr("width", 12).attr("height", 4);
+      e.append("text").attr("class", "note").attr("x", 18).attr("y", 1);
       return e;
     })
     .attr("transform", (_s, i) => `translate(0,${i * 15})`)
@@ -135,15 +163,18 @@ export function lineChart(
 
 interface ScatterState {
   title: SVGTextElement;
-  lines: d3.Selection<SVGGElement, unknown, null, undefined>;
-  keys: d3.Selection<SVGGElement, unknown, null, undefined>;
-  queries: d3.Selection<SVGGElement, unknown, null, undefined>;
+  lines: SVGPathElement;
+  keys: SVGPathElement;
+  queries: SVGPathElement;
 }
 
 export const QUERY_COLOR = "#d6604d";
 export const KEY_COLOR = "#2166ac";
 
-/** The query/key map of one head in a `size` x `size` box; `labels` name the positions. */
+/**
+ * The query/key map of one head in a `size` x `size` box: keys as squares, queries as
+ * dots, a line from each query to its most weighted key; one <path> each (redrawn often).
+ */
 export function qkScatter(
   g: SvgGroup,
   id: string,
@@ -152,7 +183,6 @@ export function qkScatter(
   size: number,
   title: string,
   map: QKMap,
-  labels: string[],
 ): void {
   const { entry } = retained<ScatterState>(g.node()!, id, String(size), () => {
     const gg = g.append("g").attr("data-testid", id).attr("class", "qk-map");
@@ -162,63 +192,32 @@ export function qkScatter(
       .attr("height", size)
       .attr("fill", "#fcfcfb")
       .attr("stroke", "#e2e2de");
-    const lines = gg.append("g").attr("class", "qk-lines");
-    const keys = gg.append("g").attr("class", "qk-keys");
-    const queries = gg.append("g").attr("class", "qk-queries");
+    const lines = gg.append("path").attr("stroke", "#bbb").attr("stroke-width", 0.8).node()!;
+    const keys = gg.append("path").attr("fill", KEY_COLOR).attr("opacity", 0.8).node()!;
+    const queries = gg.append("path").attr("fill", QUERY_COLOR).attr("opacity", 0.85).node()!;
     return { node: gg.node()!, state: { title: t, lines, keys, queries } };
   });
   const st = entry.state;
   setAttr(entry.node, "transform", `translate(${x0},${y0})`);
   setText(st.title, title);
-  const all = [...map.q, ...map.k];
-  const ext = Math.max(1e-6, ...all.map(([a, b]) => Math.max(Math.abs(a), Math.abs(b)))) * 1.08;
-  const s = d3
-    .scaleLinear()
-    .domain([-ext, ext])
-    .range([6, size - 6]);
-  const sy = d3
-    .scaleLinear()
-    .domain([-ext, ext])
-    .range([size - 6, 6]);
-  st.lines
-    .selectAll("line")
-    .data(map.top)
-    .join("line")
-    .attr("stroke", "#bbb")
-    .attr("stroke-width", 0.8)
-    .attr("x1", (_j, i) => s(map.q[i][0]))
-    .attr("y1", (_j, i) => sy(map.q[i][1]))
-    .attr("x2", (j) => s(map.k[j][0]))
-    .attr("y2", (j) => sy(map.k[j][1]));
-  st.keys
-    .selectAll("rect")
-    .data(map.k)
-    .join((e) =>
-      e
-        .append("rect")
-        .attr("width", 6)
-        .attr("height", 6)
-        .attr("fill", KEY_COLOR)
-        .attr("opacity", 0.8)
-        .call((r) => r.append("title")),
-    )
-    .attr("x", (d) => s(d[0]) - 3)
-    .attr("y", (d) => sy(d[1]) - 3)
-    .select("title")
-    .text((_d, i) => `key ${labels[i] ?? i}`);
-  st.queries
-    .selectAll("circle")
-    .data(map.q)
-    .join((e) =>
-      e
-        .append("circle")
-        .attr("r", 3.2)
-        .attr("fill", QUERY_COLOR)
-        .attr("opacity", 0.85)
-        .call((c) => c.append("title")),
-    )
-    .attr("cx", (d) => s(d[0]))
-    .attr("cy", (d) => sy(d[1]))
-    .select("title")
-    .text((_d, i) => `query ${labels[i] ?? i} → key ${labels[map.top[i]] ?? map.top[i]}`);
+  let ext = 1e-6;
+  for (const [a, b] of [...map.q, ...map.k]) ext = Math.max(ext, Math.abs(a), Math.abs(b));
+  ext *= 1.08;
+  const sx = (v: number) => (6 + ((v + ext) / (2 * ext)) * (size - 12)).toFixed(1);
+  const sy = (v: number) => (size - 6 - ((v + ext) / (2 * ext)) * (size - 12)).toFixed(1);
+  setAttr(
+    st.lines,
+    "d",
+    map.top
+      .map((j, i) => `M${sx(map.q[i][0])},${sy(map.q[i][1])}L${sx(map.k[j][0])},${sy(map.k[j][1])}`)
+      .join(""),
+  );
+  setAttr(st.keys, "d", map.k.map(([a, b]) => `M${sx(a)},${sy(b)}m-3,-3h6v6h-6z`).join(""));
+  setAttr(
+    st.queries,
+    "d",
+    map.q
+      .map(([a, b]) => `M${sx(a)},${sy(b)}m-3.2,0a3.2,3.2 0 1,0 6.4,0a3.2,3.2 0 1,0 -6.4,0`)
+      .join(""),
+  );
 }

@@ -32,7 +32,7 @@ function topTwo(C: Float64Array, d: number, prev: number[][] | null): number[][]
         ? [...prev[k]]
         : Array.from({ length: d }, (_, i) => (i === k ? 1 : 0.5 / (i + 1)));
     let lambda = 0;
-    for (let it = 0; it < 100; it++) {
+    for (let it = 0; it < 40; it++) {
       const w = new Array<number>(d).fill(0);
       for (let i = 0; i < d; i++) for (let j = 0; j < d; j++) w[i] += A[i * d + j] * v[j];
       const n = Math.hypot(...w);

@@ -83,27 +83,48 @@ export const run: TrainRun = {
   error: "",
 };
 
-const REDRAW_MS = 150;
+/** Curves are redrawn at most every CURVES_MS; the whole view at most every FULL_MS while training. */
+const CURVES_MS = 250;
+const FULL_MS = 1000;
 
 let worker: Worker | null = null;
 let redraw: () => void = () => {};
-let redrawTimer: number | undefined;
-let lastRedraw = 0;
+let redrawCurves: () => void = () => {};
 let onConfig: () => void = () => {};
 let onLayer: ((w: LayerWeights) => void) | null = null;
 let onWeights: ((bytes: Uint8Array, step: number) => void) | null = null;
+let timer: number | undefined;
+let lastCurves = 0;
+let lastFull = 0;
+let fullPending = false;
 
-/** Redraws soon: at once if the last one was REDRAW_MS ago, else when that much has passed. */
-function scheduleRedraw(): void {
-  if (redrawTimer !== undefined) return;
-  const wait = Math.max(0, lastRedraw + REDRAW_MS - performance.now());
-  redrawTimer = window.setTimeout(() => {
-    redrawTimer = undefined;
-    requestAnimationFrame(() => {
-      lastRedraw = performance.now();
-      redraw();
-    });
-  }, wait);
+/**
+ * Redraws soon, each kind of redraw in its own task: only the curves (`full` false) at
+ * most every CURVES_MS, the whole view at most every FULL_MS while training.
+ */
+function scheduleRedraw(full: boolean): void {
+  fullPending ||= full;
+  if (timer !== undefined) return;
+  const now = performance.now();
+  const dueFull = fullPending ? lastFull + (run.training ? FULL_MS : 0) : Infinity;
+  const at = Math.min(dueFull, lastCurves + CURVES_MS);
+  timer = window.setTimeout(
+    () =>
+      requestAnimationFrame(() => {
+        timer = undefined;
+        const t = performance.now();
+        if (fullPending && t >= lastFull + (run.training ? FULL_MS : 0) - 1) {
+          fullPending = false;
+          lastFull = lastCurves = t;
+          redraw();
+        } else {
+          lastCurves = t;
+          redrawCurves();
+        }
+        if (fullPending) scheduleRedraw(true);
+      }),
+    Math.max(0, at - now),
+  );
 }
 
 function receive(msg: FromWorker): void {
@@ -133,7 +154,8 @@ function receive(msg: FromWorker): void {
         c.loss.push(msg.m.loss);
         c.accuracy.push(msg.m.accuracy);
       }
-      break;
+      scheduleRedraw(false);
+      return;
     }
     case "inspection": {
       const v = msg.view;
@@ -151,10 +173,13 @@ function receive(msg: FromWorker): void {
     case "snapshot":
       run.snapshots[msg.index] = msg.step;
       break;
-    case "state":
+    case "state": {
+      const changed = run.training !== msg.training;
       run.training = msg.training;
       run.step = msg.step;
-      break;
+      scheduleRedraw(changed);
+      return;
+    }
     case "weights":
       onWeights?.(msg.bytes, msg.step);
       return;
@@ -165,7 +190,7 @@ function receive(msg: FromWorker): void {
       run.error = msg.message;
       break;
   }
-  scheduleRedraw();
+  scheduleRedraw(true);
 }
 
 function send(msg: ToWorker, transfer: Transferable[] = []): void {
@@ -174,15 +199,20 @@ function send(msg: ToWorker, transfer: Transferable[] = []): void {
     worker.onmessage = (e: MessageEvent<FromWorker>) => receive(e.data);
     worker.onerror = (e) => {
       run.error = `the training worker failed: ${e.message || "it could not start"}`;
-      scheduleRedraw();
+      scheduleRedraw(true);
     };
   }
   worker.postMessage(msg, transfer);
 }
 
-/** Starts the worker (once) with the configured run; `draw` redraws the view, `configChanged` shows the settings. */
-export function startRuns(draw: () => void, configChanged: () => void): void {
+/** Starts the worker (once); `draw` redraws the view, `drawCurves` its curves, `configChanged` its settings. */
+export function startRuns(
+  draw: () => void,
+  drawCurves: () => void,
+  configChanged: () => void,
+): void {
   redraw = draw;
+  redrawCurves = drawCurves;
   onConfig = configChanged;
   if (!worker) reset();
 }

@@ -13,7 +13,14 @@ import { page } from "../page";
 import { render } from "../render";
 import type { Scene } from "../scenes/common";
 import { openTrained } from "../trained";
-import { lineChart, qkScatter, type Series } from "./charts";
+import {
+  chartBelow,
+  chartFrame,
+  drawSeries,
+  qkScatter,
+  type ChartState,
+  type Series,
+} from "./charts";
 import type { InspectionView, LayerWeights, RunConfig } from "./protocol";
 import { qkMap } from "./qk";
 import {
@@ -54,6 +61,51 @@ function redraw(): void {
 
 let bound = false;
 
+/** The charts of the last full draw: the curves are redrawn in them between full draws. */
+let charts: { loss: ChartState; accuracy: ChartState } | null = null;
+
+const runLabel = (i: number) => ((i === 0) === run.config.scaled ? "scaled ÷√dₖ" : "unscaled");
+
+/** The loss and accuracy curves (every step's training batch; the held-out evaluations). */
+function drawCharts(): void {
+  if (!charts || !charts.loss.node.isConnected) return;
+  const lossSeries: Series[] = run.curves.map((c, i) => ({
+    label: `loss, ${runLabel(i)}`,
+    color: i === 0 ? "#2563eb" : "#d6604d",
+    x: c.step,
+    y: c.loss,
+    dash: i === 0 ? undefined : "4 3",
+  }));
+  const accSeries: Series[] = [
+    ...run.curves.map((c, i) => ({
+      label: `training batch${run.curves.length > 1 ? `, ${runLabel(i)}` : ""}`,
+      color: i === 0 ? "#93b4f5" : "#f4a582",
+      x: c.step,
+      y: c.accuracy,
+      dash: i === 0 ? undefined : "4 3",
+    })),
+    {
+      label: "256 held-out sequences",
+      color: "#1e3a8a",
+      x: run.evals.map((e) => e.step),
+      y: run.evals.map((e) => e.accuracy),
+      dots: true,
+    },
+  ];
+  const c0 = run.curves[0];
+  const lastLoss = c0?.loss[c0.loss.length - 1];
+  const lastEval = run.evals[run.evals.length - 1];
+  drawSeries(charts.loss, `loss ${lastLoss !== undefined ? fmt(lastLoss, 3) : ""}`, lossSeries);
+  drawSeries(charts.accuracy, `accuracy ${lastEval ? pct(lastEval.accuracy) : ""}`, accSeries, 1);
+}
+
+/** Between full draws: only the curves and the panel's status. */
+function redrawCurves(): void {
+  if (page.state.view !== "train") return;
+  syncPanel();
+  drawCharts();
+}
+
 export const trainView: Scene = {
   title: "Train: watch attention learn",
   caption: () => {
@@ -66,70 +118,28 @@ export const trainView: Scene = {
     if (!bound) {
       bound = true;
       bindPanel();
-      startRuns(redraw, writeConfig);
+      startRuns(redraw, redrawCurves, writeConfig);
     }
     syncPanel();
     const W = Math.max(600, ctx.width - 10);
     const cw = Math.max(240, Math.min(460, (W - 150) / 2));
     const ch = 140;
-    const runsLabel = (i: number) => ((i === 0) === run.config.scaled ? "scaled ÷√dₖ" : "unscaled");
-    const lossSeries: Series[] = run.curves.map((c, i) => ({
-      label: `loss, ${runsLabel(i)}`,
-      color: i === 0 ? "#2563eb" : "#d6604d",
-      x: c.step,
-      y: c.loss,
-    }));
-    const evalX = run.evals.map((e) => e.step);
-    const accSeries: Series[] = [
-      ...run.curves.slice(0, 1).map((c) => ({
-        label: "training batch",
-        color: "#93b4f5",
-        x: c.step,
-        y: c.accuracy,
-      })),
-      ...run.curves.slice(1).map((c) => ({
-        label: `batch, ${runsLabel(1)}`,
-        color: "#f4a582",
-        x: c.step,
-        y: c.accuracy,
-        dash: "4 3",
-      })),
-      {
-        label: "256 held-out sequences",
-        color: "#1e3a8a",
-        x: evalX,
-        y: run.evals.map((e) => e.accuracy),
-        dots: true,
-      },
-    ];
-    const last0 = run.curves[0];
-    const lastLoss = last0?.loss[last0.loss.length - 1];
-    const lastEval = run.evals[run.evals.length - 1];
-    lineChart(
-      g,
-      "train-loss",
-      50,
-      30,
-      cw,
-      ch,
-      `loss ${lastLoss !== undefined ? fmt(lastLoss, 3) : ""}`,
-      "cross-entropy",
-      lossSeries,
-    );
-    lineChart(
-      g,
-      "train-accuracy",
-      50 + cw + 90,
-      30,
-      cw,
-      ch,
-      `accuracy ${lastEval ? pct(lastEval.accuracy) : ""}`,
-      "accuracy on scored tokens",
-      accSeries,
-      1,
-    );
-    let y = 30 + ch + 56;
-    let width = 50 + 2 * cw + 90;
+    const n = Math.max(2, run.curves.length + 1);
+    charts = {
+      loss: chartFrame(g, "train-loss", 60, 30, cw, ch, "cross-entropy"),
+      accuracy: chartFrame(
+        g,
+        "train-accuracy",
+        60 + cw + 90,
+        30,
+        cw,
+        ch,
+        "accuracy on scored tokens",
+      ),
+    };
+    drawCharts();
+    let y = 30 + ch + chartBelow(n) + 10;
+    let width = 60 + 2 * cw + 90;
     const ins = run.inspection;
     if (!ins || !run.ready) {
       note(g, 0, y, run.error ? "" : "Loading attnkit's model build in the worker…");
@@ -199,7 +209,6 @@ export const trainView: Scene = {
           size,
           `layer ${l + 1} · head ${h}`,
           map,
-          lab,
         );
       }
       width = Math.max(width, H * (size + 24));
@@ -219,7 +228,7 @@ export const trainView: Scene = {
         m,
         x: 0,
         y,
-        cell: Math.max(cell, Math.min(16, Math.floor((W - 80) / T))),
+        cell: Math.max(cell, Math.min(14, Math.floor((W - 80) / T))),
         color: diverging(mx),
         rowLabels: lab,
         tip: (r, c, val) =>
