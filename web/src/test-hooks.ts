@@ -3,7 +3,7 @@
 import { drawnIds, drawnMatrix } from "./draw/registry";
 import { page } from "./page";
 import { toQuery } from "./state";
-import { trainHook } from "./train/view";
+import { trainHook, trainInspectionHook } from "./train/view";
 
 export function installTestHooks(): void {
   (window as unknown as { __attnkit: unknown }).__attnkit = {
@@ -18,5 +18,6 @@ export function installTestHooks(): void {
     query: () => toQuery(page.state),
     /** The Train view's run: metrics, snapshots and the inspection on screen. */
     train: () => trainHook(),
+    trainInspection: () => trainInspectionHook(),
   };
 }

@@ -1,6 +1,7 @@
 // The messages between the Train view (main thread) and its training worker (worker.ts).
 // Matrices cross as plain { rows, cols, data } / { shape, data } objects.
 import type { Matrix, TaskKind, Tensor } from "attnkit";
+import type { QKMap } from "./qk";
 
 /** What one run trains: the task, the model's size and the optimiser's settings. */
 export interface RunConfig {
@@ -39,6 +40,8 @@ export interface LayerView {
   K: Tensor;
   weights: Tensor;
   dScores?: Tensor;
+  /** Per query head: its query/key map (qk.ts), computed in the worker. */
+  qk: QKMap[];
 }
 
 export interface InspectionView {

@@ -177,6 +177,8 @@ function receive(msg: FromWorker): void {
       const changed = run.training !== msg.training;
       run.training = msg.training;
       run.step = msg.step;
+      // The buttons follow at once (Pause enabled as soon as training runs).
+      if (changed) redrawCurves();
       scheduleRedraw(changed);
       return;
     }

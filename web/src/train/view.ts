@@ -22,7 +22,6 @@ import {
   type Series,
 } from "./charts";
 import type { InspectionView, LayerWeights, RunConfig } from "./protocol";
-import { qkMap } from "./qk";
 import {
   loadWeights,
   pause,
@@ -198,9 +197,7 @@ export const trainView: Scene = {
     );
     y += 30;
     ins.layers.forEach((L, l) => {
-      const G = L.K.shape[0];
       for (let h = 0; h < H; h++) {
-        const map = qkMap(L.Q, L.K, L.weights, h, Math.floor(h / (H / G)), `${l}:${h}`);
         qkScatter(
           g,
           `train-qk-${l}-${h}`,
@@ -208,7 +205,7 @@ export const trainView: Scene = {
           y,
           size,
           `layer ${l + 1} · head ${h}`,
-          map,
+          L.qk[h],
         );
       }
       width = Math.max(width, H * (size + 24));
@@ -432,11 +429,21 @@ export function trainHook() {
       steps: c.step.length,
       lastLoss: c.loss[c.loss.length - 1] ?? null,
     })),
-    evals: run.evals.slice(),
+    evals: run.evals.length,
+    lastEval: run.evals[run.evals.length - 1] ?? null,
     reached90Ms: run.reached90Ms,
     snapshots: run.snapshots.slice(),
     scrub: run.scrub,
-    inspection: ins && {
+    inspectionStep: ins ? ins.step : null,
+    inspectionSnapshot: ins ? ins.snapshot : null,
+  };
+}
+
+/** The inspection on screen with its weights as plain arrays (window.__attnkit.trainInspection()). */
+export function trainInspectionHook() {
+  const ins = run.inspection;
+  return (
+    ins && {
       step: ins.step,
       snapshot: ins.snapshot,
       tokens: ins.tokens,
@@ -446,6 +453,6 @@ export function trainHook() {
         shape: L.weights.shape,
         weights: Array.from(L.weights.data),
       })),
-    },
-  };
+    }
+  );
 }

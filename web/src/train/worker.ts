@@ -14,11 +14,12 @@ import {
   type ToWorker,
 } from "./protocol";
 import type { InspectedModel, ModelLoadOptions } from "./inspect-types";
+import { qkMap } from "./qk";
 
 /** Training work done before the worker looks at its messages again. */
 const SLICE_MS = 25;
 /** The least time between two inspections posted while training. */
-const INSPECT_MS = 200;
+const INSPECT_MS = 800;
 /** The task's batches, the sample and the evaluation batch come from fixed seeds. */
 const BATCH_SEED = 1234;
 const SAMPLE_SEED = 7;
@@ -141,13 +142,20 @@ function inspection(model: InspectedModel, step: number, snapshot: number): Insp
     accuracy: r.accuracy ?? NaN,
     evalAccuracy: ev.accuracy,
     evalLoss: ev.loss,
-    layers: r.layers.map((l) => ({
-      input: l.input,
-      Q: copyT(l.Q),
-      K: copyT(l.K),
-      weights: copyT(l.weights),
-      dScores: l.dScores && copyT(l.dScores),
-    })),
+    layers: r.layers.map((l, li) => {
+      const [H] = l.Q.shape,
+        [G] = l.K.shape;
+      return {
+        input: l.input,
+        Q: copyT(l.Q),
+        K: copyT(l.K),
+        weights: copyT(l.weights),
+        dScores: l.dScores && copyT(l.dScores),
+        qk: Array.from({ length: H }, (_, h) =>
+          qkMap(l.Q, l.K, l.weights, h, Math.floor(h / (H / G)), `${snapshot}:${li}:${h}`),
+        ),
+      };
+    }),
   };
 }
 
