@@ -6,8 +6,9 @@
 #   fuzz    build/fuzz    clang libFuzzer target with ASan + UBSan
 #   wasm-threads build/wasm-threads  SIMD128 + -pthread (the package's threads build)
 #   package dist/         the npm package: wasm (SIMD128), wasm-scalar and
-#                         wasm-threads modules for browsers and Node, the JS
-#                         layer, the .d.ts
+#                         wasm-threads modules for browsers and Node, the
+#                         SIMD128 and scalar model modules (createAttnkit({
+#                         model: true })), the JS layer, the .d.ts
 # Usage: scripts/build.sh [native|asan|wasm|wasm-scalar|wasm-threads|fuzz|package]...
 #        (default: native)
 set -euo pipefail
@@ -50,8 +51,10 @@ build() {
       build wasm-scalar
       build wasm-threads
       mkdir -p dist
-      for v in simd scalar threads; do
-        dir=build/wasm; [[ $v == scalar ]] && dir=build/wasm-scalar
+      # Each tree links its default module and (simd, scalar) its model module
+      # from the same objects.
+      for v in simd scalar threads simd-model scalar-model; do
+        dir=build/wasm; [[ $v == scalar* ]] && dir=build/wasm-scalar
         [[ $v == threads ]] && dir=build/wasm-threads
         cp "$dir/src/bindings/attnkit-$v.mjs" "$dir/src/bindings/attnkit-$v.wasm" \
            "$dir/src/bindings/attnkit-$v.node.cjs" dist/
@@ -70,7 +73,7 @@ build() {
       #  - global.Worker = worker_threads.Worker (threads): a process-wide
       #    global that tells other code it runs in a browser; a local instead.
       #  - quit_'s process.exit (never called: no main, no exit()): a throw.
-      node - dist/attnkit-{simd,scalar,threads}.node.cjs <<'JS'
+      node - dist/attnkit-{simd,scalar,threads,simd-model,scalar-model}.node.cjs <<'JS'
 const fs = require("node:fs");
 for (const file of process.argv.slice(2)) {
   let text = fs.readFileSync(file, "utf8");
@@ -95,10 +98,12 @@ JS
       local define="--define:__ATTNKIT_VERSION__=$(node -p 'JSON.stringify(require("./package.json").version)')"
       npx esbuild src/js/web.js --bundle --format=esm --log-level=warning "$define" \
         --external:./attnkit-simd.mjs --external:./attnkit-scalar.mjs --external:./attnkit-threads.mjs \
+        --external:./attnkit-simd-model.mjs --external:./attnkit-scalar-model.mjs \
         --outfile=dist/attnkit.mjs
       npx esbuild src/js/node.js --bundle --format=cjs --platform=node --log-level=warning "$define" \
         --external:./attnkit-simd.node.cjs --external:./attnkit-scalar.node.cjs \
-        --external:./attnkit-threads.node.cjs \
+        --external:./attnkit-threads.node.cjs --external:./attnkit-simd-model.node.cjs \
+        --external:./attnkit-scalar-model.node.cjs \
         --outfile=dist/attnkit.node.cjs
       cp src/js/node.mjs dist/attnkit.node.mjs
       cp src/js/attnkit.d.ts dist/attnkit.d.ts && cp src/js/attnkit.d.ts dist/attnkit.d.cts ;;

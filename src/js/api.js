@@ -21,10 +21,11 @@ import { modelMethods } from "./model.js";
 export { AttnkitError, AttnkitTypeError };
 
 /**
- * The JS API over an Embind module M. `simd`, `threads`: what was loaded;
- * `onDispose()` runs when the user disposes the module (the loader forgets it).
+ * The JS API over an Embind module M. `simd`, `threads`, `model`: what was
+ * loaded; `onDispose()` runs when the user disposes the module (the loader
+ * forgets it).
  */
-export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} }) {
+export function wrap(M, { simd, threads = 1, model = false, version = "", onDispose = () => {} }) {
   const mem = new Marshal(M);
   let alive = true;
   const module = {
@@ -42,6 +43,7 @@ export function wrap(M, { simd, threads = 1, version = "", onDispose = () => {} 
   const api = {
     simd,
     threads,
+    model,
     version,
     target: M.target(),
     ...singleHeadMethods(mem),

@@ -566,6 +566,11 @@ export interface Attnkit {
    * most the hardware's thread count).
    */
   readonly threads: number;
+  /**
+   * True if loaded with `{ model: true }`: the build with the model layer
+   * (createModel and the functions after it work; otherwise they throw).
+   */
+  readonly model: boolean;
   /** The package version. */
   readonly version: string;
   /** The Highway target the core runs on: "WASM" (SIMD128) or "EMU128"/"SCALAR". */
@@ -709,7 +714,12 @@ export interface Attnkit {
 
   /** A KV cache for decoding (see {@link KVCache}). */
   createKVCache(config: KVCacheConfig): KVCache;
-  /** A new model, its weights drawn from options.seed (docs/model.md, "Initialisation"). */
+  /**
+   * A new model, its weights drawn from options.seed (docs/model.md, "Initialisation").
+   * This and the functions down to taskMinVocab need a module loaded with
+   * `createAttnkit({ model: true })`; on any other they throw an AttnkitError
+   * (code "invalid_argument", parameter the function's name) that says so.
+   */
   createModel(config: ModelConfig, options?: CreateModelOptions): Model;
   /** A model from a weights file; errors name `weights`. */
   loadModel(weights: Uint8Array): Model;
@@ -783,6 +793,13 @@ export interface LoadOptions {
    * the hardware's thread count (`attn.threads` tells the count used).
    */
   threads?: number;
+  /**
+   * Load the build that also holds the model layer (createModel, createTrainer,
+   * ...; docs/model.md): attnkit-simd-model or attnkit-scalar-model, chosen as
+   * `simd` says. Single-threaded: with `threads` > 1 the load rejects (parameter
+   * "options.model"). Default false: the smaller builds without the model.
+   */
+  model?: boolean;
   /**
    * Where the .wasm and worker files load from: a base URL ending in "/", or a
    * map from file name such as "attnkit-simd.wasm" or "attnkit-threads.worker.js"

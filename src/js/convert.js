@@ -84,19 +84,22 @@ function lengthGiven(data) {
 export const MAX_THREADS = 64;
 
 /**
- * The loader's options: { simd?: boolean, threads?: number, wasmPaths?: string |
- * Record<string, string>, wasmBinary?: ArrayBuffer | Uint8Array, timeout?:
- * number }. Returns the build to load, "simd", "scalar" or "threads" (SIMD128 +
- * -pthread), the thread count asked for, and the checked wasmPaths, wasmBinary
- * and timeout (ms, default 30000; Infinity waits for ever). `env` tells what the
+ * The loader's options: { simd?: boolean, threads?: number, model?: boolean,
+ * wasmPaths?: string | Record<string, string>, wasmBinary?: ArrayBuffer |
+ * Uint8Array, timeout?: number }. Returns the build to load, "simd", "scalar" or
+ * "threads" (SIMD128 + -pthread), the thread count asked for, whether the build
+ * has the model layer (model: true; single-threaded only), and the checked
+ * wasmPaths, wasmBinary and timeout (ms, default 30000; Infinity waits for ever). `env` tells what the
  * engine has: { simd(): boolean, sharedMemory: boolean } (sharedMemory:
  * SharedArrayBuffer is usable, i.e. Node or a cross-origin isolated page).
  */
 export function loaderVariant(options, env) {
-  const KEYS = ["simd", "threads", "wasmPaths", "wasmBinary", "timeout"];
+  const KEYS = ["simd", "threads", "model", "wasmPaths", "wasmBinary", "timeout"];
   const FILES = [
     "attnkit-simd.wasm",
     "attnkit-scalar.wasm",
+    "attnkit-simd-model.wasm",
+    "attnkit-scalar-model.wasm",
     "attnkit-threads.wasm",
     "attnkit-threads.worker.js",
     "attnkit-threads.mjs",
@@ -131,7 +134,7 @@ export function loaderVariant(options, env) {
   if (!isObject(options) || Array.isArray(options)) {
     throw typeError(
       "options",
-      "an object { simd?, threads?, wasmPaths?, wasmBinary?, timeout? }",
+      "an object { simd?, threads?, model?, wasmPaths?, wasmBinary?, timeout? }",
       options,
     );
   }
@@ -140,6 +143,9 @@ export function loaderVariant(options, env) {
   }
   if (options.simd !== undefined && typeof options.simd !== "boolean")
     throw typeError("options.simd", "a boolean", options.simd);
+  if (options.model !== undefined && typeof options.model !== "boolean")
+    throw typeError("options.model", "a boolean", options.model);
+  const model = options.model === true;
   const { wasmPaths, wasmBinary } = options;
   if (wasmPaths !== undefined) {
     if (typeof wasmPaths === "string") {
@@ -176,11 +182,19 @@ export function loaderVariant(options, env) {
       : options.timeout === Infinity
         ? Infinity
         : checkCount("options.timeout", options.timeout);
-  const files = { wasmPaths, wasmBinary, timeout };
+  const files = { wasmPaths, wasmBinary, timeout, model };
   const threads =
     options.threads === undefined ? 1 : checkCount("options.threads", options.threads);
   if (threads > MAX_THREADS)
     throw rangeError("options.threads", `at most ${MAX_THREADS}`, String(threads));
+  // The model builds are single-threaded (the page trains on one core, in a worker).
+  if (model && threads > 1) {
+    throw rangeError(
+      "options.model",
+      "threads: 1 with model: true (the model builds are single-threaded)",
+      `threads: ${threads}`,
+    );
+  }
   const simd = options.simd ?? env.simd();
   if (threads === 1) return { build: simd ? "simd" : "scalar", threads, ...files };
   if (!simd) {

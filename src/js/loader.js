@@ -1,7 +1,8 @@
 // attnkit: the loader shared by the browser and Node entry points. Checks the
 // options, picks the build (SIMD128 where the engine validates it, scalar
-// otherwise, SIMD128 + threads when asked), loads each once per thread count
-// and wraps it in the JS API. A load that fails (a missing worker script, bad
+// otherwise, SIMD128 + threads when asked; with { model: true } the SIMD128 or
+// scalar build that also holds the model layer), loads each once per thread
+// count and model flag and wraps it in the JS API. A load that fails (a missing worker script, bad
 // wasm bytes, the timeout) rejects with an AttnkitError and may be retried.
 //
 // Nothing here, nor in the Emscripten modules (linked with
@@ -38,7 +39,7 @@ function stopWorkers(M) {
 /**
  * createAttnkit for one environment. `platform` gives:
  *   importFactory(build): a promise of the Emscripten factory of that build
- *     ("simd", "scalar" or "threads");
+ *     ("simd", "scalar", "threads", "simd-model" or "scalar-model");
  *   hardwareThreads(): how many threads the hardware runs at once (the cap);
  *   files(build, wasmPaths): { locateFile?, worker?: { url, parameter }, extra? }: where
  *     the build's files load from (locateFile for the factory, undefined for the
@@ -62,6 +63,8 @@ export function makeLoader(platform) {
     // More threads than the hardware runs at once only cost memory and start-up.
     threads = Math.max(1, Math.min(threads, platform.hardwareThreads()));
     if (threads === 1 && build === "threads") build = "simd";
+    // The model builds are their own files (the default ones stay small).
+    if (variant.model) build += "-model";
     const key = `${build}:${threads}`;
     if (!loaded.has(key)) {
       const promise = load(build, threads, variant, () => {
@@ -75,7 +78,7 @@ export function makeLoader(platform) {
     return loaded.get(key);
   };
 
-  function load(build, threads, { wasmPaths, wasmBinary, timeout }, forget) {
+  function load(build, threads, { wasmPaths, wasmBinary, timeout, model }, forget) {
     const { locateFile, worker, extra } = platform.files(build, wasmPaths);
     // The factory's Module object (MODULARIZE fills in the one it is given).
     const args = { ...extra };
@@ -149,8 +152,9 @@ export function makeLoader(platform) {
           platform.started(M);
         }
         const attn = wrap(M, {
-          simd: build !== "scalar",
+          simd: !build.startsWith("scalar"),
           threads,
+          model,
           version,
           // attn.dispose(): a later createAttnkit() loads a new instance.
           onDispose: () => {

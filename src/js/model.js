@@ -183,13 +183,39 @@ function readMetrics(M, at) {
   };
 }
 
+/** The functions of the model layer, in the order the d.ts lists them. */
+export const MODEL_METHODS = [
+  "createModel",
+  "loadModel",
+  "createTrainer",
+  "createTaskGenerator",
+  "makeBatch",
+  "taskSeqLen",
+  "taskMinVocab",
+];
+
 /**
  * createModel, loadModel, createTrainer, createTaskGenerator, makeBatch,
  * taskSeqLen, taskMinVocab over the module of `mem` (its Marshal); `module`
- * tells whether the module is live.
+ * tells whether the module is live. A module built without the model layer
+ * gets functions that throw, saying how to load one with it.
  */
 export function modelMethods(mem, module) {
   const M = mem.M;
+  if (typeof M.modelCreate !== "function") {
+    return Object.fromEntries(
+      MODEL_METHODS.map((name) => [
+        name,
+        () => {
+          throw new AttnkitError(
+            `${name}: expected a module loaded with createAttnkit({ model: true }) (the model ` +
+              "layer is in its own build), got one loaded without the model",
+            { code: "invalid_argument", parameter: name },
+          );
+        },
+      ]),
+    );
+  }
   const free = { model: M.modelFree, trainer: M.trainerFree, generator: M.generatorFree };
   // Objects the user forgot to dispose are freed when collected (if the module lives).
   const registry =

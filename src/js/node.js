@@ -39,10 +39,18 @@ function toPath(url) {
 export const createAttnkit = makeLoader({
   importFactory: async (build) => {
     // Plain require calls with literal paths: esbuild leaves them (external).
-    if (build === "threads") return require("./attnkit-threads.node.cjs");
-    return build === "simd"
-      ? require("./attnkit-simd.node.cjs")
-      : require("./attnkit-scalar.node.cjs");
+    switch (build) {
+      case "threads":
+        return require("./attnkit-threads.node.cjs");
+      case "simd":
+        return require("./attnkit-simd.node.cjs");
+      case "scalar":
+        return require("./attnkit-scalar.node.cjs");
+      case "simd-model":
+        return require("./attnkit-simd-model.node.cjs");
+      default:
+        return require("./attnkit-scalar-model.node.cjs");
+    }
   },
   hardwareThreads: () => {
     const os = builtin("node:os");

@@ -1,7 +1,8 @@
 // attnkit for browsers and bundlers: loads the SIMD128 build where the engine
 // validates SIMD, else the scalar build; with { threads: n > 1 }, on a
 // cross-origin isolated page, the SIMD128 + pthreads build, whose workers run
-// attnkit-threads.worker.js (it must sit beside attnkit-threads.mjs). Each build's .wasm sits beside its
+// attnkit-threads.worker.js (it must sit beside attnkit-threads.mjs); with
+// { model: true }, attnkit-simd-model.mjs or attnkit-scalar-model.mjs. Each build's .wasm sits beside its
 // loader and is found through import.meta.url, which bundlers follow; options.wasmPaths
 // (a base URL ending in "/", or a map from file name to URL) moves them.
 import { AttnkitError, AttnkitTypeError } from "./api.js";
@@ -31,10 +32,15 @@ function locate(wasmPaths) {
 /** Loads the module once per variant; later calls return the same promise. */
 export const createAttnkit = makeLoader({
   importFactory: (build) => {
-    if (build === "threads") return import("./attnkit-threads.mjs").then((m) => m.default);
-    return (build === "simd" ? import("./attnkit-simd.mjs") : import("./attnkit-scalar.mjs")).then(
-      (m) => m.default,
-    );
+    // Literal specifiers, one per build, that bundlers follow.
+    const modules = {
+      simd: () => import("./attnkit-simd.mjs"),
+      scalar: () => import("./attnkit-scalar.mjs"),
+      threads: () => import("./attnkit-threads.mjs"),
+      "simd-model": () => import("./attnkit-simd-model.mjs"),
+      "scalar-model": () => import("./attnkit-scalar-model.mjs"),
+    };
+    return modules[build]().then((m) => m.default);
   },
   hardwareThreads: () => globalThis.navigator?.hardwareConcurrency || 1,
   // Without wasmPaths, no locateFile: the modules' new URL(file, import.meta.url) stays, which bundlers follow.

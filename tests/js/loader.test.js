@@ -44,13 +44,13 @@ test("unknown options are an invalid_argument AttnkitError naming the key and th
     [
       { thread: 2 },
       "options.thread",
-      /^options\.thread: expected one of simd, threads, wasmPaths, wasmBinary, timeout \(did you mean threads\?\), got an unknown option$/,
+      /^options\.thread: expected one of simd, threads, model, wasmPaths, wasmBinary, timeout \(did you mean threads\?\), got an unknown option$/,
     ],
     [{ wasmPath: "/x/" }, "options.wasmPath", /\(did you mean wasmPaths\?\)/],
     [
       { fast: true },
       "options.fast",
-      /^options\.fast: expected one of simd, threads, wasmPaths, wasmBinary, timeout, got an unknown option$/,
+      /^options\.fast: expected one of simd, threads, model, wasmPaths, wasmBinary, timeout, got an unknown option$/,
     ],
     [
       { wasmPaths: { "attnkit-simd.wsm": "/a.wasm" } },

@@ -1,8 +1,9 @@
-// The model layer in JS (src/js/model.js): training induction to its target
-// with the induction and previous-token heads it must form, bit-identical
-// training with 1 and 2 threads, the SIMD and scalar builds' loss curves,
-// the weights file's round trip and corruption, every bad configuration's
-// error, no leaks and no use after dispose.
+// The model layer in JS (src/js/model.js), loaded with createAttnkit({ model:
+// true }): training induction to its target with the induction and
+// previous-token heads it must form, the SIMD and scalar builds' loss curves
+// (bit-identity across thread counts is native: tests/model_test.cc; the model
+// builds are single-threaded), the weights file's round trip and corruption,
+// every bad configuration's error, no leaks and no use after dispose.
 import { describe, it, before } from "node:test";
 import assert from "node:assert/strict";
 import { createAttnkit, AttnkitError, AttnkitTypeError } from "attnkit";
@@ -10,7 +11,11 @@ import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { Worker } from "node:worker_threads";
 import { fileURLToPath } from "node:url";
-import { VARIANTS } from "./helpers.js";
+import { VARIANTS as BUILDS } from "./helpers.js";
+
+// The SIMD and scalar model builds.
+const VARIANTS = BUILDS.map((v) => ({ ...v, options: { ...v.options, model: true } }));
+const SIMD_MODEL = { simd: true, model: true };
 
 // The settings of docs/model.md ("Settings that train").
 const TASK = { kind: "induction", length: 8, padding: 8, vocabSize: 24 };
@@ -68,7 +73,7 @@ function headScores(w, pick) {
 
 describe("model: induction trains to 90% with an induction head (simd build)", () => {
   it("reaches >= 90% on the repeat; a layer-2 induction head and a layer-1 previous-token head", async () => {
-    const attn = await createAttnkit({ simd: true });
+    const attn = await createAttnkit(SIMD_MODEL);
     const start = performance.now();
     const { model, trainer, held, losses, accuracy } = train(attn, { steps: 1500, target: 0.9 });
     const ms = performance.now() - start;
@@ -108,18 +113,55 @@ describe("model: induction trains to 90% with an induction head (simd build)", (
 });
 
 describe("model: determinism and builds", () => {
-  it("trains bit-identically with 1 thread (SIMD build) and 2 (threads build)", async () => {
-    const one = await createAttnkit({ threads: 1 });
-    const two = await createAttnkit({ threads: 2 });
-    assert.equal(two.threads, 2);
-    const a = train(one, { steps: 40 }),
-      b = train(two, { steps: 40 });
-    assert.deepEqual(b.losses, a.losses);
-    assert.deepEqual(b.model.exportWeights(), a.model.exportWeights());
-    for (const r of [a, b]) {
-      r.trainer.dispose();
-      r.model.dispose();
+  it("the model builds load with { model: true }; the default builds throw saying so", async () => {
+    const withModel = await createAttnkit(SIMD_MODEL);
+    const plain = await createAttnkit({ simd: true });
+    assert.notEqual(withModel, plain);
+    assert.equal(withModel.model, true);
+    assert.equal(plain.model, false);
+    assert.equal(await createAttnkit({ model: true, simd: true }), withModel, "one instance");
+    assert.equal(await createAttnkit({ model: false, simd: true }), plain);
+    // A superset: the attention functions give the default build's numbers.
+    const X = [
+      [1, 2],
+      [3, -1],
+    ];
+    assert.deepEqual(
+      withModel.attention(X, X, X, { causal: true }),
+      plain.attention(X, X, X, { causal: true }),
+    );
+    for (const name of [
+      "createModel",
+      "loadModel",
+      "createTrainer",
+      "createTaskGenerator",
+      "makeBatch",
+      "taskSeqLen",
+      "taskMinVocab",
+    ]) {
+      assert.equal(typeof plain[name], "function", name);
+      assert.throws(
+        () => plain[name](CONFIG),
+        (e) =>
+          e instanceof AttnkitError &&
+          e.code === "invalid_argument" &&
+          e.parameter === name &&
+          e.message.includes("createAttnkit({ model: true })"),
+        name,
+      );
     }
+    await assert.rejects(
+      createAttnkit({ model: true, threads: 2 }),
+      (e) =>
+        e instanceof AttnkitError &&
+        e.code === "invalid_argument" &&
+        e.parameter === "options.model" &&
+        /expected threads: 1 with model: true .*, got threads: 2$/.test(e.message),
+    );
+    await assert.rejects(
+      createAttnkit({ model: "yes" }),
+      (e) => e instanceof AttnkitTypeError && e.parameter === "options.model",
+    );
   });
 
   it("the first 50 losses agree with the scalar build's and the native library's", async () => {
@@ -163,7 +205,7 @@ describe("model: in a worker", () => {
     const code = `
       const { parentPort, workerData } = require("node:worker_threads");
       import("attnkit").then(async ({ createAttnkit }) => {
-        const attn = await createAttnkit({ simd: true });
+        const attn = await createAttnkit({ simd: true, model: true });
         const { task, config } = workerData;
         const model = attn.createModel(config, { seed: 1, task });
         const trainer = attn.createTrainer(model, { learningRate: 1e-2, warmupSteps: 50 });
@@ -180,7 +222,7 @@ describe("model: in a worker", () => {
       worker.once("error", reject);
     });
     await worker.terminate();
-    const attn = await createAttnkit({ simd: true });
+    const attn = await createAttnkit(SIMD_MODEL);
     const here = train(attn, { steps: 20 });
     assert.deepEqual(message.losses, here.losses, "the same losses as on the main thread");
     for (const l of [0, 1]) {

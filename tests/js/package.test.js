@@ -69,6 +69,20 @@ const COMPUTE = `
       error = { attnkit: e instanceof AttnkitError, type: e instanceof TypeError, code: e.code, parameter: e.parameter, message: e.message };
     }
     return { simd: attn.simd, threads: attn.threads, target: attn.target, data: Array.from(out.data), rows: out.rows, cols: out.cols, dQ, error };
+  }
+  // The model builds: a tiny model's loss on one batch; a default instance's createModel error.
+  const MODEL_CONFIG = { vocabSize: 8, maxSeqLen: 8, dModel: 8, numLayers: 1, numHeads: 2 };
+  const MODEL_TASK = { kind: "copy", length: 3, vocabSize: 8 };
+  function modelLoss(attn) {
+    const model = attn.createModel(MODEL_CONFIG, { seed: 1 });
+    const loss = model.evaluate(attn.makeBatch(MODEL_TASK, { batch: 2, seed: 1 })).loss;
+    model.dispose();
+    return { simd: attn.simd, model: attn.model, loss };
+  }
+  function modelError(attn) {
+    try { attn.createModel(MODEL_CONFIG); return null; } catch (e) {
+      return { code: e.code, parameter: e.parameter, message: e.message, model: attn.model };
+    }
   }`;
 
 const MIME = {
@@ -128,7 +142,7 @@ function run(cmd, args, cwd) {
 }
 
 describe("the npm package, packed and installed", () => {
-  let tmp, app, tarball, tarballFiles, browser, expected, expectedDQ;
+  let tmp, app, tarball, tarballFiles, browser, expected, expectedDQ, expectedModelLoss;
   const servers = [];
 
   before(async () => {
@@ -152,6 +166,12 @@ describe("the npm package, packed and installed", () => {
     expected = Array.from(attn.attention(INPUT.Q, INPUT.K, INPUT.V, { causal: true }).data);
     const grads = attn.attentionBackward(INPUT.Q, INPUT.K, INPUT.V, INPUT.V, { causal: true });
     expectedDQ = Array.from(grads.dQ.data);
+    // The model builds' loss in this repo's dist (COMPUTE's modelLoss, run here).
+    const modelLoss = new Function(`${COMPUTE}; return modelLoss;`)();
+    expectedModelLoss = [];
+    for (const simd of [true, false]) {
+      expectedModelLoss.push(modelLoss(await createAttnkit({ simd, model: true })).loss);
+    }
     assertClose(
       expected,
       ref.attention(INPUT.Q, INPUT.K, INPUT.V, { causal: true }),
@@ -226,14 +246,39 @@ describe("the npm package, packed and installed", () => {
     assert.match(r.error.message, /^Q: expected a matrix .*, got string "not a matrix"$/);
   }
 
+  /**
+   * The model builds from the installed tarball: the same attention, a tiny model's loss as the
+   * repo's build gives; a default instance's createModel throws the error that says how to load.
+   */
+  function checkModel(out, label) {
+    out.withModel.forEach((r, i) => {
+      checkResult(r, `${label} model: true, simd: ${i === 0}`, i === 0);
+      assert.equal(r.model, true);
+      assert.equal(r.loss, expectedModelLoss[i], `${label}: the model's loss`);
+    });
+    assert.equal(out.plainModel?.model, false, `${label}: the default load has no model`);
+    assert.equal(out.plainModel.code, "invalid_argument");
+    assert.equal(out.plainModel.parameter, "createModel");
+    assert.match(
+      out.plainModel.message,
+      /^createModel: expected .*createAttnkit\(\{ model: true \}\)/,
+    );
+  }
+
   it("the tarball holds the dist files, README, LICENSE and package.json only", () => {
     const files = [...tarballFiles].sort();
     assert.deepEqual(files, [
       "LICENSE",
       "README.md",
+      "dist/attnkit-scalar-model.mjs",
+      "dist/attnkit-scalar-model.node.cjs",
+      "dist/attnkit-scalar-model.wasm",
       "dist/attnkit-scalar.mjs",
       "dist/attnkit-scalar.node.cjs",
       "dist/attnkit-scalar.wasm",
+      "dist/attnkit-simd-model.mjs",
+      "dist/attnkit-simd-model.node.cjs",
+      "dist/attnkit-simd-model.wasm",
       "dist/attnkit-simd.mjs",
       "dist/attnkit-simd.node.cjs",
       "dist/attnkit-simd.wasm",
@@ -267,7 +312,13 @@ describe("the npm package, packed and installed", () => {
       results.push(compute(await createAttnkit({ threads: 2 }), AttnkitError));  // SIMD128 + pthreads
       const cjs = createRequire(import.meta.url)("attnkit");
       const shared = cjs.createAttnkit === named && cjs.AttnkitError === AttnkitError && (await cjs.createAttnkit({ simd: true })) === (await named({ simd: true }));
-      console.log(JSON.stringify({ results, shared, resolved: import.meta.resolve("attnkit") }));`;
+      const withModel = [];
+      for (const simd of [true, false]) {
+        const attn = await createAttnkit({ simd, model: true });
+        withModel.push({ ...compute(attn, AttnkitError), ...modelLoss(attn) });
+      }
+      const plainModel = modelError(await createAttnkit());
+      console.log(JSON.stringify({ results, shared, withModel, plainModel, resolved: import.meta.resolve("attnkit") }));`;
     writeFileSync(join(app, "esm.mjs"), script);
     const out = JSON.parse(run(process.execPath, ["esm.mjs"], app).trim());
     assert.match(out.resolved, /\/app\/node_modules\/attnkit\/dist\/attnkit\.node\.mjs$/);
@@ -284,6 +335,7 @@ describe("the npm package, packed and installed", () => {
       true,
       "ESM and CommonJS share one module instance and one set of classes",
     );
+    checkModel(out, "ESM");
   });
 
   it('Node CommonJS: const { createAttnkit } = require("attnkit")', () => {
@@ -294,7 +346,13 @@ describe("the npm package, packed and installed", () => {
         const results = [];
         for (const simd of [true, false]) results.push(compute(await createAttnkit({ simd }), AttnkitError));
         results.push(compute(await createAttnkit({ threads: 3 }), AttnkitError));
-        console.log(JSON.stringify({ results, resolved: require.resolve("attnkit"), typeErrorClass: typeof AttnkitTypeError }));
+        const withModel = [];
+        for (const simd of [true, false]) {
+          const attn = await createAttnkit({ simd, model: true });
+          withModel.push({ ...compute(attn, AttnkitError), ...modelLoss(attn) });
+        }
+        const plainModel = modelError(await createAttnkit({ simd: true }));
+        console.log(JSON.stringify({ results, withModel, plainModel, resolved: require.resolve("attnkit"), typeErrorClass: typeof AttnkitTypeError }));
       })().catch((e) => { console.error(e); process.exit(1); });`;
     writeFileSync(join(app, "cjs.cjs"), script);
     const out = JSON.parse(run(process.execPath, ["cjs.cjs"], app).trim());
@@ -308,12 +366,15 @@ describe("the npm package, packed and installed", () => {
       Math.min(3, availableParallelism()),
       "capped at the hardware's threads",
     );
+    checkModel(out, "CJS");
   });
 
-  it("a plain HTML page with an import map, in headless Chromium (SIMD and scalar)", async () => {
+  it("a plain HTML page with an import map, in headless Chromium (SIMD, scalar, model)", async () => {
     for (const [name, load] of [
       ["index", "{}"],
       ["scalar", "{ simd: false }"],
+      ["model", "{ model: true }"],
+      ["scalar-model", "{ model: true, simd: false }"],
     ]) {
       writeFileSync(
         join(app, `${name}.html`),
@@ -326,7 +387,10 @@ describe("the npm package, packed and installed", () => {
   ${COMPUTE}
   try {
     const attn = await createAttnkit(${load});
-    document.getElementById("result").textContent = JSON.stringify(compute(attn, AttnkitError));
+    const result = compute(attn, AttnkitError);
+    if (attn.model) Object.assign(result, modelLoss(attn));
+    else result.modelError = modelError(attn);
+    document.getElementById("result").textContent = JSON.stringify(result);
   } catch (e) {
     document.getElementById("result").textContent = JSON.stringify({ failed: String(e && e.stack || e) });
   }
@@ -337,6 +401,15 @@ describe("the npm package, packed and installed", () => {
     servers.push(server);
     checkResult(await loadPage(`${url}/index.html`), "browser page (feature detection)", true);
     checkResult(await loadPage(`${url}/scalar.html`), "browser page (scalar)", false);
+    for (const [name, simd] of [
+      ["model", true],
+      ["scalar-model", false],
+    ]) {
+      const r = await loadPage(`${url}/${name}.html`);
+      checkResult(r, `browser page (${name})`, simd);
+      assert.equal(r.model, true);
+      assert.equal(r.loss, expectedModelLoss[simd ? 0 : 1], `browser page (${name}): the loss`);
+    }
   });
 
   it("threads in Chromium: a cross-origin isolated page loads the pthreads build; a plain page is refused", async () => {
@@ -590,7 +663,7 @@ createAttnkit().then((attn) => {
     assert.equal(r.version, JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version);
   });
 
-  it("package size: the browser SIMD load is under 150 KB gzipped", () => {
+  it("package size: the browser SIMD load (without the model) is under 150 KB gzipped", () => {
     const dist = join(app, "node_modules/attnkit/dist");
     const size = (names) => {
       let raw = 0,
@@ -607,6 +680,14 @@ createAttnkit().then((attn) => {
       ["browser, scalar", ["attnkit.mjs", "attnkit-scalar.mjs", "attnkit-scalar.wasm"]],
       ["Node, SIMD", ["attnkit.node.cjs", "attnkit-simd.node.cjs"]],
       ["Node, scalar", ["attnkit.node.cjs", "attnkit-scalar.node.cjs"]],
+      [
+        "browser, SIMD, { model: true }",
+        ["attnkit.mjs", "attnkit-simd-model.mjs", "attnkit-simd-model.wasm"],
+      ],
+      [
+        "browser, scalar, { model: true }",
+        ["attnkit.mjs", "attnkit-scalar-model.mjs", "attnkit-scalar-model.wasm"],
+      ],
       ["  attnkit-simd.wasm alone", ["attnkit-simd.wasm"]],
       ["  attnkit.mjs + attnkit-simd.mjs (JS)", ["attnkit.mjs", "attnkit-simd.mjs"]],
     ].map(([label, names]) => ({ label, files: names.join(" + "), ...size(names) }));
