@@ -103,7 +103,14 @@ async function trainTo(target, label) {
   );
   const seconds = (Date.now() - t0) / 1000;
   await p.click('[data-testid="train-pause"]');
-  await poll(async () => !(await hook()).training, "training to pause", 10000);
+  await poll(
+    async () => {
+      const s = await hook();
+      return !s.training && s.inspectionStep === s.step;
+    },
+    "training to pause and its last step on screen",
+    10000,
+  );
   const { long, drift } = await p.evaluate(() => {
     window.__obs.disconnect();
     clearInterval(window.__timer);

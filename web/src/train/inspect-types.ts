@@ -1,6 +1,6 @@
 // Model.parameters() and Model.inspect() as the helpers' contract gives them, for the
 // worker until the package's own types declare them.
-import type { LoadOptions, Matrix, Model, Tensor } from "attnkit";
+import type { Matrix, Model, Tensor } from "attnkit";
 
 export interface ModelParameters {
   tokenEmbedding: Matrix;
@@ -43,5 +43,3 @@ export type InspectedModel = Model & {
     targets?: Int32Array | readonly number[],
   ): Inspection;
 };
-
-export type ModelLoadOptions = LoadOptions & { model?: boolean };

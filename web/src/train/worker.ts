@@ -13,7 +13,7 @@ import {
   type RunConfig,
   type ToWorker,
 } from "./protocol";
-import type { InspectedModel, ModelLoadOptions } from "./inspect-types";
+import type { InspectedModel } from "./inspect-types";
 import { qkMap } from "./qk";
 
 /** Training work done before the worker looks at its messages again. */
@@ -295,8 +295,7 @@ function drain(): void {
     }
   }
 }
-const loadWithModel: ModelLoadOptions = { model: true };
-createAttnkit(loadWithModel).then(
+createAttnkit({ model: true }).then(
   (a) => {
     attn = a;
     loaded = true;
