@@ -46,11 +46,20 @@ inline std::vector<double> MatMul(const std::vector<double>& A, const Tensor& B,
   return C;
 }
 
+// One score S = scale q.k moved by `delta` before the softmax: that of
+// sequence `b`, layer, head, query i and key j (j <= i), for finite
+// differences of the loss with respect to the scores.
+struct ScoreNudge {
+  size_t b = 0, layer = 0, head = 0, i = 0, j = 0;
+  double delta = 0;
+};
+
 // Mean cross-entropy over the scored positions (c resolved: num_kv_heads, d_k set).
 // weights_out (optional): per layer, [B][h][T][T] attention weights.
 inline double Loss(const attnkit::model::ModelConfig& c, const std::vector<Tensor>& t,
                    const attnkit::model::Batch& batch,
-                   std::vector<std::vector<double>>* weights_out = nullptr) {
+                   std::vector<std::vector<double>>* weights_out = nullptr,
+                   const ScoreNudge* nudge = nullptr) {
   const size_t B = batch.batch, T = batch.seq_len, N = B * T, d = c.d_model, V = c.vocab_size;
   const size_t h = c.num_heads, g = c.num_kv_heads, dk = c.d_k, group = h / g;
   size_t at = 0;
@@ -86,6 +95,10 @@ inline double Loss(const attnkit::model::ModelConfig& c, const std::vector<Tenso
               dot +=
                   Q[(b * T + i) * h * dk + head * dk + k] * K[(b * T + j) * g * dk + kv * dk + k];
             s[j] = dot * scale;
+            if (nudge && nudge->b == b && nudge->layer == l && nudge->head == head &&
+                nudge->i == i && nudge->j == j) {
+              s[j] += nudge->delta;
+            }
             mx = std::max(mx, s[j]);
           }
           double sum = 0;

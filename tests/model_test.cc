@@ -3,6 +3,8 @@
 //    float64 reference model (model_reference.h), with and without
 //    LayerNorm, grouped K/V heads, scaled and unscaled.
 //  - Training is bit-identical with a ThreadPool of 1 and of 3 threads.
+//  - Inspect: dS against finite differences of the reference's loss in the
+//    scores; its weights, Q, K, logits against Forward's; its errors.
 //  - Weights export/import round trip; corrupted files are rejected.
 //  - Every bad configuration returns a Status naming the parameter.
 //  - Task generators: seeded, the documented layouts.
@@ -217,6 +219,174 @@ TEST_CASE("model: the initialisation has the documented scales", "[model]") {
   CHECK(p.layers[0].ln_gain(0, 3) == 1.0f);
   CHECK(p.final_bias(0, 5) == 0.0f);
   CHECK(p.Count() == 64 * 64 * 3 + 4 * 64 * 32 + 2 * 64 + 2 * 64);
+}
+
+TEST_CASE("model: Inspect's dS matches finite differences of the loss in the scores",
+          "[model][inspect]") {
+  // Grouped K/V heads (2 query heads share 1), with and without LayerNorm and
+  // the 1/sqrt(d_k) scale: d_scores is d loss / d S of the float64 reference,
+  // moved one score at a time, and exactly 0 above the diagonal.
+  for (const bool layer_norm : {false, true}) {
+    for (const bool scaled : {true, false}) {
+      INFO("layer_norm " << layer_norm << " scaled " << scaled);
+      Model m;
+      REQUIRE_OK(m.Init(Small(layer_norm, scaled), 21));
+      const std::vector<int32_t> tokens = {1, 4, 0, 2, 3};
+      const std::vector<int32_t> targets = {-1, 0, 3, -1, 1};
+      std::vector<uint8_t> before, after;
+      REQUIRE_OK(ExportWeights(m, &before));
+      Inspection in;
+      REQUIRE_OK(m.Inspect(tokens, &targets, &in));
+      REQUIRE_OK(ExportWeights(m, &after));
+      CHECK(before == after);  // the weights do not change
+
+      const ModelConfig& c = m.config();
+      const size_t T = tokens.size(), h = c.num_heads;
+      Batch batch;
+      batch.batch = 1;
+      batch.seq_len = T;
+      batch.tokens = tokens;
+      batch.targets = targets;
+      const std::vector<model_ref::Tensor> t = model_ref::FromParameters(m.params());
+      std::vector<std::vector<double>> ref_weights;
+      const double loss = model_ref::Loss(c, t, batch, &ref_weights);
+      REQUIRE(in.has_targets);
+      CHECK(std::abs(in.metrics.loss - loss) <= 1e-5 * std::max(1.0, loss));
+      CHECK(in.metrics.scored == 3);
+      REQUIRE(in.layers.size() == c.num_layers);
+      const double step = 1e-5;
+      double magnitude = 0;
+      for (size_t l = 0; l < c.num_layers; ++l) {
+        const Matrix& dS = in.layers[l].d_scores;
+        REQUIRE(dS.rows() == h * T);
+        REQUIRE(dS.cols() == T);
+        for (size_t head = 0; head < h; ++head) {
+          for (size_t i = 0; i < T; ++i) {
+            for (size_t j = 0; j < T; ++j) {
+              const float got = dS(head * T + i, j);
+              INFO("layer " << l << " head " << head << " query " << i << " key " << j);
+              // The weights against the reference's too.
+              CHECK(std::abs(in.layers[l].weights(head * T + i, j) -
+                             ref_weights[l][(head * T + i) * T + j]) < 1e-5);
+              if (j > i) {
+                CHECK(got == 0.0f);  // masked: exactly zero
+                continue;
+              }
+              model_ref::ScoreNudge nudge{0, l, head, i, j, step};
+              const double up = model_ref::Loss(c, t, batch, nullptr, &nudge);
+              nudge.delta = -step;
+              const double down = model_ref::Loss(c, t, batch, nullptr, &nudge);
+              const double fd = (up - down) / (2 * step);
+              CHECK(std::abs(got - fd) <= 1e-5 + 1e-3 * std::abs(fd));
+              magnitude += std::abs(fd);
+            }
+          }
+        }
+      }
+      CHECK(magnitude > 1e-3);  // the check is not passed by zeros
+    }
+  }
+}
+
+TEST_CASE("model: Inspect gives the forward's weights, Q, K, V, logits and predictions",
+          "[model][inspect]") {
+  Model m;
+  ModelConfig c = Small(true, true);
+  REQUIRE_OK(m.Init(c, 5));
+  c = m.config();
+  const std::vector<int32_t> tokens = {2, 2, 1, 4};
+  const size_t T = tokens.size(), h = c.num_heads, g = c.num_kv_heads, dk = c.d_k;
+  Inspection in;
+  REQUIRE_OK(m.Inspect(tokens, nullptr, &in));
+  CHECK_FALSE(in.has_targets);
+  // The same sequence through Forward: the same logits and attention weights.
+  Batch batch;
+  batch.batch = 1;
+  batch.seq_len = T;
+  batch.tokens = tokens;
+  batch.targets.assign(T, -1);
+  Matrix logits;
+  REQUIRE_OK(m.Forward(batch, nullptr, &logits));
+  REQUIRE(in.logits.rows() == T);
+  REQUIRE(in.logits.cols() == c.vocab_size);
+  CHECK(std::equal(logits.data(), logits.data() + logits.size(), in.logits.data()));
+  REQUIRE(in.predictions.size() == T);
+  for (size_t i = 0; i < T; ++i) {
+    const float* row = logits.data() + i * c.vocab_size;
+    CHECK(in.predictions[i] == std::max_element(row, row + c.vocab_size) - row);
+  }
+  for (size_t l = 0; l < c.num_layers; ++l) {
+    const LayerInspection& li = in.layers[l];
+    Matrix weights;
+    REQUIRE_OK(m.AttentionWeights(l, &weights));
+    REQUIRE(li.weights.rows() == h * T);
+    CHECK(std::equal(weights.data(), weights.data() + weights.size(), li.weights.data()));
+    CHECK(li.d_scores.size() == 0);
+    REQUIRE(li.input.rows() == T);
+    REQUIRE(li.input.cols() == c.d_model);
+    REQUIRE(li.Q.rows() == h * T);
+    REQUIRE(li.K.rows() == g * T);
+    REQUIRE(li.V.rows() == g * T);
+    // Q = input W_Q, split by heads: head 1's query 2 is columns [d_k, 2 d_k) of row 2.
+    const LayerParameters& p = m.params().layers[l];
+    for (size_t k = 0; k < dk; ++k) {
+      double q = 0, key = 0;
+      for (size_t r = 0; r < c.d_model; ++r) {
+        q += double(li.input(2, r)) * p.W_Q(r, dk + k);
+        key += double(li.input(3, r)) * p.W_K(r, k);
+      }
+      CHECK(std::abs(li.Q(T + 2, k) - q) < 1e-5);
+      CHECK(std::abs(li.K(3, k) - key) < 1e-5);
+    }
+    // LayerNorm-ed input: each row has mean ~bias mean, not the raw stream.
+    if (l == 0) {
+      double mean = 0;
+      for (size_t r = 0; r < c.d_model; ++r) mean += li.input(0, r);
+      double bias = 0;
+      for (size_t r = 0; r < c.d_model; ++r) bias += p.ln_bias(0, r);
+      CHECK(std::abs(mean - bias) < 1e-4);
+    }
+  }
+}
+
+TEST_CASE("model: Inspect's errors name tokens and targets", "[model][inspect]") {
+  Model m;
+  REQUIRE_OK(m.Init(Small(false, true), 1));
+  Inspection in;
+  const std::vector<int32_t> seven(7, 1), five = {1, 2, 3, 4, 0};
+  RequireNames(m.Inspect({}, nullptr, &in), "tokens");
+  RequireNames(m.Inspect(seven, nullptr, &in), "tokens");   // max_seq_len is 6
+  RequireNames(m.Inspect({1, 5}, nullptr, &in), "tokens");  // vocab_size is 5
+  const std::vector<int32_t> short_targets = {1, 2};
+  RequireNames(m.Inspect(five, &short_targets, &in), "targets");
+  const std::vector<int32_t> bad_target = {1, 2, 5, -1, 0};
+  RequireNames(m.Inspect(five, &bad_target, &in), "targets");
+  CHECK(in.layers.empty());  // untouched on error
+  REQUIRE_OK(m.Inspect(five, nullptr, &in));
+  CHECK(in.layers.size() == 2);
+}
+
+TEST_CASE("model: the weights file holds the parameters in Tensors() order", "[model]") {
+  Model m;
+  REQUIRE_OK(m.Init(Small(true, false), 8));
+  std::vector<uint8_t> bytes;
+  REQUIRE_OK(ExportWeights(m, &bytes));
+  const size_t header = 8 + 4 + 9 * 4;
+  size_t at = header;
+  for (const Matrix* t : m.params().Tensors()) {
+    REQUIRE(at + t->size() * 4 <= bytes.size());
+    CHECK(std::memcmp(bytes.data() + at, t->data(), t->size() * 4) == 0);
+    at += t->size() * 4;
+  }
+  CHECK(at + 4 == bytes.size());  // then the hash
+  Model loaded;
+  REQUIRE_OK(ImportWeights(bytes.data(), bytes.size(), &loaded));
+  const std::vector<const Matrix*> a = m.params().Tensors(), b = loaded.params().Tensors();
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    REQUIRE(a[i]->size() == b[i]->size());
+    CHECK(std::memcmp(a[i]->data(), b[i]->data(), a[i]->size() * 4) == 0);
+  }
 }
 
 TEST_CASE("model: weights export and import round trip and corrupted files rejected", "[model]") {

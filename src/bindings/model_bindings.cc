@@ -27,6 +27,7 @@ namespace {
 using model::AdamW;
 using model::AdamWConfig;
 using model::Batch;
+using model::Inspection;
 using model::Metrics;
 using model::Model;
 using model::ModelConfig;
@@ -56,6 +57,7 @@ struct ModelHandle {
   Model model;
   Matrix weights;             // the last attentionWeights
   std::vector<uint8_t> file;  // the last exportWeights
+  Inspection inspection;      // the last inspect (until modelInspectClear)
 };
 struct TrainerHandle {
   AdamW adam;
@@ -183,6 +185,63 @@ int ModelAttention(uintptr_t h, uint32_t layer, uintptr_t out) {
   return 0;
 }
 
+// [address, rows, cols] of m (address 0 if empty).
+void WriteMatrix(const Matrix& m, uint32_t* o) {
+  o[0] = m.size() ? reinterpret_cast<uintptr_t>(m.data()) : 0;
+  o[1] = m.rows();
+  o[2] = m.cols();
+}
+
+// The parameter tensors' names in Parameters::Tensors() order, comma-separated
+// ("token_embedding,position_embedding,layers.0.W_Q,...").
+std::string ModelTensorNames(uintptr_t h) {
+  std::string out;
+  for (const std::string& name : AsModel(h)->model.params().Names()) {
+    if (!out.empty()) out += ',';
+    out += name;
+  }
+  return out;
+}
+// Writes [address, rows, cols] of tensor `index` (Tensors() order).
+void ModelTensor(uintptr_t h, uint32_t index, uintptr_t out) {
+  WriteMatrix(*AsModel(h)->model.params().Tensors()[index], Words(out));
+}
+
+// [T, tokens address, targets address (0 = none)] (int32) -> status; writes
+// after them [logits address, rows, cols, predictions address, loss (f32),
+// scored, correct]. The results are held until modelInspectClear.
+int ModelInspect(uintptr_t h, uintptr_t args) {
+  ModelHandle* m = AsModel(h);
+  uint32_t* w = Words(args);
+  const int32_t* tokens = reinterpret_cast<const int32_t*>(w[1]);
+  const int32_t* targets = reinterpret_cast<const int32_t*>(w[2]);
+  const std::vector<int32_t> token_list(tokens, tokens + w[0]);
+  std::vector<int32_t> target_list;
+  if (targets) target_list.assign(targets, targets + w[0]);
+  m->model.set_pool(CurrentPool());
+  if (Report(m->model.Inspect(token_list, targets ? &target_list : nullptr, &m->inspection)) != 0)
+    return 1;
+  const Inspection& in = m->inspection;
+  uint32_t* o = w + 3;
+  WriteMatrix(in.logits, o);
+  o[3] = reinterpret_cast<uintptr_t>(in.predictions.data());
+  std::memcpy(o + 4, &in.metrics.loss, sizeof(float));
+  o[5] = in.metrics.scored;
+  o[6] = in.metrics.correct;
+  return 0;
+}
+// Writes [address, rows, cols] of layer `layer`'s input, Q, K, V, weights and
+// d_scores (18 words) from the last inspect.
+void ModelInspectLayer(uintptr_t h, uint32_t layer, uintptr_t out) {
+  const model::LayerInspection& l = AsModel(h)->inspection.layers[layer];
+  uint32_t* o = Words(out);
+  for (const Matrix* m : {&l.input, &l.Q, &l.K, &l.V, &l.weights, &l.d_scores}) {
+    WriteMatrix(*m, o);
+    o += 3;
+  }
+}
+void ModelInspectClear(uintptr_t h) { AsModel(h)->inspection = Inspection(); }
+
 // [learning_rate, beta1, beta2, epsilon, weight_decay (f32), warmup_steps,
 //  clip_norm (f32)]; 0 on error.
 uintptr_t TrainerCreate(uintptr_t model, uintptr_t args) {
@@ -269,6 +328,11 @@ EMSCRIPTEN_BINDINGS(attnkit_model) {
   function("modelExport", &ModelExport);
   function("modelForward", &ModelForward);
   function("modelAttention", &ModelAttention);
+  function("modelTensorNames", &ModelTensorNames);
+  function("modelTensor", &ModelTensor);
+  function("modelInspect", &ModelInspect);
+  function("modelInspectLayer", &ModelInspectLayer);
+  function("modelInspectClear", &ModelInspectClear);
   function("trainerCreate", &TrainerCreate);
   function("trainerFree", &TrainerFree);
   function("trainerSteps", &TrainerSteps);

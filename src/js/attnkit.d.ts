@@ -495,9 +495,79 @@ export interface CreateModelOptions {
   task?: TaskConfig;
 }
 
+/** One layer's parameters (JS-owned copies); h = numHeads, g = numKvHeads. */
+export interface LayerParameters {
+  /** [dModel, h * dK] */
+  W_Q: Matrix;
+  /** [dModel, g * dK] */
+  W_K: Matrix;
+  /** [dModel, g * dK] */
+  W_V: Matrix;
+  /** [h * dK, dModel] */
+  W_O: Matrix;
+  /** [1, dModel], only with layerNorm. */
+  lnGain?: Matrix;
+  /** [1, dModel], only with layerNorm. */
+  lnBias?: Matrix;
+}
+
+/** Every parameter of a model (JS-owned copies), as {@link Model.parameters} returns them. */
+export interface ModelParameters {
+  /** [vocabSize, dModel] */
+  tokenEmbedding: Matrix;
+  /** [maxSeqLen, dModel] */
+  positionEmbedding: Matrix;
+  layers: LayerParameters[];
+  /** [1, dModel], only with layerNorm. */
+  finalGain?: Matrix;
+  /** [1, dModel], only with layerNorm. */
+  finalBias?: Matrix;
+  /** [dModel, vocabSize] */
+  unembedding: Matrix;
+}
+
 /**
- * A model in wasm memory. evaluate() and a trainer's step() run a forward
- * pass; attentionWeights() then reads that pass. Call dispose() when done.
+ * One layer of {@link Model.inspect}; T = the sequence's length, h = numHeads,
+ * g = numKvHeads. Scores S = scale Q K^T, scale = 1/sqrt(dK) with scaleBySqrtDk
+ * (else 1); weights = causal softmax(S).
+ */
+export interface LayerInspection {
+  /** [T, dModel]: what the layer's attention reads (the residual stream, LayerNorm-ed with layerNorm). */
+  input: Matrix;
+  /** [h, T, dK] = input W_Q, split by heads. */
+  Q: Tensor;
+  /** [g, T, dK] */
+  K: Tensor;
+  /** [g, T, dK] */
+  V: Tensor;
+  /** [h, T, T] attention weights (causal: 0 above the diagonal); query head i reads K/V head floor(i / (h / g)). */
+  weights: Tensor;
+  /**
+   * [h, T, T] d loss / d S: the gradient of the mean loss with respect to the
+   * scores before the softmax (the backward's dS; exactly 0 above the
+   * diagonal). Only when targets were given.
+   */
+  dScores?: Tensor;
+}
+
+/** What {@link Model.inspect} returns (JS-owned copies). */
+export interface Inspection {
+  tokens: Int32Array;
+  /** [T, vocabSize] */
+  logits: Matrix;
+  /** The argmax of each row of logits. */
+  predictions: Int32Array;
+  /** Mean cross-entropy over the scored positions (with targets). */
+  loss?: number;
+  /** Correct predictions / scored positions (with targets; 0 if none is scored). */
+  accuracy?: number;
+  /** One per layer, in order. */
+  layers: LayerInspection[];
+}
+
+/**
+ * A model in wasm memory. evaluate(), inspect() and a trainer's step() run a
+ * forward pass; attentionWeights() then reads that pass. Call dispose() when done.
  */
 export interface Model extends Record<DisposeSymbol, () => void> {
   readonly config: ResolvedModelConfig;
@@ -510,6 +580,20 @@ export interface Model extends Record<DisposeSymbol, () => void> {
    * [batch, numHeads, seqLen, seqLen] (causal: zero above the diagonal).
    */
   attentionWeights(layer: number): Tensor;
+  /** Every parameter, as JS-owned copies (the weights file's tensors by name). */
+  parameters(): ModelParameters;
+  /**
+   * One sequence through the model with every layer's attention laid open:
+   * tokens [T] (1 <= T <= maxSeqLen, each < vocabSize); targets (T entries, -1 =
+   * not scored) add the loss, the accuracy and each head's dScores, from the
+   * model's backward and the core's backward trace. The weights do not change;
+   * attentionWeights() then reads this pass (batch 1). Errors name "tokens" or
+   * "targets".
+   */
+  inspect(
+    tokens: Int32Array | readonly number[],
+    targets?: Int32Array | readonly number[],
+  ): Inspection;
   /** The versioned weights file (docs/model.md). */
   exportWeights(): Uint8Array;
   /** Frees the wasm memory. Any later call throws. Safe to call twice. */

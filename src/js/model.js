@@ -145,6 +145,33 @@ function checkTask(task) {
 }
 const taskWords = (t) => [t.code, t.length, t.vocabSize, t.padding];
 
+// The weights file's tensor names -> ModelParameters keys.
+const PARAMETER_KEYS = {
+  token_embedding: "tokenEmbedding",
+  position_embedding: "positionEmbedding",
+  final_gain: "finalGain",
+  final_bias: "finalBias",
+  unembedding: "unembedding",
+};
+const LAYER_KEYS = {
+  W_Q: "W_Q",
+  W_K: "W_K",
+  W_V: "W_V",
+  W_O: "W_O",
+  ln_gain: "lnGain",
+  ln_bias: "lnBias",
+};
+// Model.inspect's own parameters.
+const INSPECT_NAMES = { tokens: "tokens", targets: "targets" };
+
+/** An Int32Array, or an array of integers copied into one; else a TypeError naming `name`. */
+function intArray(name, v) {
+  if (v instanceof Int32Array) return v;
+  if (Array.isArray(v) && v.every((x) => Number.isInteger(x) && Math.abs(x) < 2 ** 31))
+    return Int32Array.from(v);
+  throw typeError(name, "an Int32Array (or an array of integers)", v);
+}
+
 /** A batch {batch, seqLen, tokens, targets}: its Int32Array token and target arrays. */
 function checkBatch(batch) {
   checkObject(
@@ -227,15 +254,21 @@ export function modelMethods(mem, module) {
   // The live state of each object ({handle}; 0 once disposed), out of users' reach.
   const states = new WeakMap();
 
-  /** Throws the model bindings' last Status as an AttnkitError. */
-  function fail() {
+  /** Throws the model bindings' last Status as an AttnkitError (core names -> JS by `names`). */
+  function fail(names = CORE_NAMES) {
     const code = M.modelLastErrorCode();
     const core = M.modelLastErrorParameter();
-    const name = CORE_NAMES[core] ?? core;
+    const name = names[core] ?? core;
     throw new AttnkitError(`${name}: ${M.modelLastErrorDetail()}`, {
       code: CODES[code] ?? "invalid_argument",
       parameter: name,
     });
+  }
+  /** A JS-owned Matrix copy of [address, rows, cols] at `at` (address 0: empty). */
+  function readMatrix(at) {
+    const [ptr, rows, cols] = M.HEAPU32.slice(at >> 2, (at >> 2) + 3);
+    const data = ptr ? M.HEAPF32.slice(ptr >> 2, (ptr >> 2) + rows * cols) : new Float32Array(0);
+    return { rows, cols, data };
   }
   /** A block of scratch wasm memory of `bytes` (plus the argument words). */
   function scratch(bytes, blame) {
@@ -328,6 +361,86 @@ export function modelMethods(mem, module) {
       const data = M.HEAPF32.slice(ptr >> 2, (ptr >> 2) + rows * cols);
       const h = this.config.numHeads;
       return { data, shape: [rows / (h * cols), h, cols, cols] };
+    }
+    /** JS-owned copies of every parameter, by name (ModelParameters in the d.ts). */
+    parameters() {
+      const handle = live(this, "Model", "model");
+      const at = scratch(0, "model");
+      const result = { layers: [] };
+      M.modelTensorNames(handle)
+        .split(",")
+        .forEach((name, i) => {
+          M.modelTensor(handle, i, at);
+          const m = readMatrix(at);
+          const layer = /^layers\.(\d+)\.(\w+)$/.exec(name);
+          if (layer) {
+            const l = Number(layer[1]);
+            result.layers[l] ??= {};
+            result.layers[l][LAYER_KEYS[layer[2]]] = m;
+          } else {
+            result[PARAMETER_KEYS[name]] = m;
+          }
+        });
+      return result;
+    }
+    /**
+     * One sequence through the model, every layer's attention laid open; with
+     * targets also the loss and each head's dS (Inspection in the d.ts). The
+     * weights stay; attentionWeights() then reads this pass.
+     */
+    inspect(tokens, targets) {
+      const handle = live(this, "Model", "model");
+      const t = intArray("tokens", tokens);
+      const g = targets === undefined ? null : intArray("targets", targets);
+      const T = t.length;
+      if (g && g.length !== T) {
+        throw rangeError(
+          "targets",
+          `${T} entries (one per token, -1 = not scored)`,
+          `${g.length}`,
+          "shape_mismatch",
+        );
+      }
+      const base = scratch(T * (g ? 8 : 4), "tokens");
+      const tokensAt = base + ARG_BYTES,
+        targetsAt = tokensAt + T * 4;
+      M.HEAP32.set(t, tokensAt >> 2);
+      if (g) M.HEAP32.set(g, targetsAt >> 2);
+      M.HEAPU32.set([T, tokensAt, g ? targetsAt : 0], base >> 2);
+      try {
+        if (M.modelInspect(handle, base) !== 0) fail(INSPECT_NAMES);
+        const o = base + 12;
+        const logits = readMatrix(o);
+        const words = M.HEAPU32.subarray(o >> 2, (o >> 2) + 7);
+        const predictions = M.HEAP32.slice(words[3] >> 2, (words[3] >> 2) + T);
+        FLOAT_BITS[0] = words[4];
+        const [loss, scored, correct] = [FLOAT[0], words[5], words[6]];
+        const { numHeads: h, numKvHeads: kv, dK, numLayers } = this.config;
+        const tensor = (m, heads) => ({ data: m.data, shape: [heads, T, m.cols] });
+        const layers = [];
+        for (let l = 0; l < numLayers; ++l) {
+          M.modelInspectLayer(handle, l, base);
+          const [input, Q, K, V, weights, dScores] = [0, 1, 2, 3, 4, 5].map((i) =>
+            readMatrix(base + 12 * i),
+          );
+          const layer = {
+            input,
+            Q: tensor(Q, h),
+            K: tensor(K, kv),
+            V: tensor(V, kv),
+            weights: tensor(weights, h),
+          };
+          if (g) layer.dScores = tensor(dScores, h);
+          layers.push(layer);
+        }
+        const result = { tokens: Int32Array.from(t), logits, predictions };
+        if (g) Object.assign(result, { loss, accuracy: scored ? correct / scored : 0 });
+        result.layers = layers;
+        return result;
+      } finally {
+        M.modelInspectClear(handle);
+        if (mem.scratchBytes > SCRATCH_KEEP_BYTES) mem.release();
+      }
     }
     /** The weights file (docs/model.md) as a JS-owned Uint8Array. */
     exportWeights() {

@@ -1,10 +1,12 @@
 #include "src/model/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "src/core/attention.h"
 #include "src/core/backward.h"
+#include "src/core/backward_trace.h"
 #include "src/core/multihead.h"
 #include "src/core/ops.h"
 #include "src/model/random.h"
@@ -387,7 +389,7 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
   return Status::Ok();
 }
 
-Status Model::Backward(Parameters* grads) {
+Status Model::Backward(Parameters* grads, std::vector<Matrix>* d_attention) {
   if (!have_forward_)
     return Status(ErrorCode::kInvalidArgument, "model", "Backward needs a Forward first");
   const ModelConfig& c = config_;
@@ -420,6 +422,7 @@ Status Model::Backward(Parameters* grads) {
     dx = std::move(df);
   }
   Matrix dz, dQ, dK, dV, da;
+  if (d_attention) d_attention->assign(c.num_layers, Matrix());
   for (size_t l = c.num_layers; l-- > 0;) {
     const LayerParameters& p = params_.layers[l];
     LayerParameters& g = grads->layers[l];
@@ -433,6 +436,7 @@ Status Model::Backward(Parameters* grads) {
     ATTNKIT_RETURN_IF_ERROR(Alloc(&dV, N, gd));
     ATTNKIT_RETURN_IF_ERROR(MultiHeadAttentionQKVBackward(lc.Q, lc.K, lc.V, lc.z, dz, lc.lse, B,
                                                           heads, options, dQ, dK, dV));
+    if (d_attention) (*d_attention)[l] = dz;
     const Matrix& a = c.layer_norm ? lc.normed : lc.input;
     ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dQ, g.W_Q));
     ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dK, g.W_K));
@@ -477,6 +481,89 @@ Status Model::AttentionWeights(size_t layer, Matrix* weights) const {
   extras.scores = *weights;
   return MultiHeadAttentionQKV(lc.Q, lc.K, lc.V, B, Heads(config_), Options(config_, pool_), extras,
                                out);
+}
+
+namespace {
+
+// Columns [head * d, (head + 1) * d) of m [T, heads * d], stacked head-major
+// into out [heads * T, d].
+Status SplitColumns(const Matrix& m, size_t heads, size_t d, Matrix* out) {
+  const size_t T = m.rows();
+  ATTNKIT_RETURN_IF_ERROR(Alloc(out, heads * T, d));
+  for (size_t hh = 0; hh < heads; ++hh) {
+    for (size_t t = 0; t < T; ++t) {
+      for (size_t k = 0; k < d; ++k) (*out)(hh * T + t, k) = m(t, hh * d + k);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Model::Inspect(const std::vector<int32_t>& tokens, const std::vector<int32_t>* targets,
+                      Inspection* out) {
+  const ModelConfig& c = config_;
+  const size_t T = tokens.size();
+  if (T == 0 || T > c.max_seq_len) {
+    return Status(ErrorCode::kInvalidArgument, "tokens",
+                  "expected 1 .. " + std::to_string(c.max_seq_len) +
+                      " tokens (one per position of the model), got " + std::to_string(T));
+  }
+  if (targets && targets->size() != T) {
+    return Status(ErrorCode::kShapeMismatch, "targets",
+                  "expected " + std::to_string(T) + " entries (one per token), got " +
+                      std::to_string(targets->size()));
+  }
+  Batch batch;
+  batch.batch = 1;
+  batch.seq_len = T;
+  batch.tokens = tokens;
+  batch.targets = targets ? *targets : std::vector<int32_t>(T, -1);
+  Inspection r;
+  r.has_targets = targets != nullptr;
+  ATTNKIT_RETURN_IF_ERROR(Forward(batch, &r.metrics, &r.logits));
+  const size_t V = c.vocab_size, h = c.num_heads, g = c.num_kv_heads, dk = c.d_k;
+  r.predictions.resize(T);
+  for (size_t t = 0; t < T; ++t) {
+    const float* row = r.logits.data() + t * V;
+    size_t arg = 0;
+    for (size_t j = 1; j < V; ++j) arg = row[j] > row[arg] ? j : arg;
+    r.predictions[t] = int32_t(arg);
+  }
+  std::vector<Matrix> dz;
+  if (targets) {
+    Parameters grads;
+    ATTNKIT_RETURN_IF_ERROR(Backward(&grads, &dz));
+  }
+  const AttentionOptions options = Options(c, pool_);
+  r.layers.resize(c.num_layers);
+  for (size_t l = 0; l < c.num_layers; ++l) {
+    const LayerCache& lc = cache_[l];
+    LayerInspection& li = r.layers[l];
+    li.input = c.layer_norm ? lc.normed : lc.input;
+    ATTNKIT_RETURN_IF_ERROR(SplitColumns(lc.Q, h, dk, &li.Q));
+    ATTNKIT_RETURN_IF_ERROR(SplitColumns(lc.K, g, dk, &li.K));
+    ATTNKIT_RETURN_IF_ERROR(SplitColumns(lc.V, g, dk, &li.V));
+    ATTNKIT_RETURN_IF_ERROR(AttentionWeights(l, &li.weights));
+    if (!targets) continue;
+    Matrix dO;
+    ATTNKIT_RETURN_IF_ERROR(SplitColumns(dz[l], h, dk, &dO));
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&li.d_scores, h * T, T));
+    for (size_t hh = 0; hh < h; ++hh) {
+      // Query head hh reads K/V head hh / (h / g), as the multi-head forward.
+      const size_t kv = hh / (h / g);
+      AttentionBackwardTrace trace;
+      ATTNKIT_RETURN_IF_ERROR(TraceAttentionBackwardQKV(
+          li.Q.view().Block(hh * T, T, 0, dk), li.K.view().Block(kv * T, T, 0, dk),
+          li.V.view().Block(kv * T, T, 0, dk), dO.view().Block(hh * T, T, 0, dk), options, &trace));
+      for (size_t t = 0; t < T; ++t) {
+        std::copy(trace.d_scores.data() + t * T, trace.d_scores.data() + (t + 1) * T,
+                  li.d_scores.data() + (hh * T + t) * T);
+      }
+    }
+  }
+  *out = std::move(r);
+  return Status::Ok();
 }
 
 }  // namespace model

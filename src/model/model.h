@@ -104,6 +104,26 @@ struct Metrics {
   float accuracy() const { return scored ? float(correct) / float(scored) : 0.0f; }
 };
 
+// One sequence through the model with every layer's attention laid open
+// (Model::Inspect). T = the sequence's length, h = num_heads, g =
+// num_kv_heads; per-head tensors are head-major: head i's [T, ...] block
+// starts at row i * T.
+struct LayerInspection {
+  Matrix input;     // [T, d_model]  what the layer's attention reads (LayerNorm-ed with layer_norm)
+  Matrix Q;         // [h T, d_k]
+  Matrix K, V;      // [g T, d_k] each
+  Matrix weights;   // [h T, T]  attention weights (causal: zero above the diagonal)
+  Matrix d_scores;  // [h T, T]  d loss / d S, S = scale Q K^T before the softmax
+                    //           (zero where masked); empty without targets
+};
+struct Inspection {
+  Matrix logits;                     // [T, vocab_size]
+  std::vector<int32_t> predictions;  // argmax of each row of logits (the lowest index on ties)
+  bool has_targets = false;
+  Metrics metrics;  // loss and accuracy over the scored positions (with targets)
+  std::vector<LayerInspection> layers;
+};
+
 class Model {
  public:
   // The config is checked (CheckConfig) and the weights initialised from
@@ -120,12 +140,23 @@ class Model {
   // (optional) receives [batch * seq_len, vocab_size].
   Status Forward(const Batch& batch, Metrics* metrics, Matrix* logits = nullptr);
   // Gradients of the last Forward's mean loss for every parameter; grads is
-  // allocated to the parameters' shapes and overwritten.
-  Status Backward(Parameters* grads);
+  // allocated to the parameters' shapes and overwritten. d_attention
+  // (optional) receives each layer's gradient of its attention output z,
+  // [batch * seq_len, h d_k] (the dO of the multi-head backward).
+  Status Backward(Parameters* grads, std::vector<Matrix>* d_attention = nullptr);
   // After Forward: the attention weights of `layer`, [batch * h * seq_len,
   // seq_len], block (b, head) at row (b * h + head) * seq_len (causal: zero
   // above the diagonal).
   Status AttentionWeights(size_t layer, Matrix* weights) const;
+  // One sequence: tokens [T], 1 <= T <= max_seq_len, each < vocab_size. With
+  // targets (T entries, -1 = not scored), also the loss and each head's
+  // d_scores: the backward keeps every layer's dO = d loss / d z, and the
+  // core's backward trace (TraceAttentionBackwardQKV) of each head on its Q,
+  // K, V and dO gives dS. The weights do not change; the pass becomes the
+  // last Forward (AttentionWeights reads it). Errors name "tokens" or
+  // "targets".
+  Status Inspect(const std::vector<int32_t>& tokens, const std::vector<int32_t>* targets,
+                 Inspection* out);
 
  private:
   struct LayerCache {

@@ -2,7 +2,8 @@
 // true }): training induction to its target with the induction and
 // previous-token heads it must form, the SIMD and scalar builds' loss curves
 // (bit-identity across thread counts is native: tests/model_test.cc; the model
-// builds are single-threaded), the weights file's round trip and corruption,
+// builds are single-threaded), parameters() and inspect() (evaluate's weights,
+// dS's rows), the weights file's round trip and corruption,
 // every bad configuration's error, no leaks and no use after dispose.
 import { describe, it, before } from "node:test";
 import assert from "node:assert/strict";
@@ -449,6 +450,201 @@ for (const variant of VARIANTS) {
       assert.throws(
         () => trainer.steps,
         (e) => disposed(e) && e.parameter === "trainer",
+      );
+    });
+
+    it("parameters(): JS-owned copies of every tensor, in the weights file's order", () => {
+      for (const layerNorm of [false, true]) {
+        const config = { ...CONFIG, layerNorm, numKvHeads: 1 };
+        const model = attn.createModel(config, { seed: 4 });
+        const p = model.parameters();
+        const { vocabSize: V, maxSeqLen: P, dModel: d, dK, numHeads: h } = model.config;
+        const shape = (m) => [m.rows, m.cols];
+        assert.deepEqual(shape(p.tokenEmbedding), [V, d]);
+        assert.deepEqual(shape(p.positionEmbedding), [P, d]);
+        assert.deepEqual(shape(p.unembedding), [d, V]);
+        assert.equal(p.layers.length, 2);
+        const order = [p.tokenEmbedding, p.positionEmbedding];
+        for (const l of p.layers) {
+          assert.deepEqual(shape(l.W_Q), [d, h * dK]);
+          assert.deepEqual(shape(l.W_K), [d, dK]);
+          assert.deepEqual(shape(l.W_V), [d, dK]);
+          assert.deepEqual(shape(l.W_O), [h * dK, d]);
+          assert.equal("lnGain" in l, layerNorm);
+          if (layerNorm) {
+            assert.deepEqual(shape(l.lnGain), [1, d]);
+            assert.deepEqual(shape(l.lnBias), [1, d]);
+            order.push(l.lnGain, l.lnBias);
+          }
+          order.push(l.W_Q, l.W_K, l.W_V, l.W_O);
+        }
+        assert.equal("finalGain" in p, layerNorm);
+        if (layerNorm) order.push(p.finalGain, p.finalBias);
+        order.push(p.unembedding);
+        // The weights file's floats (after its 48-byte header, before the hash).
+        const bytes = model.exportWeights();
+        const floats = new Float32Array(bytes.slice(48, bytes.length - 4).buffer);
+        const joined = new Float32Array(model.parameterCount);
+        let at = 0;
+        for (const m of order) {
+          assert.ok(m.data instanceof Float32Array);
+          joined.set(m.data, at);
+          at += m.data.length;
+        }
+        assert.equal(at, model.parameterCount);
+        assert.deepEqual(joined, floats);
+        // Copies: changing one changes nothing in the model; a loaded model gives the same.
+        const saved = p.unembedding.data[0];
+        p.unembedding.data[0] = saved + 1;
+        assert.deepEqual(model.exportWeights(), bytes);
+        const loaded = attn.loadModel(bytes);
+        const again = loaded.parameters();
+        p.unembedding.data[0] = saved;
+        assert.deepEqual(again, p);
+        loaded.dispose();
+        model.dispose();
+      }
+    });
+
+    it("inspect(): evaluate's weights, dS rows sum to 0 and are 0 above the diagonal", () => {
+      const { model, trainer } = train(attn, { steps: 30 });
+      trainer.dispose();
+      const sample = attn.makeBatch(TASK, { batch: 1, seed: 5 });
+      const before = model.exportWeights();
+      const ins = model.inspect(sample.tokens, Array.from(sample.targets));
+      assert.deepEqual(model.exportWeights(), before, "the weights do not change");
+      const T = sample.seqLen;
+      const { numHeads: h, numKvHeads: g, dK, dModel: d, vocabSize: V } = model.config;
+      assert.deepEqual(ins.tokens, sample.tokens);
+      assert.deepEqual([ins.logits.rows, ins.logits.cols], [T, V]);
+      for (let t = 0; t < T; ++t) {
+        const row = ins.logits.data.subarray(t * V, (t + 1) * V);
+        assert.equal(ins.predictions[t], row.indexOf(Math.max(...row)), `prediction ${t}`);
+      }
+      const metrics = model.evaluate(sample);
+      assert.equal(ins.loss, metrics.loss);
+      assert.equal(ins.accuracy, metrics.accuracy);
+      const params = model.parameters();
+      const scale = 1 / Math.sqrt(dK);
+      let nonzero = 0;
+      ins.layers.forEach((layer, l) => {
+        assert.deepEqual([layer.input.rows, layer.input.cols], [T, d]);
+        assert.deepEqual(layer.Q.shape, [h, T, dK]);
+        assert.deepEqual(layer.K.shape, [g, T, dK]);
+        assert.deepEqual(layer.V.shape, [g, T, dK]);
+        assert.deepEqual(layer.weights.shape, [h, T, T]);
+        assert.deepEqual(layer.dScores.shape, [h, T, T]);
+        const w = model.attentionWeights(l);
+        assert.deepEqual(w.shape, [1, h, T, T]);
+        assert.deepEqual(layer.weights.data, w.data, `layer ${l}: the weights of evaluate`);
+        // Q = input W_Q (head 1, query T - 1), and the weights = causal softmax(scale Q K^T).
+        const { W_Q } = params.layers[l];
+        for (let k = 0; k < dK; ++k) {
+          let q = 0;
+          for (let r = 0; r < d; ++r)
+            q += layer.input.data[(T - 1) * d + r] * W_Q.data[r * h * dK + dK + k];
+          const got = layer.Q.data[(T + T - 1) * dK + k];
+          assert.ok(Math.abs(got - q) < 1e-4 * (1 + Math.abs(q)), `Q ${got} vs ${q}`);
+        }
+        for (let head = 0; head < h; ++head) {
+          const kv = Math.floor(head / (h / g));
+          for (let i = 0; i < T; ++i) {
+            const s = [];
+            for (let j = 0; j <= i; ++j) {
+              let dot = 0;
+              for (let k = 0; k < dK; ++k)
+                dot += layer.Q.data[(head * T + i) * dK + k] * layer.K.data[(kv * T + j) * dK + k];
+              s.push(dot * scale);
+            }
+            const top = Math.max(...s);
+            const e = s.map((x) => Math.exp(x - top));
+            const sum = e.reduce((a, b) => a + b);
+            const row = layer.weights.data.subarray((head * T + i) * T, (head * T + i + 1) * T);
+            const dRow = layer.dScores.data.subarray((head * T + i) * T, (head * T + i + 1) * T);
+            let dSum = 0,
+              dAbs = 0;
+            for (let j = 0; j < T; ++j) {
+              if (j > i) {
+                assert.equal(row[j], 0, "weights: causal");
+                assert.equal(dRow[j], 0, "dScores: exactly 0 above the diagonal");
+                continue;
+              }
+              assert.ok(Math.abs(row[j] - e[j] / sum) < 1e-5, `weights ${l} ${head} ${i} ${j}`);
+              dSum += dRow[j];
+              dAbs += Math.abs(dRow[j]);
+              if (dRow[j] !== 0) ++nonzero;
+            }
+            // Softmax's Jacobian: each row of dS sums to 0 over the keys it sees.
+            assert.ok(Math.abs(dSum) <= 1e-6 + 1e-4 * dAbs, `dS row ${l} ${head} ${i}: ${dSum}`);
+          }
+        }
+      });
+      assert.ok(nonzero > T, "dScores is not all zero");
+      // Without targets: no loss and no dScores.
+      const plain = model.inspect(sample.tokens);
+      assert.equal(plain.loss, undefined);
+      assert.equal(plain.accuracy, undefined);
+      assert.equal(plain.layers[0].dScores, undefined);
+      assert.deepEqual(plain.layers[1].weights, ins.layers[1].weights);
+      assert.deepEqual(plain.logits, ins.logits);
+      model.dispose();
+    });
+
+    it("inspect(): errors name tokens and targets; nothing leaks after them", () => {
+      const model = attn.createModel(CONFIG, { seed: 1 });
+      const sample = attn.makeBatch(TASK, { batch: 1, seed: 2 });
+      const bad = (tokens, targets, parameter, message, code = "invalid_argument") =>
+        assert.throws(
+          () => model.inspect(tokens, targets),
+          (e) =>
+            e instanceof AttnkitError &&
+            e.parameter === parameter &&
+            e.code === code &&
+            message.test(e.message),
+          `${parameter} ${message}`,
+        );
+      const round = () => {
+        bad(
+          new Int32Array(25).fill(1),
+          undefined,
+          "tokens",
+          /^tokens: expected 1 \.\. 24 tokens.*, got 25$/,
+        );
+        bad([], undefined, "tokens", /got 0$/);
+        bad([1, 24, 2], undefined, "tokens", /^tokens: entry 1 is 24, expected 0 \.\. 23$/);
+        bad(
+          sample.tokens,
+          sample.targets.subarray(1),
+          "targets",
+          /^targets: expected 24 entries \(one per token, -1 = not scored\), got 23$/,
+          "shape_mismatch",
+        );
+        bad([1, 2], [-1, 99], "targets", /entry 1 is 99/);
+        assert.throws(
+          () => model.inspect("1 2 3"),
+          (e) => e instanceof AttnkitTypeError && e.parameter === "tokens",
+        );
+        assert.throws(
+          () => model.inspect([1, 2], [0.5, 1]),
+          (e) => e instanceof AttnkitTypeError && e.parameter === "targets",
+        );
+        model.inspect(sample.tokens, sample.targets);
+        model.parameters();
+      };
+      round();
+      const heap0 = attn.heapBytesInUse(),
+        memory0 = attn.memoryBytes();
+      for (let i = 0; i < 20; ++i) round();
+      assert.ok(attn.heapBytesInUse() <= heap0 + 4096, `heap ${heap0} -> ${attn.heapBytesInUse()}`);
+      assert.equal(attn.memoryBytes(), memory0, "the wasm memory did not grow");
+      model.dispose();
+      assert.throws(
+        () => model.inspect([1]),
+        (e) => e.code === "disposed" && e.parameter === "model",
+      );
+      assert.throws(
+        () => model.parameters(),
+        (e) => e.code === "disposed",
       );
     });
 

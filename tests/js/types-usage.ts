@@ -23,8 +23,11 @@ import type {
   HeadConfig,
   HeadLayout,
   HeadWeights,
+  Inspection,
   KVCache,
   KVCacheConfig,
+  LayerInspection,
+  LayerParameters,
   LoadOptions,
   MaskLike,
   Matrix,
@@ -33,6 +36,7 @@ import type {
   ModelBatch,
   ModelConfig,
   ModelMetrics,
+  ModelParameters,
   MultiHeadBackwardOptions,
   MultiHeadGradients,
   MultiHeadOptions,
@@ -486,6 +490,10 @@ const disposed: Attnkit = attn.dispose();
 use(disposed);
 
 // The model layer: create, train, read every head, export and load.
+const modelLoad: LoadOptions = { model: true, simd: false };
+const withModel: Attnkit = await createAttnkit(modelLoad);
+const hasModel: boolean = withModel.model;
+use(hasModel);
 const taskKind: TaskKind = "induction";
 const task: TaskConfig = { kind: taskKind, length: 8, padding: 8, vocabSize: 24 };
 const modelConfig: ModelConfig = {
@@ -507,6 +515,24 @@ const evalMetrics: ModelMetrics = model.evaluate(ownBatch);
 const heads: Tensor[] = Array.from({ length: resolved.numLayers }, (_, l) =>
   model.attentionWeights(l),
 );
+const params: ModelParameters = model.parameters();
+const firstLayer: LayerParameters = params.layers[0];
+const lnGain: Matrix | undefined = firstLayer.lnGain;
+use(
+  params.tokenEmbedding.rows,
+  params.unembedding.data,
+  firstLayer.W_O.cols,
+  lnGain,
+  params.finalGain,
+);
+const sample = attn.makeBatch(task, { batch: 1, seed: 3 });
+const inspection: Inspection = model.inspect(sample.tokens, sample.targets);
+const seen: Inspection = model.inspect([1, 2, 3]);
+const inspected: LayerInspection = inspection.layers[1];
+const dScores: Tensor | undefined = inspected.dScores;
+const loss: number | undefined = inspection.loss;
+use(inspected.input.cols, inspected.Q.shape, inspected.K, inspected.V, inspected.weights.data);
+use(dScores, loss, inspection.accuracy, inspection.predictions[0], inspection.logits, seen.tokens);
 const bytes: Uint8Array = model.exportWeights();
 const reloaded: Model = attn.loadModel(bytes);
 use(stepMetrics.loss, evalMetrics.accuracy, heads, trainer.steps, trainer.learningRate(1));
@@ -527,3 +553,12 @@ attn.loadModel([1, 2, 3]);
 attn.makeBatch(task, { seed: 1 });
 // @ts-expect-error the config is read-only
 model.config.dModel = 4;
+// @ts-expect-error model is a boolean
+await createAttnkit({ model: "yes" });
+// @ts-expect-error tokens are integers, not a string
+model.inspect("1 2 3");
+// @ts-expect-error dScores may be absent (no targets)
+const mustHave: Tensor = seen.layers[0].dScores;
+use(mustHave);
+// @ts-expect-error attn.model is read-only
+withModel.model = false;
