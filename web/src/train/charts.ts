@@ -40,12 +40,15 @@ function thin(xs: number[], ys: number[]): [number, number][] {
   return out;
 }
 
+/** Charts built so far, by id: a chart is rebuilt only when its size changes. */
+const built = new Map<string, ChartState>();
+
 /**
- * The frame of a line chart at (x0, y0) with a w x h plot area (kept while its size is),
- * its legend below the x axis; draw its data with drawSeries.
+ * The frame of a line chart at (x0, y0) in `svg`, a w x h plot area (kept while its size
+ * is), its legend below the x axis; draw its data with drawSeries.
  */
 export function chartFrame(
-  g: SvgGroup,
+  svg: SVGSVGElement,
   id: string,
   x0: number,
   y0: number,
@@ -53,9 +56,10 @@ export function chartFrame(
   h: number,
   yLabel: string,
 ): ChartState {
-  const sig = [w, h, yLabel].join("|");
-  const { entry } = retained<ChartState>(g.node()!, id, sig, () => {
-    const gg = g.append("g").attr("data-testid", id).attr("class", "train-chart");
+  let st = built.get(id);
+  if (!st || st.w !== w || st.h !== h || !st.node.isConnected) {
+    st?.node.remove();
+    const gg = d3.select(svg).append("g").attr("data-testid", id).attr("class", "train-chart");
     const t = gg.append("text").attr("class", "m-title").attr("y", -10).node()!;
     gg.append("rect")
       .attr("width", w)
@@ -77,13 +81,11 @@ export function chartFrame(
       .text(yLabel);
     const paths = gg.append("g");
     const legend = gg.append("g").attr("transform", `translate(0,${h + 44})`);
-    return {
-      node: gg.node()!,
-      state: { node: gg.node()!, w, h, title: t, xAxis, yAxis, paths, legend, domains: "" },
-    };
-  });
-  setAttr(entry.node, "transform", `translate(${x0},${y0})`);
-  return entry.state;
+    st = { node: gg.node()!, w, h, title: t, xAxis, yAxis, paths, legend, domains: "" };
+    built.set(id, st);
+  }
+  setAttr(st.node, "transform", `translate(${x0},${y0})`);
+  return st;
 }
 
 /** Space a chart takes below its plot area (axis, its title, a legend of n series). */

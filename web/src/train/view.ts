@@ -7,6 +7,7 @@ import { $ } from "../dom";
 import { diverging, headColor, sequential } from "../draw/colors";
 import { drawMatrix } from "../draw/heatmap";
 import { signedLegend, weightLegend } from "../draw/legend";
+import { setAttr } from "../draw/retain";
 import { note } from "../draw/text";
 import { escapeHtml, fmt, maxAbs, shape, sub } from "../format";
 import { page } from "../page";
@@ -60,14 +61,45 @@ function redraw(): void {
 
 let bound = false;
 
-/** The charts of the last full draw: the curves are redrawn in them between full draws. */
+/**
+ * The curves live in their own <svg> in the panel, outside the stage: redrawing them
+ * (several times a second while training) repaints only them.
+ */
 let charts: { loss: ChartState; accuracy: ChartState } | null = null;
+
+/** Lays the two charts side by side, or one above the other on a narrow screen. */
+function layoutCharts(): void {
+  const svg = document.getElementById("train-charts") as unknown as SVGSVGElement;
+  const room = Math.max(300, $("train").clientWidth - 30);
+  const side = room >= 700;
+  const cw = Math.min(460, side ? (room - 170) / 2 : room - 70);
+  const ch = 140;
+  const below = chartBelow(Math.max(2, run.curves.length + 1));
+  const loss = chartFrame(svg, "train-loss", 60, 26, cw, ch, "cross-entropy");
+  const accuracy = side
+    ? chartFrame(svg, "train-accuracy", 60 + cw + 100, 26, cw, ch, "accuracy on scored tokens")
+    : chartFrame(
+        svg,
+        "train-accuracy",
+        60,
+        26 + ch + below + 26,
+        cw,
+        ch,
+        "accuracy on scored tokens",
+      );
+  const width = side ? 60 + 2 * cw + 110 : cw + 70;
+  const height = (side ? 26 + ch + below : 2 * (26 + ch + below)) + 4;
+  setAttr(svg, "width", Math.ceil(width));
+  setAttr(svg, "height", Math.ceil(height));
+  setAttr(svg, "viewBox", `0 0 ${Math.ceil(width)} ${Math.ceil(height)}`);
+  charts = { loss, accuracy };
+}
 
 const runLabel = (i: number) => ((i === 0) === run.config.scaled ? "scaled ÷√dₖ" : "unscaled");
 
 /** The loss and accuracy curves (every step's training batch; the held-out evaluations). */
 function drawCharts(): void {
-  if (!charts || !charts.loss.node.isConnected) return;
+  if (!charts) return;
   const lossSeries: Series[] = run.curves.map((c, i) => ({
     label: `loss, ${runLabel(i)}`,
     color: i === 0 ? "#2563eb" : "#d6604d",
@@ -121,24 +153,10 @@ export const trainView: Scene = {
     }
     syncPanel();
     const W = Math.max(600, ctx.width - 10);
-    const cw = Math.max(240, Math.min(460, (W - 150) / 2));
-    const ch = 140;
-    const n = Math.max(2, run.curves.length + 1);
-    charts = {
-      loss: chartFrame(g, "train-loss", 60, 30, cw, ch, "cross-entropy"),
-      accuracy: chartFrame(
-        g,
-        "train-accuracy",
-        60 + cw + 90,
-        30,
-        cw,
-        ch,
-        "accuracy on scored tokens",
-      ),
-    };
+    layoutCharts();
     drawCharts();
-    let y = 30 + ch + chartBelow(n) + 10;
-    let width = 60 + 2 * cw + 90;
+    let y = 16;
+    let width = 0;
     const ins = run.inspection;
     if (!ins || !run.ready) {
       note(g, 0, y, run.error ? "" : "Loading attnkit's model build in the worker…");

@@ -13,7 +13,6 @@ import {
   type RunConfig,
   type ToWorker,
 } from "./protocol";
-import type { InspectedModel } from "./inspect-types";
 import { qkMap } from "./qk";
 
 /** Training work done before the worker looks at its messages again. */
@@ -27,7 +26,7 @@ const EVAL_SEED = 99;
 const EVAL_BATCH = 256;
 
 interface Run {
-  model: InspectedModel;
+  model: Model;
   trainer: Trainer;
   batches: ReturnType<Attnkit["createTaskGenerator"]>;
 }
@@ -55,7 +54,8 @@ function disposeRuns(): void {
 }
 
 function newRun(c: RunConfig, t: TaskConfig, scaled: boolean, model?: Model): Run {
-  const m = (model ??
+  const m =
+    model ??
     attn.createModel(
       {
         vocabSize: t.vocabSize,
@@ -67,7 +67,7 @@ function newRun(c: RunConfig, t: TaskConfig, scaled: boolean, model?: Model): Ru
         scaleBySqrtDk: scaled,
       },
       { seed: c.seed, task: t },
-    )) as InspectedModel;
+    );
   const trainer = attn.createTrainer(m, {
     learningRate: c.learningRate,
     warmupSteps: c.warmupSteps,
@@ -128,7 +128,7 @@ function stepAll(): void {
 const copyT = (t: Tensor): Tensor => ({ shape: [...t.shape], data: t.data });
 
 /** An inspection of the sample by `model` (the live one or a snapshot's). */
-function inspection(model: InspectedModel, step: number, snapshot: number): InspectionView {
+function inspection(model: Model, step: number, snapshot: number): InspectionView {
   const s = sample!;
   const r = model.inspect(s.tokens, s.targets);
   const ev = model.evaluate(evalBatch!);
@@ -160,9 +160,9 @@ function inspection(model: InspectedModel, step: number, snapshot: number): Insp
 }
 
 /** Runs `fn` on snapshot `index`'s model (loaded from its bytes), or on the live model (-1). */
-function withModel<T>(index: number, fn: (m: InspectedModel, step: number) => T): T {
+function withModel<T>(index: number, fn: (m: Model, step: number) => T): T {
   if (index < 0 || index >= snapshots.length) return fn(runs[0].model, runs[0].trainer.steps);
-  const m = attn.loadModel(snapshots[index].bytes) as InspectedModel;
+  const m = attn.loadModel(snapshots[index].bytes);
   try {
     return fn(m, snapshots[index].step);
   } finally {
