@@ -5,6 +5,7 @@ import { FEATURES } from "./lexicon";
 import { SEED001 } from "./presets";
 import { customCells, type State } from "./state";
 import { MAX_TOKENS, tokenize, uniqueLabels } from "./tokenize";
+import { tokenLabel, trainedOf, type ShownLayer } from "./trained";
 
 export const PAD = "[PAD]";
 /** The token that stands in for an empty text. */
@@ -55,7 +56,33 @@ function why(typed: number, used: number, reason: string): string {
 }
 const range = (lo: number, hi: number) => `a whole number from ${lo} to ${hi}`;
 
+/** A trained layer's shapes: its tokens (ids as labels), d_model, heads, kv heads and d_k = d_v. */
+function trainedConfig(t: ShownLayer): Config {
+  const tokens = t.tokens.map(tokenLabel);
+  const fixed = "fixed by the trained model";
+  return {
+    items: [{ tokens, labels: uniqueLabels(tokens), realLength: tokens.length }],
+    T: tokens.length,
+    dModel: t.dModel,
+    dK: t.dK,
+    dV: t.dK,
+    heads: t.numHeads,
+    kvHeads: t.numKvHeads,
+    featureNames: null,
+    seedMode: false,
+    scale: t.scaled ? 1 / Math.sqrt(t.dK) : 1,
+    truncated: false,
+    textNotes: [],
+    notes: [],
+    adjusted: { dModel: fixed },
+    fixedHint:
+      "The trained model fixes the tokens, X, the weights, d_model, d_k = d_v, the heads, the causal mask and the scale: “Back to the example” frees them.",
+  };
+}
+
 export function resolveConfig(s: State): Config {
+  const trained = trainedOf(s);
+  if (trained) return trainedConfig(trained);
   const notes: string[] = [];
   const seedMode = s.weights === "seed";
   let truncated = false;

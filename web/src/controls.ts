@@ -2,6 +2,7 @@
 import type { Config } from "./config";
 import { PRESETS, presetById } from "./presets";
 import { DEFAULT_STATE, type State } from "./state";
+import { syncTrainedBanner } from "./trained";
 import { headNames } from "./weights";
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -182,6 +183,39 @@ function setFlag(id: string, key: "checked" | "disabled" | "hidden", on: boolean
   if (el[key] !== on) el[key] = on;
 }
 
+/** Adds or removes the option `value` of a select (trained mode's entries exist only in trained mode). */
+function toggleOption(id: string, value: string, label: string, on: boolean): void {
+  const sel = $<HTMLSelectElement>(id);
+  const opt = sel.querySelector(`option[value="${value}"]`);
+  if (on && !opt) sel.add(new Option(label, value));
+  else if (!on && opt) opt.remove();
+}
+
+/** The controls whose values the trained numbers fix (disabled in trained mode; the banner says why). */
+const FIXED_WHEN_TRAINED = [
+  "preset",
+  "text",
+  "batch",
+  "emb",
+  "dModel",
+  "pe",
+  "weights",
+  "seed",
+  "reroll",
+  "dK",
+  "dV",
+  "heads",
+  "kvHeads",
+  "mask",
+  "scaling",
+  "temperature",
+  "softcap",
+] as const;
+/** Of those, the ones no other setting disables. */
+const ENABLED_OTHERWISE = FIXED_WHEN_TRAINED.filter(
+  (id) => !["batch", "emb", "dModel", "dK", "dV", "kvHeads"].includes(id),
+);
+
 function options(sel: HTMLSelectElement, items: string[], value: number): void {
   const html = items.map((t, i) => `<option value="${i}">${t}</option>`).join("");
   if (sel.dataset.html !== html) {
@@ -192,13 +226,17 @@ function options(sel: HTMLSelectElement, items: string[], value: number): void {
 }
 
 export function syncControls(s: State, cfg: Config): void {
+  const trained = s.weights === "trained";
+  toggleOption("preset", "trained", "trained model", trained);
+  toggleOption("weights", "trained", "trained model (Train view)", trained);
+  toggleOption("emb", "trained", "the trained model's X", trained);
   setValue("preset", s.preset);
   setValue("text", cfg.seedMode ? cfg.items[0].tokens.join(" ") : s.text);
   setValue("text2", s.text2);
   setFlag("batch", "checked", s.batch);
   setFlag("batch", "disabled", cfg.seedMode);
   setFlag("text2-label", "hidden", !s.batch || cfg.seedMode);
-  setValue("emb", s.emb);
+  setValue("emb", trained ? "trained" : s.emb);
   setFlag("emb", "disabled", cfg.seedMode);
   setValue("dModel", String(cfg.dModel));
   setFlag("dModel", "disabled", s.emb !== "random" || cfg.seedMode);
@@ -235,9 +273,11 @@ export function syncControls(s: State, cfg: Config): void {
   const nEdits = Object.keys(s.edits).length;
   setText(
     "edits-info",
-    nEdits
-      ? `${nEdits} edited cell${nEdits > 1 ? "s" : ""}`
-      : "Click a cell of X, W or Wᴼ to edit it.",
+    trained
+      ? "A trained model's cells are not editable."
+      : nEdits
+        ? `${nEdits} edited cell${nEdits > 1 ? "s" : ""}`
+        : "Click a cell of X, W or Wᴼ to edit it.",
   );
   setFlag("reset-edits", "disabled", nEdits === 0);
   const unknown = cfg.items[0].tokens.length;
@@ -246,4 +286,9 @@ export function syncControls(s: State, cfg: Config): void {
     `${unknown} token${unknown > 1 ? "s" : ""}${cfg.truncated ? " (text truncated)" : ""} · T = ${cfg.T}, d_model = ${cfg.dModel}, d_k = ${cfg.dK}, d_v = ${cfg.dV}, heads = ${cfg.heads}/${cfg.kvHeads} kv`,
   );
   setText("notes", cfg.notes.join("; "));
+  if (trained) for (const id of FIXED_WHEN_TRAINED) setFlag(id, "disabled", true);
+  else for (const id of ENABLED_OTHERWISE) setFlag(id, "disabled", false);
+  if (document.body.classList.contains("trained-mode") !== trained)
+    document.body.classList.toggle("trained-mode", trained);
+  syncTrainedBanner(s);
 }

@@ -1,5 +1,6 @@
 // Page data: token embeddings X [T, d_model] (feature, hashed or seeded random)
-// and the sinusoidal positional encoding of Vaswani et al. (2017).
+// and the sinusoidal positional encoding of Vaswani et al. (2017); or a trained
+// layer's input, as given (trained.ts).
 import type { Matrix } from "attnkit";
 import type { Config, Item } from "./config";
 import { PAD } from "./config";
@@ -7,6 +8,7 @@ import { FEATURES, lookup } from "./lexicon";
 import { SEED001 } from "./presets";
 import { hashString, normal } from "./random";
 import type { State } from "./state";
+import { trainedOf } from "./trained";
 
 export function zeros(rows: number, cols: number): Matrix {
   return { data: new Float32Array(rows * cols), rows, cols };
@@ -52,6 +54,13 @@ export function positionalEncoding(T: number, d: number): Matrix {
 export function embed(s: State, cfg: Config, item: Item, index: number): Embedded {
   const { T, dModel } = cfg;
   const unknown = item.tokens.map(() => false);
+  const trained = trainedOf(s);
+  // A trained layer's X is what its attention reads: the residual stream (token and
+  // position embeddings plus the earlier layers' outputs), given whole.
+  if (trained) {
+    const X = { data: Float32Array.from(trained.X.data), rows: T, cols: dModel };
+    return { E: X, P: zeros(T, dModel), X, unknown };
+  }
   let E: Matrix;
   if (cfg.seedMode) {
     E = fromRows(SEED001.X);

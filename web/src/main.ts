@@ -10,11 +10,12 @@ import { onStageResize } from "./dom";
 import { bindKeys } from "./keyboard";
 import { setSpeed } from "./motion";
 import { bindNav } from "./nav";
-import { page } from "./page";
+import { page, saveUrl } from "./page";
 import { bindPlayback } from "./playback";
 import { render, set, showError } from "./render";
 import { toQuery } from "./state";
 import { installTestHooks } from "./test-hooks";
+import { bindTrained, showTrainedFallback } from "./trained";
 import { dropFailingEdits, showUrlNote } from "./url-edits";
 
 async function main(): Promise<void> {
@@ -34,6 +35,15 @@ async function main(): Promise<void> {
   bindPlayback();
   dropFailingEdits();
   showUrlNote();
+  bindTrained(
+    () => page.state,
+    (s) => {
+      page.state = s;
+      saveUrl();
+      render(true);
+    },
+  );
+  if (page.trainedFallback) showTrainedFallback();
   render(true);
   history.replaceState(null, "", `?${toQuery(page.state)}`);
   onStageResize(() => render(false));

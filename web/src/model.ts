@@ -9,6 +9,7 @@ import { attentionOptions, batchOptions, resolveConfig, type Config, type Item }
 import { embed, fromRows, type Embedded } from "./embeddings";
 import { seedK, SEED001 } from "./presets";
 import { DISPLAY_FIELDS, omitFields, type State } from "./state";
+import { trainedKey } from "./trained";
 import { makeWeights, type Weights } from "./weights";
 
 export interface ItemModel extends Projected {
@@ -217,7 +218,12 @@ function projectionKey(s: State, cfg: Config): string {
     heads: cfg.heads,
     kvHeads: cfg.kvHeads,
   };
-  return JSON.stringify({ rest, shapes, tokens: cfg.items.map((it) => it.tokens) });
+  return JSON.stringify({
+    rest,
+    shapes,
+    tokens: cfg.items.map((it) => it.tokens),
+    trained: trainedKey(s),
+  });
 }
 
 export function computeModel(attn: Attnkit, s: State, prev?: Model | null): Model {

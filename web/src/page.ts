@@ -4,6 +4,7 @@ import type { Attnkit } from "attnkit";
 import { presetState } from "./controls";
 import type { Model } from "./model";
 import { DISPLAY_FIELDS, fromQuery, omitFields, toQuery, type State } from "./state";
+import { fallbackState, pinTrained, trainedKey } from "./trained";
 
 export interface Timing {
   loadMs: number;
@@ -40,21 +41,36 @@ export interface Page {
   /** What the URL held that the page could not use (shown in a note). */
   urlDropped: string[];
   timing: Timing;
+  /** The URL asked for a trained layer, whose numbers it cannot hold: the example is shown (with a note). */
+  trainedFallback: boolean;
 }
 
 const urlDropped: string[] = [];
-const initial = fromQuery(location.search.slice(1), urlDropped);
-if (!location.search) Object.assign(initial, presetState(initial.preset, initial));
+const fromUrl = fromQuery(location.search.slice(1), urlDropped);
+const trainedFallback = fromUrl.weights === "trained";
+const initial = trainedFallback ? fallbackState(fromUrl) : fromUrl;
+if (!location.search || trainedFallback)
+  Object.assign(initial, presetState(initial.preset, initial));
+
+// Every write of the state goes through pinTrained: in trained mode the fields the
+// trained numbers fix keep their values whatever sets them.
+let state = initial;
 
 export const page: Page = {
   attn: null as unknown as Attnkit,
-  state: initial,
+  get state() {
+    return state;
+  },
+  set state(s: State) {
+    state = pinTrained(s);
+  },
   model: null,
   modelKey: "",
   playing: false,
   animation: { step: 0, view: "steps", startedAt: 0, durationMs: 0 },
   lastGood: null,
   urlDropped,
+  trainedFallback,
   timing: {
     loadMs: 0,
     firstRenderMs: 0,
@@ -68,7 +84,7 @@ export const page: Page = {
 
 /** The state fields that change the numbers, as a key (the rest only change what is shown). */
 export function inputsKey(s: State): string {
-  return JSON.stringify(omitFields(s, DISPLAY_FIELDS));
+  return JSON.stringify(omitFields(s, DISPLAY_FIELDS)) + trainedKey(s);
 }
 
 // The URL follows the state, at most every 120 ms (a dragged slider fires many events;

@@ -1,7 +1,8 @@
 // The page state. All of it lives in the URL query string, so a view can be shared.
 
 export type EmbeddingKind = "features" | "random";
-export type WeightKind = "random" | "identity" | "designed" | "seed";
+/** "trained": a trained model's layer, whose numbers live in memory only (trained.ts). */
+export type WeightKind = "random" | "identity" | "designed" | "seed" | "trained";
 export type MaskKind = "none" | "causal" | "padding" | "custom";
 export type ViewId = "steps" | "headview" | "grid" | "saturation" | "decoding" | "train";
 
@@ -132,10 +133,16 @@ const SHORT: Record<Key, string> = {
   edits: "ed",
 };
 
-/** The state as a query string holding only what differs from the defaults. */
+/**
+ * The state as a query string holding only what differs from the defaults. A trained
+ * layer's numbers cannot go in a URL: it keeps w=trained and what is shown, and a page
+ * loaded from it shows the example with a note.
+ */
 export function toQuery(s: State): string {
   const p = new URLSearchParams();
+  const trained = s.weights === "trained";
   for (const key of Object.keys(SHORT) as Key[]) {
+    if (trained && key !== "weights" && !DISPLAY_FIELDS.includes(key)) continue;
     const v = s[key];
     const d = DEFAULT_STATE[key];
     if (key === "edits") {
@@ -199,7 +206,7 @@ export function fromQuery(query: string, dropped: string[] = []): State {
     }
   }
   if (!["features", "random"].includes(s.emb)) s.emb = DEFAULT_STATE.emb;
-  if (!["random", "identity", "designed", "seed"].includes(s.weights))
+  if (!["random", "identity", "designed", "seed", "trained"].includes(s.weights))
     s.weights = DEFAULT_STATE.weights;
   if (!["none", "causal", "padding", "custom"].includes(s.mask)) s.mask = DEFAULT_STATE.mask;
   if (!["steps", "headview", "grid", "saturation", "decoding", "train"].includes(s.view))

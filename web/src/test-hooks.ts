@@ -1,5 +1,7 @@
 // The test hook window.__attnkit: timing, the state, and the numbers of every matrix on
 // screen (canvas ones included), read by the browser suites in tests/browser.
+import { hasTrained, openTrained, type TrainedLayer } from "./trained";
+import { lastSaturation } from "./views/saturation";
 import { drawnIds, drawnMatrix } from "./draw/registry";
 import { page } from "./page";
 import { toQuery } from "./state";
@@ -7,6 +9,15 @@ import { trainHook, trainInspectionHook } from "./train/view";
 
 export function installTestHooks(): void {
   (window as unknown as { __attnkit: unknown }).__attnkit = {
+    // Trained mode (tests/browser/trained.test.mjs): open a layer given as plain arrays,
+    // and read every head's attention weights as the page computed them.
+    trained: {
+      open: (t: TrainedLayer) => openTrained(plainTrained(t)),
+      shown: () => hasTrained(),
+      headWeights: () => page.model?.items[0].heads.map((tr) => Array.from(tr.weights.data)),
+    },
+    // The saturation view's gradient (tests/browser/saturation.test.mjs).
+    saturation: () => lastSaturation(),
     timing: page.timing,
     target: page.attn.target,
     simd: page.attn.simd,
@@ -19,5 +30,22 @@ export function installTestHooks(): void {
     /** The Train view's run: metrics, snapshots and the inspection on screen. */
     train: () => trainHook(),
     trainInspection: () => trainInspectionHook(),
+  };
+}
+
+/** A TrainedLayer whose matrices came through a test driver as number arrays. */
+function plainTrained(t: TrainedLayer): TrainedLayer {
+  const m = (x: TrainedLayer["X"]) => ({ ...x, data: Float32Array.from(x.data) });
+  return {
+    ...t,
+    // As the Train view passes them (Inspection.tokens, .targets).
+    tokens: Int32Array.from(t.tokens),
+    targets: Int32Array.from(t.targets),
+    X: m(t.X),
+    W_Q: m(t.W_Q),
+    W_K: m(t.W_K),
+    W_V: m(t.W_V),
+    W_O: m(t.W_O),
+    weights: { ...t.weights, data: Float32Array.from(t.weights.data) },
   };
 }

@@ -1,6 +1,7 @@
 // Page data: projection weights W^Q [d_model, h*d_k], W^K [d_model, kvh*d_k],
 // W^V [d_model, kvh*d_v] and W^O [h*d_v, d_model]: seeded random, identity
-// (parameter-free: Q = K = V = X) or hand-designed heads on the feature embeddings.
+// (parameter-free: Q = K = V = X), hand-designed heads on the feature embeddings, or
+// a trained model's layer (trained.ts).
 import type { Matrix } from "attnkit";
 import type { Config } from "./config";
 import { applyEdits, fromRows, zeros } from "./embeddings";
@@ -8,6 +9,7 @@ import { FEATURES, type Feature } from "./lexicon";
 import { SEED001 } from "./presets";
 import { normal } from "./random";
 import type { State } from "./state";
+import { trainedOf } from "./trained";
 
 export interface Weights {
   WQ: Matrix;
@@ -122,6 +124,9 @@ function designed(cfg: Config): Weights {
 
 export function makeWeights(s: State, cfg: Config): Weights {
   const { dModel: d, heads, kvHeads, dK, dV } = cfg;
+  const trained = trainedOf(s);
+  // The trained matrices as they are (the page never writes into them: no edits in trained mode).
+  if (trained) return { WQ: trained.W_Q, WK: trained.W_K, WV: trained.W_V, WO: trained.W_O };
   let w: Weights;
   if (cfg.seedMode) {
     w = { WQ: fromRows(SEED001.WQ), WO: identity(4) };

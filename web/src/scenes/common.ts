@@ -6,6 +6,7 @@ import type { ItemModel, Model } from "../model";
 import type { State } from "../state";
 import type { SvgGroup, MatrixData } from "../draw/types";
 import { headColor } from "../draw/colors";
+import { trainedOf } from "../trained";
 import { headNames } from "../weights";
 
 export interface SceneCtx {
@@ -127,6 +128,11 @@ export function headLabel(ctx: SceneCtx): string {
   if (ctx.cfg.heads === 1) return "";
   const g = Math.floor(ctx.state.head / (ctx.cfg.heads / ctx.cfg.kvHeads));
   return ` (head ${ctx.state.head}${ctx.cfg.kvHeads !== ctx.cfg.heads ? `, kv head ${g}` : ""})`;
+}
+
+/** Whether cells of X, the weights and the mask can be edited (not a trained model's). */
+export function editable(ctx: Pick<SceneCtx, "state">): boolean {
+  return !trainedOf(ctx.state);
 }
 
 /** A boxed note from the seed comparison. */

@@ -10,6 +10,7 @@ import { commonTop } from "../draw/labels";
 import { op } from "../draw/text";
 import {
   at,
+  editable,
   fitCell,
   headLabel,
   seedNote,
@@ -63,7 +64,7 @@ export const maskScene: Scene = {
       custom: "Custom mask: the cells you clicked are −∞.",
     };
     const seed = ctx.cfg.seedMode ? seedNote("the seed's M is the causal mask shown here.") : "";
-    return `<p>${kinds[ctx.state.mask]} A cell of M is 0 (keep) or −∞ (drop): after the softmax, e<sup>−∞</sup> = 0. <b>Click cells of M</b> to build a custom mask${headLabel(ctx)}.</p>
+    return `<p>${kinds[ctx.state.mask]} A cell of M is 0 (keep) or −∞ (drop): after the softmax, e<sup>−∞</sup> = 0. ${editable(ctx) ? "<b>Click cells of M</b> to build a custom mask" : "The trained model was trained with this causal mask"}${headLabel(ctx)}.</p>
       <p class="shapes">Q K<sup>T</sup>/√d<sub>k</sub> + M: ${shape("T", "T")} + ${shape("T", "T")} → ${shape(T, T)}</p>${seed}`;
   },
   render: (g, ctx) => {
@@ -105,12 +106,12 @@ export const maskScene: Scene = {
       cell,
       color: (v) => (v === -Infinity ? "url(#masked-hatch)" : "#ffffff"),
       colLabels: labels,
-      colAxis: "click to toggle",
+      colAxis: editable(ctx) ? "click to toggle" : undefined,
       digits: 0,
       stroke: "#d4d4d4",
       tip: (r, c, v) =>
-        `M[${r}, ${c}] = <b>${fmt(v)}</b><br>${v === -Infinity ? reason(ctx, r, c) : "query i may attend to key j"}<br><i>click to toggle</i>`,
-      onCell: (r, c) => toggle(ctx, r, c, M),
+        `M[${r}, ${c}] = <b>${fmt(v)}</b><br>${v === -Infinity ? reason(ctx, r, c) : "query i may attend to key j"}${editable(ctx) ? "<br><i>click to toggle</i>" : ""}`,
+      onCell: editable(ctx) ? (r, c) => toggle(ctx, r, c, M) : undefined,
     });
     x += Mv.width + cell * 0.4;
     op(g, x + cell * 0.6, A.gy + (T * cell) / 2, "=");

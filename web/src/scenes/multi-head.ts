@@ -20,6 +20,7 @@ import {
   tokenName,
   type Scene,
   type SceneCtx,
+  editable,
 } from "./common";
 
 /** Space between head slices, between maps, for the "→ splitHeads" arrow and the operators, between rows. */
@@ -378,8 +379,11 @@ function drawOutput(
     colLabels: L.woCols,
     rowLabels: L.woRows,
     top: geo.topC,
-    tip: (r, c, v) => `W<sup>O</sup>[${r}, ${c}] = <b>${fmt(v, 4)}</b><br><i>click to edit</i>`,
-    onCell: (r, c, e) => ctx.edit("WO", r, c, ctx.model.weights.WO.data[r * dModel + c], e),
+    tip: (r, c, v) =>
+      `W<sup>O</sup>[${r}, ${c}] = <b>${fmt(v, 4)}</b><br>${editable(ctx) ? "<i>click to edit</i>" : "trained"}`,
+    onCell: editable(ctx)
+      ? (r, c, e) => ctx.edit("WO", r, c, ctx.model.weights.WO.data[r * dModel + c], e)
+      : undefined,
   });
   x += Wo.width + 6;
   op(g, x + OP / 2 - 6, Mv.gy + (T * cC) / 2, "=");

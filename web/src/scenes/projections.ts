@@ -28,6 +28,7 @@ import {
   type Scene,
   type SceneCtx,
   type SceneResult,
+  editable,
 } from "./common";
 
 const ROLE_NAME = { Q: "query", K: "key", V: "value" } as const;
@@ -197,9 +198,11 @@ export const projectionsScene: Scene = {
       colLabels: outLabels,
       rowLabels: ctx.cfg.featureNames ? dimLabels(ctx.cfg, dModel) : undefined,
       tip: (r, c, v) =>
-        `W<sup>${sup}</sup>[${r}, ${c}] = <b>${fmt(v, 4)}</b><br><i>click to edit</i>`,
-      onCell: (r, c, e) =>
-        ctx.edit(info.name, r, info.headIndex * info.width + c, W.data[r * W.cols + c], e),
+        `W<sup>${sup}</sup>[${r}, ${c}] = <b>${fmt(v, 4)}</b><br>${editable(ctx) ? "<i>click to edit</i>" : "trained"}`,
+      onCell: editable(ctx)
+        ? (r, c, e) =>
+            ctx.edit(info.name, r, info.headIndex * info.width + c, W.data[r * W.cols + c], e)
+        : undefined,
     });
     x += Wv.width + cell * 0.4;
     op(g, x + cell * 0.6, X.gy + (T * cell) / 2, "=");

@@ -15,6 +15,7 @@ import {
   selectedQuery,
   tokenLabels,
   tokenName,
+  editable,
   type Scene,
   type SceneCtx,
 } from "./common";
@@ -22,7 +23,12 @@ import {
 export function scaleFormula(ctx: SceneCtx): string {
   const { dK } = ctx.cfg;
   const { scaling, temperature } = ctx.state;
-  const base = scaling ? `1/√d<sub>k</sub> = 1/√${dK}` : "1 (scaling off)";
+  const trained = !editable(ctx);
+  const base = scaling
+    ? `1/√d<sub>k</sub> = 1/√${dK}${trained ? " (as the model was trained)" : ""}`
+    : trained
+      ? "1 (the model was trained without the scale)"
+      : "1 (scaling off)";
   const temp = temperature !== 1 ? `, divided by the temperature τ = ${temperature}` : "";
   const cap =
     ctx.state.softcap > 0

@@ -21,6 +21,7 @@ import {
   vec,
   type Scene,
 } from "./common";
+import { trainedOf } from "../trained";
 
 /** Rows whose keys are all masked: softmax has nothing to share out, so attnkit gives them 0 (not NaN). */
 function emptyRows(ctx: Parameters<Scene["caption"]>[0]): string {
@@ -30,6 +31,19 @@ function emptyRows(ctx: Parameters<Scene["caption"]>[0]): string {
   if (!rows.length) return "";
   const which = rows.length === 1 ? `row ${rows[0]}` : `rows ${rows.join(", ")}`;
   return `, except <b data-testid="empty-rows">${which}</b>: every key of ${rows.length === 1 ? "that query" : "those queries"} is masked, so there is nothing to share out and attnkit gives weight 0 everywhere (sum 0, not NaN)`;
+}
+
+/** In trained mode: how far these weights are from the model's own forward pass (a check, not a number shown). */
+function trainedCheck(ctx: Parameters<Scene["caption"]>[0]): string {
+  const t = trainedOf(ctx.state);
+  if (!t) return "";
+  const T = ctx.cfg.T;
+  const h = ctx.state.head;
+  const own = t.weights.data.subarray(h * T * T, (h + 1) * T * T);
+  const mine = ctx.trace.weights.data;
+  let d = 0;
+  for (let i = 0; i < own.length; i++) d = Math.max(d, Math.abs(own[i] - mine[i]));
+  return `<p class="shapes" data-testid="trained-check">the trained model's own forward pass gave this head's weights too: ${d === 0 ? "they are these, bit for bit" : `they differ from these by at most ${d.toExponential(1)}`}</p>`;
 }
 
 export const softmaxScene: Scene = {
@@ -45,7 +59,7 @@ export const softmaxScene: Scene = {
     }
     return `<p>Each row becomes a probability distribution over the keys:
       <b>α<sub>ij</sub> = exp(s<sub>ij</sub>) / Σ<sub>j′</sub> exp(s<sub>ij′</sub>)</b>. Masked cells (−∞) get weight 0; the Σ column shows every row sums to 1${headLabel(ctx)}${emptyRows(ctx)}.</p>
-      <p class="shapes">softmax over the last axis: ${shape("T", "T")} → ${shape(T, T)}; row sums ${shape(T, 1)} = weights × 1</p>${seed}`;
+      <p class="shapes">softmax over the last axis: ${shape("T", "T")} → ${shape(T, T)}; row sums ${shape(T, 1)} = weights × 1</p>${seed}${trainedCheck(ctx)}`;
   },
   render: (g, ctx) => {
     const { T } = ctx.cfg;

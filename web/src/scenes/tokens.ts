@@ -6,6 +6,7 @@ import { diverging } from "../draw/colors";
 import { signedLegend } from "../draw/legend";
 import { drawMatrix } from "../draw/heatmap";
 import { op } from "../draw/text";
+import { trainedOf } from "../trained";
 import { dimLabels, fitCell, tokenLabels, tokenName, type Scene } from "./common";
 
 export const tokensScene: Scene = {
@@ -13,6 +14,11 @@ export const tokensScene: Scene = {
   caption: (ctx) => {
     const { T, dModel } = ctx.cfg;
     const pe = ctx.state.pe;
+    const trained = trainedOf(ctx.state);
+    if (trained)
+      return `<p>The sample sequence of the task “${trained.task}”: <b>T = ${T}</b> tokens, each a token id (the separator 0 shows as “|”; the small number after it is the position).
+      Row <b>x<sub>i</sub></b> of X is what layer ${trained.layer + 1}'s attention reads at position <i>i</i>: the learned token and position embeddings${trained.layer > 0 ? " plus the outputs of the layers below" : ""}, ${trained.step} training steps in.</p>
+      <p class="shapes">X ${shape("T", "d_model")} = ${shape(T, dModel)}, given by the trained model (not editable).</p>`;
     const src = ctx.cfg.seedMode
       ? "The worked example of “2.3 Single-attention head” prints X directly (6 tokens, d_model = 4)."
       : ctx.state.emb === "features"
@@ -32,14 +38,17 @@ export const tokensScene: Scene = {
     const color = diverging(m);
     const labels = tokenLabels(it);
     const cols = dimLabels(ctx.cfg, dModel);
+    const trained = trainedOf(ctx.state);
     const tokenTip = (r: number) =>
-      it.unknown[r]
-        ? "unknown word: hashed vector"
-        : ctx.cfg.seedMode
-          ? "printed in the worked example"
-          : ctx.state.emb === "features"
-            ? "from the lexicon"
-            : `random, seed ${ctx.state.seed}`;
+      trained
+        ? `the residual stream at position ${r} (trained, step ${trained.step})`
+        : it.unknown[r]
+          ? "unknown word: hashed vector"
+          : ctx.cfg.seedMode
+            ? "printed in the worked example"
+            : ctx.state.emb === "features"
+              ? "from the lexicon"
+              : `random, seed ${ctx.state.seed}`;
     let x = 0;
     const parts = [];
     if (pe) {
@@ -101,9 +110,11 @@ export const tokensScene: Scene = {
             : pe
               ? `E ${fmt(it.E.data[r * dModel + c], 3)} + P ${fmt(it.P.data[r * dModel + c], 3)}`
               : tokenTip(r);
-        return `x${sub(r)}[${cols[c]}] = <b>${fmt(v, 4)}</b> (token “${tokenName(ctx, r)}”)<br>${source}<br><i>click to edit</i>`;
+        return `x${sub(r)}[${cols[c]}] = <b>${fmt(v, 4)}</b> (token “${tokenName(ctx, r)}”)<br>${source}${trained ? "" : "<br><i>click to edit</i>"}`;
       },
-      onCell: (r, c, e) => ctx.edit(`X${ctx.itemIndex}`, r, c, it.X.data[r * dModel + c], e),
+      onCell: trained
+        ? undefined
+        : (r, c, e) => ctx.edit(`X${ctx.itemIndex}`, r, c, it.X.data[r * dModel + c], e),
       hidden: ctx.animate ? () => true : undefined,
     });
     const height = Math.max(X.height, ...parts.map((p) => p.height));

@@ -1,6 +1,7 @@
 // The softmax saturation experiment (seed 000): logits z scaled by c = 1..100, the
-// softmax with and without the division by sqrt(d_k), and the entropy. The softmax
-// and the entropy's sum come from attnkit (softmax, matmul).
+// softmax with and without the division by sqrt(d_k), the entropy, and the gradient
+// the backward pass sends to the softmax's inputs. The softmax, the entropy's sum, the
+// gradient (traceBackwardQKV) and its norm come from attnkit (softmax, matmul).
 import type { Attnkit, Matrix } from "attnkit";
 import * as d3 from "d3";
 import { fmt, shape } from "../format";
@@ -52,12 +53,45 @@ function entropies(attn: Attnkit, P: Matrix): number[] {
   return d3.range(P.rows).map((r) => PL.data[r * P.rows + r]);
 }
 
+/** The key whose value the gradient's loss asks for: the runner-up logit (not the one the softmax saturates on). */
+function runnerUp(z: number[]): number {
+  const order = z.map((_, j) => j).sort((a, b) => z[b] - z[a]);
+  return order[Math.min(1, order.length - 1)];
+}
+
+/**
+ * |dS| for every c: the gradient reaching the softmax's inputs s = scale·c·z when the
+ * loss asks for more of key t's value. One traceBackwardQKV call covers every c: query
+ * row r is c_r (Q [n_c, 1]), the keys are z (K [n, 1]), V = I [n, n] (so the output
+ * row is the softmax itself) and dO row r = e_t. Row r of dScores is dS for c_r; its
+ * norm is sqrt((dS ∘ dS) 1), the sum by a matmul.
+ */
+function gradientNorms(attn: Attnkit, z: number[], t: number, scale: number): number[] {
+  const n = z.length,
+    nc = SCALES.length;
+  const Q = { data: Float32Array.from(SCALES), rows: nc, cols: 1 };
+  const K = { data: Float32Array.from(z), rows: n, cols: 1 };
+  const V = { data: new Float32Array(n * n), rows: n, cols: n };
+  for (let j = 0; j < n; j++) V.data[j * n + j] = 1;
+  const dO = { data: new Float32Array(nc * n), rows: nc, cols: n };
+  for (let r = 0; r < nc; r++) dO.data[r * n + t] = 1;
+  const dS = attn.traceBackwardQKV(Q, K, V, dO, { scale }).dScores;
+  const sq = { data: dS.data.map((v) => v * v), rows: nc, cols: n };
+  const sums = attn.matmul(sq, { data: new Float32Array(n).fill(1), rows: n, cols: 1 });
+  return Array.from(sums.data, Math.sqrt);
+}
+
 export interface SatResult {
   z: number[];
   plain: Matrix;
   scaledP: Matrix;
   hPlain: number[];
   hScaled: number[];
+  /** The key the gradient's loss asks for. */
+  target: number;
+  /** |dS| per c, without and with the division by sqrt(d_k). */
+  gPlain: number[];
+  gScaled: number[];
 }
 
 // The experiment covers every c at once, so moving the slider needs no new computation:
@@ -75,11 +109,45 @@ export function saturation(
   if (!r) {
     const plain = attn.softmax(scaled(z, 1));
     const scaledP = attn.softmax(scaled(z, Math.sqrt(dK)));
-    r = { z, plain, scaledP, hPlain: entropies(attn, plain), hScaled: entropies(attn, scaledP) };
+    const target = runnerUp(z);
+    r = {
+      z,
+      plain,
+      scaledP,
+      hPlain: entropies(attn, plain),
+      hScaled: entropies(attn, scaledP),
+      target,
+      gPlain: gradientNorms(attn, z, target, 1),
+      gScaled: gradientNorms(attn, z, target, 1 / Math.sqrt(dK)),
+    };
     if (memo.size > 32) memo.clear();
     memo.set(key, r);
   }
-  return { ...r, names, source, dK };
+  last = { ...r, names, source, dK };
+  return last;
+}
+
+let last: (SatResult & { names: string[]; source: string; dK: number }) | null = null;
+
+/** The last experiment drawn: its logits, target key and gradient norms (read by the test hook). */
+export function lastSaturation(): {
+  z: number[];
+  target: number;
+  dK: number;
+  scales: number[];
+  gPlain: number[];
+  gScaled: number[];
+} | null {
+  return (
+    last && {
+      z: last.z,
+      target: last.target,
+      dK: last.dK,
+      scales: SCALES,
+      gPlain: last.gPlain,
+      gScaled: last.gScaled,
+    }
+  );
 }
 
 /** A bar chart of one softmax row; axes and bars kept while the layout is, the bars' heights updated. */
@@ -144,7 +212,9 @@ export const saturationView: Scene = {
       <label>logits: <select data-set="satSource" data-testid="sat-source" aria-label="logit source">
         <option value="random"${ctx.state.satSource === "random" ? " selected" : ""}>random N(0,1)</option>
         <option value="query"${ctx.state.satSource === "query" ? " selected" : ""}>the selected query's scores</option></select></label></p>
-      <p class="shapes">softmax over ${shape(SCALES.length, "n")} rows (one per c), with and without ÷√d<sub>k</sub></p>`;
+      <p>Below, what this does to learning: the gradient the backward pass sends to the softmax's inputs, dS = P ∘ (dP − D) (attnkit's <code>traceBackwardQKV</code>), when the loss asks for more of one key's value (dO = e<sub>t</sub>, t = the runner-up logit).
+      A saturated softmax passes almost no gradient: once P is one-hot, |dS| falls towards 0 and Q and K stop learning. Without ÷√d<sub>k</sub> that happens at a smaller c.</p>
+      <p class="shapes">softmax over ${shape(SCALES.length, "n")} rows (one per c), with and without ÷√d<sub>k</sub>; one backward call per curve: Q ${shape(SCALES.length, 1)} (the c's), K = z ${shape("n", 1)}, V = I ${shape("n", "n")}, dO ${shape(SCALES.length, "n")} → dS ${shape(SCALES.length, "n")}, |dS| per row</p>`;
   },
   render: (g, ctx) => {
     const r = timed(() => saturation(ctx.attn, ctx));
@@ -264,6 +334,126 @@ export const saturationView: Scene = {
     setAttr(entry.node, "transform", `translate(50,${y0})`);
     setAttr(entry.state, "x1", x(c));
     setAttr(entry.state, "x2", x(c));
-    return { width: Math.max(ew, 2 * bw + 70) + 60, height: y0 + eh + 44, duration: 0 };
+    const y1 = y0 + eh + 90;
+    const gh = gradientChart(g, r, c, k, x, ew, eh, y1);
+    return { width: Math.max(ew, 2 * bw + 70) + 60, height: y1 + gh, duration: 0 };
   },
 };
+
+/** 2.12e-3 -> "2.12·10⁻³". */
+function sci(v: number): string {
+  if (v === 0) return "0";
+  const [m, e] = v.toExponential(2).split("e");
+  if (e === "+0") return m;
+  const sup = "⁰¹²³⁴⁵⁶⁷⁸⁹";
+  const digits = e.replace(/^[+-]/, "").replace(/\d/g, (d) => sup[Number(d)]);
+  return `${m}·10${e.startsWith("-") ? "⁻" : ""}${digits}`;
+}
+
+/**
+ * |dS| against c, both log scales: the curves are kept while the experiment is; the
+ * marker at c, its dots and its line of text move. Returns the chart's height.
+ */
+function gradientChart(
+  g: SvgGroup,
+  r: ReturnType<typeof saturation>,
+  c: number,
+  k: number,
+  x: d3.ScaleLogarithmic<number, number>,
+  ew: number,
+  eh: number,
+  y0: number,
+): number {
+  const positive = [...r.gPlain, ...r.gScaled].filter((v) => v > 0);
+  // The bottom line holds what float32 rounds to 0 (and anything below 10^-30).
+  const floor = Math.max(1e-30, Math.min(1e-3, ...positive) / 3);
+  const top = Math.max(...positive, floor * 10) * 2;
+  const sig = [ew, eh, r.dK, r.target, r.gPlain.join(","), r.gScaled.join(",")].join("|");
+  const y = d3.scaleLog().domain([floor, top]).range([eh, 0]).clamp(true);
+  const { entry } = retained(g.node()!, "sat-gradient", sig, () => {
+    const gg = g.append("g").attr("data-testid", "sat-gradient");
+    gg.append("text")
+      .attr("class", "m-title")
+      .attr("y", -10)
+      .text(
+        `gradient reaching the logits, |dS|, against c (the loss asks for key ${r.names[r.target]})`,
+      );
+    gg.append("g").attr("transform", `translate(0,${eh})`).call(d3.axisBottom(x).ticks(5, "~g"));
+    gg.append("g").call(d3.axisLeft(y).ticks(5, "~e"));
+    gg.append("text")
+      .attr("class", "m-axis-title")
+      .attr("x", ew / 2)
+      .attr("y", eh + 32)
+      .attr("text-anchor", "middle")
+      .text("c (log scale)");
+    gg.append("text")
+      .attr("class", "m-axis-title")
+      .attr("transform", `translate(-44,${eh / 2}) rotate(-90)`)
+      .attr("text-anchor", "middle")
+      .text("|dS| (log scale)");
+    const line = d3
+      .line<number>()
+      .x((_d, i) => x(SCALES[i]))
+      .y((d) => y(Math.max(d, floor)));
+    const curves: [number[], string, string][] = [
+      [r.gPlain, "#d6604d", "plain"],
+      [r.gScaled, "#4393c3", "scaled"],
+    ];
+    for (const [v, col, id] of curves)
+      gg.append("path")
+        .attr("d", line(v))
+        .attr("fill", "none")
+        .attr("stroke", col)
+        .attr("stroke-width", 2)
+        .attr("data-testid", `sat-grad-${id}`);
+    const marker = gg
+      .append("line")
+      .attr("y1", 0)
+      .attr("y2", eh)
+      .attr("stroke", "#f59e0b")
+      .attr("stroke-width", 2)
+      .node()!;
+    const lg = gg.append("g").attr("transform", `translate(12,${eh - 40})`);
+    [
+      ["without ÷√dₖ", "#d6604d"],
+      [`with ÷√${r.dK}`, "#4393c3"],
+    ].forEach(([t, col], i) => {
+      lg.append("rect")
+        .attr("y", i * 16)
+        .attr("width", 14)
+        .attr("height", 4)
+        .attr("fill", col);
+      lg.append("text")
+        .attr("class", "note")
+        .attr("x", 20)
+        .attr("y", i * 16 + 5)
+        .text(t);
+    });
+    const dots = curves.map(([, col]) =>
+      gg.append("circle").attr("r", 4).attr("fill", col).attr("stroke", "#fff").node()!,
+    );
+    const readout = gg
+      .append("text")
+      .attr("class", "note")
+      .attr("y", eh + 50)
+      .attr("data-testid", "sat-grad")
+      .node()!;
+    return { node: gg.node()!, state: { marker, dots, readout } };
+  });
+  const { marker, dots, readout } = entry.state;
+  setAttr(entry.node, "transform", `translate(50,${y0})`);
+  setAttr(marker, "x1", x(c));
+  setAttr(marker, "x2", x(c));
+  [r.gPlain[k], r.gScaled[k]].forEach((v, i) => {
+    setAttr(dots[i], "cx", x(c));
+    setAttr(dots[i], "cy", y(Math.max(v, floor)));
+  });
+  setAttr(readout, "data-c", String(c));
+  setAttr(readout, "data-plain", String(r.gPlain[k]));
+  setAttr(readout, "data-scaled", String(r.gScaled[k]));
+  setText(
+    readout,
+    `at c = ${c}: |dS| = ${sci(r.gScaled[k])} with ÷√${r.dK}, ${sci(r.gPlain[k])} without${r.gPlain[k] < floor || r.gScaled[k] < floor ? " (values below the bottom line are drawn on it)" : ""}`,
+  );
+  return eh + 60;
+}
