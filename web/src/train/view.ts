@@ -13,7 +13,7 @@ import { escapeHtml, fmt, maxAbs, shape, sub } from "../format";
 import { page } from "../page";
 import { render } from "../render";
 import type { Scene } from "../scenes/common";
-import { openTrained } from "../trained";
+import { openTrained, tokenLabel } from "../trained";
 import {
   chartBelow,
   chartFrame,
@@ -38,13 +38,8 @@ import {
   TASKS,
 } from "./run";
 
-/** Token ids as letters; 0 is the separator. */
-export function tokenText(id: number): string {
-  return id === 0 ? "|" : id <= 26 ? String.fromCharCode(64 + id) : `t${id}`;
-}
-
 function labels(ins: InspectionView): string[] {
-  return ins.tokens.map((t, i) => `${tokenText(t)}${sub(i)}`);
+  return ins.tokens.map((t, i) => `${tokenLabel(t)}${sub(i)}`);
 }
 
 /** Head h of a [heads, T, T] tensor as a matrix. */
@@ -170,7 +165,7 @@ export const trainView: Scene = {
       g,
       0,
       y,
-      `${ins.snapshot >= 0 ? `snapshot at step ${ins.step}` : `step ${ins.step}`} · sample: ${ins.tokens.map(tokenText).join(" ")} · predicted right on ${ins.predictions.filter((p, i) => scored(i) && p === ins.targets[i]).length} of ${ins.targets.filter((t) => t >= 0).length} scored tokens`,
+      `${ins.snapshot >= 0 ? `snapshot at step ${ins.step}` : `step ${ins.step}`} · sample: ${ins.tokens.map(tokenLabel).join(" ")} · predicted right on ${ins.predictions.filter((p, i) => scored(i) && p === ins.targets[i]).length} of ${ins.targets.filter((t) => t >= 0).length} scored tokens`,
       { "data-testid": "train-sample" },
     );
     y += 22;
