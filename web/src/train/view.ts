@@ -1,9 +1,9 @@
 // The Train view: a small attention-only transformer trained live by attnkit in a Web
-// Worker (worker.ts). The stage shows the loss and accuracy curves, every head's attention
-// on one sample sequence, a query/key map per head and the gradient dS of one head; the
-// panel (#train in index.html) holds the settings, the buttons and the snapshot slider.
+// Worker (worker.ts). The panel (#train in index.html) holds the settings, the buttons,
+// the snapshot slider and the loss and accuracy curves; the stage shows, on one sample
+// sequence, every head's attention, a query/key map per head and the gradient dS of one head.
 import type { Tensor } from "attnkit";
-import { $ } from "../dom";
+import { $, stageWidth } from "../dom";
 import { diverging, headColor, sequential } from "../draw/colors";
 import { drawMatrix } from "../draw/heatmap";
 import { signedLegend, weightLegend } from "../draw/legend";
@@ -65,7 +65,8 @@ let charts: { loss: ChartState; accuracy: ChartState } | null = null;
 /** Lays the two charts side by side, or one above the other on a narrow screen. */
 function layoutCharts(): void {
   const svg = document.getElementById("train-charts") as unknown as SVGSVGElement;
-  const room = Math.max(300, $("train").clientWidth - 30);
+  // The panel is as wide as the stage (whose width the page keeps without a layout).
+  const room = Math.max(300, stageWidth() - 10);
   const side = room >= 700;
   const cw = Math.min(460, side ? (room - 170) / 2 : room - 70);
   const ch = 140;
