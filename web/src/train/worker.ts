@@ -218,6 +218,10 @@ function layerWeights(layer: number, index: number): LayerWeights {
 }
 
 function handle(msg: ToWorker): void {
+  if (msg.type !== "reset" && msg.type !== "load" && !runs.length)
+    throw new Error(
+      "there is no model: the last settings were refused; change them to start again",
+    );
   switch (msg.type) {
     case "reset":
       reset(msg.config, msg.compare);
