@@ -52,11 +52,11 @@ export function trainSmoke(name, open, { serveDist = serve } = {}) {
           500,
         );
         const seconds = (Date.now() - t0) / 1000;
-        await d.click('[data-testid="train-pause"]');
         const drift = await d.evaluate(() => {
           clearInterval(window.__timer);
           return window.__drift;
         });
+        await d.click('[data-testid="train-pause"]');
         console.log(
           `# ${name}: induction ${(100 * h.lastEval.accuracy).toFixed(1)}% held-out after ${h.lastEval.step} steps, ${seconds.toFixed(1)} s from pressing Train; largest 20 ms timer lateness ${drift.toFixed(1)} ms`,
         );

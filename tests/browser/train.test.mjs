@@ -102,6 +102,17 @@ async function trainTo(target, label) {
     250,
   );
   const seconds = (Date.now() - t0) / 1000;
+  // Measured while training only (a pause's redraw comes after).
+  const { long, drift } = await p.evaluate(() => {
+    for (const e of window.__obs.takeRecords()) window.__long.push([e.startTime, e.duration]);
+    window.__obs.disconnect();
+    clearInterval(window.__timer);
+    const inShot = ([t, d]) => window.__shots.some(([a, b]) => t < b && t + d > a);
+    return {
+      long: window.__long.filter((e) => !inShot(e)).map(([, d]) => Math.round(d)),
+      drift: window.__drift,
+    };
+  });
   await p.click('[data-testid="train-pause"]');
   await poll(
     async () => {
@@ -111,15 +122,6 @@ async function trainTo(target, label) {
     "training to pause and its last step on screen",
     10000,
   );
-  const { long, drift } = await p.evaluate(() => {
-    window.__obs.disconnect();
-    clearInterval(window.__timer);
-    const inShot = ([t, d]) => window.__shots.some(([a, b]) => t < b && t + d > a);
-    return {
-      long: window.__long.filter((e) => !inShot(e)).map(([, d]) => Math.round(d)),
-      drift: window.__drift,
-    };
-  });
   const e = h.lastEval;
   console.log(
     `# ${label}: ${(100 * e.accuracy).toFixed(1)}% held-out after ${e.step} steps, ${seconds.toFixed(1)} s from pressing Train (page's own clock to 90%: ${((h.reached90Ms ?? NaN) / 1000).toFixed(1)} s); ` +

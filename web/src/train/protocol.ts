@@ -83,7 +83,9 @@ export type ToWorker =
   | { type: "export" }
   /** Continue from a weights file (a loadModel() of it); the task stays the configured one. */
   | { type: "load"; bytes: Uint8Array }
-  | { type: "layer"; layer: number; index: number };
+  | { type: "layer"; layer: number; index: number }
+  /** The page drew the inspection the worker posted while training. */
+  | { type: "drawn" };
 
 export type FromWorker =
   | {

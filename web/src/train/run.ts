@@ -168,18 +168,30 @@ function receive(msg: FromWorker): void {
       }
       // While scrubbing, the live model's inspections only feed the curves.
       if (v.snapshot === run.scrub || (run.scrub < 0 && v.snapshot < 0)) run.inspection = v;
+      if (run.training && v.snapshot < 0) {
+        // Drawn at once, while the worker waits for "drawn" (the main thread has a core).
+        requestAnimationFrame(() => {
+          fullPending = false;
+          lastFull = lastCurves = performance.now();
+          redraw();
+          send({ type: "drawn" });
+        });
+        return;
+      }
       break;
     }
     case "snapshot":
       run.snapshots[msg.index] = msg.step;
-      break;
+      scheduleRedraw(false);
+      return;
     case "state": {
       const changed = run.training !== msg.training;
       run.training = msg.training;
       run.step = msg.step;
       // The buttons follow at once (Pause enabled as soon as training runs).
       if (changed) redrawCurves();
-      scheduleRedraw(changed);
+      // A full redraw only once training stops: while it runs, each inspection brings one.
+      scheduleRedraw(changed && !msg.training);
       return;
     }
     case "weights":

@@ -19,6 +19,11 @@ import { qkMap } from "./qk";
 const SLICE_MS = 25;
 /** The least time between two inspections posted while training. */
 const INSPECT_MS = 800;
+/**
+ * After posting an inspection, training waits for the page to draw it ("drawn"), at most
+ * this long: the main thread then has a core to itself for its largest redraw.
+ */
+const DRAW_WAIT_MS = 120;
 /** The task's batches, the sample and the evaluation batch come from fixed seeds. */
 const BATCH_SEED = 1234;
 const SAMPLE_SEED = 7;
@@ -40,6 +45,8 @@ let evalBatch: TaskBatch | null = null;
 let snapshots: { step: number; bytes: Uint8Array }[] = [];
 let training = false;
 let lastInspect = 0;
+/** The next slice's timer while training. */
+let drawWait: ReturnType<typeof setTimeout> | undefined;
 
 const post = (m: FromWorker, transfer: Transferable[] = []) =>
   (self as unknown as Worker).postMessage(m, transfer);
@@ -181,18 +188,30 @@ function postState(): void {
 
 /** Trains for one slice, then lets the messages in before the next. */
 function slice(): void {
+  drawWait = undefined;
   if (!training || !runs.length) return;
   const t0 = performance.now();
+  let inspected = false;
   try {
     do stepAll();
     while (performance.now() - t0 < SLICE_MS);
-    if (performance.now() - lastInspect >= INSPECT_MS) inspect(-1);
+    if (performance.now() - lastInspect >= INSPECT_MS) {
+      inspect(-1);
+      inspected = true;
+    }
   } catch (err) {
     training = false;
     fail(err);
   }
   postState();
-  if (training) setTimeout(slice, 0);
+  if (training) drawWait = setTimeout(slice, inspected ? DRAW_WAIT_MS : 0);
+}
+
+/** The page drew the last inspection: training goes on at once. */
+function drawn(): void {
+  if (drawWait === undefined) return;
+  clearTimeout(drawWait);
+  drawWait = setTimeout(slice, 0);
 }
 
 function fail(err: unknown): void {
@@ -218,7 +237,7 @@ function layerWeights(layer: number, index: number): LayerWeights {
 }
 
 function handle(msg: ToWorker): void {
-  if (msg.type !== "reset" && msg.type !== "load" && !runs.length)
+  if (msg.type !== "reset" && msg.type !== "load" && msg.type !== "drawn" && !runs.length)
     throw new Error(
       "there is no model: the last settings were refused; change them to start again",
     );
@@ -227,9 +246,10 @@ function handle(msg: ToWorker): void {
       reset(msg.config, msg.compare);
       return;
     case "train":
-      if (!training && runs.length) {
+      if (!training) {
         training = true;
-        setTimeout(slice, 0);
+        if (drawWait !== undefined) clearTimeout(drawWait);
+        drawWait = setTimeout(slice, 0);
       }
       postState();
       return;
@@ -243,6 +263,9 @@ function handle(msg: ToWorker): void {
       stepAll();
       inspect(-1);
       postState();
+      return;
+    case "drawn":
+      drawn();
       return;
     case "inspect":
       inspect(msg.index);
