@@ -101,8 +101,10 @@ export function drawSeries(st: ChartState, title: string, series: Series[], yMax
   const last = Math.max(10, ...series.map((s) => s.x[s.x.length - 1] ?? 0));
   const unit = 10 ** Math.floor(Math.log10(last));
   const xMax = Math.ceil(last / (unit / 2)) * (unit / 2);
-  let top = 1e-3;
+  // Before any data, a y axis up to 1.
+  let top = 0;
   for (const s of series) for (const v of s.y) if (v > top) top = v;
+  if (!(top > 0)) top = 1 / 1.05;
   const x = d3.scaleLinear().domain([0, xMax]).range([0, w]);
   const y = d3
     .scaleLinear()
