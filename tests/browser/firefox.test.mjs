@@ -1,13 +1,15 @@
 // The web page (web/dist) in Debian's Firefox ESR, headless, driven over
 // WebDriver BiDi by puppeteer-core (no browser download: it launches
-// /usr/bin/firefox-esr). The suite itself is in helpers.mjs.
+// /usr/bin/firefox-esr). The suite itself is in helpers.mjs; the Train view's in
+// train-smoke.mjs.
 import { existsSync } from "node:fs";
 import puppeteer from "puppeteer-core";
 import { smokeTests } from "./helpers.mjs";
+import { trainSmoke } from "./train-smoke.mjs";
 
 const FIREFOX = process.env.FIREFOX ?? "/usr/bin/firefox-esr";
 
-smokeTests("firefox", async (origin) => {
+async function openFirefox(origin) {
   if (!existsSync(FIREFOX))
     throw new Error(
       `${FIREFOX} is missing: run scripts/setup.sh (apt-get install firefox-esr) or set FIREFOX`,
@@ -47,4 +49,7 @@ smokeTests("firefox", async (origin) => {
     problems: async () => problems,
     close: () => browser.close(),
   };
-});
+}
+
+smokeTests("firefox", openFirefox);
+trainSmoke("firefox", openFirefox);

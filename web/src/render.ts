@@ -23,12 +23,14 @@ import { decodingView } from "./views/decoding";
 import { gridView } from "./views/grid";
 import { headView } from "./views/headview";
 import { saturationView } from "./views/saturation";
+import { trainView } from "./train/view";
 
 const VIEWS: Record<Exclude<ViewId, "steps">, Scene> = {
   headview: headView,
   grid: gridView,
   saturation: saturationView,
   decoding: decodingView,
+  train: trainView,
 };
 
 /** The smallest scale a scene is shown at before the stage scrolls instead. */
@@ -366,6 +368,8 @@ function announceScene(title: string): void {
 /** The step bar and view buttons as the state says; only what changed is written. */
 export function syncNav(): void {
   const state = page.state;
+  // The stylesheet shows each view's own panels (the Train view's settings, the steps' bar).
+  setAttr(document.body, "data-view", state.view);
   // An unchanged write still invalidates style.
   d3.selectAll<HTMLButtonElement, unknown>("#views button").each(function () {
     const on = this.dataset.view === state.view;

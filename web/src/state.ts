@@ -4,7 +4,7 @@ export type EmbeddingKind = "features" | "random";
 /** "trained": a trained model's layer, whose numbers live in memory only (trained.ts). */
 export type WeightKind = "random" | "identity" | "designed" | "seed" | "trained";
 export type MaskKind = "none" | "causal" | "padding" | "custom";
-export type ViewId = "steps" | "headview" | "grid" | "saturation" | "decoding";
+export type ViewId = "steps" | "headview" | "grid" | "saturation" | "decoding" | "train";
 
 export interface State {
   preset: string;
@@ -209,7 +209,8 @@ export function fromQuery(query: string, dropped: string[] = []): State {
   if (!["random", "identity", "designed", "seed", "trained"].includes(s.weights))
     s.weights = DEFAULT_STATE.weights;
   if (!["none", "causal", "padding", "custom"].includes(s.mask)) s.mask = DEFAULT_STATE.mask;
-  if (!["steps", "headview", "grid", "saturation", "decoding"].includes(s.view)) s.view = "steps";
+  if (!["steps", "headview", "grid", "saturation", "decoding", "train"].includes(s.view))
+    s.view = "steps";
   if (!["Q", "K", "V"].includes(s.role)) s.role = "Q";
   if (s.satSource !== "query") s.satSource = "random";
   s.step = clampInt(s.step, 1, STEP_COUNT);

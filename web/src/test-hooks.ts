@@ -5,6 +5,7 @@ import { lastSaturation } from "./views/saturation";
 import { drawnIds, drawnMatrix } from "./draw/registry";
 import { page } from "./page";
 import { toQuery } from "./state";
+import { trainHook, trainInspectionHook } from "./train/view";
 
 export function installTestHooks(): void {
   (window as unknown as { __attnkit: unknown }).__attnkit = {
@@ -26,6 +27,9 @@ export function installTestHooks(): void {
     matrix: (id: string, nth = 0) => drawnMatrix(id, nth),
     matrixIds: () => drawnIds(),
     query: () => toQuery(page.state),
+    /** The Train view's run: metrics, snapshots and the inspection on screen. */
+    train: () => trainHook(),
+    trainInspection: () => trainInspectionHook(),
   };
 }
 

@@ -1,0 +1,284 @@
+// The Train view's side of the worker: what the worker reported (every step's metrics,
+// the latest inspection, the snapshots) and the commands it is sent. The view redraws at
+// most every REDRAW_MS however often the worker reports.
+import type { TaskKind } from "attnkit";
+import type {
+  FromWorker,
+  InspectionView,
+  LayerWeights,
+  RunConfig,
+  TaskShape,
+  ToWorker,
+} from "./protocol";
+
+/** The defaults train induction to >= 90% (docs/model.md, "Settings that train"). */
+export const DEFAULT_CONFIG: RunConfig = {
+  task: "induction",
+  numLayers: 2,
+  numHeads: 2,
+  dModel: 32,
+  dK: 16,
+  learningRate: 1e-2,
+  warmupSteps: 50,
+  batch: 32,
+  scaled: true,
+  seed: 1,
+};
+
+export interface Curve {
+  step: number[];
+  loss: number[];
+  accuracy: number[];
+}
+
+export interface EvalPoint {
+  step: number;
+  accuracy: number;
+  loss: number;
+}
+
+export interface TrainRun {
+  config: RunConfig;
+  /** A second run with the scale flipped, its loss drawn over the first's. */
+  compare: boolean;
+  ready: { seqLen: number; shape: TaskShape; parameterCount: number; runs: number } | null;
+  target: string;
+  /** Per run: every step's metrics on its training batch. */
+  curves: Curve[];
+  /** The fixed evaluation batch's accuracy at each inspection of the live model. */
+  evals: EvalPoint[];
+  /** The inspection on screen (the live model's, or a snapshot's while scrubbing). */
+  inspection: InspectionView | null;
+  /** Step of each kept snapshot. */
+  snapshots: number[];
+  /** Snapshot on screen, or -1 for the live model. */
+  scrub: number;
+  training: boolean;
+  step: number;
+  /** The head whose dS is shown. */
+  layer: number;
+  head: number;
+  /** Wall-clock ms from the first Train press, and when evaluation accuracy first reached 90%. */
+  startedAt: number;
+  reached90Ms: number | null;
+  error: string;
+}
+
+export const run: TrainRun = {
+  config: { ...DEFAULT_CONFIG },
+  compare: false,
+  ready: null,
+  target: "",
+  curves: [],
+  evals: [],
+  inspection: null,
+  snapshots: [],
+  scrub: -1,
+  training: false,
+  step: 0,
+  layer: 0,
+  head: 0,
+  startedAt: 0,
+  reached90Ms: null,
+  error: "",
+};
+
+/** Curves are redrawn at most every CURVES_MS; the whole view at most every FULL_MS while training. */
+const CURVES_MS = 250;
+const FULL_MS = 1000;
+
+let worker: Worker | null = null;
+let redraw: () => void = () => {};
+let redrawCurves: () => void = () => {};
+let onConfig: () => void = () => {};
+let onLayer: ((w: LayerWeights) => void) | null = null;
+let onWeights: ((bytes: Uint8Array, step: number) => void) | null = null;
+let timer: number | undefined;
+let lastCurves = 0;
+let lastFull = 0;
+let fullPending = false;
+
+/**
+ * Redraws soon, each kind of redraw in its own task: only the curves (`full` false) at
+ * most every CURVES_MS, the whole view at most every FULL_MS while training.
+ */
+function scheduleRedraw(full: boolean): void {
+  fullPending ||= full;
+  if (timer !== undefined) return;
+  const now = performance.now();
+  const dueFull = fullPending ? lastFull + (run.training ? FULL_MS : 0) : Infinity;
+  const at = Math.min(dueFull, lastCurves + CURVES_MS);
+  timer = window.setTimeout(
+    () =>
+      requestAnimationFrame(() => {
+        timer = undefined;
+        const t = performance.now();
+        if (fullPending && t >= lastFull + (run.training ? FULL_MS : 0) - 1) {
+          fullPending = false;
+          lastFull = lastCurves = t;
+          redraw();
+        } else {
+          lastCurves = t;
+          redrawCurves();
+        }
+        if (fullPending) scheduleRedraw(true);
+      }),
+    Math.max(0, at - now),
+  );
+}
+
+function receive(msg: FromWorker): void {
+  switch (msg.type) {
+    case "ready":
+      run.config = msg.config;
+      onConfig();
+      run.ready = {
+        seqLen: msg.seqLen,
+        shape: msg.shape,
+        parameterCount: msg.parameterCount,
+        runs: msg.runs,
+      };
+      run.target = `${msg.target}${msg.simd ? ", SIMD128" : ""}`;
+      run.curves = Array.from({ length: msg.runs }, () => ({ step: [], loss: [], accuracy: [] }));
+      run.evals = [];
+      run.snapshots = [];
+      run.scrub = -1;
+      run.error = "";
+      run.reached90Ms = null;
+      run.startedAt = 0;
+      break;
+    case "metrics": {
+      const c = run.curves[msg.m.run];
+      if (c) {
+        c.step.push(msg.m.step);
+        c.loss.push(msg.m.loss);
+        c.accuracy.push(msg.m.accuracy);
+      }
+      scheduleRedraw(false);
+      return;
+    }
+    case "inspection": {
+      const v = msg.view;
+      if (v.snapshot < 0) {
+        const last = run.evals[run.evals.length - 1];
+        if (!last || last.step !== v.step)
+          run.evals.push({ step: v.step, accuracy: v.evalAccuracy, loss: v.evalLoss });
+        if (run.reached90Ms === null && run.startedAt && v.evalAccuracy >= 0.9)
+          run.reached90Ms = performance.now() - run.startedAt;
+      }
+      // While scrubbing, the live model's inspections only feed the curves.
+      if (v.snapshot === run.scrub || (run.scrub < 0 && v.snapshot < 0)) run.inspection = v;
+      if (run.training && v.snapshot < 0) {
+        // Drawn at once, while the worker waits for "drawn" (the main thread has a core).
+        requestAnimationFrame(() => {
+          fullPending = false;
+          lastFull = lastCurves = performance.now();
+          redraw();
+          send({ type: "drawn" });
+        });
+        return;
+      }
+      break;
+    }
+    case "snapshot":
+      run.snapshots[msg.index] = msg.step;
+      scheduleRedraw(false);
+      return;
+    case "state": {
+      const changed = run.training !== msg.training;
+      run.training = msg.training;
+      run.step = msg.step;
+      // The buttons follow at once (Pause enabled as soon as training runs).
+      if (changed) redrawCurves();
+      // A full redraw only once training stops: while it runs, each inspection brings one.
+      scheduleRedraw(changed && !msg.training);
+      return;
+    }
+    case "weights":
+      onWeights?.(msg.bytes, msg.step);
+      return;
+    case "layer":
+      onLayer?.(msg.weights);
+      return;
+    case "error":
+      run.error = msg.message;
+      break;
+  }
+  scheduleRedraw(true);
+}
+
+function send(msg: ToWorker, transfer: Transferable[] = []): void {
+  if (!worker) {
+    worker = new Worker(new URL("./worker.ts", import.meta.url), { type: "module" });
+    worker.onmessage = (e: MessageEvent<FromWorker>) => receive(e.data);
+    worker.onerror = (e) => {
+      run.error = `the training worker failed: ${e.message || "it could not start"}`;
+      scheduleRedraw(true);
+    };
+  }
+  worker.postMessage(msg, transfer);
+}
+
+/** Starts the worker (once); `draw` redraws the view, `drawCurves` its curves, `configChanged` its settings. */
+export function startRuns(
+  draw: () => void,
+  drawCurves: () => void,
+  configChanged: () => void,
+): void {
+  redraw = draw;
+  redrawCurves = drawCurves;
+  onConfig = configChanged;
+  if (!worker) reset();
+}
+
+export function reset(): void {
+  run.ready = null;
+  run.inspection = null;
+  run.training = false;
+  run.step = 0;
+  send({ type: "reset", config: { ...run.config }, compare: run.compare });
+}
+
+export function train(): void {
+  if (!run.startedAt) run.startedAt = performance.now();
+  run.scrub = -1;
+  send({ type: "train" });
+}
+
+export function pause(): void {
+  send({ type: "pause" });
+}
+
+export function step(): void {
+  run.scrub = -1;
+  send({ type: "step" });
+}
+
+/** Shows snapshot `index` (-1 or past the last: the live model). */
+export function scrubTo(index: number): void {
+  run.scrub = index >= run.snapshots.length ? -1 : index;
+  send({ type: "inspect", index: run.scrub });
+}
+
+export function requestWeights(then: (bytes: Uint8Array, step: number) => void): void {
+  onWeights = then;
+  send({ type: "export" });
+}
+
+export function loadWeights(bytes: Uint8Array): void {
+  send({ type: "load", bytes }, [bytes.buffer]);
+}
+
+/** The weights and inspection of `layer` in the model on screen. */
+export function requestLayer(layer: number, then: (w: LayerWeights) => void): void {
+  onLayer = then;
+  send({ type: "layer", layer, index: run.scrub });
+}
+
+export function setConfig(patch: Partial<RunConfig>, compare = run.compare): void {
+  run.config = { ...run.config, ...patch };
+  run.compare = compare;
+  reset();
+}
+
+export const TASKS: readonly TaskKind[] = ["copy", "reverse", "sort", "induction", "majority"];
