@@ -337,6 +337,15 @@ test("keyboard: Enter on Train trains, Space on Pause pauses (the page's shortcu
   await poll(async () => !(await hook()).training, "paused");
   assert.equal(await p.evaluate(() => window.__attnkit.state().view), "train");
   assert.equal(await p.evaluate(() => window.__attnkit.playing()), false);
+  // The view keys: s to the steps, t back to the Train view, which kept its run.
+  const step = (await hook()).step;
+  await p.focus("body");
+  await p.keyboard.press("s");
+  await poll(() => p.evaluate(() => window.__attnkit.state().view === "steps"), "the steps view");
+  await p.keyboard.press("t");
+  await poll(() => p.evaluate(() => window.__attnkit.state().view === "train"), "the Train view");
+  assert.ok(await p.isVisible('[data-testid="train-go"]'), "the Train panel shows");
+  assert.equal((await hook()).step, step, "the run is kept across views");
 });
 
 test("open a trained layer in the steps view: the page's weights are the model's", async () => {

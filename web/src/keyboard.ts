@@ -12,6 +12,7 @@ const VIEW_KEYS: Record<string, ViewId> = {
   g: "grid",
   x: "saturation",
   d: "decoding",
+  t: "train",
 };
 
 export function bindKeys(): void {

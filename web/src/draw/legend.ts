@@ -27,17 +27,15 @@ export function drawLegend(parent: SvgGroup, o: LegendOpts): number {
   if (entry.state.domain !== domain) {
     entry.state.domain = domain;
     const x = d3.scaleLinear().domain(o.domain).range([0, o.width]);
-    // Large values in the short SI form (100k), and as many ticks as fit without touching.
-    const big = Math.max(Math.abs(o.domain[0]), Math.abs(o.domain[1])) >= 1000;
-    const ticks = Math.max(2, Math.floor(o.width / (big ? 45 : 36)));
+    // Large values in the short SI form (100k), tiny ones (gradients) as 2e-4, and as
+    // many ticks as fit without touching.
+    const top = Math.max(Math.abs(o.domain[0]), Math.abs(o.domain[1]));
+    const big = top >= 1000,
+      tiny = top > 0 && top < 0.01;
+    const ticks = Math.max(2, Math.floor(o.width / (big || tiny ? 45 : 36)));
+    const format = big ? d3.format(".2~s") : tiny ? d3.format(".1~e") : x.tickFormat(ticks);
     entry.state.axis
-      .call(
-        d3
-          .axisBottom(x)
-          .ticks(ticks)
-          .tickSize(3)
-          .tickFormat(big ? d3.format(".2~s") : x.tickFormat(ticks)),
-      )
+      .call(d3.axisBottom(x).ticks(ticks).tickSize(3).tickFormat(format))
       .call((a) => a.select(".domain").remove());
   }
   return 40;
