@@ -306,29 +306,8 @@ export const saturationView: Scene = {
         .attr("fill", "none")
         .attr("stroke", "#4393c3")
         .attr("stroke-width", 2);
-      const marker = gg
-        .append("line")
-        .attr("y1", 0)
-        .attr("y2", eh)
-        .attr("stroke", "#f59e0b")
-        .attr("stroke-width", 2)
-        .node()!;
-      const lg = gg.append("g").attr("transform", `translate(${ew - 190},${eh * 0.3})`);
-      [
-        ["without ÷√dₖ", "#d6604d"],
-        [`with ÷√${r.dK}`, "#4393c3"],
-      ].forEach(([t, col], i) => {
-        lg.append("rect")
-          .attr("y", i * 16)
-          .attr("width", 14)
-          .attr("height", 4)
-          .attr("fill", col);
-        lg.append("text")
-          .attr("class", "note")
-          .attr("x", 20)
-          .attr("y", i * 16 + 5)
-          .text(t);
-      });
+      const marker = cMarker(gg, eh);
+      scaleLegend(gg, ew - 190, eh * 0.3, r.dK);
       return { node: gg.node()!, state: marker };
     });
     setAttr(entry.node, "transform", `translate(50,${y0})`);
@@ -406,29 +385,8 @@ function gradientChart(
         .attr("stroke", col)
         .attr("stroke-width", 2)
         .attr("data-testid", `sat-grad-${id}`);
-    const marker = gg
-      .append("line")
-      .attr("y1", 0)
-      .attr("y2", eh)
-      .attr("stroke", "#f59e0b")
-      .attr("stroke-width", 2)
-      .node()!;
-    const lg = gg.append("g").attr("transform", `translate(12,${eh - 40})`);
-    [
-      ["without ÷√dₖ", "#d6604d"],
-      [`with ÷√${r.dK}`, "#4393c3"],
-    ].forEach(([t, col], i) => {
-      lg.append("rect")
-        .attr("y", i * 16)
-        .attr("width", 14)
-        .attr("height", 4)
-        .attr("fill", col);
-      lg.append("text")
-        .attr("class", "note")
-        .attr("x", 20)
-        .attr("y", i * 16 + 5)
-        .text(t);
-    });
+    const marker = cMarker(gg, eh);
+    scaleLegend(gg, 12, eh - 40, r.dK);
     const dots = curves.map(([, col]) =>
       gg.append("circle").attr("r", 4).attr("fill", col).attr("stroke", "#fff").node()!,
     );
@@ -456,4 +414,35 @@ function gradientChart(
     `at c = ${c}: |dS| = ${sci(r.gScaled[k])} with ÷√${r.dK}, ${sci(r.gPlain[k])} without${r.gPlain[k] < floor || r.gScaled[k] < floor ? " (values below the bottom line are drawn on it)" : ""}`,
   );
   return eh + 60;
+}
+
+/** The vertical line that marks the current c on a plot of height h. */
+function cMarker(g: SvgGroup, h: number): SVGLineElement {
+  return g
+    .append("line")
+    .attr("y1", 0)
+    .attr("y2", h)
+    .attr("stroke", "#f59e0b")
+    .attr("stroke-width", 2)
+    .node()!;
+}
+
+/** The legend of the two curves, without and with the division by √d_k, at (x, y). */
+function scaleLegend(g: SvgGroup, x: number, y: number, dK: number): void {
+  const lg = g.append("g").attr("transform", `translate(${x},${y})`);
+  [
+    ["without ÷√dₖ", "#d6604d"],
+    [`with ÷√${dK}`, "#4393c3"],
+  ].forEach(([t, col], i) => {
+    lg.append("rect")
+      .attr("y", i * 16)
+      .attr("width", 14)
+      .attr("height", 4)
+      .attr("fill", col);
+    lg.append("text")
+      .attr("class", "note")
+      .attr("x", 20)
+      .attr("y", i * 16 + 5)
+      .text(t);
+  });
 }
