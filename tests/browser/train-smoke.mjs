@@ -71,9 +71,10 @@ export function trainSmoke(name, open, { serveDist = serve } = {}) {
         );
         await d.screenshot(path.join(shots, `${name}-train-after.png`));
         assert.deepEqual(await d.problems(), []);
-        // Training runs in a worker: the page's timer is never held for a second
-        // (its lateness is reported above; how late it runs says more of the machine's load).
-        assert.ok(drift < 1000, `the main thread was ${drift.toFixed(0)} ms late while training`);
+        // Training runs in a worker: the page's timer is never held for 2 s, where training
+        // on the main thread would hold it for the whole run (its lateness is reported above;
+        // how late it runs says more of the machine's load: up to ~0.5 s in WebKitGTK here).
+        assert.ok(drift < 2000, `the main thread was ${drift.toFixed(0)} ms late while training`);
       },
     );
   });
