@@ -254,6 +254,41 @@ test("Pause holds the step; Step adds one; the snapshot slider (arrow keys) show
   assert.deepEqual(problems, []);
 });
 
+test("settings changed in quick succession: the run is the panel's last settings", async () => {
+  // Each change restarts the run in the worker; its answers to the earlier changes
+  // arrive while the later ones are typed, and must neither overwrite them nor win.
+  for (const [id, v] of [
+    ["train-heads", "4"],
+    ["train-dmodel", "28"],
+    ["train-dk", "5"],
+    ["train-layers", "3"],
+  ]) {
+    await p.fill(`[data-testid="${id}"]`, v);
+    await p.press(`[data-testid="${id}"]`, "Tab");
+  }
+  await p.selectOption('[data-testid="train-task"]', "sort");
+  await waitReady("the run of the last settings");
+  await new Promise((r) => setTimeout(r, 500)); // any late answer would land by now
+  const ins = await inspection();
+  assert.equal(ins.layers.length, 3, "layers");
+  const T = ins.tokens.length;
+  assert.deepEqual(ins.layers[0].shape, [4, T, T], "weights [h, T, T]");
+  const text = await p.evaluate(() => document.body.innerText);
+  assert.match(text, /3 layers of 4 heads, dmodel 28, dk 5/, "the run's description");
+  for (const [id, v] of [
+    ["train-heads", "4"],
+    ["train-dmodel", "28"],
+    ["train-dk", "5"],
+    ["train-layers", "3"],
+    ["train-task", "sort"],
+  ])
+    assert.equal(await p.inputValue(`[data-testid="${id}"]`), v, `${id} on the panel`);
+  // Back to the defaults for the tests that follow.
+  await p.reload();
+  await p.waitForSelector("body[data-ready='1']");
+  await waitReady();
+});
+
 test("the weights download as an .atkmodel file and load back", async () => {
   await p.click('[data-testid="train-step"]');
   await poll(async () => (await hook()).step === 1, "one step");

@@ -72,8 +72,11 @@ export interface LayerWeights {
 }
 
 export type ToWorker =
-  /** A new run (and, with `compare`, a second one with the scale flipped), untrained. */
-  | { type: "reset"; config: RunConfig; compare: boolean }
+  /**
+   * A new run (and, with `compare`, a second one with the scale flipped), untrained. `id`
+   * comes back in its "ready", so that the page knows which of its requests it answers.
+   */
+  | { type: "reset"; id: number; config: RunConfig; compare: boolean }
   | { type: "train" }
   | { type: "pause" }
   /** One step of every run, then an inspection. */
@@ -82,7 +85,7 @@ export type ToWorker =
   | { type: "inspect"; index: number }
   | { type: "export" }
   /** Continue from a weights file (a loadModel() of it); the task stays the configured one. */
-  | { type: "load"; bytes: Uint8Array }
+  | { type: "load"; id: number; bytes: Uint8Array }
   | { type: "layer"; layer: number; index: number }
   /** The page drew the inspection the worker posted while training. */
   | { type: "drawn" };
@@ -90,6 +93,8 @@ export type ToWorker =
 export type FromWorker =
   | {
       type: "ready";
+      /** The id of the "reset" or "load" this run answers. */
+      id: number;
       /** The run's settings (a loaded weights file sets the model's). */
       config: RunConfig;
       seqLen: number;

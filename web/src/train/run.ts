@@ -128,10 +128,21 @@ function scheduleRedraw(full: boolean): void {
 }
 
 function receive(msg: FromWorker): void {
+  if (msg.type === "ready") {
+    if (msg.id !== awaiting) return;
+    awaiting = 0;
+  } else if (msg.type === "error") {
+    awaiting = 0; // the request failed: the worker keeps the run it had
+  } else if (awaiting && msg.type !== "weights" && msg.type !== "layer") {
+    return;
+  }
   switch (msg.type) {
-    case "ready":
+    case "ready": {
+      // The settings of a loaded file go to the panel; those of a reset are the panel's
+      // already (writing them back would erase what the user is typing meanwhile).
+      const changed = JSON.stringify(msg.config) !== JSON.stringify(run.config);
       run.config = msg.config;
-      onConfig();
+      if (changed) onConfig();
       run.ready = {
         seqLen: msg.seqLen,
         shape: msg.shape,
@@ -147,6 +158,7 @@ function receive(msg: FromWorker): void {
       run.reached90Ms = null;
       run.startedAt = 0;
       break;
+    }
     case "metrics": {
       const c = run.curves[msg.m.run];
       if (c) {
@@ -231,12 +243,19 @@ export function startRuns(
   if (!worker) reset();
 }
 
+// Requests that start a run ("reset", "load") are numbered; until the worker's
+// "ready" for the latest arrives, what it posts belongs to a run the page has
+// left (a "ready" for an older request would write its settings over newer ones).
+let requests = 0;
+let awaiting = 0;
+
 export function reset(): void {
   run.ready = null;
   run.inspection = null;
   run.training = false;
   run.step = 0;
-  send({ type: "reset", config: { ...run.config }, compare: run.compare });
+  awaiting = ++requests;
+  send({ type: "reset", id: awaiting, config: { ...run.config }, compare: run.compare });
 }
 
 export function train(): void {
@@ -266,7 +285,8 @@ export function requestWeights(then: (bytes: Uint8Array, step: number) => void):
 }
 
 export function loadWeights(bytes: Uint8Array): void {
-  send({ type: "load", bytes }, [bytes.buffer]);
+  awaiting = ++requests;
+  send({ type: "load", id: awaiting, bytes }, [bytes.buffer]);
 }
 
 /** The weights and inspection of `layer` in the model on screen. */

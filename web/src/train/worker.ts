@@ -82,7 +82,7 @@ function newRun(c: RunConfig, t: TaskConfig, scaled: boolean, model?: Model): Ru
   return { model: m, trainer, batches: attn.createTaskGenerator(t, { seed: BATCH_SEED }) };
 }
 
-function reset(c: RunConfig, compare: boolean, loaded?: Model): void {
+function reset(id: number, c: RunConfig, compare: boolean, loaded?: Model): void {
   disposeRuns();
   training = false;
   const s = taskShape(c.task);
@@ -101,6 +101,7 @@ function reset(c: RunConfig, compare: boolean, loaded?: Model): void {
   snapshots = [];
   post({
     type: "ready",
+    id,
     config: c,
     seqLen: attn.taskSeqLen(t),
     shape: s,
@@ -243,7 +244,7 @@ function handle(msg: ToWorker): void {
     );
   switch (msg.type) {
     case "reset":
-      reset(msg.config, msg.compare);
+      reset(msg.id, msg.config, msg.compare);
       return;
     case "train":
       if (!training) {
@@ -287,6 +288,7 @@ function handle(msg: ToWorker): void {
         );
       }
       reset(
+        msg.id,
         {
           ...config!,
           numLayers: c.numLayers,
