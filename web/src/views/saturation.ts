@@ -266,19 +266,7 @@ export const saturationView: Scene = {
         .attr("class", "m-title")
         .attr("y", -10)
         .text("entropy of the softmax against c");
-      gg.append("g").attr("transform", `translate(0,${eh})`).call(d3.axisBottom(x).ticks(5, "~g"));
-      gg.append("g").call(d3.axisLeft(y).ticks(5));
-      gg.append("text")
-        .attr("class", "m-axis-title")
-        .attr("x", ew / 2)
-        .attr("y", eh + 32)
-        .attr("text-anchor", "middle")
-        .text("c (log scale)");
-      gg.append("text")
-        .attr("class", "m-axis-title")
-        .attr("transform", `translate(-34,${eh / 2}) rotate(-90)`)
-        .attr("text-anchor", "middle")
-        .text("entropy (nats)");
+      cAxes(gg, x, d3.axisLeft(y).ticks(5), ew, eh, -34, "entropy (nats)");
       gg.append("line")
         .attr("x1", 0)
         .attr("x2", ew)
@@ -357,19 +345,7 @@ function gradientChart(
       .text(
         `gradient reaching the logits, |dS|, against c (the loss asks for key ${r.names[r.target]})`,
       );
-    gg.append("g").attr("transform", `translate(0,${eh})`).call(d3.axisBottom(x).ticks(5, "~g"));
-    gg.append("g").call(d3.axisLeft(y).ticks(5, "~e"));
-    gg.append("text")
-      .attr("class", "m-axis-title")
-      .attr("x", ew / 2)
-      .attr("y", eh + 32)
-      .attr("text-anchor", "middle")
-      .text("c (log scale)");
-    gg.append("text")
-      .attr("class", "m-axis-title")
-      .attr("transform", `translate(-44,${eh / 2}) rotate(-90)`)
-      .attr("text-anchor", "middle")
-      .text("|dS| (log scale)");
+    cAxes(gg, x, d3.axisLeft(y).ticks(5, "~e"), ew, eh, -44, "|dS| (log scale)");
     const line = d3
       .line<number>()
       .x((_d, i) => x(SCALES[i]))
@@ -445,4 +421,29 @@ function scaleLegend(g: SvgGroup, x: number, y: number, dK: number): void {
       .attr("y", i * 16 + 5)
       .text(t);
   });
+}
+
+/** The axes of a plot against c (log scale, w x h): c below, `left` with its title at dx. */
+function cAxes(
+  g: SvgGroup,
+  x: d3.ScaleLogarithmic<number, number>,
+  left: d3.Axis<d3.NumberValue>,
+  w: number,
+  h: number,
+  dx: number,
+  title: string,
+): void {
+  g.append("g").attr("transform", `translate(0,${h})`).call(d3.axisBottom(x).ticks(5, "~g"));
+  g.append("g").call(left);
+  g.append("text")
+    .attr("class", "m-axis-title")
+    .attr("x", w / 2)
+    .attr("y", h + 32)
+    .attr("text-anchor", "middle")
+    .text("c (log scale)");
+  g.append("text")
+    .attr("class", "m-axis-title")
+    .attr("transform", `translate(${dx},${h / 2}) rotate(-90)`)
+    .attr("text-anchor", "middle")
+    .text(title);
 }
