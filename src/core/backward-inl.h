@@ -13,8 +13,9 @@
 // Key blocks that no row of a query block sees (causal, key length) are
 // skipped, in both directions. The GEMMs keep a register tile of 4 rows x 2
 // vectors of C for the whole K loop. Every operand a GEMM reads as B is packed
-// with columns padded to kGradPad floats (zeros), a multiple of every target's
-// lanes, so that no GEMM needs a column tail.
+// with columns padded to kGradPad floats, a multiple of every target's lanes,
+// so that no GEMM needs a column tail; keys are written (zeros past T_k) only
+// up to whole vectors of the running target, the most any GEMM reads.
 // Memory: K^T, V^T, K, V, Q, dO and dQ packed, O((T_q + T_k) d), plus a few
 // [kQueryBlock, kKeyBlock] and [kKeyBlock, d] tiles per thread.
 
@@ -275,11 +276,19 @@ HWY_INLINE size_t VisibleKeys(const internal::GradTask& task, size_t i) {
   return limit;
 }
 
-// kt: K^T * scale in key blocks [d_k, kb], zeros past T_k.
-HWY_INLINE void PackKeysTransposed(ConstMatrixView K, float scale, size_t Tk_p, size_t kb,
+// n rounded up to whole vectors of this target: the keys (rows or columns)
+// of a packed operand that its GEMMs read. Padding past it is never read, so
+// a short sequence packs and clears no more than that.
+HWY_INLINE size_t WholeVectors(size_t n) {
+  const size_t N = hn::Lanes(DF());
+  return (n + N - 1) / N * N;
+}
+
+// kt: K^T * scale in key blocks [d_k, kb], zeros past T_k up to whole vectors.
+HWY_INLINE void PackKeysTransposed(ConstMatrixView K, float scale, size_t kb,
                                    float* HWY_RESTRICT kt) {
   const size_t d_k = K.cols;
-  for (size_t j = 0; j < Tk_p; ++j) {
+  for (size_t j = 0; j < WholeVectors(K.rows); ++j) {
     float* HWY_RESTRICT col = kt + j / kb * d_k * kb + j % kb;
     const float* HWY_RESTRICT key = j < K.rows ? K.Row(j) : nullptr;
     for (size_t c = 0; c < d_k; ++c) col[c * kb] = key ? key[c] * scale : 0.0f;
@@ -363,12 +372,27 @@ HWY_INLINE void ScaleRow(float* HWY_RESTRICT x, size_t n, float f) {
     hn::StoreU(hn::Mul(hn::LoadU(d, x + j), hn::Set(d, f)), d, x + j);
 }
 
-// True if every value of m is finite (or -inf, with kAllowNegInf).
+// True if every value of m is finite (or -inf, with kAllowNegInf). Sums x - x
+// per lane, 0 for finite x and NaN for +-inf or NaN, and tests each row's sum
+// once: no branch per vector (a check of small results costs little beside
+// the call).
 template <bool kAllowNegInf = false>
-HWY_INLINE bool AllFinite(ConstMatrixView m) {
+HWY_NOINLINE bool AllFinite(ConstMatrixView m) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  const auto neg_inf = hn::Set(d, kNegInf);
   for (size_t r = 0; r < m.rows; ++r) {
-    for (size_t c = 0; c < m.cols; ++c) {
-      if (!std::isfinite(m(r, c)) && !(kAllowNegInf && m(r, c) == kNegInf)) return false;
+    const float* HWY_RESTRICT row = m.Row(r);
+    auto sum = hn::Zero(d);
+    size_t c = 0;
+    for (; c + N <= m.cols; c += N) {
+      auto x = hn::LoadU(d, row + c);
+      if (kAllowNegInf) x = hn::IfThenZeroElse(hn::Eq(x, neg_inf), x);
+      sum = hn::Add(sum, hn::Sub(x, x));
+    }
+    if (!hn::AllTrue(d, hn::Eq(sum, hn::Zero(d)))) return false;
+    for (; c < m.cols; ++c) {
+      if (!std::isfinite(row[c]) && !(kAllowNegInf && row[c] == kNegInf)) return false;
     }
   }
   return true;
@@ -377,8 +401,7 @@ HWY_INLINE bool AllFinite(ConstMatrixView m) {
 // Number of score columns a tile computes: the keys from j0 that some row
 // sees (up to `keys`), rounded up to whole vectors, at most a key block.
 HWY_INLINE size_t TileCols(size_t keys, size_t j0) {
-  const size_t N = hn::Lanes(DF());
-  return std::min(kKeyBlock, (keys - j0 + N - 1) / N * N);
+  return std::min(kKeyBlock, WholeVectors(keys - j0));
 }
 
 // Calls fn(task, thread) for tasks [0, n): on the pool, or in order on the
@@ -400,6 +423,7 @@ HWY_INLINE void ForwardBlock(const internal::GradTask& task, float* HWY_RESTRICT
   const internal::GradLayout& w = task.layout;
   const float* ws = task.workspace;
   const size_t d_k = t.Q.cols, d_v = t.V.cols, dv_p = w.dv_p;
+  const size_t dv_n = WholeVectors(d_v);  // the columns of O the GEMM writes
   float* HWY_RESTRICT s = scratch + w.s;
   float* HWY_RESTRICT oacc = scratch + w.oacc;
   size_t visible[kQueryBlock];
@@ -428,9 +452,9 @@ HWY_INLINE void ForwardBlock(const internal::GradTask& task, float* HWY_RESTRICT
       const float alpha = std::exp(m[r] - m_new);  // 0 on the first visible block
       l[r] = l[r] * alpha + ExpRow(row, cols, m_new);
       m[r] = m_new;
-      if (alpha != 1.0f) ScaleRow(oacc + r * dv_p, dv_p, alpha);
+      if (alpha != 1.0f) ScaleRow(oacc + r * dv_p, dv_n, alpha);
     }
-    Gemm<true>(rows, cols, dv_p, s, kKeyBlock, 1, ws + w.vp + j0 * dv_p, dv_p, oacc, dv_p);
+    Gemm<true>(rows, cols, dv_n, s, kKeyBlock, 1, ws + w.vp + j0 * dv_p, dv_p, oacc, dv_p);
   }
   for (size_t r = 0; r < rows; ++r) {
     float* HWY_RESTRICT out = t.out.Row(i0 + r);
@@ -445,8 +469,8 @@ HWY_INLINE void ForwardBlock(const internal::GradTask& task, float* HWY_RESTRICT
 // Packs K^T * scale and V for the forward.
 HWY_INLINE void PrepareForward(const internal::GradTask& task) {
   const internal::GradLayout& w = task.layout;
-  PackKeysTransposed(task.head.K, task.params.scale, w.Tk_p, w.kb, task.workspace + w.kt);
-  PackPadded(task.head.V, w.Tk_p, w.dv_p, task.workspace + w.vp);
+  PackKeysTransposed(task.head.K, task.params.scale, w.kb, task.workspace + w.kt);
+  PackPadded(task.head.V, WholeVectors(task.head.V.rows), w.dv_p, task.workspace + w.vp);
 }
 
 HWY_INLINE bool Forward(const internal::GradTask& task) {
@@ -478,6 +502,9 @@ HWY_INLINE void BackwardTile(const internal::GradTask& task, float* HWY_RESTRICT
   const DF d;
   const size_t N = hn::Lanes(d);
   const size_t d_k = t.Q.cols, d_v = t.V.cols, dk_p = w.dk_p, dv_p = w.dv_p;
+  // The columns of dK, dV and dQ the GEMMs write: padding past whole
+  // vectors of this target holds zeros that no result reads.
+  const size_t dk_n = WholeVectors(d_k), dv_n = WholeVectors(d_v);
   size_t visible[kQueryBlock];
   size_t keys = 0;
   for (size_t r = 0; r < rows; ++r) {
@@ -520,16 +547,16 @@ HWY_INLINE void BackwardTile(const internal::GradTask& task, float* HWY_RESTRICT
   if (grads != TileGrads::kQueries) {
     const float* HWY_RESTRICT do_rows = w.do_in_place ? task.dO.Row(i0) : ws + w.dop + i0 * dv_p;
     const float* HWY_RESTRICT q_rows = w.q_in_place ? t.Q.Row(i0) : ws + w.qp + i0 * dk_p;
-    // dV_block [cols, dv_p] += P^T [cols, rows] dO rows [rows, dv_p].
-    Gemm<true>(cols, rows, dv_p, s, 1, kKeyBlock, do_rows, w.do_in_place ? task.dO.stride : dv_p,
+    // dV_block [cols, dv_n] += P^T [cols, rows] dO rows [rows, dv_n].
+    Gemm<true>(cols, rows, dv_n, s, 1, kKeyBlock, do_rows, w.do_in_place ? task.dO.stride : dv_p,
                scratch + w.dvb, dv_p);
-    // dK_block [cols, dk_p] += dS^T Q rows [rows, dk_p].
-    Gemm<true>(cols, rows, dk_p, dp, 1, kKeyBlock, q_rows, w.q_in_place ? t.Q.stride : dk_p,
+    // dK_block [cols, dk_n] += dS^T Q rows [rows, dk_n].
+    Gemm<true>(cols, rows, dk_n, dp, 1, kKeyBlock, q_rows, w.q_in_place ? t.Q.stride : dk_p,
                scratch + w.dkb, dk_p);
   }
   if (grads != TileGrads::kKeys) {
-    // dQ rows [rows, dk_p] += dS [rows, cols] K_block [cols, dk_p].
-    Gemm<true>(rows, cols, dk_p, dp, kKeyBlock, 1, ws + w.kp + j0 * dk_p, dk_p,
+    // dQ rows [rows, dk_n] += dS [rows, cols] K_block [cols, dk_n].
+    Gemm<true>(rows, cols, dk_n, dp, kKeyBlock, 1, ws + w.kp + j0 * dk_p, dk_p,
                ws + w.dqp + i0 * dk_p, dk_p);
   }
 }
@@ -546,8 +573,10 @@ HWY_INLINE void BackwardKeyBlock(const internal::GradTask* tasks, size_t count,
   const size_t d_k = task.head.Q.cols, d_v = task.head.V.cols;
   float* HWY_RESTRICT dkb = scratch + w.dkb;
   float* HWY_RESTRICT dvb = scratch + w.dvb;
-  std::fill(dkb, dkb + w.kb * w.dk_p, 0.0f);  // a tile adds to at most kb rows
-  std::fill(dvb, dvb + w.kb * w.dv_p, 0.0f);
+  // A tile adds to at most this many rows (TileCols).
+  const size_t rows = std::min(w.kb, WholeVectors(T_k - j0));
+  std::fill(dkb, dkb + rows * w.dk_p, 0.0f);
+  std::fill(dvb, dvb + rows * w.dv_p, 0.0f);
   for (size_t h = 0; h < count; ++h) {
     for (size_t i0 = 0; i0 < T_q; i0 += kQueryBlock) {
       BackwardTile(tasks[h], scratch, i0, std::min(kQueryBlock, T_q - i0), j0, grads);
@@ -576,12 +605,13 @@ HWY_INLINE void PrepareBackward(const internal::GradTask& task) {
   const internal::GradLayout& w = task.layout;
   float* ws = task.workspace;
   const size_t T_q = t.Q.rows, T_k = t.K.rows, d_v = t.V.cols;
-  PackKeysTransposed(t.K, task.params.scale, w.Tk_p, w.kb, ws + w.kt);
-  for (size_t j = 0; j < w.Tk_p; ++j) {  // V^T in key blocks [d_v, kb]
+  const size_t keys = WholeVectors(T_k);  // the keys the GEMMs read
+  PackKeysTransposed(t.K, task.params.scale, w.kb, ws + w.kt);
+  for (size_t j = 0; j < keys; ++j) {  // V^T in key blocks [d_v, kb]
     float* HWY_RESTRICT col = ws + w.vt + j / w.kb * d_v * w.kb + j % w.kb;
     for (size_t c = 0; c < d_v; ++c) col[c * w.kb] = j < T_k ? t.V(j, c) : 0.0f;
   }
-  PackPadded(t.K, w.Tk_p, w.dk_p, ws + w.kp);
+  PackPadded(t.K, keys, w.dk_p, ws + w.kp);
   if (!w.q_in_place) PackPadded(t.Q, T_q, w.dk_p, ws + w.qp);
   if (!w.do_in_place) PackPadded(task.dO, T_q, w.dv_p, ws + w.dop);
   std::fill(ws + w.dqp, ws + w.dqp + T_q * w.dk_p, 0.0f);

@@ -147,6 +147,7 @@ Status CheckNoOverlap(const char* out_name, MatrixView out, const char* in_name,
   // Compare as integers: pointers into different arrays are not ordered.
   const auto a0 = reinterpret_cast<uintptr_t>(o0), a1 = reinterpret_cast<uintptr_t>(o1);
   const auto b0 = reinterpret_cast<uintptr_t>(i0), b1 = reinterpret_cast<uintptr_t>(i1);
+  if (!(a0 < b1 && b0 < a1)) return Status::Ok();  // disjoint address ranges
   // Views with one row stride that take disjoint column ranges of the same
   // rows (e.g. Q, K and V as column blocks of one [T, 3d] buffer) never share
   // an element, even though their address ranges interleave.
@@ -158,12 +159,8 @@ Status CheckNoOverlap(const char* out_name, MatrixView out, const char* in_name,
     const size_t d = static_cast<size_t>(((delta % ss) + ss) % ss);
     if (out.cols <= d && d + in.cols <= s) return Status::Ok();
   }
-  if (a0 < b1 && b0 < a1) {
-    return Status(
-        ErrorCode::kInvalidArgument, out_name,
-        std::string("expected memory separate from ") + in_name + ", got an overlapping view");
-  }
-  return Status::Ok();
+  return Status(ErrorCode::kInvalidArgument, out_name,
+                std::string("expected memory separate from ") + in_name + ", got an overlapping view");
 }
 
 namespace {
