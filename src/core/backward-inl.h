@@ -374,8 +374,8 @@ HWY_INLINE void ScaleRow(float* HWY_RESTRICT x, size_t n, float f) {
 
 // True if every value of m is finite (or -inf, with kAllowNegInf). Sums x - x
 // per lane, 0 for finite x and NaN for +-inf or NaN, and tests each row's sum
-// once: no branch per vector (a check of small results costs little beside
-// the call).
+// once: no branch per vector. Out of line: inlined three times into the
+// backward, its loops made V8 spill the registers of the kernel's loops.
 template <bool kAllowNegInf = false>
 HWY_NOINLINE bool AllFinite(ConstMatrixView m) {
   const DF d;

@@ -159,8 +159,9 @@ Status CheckNoOverlap(const char* out_name, MatrixView out, const char* in_name,
     const size_t d = static_cast<size_t>(((delta % ss) + ss) % ss);
     if (out.cols <= d && d + in.cols <= s) return Status::Ok();
   }
-  return Status(ErrorCode::kInvalidArgument, out_name,
-                std::string("expected memory separate from ") + in_name + ", got an overlapping view");
+  return Status(
+      ErrorCode::kInvalidArgument, out_name,
+      std::string("expected memory separate from ") + in_name + ", got an overlapping view");
 }
 
 namespace {
