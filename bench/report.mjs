@@ -825,6 +825,10 @@ console.log(md);
     ...new Set(heads.filter((r) => r.engine.startsWith("PyTorch")).map((r) => r.engine)),
   ];
   const ATTNKIT_W = "attnkit (wasm SIMD128)";
+  // attnkit's speed-up over a peer's result r: paired rounds where the peer's
+  // benchmark ran attnkit's between its own (torch_bench.py --attnkit), else
+  // the ratio of the two medians (base: attnkit's result).
+  const speedup = (r, base) => r.pairedRatio ?? (base ? r.ms / base.ms : null);
   // One table per platform: ms per call (GFLOP/s), each peer with attnkit's speed-up over it.
   const table = (title, base, engines) => {
     const present = engines.filter((e) => heads.some((r) => r.engine === e));
@@ -841,7 +845,8 @@ console.log(md);
         const b = get(base, T, causal);
         if (e === base) return `**${num(r.ms)} ms** (${num(r.gflops)})`;
         if (e === NATIVE_B) return `${num(r.ms)} ms (${num(r.gflops)})`;
-        return `${num(r.ms)} ms (${num(r.gflops)})${b ? `, attnkit ${(r.ms / b.ms).toFixed(2)}×` : ""}`;
+        const ratio = speedup(r, b);
+        return `${num(r.ms)} ms (${num(r.gflops)})${ratio ? `, attnkit ${ratio.toFixed(2)}×` : ""}`;
       });
       t += `| ${e} | ${cells.join(" | ")} |\n`;
     }
@@ -869,8 +874,10 @@ console.log(md);
     const base = layers.find((r) => r.engine === NATIVE_LAYER);
     bmd +=
       "| multi-head layer B=1 T=512 d_model=512 h=8, forward + backward | ms | GFLOP/s | |\n|---|---:|---:|---|\n";
-    for (const r of layers)
-      bmd += `| ${r.engine} | ${num(r.ms)} | ${num(r.gflops)} | ${base && r !== base ? `attnkit ${(r.ms / base.ms).toFixed(2)}×` : ""} |\n`;
+    for (const r of layers) {
+      const ratio = r === base ? null : speedup(r, base);
+      bmd += `| ${r.engine} | ${num(r.ms)} | ${num(r.gflops)} | ${ratio ? `attnkit ${ratio.toFixed(2)}×` : ""} |\n`;
+    }
     bmd += "\n";
   }
   // The targets of issue 21.
@@ -910,7 +917,7 @@ console.log(md);
         const a = get(NATIVE_FB, T, causal);
         const ps = torchPaths.map((e) => get(e, T, causal)).filter(Boolean);
         if (!a || !ps.length) return null;
-        return { T, ratio: Math.min(...ps.map((p) => p.ms)) / a.ms };
+        return { T, ratio: Math.min(...ps.map((p) => speedup(p, a))) };
       })
       .filter(Boolean);
     row(`native fwd+bwd vs PyTorch CPU (its fastest path), ${c}, T ≥ 512`, need, rs, need);
@@ -955,6 +962,10 @@ console.log(md);
           ? "; paths: autograd of the plain formulation and `scaled_dot_product_attention`."
           : "; `torch.nn.functional.scaled_dot_product_attention` (the fused path) is not in this torch: only autograd of the plain formulation softmax(Q Kᵀ · scale + mask) V is measured."),
     );
+    if (torch.paired)
+      notes.push(
+        "attnkit's speed-ups over PyTorch are paired: after each round of PyTorch, a run of attnkit's benchmark of the same shape on the same core, and the median over rounds of PyTorch's time over attnkit's (a shared host's speed drifts during a run by more than the engines differ). They need not equal the ratio of the two medians shown.",
+      );
   }
   for (const s of wasmBwd?.skipped ?? [])
     if (!s.reason.startsWith("one call took"))

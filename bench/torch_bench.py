@@ -13,15 +13,23 @@ Timing as Google Benchmark's repetitions: after a warm-up, `reps` rounds of
 calls that last ~0.1 s each; the median of the rounds' CPU time per call (the
 process's, one thread: on a shared machine the wall time also counts the time
 other processes had the core), and the wall time beside it.
+Paired with attnkit (--attnkit PATH, the attnkit_bench binary): after each
+round of PyTorch, one run of attnkit's benchmark of the same shape
+(BM_AttnkitFwdBwd, BM_AttnkitMultiHeadTrain; --benchmark_min_time=0.1, its
+CPU time per call) on the same core, so that both engines meet the host in
+the same state: a shared host's speed drifts by more than the engines differ
+over a run. Each result then holds attnkit's rounds and `pairedRatio`, the
+median over rounds of PyTorch's time over attnkit's.
 GFLOP/s: forward 4 T^2 d + backward 10 T^2 d per head (FlashAttention-2's
 convention, halved when causal), as bench/native/bench.cc counts them.
 
-Usage: python3 bench/torch_bench.py [--quick] > bench/results/torch.json
+Usage: python3 bench/torch_bench.py [--quick] [--attnkit PATH] > bench/results/torch.json
 """
 
 import json
 import math
 import statistics
+import subprocess
 import sys
 import time
 
@@ -30,9 +38,29 @@ import torch
 D = 64
 
 
-def timed(step, reps, batch_seconds=0.1):
+def attnkit_round(binary, name):
+    """CPU seconds per call of attnkit's benchmark `name` (exact), one run."""
+    out = subprocess.run(
+        [
+            binary,
+            f"--benchmark_filter=^{name}$",
+            "--benchmark_min_time=0.1",
+            "--benchmark_format=json",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    (b,) = [b for b in json.loads(out)["benchmarks"] if b["run_name"] == name]
+    if b.get("error_occurred"):
+        raise RuntimeError(f"{name}: {b.get('error_message')}")
+    return b["cpu_time"] * {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]]
+
+
+def timed(step, reps, batch_seconds=0.1, after_round=None):
     """Median CPU seconds per call of step() over `reps` rounds (after a warm-up),
-    the rounds, and the median wall-clock seconds per call."""
+    the rounds, and the median wall-clock seconds per call; after_round() runs
+    after each round, outside the timing."""
     t0 = time.perf_counter()
     n = 0
     while n < 2 or time.perf_counter() - t0 < 0.2:
@@ -47,7 +75,35 @@ def timed(step, reps, batch_seconds=0.1):
             step()
         rounds.append((time.process_time() - c0) / calls)
         wall.append((time.perf_counter() - t0) / calls)
+        if after_round:
+            after_round()
     return statistics.median(rounds), rounds, statistics.median(wall)
+
+
+def paired(result, step, reps, binary, name):
+    """Times step() as timed(), with a round of attnkit's `name` after each of
+    its rounds when `binary` is given; fills `result` (ms, rounds, pairing)."""
+    theirs = []
+    after = (lambda: theirs.append(attnkit_round(binary, name))) if binary else None
+    seconds, rounds, wall = timed(step, reps, after_round=after)
+    result.update(
+        {
+            "ms": seconds * 1e3,
+            "wallMs": wall * 1e3,
+            "msRounds": [round(r * 1e3, 4) for r in rounds],
+        }
+    )
+    if theirs:
+        ratios = [p / a for p, a in zip(rounds, theirs)]
+        result.update(
+            {
+                "attnkitBenchmark": name,
+                "attnkitMs": statistics.median(theirs) * 1e3,
+                "attnkitMsRounds": [round(a * 1e3, 4) for a in theirs],
+                "pairedRatio": statistics.median(ratios),
+            }
+        )
+    return seconds
 
 
 def head_steps(T, causal):
@@ -96,6 +152,7 @@ def layer_step(T=512, d_model=512, heads=8):
 
 def main():
     quick = "--quick" in sys.argv
+    binary = sys.argv[sys.argv.index("--attnkit") + 1] if "--attnkit" in sys.argv else None
     torch.set_num_threads(1)
     sizes = [128, 512] if quick else [128, 512, 2048, 8192]
     reps = 3 if quick else 5
@@ -104,33 +161,19 @@ def main():
         for T in sizes:
             flops = 14.0 * T * T * D * (0.5 if causal else 1.0)
             for name, step in head_steps(T, causal).items():
-                seconds, rounds, wall = timed(step, reps)
-                results.append(
-                    {
-                        "engine": name,
-                        "T": T,
-                        "causal": causal,
-                        "ms": seconds * 1e3,
-                        "wallMs": wall * 1e3,
-                        "gflops": flops / seconds * 1e-9,
-                        "msRounds": [round(r * 1e3, 4) for r in rounds],
-                    }
-                )
+                r = {"engine": name, "T": T, "causal": causal}
+                bm = f"BM_AttnkitFwdBwd/T:{T}/causal:{int(causal)}/threads:1"
+                seconds = paired(r, step, reps, binary, bm)
+                r["gflops"] = flops / seconds * 1e-9
+                results.append(r)
                 print(f"torch {name} T={T} causal={causal}: {seconds * 1e3:.2f} ms", file=sys.stderr)
     T, dm = 512, 512
-    seconds, rounds, wall = timed(layer_step(T, dm), reps)
+    r = {"engine": "PyTorch nn.MultiheadAttention", "shape": "layer T=512"}
+    seconds = paired(r, layer_step(T, dm), reps, binary, "BM_AttnkitMultiHeadTrain")
     # forward: 4 projections + attention; backward: twice the projections' flops + 10 T^2 dm
     flops = 3 * 4 * 2.0 * T * dm * dm + 14.0 * T * T * dm
-    results.append(
-        {
-            "engine": "PyTorch nn.MultiheadAttention",
-            "shape": "layer T=512",
-            "ms": seconds * 1e3,
-            "wallMs": wall * 1e3,
-            "gflops": flops / seconds * 1e-9,
-            "msRounds": [round(r * 1e3, 4) for r in rounds],
-        }
-    )
+    r["gflops"] = flops / seconds * 1e-9
+    results.append(r)
     print(f"torch layer: {seconds * 1e3:.2f} ms", file=sys.stderr)
     info = {
         "version": torch.__version__,
@@ -139,7 +182,11 @@ def main():
         "cpu_capability": getattr(torch._C, "_get_cpu_capability", lambda: None)(),
         "config": torch.__config__.show(),
     }
-    json.dump({"quick": quick, "reps": reps, "torch": info, "results": results}, sys.stdout, indent=1)
+    json.dump(
+        {"quick": quick, "reps": reps, "paired": bool(binary), "torch": info, "results": results},
+        sys.stdout,
+        indent=1,
+    )
     print()
 
 

@@ -106,10 +106,11 @@ backward() {
     --benchmark_repetitions=$reps --benchmark_enable_random_interleaving=true \
     --benchmark_report_aggregates_only=true --benchmark_min_time=0.1 \
     --benchmark_out=bench/results/native-backward.json --benchmark_out_format=json
-  echo "== native backward: PyTorch (Debian's python3-torch), one thread"
-  # Debian's python3 (the one python3-torch installs into), one core as the others.
-  OMP_NUM_THREADS=1 taskset -c "$cpu" /usr/bin/python3 bench/torch_bench.py \
-    $( ((quick)) && echo --quick ) > bench/results/torch.json
+  echo "== native backward: PyTorch (Debian's python3-torch), one thread, paired with attnkit"
+  # Debian's python3 (the one python3-torch installs into), one core as the others;
+  # a run of attnkit's benchmark of the same shape after each PyTorch round.
+  OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 taskset -c "$cpu" /usr/bin/python3 bench/torch_bench.py \
+    --attnkit ./build/bench/attnkit_bench $( ((quick)) && echo --quick ) > bench/results/torch.json
   echo "== node backward: attnkit wasm, tfjs-backend-wasm, plain JS"
   taskset -c "$cpu" node --expose-gc --single-threaded-gc bench/wasm/backward.mjs \
     $( ((quick)) && echo --quick ) > bench/results/backward.json
