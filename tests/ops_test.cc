@@ -135,6 +135,37 @@ TEST_CASE("MatMul on exact small integers is exact", "[ops][matmul]") {
   });
 }
 
+TEST_CASE("MatMulTransposed with B^T packed in panels (many rows) matches the reference",
+          "[ops][matmul]") {
+  // From internal::kPackMinRows (128) rows of A on, B^T is packed in panels
+  // and multiplied as MatMul multiplies; below, each value is a dot product.
+  // Both are checked against float64, and a packed result against MatMul of
+  // the same A and B^T (the same sums in the same order: the same bits).
+  ForEachTarget([](int64_t) {
+    uint32_t seed = 400;
+    for (size_t M : {size_t{127}, size_t{128}, size_t{131}}) {
+      for (size_t K : {size_t{1}, size_t{7}, size_t{64}, size_t{67}}) {
+        for (size_t N : {size_t{1}, size_t{3}, size_t{15}, size_t{17}, size_t{31}, size_t{33},
+                         size_t{63}, size_t{65}, size_t{97}}) {
+          const Layout layout = ((K + N) % 2) ? Layout::kStrided : Layout::kContiguous;
+          INFO("M=" << M << " K=" << K << " N=" << N << " " << LayoutName(layout));
+          const TestMatrix A = Random(M, K, ++seed, layout);
+          const TestMatrix B = Random(N, K, ++seed, layout, -2.0f, 2.0f);
+          TestMatrix C(M, N, layout), Bt(K, N, Layout::kContiguous), viaMatMul(M, N);
+          REQUIRE_OK(attnkit::MatMulTransposed(A, B, C));
+          CHECK_CLOSE(C, ref::MatMulT(A.ToRef(), B.ToRef()), DotTol(K, 1.0, 2.0));
+          CHECK(C.PaddingIntact());
+          for (size_t r = 0; r < N; ++r) {
+            for (size_t c = 0; c < K; ++c) Bt(c, r) = B(r, c);
+          }
+          REQUIRE_OK(attnkit::MatMul(A, Bt, viaMatMul));
+          if (M >= 128) CHECK_CLOSE(C, viaMatMul.ToRef(), kExact);
+        }
+      }
+    }
+  });
+}
+
 TEST_CASE("MatMulTransposed matches the float64 reference on every target", "[ops][matmul]") {
   ForEachTarget([](int64_t) {
     uint32_t seed = 200;

@@ -39,8 +39,13 @@ bool MatMulT(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) 
   return AllFinite(C);
 }
 
-bool MatMulTransposedT(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
-  MatMulTransposed(A, B, C);
+// C = A B^T, with B^T packed in panels first if there is room for it.
+bool MatMulTransposedT(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) {
+  if (packed) {
+    MatMulPanels(A, PackPanelsTransposed(B, packed), C);
+  } else {
+    MatMulTransposed(A, B, C);
+  }
   return AllFinite(C);
 }
 
@@ -93,8 +98,8 @@ Status RunAttentionJob(const AttentionJob& job) {
 bool RunMatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) {
   return ATTNKIT_DISPATCH(MatMulT)(A, B, C, packed);
 }
-bool RunMatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
-  return ATTNKIT_DISPATCH(MatMulTransposedT)(A, B, C);
+bool RunMatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) {
+  return ATTNKIT_DISPATCH(MatMulTransposedT)(A, B, C, packed);
 }
 bool RunScaleScores(MatrixView x, float scale, float softcap) {
   return ATTNKIT_DISPATCH(ScaleScoresT)(x, scale, softcap);

@@ -98,9 +98,10 @@ inline void ParallelFor(ThreadPool* pool, size_t n, const std::function<void(siz
 // Each returns false if a result overflowed float; outputs are then unspecified.
 // RunMatMul: C = A B; `packed` is room for B in panels ([K, N] rounded up to
 // kMaxPanel columns, plan.h), or null to read B in place (fewer than
-// kPackMinRows rows).
+// kPackMinRows rows). RunMatMulTransposed: C = A B^T, `packed` room for B^T
+// likewise ([K, N] for B [N, K]), or null.
 bool RunMatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed);
-bool RunMatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C);
+bool RunMatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed);
 bool RunScaleScores(MatrixView x, float scale, float softcap);
 bool RunSoftmaxRows(MatrixView x);
 // True if every value of m is finite.

@@ -631,6 +631,23 @@ HWY_INLINE PanelView PackPanels(ConstMatrixView B, float* HWY_RESTRICT dst) {
   return {dst, W, W, K * W};
 }
 
+// Packs B^T for B [N, K] into panels as PackPanels packs a [K, N] matrix:
+// panel p holds rows [p W, p W + W) of B as its columns, so that C = A B^T
+// runs on the register tiles of MatMulPanels instead of a dot product (and a
+// sum across lanes) per value of C.
+HWY_INLINE PanelView PackPanelsTransposed(ConstMatrixView B, float* HWY_RESTRICT dst) {
+  const size_t W = GemmPanelWidth(), K = B.cols;
+  for (size_t j = 0; j < B.rows; j += W) {
+    const size_t w = std::min(W, B.rows - j);
+    float* HWY_RESTRICT panel = dst + j * K;
+    for (size_t c = 0; c < w; ++c) {
+      const float* HWY_RESTRICT row = B.Row(j + c);
+      for (size_t k = 0; k < K; ++k) panel[k * W + c] = row[k];
+    }
+  }
+  return {dst, W, W, K * W};
+}
+
 // C [M, N] = A [M, K] B with B [K, N] in panels (see PackPanels). Panel by
 // panel, so that one panel [K, W] stays in cache for all the rows of A; the
 // sums are those of MatMul, in the same order.

@@ -43,7 +43,16 @@ Status MatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("B", B));
   ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("C", C, "A", A));
   ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("C", C, "B", B));
-  if (!internal::RunMatMulTransposed(A, B, C)) return internal::OverflowStatus("A", "A B^T");
+  FloatBuffer packed;  // B^T in panels, as MatMul packs B
+  if (A.rows >= internal::kPackMinRows) {
+    size_t n;
+    ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct(
+        "B", "B^T packed in panels", B.cols, internal::RoundUp(B.rows, internal::kMaxPanel), &n));
+    if (!packed.Allocate(n)) return internal::OutOfMemory("B", "B^T packed in panels", n);
+  }
+  if (!internal::RunMatMulTransposed(A, B, C, packed.data())) {
+    return internal::OverflowStatus("A", "A B^T");
+  }
   return Status::Ok();
 }
 
