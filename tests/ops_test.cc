@@ -78,34 +78,42 @@ TEST_CASE("MatMul matches the float64 reference on every target, sizes around la
   });
 }
 
-TEST_CASE("MatMul with B packed in panels (many rows) matches the reference and the unpacked path",
-          "[ops][matmul]") {
-  // From internal::kPackMinRows (128) rows of A on, B is packed in panels of
-  // two vectors first; the sums are the same, in the same order, as when B is
-  // read in place, so row blocks below the threshold give the same bits.
-  ForEachTarget([](int64_t) {
-    uint32_t seed = 300;
+// Calls fn(M, K, N, layout, seed) for M around internal::kPackMinRows (128),
+// where a product's B (or B^T) starts to be packed in panels, and awkward K
+// and N (1, primes, lanes +- 1, panel edges), on every target.
+template <class Fn>
+void ForEachPackedShape(uint32_t seed, const Fn& fn) {
+  ForEachTarget([&](int64_t) {
     for (size_t M : {size_t{127}, size_t{128}, size_t{131}}) {
       for (size_t K : {size_t{1}, size_t{7}, size_t{64}, size_t{67}}) {
         for (size_t N : {size_t{1}, size_t{3}, size_t{15}, size_t{17}, size_t{31}, size_t{33},
                          size_t{63}, size_t{65}, size_t{97}}) {
           const Layout layout = ((K + N) % 2) ? Layout::kStrided : Layout::kContiguous;
           INFO("M=" << M << " K=" << K << " N=" << N << " " << LayoutName(layout));
-          const TestMatrix A = Random(M, K, ++seed, layout);
-          const TestMatrix B = Random(K, N, ++seed, layout, -2.0f, 2.0f);
-          TestMatrix C(M, N, layout), rows(M, N, Layout::kContiguous);
-          REQUIRE_OK(attnkit::MatMul(A, B, C));
-          CHECK_CLOSE(C, ref::MatMul(A.ToRef(), B.ToRef()), DotTol(K, 1.0, 2.0));
-          CHECK(C.PaddingIntact());
-          for (size_t r = 0; r < M; r += 64) {  // blocks of at most 64 rows: B in place
-            const size_t n = std::min<size_t>(64, M - r);
-            REQUIRE_OK(
-                attnkit::MatMul(A.cview().Block(r, n, 0, K), B, rows.view().Block(r, n, 0, N)));
-          }
-          CHECK_CLOSE(C, rows.ToRef(), kExact);
+          fn(M, K, N, layout, seed += 2);
         }
       }
     }
+  });
+}
+
+TEST_CASE("MatMul with B packed in panels (many rows) matches the reference and the unpacked path",
+          "[ops][matmul]") {
+  // From internal::kPackMinRows (128) rows of A on, B is packed in panels of
+  // two vectors first; the sums are the same, in the same order, as when B is
+  // read in place, so row blocks below the threshold give the same bits.
+  ForEachPackedShape(300, [](size_t M, size_t K, size_t N, Layout layout, uint32_t seed) {
+    const TestMatrix A = Random(M, K, seed, layout);
+    const TestMatrix B = Random(K, N, seed + 1, layout, -2.0f, 2.0f);
+    TestMatrix C(M, N, layout), rows(M, N, Layout::kContiguous);
+    REQUIRE_OK(attnkit::MatMul(A, B, C));
+    CHECK_CLOSE(C, ref::MatMul(A.ToRef(), B.ToRef()), DotTol(K, 1.0, 2.0));
+    CHECK(C.PaddingIntact());
+    for (size_t r = 0; r < M; r += 64) {  // blocks of at most 64 rows: B in place
+      const size_t n = std::min<size_t>(64, M - r);
+      REQUIRE_OK(attnkit::MatMul(A.cview().Block(r, n, 0, K), B, rows.view().Block(r, n, 0, N)));
+    }
+    CHECK_CLOSE(C, rows.ToRef(), kExact);
   });
 }
 
@@ -141,28 +149,18 @@ TEST_CASE("MatMulTransposed with B^T packed in panels (many rows) matches the re
   // and multiplied as MatMul multiplies; below, each value is a dot product.
   // Both are checked against float64, and a packed result against MatMul of
   // the same A and B^T (the same sums in the same order: the same bits).
-  ForEachTarget([](int64_t) {
-    uint32_t seed = 400;
-    for (size_t M : {size_t{127}, size_t{128}, size_t{131}}) {
-      for (size_t K : {size_t{1}, size_t{7}, size_t{64}, size_t{67}}) {
-        for (size_t N : {size_t{1}, size_t{3}, size_t{15}, size_t{17}, size_t{31}, size_t{33},
-                         size_t{63}, size_t{65}, size_t{97}}) {
-          const Layout layout = ((K + N) % 2) ? Layout::kStrided : Layout::kContiguous;
-          INFO("M=" << M << " K=" << K << " N=" << N << " " << LayoutName(layout));
-          const TestMatrix A = Random(M, K, ++seed, layout);
-          const TestMatrix B = Random(N, K, ++seed, layout, -2.0f, 2.0f);
-          TestMatrix C(M, N, layout), Bt(K, N, Layout::kContiguous), viaMatMul(M, N);
-          REQUIRE_OK(attnkit::MatMulTransposed(A, B, C));
-          CHECK_CLOSE(C, ref::MatMulT(A.ToRef(), B.ToRef()), DotTol(K, 1.0, 2.0));
-          CHECK(C.PaddingIntact());
-          for (size_t r = 0; r < N; ++r) {
-            for (size_t c = 0; c < K; ++c) Bt(c, r) = B(r, c);
-          }
-          REQUIRE_OK(attnkit::MatMul(A, Bt, viaMatMul));
-          if (M >= 128) CHECK_CLOSE(C, viaMatMul.ToRef(), kExact);
-        }
-      }
+  ForEachPackedShape(400, [](size_t M, size_t K, size_t N, Layout layout, uint32_t seed) {
+    const TestMatrix A = Random(M, K, seed, layout);
+    const TestMatrix B = Random(N, K, seed + 1, layout, -2.0f, 2.0f);
+    TestMatrix C(M, N, layout), Bt(K, N, Layout::kContiguous), viaMatMul(M, N);
+    REQUIRE_OK(attnkit::MatMulTransposed(A, B, C));
+    CHECK_CLOSE(C, ref::MatMulT(A.ToRef(), B.ToRef()), DotTol(K, 1.0, 2.0));
+    CHECK(C.PaddingIntact());
+    for (size_t r = 0; r < N; ++r) {
+      for (size_t c = 0; c < K; ++c) Bt(c, r) = B(r, c);
     }
+    REQUIRE_OK(attnkit::MatMul(A, Bt, viaMatMul));
+    if (M >= 128) CHECK_CLOSE(C, viaMatMul.ToRef(), kExact);
   });
 }
 
