@@ -6,6 +6,17 @@ const CHAR = 6.3;
 /** sin(50°): rotated column labels stack this fraction of a cell apart. */
 const SIN50 = Math.sin((50 * Math.PI) / 180);
 
+/**
+ * An axis title centred at (x, y): along a horizontal axis, or with `vertical`
+ * turned to read upwards beside a vertical one.
+ */
+export function axisTitle(g: SvgGroup, text: string, x: number, y: number, vertical = false): void {
+  const t = g.append("text").attr("class", "m-axis-title").attr("text-anchor", "middle");
+  if (vertical) t.attr("transform", `translate(${x},${y}) rotate(-90)`);
+  else t.attr("x", x).attr("y", y);
+  t.text(text);
+}
+
 /** Space the labels need: [left, top]. */
 export function labelSpace(
   o: Pick<MatrixOpts, "rowLabels" | "colLabels" | "cell" | "rowAxis" | "colAxis">,
@@ -70,12 +81,7 @@ export function drawAxes(grid: SvgGroup, o: MatrixOpts, left: number): void {
       .attr("class", (r) => o.rowLabelClass?.(r) ?? "");
     if (o.rowAxis) {
       const x = o.labelsRight ? cols * cell + left - 4 : -left + 8;
-      grid
-        .append("text")
-        .attr("class", "m-axis-title")
-        .attr("transform", `translate(${x},${(rows * cell) / 2}) rotate(-90)`)
-        .attr("text-anchor", "middle")
-        .text(o.rowAxis);
+      axisTitle(grid, o.rowAxis, x, (rows * cell) / 2, true);
     }
   }
   if (o.colLabels) {
@@ -103,13 +109,5 @@ export function drawAxes(grid: SvgGroup, o: MatrixOpts, left: number): void {
         .attr("transform", "rotate(-50)");
     }
   }
-  if (o.colAxis) {
-    grid
-      .append("text")
-      .attr("class", "m-axis-title")
-      .attr("x", (cols * cell) / 2)
-      .attr("y", rows * cell + 12)
-      .attr("text-anchor", "middle")
-      .text(o.colAxis);
-  }
+  if (o.colAxis) axisTitle(grid, o.colAxis, (cols * cell) / 2, rows * cell + 12);
 }

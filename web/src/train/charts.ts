@@ -1,6 +1,7 @@
 // The Train view's charts: curves against the training step, and the query/key scatter.
 // Each keeps its frame (axes' groups, paths) while its size is unchanged and updates the data.
 import * as d3 from "d3";
+import { axisTitle } from "../draw/labels";
 import { retained, setAttr, setText } from "../draw/retain";
 import type { SvgGroup } from "../draw/types";
 import type { QKMap } from "./qk";
@@ -68,17 +69,8 @@ export function chartFrame(
       .attr("stroke", "#e2e2de");
     const xAxis = gg.append("g").attr("transform", `translate(0,${h})`);
     const yAxis = gg.append("g");
-    gg.append("text")
-      .attr("class", "m-axis-title")
-      .attr("x", w / 2)
-      .attr("y", h + 30)
-      .attr("text-anchor", "middle")
-      .text("training step");
-    gg.append("text")
-      .attr("class", "m-axis-title")
-      .attr("transform", `translate(-42,${h / 2}) rotate(-90)`)
-      .attr("text-anchor", "middle")
-      .text(yLabel);
+    axisTitle(gg, "training step", w / 2, h + 30);
+    axisTitle(gg, yLabel, -42, h / 2, true);
     const paths = gg.append("g");
     const legend = gg.append("g").attr("transform", `translate(0,${h + 44})`);
     st = { node: gg.node()!, w, h, title: t, xAxis, yAxis, paths, legend, domains: "" };

@@ -8,6 +8,7 @@ import { fmt, shape } from "../format";
 import { normal } from "../random";
 import { row, selectedQuery, type Scene, type SceneCtx } from "../scenes/common";
 import { note } from "../draw/text";
+import { axisTitle } from "../draw/labels";
 import type { SvgGroup } from "../draw/types";
 import { retained, setAttr, setText } from "../draw/retain";
 import { timed } from "../model";
@@ -185,11 +186,7 @@ function bars(
       .attr("width", x.bandwidth())
       .attr("fill", color)
       .nodes();
-    gg.append("text")
-      .attr("class", "m-axis-title")
-      .attr("transform", `translate(-32,${h / 2}) rotate(-90)`)
-      .attr("text-anchor", "middle")
-      .text("softmax probability");
+    axisTitle(gg, "softmax probability", -32, h / 2, true);
     return { node: gg.node()!, state: { titleEl, rects, y } };
   });
   const { titleEl, rects, y } = entry.state;
@@ -435,15 +432,6 @@ function cAxes(
 ): void {
   g.append("g").attr("transform", `translate(0,${h})`).call(d3.axisBottom(x).ticks(5, "~g"));
   g.append("g").call(left);
-  g.append("text")
-    .attr("class", "m-axis-title")
-    .attr("x", w / 2)
-    .attr("y", h + 32)
-    .attr("text-anchor", "middle")
-    .text("c (log scale)");
-  g.append("text")
-    .attr("class", "m-axis-title")
-    .attr("transform", `translate(${dx},${h / 2}) rotate(-90)`)
-    .attr("text-anchor", "middle")
-    .text(title);
+  axisTitle(g, "c (log scale)", w / 2, h + 32);
+  axisTitle(g, title, dx, h / 2, true);
 }
