@@ -187,6 +187,7 @@ inline size_t GroupsInFlight(size_t groups, size_t threads) {
 
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
+#include "src/core/finite-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace attnkit {
@@ -372,28 +373,13 @@ HWY_INLINE void ScaleRow(float* HWY_RESTRICT x, size_t n, float f) {
     hn::StoreU(hn::Mul(hn::LoadU(d, x + j), hn::Set(d, f)), d, x + j);
 }
 
-// True if every value of m is finite (or -inf, with kAllowNegInf). Sums x - x
-// per lane, 0 for finite x and NaN for +-inf or NaN, and tests each row's sum
-// once: no branch per vector. Out of line: inlined three times into the
-// backward, its loops made V8 spill the registers of the kernel's loops.
+// True if every value of m is finite (or -inf, with kAllowNegInf). Out of
+// line: inlined three times into the backward, its loops made V8 spill the
+// registers of the kernel's loops.
 template <bool kAllowNegInf = false>
 HWY_NOINLINE bool AllFinite(ConstMatrixView m) {
-  const DF d;
-  const size_t N = hn::Lanes(d);
-  const auto neg_inf = hn::Set(d, kNegInf);
   for (size_t r = 0; r < m.rows; ++r) {
-    const float* HWY_RESTRICT row = m.Row(r);
-    auto sum = hn::Zero(d);
-    size_t c = 0;
-    for (; c + N <= m.cols; c += N) {
-      auto x = hn::LoadU(d, row + c);
-      if (kAllowNegInf) x = hn::IfThenZeroElse(hn::Eq(x, neg_inf), x);
-      sum = hn::Add(sum, hn::Sub(x, x));
-    }
-    if (!hn::AllTrue(d, hn::Eq(sum, hn::Zero(d)))) return false;
-    for (; c < m.cols; ++c) {
-      if (!std::isfinite(row[c]) && !(kAllowNegInf && row[c] == kNegInf)) return false;
-    }
+    if (!HWY_NAMESPACE::AllFinite<kAllowNegInf>(m.Row(r), m.cols)) return false;
   }
   return true;
 }

@@ -17,6 +17,7 @@
 
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
+#include "src/core/finite-inl.h"
 #include "src/core/matrix.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -272,28 +273,6 @@ ATTNKIT_OUT_OF_LINE_IN_WASM bool RowMax(const float* HWY_RESTRICT x, size_t n, f
     *max = -kInf;
   } else {
     *max = std::max(hn::GetLane(hn::MaxOfLanes(d, vmax)), hn::GetLane(vmax1));
-  }
-  return true;
-}
-
-// True if every value of x [n] is finite.
-HWY_INLINE bool AllFinite(const float* HWY_RESTRICT x, size_t n) {
-  const DF d;
-  const size_t N = hn::Lanes(d);
-  // Sums v - v, 0 for finite v and NaN for +-inf and NaN, and tests the sum
-  // once per 64 vectors: a branch per vector costs more than the check.
-  size_t i = 0;
-  while (i + N <= n) {
-    auto sum = hn::Zero(d);
-    const size_t end = std::min(n - n % N, i + 64 * N);
-    for (; i < end; i += N) {
-      const auto v = hn::LoadU(d, x + i);
-      sum = hn::Add(sum, hn::Sub(v, v));
-    }
-    if (!hn::AllTrue(d, hn::Eq(sum, hn::Zero(d)))) return false;
-  }
-  for (; i < n; ++i) {
-    if (!(x[i] - x[i] == 0.0f)) return false;
   }
   return true;
 }
