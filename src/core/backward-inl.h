@@ -53,6 +53,7 @@ struct GradLayout {
   size_t kb = 0;
   // Q (dO) rows are read where they are, with their stride, when d_k (d_v)
   // needs no padding: the GEMMs that read them stop at the tile's last query.
+  // Then dQ is also summed where it is, with no copy out of an accumulator.
   bool q_in_place = false, do_in_place = false;
   size_t kt = 0;          // [Tk_p / kb][d_k, kb]  K^T * scale
   size_t vp = 0;          // [Tk_p, dv_p]  V (forward)
@@ -60,7 +61,7 @@ struct GradLayout {
   size_t kp = 0;          // [Tk_p, dk_p]  K (backward)
   size_t qp = 0;          // [T_q, dk_p]  Q (backward), unless q_in_place
   size_t dop = 0;         // [T_q, dv_p]  dO (backward), unless do_in_place
-  size_t dqp = 0;         // [T_q, dk_p]  dQ accumulator (backward)
+  size_t dqp = 0;         // [T_q, dk_p]  dQ accumulator (backward), unless q_in_place
   size_t D = 0;           // [T_q]  rowsum(dO * O) (backward)
   size_t threads_at = 0;  // where thread 0's block starts
   // Per thread:
@@ -117,7 +118,7 @@ inline bool PlanGradLayout(size_t T_q, size_t T_k, size_t d_k, size_t d_v, GradP
     w->do_in_place = dv_p == d_v;
     w->qp = region(&at, w->q_in_place ? 0 : Tq * dk_p);
     w->dop = region(&at, w->do_in_place ? 0 : Tq * dv_p);
-    w->dqp = region(&at, Tq * dk_p);
+    w->dqp = region(&at, w->q_in_place ? 0 : Tq * dk_p);
     w->D = region(&at, Tq);
     w->dp = region(&per, qb * kb);
     w->g = region(&per, qb * kb);
@@ -285,14 +286,39 @@ HWY_INLINE size_t WholeVectors(size_t n) {
   return (n + N - 1) / N * N;
 }
 
-// kt: K^T * scale in key blocks [d_k, kb], zeros past T_k up to whole vectors.
-HWY_INLINE void PackKeysTransposed(ConstMatrixView K, float scale, size_t kb,
-                                   float* HWY_RESTRICT kt) {
-  const size_t d_k = K.cols;
-  for (size_t j = 0; j < WholeVectors(K.rows); ++j) {
-    float* HWY_RESTRICT col = kt + j / kb * d_k * kb + j % kb;
-    const float* HWY_RESTRICT key = j < K.rows ? K.Row(j) : nullptr;
-    for (size_t c = 0; c < d_k; ++c) col[c * kb] = key ? key[c] * scale : 0.0f;
+// dst: src^T * scale in key blocks [cols, kb] (src [keys, cols], kb a
+// multiple of 4), zeros past src's rows up to whole vectors. Transposes 4 x 4
+// blocks in 128-bit vectors (every SIMD target has them): one strided scalar
+// store per value cost as much as a short backward's matrix products.
+HWY_INLINE void PackTransposed(ConstMatrixView src, float scale, size_t kb,
+                               float* HWY_RESTRICT dst) {
+  const size_t cols = src.cols;
+#if HWY_TARGET != HWY_SCALAR
+  const hn::CappedTag<float, 4> d4;
+  const auto vscale = hn::Set(d4, scale);
+#endif
+  for (size_t j = 0; j < WholeVectors(src.rows); j += 4) {
+    float* HWY_RESTRICT block = dst + j / kb * cols * kb + j % kb;
+    size_t c = 0;
+#if HWY_TARGET != HWY_SCALAR
+    if (j + 4 <= src.rows) {
+      for (; c + 4 <= cols; c += 4) {
+        const auto r0 = hn::LoadU(d4, src.Row(j) + c), r1 = hn::LoadU(d4, src.Row(j + 1) + c);
+        const auto r2 = hn::LoadU(d4, src.Row(j + 2) + c), r3 = hn::LoadU(d4, src.Row(j + 3) + c);
+        const auto t0 = hn::InterleaveLower(d4, r0, r1), t1 = hn::InterleaveLower(d4, r2, r3);
+        const auto t2 = hn::InterleaveUpper(d4, r0, r1), t3 = hn::InterleaveUpper(d4, r2, r3);
+        hn::StoreU(hn::Mul(hn::ConcatLowerLower(d4, t1, t0), vscale), d4, block + c * kb);
+        hn::StoreU(hn::Mul(hn::ConcatUpperUpper(d4, t1, t0), vscale), d4, block + (c + 1) * kb);
+        hn::StoreU(hn::Mul(hn::ConcatLowerLower(d4, t3, t2), vscale), d4, block + (c + 2) * kb);
+        hn::StoreU(hn::Mul(hn::ConcatUpperUpper(d4, t3, t2), vscale), d4, block + (c + 3) * kb);
+      }
+    }
+#endif
+    for (; c < cols; ++c) {
+      for (size_t k = 0; k < 4; ++k) {
+        block[c * kb + k] = j + k < src.rows ? src(j + k, c) * scale : 0.0f;
+      }
+    }
   }
 }
 
@@ -455,7 +481,7 @@ HWY_INLINE void ForwardBlock(const internal::GradTask& task, float* HWY_RESTRICT
 // Packs K^T * scale and V for the forward.
 HWY_INLINE void PrepareForward(const internal::GradTask& task) {
   const internal::GradLayout& w = task.layout;
-  PackKeysTransposed(task.head.K, task.params.scale, w.kb, task.workspace + w.kt);
+  PackTransposed(task.head.K, task.params.scale, w.kb, task.workspace + w.kt);
   PackPadded(task.head.V, WholeVectors(task.head.V.rows), w.dv_p, task.workspace + w.vp);
 }
 
@@ -542,8 +568,9 @@ HWY_INLINE void BackwardTile(const internal::GradTask& task, float* HWY_RESTRICT
   }
   if (grads != TileGrads::kKeys) {
     // dQ rows [rows, dk_n] += dS [rows, cols] K_block [cols, dk_n].
-    Gemm<true>(rows, cols, dk_n, dp, kKeyBlock, 1, ws + w.kp + j0 * dk_p, dk_p,
-               ws + w.dqp + i0 * dk_p, dk_p);
+    float* HWY_RESTRICT dq_rows = w.q_in_place ? task.dQ.Row(i0) : ws + w.dqp + i0 * dk_p;
+    Gemm<true>(rows, cols, dk_n, dp, kKeyBlock, 1, ws + w.kp + j0 * dk_p, dk_p, dq_rows,
+               w.q_in_place ? task.dQ.stride : dk_p);
   }
 }
 
@@ -585,31 +612,40 @@ HWY_INLINE void BackwardQueryBlock(const internal::GradTask& task, float* HWY_RE
 }
 
 // Packs K^T * scale, V^T, K, and Q and dO unless read in place, for the
-// backward, clears the dQ accumulator and computes D = rowsum(dO * O).
+// backward, clears dQ (or its accumulator) and computes D = rowsum(dO * O).
 HWY_INLINE void PrepareBackward(const internal::GradTask& task) {
   const internal::HeadTask& t = task.head;
   const internal::GradLayout& w = task.layout;
   float* ws = task.workspace;
   const size_t T_q = t.Q.rows, T_k = t.K.rows, d_v = t.V.cols;
   const size_t keys = WholeVectors(T_k);  // the keys the GEMMs read
-  PackKeysTransposed(t.K, task.params.scale, w.kb, ws + w.kt);
-  for (size_t j = 0; j < keys; ++j) {  // V^T in key blocks [d_v, kb]
-    float* HWY_RESTRICT col = ws + w.vt + j / w.kb * d_v * w.kb + j % w.kb;
-    for (size_t c = 0; c < d_v; ++c) col[c * w.kb] = j < T_k ? t.V(j, c) : 0.0f;
-  }
+  PackTransposed(t.K, task.params.scale, w.kb, ws + w.kt);
+  PackTransposed(t.V, 1.0f, w.kb, ws + w.vt);
   PackPadded(t.K, keys, w.dk_p, ws + w.kp);
   if (!w.q_in_place) PackPadded(t.Q, T_q, w.dk_p, ws + w.qp);
   if (!w.do_in_place) PackPadded(task.dO, T_q, w.dv_p, ws + w.dop);
-  std::fill(ws + w.dqp, ws + w.dqp + T_q * w.dk_p, 0.0f);
+  if (w.q_in_place) {
+    for (size_t i = 0; i < T_q; ++i) std::fill(task.dQ.Row(i), task.dQ.Row(i) + t.Q.cols, 0.0f);
+  } else {
+    std::fill(ws + w.dqp, ws + w.dqp + T_q * w.dk_p, 0.0f);
+  }
   for (size_t i = 0; i < T_q; ++i) {
-    double D = 0.0;
-    for (size_t c = 0; c < d_v; ++c) D += static_cast<double>(task.dO(i, c)) * t.out(i, c);
-    ws[w.D + i] = static_cast<float>(D);
+    // In float64, in four sums: one chain of adds would wait on each add.
+    const float* HWY_RESTRICT g = task.dO.Row(i);
+    const float* HWY_RESTRICT o = t.out.Row(i);
+    double D[4] = {0.0, 0.0, 0.0, 0.0};
+    size_t c = 0;
+    for (; c + 4 <= d_v; c += 4) {
+      for (size_t k = 0; k < 4; ++k) D[k] += static_cast<double>(g[c + k]) * o[c + k];
+    }
+    for (; c < d_v; ++c) D[0] += static_cast<double>(g[c]) * o[c];
+    ws[w.D + i] = static_cast<float>((D[0] + D[1]) + (D[2] + D[3]));
   }
 }
 
-// dQ rows out of the accumulator.
+// dQ rows out of the accumulator (unless summed in place).
 HWY_INLINE void WriteQueryGradients(const internal::GradTask& task) {
+  if (task.layout.q_in_place) return;
   const float* dq = task.workspace + task.layout.dqp;
   const size_t dk_p = task.layout.dk_p, d_k = task.head.Q.cols;
   for (size_t i = 0; i < task.head.Q.rows; ++i) {
