@@ -55,7 +55,14 @@ export const scaleScene: Scene = {
     const tr = ctx.trace;
     const i = selectedQuery(ctx);
     const labels = tokenLabels(ctx.item);
-    const cell = fitCell(2 * T + 4, T, ctx, 220, 170);
+    // The gap between the matrices holds "× scale" at the .op font (22 px,
+    // ~13 px a character): at small cells it sets the gap, and the cells
+    // are fitted to what is left.
+    const factor = `× ${fmt(tr.scale, 3)}`;
+    const labelGap = factor.length * 13 + 16;
+    let cell = fitCell(2 * T + 4, T, ctx, 220, 170);
+    if (cell * 3 + 30 < labelGap) cell = fitCell(2 * T + 1, T, ctx, 190 + labelGap, 170);
+    const gap = Math.max(cell * 3 + 30, labelGap);
     const top = commonTop(cell, labels);
     const m = Math.max(maxAbs(tr.rawScores.data), 1e-6);
     const color = diverging(m);
@@ -75,9 +82,8 @@ export const scaleScene: Scene = {
       colAxis: "key j",
       tip: (r, c, v) => `q${sub(r)} · k${sub(c)} = <b>${fmt(v, 4)}</b>`,
     });
-    let x = A.width + cell * 0.4;
-    op(g, x + cell * 1.2, A.gy + (T * cell) / 2, `× ${fmt(tr.scale, 3)}`);
-    x += cell * 2.6 + 30;
+    const x = A.width + gap;
+    op(g, A.width + gap / 2, A.gy + (T * cell) / 2, factor);
     const B = drawMatrix(g, {
       minTop: top,
       id: "scaled",
