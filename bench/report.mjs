@@ -947,7 +947,7 @@ console.log(md);
     bmd += `| small calls, wall-clock µs per call (median of ${small.rounds} interleaved rounds of ~2 ms batches) | ${small.sizes.map((s) => `d=${s.d} T=${s.T}`).join(" | ")} |\n|---|${small.sizes.map(() => "---:").join("|")}|\n`;
     for (const name of Object.keys(small.sizes[0].us))
       bmd += `| ${name} | ${small.sizes.map((s) => num(s.us[name])).join(" | ")} |\n`;
-    bmd += `| backward / attention | ${small.sizes.map((s) => `${s.ratio.toFixed(2)}×`).join(" | ")} |\n\n`;
+    bmd += `| backward / attention (median of the rounds' ratios) | ${small.sizes.map((s) => `${s.ratio.toFixed(2)}×`).join(" | ")} |\n\n`;
   } else if (small?.error)
     targets.push(
       `| wasm backward / forward at T = 4..64 | ≤ 2× | not measured (${small.error}) | – |`,

@@ -269,9 +269,10 @@ async function big(T) {
 }
 
 // Small calls: microseconds per call of the forward, the forward for training
-// and the backward with saved, interleaved ~2 ms batches, median of rounds.
+// and the backward with saved, interleaved ~2 ms batches, median of rounds;
+// the backward over the forward is the median of the rounds' ratios.
 function smallCalls(ak) {
-  const rounds = quick ? 9 : 21,
+  const rounds = quick ? 9 : 31,
     out = [];
   for (const d of [8, 64]) {
     for (const T of SMALL_T) {
@@ -304,7 +305,13 @@ function smallCalls(ak) {
         }
       }
       const us = Object.fromEntries(active.map((a) => [a.name, median(a.times)]));
-      out.push({ d, T, us, ratio: us["attentionBackward (saved)"] / us.attention });
+      // The ratio pairs each round's backward with the same round's forward:
+      // the host's speed drifts between rounds by more than the calls differ.
+      const times = Object.fromEntries(active.map((a) => [a.name, a.times]));
+      const ratio = median(
+        times["attentionBackward (saved)"].map((t, r) => t / times.attention[r]),
+      );
+      out.push({ d, T, us, ratio });
       console.error(
         `small calls d=${d} T=${T}: ` +
           Object.entries(us)
