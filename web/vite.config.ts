@@ -1,7 +1,8 @@
 // Builds the static page into web/dist (relative paths: any static host can serve it).
 // "attnkit" resolves to the repository root, i.e. through package.json "exports",
 // exactly as an npm user's bundler resolves the published package.
-// ATTNKIT_PKG may point at another package folder (e.g. an unpacked `npm pack` tarball).
+// ATTNKIT_PKG may point at another package folder (e.g. an unpacked `npm pack` tarball);
+// ATTNKIT_WEB_DIST at another output folder (parallel builds of work in progress).
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vite";
@@ -15,7 +16,7 @@ export default defineConfig({
     alias: { attnkit: process.env.ATTNKIT_PKG ?? path.resolve(here, "..") },
   },
   build: {
-    outDir: path.resolve(here, "dist"),
+    outDir: process.env.ATTNKIT_WEB_DIST ?? path.resolve(here, "dist"),
     emptyOutDir: true,
     target: "es2022",
     chunkSizeWarningLimit: 1024,

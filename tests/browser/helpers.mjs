@@ -17,7 +17,8 @@ import { serve } from "./server.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const root = path.resolve(here, "../..");
-export const dist = path.join(root, "web/dist");
+// ATTNKIT_WEB_DIST: the page built elsewhere (vite.config.ts reads the same variable).
+export const dist = process.env.ATTNKIT_WEB_DIST ?? path.join(root, "web/dist");
 export const shots = path.join(root, "tests/artifacts/screenshots");
 
 // Debian's Chromium, headless, with nothing that reaches the network.
