@@ -418,6 +418,13 @@ TEST_CASE("ONNX masks, offsets and extras: every bad shape names its parameter",
     CHECK_ERROR(call(o, none),
                 Err(ErrorCode::kInvalidArgument).Name("causal_offsets").Num(2).Num(3));
     o.causal_offsets.clear();
+    // One offset without kUpperLeft would be ignored: refused, naming it.
+    o.causal_alignment = CausalAlignment::kLowerRight;
+    o.causal_offset = 2;
+    CHECK_ERROR(call(o, none), Err(ErrorCode::kInvalidArgument).Name("causal_offset").Num(2));
+    o.causal_alignment = CausalAlignment::kUpperLeft;
+    REQUIRE_OK(call(o, none));
+    o.causal_offset = 0;
     o.causal_alignment = static_cast<CausalAlignment>(7);
     CHECK_ERROR(call(o, none), Err(ErrorCode::kInvalidArgument).Name("causal_alignment").Num(7));
     const TestMatrix q(3, 4), k(5, 4), v(5, 4);

@@ -53,7 +53,7 @@ struct AttentionOptions {
   // with i + offset < 0 sees no key (all-zero output).
   bool causal = false;
   CausalAlignment causal_alignment = CausalAlignment::kLowerRight;
-  // The offset of kUpperLeft alignment; any value (ignored by kLowerRight).
+  // The offset of kUpperLeft alignment; any value there, 0 with kLowerRight.
   int64_t causal_offset = 0;
   // kUpperLeft only: one offset per batch item (overrides causal_offset).
   // Only for the batched (multi-head) operations.

@@ -60,6 +60,12 @@ class FloatBuffer {
   // As Allocate, without zeroing: for workspaces whose every float is written
   // before it is read, where zeroing would be most of a small call's cost.
   bool AllocateUninitialized(size_t n) {
+    // n * sizeof(float) wraps past 2^32 bytes in wasm32's size_t: refuse, as calloc does.
+    if (n > SIZE_MAX / sizeof(float)) {
+      data_.reset();
+      size_ = 0;
+      return false;
+    }
     data_.reset(n ? static_cast<float*>(std::malloc(n * sizeof(float))) : nullptr);
     size_ = data_ ? n : 0;
     return data_ != nullptr || n == 0;

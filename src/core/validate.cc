@@ -261,6 +261,12 @@ Status CheckOptions(const AttentionOptions& o, size_t T_q, size_t T_k, bool batc
                   "expected kLowerRight (0) or kUpperLeft (1), got " +
                       std::to_string(static_cast<int>(o.causal_alignment)));
   }
+  if (o.causal_offset != 0 && o.causal_alignment != CausalAlignment::kUpperLeft) {
+    return Status(ErrorCode::kInvalidArgument, "causal_offset",
+                  "expected 0 with causal_alignment kLowerRight (the offset moves the kUpperLeft "
+                  "frontier: set causal_alignment = kUpperLeft), got " +
+                      std::to_string(o.causal_offset));
+  }
   if (!o.causal_offsets.empty()) {
     if (!batched) {
       return Status(ErrorCode::kInvalidArgument, "causal_offsets",
