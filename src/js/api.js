@@ -245,7 +245,7 @@ function kernelMethods(mem) {
       }
       const [h, T, d] = t.shape;
       return mem.run(
-        [{ data: t.data, rows: h * T, cols: d }],
+        [{ name: t.name, data: t.data, rows: h * T, cols: d }],
         [{ rows: T, cols: h * d }],
         (hv, ov) => M.mergeHeads(mem.args(hv, h, ov)),
       )[0];
@@ -259,16 +259,16 @@ function multiHeadAttention(mem, X, weights, config, options) {
   const mats = weightMats(weights, true);
   const heads = checkConfig(config);
   const r = asBatchRows("X", x);
-  const xm = { data: x.data, rows: r.batch * r.seq, cols: r.cols };
+  const xm = { name: x.name, data: x.data, rows: r.batch * r.seq, cols: r.cols };
   const dOut = headsOut(heads, r.cols, mats[3], 0);
+  const shape = x.shape.length === 3 ? [r.batch, r.seq, dOut] : [r.seq, dOut];
   const [out] = mem.runWithOptions(
     [xm, ...mats],
     options,
-    [{ rows: xm.rows, cols: dOut }],
+    [{ rows: xm.rows, cols: dOut, shape }],
     ([xv, wq, wk, wv, wo], o, [ov]) =>
       mem.M.multiHeadAttention(mem.args(xv, r.batch, wq, wk, wv, wo, headWords(heads), ov, o)),
   );
-  const shape = x.shape.length === 3 ? [r.batch, r.seq, dOut] : [r.seq, dOut];
   return { data: out.data, shape };
 }
 
@@ -289,14 +289,16 @@ function multiHeadAttentionQKV(mem, Q, K, V, config, options) {
   // bhsd results are transposed after the call, then written into options.out.
   const into = layout === "bhsd" ? options?.out : undefined;
   if (into && into.length !== qm.rows * dOut) {
-    const expected = `a Float32Array of ${count(qm.rows * dOut, "value")} (the result)`;
+    const shape = `[${batch}, ${heads.numHeads}, ${seqQ}, ${dV}]`;
+    const expected = `a Float32Array of ${count(qm.rows * dOut, "value")} (the result ${shape})`;
     throw rangeError("options.out", expected, `${into.length}`, "shape_mismatch");
   }
   const runOptions = options && { ...options, out: into ? undefined : options.out };
+  const shape = q.shape.length === 3 ? [batch, seqQ, dOut] : [seqQ, dOut];
   const [out, ...more] = mem.runWithOptions(
     [qm, km, vm, ...extras.inputs],
     runOptions,
-    [{ rows: qm.rows, cols: dOut }, ...extras.outputs],
+    [{ rows: qm.rows, cols: dOut, shape }, ...extras.outputs],
     ([qv, kv, vv, pk = NONE, pv = NONE], o, [ov, ...rest]) => {
       const [presentK, presentV] = extras.present ? rest : [NONE, NONE];
       const scores = extras.stage ? rest[rest.length - 1] : NONE;
@@ -324,7 +326,7 @@ function multiHeadAttentionQKV(mem, Q, K, V, config, options) {
     if (into) into.set(data);
     result = { data: into ?? data, shape: [batch, heads.numHeads, seqQ, dV] };
   } else {
-    result = { data: out.data, shape: q.shape.length === 3 ? [batch, seqQ, dOut] : [seqQ, dOut] };
+    result = { data: out.data, shape };
   }
   const kvh = heads.numKvHeads || heads.numHeads;
   if (extras.present) {

@@ -72,6 +72,19 @@ export function checkOptions(options, extraKeys = [], outKeys = null) {
   if (offset !== undefined && !(Number.isInteger(offset) && Math.abs(offset) < 2 ** 31)) {
     throw rangeError("options.causalOffset", "an integer (may be negative)", describe(offset));
   }
+  // An offset moves the upper-left frontier only: without that alignment it
+  // would be ignored, so it is refused with what to add.
+  for (const key of ["causalOffset", "causalOffsets"]) {
+    const given = options[key];
+    if (given === undefined || alignment === "upperLeft") continue;
+    if (key === "causalOffset" && given === 0) continue;
+    throw rangeError(
+      `options.${key}`,
+      `causalAlignment: "upperLeft" beside it (${key} moves the upper-left frontier, key j <= i + offset; ` +
+        `the default "lowerRight" alignment has no offset)`,
+      alignment === undefined ? "no causalAlignment" : `causalAlignment ${describe(alignment)}`,
+    );
+  }
   if (outKeys) {
     checkGradientOut(options.out, outKeys);
   } else if (options.out !== undefined && !(options.out instanceof Float32Array)) {
@@ -329,7 +342,7 @@ function pastInputs(o, batch, kvh) {
       );
     }
     past = T;
-    inputs.push({ data: t.data, rows: b * h * T, cols: d });
+    inputs.push({ name: t.name, data: t.data, rows: b * h * T, cols: d });
   }
   return { inputs, past };
 }
@@ -388,9 +401,9 @@ export function qkvRows(layout, q, k, v, heads) {
     if (rv.batch !== rq.batch)
       throw mismatch("V.shape[0]", `batch = ${rq.batch} (as Q)`, `${rv.batch}`);
     return {
-      qm: { data: q.data, rows: rq.batch * rq.seq, cols: rq.cols },
-      km: { data: k.data, rows: rk.batch * rk.seq, cols: rk.cols },
-      vm: { data: v.data, rows: rv.batch * rv.seq, cols: rv.cols },
+      qm: { name: q.name, data: q.data, rows: rq.batch * rq.seq, cols: rq.cols },
+      km: { name: k.name, data: k.data, rows: rk.batch * rk.seq, cols: rk.cols },
+      vm: { name: v.name, data: v.data, rows: rv.batch * rv.seq, cols: rv.cols },
       batch: rq.batch,
       seqQ: rq.seq,
     };

@@ -54,6 +54,27 @@ export function checkKeys(name, object, valid, noun = "key") {
   }
 }
 
+// The fields a matrix or tensor object is read by.
+const DATA_KEYS = ["data", "rows", "cols", "shape"];
+
+/**
+ * A matrix or tensor object's other fields are ignored (a result's presentKey,
+ * a caller's name), but one a letter or two from a field it is read by
+ * ({ col }, { shap }) is a typo that would drop what it meant: refused.
+ */
+function checkDataTypos(name, object, valid) {
+  for (const key of Object.keys(object)) {
+    if (DATA_KEYS.includes(key)) continue;
+    const near = closestKey(key, valid);
+    if (near && editDistance(key.toLowerCase(), near.toLowerCase()) <= 2) {
+      throw new AttnkitError(
+        `${name}.${key}: expected one of ${valid.join(", ")} (did you mean ${near}?), got an unknown key`,
+        { parameter: `${name}.${key}` },
+      );
+    }
+  }
+}
+
 /** "1 value", "3 values". */
 export function count(n, noun) {
   return `${n} ${noun}${n === 1 ? "" : "s"}`;
@@ -219,7 +240,10 @@ export function loaderVariant(options, env) {
 export function checkCount(name, value, { allowZero = false } = {}) {
   if (typeof value !== "number")
     throw typeError(name, allowZero ? "a non-negative integer" : "a positive integer", value);
-  if (!Number.isInteger(value) || value < (allowZero ? 0 : 1) || value > MAX_DIM) {
+  if (Number.isInteger(value) && value > MAX_DIM) {
+    throw rangeError(name, `at most 2^31 - 1 = ${MAX_DIM}`, describe(value), "overflow");
+  }
+  if (!Number.isInteger(value) || value < (allowZero ? 0 : 1)) {
     throw rangeError(
       name,
       allowZero ? "a non-negative integer" : "a positive integer",
@@ -241,13 +265,16 @@ function toFloat32(name, data, length) {
   return out;
 }
 
+// A DataView is a view without elements: not array-like.
 function isArrayLike(v) {
-  return Array.isArray(v) || ArrayBuffer.isView(v);
+  return Array.isArray(v) || (ArrayBuffer.isView(v) && !(v instanceof DataView));
 }
 
 /**
  * {data: Float32Array, rows, cols} from a Matrix-like or nested rows. `name` is
- * used in messages ("X", "weights.W_Q").
+ * used in messages ("X", "weights.W_Q"). A matrix or tensor object may carry
+ * other fields (a result's presentKey, a caller's name): only data and its
+ * shape are read, so results go back in as inputs.
  */
 export function toMatrix(name, value) {
   if (Array.isArray(value)) {
@@ -275,10 +302,10 @@ export function toMatrix(name, value) {
         data[r * cols + c] = v;
       }
     }
-    return { data, rows, cols };
+    return { name, data, rows, cols };
   }
   if (isObject(value) && "data" in value && "rows" in value && "cols" in value) {
-    checkKeys(name, value, ["data", "rows", "cols"]);
+    checkDataTypos(name, value, ["data", "rows", "cols"]);
     const rows = checkCount(`${name}.rows`, value.rows);
     const cols = checkCount(`${name}.cols`, value.cols);
     checkElements(name, rows, cols);
@@ -293,7 +320,7 @@ export function toMatrix(name, value) {
         "shape_mismatch",
       );
     }
-    return { data: toFloat32(`${name}.data`, data, data.length), rows, cols };
+    return { name, data: toFloat32(`${name}.data`, data, data.length), rows, cols };
   }
   if (isObject(value) && "data" in value && "shape" in value) {
     const t = toTensor(name, value);
@@ -304,7 +331,7 @@ export function toMatrix(name, value) {
         `[${t.shape.join(", ")}]`,
         "shape_mismatch",
       );
-    return { data: t.data, rows: t.shape[0], cols: t.shape[1] };
+    return { name: t.name, data: t.data, rows: t.shape[0], cols: t.shape[1] };
   }
   throw typeError(name, "a matrix {data, rows, cols} or an array of rows", value);
 }
@@ -312,7 +339,7 @@ export function toMatrix(name, value) {
 /** {data: Float32Array, shape: number[]} from a Tensor-like or Matrix-like. */
 export function toTensor(name, value) {
   if (isObject(value) && !Array.isArray(value) && "shape" in value && "data" in value) {
-    checkKeys(name, value, ["data", "shape"]);
+    checkDataTypos(name, value, ["data", "shape"]);
     if (!isArrayLike(value.shape))
       throw typeError(`${name}.shape`, "an array of sizes", value.shape);
     const shape = Array.from(value.shape, (d, i) => checkCount(`${name}.shape[${i}]`, d));
@@ -338,10 +365,10 @@ export function toTensor(name, value) {
         "shape_mismatch",
       );
     }
-    return { data: toFloat32(`${name}.data`, data, size), shape };
+    return { name, data: toFloat32(`${name}.data`, data, size), shape };
   }
   const m = toMatrix(name, value);
-  return { data: m.data, shape: [m.rows, m.cols] };
+  return { name, data: m.data, shape: [m.rows, m.cols] };
 }
 
 /** A boolean mask as {data: Uint8Array, rows, cols}. */
@@ -365,7 +392,7 @@ export function toMask(name, value) {
       return row[c];
     };
   } else if (isObject(value) && "data" in value && "rows" in value && "cols" in value) {
-    checkKeys(name, value, ["data", "rows", "cols"]);
+    checkDataTypos(name, value, ["data", "rows", "cols"]);
     rows = checkCount(`${name}.rows`, value.rows);
     cols = checkCount(`${name}.cols`, value.cols);
     checkElements(name, rows, cols);
@@ -379,7 +406,7 @@ export function toMask(name, value) {
         "shape_mismatch",
       );
     }
-    if (value.data instanceof Uint8Array) return { data: value.data, rows, cols };
+    if (value.data instanceof Uint8Array) return { name, data: value.data, rows, cols };
     get = (r, c) => value.data[r * cols + c];
   } else {
     throw typeError(name, "a boolean mask {data, rows, cols} or an array of rows", value);
@@ -393,7 +420,7 @@ export function toMask(name, value) {
       data[r * cols + c] = v ? 1 : 0;
     }
   }
-  return { data, rows, cols };
+  return { name, data, rows, cols };
 }
 
 /**
@@ -425,7 +452,7 @@ export function transposeHeads(data, B, H, S, D, inverse = false) {
  */
 export function toMaskTensor(name, value, bool) {
   if (isObject(value) && !Array.isArray(value) && "shape" in value) {
-    checkKeys(name, value, ["data", "shape"]);
+    checkDataTypos(name, value, ["data", "shape"]);
     if (!isArrayLike(value.shape))
       throw typeError(`${name}.shape`, "an array of sizes", value.shape);
     const shape = Array.from(value.shape, (d, i) => checkCount(`${name}.shape[${i}]`, d));

@@ -53,7 +53,7 @@ function outputRows(name, value, layout, batch, h, seqQ, dV) {
     const expected = `[${batch}, ${seqQ}, ${h * dV}] (as the output)`;
     throw mismatch(`${name}.shape`, expected, shape);
   }
-  return { data: t.data, rows: r.batch * r.seq, cols: r.cols };
+  return { name: t.name, data: t.data, rows: r.batch * r.seq, cols: r.cols };
 }
 
 /** options.out[name] of a bhsd call, checked (written after the call's transposition). */
@@ -188,8 +188,14 @@ export function gradientMethods(mem) {
       const saved = savedInputs(options, (name, value) => {
         if (name === "options.saved.out")
           return outputRows(name, value, layout, batch, h, seqQ, dV);
+        // The forward for training's lse: [batch, numHeads, T_q], as it returned it.
         const t = toTensor(name, value);
-        return { data: t.data, rows: t.data.length, cols: 1 };
+        const want = [batch, h, seqQ];
+        if (t.data.length !== batch * h * seqQ) {
+          const given = `shape [${t.shape.join(", ")}]`;
+          throw mismatch(name, `shape [${want.join(", ")}] (batch, numHeads, T_q)`, given);
+        }
+        return { name: t.name, data: t.data, rows: t.data.length, cols: 1 };
       });
       const bhsd = layout === "bhsd";
       const outputs = gradientOutputs(bhsd ? {} : options, [
@@ -229,7 +235,7 @@ export function gradientMethods(mem) {
       const mats = weightMats(weights, true);
       const heads = checkConfig(config);
       const r = asBatchRows("X", x);
-      const xm = { data: x.data, rows: r.batch * r.seq, cols: r.cols };
+      const xm = { name: x.name, data: x.data, rows: r.batch * r.seq, cols: r.cols };
       const dOut = headsOut(heads, r.cols, mats[3], 0);
       const d = toTensor("dO", dO);
       const rd = asBatchRows("dO", d);
@@ -238,7 +244,7 @@ export function gradientMethods(mem) {
           x.shape.length === 3 ? `[${r.batch}, ${r.seq}, ${dOut}]` : `[${r.seq}, ${dOut}]`;
         throw mismatch("dO.shape", `${expected} (as the output)`, `[${d.shape.join(", ")}]`);
       }
-      const dm = { data: d.data, rows: rd.batch * rd.seq, cols: rd.cols };
+      const dm = { name: d.name, data: d.data, rows: rd.batch * rd.seq, cols: rd.cols };
       const wo = mats[3];
       const outputs = gradientOutputs(options, [
         { name: "dX", rows: xm.rows, cols: xm.cols, blame: "X" },

@@ -3,7 +3,7 @@
 // block of 32-bit words (read by Args in src/bindings/bindings.cc), outputs are
 // copied out into JS-owned Float32Arrays, and a non-zero status becomes an
 // AttnkitError named from the core Status's parameter.
-import { AttnkitError, rangeError } from "./errors.js";
+import { AttnkitError, jsDetail, rangeError } from "./errors.js";
 import { checkElements, count } from "./convert.js";
 import { optionInputs } from "./arguments.js";
 
@@ -45,6 +45,10 @@ export const NONE = { ptr: 0, rows: 0, cols: 0 };
 // The scratch block is given back after a call that grew it past this, so that
 // one large call does not keep its memory from later calls (KV caches).
 const SCRATCH_KEEP_BYTES = 16 << 20;
+// The most a call may lay out: wasm memory grows to 2 GiB at most (Emscripten's
+// default maximum). Sizes are summed as JS numbers, exact far past 2^32, and
+// checked against it before _malloc, whose 32-bit size would wrap.
+const MAX_CALL_BYTES = 2 ** 31;
 // The argument block at the start of every call's scratch (32-bit words).
 const ARG_BYTES = 512;
 const FLOAT = new Float32Array(1);
@@ -112,24 +116,26 @@ export class Marshal {
   // `blame` names the input a failure to allocate is reported against.
   reserve(bytes, blame) {
     if (bytes <= this.scratchBytes) return this.scratch;
-    const size = Math.max(bytes, Math.min(2 * this.scratchBytes, SCRATCH_KEEP_BYTES), 1 << 16);
-    this.release();
-    this.scratch = this.M._malloc(size);
-    if (!this.scratch) {
-      throw rangeError(
+    const tooLarge = () =>
+      rangeError(
         blame,
-        `inputs and result that fit in wasm memory (at most 2 GiB in all)`,
+        "inputs and results that fit in wasm memory together (at most 2 GiB in all)",
         `${bytes} bytes`,
         "overflow",
       );
-    }
+    if (bytes > MAX_CALL_BYTES) throw tooLarge();
+    const size = Math.max(bytes, Math.min(2 * this.scratchBytes, SCRATCH_KEEP_BYTES), 1 << 16);
+    this.release();
+    this.scratch = this.M._malloc(size);
+    if (!this.scratch) throw tooLarge();
     this.scratchBytes = size;
     return this.scratch;
   }
 
   /**
    * Lays out inputs ({data, rows, cols} with Float32Array or Uint8Array data, or
-   * a Uint32Array / Int32Array) and outputs ({rows, cols, into?}) in the scratch
+   * a Uint32Array / Int32Array) and outputs ({rows, cols, into?, shape?: the
+   * result's shape as the caller gets it, for messages}) in the scratch
    * block, copies the inputs in, runs fn(views...) and returns the outputs as
    * Matrices (written into `into` when given). Sizes are checked before any
    * memory is taken. `names` renames core parameters for this call's errors.
@@ -138,40 +144,49 @@ export class Marshal {
     const M = this.M;
     const offsets = [];
     let bytes = ARG_BYTES; // the argument block first (see args())
+    // The input or result whose bytes take the call past what wasm memory holds.
+    let blame = "";
+    const add = (n, name) => {
+      bytes += align16(n);
+      if (!blame && bytes > MAX_CALL_BYTES) blame = name;
+    };
     for (const x of inputs) {
       offsets.push(bytes);
-      if (x) bytes += align16((x.data ?? x).byteLength);
+      if (x) add((x.data ?? x).byteLength, x.name ?? "input");
     }
+    // A result is sized by the first input (Q or X) unless it names another.
+    const first = inputs.find((x) => x?.name)?.name ?? "output";
     for (const o of outputs) {
-      checkElements(o.blame ?? "output", o.rows, o.cols, o.what ?? " in the result");
+      checkElements(o.blame ?? first, o.rows, o.cols, o.what ?? " in the result");
       if (o.into && o.into.length !== o.rows * o.cols) {
+        const shape = o.shape ?? [o.rows, o.cols];
         throw rangeError(
           "options.out",
-          `a Float32Array of ${count(o.rows * o.cols, "value")} (the result [${o.rows}, ${o.cols}])`,
+          `a Float32Array of ${count(o.rows * o.cols, "value")} (the result [${shape.join(", ")}])`,
           `${o.into.length}`,
           "shape_mismatch",
         );
       }
       offsets.push(bytes);
-      bytes += align16(o.rows * o.cols * 4);
+      add(o.rows * o.cols * 4, o.blame ?? first);
     }
-    const base = this.reserve(bytes, inputs.find((x) => x?.name)?.name ?? "input");
+    const base = this.reserve(bytes, blame || first);
     this.argsAt = base;
     const views = [];
-    inputs.forEach((x, i) => {
-      if (!x) return views.push(NONE);
-      const ptr = base + offsets[i];
-      const data = x.data ?? x;
-      if (data instanceof Float32Array) M.HEAPF32.set(data, ptr >> 2);
-      else if (data instanceof Uint32Array) M.HEAPU32.set(data, ptr >> 2);
-      else if (data instanceof Int32Array) M.HEAP32.set(data, ptr >> 2);
-      else M.HEAPU8.set(data, ptr); // a boolean mask
-      views.push(x.data ? { ptr, rows: x.rows, cols: x.cols } : { ptr, count: data.length });
-    });
-    outputs.forEach((o, i) =>
-      views.push({ ptr: base + offsets[inputs.length + i], rows: o.rows, cols: o.cols }),
-    );
     try {
+      inputs.forEach((x, i) => {
+        if (!x) return views.push(NONE);
+        const ptr = base + offsets[i];
+        const data = x.data ?? x;
+        if (data instanceof Float32Array) M.HEAPF32.set(data, ptr >> 2);
+        else if (data instanceof Uint32Array) M.HEAPU32.set(data, ptr >> 2);
+        else if (data instanceof Int32Array) M.HEAP32.set(data, ptr >> 2);
+        else M.HEAPU8.set(data, ptr); // a boolean mask
+        views.push(x.data ? { ptr, rows: x.rows, cols: x.cols } : { ptr, count: data.length });
+      });
+      outputs.forEach((o, i) =>
+        views.push({ ptr: base + offsets[inputs.length + i], rows: o.rows, cols: o.cols }),
+      );
       this.check(fn(...views), names);
       // Read HEAPF32 only now: the call may have grown memory.
       return outputs.map((o, i) => {
@@ -241,7 +256,7 @@ export class Marshal {
     const index = coreName.match(/\[\d+\]$/)?.[0] ?? "";
     const base = coreName.slice(0, coreName.length - index.length);
     const jsName = (names[base] ?? CORE_NAMES[base] ?? base) + index;
-    throw new AttnkitError(`${jsName}: ${this.M.lastErrorDetail()}`, {
+    throw new AttnkitError(`${jsName}: ${jsDetail(this.M.lastErrorDetail())}`, {
       code: CODES[code] ?? "invalid_argument",
       parameter: jsName,
     });

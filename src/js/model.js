@@ -3,7 +3,7 @@
 // and task generators are handles on objects in wasm memory (dispose() frees
 // them, like KVCache); every result is a JS-owned copy, and no call touches
 // the DOM, so all of it runs in a Web Worker.
-import { AttnkitError, describe, rangeError, typeError } from "./errors.js";
+import { AttnkitError, describe, jsDetail, rangeError, typeError } from "./errors.js";
 import { checkCount, checkKeys, isObject } from "./convert.js";
 
 const CODES = ["ok", "invalid_argument", "shape_mismatch", "non_finite", "overflow", "capacity"];
@@ -259,7 +259,7 @@ export function modelMethods(mem, module) {
     const code = M.modelLastErrorCode();
     const core = M.modelLastErrorParameter();
     const name = names[core] ?? core;
-    throw new AttnkitError(`${name}: ${M.modelLastErrorDetail()}`, {
+    throw new AttnkitError(`${name}: ${jsDetail(M.modelLastErrorDetail(), { model: true })}`, {
       code: CODES[code] ?? "invalid_argument",
       parameter: name,
     });
@@ -574,7 +574,7 @@ export function modelMethods(mem, module) {
   function failTask() {
     const core = M.modelLastErrorParameter();
     const name = core === "kind" ? "task.kind" : (CORE_NAMES[`task.${core}`] ?? `task.${core}`);
-    throw new AttnkitError(`${name}: ${M.modelLastErrorDetail()}`, {
+    throw new AttnkitError(`${name}: ${jsDetail(M.modelLastErrorDetail(), { model: true })}`, {
       code: CODES[M.modelLastErrorCode()] ?? "invalid_argument",
       parameter: name,
     });

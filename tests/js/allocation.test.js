@@ -29,7 +29,19 @@ for (const variant of VARIANTS) {
         `${label}: wasm heap in use grew from ${heap0} to ${heap} bytes`,
       );
     };
+    // One 1 GiB array whose views are the large inputs.
+    let big;
+    // An overflow AttnkitError naming one of the call's parameters, not "input".
+    const overflowOf = (names) => (e) => {
+      assert.ok(e instanceof AttnkitError, `an AttnkitError: ${e}`);
+      assert.equal(e.code, "overflow", e.message);
+      const name = e.parameter.replace(/\.(rows|cols|shape\[\d\])$/, "");
+      assert.ok(names.includes(name), `names one of ${names}: ${e.parameter}`);
+      assert.ok(e.message.startsWith(`${e.parameter}: expected `), e.message);
+      return true;
+    };
     before(async () => {
+      big = new Float32Array(2 ** 28);
       attn = await createAttnkit(variant.options);
       want = Array.from(attn.attention(Q, Q, [[1], [2]]).data);
       heap0 = attn.heapBytesInUse();
@@ -48,6 +60,45 @@ for (const variant of VARIANTS) {
           /memory/.test(e.message),
       );
       stillWorks("matmul");
+    });
+
+    it("a call past 4 GiB in all: an overflow naming an input, and the next call right", () => {
+      // Three inputs of 2^28 floats and a result as large: 4 GiB + the
+      // argument block, which a 32-bit size would wrap to a few bytes.
+      const M = { data: big, rows: 2 ** 22, cols: 64 };
+      const e = assert.throws(() => attn.attention(M, M, M), overflowOf(["Q", "K", "V"]));
+      assert.deepEqual(Array.from(attn.attention([[1]], [[1]], [[2]]).data), [2]);
+      stillWorks("attention past 4 GiB");
+      return e;
+    });
+
+    // Around 2^31 and 2^32 bytes of inputs and result: Q and the result
+    // [q, 1], K and V [k, 1], 8 (q + k) bytes. Every one is refused before
+    // memory is touched (past 4 GiB: the test above).
+    for (const [label, q, k] of [
+      ["2^31 - 8", 2 ** 27, 2 ** 27 - 1],
+      ["2^31", 2 ** 27, 2 ** 27],
+      ["2^31 + 8", 2 ** 27, 2 ** 27 + 1],
+      ["2^32 - 8", 2 ** 28, 2 ** 28 - 1],
+      ["2^32", 2 ** 28, 2 ** 28],
+    ]) {
+      it(`inputs and result of ${label} bytes`, () => {
+        const Q = { data: big.subarray(0, q), rows: q, cols: 1 };
+        const KV = { data: big.subarray(0, k), rows: k, cols: 1 };
+        assert.throws(() => attn.attention(Q, KV, KV), overflowOf(["Q", "K", "V"]));
+        stillWorks(label);
+      });
+    }
+
+    it("matrices of 2^30, 2^31 and 2^32 elements, as rows x cols and as shapes", () => {
+      for (const elements of [2 ** 30, 2 ** 31 - 1, 2 ** 31, 2 ** 31 + 1, 2 ** 32, 2 ** 32 + 1]) {
+        const cols = elements % 2 === 0 ? 2 : 1;
+        const byRows = { data: new Float32Array(1), rows: elements / cols, cols };
+        assert.throws(() => attn.attention(byRows, [[1]], [[1]]), overflowOf(["Q"]));
+        const byShape = { data: new Float32Array(1), shape: [elements / cols, cols] };
+        assert.throws(() => attn.attention([[1]], byShape, [[1]]), overflowOf(["K"]));
+      }
+      stillWorks("element counts");
     });
 
     it("a KV cache whose storage does not fit (2 x 1 GB)", () => {

@@ -87,11 +87,158 @@ function expectError(fn, { kind, code, parameter, says = [] }) {
       error.message.includes(s),
       `message ${JSON.stringify(error.message)} includes ${JSON.stringify(s)}`,
     );
+  assertJsWords(error.message, parameter);
   return error;
+}
+
+// The maths' dimension names a message may use; any other snake_case word,
+// C++ enum constant (kLowerRight) or C spelling of a float (nan, inf) is a
+// core name that a JS caller cannot write.
+const MATHS_WORDS = [
+  "d_model",
+  "T_q",
+  "T_k",
+  "T_past",
+  "T_new",
+  "T_total",
+  "W_Q",
+  "W_K",
+  "W_V",
+  "W_O",
+];
+function assertJsWords(message, parameter) {
+  const words =
+    message
+      .slice(parameter.length)
+      .match(/\b[A-Za-z]+_[A-Za-z_]+\b|\bk[A-Z][a-z]\w*\b|\b(nan|inf)\b|\(\d+, \d+\)/g) ?? [];
+  const core = words.filter((w) => !MATHS_WORDS.includes(w) && !/^(options|weights)\./.test(w));
+  assert.deepEqual(core, [], `message in the JS API's words: ${message}`);
 }
 
 // [label, (attn) => call, expectation]
 const CASES = [
+  // ---- messages in JS words, shapes as the caller wrote them
+  [
+    "causalOffset without upperLeft says what to add",
+    (a) => a.attention(Q, K, V, { causal: true, causalOffset: 1 }),
+    {
+      kind: "range",
+      code: "invalid_argument",
+      parameter: "options.causalOffset",
+      says: ['causalAlignment: "upperLeft"', "got no causalAlignment"],
+    },
+  ],
+  [
+    "causalOffsets with lowerRight says what to add",
+    (a) =>
+      a.multiHeadAttentionQKV(
+        t3(2, 3, 4),
+        t3(2, 3, 4),
+        t3(2, 3, 4),
+        { numHeads: 2 },
+        {
+          causal: true,
+          causalAlignment: "lowerRight",
+          causalOffsets: [0, 1],
+        },
+      ),
+    {
+      kind: "range",
+      code: "invalid_argument",
+      parameter: "options.causalOffsets",
+      says: ['causalAlignment: "upperLeft"', 'got causalAlignment string "lowerRight"'],
+    },
+  ],
+  [
+    "keyLengths on a single sequence points at options.keyLength",
+    (a) => a.attention(Q, K, V, { keyLengths: [2] }),
+    {
+      kind: "range",
+      code: "invalid_argument",
+      parameter: "options.keyLengths",
+      says: ["use options.keyLength"],
+    },
+  ],
+  [
+    "a mask's head extent in the mask's own terms",
+    (a) =>
+      a.multiHeadAttentionQKV(
+        t3(1, 3, 4),
+        t3(1, 3, 4),
+        t3(1, 3, 4),
+        { numHeads: 2 },
+        {
+          boolMask: { data: new Uint8Array(27).fill(1), shape: [3, 3, 3] },
+        },
+      ),
+    {
+      kind: "range",
+      code: "shape_mismatch",
+      parameter: "options.boolMask",
+      says: ["heads dimension of the mask's shape", "numHeads = 2", "got 3"],
+    },
+  ],
+  [
+    "NaN is spelled as JS spells it, with its row and column",
+    (a) => a.attention([[1], [NaN]], [[1]], [[1]]),
+    {
+      kind: "range",
+      code: "non_finite",
+      parameter: "Q",
+      says: ["got NaN at row 1, column 0"],
+    },
+  ],
+  [
+    "-Infinity in an input",
+    (a) => a.attention([[1]], [[-Infinity]], [[1]]),
+    { kind: "range", code: "non_finite", parameter: "K", says: ["got -Infinity at row 0"] },
+  ],
+  [
+    "the default dK of a head count that does not divide d_model mentions config.dK",
+    (a) =>
+      a.multiHeadAttention(t3(1, 3, 4), MH, {
+        numHeads: 3,
+      }),
+    {
+      kind: "range",
+      code: "invalid_argument",
+      parameter: "config.numHeads",
+      says: ["config.dK", "d_model = 4", "got 3"],
+    },
+  ],
+  [
+    "options.out of a multi-head result says the result's own shape",
+    (a) => a.multiHeadAttention(t3(2, 3, 4), MH, { numHeads: 2 }, { out: new Float32Array(5) }),
+    {
+      kind: "range",
+      code: "shape_mismatch",
+      parameter: "options.out",
+      says: ["(the result [2, 3, 4])", "got 5"],
+    },
+  ],
+  [
+    "saved.lse of the wrong shape is named in the caller's shape",
+    (a) =>
+      a.multiHeadAttentionQKVBackward(
+        t3(1, 3, 4),
+        t3(1, 3, 4),
+        t3(1, 3, 4),
+        { numHeads: 2 },
+        t3(1, 3, 4),
+        { saved: { out: t3(1, 3, 4), lse: { data: new Float32Array(3), shape: [3] } } },
+      ),
+    {
+      kind: "range",
+      code: "shape_mismatch",
+      parameter: "options.saved.lse",
+      says: ["shape [1, 2, 3] (batch, numHeads, T_q)", "got shape [3]"],
+    },
+  ],
+  [
+    "a DataView as data is a type error",
+    (a) => a.attention({ data: new DataView(new ArrayBuffer(4)), rows: 1, cols: 1 }, K, V),
+    { kind: "type", parameter: "Q.data", says: ["a Float32Array", "a DataView of 4 bytes"] },
+  ],
   // ---- wrong types
   [
     "string matrix",
@@ -631,7 +778,7 @@ const CASES = [
   [
     "K cols != Q cols",
     (a) => a.attention(Q, [[1, 0, 0, 0]], [[1]]),
-    { kind: "range", code: "shape_mismatch", parameter: "K", says: ["3 columns", "d_k", "got 4"] },
+    { kind: "range", code: "shape_mismatch", parameter: "K", says: ["3 columns", "dK", "got 4"] },
   ],
   [
     "V rows != K rows",
@@ -806,7 +953,7 @@ const CASES = [
       kind: "range",
       code: "invalid_argument",
       parameter: "config.numKvHeads",
-      says: ["a divisor of num_heads = 4", "got 3"],
+      says: ["a divisor of numHeads = 4", "got 3"],
     },
   ],
   [
@@ -820,7 +967,7 @@ const CASES = [
       kind: "range",
       code: "invalid_argument",
       parameter: "config.numKvHeads",
-      says: ["a divisor of num_heads = 2", "got 4"],
+      says: ["a divisor of numHeads = 2", "got 4"],
     },
   ],
 
@@ -832,7 +979,7 @@ const CASES = [
       kind: "range",
       code: "non_finite",
       parameter: "X",
-      says: ["finite values", "got nan at (0, 1)"],
+      says: ["finite values", "got NaN at row 0, column 1"],
     },
   ],
   [
@@ -851,7 +998,7 @@ const CASES = [
       kind: "range",
       code: "non_finite",
       parameter: "weights.W_Q",
-      says: ["finite values", "got inf at (1, 1)"],
+      says: ["finite values", "got Infinity at row 1, column 1"],
     },
   ],
   [
@@ -861,7 +1008,7 @@ const CASES = [
       kind: "range",
       code: "non_finite",
       parameter: "weights.W_O",
-      says: ["finite values", "got -inf at (3, 0)"],
+      says: ["finite values", "got -Infinity at row 3, column 0"],
     },
   ],
   [
@@ -871,7 +1018,7 @@ const CASES = [
       kind: "range",
       code: "non_finite",
       parameter: "Q",
-      says: ["finite values", "got nan at (0, 1)"],
+      says: ["finite values", "got NaN at row 0, column 1"],
     },
   ],
   [
@@ -881,7 +1028,7 @@ const CASES = [
       kind: "range",
       code: "non_finite",
       parameter: "V",
-      says: ["finite values", "got inf at (1, 0)"],
+      says: ["finite values", "got Infinity at row 1, column 0"],
     },
   ],
   [
@@ -891,7 +1038,7 @@ const CASES = [
       kind: "range",
       code: "non_finite",
       parameter: "Xkv",
-      says: ["finite values", "got nan at (0, 3)"],
+      says: ["finite values", "got NaN at row 0, column 3"],
     },
   ],
   [
@@ -907,7 +1054,7 @@ const CASES = [
       kind: "range",
       code: "non_finite",
       parameter: "options.additiveMask",
-      says: ["finite values or -inf", "got nan at (0, 1)"],
+      says: ["finite values or -Infinity", "got NaN at row 0, column 1"],
     },
   ],
   [
@@ -923,7 +1070,7 @@ const CASES = [
       kind: "range",
       code: "non_finite",
       parameter: "options.additiveMask",
-      says: ["finite values or -inf", "got inf at (1, 2)"],
+      says: ["finite values or -Infinity", "got Infinity at row 1, column 2"],
     },
   ],
   [
@@ -938,7 +1085,7 @@ const CASES = [
       kind: "range",
       code: "non_finite",
       parameter: "X",
-      says: ["finite values", "got nan at (1, 3)"],
+      says: ["finite values", "got NaN at row 1, column 3"],
     },
   ],
 
@@ -1239,7 +1386,7 @@ for (const variant of VARIANTS) {
             kind: "range",
             code: "non_finite",
             parameter: "K",
-            says: ["finite values", "got nan at (0, 1)"],
+            says: ["finite values", "got NaN at row 0, column 1"],
           },
         );
         expectError(() => cache.append("K", t3(2, 1, 2)), {

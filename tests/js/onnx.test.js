@@ -236,7 +236,7 @@ for (const variant of VARIANTS) {
         call({ additiveMask: { data: new Float32Array(3 * 3 * 3), shape: [1, 3, 3, 3] } }),
         "options.additiveMask",
         "shape_mismatch",
-        ["1 or num_heads = 2", "got 3"],
+        ["1 or numHeads = 2", "got 3"],
       );
       expect(
         call({ boolMask: { data: new Uint8Array(3 * 4), shape: [3, 4] } }),
