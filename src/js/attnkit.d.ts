@@ -7,16 +7,28 @@
  * V [T_k, d_v], scores and weights [T_q, T_k], output [T_q, d_v].
  */
 
+/**
+ * The arrays results hold: new arrays over an ArrayBuffer of their own (never a
+ * SharedArrayBuffer or wasm memory), so they go wherever an ArrayBuffer-backed
+ * view is asked for, such as `new Blob([r.data])` or `postMessage(m, [m.data.buffer])`.
+ * Written through the constructors' `of()` so that it is `Float32Array<ArrayBuffer>`
+ * where the lib's typed arrays are generic (TypeScript 5.7 and later) and plain
+ * `Float32Array` before.
+ */
+type Float32Data = ReturnType<Float32ArrayConstructor["of"]>;
+type Int32Data = ReturnType<Int32ArrayConstructor["of"]>;
+type Uint8Data = ReturnType<Uint8ArrayConstructor["of"]>;
+
 /** A row-major float32 matrix. */
 export interface Matrix {
-  data: Float32Array;
+  data: Float32Data;
   rows: number;
   cols: number;
 }
 
 /** A row-major float32 tensor of any rank (e.g. [batch, seq, heads * head_dim]). */
 export interface Tensor {
-  data: Float32Array;
+  data: Float32Data;
   shape: number[];
 }
 
@@ -41,11 +53,12 @@ export type NumberArray = readonly number[] | NumericTypedArray;
 
 /**
  * What functions accept as a matrix: a {@link Matrix} (data may also be another
- * {@link NumberArray}), or an Array of rows, each an Array of numbers or a typed
- * array, such as `[[1, 2], [3, 4]]`.
+ * {@link NumberArray}), a tensor of rank 2 `{ data, shape: [rows, cols] }`, or an
+ * Array of rows, each an Array of numbers or a typed array, such as `[[1, 2], [3, 4]]`.
  */
 export type MatrixLike =
   | { readonly data: NumberArray; readonly rows: number; readonly cols: number }
+  | { readonly data: NumberArray; readonly shape: readonly [number, number] }
   | readonly NumberArray[];
 
 /**
@@ -124,9 +137,9 @@ export interface AttentionOptions {
   /**
    * The result is written into this array, whose length must equal the result's
    * element count, and returned as the result's `data`: no allocation per call in
-   * hot loops.
+   * hot loops. A Float32Array over an ArrayBuffer, as every result's data is.
    */
-  out?: Float32Array;
+  out?: Float32Data;
 }
 
 /** Projection weights of one head: W_Q and W_K [d_model, d_k], W_V [d_model, d_v]. */
@@ -154,9 +167,9 @@ export interface HeadConfig {
   dV?: number;
 }
 
-/** Every intermediate of single-head attention, each with its shape. */
+/** Every intermediate of single-head attention, each with its shape (traceQKV). */
 export interface AttentionTrace {
-  /** [T, d_model]; absent for traceQKV. */
+  /** [T, d_model]; absent for traceQKV (see {@link SelfAttentionTrace}). */
   X?: Matrix;
   Q: Matrix;
   K: Matrix;
@@ -173,6 +186,12 @@ export interface AttentionTrace {
   output: Matrix;
   /** the scale that was applied */
   scale: number;
+}
+
+/** What trace() returns: every intermediate, the input X among them. */
+export interface SelfAttentionTrace extends AttentionTrace {
+  /** [T, d_model] */
+  X: Matrix;
 }
 
 /**
@@ -199,7 +218,7 @@ export interface AttentionBackwardOptions extends Omit<AttentionOptions, "out"> 
    */
   saved?: { readonly out: MatrixLike; readonly lse: MatrixLike };
   /** Arrays the gradients are written into (each of their element count) and returned as `data`. */
-  out?: { dQ?: Float32Array; dK?: Float32Array; dV?: Float32Array };
+  out?: { dQ?: Float32Data; dK?: Float32Data; dV?: Float32Data };
 }
 
 /**
@@ -248,6 +267,15 @@ export interface AttentionBackwardTrace {
   dW_V?: Matrix;
 }
 
+/** What traceBackward() returns: the traces with X, and the gradients of X and the projections. */
+export interface SelfAttentionBackwardTrace extends AttentionBackwardTrace {
+  forward: SelfAttentionTrace;
+  dX: Matrix;
+  dW_Q: Matrix;
+  dW_K: Matrix;
+  dW_V: Matrix;
+}
+
 /**
  * Layout of multi-head tensors: "bshd" = [batch, seq, heads*head_dim] (PyTorch
  * Linear output, ONNX MultiHeadAttention) or "bhsd" = [batch, heads, seq, head_dim]
@@ -268,25 +296,38 @@ export interface MultiHeadOptions extends AttentionOptions {
   pastValue?: TensorLike;
   /** Also return presentKey / presentValue: past followed by K / V, [batch, numKvHeads, T_total, d]. */
   present?: boolean;
-  /**
-   * Also return `scores` [batch, numHeads, T_q, T_total] at one stage: "raw" (Q K^T),
-   * "scaled" (times scale, then soft-capped: ONNX qk_matmul_output_mode 0/1), "masked"
-   * (plus masks, -Infinity where masked: mode 2) or "weights" (softmax: mode 3).
-   */
-  scores?: "raw" | "scaled" | "masked" | "weights";
+  /** Also return `scores` [batch, numHeads, T_q, T_total] at this stage. */
+  scores?: ScoreStage;
 }
 
-/** The result of multiHeadAttentionQKV: the output, and what the options asked for. */
+/**
+ * The stage of multiHeadAttentionQKV's `scores`: "raw" (Q K^T), "scaled" (times
+ * scale, then soft-capped: ONNX qk_matmul_output_mode 0/1), "masked" (plus masks,
+ * -Infinity where masked: mode 2) or "weights" (softmax: mode 3).
+ */
+export type ScoreStage = "raw" | "scaled" | "masked" | "weights";
+
+/**
+ * The result of multiHeadAttentionQKV: the output, and what the options asked
+ * for (non-optional in the result's type when the options say so literally:
+ * `present: true`, `scores: "weights"`).
+ */
 export interface MultiHeadQKVResult extends Tensor {
   presentKey?: Tensor;
   presentValue?: Tensor;
   scores?: Tensor;
 }
 
+/** The past keys and values followed by the new ones, as `present: true` returns them. */
+export interface PresentKeyValue {
+  presentKey: Tensor;
+  presentValue: Tensor;
+}
+
 /** Options of selfAttentionBackward: those of the forward. */
 export interface SelfAttentionBackwardOptions extends Omit<AttentionOptions, "out"> {
   /** Arrays the gradients are written into (each of their element count) and returned as `data`. */
-  out?: { dX?: Float32Array; dW_Q?: Float32Array; dW_K?: Float32Array; dW_V?: Float32Array };
+  out?: { dX?: Float32Data; dW_Q?: Float32Data; dW_K?: Float32Data; dW_V?: Float32Data };
 }
 
 /** Gradients of self-attention with one head: of X and of the projection weights. */
@@ -320,7 +361,7 @@ export interface MultiHeadQKVBackwardOptions extends Omit<MultiHeadTrainingOptio
   /** multiHeadAttentionQKVForTraining's result for the same inputs and options. */
   saved?: { readonly out: TensorLike; readonly lse: TensorLike };
   /** Arrays the gradients are written into (each of their element count) and returned as `data`. */
-  out?: { dQ?: Float32Array; dK?: Float32Array; dV?: Float32Array };
+  out?: { dQ?: Float32Data; dK?: Float32Data; dV?: Float32Data };
 }
 
 /** Gradients of multi-head attention on Q, K, V, each shaped as its input (same layout). */
@@ -335,11 +376,11 @@ export interface MultiHeadQKVGradients {
 export interface MultiHeadBackwardOptions extends Omit<AttentionOptions, "out"> {
   /** Arrays the gradients are written into (each of their element count) and returned as `data`. */
   out?: {
-    dX?: Float32Array;
-    dW_Q?: Float32Array;
-    dW_K?: Float32Array;
-    dW_V?: Float32Array;
-    dW_O?: Float32Array;
+    dX?: Float32Data;
+    dW_Q?: Float32Data;
+    dW_K?: Float32Data;
+    dW_V?: Float32Data;
+    dW_O?: Float32Data;
   };
 }
 
@@ -353,6 +394,11 @@ export interface MultiHeadGradients {
   dW_V: Matrix;
   /** Only when weights.W_O was given. */
   dW_O?: Matrix;
+}
+
+/** multiHeadAttentionBackward's gradients when weights.W_O was given. */
+export interface MultiHeadGradientsWithOutput extends MultiHeadGradients {
+  dW_O: Matrix;
 }
 
 /** Creation parameters of a {@link KVCache}. */
@@ -470,8 +516,8 @@ export interface ModelBatch {
 
 /** A batch made by a task generator (JS-owned arrays). */
 export interface TaskBatch extends ModelBatch {
-  tokens: Int32Array;
-  targets: Int32Array;
+  tokens: Int32Data;
+  targets: Int32Data;
 }
 
 /** Results of a forward pass over the scored positions. */
@@ -552,17 +598,24 @@ export interface LayerInspection {
 
 /** What {@link Model.inspect} returns (JS-owned copies). */
 export interface Inspection {
-  tokens: Int32Array;
+  tokens: Int32Data;
   /** [T, vocabSize] */
   logits: Matrix;
   /** The argmax of each row of logits. */
-  predictions: Int32Array;
+  predictions: Int32Data;
   /** Mean cross-entropy over the scored positions (with targets). */
   loss?: number;
   /** Correct predictions / scored positions (with targets; 0 if none is scored). */
   accuracy?: number;
   /** One per layer, in order. */
   layers: LayerInspection[];
+}
+
+/** What {@link Model.inspect} returns with targets: the loss, the accuracy and each layer's dScores. */
+export interface ScoredInspection extends Inspection {
+  loss: number;
+  accuracy: number;
+  layers: (LayerInspection & { dScores: Tensor })[];
 }
 
 /**
@@ -592,10 +645,14 @@ export interface Model extends Record<DisposeSymbol, () => void> {
    */
   inspect(
     tokens: Int32Array | readonly number[],
+    targets: Int32Array | readonly number[],
+  ): ScoredInspection;
+  inspect(
+    tokens: Int32Array | readonly number[],
     targets?: Int32Array | readonly number[],
   ): Inspection;
   /** The versioned weights file (docs/model.md). */
-  exportWeights(): Uint8Array;
+  exportWeights(): Uint8Data;
   /** Frees the wasm memory. Any later call throws. Safe to call twice. */
   dispose(): void;
 }
@@ -641,7 +698,11 @@ export interface TaskGenerator extends Record<DisposeSymbol, () => void> {
   dispose(): void;
 }
 
-/** The loaded module. */
+/**
+ * The loaded module, as `createAttnkit()` returns it. The model layer's functions
+ * (createModel ...) are on {@link AttnkitWithModel}, what `createAttnkit({ model: true })`
+ * returns: they throw on any other module.
+ */
 export interface Attnkit {
   /** True if the WebAssembly SIMD128 build was loaded (false: the scalar fallback). */
   readonly simd: boolean;
@@ -652,13 +713,13 @@ export interface Attnkit {
   readonly threads: number;
   /**
    * True if loaded with `{ model: true }`: the build with the model layer
-   * (createModel and the functions after it work; otherwise they throw).
+   * (then the module is an {@link AttnkitWithModel}).
    */
   readonly model: boolean;
   /** The package version. */
   readonly version: string;
-  /** The Highway target the core runs on: "WASM" (SIMD128) or "EMU128"/"SCALAR". */
-  readonly target: string;
+  /** The Highway target the core runs on: "WASM" (the SIMD128 builds) or "EMU128" (the scalar ones). */
+  readonly target: "WASM" | "EMU128";
 
   /** Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v] -> [T_q, d_v]. T_q may differ from T_k. */
   attention(Q: MatrixLike, K: MatrixLike, V: MatrixLike, options?: AttentionOptions): Matrix;
@@ -674,7 +735,7 @@ export interface Attnkit {
   /** Q = K = V = X, scale 1/sqrt(d_model) -> [T, d_model]. */
   parameterFreeAttention(X: MatrixLike, options?: AttentionOptions): Matrix;
   /** As selfAttention, returning every intermediate. */
-  trace(X: MatrixLike, weights: HeadWeights, options?: AttentionOptions): AttentionTrace;
+  trace(X: MatrixLike, weights: HeadWeights, options?: AttentionOptions): SelfAttentionTrace;
   /** As attention, returning every intermediate. */
   traceQKV(Q: MatrixLike, K: MatrixLike, V: MatrixLike, options?: AttentionOptions): AttentionTrace;
 
@@ -709,7 +770,7 @@ export interface Attnkit {
     weights: HeadWeights,
     dO: MatrixLike,
     options?: AttentionOptions,
-  ): AttentionBackwardTrace;
+  ): SelfAttentionBackwardTrace;
   /** As attentionBackward, returning every intermediate of the forward and the backward. */
   traceBackwardQKV(
     Q: MatrixLike,
@@ -740,8 +801,30 @@ export interface Attnkit {
   ): Tensor;
   /**
    * Multi-head attention on projected Q, K, V in layout "bshd" (default) or "bhsd";
-   * the output has the same layout, with head_dim = dV.
+   * the output has the same layout, with head_dim = dV. With `present: true` the
+   * result has presentKey and presentValue, with a `scores` stage its scores.
    */
+  multiHeadAttentionQKV(
+    Q: TensorLike,
+    K: TensorLike,
+    V: TensorLike,
+    config: HeadConfig,
+    options: MultiHeadOptions & { present: true; scores: ScoreStage },
+  ): MultiHeadQKVResult & PresentKeyValue & { scores: Tensor };
+  multiHeadAttentionQKV(
+    Q: TensorLike,
+    K: TensorLike,
+    V: TensorLike,
+    config: HeadConfig,
+    options: MultiHeadOptions & { present: true },
+  ): MultiHeadQKVResult & PresentKeyValue;
+  multiHeadAttentionQKV(
+    Q: TensorLike,
+    K: TensorLike,
+    V: TensorLike,
+    config: HeadConfig,
+    options: MultiHeadOptions & { scores: ScoreStage },
+  ): MultiHeadQKVResult & { scores: Tensor };
   multiHeadAttentionQKV(
     Q: TensorLike,
     K: TensorLike,
@@ -790,6 +873,13 @@ export interface Attnkit {
    */
   multiHeadAttentionBackward(
     X: TensorLike,
+    weights: MultiHeadWeights & { W_O: MatrixLike },
+    config: HeadConfig,
+    dO: TensorLike,
+    options?: MultiHeadBackwardOptions,
+  ): MultiHeadGradientsWithOutput;
+  multiHeadAttentionBackward(
+    X: TensorLike,
     weights: MultiHeadWeights,
     config: HeadConfig,
     dO: TensorLike,
@@ -798,12 +888,28 @@ export interface Attnkit {
 
   /** A KV cache for decoding (see {@link KVCache}). */
   createKVCache(config: KVCacheConfig): KVCache;
+  /** Bytes of wasm linear memory (for leak checks). */
+  memoryBytes(): number;
+  /** Bytes currently allocated on the wasm heap (for leak checks). */
+  heapBytesInUse(): number;
+
   /**
-   * A new model, its weights drawn from options.seed (docs/model.md, "Initialisation").
-   * This and the functions down to taskMinVocab need a module loaded with
-   * `createAttnkit({ model: true })`; on any other they throw an AttnkitError
-   * (code "invalid_argument", parameter the function's name) that says so.
+   * Frees the module's wasm memory and threads; afterwards every call throws an
+   * AttnkitError with code "disposed"; a later createAttnkit() loads a new
+   * instance.
    */
+  dispose(): void;
+}
+
+/**
+ * A module loaded with `createAttnkit({ model: true })`: the build that also holds
+ * the model layer (docs/model.md). On a module loaded without it these functions
+ * exist but throw an AttnkitError (code "invalid_argument", parameter the
+ * function's name) that says so.
+ */
+export interface AttnkitWithModel extends Attnkit {
+  readonly model: true;
+  /** A new model, its weights drawn from options.seed (docs/model.md, "Initialisation"). */
   createModel(config: ModelConfig, options?: CreateModelOptions): Model;
   /** A model from a weights file; errors name `weights`. */
   loadModel(weights: Uint8Array): Model;
@@ -817,18 +923,6 @@ export interface Attnkit {
   taskSeqLen(task: TaskConfig): number;
   /** The smallest vocabulary the task needs (separator included). */
   taskMinVocab(task: TaskConfig): number;
-
-  /** Bytes of wasm linear memory (for leak checks). */
-  memoryBytes(): number;
-  /** Bytes currently allocated on the wasm heap (for leak checks). */
-  heapBytesInUse(): number;
-
-  /**
-   * Frees the module's wasm memory and threads; afterwards every call throws an
-   * AttnkitError with code "disposed"; a later createAttnkit() loads a new
-   * instance.
-   */
-  dispose(): void;
 }
 
 /**
@@ -907,7 +1001,9 @@ export const version: string;
 
 /**
  * Loads the module (once per options; later calls return the same promise, until
- * the module is disposed: then a new instance is loaded).
+ * the module is disposed: then a new instance is loaded). With `model: true`
+ * (written as the literal `true`) the module has the model layer's functions.
  */
+export function createAttnkit(options: LoadOptions & { model: true }): Promise<AttnkitWithModel>;
 export function createAttnkit(options?: LoadOptions): Promise<Attnkit>;
 export default createAttnkit;

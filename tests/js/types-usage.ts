@@ -1,7 +1,7 @@
 // Type-checked (never run) by types.test.js, as an ES module (.ts in a "type":
 // "module" package) under module node16 / nodenext and moduleResolution bundler,
-// for every target and lib it tests; `tsc -p tests/js/tsconfig.json` checks it
-// (with types-using.ts) by hand. Exercises every export of attnkit's .d.ts with
+// for every target and lib it tests, under strict and exactOptionalPropertyTypes;
+// `tsc -p tests/js/tsconfig.json` checks it (with types/using.ts) by hand. Exercises every export of attnkit's .d.ts with
 // correct types, and wrong uses marked @ts-expect-error (tsc fails if any of them
 // stops being an error). No `using` or Symbol.dispose here: they need a lib with
 // esnext.disposable (see types/using.ts).
@@ -14,6 +14,7 @@ import createAttnkitDefault, {
 } from "attnkit";
 import type {
   Attnkit,
+  AttnkitWithModel,
   AttentionBackwardTrace,
   AttentionBackwardOptions,
   AttentionGradients,
@@ -39,6 +40,7 @@ import type {
   ModelParameters,
   MultiHeadBackwardOptions,
   MultiHeadGradients,
+  MultiHeadGradientsWithOutput,
   MultiHeadOptions,
   MultiHeadQKVBackwardOptions,
   MultiHeadQKVGradients,
@@ -47,7 +49,11 @@ import type {
   NumberArray,
   NumericTypedArray,
   ResolvedModelConfig,
+  ScoredInspection,
+  ScoreStage,
+  SelfAttentionBackwardTrace,
   SelfAttentionGradients,
+  SelfAttentionTrace,
   TaskBatch,
   TaskConfig,
   TaskGenerator,
@@ -61,13 +67,20 @@ import type {
 
 /** Marks values as used (no DOM or Node types here: the .d.ts must stand alone). */
 const use = (..._values: unknown[]): void => {};
+/**
+ * What DOM's Blob and BufferSource, and Node's Buffer.from, take: a view over an
+ * ArrayBuffer (not a SharedArrayBuffer), as `new Blob([r.data])` asks for.
+ */
+const needsArrayBuffer = (..._views: ArrayBufferView<ArrayBuffer>[]): void => {};
 
 const load: LoadOptions = { simd: true };
 const attn: Attnkit = await createAttnkit(load);
 const attn2: Attnkit = await createAttnkitDefault();
 const hasSimd: boolean = simdSupported();
 const isSimd: boolean = attn.simd && attn2.simd;
-const target: string = attn.target;
+const target: "WASM" | "EMU128" = attn.target;
+// @ts-expect-error no build reports the target SCALAR
+const scalarTarget: boolean = attn.target === "SCALAR";
 const versions: string[] = [version, attn.version];
 const loads: LoadOptions[] = [
   { threads: 4, wasmPaths: "https://cdn.example/attnkit/dist/", timeout: 5000 },
@@ -100,16 +113,28 @@ const options: AttentionOptions = {
   ],
 };
 const out: Matrix = attn.attention(Q, nested, nested, options);
-const outData: Float32Array = out.data;
+// Results are new arrays over an ArrayBuffer of their own.
+const outData: Float32Array<ArrayBuffer> = out.data;
+needsArrayBuffer(out.data, out.data.subarray(1));
+const outBuffer: ArrayBuffer = out.data.buffer;
+// A rank-2 tensor is a matrix.
+const rank2: MatrixLike = { data: new Float32Array(6), shape: [2, 3] };
+attn.attention(rank2, { data: [1, 2, 3, 4, 5, 6], shape: [2, 3] as const }, rank2);
+// @ts-expect-error a rank-3 tensor is not a matrix
+attn.attention({ data: new Float32Array(6), shape: [1, 2, 3] }, rank2, rank2);
 attn.attention(Q, plain.rows === 1 ? nested : plain, nested, { boolMask: maskBytes });
 
 const weights: HeadWeights = { W_Q: nested, W_K: nested, W_V: [[1], [2], [3]] };
 const self: Matrix = attn.selfAttention(nested, weights, { causal: true });
 const cross: Matrix = attn.crossAttention(Q, nested, weights);
 const pf: Matrix = attn.parameterFreeAttention(nested, { scale: 1 });
-const trace: AttentionTrace = attn.trace(nested, weights);
+const trace: SelfAttentionTrace = attn.trace(nested, weights);
 const traceQKV: AttentionTrace = attn.traceQKV(Q, nested, nested, {});
 const traceX: Matrix | undefined = traceQKV.X;
+// trace() has X: its input.
+const traceInput: Matrix = attn.trace(nested, weights, { causal: true }).X;
+// @ts-expect-error traceQKV() has no X
+const traceQKVInput: Matrix = traceQKV.X;
 const weightRows: number =
   trace.weights.rows + trace.rawScores.cols + trace.scaledScores.rows + trace.maskedScores.cols;
 const usedScale: number = trace.scale;
@@ -167,8 +192,22 @@ const onnx = attn.multiHeadAttentionQKV(
     scores: "weights",
   },
 );
-const presentKey: Tensor | undefined = onnx.presentKey;
-const scores: number[] | undefined = onnx.scores?.shape;
+// What the options ask for is in the result's type.
+const presentKey: Tensor = onnx.presentKey;
+const presentValue: Tensor = onnx.presentValue;
+const scores: number[] = onnx.scores.shape;
+const stage: ScoreStage = "masked";
+const onlyPresent = attn.multiHeadAttentionQKV(X, X, X, { numHeads: 2 }, { present: true });
+const onlyScores = attn.multiHeadAttentionQKV(X, X, X, { numHeads: 2 }, { scores: stage });
+const asked: Tensor[] = [onlyPresent.presentKey, onlyPresent.presentValue, onlyScores.scores];
+// @ts-expect-error scores were not asked for
+const notAsked: Tensor = onlyPresent.scores;
+// @ts-expect-error present was not asked for
+const notPresent: Tensor = onlyScores.presentKey;
+// @ts-expect-error nothing was asked for
+const plainQKV: Tensor = attn.multiHeadAttentionQKV(X, X, X, { numHeads: 2 }).presentKey;
+// A result is a tensor: it goes back in as an input.
+attn.multiHeadAttentionQKV(onnx, onlyPresent.presentKey, onlyScores, { numHeads: 2 });
 attn.attention(nested, nested, nested, {
   additiveMask: { data: [0, -Infinity], shape: [1, 1, 1, 2] },
 });
@@ -304,20 +343,42 @@ const mhQKVGrads: MultiHeadQKVGradients = attn.multiHeadAttentionQKVBackward(
   mhBackOptions,
 );
 const mhBack: MultiHeadBackwardOptions = { keyLengths: [3, 2], out: { dW_O: new Float32Array(9) } };
-const mhGrads: MultiHeadGradients = attn.multiHeadAttentionBackward(
+const mhGrads: MultiHeadGradientsWithOutput = attn.multiHeadAttentionBackward(
   X,
-  mhWeights,
+  { W_Q: nested, W_K: nested, W_V: nested, W_O: nested },
   { numHeads: 2 },
   X,
   mhBack,
 );
+// With W_O given, dW_O is there.
+const dWO: Matrix = mhGrads.dW_O;
+const mhGradsNoWO: MultiHeadGradients = attn.multiHeadAttentionBackward(
+  X,
+  { W_Q: nested, W_K: nested, W_V: nested },
+  { numHeads: 2 },
+  X,
+);
+// @ts-expect-error without W_O there is no dW_O
+const noDWO: Matrix = mhGradsNoWO.dW_O;
 const gradTensors: Tensor[] = [mhQKVGrads.dQ, mhQKVGrads.dK, mhQKVGrads.dV, mhGrads.dX];
 const maybeWO: Matrix | undefined = mhGrads.dW_O;
 const selfParts: Matrix[] = [selfGrads.dX, selfGrads.dW_Q, selfGrads.dW_K, selfGrads.dW_V];
 const lseShape: number[] = mhTrain.lse.shape;
 
-const backTrace: AttentionBackwardTrace = attn.traceBackward(nested, weights, Q, { causal: true });
+const backTrace: SelfAttentionBackwardTrace = attn.traceBackward(nested, weights, Q, {
+  causal: true,
+});
 const backTraceQKV: AttentionBackwardTrace = attn.traceBackwardQKV(Q, nested, nested, Q);
+// traceBackward() has the gradients of X and of the projections, and the forward's X.
+const projectionGrads: Matrix[] = [
+  backTrace.dX,
+  backTrace.dW_Q,
+  backTrace.dW_K,
+  backTrace.dW_V,
+  backTrace.forward.X,
+];
+// @ts-expect-error traceBackwardQKV() has no dX
+const noDX: Matrix = backTraceQKV.dX;
 const backParts: Matrix[] = [
   backTrace.dO,
   backTrace.dV,
@@ -335,6 +396,19 @@ use(
   hasSimd,
   isSimd,
   target,
+  scalarTarget,
+  outBuffer,
+  traceInput,
+  traceQKVInput,
+  presentValue,
+  asked,
+  notAsked,
+  notPresent,
+  plainQKV,
+  dWO,
+  noDWO,
+  projectionGrads,
+  noDX,
   versions,
   loads,
   outData,
@@ -455,6 +529,8 @@ attn.multiHeadAttention(X, mhWeights, config, { keyLengths: new DataView(new Arr
 attn.attention(Q, Q, Q, { out: new Float64Array(6) });
 // @ts-expect-error out is a Float32Array
 attn.attention(Q, Q, Q, { out: [0, 0, 0, 0, 0, 0] });
+// @ts-expect-error out is over an ArrayBuffer, as every result's data is
+attn.attention(Q, Q, Q, { out: new Float32Array(new SharedArrayBuffer(24)) });
 
 // Misspelled keys (the runtime rejects unknown keys with "invalid_argument").
 // @ts-expect-error W_o is not W_O
@@ -490,24 +566,37 @@ const disposed: Attnkit = attn.dispose();
 use(disposed);
 
 // The model layer: create, train, read every head, export and load.
-const modelLoad: LoadOptions = { model: true, simd: false };
-const withModel: Attnkit = await createAttnkit(modelLoad);
-const hasModel: boolean = withModel.model;
-use(hasModel);
+// Only a module loaded with the literal `model: true` has the model layer's functions.
+const withModel: AttnkitWithModel = await createAttnkit({ model: true, simd: false });
+const hasModel: true = withModel.model;
+const asPlain: Attnkit = withModel;
+const modelLoad: LoadOptions = { model: true };
+const maybeModel: Attnkit = await createAttnkit(modelLoad);
+const isModel: boolean = maybeModel.model;
+use(hasModel, asPlain, isModel);
+const taskForDefault: TaskConfig = { kind: "copy", length: 2, vocabSize: 4 };
+// @ts-expect-error the default module has no model layer (createModel would throw)
+attn.createModel({ vocabSize: 4, maxSeqLen: 4, dModel: 8 });
+// @ts-expect-error nor task helpers
+attn.taskSeqLen(taskForDefault);
+// @ts-expect-error model: false is the default module
+(await createAttnkit({ model: false })).createTrainer;
+// @ts-expect-error model: boolean may be either
+maybeModel.loadModel(new Uint8Array(8));
 const taskKind: TaskKind = "induction";
 const task: TaskConfig = { kind: taskKind, length: 8, padding: 8, vocabSize: 24 };
 const modelConfig: ModelConfig = {
   vocabSize: 24,
-  maxSeqLen: attn.taskSeqLen(task),
+  maxSeqLen: withModel.taskSeqLen(task),
   dModel: 32,
   numLayers: 2,
   numHeads: 2,
 };
-const model: Model = attn.createModel(modelConfig, { seed: 1, task });
+const model: Model = withModel.createModel(modelConfig, { seed: 1, task });
 const resolved: ResolvedModelConfig = model.config;
 const trainerOptions: TrainerOptions = { learningRate: 1e-2, warmupSteps: 50 };
-const trainer: Trainer = attn.createTrainer(model, trainerOptions);
-const generator: TaskGenerator = attn.createTaskGenerator(task, { seed: 1234n });
+const trainer: Trainer = withModel.createTrainer(model, trainerOptions);
+const generator: TaskGenerator = withModel.createTaskGenerator(task, { seed: 1234n });
 const taskBatch: TaskBatch = generator.next(32);
 const stepMetrics: ModelMetrics = trainer.step(taskBatch);
 const ownBatch: ModelBatch = { batch: 1, seqLen: 2, tokens: [1, 2], targets: [-1, 3] };
@@ -525,32 +614,47 @@ use(
   lnGain,
   params.finalGain,
 );
-const sample = attn.makeBatch(task, { batch: 1, seed: 3 });
-const inspection: Inspection = model.inspect(sample.tokens, sample.targets);
+const sample = withModel.makeBatch(task, { batch: 1, seed: 3 });
+const inspection: ScoredInspection = model.inspect(sample.tokens, sample.targets);
 const seen: Inspection = model.inspect([1, 2, 3]);
-const inspected: LayerInspection = inspection.layers[1];
-const dScores: Tensor | undefined = inspected.dScores;
-const loss: number | undefined = inspection.loss;
+const inspected = inspection.layers[1];
+const layerView: LayerInspection = inspected;
+// With targets, the loss, the accuracy and every layer's dScores are there.
+const dScores: Tensor = inspected.dScores;
+const loss: number = inspection.loss;
+const accuracy: number = inspection.accuracy;
+const targetsIfAny = (): readonly number[] | undefined => undefined;
+const maybeScored: Inspection = model.inspect([1, 2, 3], targetsIfAny());
+// @ts-expect-error without targets there is no loss
+const noLoss: number = seen.loss;
+use(accuracy, maybeScored, noLoss, layerView);
+const tokensData: Int32Array<ArrayBuffer> = inspection.predictions;
+const batchData: Int32Array<ArrayBuffer> = sample.targets;
+needsArrayBuffer(tokensData, batchData, model.parameters().tokenEmbedding.data);
 use(inspected.input.cols, inspected.Q.shape, inspected.K, inspected.V, inspected.weights.data);
 use(dScores, loss, inspection.accuracy, inspection.predictions[0], inspection.logits, seen.tokens);
-const bytes: Uint8Array = model.exportWeights();
-const reloaded: Model = attn.loadModel(bytes);
+const bytes: Uint8Array<ArrayBuffer> = model.exportWeights();
+const reloaded: Model = withModel.loadModel(bytes);
 use(stepMetrics.loss, evalMetrics.accuracy, heads, trainer.steps, trainer.learningRate(1));
-use(attn.makeBatch(task, { batch: 4, seed: 7 }).tokens, attn.taskMinVocab(task), generator.seqLen);
+use(
+  withModel.makeBatch(task, { batch: 4, seed: 7 }).tokens,
+  withModel.taskMinVocab(task),
+  generator.seqLen,
+);
 reloaded.dispose();
 generator.dispose();
 trainer.dispose();
 model.dispose();
 // @ts-expect-error "bracket" is not a task
-attn.createTaskGenerator({ kind: "bracket", length: 4, vocabSize: 5 });
+withModel.createTaskGenerator({ kind: "bracket", length: 4, vocabSize: 5 });
 // @ts-expect-error dmodel is not dModel
-attn.createModel({ vocabSize: 5, maxSeqLen: 4, dmodel: 8 });
+withModel.createModel({ vocabSize: 5, maxSeqLen: 4, dmodel: 8 });
 // @ts-expect-error learningrate is not learningRate
-attn.createTrainer(model, { learningrate: 1e-2 });
+withModel.createTrainer(model, { learningrate: 1e-2 });
 // @ts-expect-error weights are bytes
-attn.loadModel([1, 2, 3]);
+withModel.loadModel([1, 2, 3]);
 // @ts-expect-error makeBatch needs a batch size
-attn.makeBatch(task, { seed: 1 });
+withModel.makeBatch(task, { seed: 1 });
 // @ts-expect-error the config is read-only
 model.config.dModel = 4;
 // @ts-expect-error model is a boolean

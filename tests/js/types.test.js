@@ -11,11 +11,14 @@
 // it) / esnext, with --lib the target alone and the target + esnext.disposable
 // (then also `using` a KV cache: the *.using.json configs), plus the target's
 // default lib (DOM) and @types/node. Configs run in parallel, a few at a time.
+// Every config has strict and exactOptionalPropertyTypes; one run goes without the
+// latter. The JavaScript snippets of the README and docs/api-js.md compile too,
+// as a TypeScript user pastes them.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { availableParallelism } from "node:os";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -158,6 +161,17 @@ describe("TypeScript declarations", () => {
         jobs.push(async () => ({ consumer, lib, args, ...(await runTsc(args)) }));
       }
     }
+    // Without exactOptionalPropertyTypes, as most projects compile.
+    jobs.push(async () => {
+      const args = ["-p", "tests/js/types/tsconfig.node.json", "--listFiles"];
+      const off = [...args, "--exactOptionalPropertyTypes", "false"];
+      return {
+        consumer: CONSUMERS[1],
+        lib: { label: "exactOptionalPropertyTypes false" },
+        args: off,
+        ...(await runTsc(off)),
+      };
+    });
     // The hand-run config (nodenext, es2022 + esnext.disposable) too.
     jobs.push(async () => ({
       consumer: { name: "tests/js/tsconfig.json", cjs: false },
@@ -191,5 +205,76 @@ describe("TypeScript declarations", () => {
       0,
       `${failures.length} of ${results.length} tsc runs failed:\n${failures.join("\n")}`,
     );
+  });
+});
+
+/** The ```js blocks of a Markdown file, in order. */
+function jsBlocks(file) {
+  const text = readFileSync(`${root}/${file}`, "utf8");
+  return [...text.matchAll(/^```js\n([\s\S]*?)^```/gm)].map((m) => m[1]);
+}
+
+/**
+ * A Markdown file's JavaScript snippets as the scripts a reader runs: a block
+ * that loads its own module (`const attn = ...`) starts a script, the blocks after
+ * it carry on in it; a script that loads none starts with the README quickstart's
+ * import and load, as the text says to do first.
+ */
+function snippetScripts(file) {
+  const quickstart = jsBlocks("README.md")[0].split("\n");
+  const imports = quickstart.filter((line) => line.startsWith("import "));
+  const load = quickstart.find((line) => line.startsWith("const attn ="));
+  const scripts = [];
+  for (const block of jsBlocks(file)) {
+    const loads = /\bconst attn\b/.test(block);
+    if (loads || scripts.length === 0) {
+      scripts.push([
+        ...(block.includes('from "attnkit"') ? [] : imports),
+        ...(loads ? [] : [load]),
+      ]);
+    }
+    scripts[scripts.length - 1].push(block);
+  }
+  return scripts.map((lines) => `${lines.join("\n")}\nexport {};\n`);
+}
+
+describe("The JavaScript snippets of the README and the JS API docs", () => {
+  it("compile as TypeScript under strict and exactOptionalPropertyTypes", async () => {
+    // A project of its own that has attnkit installed (a link to this repository,
+    // resolved through package.json "exports" to dist/), with @types/node for console.
+    const dir = mkdtempSync(`${tmpdir()}/attnkit-snippets-`);
+    try {
+      mkdirSync(`${dir}/node_modules`);
+      symlinkSync(root, `${dir}/node_modules/attnkit`, "dir");
+      const files = [];
+      for (const doc of ["README.md", "docs/api-js.md"]) {
+        snippetScripts(doc).forEach((script, i) => {
+          const name = `${doc.replace(/\W/g, "-")}-${i + 1}.mts`;
+          writeFileSync(`${dir}/${name}`, script);
+          files.push(name);
+        });
+      }
+      assert.ok(files.length >= 4, `${files.length} scripts: ${files.join(", ")}`);
+      writeFileSync(
+        `${dir}/tsconfig.json`,
+        JSON.stringify({
+          compilerOptions: {
+            strict: true,
+            exactOptionalPropertyTypes: true,
+            module: "nodenext",
+            target: "es2022",
+            lib: ["es2022"],
+            types: ["node"],
+            typeRoots: [`${root}/node_modules/@types`],
+            noEmit: true,
+          },
+          files,
+        }),
+      );
+      const r = await runTsc(["-p", `${dir}/tsconfig.json`]);
+      assert.equal(r.status, 0, `tsc failed on ${files.join(", ")}:\n${r.output}`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

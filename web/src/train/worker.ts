@@ -3,7 +3,7 @@
 // are answered between them, and posts every step's metrics and, at most every
 // INSPECT_MS, an inspection of one fixed sample sequence.
 import createAttnkit from "attnkit";
-import type { Attnkit, Model, TaskBatch, TaskConfig, Tensor, Trainer } from "attnkit";
+import type { AttnkitWithModel, Model, TaskBatch, TaskConfig, Tensor, Trainer } from "attnkit";
 import {
   SNAPSHOT_EVERY,
   taskShape,
@@ -33,10 +33,10 @@ const EVAL_BATCH = 256;
 interface Run {
   model: Model;
   trainer: Trainer;
-  batches: ReturnType<Attnkit["createTaskGenerator"]>;
+  batches: ReturnType<AttnkitWithModel["createTaskGenerator"]>;
 }
 
-let attn: Attnkit;
+let attn: AttnkitWithModel;
 let runs: Run[] = [];
 let config: RunConfig | null = null;
 let task: TaskConfig | null = null;
