@@ -64,6 +64,30 @@ for (const variant of VARIANTS) {
       assert.deepEqual(Object.keys(attn.traceQKV(t.Q, t.K, t.V)), [...names, "scale"]);
     });
 
+    it("results go back in as inputs; a tensor's other fields are ignored", async () => {
+      const attn = await createAttnkit(variant.options);
+      const X = { data: rand(2 * 3 * 4, 31), shape: [2, 3, 4] };
+      const r = attn.multiHeadAttentionQKV(X, X, X, { numHeads: 2 }, { present: true });
+      assert.ok(r.presentKey, "the result has presentKey");
+      // The result (with presentKey, presentValue) as Q, a named matrix as K.
+      const again = attn.multiHeadAttentionQKV(r, X, X, { numHeads: 2 });
+      const want = attn.multiHeadAttentionQKV({ data: r.data, shape: r.shape }, X, X, {
+        numHeads: 2,
+      });
+      assert.deepEqual(Array.from(again.data), Array.from(want.data));
+      const K = { ...mat(3, 2, 32), name: "keys" };
+      const single = attn.attention(mat(2, 2, 33), K, mat(3, 1, 34));
+      assert.deepEqual(single.rows, 2);
+      // A near-typo of a field is still refused.
+      assert.throws(
+        () => attn.attention({ ...mat(2, 2, 33), col: 2 }, K, mat(3, 1, 34)),
+        (e) =>
+          e instanceof AttnkitError &&
+          e.parameter === "Q.col" &&
+          /did you mean cols/.test(e.message),
+      );
+    });
+
     it("the module object is frozen: one importer cannot change it for all", async () => {
       const attn = await createAttnkit(variant.options);
       assert.ok(Object.isFrozen(attn));
