@@ -92,6 +92,17 @@ for (const file of process.argv.slice(2)) {
   fs.writeFileSync(file, text);
 }
 JS
+      # The browser loaders record the URL they fetch their .wasm from
+      # (Module.attnkitWasmUrl), so that a failed load can name it.
+      node - dist/attnkit-{simd,scalar,threads,simd-model,scalar-model}.mjs <<'JS'
+const fs = require("node:fs");
+for (const file of process.argv.slice(2)) {
+  const text = fs.readFileSync(file, "utf8");
+  const at = "function getBinary(file){";
+  if (text.split(at).length !== 2) throw new Error(`${file}: expected one ${at}`);
+  fs.writeFileSync(file, text.replace(at, 'Module["attnkitWasmUrl"]=wasmBinaryFile;' + at));
+}
+JS
       # The JS layer: one ES module for browsers and bundlers, one CommonJS
       # module for Node (re-exported to Node ESM by attnkit.node.mjs).
       # The package's version, exported as `version` by both entry points.

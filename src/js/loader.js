@@ -25,6 +25,57 @@ function loadFailed(parameter, message) {
   return new AttnkitError(`${parameter}: ${message}`, { code: "load_failed", parameter });
 }
 
+/**
+ * The load_failed error of a module that did not instantiate: the option that
+ * chose its bytes, the URL they were fetched from (the build's loader records
+ * it as Module.attnkitWasmUrl; Node's builds embed their bytes) and what went
+ * wrong, without Emscripten's advice to rebuild it.
+ */
+function loadError(build, { wasmPaths, wasmBinary }, url, error, printed) {
+  const file = `attnkit-${build}.wasm`;
+  const why = String(error?.message ?? error)
+    .replace(/^Aborted\((.*)\)\.?.*$/s, "$1")
+    .replace(/\s*Build with -s ASSERTIONS=1 for more info\.?/, "");
+  // Emscripten's lines, less its abort (already `why`) and its retries.
+  const lines = printed.filter((l) => !/ASSERTIONS=1|^Aborted\(|falling back/.test(l)).slice(-2);
+  const detail =
+    lines.length && !lines.every((l) => why.includes(l)) ? ` (${lines.join("; ")})` : "";
+  if (wasmBinary) {
+    return loadFailed(
+      "options.wasmBinary",
+      `expected the bytes of ${file}, got bytes that did not instantiate: ${why}${detail}`,
+    );
+  }
+  const where = url ? ` from ${url}` : "";
+  const hint = wasmPaths
+    ? " (options.wasmPaths sets that URL: is the file served there?)"
+    : url
+      ? ` (copy ${file} beside the package's files, or set options.wasmPaths to where it is served)`
+      : "";
+  return loadFailed(
+    wasmPaths ? "options.wasmPaths" : "options",
+    `expected the ${build} build's WebAssembly file ${file} to load${where}${hint}, got: ${why}${detail}`,
+  );
+}
+
+/**
+ * Checks that caller-given wasm bytes are those of `build`: the scalar build's
+ * Highway target is EMU128, the SIMD128 one's WASM, and only the model builds
+ * bind the model layer. Other bytes may instantiate and then run the wrong code.
+ */
+function checkBuild(M, build) {
+  const simd = !build.startsWith("scalar");
+  const target = M.target();
+  const model = typeof M.modelLastErrorCode === "function";
+  if ((target === "WASM") === simd && model === build.endsWith("-model")) return;
+  const got = `${simd === (target === "WASM") ? "" : `target ${target}, `}${model ? "with" : "without"} the model layer`;
+  throw loadFailed(
+    "options.wasmBinary",
+    `expected the bytes of attnkit-${build}.wasm (the build these options load), got those of ` +
+      `another build (${got})`,
+  );
+}
+
 /** Stops a threads build's workers (started, or still loading). */
 function stopWorkers(M) {
   const P = M?.PThread;
@@ -87,6 +138,10 @@ export function makeLoader(platform) {
     // The threads build starts its workers with the module (threads - 1 of
     // them), so that the core's pool never waits for one to load.
     if (build === "threads") args.attnkitWorkers = threads - 1;
+    // What Emscripten would print (an abort's lines) goes into the error, not
+    // onto the program's console.
+    const printed = [];
+    args.print = args.printErr = (line) => printed.push(String(line));
     let failed = false;
     let timer;
     return new Promise((resolve, reject) => {
@@ -133,20 +188,13 @@ export function makeLoader(platform) {
         try {
           M = await ready;
         } catch (e) {
-          const parameter = wasmBinary
-            ? "options.wasmBinary"
-            : wasmPaths
-              ? "options.wasmPaths"
-              : "options";
-          throw loadFailed(
-            parameter,
-            `expected the ${build} build's WebAssembly module to load, got ${e?.message ?? e}`,
-          );
+          throw loadError(build, { wasmPaths, wasmBinary }, args.attnkitWasmUrl, e, printed);
         }
         if (failed) {
           stopWorkers(M);
           return;
         }
+        if (wasmBinary) checkBuild(M, build);
         if (build === "threads") {
           M.setThreads(threads);
           platform.started(M);

@@ -115,9 +115,52 @@ test("wasmBinary in Node: the build's bytes load; bytes that are not wasm reject
   );
   assert.match(
     out[0].message,
-    /^options\.wasmBinary: expected the simd build's WebAssembly module to load, got /,
+    /^options\.wasmBinary: expected the bytes of attnkit-simd\.wasm, got bytes that did not instantiate: /,
   );
   assert.deepEqual(out[1], { simd: true, out: 5 });
+});
+
+test("wasmBinary: garbage bytes print nothing; another build's bytes are refused, naming both", () => {
+  const { out, stderr } = child(
+    dist,
+    `
+    const fs = require("node:fs"), path = require("node:path");
+    const read = (f) => new Uint8Array(fs.readFileSync(path.join(${JSON.stringify(dist)}, f)));
+    const tries = [
+      [{ wasmBinary: new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 9, 9, 9]) }],
+      [{ wasmBinary: read("attnkit-scalar.wasm") }],
+      [{ simd: false, wasmBinary: read("attnkit-simd.wasm") }],
+      [{ model: true, wasmBinary: read("attnkit-simd.wasm") }],
+      [{ wasmBinary: read("attnkit-simd-model.wasm") }],
+    ];
+    for (const [options] of tries) {
+      try { const a = await attnkit.createAttnkit(options); report({ loaded: a.target }); a.dispose(); }
+      catch (e) { report(describeError(e)); }
+    }
+    const a = await attnkit.createAttnkit({ simd: false, wasmBinary: read("attnkit-scalar.wasm") });
+    report({ simd: a.simd, out: a.attention([[1]], [[1]], [[5]]).data[0] });`,
+  );
+  assert.equal(stderr, "", "nothing printed to the program's stderr");
+  for (const e of out.slice(0, 5)) {
+    assert.equal(e.code, "load_failed", JSON.stringify(e));
+    assert.equal(e.parameter, "options.wasmBinary");
+    assert.doesNotMatch(e.message, /ASSERTIONS/);
+  }
+  assert.match(
+    out[0].message,
+    /expected the bytes of attnkit-simd\.wasm, got bytes that did not instantiate/,
+  );
+  assert.match(
+    out[1].message,
+    /expected the bytes of attnkit-simd\.wasm .*another build \(target EMU128/,
+  );
+  assert.match(
+    out[2].message,
+    /expected the bytes of attnkit-scalar\.wasm .*another build \(target WASM/,
+  );
+  assert.match(out[3].message, /attnkit-simd-model\.wasm .*without the model layer/);
+  assert.match(out[4].message, /attnkit-simd\.wasm .*with the model layer/);
+  assert.deepEqual(out[5], { simd: false, out: 5 });
 });
 
 test("timeout: a load not finished in time rejects with load_failed; a later load succeeds", () => {
