@@ -15,16 +15,23 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit 1
 
-declare -a names results
+declare -a names results times
 total_pass=0
 total_fail=0
+
+# Seconds since the last suite was recorded: each suite's build and run.
+suite_start=$SECONDS
+record() {
+  names+=("$1"); results+=("$2"); times+=("$((SECONDS - suite_start))s")
+  suite_start=$SECONDS
+}
 
 # Runs ctest in build/$1 and records its counts.
 run_ctest() {
   local variant=$1 log="build/ctest-$1.log"
   echo "== test $variant"
   if ! bash scripts/build.sh "$variant"; then
-    names+=("$variant"); results+=("BUILD FAILED"); total_fail=$((total_fail + 1)); return
+    record "$variant" "BUILD FAILED"; total_fail=$((total_fail + 1)); return
   fi
   # glibc fills each allocation with a byte pattern: a kernel that reads a
   # workspace it never wrote (they are not zeroed) gets garbage, not zeros.
@@ -38,7 +45,7 @@ run_ctest() {
   else
     fail=1  # ctest found no tests or did not finish
   fi
-  names+=("$variant"); results+=("$pass passed, $fail failed")
+  record "$variant" "$pass passed, $fail failed"
   total_pass=$((total_pass + pass)); total_fail=$((total_fail + fail))
 }
 
@@ -53,15 +60,15 @@ run_node() {
   fail=$(grep -E '^# fail [0-9]+' "$log" | tail -1 | awk '{print $3}')
   [[ -n $pass && -n $fail ]] || { pass=0; fail=1; }
   [[ $pass -gt 0 ]] || fail=$((fail + 1))  # a suite that ran nothing has failed
-  names+=("$suite"); results+=("$pass passed, $fail failed")
+  record "$suite" "$pass passed, $fail failed"
   total_pass=$((total_pass + pass)); total_fail=$((total_fail + fail))
 }
 
 echo "== test format"
 if bash scripts/format.sh --check; then
-  names+=(format); results+=("1 passed, 0 failed"); total_pass=$((total_pass + 1))
+  record format "1 passed, 0 failed"; total_pass=$((total_pass + 1))
 else
-  names+=(format); results+=("0 passed, 1 failed"); total_fail=$((total_fail + 1))
+  record format "0 passed, 1 failed"; total_fail=$((total_fail + 1))
 fi
 
 run_ctest native
@@ -76,21 +83,22 @@ if bash scripts/build.sh package; then
   if npx tsc --noEmit -p web/tsconfig.json && npx vite build web --logLevel warn; then
     run_node browser tests/browser
   else
-    names+=(browser); results+=("BUILD FAILED"); total_fail=$((total_fail + 1))
+    record browser "BUILD FAILED"; total_fail=$((total_fail + 1))
   fi
 else
-  names+=(node); results+=("BUILD FAILED"); total_fail=$((total_fail + 1))
+  record node "BUILD FAILED"; total_fail=$((total_fail + 1))
 fi
 
 echo "== test fuzz"
 if bash scripts/fuzz.sh "${ATTNKIT_FUZZ_SECONDS:-30}"; then
-  names+=(fuzz); results+=("1 passed, 0 failed"); total_pass=$((total_pass + 1))
+  record fuzz "1 passed, 0 failed"; total_pass=$((total_pass + 1))
 else
-  names+=(fuzz); results+=("0 passed, 1 failed"); total_fail=$((total_fail + 1))
+  record fuzz "0 passed, 1 failed"; total_fail=$((total_fail + 1))
 fi
 
 echo
 echo "== summary"
-for i in "${!names[@]}"; do printf '  %-8s %s\n' "${names[$i]}" "${results[$i]}"; done
+for i in "${!names[@]}"; do printf '  %-8s %-24s %s\n' "${names[$i]}" "${results[$i]}" "${times[$i]}"; done
+echo "  total    $((SECONDS / 60)) min $((SECONDS % 60)) s"
 echo "summary: $total_pass passed, $total_fail failed"
 ((total_fail == 0))
