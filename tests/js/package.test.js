@@ -13,12 +13,13 @@ import {
   mkdirSync,
   mkdtempSync,
   readFileSync,
+  readdirSync,
   rmSync,
   statSync,
   writeFileSync,
 } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
-import { extname, join, normalize, resolve, sep } from "node:path";
+import { extname, join, normalize, posix, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { chromium } from "playwright-core";
@@ -139,6 +140,19 @@ function run(cmd, args, cwd) {
     `${cmd} ${args.join(" ")} failed (${r.status}):\n${r.stdout}\n${r.stderr}`,
   );
   return r.stdout;
+}
+
+/**
+ * The relative link targets of a Markdown text: [text](target), ![alt](target),
+ * reference definitions `[label]: target` and HTML href / src, outside code.
+ */
+function relativeLinks(markdown) {
+  const text = markdown.replace(/^```[\s\S]*?^```/gm, "").replace(/`[^`\n]*`/g, "");
+  return [
+    ...[...text.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)].map((m) => m[1]),
+    ...[...text.matchAll(/^\s*\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)/gm)].map((m) => m[1]),
+    ...[...text.matchAll(/\b(?:href|src)="([^"]+)"/g)].map((m) => m[1]),
+  ].filter((target) => !/^[a-z][a-z0-9+.-]*:/i.test(target) && !target.startsWith("#"));
 }
 
 describe("the npm package, packed and installed", () => {
@@ -265,11 +279,14 @@ describe("the npm package, packed and installed", () => {
     );
   }
 
-  it("the tarball holds the dist files, README, LICENSE and package.json only", () => {
+  it("the tarball holds the dist files, README, LICENSE, package.json, docs, examples and the docs' figure only", () => {
     const files = [...tarballFiles].sort();
+    // The README links to every doc and example: all of them ship.
+    const shipped = (dir) => readdirSync(join(root, dir)).map((name) => `${dir}/${name}`);
     assert.deepEqual(files, [
       "LICENSE",
       "README.md",
+      "bench/results/gflops.svg",
       "dist/attnkit-scalar-model.mjs",
       "dist/attnkit-scalar-model.node.cjs",
       "dist/attnkit-scalar-model.wasm",
@@ -292,6 +309,8 @@ describe("the npm package, packed and installed", () => {
       "dist/attnkit.mjs",
       "dist/attnkit.node.cjs",
       "dist/attnkit.node.mjs",
+      ...shipped("docs").sort(),
+      ...shipped("examples").sort(),
       "package.json",
     ]);
     const installed = JSON.parse(
@@ -299,6 +318,52 @@ describe("the npm package, packed and installed", () => {
     );
     assert.equal(installed.name, "attnkit");
     assert.equal(installed.dependencies, undefined, "no runtime dependencies");
+  });
+
+  it("every relative link of the README and docs in the tarball resolves to a file in the tarball", () => {
+    const pkg = join(app, "node_modules/attnkit");
+    const inTarball = new Set(tarballFiles);
+    const docs = tarballFiles.filter((f) => f.endsWith(".md"));
+    assert.ok(docs.includes("README.md") && docs.includes("docs/api-js.md"), docs.join(", "));
+    const broken = [];
+    let count = 0;
+    for (const doc of docs) {
+      for (const target of relativeLinks(readFileSync(join(pkg, doc), "utf8"))) {
+        count++;
+        const path = decodeURIComponent(target.replace(/[?#].*$/, ""));
+        const file = posix.normalize(posix.join(posix.dirname(doc), path));
+        if (!inTarball.has(file)) broken.push(`${doc}: ${target} (${file})`);
+      }
+    }
+    assert.ok(count >= 20, `${count} relative links found`);
+    assert.deepEqual(broken, [], "links to files the tarball lacks");
+  });
+
+  it("TypeScript strict with exactOptionalPropertyTypes: tests/js/types-usage.ts against the installed types", () => {
+    writeFileSync(join(app, "usage.ts"), readFileSync(join(root, "tests/js/types-usage.ts")));
+    writeFileSync(
+      join(app, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          exactOptionalPropertyTypes: true,
+          module: "nodenext",
+          target: "es2022",
+          lib: ["es2022"],
+          types: [],
+          noEmit: true,
+          skipLibCheck: false,
+        },
+        files: ["usage.ts"],
+      }),
+    );
+    const tsc = join(root, "node_modules/typescript/bin/tsc");
+    const r = spawnSync(process.execPath, [tsc, "-p", "tsconfig.json", "--listFiles"], {
+      cwd: app,
+      encoding: "utf8",
+    });
+    assert.equal(r.status, 0, `tsc:\n${r.stdout}${r.stderr}`);
+    assert.match(r.stdout, /\/app\/node_modules\/attnkit\/dist\/attnkit\.d\.ts$/m);
   });
 
   it('Node ESM: import createAttnkit, { AttnkitError } from "attnkit"', () => {
