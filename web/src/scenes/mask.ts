@@ -38,14 +38,29 @@ function reason(ctx: SceneCtx, r: number, c: number): string {
   return why.join("; ") || "—";
 }
 
-function toggle(ctx: SceneCtx, r: number, c: number, M: Matrix): void {
-  // Start the custom mask from what is shown (causal/custom cells, not padding).
+/**
+ * The cells the mask kind blocks, for every query and key of the T x T grid. One
+ * custom mask serves every sentence of a batch (padding is each sentence's own, from
+ * its length), so a click starts from the kind shown, not from the clicked sentence's M.
+ */
+function blockedByKind(ctx: SceneCtx): Set<string> {
+  const { T } = ctx.cfg;
   const blocked = new Set<string>();
-  for (let i = 0; i < M.rows; i++) {
-    for (let j = 0; j < M.cols; j++) {
-      if (at(M, i, j) === -Infinity && j < ctx.item.item.realLength) blocked.add(`${i}.${j}`);
+  if (ctx.state.mask === "causal") {
+    for (let i = 0; i < T; i++) for (let j = i + 1; j < T; j++) blocked.add(`${i}.${j}`);
+  } else if (ctx.state.mask === "custom") {
+    for (const cell of customCells(ctx.state)) {
+      const [i, j] = cell.split(".").map(Number);
+      if (i < T && j < T) blocked.add(cell);
     }
   }
+  return blocked;
+}
+
+/** A padding key stays masked whatever is clicked; any other cell toggles in the custom mask. */
+function toggle(ctx: SceneCtx, r: number, c: number): void {
+  if (c >= ctx.item.item.realLength) return;
+  const blocked = blockedByKind(ctx);
   const key = `${r}.${c}`;
   if (blocked.has(key)) blocked.delete(key);
   else blocked.add(key);
@@ -61,7 +76,7 @@ export const maskScene: Scene = {
       causal:
         "Causal mask: token <i>i</i> may only attend to tokens j ≤ i, as when generating text one token at a time.",
       padding: "Padding mask: [PAD] keys are masked so real tokens ignore them.",
-      custom: "Custom mask: the cells you clicked are −∞.",
+      custom: `Custom mask: the cells you clicked are −∞${ctx.model.items.length > 1 ? " (one mask for both sentences)" : ""}.`,
     };
     const seed = ctx.cfg.seedMode ? seedNote("the seed's M is the causal mask shown here.") : "";
     return `<p>${kinds[ctx.state.mask]} A cell of M is 0 (keep) or −∞ (drop): after the softmax, e<sup>−∞</sup> = 0. ${editable(ctx) ? "<b>Click cells of M</b> to build a custom mask" : "The trained model was trained with this causal mask"}${headLabel(ctx)}.</p>
@@ -110,8 +125,8 @@ export const maskScene: Scene = {
       digits: 0,
       stroke: "#d4d4d4",
       tip: (r, c, v) =>
-        `M[${r}, ${c}] = <b>${fmt(v)}</b><br>${v === -Infinity ? reason(ctx, r, c) : "query i may attend to key j"}${editable(ctx) ? "<br><i>click to toggle</i>" : ""}`,
-      onCell: editable(ctx) ? (r, c) => toggle(ctx, r, c, M) : undefined,
+        `M[${r}, ${c}] = <b>${fmt(v)}</b><br>${v === -Infinity ? reason(ctx, r, c) : "query i may attend to key j"}${editable(ctx) ? `<br><i>${c >= ctx.item.item.realLength ? "padding stays masked" : "click to toggle"}</i>` : ""}`,
+      onCell: editable(ctx) ? (r, c) => toggle(ctx, r, c) : undefined,
     });
     x += Mv.width + cell * 0.4;
     op(g, x + cell * 0.6, A.gy + (T * cell) / 2, "=");
