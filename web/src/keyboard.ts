@@ -15,16 +15,66 @@ const VIEW_KEYS: Record<string, ViewId> = {
   t: "train",
 };
 
+const PAGE_KEYS = ["Home", "End", "PageUp", "PageDown"];
+
+/**
+ * Whether the focused element uses `key` itself: a text field or a list takes every
+ * key, a slider its arrows, a checkbox or button Space (and Enter). Any other key is
+ * a shortcut, so a toggled checkbox or a clicked button does not hold the keyboard.
+ */
+function ownKey(t: Element, key: string): boolean {
+  if (t.closest("dialog, [contenteditable='true']")) return true;
+  if (t instanceof HTMLTextAreaElement || t instanceof HTMLSelectElement) return true;
+  const press = key === " " || key === "Enter";
+  if (t instanceof HTMLInputElement) {
+    if (t.type === "checkbox") return key === " ";
+    if (t.type === "radio") return key === " " || key.startsWith("Arrow");
+    if (t.type === "range") return key.startsWith("Arrow") || PAGE_KEYS.includes(key);
+    if (["button", "submit", "reset", "file"].includes(t.type)) return press;
+    return true;
+  }
+  return press && !!t.closest("button, a[href], summary");
+}
+
+/** The Train view's own keys: ← → move through the snapshots, Space trains or pauses. */
+function trainKey(key: string): boolean {
+  if (key === "ArrowLeft" || key === "ArrowRight") {
+    const scrub = $<HTMLInputElement>("train-scrub");
+    if (scrub.disabled) return true;
+    if (key === "ArrowLeft") scrub.stepDown();
+    else scrub.stepUp();
+    scrub.dispatchEvent(new Event("input", { bubbles: true }));
+    return true;
+  }
+  if (key === " ") {
+    const go = $<HTMLButtonElement>("train-go");
+    const pause = $<HTMLButtonElement>("train-pause");
+    (go.disabled ? pause : go).click();
+    return true;
+  }
+  return false;
+}
+
 export function bindKeys(): void {
   document.addEventListener("keydown", (e) => {
-    const t = e.target as HTMLElement;
+    const t = e.target as Element;
     if (e.ctrlKey || e.metaKey || e.altKey) return;
-    if (t.closest("input, textarea, select, dialog")) return;
+    if (e.key === "Escape") {
+      // Esc closes the cell editor and leaves a field or button (a dialog closes
+      // itself), so the shortcuts work again.
+      if (t.closest("dialog")) return;
+      closeEditor();
+      if (t instanceof HTMLElement && t.matches("input, select, textarea, button")) t.blur();
+      return;
+    }
+    if (ownKey(t, e.key)) return;
     const state = page.state;
     const T = page.model?.cfg.T ?? 1;
     const H = page.model?.cfg.heads ?? 1;
     let handled = true;
-    if (e.key === "ArrowRight") goto(state.step + 1);
+    if (state.view === "train" && trainKey(e.key)) {
+      // the Train view's own key
+    } else if (e.key === "ArrowRight") goto(state.step + 1);
     else if (e.key === "ArrowLeft") goto(state.step - 1);
     else if (e.key === " ") togglePlay();
     else if (/^[1-8]$/.test(e.key)) goto(Number(e.key));
@@ -36,7 +86,6 @@ export function bindKeys(): void {
     else if (e.key === "c") set({ mask: state.mask === "causal" ? "none" : "causal" });
     else if (e.key === "?") $<HTMLDialogElement>("help").showModal();
     else if (VIEW_KEYS[e.key]) set({ view: VIEW_KEYS[e.key] }, { animate: true });
-    else if (e.key === "Escape") closeEditor();
     else handled = false;
     if (handled) e.preventDefault();
   });

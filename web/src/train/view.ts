@@ -345,10 +345,6 @@ function bindPanel(): void {
     const b = (e.target as HTMLElement).closest<HTMLButtonElement>("button[data-layer]");
     if (b) requestLayer(Number(b.dataset.layer), openLayer);
   });
-  // The page's shortcuts (arrows: steps; space: play) stay out of the panel's own controls.
-  panel.addEventListener("keydown", (e) => {
-    if (e.key !== "Tab" && e.key !== "Escape") e.stopPropagation();
-  });
 }
 
 function openLayer(w: LayerWeights): void {
@@ -384,10 +380,18 @@ function setDisabled(id: string, d: boolean): void {
 /** Buttons, slider, lists and status as the run says. */
 function syncPanel(): void {
   const ready = !!run.ready;
+  const focused = document.activeElement;
   setDisabled("train-go", !ready || run.training);
   setDisabled("train-pause", !run.training);
   setDisabled("train-step", !ready || run.training);
   setDisabled("train-download", !ready);
+  // A button disabled under the focus (Enter on Train or Pause) hands it to the other one.
+  if (
+    focused instanceof HTMLButtonElement &&
+    focused.disabled &&
+    /^train-(go|pause|step)$/.test(focused.id)
+  )
+    $(run.training ? "train-pause" : "train-go").focus();
   const scrub = $<HTMLInputElement>("train-scrub");
   const n = run.snapshots.length;
   if (scrub.max !== String(n)) scrub.max = String(n);
