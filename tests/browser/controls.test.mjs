@@ -211,7 +211,8 @@ test("a URL with a bad cell value opens with that value dropped and a note sayin
 test("adjusted settings: the field shows the value used and the reason sits next to it", async () => {
   // Default weights (identity): heads must divide d_model = 16.
   await typeInto('[data-testid="heads"]', "3");
-  await page.waitForFunction(() => window.__attnkit.state().heads === 3);
+  // The state, and so the URL, holds the value used.
+  await page.waitForFunction(() => window.__attnkit.state().heads === 2);
   assert.equal(await page.inputValue('[data-testid="heads"]'), "2", "heads field: the value used");
   assert.match(
     await page.textContent('[data-testid="adj-heads"]'),
@@ -229,7 +230,7 @@ test("adjusted settings: the field shows the value used and the reason sits next
     ["100000", "256"],
   ]) {
     await typeInto('[data-testid="dK"]', typed);
-    await page.waitForFunction((v) => window.__attnkit.state().dK === v, Number(typed));
+    await page.waitForFunction((v) => window.__attnkit.state().dK === v, Number(used));
     assert.equal(
       await page.inputValue('[data-testid="dK"]'),
       used,

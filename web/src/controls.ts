@@ -1,7 +1,7 @@
 // The settings panel: reads the state into the form and turns form events into state patches.
-import type { Config } from "./config";
+import { resolveConfig, type Config, type ShapeField } from "./config";
 import { PRESETS, presetById } from "./presets";
-import { DEFAULT_STATE, type State } from "./state";
+import { DEFAULT_STATE, DISPLAY_FIELDS, NUMBER_RANGE, SHORT, rangeText, type State } from "./state";
 import { syncTrainedBanner } from "./trained";
 import { headNames } from "./weights";
 
@@ -28,20 +28,76 @@ export function presetState(id: string, s: State): Partial<State> {
   };
 }
 
-/** The range of each number field (what a message about it says). */
-const FIELD_RANGE: Record<string, [number, number]> = {
-  dModel: [2, 256],
-  seed: [0, 99999],
-  dK: [1, 256],
-  dV: [1, 256],
-  heads: [1, 16],
-  kvHeads: [1, 16],
-};
+const SHAPE_FIELDS: readonly ShapeField[] = ["dModel", "dK", "dV", "heads", "kvHeads"];
 
-/** Why a number field's last entry was not used as typed (shown next to it until a good entry). */
-const fieldNotes: Record<string, string> = {};
+/** Whether the other settings of `s` let field `f` be set (else it is fixed and its value waits). */
+function isFree(s: State, f: ShapeField): boolean {
+  if (f === "heads") return true;
+  if (f === "dModel") return s.emb === "random" && s.weights !== "seed";
+  return s.weights === "random";
+}
 
-export function bindControls(get: () => State, set: Set): void {
+/**
+ * The shape fields of `s` that its other settings cannot use as they are (heads must
+ * divide d_model, a number out of range, ...): the values used, and why ("3 → 2: heads
+ * must divide d_model = 16"). The state then holds what the page uses and shows, so
+ * its URL does too, and a note is about the entry that caused it.
+ */
+export function settleShapes(s: State): {
+  patch: Partial<State>;
+  why: Partial<Record<ShapeField, string>>;
+} {
+  const patch: Partial<State> = {};
+  const why: Partial<Record<ShapeField, string>> = {};
+  if (s.weights === "trained") return { patch, why };
+  const cfg = resolveConfig(s);
+  for (const f of SHAPE_FIELDS) {
+    if (isFree(s, f) && cfg[f] !== s[f]) {
+      patch[f] = cfg[f];
+      why[f] = cfg.adjusted[f] ?? "";
+    }
+  }
+  return { patch, why };
+}
+
+/**
+ * A state read from a link, with the values the page uses: shapes settled, the query,
+ * head and decoding position within the text and heads. Says why in `dropped`.
+ */
+export function settleLink(s: State, dropped: string[]): State {
+  const { patch, why } = settleShapes(s);
+  for (const f of SHAPE_FIELDS) if (f in why) dropped.push(`${SHORT[f]}=${why[f]}`);
+  const settled = { ...s, ...patch };
+  if (settled.weights === "trained") return settled;
+  const cfg = resolveConfig(settled);
+  const bound = (key: "query" | "head" | "decodeStep", hi: number, what: string) => {
+    if (settled[key] <= hi) return;
+    dropped.push(`${SHORT[key]}=${settled[key]} → ${hi}: ${what}`);
+    settled[key] = hi;
+  };
+  bound("query", cfg.T - 1, `the text has ${cfg.T} tokens, 0 to ${cfg.T - 1}`);
+  bound("head", cfg.heads - 1, `there are ${cfg.heads} heads, 0 to ${cfg.heads - 1}`);
+  bound("decodeStep", cfg.T, `the text has ${cfg.T} tokens to decode`);
+  return settled;
+}
+
+/**
+ * Why a number field's value is not the one last typed (shown next to it). Each change
+ * of the settings writes them anew, and typing in a field clears its own, so a note
+ * always speaks of the value the field shows.
+ */
+let fieldNotes: Record<string, string> = {};
+
+export function bindControls(get: () => State, setState: Set): void {
+  /** Applies a change of the settings with the shapes settled; `notes`: the number field's own. */
+  const commit = (patch: Partial<State>, opts?: { animate?: boolean }, notes = {}) => {
+    const shown = Object.keys(patch).every((k) => DISPLAY_FIELDS.includes(k as keyof State));
+    if (shown && !Object.keys(notes).length) return setState(patch, opts);
+    const settled = settleShapes({ ...get(), ...patch });
+    fieldNotes = { ...settled.why, ...notes };
+    setState({ ...patch, ...settled.patch }, opts);
+  };
+  const set: Set = (patch, opts) => commit(patch, opts);
   const preset = $<HTMLSelectElement>("preset");
   preset.innerHTML =
     PRESETS.map((p) => `<option value="${p.id}">${p.label}</option>`).join("") +
@@ -104,29 +160,37 @@ export function bindControls(get: () => State, set: Set): void {
     ["kvHeads", "kvHeads"],
   ];
   for (const [id, key] of numbers) {
-    $<HTMLInputElement>(id).addEventListener("change", (e) => {
-      const el = e.target as HTMLInputElement;
+    const field = $<HTMLInputElement>(id);
+    field.addEventListener("input", () => {
+      if (!fieldNotes[id]) return;
+      delete fieldNotes[id];
+      $(`adj-${id}`).textContent = "";
+    });
+    field.addEventListener("change", () => {
       // The field then shows the value used, even while it keeps the focus.
-      el.dataset.commit = "1";
+      field.dataset.commit = "1";
       // A number field holds "" for what is not a number; a huge one parses to Infinity.
-      const raw = el.value.trim();
-      let v = Number(raw);
-      const [lo, hi] = FIELD_RANGE[id];
+      const raw = field.value.trim();
+      const [lo, hi, whole] = NUMBER_RANGE[key]!;
+      const range = rangeText(lo, hi, whole);
+      const v = Number(raw);
       if (raw === "" || !Number.isFinite(v)) {
-        fieldNotes[id] =
-          `${raw === "" ? "Empty or not a number" : `${raw} is beyond any number the page uses`}: type a whole number from ${lo} to ${hi}. Kept ${get()[key]}.`;
-        set({});
+        const what =
+          raw === "" ? "Empty or not a number" : `${raw} is beyond any number the page uses`;
+        commit({}, undefined, { [id]: `${what}: type ${range}. Kept ${get()[key]}.` });
         return;
       }
-      delete fieldNotes[id];
+      const notes: Record<string, string> = {};
+      let used = v;
       if (key === "seed") {
-        const used = Math.min(hi, Math.max(lo, Math.round(v)));
-        if (used !== v) fieldNotes[id] = `${v} → ${used}: a whole number from ${lo} to ${hi}`;
-        v = used;
+        used = Math.min(hi, Math.max(lo, Math.round(v)));
+        if (used !== v) notes[id] = `${v} → ${used}: ${range}`;
       }
-      const patch = { [key]: v, edits: {} } as Partial<State>;
-      if (key === "heads" && get().kvHeads === get().heads) patch.kvHeads = v;
-      set(patch);
+      const patch = { [key]: used, edits: {} } as Partial<State>;
+      // kv heads equal to heads follow the heads used.
+      if (key === "heads" && get().kvHeads === get().heads)
+        patch.kvHeads = settleShapes({ ...get(), heads: used }).patch.heads ?? used;
+      commit(patch, undefined, notes);
     });
   }
   $<HTMLButtonElement>("reroll").addEventListener("click", () =>

@@ -1,7 +1,7 @@
 // The page's state: what is shown (mirrored in the URL), the model computed from it,
 // and the playback and timing that the test hooks read.
 import type { Attnkit } from "attnkit";
-import { presetState } from "./controls";
+import { presetState, settleLink } from "./controls";
 import type { Model } from "./model";
 import { DISPLAY_FIELDS, fromQuery, omitFields, toQuery, type State } from "./state";
 import { fallbackState, pinTrained, trainedKey } from "./trained";
@@ -48,9 +48,10 @@ export interface Page {
 const urlDropped: string[] = [];
 const fromUrl = fromQuery(location.search.slice(1), urlDropped);
 const trainedFallback = fromUrl.weights === "trained";
-const initial = trainedFallback ? fallbackState(fromUrl) : fromUrl;
+let initial = trainedFallback ? fallbackState(fromUrl) : fromUrl;
 if (!location.search || trainedFallback)
   Object.assign(initial, presetState(initial.preset, initial));
+else initial = settleLink(initial, urlDropped);
 
 // Every write of the state goes through pinTrained: in trained mode the fields the
 // trained numbers fix keep their values whatever sets them.

@@ -1,4 +1,5 @@
 // The page state. All of it lives in the URL query string, so a view can be shared.
+import { PRESETS } from "./presets";
 
 export type EmbeddingKind = "features" | "random";
 /** "trained": a trained model's layer, whose numbers live in memory only (trained.ts). */
@@ -101,7 +102,8 @@ export const DEFAULT_STATE: State = {
 };
 
 type Key = keyof State;
-const SHORT: Record<Key, string> = {
+/** Each field's name in the URL. */
+export const SHORT: Record<Key, string> = {
   preset: "p",
   text: "t",
   text2: "t2",
@@ -134,6 +136,12 @@ const SHORT: Record<Key, string> = {
 };
 
 /**
+ * Parts of the query string kept by other modules (the Train view's settings,
+ * web/src/train/settings.ts): each gives its parameters, which toQuery appends.
+ */
+export const queryParts: (() => string)[] = [];
+
+/**
  * The state as a query string holding only what differs from the defaults. A trained
  * layer's numbers cannot go in a URL: it keeps w=trained and what is shown, and a page
  * loaded from it shows the example with a note.
@@ -152,6 +160,7 @@ export function toQuery(s: State): string {
       p.set(SHORT[key], typeof v === "boolean" ? (v ? "1" : "0") : String(v));
     }
   }
+  for (const part of queryParts) for (const [k, v] of new URLSearchParams(part())) p.set(k, v);
   return p.toString();
 }
 
@@ -173,9 +182,46 @@ export function editProblem(raw: string): string | null {
   return null;
 }
 
+/** The range of each number a link or a field may set, and whether it is a whole number. */
+export const NUMBER_RANGE: Partial<Record<Key, [number, number, boolean]>> = {
+  dModel: [2, 256, true],
+  seed: [0, 99999, true],
+  dK: [1, 256, true],
+  dV: [1, 256, true],
+  heads: [1, 16, true],
+  kvHeads: [1, 16, true],
+  temperature: [0.1, 5, false],
+  softcap: [0, 20, false],
+  satScale: [1, 100, true],
+  step: [1, STEP_COUNT, true],
+  // Bounded by the text and the heads once they are known (url-edits.ts).
+  query: [0, Infinity, true],
+  head: [0, Infinity, true],
+  decodeStep: [0, Infinity, true],
+};
+
+/** The values a link may give each field that takes one of a list. */
+const CHOICES: Partial<Record<Key, readonly string[]>> = {
+  emb: ["features", "random"],
+  weights: ["random", "identity", "designed", "seed", "trained"],
+  mask: ["none", "causal", "padding", "custom"],
+  view: ["steps", "headview", "grid", "saturation", "decoding", "train"],
+  role: ["Q", "K", "V"],
+  satSource: ["random", "query"],
+  speed: ["0.5", "1", "2", "4"],
+};
+
+/** What a number field accepts, as a message says it. */
+export function rangeText(lo: number, hi: number, whole: boolean): string {
+  const kind = whole ? "a whole number" : "a number";
+  return hi === Infinity ? `${kind} from ${lo} up` : `${kind} from ${lo} to ${hi}`;
+}
+
 /**
- * Parses a query string; unknown or malformed fields keep their defaults. Edited
- * cells whose value is refused are dropped, and why is added to `dropped`.
+ * Parses a query string. A field whose value the page cannot use as it is keeps its
+ * default, or the nearest value it can use, and why is added to `dropped` (as the
+ * link wrote it: "h=-3 → 1: a whole number from 1 to 16"). Edited cells whose value
+ * is refused are dropped.
  */
 export function fromQuery(query: string, dropped: string[] = []): State {
   const p = new URLSearchParams(query);
@@ -185,6 +231,9 @@ export function fromQuery(query: string, dropped: string[] = []): State {
     const raw = p.get(SHORT[key]);
     if (raw === null) continue;
     const d = DEFAULT_STATE[key];
+    const link = `${SHORT[key]}=${raw}`;
+    const choices =
+      key === "preset" ? [...PRESETS.map((pr) => pr.id), "custom", "trained"] : CHOICES[key];
     if (key === "edits") {
       for (const part of raw.split(",")) {
         const [k, val = ""] = part.split("=");
@@ -196,29 +245,33 @@ export function fromQuery(query: string, dropped: string[] = []): State {
         if (why) dropped.push(`${cellName(k)} = ${val}: ${why}`);
         else s.edits[k] = Number(val);
       }
+    } else if (choices) {
+      if (choices.includes(raw)) rec[key] = typeof d === "number" ? Number(raw) : raw;
+      else
+        dropped.push(
+          `${link}: not one of ${choices.filter((c) => c !== "trained").join(", ")}; using ${d}`,
+        );
     } else if (typeof d === "boolean") {
-      rec[key] = raw === "1";
+      if (raw === "0" || raw === "1") rec[key] = raw === "1";
+      else dropped.push(`${link}: not 1 (on) or 0 (off); using ${d ? 1 : 0}`);
     } else if (typeof d === "number") {
-      const n = Number(raw);
-      if (Number.isFinite(n)) rec[key] = n;
+      const [lo, hi, whole] = NUMBER_RANGE[key]!;
+      const n = raw.trim() === "" ? NaN : Number(raw);
+      if (!Number.isFinite(n)) {
+        dropped.push(`${link}: not ${rangeText(lo, hi, whole)}; using ${d}`);
+        continue;
+      }
+      const used = Math.min(hi, Math.max(lo, whole ? Math.round(n) : n));
+      if (used !== n) dropped.push(`${link} → ${used}: ${rangeText(lo, hi, whole)}`);
+      rec[key] = used;
+    } else if (key === "hidden" && !/^(\d+(_\d+)*)?$/.test(raw)) {
+      dropped.push(`${link}: hidden heads are numbers joined by “_”; none hidden`);
+    } else if (key === "custom" && !/^(\d+\.\d+(_\d+\.\d+)*)?$/.test(raw)) {
+      dropped.push(`${link}: mask cells are “row.column” joined by “_”; none blocked`);
     } else {
       rec[key] = raw;
     }
   }
-  if (!["features", "random"].includes(s.emb)) s.emb = DEFAULT_STATE.emb;
-  if (!["random", "identity", "designed", "seed", "trained"].includes(s.weights))
-    s.weights = DEFAULT_STATE.weights;
-  if (!["none", "causal", "padding", "custom"].includes(s.mask)) s.mask = DEFAULT_STATE.mask;
-  if (!["steps", "headview", "grid", "saturation", "decoding", "train"].includes(s.view))
-    s.view = "steps";
-  if (!["Q", "K", "V"].includes(s.role)) s.role = "Q";
-  if (s.satSource !== "query") s.satSource = "random";
-  s.step = clampInt(s.step, 1, STEP_COUNT);
-  s.satScale = Math.min(100, Math.max(1, s.satScale));
-  s.temperature = Math.min(10, Math.max(0.05, s.temperature));
-  s.speed = Math.min(4, Math.max(0.25, s.speed));
-  s.softcap = Math.min(100, Math.max(0, s.softcap));
-  if (!/^(\d+(_\d+)*)?$/.test(s.hidden)) s.hidden = "";
   return s;
 }
 
@@ -226,10 +279,6 @@ export function fromQuery(query: string, dropped: string[] = []): State {
 export function cellName(key: string): string {
   const [name, r, c] = key.split(":");
   return `${name === "X0" ? "X" : name === "X1" ? "X₂" : name}[${r}, ${c}]`;
-}
-
-export function clampInt(v: number, lo: number, hi: number): number {
-  return Math.min(hi, Math.max(lo, Math.round(v)));
 }
 
 /** Heads hidden in the head view. */

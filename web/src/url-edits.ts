@@ -37,6 +37,6 @@ export function showUrlNote(): void {
   const urlDropped = page.urlDropped;
   if (!urlDropped.length) return;
   note.querySelector("span")!.textContent =
-    `This link held values the page cannot use, so they were dropped. ${urlDropped.map((d) => d.replace(/\.$/, "")).join("; ")}.`;
+    `This link held values the page cannot use as they are, so the address now holds the values used. ${urlDropped.map((d) => d.replace(/\.$/, "")).join("; ")}.`;
   note.hidden = false;
 }
