@@ -337,6 +337,9 @@ describe("the npm package, packed and installed", () => {
     }
     assert.ok(count >= 20, `${count} relative links found`);
     assert.deepEqual(broken, [], "links to files the tarball lacks");
+    // The README is a user's door; depth belongs in docs/.
+    const readme = readFileSync(join(pkg, "README.md")).length;
+    assert.ok(readme <= 12 * 1024, `README.md is ${readme} bytes, over 12 KB`);
   });
 
   it("TypeScript strict with exactOptionalPropertyTypes: tests/js/types-usage.ts against the installed types", () => {
