@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "src/core/internal.h"
 #include "tests/reference.h"
 #include "tests/test_util.h"
 
@@ -213,6 +214,42 @@ TEST_CASE("ScaleScores scales and softcaps like the reference on every target", 
               CHECK(MaxAbs(x) <= softcap);
             }
           }
+        }
+      }
+    }
+  });
+}
+
+// The backward's ScaleSoftcapGrad multiplies by the slope that the forward's
+// ScaleSoftcap step keeps: d/ds softcap tanh(s / softcap) = 1 - tanh^2, after
+// the scale; 1 without a softcap. The scores are those of ScaleScores.
+TEST_CASE("ScaleSoftcap's slope is the softcap's derivative on every target", "[ops][scale]") {
+  ForEachTarget([](int64_t) {
+    uint32_t seed = 350;
+    for (size_t N : AllSizes()) {
+      for (float scale : {1.0f, 0.125f, 3.0f}) {
+        for (float softcap : {0.0f, 0.5f, 5.0f, 30.0f}) {
+          INFO("N=" << N << " scale=" << scale << " softcap=" << softcap);
+          TestMatrix x = Random(3, N, ++seed, Layout::kStrided, -20.0f, 20.0f);
+          TestMatrix slope(3, N, Layout::kStrided);
+          const ref::Mat in = x.ToRef();
+          const ref::Mat want = ref::Scale(in, scale, softcap);
+          REQUIRE(attnkit::internal::RunScaleScores(x, scale, softcap, slope));
+          CHECK_CLOSE(x, want, (Tol{1e-6 * std::max(1.0f, softcap), 4e-6}));
+          CHECK(slope.PaddingIntact());
+          double worst = 0.0;
+          for (size_t r = 0; r < 3; ++r) {
+            for (size_t c = 0; c < N; ++c) {
+              double g = 1.0;
+              if (softcap > 0.0f) {
+                const double t = std::tanh(double(scale) * in(r, c) / softcap);
+                g = 1.0 - t * t;
+              }
+              // tanh to a few ulp: 1 - t^2 to ~1e-6 absolute.
+              worst = std::max(worst, std::abs(slope(r, c) - g));
+            }
+          }
+          CHECK(worst <= 2e-6);
         }
       }
     }

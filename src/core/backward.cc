@@ -1,7 +1,8 @@
 // attnkit: the public gradient operations (backward.h). Each checks every
-// argument, then computes through one dispatch to the best SIMD target. The
-// kernels (backward-inl.h) compile here, for every target, apart from the
-// forward's dispatch.cc.
+// argument, then computes through one dispatch to the best SIMD target per
+// pass: the training forward is the fused kernel of dispatch.cc (an
+// AttentionJob whose heads keep their log-sum-exp); the backward's kernels
+// (backward-inl.h) compile here, for every target.
 #include "src/core/backward.h"
 
 #include <algorithm>
@@ -11,9 +12,8 @@
 #include <vector>
 
 #include "src/core/heads.h"
-#include "src/core/ops.h"
-
 #include "src/core/internal.h"
+#include "src/core/plan.h"
 #include "src/core/validate.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -27,20 +27,9 @@ HWY_BEFORE_NAMESPACE();
 namespace attnkit {
 namespace HWY_NAMESPACE {
 
-bool AttentionForTrainingT(const internal::GradTask& task) { return grad::Forward(task); }
+bool AttentionBackwardT(const internal::GradTask& task) { return Backward(task); }
 
-// With `recompute`, runs the forward first (into task.head.out and lse_out,
-// which task.lse then views).
-bool AttentionBackwardT(const internal::GradTask& task, bool recompute) {
-  if (recompute && !grad::Forward(task)) return false;
-  return grad::Backward(task);
-}
-
-bool MultiHeadForTrainingT(const internal::MultiGradTask& job) { return grad::MultiForward(job); }
-
-bool MultiHeadBackwardT(const internal::MultiGradTask& job, bool recompute) {
-  return grad::MultiBackward(job, recompute);
-}
+bool MultiHeadBackwardT(const internal::MultiGradTask& job) { return MultiBackward(job); }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace attnkit
@@ -49,9 +38,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace attnkit {
 
-HWY_EXPORT(AttentionForTrainingT);
 HWY_EXPORT(AttentionBackwardT);
-HWY_EXPORT(MultiHeadForTrainingT);
 HWY_EXPORT(MultiHeadBackwardT);
 
 // Natively the best target the CPU supports; WebAssembly has one (SIMD128).
@@ -106,53 +93,57 @@ Status CheckGradientArgs(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V
   return CheckFinite("dO", dO);
 }
 
-// The passes of a backward: with `recompute`, the forward first.
-internal::GradPasses PassesOf(bool recompute) {
-  return recompute ? internal::GradPasses::kForwardThenBackward : internal::GradPasses::kBackward;
+// The head of a single-head call: Q, K, V, its output O and log-sum-exp
+// lse, and the masks of checked options.
+internal::HeadTask OneHead(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
+                           const AttentionOptions& options, MatrixView O, MatrixView lse) {
+  internal::HeadTask head;
+  head.Q = Q;
+  head.K = K;
+  head.V = V;
+  head.out = O;
+  head.lse = lse;
+  internal::SetHeadMasks(options, 0, 0, &head);
+  return head;
 }
 
-// Options checked against the head, the task's masks and score parameters
-// set, and its workspace allocated into `buffer`.
-Status PrepareTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
-                   const AttentionOptions& options, internal::GradPasses passes,
-                   internal::GradTask* task, FloatBuffer* buffer) {
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, Q.rows, K.rows, /*batched=*/false, 1, 1));
-  task->params = internal::ScoreParamsOf(options, Q.cols);
-  task->head.Q = Q;
-  task->head.K = K;
-  task->head.V = V;
-  internal::SetHeadMasks(options, 0, 0, &task->head);
-  task->pool = options.pool;
-  const size_t threads = options.pool ? options.pool->num_threads() : 1;
-  const uint64_t max_floats =
-      std::numeric_limits<size_t>::max() / sizeof(float) / 2;  // room for size arithmetic
-  if (!internal::PlanGradLayout(Q.rows, K.rows, Q.cols, V.cols, passes, threads, max_floats,
-                                &task->layout) ||
-      !buffer->AllocateUninitialized(task->layout.total)) {
-    const bool backward = passes != internal::GradPasses::kForward;
-    return internal::OutOfMemory(backward ? "dO" : "Q", "the packed operands of the gradients",
-                                 task->layout.total);
-  }
-  task->workspace = buffer->data();
-  return Status::Ok();
+// The training forward of one head into out and lse, with checked options:
+// the fused kernel, as Attention runs it, keeping each row's log-sum-exp.
+Status RunForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
+                      const AttentionOptions& options, MatrixView out, MatrixView lse) {
+  internal::AttentionJob job;
+  job.params = internal::ScoreParamsOf(options, Q.cols);
+  job.pool = options.pool;
+  job.heads.push_back(OneHead(Q, K, V, options, out, lse));
+  return internal::RunAttentionJob(job);
 }
 
-// Checks and runs the backward; O and lse are the forward's outputs, or
-// `recompute` fills them first.
+// Checks and runs the backward from the forward's O and lse (`recompute`:
+// the training forward fills them first).
 Status RunBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, MatrixView O,
                    ConstMatrixView dO, MatrixView lse, bool recompute,
                    const AttentionOptions& options, MatrixView dQ, MatrixView dK, MatrixView dV) {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, Q.rows, K.rows, /*batched=*/false, 1, 1));
+  if (recompute) ATTNKIT_RETURN_IF_ERROR(RunForTraining(Q, K, V, options, O, lse));
   internal::GradTask task;
-  FloatBuffer workspace;
-  ATTNKIT_RETURN_IF_ERROR(PrepareTask(Q, K, V, options, PassesOf(recompute), &task, &workspace));
-  task.head.out = O;
-  task.lse_out = lse;
-  task.lse = lse;
+  task.params = internal::ScoreParamsOf(options, Q.cols);
+  task.head = OneHead(Q, K, V, options, O, lse);
+  task.pool = options.pool;
   task.dO = dO;
   task.dQ = dQ;
   task.dK = dK;
   task.dV = dV;
-  if (!ATTNKIT_GRAD_DISPATCH(AttentionBackwardT)(task, recompute)) {
+  const size_t threads = options.pool ? options.pool->num_threads() : 1;
+  const uint64_t max_floats =
+      std::numeric_limits<size_t>::max() / sizeof(float) / 2;  // room for size arithmetic
+  FloatBuffer workspace;
+  if (!internal::PlanGradLayout(Q.rows, K.rows, Q.cols, V.cols, threads, max_floats,
+                                &task.layout) ||
+      !workspace.AllocateUninitialized(task.layout.total)) {
+    return internal::OutOfMemory("dO", "the packed operands of the gradients", task.layout.total);
+  }
+  task.workspace = workspace.data();
+  if (!ATTNKIT_GRAD_DISPATCH(AttentionBackwardT)(task)) {
     return internal::OverflowStatus("dO", "the gradients dQ, dK and dV");
   }
   return Status::Ok();
@@ -169,16 +160,8 @@ Status AttentionForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixVie
       CheckShape("lse", lse, Q.rows, 1, "T_q, the rows of Q", "one log-sum-exp per row"));
   ATTNKIT_RETURN_IF_ERROR(
       CheckOutputs({{"out", out}, {"lse", lse}}, {{"Q", Q}, {"K", K}, {"V", V}}));
-  internal::GradTask task;
-  FloatBuffer workspace;
-  ATTNKIT_RETURN_IF_ERROR(
-      PrepareTask(Q, K, V, options, internal::GradPasses::kForward, &task, &workspace));
-  task.head.out = out;
-  task.lse_out = lse;
-  if (!ATTNKIT_GRAD_DISPATCH(AttentionForTrainingT)(task)) {
-    return internal::OverflowStatus("Q", "the scores and outputs");
-  }
-  return Status::Ok();
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, Q.rows, K.rows, /*batched=*/false, 1, 1));
+  return RunForTraining(Q, K, V, options, out, lse);
 }
 
 Status AttentionBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, ConstMatrixView O,
@@ -218,98 +201,19 @@ Status AttentionBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V
 
 namespace {
 
-// C = A B (or A B^T with `transposed`), an overflow naming `source`.
-// With a pool, bands of rows of A and C go to the threads: each row of C is
-// computed as on one thread, so the result is the same bit for bit.
-Status Product(ConstMatrixView A, ConstMatrixView B, MatrixView C, bool transposed,
-               const char* source, const char* what, ThreadPool* pool = nullptr) {
-  const size_t threads = pool ? pool->num_threads() : 1;
-  const size_t band = std::max<size_t>(8, (A.rows + threads - 1) / threads);
-  const size_t bands = (A.rows + band - 1) / band;
-  std::vector<Status> status(std::max<size_t>(bands, 1));
-  auto run = [&](size_t b) {
-    const size_t r0 = b * band, rows = std::min(band, A.rows - r0);
-    const ConstMatrixView a(A.data + r0 * A.stride, rows, A.cols, A.stride);
-    const MatrixView c(C.data + r0 * C.stride, rows, C.cols, C.stride);
-    status[b] = transposed ? MatMulTransposed(a, B, c) : MatMul(a, B, c);
-  };
-  if (bands <= 1) {
-    run(0);
-  } else {
-    pool->Run(bands, [&](size_t b, size_t) { run(b); });
-  }
-  for (const Status& s : status) {
-    if (s.ok()) continue;
-    if (s.code() == ErrorCode::kOverflow) return internal::OverflowStatus(source, what);
-    return s;
-  }
-  return Status::Ok();
-}
+using MultiShape = internal::MultiHeadShape;
 
-// t = m^T, allocated.
-Status Transpose(const char* parameter, const char* what, ConstMatrixView m, Matrix* t) {
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate(parameter, what, m.cols, m.rows, t));
-  for (size_t r = 0; r < m.rows; ++r) {
-    for (size_t c = 0; c < m.cols; ++c) (*t)(c, r) = m(r, c);
-  }
-  return Status::Ok();
-}
-
-// The gradients of the projections Q = X W_Q, K = X W_K, V = X W_V:
-// dW_Q = X^T dQ, dW_K = X^T dK, dW_V = X^T dV, dX = dQ W_Q^T + dK W_K^T +
-// dV W_V^T. `source` names the input errors are reported for.
-Status ProjectionGradients(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrixView W_K,
-                           ConstMatrixView W_V, ConstMatrixView dQ, ConstMatrixView dK,
-                           ConstMatrixView dV, const char* source, ThreadPool* pool, MatrixView dX,
-                           MatrixView dW_Q, MatrixView dW_K, MatrixView dW_V) {
-  Matrix Xt, part;
-  ATTNKIT_RETURN_IF_ERROR(Transpose("X", "X^T [d_model, rows of X]", X, &Xt));
-  ATTNKIT_RETURN_IF_ERROR(Product(Xt, dQ, dW_Q, false, source, "dW_Q = X^T dQ", pool));
-  ATTNKIT_RETURN_IF_ERROR(Product(Xt, dK, dW_K, false, source, "dW_K = X^T dK", pool));
-  ATTNKIT_RETURN_IF_ERROR(Product(Xt, dV, dW_V, false, source, "dW_V = X^T dV", pool));
-  ATTNKIT_RETURN_IF_ERROR(
-      internal::Allocate("X", "dX [rows of X, d_model]", X.rows, X.cols, &part));
-  ATTNKIT_RETURN_IF_ERROR(Product(dQ, W_Q, dX, true, source, "dX = dQ W_Q^T", pool));
-  for (const auto& [d, W] : {std::pair<ConstMatrixView, ConstMatrixView>{dK, W_K}, {dV, W_V}}) {
-    ATTNKIT_RETURN_IF_ERROR(
-        Product(d, W, part.view(), true, source, "dX = dK W_K^T + dV W_V^T", pool));
-    for (size_t r = 0; r < X.rows; ++r) {
-      for (size_t c = 0; c < X.cols; ++c) dX(r, c) += part(r, c);
-    }
-  }
-  if (!internal::RunAllFinite(dX)) return internal::OverflowStatus(source, "dX");
-  return Status::Ok();
-}
-
-// The shapes of a checked multi-head call on concatenated Q, K and V.
-struct MultiShape {
-  internal::Heads heads;
-  size_t batch = 1, T_q = 0, T_k = 0;
-};
-
-// Q, K and V as MultiHeadAttentionQKV checks them, and the options.
+// Q, K and V as MultiHeadAttentionQKV checks them (CheckMultiHeadQKV, then
+// their values), and the options.
 Status CheckMultiQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, size_t batch,
                      const HeadConfig& config, const AttentionOptions& options, MultiShape* m) {
-  ATTNKIT_RETURN_IF_ERROR(CheckView("Q", Q));
-  ATTNKIT_RETURN_IF_ERROR(CheckView("K", K));
-  ATTNKIT_RETURN_IF_ERROR(CheckView("V", V));
-  internal::Heads& heads = m->heads;
-  ATTNKIT_RETURN_IF_ERROR(
-      internal::ResolveHeads(config, Q.cols, "the columns of Q", V.cols, &heads));
-  m->batch = batch;
-  ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("Q", Q.rows, batch, &m->T_q));
-  ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("K", K.rows, batch, &m->T_k));
-  ATTNKIT_RETURN_IF_ERROR(
-      CheckShape("Q", Q, Q.rows, heads.num_heads * heads.d_k, "batch * T_q", "num_heads * d_k"));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("K", K, K.rows, heads.num_kv_heads * heads.d_k, "batch * T_k",
-                                     "num_kv_heads * d_k"));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("V", V, K.rows, heads.num_kv_heads * heads.d_v,
-                                     "batch * T_k, the rows of K", "num_kv_heads * d_v"));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckMultiHeadQKV(Q, K, V, batch, config, m));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("Q", Q));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("K", K));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("V", V));
   ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, batch));
-  return internal::CheckOptions(options, m->T_q, m->T_k, /*batched=*/true, batch, heads.num_heads);
+  return internal::CheckOptions(options, m->T_q, m->T_k, /*batched=*/true, batch,
+                                m->heads.num_heads);
 }
 
 // dO [B*T_q, h*d_v] finite, dQ, dK, dV shaped as Q, K, V.
@@ -327,29 +231,51 @@ Status CheckMultiGradients(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView
   return CheckFinite(dO_name, dO);
 }
 
-// One GradTask per (item, query head) of checked Q, K and V, with masks,
-// outputs O [B*T_q, h*d_v] and lse [B*h*T_q, 1]; `buffer` holds the packed
-// operands of the heads in flight (GroupsInFlight) and the threads' blocks.
-Status PrepareMultiTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, MatrixView O,
-                        MatrixView lse, const MultiShape& m, const AttentionOptions& options,
-                        internal::GradPasses passes, const char* source,
-                        internal::MultiGradTask* job, FloatBuffer* buffer) {
+// One head task per (item, query head) of checked Q, K and V,
+// tasks[b * num_heads + h], with its masks, its rows of O [B*T_q, h*d_v] and
+// its rows of lse [B*h*T_q, 1].
+std::vector<internal::HeadTask> MultiHeadTasks(ConstMatrixView Q, ConstMatrixView K,
+                                               ConstMatrixView V, MatrixView O, MatrixView lse,
+                                               const MultiShape& m,
+                                               const AttentionOptions& options) {
   const internal::Heads& heads = m.heads;
-  std::vector<internal::HeadTask> head_tasks;
+  std::vector<internal::HeadTask> tasks;
   internal::AddHeadTasks(
       Q, O, m.batch, m.T_q, m.T_k, heads, options,
       [&](size_t b, size_t g, ConstMatrixView* k, ConstMatrixView* v) {
         *k = K.Block(b * m.T_k, m.T_k, g * heads.d_k, heads.d_k);
         *v = V.Block(b * m.T_k, m.T_k, g * heads.d_v, heads.d_v);
       },
-      &head_tasks);
+      &tasks);
+  for (size_t k = 0; k < tasks.size(); ++k) tasks[k].lse = lse.Block(k * m.T_q, m.T_q, 0, 1);
+  return tasks;
+}
+
+// The training forward of every head into O and lse: the fused kernel, as
+// MultiHeadAttentionQKV runs it, keeping each row's log-sum-exp.
+Status RunMultiForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, MatrixView O,
+                           MatrixView lse, const MultiShape& m, const AttentionOptions& options) {
+  internal::AttentionJob job;
+  job.params = internal::ScoreParamsOf(options, m.heads.d_k);
+  job.pool = options.pool;
+  job.heads = MultiHeadTasks(Q, K, V, O, lse, m, options);
+  return internal::RunAttentionJob(job);
+}
+
+// One GradTask per head task (MultiHeadTasks); `buffer` holds the packed
+// operands of the heads in flight (GroupsInFlight) and the threads' blocks.
+Status PrepareMultiTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, MatrixView O,
+                        MatrixView lse, const MultiShape& m, const AttentionOptions& options,
+                        const char* source, internal::MultiGradTask* job, FloatBuffer* buffer) {
+  const internal::Heads& heads = m.heads;
+  const std::vector<internal::HeadTask> head_tasks = MultiHeadTasks(Q, K, V, O, lse, m, options);
   const size_t n = head_tasks.size();
   const size_t threads = options.pool ? options.pool->num_threads() : 1;
   const size_t chunk = internal::GroupsInFlight(n / heads.group(), threads);
   const uint64_t max_floats = std::numeric_limits<size_t>::max() / sizeof(float) / 2;
   internal::GradLayout layout;
-  const bool fits = internal::PlanGradLayout(m.T_q, m.T_k, heads.d_k, heads.d_v, passes, threads,
-                                             max_floats, &layout);
+  const bool fits =
+      internal::PlanGradLayout(m.T_q, m.T_k, heads.d_k, heads.d_v, threads, max_floats, &layout);
   // The heads in flight and the threads are few, each region below
   // max_floats: the sum fits in 64 bits.
   const uint64_t in_flight = static_cast<uint64_t>(chunk) * heads.group();
@@ -366,8 +292,6 @@ Status PrepareMultiTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
     t.head = head_tasks[k];
     t.params = params;
     t.layout = layout;
-    t.lse_out = lse.Block(k * m.T_q, m.T_q, 0, 1);
-    t.lse = t.lse_out;
   }
   job->group = heads.group();
   job->chunk = chunk;
@@ -377,16 +301,17 @@ Status PrepareMultiTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
   return Status::Ok();
 }
 
-// Runs the checked multi-head backward; O and lse are the forward's outputs,
-// or `recompute` fills them first. `source` names dO in errors.
+// Runs the checked multi-head backward from the forward's O and lse
+// (`recompute`: the training forward fills them first). `source` names dO in
+// errors.
 Status RunMultiBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, MatrixView O,
                         ConstMatrixView dO, MatrixView lse, bool recompute, const MultiShape& m,
                         const AttentionOptions& options, const char* source, MatrixView dQ,
                         MatrixView dK, MatrixView dV) {
+  if (recompute) ATTNKIT_RETURN_IF_ERROR(RunMultiForTraining(Q, K, V, O, lse, m, options));
   internal::MultiGradTask job;
   FloatBuffer workspace;
-  ATTNKIT_RETURN_IF_ERROR(
-      PrepareMultiTask(Q, K, V, O, lse, m, options, PassesOf(recompute), source, &job, &workspace));
+  ATTNKIT_RETURN_IF_ERROR(PrepareMultiTask(Q, K, V, O, lse, m, options, source, &job, &workspace));
   const internal::Heads& heads = m.heads;
   for (size_t k = 0; k < job.tasks.size(); ++k) {
     const size_t b = k / heads.num_heads, h = k % heads.num_heads, g = h / heads.group();
@@ -396,7 +321,7 @@ Status RunMultiBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
     t.dK = dK.Block(b * m.T_k, m.T_k, g * heads.d_k, heads.d_k);
     t.dV = dV.Block(b * m.T_k, m.T_k, g * heads.d_v, heads.d_v);
   }
-  if (!ATTNKIT_GRAD_DISPATCH(MultiHeadBackwardT)(job, recompute)) {
+  if (!ATTNKIT_GRAD_DISPATCH(MultiHeadBackwardT)(job)) {
     return internal::OverflowStatus(source, "the gradients dQ, dK and dV");
   }
   return Status::Ok();
@@ -441,13 +366,16 @@ Status SelfAttentionBackward(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrix
   ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "dQ [T, d_k]", T, d_k, &dQ));
   ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "dK [T, d_k]", T, d_k, &dK));
   ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "dV [T, d_v]", T, d_v, &dV));
-  ATTNKIT_RETURN_IF_ERROR(Product(X, W_Q, Q.view(), false, "X", "Q = X W_Q", options.pool));
-  ATTNKIT_RETURN_IF_ERROR(Product(X, W_K, K.view(), false, "X", "K = X W_K", options.pool));
-  ATTNKIT_RETURN_IF_ERROR(Product(X, W_V, V.view(), false, "X", "V = X W_V", options.pool));
+  ATTNKIT_RETURN_IF_ERROR(
+      internal::Product(X, W_Q, Q.view(), false, "X", "Q = X W_Q", options.pool));
+  ATTNKIT_RETURN_IF_ERROR(
+      internal::Product(X, W_K, K.view(), false, "X", "K = X W_K", options.pool));
+  ATTNKIT_RETURN_IF_ERROR(
+      internal::Product(X, W_V, V.view(), false, "X", "V = X W_V", options.pool));
   ATTNKIT_RETURN_IF_ERROR(RunBackward(Q, K, V, O.view(), dO, lse.view(), /*recompute=*/true,
                                       options, dQ.view(), dK.view(), dV.view()));
-  return ProjectionGradients(X, W_Q, W_K, W_V, dQ, dK, dV, "dO", options.pool, grads.dX, grads.dW_Q,
-                             grads.dW_K, grads.dW_V);
+  return internal::RunProjectionBackward(X, W_Q, W_K, W_V, dQ, dK, dV, "dO", options.pool, grads.dX,
+                                         grads.dW_Q, grads.dW_K, grads.dW_V);
 }
 
 Status MultiHeadAttentionQKVForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
@@ -462,14 +390,7 @@ Status MultiHeadAttentionQKVForTraining(ConstMatrixView Q, ConstMatrixView K, Co
                                      "batch * num_heads * T_q", "one log-sum-exp per row"));
   ATTNKIT_RETURN_IF_ERROR(
       CheckOutputs({{"out", out}, {"lse", lse}}, {{"Q", Q}, {"K", K}, {"V", V}}));
-  internal::MultiGradTask job;
-  FloatBuffer workspace;
-  ATTNKIT_RETURN_IF_ERROR(PrepareMultiTask(Q, K, V, out, lse, m, options,
-                                           internal::GradPasses::kForward, "Q", &job, &workspace));
-  if (!ATTNKIT_GRAD_DISPATCH(MultiHeadForTrainingT)(job)) {
-    return internal::OverflowStatus("Q", "the scores and outputs");
-  }
-  return Status::Ok();
+  return RunMultiForTraining(Q, K, V, out, lse, m, options);
 }
 
 Status MultiHeadAttentionQKVBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
@@ -589,15 +510,18 @@ Status MultiHeadAttentionBackward(ConstMatrixView X, size_t batch, const MultiHe
   ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "dK", rows, gk, &dK));
   ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "dV", rows, gv, &dV));
   ThreadPool* pool = options.pool;
-  ATTNKIT_RETURN_IF_ERROR(Product(X, weights.W_Q, Q.view(), false, "X", "Q = X W_Q", pool));
-  ATTNKIT_RETURN_IF_ERROR(Product(X, weights.W_K, K.view(), false, "X", "K = X W_K", pool));
-  ATTNKIT_RETURN_IF_ERROR(Product(X, weights.W_V, V.view(), false, "X", "V = X W_V", pool));
+  ATTNKIT_RETURN_IF_ERROR(
+      internal::Product(X, weights.W_Q, Q.view(), false, "X", "Q = X W_Q", pool));
+  ATTNKIT_RETURN_IF_ERROR(
+      internal::Product(X, weights.W_K, K.view(), false, "X", "K = X W_K", pool));
+  ATTNKIT_RETURN_IF_ERROR(
+      internal::Product(X, weights.W_V, V.view(), false, "X", "V = X W_V", pool));
   // dMerged = dOut W_O^T (dOut itself without W_O).
   ConstMatrixView d_merged = dOut;
   if (!weights.W_O.empty()) {
     ATTNKIT_RETURN_IF_ERROR(internal::Allocate("dOut", "dMerged", rows, hv, &dMerged));
-    ATTNKIT_RETURN_IF_ERROR(
-        Product(dOut, weights.W_O, dMerged.view(), true, "dOut", "dMerged = dOut W_O^T", pool));
+    ATTNKIT_RETURN_IF_ERROR(internal::Product(dOut, weights.W_O, dMerged.view(), true, "dOut",
+                                              "dMerged = dOut W_O^T", pool));
     d_merged = dMerged.view();
   }
   ATTNKIT_RETURN_IF_ERROR(RunMultiBackward(Q, K, V, merged.view(), d_merged, lse.view(),
@@ -605,12 +529,13 @@ Status MultiHeadAttentionBackward(ConstMatrixView X, size_t batch, const MultiHe
                                            dK.view(), dV.view()));
   if (!weights.W_O.empty()) {
     Matrix merged_t;
-    ATTNKIT_RETURN_IF_ERROR(Transpose("X", "merged heads transposed", merged, &merged_t));
+    ATTNKIT_RETURN_IF_ERROR(internal::Transpose("X", "merged heads transposed", merged, &merged_t));
     ATTNKIT_RETURN_IF_ERROR(
-        Product(merged_t, dOut, grads.dW_O, false, "dOut", "dW_O = merged^T dOut", pool));
+        internal::Product(merged_t, dOut, grads.dW_O, false, "dOut", "dW_O = merged^T dOut", pool));
   }
-  return ProjectionGradients(X, weights.W_Q, weights.W_K, weights.W_V, dQ, dK, dV, "dOut", pool,
-                             grads.dX, grads.dW_Q, grads.dW_K, grads.dW_V);
+  return internal::RunProjectionBackward(X, weights.W_Q, weights.W_K, weights.W_V, dQ, dK, dV,
+                                         "dOut", pool, grads.dX, grads.dW_Q, grads.dW_K,
+                                         grads.dW_V);
 }
 
 }  // namespace attnkit

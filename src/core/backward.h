@@ -74,6 +74,19 @@ Status SelfAttentionBackward(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrix
                              ConstMatrixView W_V, ConstMatrixView dO,
                              const AttentionOptions& options, const SelfAttentionGradients& grads);
 
+// The backward of the projections Q = X W_Q, K = X W_K, V = X W_V alone,
+// given their gradients (the step every backward above that projects ends
+// with): dW_Q = X^T dQ, dW_K = X^T dK, dW_V = X^T dV and
+// dX = dQ W_Q^T + dK W_K^T + dV W_V^T. X [T, d_model], W_Q [d_model, d_k],
+// W_K [d_model, d_k'], W_V [d_model, d_v], dQ [T, d_k], dK [T, d_k'],
+// dV [T, d_v] -> grads as SelfAttentionGradients (overwritten; must not
+// alias an input or another gradient). With a pool, bands of rows go to its
+// threads, bit-identical to one thread.
+Status ProjectionBackward(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrixView W_K,
+                          ConstMatrixView W_V, ConstMatrixView dQ, ConstMatrixView dK,
+                          ConstMatrixView dV, ThreadPool* pool,
+                          const SelfAttentionGradients& grads);
+
 // The multi-head forward for training: as MultiHeadAttentionQKV (no past,
 // present or scores), and also the log-sum-exp of every row of every head:
 // lse [batch * num_heads * T_q, 1], row (b * num_heads + h) * T_q + i (the

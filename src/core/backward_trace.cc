@@ -8,6 +8,7 @@
 #include <limits>
 #include <utility>
 
+#include "src/core/internal.h"
 #include "src/core/validate.h"
 
 namespace attnkit {
@@ -39,15 +40,6 @@ void AddProduct(double alpha, ConstMatrixView A, Op op_a, ConstMatrixView B, Op 
       out(r, c) = static_cast<float>(out(r, c) + alpha * sum);
     }
   }
-}
-
-bool AllFinite(ConstMatrixView m) {
-  for (size_t r = 0; r < m.rows; ++r) {
-    for (size_t c = 0; c < m.cols; ++c) {
-      if (!std::isfinite(m(r, c))) return false;
-    }
-  }
-  return true;
 }
 
 // The backward steps from a finished forward trace t->forward and a checked
@@ -120,7 +112,7 @@ Status BackwardSteps(const char* source, ConstMatrixView dO, float softcap,
   // Finite inputs can still overflow float on the way (e.g. dO V^T).
   for (const Matrix* m :
        {&t->dV, &t->d_weights, &t->D, &t->d_masked_scores, &t->d_scores, &t->dQ, &t->dK}) {
-    if (!AllFinite(*m)) {
+    if (!internal::RunAllFinite(*m)) {
       return internal::OverflowStatus("dO", "the gradients of the backward trace");
     }
   }
@@ -128,7 +120,8 @@ Status BackwardSteps(const char* source, ConstMatrixView dO, float softcap,
 }
 
 // The projections Q = X W_Q, K = X W_K, V = X W_V, backwards: X feeds all
-// three, so its gradient sums theirs.
+// three, so its gradient sums theirs. The same routine as every backward
+// that projects (ProjectionBackward).
 Status ProjectionSteps(ConstMatrixView W_Q, ConstMatrixView W_K, ConstMatrixView W_V,
                        AttentionBackwardTrace* t) {
   const ConstMatrixView X = t->forward.X;
@@ -137,23 +130,9 @@ Status ProjectionSteps(ConstMatrixView W_Q, ConstMatrixView W_K, ConstMatrixView
   ATTNKIT_RETURN_IF_ERROR(Allocate("W_Q", "dW_Q [d_model, d_k]", d_model, W_Q.cols, &t->dW_Q));
   ATTNKIT_RETURN_IF_ERROR(Allocate("W_K", "dW_K [d_model, d_k]", d_model, W_K.cols, &t->dW_K));
   ATTNKIT_RETURN_IF_ERROR(Allocate("W_V", "dW_V [d_model, d_v]", d_model, W_V.cols, &t->dW_V));
-
-  // dX = dQ W_Q^T + dK W_K^T + dV W_V^T.
-  AddProduct(1.0, t->dQ, Op::kAsIs, W_Q, Op::kTransposed, t->dX);
-  AddProduct(1.0, t->dK, Op::kAsIs, W_K, Op::kTransposed, t->dX);
-  AddProduct(1.0, t->dV, Op::kAsIs, W_V, Op::kTransposed, t->dX);
-
-  // dW = X^T dQ, X^T dK, X^T dV: every token's contribution to each weight.
-  AddProduct(1.0, X, Op::kTransposed, t->dQ, Op::kAsIs, t->dW_Q);
-  AddProduct(1.0, X, Op::kTransposed, t->dK, Op::kAsIs, t->dW_K);
-  AddProduct(1.0, X, Op::kTransposed, t->dV, Op::kAsIs, t->dW_V);
-
-  for (const Matrix* m : {&t->dX, &t->dW_Q, &t->dW_K, &t->dW_V}) {
-    if (!AllFinite(*m)) {
-      return internal::OverflowStatus("dO", "the projection gradients of the backward trace");
-    }
-  }
-  return Status::Ok();
+  // dW = X^T dQ, X^T dK, X^T dV; dX = dQ W_Q^T + dK W_K^T + dV W_V^T.
+  return internal::RunProjectionBackward(X, W_Q, W_K, W_V, t->dQ, t->dK, t->dV, "dO", nullptr,
+                                         t->dX, t->dW_Q, t->dW_K, t->dW_V);
 }
 
 Status NullTrace() {

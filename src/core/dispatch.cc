@@ -49,8 +49,10 @@ bool MatMulTransposedT(ConstMatrixView A, ConstMatrixView B, MatrixView C, float
   return AllFinite(C);
 }
 
-bool ScaleScoresT(MatrixView x, float scale, float softcap) {
-  for (size_t r = 0; r < x.rows; ++r) ScaleSoftcap(x.Row(r), x.cols, scale, softcap);
+bool ScaleScoresT(MatrixView x, float scale, float softcap, MatrixView slope) {
+  for (size_t r = 0; r < x.rows; ++r) {
+    ScaleSoftcap(x.Row(r), x.cols, scale, softcap, slope.empty() ? nullptr : slope.Row(r));
+  }
   return AllFinite(x);
 }
 
@@ -101,8 +103,8 @@ bool RunMatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed
 bool RunMatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) {
   return ATTNKIT_DISPATCH(MatMulTransposedT)(A, B, C, packed);
 }
-bool RunScaleScores(MatrixView x, float scale, float softcap) {
-  return ATTNKIT_DISPATCH(ScaleScoresT)(x, scale, softcap);
+bool RunScaleScores(MatrixView x, float scale, float softcap, MatrixView slope) {
+  return ATTNKIT_DISPATCH(ScaleScoresT)(x, scale, softcap, slope);
 }
 bool RunSoftmaxRows(MatrixView x) { return ATTNKIT_DISPATCH(SoftmaxRowsT)(x); }
 bool RunAllFinite(ConstMatrixView m) { return ATTNKIT_DISPATCH(AllFiniteT)(m); }

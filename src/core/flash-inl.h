@@ -15,7 +15,8 @@
 //                 (exp as 2^((S - m_new) log2(e)), see ExpViaExp2)
 //   WeightedSumVTile  O = O * alpha + P V_tile, a GEMM on V packed
 // Key tiles past the last visible key of the block (causal, key padding) are
-// skipped. A row that sees no key ends with l == 0 and stays all zeros.
+// skipped. A row that sees no key ends with l == 0 and stays all zeros. The
+// training forward (HeadTask::lse) is this kernel too, keeping m + log l.
 // Memory: K^T and V packed in panels (see PackKeysAndValues), [d_k + d_v,
 // T_k] rounded up, a task's queries packed [kTaskQueries, d_k] and one
 // [kRows, kTileKeys] tile, i.e. O((T_q + T_k) d).
@@ -259,10 +260,17 @@ struct FlashBlock {
     return true;
   }
 
-  // out rows /= l (rows that saw no key stay zero).
+  // out rows /= l (rows that saw no key stay zero); for the training forward
+  // lse rows = m + log l, the log-sum-exp the backward recomputes P from
+  // (-inf for rows that saw no key).
   HWY_INLINE void Finish(const internal::HeadTask& t) {
     for (size_t r = 0; r < kRows; ++r) {
       if (l[r] > 0.0f) ScaleRow(t.out.Row(i0 + r), t.V.cols, 1.0f / l[r], 0.0f);
+    }
+    if (t.lse.empty()) return;
+    for (size_t r = 0; r < kRows; ++r) {
+      t.lse(i0 + r, 0) =
+          l[r] > 0.0f ? m[r] + std::log(l[r]) : -std::numeric_limits<float>::infinity();
     }
   }
 };

@@ -68,6 +68,24 @@ Status SequenceLength(const char* name, size_t rows, size_t batch, size_t* seq_l
   return Status::Ok();
 }
 
+Status CheckMultiHeadQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, size_t batch,
+                         const HeadConfig& config, MultiHeadShape* m) {
+  ATTNKIT_RETURN_IF_ERROR(CheckView("Q", Q));
+  ATTNKIT_RETURN_IF_ERROR(CheckView("K", K));
+  ATTNKIT_RETURN_IF_ERROR(CheckView("V", V));
+  Heads& heads = m->heads;
+  ATTNKIT_RETURN_IF_ERROR(ResolveHeads(config, Q.cols, "the columns of Q", V.cols, &heads));
+  m->batch = batch;
+  ATTNKIT_RETURN_IF_ERROR(SequenceLength("Q", Q.rows, batch, &m->T_q));
+  ATTNKIT_RETURN_IF_ERROR(SequenceLength("K", K.rows, batch, &m->T_k));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("Q", Q, Q.rows, heads.num_heads * heads.d_k, "batch * T_q", "num_heads * d_k"));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("K", K, K.rows, heads.num_kv_heads * heads.d_k, "batch * T_k",
+                                     "num_kv_heads * d_k"));
+  return CheckShape("V", V, K.rows, heads.num_kv_heads * heads.d_v, "batch * T_k, the rows of K",
+                    "num_kv_heads * d_v");
+}
+
 Status CheckKeyLengthCount(const AttentionOptions& options, size_t batch) {
   if (!options.key_lengths.empty() && options.key_lengths.size() != batch) {
     return Status(ErrorCode::kInvalidArgument, "key_lengths",

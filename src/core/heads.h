@@ -40,6 +40,19 @@ Status SequenceLength(const char* name, size_t rows, size_t batch, size_t* seq_l
 // Checks options.key_lengths has 0 or `batch` entries.
 Status CheckKeyLengthCount(const AttentionOptions& options, size_t batch);
 
+// The shapes of a multi-head call on concatenated heads.
+struct MultiHeadShape {
+  Heads heads;
+  size_t batch = 1, T_q = 0, T_k = 0;
+};
+
+// Q [batch * T_q, h * d_k], K [batch * T_k, kvh * d_k], V [batch * T_k,
+// kvh * d_v] of MultiHeadAttentionQKV and its backward: the views, the heads
+// (config, the columns of Q and V), T_q and T_k, and the shapes. Values
+// (finite) are the caller's to check, after its other shapes.
+Status CheckMultiHeadQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, size_t batch,
+                         const HeadConfig& config, MultiHeadShape* m);
+
 // W_Q [d_model, h*d_k], W_K [d_model, kvh*d_k], W_V [d_model, kvh*d_v], and
 // W_O [h*d_v, d_out] if given: shapes and values. Sets d_out (h*d_v without W_O).
 Status CheckMultiHeadWeights(const MultiHeadWeights& weights, size_t d_model, const Heads& heads,

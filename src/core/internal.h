@@ -29,10 +29,13 @@ struct ScoreParams {
 // query i sees keys j <= i + causal_offset. The masks are this (item, head)'s
 // slice, resolved once per task so that the kernels' loops read plain
 // pointers: [T_q, >= key_length] (row stride 0 when one row serves every
-// query), or empty. `scores` [T_q, T_k] receives the job's keep_stage.
+// query), or empty. `scores` [T_q, T_k] receives the job's keep_stage. The
+// training forward also writes each row's log-sum-exp into `lse` [T_q, 1]
+// (-inf for a row that sees no key); empty otherwise.
 struct HeadTask {
   ConstMatrixView Q, K, V;
   MatrixView out;
+  MatrixView lse;
   size_t key_length = 0;
   ptrdiff_t causal_offset = 0;
   MaskView bool_mask;
@@ -86,9 +89,11 @@ struct AttentionJob {
 Status RunAttentionJob(const AttentionJob& job);
 
 // Calls fn(task, thread) for every task in [0, n): on the pool's threads, or
-// in order on the caller's thread (thread 0) without a pool.
-inline void ParallelFor(ThreadPool* pool, size_t n, const std::function<void(size_t, size_t)>& fn) {
-  if (pool != nullptr) {
+// in order on the caller's thread (thread 0) without a pool, with one thread
+// or with one task (no hand-over for work that cannot be shared).
+template <class Fn>
+inline void ParallelFor(ThreadPool* pool, size_t n, const Fn& fn) {
+  if (pool != nullptr && pool->num_threads() > 1 && n > 1) {
     pool->Run(n, fn);
   } else {
     for (size_t i = 0; i < n; ++i) fn(i, 0);
@@ -102,10 +107,29 @@ inline void ParallelFor(ThreadPool* pool, size_t n, const std::function<void(siz
 // likewise ([K, N] for B [N, K]), or null.
 bool RunMatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed);
 bool RunMatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed);
-bool RunScaleScores(MatrixView x, float scale, float softcap);
+// RunScaleScores: x = ScaleSoftcap(x); with `slope` (not empty, shaped as x),
+// also the softcap's slope 1 - tanh^2 that the backward keeps.
+bool RunScaleScores(MatrixView x, float scale, float softcap, MatrixView slope = MatrixView());
 bool RunSoftmaxRows(MatrixView x);
 // True if every value of m is finite.
 bool RunAllFinite(ConstMatrixView m);
+
+// The backward of the projections (projection_backward.cc), on checked
+// views: the gradients of Q = X W_Q, K = X W_K, V = X W_V, dW_Q = X^T dQ,
+// dW_K = X^T dK, dW_V = X^T dV [d_model, d] and dX = dQ W_Q^T + dK W_K^T +
+// dV W_V^T [rows of X, d_model]. Errors (overflow) name `source`.
+Status RunProjectionBackward(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrixView W_K,
+                             ConstMatrixView W_V, ConstMatrixView dQ, ConstMatrixView dK,
+                             ConstMatrixView dV, const char* source, ThreadPool* pool,
+                             MatrixView dX, MatrixView dW_Q, MatrixView dW_K, MatrixView dW_V);
+// C = A B (or A B^T with `transposed`) on checked views, an overflow naming
+// `source` and `what`. With a pool, bands of rows of A and C go to the
+// threads: each row of C is computed as on one thread, so the result is the
+// same bit for bit.
+Status Product(ConstMatrixView A, ConstMatrixView B, MatrixView C, bool transposed,
+               const char* source, const char* what, ThreadPool* pool = nullptr);
+// *t = m^T, allocated (errors name `parameter` and `what`).
+Status Transpose(const char* parameter, const char* what, ConstMatrixView m, Matrix* t);
 
 }  // namespace internal
 }  // namespace attnkit

@@ -220,21 +220,10 @@ Status CheckExtras(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, size
 Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, size_t batch,
                              const HeadConfig& config, const AttentionOptions& options,
                              const MultiHeadExtras& extras, MatrixView out) {
-  ATTNKIT_RETURN_IF_ERROR(CheckView("Q", Q));
-  ATTNKIT_RETURN_IF_ERROR(CheckView("K", K));
-  ATTNKIT_RETURN_IF_ERROR(CheckView("V", V));
-  Heads heads;
-  ATTNKIT_RETURN_IF_ERROR(
-      internal::ResolveHeads(config, Q.cols, "the columns of Q", V.cols, &heads));
-  size_t T_q, T_k;
-  ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("Q", Q.rows, batch, &T_q));
-  ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("K", K.rows, batch, &T_k));
-  ATTNKIT_RETURN_IF_ERROR(
-      CheckShape("Q", Q, Q.rows, heads.num_heads * heads.d_k, "batch * T_q", "num_heads * d_k"));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("K", K, K.rows, heads.num_kv_heads * heads.d_k, "batch * T_k",
-                                     "num_kv_heads * d_k"));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("V", V, K.rows, heads.num_kv_heads * heads.d_v,
-                                     "batch * T_k, the rows of K", "num_kv_heads * d_v"));
+  internal::MultiHeadShape shape;
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckMultiHeadQKV(Q, K, V, batch, config, &shape));
+  const Heads& heads = shape.heads;
+  const size_t T_q = shape.T_q, T_k = shape.T_k;
   ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, Q.rows, heads.num_heads * heads.d_v,
                                      "batch * T_q, the rows of Q", "num_heads * d_v"));
   size_t T_past, present_rows;

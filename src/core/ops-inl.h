@@ -202,30 +202,44 @@ HWY_INLINE void CopyRow(const float* HWY_RESTRICT from, size_t n, float* HWY_RES
   for (; i < n; ++i) to[i] = from[i];
 }
 
-// One vector step of ScaleRow: s * scale, then softcap * tanh(s / softcap).
+// One vector step of ScaleRow: s * scale, then softcap * tanh(s / softcap);
+// with `slope`, the softcap's derivative there, 1 - tanh^2, into *slope
+// (1 without a softcap).
 template <class D, class V>
-HWY_INLINE V ScaleCap(D d, V v, float scale, float softcap) {
+HWY_INLINE V ScaleCap(D d, V v, float scale, float softcap, V* slope = nullptr) {
   v = hn::Mul(v, hn::Set(d, scale));
   if (softcap > 0.0f) {
     // Div, not Mul by 1/softcap: for a subnormal softcap the reciprocal is inf
     // and 0 * inf would be NaN.
     const auto cap = hn::Set(d, softcap);
-    v = hn::Mul(cap, hn::Tanh(d, hn::Div(v, cap)));
+    const V t = hn::Tanh(d, hn::Div(v, cap));
+    if (slope) *slope = hn::NegMulAdd(t, t, hn::Set(d, 1.0f));
+    v = hn::Mul(cap, t);
+  } else if (slope) {
+    *slope = hn::Set(d, 1.0f);
   }
   return v;
 }
 
-// x [n] in place: x * scale, then soft-capped when softcap > 0.
-HWY_INLINE void ScaleRow(float* HWY_RESTRICT x, size_t n, float scale, float softcap) {
+// x [n] in place: x * scale, then soft-capped when softcap > 0. With slope
+// [n] (not null), also the softcap's derivative 1 - tanh^2 per entry, which
+// the backward's ScaleSoftcapGrad multiplies in.
+HWY_INLINE void ScaleRow(float* HWY_RESTRICT x, size_t n, float scale, float softcap,
+                         float* HWY_RESTRICT slope = nullptr) {
   const DF d;
   const size_t N = hn::Lanes(d);
   size_t i = 0;
+  hn::Vec<DF> g;
   for (; i + N <= n; i += N) {
-    hn::StoreU(ScaleCap(d, hn::LoadU(d, x + i), scale, softcap), d, x + i);
+    hn::StoreU(ScaleCap(d, hn::LoadU(d, x + i), scale, softcap, slope ? &g : nullptr), d, x + i);
+    if (slope) hn::StoreU(g, d, slope + i);
   }
   const DF1 d1;
+  hn::Vec<DF1> g1;
   for (; i < n; ++i) {
-    hn::StoreU(ScaleCap(d1, hn::LoadU(d1, x + i), scale, softcap), d1, x + i);
+    hn::StoreU(ScaleCap(d1, hn::LoadU(d1, x + i), scale, softcap, slope ? &g1 : nullptr), d1,
+               x + i);
+    if (slope) hn::StoreU(g1, d1, slope + i);
   }
 }
 
@@ -565,31 +579,38 @@ constexpr size_t kGemmRows = 4;
 #endif
 
 // C [M, N] = A [M, K] B [K, N] (or C += A B with kAccumulate), kGemmRows rows
-// at a time. C must not alias A or B.
-template <bool kAccumulate = false>
-HWY_INLINE void MatMul(ConstMatrixView A, ConstMatrixView B_matrix, MatrixView C) {
-  const PanelView B = PanelView::Whole(B_matrix);
+// at a time, A read as StoreA (AccumulateA) says (see GemmA: the backward
+// reads P and dS transposed), B in panels. C must not alias A or B. Operands
+// padded to whole vectors (the backward's) take no single-lane column tail.
+template <bool kAccumulate = false, class StoreA = GemmARows, class AccumulateA = GemmARows>
+HWY_INLINE void MatMul(ConstMatrixView A, const PanelView& B, MatrixView C) {
   size_t i = 0;
   for (; i + kGemmRows <= A.rows; i += kGemmRows) {
-    GemmRows<kGemmRows, kAccumulate>(A, B, C, i);
+    GemmRows<kGemmRows, kAccumulate, StoreA, AccumulateA>(A, B, C, i);
   }
   if (kGemmRows > 4 && i + 4 <= A.rows) {
-    GemmRows<4, kAccumulate>(A, B, C, i);
+    GemmRows<4, kAccumulate, StoreA, AccumulateA>(A, B, C, i);
     i += 4;
   }
   switch (A.rows - i) {
     case 3:
-      GemmRows<3, kAccumulate>(A, B, C, i);
+      GemmRows<3, kAccumulate, StoreA, AccumulateA>(A, B, C, i);
       break;
     case 2:
-      GemmRows<2, kAccumulate>(A, B, C, i);
+      GemmRows<2, kAccumulate, StoreA, AccumulateA>(A, B, C, i);
       break;
     case 1:
-      GemmRows<1, kAccumulate>(A, B, C, i);
+      GemmRows<1, kAccumulate, StoreA, AccumulateA>(A, B, C, i);
       break;
     default:
       break;
   }
+}
+
+// C [M, N] = A [M, K] B [K, N] (or +=), B row-major.
+template <bool kAccumulate = false>
+HWY_INLINE void MatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
+  MatMul<kAccumulate>(A, PanelView::Whole(B), C);
 }
 
 // The panel width of PackPanels: two vectors, the width of a GEMM register tile.
@@ -633,8 +654,8 @@ HWY_INLINE PanelView PackPanelsTransposed(ConstMatrixView B, float* HWY_RESTRICT
 HWY_INLINE void MatMulPanels(ConstMatrixView A, const PanelView& B, MatrixView C) {
   for (size_t j = 0; j < C.cols; j += B.width) {
     const size_t w = std::min(B.width, C.cols - j);
-    MatMul(A, ConstMatrixView(B.data + j / B.width * B.panel_stride, A.cols, w, B.stride),
-           C.Block(0, C.rows, j, w));
+    MatMul<false>(A, ConstMatrixView(B.data + j / B.width * B.panel_stride, A.cols, w, B.stride),
+                  C.Block(0, C.rows, j, w));
   }
 }
 
@@ -644,10 +665,13 @@ HWY_INLINE void MatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixVie
     DotRows(A.Row(i), B.Row(0), B.stride, B.rows, A.cols, C.Row(i));
 }
 
-// True if every value of m is finite.
-HWY_INLINE bool AllFinite(ConstMatrixView m) {
+// True if every value of m is finite (or -inf, with kAllowNegInf). Out of
+// line in wasm: inlined several times into the backward, its loops made V8
+// spill the registers of the kernel's loops.
+template <bool kAllowNegInf = false>
+ATTNKIT_OUT_OF_LINE_IN_WASM bool AllFinite(ConstMatrixView m) {
   for (size_t r = 0; r < m.rows; ++r) {
-    if (!AllFinite(m.Row(r), m.cols)) return false;
+    if (!AllFinite<kAllowNegInf>(m.Row(r), m.cols)) return false;
   }
   return true;
 }

@@ -32,8 +32,11 @@ Status PlanHead(const AttentionJob& job, size_t h, AttentionPlan* plan, size_t* 
                 size_t* partials) {
   const HeadTask& t = job.heads[h];
   const bool rows = job.trace != nullptr || job.keep_stage != KeepStage::kNone;
-  const bool fused = !rows && (forced_path ? *forced_path == HeadPath::kFused
-                                           : UseFusedPath(t.Q.rows, t.K.rows, t.K.cols, t.V.cols));
+  // The training forward (a head that keeps its log-sum-exp) is fused only.
+  const bool training = !t.lse.empty();
+  const bool fused =
+      !rows && (training || (forced_path ? *forced_path == HeadPath::kFused
+                                         : UseFusedPath(t.Q.rows, t.K.rows, t.K.cols, t.V.cols)));
   if (rows) {
     plan->paths[h] = HeadPath::kRows;
     *floats = t.K.rows;
@@ -131,6 +134,48 @@ Status PlanAttention(const AttentionJob& job, AttentionPlan* plan) {
   for (size_t at : packed_at) plan->packed.push_back(room(at));
   plan->output_packed = room(output_at);
   return Status::Ok();
+}
+
+bool PlanGradLayout(size_t T_q, size_t T_k, size_t d_k, size_t d_v, size_t threads,
+                    uint64_t max_floats, GradLayout* w) {
+  const uint64_t pad = kGradPad, kb = kGradKeyBlock, qb = kGradQueryBlock;
+  const uint64_t dk_p = (d_k + pad - 1) / pad * pad, dv_p = (d_v + pad - 1) / pad * pad;
+  const uint64_t Tk_p = T_k <= kb ? (T_k + pad - 1) / pad * pad : (T_k + kb - 1) / kb * kb;
+  const uint64_t Tq = T_q;
+  // Every factor is below 2^29 (views hold at most 2^28 elements) and the
+  // thread count is small, so each product fits in 64 bits; the sums are
+  // checked as they grow.
+  bool fits = true;
+  auto region = [&](uint64_t* at, uint64_t floats) {
+    const uint64_t start = *at;
+    *at += floats;
+    if (*at > max_floats) fits = false;
+    return static_cast<size_t>(fits ? start : 0);
+  };
+  uint64_t at = 0, per = 0;
+  w->dk_p = static_cast<size_t>(dk_p);
+  w->dv_p = static_cast<size_t>(dv_p);
+  w->Tk_p = static_cast<size_t>(Tk_p);
+  w->kb = static_cast<size_t>(std::min(Tk_p, kb));
+  w->kt = region(&at, Tk_p * d_k);
+  w->vt = region(&at, Tk_p * d_v);
+  w->kp = region(&at, Tk_p * dk_p);
+  w->q_in_place = dk_p == d_k;
+  w->do_in_place = dv_p == d_v;
+  w->qp = region(&at, w->q_in_place ? 0 : Tq * dk_p);
+  w->dop = region(&at, w->do_in_place ? 0 : Tq * dv_p);
+  w->dqp = region(&at, w->q_in_place ? 0 : Tq * dk_p);
+  w->D = region(&at, Tq);
+  w->s = region(&per, qb * kb);
+  w->dp = region(&per, qb * kb);
+  w->g = region(&per, qb * kb);
+  w->dkb = region(&per, kb * dk_p);
+  w->dvb = region(&per, kb * dv_p);
+  w->threads_at = region(&at, 0);
+  w->thread_floats = static_cast<size_t>(per);
+  region(&at, per * threads);
+  w->total = static_cast<size_t>(fits ? at : 0);
+  return fits;
 }
 
 }  // namespace internal

@@ -1,11 +1,13 @@
 // attnkit internals: the planner. It cuts an AttentionJob (the caller's
 // inputs, internal.h) into tasks for the threads, picks each head's path and
-// sizes the scratch, into an AttentionPlan. No SIMD here: the kernels
-// (*-inl.h) read the plan.
+// sizes the scratch, into an AttentionPlan; it lays out the backward's
+// workspace (GradLayout). No SIMD here: the kernels (*-inl.h) read the plan.
 #ifndef ATTNKIT_PLAN_H_
 #define ATTNKIT_PLAN_H_
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -85,7 +87,8 @@ inline bool UseFusedPath(size_t T_q, size_t T_k, size_t d_k, size_t d_v) {
 // How one head task is computed:
 // kRows: one query row at a time (TraceHead, trace-inl.h), keeping the
 //   job's stages: every head of a job with kept scores, and a trace;
-// kFused: tiles of queries and keys with online softmax (flash-inl.h);
+// kFused: tiles of queries and keys with online softmax (flash-inl.h), and
+//   every head of the training forward (it keeps each row's log-sum-exp);
 // kSplitK: chunks of keys, merged per query row (decode-inl.h).
 enum class HeadPath { kRows, kFused, kSplitK };
 
@@ -122,6 +125,89 @@ struct AttentionPlan {
   // The split-K partial results [chunks, T_q, 2 + d_v] of every kSplitK head.
   float* partials = nullptr;
   FloatBuffer memory;  // scratch, partials and packed weights
+};
+
+// The backward's tiles (backward-inl.h): kGradQueryBlock queries (rows) by
+// kGradKeyBlock keys (columns). Smaller than the fused forward's key tile:
+// each thread keeps five such tiles and two [kGradKeyBlock, d] blocks in L1.
+constexpr size_t kGradKeyBlock = 64;
+constexpr size_t kGradQueryBlock = 32;
+// The backward's packed rows are padded to a multiple of this many floats: the
+// most lanes of any target (AVX-512), and a multiple of all the others, so
+// that no GEMM of the backward has a column tail.
+constexpr size_t kGradPad = 16;
+
+// Where each packed operand of one head's backward lives in one workspace of
+// floats (offsets), for T_q queries, T_k keys (padded to Tk_p: whole key
+// blocks of kb), d_k and d_v (padded to dk_p, dv_p). Shared by all threads,
+// then one block of thread_floats per thread (its offsets relative to the
+// block).
+struct GradLayout {
+  size_t dk_p = 0, dv_p = 0, Tk_p = 0;
+  // Columns of a packed K^T or V^T block: kGradKeyBlock, or T_k padded to
+  // kGradPad when one block holds every key, so that a short sequence packs
+  // and clears only its own keys.
+  size_t kb = 0;
+  // Q (dO) rows are read where they are, with their stride, when d_k (d_v)
+  // needs no padding: the GEMMs that read them stop at the tile's last query.
+  // Then dQ is also summed where it is, with no copy out of an accumulator.
+  bool q_in_place = false, do_in_place = false;
+  size_t kt = 0;          // [Tk_p / kb][d_k, kb]  K^T * scale
+  size_t vt = 0;          // [Tk_p / kb][d_v, kb]  V^T
+  size_t kp = 0;          // [Tk_p, dk_p]  K
+  size_t qp = 0;          // [T_q, dk_p]  Q, unless q_in_place
+  size_t dop = 0;         // [T_q, dv_p]  dO, unless do_in_place
+  size_t dqp = 0;         // [T_q, dk_p]  dQ accumulator, unless q_in_place
+  size_t D = 0;           // [T_q]  rowsum(dO * O)
+  size_t threads_at = 0;  // where thread 0's block starts
+  // Per thread:
+  size_t s = 0;    // [kGradQueryBlock, kGradKeyBlock]  S, then P
+  size_t dp = 0;   // [kGradQueryBlock, kGradKeyBlock]  dP, then dS
+  size_t g = 0;    // [kGradQueryBlock, kGradKeyBlock]  the softcap's slope 1 - tanh^2
+  size_t dkb = 0;  // [kGradKeyBlock, dk_p]  dK of one key block
+  size_t dvb = 0;  // [kGradKeyBlock, dv_p]  dV of one key block
+  size_t thread_floats = 0;
+  size_t total = 0;
+};
+
+// Plans the backward's workspace for `threads` threads; false if it would
+// exceed `max_floats`.
+bool PlanGradLayout(size_t T_q, size_t T_k, size_t d_k, size_t d_v, size_t threads,
+                    uint64_t max_floats, GradLayout* w);
+
+// How many K/V groups a multi-head backward keeps in flight: enough to give
+// every thread work when a head has a single key block.
+inline size_t GroupsInFlight(size_t groups, size_t threads) {
+  return std::min(groups, 2 * std::max<size_t>(threads, 1));
+}
+
+// One head's backward, checked by backward.cc. head holds Q, K, V, the masks
+// resolved by SetHeadMasks and the forward's outputs, read only: O (head.out)
+// and each row's log-sum-exp (head.lse).
+struct GradTask {
+  HeadTask head;
+  ScoreParams params;
+  ConstMatrixView dO;  // [T_q, d_v]
+  MatrixView dQ, dK, dV;
+  GradLayout layout;
+  float* workspace = nullptr;  // layout.total floats
+  ThreadPool* pool = nullptr;  // null: the caller's thread only
+};
+
+// Every (item, query head) of a multi-head backward, checked by backward.cc:
+// tasks[b * num_heads + h], all of one layout. The query heads of K/V group
+// g of item b are tasks [b * num_heads + g * group, + group), which all
+// write dK and dV of that group. Groups run in chunks of `chunk` groups,
+// each task of a chunk on its own shared region of `shared` (layout.threads_at
+// floats), so memory grows with the heads in flight, not with batch * heads;
+// the per-thread blocks (layout.thread_floats each) start at `threads`.
+struct MultiGradTask {
+  std::vector<GradTask> tasks;  // workspace set per chunk
+  size_t group = 1;
+  size_t chunk = 1;
+  float* shared = nullptr;
+  float* threads = nullptr;
+  ThreadPool* pool = nullptr;
 };
 
 // Plans `job` into *plan and allocates its scratch. Errors: kOverflow (naming

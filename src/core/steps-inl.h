@@ -61,7 +61,7 @@ HWY_INLINE bool Project(ThreadPool* pool, const std::vector<internal::Projection
     if (packed[pw.index]) {
       MatMulPanels(src, panels[pw.index], dst);
     } else {
-      MatMul(src, p.W, dst);
+      MatMul<false>(src, p.W, dst);
     }
     if (!AllFinite(dst)) ok.store(false, std::memory_order_relaxed);
   });
@@ -76,9 +76,11 @@ HWY_INLINE void Scores(const internal::HeadTask& t, size_t i, size_t j0, size_t 
 }
 
 // ScaleSoftcap: s [n] in place, s * scale, then softcap * tanh(s / softcap)
-// when softcap > 0.
-HWY_INLINE void ScaleSoftcap(float* HWY_RESTRICT s, size_t n, float scale, float softcap) {
-  ScaleRow(s, n, scale, softcap);
+// when softcap > 0. The backward also keeps the softcap's slope [n],
+// 1 - tanh^2, for its ScaleSoftcapGrad (backward-inl.h).
+HWY_INLINE void ScaleSoftcap(float* HWY_RESTRICT s, size_t n, float scale, float softcap,
+                             float* HWY_RESTRICT slope = nullptr) {
+  ScaleRow(s, n, scale, softcap, slope);
 }
 
 // The number of keys query i sees before the per-cell masks:

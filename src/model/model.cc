@@ -53,16 +53,6 @@ Status MatMulTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
   return MatMulTransposed(At, Bt, C);
 }
 
-// acc += A B^T (scratch holds the product).
-Status AddMatMulTransposed(ConstMatrixView A, ConstMatrixView B, Matrix* scratch, MatrixView acc) {
-  ATTNKIT_RETURN_IF_ERROR(Alloc(scratch, A.rows, B.rows));
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(A, B, *scratch));
-  for (size_t r = 0; r < acc.rows; ++r) {
-    for (size_t c = 0; c < acc.cols; ++c) acc(r, c) += (*scratch)(r, c);
-  }
-  return Status::Ok();
-}
-
 // y = (x - mean) * rstd * gain + bias per row; keeps mean and rstd [N, 1].
 Status LayerNormForward(const Matrix& x, const Matrix& gain, const Matrix& bias, Matrix* y,
                         Matrix* mean, Matrix* rstd) {
@@ -411,7 +401,7 @@ Status Model::Backward(Parameters* grads, std::vector<Matrix>* d_attention) {
   }
   const Matrix& f = c.layer_norm ? final_normed : final_input;
   ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(f, dlogits, grads->unembedding));
-  Matrix df, dx, scratch;
+  Matrix df, dx;
   ATTNKIT_RETURN_IF_ERROR(Alloc(&df, N, d));
   ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dlogits, params_.unembedding, df));
   if (c.layer_norm) {
@@ -438,13 +428,9 @@ Status Model::Backward(Parameters* grads, std::vector<Matrix>* d_attention) {
                                                           heads, options, dQ, dK, dV));
     if (d_attention) (*d_attention)[l] = dz;
     const Matrix& a = c.layer_norm ? lc.normed : lc.input;
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dQ, g.W_Q));
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dK, g.W_K));
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dV, g.W_V));
     ATTNKIT_RETURN_IF_ERROR(Alloc(&da, N, d));
-    ATTNKIT_RETURN_IF_ERROR(AddMatMulTransposed(dQ, p.W_Q, &scratch, da));
-    ATTNKIT_RETURN_IF_ERROR(AddMatMulTransposed(dK, p.W_K, &scratch, da));
-    ATTNKIT_RETURN_IF_ERROR(AddMatMulTransposed(dV, p.W_V, &scratch, da));
+    ATTNKIT_RETURN_IF_ERROR(
+        ProjectionBackward(a, p.W_Q, p.W_K, p.W_V, dQ, dK, dV, pool_, {da, g.W_Q, g.W_K, g.W_V}));
     if (c.layer_norm) {
       LayerNormBackward(lc.input, lc.mean, lc.rstd, p.ln_gain, da, &dx, &g.ln_gain, &g.ln_bias);
     } else {
