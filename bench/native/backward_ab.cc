@@ -1,0 +1,174 @@
+// One round of the backward's A/B (bench/ab/run.sh): times each shape once
+// and prints "name us_per_call", CPU time of this process (one thread), so
+// that a driver can alternate two builds of attnkit, round by round, and take
+// the median of the per-round ratios. Built against each build's
+// libattnkit_core.a; only the public API, which both builds share.
+#include <time.h>
+
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "src/core/attnkit.h"
+#include "src/model/model.h"
+#include "src/model/tasks.h"
+
+namespace {
+
+double CpuSeconds() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+std::vector<float> Random(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// Calls fn until `budget` seconds of CPU time have passed (at least twice,
+// the first untimed) and prints the mean per call in microseconds.
+void Time(const std::string& name, double budget, const std::function<bool()>& fn) {
+  if (!fn()) {
+    std::printf("%s error\n", name.c_str());
+    return;
+  }
+  const double start = CpuSeconds();
+  size_t calls = 0;
+  double now = start;
+  while (calls < 1 || now - start < budget) {
+    fn();
+    ++calls;
+    now = CpuSeconds();
+  }
+  std::printf("%s %.3f\n", name.c_str(), (now - start) / calls * 1e6);
+}
+
+struct Head {
+  size_t T, d;
+  std::vector<float> q, k, v, dout, out, lse, dq, dk, dv;
+  Head(size_t T_, size_t d_)
+      : T(T_),
+        d(d_),
+        q(Random(T * d, 1)),
+        k(Random(T * d, 2)),
+        v(Random(T * d, 3)),
+        dout(Random(T * d, 4)),
+        out(T * d),
+        lse(T),
+        dq(T * d),
+        dk(T * d),
+        dv(T * d) {}
+  attnkit::ConstMatrixView C(const std::vector<float>& m, size_t cols) const {
+    return attnkit::ConstMatrixView(m.data(), T, cols);
+  }
+  attnkit::MatrixView M(std::vector<float>& m, size_t cols) {
+    return attnkit::MatrixView(m.data(), T, cols);
+  }
+  bool Forward(const attnkit::AttentionOptions& o) {
+    return attnkit::AttentionForTraining(C(q, d), C(k, d), C(v, d), o, M(out, d), M(lse, 1)).ok();
+  }
+  bool Backward(const attnkit::AttentionOptions& o) {
+    return attnkit::AttentionBackward(C(q, d), C(k, d), C(v, d), C(out, d), C(dout, d), C(lse, 1),
+                                      o, M(dq, d), M(dk, d), M(dv, d))
+        .ok();
+  }
+  bool Recompute(const attnkit::AttentionOptions& o) {
+    return attnkit::AttentionBackward(C(q, d), C(k, d), C(v, d), C(dout, d), o, M(dq, d), M(dk, d),
+                                      M(dv, d))
+        .ok();
+  }
+  bool Attention(const attnkit::AttentionOptions& o) {
+    return attnkit::Attention(C(q, d), C(k, d), C(v, d), o, M(out, d)).ok();
+  }
+};
+
+}  // namespace
+
+int main() {
+  const double budget = 0.03;
+  for (const size_t d : {8, 64}) {
+    for (const size_t T : {4, 16, 64}) {
+      Head h(T, d);
+      attnkit::AttentionOptions o;
+      const std::string shape = "d=" + std::to_string(d) + "_T=" + std::to_string(T);
+      Time("train_fwd_" + shape, budget, [&] { return h.Forward(o); });
+      h.Forward(o);
+      Time("bwd_saved_" + shape, budget, [&] { return h.Backward(o); });
+    }
+  }
+  for (const size_t T : {128, 512, 2048}) {
+    for (const bool causal : {false, true}) {
+      Head h(T, 64);
+      attnkit::AttentionOptions o;
+      o.causal = causal;
+      const std::string shape = "d=64_T=" + std::to_string(T) + (causal ? "_causal" : "");
+      Time("train_fwd_" + shape, budget, [&] { return h.Forward(o); });
+      h.Forward(o);
+      Time("bwd_saved_" + shape, budget, [&] { return h.Backward(o); });
+      Time("attention_" + shape, budget, [&] { return h.Attention(o); });
+    }
+  }
+  {
+    Head h(256, 64);
+    attnkit::AttentionOptions o;
+    o.softcap = 30.0f;
+    o.causal = true;
+    Time("bwd_recompute_d=64_T=256_causal_softcap", budget, [&] { return h.Recompute(o); });
+  }
+  {
+    // The multi-head layer's training step: forward, then the backward with
+    // dX and every weight's gradient (T = 256, d_model = 256, 4 heads).
+    const size_t T = 256, dm = 256, heads = 4;
+    const auto X = Random(T * dm, 5), wq = Random(dm * dm, 6), wk = Random(dm * dm, 7),
+               wv = Random(dm * dm, 8), wo = Random(dm * dm, 9), dout = Random(T * dm, 10);
+    std::vector<float> out(T * dm), dx(T * dm), dw[4];
+    for (auto& g : dw) g.resize(dm * dm);
+    const auto C = [&](const std::vector<float>& m, size_t rows) {
+      return attnkit::ConstMatrixView(m.data(), rows, dm);
+    };
+    const auto M = [&](std::vector<float>& m, size_t rows) {
+      return attnkit::MatrixView(m.data(), rows, dm);
+    };
+    const attnkit::MultiHeadWeights w{C(wq, dm), C(wk, dm), C(wv, dm), C(wo, dm)};
+    const attnkit::MultiHeadGradients g{M(dx, T), M(dw[0], dm), M(dw[1], dm), M(dw[2], dm),
+                                        M(dw[3], dm)};
+    const attnkit::HeadConfig config{heads, heads, 0, 0};
+    attnkit::AttentionOptions o;
+    o.causal = true;
+    Time("layer_train_T=256_dm=256_h=4_causal", budget, [&] {
+      return attnkit::MultiHeadAttention(C(X, T), 1, w, config, o, M(out, T)).ok() &&
+             attnkit::MultiHeadAttentionBackward(C(X, T), 1, w, config, o, C(dout, T), g).ok();
+    });
+  }
+  {
+    // One training step of the model of bench/native/train.cc's induction
+    // setting (2 layers, d_model 32, 2 heads, batch 32), on the same batch.
+    using namespace attnkit::model;
+    TaskConfig task;
+    task.kind = TaskKind::kInduction;
+    task.length = 8;
+    task.padding = 8;
+    task.vocab_size = 24;
+    ModelConfig c;
+    c.vocab_size = task.vocab_size;
+    c.max_seq_len = TaskSeqLen(task);
+    c.d_model = 32;
+    c.num_layers = 2;
+    c.num_heads = 2;
+    AdamWConfig adam;
+    Trainer trainer;
+    TaskGenerator data;
+    Batch batch;
+    Metrics m;
+    if (trainer.Init(c, 1, adam).ok() && data.Init(task, 1234).ok() && data.Next(32, &batch).ok()) {
+      Time("model_train_step_induction", budget, [&] { return trainer.Step(batch, &m).ok(); });
+    }
+  }
+  return 0;
+}

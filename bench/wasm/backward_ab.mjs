@@ -1,0 +1,142 @@
+// The backward's A/B in WebAssembly (bench/ab/run.sh): two builds of the
+// package's SIMD128 Node module, each beside the same JS layer (DIR_A, DIR_B:
+// attnkit.node.cjs + attnkit-simd.node.cjs), loaded in one Node process.
+// Each round times every shape on A and on B (the order reversed every other
+// round) in batches of at least BATCH_MS of process CPU time, then prints per
+// shape the medians and the median of the per-round ratios A / B (B's speed:
+// above 1, B is faster) with quartiles. A and B's gradients are compared.
+// Usage: node --single-threaded-gc bench/wasm/backward_ab.mjs DIR_A DIR_B [ROUNDS]
+import { createRequire } from "node:module";
+import path from "node:path";
+
+const require = createRequire(import.meta.url);
+const [dirA, dirB, roundsArg] = process.argv.slice(2);
+const ROUNDS = Number(roundsArg ?? 21);
+const BATCH_MS = 20;
+
+const cpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e3;
+};
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const quartile = (xs, f) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(f * xs.length))];
+function random(n, seed) {
+  let s = seed >>> 0;
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; ++i) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    out[i] = s / 2 ** 31 - 1;
+  }
+  return out;
+}
+const matrix = (data, rows, cols) => ({ data, rows, cols });
+
+function shapes(ak) {
+  const out = [];
+  const head = (T, d, causal, softcap) => {
+    const Q = matrix(random(T * d, 1), T, d),
+      K = matrix(random(T * d, 2), T, d),
+      V = matrix(random(T * d, 3), T, d),
+      dO = matrix(random(T * d, 4), T, d);
+    const o = { causal, ...(softcap ? { softcap } : {}) };
+    const saved = ak.attentionForTraining(Q, K, V, o);
+    const name = `d=${d} T=${T}${causal ? " causal" : ""}${softcap ? " softcap" : ""}`;
+    return { Q, K, V, dO, o, saved, name };
+  };
+  for (const d of [8, 64]) {
+    for (const T of [4, 16, 64]) {
+      const h = head(T, d, false);
+      out.push([`train_fwd ${h.name}`, () => ak.attentionForTraining(h.Q, h.K, h.V, h.o)]);
+      out.push([
+        `bwd_saved ${h.name}`,
+        () => ak.attentionBackward(h.Q, h.K, h.V, h.dO, { ...h.o, saved: h.saved }),
+      ]);
+    }
+  }
+  for (const T of [128, 512]) {
+    for (const causal of [false, true]) {
+      const h = head(T, 64, causal);
+      out.push([`train_fwd ${h.name}`, () => ak.attentionForTraining(h.Q, h.K, h.V, h.o)]);
+      out.push([
+        `bwd_saved ${h.name}`,
+        () => ak.attentionBackward(h.Q, h.K, h.V, h.dO, { ...h.o, saved: h.saved }),
+      ]);
+      out.push([`attention ${h.name}`, () => ak.attention(h.Q, h.K, h.V, h.o)]);
+    }
+  }
+  const h = head(256, 64, true, 30);
+  out.push([`bwd_recompute ${h.name}`, () => ak.attentionBackward(h.Q, h.K, h.V, h.dO, h.o)]);
+  return out;
+}
+
+// The largest |a - b| over dQ, dK, dV of one backward.
+function maxDiff(a, b) {
+  let m = 0;
+  for (const k of ["dQ", "dK", "dV"]) {
+    const x = a[k].data ?? a[k],
+      y = b[k].data ?? b[k];
+    for (let i = 0; i < x.length; ++i) m = Math.max(m, Math.abs(x[i] - y[i]));
+  }
+  return m;
+}
+
+const load = async (dir) => require(path.resolve(dir, "attnkit.node.cjs")).createAttnkit();
+const akA = await load(dirA),
+  akB = await load(dirB);
+const A = shapes(akA),
+  B = shapes(akB);
+{
+  const T = 77,
+    d = 24;
+  const Q = matrix(random(T * d, 5), T, d),
+    K = matrix(random(T * d, 6), T, d),
+    V = matrix(random(T * d, 7), T, d),
+    dO = matrix(random(T * d, 8), T, d);
+  for (const o of [{}, { causal: true, softcap: 5 }]) {
+    const ga = akA.attentionBackward(Q, K, V, dO, o),
+      gb = akB.attentionBackward(Q, K, V, dO, o);
+    console.log(
+      `# max |A - B| of dQ, dK, dV (T=77, d=24, ${JSON.stringify(o)}): ${maxDiff(ga, gb).toExponential(1)}`,
+    );
+  }
+}
+// Calls per batch, from a first timing.
+const calls = A.map(([, run]) => {
+  let n = 0;
+  const t0 = cpuMs();
+  while (cpuMs() - t0 < BATCH_MS) {
+    run();
+    ++n;
+  }
+  return Math.max(1, n);
+});
+const times = A.map(() => ({ a: [], b: [] }));
+const batch = (run, n) => {
+  const t0 = cpuMs();
+  for (let j = 0; j < n; ++j) run();
+  return ((cpuMs() - t0) / n) * 1e3;
+};
+for (let r = 0; r < ROUNDS; ++r) {
+  for (let s = 0; s < A.length; ++s) {
+    if (r % 2 === 0) {
+      times[s].a.push(batch(A[s][1], calls[s]));
+      times[s].b.push(batch(B[s][1], calls[s]));
+    } else {
+      times[s].b.push(batch(B[s][1], calls[s]));
+      times[s].a.push(batch(A[s][1], calls[s]));
+    }
+  }
+}
+let worst = Infinity;
+for (let s = 0; s < A.length; ++s) {
+  const { a, b } = times[s];
+  const ratios = a.map((x, i) => x / b[i]);
+  const mid = median(ratios);
+  worst = Math.min(worst, mid);
+  console.log(
+    `${A[s][0].padEnd(40)} A ${median(a).toFixed(2).padStart(10)} us  B ${median(b).toFixed(2).padStart(10)} us` +
+      `  B/A speed ${mid.toFixed(3)} [${quartile(ratios, 0.25).toFixed(3)}, ${quartile(ratios, 0.75).toFixed(3)}]`,
+  );
+}
+console.log(`lowest paired median: ${worst.toFixed(3)}`);
