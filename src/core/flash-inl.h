@@ -16,7 +16,8 @@
 //   WeightedSumVTile  O = O * alpha + P V_tile, a GEMM on V packed
 // Key tiles past the last visible key of the block (causal, key padding) are
 // skipped. A row that sees no key ends with l == 0 and stays all zeros. The
-// training forward (HeadTask::lse) is this kernel too, keeping m + log l.
+// training forward (HeadTask::lse) is this kernel too, keeping m + log l
+// (or, for few queries per key, the split-K path's MergeChunks).
 // Memory: K^T and V packed in panels (see PackKeysAndValues), [d_k + d_v,
 // T_k] rounded up, a task's queries packed [kTaskQueries, d_k] and one
 // [kRows, kTileKeys] tile, i.e. O((T_q + T_k) d).

@@ -32,11 +32,8 @@ Status PlanHead(const AttentionJob& job, size_t h, AttentionPlan* plan, size_t* 
                 size_t* partials) {
   const HeadTask& t = job.heads[h];
   const bool rows = job.trace != nullptr || job.keep_stage != KeepStage::kNone;
-  // The training forward (a head that keeps its log-sum-exp) is fused only.
-  const bool training = !t.lse.empty();
-  const bool fused =
-      !rows && (training || (forced_path ? *forced_path == HeadPath::kFused
-                                         : UseFusedPath(t.Q.rows, t.K.rows, t.K.cols, t.V.cols)));
+  const bool fused = !rows && (forced_path ? *forced_path == HeadPath::kFused
+                                           : UseFusedPath(t.Q.rows, t.K.rows, t.K.cols, t.V.cols));
   if (rows) {
     plan->paths[h] = HeadPath::kRows;
     *floats = t.K.rows;
