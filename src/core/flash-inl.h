@@ -65,33 +65,40 @@ static_assert(internal::kMaxPanel % (2 * HWY_LANES(float)) == 0 &&
 //   vt: tile b at vt + b * kTileKeys * d_v' holds d_v' / W panels
 //       [kTileKeys, W] of V, where d_v' = d_v rounded up to W (the last
 //       panel's extra columns are never read).
-// Keys in [keys, padded) (padded: keys rounded up to kTileKeys) are zeros.
+// Only what the GEMMs read is written: K^T columns up to keys rounded up to a
+// whole panel (ScoresTile reads a tile's visible keys rounded up to whole
+// vectors; the extra columns are zeros) and V rows [0, keys) (WeightedSumVTile
+// reads exactly the tile's visible keys, P being zero past each row's).
+// Short sequences then pack a panel, not a whole 128-key tile, and the
+// scratch is never cleared.
 // Read in place, a register tile would take W columns of rows far apart (a
 // fraction of a cache line per row); the tiles of K^T and V together exceed
 // L1, and the prefetchers follow one contiguous stream per panel.
-HWY_INLINE void PackKeysAndValues(ConstMatrixView K, ConstMatrixView V, size_t keys, size_t padded,
-                                  float scale, float* HWY_RESTRICT kt, float* HWY_RESTRICT vt) {
+HWY_INLINE void PackKeysAndValues(ConstMatrixView K, ConstMatrixView V, size_t keys, float scale,
+                                  float* HWY_RESTRICT kt, float* HWY_RESTRICT vt) {
   const size_t d_k = K.cols, d_v = V.cols;
   const size_t W = GemmPanelWidth();
   const size_t v_panels = (d_v + W - 1) / W;
+  const size_t padded = internal::RoundUp(keys, W);
   for (size_t j0 = 0; j0 < padded; j0 += kTileKeys) {
     float* HWY_RESTRICT k_tile = kt + j0 * d_k;
-    for (size_t jj = 0; jj < kTileKeys; ++jj) {
-      const bool real = j0 + jj < keys;
+    const size_t tile_padded = std::min(kTileKeys, padded - j0);
+    const size_t tile_keys = std::min(kTileKeys, keys - j0);
+    for (size_t jj = 0; jj < tile_keys; ++jj) {
       // K^T: key jj is column jj % W of panel jj / W.
-      const float* HWY_RESTRICT key = real ? K.Row(j0 + jj) : nullptr;
+      const float* HWY_RESTRICT key = K.Row(j0 + jj);
       float* HWY_RESTRICT k_col = k_tile + jj / W * d_k * W + jj % W;
-      for (size_t c = 0; c < d_k; ++c) k_col[c * W] = real ? key[c] * scale : 0.0f;
+      for (size_t c = 0; c < d_k; ++c) k_col[c * W] = key[c] * scale;
       // V: row jj of every panel.
+      const float* HWY_RESTRICT value = V.Row(j0 + jj);
       for (size_t p = 0; p < v_panels; ++p) {
         float* HWY_RESTRICT v_row = vt + (j0 * v_panels + p * kTileKeys + jj) * W;
-        const size_t w = std::min(W, d_v - p * W);
-        if (real) {
-          CopyRow(V.Row(j0 + jj) + p * W, w, v_row);
-        } else {
-          ZeroRow(v_row, w);
-        }
+        CopyRow(value + p * W, std::min(W, d_v - p * W), v_row);
       }
+    }
+    for (size_t jj = tile_keys; jj < tile_padded; ++jj) {
+      float* HWY_RESTRICT k_col = k_tile + jj / W * d_k * W + jj % W;
+      for (size_t c = 0; c < d_k; ++c) k_col[c * W] = 0.0f;
     }
   }
 }
@@ -333,7 +340,7 @@ HWY_INLINE bool FlashHead(const internal::HeadTask& t, const internal::ScorePara
   if (packed->k_from != t.K.data || packed->v_from != t.V.data || packed->keys < keys) {
     float* kt = scratch;
     float* vt = scratch + t.K.cols * internal::RoundUp(t.K.rows, kTileKeys);
-    PackKeysAndValues(t.K, t.V, keys, internal::RoundUp(keys, kTileKeys), p.scale, kt, vt);
+    PackKeysAndValues(t.K, t.V, keys, p.scale, kt, vt);
     *packed = {t.K.data, t.V.data, keys, kt, vt};
   }
   const PackedKeys& kv = *packed;

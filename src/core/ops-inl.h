@@ -508,7 +508,7 @@ HWY_INLINE void GemmTile(D d, ConstMatrixView A, const float* HWY_RESTRICT b, si
 
 // C rows [i, i + kRows) = (or +=) A rows [i, i + kRows) B, all columns, B
 // [K, C.cols] in panels: panel by panel, tiles of two vectors, then one, then
-// single lanes.
+// 8 and 4 lanes (targets with wider vectors), then single lanes.
 template <size_t kRows, bool kAccumulate, class Layout>
 HWY_INLINE void GemmRowsInline(ConstMatrixView A, const PanelView& B, MatrixView C, size_t i) {
   const DF d;
@@ -523,6 +523,20 @@ HWY_INLINE void GemmRowsInline(ConstMatrixView A, const PanelView& B, MatrixView
     }
     for (; j + N <= w; j += N) {
       GemmTile<kRows, 1, kAccumulate, Layout>(d, A, panel + j, B.stride, C, i, j0 + j);
+    }
+    // Narrower vectors for the rest (e.g. d_v = 8 with AVX-512): single lanes
+    // would take a pass over A per column.
+    if constexpr (HWY_LANES(float) > 8) {
+      const hn::CappedTag<float, 8> d8;
+      for (; j + 8 <= w; j += 8) {
+        GemmTile<kRows, 1, kAccumulate, Layout>(d8, A, panel + j, B.stride, C, i, j0 + j);
+      }
+    }
+    if constexpr (HWY_LANES(float) > 4) {
+      const hn::CappedTag<float, 4> d4;
+      for (; j + 4 <= w; j += 4) {
+        GemmTile<kRows, 1, kAccumulate, Layout>(d4, A, panel + j, B.stride, C, i, j0 + j);
+      }
     }
     for (; j < w; ++j) {
       GemmTile<kRows, 1, kAccumulate, Layout>(d1, A, panel + j, B.stride, C, i, j0 + j);

@@ -75,7 +75,7 @@ inline size_t DecodeChunks(size_t T_k) { return (T_k + kDecodeChunkKeys - 1) / k
 // shapes only, never on the thread count.
 inline bool UseFusedPath(size_t T_q, size_t T_k, size_t d_k, size_t d_v) {
   const double d = static_cast<double>(d_k + d_v), keys = static_cast<double>(T_k);
-  const double padding = static_cast<double>(RoundUp(T_k, kFlashTileKeys) - T_k);
+  const double padding = static_cast<double>(RoundUp(T_k, kMaxPanel) - T_k);
 #if defined(__wasm__)
   const double A = 5.0 + d / 6.0, C = 0.5;
 #else
