@@ -5,6 +5,7 @@ import { SEED001 } from "../presets";
 import { diverging, sequential } from "../draw/colors";
 import { signedLegend, weightLegend } from "../draw/legend";
 import { drawMatrix } from "../draw/heatmap";
+import { sharesNotAddingUp } from "../draw/numbers";
 import { commonTop } from "../draw/labels";
 import { outlineRow } from "../draw/outline";
 import { op } from "../draw/text";
@@ -14,6 +15,7 @@ import {
   headLabel,
   maxAbsFinite,
   row,
+  scaledFormula,
   seedNote,
   selectedQuery,
   tokenLabels,
@@ -46,6 +48,33 @@ function trainedCheck(ctx: Parameters<Scene["caption"]>[0]): string {
   return `<p class="shapes" data-testid="trained-check">the trained model's own forward pass gave this head's weights too: ${d === 0 ? "they are these, bit for bit" : `they differ from these by at most ${d.toExponential(1)}`}</p>`;
 }
 
+/** Sorted indices as ranges: 0–3, 5. */
+function ranges(ks: number[]): string {
+  const out: string[] = [];
+  for (let i = 0; i < ks.length;) {
+    let j = i;
+    while (j + 1 < ks.length && ks[j + 1] === ks[j] + 1) j++;
+    out.push(j > i + 1 ? `${ks[i]}–${ks[j]}` : j > i ? `${ks[i]}, ${ks[j]}` : `${ks[i]}`);
+    i = j + 1;
+  }
+  return out.join(", ");
+}
+
+/**
+ * Rows of weights whose cells, at two decimals, cannot add up to their Σ without showing
+ * equal weights apart (seven weights of 1/7 show as 0.14): said, with the sum they show.
+ */
+function roundingNote(ctx: Parameters<Scene["caption"]>[0]): string {
+  const w = ctx.trace.weights;
+  const rows = sharesNotAddingUp(w.data, w.rows, w.cols, 2, "rows");
+  if (!rows.length) return "";
+  const r0 = rows[0];
+  const shown = row(w, r0).reduce((a, v) => a + Number(v.toFixed(2)), 0);
+  const which =
+    rows.length === w.rows ? "every row" : rows.length === 1 ? `row ${r0}` : `rows ${ranges(rows)}`;
+  return `<p class="shapes" data-testid="rounding-note">Rounded to two decimals, each row of weights adds up to its Σ, except ${which}: equal weights must show equal, so their cells are rounded one by one (row ${r0} shows a sum of ${fmt(shown)}; hover a cell for 4 decimals).</p>`;
+}
+
 export const softmaxScene: Scene = {
   title: "Softmax per row",
   caption: (ctx) => {
@@ -58,8 +87,8 @@ export const softmaxScene: Scene = {
         Softmax runs over each query's <b>row</b> of keys: with the causal mask, query 0 sees only key 0, so row 0 here is ${vec(row(ctx.trace.weights, 0), 3)}.`);
     }
     return `<p>Each row becomes a probability distribution over the keys:
-      <b>α<sub>ij</sub> = exp(s<sub>ij</sub>) / Σ<sub>j′</sub> exp(s<sub>ij′</sub>)</b>. Masked cells (−∞) get weight 0; the Σ column shows every row sums to 1${headLabel(ctx)}${emptyRows(ctx)}.</p>
-      <p class="shapes">softmax over the last axis: ${shape("T", "T")} → ${shape(T, T)}; row sums ${shape(T, 1)} = weights × 1</p>${seed}${trainedCheck(ctx)}`;
+      <b>α<sub>ij</sub> = exp(s<sub>ij</sub>) / Σ<sub>j′</sub> exp(s<sub>ij′</sub>)</b>${ctx.state.temperature !== 1 ? `, where the scores are <b data-testid="softmax-tau">s<sub>ij</sub> = ${scaledFormula(ctx)}</b> (step 4: a temperature above 1 flattens each row, below 1 sharpens it)` : ""}. Masked cells (−∞) get weight 0; the Σ column shows every row sums to 1${headLabel(ctx)}${emptyRows(ctx)}.</p>
+      <p class="shapes">softmax over the last axis: ${shape("T", "T")} → ${shape(T, T)}; row sums ${shape(T, 1)} = weights × 1</p>${roundingNote(ctx)}${seed}${trainedCheck(ctx)}`;
   },
   render: (g, ctx) => {
     const { T } = ctx.cfg;
@@ -101,6 +130,7 @@ export const softmaxScene: Scene = {
       color: sequential(),
       colLabels: labels,
       digits: 2,
+      sums: "rows",
       colAxis: "key j",
       hidden: ctx.animate ? () => true : undefined,
       tip: (r, c, v) =>
