@@ -28,6 +28,41 @@ export function showTip(e: MouseEvent, html: string): void {
   t.style.top = `${Math.max(4, y)}px`;
 }
 
+/**
+ * Shows the tooltip level with `anchor` (a label) but outside `clear` (the drawing the label
+ * belongs to), so that it covers none of what it explains: beside `clear` on the label's
+ * `side` if the window has room there, else on its other side; when neither has room (a
+ * phone), under the label (or over it), flush with the label's side.
+ */
+export function showTipBeside(
+  anchor: DOMRect,
+  clear: DOMRect,
+  side: "left" | "right",
+  html: string,
+): void {
+  const t = tip();
+  t.innerHTML = html;
+  t.style.display = "block";
+  const gap = 8;
+  const w = t.offsetWidth,
+    h = t.offsetHeight;
+  const left = clear.left - w - gap,
+    right = clear.right + gap;
+  const fitsLeft = left >= 4,
+    fitsRight = right + w <= innerWidth - 4;
+  let x: number,
+    y = anchor.top + anchor.height / 2 - h / 2;
+  if (side === "left" ? fitsLeft : fitsRight) x = side === "left" ? left : right;
+  else if (side === "left" ? fitsRight : fitsLeft) x = side === "left" ? right : left;
+  else {
+    x = side === "left" ? anchor.left : anchor.right - w;
+    y = anchor.bottom + 4;
+    if (y + h > innerHeight - 4) y = anchor.top - h - 4;
+  }
+  t.style.left = `${Math.min(Math.max(4, x), Math.max(4, innerWidth - w - 4))}px`;
+  t.style.top = `${Math.min(Math.max(4, y), Math.max(4, innerHeight - h - 4))}px`;
+}
+
 export function hideTip(): void {
   if (el) el.style.display = "none";
 }
