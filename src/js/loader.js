@@ -9,7 +9,7 @@
 // -sNODEJS_CATCH_EXIT=0 -sNODEJS_CATCH_REJECTION=0), touches process-wide
 // state: no uncaughtException / unhandledRejection handlers, no process.exit.
 import { wrap } from "./api.js";
-import { loaderVariant } from "./convert.js";
+import { loaderVariant } from "./load-options.js";
 import { AttnkitError } from "./errors.js";
 import { simdSupported } from "./simd.js";
 
@@ -66,7 +66,7 @@ function loadError(build, { wasmPaths, wasmBinary }, url, error, printed) {
 function checkBuild(M, build) {
   const simd = !build.startsWith("scalar");
   const target = M.target();
-  const model = typeof M.modelLastErrorCode === "function";
+  const model = typeof M.modelCreate === "function";
   if ((target === "WASM") === simd && model === build.endsWith("-model")) return;
   const got = `${simd === (target === "WASM") ? "" : `target ${target}, `}${model ? "with" : "without"} the model layer`;
   throw loadFailed(
