@@ -204,7 +204,7 @@ test("softmax rows: the weights written add up to the Σ written, and equal weig
           );
       }
   const note = await page.textContent('[data-testid="rounding-note"]');
-  assert.match(note, /every row/);
+  assert.match(note, /no row of these weights can add up/);
   assert.match(note, /sum of 0\.98/);
   await shot("numbers-softmax-rounding");
   assert.deepEqual(problems, []);

@@ -71,8 +71,10 @@ function roundingNote(ctx: Parameters<Scene["caption"]>[0]): string {
   const r0 = rows[0];
   const shown = row(w, r0).reduce((a, v) => a + Number(v.toFixed(2)), 0);
   const which =
-    rows.length === w.rows ? "every row" : rows.length === 1 ? `row ${r0}` : `rows ${ranges(rows)}`;
-  return `<p class="shapes" data-testid="rounding-note">Rounded to two decimals, each row of weights adds up to its Σ, except ${which}: equal weights must show equal, so their cells are rounded one by one (row ${r0} shows a sum of ${fmt(shown)}; hover a cell for 4 decimals).</p>`;
+    rows.length === w.rows
+      ? "no row of these weights can add up to its Σ"
+      : `each row of weights adds up to its Σ except ${rows.length === 1 ? `row ${r0}` : `rows ${ranges(rows)}`}`;
+  return `<p data-testid="rounding-note">Rounded to two decimals, ${which}: equal weights must show equal, so their cells are rounded one by one (row ${r0} shows a sum of ${fmt(shown)}; hover a cell for 4 decimals).</p>`;
 }
 
 export const softmaxScene: Scene = {
