@@ -369,6 +369,8 @@ test("compare: scaled and unscaled runs of the same task, both loss curves drawn
 
 test("keyboard: Enter on Train trains, Space on Pause pauses (the page's shortcuts stay out)", async () => {
   await waitReady();
+  // The panel follows the run on its next redraw.
+  await p.waitForSelector('[data-testid="train-go"]:not([disabled])');
   await p.focus('[data-testid="train-go"]');
   await p.keyboard.press("Enter");
   await poll(async () => (await hook()).training, "training");
@@ -574,8 +576,12 @@ test("a loaded weights file shows the step it was saved at and says its curves a
     return s.ready && s.inspectionStep === 3 && s;
   }, "the loaded weights at step 3");
   assert.equal(h.step, 3);
+  // The panel follows on its next redraw.
+  const fileNote = await poll(
+    async () => q.textContent('[data-testid="train-file-note"]'),
+    "the loaded file's note",
+  );
   assert.match(await q.textContent('[data-testid="train-status"]'), /step 3/);
-  const fileNote = await q.textContent('[data-testid="train-file-note"]');
   assert.match(fileNote, /attnkit-induction-step3\.atkmodel: the weights of step 3/);
   assert.match(fileNote, /the curves up to step 3 are not in it/);
   assert.match(
