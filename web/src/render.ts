@@ -23,7 +23,7 @@ import { decodingView } from "./views/decoding";
 import { gridView } from "./views/grid";
 import { headView } from "./views/headview";
 import { saturationView } from "./views/saturation";
-import { trainView } from "./train/view";
+import { setTrainRedraw, trainView } from "./train/view";
 
 const VIEWS: Record<Exclude<ViewId, "steps">, Scene> = {
   headview: headView,
@@ -32,6 +32,8 @@ const VIEWS: Record<Exclude<ViewId, "steps">, Scene> = {
   decoding: decodingView,
   train: trainView,
 };
+
+setTrainRedraw(() => render(false));
 
 /** The smallest scale a scene is shown at before the stage scrolls instead. */
 const MIN_SCALE = 0.5;

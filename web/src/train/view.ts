@@ -12,7 +12,6 @@ import { note } from "../draw/text";
 import { labelSpace } from "../draw/labels";
 import { escapeHtml, fmt, maxAbs, shape, sub } from "../format";
 import { page, saveUrl } from "../page";
-import { render } from "../render";
 import type { Scene } from "../scenes/common";
 import { queryParts } from "../state";
 import { openTrained, tokenLabel } from "../trained";
@@ -80,8 +79,15 @@ const QK_MAX = 260;
 
 const pct = (v: number) => (Number.isFinite(v) ? `${(100 * v).toFixed(1)}%` : "–");
 
+// The page's redraw, given by the renderer (this view does not import it: the
+// renderer imports the view).
+let renderPage: () => void = () => {};
+export function setTrainRedraw(redrawPage: () => void): void {
+  renderPage = redrawPage;
+}
+
 function redraw(): void {
-  if (page.state.view === "train") render(false);
+  if (page.state.view === "train") renderPage();
 }
 
 let bound = false;
