@@ -251,3 +251,19 @@ test("notes by number fields speak of the value shown: heads 3 -> 2 then 2; kv h
   assert.equal(await note("heads"), "", "the heads note is gone");
   assert.deepEqual(problems, []);
 });
+
+test("reroll at the last seed goes back to the first, and the page equals its fresh load", async () => {
+  await open("w=random");
+  await typeInto("seed", "99999");
+  assert.equal((await state()).seed, 99999);
+  await page.click('[data-testid="reroll"]');
+  assert.equal((await state()).seed, 0, "the seed after 99999");
+  const search = await settledSearch();
+  const reloaded = await context.newPage();
+  await reloaded.goto(`${server.url}?${search}`);
+  await ready(reloaded);
+  const fresh = await reloaded.evaluate(() => window.__attnkit.state());
+  await reloaded.close();
+  assert.equal(fresh.seed, 0, `a fresh load of ?${search}`);
+  assert.deepEqual(problems, []);
+});

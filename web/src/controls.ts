@@ -193,9 +193,11 @@ export function bindControls(get: () => State, setState: Set): void {
       commit(patch, undefined, notes);
     });
   }
+  // The next seed, back to the first past the last a link may hold.
+  const [firstSeed, lastSeed] = NUMBER_RANGE.seed!;
   $<HTMLButtonElement>("reroll").addEventListener("click", () =>
     set({
-      seed: get().seed + 1,
+      seed: get().seed >= lastSeed ? firstSeed : get().seed + 1,
       weights:
         get().weights === "seed"
           ? "random"
