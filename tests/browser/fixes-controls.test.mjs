@@ -4,11 +4,10 @@
 // Debian's Chromium through playwright-core.
 import assert from "node:assert/strict";
 import path from "node:path";
-import { after, before, beforeEach, test } from "node:test";
-import { openChromium, poll, shots, watch } from "./helpers.mjs";
+import { test } from "node:test";
+import { poll, shots, usePage } from "./helpers.mjs";
 
-let server, browser, context, page;
-let problems = [];
+let server, browser, context, page, problems;
 
 const ready = (p = page) => p.waitForSelector("body[data-ready='1']", { timeout: 15000 });
 const state = () => page.evaluate(() => window.__attnkit.state());
@@ -46,21 +45,7 @@ async function settledSearch() {
   return new URLSearchParams(await page.evaluate(() => location.search));
 }
 
-before(async () => {
-  ({ server, browser, context } = await openChromium());
-});
-
-beforeEach(async () => {
-  await page?.close();
-  problems = [];
-  page = await context.newPage();
-  watch(page, problems);
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+usePage((s) => ({ server, browser, context, page, problems } = s));
 
 test("batch, causal, a click on the second sentence's M: each sentence keeps its whole causal mask", async () => {
   await open();

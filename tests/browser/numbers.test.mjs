@@ -6,22 +6,12 @@
 // on a phone. Debian's Chromium through playwright-core, on the page built by Vite.
 import assert from "node:assert/strict";
 import path from "node:path";
-import { after, before, test } from "node:test";
-import { openChromium, shots, watch } from "./helpers.mjs";
+import { test } from "node:test";
+import { shots, watch, usePage } from "./helpers.mjs";
 
-let server, browser, context, page;
-const problems = [];
+let server, browser, context, page, problems;
 
-before(async () => {
-  ({ server, browser, context } = await openChromium());
-  page = await context.newPage();
-  watch(page, problems);
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+usePage((s) => ({ server, browser, context, page, problems } = s), { perTest: false });
 
 async function open(query, p = page) {
   await p.goto(`${server.url}?${query}`);

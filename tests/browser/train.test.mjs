@@ -7,11 +7,10 @@
 import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { after, before, test } from "node:test";
-import { openChromium, poll, shots, watch } from "./helpers.mjs";
+import { test } from "node:test";
+import { poll, shots, watch, usePage } from "./helpers.mjs";
 
-let server, browser, context, p;
-const problems = [];
+let server, browser, context, p, problems;
 const hook = () => p.evaluate(() => window.__attnkit.train());
 const inspection = () => p.evaluate(() => window.__attnkit.trainInspection());
 const shot = (name) =>
@@ -159,17 +158,12 @@ function assertResponsive({ long, modelOnMain }) {
   assert.ok(longest < 1000, `a main-thread task of ${longest} ms while training`);
 }
 
-before(async () => {
-  ({ server, browser, context } = await openChromium());
-  p = await context.newPage();
-  watch(p, problems);
-  await p.goto(`${server.url}?v=train`);
-  await poll(() => p.evaluate(() => document.body.dataset.ready === "1"), "the page", 30000);
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
+usePage((s) => ({ server, browser, context, page: p, problems } = s), {
+  perTest: false,
+  open: async () => {
+    await p.goto(`${server.url}?v=train`);
+    await poll(() => p.evaluate(() => document.body.dataset.ready === "1"), "the page", 30000);
+  },
 });
 
 test("the Train tab opens the Train view with induction's settings, before training", async () => {
