@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import { inflateSync } from "node:zlib";
 import { createAttnkit } from "attnkit";
 import { chromium } from "playwright-core";
+import { ARGS, CHROMIUM } from "../chromium.mjs";
 import { serve } from "./server.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -21,18 +22,7 @@ export const root = path.resolve(here, "../..");
 export const dist = process.env.ATTNKIT_WEB_DIST ?? path.join(root, "web/dist");
 export const shots = path.join(root, "tests/artifacts/screenshots");
 
-// Debian's Chromium, headless, with nothing that reaches the network.
-export const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
-export const ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
+export { ARGS, CHROMIUM };
 
 /**
  * The built page served on loopback and Debian's Chromium with a context without
