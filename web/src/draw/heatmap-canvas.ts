@@ -43,6 +43,8 @@ export interface CanvasCells {
   value: Float64Array;
   colorFn: ColorFn | null;
   painted: boolean;
+  /** The decimals the cells' numbers were last painted with (-1: none painted). */
+  decimals: number;
 }
 
 export function buildCanvas(grid: SvgGroup, o: MatrixOpts, old?: HTMLCanvasElement): CanvasCells {
@@ -85,6 +87,7 @@ export function buildCanvas(grid: SvgGroup, o: MatrixOpts, old?: HTMLCanvasEleme
     value: new Float64Array(n),
     colorFn: null,
     painted: false,
+    decimals: -1,
   };
 }
 
@@ -249,6 +252,7 @@ function paintCanvas(s: CanvasCells, o: MatrixOpts, digits: number): void {
   }
   if (cell >= NUMBER_MIN_CELL) {
     const nums = cellTexts(o.m.data, rows, cols, digits, cell, o.sums);
+    s.decimals = nums.decimals;
     c2d.setTransform(dpr, 0, 0, dpr, 0, 0);
     c2d.font = `${nums.font}px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif`;
     c2d.textAlign = "center";

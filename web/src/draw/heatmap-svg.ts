@@ -15,6 +15,8 @@ export interface SvgCells {
   value: Float64Array;
   shown: string[];
   font: number;
+  /** The decimals the cells' numbers were last written with (-1: none written). */
+  decimals: number;
   fill: string[];
   opacity: Float64Array;
 }
@@ -58,6 +60,7 @@ export function buildSvgCells(grid: SvgGroup, o: MatrixOpts): SvgCells {
     value: new Float64Array(n).fill(NaN),
     shown: new Array<string>(n).fill(""),
     font: numberFont(cell),
+    decimals: -1,
     fill: new Array<string>(n).fill(""),
     opacity: new Float64Array(n).fill(NaN),
   };
@@ -72,6 +75,7 @@ export function updateSvgCells(
 ): MatrixView["reveal"] {
   const { rows, cols } = o.m;
   const nums = s.text ? cellTexts(o.m.data, rows, cols, digits, o.cell, o.sums) : null;
+  s.decimals = nums ? nums.decimals : -1;
   if (s.text && nums && s.font !== nums.font) {
     s.font = nums.font;
     for (const t of s.text) t.setAttribute("font-size", String(nums.font));

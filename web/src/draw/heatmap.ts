@@ -10,7 +10,7 @@ import { buildCanvas, updateCanvas, type CanvasCells } from "./heatmap-canvas";
 import { buildSvgCells, updateSvgCells, type SvgCells } from "./heatmap-svg";
 import { drawAxes, labelSpace } from "./labels";
 import { NUMBER_MIN_CELL } from "./numbers";
-import { markNumbersHidden, registerMatrix } from "./registry";
+import { markNumbersHidden, markWholeNumbers, registerMatrix } from "./registry";
 import { retained, setAttr, setText } from "./retain";
 import { richText, textWidth } from "./text";
 import { hideTip, showTip } from "./tooltip";
@@ -98,6 +98,10 @@ export function drawMatrix(parent: SvgGroup, o: MatrixOpts): MatrixView {
     st.cells.kind === "canvas"
       ? updateCanvas(st.cells, o, target, digits)
       : updateSvgCells(st.cells, o, target, digits);
+  // Numbers that lost every decimal to fit (6.891 written 7) are said so, by name, under the stage.
+  const whole = digits > 0 && st.cells.decimals === 0;
+  setAttr(node, "data-whole-numbers", whole ? "1" : null);
+  if (whole) markWholeNumbers(st.title.textContent ?? o.id);
 
   // Tooltips and clicks: the cell under the mouse, from its position.
   const value = (r: number, c: number) => o.m.data[r * cols + c];

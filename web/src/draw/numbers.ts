@@ -24,6 +24,13 @@ export function numberFont(cell: number): number {
 /** Width of a number at `font` px (digits and signs of system-ui are at most 0.6 em). */
 const numberWidth = (s: string, font: number) => s.length * font * 0.6;
 
+/**
+ * Whether `s` fits in `room` px at `font` px. The font was fitted to the widest number as
+ * room / (its length × 0.6), and that product can come back a hair over `room` in floating
+ * point: without the tolerance the widest number itself would fall to exponent form.
+ */
+const fits = (s: string, font: number, room: number) => numberWidth(s, font) <= room + 1e-6;
+
 /** Which numbers of a matrix add up to a whole: each row's, or each column's. */
 export type Sums = "rows" | "cols";
 
@@ -31,12 +38,15 @@ export type Sums = "rows" | "cols";
 export interface CellTexts {
   font: number;
   texts: string[];
+  /** The decimals every cell is written with. */
+  decimals: number;
 }
 
 /**
  * The text of every cell of a rows × cols matrix of `cell` px: `digits` decimals, or as many
  * as the widest number fits with, the same for every cell; a number too wide even without
- * decimals goes in exponent form (1e5), or "" when nothing fits (the tooltip still gives it).
+ * decimals goes in exponent form (1e5), or "" when nothing fits (the tooltip still gives it);
+ * a NaN cell is blank.
  */
 export function cellTexts(
   data: ArrayLike<number>,
@@ -53,7 +63,8 @@ export function cellTexts(
     font = base;
   for (; d >= 0; d--) {
     let widest = 0;
-    for (let k = 0; k < n; k++) widest = Math.max(widest, fmt(data[k], d).length);
+    for (let k = 0; k < n; k++)
+      if (!Number.isNaN(data[k])) widest = Math.max(widest, fmt(data[k], d).length);
     font = Math.min(base, room / (widest * 0.6));
     if (font >= MIN_FONT) break;
   }
@@ -62,15 +73,20 @@ export function cellTexts(
   const texts = new Array<string>(n);
   for (let k = 0; k < n; k++) {
     const v = data[k];
+    // NaN marks a cell that has no value yet (a row not decoded): it is left blank.
+    if (Number.isNaN(v)) {
+      texts[k] = "";
+      continue;
+    }
     const t = fmt(shown ? shown[k] : v, d);
-    if (numberWidth(t, font) <= room) texts[k] = t;
+    if (fits(t, font, room)) texts[k] = t;
     else if (!Number.isFinite(v)) texts[k] = "";
     else {
       const e = v.toExponential(0).replace("e+", "e").replace(/-/g, "−");
-      texts[k] = numberWidth(e, font) <= room ? e : "";
+      texts[k] = fits(e, font, room) ? e : "";
     }
   }
-  return { font, texts };
+  return { font, texts, decimals: d };
 }
 
 /**

@@ -24,6 +24,7 @@ export function registerMatrix(id: string, m: MatrixData, render: "svg" | "canva
 export function clearRegistry(): void {
   registry.length = 0;
   hiddenNumbers = false;
+  wholeNumbers.length = 0;
   beginWorkedFrame();
 }
 
@@ -49,4 +50,15 @@ export function numbersHidden(): boolean {
 /** Records that a drawn matrix had cells too small for their numbers. */
 export function markNumbersHidden(): void {
   hiddenNumbers = true;
+}
+
+/** The titles of the matrices of the last render whose numbers lost every decimal to fit their cells. */
+const wholeNumbers: string[] = [];
+export function roundedToWhole(): readonly string[] {
+  return wholeNumbers;
+}
+
+/** Records that a drawn matrix (`title`) writes its numbers as whole numbers to fit its cells. */
+export function markWholeNumbers(title: string): void {
+  if (!wholeNumbers.includes(title)) wholeNumbers.push(title);
 }

@@ -32,7 +32,7 @@ export function showTip(e: MouseEvent, html: string): void {
  * Shows the tooltip level with `anchor` (a label) but outside `clear` (the drawing the label
  * belongs to), so that it covers none of what it explains: beside `clear` on the label's
  * `side` if the window has room there, else on its other side; when neither has room (a
- * phone), under the label (or over it), flush with the label's side.
+ * phone), under `clear` (or over it).
  */
 export function showTipBeside(
   anchor: DOMRect,
@@ -55,9 +55,14 @@ export function showTipBeside(
   if (side === "left" ? fitsLeft : fitsRight) x = side === "left" ? left : right;
   else if (side === "left" ? fitsRight : fitsLeft) x = side === "left" ? right : left;
   else {
-    x = side === "left" ? anchor.left : anchor.right - w;
-    y = anchor.bottom + 4;
-    if (y + h > innerHeight - 4) y = anchor.top - h - 4;
+    // No room beside it (a phone): under the drawing, or over it, whichever the window has
+    // room for (else the larger of the two), so that it still covers none of it.
+    x = clear.left;
+    const below = clear.bottom + gap,
+      above = clear.top - gap - h;
+    if (below + h <= innerHeight - 4) y = below;
+    else if (above >= 4) y = above;
+    else y = innerHeight - clear.bottom > clear.top ? below : above;
   }
   t.style.left = `${Math.min(Math.max(4, x), Math.max(4, innerWidth - w - 4))}px`;
   t.style.top = `${Math.min(Math.max(4, y), Math.max(4, innerHeight - h - 4))}px`;

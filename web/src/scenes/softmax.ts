@@ -11,6 +11,7 @@ import { outlineRow } from "../draw/outline";
 import { op } from "../draw/text";
 import {
   at,
+  CLICK_FOR_WORK,
   fitCell,
   headLabel,
   maxAbsFinite,
@@ -46,6 +47,33 @@ function trainedCheck(ctx: Parameters<Scene["caption"]>[0]): string {
   let d = 0;
   for (let i = 0; i < own.length; i++) d = Math.max(d, Math.abs(own[i] - mine[i]));
   return `<p class="shapes" data-testid="trained-check">the trained model's own forward pass gave this head's weights too: ${d === 0 ? "they are these, bit for bit" : `they differ from these by at most ${d.toExponential(1)}`}</p>`;
+}
+
+/**
+ * The worked arithmetic of weight α_ic (the panel a click opens), from attnkit's scores of
+ * row i and its weight: e_j = exp(s_ij − m_i) for each key j (m_i the row's largest score,
+ * which changes no weight and keeps exp from overflowing), their sum Σ, and the cell's share
+ * e_c / Σ, which is attnkit's α_ic. The exps and the sum are done here only to show them.
+ */
+function workedSoftmax(s: number[], i: number, c: number, v: number, names: string[]): string {
+  const open = s.filter((x) => x !== -Infinity);
+  if (!open.length)
+    return `<div class="worked-what">every key of row ${i} is masked: there is nothing to share out, and attnkit gives every weight of the row 0</div>
+      <div class="worked-total">α${sub(i)}${sub(c)} = <b data-testid="worked-total">${fmt(v, 4)}</b></div>`;
+  const m = Math.max(...open);
+  const e = s.map((x) => (x === -Infinity ? 0 : Math.exp(x - m)));
+  const sum = e.reduce((a, b) => a + b, 0);
+  const lines = s.map(
+    (x, j) =>
+      `<span class="worked-term" data-testid="worked-term"><span class="worked-label">j = ${j} (“${names[j]}”):</span> ${
+        x === -Infinity
+          ? `masked: exp(−∞) = <b>${fmt(0, 4)}</b>`
+          : `exp(${fmt(x, 4)} − ${fmt(m, 4)}) = <b>${fmt(e[j], 4)}</b>`
+      }</span>`,
+  );
+  return `<div class="worked-what">α${sub(i)}${sub(c)} = exp(s${sub(i)}${sub(c)} − m${sub(i)}) / Σ<sub>j</sub> exp(s${sub(i)}<sub>j</sub> − m${sub(i)}), where m${sub(i)} = ${fmt(m, 4)} is the row's largest score (subtracting it changes no weight)</div>
+    <div class="worked-terms">${lines.join("")}</div>
+    <div class="worked-total">Σ = <b data-testid="worked-sum">${fmt(sum, 4)}</b>; α${sub(i)}${sub(c)} = ${fmt(e[c], 4)} / ${fmt(sum, 4)} = <b data-testid="worked-total">${fmt(v, 4)}</b></div>`;
 }
 
 /** Sorted indices as ranges: 0–3, 5. */
@@ -136,7 +164,15 @@ export const softmaxScene: Scene = {
       colAxis: "key j",
       hidden: ctx.animate ? () => true : undefined,
       tip: (r, c, v) =>
-        `α${sub(r)}${sub(c)} = softmax(row ${r})[${c}] = <b>${fmt(v, 4)}</b><br>“${tokenName(ctx, r)}” gives ${fmt(v * 100, 1)}% of its attention to “${tokenName(ctx, c)}”${at(tr.maskedScores, r, c) === -Infinity ? "<br>(masked: exp(−∞) = 0)" : ""}<br>row ${r} sums to ${fmt(at(sums, r, 0), 4)}`,
+        `α${sub(r)}${sub(c)} = softmax(row ${r})[${c}] = <b>${fmt(v, 4)}</b><br>“${tokenName(ctx, r)}” gives ${fmt(v * 100, 1)}% of its attention to “${tokenName(ctx, c)}”${at(tr.maskedScores, r, c) === -Infinity ? "<br>(masked: exp(−∞) = 0)" : ""}<br>row ${r} sums to ${fmt(at(sums, r, 0), 4)}${CLICK_FOR_WORK}`,
+      work: (r, c, v) =>
+        workedSoftmax(
+          row(tr.maskedScores, r),
+          r,
+          c,
+          v,
+          labels.map((_, j) => tokenName(ctx, j)),
+        ),
     });
     x += W.width + cell * 0.3;
     const S = drawMatrix(g, {

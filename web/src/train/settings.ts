@@ -42,6 +42,15 @@ export const LR_PARAM = "tlr";
 export const SCALED_PARAM = "tsc";
 export const COMPARE_PARAM = "tcmp";
 
+/** Every URL parameter of the Train view's settings. */
+export const TRAIN_PARAMS: readonly string[] = [
+  ...NUMBER_FIELDS.map((f) => f.param),
+  TASK_PARAM,
+  LR_PARAM,
+  SCALED_PARAM,
+  COMPARE_PARAM,
+];
+
 /**
  * The value a number field's text gives and, when it is not the text's own value, why:
  * text that is not a number keeps `kept` (the value in use); a number out of range or

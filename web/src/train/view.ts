@@ -575,6 +575,19 @@ function setDisabled(id: string, d: boolean): void {
   if (b.disabled !== d) b.disabled = d;
 }
 
+/**
+ * Moves the snapshot shown by `delta` (the arrow keys), from the run's own state: the
+ * slider is redrawn on the next frame, so a key pressed just after a snapshot arrived
+ * must not read it.
+ */
+export function scrubBy(delta: number): void {
+  const n = run.snapshots.length;
+  if (run.training || n === 0) return;
+  const pos = run.scrub < 0 ? n : run.scrub;
+  scrubTo(Math.min(n, Math.max(0, pos + delta)));
+  redraw();
+}
+
 /** Buttons, slider, lists and status as the run says. */
 function syncPanel(): void {
   const ready = !!run.ready;
