@@ -116,7 +116,15 @@ test("keyboard in the Train view, nothing focused: the arrows move through the s
   await open("v=train");
   await poll(() => page.evaluate(() => window.__attnkit.train().ready), "the worker ready");
   await page.click('[data-testid="train-step"]');
-  await poll(() => page.evaluate(() => window.__attnkit.train().step === 1), "one step");
+  // The arrows need the step done, training stopped and the first snapshot kept.
+  await poll(
+    () =>
+      page.evaluate(() => {
+        const t = window.__attnkit.train();
+        return t.step === 1 && !t.training && t.snapshots.length >= 1;
+      }),
+    "one step, stopped, with a snapshot",
+  );
   await page.evaluate(() => document.activeElement?.blur());
   const snapshots = (await page.evaluate(() => window.__attnkit.train())).snapshots.length;
   assert.ok(snapshots >= 1, "a snapshot to go back to");

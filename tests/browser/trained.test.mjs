@@ -382,7 +382,11 @@ test("“Back to the example” restores the page as it was before", async () =>
 test("a reload of a trained-mode URL shows the example with a note", async () => {
   await openLayer();
   await gotoStep(6);
-  await page.waitForFunction(() => location.search.includes("w=trained"));
+  // The reload keeps what the address holds: wait until it holds the step shown.
+  await page.waitForFunction(() => {
+    const q = new URLSearchParams(location.search);
+    return q.get("w") === "trained" && q.get("st") === "6";
+  });
   await page.reload();
   await ready();
   assert.ok(await page.isVisible('[data-testid="trained-note"]'), "the note is shown");
