@@ -470,9 +470,12 @@ HWY_INLINE void ForwardBlock(const internal::GradTask& task, float* HWY_RESTRICT
   }
   for (size_t r = 0; r < rows; ++r) {
     float* HWY_RESTRICT out = t.out.Row(i0 + r);
-    const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+    // A row that saw a key (m > -inf) has l >= 1, unless a score overflowed:
+    // then l and lse are not finite, and the caller's check reports it.
+    const bool saw_key = m[r] != kNegInf;
+    const float inv = saw_key ? 1.0f / l[r] : 0.0f;
     for (size_t c = 0; c < d_v; ++c) out[c] = oacc[r * dv_p + c] * inv;
-    task.lse_out(i0 + r, 0) = l[r] > 0.0f ? m[r] + std::log(l[r]) : kNegInf;
+    task.lse_out(i0 + r, 0) = saw_key ? m[r] + std::log(l[r]) : kNegInf;
   }
 }
 
