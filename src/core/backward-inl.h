@@ -470,12 +470,14 @@ HWY_INLINE void ForwardBlock(const internal::GradTask& task, float* HWY_RESTRICT
   }
   for (size_t r = 0; r < rows; ++r) {
     float* HWY_RESTRICT out = t.out.Row(i0 + r);
-    // A row that saw a key (m > -inf) has l >= 1, unless a score overflowed:
-    // then l and lse are not finite, and the caller's check reports it.
-    const bool saw_key = m[r] != kNegInf;
-    const float inv = saw_key ? 1.0f / l[r] : 0.0f;
+    // l is 0 for a row that sees no key and >= 1 for one that does. A score
+    // that overflowed leaves m at +inf or NaN: NaN then reaches out and lse,
+    // which the caller's check reports (never a zero row read as "no key").
+    if (!(m[r] < std::numeric_limits<float>::infinity())) l[r] = std::nanf("");
+    const bool no_key = l[r] == 0.0f;
+    const float inv = no_key ? 0.0f : 1.0f / l[r];
     for (size_t c = 0; c < d_v; ++c) out[c] = oacc[r * dv_p + c] * inv;
-    task.lse_out(i0 + r, 0) = saw_key ? m[r] + std::log(l[r]) : kNegInf;
+    task.lse_out(i0 + r, 0) = no_key ? kNegInf : m[r] + std::log(l[r]);
   }
 }
 
