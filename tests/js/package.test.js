@@ -697,7 +697,7 @@ createAttnkit().then((attn) => {
     const threads = compute(many, AttnkitError);
     many.dispose();
     const bytes = await (await fetch("/assets/attnkit-simd.wasm")).arrayBuffer();
-    (await createAttnkit()).dispose();
+    // Its own load: bytes given are never served by an instance loaded from elsewhere.
     const binary = compute(await createAttnkit({ wasmBinary: new Uint8Array(bytes) }), AttnkitError);
     document.getElementById("result").textContent = JSON.stringify({ simd, scalar, threads, binary, version, hw: navigator.hardwareConcurrency });
   } catch (e) {
