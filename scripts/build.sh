@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Configures and builds one or more variants of attnkit, each in its own folder:
 #   native  build/native  Release, Highway dynamic dispatch (AVX-512 ... scalar)
-#   asan    build/asan    AddressSanitizer + UndefinedBehaviorSanitizer
+#   asan    build/asan    clang, AddressSanitizer + UndefinedBehaviorSanitizer (the
+#                         widest Highway target, AVX2 and the fallback), with the
+#                         libFuzzer target built from the same objects
 #   wasm    build/wasm    Emscripten, WebAssembly SIMD128; tests run under node
-#   fuzz    build/fuzz    clang libFuzzer target with ASan + UBSan
+#   fuzz    build/asan    the libFuzzer target alone (attnkit_fuzz)
 #   wasm-threads build/wasm-threads  SIMD128 + -pthread (the package's threads build)
 #   package dist/         the npm package: wasm (SIMD128), wasm-scalar and
 #                         wasm-threads modules for browsers and Node, the
@@ -14,28 +16,32 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
+# ccache, where it is installed, for rebuilds of unchanged objects.
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
 build() {
   local variant=$1
   case "$variant" in
     native)
       [[ -f build/native/CMakeCache.txt ]] ||
-        CXX=g++ cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release
+        CXX=g++ cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release "${launcher[@]}"
       cmake --build build/native -j"$jobs" ;;
-    asan)
+    asan | fuzz)
       [[ -f build/asan/CMakeCache.txt ]] ||
-        CXX=g++ cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNKIT_SANITIZE=ON
-      cmake --build build/asan -j"$jobs" ;;
+        CXX=clang++ cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNKIT_FUZZ=ON \
+          "${launcher[@]}"
+      if [[ $variant == fuzz ]]; then
+        cmake --build build/asan -j"$jobs" --target attnkit_fuzz
+      else
+        cmake --build build/asan -j"$jobs"
+      fi ;;
     wasm)
       # emcmake's default test emulator passes a flag Node 20 rejects: use plain node.
       [[ -f build/wasm/CMakeCache.txt ]] ||
         emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=Release \
           -DCMAKE_CROSSCOMPILING_EMULATOR="$(command -v node)"
       cmake --build build/wasm -j"$jobs" ;;
-    fuzz)
-      [[ -f build/fuzz/CMakeCache.txt ]] ||
-        CXX=clang++ cmake -S . -B build/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNKIT_FUZZ=ON
-      cmake --build build/fuzz -j"$jobs" ;;
     wasm-scalar)
       [[ -f build/wasm-scalar/CMakeCache.txt ]] ||
         emcmake cmake -S . -B build/wasm-scalar -DCMAKE_BUILD_TYPE=Release \

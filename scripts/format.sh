@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The formatting of the sources: clang-format (.clang-format) for the C++ of
 # src/, tests/, bench/native, bench/wasm and examples, Prettier (.prettierrc) for the JS and TS of
-# src/js, tests/js, tests/browser, web, bench, scripts and examples.
+# src/js, tests/js, tests/browser (and tests/*.mjs), web, bench, scripts and examples.
 # Usage: scripts/format.sh            rewrites the files in place
 #        scripts/format.sh --check    changes nothing; lists the files that
 #                                     differ and fails if there are any
@@ -16,7 +16,7 @@ esac
 
 shopt -s nullglob
 mapfile -t cxx < <(find src tests bench/native bench/wasm examples -type f \( -name '*.cc' -o -name '*.h' \) | sort)
-js=(src/js tests/js tests/browser web/src web/index.html web/vite.config.ts bench/*.mjs bench/wasm/*.mjs scripts/*.mjs examples)
+js=(src/js tests/*.mjs tests/js tests/browser web/src web/index.html web/vite.config.ts bench/*.mjs bench/wasm/*.mjs scripts/*.mjs examples)
 prettier=node_modules/.bin/prettier
 command -v clang-format >/dev/null || { echo "format: clang-format is missing (bash scripts/setup.sh)" >&2; exit 1; }
 [[ -x $prettier ]] || { echo "format: $prettier is missing (bash scripts/setup.sh)" >&2; exit 1; }

@@ -10,7 +10,7 @@ bash scripts/build.sh fuzz
 mkdir -p build/fuzz-corpus build/fuzz-artifacts
 echo "== fuzz for ${seconds}s"
 rc=0
-./build/fuzz/attnkit_fuzz -max_total_time="$seconds" -rss_limit_mb=4096 -print_final_stats=1 \
+./build/asan/attnkit_fuzz -max_total_time="$seconds" -rss_limit_mb=4096 -print_final_stats=1 \
   -artifact_prefix=build/fuzz-artifacts/ build/fuzz-corpus >build/fuzz.log 2>&1 || rc=$?
 # The progress lines are many; show the rest (stats, or the crash report).
 grep -vE '^#[0-9]+ +(NEW|REDUCE|pulse|INITED)|NEW_FUNC' build/fuzz.log | tail -60

@@ -192,6 +192,28 @@ TEST_CASE("fused backward: huge logits neither overflow nor lose the gradient", 
   });
 }
 
+TEST_CASE("fused forward for training and backward: scores past float range are an overflow",
+          "[backward]") {
+  // q . k = 1e40 is inf in float32: the forward (Attention) reports kOverflow;
+  // so must the training forward and the backward, never a row of zeros read
+  // as "sees no key" (lse = -inf).
+  const TestMatrix Q = FromRows({{1e20f}}), K = FromRows({{1e20f}, {1.0f}});
+  const TestMatrix V = FromRows({{1.0f}, {2.0f}}), dO = FromRows({{1.0f}});
+  ForEachTarget([&](int64_t) {
+    AttentionOptions o;
+    o.scale = 1.0f;
+    TestMatrix out(1, 1), lse(1, 1), dQ(1, 1), dK(2, 1), dV(2, 1);
+    CHECK(AttentionForTraining(Q, K, V, o, out, lse).code() == ErrorCode::kOverflow);
+    CHECK(AttentionBackward(Q, K, V, dO, o, dQ, dK, dV).code() == ErrorCode::kOverflow);
+    const TestMatrix saved_out = FromRows({{1.5f}}), saved_lse = FromRows({{0.0f}});
+    CHECK(AttentionBackward(Q, K, V, saved_out, dO, saved_lse, o, dQ, dK, dV).code() ==
+          ErrorCode::kOverflow);
+    TestMatrix mh_lse(1, 1);
+    CHECK(MultiHeadAttentionQKVForTraining(Q, K, V, 1, HeadConfig{1, 1, 0, 0}, o, out, mh_lse)
+              .code() == ErrorCode::kOverflow);
+  });
+}
+
 // The backward by the formulas from the materialised weights of the
 // forward's trace (TraceAttentionQKV: P, the capped scores, O), in float64.
 bwd_ref::Gradients FromTrace(const AttentionTrace& tr, const Mat& dO, float softcap) {

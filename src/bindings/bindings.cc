@@ -20,6 +20,22 @@
 
 namespace attnkit {
 namespace bindings {
+
+// The last call's Status, one for the attention and the model bindings: every
+// call returns its code and JS reads the rest through lastError*().
+Status& LastStatus() {
+  static Status status;
+  return status;
+}
+
+// Records the status and returns its code (0 = OK) for JS.
+// Moved in from a copy, so that an OK status frees the last error's strings
+// (copy assignment would keep their buffers) and the heap is as before it.
+int Report(const Status& s) {
+  LastStatus() = Status(s);
+  return static_cast<int>(s.code());
+}
+
 namespace {
 
 // The thread pool every call uses: null (the caller's thread) until setThreads.
@@ -115,19 +131,6 @@ struct Mat {
 Mat ToMat(ConstMatrixView v) {
   return Mat{reinterpret_cast<uintptr_t>(v.data), static_cast<uint32_t>(v.rows),
              static_cast<uint32_t>(v.cols)};
-}
-
-Status& LastStatus() {
-  static Status status;
-  return status;
-}
-
-// Records the status and returns its code (0 = OK) for JS.
-// Moved in from a copy, so that an OK status frees the last error's strings
-// (copy assignment would keep their buffers) and the heap is as before it.
-int Report(const Status& s) {
-  LastStatus() = Status(s);
-  return static_cast<int>(s.code());
 }
 
 // Replaces the pool with one of n threads (n <= 1: none); returns the count.
@@ -474,7 +477,6 @@ int KvDecode(uintptr_t handle, uintptr_t args) {
 
 // ---- status and introspection
 
-std::string LastError() { return LastStatus().message(); }
 std::string LastErrorParameter() { return LastStatus().parameter(); }
 std::string LastErrorDetail() { return LastStatus().detail(); }
 int LastErrorCode() { return static_cast<int>(LastStatus().code()); }
@@ -534,7 +536,6 @@ EMSCRIPTEN_BINDINGS(attnkit) {
   function("kvValues", &KvValues);
   function("kvAttend", &KvAttend);
   function("kvDecode", &KvDecode);
-  function("lastError", &LastError);
   function("lastErrorCode", &LastErrorCode);
   function("lastErrorParameter", &LastErrorParameter);
   function("lastErrorDetail", &LastErrorDetail);

@@ -1,8 +1,8 @@
 // attnkit: Embind bindings of the model layer (src/model), apart from the
 // attention bindings. JS holds the addresses of heap-allocated models,
 // optimisers and task generators; every call returns a status code (0 = ok)
-// and the JS layer (src/js/model.js) reads the failed Status through
-// modelLastErrorParameter() and modelLastErrorDetail(). Nothing here throws.
+// or a handle (0 on error) and the JS layer (src/js/model.js) reads the failed
+// Status through bindings.cc's lastError*(). Nothing here throws.
 #include <emscripten/bind.h>
 
 #include <cstdint>
@@ -21,6 +21,8 @@ namespace bindings {
 // The pool that setThreads made (bindings.cc): read at every call, since
 // setThreads may replace it between calls.
 ThreadPool* CurrentPool();
+// Records a call's Status for lastError*() (bindings.cc); returns its code.
+int Report(const Status& s);
 
 namespace {
 
@@ -35,15 +37,6 @@ using model::Parameters;
 using model::TaskConfig;
 using model::TaskGenerator;
 using model::TaskKind;
-
-Status& LastStatus() {
-  static Status status;
-  return status;
-}
-int Report(const Status& s) {
-  LastStatus() = s;
-  return static_cast<int>(s.code());
-}
 
 uint32_t* Words(uintptr_t address) { return reinterpret_cast<uint32_t*>(address); }
 float AsFloat(uint32_t w) {
@@ -82,32 +75,24 @@ TaskConfig ReadTask(const uint32_t* w) {
   return t;
 }
 
-// [vocab_size, max_seq_len, d_model, num_layers, num_heads, num_kv_heads, d_k,
-//  flags (1 layer_norm, 2 scale_by_sqrt_dk), seed lo, seed hi, has task,
-//  task (4 words)]; 0 on error.
+// [config (model::kConfigWords), seed lo, seed hi, has task, task (4 words)];
+// 0 on error.
 uintptr_t ModelCreate(uintptr_t args) {
   const uint32_t* w = Words(args);
   ModelConfig c;
-  c.vocab_size = w[0];
-  c.max_seq_len = w[1];
-  c.d_model = w[2];
-  c.num_layers = w[3];
-  c.num_heads = w[4];
-  c.num_kv_heads = w[5];
-  c.d_k = w[6];
-  c.layer_norm = (w[7] & 1) != 0;
-  c.scale_by_sqrt_dk = (w[7] & 2) != 0;
+  if (Report(model::ConfigFromWords(w, &c)) != 0) return 0;
   if (Report(model::CheckConfig(c, nullptr)) != 0) return 0;
-  if (w[10]) {
+  w += model::kConfigWords;
+  if (w[2]) {
     // Named as the JS caller's task fields ("task.vocab_size"); the model's
     // positions stay "max_seq_len".
-    Status s = model::CheckTask(ReadTask(w + 11), &c);
+    Status s = model::CheckTask(ReadTask(w + 3), &c);
     if (!s.ok() && s.parameter() != "max_seq_len")
       s = Status(s.code(), "task." + s.parameter(), s.detail());
     if (Report(s) != 0) return 0;
   }
   auto h = std::make_unique<ModelHandle>();
-  if (Report(h->model.Init(c, Seed(w[8], w[9]))) != 0) return 0;
+  if (Report(h->model.Init(c, Seed(w[0], w[1]))) != 0) return 0;
   return reinterpret_cast<uintptr_t>(h.release());
 }
 // The weights file at [data, data + size); 0 on error.
@@ -118,20 +103,13 @@ uintptr_t ModelImport(uintptr_t data, uint32_t size) {
   return reinterpret_cast<uintptr_t>(h.release());
 }
 void ModelFree(uintptr_t h) { delete AsModel(h); }
-// Writes the resolved config (7 sizes, flags) and the parameter count.
+// Writes the resolved config (model::ConfigToWords) and the parameter count.
 void ModelInfo(uintptr_t h, uintptr_t out) {
   const Model& m = AsModel(h)->model;
   const ModelConfig& c = m.config();
   uint32_t* o = Words(out);
-  o[0] = c.vocab_size;
-  o[1] = c.max_seq_len;
-  o[2] = c.d_model;
-  o[3] = c.num_layers;
-  o[4] = c.num_heads;
-  o[5] = c.num_kv_heads;
-  o[6] = c.d_k;
-  o[7] = (c.layer_norm ? 1 : 0) | (c.scale_by_sqrt_dk ? 2 : 0);
-  o[8] = m.params().Count();
+  model::ConfigToWords(c, o);
+  o[model::kConfigWords] = m.params().Count();
 }
 // Writes [address, size] of the exported file (held until the next export).
 int ModelExport(uintptr_t h, uintptr_t out) {
@@ -263,18 +241,17 @@ uint32_t TrainerSteps(uintptr_t h) { return AsTrainer(h)->adam.steps(); }
 float TrainerLearningRate(uintptr_t h, uint32_t step) {
   return AsTrainer(h)->adam.LearningRate(step);
 }
-// As model::Trainer::Step: forward, backward, one AdamW update.
+// model::TrainStep: forward, backward, one AdamW update.
 // batch (kBatchWords), metrics out (5 words)
 int TrainerStep(uintptr_t h, uintptr_t model, uintptr_t args) {
   TrainerHandle* t = AsTrainer(h);
   Model& m = AsModel(model)->model;
   m.set_pool(CurrentPool());
   Metrics metrics;
-  if (Report(m.Forward(ReadBatch(Words(args)), &metrics)) != 0) return 1;
-  if (Report(m.Backward(&t->grads)) != 0) return 1;
-  if (Report(t->adam.Step(t->grads, &m.params())) != 0) return 1;
-  WriteMetrics(metrics, Words(args) + kBatchWords);
-  return 0;
+  const int code =
+      Report(model::TrainStep(ReadBatch(Words(args)), &m, &t->grads, &t->adam, &metrics));
+  if (code == 0) WriteMetrics(metrics, Words(args) + kBatchWords);
+  return code;
 }
 
 // task (4 words), seed lo, seed hi; 0 on error.
@@ -310,10 +287,6 @@ int TaskInfo(uintptr_t args) {
   return 0;
 }
 
-int LastErrorCode() { return static_cast<int>(LastStatus().code()); }
-std::string LastErrorParameter() { return LastStatus().parameter(); }
-std::string LastErrorDetail() { return LastStatus().detail(); }
-
 }  // namespace
 }  // namespace bindings
 }  // namespace attnkit
@@ -342,7 +315,4 @@ EMSCRIPTEN_BINDINGS(attnkit_model) {
   function("generatorFree", &GeneratorFree);
   function("generatorNext", &GeneratorNext);
   function("taskInfo", &TaskInfo);
-  function("modelLastErrorCode", &LastErrorCode);
-  function("modelLastErrorParameter", &LastErrorParameter);
-  function("modelLastErrorDetail", &LastErrorDetail);
 }

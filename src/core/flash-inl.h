@@ -226,7 +226,7 @@ struct FlashBlock {
     const MatrixView S(s, kRows, kTileKeys);
     const MatrixView O = t.out.Block(i0, kRows, 0, d_v);
     // S = Q_block K_tile^T over the tile's keys that some row of the block
-    // sees, rounded up to whole vectors (the packed tile is zero-padded): the
+    // sees, rounded up to whole vectors (K^T is zero-padded to a panel): the
     // last tile of a causal block or of a short sequence is often partial.
     const size_t tile_keys = std::min(kTileKeys, keys - j0);
     const size_t N = hn::Lanes(DF());

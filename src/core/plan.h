@@ -61,9 +61,9 @@ inline size_t DecodeChunks(size_t T_k) { return (T_k + kDecodeChunkKeys - 1) / k
 // split-K; traces go one query row at a time). The fused kernel first packs
 // K^T and V and then costs less per (query, key) than split-K, which reads K
 // and V in place for every query. The packing passes over the keys rounded
-// up to a whole tile (zeros after the last key), so the fused path pays for
-// itself from
-//   T_q >= A + C (d_k + d_v) (RoundUp(T_k, kFlashTileKeys) - T_k) / T_k
+// up to a whole panel (zeros after the last key in K^T), so the fused path
+// pays for itself from
+//   T_q >= A + C (d_k + d_v) (RoundUp(T_k, kMaxPanel) - T_k) / T_k
 // queries: A, where the two paths cost the same with no padding, grows with
 // d_k + d_v (split-K's cost per key is mostly the d_k + d_v multiply-adds of
 // reading K and V row by row, the fused kernel's a register-blocked GEMM) and

@@ -247,7 +247,7 @@ Status CheckOptions(const AttentionOptions& o, size_t T_q, size_t T_k, bool batc
   if (!o.key_lengths.empty() && !batched) {
     return Status(ErrorCode::kInvalidArgument, "key_lengths",
                   "expected empty for a single sequence (use key_length), got " +
-                      Str(o.key_lengths.size()) + " lengths");
+                      Count(o.key_lengths.size(), "length"));
   }
   for (size_t b = 0; b < o.key_lengths.size(); ++b) {
     if (o.key_lengths[b] > T_k) {
@@ -271,13 +271,13 @@ Status CheckOptions(const AttentionOptions& o, size_t T_q, size_t T_k, bool batc
     if (!batched) {
       return Status(ErrorCode::kInvalidArgument, "causal_offsets",
                     "expected empty for a single sequence (use causal_offset), got " +
-                        Str(o.causal_offsets.size()) + " offsets");
+                        Count(o.causal_offsets.size(), "offset"));
     }
     if (o.causal_alignment != CausalAlignment::kUpperLeft) {
       return Status(ErrorCode::kInvalidArgument, "causal_offsets",
                     "expected empty with causal_alignment kLowerRight (offsets apply to "
                     "kUpperLeft), got " +
-                        Str(o.causal_offsets.size()) + " offsets");
+                        Count(o.causal_offsets.size(), "offset"));
     }
     if (o.causal_offsets.size() != batch) {
       return Status(ErrorCode::kInvalidArgument, "causal_offsets",

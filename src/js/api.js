@@ -47,6 +47,7 @@ export function wrap(M, { simd, threads = 1, model = false, version = "", onDisp
     version,
     target: M.target(),
     ...singleHeadMethods(mem),
+    ...traceMethods(mem),
     ...kernelMethods(mem),
     ...gradientMethods(mem),
     multiHeadAttention: (X, weights, config, options) =>
@@ -78,39 +79,9 @@ export function wrap(M, { simd, threads = 1, model = false, version = "", onDisp
   return Object.freeze(api);
 }
 
-/** attention, selfAttention, crossAttention, parameterFreeAttention and the traces. */
+/** attention, selfAttention, crossAttention and parameterFreeAttention. */
 function singleHeadMethods(mem) {
   const M = mem.M;
-  // The trace's matrices in the order and under the names the bindings give.
-  const traceNames = M.traceMatrixNames().split(",");
-  function traceResult(hasX) {
-    const result = {};
-    traceNames.forEach((name, i) => {
-      if (name === "X" && !hasX) return;
-      result[name] = mem.copyOut(M.traceMatrix(i));
-    });
-    result.scale = M.traceScale();
-    M.traceClear();
-    return result;
-  }
-  // The backward trace's own matrices, in the bindings' order and names; the
-  // projections' gradients (dX, dW_*) only for traceBackward.
-  const backwardNames = M.backwardTraceMatrixNames().split(",");
-  const PROJECTIONS = ["dX", "dW_Q", "dW_K", "dW_V"];
-  function backwardTraceResult(run, hasX) {
-    try {
-      run();
-      const result = { forward: traceResult(hasX) };
-      backwardNames.forEach((name, i) => {
-        if (!hasX && PROJECTIONS.includes(name)) return;
-        result[name] = mem.copyOut(M.backwardTraceMatrix(i));
-      });
-      return result;
-    } finally {
-      // Also after an error: the core may have filled part of the trace.
-      M.backwardTraceClear();
-    }
-  }
   return {
     attention(Q, K, V, options) {
       checkOptions(options);
@@ -154,6 +125,43 @@ function singleHeadMethods(mem) {
         M.parameterFreeAttention(mem.args(xv, ov, o)),
       )[0];
     },
+  };
+}
+
+/** trace, traceQKV, traceBackward and traceBackwardQKV: every step's matrices. */
+function traceMethods(mem) {
+  const M = mem.M;
+  // The trace's matrices in the order and under the names the bindings give.
+  const traceNames = M.traceMatrixNames().split(",");
+  function traceResult(hasX) {
+    const result = {};
+    traceNames.forEach((name, i) => {
+      if (name === "X" && !hasX) return;
+      result[name] = mem.copyOut(M.traceMatrix(i));
+    });
+    result.scale = M.traceScale();
+    M.traceClear();
+    return result;
+  }
+  // The backward trace's own matrices, in the bindings' order and names; the
+  // projections' gradients (dX, dW_*) only for traceBackward.
+  const backwardNames = M.backwardTraceMatrixNames().split(",");
+  const PROJECTIONS = ["dX", "dW_Q", "dW_K", "dW_V"];
+  function backwardTraceResult(run, hasX) {
+    try {
+      run();
+      const result = { forward: traceResult(hasX) };
+      backwardNames.forEach((name, i) => {
+        if (!hasX && PROJECTIONS.includes(name)) return;
+        result[name] = mem.copyOut(M.backwardTraceMatrix(i));
+      });
+      return result;
+    } finally {
+      // Also after an error: the core may have filled part of the trace.
+      M.backwardTraceClear();
+    }
+  }
+  return {
     trace(X, weights, options) {
       checkOptions(options);
       const x = toMatrix("X", X);

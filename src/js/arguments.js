@@ -27,6 +27,16 @@ const OPTION_KEYS = [
   "additiveMask",
   "out",
 ];
+// Options of other calls, named as such when given to a call without them
+// (an edit distance would suggest an unrelated option).
+const OTHER_CALLS_OPTIONS = {
+  layout: "multiHeadAttentionQKV and its forward for training and backward",
+  pastKey: "multiHeadAttentionQKV",
+  pastValue: "multiHeadAttentionQKV",
+  present: "multiHeadAttentionQKV",
+  scores: "multiHeadAttentionQKV",
+  saved: "attentionBackward and multiHeadAttentionQKVBackward",
+};
 /** The extra options of multiHeadAttentionQKV (ONNX Attention's inputs and outputs). */
 export const QKV_KEYS = ["layout", "pastKey", "pastValue", "present", "scores"];
 const SCORE_STAGES = ["raw", "scaled", "masked", "weights"];
@@ -42,7 +52,16 @@ export function checkOptions(options, extraKeys = [], outKeys = null) {
   if (!isObject(options) || Array.isArray(options)) {
     throw typeError("options", "an object", options);
   }
-  checkKeys("options", options, [...OPTION_KEYS, ...extraKeys], "option");
+  const valid = [...OPTION_KEYS, ...extraKeys];
+  for (const key of Object.keys(options)) {
+    if (valid.includes(key) || !(key in OTHER_CALLS_OPTIONS)) continue;
+    throw rangeError(
+      `options.${key}`,
+      `one of ${valid.join(", ")} (${key} is an option of ${OTHER_CALLS_OPTIONS[key]})`,
+      "an option this call does not take",
+    );
+  }
+  checkKeys("options", options, valid, "option");
   for (const key of ["scale", "softcap"]) {
     const v = options[key];
     if (v === undefined) continue;
@@ -297,7 +316,7 @@ export function headsOut(heads, dModel, W_O, V_cols) {
 }
 
 /** options.pastKey and options.pastValue as rows [batch * kvHeads * T_past, d], checked. */
-function pastInputs(o, batch, kvh) {
+function pastInputs(o, batch, kvh, dK, dV) {
   if ((o.pastKey === undefined) !== (o.pastValue === undefined)) {
     const missing = o.pastKey === undefined ? "options.pastKey" : "options.pastValue";
     throw rangeError(
@@ -310,9 +329,9 @@ function pastInputs(o, batch, kvh) {
   const inputs = [];
   let past = 0;
   if (o.pastKey === undefined) return { inputs, past };
-  for (const [name, value] of [
-    ["options.pastKey", o.pastKey],
-    ["options.pastValue", o.pastValue],
+  for (const [name, value, width, widthName] of [
+    ["options.pastKey", o.pastKey, dK, "dK"],
+    ["options.pastValue", o.pastValue, dV, "dV"],
   ]) {
     const t = toTensor(name, value);
     const shape = `[${t.shape.join(", ")}]`;
@@ -330,6 +349,14 @@ function pastInputs(o, batch, kvh) {
         `${name}.shape`,
         `[${batch}, ${kvh}, T_past, headDim] (batch and K/V heads of the call)`,
         shape,
+        "shape_mismatch",
+      );
+    }
+    if (d !== width) {
+      throw rangeError(
+        `${name}.shape[3]`,
+        `${widthName} = ${width} (the head size of the call's ${widthName === "dK" ? "keys" : "values"})`,
+        `${d} (shape ${shape})`,
         "shape_mismatch",
       );
     }
@@ -357,7 +384,7 @@ export function qkvExtras(options, batch, heads, qm, km, dV) {
   const o = options ?? {};
   const kvh = heads.numKvHeads || heads.numHeads;
   const dK = heads.dK || Math.floor(qm.cols / heads.numHeads);
-  const { inputs, past } = pastInputs(o, batch, kvh);
+  const { inputs, past } = pastInputs(o, batch, kvh, dK, dV);
   if (o.present !== undefined && typeof o.present !== "boolean") {
     throw typeError("options.present", "a boolean", o.present);
   }

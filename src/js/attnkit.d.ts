@@ -108,38 +108,38 @@ type DisposeSymbol = SymbolConstructor extends { readonly dispose: infer S exten
  */
 export interface AttentionOptions {
   /** Multiplies Q K^T. Default 1 / sqrt(d_k) (1 / sqrt(d_model) when parameter-free). Finite, > 0. */
-  scale?: number;
+  scale?: number | undefined;
   /** 0 (default) = off; else s -> softcap * tanh(s / softcap) after scaling. Finite, >= 0. */
-  softcap?: number;
+  softcap?: number | undefined;
   /**
    * Query i sees key j only if j <= i + (T_k - T_q) (causalAlignment "lowerRight", the
    * default), or j <= i + offset ("upperLeft"). Default false (true for KV cache calls).
    */
-  causal?: boolean;
+  causal?: boolean | undefined;
   /**
    * "lowerRight" (default): the last query sees every key. "upperLeft": j <= i +
    * causalOffset (ONNX Attention: the past length with pastKey, nonpad_kv_seqlen[b] - T_q
    * with per-item padding, else 0). A row with i + offset < 0 sees no key (zeros).
    */
-  causalAlignment?: "lowerRight" | "upperLeft";
+  causalAlignment?: "lowerRight" | "upperLeft" | undefined;
   /** The offset of "upperLeft" alignment (an integer, may be negative). Default 0. */
-  causalOffset?: number;
+  causalOffset?: number | undefined;
   /** "upperLeft" alignment, batched calls: one offset per batch item (overrides causalOffset). */
-  causalOffsets?: NumberArray;
+  causalOffsets?: NumberArray | undefined;
   /** Key padding for one sequence: only keys [0, keyLength) are attended. */
-  keyLength?: number;
+  keyLength?: number | undefined;
   /** Key padding for a batch: one length per item (batched calls only). */
-  keyLengths?: NumberArray;
+  keyLengths?: NumberArray | undefined;
   /** Boolean mask (true = may attend): [T_q, T_k] for every item and head, or a tensor (see {@link MaskTensorLike}). */
-  boolMask?: MaskTensorLike<MaskLike>;
+  boolMask?: MaskTensorLike<MaskLike> | undefined;
   /** Additive mask (may hold -Infinity, not NaN or +Infinity), shaped as boolMask. */
-  additiveMask?: MaskTensorLike<MatrixLike>;
+  additiveMask?: MaskTensorLike<MatrixLike> | undefined;
   /**
    * The result is written into this array, whose length must equal the result's
    * element count, and returned as the result's `data`: no allocation per call in
    * hot loops. A Float32Array over an ArrayBuffer, as every result's data is.
    */
-  out?: Float32Data;
+  out?: Float32Data | undefined;
 }
 
 /** Projection weights of one head: W_Q and W_K [d_model, d_k], W_V [d_model, d_v]. */
@@ -162,9 +162,9 @@ export interface MultiHeadWeights extends HeadWeights {
 export interface HeadConfig {
   numHeads: number;
   /** Must divide numHeads; 1 = multi-query attention. */
-  numKvHeads?: number;
-  dK?: number;
-  dV?: number;
+  numKvHeads?: number | undefined;
+  dK?: number | undefined;
+  dV?: number | undefined;
 }
 
 /** Every intermediate of single-head attention, each with its shape (traceQKV). */
@@ -216,9 +216,9 @@ export interface AttentionBackwardOptions extends Omit<AttentionOptions, "out"> 
    * backward then skips recomputing the forward. Gradients equal the
    * recomputing call's bit for bit.
    */
-  saved?: { readonly out: MatrixLike; readonly lse: MatrixLike };
+  saved?: { readonly out: MatrixLike | undefined; readonly lse: MatrixLike };
   /** Arrays the gradients are written into (each of their element count) and returned as `data`. */
-  out?: { dQ?: Float32Data; dK?: Float32Data; dV?: Float32Data };
+  out?: { dQ?: Float32Data | undefined; dK?: Float32Data; dV?: Float32Data };
 }
 
 /**
@@ -286,18 +286,18 @@ export type HeadLayout = "bshd" | "bhsd";
 /** Options of multi-head calls on Q, K, V (ONNX Attention's inputs and outputs). */
 export interface MultiHeadOptions extends AttentionOptions {
   /** Default "bshd". Outputs use the same layout as the inputs. */
-  layout?: HeadLayout;
+  layout?: HeadLayout | undefined;
   /**
    * Keys and values that precede K and V, [batch, numKvHeads, T_past, dK | dV] (ONNX
    * past_key / past_value); both or neither. Attention runs against past + new keys;
    * masks, key lengths and causal offsets count those T_past + T_k keys.
    */
-  pastKey?: TensorLike;
-  pastValue?: TensorLike;
+  pastKey?: TensorLike | undefined;
+  pastValue?: TensorLike | undefined;
   /** Also return presentKey / presentValue: past followed by K / V, [batch, numKvHeads, T_total, d]. */
-  present?: boolean;
+  present?: boolean | undefined;
   /** Also return `scores` [batch, numHeads, T_q, T_total] at this stage. */
-  scores?: ScoreStage;
+  scores?: ScoreStage | undefined;
 }
 
 /**
@@ -327,7 +327,12 @@ export interface PresentKeyValue {
 /** Options of selfAttentionBackward: those of the forward. */
 export interface SelfAttentionBackwardOptions extends Omit<AttentionOptions, "out"> {
   /** Arrays the gradients are written into (each of their element count) and returned as `data`. */
-  out?: { dX?: Float32Data; dW_Q?: Float32Data; dW_K?: Float32Data; dW_V?: Float32Data };
+  out?: {
+    dX?: Float32Data | undefined;
+    dW_Q?: Float32Data;
+    dW_K?: Float32Data;
+    dW_V?: Float32Data;
+  };
 }
 
 /** Gradients of self-attention with one head: of X and of the projection weights. */
@@ -359,9 +364,9 @@ export type MultiHeadTrainingOptions = Omit<
 /** Options of multiHeadAttentionQKVBackward: those of the forward, and its saved results. */
 export interface MultiHeadQKVBackwardOptions extends Omit<MultiHeadTrainingOptions, "out"> {
   /** multiHeadAttentionQKVForTraining's result for the same inputs and options. */
-  saved?: { readonly out: TensorLike; readonly lse: TensorLike };
+  saved?: { readonly out: TensorLike | undefined; readonly lse: TensorLike };
   /** Arrays the gradients are written into (each of their element count) and returned as `data`. */
-  out?: { dQ?: Float32Data; dK?: Float32Data; dV?: Float32Data };
+  out?: { dQ?: Float32Data | undefined; dK?: Float32Data; dV?: Float32Data };
 }
 
 /** Gradients of multi-head attention on Q, K, V, each shaped as its input (same layout). */
@@ -376,11 +381,11 @@ export interface MultiHeadQKVGradients {
 export interface MultiHeadBackwardOptions extends Omit<AttentionOptions, "out"> {
   /** Arrays the gradients are written into (each of their element count) and returned as `data`. */
   out?: {
-    dX?: Float32Data;
-    dW_Q?: Float32Data;
-    dW_K?: Float32Data;
-    dW_V?: Float32Data;
-    dW_O?: Float32Data;
+    dX?: Float32Data | undefined;
+    dW_Q?: Float32Data | undefined;
+    dW_K?: Float32Data | undefined;
+    dW_V?: Float32Data | undefined;
+    dW_O?: Float32Data | undefined;
   };
 }
 
@@ -403,7 +408,7 @@ export interface MultiHeadGradientsWithOutput extends MultiHeadGradients {
 
 /** Creation parameters of a {@link KVCache}. */
 export interface KVCacheConfig {
-  batch?: number;
+  batch?: number | undefined;
   numKvHeads: number;
   dK: number;
   dV: number;
@@ -500,7 +505,7 @@ export interface TaskConfig {
   /** The model's vocabulary; at least attn.taskMinVocab(task). */
   vocabSize: number;
   /** Induction only: filler tokens around the segment; default 0. */
-  padding?: number;
+  padding?: number | undefined;
 }
 
 /**
@@ -536,9 +541,9 @@ export interface ModelMetrics {
 /** Options of {@link Attnkit.createModel}. */
 export interface CreateModelOptions {
   /** The initialisation's seed (a non-negative safe integer or a BigInt below 2^64); default 0. */
-  seed?: number | bigint;
+  seed?: number | bigint | undefined;
   /** A task the model must fit: vocabulary equal, sequence within maxSeqLen. */
-  task?: TaskConfig;
+  task?: TaskConfig | undefined;
 }
 
 /** One layer's parameters (JS-owned copies); h = numHeads, g = numKvHeads. */
@@ -660,19 +665,19 @@ export interface Model extends Record<DisposeSymbol, () => void> {
 /** AdamW with a linear warm-up; defaults as the C++ AdamWConfig. */
 export interface TrainerOptions {
   /** Default 1e-3. */
-  learningRate?: number;
+  learningRate?: number | undefined;
   /** Default 0.9. */
-  beta1?: number;
+  beta1?: number | undefined;
   /** Default 0.98. */
-  beta2?: number;
+  beta2?: number | undefined;
   /** Default 1e-8. */
-  epsilon?: number;
+  epsilon?: number | undefined;
   /** On the projection matrices and unembedding; default 0.01. */
-  weightDecay?: number;
+  weightDecay?: number | undefined;
   /** Step t uses learningRate * min(1, t / warmupSteps); default 0 (none). */
-  warmupSteps?: number;
+  warmupSteps?: number | undefined;
   /** The gradient's global L2 norm is clipped to this (0 = off); default 1. */
-  clipNorm?: number;
+  clipNorm?: number | undefined;
 }
 
 /** Trains a model: one call into wasm per step. Call dispose() when done (the model stays). */
@@ -961,7 +966,7 @@ export declare class AttnkitTypeError extends TypeError {
 /** Loader options. */
 export interface LoadOptions {
   /** Force the SIMD (true) or scalar (false) build; default: feature detection. */
-  simd?: boolean;
+  simd?: boolean | undefined;
   /**
    * Split every call over this many threads (default 1): loads the SIMD128 +
    * pthreads build with threads - 1 workers. Needs SharedArrayBuffer: Node, or a
@@ -970,27 +975,27 @@ export interface LoadOptions {
    * an AttnkitError. Results equal the single-threaded ones bit for bit. Capped at
    * the hardware's thread count (`attn.threads` tells the count used).
    */
-  threads?: number;
+  threads?: number | undefined;
   /**
    * Load the build that also holds the model layer (createModel, createTrainer,
    * ...; docs/model.md): attnkit-simd-model or attnkit-scalar-model, chosen as
    * `simd` says. Single-threaded: with `threads` > 1 the load rejects (parameter
    * "options.model"). Default false: the smaller builds without the model.
    */
-  model?: boolean;
+  model?: boolean | undefined;
   /**
    * Where the .wasm and worker files load from: a base URL ending in "/", or a
    * map from file name such as "attnkit-simd.wasm" or "attnkit-threads.worker.js"
    * to its URL; browsers and bundlers: the Node build embeds its wasm.
    */
-  wasmPaths?: string | Record<string, string>;
+  wasmPaths?: string | Record<string, string> | undefined;
   /** The .wasm bytes of the build to load. */
-  wasmBinary?: ArrayBuffer | Uint8Array;
+  wasmBinary?: ArrayBuffer | Uint8Array | undefined;
   /**
    * ms before a load that has not finished rejects, default 30000 (e.g. a worker
    * script that cannot load).
    */
-  timeout?: number;
+  timeout?: number | undefined;
 }
 
 /** True if this engine supports WebAssembly SIMD128 (what createAttnkit checks by default). */

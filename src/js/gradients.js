@@ -79,6 +79,11 @@ function bhsdResult(m, into, batch, H, S, D) {
 
 /** The forward-for-training and backward calls over the Marshal `mem`. */
 export function gradientMethods(mem) {
+  return { ...singleHeadGradients(mem), ...multiHeadGradients(mem) };
+}
+
+/** attentionForTraining, attentionBackward and selfAttentionBackward. */
+function singleHeadGradients(mem) {
   const M = mem.M;
   return {
     attentionForTraining(Q, K, V, options) {
@@ -139,6 +144,13 @@ export function gradientMethods(mem) {
       );
       return { dX, dW_Q, dW_K, dW_V };
     },
+  };
+}
+
+/** The multi-head calls' forward for training and backward. */
+function multiHeadGradients(mem) {
+  const M = mem.M;
+  return {
     multiHeadAttentionQKVForTraining(Q, K, V, config, options) {
       checkOptions(options, ["layout"]);
       const layout = layoutOf(options);

@@ -1,7 +1,8 @@
 // attnkit: the KVCache class, a handle on the core's KVCache in wasm memory
 // (keys and values of past tokens, per batch item and K/V head) with the
 // calls that append to it, read it and attend over it.
-import { AttnkitError, rangeError, typeError } from "./errors.js";
+import { rangeError, typeError } from "./errors.js";
+import { handles } from "./handles.js";
 import { checkCount, checkKeys, isObject, toTensor } from "./convert.js";
 import {
   cacheRows,
@@ -48,19 +49,9 @@ function checkBlock(cache, item, kvHead) {
  */
 export function defineKVCache(mem, module) {
   const M = mem.M;
-  // A cache the user forgot to dispose is freed when collected (if the module lives).
-  const registry =
-    typeof FinalizationRegistry === "function"
-      ? new FinalizationRegistry((handle) => {
-          if (module.alive()) M.kvFree(handle);
-        })
-      : null;
+  const caches = handles(module, { cache: M.kvFree });
 
   return class KVCache {
-    // The core's cache in wasm memory; 0 once disposed. Private: a copy of the
-    // object cannot free it twice.
-    #handle = 0;
-
     constructor(config, handle = 0) {
       if (handle) {
         Object.assign(this, config);
@@ -72,18 +63,10 @@ export function defineKVCache(mem, module) {
         }
         Object.assign(this, { batch, numKvHeads, dK, dV, capacity });
       }
-      this.#handle = handle;
-      registry?.register(this, handle, this);
+      caches.track(this, "cache", handle);
     }
     #live() {
-      module.assertAlive();
-      if (!this.#handle) {
-        throw new AttnkitError("cache: expected a live KVCache, got one that was disposed", {
-          code: "disposed",
-          parameter: "cache",
-        });
-      }
-      return this.#handle;
+      return caches.live(this, "KVCache", "cache");
     }
     get size() {
       return M.kvSize(this.#live());
@@ -153,10 +136,7 @@ export function defineKVCache(mem, module) {
       M.kvReset(this.#live());
     }
     dispose() {
-      if (!this.#handle) return;
-      registry?.unregister(this);
-      if (module.alive()) M.kvFree(this.#handle);
-      this.#handle = 0;
+      caches.dispose(this);
     }
     [Symbol.dispose ?? Symbol.for("Symbol.dispose")]() {
       this.dispose();

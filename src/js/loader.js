@@ -9,7 +9,7 @@
 // -sNODEJS_CATCH_EXIT=0 -sNODEJS_CATCH_REJECTION=0), touches process-wide
 // state: no uncaughtException / unhandledRejection handlers, no process.exit.
 import { wrap } from "./api.js";
-import { loaderVariant } from "./convert.js";
+import { loaderVariant } from "./load-options.js";
 import { AttnkitError } from "./errors.js";
 import { simdSupported } from "./simd.js";
 
@@ -50,7 +50,7 @@ function loadError(build, { wasmPaths, wasmBinary }, url, error, printed) {
   const hint = wasmPaths
     ? " (options.wasmPaths sets that URL: is the file served there?)"
     : url
-      ? ` (copy ${file} beside the package's files, or set options.wasmPaths to where it is served)`
+      ? ` (serve ${file} at that URL, beside the module that loads it: a bundle must copy it; or set options.wasmPaths to where it is served)`
       : "";
   return loadFailed(
     wasmPaths ? "options.wasmPaths" : "options",
@@ -66,7 +66,7 @@ function loadError(build, { wasmPaths, wasmBinary }, url, error, printed) {
 function checkBuild(M, build) {
   const simd = !build.startsWith("scalar");
   const target = M.target();
-  const model = typeof M.modelLastErrorCode === "function";
+  const model = typeof M.modelCreate === "function";
   if ((target === "WASM") === simd && model === build.endsWith("-model")) return;
   const got = `${simd === (target === "WASM") ? "" : `target ${target}, `}${model ? "with" : "without"} the model layer`;
   throw loadFailed(
@@ -103,6 +103,15 @@ function stopWorkers(M) {
  */
 export function makeLoader(platform) {
   const loaded = new Map();
+  // Where a load's bytes come from is part of what it loads: caller-given
+  // bytes (each ArrayBuffer or Uint8Array its own) or wasmPaths.
+  const binaries = new WeakMap();
+  let binaryCount = 0;
+  const source = ({ wasmBinary, wasmPaths }) => {
+    if (wasmBinary && !binaries.has(wasmBinary)) binaries.set(wasmBinary, ++binaryCount);
+    const bytes = wasmBinary ? `bytes ${binaries.get(wasmBinary)}` : "";
+    return `${bytes}:${JSON.stringify(wasmPaths ?? null)}`;
+  };
   return function createAttnkit(options) {
     let variant;
     try {
@@ -116,7 +125,7 @@ export function makeLoader(platform) {
     if (threads === 1 && build === "threads") build = "simd";
     // The model builds are their own files (the default ones stay small).
     if (variant.model) build += "-model";
-    const key = `${build}:${threads}`;
+    const key = `${build}:${threads}:${source(variant)}`;
     if (!loaded.has(key)) {
       const promise = load(build, threads, variant, () => {
         if (loaded.get(key) === promise) loaded.delete(key);

@@ -44,7 +44,7 @@ const CORE_NAMES = {
 export const NONE = { ptr: 0, rows: 0, cols: 0 };
 // The scratch block is given back after a call that grew it past this, so that
 // one large call does not keep its memory from later calls (KV caches).
-const SCRATCH_KEEP_BYTES = 16 << 20;
+export const SCRATCH_KEEP_BYTES = 16 << 20;
 // The most a call may lay out: wasm memory grows to 2 GiB at most (Emscripten's
 // default maximum). Sizes are summed as JS numbers, exact far past 2^32, and
 // checked against it before _malloc, whose 32-bit size would wrap.
@@ -54,9 +54,14 @@ const ARG_BYTES = 512;
 const FLOAT = new Float32Array(1);
 const FLOAT_BITS = new Uint32Array(FLOAT.buffer);
 /** The bits of x as a float32, for an argument word. */
-function floatBits(x) {
+export function floatBits(x) {
   FLOAT[0] = x;
   return FLOAT_BITS[0];
+}
+/** The float32 whose bits are the word w. */
+export function bitsFloat(w) {
+  FLOAT_BITS[0] = w;
+  return FLOAT[0];
 }
 const align16 = (n) => (n + 15) & ~15;
 
@@ -199,7 +204,7 @@ export class Marshal {
         return { data: M.HEAPF32.slice(start, start + n), rows: o.rows, cols: o.cols };
       });
     } finally {
-      if (this.scratchBytes > SCRATCH_KEEP_BYTES) this.release();
+      this.trim();
     }
   }
 
@@ -245,18 +250,24 @@ export class Marshal {
     return this.argsAt;
   }
 
+  /** Gives the scratch block back if a call grew it past what it keeps. */
+  trim() {
+    if (this.scratchBytes > SCRATCH_KEEP_BYTES) this.release();
+  }
+
   /**
    * Throws a non-zero status `code` as an AttnkitError: the core Status's
    * parameter (e.g. "key_lengths[2]") renamed to what the JS caller wrote
-   * (`names`, then CORE_NAMES), and the Status's detail.
+   * (`names`, then CORE_NAMES), and the Status's detail in JS words (`model`:
+   * the model layer's too).
    */
-  check(code, names = {}) {
+  check(code, names = {}, { model = false } = {}) {
     if (code === 0) return;
     const coreName = this.M.lastErrorParameter();
     const index = coreName.match(/\[\d+\]$/)?.[0] ?? "";
     const base = coreName.slice(0, coreName.length - index.length);
     const jsName = (names[base] ?? CORE_NAMES[base] ?? base) + index;
-    throw new AttnkitError(`${jsName}: ${jsDetail(this.M.lastErrorDetail())}`, {
+    throw new AttnkitError(`${jsName}: ${jsDetail(this.M.lastErrorDetail(), { model })}`, {
       code: CODES[code] ?? "invalid_argument",
       parameter: jsName,
     });

@@ -3,12 +3,16 @@
 // and task generators are handles on objects in wasm memory (dispose() frees
 // them, like KVCache); every result is a JS-owned copy, and no call touches
 // the DOM, so all of it runs in a Web Worker.
-import { AttnkitError, describe, jsDetail, rangeError, typeError } from "./errors.js";
+import { AttnkitError, describe, rangeError, typeError } from "./errors.js";
 import { checkCount, checkKeys, isObject } from "./convert.js";
+import { bitsFloat, floatBits } from "./marshal.js";
+import { handles } from "./handles.js";
 
-const CODES = ["ok", "invalid_argument", "shape_mismatch", "non_finite", "overflow", "capacity"];
 export const TASK_KINDS = ["copy", "reverse", "sort", "induction", "majority"];
-const CONFIG_KEYS = [
+// A config as the core's words (model::ConfigToWords in src/model): these
+// sizes in order, then one word of these flags' bits. A new field is one
+// entry here and one in kConfigSizes.
+const CONFIG_WORDS = [
   "vocabSize",
   "maxSeqLen",
   "dModel",
@@ -16,9 +20,22 @@ const CONFIG_KEYS = [
   "numHeads",
   "numKvHeads",
   "dK",
-  "layerNorm",
-  "scaleBySqrtDk",
 ];
+const CONFIG_FLAGS = ["layerNorm", "scaleBySqrtDk"];
+const CONFIG_KEYS = [...CONFIG_WORDS, ...CONFIG_FLAGS];
+
+/** The words of a checked config. */
+function configWords(c) {
+  const flags = CONFIG_FLAGS.reduce((bits, key, i) => bits | (c[key] ? 1 << i : 0), 0);
+  return [...CONFIG_WORDS.map((key) => c[key]), flags];
+}
+/** A config from its words. */
+function configFromWords(w) {
+  const c = {};
+  CONFIG_WORDS.forEach((key, i) => (c[key] = w[i]));
+  CONFIG_FLAGS.forEach((key, i) => (c[key] = (w[CONFIG_WORDS.length] & (1 << i)) !== 0));
+  return c;
+}
 const TASK_KEYS = ["kind", "length", "vocabSize", "padding"];
 const TRAINER_KEYS = [
   "learningRate",
@@ -29,7 +46,8 @@ const TRAINER_KEYS = [
   "warmupSteps",
   "clipNorm",
 ];
-// Core parameter names -> the JS names users wrote.
+// Core parameter names -> the JS names users wrote (Marshal.check falls back
+// to the attention layer's names).
 const CORE_NAMES = {
   vocab_size: "config.vocabSize",
   max_seq_len: "config.maxSeqLen",
@@ -56,17 +74,15 @@ const CORE_NAMES = {
   weights: "weights",
   layer: "layer",
 };
+// A task's Status names the task's own fields.
+const TASK_NAMES = {
+  kind: "task.kind",
+  length: "task.length",
+  vocab_size: "task.vocabSize",
+  padding: "task.padding",
+};
 // Words of a call's argument block; results follow the inputs.
 const ARG_BYTES = 128;
-// As marshal.js: a scratch block grown past this (a large batch or weights
-// file) is given back after the call.
-const SCRATCH_KEEP_BYTES = 16 << 20;
-const FLOAT = new Float32Array(1);
-const FLOAT_BITS = new Uint32Array(FLOAT.buffer);
-function floatBits(x) {
-  FLOAT[0] = x;
-  return FLOAT_BITS[0];
-}
 
 /** The [lo, hi] 32-bit words of a seed: a non-negative safe integer or a BigInt below 2^64. */
 function seedWords(name, seed) {
@@ -197,11 +213,10 @@ function checkBatch(batch) {
 
 function readMetrics(M, at) {
   const u32 = M.HEAPU32.subarray(at >> 2, (at >> 2) + 5);
-  FLOAT_BITS[0] = u32[0];
   const scored = u32[1],
     correct = u32[2];
   return {
-    loss: FLOAT[0],
+    loss: bitsFloat(u32[0]),
     accuracy: scored ? correct / scored : 0,
     scored,
     correct,
@@ -220,6 +235,308 @@ export const MODEL_METHODS = [
   "taskSeqLen",
   "taskMinVocab",
 ];
+
+/**
+ * What the model layer's classes share over one module: its Marshal `mem`,
+ * the handles of its objects, a scratch block for argument words, and the
+ * readers and error path of its calls.
+ */
+function modelContext(mem, module) {
+  const M = mem.M;
+  const objects = handles(module, {
+    model: M.modelFree,
+    trainer: M.trainerFree,
+    generator: M.generatorFree,
+  });
+  return {
+    M,
+    mem,
+    objects,
+    /** Throws the last call's Status, its parameter renamed by `names`. */
+    fail(names = CORE_NAMES) {
+      mem.check(M.lastErrorCode() || 1, names, { model: true });
+    },
+    /** A block of scratch wasm memory of `bytes` (after the argument words). */
+    scratch: (bytes, blame) => mem.reserve(ARG_BYTES + bytes, blame),
+    /** A JS-owned Matrix copy of [address, rows, cols] at `at` (address 0: empty). */
+    readMatrix(at) {
+      const [ptr, rows, cols] = M.HEAPU32.slice(at >> 2, (at >> 2) + 3);
+      const data = ptr ? M.HEAPF32.slice(ptr >> 2, (ptr >> 2) + rows * cols) : new Float32Array(0);
+      return { rows, cols, data };
+    },
+    /**
+     * Copies a checked batch into wasm memory, runs fn(argsAddress) with its
+     * words at the start and returns the metrics the call wrote after them.
+     */
+    withBatch(b, fn) {
+      const base = this.scratch((b.tokens.length + b.targets.length) * 4, "batch");
+      const tokensAt = base + ARG_BYTES,
+        targetsAt = tokensAt + b.tokens.length * 4;
+      M.HEAP32.set(b.tokens, tokensAt >> 2);
+      M.HEAP32.set(b.targets, targetsAt >> 2);
+      M.HEAPU32.set(
+        [b.batch, b.seqLen, tokensAt, b.tokens.length, targetsAt, b.targets.length],
+        base >> 2,
+      );
+      try {
+        if (fn(base) !== 0) this.fail();
+        return readMetrics(M, base + 24);
+      } finally {
+        mem.trim();
+      }
+    },
+    /** [seqLen, minVocab] of a checked task (its sizes checked by the core). */
+    taskInfo(t) {
+      const at = this.scratch(0, "task");
+      M.HEAPU32.set(taskWords(t), at >> 2);
+      if (M.taskInfo(at) !== 0) this.fail(TASK_NAMES);
+      return [M.HEAPU32[(at >> 2) + 4], M.HEAPU32[(at >> 2) + 5]];
+    },
+  };
+}
+
+/** Every layer of one inspected sequence of T tokens (targets given: `scored`). */
+function readInspectionLayers(ctx, handle, config, T, scored, base) {
+  const { numHeads: h, numKvHeads: kv, numLayers } = config;
+  const tensor = (m, heads) => ({ data: m.data, shape: [heads, T, m.cols] });
+  const layers = [];
+  for (let l = 0; l < numLayers; ++l) {
+    ctx.M.modelInspectLayer(handle, l, base);
+    const [input, Q, K, V, weights, dScores] = [0, 1, 2, 3, 4, 5].map((i) =>
+      ctx.readMatrix(base + 12 * i),
+    );
+    const layer = {
+      input,
+      Q: tensor(Q, h),
+      K: tensor(K, kv),
+      V: tensor(V, kv),
+      weights: tensor(weights, h),
+    };
+    if (scored) layer.dScores = tensor(dScores, h);
+    layers.push(layer);
+  }
+  return layers;
+}
+
+/** The Model class over a model context. */
+function defineModel(ctx) {
+  const { M, objects } = ctx;
+  const live = (model) => objects.live(model, "Model", "model");
+  return class Model {
+    constructor(handle) {
+      const at = ctx.scratch(0, "model");
+      M.modelInfo(handle, at);
+      const n = CONFIG_WORDS.length + 1;
+      const w = M.HEAPU32.slice(at >> 2, (at >> 2) + n + 1);
+      Object.defineProperties(this, {
+        // The resolved config (numKvHeads and dK filled in), read-only.
+        config: { value: Object.freeze(configFromWords(w)), enumerable: true },
+        parameterCount: { value: w[n], enumerable: true },
+      });
+      objects.track(this, "model", handle);
+    }
+    /** Runs the model on a batch (no update): its metrics; attentionWeights() then reads this pass. */
+    evaluate(batch) {
+      const handle = live(this);
+      const b = checkBatch(batch);
+      return ctx.withBatch(b, (args) => M.modelForward(handle, args));
+    }
+    /** The attention weights of `layer` (0-based) in the last forward: [batch, numHeads, T, T]. */
+    attentionWeights(layer) {
+      const handle = live(this);
+      checkCount("layer", layer, { allowZero: true });
+      const at = ctx.scratch(0, "layer");
+      if (M.modelAttention(handle, layer, at) !== 0) ctx.fail();
+      const { data, rows, cols } = ctx.readMatrix(at);
+      const h = this.config.numHeads;
+      return { data, shape: [rows / (h * cols), h, cols, cols] };
+    }
+    /** JS-owned copies of every parameter, by name (ModelParameters in the d.ts). */
+    parameters() {
+      const handle = live(this);
+      const at = ctx.scratch(0, "model");
+      const result = { layers: [] };
+      M.modelTensorNames(handle)
+        .split(",")
+        .forEach((name, i) => {
+          M.modelTensor(handle, i, at);
+          const m = ctx.readMatrix(at);
+          const layer = /^layers\.(\d+)\.(\w+)$/.exec(name);
+          if (layer) {
+            const l = Number(layer[1]);
+            result.layers[l] ??= {};
+            result.layers[l][LAYER_KEYS[layer[2]]] = m;
+          } else {
+            result[PARAMETER_KEYS[name]] = m;
+          }
+        });
+      return result;
+    }
+    /**
+     * One sequence through the model, every layer's attention laid open; with
+     * targets also the loss and each head's dS (Inspection in the d.ts). The
+     * weights stay; attentionWeights() then reads this pass.
+     */
+    inspect(tokens, targets) {
+      const handle = live(this);
+      const t = intArray("tokens", tokens);
+      const g = targets === undefined ? null : intArray("targets", targets);
+      const T = t.length;
+      if (g && g.length !== T) {
+        const expected = `${T} entries (one per token, -1 = not scored)`;
+        throw rangeError("targets", expected, `${g.length}`, "shape_mismatch");
+      }
+      const base = ctx.scratch(T * (g ? 8 : 4), "tokens");
+      const tokensAt = base + ARG_BYTES,
+        targetsAt = tokensAt + T * 4;
+      M.HEAP32.set(t, tokensAt >> 2);
+      if (g) M.HEAP32.set(g, targetsAt >> 2);
+      M.HEAPU32.set([T, tokensAt, g ? targetsAt : 0], base >> 2);
+      try {
+        if (M.modelInspect(handle, base) !== 0) ctx.fail(INSPECT_NAMES);
+        const o = base + 12;
+        const logits = ctx.readMatrix(o);
+        const words = M.HEAPU32.slice(o >> 2, (o >> 2) + 7);
+        const predictions = M.HEAP32.slice(words[3] >> 2, (words[3] >> 2) + T);
+        const [loss, scored, correct] = [bitsFloat(words[4]), words[5], words[6]];
+        const result = { tokens: Int32Array.from(t), logits, predictions };
+        if (g) Object.assign(result, { loss, accuracy: scored ? correct / scored : 0 });
+        result.layers = readInspectionLayers(ctx, handle, this.config, T, g !== null, base);
+        return result;
+      } finally {
+        M.modelInspectClear(handle);
+        ctx.mem.trim();
+      }
+    }
+    /** The weights file (docs/model.md) as a JS-owned Uint8Array. */
+    exportWeights() {
+      const handle = live(this);
+      const at = ctx.scratch(0, "model");
+      if (M.modelExport(handle, at) !== 0) ctx.fail();
+      const [ptr, size] = M.HEAPU32.slice(at >> 2, (at >> 2) + 2);
+      return M.HEAPU8.slice(ptr, ptr + size);
+    }
+    dispose() {
+      objects.dispose(this);
+    }
+    [Symbol.dispose ?? Symbol.for("Symbol.dispose")]() {
+      this.dispose();
+    }
+  };
+}
+
+/** A trainer's options, checked, with their defaults. */
+function checkTrainerOptions(options) {
+  if (options !== undefined) {
+    checkObject("options", options, TRAINER_KEYS, "{learningRate?, warmupSteps?, ...}");
+  }
+  const o = options ?? {};
+  return {
+    learningRate: checkNumber("options.learningRate", o.learningRate, 1e-3),
+    beta1: checkNumber("options.beta1", o.beta1, 0.9),
+    beta2: checkNumber("options.beta2", o.beta2, 0.98),
+    epsilon: checkNumber("options.epsilon", o.epsilon, 1e-8),
+    weightDecay: checkNumber("options.weightDecay", o.weightDecay, 0.01),
+    warmupSteps:
+      o.warmupSteps === undefined
+        ? 0
+        : checkCount("options.warmupSteps", o.warmupSteps, { allowZero: true }),
+    clipNorm: checkNumber("options.clipNorm", o.clipNorm, 1),
+  };
+}
+
+/** The Trainer class over a model context. */
+function defineTrainer(ctx) {
+  const { M, objects } = ctx;
+  return class Trainer {
+    constructor(model, options) {
+      const modelHandle = objects.live(model, "Model", "model");
+      const r = checkTrainerOptions(options);
+      const at = ctx.scratch(0, "options");
+      M.HEAPU32.set(
+        [
+          ...[r.learningRate, r.beta1, r.beta2, r.epsilon, r.weightDecay].map(floatBits),
+          r.warmupSteps,
+          floatBits(r.clipNorm),
+        ],
+        at >> 2,
+      );
+      const handle = M.trainerCreate(modelHandle, at);
+      if (!handle) ctx.fail();
+      Object.defineProperties(this, {
+        model: { value: model, enumerable: true },
+        options: { value: Object.freeze(r), enumerable: true },
+      });
+      objects.track(this, "trainer", handle);
+    }
+    /** Updates done so far. */
+    get steps() {
+      return M.trainerSteps(objects.live(this, "Trainer", "trainer"));
+    }
+    /** The learning rate of update `step` (1-based; warm-up included). */
+    learningRate(step) {
+      const handle = objects.live(this, "Trainer", "trainer");
+      return M.trainerLearningRate(handle, checkCount("step", step));
+    }
+    /** Forward, backward and one AdamW update: the metrics of the forward (before the update). */
+    step(batch) {
+      const handle = objects.live(this, "Trainer", "trainer");
+      const modelHandle = objects.live(this.model, "Model", "trainer.model");
+      const b = checkBatch(batch);
+      return ctx.withBatch(b, (args) => M.trainerStep(handle, modelHandle, args));
+    }
+    dispose() {
+      objects.dispose(this);
+    }
+    [Symbol.dispose ?? Symbol.for("Symbol.dispose")]() {
+      this.dispose();
+    }
+  };
+}
+
+/** The TaskGenerator class over a model context. */
+function defineTaskGenerator(ctx) {
+  const { M, objects } = ctx;
+  return class TaskGenerator {
+    constructor(task, options) {
+      const t = checkTask(task);
+      if (options !== undefined) checkObject("options", options, ["seed"], "{seed?}");
+      const seed = options?.seed === undefined ? [0, 0] : seedWords("options.seed", options.seed);
+      const [seqLen] = ctx.taskInfo(t);
+      const at = ctx.scratch(0, "task");
+      M.HEAPU32.set([...taskWords(t), ...seed], at >> 2);
+      const handle = M.generatorCreate(at);
+      if (!handle) ctx.fail(TASK_NAMES);
+      const { kind, length, vocabSize, padding } = t;
+      Object.defineProperties(this, {
+        task: { value: Object.freeze({ kind, length, vocabSize, padding }), enumerable: true },
+        seqLen: { value: seqLen, enumerable: true },
+      });
+      objects.track(this, "generator", handle);
+    }
+    /** The next `batch` sequences of the generator's stream: {batch, seqLen, tokens, targets}. */
+    next(batch) {
+      const handle = objects.live(this, "TaskGenerator", "generator");
+      checkCount("batch", batch);
+      const at = ctx.scratch(0, "batch");
+      if (M.generatorNext(handle, batch, at) !== 0) ctx.fail();
+      const [tokens, targets, seqLen] = M.HEAPU32.slice(at >> 2, (at >> 2) + 3);
+      const n = batch * seqLen;
+      return {
+        batch,
+        seqLen,
+        tokens: M.HEAP32.slice(tokens >> 2, (tokens >> 2) + n),
+        targets: M.HEAP32.slice(targets >> 2, (targets >> 2) + n),
+      };
+    }
+    dispose() {
+      objects.dispose(this);
+    }
+    [Symbol.dispose ?? Symbol.for("Symbol.dispose")]() {
+      this.dispose();
+    }
+  };
+}
 
 /**
  * createModel, loadModel, createTrainer, createTaskGenerator, makeBatch,
@@ -243,350 +560,10 @@ export function modelMethods(mem, module) {
       ]),
     );
   }
-  const free = { model: M.modelFree, trainer: M.trainerFree, generator: M.generatorFree };
-  // Objects the user forgot to dispose are freed when collected (if the module lives).
-  const registry =
-    typeof FinalizationRegistry === "function"
-      ? new FinalizationRegistry(({ kind, handle }) => {
-          if (module.alive()) free[kind](handle);
-        })
-      : null;
-  // The live state of each object ({handle}; 0 once disposed), out of users' reach.
-  const states = new WeakMap();
-
-  /** Throws the model bindings' last Status as an AttnkitError (core names -> JS by `names`). */
-  function fail(names = CORE_NAMES) {
-    const code = M.modelLastErrorCode();
-    const core = M.modelLastErrorParameter();
-    const name = names[core] ?? core;
-    throw new AttnkitError(`${name}: ${jsDetail(M.modelLastErrorDetail(), { model: true })}`, {
-      code: CODES[code] ?? "invalid_argument",
-      parameter: name,
-    });
-  }
-  /** A JS-owned Matrix copy of [address, rows, cols] at `at` (address 0: empty). */
-  function readMatrix(at) {
-    const [ptr, rows, cols] = M.HEAPU32.slice(at >> 2, (at >> 2) + 3);
-    const data = ptr ? M.HEAPF32.slice(ptr >> 2, (ptr >> 2) + rows * cols) : new Float32Array(0);
-    return { rows, cols, data };
-  }
-  /** A block of scratch wasm memory of `bytes` (plus the argument words). */
-  function scratch(bytes, blame) {
-    return mem.reserve(ARG_BYTES + bytes, blame);
-  }
-  function track(object, kind, handle) {
-    const state = { handle };
-    states.set(object, state);
-    registry?.register(object, { kind, handle }, object);
-  }
-  function live(object, noun, parameter) {
-    module.assertAlive();
-    const state = states.get(object);
-    if (!state?.handle) {
-      throw new AttnkitError(
-        `${parameter}: expected a live ${noun}, got ${state ? "one that was disposed" : describe(object)}`,
-        { code: state ? "disposed" : "invalid_argument", parameter },
-      );
-    }
-    return state.handle;
-  }
-  function dispose(object, kind) {
-    const state = states.get(object);
-    if (!state?.handle) return;
-    registry?.unregister(object);
-    if (module.alive()) free[kind](state.handle);
-    state.handle = 0;
-  }
-  /**
-   * Copies a checked batch into wasm memory, runs fn(argsAddress) with its
-   * words at the start and returns the metrics the call wrote after them.
-   */
-  function withBatch(b, fn) {
-    const bytes = (b.tokens.length + b.targets.length) * 4;
-    const base = scratch(bytes, "batch");
-    const tokensAt = base + ARG_BYTES,
-      targetsAt = tokensAt + b.tokens.length * 4;
-    M.HEAP32.set(b.tokens, tokensAt >> 2);
-    M.HEAP32.set(b.targets, targetsAt >> 2);
-    M.HEAPU32.set(
-      [b.batch, b.seqLen, tokensAt, b.tokens.length, targetsAt, b.targets.length],
-      base >> 2,
-    );
-    try {
-      const code = fn(base);
-      if (code !== 0) fail();
-      return readMetrics(M, base + 24);
-    } finally {
-      if (mem.scratchBytes > SCRATCH_KEEP_BYTES) mem.release();
-    }
-  }
-
-  class Model {
-    constructor(handle) {
-      const at = scratch(0, "model");
-      M.modelInfo(handle, at);
-      const w = M.HEAPU32.slice(at >> 2, (at >> 2) + 9);
-      // The resolved config (numKvHeads and dK filled in), read-only.
-      const config = Object.freeze({
-        vocabSize: w[0],
-        maxSeqLen: w[1],
-        dModel: w[2],
-        numLayers: w[3],
-        numHeads: w[4],
-        numKvHeads: w[5],
-        dK: w[6],
-        layerNorm: (w[7] & 1) !== 0,
-        scaleBySqrtDk: (w[7] & 2) !== 0,
-      });
-      Object.defineProperties(this, {
-        config: { value: config, enumerable: true },
-        parameterCount: { value: w[8], enumerable: true },
-      });
-      track(this, "model", handle);
-    }
-    /** Runs the model on a batch (no update): its metrics; attentionWeights() then reads this pass. */
-    evaluate(batch) {
-      const handle = live(this, "Model", "model");
-      const b = checkBatch(batch);
-      return withBatch(b, (args) => M.modelForward(handle, args));
-    }
-    /** The attention weights of `layer` (0-based) in the last forward: [batch, numHeads, T, T]. */
-    attentionWeights(layer) {
-      const handle = live(this, "Model", "model");
-      checkCount("layer", layer, { allowZero: true });
-      const at = scratch(0, "layer");
-      const code = M.modelAttention(handle, layer, at);
-      if (code !== 0) fail();
-      const [ptr, rows, cols] = M.HEAPU32.slice(at >> 2, (at >> 2) + 3);
-      const data = M.HEAPF32.slice(ptr >> 2, (ptr >> 2) + rows * cols);
-      const h = this.config.numHeads;
-      return { data, shape: [rows / (h * cols), h, cols, cols] };
-    }
-    /** JS-owned copies of every parameter, by name (ModelParameters in the d.ts). */
-    parameters() {
-      const handle = live(this, "Model", "model");
-      const at = scratch(0, "model");
-      const result = { layers: [] };
-      M.modelTensorNames(handle)
-        .split(",")
-        .forEach((name, i) => {
-          M.modelTensor(handle, i, at);
-          const m = readMatrix(at);
-          const layer = /^layers\.(\d+)\.(\w+)$/.exec(name);
-          if (layer) {
-            const l = Number(layer[1]);
-            result.layers[l] ??= {};
-            result.layers[l][LAYER_KEYS[layer[2]]] = m;
-          } else {
-            result[PARAMETER_KEYS[name]] = m;
-          }
-        });
-      return result;
-    }
-    /**
-     * One sequence through the model, every layer's attention laid open; with
-     * targets also the loss and each head's dS (Inspection in the d.ts). The
-     * weights stay; attentionWeights() then reads this pass.
-     */
-    inspect(tokens, targets) {
-      const handle = live(this, "Model", "model");
-      const t = intArray("tokens", tokens);
-      const g = targets === undefined ? null : intArray("targets", targets);
-      const T = t.length;
-      if (g && g.length !== T) {
-        throw rangeError(
-          "targets",
-          `${T} entries (one per token, -1 = not scored)`,
-          `${g.length}`,
-          "shape_mismatch",
-        );
-      }
-      const base = scratch(T * (g ? 8 : 4), "tokens");
-      const tokensAt = base + ARG_BYTES,
-        targetsAt = tokensAt + T * 4;
-      M.HEAP32.set(t, tokensAt >> 2);
-      if (g) M.HEAP32.set(g, targetsAt >> 2);
-      M.HEAPU32.set([T, tokensAt, g ? targetsAt : 0], base >> 2);
-      try {
-        if (M.modelInspect(handle, base) !== 0) fail(INSPECT_NAMES);
-        const o = base + 12;
-        const logits = readMatrix(o);
-        const words = M.HEAPU32.subarray(o >> 2, (o >> 2) + 7);
-        const predictions = M.HEAP32.slice(words[3] >> 2, (words[3] >> 2) + T);
-        FLOAT_BITS[0] = words[4];
-        const [loss, scored, correct] = [FLOAT[0], words[5], words[6]];
-        const { numHeads: h, numKvHeads: kv, dK, numLayers } = this.config;
-        const tensor = (m, heads) => ({ data: m.data, shape: [heads, T, m.cols] });
-        const layers = [];
-        for (let l = 0; l < numLayers; ++l) {
-          M.modelInspectLayer(handle, l, base);
-          const [input, Q, K, V, weights, dScores] = [0, 1, 2, 3, 4, 5].map((i) =>
-            readMatrix(base + 12 * i),
-          );
-          const layer = {
-            input,
-            Q: tensor(Q, h),
-            K: tensor(K, kv),
-            V: tensor(V, kv),
-            weights: tensor(weights, h),
-          };
-          if (g) layer.dScores = tensor(dScores, h);
-          layers.push(layer);
-        }
-        const result = { tokens: Int32Array.from(t), logits, predictions };
-        if (g) Object.assign(result, { loss, accuracy: scored ? correct / scored : 0 });
-        result.layers = layers;
-        return result;
-      } finally {
-        M.modelInspectClear(handle);
-        if (mem.scratchBytes > SCRATCH_KEEP_BYTES) mem.release();
-      }
-    }
-    /** The weights file (docs/model.md) as a JS-owned Uint8Array. */
-    exportWeights() {
-      const handle = live(this, "Model", "model");
-      const at = scratch(0, "model");
-      const code = M.modelExport(handle, at);
-      if (code !== 0) fail();
-      const [ptr, size] = M.HEAPU32.slice(at >> 2, (at >> 2) + 2);
-      return M.HEAPU8.slice(ptr, ptr + size);
-    }
-    dispose() {
-      dispose(this, "model");
-    }
-    [Symbol.dispose ?? Symbol.for("Symbol.dispose")]() {
-      this.dispose();
-    }
-  }
-
-  class Trainer {
-    constructor(model, options) {
-      const modelHandle = live(model, "Model", "model");
-      if (options !== undefined) {
-        checkObject("options", options, TRAINER_KEYS, "{learningRate?, warmupSteps?, ...}");
-      }
-      const o = options ?? {};
-      const resolved = {
-        learningRate: checkNumber("options.learningRate", o.learningRate, 1e-3),
-        beta1: checkNumber("options.beta1", o.beta1, 0.9),
-        beta2: checkNumber("options.beta2", o.beta2, 0.98),
-        epsilon: checkNumber("options.epsilon", o.epsilon, 1e-8),
-        weightDecay: checkNumber("options.weightDecay", o.weightDecay, 0.01),
-        warmupSteps:
-          o.warmupSteps === undefined
-            ? 0
-            : checkCount("options.warmupSteps", o.warmupSteps, { allowZero: true }),
-        clipNorm: checkNumber("options.clipNorm", o.clipNorm, 1),
-      };
-      const at = scratch(0, "options");
-      const r = resolved;
-      M.HEAPU32.set(
-        [
-          floatBits(r.learningRate),
-          floatBits(r.beta1),
-          floatBits(r.beta2),
-          floatBits(r.epsilon),
-          floatBits(r.weightDecay),
-          r.warmupSteps,
-          floatBits(r.clipNorm),
-        ],
-        at >> 2,
-      );
-      const handle = M.trainerCreate(modelHandle, at);
-      if (!handle) fail();
-      Object.defineProperties(this, {
-        model: { value: model, enumerable: true },
-        options: { value: Object.freeze(resolved), enumerable: true },
-      });
-      track(this, "trainer", handle);
-    }
-    /** Updates done so far. */
-    get steps() {
-      return M.trainerSteps(live(this, "Trainer", "trainer"));
-    }
-    /** The learning rate of update `step` (1-based; warm-up included). */
-    learningRate(step) {
-      const handle = live(this, "Trainer", "trainer");
-      return M.trainerLearningRate(handle, checkCount("step", step));
-    }
-    /** Forward, backward and one AdamW update: the metrics of the forward (before the update). */
-    step(batch) {
-      const handle = live(this, "Trainer", "trainer");
-      const modelHandle = live(this.model, "Model", "trainer.model");
-      const b = checkBatch(batch);
-      return withBatch(b, (args) => M.trainerStep(handle, modelHandle, args));
-    }
-    dispose() {
-      dispose(this, "trainer");
-    }
-    [Symbol.dispose ?? Symbol.for("Symbol.dispose")]() {
-      this.dispose();
-    }
-  }
-
-  class TaskGenerator {
-    constructor(task, options) {
-      const t = checkTask(task);
-      if (options !== undefined) checkObject("options", options, ["seed"], "{seed?}");
-      const seed = options?.seed === undefined ? [0, 0] : seedWords("options.seed", options.seed);
-      const [seqLen] = taskInfo(t);
-      const at = scratch(0, "task");
-      M.HEAPU32.set([...taskWords(t), ...seed], at >> 2);
-      const handle = M.generatorCreate(at);
-      if (!handle) failTask();
-      const frozen = Object.freeze({
-        kind: t.kind,
-        length: t.length,
-        vocabSize: t.vocabSize,
-        padding: t.padding,
-      });
-      Object.defineProperties(this, {
-        task: { value: frozen, enumerable: true },
-        seqLen: { value: seqLen, enumerable: true },
-      });
-      track(this, "generator", handle);
-    }
-    /** The next `batch` sequences of the generator's stream: {batch, seqLen, tokens, targets}. */
-    next(batch) {
-      const handle = live(this, "TaskGenerator", "generator");
-      checkCount("batch", batch);
-      const at = scratch(0, "batch");
-      const code = M.generatorNext(handle, batch, at);
-      if (code !== 0) fail();
-      const [tokens, targets, seqLen] = M.HEAPU32.slice(at >> 2, (at >> 2) + 3);
-      const n = batch * seqLen;
-      return {
-        batch,
-        seqLen,
-        tokens: M.HEAP32.slice(tokens >> 2, (tokens >> 2) + n),
-        targets: M.HEAP32.slice(targets >> 2, (targets >> 2) + n),
-      };
-    }
-    dispose() {
-      dispose(this, "generator");
-    }
-    [Symbol.dispose ?? Symbol.for("Symbol.dispose")]() {
-      this.dispose();
-    }
-  }
-
-  // A task Status names the task's own fields.
-  function failTask() {
-    const core = M.modelLastErrorParameter();
-    const name = core === "kind" ? "task.kind" : (CORE_NAMES[`task.${core}`] ?? `task.${core}`);
-    throw new AttnkitError(`${name}: ${jsDetail(M.modelLastErrorDetail(), { model: true })}`, {
-      code: CODES[M.modelLastErrorCode()] ?? "invalid_argument",
-      parameter: name,
-    });
-  }
-  /** [seqLen, minVocab] of a checked task (its sizes checked by the core). */
-  function taskInfo(t) {
-    const at = scratch(0, "task");
-    M.HEAPU32.set(taskWords(t), at >> 2);
-    if (M.taskInfo(at) !== 0) failTask();
-    return [M.HEAPU32[(at >> 2) + 4], M.HEAPU32[(at >> 2) + 5]];
-  }
-
+  const ctx = modelContext(mem, module);
+  const Model = defineModel(ctx);
+  const Trainer = defineTrainer(ctx);
+  const TaskGenerator = defineTaskGenerator(ctx);
   return {
     createModel(config, options) {
       const c = checkModelConfig(config);
@@ -594,35 +571,23 @@ export function modelMethods(mem, module) {
         checkObject("options", options, ["seed", "task"], "{seed?, task?}");
       const seed = options?.seed === undefined ? [0, 0] : seedWords("options.seed", options.seed);
       const task = options?.task === undefined ? null : checkTask(options.task);
-      const at = scratch(0, "config");
+      const at = ctx.scratch(0, "config");
       M.HEAPU32.set(
-        [
-          c.vocabSize,
-          c.maxSeqLen,
-          c.dModel,
-          c.numLayers,
-          c.numHeads,
-          c.numKvHeads,
-          c.dK,
-          (c.layerNorm ? 1 : 0) | (c.scaleBySqrtDk ? 2 : 0),
-          ...seed,
-          task ? 1 : 0,
-          ...(task ? taskWords(task) : [0, 0, 0, 0]),
-        ],
+        [...configWords(c), ...seed, task ? 1 : 0, ...(task ? taskWords(task) : [0, 0, 0, 0])],
         at >> 2,
       );
       const handle = M.modelCreate(at);
-      if (!handle) fail();
+      if (!handle) ctx.fail();
       return new Model(handle);
     },
     loadModel(bytes) {
       if (!(bytes instanceof Uint8Array))
         throw typeError("weights", "a Uint8Array (a weights file)", bytes);
-      const at = scratch(bytes.length, "weights");
+      const at = ctx.scratch(bytes.length, "weights");
       M.HEAPU8.set(bytes, at + ARG_BYTES);
       const handle = M.modelImport(at + ARG_BYTES, bytes.length);
-      if (mem.scratchBytes > SCRATCH_KEEP_BYTES) mem.release();
-      if (!handle) fail();
+      mem.trim();
+      if (!handle) ctx.fail();
       return new Model(handle);
     },
     createTrainer: (model, options) => new Trainer(model, options),
@@ -632,17 +597,15 @@ export function modelMethods(mem, module) {
         throw typeError("options", "an object {batch, seed?}", options);
       checkKeys("options", options, ["batch", "seed"]);
       checkCount("options.batch", options.batch);
-      const generator = new TaskGenerator(
-        task,
-        options.seed === undefined ? undefined : { seed: options.seed },
-      );
+      const seed = options.seed === undefined ? undefined : { seed: options.seed };
+      const generator = new TaskGenerator(task, seed);
       try {
         return generator.next(options.batch);
       } finally {
         generator.dispose();
       }
     },
-    taskSeqLen: (task) => taskInfo(checkTask(task))[0],
-    taskMinVocab: (task) => taskInfo(checkTask(task))[1],
+    taskSeqLen: (task) => ctx.taskInfo(checkTask(task))[0],
+    taskMinVocab: (task) => ctx.taskInfo(checkTask(task))[1],
   };
 }

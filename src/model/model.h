@@ -43,6 +43,20 @@ struct ModelConfig {
   bool scale_by_sqrt_dk = true;  // false: scores are Q K^T unscaled (the scale experiment)
 };
 
+// A ModelConfig as 32-bit words, the one layout of the weights file's header
+// and of the JS bindings: each of kConfigSizes in order, then the flags
+// (bit 0 layer_norm, bit 1 scale_by_sqrt_dk). A new size field is one more
+// entry of kConfigSizes (and of CONFIG_WORDS in src/js/model.js).
+constexpr size_t ModelConfig::*kConfigSizes[] = {
+    &ModelConfig::vocab_size, &ModelConfig::max_seq_len, &ModelConfig::d_model,
+    &ModelConfig::num_layers, &ModelConfig::num_heads,   &ModelConfig::num_kv_heads,
+    &ModelConfig::d_k,
+};
+constexpr size_t kConfigWords = sizeof(kConfigSizes) / sizeof(kConfigSizes[0]) + 1;
+void ConfigToWords(const ModelConfig& config, uint32_t words[kConfigWords]);
+// Fails (naming "flags") only on unknown flag bits; the sizes are CheckConfig's.
+Status ConfigFromWords(const uint32_t words[kConfigWords], ModelConfig* config);
+
 // Checks every field (a Status naming it: "vocab_size", "d_model", ...) and
 // fills in the derived num_kv_heads and d_k into *resolved (may be null).
 Status CheckConfig(const ModelConfig& config, ModelConfig* resolved);
@@ -207,6 +221,13 @@ class AdamW {
   double beta1_power_ = 1, beta2_power_ = 1;
 };
 
+// One training step of `model` on `batch`: forward (its metrics, before the
+// update), backward into *grads (shaped as the model's parameters) and one
+// update by *adam. Trainer::Step, and the JS bindings' trainers, which hold
+// the model apart from the optimiser.
+Status TrainStep(const Batch& batch, Model* model, Parameters* grads, AdamW* adam,
+                 Metrics* metrics);
+
 // Model, gradients and optimiser together: one call per training step.
 class Trainer {
  public:
@@ -226,9 +247,9 @@ class Trainer {
 // The weights file (docs/model.md), all integers little-endian:
 //   bytes 0..7   magic "ATKMODEL"
 //   u32          version (kWeightsVersion)
-//   u32 x 9      vocab_size, max_seq_len, d_model, num_layers, num_heads,
-//                num_kv_heads, d_k, flags (bit 0 layer_norm, bit 1
-//                scale_by_sqrt_dk; other bits 0), parameter count (floats)
+//   u32 x 8      the config (ConfigToWords: vocab_size, max_seq_len, d_model,
+//                num_layers, num_heads, num_kv_heads, d_k, flags)
+//   u32          parameter count (floats)
 //   f32 x count  the parameters in Parameters::Tensors() order, row-major
 //   u32          FNV-1a hash of every byte before it
 constexpr uint32_t kWeightsVersion = 1;

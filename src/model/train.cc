@@ -113,10 +113,15 @@ Status Trainer::Init(const ModelConfig& config, uint64_t seed, const AdamWConfig
   return adam_.Init(optimizer, model_.params());
 }
 
+Status TrainStep(const Batch& batch, Model* model, Parameters* grads, AdamW* adam,
+                 Metrics* metrics) {
+  ATTNKIT_RETURN_IF_ERROR(model->Forward(batch, metrics));
+  ATTNKIT_RETURN_IF_ERROR(model->Backward(grads));
+  return adam->Step(*grads, &model->params());
+}
+
 Status Trainer::Step(const Batch& batch, Metrics* metrics) {
-  ATTNKIT_RETURN_IF_ERROR(model_.Forward(batch, metrics));
-  ATTNKIT_RETURN_IF_ERROR(model_.Backward(&grads_));
-  return adam_.Step(grads_, &model_.params());
+  return TrainStep(batch, &model_, &grads_, &adam_, metrics);
 }
 
 // ---- The weights file ----
@@ -124,7 +129,7 @@ Status Trainer::Step(const Batch& batch, Metrics* metrics) {
 namespace {
 
 constexpr char kMagic[8] = {'A', 'T', 'K', 'M', 'O', 'D', 'E', 'L'};
-constexpr size_t kHeaderWords = 10;  // version + 9 fields
+constexpr size_t kHeaderWords = 2 + kConfigWords;  // version, config, parameter count
 constexpr size_t kHeaderBytes = 8 + 4 * kHeaderWords;
 
 uint32_t Fnv1a(const uint8_t* data, size_t size) {
@@ -147,6 +152,24 @@ Status Bad(const std::string& detail) {
 
 }  // namespace
 
+void ConfigToWords(const ModelConfig& c, uint32_t words[kConfigWords]) {
+  size_t i = 0;
+  for (size_t ModelConfig::*size : kConfigSizes) words[i++] = uint32_t(c.*size);
+  words[i] = (c.layer_norm ? 1u : 0u) | (c.scale_by_sqrt_dk ? 2u : 0u);
+}
+
+Status ConfigFromWords(const uint32_t words[kConfigWords], ModelConfig* c) {
+  size_t i = 0;
+  for (size_t ModelConfig::*size : kConfigSizes) c->*size = words[i++];
+  const uint32_t flags = words[i];
+  if (flags & ~3u) {
+    return Status(ErrorCode::kInvalidArgument, "flags", "unknown flags " + std::to_string(flags));
+  }
+  c->layer_norm = flags & 1u;
+  c->scale_by_sqrt_dk = flags & 2u;
+  return Status::Ok();
+}
+
 Status ExportWeights(const Model& model, std::vector<uint8_t>* bytes) {
   const ModelConfig& c = model.config();
   const Parameters& p = model.params();
@@ -156,11 +179,9 @@ Status ExportWeights(const Model& model, std::vector<uint8_t>* bytes) {
   bytes->reserve(kHeaderBytes + 4 * count + 4);
   bytes->insert(bytes->end(), kMagic, kMagic + 8);
   PutU32(bytes, kWeightsVersion);
-  for (size_t v :
-       {c.vocab_size, c.max_seq_len, c.d_model, c.num_layers, c.num_heads, c.num_kv_heads, c.d_k}) {
-    PutU32(bytes, uint32_t(v));
-  }
-  PutU32(bytes, (c.layer_norm ? 1u : 0u) | (c.scale_by_sqrt_dk ? 2u : 0u));
+  uint32_t words[kConfigWords];
+  ConfigToWords(c, words);
+  for (uint32_t w : words) PutU32(bytes, w);
   PutU32(bytes, uint32_t(count));
   for (const Matrix* t : p.Tensors()) {
     for (size_t k = 0; k < t->size(); ++k) {
@@ -185,27 +206,20 @@ Status ImportWeights(const uint8_t* data, size_t size, Model* model) {
     return Bad("version " + std::to_string(version) + " is not supported (expected " +
                std::to_string(kWeightsVersion) + ")");
   }
-  uint32_t f[9];
-  for (int i = 0; i < 9; ++i) f[i] = GetU32(data + 12 + 4 * i);
+  uint32_t words[kConfigWords];
+  for (size_t i = 0; i < kConfigWords; ++i) words[i] = GetU32(data + 12 + 4 * i);
   ModelConfig c;
-  c.vocab_size = f[0];
-  c.max_seq_len = f[1];
-  c.d_model = f[2];
-  c.num_layers = f[3];
-  c.num_heads = f[4];
-  c.num_kv_heads = f[5];
-  c.d_k = f[6];
-  if (f[7] & ~3u) return Bad("unknown flags " + std::to_string(f[7]));
-  c.layer_norm = f[7] & 1u;
-  c.scale_by_sqrt_dk = f[7] & 2u;
+  const Status flags = ConfigFromWords(words, &c);
+  if (!flags.ok()) return Bad(flags.detail());
+  const uint32_t stored_count = GetU32(data + 12 + 4 * kConfigWords);
   const Status config_status = CheckConfig(c, nullptr);
   if (!config_status.ok()) return Bad("bad config: " + config_status.message());
   if (c.num_kv_heads == 0 || c.d_k == 0) return Bad("bad config: num_kv_heads and d_k must be set");
   Parameters p;
   ATTNKIT_RETURN_IF_ERROR(p.Allocate(c));
   const size_t count = p.Count();
-  if (f[8] != count) {
-    return Bad("parameter count " + std::to_string(f[8]) + " does not match the config's " +
+  if (stored_count != count) {
+    return Bad("parameter count " + std::to_string(stored_count) + " does not match the config's " +
                std::to_string(count));
   }
   const size_t expected = kHeaderBytes + 4 * count + 4;

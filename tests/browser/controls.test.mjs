@@ -4,11 +4,10 @@
 // URL.
 import assert from "node:assert/strict";
 import path from "node:path";
-import { after, before, beforeEach, test } from "node:test";
-import { openChromium, shots, stateWalk, watch } from "./helpers.mjs";
+import { test } from "node:test";
+import { shots, stateWalk, watch, usePage } from "./helpers.mjs";
 
-let server, browser, context, page;
-let problems = [];
+let server, browser, context, page, problems;
 
 const ready = (p = page) => p.waitForSelector("body[data-ready='1']", { timeout: 15000 });
 const state = (p = page) => p.evaluate(() => window.__attnkit.state());
@@ -93,22 +92,11 @@ async function cellValue(id, r, c) {
   );
 }
 
-before(async () => {
-  ({ server, browser, context } = await openChromium());
-});
-
-beforeEach(async () => {
-  await page?.close();
-  problems = [];
-  page = await context.newPage();
-  watch(page, problems);
-  await page.goto(server.url);
-  await ready();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
+usePage((s) => ({ server, browser, context, page, problems } = s), {
+  open: async () => {
+    await page.goto(server.url);
+    await ready();
+  },
 });
 
 test("mask = padding chosen on the default page: 9 x 9 matrices, -inf in M, decoding works, same as a reload", async () => {

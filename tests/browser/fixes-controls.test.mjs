@@ -4,11 +4,10 @@
 // Debian's Chromium through playwright-core.
 import assert from "node:assert/strict";
 import path from "node:path";
-import { after, before, beforeEach, test } from "node:test";
-import { openChromium, poll, shots, watch } from "./helpers.mjs";
+import { test } from "node:test";
+import { poll, shots, usePage } from "./helpers.mjs";
 
-let server, browser, context, page;
-let problems = [];
+let server, browser, context, page, problems;
 
 const ready = (p = page) => p.waitForSelector("body[data-ready='1']", { timeout: 15000 });
 const state = () => page.evaluate(() => window.__attnkit.state());
@@ -46,21 +45,7 @@ async function settledSearch() {
   return new URLSearchParams(await page.evaluate(() => location.search));
 }
 
-before(async () => {
-  ({ server, browser, context } = await openChromium());
-});
-
-beforeEach(async () => {
-  await page?.close();
-  problems = [];
-  page = await context.newPage();
-  watch(page, problems);
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+usePage((s) => ({ server, browser, context, page, problems } = s));
 
 test("batch, causal, a click on the second sentence's M: each sentence keeps its whole causal mask", async () => {
   await open();
@@ -131,7 +116,15 @@ test("keyboard in the Train view, nothing focused: the arrows move through the s
   await open("v=train");
   await poll(() => page.evaluate(() => window.__attnkit.train().ready), "the worker ready");
   await page.click('[data-testid="train-step"]');
-  await poll(() => page.evaluate(() => window.__attnkit.train().step === 1), "one step");
+  // The arrows need the step done, training stopped and the first snapshot kept.
+  await poll(
+    () =>
+      page.evaluate(() => {
+        const t = window.__attnkit.train();
+        return t.step === 1 && !t.training && t.snapshots.length >= 1;
+      }),
+    "one step, stopped, with a snapshot",
+  );
   await page.evaluate(() => document.activeElement?.blur());
   const snapshots = (await page.evaluate(() => window.__attnkit.train())).snapshots.length;
   assert.ok(snapshots >= 1, "a snapshot to go back to");
@@ -249,5 +242,21 @@ test("notes by number fields speak of the value shown: heads 3 -> 2 then 2; kv h
   await page.waitForFunction(() => window.__attnkit.state().kvHeads === 2);
   assert.match(await note("kvHeads"), /3 → 2: kv heads must divide heads = 16/);
   assert.equal(await note("heads"), "", "the heads note is gone");
+  assert.deepEqual(problems, []);
+});
+
+test("reroll at the last seed goes back to the first, and the page equals its fresh load", async () => {
+  await open("w=random");
+  await typeInto("seed", "99999");
+  assert.equal((await state()).seed, 99999);
+  await page.click('[data-testid="reroll"]');
+  assert.equal((await state()).seed, 0, "the seed after 99999");
+  const search = await settledSearch();
+  const reloaded = await context.newPage();
+  await reloaded.goto(`${server.url}?${search}`);
+  await ready(reloaded);
+  const fresh = await reloaded.evaluate(() => window.__attnkit.state());
+  await reloaded.close();
+  assert.equal(fresh.seed, 0, `a fresh load of ?${search}`);
   assert.deepEqual(problems, []);
 });

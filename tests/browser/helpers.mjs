@@ -8,11 +8,12 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import path from "node:path";
-import { after, before, test } from "node:test";
+import { after, before, beforeEach, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { inflateSync } from "node:zlib";
 import { createAttnkit } from "attnkit";
 import { chromium } from "playwright-core";
+import { ARGS, CHROMIUM } from "../chromium.mjs";
 import { serve } from "./server.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -21,24 +22,14 @@ export const root = path.resolve(here, "../..");
 export const dist = process.env.ATTNKIT_WEB_DIST ?? path.join(root, "web/dist");
 export const shots = path.join(root, "tests/artifacts/screenshots");
 
-// Debian's Chromium, headless, with nothing that reaches the network.
-export const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
-export const ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
+export { ARGS, CHROMIUM };
 
 /**
- * The built page served on loopback and Debian's Chromium with a 1440 x 900 context
- * without motion, for the Chromium suites. Close browser and server after.
+ * The built page served on loopback and Debian's Chromium with a context without
+ * motion (1440 x 900 unless `contextOptions` say otherwise, as Playwright's
+ * newContext takes them), for the Chromium suites. Close browser and server after.
  */
-export async function openChromium() {
+export async function openChromium(contextOptions = {}) {
   assert.ok(
     existsSync(path.join(dist, "index.html")),
     "web/dist is missing: run `npx vite build web` first",
@@ -49,8 +40,42 @@ export async function openChromium() {
   const context = await browser.newContext({
     viewport: { width: 1440, height: 900 },
     reducedMotion: "reduce",
+    ...contextOptions,
   });
   return { server, browser, context };
+}
+
+/**
+ * The set-up every Chromium suite shares, as node:test hooks: before the file's
+ * tests, the page served and Chromium launched (openChromium(`context`), after
+ * `setUp()`); before each test (or once, with `perTest: false`) a new page whose
+ * console errors and uncaught errors go into a new `problems` list, then
+ * `open(page)`; after them, browser and server closed. `bind(session)` runs
+ * whenever the session changes, so that the file's own variables follow it:
+ *   let server, browser, context, page, problems;
+ *   usePage((s) => ({ server, browser, context, page, problems } = s), { open });
+ */
+export function usePage(bind, { open, setUp, context, perTest = true } = {}) {
+  const session = { problems: [] };
+  const newPage = async () => {
+    await session.page?.close();
+    session.problems = [];
+    session.page = await session.context.newPage();
+    watch(session.page, session.problems);
+    bind(session);
+    await open?.(session.page);
+  };
+  before(async () => {
+    await setUp?.();
+    Object.assign(session, await openChromium(context));
+    bind(session);
+    if (!perTest) await newPage();
+  });
+  if (perTest) beforeEach(newPage);
+  after(async () => {
+    await session.browser?.close();
+    await session.server?.close();
+  });
 }
 
 /** Collects page p's console errors and warnings and its uncaught errors into `into`. */

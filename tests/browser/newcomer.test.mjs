@@ -4,11 +4,10 @@
 // playwright-core.
 import assert from "node:assert/strict";
 import path from "node:path";
-import { after, before, beforeEach, test } from "node:test";
-import { openChromium, PHONE_PAGES, assertPhoneFit, phoneFit, shots, watch } from "./helpers.mjs";
+import { test } from "node:test";
+import { PHONE_PAGES, assertPhoneFit, phoneFit, shots, watch, usePage } from "./helpers.mjs";
 
-let server, browser, context, page;
-let problems = [];
+let server, browser, context, page, problems;
 
 const ready = (p = page) => p.waitForSelector("body[data-ready='1']", { timeout: 15000 });
 const shot = (name, p = page) => p.screenshot({ path: path.join(shots, `newcomer-${name}.png`) });
@@ -23,21 +22,7 @@ async function gotoStep(n, p = page) {
   await p.waitForSelector(`svg[data-testid="scene-svg"][data-step="${n}"][data-view="steps"]`);
 }
 
-before(async () => {
-  ({ server, browser, context } = await openChromium());
-});
-
-beforeEach(async () => {
-  await page?.close();
-  problems = [];
-  page = await context.newPage();
-  watch(page, problems);
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+usePage((s) => ({ server, browser, context, page, problems } = s));
 
 test("the default page opens on several designed heads that differ, their names shown", async () => {
   await open();

@@ -2,28 +2,24 @@
 // Debian's Chromium through playwright-core. Expected numbers come from the same
 // attnkit package loaded in Node.
 import assert from "node:assert/strict";
-import { mkdirSync, writeFileSync, existsSync, readFileSync } from "node:fs";
+import { writeFileSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import { createAttnkit } from "attnkit";
-import { chromium } from "playwright-core";
 import {
   PRESETS,
   SEED001,
   assertClose,
   assertUpperTriangleZero,
-  ARGS,
-  CHROMIUM,
   checkSeed001,
-  dist,
   shots,
+  usePage,
+  watch,
 } from "./helpers.mjs";
 
 const { X, WQ, KT, V } = SEED001;
-import { serve } from "./server.mjs";
 
-let server, browser, context, page, attn;
-const problems = [];
+let server, browser, context, page, problems, attn;
 
 /**
  * Installed in every page: the pixels of a page canvas, read from a copy (reading the
@@ -45,12 +41,12 @@ function readCanvasScript() {
   };
 }
 
-function watch(p) {
-  p.on("console", (m) => {
-    if (m.type() === "error" || m.type() === "warning")
-      problems.push(`console ${m.type()}: ${m.text()}`);
-  });
-  p.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+/** watch() of helpers.mjs, and every request that fails or leaves the page's server. */
+function watchAll(p) {
+  watch(p, problems);
+  watchRequests(p);
+}
+function watchRequests(p) {
   p.on("requestfailed", (r) => problems.push(`request failed: ${r.url()}`));
   p.on("request", (r) => {
     const u = r.url();
@@ -99,35 +95,23 @@ async function gotoStep(n) {
   await page.waitForSelector(`svg[data-testid="scene-svg"][data-step="${n}"][data-view="steps"]`);
 }
 
-before(async () => {
-  assert.ok(
-    existsSync(path.join(dist, "index.html")),
-    "web/dist is missing: run `npx vite build web` first",
-  );
-  mkdirSync(shots, { recursive: true });
-  attn = await createAttnkit();
-  server = await serve(dist);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
-  context = await browser.newContext({
-    viewport: { width: 1280, height: 800 },
-    reducedMotion: "reduce",
-    acceptDownloads: true,
-  });
-  await context.addInitScript(readCanvasScript);
-  page = await context.newPage();
-  watch(page);
-  const t0 = Date.now();
-  await page.goto(server.url);
-  await ready();
-  const timing = await page.evaluate(() => window.__attnkit.timing);
-  console.log(
-    `# first render: ${timing.firstRenderMs.toFixed(0)} ms after navigation start (wasm load ${timing.loadMs.toFixed(0)} ms; wall ${Date.now() - t0} ms)`,
-  );
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
+usePage((s) => ({ server, browser, context, page, problems } = s), {
+  perTest: false,
+  context: { viewport: { width: 1280, height: 800 }, acceptDownloads: true },
+  setUp: async () => {
+    attn = await createAttnkit();
+  },
+  open: async () => {
+    await context.addInitScript(readCanvasScript);
+    watchRequests(page);
+    const t0 = Date.now();
+    await page.goto(server.url);
+    await ready();
+    const timing = await page.evaluate(() => window.__attnkit.timing);
+    console.log(
+      `# first render: ${timing.firstRenderMs.toFixed(0)} ms after navigation start (wasm load ${timing.loadMs.toFixed(0)} ms; wall ${Date.now() - t0} ms)`,
+    );
+  },
 });
 
 test("the page loads with no console errors or warnings and no outside requests", async () => {
@@ -241,7 +225,7 @@ test("the URL holds the state", async () => {
   await urlHas("st=5");
   const url = page.url();
   const p2 = await context.newPage();
-  watch(p2);
+  watchAll(p2);
   await p2.goto(url);
   await ready(p2);
   assert.equal(await p2.getAttribute('svg[data-testid="scene-svg"]', "data-step"), "5");
@@ -301,7 +285,7 @@ test("head view: hidden heads live in the URL", async () => {
   );
   await urlHas("hh=1");
   const p2 = await context.newPage();
-  watch(p2);
+  watchAll(p2);
   await p2.goto(page.url());
   await ready(p2);
   assert.equal(await p2.getAttribute('[data-testid="head-chip-1"]', "aria-pressed"), "false");
@@ -345,7 +329,7 @@ test("narrow screen (420 px): the scene shows first; the settings are a drawer",
     reducedMotion: "reduce",
   });
   const p = await narrow.newPage();
-  watch(p);
+  watchAll(p);
   await p.goto(`${server.url}?p=train&st=6`);
   await ready(p);
   const stage = await p.locator('[data-testid="stage"]').boundingBox();
@@ -422,7 +406,7 @@ test("step 8 at 8 heads fits 1280x800: no sideways scroll, no overlapping titles
     reducedMotion: "reduce",
   });
   const p = await narrow.newPage();
-  watch(p);
+  watchAll(p);
   await p.goto(`${server.url}?p=train&w=random&h=8&kvh=8&st=8`);
   await ready(p);
   const r = await fit(p);
@@ -524,7 +508,7 @@ test("animations with motion: steps 2, 3 and 8 mid-way and at the end, equal to 
   });
   await moving.addInitScript(readCanvasScript);
   const p = await moving.newPage();
-  watch(p);
+  watchAll(p);
   await p.goto(`${server.url}?${MOTION_URL}&st=1`);
   await ready(p);
   assert.equal(

@@ -5,12 +5,11 @@
 // at a time, and against dS = P (e_t - P_t) from attnkit's softmax.
 import assert from "node:assert/strict";
 import path from "node:path";
-import { after, before, beforeEach, test } from "node:test";
+import { test } from "node:test";
 import { createAttnkit } from "attnkit";
-import { openChromium, shots, watch } from "./helpers.mjs";
+import { shots, usePage } from "./helpers.mjs";
 
-let server, browser, context, page, attn;
-let problems = [];
+let server, browser, context, page, problems, attn;
 
 const ready = (p = page) => p.waitForSelector("body[data-ready='1']", { timeout: 15000 });
 const experiment = () => page.evaluate(() => window.__attnkit.saturation());
@@ -60,23 +59,14 @@ function directNorm(z, t, c, scale) {
   return Math.sqrt(tr.dScores.data.reduce((a, v) => a + v * v, 0));
 }
 
-before(async () => {
-  attn = await createAttnkit();
-  ({ server, browser, context } = await openChromium());
-});
-
-beforeEach(async () => {
-  await page?.close();
-  problems = [];
-  page = await context.newPage();
-  watch(page, problems);
-  await page.goto(`${server.url}?v=saturation`);
-  await ready();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
+usePage((s) => ({ server, browser, context, page, problems } = s), {
+  setUp: async () => {
+    attn = await createAttnkit();
+  },
+  open: async () => {
+    await page.goto(`${server.url}?v=saturation`);
+    await ready();
+  },
 });
 
 test("moving the c slider moves the marked gradient", async () => {

@@ -7,11 +7,10 @@
 import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { after, before, test } from "node:test";
-import { openChromium, poll, shots, watch } from "./helpers.mjs";
+import { test } from "node:test";
+import { poll, shots, watch, usePage } from "./helpers.mjs";
 
-let server, browser, context, p;
-const problems = [];
+let server, browser, context, p, problems;
 const hook = () => p.evaluate(() => window.__attnkit.train());
 const inspection = () => p.evaluate(() => window.__attnkit.trainInspection());
 const shot = (name) =>
@@ -159,17 +158,12 @@ function assertResponsive({ long, modelOnMain }) {
   assert.ok(longest < 1000, `a main-thread task of ${longest} ms while training`);
 }
 
-before(async () => {
-  ({ server, browser, context } = await openChromium());
-  p = await context.newPage();
-  watch(p, problems);
-  await p.goto(`${server.url}?v=train`);
-  await poll(() => p.evaluate(() => document.body.dataset.ready === "1"), "the page", 30000);
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
+usePage((s) => ({ server, browser, context, page: p, problems } = s), {
+  perTest: false,
+  open: async () => {
+    await p.goto(`${server.url}?v=train`);
+    await poll(() => p.evaluate(() => document.body.dataset.ready === "1"), "the page", 30000);
+  },
 });
 
 test("the Train tab opens the Train view with induction's settings, before training", async () => {
@@ -283,8 +277,9 @@ test("settings changed in quick succession: the run is the panel's last settings
     ["train-task", "sort"],
   ])
     assert.equal(await p.inputValue(`[data-testid="${id}"]`), v, `${id} on the panel`);
-  // Back to the defaults for the tests that follow.
-  await p.reload();
+  // The URL holds these settings (a reload keeps them): back to the defaults' URL for the
+  // tests that follow.
+  await p.goto(`${server.url}?v=train`);
   await p.waitForSelector("body[data-ready='1']");
   await waitReady();
 });
@@ -299,21 +294,23 @@ test("the weights download as an .atkmodel file and load back", async () => {
     p.click('[data-testid="train-download"]'),
   ]);
   assert.match(download.suggestedFilename(), /^attnkit-induction-step1\.atkmodel$/);
-  const file = path.join(shots, "..", "train-weights.atkmodel");
+  // Saved under its own name, which holds the step it was saved at.
+  const file = path.join(shots, "..", download.suggestedFilename());
   await download.saveAs(file);
   const bytes = readFileSync(file);
   assert.equal(bytes.toString("latin1", 0, 8), "ATKMODEL");
   await p.click('[data-testid="train-reset"]');
   await poll(async () => (await hook()).inspectionStep === 0 && (await hook()).ready, "reset");
   await p.setInputFiles('[data-testid="train-file"]', file);
-  // Loaded: a fresh trainer (step 0) on the downloaded weights, whose maps are those of step 1.
+  // Loaded: a fresh trainer on the downloaded weights of step 1 (the file's name says so),
+  // whose maps are those of step 1.
   const same = (a, b) => a.length === b.length && a.every((v, i) => v === b[i]);
   const loaded = await poll(async () => {
     const h = await hook();
     const ins = h.ready && (await inspection());
     return ins && same(ins.layers[1].weights, before.layers[1].weights) && h;
   }, "the loaded weights' maps (those of step 1)");
-  assert.equal(loaded.step, 0);
+  assert.equal(loaded.step, 1);
   // A file that is not a weights file is refused with the package's error.
   writeFileSync(file, Buffer.from("not weights"));
   await p.setInputFiles('[data-testid="train-file"]', file);
@@ -341,7 +338,9 @@ test("copy trains to >= 90%", { timeout: 300000 }, async () => {
 });
 
 test("compare: scaled and unscaled runs of the same task, both loss curves drawn", async () => {
+  // The copy run trained: the change asks first.
   await p.check('[data-testid="train-compare"]');
+  await p.click('[data-testid="train-confirm-yes"]');
   await poll(async () => (await hook()).runs === 2 && (await hook()).ready, "two runs");
   for (let i = 0; i < 5; i++) {
     await p.click('[data-testid="train-step"]');
@@ -358,11 +357,14 @@ test("compare: scaled and unscaled runs of the same task, both loss curves drawn
   assert.deepEqual(series, ["loss, scaled ÷√dₖ", "loss, unscaled"]);
   await shot("compare");
   await p.uncheck('[data-testid="train-compare"]');
+  await p.click('[data-testid="train-confirm-yes"]');
   await poll(async () => (await hook()).runs === 1, "one run");
 });
 
 test("keyboard: Enter on Train trains, Space on Pause pauses (the page's shortcuts stay out)", async () => {
   await waitReady();
+  // The panel follows the run on its next redraw.
+  await p.waitForSelector('[data-testid="train-go"]:not([disabled])');
   await p.focus('[data-testid="train-go"]');
   await p.keyboard.press("Enter");
   await poll(async () => (await hook()).training, "training");
@@ -425,4 +427,385 @@ test("phone width 375 px: the Train view does not scroll sideways", async () => 
   await shot("phone-375");
   await p.setViewportSize({ width: 1440, height: 900 });
   assert.deepEqual(problems, []);
+});
+
+// ---- Each test below opens its own page, so that it can run alone. ----
+
+/** A new page at `?query`, its run ready; `opts` as Playwright's newContext's. */
+async function openTrain(query, opts = {}) {
+  const ctx = opts.viewport
+    ? await browser.newContext({ reducedMotion: "reduce", ...opts })
+    : context;
+  const q = await ctx.newPage();
+  const seen = [];
+  watch(q, seen);
+  await q.goto(`${server.url}?${query}`);
+  await q.waitForSelector("body[data-ready='1']", { timeout: 30000 });
+  await readyOn(q);
+  // ... and drawn.
+  await q.waitForSelector('[data-testid="matrix-train-attn-0-0"]');
+  return { q, seen, close: () => (ctx === context ? q.close() : ctx.close()) };
+}
+
+const hookOn = (q) => q.evaluate(() => window.__attnkit.train());
+
+function readyOn(q) {
+  return poll(
+    async () => {
+      const h = await hookOn(q);
+      return h.ready && h.inspectionStep !== null && !h.training && h;
+    },
+    "the run to be ready",
+    60000,
+  );
+}
+
+/** Presses Step n times, each waited for. */
+async function stepOn(q, n) {
+  const from = (await hookOn(q)).step;
+  for (let i = 1; i <= n; i++) {
+    await q.click('[data-testid="train-step"]');
+    await poll(async () => (await hookOn(q)).inspectionStep === from + i, `step ${from + i}`);
+  }
+}
+
+test("a number field says which value it used and why: 99 layers, 0 heads, an empty d_k", async () => {
+  const { q, seen, close } = await openTrain("v=train");
+  const note = (id) => q.textContent(`[data-testid="${id}-note"]`);
+  await q.fill('[data-testid="train-layers"]', "99");
+  await q.press('[data-testid="train-layers"]', "Tab");
+  await poll(async () => (await note("train-layers")) !== "", "the layers note");
+  assert.equal(await q.inputValue('[data-testid="train-layers"]'), "4");
+  assert.match(await note("train-layers"), /99 → 4: layers is a whole number from 1 to 4/);
+  await q.fill('[data-testid="train-heads"]', "0");
+  await q.press('[data-testid="train-heads"]', "Tab");
+  await poll(async () => (await note("train-heads")) !== "", "the heads note");
+  assert.equal(await q.inputValue('[data-testid="train-heads"]'), "1");
+  assert.match(await note("train-heads"), /0 → 1: heads is a whole number from 1 to 8/);
+  // Letters in a number field: the field holds nothing, and the value in use stays.
+  await q.click('[data-testid="train-dk"]', { clickCount: 3 });
+  await q.keyboard.type("abc");
+  await q.keyboard.press("Tab");
+  await poll(async () => (await note("train-dk")) !== "", "the d_k note");
+  assert.equal(await q.inputValue('[data-testid="train-dk"]'), "16");
+  assert.match(
+    await note("train-dk"),
+    /not a number: d_k is a whole number from 1 to 64\. Kept 16/,
+  );
+  const h = await readyOn(q);
+  const ins = await q.evaluate(() => window.__attnkit.trainInspection());
+  assert.equal(ins.layers.length, 4, "the run has the 4 layers the field shows");
+  assert.equal(ins.layers[0].shape[0], 1, "and 1 head");
+  assert.equal(h.step, 0);
+  await q.screenshot({ path: path.join(shots, "train-field-notes.png") });
+  // A value the field takes as typed clears its note.
+  await q.fill('[data-testid="train-layers"]', "2");
+  await q.press('[data-testid="train-layers"]', "Tab");
+  await poll(async () => (await note("train-layers")) === "", "the layers note gone");
+  assert.deepEqual(seen, []);
+  await close();
+});
+
+test("the settings are in the URL: a link opens them, with a note for a value it cannot use", async () => {
+  const { q, seen, close } = await openTrain(
+    "v=train&tt=sort&th=4&tl=99&tlr=0.003&tb=abc&tcmp=1&tsc=0",
+  );
+  const value = (id) => q.inputValue(`[data-testid="${id}"]`);
+  assert.equal(await value("train-task"), "sort");
+  assert.equal(await value("train-heads"), "4");
+  assert.equal(await value("train-layers"), "4");
+  assert.equal(await value("train-lr"), "0.003");
+  assert.equal(await value("train-batch"), "32");
+  assert.equal(await q.isChecked('[data-testid="train-scaled"]'), false);
+  assert.equal(await q.isChecked('[data-testid="train-compare"]'), true);
+  assert.match(
+    await q.textContent('[data-testid="train-layers-note"]'),
+    /The link's tl=99: 99 → 4: layers is a whole number from 1 to 4/,
+  );
+  assert.match(await q.textContent('[data-testid="train-batch-note"]'), /The link's tb=abc/);
+  // The run is the link's.
+  const ins = await q.evaluate(() => window.__attnkit.trainInspection());
+  assert.equal(ins.layers.length, 4);
+  assert.equal(ins.layers[0].shape[0], 4);
+  assert.equal(ins.tokens.length, 12, "sort's sequences");
+  assert.equal((await hookOn(q)).runs, 2, "compare: two runs");
+  // The address holds the values used, not the link's bad ones.
+  const params = () => q.evaluate(() => Object.fromEntries(new URLSearchParams(location.search)));
+  const p0 = await poll(async () => {
+    const s = await params();
+    return s.tl === "4" && s;
+  }, "the URL's tl=4");
+  assert.equal(p0.tb, undefined);
+  assert.equal(p0.tt, "sort");
+  await q.screenshot({ path: path.join(shots, "train-url-notes.png") });
+  // A change goes to the URL, and a reload brings it back.
+  await q.fill('[data-testid="train-batch"]', "64");
+  await q.press('[data-testid="train-batch"]', "Tab");
+  await poll(async () => (await params()).tb === "64", "tb=64 in the URL");
+  await q.reload();
+  await q.waitForSelector("body[data-ready='1']");
+  await readyOn(q);
+  assert.equal(await value("train-batch"), "64");
+  assert.equal(await value("train-layers"), "4");
+  assert.equal(await q.textContent('[data-testid="train-layers-note"]'), "");
+  assert.deepEqual(seen, []);
+  await close();
+});
+
+test("a loaded weights file shows the step it was saved at and says its curves are not in it", async () => {
+  const { q, seen, close } = await openTrain("v=train");
+  await stepOn(q, 3);
+  const [download] = await Promise.all([
+    q.waitForEvent("download"),
+    q.click('[data-testid="train-download"]'),
+  ]);
+  assert.equal(download.suggestedFilename(), "attnkit-induction-step3.atkmodel");
+  const file = path.join(shots, "..", download.suggestedFilename());
+  await download.saveAs(file);
+  await q.click('[data-testid="train-reset"]');
+  await poll(async () => (await hookOn(q)).step === 0 && (await hookOn(q)).ready, "reset");
+  await q.setInputFiles('[data-testid="train-file"]', file);
+  const h = await poll(async () => {
+    const s = await hookOn(q);
+    return s.ready && s.inspectionStep === 3 && s;
+  }, "the loaded weights at step 3");
+  assert.equal(h.step, 3);
+  // The panel follows on its next redraw.
+  const fileNote = await poll(
+    async () => q.textContent('[data-testid="train-file-note"]'),
+    "the loaded file's note",
+  );
+  assert.match(await q.textContent('[data-testid="train-status"]'), /step 3/);
+  assert.match(fileNote, /attnkit-induction-step3\.atkmodel: the weights of step 3/);
+  assert.match(fileNote, /the curves up to step 3 are not in it/);
+  assert.match(
+    await q.textContent('[data-testid="train-loss"] [data-testid="chart-missing"]'),
+    /not in the file/,
+  );
+  await q.screenshot({ path: path.join(shots, "train-loaded.png") });
+  // Training goes on from step 3.
+  await stepOn(q, 1);
+  assert.equal((await hookOn(q)).step, 4);
+  assert.deepEqual(seen, []);
+  await close();
+});
+
+test("the charts mark the step of the snapshot on screen", async () => {
+  const { q, seen, close } = await openTrain("v=train&tt=majority&tl=1&tb=8");
+  await q.click('[data-testid="train-go"]');
+  await poll(async () => (await hookOn(q)).snapshots.length >= 3, "three snapshots", 60000);
+  await q.click('[data-testid="train-pause"]');
+  await poll(async () => !(await hookOn(q)).training, "paused");
+  const marks = () =>
+    q.$$eval('[data-testid="train-charts"] .chart-snapshot', (gs) =>
+      gs.map((g) => [g.closest(".train-chart").dataset.testid, g.dataset.step, g.textContent]),
+    );
+  assert.deepEqual(await marks(), [], "the live model: no mark");
+  await q.focus('[data-testid="train-scrub"]');
+  await q.keyboard.press("Home");
+  await q.keyboard.press("ArrowRight");
+  await poll(async () => (await hookOn(q)).inspectionStep === 25, "the snapshot at step 25");
+  const m = await poll(async () => {
+    const ms = await marks();
+    return ms.length === 2 && ms[0][1] === "25" && ms;
+  }, "a mark on each chart at step 25");
+  assert.deepEqual(m, [
+    ["train-loss", "25", "snapshot, step 25"],
+    ["train-accuracy", "25", "snapshot, step 25"],
+  ]);
+  // The mark is at step 25 on the axis.
+  const at = await q.evaluate(() => {
+    const chart = document.querySelector('[data-testid="train-loss"]');
+    const tick = [...chart.querySelectorAll(".tick")].find((t) => t.textContent === "0");
+    const mark = chart.querySelector(".chart-snapshot line").getBoundingClientRect().x;
+    const x0 = tick.getBoundingClientRect().x + tick.getBoundingClientRect().width / 2;
+    return mark - x0;
+  });
+  assert.ok(at > 5, `the mark is ${at} px right of step 0`);
+  await q.screenshot({ path: path.join(shots, "train-snapshot-mark.png") });
+  await q.keyboard.press("End");
+  await poll(async () => (await marks()).length === 0, "no mark on the live model");
+  assert.deepEqual(seen, []);
+  await close();
+});
+
+test("compare: every tick label fits in the charts; the held-out dots say whose run they are", async () => {
+  const { q, seen, close } = await openTrain("v=train");
+  // A small model, so that training passes step 1000 in seconds.
+  await q.selectOption('[data-testid="train-task"]', "majority");
+  for (const [id, v] of [
+    ["train-layers", "1"],
+    ["train-heads", "1"],
+    ["train-dmodel", "8"],
+    ["train-dk", "4"],
+    ["train-batch", "2"],
+  ]) {
+    await q.fill(`[data-testid="${id}"]`, v);
+    await q.press(`[data-testid="${id}"]`, "Tab");
+  }
+  await q.check('[data-testid="train-compare"]');
+  await poll(async () => {
+    const h = await hookOn(q);
+    return h.ready && h.runs === 2 && !h.training && h.inspectionStep === 0;
+  }, "the two small runs");
+  await q.click('[data-testid="train-go"]');
+  // Past step 1000 the x axis ends on a four-digit tick ("1,500").
+  await poll(async () => (await hookOn(q)).step > 1000, "step 1000", 120000, 250);
+  await q.click('[data-testid="train-pause"]');
+  await poll(async () => !(await hookOn(q)).training, "paused");
+  await new Promise((r) => setTimeout(r, 400)); // the last curves' redraw
+  const out = await q.evaluate(() => {
+    const svg = document.querySelector('[data-testid="train-charts"]').getBoundingClientRect();
+    return [...document.querySelectorAll('[data-testid="train-charts"] text')]
+      .filter((t) => {
+        const b = t.getBoundingClientRect();
+        return b.width > 0 && (b.right > svg.right + 0.5 || b.left < svg.left - 0.5);
+      })
+      .map((t) => t.textContent);
+  });
+  assert.deepEqual(out, [], "text cut at the charts' edge");
+  const series = await q.$$eval('[data-testid="train-accuracy"] g.series', (gs) =>
+    gs.map((g) => g.dataset.series),
+  );
+  assert.ok(series.includes("256 held-out sequences, scaled ÷√dₖ run"), series.join("; "));
+  await q.screenshot({ path: path.join(shots, "train-compare-long.png") });
+  assert.deepEqual(seen, []);
+  await close();
+});
+
+test("the query/key maps have axes, token labels and a tooltip naming the point", async () => {
+  const { q, seen, close } = await openTrain("v=train&tt=copy");
+  const map = '[data-testid="train-qk-0-0"]';
+  const titles = await q.$$eval(`${map} .m-axis-title`, (ts) => ts.map((t) => t.textContent));
+  assert.deepEqual(titles, ["component 1", "component 2"]);
+  assert.ok((await q.$$(`${map} .qk-axis .tick`)).length >= 4, "ticks on the axes");
+  const ins = await q.evaluate(() => window.__attnkit.trainInspection());
+  const names = ins.tokens.map(
+    (t, i) => `${t === 0 ? "|" : t}${[...String(i)].map((d) => "₀₁₂₃₄₅₆₇₈₉"[d]).join("")}`,
+  );
+  const labels = await q.$$eval(`${map} .qk-labels text`, (ts) => ts.map((t) => t.textContent));
+  assert.ok(labels.length >= 4, `${labels.length} labels`);
+  for (const l of labels) assert.ok(names.includes(l), `label ${l} is a token's`);
+  // The pointer on a labelled point: the tooltip names it.
+  await q.$eval(map, (g) => g.scrollIntoView({ block: "center" }));
+  const pt = await q.$eval(`${map} .qk-labels text`, (t) => {
+    const m = t.getScreenCTM();
+    const x = Number(t.getAttribute("x")) - 5,
+      y = Number(t.getAttribute("y")) - 3.5;
+    return { x: m.a * x + m.c * y + m.e, y: m.b * x + m.d * y + m.f, label: t.textContent };
+  });
+  await q.mouse.move(pt.x, pt.y);
+  const tip = await q.waitForSelector('[data-testid="tooltip"]', { state: "visible" });
+  const text = await tip.textContent();
+  assert.match(text, /^(query|key) /);
+  assert.ok(text.includes(`“${pt.label}”`), `${text} names ${pt.label}`);
+  await q.screenshot({ path: path.join(shots, "train-qk-tooltip.png") });
+  assert.deepEqual(seen, []);
+  await close();
+});
+
+test("the sample shows every target, the last one too, and marks the scored tokens", async () => {
+  const { q, seen, close } = await openTrain("v=train&tt=copy");
+  const ins = await q.evaluate(() => window.__attnkit.trainInspection());
+  const T = ins.tokens.length;
+  const label = (t) => (t === 0 ? "|" : String(t));
+  // The table as drawn (once the inspection's redraw has come).
+  const cols = await poll(async () => {
+    const cs = await q.$$eval('[data-testid="train-sample-table"] [data-scored]', (gs) =>
+      gs.map((g) => ({
+        scored: g.dataset.scored === "1",
+        input: g.querySelector('[data-role="input"]').textContent,
+        target: g.querySelector('[data-role="target"]').textContent,
+        predicted: g.querySelector('[data-role="predicted"]').textContent,
+      })),
+    );
+    return cs.length === T && cs;
+  }, `the table of ${T} positions`);
+  cols.forEach((c, i) => {
+    assert.equal(c.input, label(ins.tokens[i]));
+    assert.equal(c.scored, ins.targets[i] >= 0, `position ${i} scored`);
+    if (c.scored) assert.equal(c.target, label(ins.targets[i]));
+  });
+  // Copy scores the last position: its target is a token the input does not show there.
+  assert.ok(ins.targets[T - 1] >= 0);
+  assert.equal(cols[T - 1].target, label(ins.targets[T - 1]));
+  assert.equal(cols.filter((c) => c.scored).length, ins.targets.filter((t) => t >= 0).length);
+  assert.match(
+    await q.textContent('[data-testid="train-sample"]'),
+    new RegExp(`right on \\d+ of ${ins.targets.filter((t) => t >= 0).length} scored tokens`),
+  );
+  assert.deepEqual(seen, []);
+  await close();
+});
+
+test("changing the task while training pauses and asks; keeping the run keeps it", async () => {
+  const { q, seen, close } = await openTrain("v=train&tt=majority&tl=1&tb=8");
+  const T = (await q.evaluate(() => window.__attnkit.trainInspection())).tokens.length;
+  await q.click('[data-testid="train-go"]');
+  await poll(async () => (await hookOn(q)).step >= 5, "training");
+  await q.selectOption('[data-testid="train-task"]', "sort");
+  const confirm = await q.waitForSelector('[data-testid="train-confirm"]', { state: "visible" });
+  assert.match(
+    await confirm.textContent(),
+    /Changing the task majority → sort starts a new run: the \d+ steps trained so far/,
+  );
+  const h = await poll(async () => {
+    const s = await hookOn(q);
+    return !s.training && s;
+  }, "training paused");
+  assert.ok(h.step >= 5, "the run is kept meanwhile");
+  assert.equal(await q.isDisabled('[data-testid="train-go"]'), true, "Train waits for an answer");
+  await q.screenshot({ path: path.join(shots, "train-confirm.png") });
+  await q.click('[data-testid="train-confirm-no"]');
+  assert.equal(await q.isVisible('[data-testid="train-confirm"]'), false);
+  assert.equal(await q.inputValue('[data-testid="train-task"]'), "majority");
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal((await hookOn(q)).step, h.step, "the run kept its steps");
+  assert.equal((await q.evaluate(() => window.__attnkit.trainInspection())).tokens.length, T);
+  // Asked again, and this time the new run starts.
+  await q.selectOption('[data-testid="train-task"]', "sort");
+  await q.click('[data-testid="train-confirm-yes"]');
+  await poll(async () => {
+    const s = await hookOn(q);
+    const ins = s.ready && (await q.evaluate(() => window.__attnkit.trainInspection()));
+    return ins && s.step === 0 && ins.tokens.length === 12;
+  }, "the sort run");
+  assert.equal(await q.isVisible('[data-testid="train-confirm"]'), false);
+  assert.deepEqual(seen, []);
+  await close();
+});
+
+test("phone 390 px, touch: the maps use the width at scale 1, labels at least 9 px", async () => {
+  const { q, seen, close } = await openTrain("v=train", {
+    viewport: { width: 390, height: 844 },
+    hasTouch: true,
+    isMobile: true,
+    deviceScaleFactor: 2,
+  });
+  await new Promise((r) => setTimeout(r, 500));
+  const r = await q.evaluate(() => {
+    const svg = document.querySelector("#stage svg");
+    const stage = document.getElementById("stage").getBoundingClientRect();
+    const width = (id) =>
+      document.querySelector(`[data-testid="${id}"]`).getBoundingClientRect().width;
+    const fonts = [
+      ...document.querySelectorAll(
+        '#stage [data-testid^="matrix-train-attn"] .m-axis text, #stage .qk-map text',
+      ),
+    ].map((t) => t.getBoundingClientRect().height);
+    return {
+      scale: svg.dataset.scale ?? "1",
+      stage: stage.width,
+      attn: width("matrix-train-attn-0-0"),
+      qk: width("train-qk-0-0"),
+      smallest: Math.min(...fonts),
+    };
+  });
+  assert.equal(r.scale, "1", "the view is not scaled down");
+  assert.ok(r.attn >= 0.75 * r.stage, `an attention map is ${r.attn} px of ${r.stage}`);
+  assert.ok(r.qk >= 0.75 * r.stage, `a query/key map is ${r.qk} px of ${r.stage}`);
+  assert.ok(r.smallest >= 9, `labels ${r.smallest} px high`);
+  await q.screenshot({ path: path.join(shots, "train-phone-390.png"), fullPage: true });
+  assert.deepEqual(seen, []);
+  await close();
 });

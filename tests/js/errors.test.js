@@ -150,16 +150,6 @@ const CASES = [
     },
   ],
   [
-    "keyLengths on a single sequence points at options.keyLength",
-    (a) => a.attention(Q, K, V, { keyLengths: [2] }),
-    {
-      kind: "range",
-      code: "invalid_argument",
-      parameter: "options.keyLengths",
-      says: ["use options.keyLength"],
-    },
-  ],
-  [
     "a mask's head extent in the mask's own terms",
     (a) =>
       a.multiHeadAttentionQKV(
@@ -233,6 +223,36 @@ const CASES = [
       parameter: "options.saved.lse",
       says: ["shape [1, 2, 3] (batch, numHeads, T_q)", "got shape [3]"],
     },
+  ],
+  [
+    "a past key of another head size names the caller's shape",
+    (a) =>
+      a.multiHeadAttentionQKV(
+        t3(1, 3, 4),
+        t3(1, 3, 4),
+        t3(1, 3, 4),
+        { numHeads: 2 },
+        {
+          pastKey: { data: new Float32Array(6), shape: [1, 2, 1, 3] },
+          pastValue: { data: new Float32Array(4), shape: [1, 2, 1, 2] },
+        },
+      ),
+    {
+      kind: "range",
+      code: "shape_mismatch",
+      parameter: "options.pastKey.shape[3]",
+      says: ["dK = 2", "got 3 (shape [1, 2, 1, 3])"],
+    },
+  ],
+  [
+    "scores past float range in the forward for training: overflow, not a row of zeros",
+    (a) => a.attentionForTraining([[1e20]], [[1e20], [1]], [[1], [2]], { scale: 1 }),
+    { kind: "range", code: "overflow", parameter: "Q", says: ["float range"] },
+  ],
+  [
+    "scores past float range in the backward: overflow, not zero gradients",
+    (a) => a.attentionBackward([[1e30]], [[1e30]], [[1e30]], [[1e30]]),
+    { kind: "range", code: "overflow", parameter: "dO", says: ["float range"] },
   ],
   [
     "a DataView as data is a type error",
@@ -327,7 +347,7 @@ const CASES = [
       kind: "range",
       code: "invalid_argument",
       parameter: "options.layout",
-      says: ["keyLength", "unknown option"],
+      says: ["keyLength", "layout is an option of multiHeadAttentionQKV"],
     },
   ],
   // ---- typos in any object the API takes (a silently dropped W_O was a wrong answer)
@@ -1251,7 +1271,7 @@ const CASES = [
       kind: "range",
       code: "invalid_argument",
       parameter: "options.keyLengths",
-      says: ["empty for a single sequence", "got 1 lengths"],
+      says: ["empty for a single sequence", "use options.keyLength", "got 1 length"],
     },
   ],
 ];

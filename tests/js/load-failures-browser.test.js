@@ -9,18 +9,9 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
+import { ARGS, CHROMIUM } from "../chromium.mjs";
 
 const dist = fileURLToPath(new URL("../../dist/", import.meta.url));
-const ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const PAGE = `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,"></head>
 <body><script type="module">
   import createAttnkit from "/dist/attnkit.mjs";
@@ -59,7 +50,7 @@ before(async () => {
   });
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   base = `http://127.0.0.1:${server.address().port}`;
-  browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ARGS });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
 });
 after(async () => {
   await browser?.close();

@@ -163,6 +163,29 @@ test("wasmBinary: garbage bytes print nothing; another build's bytes are refused
   assert.deepEqual(out[5], { simd: false, out: 5 });
 });
 
+test("wasmBinary after the build is loaded: the bytes are still loaded and checked, not ignored", () => {
+  const { out } = child(
+    dist,
+    `
+    const fs = require("node:fs"), path = require("node:path");
+    const read = (f) => new Uint8Array(fs.readFileSync(path.join(${JSON.stringify(dist)}, f)));
+    const first = await attnkit.createAttnkit();
+    for (const wasmBinary of [read("attnkit-scalar.wasm"), new Uint8Array([1, 2, 3, 4])]) {
+      try { await attnkit.createAttnkit({ wasmBinary }); report({ loaded: true }); }
+      catch (e) { report(describeError(e)); }
+    }
+    const bytes = read("attnkit-simd.wasm");
+    const own = await attnkit.createAttnkit({ wasmBinary: bytes });
+    report({ separate: own !== first, same: own === (await attnkit.createAttnkit({ wasmBinary: bytes })),
+      again: first === (await attnkit.createAttnkit()), out: own.attention([[1]], [[1]], [[5]]).data[0] });`,
+  );
+  for (const e of out.slice(0, 2)) {
+    assert.equal(e.code, "load_failed", JSON.stringify(e));
+    assert.equal(e.parameter, "options.wasmBinary");
+  }
+  assert.deepEqual(out[2], { separate: true, same: true, again: true, out: 5 });
+});
+
 test("timeout: a load not finished in time rejects with load_failed; a later load succeeds", () => {
   const { out, ms } = child(
     dist,

@@ -26,19 +26,9 @@ import { chromium } from "playwright-core";
 import { createAttnkit } from "attnkit";
 import * as ref from "./reference.js";
 import { assertClose } from "./helpers.js";
+import { ARGS as CHROMIUM_ARGS, CHROMIUM } from "../chromium.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
-const CHROMIUM = "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const BUDGET_GZIP = 150 * 1024;
 
 // The computation every consumer runs: causal attention on fixed inputs, its gradient dQ
@@ -707,7 +697,7 @@ createAttnkit().then((attn) => {
     const threads = compute(many, AttnkitError);
     many.dispose();
     const bytes = await (await fetch("/assets/attnkit-simd.wasm")).arrayBuffer();
-    (await createAttnkit()).dispose();
+    // Its own load: bytes given are never served by an instance loaded from elsewhere.
     const binary = compute(await createAttnkit({ wasmBinary: new Uint8Array(bytes) }), AttnkitError);
     document.getElementById("result").textContent = JSON.stringify({ simd, scalar, threads, binary, version, hw: navigator.hardwareConcurrency });
   } catch (e) {

@@ -128,6 +128,16 @@ const weights: HeadWeights = { W_Q: nested, W_K: nested, W_V: [[1], [2], [3]] };
 const self: Matrix = attn.selfAttention(nested, weights, { causal: true });
 const cross: Matrix = attn.crossAttention(Q, nested, weights);
 const pf: Matrix = attn.parameterFreeAttention(nested, { scale: 1 });
+// An option held in a variable that may be undefined, as the runtime takes it
+// (exactOptionalPropertyTypes would refuse `scale?: number` alone).
+const maybeScale: number | undefined = pf.rows > 1 ? 0.5 : undefined;
+attn.attention(Q, nested, nested, { scale: maybeScale, causal: undefined });
+attn.multiHeadAttention(
+  nested,
+  weights,
+  { numHeads: 1, numKvHeads: undefined },
+  { softcap: undefined },
+);
 const trace: SelfAttentionTrace = attn.trace(nested, weights);
 const traceQKV: AttentionTrace = attn.traceQKV(Q, nested, nested, {});
 const traceX: Matrix | undefined = traceQKV.X;

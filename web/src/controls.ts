@@ -61,15 +61,35 @@ export function settleShapes(s: State): {
 }
 
 /**
- * A state read from a link, with the values the page uses: shapes settled, the query,
- * head and decoding position within the text and heads. Says why in `dropped`.
+ * A state read from a link (`query`), with the values the page uses: shapes settled, the
+ * query, head and decoding position within the text and heads. Says why in `dropped`.
  */
-export function settleLink(s: State, dropped: string[]): State {
+export function settleLink(s: State, dropped: string[], query: string): State {
   const { patch, why } = settleShapes(s);
   for (const f of SHAPE_FIELDS) if (f in why) dropped.push(`${SHORT[f]}=${why[f]}`);
   const settled = { ...s, ...patch };
   if (settled.weights === "trained") return settled;
   const cfg = resolveConfig(settled);
+  // A shape the other settings fix (designed weights fix d_k) keeps the value a field
+  // last had, waiting for the settings that free it; but a link's value that already got
+  // a note (out of range) is not waiting for anything: the note and the address give the
+  // value used.
+  const link = new URLSearchParams(query);
+  for (const f of SHAPE_FIELDS) {
+    const raw = link.get(SHORT[f]);
+    if (raw === null || isFree(settled, f) || cfg[f] === settled[f]) continue;
+    const at = dropped.findIndex(
+      (d) => d.startsWith(`${SHORT[f]}=${raw}:`) || d.startsWith(`${SHORT[f]}=${raw} →`),
+    );
+    if (at < 0) continue;
+    const reason =
+      f === "dModel"
+        ? (cfg.adjusted.dModel ?? "").replace(/^fixed: /, "")
+        : cfg.fixedHint.replace(/\.$/, "");
+    dropped[at] =
+      `${SHORT[f]}=${raw} → ${cfg[f]}: ${reason.charAt(0).toLowerCase()}${reason.slice(1)}`;
+    settled[f] = cfg[f];
+  }
   const bound = (key: "query" | "head" | "decodeStep", hi: number, what: string) => {
     if (settled[key] <= hi) return;
     dropped.push(`${SHORT[key]}=${settled[key]} → ${hi}: ${what}`);
@@ -193,9 +213,11 @@ export function bindControls(get: () => State, setState: Set): void {
       commit(patch, undefined, notes);
     });
   }
+  // The next seed, back to the first past the last a link may hold.
+  const [firstSeed, lastSeed] = NUMBER_RANGE.seed!;
   $<HTMLButtonElement>("reroll").addEventListener("click", () =>
     set({
-      seed: get().seed + 1,
+      seed: get().seed >= lastSeed ? firstSeed : get().seed + 1,
       weights:
         get().weights === "seed"
           ? "random"

@@ -5,6 +5,7 @@ import { page } from "./page";
 import { goto, togglePlay } from "./playback";
 import { render, set } from "./render";
 import type { ViewId } from "./state";
+import { scrubBy } from "./train/view";
 
 const VIEW_KEYS: Record<string, ViewId> = {
   s: "steps",
@@ -36,14 +37,20 @@ function ownKey(t: Element, key: string): boolean {
   return press && !!t.closest("button, a[href], summary");
 }
 
-/** The Train view's own keys: ← → move through the snapshots, Space trains or pauses. */
+/**
+ * The Train view's own keys: ← → move through the snapshots, Space trains or pauses. The
+ * digits, which jump to a step elsewhere, stay in the view and say how to reach a step:
+ * a key that left the view would drop the run's charts from sight without a word.
+ */
 function trainKey(key: string): boolean {
+  const note = $("train-key-note");
+  if (/^[1-8]$/.test(key)) {
+    note.textContent = `${key} jumps to step ${key} outside the Train view: press s for the steps, then ${key}.`;
+    return true;
+  }
+  note.textContent = "";
   if (key === "ArrowLeft" || key === "ArrowRight") {
-    const scrub = $<HTMLInputElement>("train-scrub");
-    if (scrub.disabled) return true;
-    if (key === "ArrowLeft") scrub.stepDown();
-    else scrub.stepUp();
-    scrub.dispatchEvent(new Event("input", { bubbles: true }));
+    scrubBy(key === "ArrowLeft" ? -1 : 1);
     return true;
   }
   if (key === " ") {

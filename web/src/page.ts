@@ -3,7 +3,8 @@
 import type { Attnkit } from "attnkit";
 import { presetState, settleLink } from "./controls";
 import type { Model } from "./model";
-import { DISPLAY_FIELDS, fromQuery, omitFields, toQuery, type State } from "./state";
+import { DISPLAY_FIELDS, fromQuery, omitFields, toQuery, unknownParams, type State } from "./state";
+import { TRAIN_PARAMS } from "./train/settings";
 import { fallbackState, pinTrained, trainedKey } from "./trained";
 
 export interface Timing {
@@ -47,11 +48,12 @@ export interface Page {
 
 const urlDropped: string[] = [];
 const fromUrl = fromQuery(location.search.slice(1), urlDropped);
+unknownParams(location.search.slice(1), TRAIN_PARAMS, urlDropped);
 const trainedFallback = fromUrl.weights === "trained";
 let initial = trainedFallback ? fallbackState(fromUrl) : fromUrl;
 if (!location.search || trainedFallback)
   Object.assign(initial, presetState(initial.preset, initial));
-else initial = settleLink(initial, urlDropped);
+else initial = settleLink(initial, urlDropped, location.search.slice(1));
 
 // Every write of the state goes through pinTrained: in trained mode the fields the
 // trained numbers fix keep their values whatever sets them.
@@ -88,13 +90,21 @@ export function inputsKey(s: State): string {
   return JSON.stringify(omitFields(s, DISPLAY_FIELDS)) + trainedKey(s);
 }
 
-// The URL follows the state, at most every 120 ms (a dragged slider fires many events;
-// browsers throttle frequent history updates).
-let urlTimer: number | undefined;
+// The URL follows the state at once (once the change being made is done: a microtask),
+// so that a reload right after a click keeps it; changes that come faster (a dragged slider
+// fires many events; browsers throttle frequent history updates) are written together at
+// most every 120 ms.
+let urlPending = false;
+let urlWritten = -Infinity;
 export function saveUrl(): void {
-  if (urlTimer !== undefined) return;
-  urlTimer = window.setTimeout(() => {
-    urlTimer = undefined;
+  if (urlPending) return;
+  urlPending = true;
+  const write = () => {
+    urlPending = false;
+    urlWritten = performance.now();
     history.replaceState(null, "", `?${toQuery(page.state)}`);
-  }, 120);
+  };
+  const wait = urlWritten + 120 - performance.now();
+  if (wait > 0) window.setTimeout(write, wait);
+  else queueMicrotask(write);
 }

@@ -73,6 +73,7 @@ export function seedK(): number[][] {
 
 export interface Preset {
   id: string;
+  /** Its name in the preset box: short enough to show whole in the sidebar (the text box below shows the sentence). */
   label: string;
   text: string;
   text2?: string;
@@ -83,7 +84,7 @@ export interface Preset {
 export const PRESETS: Preset[] = [
   {
     id: "seed001",
-    label: "Worked example of “2.3 Single-attention head” (printed X, W^Q, K^T, V)",
+    label: "Worked example 2.3",
     text: SEED001.tokens.join(" "),
     set: {
       weights: "seed",
@@ -97,7 +98,7 @@ export const PRESETS: Preset[] = [
   },
   {
     id: "train",
-    label: "the train left the station on time",
+    label: "the train left the station",
     text: "the train left the station on time",
     // Four designed heads, each with a different relation, so that step 8 and the head views show
     // differences; the query is the verb "left", which head 0 (verbs look for their nouns) answers.
@@ -113,13 +114,13 @@ export const PRESETS: Preset[] = [
   },
   {
     id: "bank",
-    label: "I cashed the check at the bank",
+    label: "the check at the bank",
     text: "I cashed the check at the bank",
     set: { emb: "features", weights: "identity", mask: "none", heads: 1, kvHeads: 1, pe: false },
   },
   {
     id: "flies",
-    label: "time flies like an arrow / fruit flies like a banana",
+    label: "time flies / fruit flies",
     text: "time flies like an arrow",
     text2: "fruit flies like a banana",
     set: {
@@ -134,7 +135,7 @@ export const PRESETS: Preset[] = [
   },
   {
     id: "fox",
-    label: "The quick brown fox jumped over the lazy dog",
+    label: "the quick brown fox",
     text: "The quick brown fox jumped over the lazy dog",
     set: { emb: "features", weights: "designed", mask: "none", heads: 1, kvHeads: 1, pe: false },
   },

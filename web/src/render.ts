@@ -7,7 +7,7 @@ import { $, setHtml, stageWidth } from "./dom";
 import { announce, refocusMatrix } from "./draw/cell-keyboard";
 import { addDefs } from "./draw/colors";
 import { recycle } from "./draw/heatmap-canvas";
-import { clearRegistry, numbersHidden } from "./draw/registry";
+import { clearRegistry, numbersHidden, roundedToWhole } from "./draw/registry";
 import { beginFrame, endFrame, isCandidate, setAttr, setText } from "./draw/retain";
 import { hideTip } from "./draw/tooltip";
 import { openEditor } from "./editor";
@@ -23,7 +23,7 @@ import { decodingView } from "./views/decoding";
 import { gridView } from "./views/grid";
 import { headView } from "./views/headview";
 import { saturationView } from "./views/saturation";
-import { trainView } from "./train/view";
+import { setTrainRedraw, trainView } from "./train/view";
 
 const VIEWS: Record<Exclude<ViewId, "steps">, Scene> = {
   headview: headView,
@@ -32,6 +32,8 @@ const VIEWS: Record<Exclude<ViewId, "steps">, Scene> = {
   decoding: decodingView,
   train: trainView,
 };
+
+setTrainRedraw(() => render(false));
 
 /** The smallest scale a scene is shown at before the stage scrolls instead. */
 const MIN_SCALE = 0.5;
@@ -317,11 +319,19 @@ function draw(animate: boolean): void {
   );
   const extent = drawItems(scene, ctxs, frame, stack);
   recycle(endFrame());
+  const whole = roundedToWhole();
   setText(
     $("numbers-note"),
-    numbersHidden()
-      ? "Some cells are too small for their numbers: hover a cell (tap on a touch screen) to read it, or zoom in (Ctrl +) to see more numbers."
-      : "",
+    [
+      whole.length
+        ? `${listNames(whole)} ${whole.length > 1 ? "are" : "is"} rounded to whole numbers here (the cells are too narrow for decimals): hover or click a cell to read it.`
+        : "",
+      numbersHidden()
+        ? "Some cells are too small for their numbers: hover a cell (tap on a touch screen) to read it, or zoom in (Ctrl +) to see more numbers."
+        : "",
+    ]
+      .filter(Boolean)
+      .join(" "),
   );
   raiseOutlines(frame.roots);
   sizeSvg(node, extent);
@@ -387,4 +397,10 @@ export function syncNav(): void {
   const play = $<HTMLButtonElement>("play");
   setText(play, page.playing ? "❚❚" : "▶");
   setAttr(play, "aria-label", page.playing ? "pause" : "play");
+}
+
+/** "a", "a and b", "a, b and c", each in quotes. */
+function listNames(names: readonly string[]): string {
+  const q = names.map((n) => `“${n}”`);
+  return q.length > 1 ? `${q.slice(0, -1).join(", ")} and ${q[q.length - 1]}` : q[0];
 }

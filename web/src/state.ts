@@ -275,6 +275,13 @@ export function fromQuery(query: string, dropped: string[] = []): State {
   return s;
 }
 
+/** Adds a note to `dropped` for each parameter of `query` that neither the state nor `others` reads. */
+export function unknownParams(query: string, others: readonly string[], dropped: string[]): void {
+  const known = new Set([...Object.values(SHORT), ...others]);
+  for (const [k, v] of new URLSearchParams(query))
+    if (!known.has(k)) dropped.push(`${k}${v ? `=${v}` : ""}: not a setting of this page; ignored`);
+}
+
 /** "X0:1:0" -> "X[1, 0]" (the second sentence's X: "X₂[1, 0]"). */
 export function cellName(key: string): string {
   const [name, r, c] = key.split(":");

@@ -3,6 +3,8 @@
 // an emoji. Characters are user-perceived ones (grapheme clusters, Intl.Segmenter),
 // so "❤️" (heart + variation selector) or a family emoji joined by ZWJ is one token.
 
+import { sub } from "./format";
+
 export const MAX_TOKENS = 128;
 
 const WORD_START = /^[\p{L}\p{N}]/u;
@@ -55,20 +57,13 @@ export function tokenize(text: string): Tokens {
   return { tokens: all.slice(0, MAX_TOKENS), truncated: rest.length > 0, total: all.length, cut };
 }
 
-/** Labels that stay unique when a word repeats ("the", "the²"). */
+/**
+ * Labels that stay unique when a word repeats: every occurrence of a repeated word gets its
+ * position as a subscript, as the matrices' token labels do ("the ₀" … "the ₃"), and not a
+ * raised count ("the²" reads as a square).
+ */
 export function uniqueLabels(tokens: string[]): string[] {
-  const seen = new Map<string, number>();
-  return tokens.map((t) => {
-    const n = (seen.get(t) ?? 0) + 1;
-    seen.set(t, n);
-    return n === 1 ? t : `${t}${superscript(n)}`;
-  });
-}
-
-function superscript(n: number): string {
-  const digits = "⁰¹²³⁴⁵⁶⁷⁸⁹";
-  return String(n)
-    .split("")
-    .map((d) => digits[Number(d)])
-    .join("");
+  const count = new Map<string, number>();
+  for (const t of tokens) count.set(t, (count.get(t) ?? 0) + 1);
+  return tokens.map((t, i) => (count.get(t)! > 1 ? `${t} ${sub(i)}` : t));
 }

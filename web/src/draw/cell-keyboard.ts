@@ -42,7 +42,7 @@ export function bindKeyboard(
   setAttr(
     el,
     "aria-label",
-    `${name}, ${rows} by ${cols}: arrow keys move between cells${o.onCell ? ", Enter changes the cell" : ""}`,
+    `${name}, ${rows} by ${cols}: arrow keys move between cells${o.work ? ", Enter shows the cell's arithmetic" : o.onCell ? ", Enter changes the cell" : ""}`,
   );
   const cur = () =>
     focused && focused.id === o.id && focused.r < rows && focused.c < cols

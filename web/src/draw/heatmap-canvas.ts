@@ -1,7 +1,7 @@
 // The canvas heatmap renderer: one pixel per cell scaled up, for matrices too big for SVG.
 import * as d3 from "d3";
 import { MASKED, packColor, textOn, type ColorFn } from "./colors";
-import { fitNumber, numberFont, NUMBER_MIN_CELL } from "./numbers";
+import { cellTexts, NUMBER_MIN_CELL } from "./numbers";
 import type { MatrixOpts, MatrixView, SvgGroup } from "./types";
 
 /**
@@ -43,6 +43,8 @@ export interface CanvasCells {
   value: Float64Array;
   colorFn: ColorFn | null;
   painted: boolean;
+  /** The decimals the cells' numbers were last painted with (-1: none painted). */
+  decimals: number;
 }
 
 export function buildCanvas(grid: SvgGroup, o: MatrixOpts, old?: HTMLCanvasElement): CanvasCells {
@@ -85,6 +87,7 @@ export function buildCanvas(grid: SvgGroup, o: MatrixOpts, old?: HTMLCanvasEleme
     value: new Float64Array(n),
     colorFn: null,
     painted: false,
+    decimals: -1,
   };
 }
 
@@ -248,8 +251,10 @@ function paintCanvas(s: CanvasCells, o: MatrixOpts, digits: number): void {
     for (let r = 1; r < rows; r++) c2d.fillRect(0, ys[r] - lw, Wpx, lw);
   }
   if (cell >= NUMBER_MIN_CELL) {
+    const nums = cellTexts(o.m.data, rows, cols, digits, cell, o.sums);
+    s.decimals = nums.decimals;
     c2d.setTransform(dpr, 0, 0, dpr, 0, 0);
-    c2d.font = `${numberFont(cell)}px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif`;
+    c2d.font = `${nums.font}px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif`;
     c2d.textAlign = "center";
     c2d.textBaseline = "middle";
     for (let k = 0; k < n; k++) {
@@ -258,7 +263,7 @@ function paintCanvas(s: CanvasCells, o: MatrixOpts, digits: number): void {
       c2d.globalAlpha = alpha[k];
       c2d.fillStyle = textOn(o.color(v));
       c2d.fillText(
-        fitNumber(v, digits, cell),
+        nums.texts[k],
         (k % cols) * cell + cell / 2,
         Math.floor(k / cols) * cell + cell / 2,
       );

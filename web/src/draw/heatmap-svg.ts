@@ -1,7 +1,7 @@
 // The SVG heatmap renderer: one element per cell, each with its exact value in data-value.
 import * as d3 from "d3";
 import { textOn } from "./colors";
-import { fitNumber, numberFont, NUMBER_MIN_CELL } from "./numbers";
+import { cellTexts, numberFont, NUMBER_MIN_CELL } from "./numbers";
 import type { Cell, MatrixOpts, MatrixView, SvgGroup } from "./types";
 
 /** SVG cells: one <g> per cell (its opacity) holding a rect (its colour) and, if big enough, its number. */
@@ -11,8 +11,12 @@ export interface SvgCells {
   g: SVGGElement[];
   rect: SVGRectElement[];
   text: SVGTextElement[] | null;
-  /** Last written value (NaN first), fill and opacity of each cell. */
+  /** Last written value (NaN first), text, font, fill and opacity of each cell. */
   value: Float64Array;
+  shown: string[];
+  font: number;
+  /** The decimals the cells' numbers were last written with (-1: none written). */
+  decimals: number;
   fill: string[];
   opacity: Float64Array;
 }
@@ -54,6 +58,9 @@ export function buildSvgCells(grid: SvgGroup, o: MatrixOpts): SvgCells {
     rect: rects.nodes(),
     text: texts,
     value: new Float64Array(n).fill(NaN),
+    shown: new Array<string>(n).fill(""),
+    font: numberFont(cell),
+    decimals: -1,
     fill: new Array<string>(n).fill(""),
     opacity: new Float64Array(n).fill(NaN),
   };
@@ -67,6 +74,12 @@ export function updateSvgCells(
   digits: number,
 ): MatrixView["reveal"] {
   const { rows, cols } = o.m;
+  const nums = s.text ? cellTexts(o.m.data, rows, cols, digits, o.cell, o.sums) : null;
+  s.decimals = nums ? nums.decimals : -1;
+  if (s.text && nums && s.font !== nums.font) {
+    s.font = nums.font;
+    for (const t of s.text) t.setAttribute("font-size", String(nums.font));
+  }
   for (let r = 0, k = 0; r < rows; r++) {
     for (let c = 0; c < cols; c++, k++) {
       const v = o.m.data[k];
@@ -74,8 +87,9 @@ export function updateSvgCells(
       if (!Object.is(s.value[k], v)) {
         s.value[k] = v;
         s.rect[k].setAttribute("data-value", String(v));
-        if (s.text) s.text[k].textContent = fitNumber(v, digits, o.cell);
       }
+      if (s.text && nums && s.shown[k] !== nums.texts[k])
+        s.text[k].textContent = s.shown[k] = nums.texts[k];
       if (s.fill[k] !== fill) {
         s.fill[k] = fill;
         s.rect[k].setAttribute("fill", fill);

@@ -10,11 +10,12 @@ import { buildCanvas, updateCanvas, type CanvasCells } from "./heatmap-canvas";
 import { buildSvgCells, updateSvgCells, type SvgCells } from "./heatmap-svg";
 import { drawAxes, labelSpace } from "./labels";
 import { NUMBER_MIN_CELL } from "./numbers";
-import { markNumbersHidden, registerMatrix } from "./registry";
+import { markNumbersHidden, markWholeNumbers, registerMatrix } from "./registry";
 import { retained, setAttr, setText } from "./retain";
 import { richText, textWidth } from "./text";
 import { hideTip, showTip } from "./tooltip";
 import type { MatrixOpts, MatrixView, SvgGroup } from "./types";
+import { pickWorked, redrawWorked } from "./worked";
 
 /** Above this many cells a matrix is drawn on a canvas. */
 export const SVG_MAX_CELLS = 400;
@@ -40,7 +41,7 @@ export function drawMatrix(parent: SvgGroup, o: MatrixOpts): MatrixView {
   const top = o.top ?? Math.max(top0, o.minTop ?? 0);
   const lx = o.labelsRight ? 0 : left;
   const useCanvas = o.render ? o.render === "canvas" : rows * cols > SVG_MAX_CELLS;
-  registerMatrix(o.id, o.m, useCanvas ? "canvas" : "svg");
+  const nth = registerMatrix(o.id, o.m, useCanvas ? "canvas" : "svg");
   if (cell < NUMBER_MIN_CELL && o.tip) markNumbersHidden();
   const dpr = window.devicePixelRatio || 1;
   // Everything but the numbers, their colours and the title: a change rebuilds the element.
@@ -53,11 +54,12 @@ export function drawMatrix(parent: SvgGroup, o: MatrixOpts): MatrixView {
     useCanvas,
     dpr,
     o.labelsRight,
+    o.minLabelFont,
     o.rowAxis,
     o.colAxis,
     o.stroke,
     !!o.tip,
-    !!o.onCell,
+    !!(o.onCell || o.work),
     o.rowLabels?.join("\u0001"),
     o.rowLabels && o.rowLabelClass
       ? o.rowLabels.map((_, r) => o.rowLabelClass!(r)).join("\u0001")
@@ -96,6 +98,10 @@ export function drawMatrix(parent: SvgGroup, o: MatrixOpts): MatrixView {
     st.cells.kind === "canvas"
       ? updateCanvas(st.cells, o, target, digits)
       : updateSvgCells(st.cells, o, target, digits);
+  // Numbers that lost every decimal to fit (6.891 written 7) are said so, by name, under the stage.
+  const whole = digits > 0 && st.cells.decimals === 0;
+  setAttr(node, "data-whole-numbers", whole ? "1" : null);
+  if (whole) markWholeNumbers(st.title.textContent ?? o.id);
 
   // Tooltips and clicks: the cell under the mouse, from its position.
   const value = (r: number, c: number) => o.m.data[r * cols + c];
@@ -114,14 +120,22 @@ export function drawMatrix(parent: SvgGroup, o: MatrixOpts): MatrixView {
       else hideTip();
     }).on("mouseleave", hideTip);
   }
-  if (o.onCell) {
-    const on = o.onCell;
+  // A click shows the cell's worked arithmetic (if it has one), then does what the scene asks.
+  const onCell =
+    o.onCell || o.work
+      ? (r: number, c: number, e: MouseEvent) => {
+          pickWorked(o, nth, r, c, value(r, c));
+          o.onCell?.(r, c, e);
+        }
+      : undefined;
+  if (onCell) {
     h.on("click", (e: MouseEvent) => {
       const rc = hit(e);
-      if (rc) on(rc[0], rc[1], e);
+      if (rc) onCell(rc[0], rc[1], e);
     });
   }
-  if (o.tip || o.onCell) bindKeyboard(st, o, value);
+  if (o.tip || onCell) bindKeyboard(st, { ...o, onCell }, value);
+  redrawWorked(o, nth, value);
   const width = left + cols * cell;
   const height = top + rows * cell + (o.colAxis ? 16 : 2);
   return {
@@ -169,7 +183,7 @@ function buildMatrix(
         .attr("height", rows * cell)
         .attr("fill", "transparent")
         .node()!;
-  if (o.onCell) d3.select(hit).style("cursor", "pointer");
+  if (o.onCell || o.work) d3.select(hit).style("cursor", "pointer");
   hit.setAttribute("data-hit", o.id);
   const focusRect = grid
     .append("rect")

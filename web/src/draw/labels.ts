@@ -5,6 +5,8 @@ import type { MatrixOpts, SvgGroup } from "./types";
 const CHAR = 6.3;
 /** sin(50°): rotated column labels stack this fraction of a cell apart. */
 const SIN50 = Math.sin((50 * Math.PI) / 180);
+/** Rotated labels' lines are at least this many em apart: a glyph is about 1 em tall, so a third of one stays clear between them. */
+const ROTATED_PITCH = 1.35;
 
 /**
  * An axis title centred at (x, y): along a horizontal axis, or with `vertical`
@@ -63,7 +65,8 @@ export function drawAxes(grid: SvgGroup, o: MatrixOpts, left: number): void {
     .scaleBand<number>()
     .domain(d3.range(rows))
     .range([0, rows * cell]);
-  const axisFont = Math.min(11, Math.max(7, cell * 0.8));
+  const minFont = o.minLabelFont ?? 7;
+  const axisFont = Math.min(Math.max(11, minFont), Math.max(minFont, cell * 0.8));
   if (o.rowLabels) {
     const labels = o.rowLabels;
     const axis = (o.labelsRight ? d3.axisRight(ys) : d3.axisLeft(ys))
@@ -90,8 +93,10 @@ export function drawAxes(grid: SvgGroup, o: MatrixOpts, left: number): void {
     const rotated = cl * 7 > cell - 2;
     // Rotated labels stack at cell·sin(50°) apart (the font shrinks a little to fit
     // every label before any is dropped); flat ones need their width.
-    const colFont = rotated ? Math.max(7, Math.min(axisFont, (cell * SIN50) / 1.1)) : axisFont;
-    const space = rotated ? (colFont * 1.1) / SIN50 : cl * colFont * 0.62 + 4;
+    const colFont = rotated
+      ? Math.max(minFont, Math.min(axisFont, (cell * SIN50) / ROTATED_PITCH))
+      : axisFont;
+    const space = rotated ? (colFont * ROTATED_PITCH) / SIN50 : cl * colFont * 0.62 + 4;
     const axis = d3
       .axisTop(xs)
       .tickSize(0)

@@ -26,9 +26,13 @@ export interface MatrixOpts {
   rowAxis?: string;
   colAxis?: string;
   digits?: number;
+  /** Rows (or columns) that are shares of a whole: written so that they add up to their sum. */
+  sums?: "rows" | "cols";
   /** Tooltip HTML for a cell. */
   tip?: (r: number, c: number, v: number) => string;
   onCell?: (r: number, c: number, e: MouseEvent) => void;
+  /** The worked arithmetic of a cell (HTML), shown under the scene when the cell is clicked. */
+  work?: (r: number, c: number, v: number) => string;
   /** Extra class for row labels (e.g. unknown words). */
   rowLabelClass?: (r: number) => string;
   /** Cells drawn with opacity 0 (revealed by an animation). */
@@ -37,6 +41,8 @@ export interface MatrixOpts {
   minTop?: number;
   /** Exactly this much space above the grid (overrides the label space and minTop). */
   top?: number;
+  /** The smallest font of the axis labels (default 7 px); labels are thinned rather than made smaller. */
+  minLabelFont?: number;
   /** Labels on the right instead of the left. */
   labelsRight?: boolean;
   /** Per-cell opacity (e.g. value rows faded by their weight). */

@@ -120,6 +120,67 @@ export function expandDot(a: number[], b: number[], result: number, maxTerms = 8
   return `${terms.join(" + ")} = <b>${fmt(result, 4)}</b>`;
 }
 
+/** One term of a worked sum: its label and its two factors, both numbers from attnkit's results. */
+export interface Term {
+  label: string;
+  a: number;
+  b: number;
+}
+
+/** The line under a cell's tooltip that says a click shows its arithmetic. */
+export const CLICK_FOR_WORK = "<br><i>click: every term, at 4 decimals</i>";
+
+/**
+ * The worked arithmetic of a cell (the panel a click opens): `what` it is, every term
+ * a × b = a·b at 4 decimals, and their sum, which is the cell's value as attnkit gave it.
+ * Only the products and their sum are done here, to show them; the value is attnkit's.
+ */
+export function workedSum(what: string, terms: Term[], value: number): string {
+  const lines = terms.map(
+    (t) =>
+      `<span class="worked-term" data-testid="worked-term"><span class="worked-label">${t.label}</span> ${fmt(t.a, 4)} × ${fmt(t.b, 4)} = <b>${fmt(t.a * t.b, 4)}</b></span>`,
+  );
+  return `<div class="worked-what">${what}</div><div class="worked-terms">${lines.join("")}</div>
+    <div class="worked-total">sum of the ${terms.length} product${terms.length > 1 ? "s" : ""} = <b data-testid="worked-total">${fmt(value, 4)}</b></div>`;
+}
+
+/** The terms of the dot product a · b, labelled by their index k. */
+export function dotTerms(a: number[], b: number[]): Term[] {
+  return a.map((x, k) => ({ label: `k = ${k}:`, a: x, b: b[k] }));
+}
+
+/** The temperature as the settings show it (τ = 2, τ = 0.75). */
+export function tauText(ctx: Pick<SceneCtx, "state">): string {
+  return `τ = ${Number(ctx.state.temperature.toFixed(2))}`;
+}
+
+/**
+ * The name of the scaled scores as they are computed: Q Kᵀ divided by √dₖ when scaling is on
+ * and by the temperature τ (with its value) when it is not 1, as a title (richText-free).
+ */
+export function scaledName(ctx: Pick<SceneCtx, "state">): string {
+  const { scaling, temperature } = ctx.state;
+  const tau = temperature !== 1;
+  const div = scaling ? (tau ? " / (√dₖ · τ)" : " / √dₖ") : tau ? " / τ" : " (unscaled)";
+  return `Q Kᵀ${div}${tau ? `, ${tauText(ctx)}` : ""}`;
+}
+
+/** scaledName in HTML (Kᵀ and dₖ with <sup> and <sub>), for the captions' shape lines. */
+export function scaledNameHtml(ctx: Pick<SceneCtx, "state">): string {
+  return scaledName(ctx).replace("Kᵀ", "K<sup>T</sup>").replace("dₖ", "d<sub>k</sub>");
+}
+
+/** The same in HTML, for formulas: q<sub>i</sub> · k<sub>j</sub> / (√d<sub>k</sub> · τ) with τ's value. */
+export function scaledFormula(
+  ctx: Pick<SceneCtx, "state">,
+  dot = "q<sub>i</sub> · k<sub>j</sub>",
+): string {
+  const { scaling, temperature } = ctx.state;
+  const tau = temperature !== 1;
+  const div = scaling ? (tau ? " / (√d<sub>k</sub> · τ)" : " / √d<sub>k</sub>") : tau ? " / τ" : "";
+  return `${dot}${div}${tau ? ` with ${tauText(ctx)}` : ""}`;
+}
+
 export function selectedQuery(ctx: SceneCtx): number {
   return Math.min(Math.max(0, ctx.state.query), ctx.cfg.T - 1);
 }

@@ -13,6 +13,8 @@ import {
   editable,
   fitCell,
   headLabel,
+  scaledName,
+  scaledNameHtml,
   seedNote,
   tokenLabels,
   tokenName,
@@ -80,7 +82,7 @@ export const maskScene: Scene = {
     };
     const seed = ctx.cfg.seedMode ? seedNote("the seed's M is the causal mask shown here.") : "";
     return `<p>${kinds[ctx.state.mask]} A cell of M is 0 (keep) or −∞ (drop): after the softmax, e<sup>−∞</sup> = 0. ${editable(ctx) ? "<b>Click cells of M</b> to build a custom mask" : "The trained model was trained with this causal mask"}${headLabel(ctx)}.</p>
-      <p class="shapes">Q K<sup>T</sup>/√d<sub>k</sub> + M: ${shape("T", "T")} + ${shape("T", "T")} → ${shape(T, T)}</p>${seed}`;
+      <p class="shapes">${scaledNameHtml(ctx)} + M: ${shape("T", "T")} + ${shape("T", "T")} → ${shape(T, T)}</p>${seed}`;
   },
   render: (g, ctx) => {
     const { T } = ctx.cfg;
@@ -94,7 +96,7 @@ export const maskScene: Scene = {
     const A = drawMatrix(g, {
       top,
       id: "scaled5",
-      title: "Q Kᵀ / √dₖ",
+      title: scaledName(ctx),
       shape: shape(T, T),
       m: tr.scaledScores,
       x: 0,

@@ -1,6 +1,7 @@
 // Step 8: multi-head. One big projection, the reshape [T, h·d_k] -> [h, T, d_k],
 // one attention map per head, concat (mergeHeads) and times W^O. The head slices and the
 // maps wrap into a grid, so that the scene fits the stage's width for any number of heads.
+import { stageWidth } from "../dom";
 import { fmt, maxAbs, shape, sub } from "../format";
 import { headSlice, kvGroup } from "../model";
 import { dur } from "../motion";
@@ -11,6 +12,7 @@ import { labelSpace } from "../draw/labels";
 import { note, op, textWidth } from "../draw/text";
 import type { SvgGroup } from "../draw/types";
 import {
+  CLICK_FOR_WORK,
   featureSpace,
   headName,
   headNamesHtml,
@@ -21,6 +23,7 @@ import {
   type Scene,
   type SceneCtx,
   editable,
+  workedSum,
 } from "./common";
 
 /** Space between head slices, between maps, for the "→ splitHeads" arrow and the operators, between rows. */
@@ -34,6 +37,12 @@ const SLICE_MIN = 22;
 const MAP_TOP = 22;
 const MAP_MIN = 30;
 const LEGEND_H = 54;
+/** A line of note text. */
+const NOTE_H = 24;
+/** Below this width the scene is laid out narrow (Cells.narrow). */
+const NARROW = 600;
+/** Narrow: labels of at least this many px (thinned where the cells are smaller). */
+const NARROW_LABEL_FONT = 9;
 
 /** A map's title that fits `room` px: "head 5 · kv 1", else "h5·kv1", else "h5". */
 function mapTitle(ctx: SceneCtx, h: number, room: number): string {
@@ -81,7 +90,14 @@ interface Cells {
   cB: number;
   pB: number;
   cC: number;
+  /** The output's cells: the concat's, or (narrow, each on its own line) its own. */
+  cO: number;
   cW: number;
+  /**
+   * A narrow stage (a phone): Q above its slices, and concat, W^O and the output one
+   * above the other, so that each takes the whole width and stays readable unscaled.
+   */
+  narrow: boolean;
 }
 
 interface Labels {
@@ -109,13 +125,18 @@ function geometry(ctx: SceneCtx, L: Labels, c: Cells) {
   const sliceH = sliceTop + T * c.cA + 10;
   const rowsA = Math.ceil(heads / c.pA);
   const slotW = Math.max(dK * c.cA, SLICE_MIN) + SLICE_GAP;
+  // The slices' grid: right of Q and its arrow, or (narrow) under Q and its note.
+  const sliceX = c.narrow ? labelW : labelW + heads * dK * c.cA + ARROW;
+  const sliceY = c.narrow ? gridTop + T * c.cA + 2 + NOTE_H : 18;
   const heightA = Math.max(
     gridTop + T * c.cA + 2,
-    18 + (rowsA - 1) * sliceH + sliceTop + T * c.cA + 2,
+    sliceY + (rowsA - 1) * sliceH + sliceTop + T * c.cA + 2,
   );
-  const widthA = labelW + heads * dK * c.cA + ARROW + c.pA * slotW - SLICE_GAP;
-  // Row B: a note, then the maps.
-  const yB = heightA + ROW_GAP + 12;
+  const widthA = c.narrow
+    ? Math.max(labelW + heads * dK * c.cA, sliceX + c.pA * slotW - SLICE_GAP)
+    : sliceX + c.pA * slotW - SLICE_GAP;
+  // Row B: a note (two lines when narrow), then the maps.
+  const yB = heightA + ROW_GAP + 12 + (c.narrow ? NOTE_H - 8 : 0);
   const mapH = MAP_TOP + T * c.cB + 12;
   const rowsB = Math.ceil(heads / c.pB);
   const mapW = Math.max(T * c.cB, MAP_MIN);
@@ -125,24 +146,37 @@ function geometry(ctx: SceneCtx, L: Labels, c: Cells) {
   const topC = Math.max(
     labelSpace({ rowLabels: L.tokens, colLabels: L.vCols, cell: c.cC })[1],
     labelSpace({ colLabels: L.woCols, cell: c.cW })[1],
-    labelSpace({ colLabels: L.woCols, cell: c.cC })[1],
+    labelSpace({ colLabels: L.woCols, cell: c.narrow ? c.cO : c.cC })[1],
   );
-  const heightC = topC + Math.max(T * c.cC, heads * dV * c.cW) + 2;
-  const widthC = 2 * labelW + woLabelW + (heads * dV + dModel) * c.cC + dModel * c.cW + 2 * OP + 12;
+  // Narrow: concat, then "×" W^O, then "=" the output, each under the one before.
+  const concatH = topC + T * c.cC + 2;
+  const woH = topC + heads * dV * c.cW + 2;
+  const yWO = c.narrow ? yC + concatH + ROW_GAP : yC;
+  const yOut = c.narrow ? yWO + woH + ROW_GAP : yC;
+  const heightC = c.narrow
+    ? yOut - yC + topC + T * c.cO + 2
+    : topC + Math.max(T * c.cC, heads * dV * c.cW) + 2;
+  const widthC = c.narrow
+    ? Math.max(labelW + heads * dV * c.cC, woLabelW + dModel * c.cW, dModel * c.cO + labelW)
+    : 2 * labelW + woLabelW + (heads * dV + dModel) * c.cC + dModel * c.cW + 2 * OP + 12;
   return {
     labelW,
     gridTop,
     sliceTop,
     sliceH,
     slotW,
+    sliceX,
+    sliceY,
     heightA,
+    yWO,
+    yOut,
     yB,
     mapW,
     mapH,
     yC,
     topC,
     width: Math.max(widthA, widthB, widthC),
-    height: yC + heightC + 14 + LEGEND_H,
+    height: yC + heightC + 14 + (c.narrow ? 3 : 1) * LEGEND_H,
   };
 }
 
@@ -152,10 +186,14 @@ function geometry(ctx: SceneCtx, L: Labels, c: Cells) {
  */
 function layout(ctx: SceneCtx, L: Labels): Cells {
   const { T, dModel, dK, dV, heads } = ctx.cfg;
-  const W = ctx.width - 8;
+  // The stage may be narrower than the width scenes are given (they are scaled down to fit
+  // it): step 8 lays out for the stage itself, so that a phone shows it unscaled.
+  // (The stage shows it unscaled if it is at most 32 px narrower: render.ts, sizeSvg.)
+  const W = Math.min(ctx.width - 8, stageWidth() - 32);
   const H = Math.max(ctx.height, 360);
   const labelW = labelSpace({ rowLabels: L.tokens, cell: 10 })[0];
   const woLabelW = L.woRows ? labelSpace({ rowLabels: L.woRows, cell: 10 })[0] : 0;
+  if (W < NARROW) return narrowLayout(ctx, L, W, labelW, woLabelW);
   const floor = { cA: 3, cB: T <= 16 ? 7 : T <= 32 ? 4 : 3, cC: T <= 16 ? 5 : 3, cW: 2 };
   const a = fitGrid(
     heads,
@@ -174,7 +212,16 @@ function layout(ctx: SceneCtx, L: Labels): Cells {
   );
   let cC = 16;
   while (cC > 1 && 2 * labelW + woLabelW + (heads * dV + 2 * dModel) * cC + 2 * OP + 12 > W) cC--;
-  const cells: Cells = { cA: a.cell, pA: a.perRow, cB: b.cell, pB: b.perRow, cC, cW: cC };
+  const cells: Cells = {
+    cA: a.cell,
+    pA: a.perRow,
+    cB: b.cell,
+    pB: b.perRow,
+    cC,
+    cO: cC,
+    cW: cC,
+    narrow: false,
+  };
   // Too tall for the viewport: shrink one pixel at a time the cell whose shrinking saves the
   // most height for what it costs (relative to its size), while every cell keeps at least
   // 60% of the size the width allows (W^O, the tallest, may go further).
@@ -203,7 +250,49 @@ function layout(ctx: SceneCtx, L: Labels): Cells {
     cells.cW = Math.min(cells.cW, cells.cC);
     height = pickHeight;
   }
+  cells.cO = cells.cC;
   return cells;
+}
+
+/**
+ * Narrow cells: each matrix as big as the width allows (up to 22 px), slices and maps
+ * wrapped into as many a row as fit; a phone scrolls down the page rather than shrink
+ * the whole scene and its labels.
+ */
+function narrowLayout(
+  ctx: SceneCtx,
+  L: Labels,
+  W: number,
+  labelW: number,
+  woLabelW: number,
+): Cells {
+  const { T, dModel, dK, dV, heads } = ctx.cfg;
+  const fit = (room: number, cols: number, max = 22) =>
+    Math.max(3, Math.min(max, Math.floor(room / Math.max(1, cols))));
+  // Rotated column labels reach past the last column by up to their length × cos 50°.
+  const hang = (labels: string[]) =>
+    Math.max(0, ...labels.map((l) => l.length)) * NARROW_LABEL_FONT * 0.6 * Math.cos(0.87) - 6;
+  const cA = fit(W - labelW - Math.max(hang(L.qCols), 0), heads * dK);
+  const slot = Math.max(dK * cA, SLICE_MIN) + SLICE_GAP;
+  const pA = Math.max(1, Math.min(heads, Math.floor((W - labelW + SLICE_GAP) / slot)));
+  // As many maps a row as keep their numbers (16 px cells), else one a row.
+  const mapCell = (p: number) => fit(W - labelW - (p - 1) * MAP_GAP, p * T, 26);
+  let pB = Math.min(heads, 8);
+  while (pB > 1 && (mapCell(pB) < 16 || labelW + pB * T * mapCell(pB) + (pB - 1) * MAP_GAP > W))
+    pB--;
+  const cB = mapCell(pB);
+  const cC = Math.min(
+    fit(W - labelW - hang(L.vCols), heads * dV),
+    fit(W - labelW - hang(L.woCols), dModel),
+  );
+  const cO = fit(W - labelW - hang(L.woCols), dModel);
+  const cW = Math.min(cO, fit(W - woLabelW - hang(L.woCols), dModel));
+  return { cA, pA, cB, pB, cC, cO, cW, narrow: true };
+}
+
+/** Narrow, the labels keep 9 px (fewer of them, if need be). */
+function labelFont(r: Rows): { minLabelFont?: number } {
+  return r.cells.narrow ? { minLabelFont: NARROW_LABEL_FONT } : {};
 }
 
 /** What the three rows of the scene share. */
@@ -229,6 +318,7 @@ function drawSlices(r: Rows): number {
   const it = ctx.item;
   const labels = L.tokens;
   const Qv = drawMatrix(g, {
+    ...labelFont(r),
     id: "Qbig",
     title: "Q = X W^Q",
     shape: shape(T, heads * dK),
@@ -244,19 +334,26 @@ function drawSlices(r: Rows): number {
     tip: (r, c, v) =>
       `Q[${r}, ${c}] = <b>${fmt(v, 4)}</b>: head ${Math.floor(c / dK)}, column ${c % dK}`,
   });
-  let x0 = Qv.width + 8;
-  op(g, x0 + ARROW / 2 - 6, Qv.gy + (T * cA) / 2, "→");
-  note(g, x0 + ARROW / 2 - 6, Qv.gy + (T * cA) / 2 + 22, "splitHeads", {
-    "text-anchor": "middle",
-  });
-  x0 += ARROW - 8;
+  const x0 = geo.sliceX;
   const slices = `h = ${heads} slice${heads > 1 ? "s" : ""} Q_h, each ${shape(T, dK)}`;
-  note(g, x0, 14, slices, { "data-testid": "slices-note" });
-  let maxX = x0 + slices.length * 6.2;
+  if (r.cells.narrow) {
+    // The arrow points down to the slices under Q.
+    const y = Qv.gy + T * cA + 4 + NOTE_H / 2;
+    op(g, geo.labelW / 2, y + 6, "↓");
+    note(g, x0, y, `splitHeads: ${slices}`, { "data-testid": "slices-note" });
+  } else {
+    op(g, Qv.width + ARROW / 2 + 2, Qv.gy + (T * cA) / 2, "→");
+    note(g, Qv.width + ARROW / 2 + 2, Qv.gy + (T * cA) / 2 + 22, "splitHeads", {
+      "text-anchor": "middle",
+    });
+    note(g, x0, 14, slices, { "data-testid": "slices-note" });
+  }
+  let maxX = x0 + (r.cells.narrow ? 12 : 0) + slices.length * 6.2;
   for (let h = 0; h < heads; h++) {
     const x = x0 + (h % pA) * geo.slotW;
-    const y = 18 + Math.floor(h / pA) * geo.sliceH;
+    const y = geo.sliceY + Math.floor(h / pA) * geo.sliceH;
     const v = drawMatrix(g, {
+      ...labelFont(r),
       id: `Qh-${h}`,
       title: `Q${sub(h)}`,
       m: headSlice(it.Qh, h),
@@ -296,14 +393,23 @@ function drawMaps(r: Rows, maxX: number): number {
   const slicesEnd = r.slicesEnd;
   const it = ctx.item;
   const labels = r.L.tokens;
-  const mapsNote = `${heads} attention map${heads > 1 ? "s" : ""}, one per head, each ${shape(T, T)} (rows: queries, columns: keys)`;
-  note(g, geo.labelW, geo.yB - 8, mapsNote);
-  maxX = Math.max(maxX, geo.labelW + mapsNote.length * 6.2);
+  const maps = `${heads} attention map${heads > 1 ? "s" : ""}`;
+  const each = `each ${shape(T, T)}`;
+  const axes = "(rows: queries, columns: keys)";
+  const lines = r.cells.narrow
+    ? [`${maps}, ${each}`, `one per head ${axes}`]
+    : [`${maps}, one per head, ${each} ${axes}`];
+  lines.forEach((l, k) =>
+    note(g, geo.labelW, geo.yB - 8 - (lines.length - 1 - k) * (NOTE_H - 8), l),
+  );
+  const noteW = Math.max(...lines.map((l) => l.length)) * 6.2;
+  maxX = Math.max(maxX, geo.labelW + noteW);
   for (let h = 0; h < heads; h++) {
     const col = h % pB;
     const x = col === 0 ? 0 : geo.labelW + col * (geo.mapW + MAP_GAP);
     const y = geo.yB + Math.floor(h / pB) * geo.mapH;
     const v = drawMatrix(g, {
+      ...labelFont(r),
       id: `headmap-${h}`,
       title: mapTitle(ctx, h, geo.mapW + MAP_GAP - 6),
       m: it.heads[h].weights,
@@ -312,6 +418,7 @@ function drawMaps(r: Rows, maxX: number): number {
       cell: cB,
       top: MAP_TOP,
       color: sequential(),
+      sums: "rows",
       rowLabels: col === 0 ? labels : undefined,
       titleColor: colors[h],
       tip: (r, c, val) =>
@@ -341,6 +448,7 @@ function drawOutput(
   const { g, ctx, L, geo, colors } = r;
   const { T, dModel, dV, heads } = ctx.cfg;
   const { cB, cC, cW } = r.cells;
+  const cO = r.cells.narrow ? r.cells.cO : cC;
   const it = ctx.item;
   const labels = L.tokens;
   const mapsEnd = r.mapsEnd;
@@ -349,6 +457,7 @@ function drawOutput(
   const mO = Math.max(maxAbs(it.merged.data), maxAbs(it.out.data), 1e-6);
   const mWO = Math.max(maxAbs(ctx.model.weights.WO.data), 1e-6);
   const Mv = drawMatrix(g, {
+    ...labelFont(r),
     id: "concat",
     title: "concat(heads)",
     shape: shape(T, heads * dV),
@@ -364,16 +473,18 @@ function drawOutput(
     tip: (r, c, v) =>
       `head ${Math.floor(c / dV)} output[${r}, ${c % dV}] = <b>${fmt(v, 4)}</b> (mergeHeads)`,
   });
-  let x = Mv.width + 6;
-  op(g, x + OP / 2 - 6, Mv.gy + (T * cC) / 2, "×");
-  x += OP;
+  // Narrow, each matrix has the whole width: its operator goes in its title.
+  const narrow = r.cells.narrow;
+  let x = narrow ? 0 : Mv.width + 6 + OP;
+  const woX = x;
   const Wo = drawMatrix(g, {
+    ...labelFont(r),
     id: "WO",
-    title: "W^O",
+    title: narrow ? "× W^O" : "W^O",
     shape: shape(heads * dV, dModel),
     m: ctx.model.weights.WO,
     x,
-    y,
+    y: geo.yWO,
     cell: cW,
     color: diverging(mWO),
     colLabels: L.woCols,
@@ -385,9 +496,8 @@ function drawOutput(
       ? (r, c, e) => ctx.edit("WO", r, c, ctx.model.weights.WO.data[r * dModel + c], e)
       : undefined,
   });
-  x += Wo.width + 6;
-  op(g, x + OP / 2 - 6, Mv.gy + (T * cC) / 2, "=");
-  x += OP;
+  if (!narrow) op(g, x - OP / 2 - 6, Mv.gy + (T * cC) / 2, "×");
+  x = narrow ? 0 : x + Wo.width + 6 + OP;
   // In a batch, the output shown is this item's slice of the one batched call.
   const b = it.batched;
   const out = b
@@ -398,27 +508,41 @@ function drawOutput(
       }
     : it.out;
   const Ov = drawMatrix(g, {
+    ...labelFont(r),
     id: "out",
-    title: b ? "output (batched call)" : "output",
+    title: `${narrow ? "= " : ""}${b ? "output (batched call)" : "output"}`,
     shape: shape(T, dModel),
     m: out,
     x,
-    y,
-    cell: cC,
+    y: geo.yOut,
+    cell: cO,
     color: diverging(mO),
     colLabels: L.woCols,
     rowLabels: labels,
     labelsRight: true,
     top: geo.topC,
     tip: (r, c, v) =>
-      `out[${r}, ${c}] = concat row ${r} · W<sup>O</sup>[:, ${c}] = <b>${fmt(v, 4)}</b>${b ? `<br>from multiHeadAttention on the batch [${b.keyLengths.length} × ${T} × ${dModel}], item ${ctx.itemIndex}<br>step by step: ${fmt(it.out.data[r * dModel + c], 4)}` : ""}`,
+      `out[${r}, ${c}] = concat row ${r} · W<sup>O</sup>[:, ${c}] = <b>${fmt(v, 4)}</b>${b ? `<br>from multiHeadAttention on the batch [${b.keyLengths.length} × ${T} × ${dModel}], item ${ctx.itemIndex}<br>step by step: ${fmt(it.out.data[r * dModel + c], 4)}` : ""}${CLICK_FOR_WORK}`,
+    // The terms are the step-by-step concat and W^O; a batch's cell is the batched call's
+    // value, equal to the step-by-step one within the check in the caption.
+    work: (r, c, v) =>
+      workedSum(
+        `out[${r}, ${c}] = concat row ${r} · W<sup>O</sup>[:, ${c}] = Σ<sub>k</sub> concat[${r}, k] W<sup>O</sup>[k, ${c}]`,
+        Array.from({ length: heads * dV }, (_, k) => ({
+          label: `k = ${k}:`,
+          a: it.merged.data[r * heads * dV + k],
+          b: ctx.model.weights.WO.data[k * dModel + c],
+        })),
+        v,
+      ),
   });
   if (ctx.animate) {
     for (const v of [Mv, Wo, Ov])
       v.g.attr("opacity", 0).transition().delay(dur(mapsEnd)).duration(dur(400)).attr("opacity", 1);
   }
-  maxX = Math.max(maxX, x + Ov.width);
-  let bottom = y + Math.max(Mv.height, Wo.height, Ov.height) + 14;
+  if (!narrow) op(g, x - OP / 2 - 6, Ov.gy + (T * cO) / 2, "=");
+  maxX = Math.max(maxX, x + Ov.width, woX + Wo.width);
+  let bottom = (narrow ? geo.yOut + Ov.height : y + Math.max(Mv.height, Wo.height, Ov.height)) + 14;
   if (b) {
     // The padding mask of this item, as the batched call applies it (keyLengths).
     const n = b.keyLengths[ctx.itemIndex];
@@ -429,6 +553,7 @@ function drawOutput(
     };
     const cP = Math.max(10, Math.min(26, cB));
     const Pv = drawMatrix(g, {
+      ...labelFont(r),
       id: "padmask",
       title: `key padding mask: keyLengths[${ctx.itemIndex}] = ${n}`,
       shape: shape(1, T),
@@ -494,12 +619,21 @@ export const multiHeadScene: Scene = {
 
     const rows: Rows = { g, ctx, L, cells, geo, colors, mQ, slicesEnd, mapsEnd };
     const { maxX, bottom, mO, mWO } = drawOutput(rows, drawMaps(rows, drawSlices(rows)));
-    let lh = signedLegend(g, 8, bottom, Math.max(mQ, mO), "value");
-    lh = Math.max(
-      lh,
-      weightLegend(g, 240, bottom),
-      signedLegend(g, 472, bottom, mWO, "WO (its own colour scale)"),
-    );
+    // The three legends side by side, or (narrow) one under the other.
+    let lh: number;
+    if (cells.narrow) {
+      let y = bottom;
+      y += signedLegend(g, 8, y, Math.max(mQ, mO), "value");
+      y += weightLegend(g, 8, y);
+      y += signedLegend(g, 8, y, mWO, "WO (its own colour scale)");
+      lh = y - bottom;
+    } else {
+      lh = Math.max(
+        signedLegend(g, 8, bottom, Math.max(mQ, mO), "value"),
+        weightLegend(g, 240, bottom),
+        signedLegend(g, 472, bottom, mWO, "WO (its own colour scale)"),
+      );
+    }
     return { width: maxX, height: bottom + lh, duration: ctx.animate ? dur(mapsEnd + 400) : 0 };
   },
 };

@@ -13,7 +13,9 @@ import { op } from "../draw/text";
 import type { MatrixView, SvgGroup } from "../draw/types";
 import {
   at,
+  CLICK_FOR_WORK,
   dimLabels,
+  dotTerms,
   expandDot,
   fitCell,
   headLabel,
@@ -25,6 +27,7 @@ import {
   selectedQuery,
   tokenLabels,
   vec,
+  workedSum,
   type Scene,
   type SceneCtx,
   type SceneResult,
@@ -225,9 +228,18 @@ export const projectionsScene: Scene = {
       tip: (r, c, v) =>
         `${letter}${sub(r)}[${c}] = x${sub(r)} · W<sup>${sup}</sup>[:, ${c}]<br>= ${expandDot(
           row(it.X, r),
-          row(W, 0).map((_, k) => at(W, k, c)),
+          Array.from({ length: W.rows }, (_, k) => at(W, k, c)),
           v,
-        )}`,
+        )}${CLICK_FOR_WORK}`,
+      work: (r, c, v) =>
+        workedSum(
+          `${letter}${sub(r)}[${c}] = x${sub(r)} · W<sup>${sup}</sup>[:, ${c}] = Σ<sub>k</sub> x${sub(r)}[k] W<sup>${sup}</sup>[k, ${c}]`,
+          dotTerms(
+            row(it.X, r),
+            Array.from({ length: W.rows }, (_, k) => at(W, k, c)),
+          ),
+          v,
+        ),
     });
     const height = Math.max(X.height, Wv.height, R.height);
     const lh = Math.max(

@@ -16,6 +16,11 @@ import {
   tokenLabels,
   tokenName,
   editable,
+  CLICK_FOR_WORK,
+  scaledName,
+  scaledNameHtml,
+  tauText,
+  workedSum,
   type Scene,
   type SceneCtx,
 } from "./common";
@@ -29,7 +34,7 @@ export function scaleFormula(ctx: SceneCtx): string {
     : trained
       ? "1 (the model was trained without the scale)"
       : "1 (scaling off)";
-  const temp = temperature !== 1 ? `, divided by the temperature τ = ${temperature}` : "";
+  const temp = temperature !== 1 ? `, divided by the temperature ${tauText(ctx)}` : "";
   const cap =
     ctx.state.softcap > 0
       ? `; then soft-capped: s → c·tanh(s / c) with c = <b>${fmt(ctx.state.softcap, 1)}</b> (<code>options.softcap</code>), so no score exceeds ±${fmt(ctx.state.softcap, 1)}`
@@ -48,7 +53,7 @@ export const scaleScene: Scene = {
       : "";
     return `<p>Dot products of d<sub>k</sub>-dimensional vectors grow like √d<sub>k</sub>; large scores saturate the softmax (see the saturation view).
       So every score is multiplied by ${scaleFormula(ctx)}${headLabel(ctx)}.</p>
-      <p class="shapes">Q K<sup>T</sup> / √d<sub>k</sub>: ${shape("T", "T")} → ${shape("T", "T")} = ${shape(T, T)}, element-wise</p>${seed}`;
+      <p class="shapes">${scaledNameHtml(ctx)}: ${shape("T", "T")} → ${shape("T", "T")} = ${shape(T, T)}, element-wise</p>${seed}`;
   },
   render: (g, ctx) => {
     const { T } = ctx.cfg;
@@ -87,7 +92,7 @@ export const scaleScene: Scene = {
     const B = drawMatrix(g, {
       minTop: top,
       id: "scaled",
-      title: ctx.state.softcap > 0 ? "softcap(Q Kᵀ / √dₖ)" : "Q Kᵀ / √dₖ",
+      title: ctx.state.softcap > 0 ? `softcap(${scaledName(ctx)})` : scaledName(ctx),
       shape: shape(T, T),
       m: tr.scaledScores,
       x,
@@ -100,7 +105,23 @@ export const scaleScene: Scene = {
       colAxis: "key j",
       hidden: ctx.animate ? () => true : undefined,
       tip: (r, c, v) =>
-        `(q${sub(r)} · k${sub(c)}) × scale${ctx.state.softcap > 0 ? `, soft-capped at ${fmt(ctx.state.softcap, 1)}` : ""}<br>= ${ctx.state.softcap > 0 ? `${fmt(ctx.state.softcap, 1)}·tanh(${fmt(at(tr.rawScores, r, c), 4)} × ${fmt(tr.scale, 4)} / ${fmt(ctx.state.softcap, 1)})` : `${fmt(at(tr.rawScores, r, c), 4)} × ${fmt(tr.scale, 4)}`} = <b>${fmt(v, 4)}</b><br>(“${tokenName(ctx, r)}” → “${tokenName(ctx, c)}”)`,
+        `(q${sub(r)} · k${sub(c)}) × scale${ctx.state.softcap > 0 ? `, soft-capped at ${fmt(ctx.state.softcap, 1)}` : ""}<br>= ${ctx.state.softcap > 0 ? `${fmt(ctx.state.softcap, 1)}·tanh(${fmt(at(tr.rawScores, r, c), 4)} × ${fmt(tr.scale, 4)} / ${fmt(ctx.state.softcap, 1)})` : `${fmt(at(tr.rawScores, r, c), 4)} × ${fmt(tr.scale, 4)}`} = <b>${fmt(v, 4)}</b><br>(“${tokenName(ctx, r)}” → “${tokenName(ctx, c)}”)${ctx.state.softcap > 0 ? "" : CLICK_FOR_WORK}`,
+      // With a soft cap the cell is c·tanh(...), no sum of products: its tooltip gives the formula.
+      work:
+        ctx.state.softcap > 0
+          ? undefined
+          : (r, c, v) =>
+              workedSum(
+                `(q${sub(r)} · k${sub(c)}) × scale, where scale = ${scaleFormula(ctx)}`,
+                [
+                  {
+                    label: `q${sub(r)} · k${sub(c)} × scale:`,
+                    a: at(tr.rawScores, r, c),
+                    b: tr.scale,
+                  },
+                ],
+                v,
+              ),
     });
     outlineRow(g, A, i, T);
     outlineRow(g, B, i, T);

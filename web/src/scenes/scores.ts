@@ -9,6 +9,8 @@ import { commonTop } from "../draw/labels";
 import { outlineCol, outlineRow } from "../draw/outline";
 import { op } from "../draw/text";
 import {
+  CLICK_FOR_WORK,
+  dotTerms,
   expandDot,
   fitCell,
   headLabel,
@@ -20,6 +22,7 @@ import {
   tokenName,
   transposed,
   vec,
+  workedSum,
   type Scene,
 } from "./common";
 
@@ -112,7 +115,13 @@ export const scoresScene: Scene = {
       labelsRight: true,
       hidden: ctx.animate ? () => true : undefined,
       tip: (r, c, v) =>
-        `q${sub(r)} · k${sub(c)} (“${tokenName(ctx, r)}” · “${tokenName(ctx, c)}”)<br>= ${expandDot(row(tr.Q, r), row(tr.K, c), v)}`,
+        `q${sub(r)} · k${sub(c)} (“${tokenName(ctx, r)}” · “${tokenName(ctx, c)}”)<br>= ${expandDot(row(tr.Q, r), row(tr.K, c), v)}${CLICK_FOR_WORK}`,
+      work: (r, c, v) =>
+        workedSum(
+          `score = q${sub(r)} · k${sub(c)} = Σ<sub>k</sub> q${sub(r)}[k] k${sub(c)}[k] (“${tokenName(ctx, r)}” · “${tokenName(ctx, c)}”)`,
+          dotTerms(row(tr.Q, r), row(tr.K, c)),
+          v,
+        ),
       onCell: (r) => ctx.set({ query: r }),
     });
     const height = Math.max(Qv.height, Kv.height, S.height);

@@ -6,6 +6,7 @@ import { SEED001 } from "../presets";
 import { diverging, sequential } from "../draw/colors";
 import { signedLegend, weightLegend } from "../draw/legend";
 import { drawMatrix } from "../draw/heatmap";
+import { roundedShares } from "../draw/numbers";
 import { commonTop } from "../draw/labels";
 import { outlineRow } from "../draw/outline";
 import { op } from "../draw/text";
@@ -13,6 +14,7 @@ import type { SvgGroup } from "../draw/types";
 import { keyed } from "../draw/retain";
 import {
   at,
+  CLICK_FOR_WORK,
   fitCell,
   headLabel,
   vLabels,
@@ -22,6 +24,7 @@ import {
   tokenLabels,
   tokenName,
   vec,
+  workedSum,
   type Scene,
   type SceneCtx,
 } from "./common";
@@ -37,7 +40,9 @@ function terms(ctx: SceneCtx, i: number): { j: number; a: number }[] {
 function expansionText(ctx: SceneCtx, i: number): string[] {
   const name = (j: number) => ctx.item.item.labels[j];
   const ts = terms(ctx, i);
-  const parts = ts.map((t) => `${fmt(t.a, 2)}·v(${name(t.j)})`);
+  // The weights as the α column writes them (adding up to 1.00 where they can).
+  const shown = roundedShares(row(ctx.trace.weights, i), 1, ctx.cfg.T, 2, "rows");
+  const parts = ts.map((t) => `${fmt(shown[t.j], 2)}·v(${name(t.j)})`);
   if (ts.length < ctx.cfg.T) parts.push(`… (${ctx.cfg.T - ts.length} terms < 0.01)`);
   const lines: string[] = [];
   let line = `A(${name(i)}) = `;
@@ -96,6 +101,7 @@ export const weightedSumScene: Scene = {
       y: 0,
       cell,
       color: sequential(),
+      sums: "rows",
       rowLabels: labels,
       colLabels: labels,
       rowAxis: "query i",
@@ -117,6 +123,7 @@ export const weightedSumScene: Scene = {
       y: 0,
       cell,
       color: sequential(),
+      sums: "cols",
       colLabels: [""],
       tip: (r, _c, v) =>
         `α${sub(i)}${sub(r)} = <b>${fmt(v, 4)}</b>: weight of v(${escapeHtml(labels[r])}) in A(${tokenName(ctx, i)})`,
@@ -158,8 +165,18 @@ export const weightedSumScene: Scene = {
       tip: (r, c, v) => {
         const ts = row(tr.weights, r).map((a, j) => `${fmt(a, 3)}·${fmt(at(tr.V, j, c))}`);
         const shown = ts.length > 8 ? ts.slice(0, 8).concat("…") : ts;
-        return `A(${tokenName(ctx, r)})[${c}] = Σ<sub>j</sub> α${sub(r)}<sub>j</sub> v<sub>j</sub>[${c}]<br>= ${shown.join(" + ")} = <b>${fmt(v, 4)}</b>`;
+        return `A(${tokenName(ctx, r)})[${c}] = Σ<sub>j</sub> α${sub(r)}<sub>j</sub> v<sub>j</sub>[${c}]<br>= ${shown.join(" + ")} = <b>${fmt(v, 4)}</b>${CLICK_FOR_WORK}`;
       },
+      work: (r, c, v) =>
+        workedSum(
+          `A(${tokenName(ctx, r)})[${c}] = Σ<sub>j</sub> α${sub(r)}<sub>j</sub> v<sub>j</sub>[${c}]: each weight of row ${r} times column ${c} of its value row`,
+          row(tr.weights, r).map((a, j) => ({
+            label: `α${sub(r)}${sub(j)} · v(${escapeHtml(labels[j])})[${c}]:`,
+            a,
+            b: at(tr.V, j, c),
+          })),
+          v,
+        ),
     });
     outlineRow(g, O, i, dV);
     const height = Math.max(Wv.height, V.height, O.height);

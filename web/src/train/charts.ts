@@ -3,6 +3,8 @@
 import * as d3 from "d3";
 import { axisTitle } from "../draw/labels";
 import { retained, setAttr, setText } from "../draw/retain";
+import { hideTip, showTip } from "../draw/tooltip";
+import { escapeHtml } from "../format";
 import type { SvgGroup } from "../draw/types";
 import type { QKMap } from "./qk";
 
@@ -25,6 +27,8 @@ export interface ChartState {
   yAxis: d3.Selection<SVGGElement, unknown, null, undefined>;
   paths: d3.Selection<SVGGElement, unknown, null, undefined>;
   legend: d3.Selection<SVGGElement, unknown, null, undefined>;
+  /** Drawn over the data: the steps a loaded file has no curves for, the snapshot's step. */
+  marks: d3.Selection<SVGGElement, unknown, null, undefined>;
   /** The axes' domains last drawn. */
   domains: string;
 }
@@ -72,8 +76,9 @@ export function chartFrame(
     axisTitle(gg, "training step", w / 2, h + 30);
     axisTitle(gg, yLabel, -42, h / 2, true);
     const paths = gg.append("g");
+    const marks = gg.append("g").attr("class", "chart-marks");
     const legend = gg.append("g").attr("transform", `translate(0,${h + 44})`);
-    st = { node: gg.node()!, w, h, title: t, xAxis, yAxis, paths, legend, domains: "" };
+    st = { node: gg.node()!, w, h, title: t, xAxis, yAxis, paths, legend, marks, domains: "" };
     built.set(id, st);
   }
   setAttr(st.node, "transform", `translate(${x0},${y0})`);
@@ -85,12 +90,29 @@ export function chartBelow(n: number): number {
   return 48 + 15 * n;
 }
 
+export interface ChartMarks {
+  /** A loaded weights file's step: the curves before it are not in the file. */
+  missingBefore?: number;
+  /** The step of the snapshot on screen. */
+  snapshot?: number;
+}
+
 /** Draws `series` into a chart; y in [0, yMax] (default: the data's largest). */
-export function drawSeries(st: ChartState, title: string, series: Series[], yMax?: number): void {
+export function drawSeries(
+  st: ChartState,
+  title: string,
+  series: Series[],
+  yMax?: number,
+  marks: ChartMarks = {},
+): void {
   const { w, h } = st;
   setText(st.title, title);
   // The x axis grows in nice steps, so that its ticks are not rewritten on every step.
-  const last = Math.max(10, ...series.map((s) => s.x[s.x.length - 1] ?? 0));
+  const last = Math.max(
+    10,
+    marks.missingBefore ?? 0,
+    ...series.map((s) => s.x[s.x.length - 1] ?? 0),
+  );
   const unit = 10 ** Math.floor(Math.log10(last));
   const xMax = Math.ceil(last / (unit / 2)) * (unit / 2);
   // Before any data, a y axis up to 1.
@@ -141,6 +163,7 @@ export function drawSeries(st: ChartState, title: string, series: Series[], yMax
           .attr("d", (d) => line(d) ?? "");
       }
     });
+  drawMarks(st, x, marks);
   st.legend
     .selectAll<SVGGElement, Series>("g")
     .data(series, (s) => s.label)
@@ -157,19 +180,92 @@ export function drawSeries(st: ChartState, title: string, series: Series[], yMax
     });
 }
 
+/** The shaded steps a loaded file has no curves for, and a line at the snapshot's step. */
+function drawMarks(st: ChartState, x: d3.ScaleLinear<number, number>, marks: ChartMarks): void {
+  const { h } = st;
+  const before = marks.missingBefore ? [marks.missingBefore] : [];
+  const missing = st.marks
+    .selectAll<SVGGElement, number>("g.chart-missing")
+    .data(before)
+    .join((enter) => {
+      const e = enter.append("g").attr("class", "chart-missing");
+      e.append("rect").attr("y", 0).attr("height", h).attr("fill", "#ececea");
+      e.append("text").attr("class", "note").attr("x", 4).attr("y", 14);
+      return e;
+    });
+  missing.select("rect").attr("width", (b) => x(b));
+  missing
+    .select("text")
+    .attr("data-testid", "chart-missing")
+    .text((b) => (x(b) > 110 ? `steps 0–${b}: not in the file` : "not in the file"));
+  const snap = marks.snapshot === undefined ? [] : [marks.snapshot];
+  const mark = st.marks
+    .selectAll<SVGGElement, number>("g.chart-snapshot")
+    .data(snap)
+    .join((enter) => {
+      const e = enter.append("g").attr("class", "chart-snapshot");
+      e.append("line")
+        .attr("y1", 0)
+        .attr("y2", h)
+        .attr("stroke", "#3f3f46")
+        .attr("stroke-width", 1.2)
+        .attr("stroke-dasharray", "4 3");
+      // A halo keeps the label legible over the curves.
+      e.append("text")
+        .attr("class", "note")
+        .attr("y", -1)
+        .style("paint-order", "stroke")
+        .style("stroke", "#fcfcfb")
+        .style("stroke-width", "4px");
+      return e;
+    })
+    .attr("data-step", (s) => s)
+    .attr("transform", (s) => `translate(${x(s).toFixed(1)},0)`);
+  // The label sits on the side with room for it.
+  mark
+    .select("text")
+    .attr("text-anchor", (s) => (x(s) > st.w - 90 ? "end" : "start"))
+    .attr("x", (s) => (x(s) > st.w - 90 ? -4 : 4))
+    .attr("dy", "1em")
+    .text((s) => `snapshot, step ${s}`);
+}
+
+interface QKPoint {
+  x: number;
+  y: number;
+  kind: "query" | "key";
+  /** The token's position. */
+  i: number;
+  tip: string;
+}
+
 interface ScatterState {
   title: SVGTextElement;
+  xAxis: d3.Selection<SVGGElement, unknown, null, undefined>;
+  yAxis: d3.Selection<SVGGElement, unknown, null, undefined>;
   lines: SVGPathElement;
   keys: SVGPathElement;
   queries: SVGPathElement;
+  labels: d3.Selection<SVGGElement, unknown, null, undefined>;
+  /** The points drawn (px in the box), for the labels and the tooltip. */
+  points: QKPoint[];
 }
 
 export const QUERY_COLOR = "#d6604d";
 export const KEY_COLOR = "#2166ac";
 
+/** Space a query/key map takes beside its plot area: its y axis on the left, its x axis below. */
+export const QK_LEFT = 34;
+export const QK_BELOW = 34;
+
+/** Font size of the maps' point labels and ticks (px, at scale 1). */
+const LABEL_FONT = 10;
+
 /**
- * The query/key map of one head in a `size` x `size` box: keys as squares, queries as
- * dots, a line from each query to its most weighted key; one <path> each (redrawn often).
+ * The query/key map of one head in a `size` x `size` box at (x0, y0), its axes (the two
+ * principal components, in the units of q and k) outside it: keys as squares, queries as
+ * dots, each with its token's label where it does not cover another, a line from each
+ * query to its most weighted key; a tooltip names the point under the pointer.
  */
 export function qkScatter(
   g: SvgGroup,
@@ -179,6 +275,7 @@ export function qkScatter(
   size: number,
   title: string,
   map: QKMap,
+  labels: string[],
 ): void {
   const { entry } = retained<ScatterState>(g.node()!, id, String(size), () => {
     const gg = g.append("g").attr("data-testid", id).attr("class", "qk-map");
@@ -188,10 +285,50 @@ export function qkScatter(
       .attr("height", size)
       .attr("fill", "#fcfcfb")
       .attr("stroke", "#e2e2de");
+    const xAxis = gg.append("g").attr("class", "qk-axis").attr("transform", `translate(0,${size})`);
+    const yAxis = gg.append("g").attr("class", "qk-axis");
+    axisTitle(gg, "component 1", size / 2, size + 30);
+    axisTitle(gg, "component 2", -QK_LEFT + 8, size / 2, true);
     const lines = gg.append("path").attr("stroke", "#bbb").attr("stroke-width", 0.8).node()!;
     const keys = gg.append("path").attr("fill", KEY_COLOR).attr("opacity", 0.8).node()!;
     const queries = gg.append("path").attr("fill", QUERY_COLOR).attr("opacity", 0.85).node()!;
-    return { node: gg.node()!, state: { title: t, lines, keys, queries } };
+    const labelsG = gg.append("g").attr("class", "qk-labels").style("font-size", `${LABEL_FONT}px`);
+    const state: ScatterState = {
+      title: t,
+      xAxis,
+      yAxis,
+      lines,
+      keys,
+      queries,
+      labels: labelsG,
+      points: [],
+    };
+    // The tooltip: the point nearest the pointer, within reach of a finger.
+    const hit = gg
+      .append("rect")
+      .attr("class", "qk-hit")
+      .attr("width", size)
+      .attr("height", size)
+      .attr("fill", "transparent")
+      .node()!;
+    const onPointer = (e: PointerEvent) => {
+      const r = hit.getBoundingClientRect();
+      const k = size / r.width;
+      const px = (e.clientX - r.left) * k,
+        py = (e.clientY - r.top) * k;
+      let best = -1,
+        bestD = (e.pointerType === "touch" ? 16 : 10) ** 2;
+      state.points.forEach((p, i) => {
+        const d = (p.x - px) ** 2 + (p.y - py) ** 2;
+        if (d <= bestD) [best, bestD] = [i, d];
+      });
+      if (best >= 0) showTip(e, state.points[best].tip);
+      else hideTip();
+    };
+    hit.addEventListener("pointermove", onPointer);
+    hit.addEventListener("pointerdown", onPointer);
+    hit.addEventListener("pointerleave", hideTip);
+    return { node: gg.node()!, state };
   });
   const st = entry.state;
   setAttr(entry.node, "transform", `translate(${x0},${y0})`);
@@ -199,21 +336,76 @@ export function qkScatter(
   let ext = 1e-6;
   for (const [a, b] of [...map.q, ...map.k]) ext = Math.max(ext, Math.abs(a), Math.abs(b));
   ext *= 1.08;
-  const sx = (v: number) => (6 + ((v + ext) / (2 * ext)) * (size - 12)).toFixed(1);
-  const sy = (v: number) => (size - 6 - ((v + ext) / (2 * ext)) * (size - 12)).toFixed(1);
+  const sx = d3
+    .scaleLinear()
+    .domain([-ext, ext])
+    .range([6, size - 6]);
+  const sy = d3
+    .scaleLinear()
+    .domain([-ext, ext])
+    .range([size - 6, 6]);
+  const ticks = size >= 200 ? 5 : 3;
+  st.xAxis.call(d3.axisBottom(sx).ticks(ticks).tickSize(3));
+  st.yAxis.call(d3.axisLeft(sy).ticks(ticks).tickSize(3));
+  for (const a of [st.xAxis, st.yAxis]) a.selectAll("text").style("font-size", `${LABEL_FONT}px`);
+  const f = (v: number) => v.toFixed(1);
   setAttr(
     st.lines,
     "d",
     map.top
-      .map((j, i) => `M${sx(map.q[i][0])},${sy(map.q[i][1])}L${sx(map.k[j][0])},${sy(map.k[j][1])}`)
+      .map(
+        (j, i) =>
+          `M${f(sx(map.q[i][0]))},${f(sy(map.q[i][1]))}L${f(sx(map.k[j][0]))},${f(sy(map.k[j][1]))}`,
+      )
       .join(""),
   );
-  setAttr(st.keys, "d", map.k.map(([a, b]) => `M${sx(a)},${sy(b)}m-3,-3h6v6h-6z`).join(""));
+  setAttr(st.keys, "d", map.k.map(([a, b]) => `M${f(sx(a))},${f(sy(b))}m-3,-3h6v6h-6z`).join(""));
   setAttr(
     st.queries,
     "d",
     map.q
-      .map(([a, b]) => `M${sx(a)},${sy(b)}m-3.2,0a3.2,3.2 0 1,0 6.4,0a3.2,3.2 0 1,0 -6.4,0`)
+      .map(([a, b]) => `M${f(sx(a))},${f(sy(b))}m-3.2,0a3.2,3.2 0 1,0 6.4,0a3.2,3.2 0 1,0 -6.4,0`)
       .join(""),
   );
+  // Tooltips: a query names the key it weights most; a key, the queries that weight it most.
+  const name = (i: number) => `“${escapeHtml(labels[i] ?? String(i))}”`;
+  const queriesOf = (j: number) => map.top.flatMap((t, i) => (t === j ? [name(i)] : []));
+  st.points = [
+    ...map.q.map(([a, b], i): QKPoint => ({
+      x: sx(a),
+      y: sy(b),
+      kind: "query",
+      i,
+      tip: `<b>query</b> ${name(i)}: weights key ${name(map.top[i])} most (α = ${map.topWeight[i].toFixed(3)})`,
+    })),
+    ...map.k.map(([a, b], j): QKPoint => {
+      const qs = queriesOf(j);
+      return {
+        x: sx(a),
+        y: sy(b),
+        kind: "key",
+        i: j,
+        tip: `<b>key</b> ${name(j)}: ${qs.length ? `weighted most by ${qs.length === 1 ? "query" : "queries"} ${qs.join(", ")}` : "no query weights it most"}`,
+      };
+    }),
+  ];
+  // Labels beside their points, each left out where it would cover one already placed.
+  const placed: [number, number, number, number][] = [];
+  const shown = st.points.filter((p) => {
+    const w = (labels[p.i] ?? "").length * LABEL_FONT * 0.62 + 2;
+    const box: [number, number, number, number] = [p.x + 5, p.y - 4, p.x + 5 + w, p.y + 7];
+    if (box[2] > size) return false;
+    if (placed.some((b) => box[0] < b[2] && box[2] > b[0] && box[1] < b[3] && box[3] > b[1]))
+      return false;
+    placed.push(box);
+    return true;
+  });
+  st.labels
+    .selectAll("text")
+    .data(shown)
+    .join("text")
+    .attr("x", (p) => (p.x + 5).toFixed(1))
+    .attr("y", (p) => (p.y + 3.5).toFixed(1))
+    .style("fill", (p) => (p.kind === "query" ? QUERY_COLOR : KEY_COLOR))
+    .text((p) => labels[p.i] ?? "");
 }

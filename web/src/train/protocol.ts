@@ -84,8 +84,11 @@ export type ToWorker =
   /** Inspect snapshot `index` (-1: the live model). */
   | { type: "inspect"; index: number }
   | { type: "export" }
-  /** Continue from a weights file (a loadModel() of it); the task stays the configured one. */
-  | { type: "load"; id: number; bytes: Uint8Array }
+  /**
+   * Continue from a weights file (a loadModel() of it) saved at `step`, from which the
+   * run's steps count on; the task stays the configured one.
+   */
+  | { type: "load"; id: number; bytes: Uint8Array; step: number }
   | { type: "layer"; layer: number; index: number }
   /** The page drew the inspection the worker posted while training. */
   | { type: "drawn" };
@@ -97,6 +100,8 @@ export type FromWorker =
       id: number;
       /** The run's settings (a loaded weights file sets the model's). */
       config: RunConfig;
+      /** The step the run starts at (a loaded file's, else 0). */
+      step: number;
       seqLen: number;
       shape: TaskShape;
       parameterCount: number;

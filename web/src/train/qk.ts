@@ -10,8 +10,9 @@ export interface QKMap {
   /** 2-D points of the T queries and the T keys. */
   q: [number, number][];
   k: [number, number][];
-  /** The key each query weights most. */
+  /** The key each query weights most, and its weight. */
   top: number[];
+  topWeight: number[];
 }
 
 /** Row t of head h of a [heads, T, d] tensor. */
@@ -92,11 +93,13 @@ export function qkMap(
     return [c.reduce((s, x, j) => s + x * ax[0][j], 0), c.reduce((s, x, j) => s + x * ax[1][j], 0)];
   };
   const [, , Tk] = weights.shape;
+  const row = (i: number) => (h * T + i) * Tk;
   const top = Array.from({ length: T }, (_, i) => {
     let best = 0;
     for (let j = 1; j < Tk; j++)
-      if (weights.data[(h * T + i) * Tk + j] > weights.data[(h * T + i) * Tk + best]) best = j;
+      if (weights.data[row(i) + j] > weights.data[row(i) + best]) best = j;
     return best;
   });
-  return { q: qa.map(project), k: ka.map(project), top };
+  const topWeight = top.map((j, i) => weights.data[row(i) + j]);
+  return { q: qa.map(project), k: ka.map(project), top, topWeight };
 }

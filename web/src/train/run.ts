@@ -1,7 +1,6 @@
 // The Train view's side of the worker: what the worker reported (every step's metrics,
 // the latest inspection, the snapshots) and the commands it is sent. The view redraws at
 // most every REDRAW_MS however often the worker reports.
-import type { TaskKind } from "attnkit";
 import type {
   FromWorker,
   InspectionView,
@@ -58,6 +57,11 @@ export interface TrainRun {
   /** The head whose dS is shown. */
   layer: number;
   head: number;
+  /**
+   * The weights file the run started from: its name and the step it was saved at (read
+   * from the name the page gives it; null when the name holds none). Null: a fresh run.
+   */
+  loaded: { name: string; step: number | null } | null;
   /** Wall-clock ms from the first Train press, and when evaluation accuracy first reached 90%. */
   startedAt: number;
   reached90Ms: number | null;
@@ -78,6 +82,7 @@ export const run: TrainRun = {
   step: 0,
   layer: 0,
   head: 0,
+  loaded: null,
   startedAt: 0,
   reached90Ms: null,
   error: "",
@@ -133,6 +138,7 @@ function receive(msg: FromWorker): void {
     awaiting = 0;
   } else if (msg.type === "error") {
     awaiting = 0; // the request failed: the worker keeps the run it had
+    loading = null;
   } else if (awaiting && msg.type !== "weights" && msg.type !== "layer") {
     return;
   }
@@ -150,6 +156,9 @@ function receive(msg: FromWorker): void {
         runs: msg.runs,
       };
       run.target = `${msg.target}${msg.simd ? ", SIMD128" : ""}`;
+      run.step = msg.step;
+      run.loaded = loading && loading.id === msg.id ? loading.file : null;
+      loading = null;
       run.curves = Array.from({ length: msg.runs }, () => ({ step: [], loss: [], accuracy: [] }));
       run.evals = [];
       run.snapshots = [];
@@ -248,6 +257,8 @@ export function startRuns(
 // left (a "ready" for an older request would write its settings over newer ones).
 let requests = 0;
 let awaiting = 0;
+/** The weights file being loaded, and the request that loads it. */
+let loading: { id: number; file: { name: string; step: number | null } } | null = null;
 
 export function reset(): void {
   run.ready = null;
@@ -284,9 +295,11 @@ export function requestWeights(then: (bytes: Uint8Array, step: number) => void):
   send({ type: "export" });
 }
 
-export function loadWeights(bytes: Uint8Array): void {
+/** Continues from a weights file saved at `step` (null: unknown, counted from 0). */
+export function loadWeights(bytes: Uint8Array, name: string, step: number | null): void {
   awaiting = ++requests;
-  send({ type: "load", id: awaiting, bytes }, [bytes.buffer]);
+  loading = { id: awaiting, file: { name, step } };
+  send({ type: "load", id: awaiting, bytes, step: step ?? 0 }, [bytes.buffer]);
 }
 
 /** The weights and inspection of `layer` in the model on screen. */
@@ -300,5 +313,3 @@ export function setConfig(patch: Partial<RunConfig>, compare = run.compare): voi
   run.compare = compare;
   reset();
 }
-
-export const TASKS: readonly TaskKind[] = ["copy", "reverse", "sort", "induction", "majority"];

@@ -9,21 +9,25 @@ import { drawMatrix } from "../draw/heatmap";
 import { signedLegend, weightLegend } from "../draw/legend";
 import { setAttr } from "../draw/retain";
 import { note } from "../draw/text";
+import { labelSpace } from "../draw/labels";
 import { escapeHtml, fmt, maxAbs, shape, sub } from "../format";
-import { page } from "../page";
-import { render } from "../render";
+import { page, saveUrl } from "../page";
 import type { Scene } from "../scenes/common";
+import { queryParts } from "../state";
 import { openTrained, tokenLabel } from "../trained";
 import {
   chartBelow,
   chartFrame,
   drawSeries,
+  QK_BELOW,
+  QK_LEFT,
   qkScatter,
   type ChartState,
   type Series,
 } from "./charts";
 import type { InspectionView, LayerWeights, RunConfig } from "./protocol";
 import {
+  DEFAULT_CONFIG,
   loadWeights,
   pause,
   requestLayer,
@@ -35,8 +39,27 @@ import {
   startRuns,
   step,
   train,
-  TASKS,
 } from "./run";
+import { drawSample } from "./sample";
+import {
+  fieldValue,
+  LEARNING_RATES,
+  NUMBER_FIELDS,
+  settingsFromQuery,
+  settingsQuery,
+  stepOfFileName,
+  TASKS,
+} from "./settings";
+
+// The settings come from the URL, and go back to it (only those that differ from the
+// defaults); what the link held that could not be used is noted beside its field.
+const fromUrl = settingsFromQuery(location.search, DEFAULT_CONFIG);
+run.config = fromUrl.config;
+run.compare = fromUrl.compare;
+queryParts.push(() => settingsQuery(run.config, run.compare, DEFAULT_CONFIG));
+
+/** The note beside each field (by the field's id): the value used and why, or the link's. */
+const fieldNotes: Record<string, string> = { ...fromUrl.notes };
 
 function labels(ins: InspectionView): string[] {
   return ins.tokens.map((t, i) => `${tokenLabel(t)}${sub(i)}`);
@@ -48,10 +71,23 @@ function headMatrix(t: Tensor, h: number) {
   return { data: t.data.subarray(h * T * Tk, (h + 1) * T * Tk), rows: T, cols: Tk };
 }
 
+/** The smallest cell of an attention map whose labels stay readable (~9 px). */
+const READABLE_CELL = 12;
+/** The query/key maps' plot areas: at least this wide where several sit side by side, at most this. */
+const QK_MIN = 150;
+const QK_MAX = 260;
+
 const pct = (v: number) => (Number.isFinite(v) ? `${(100 * v).toFixed(1)}%` : "–");
 
+// The page's redraw, given by the renderer (this view does not import it: the
+// renderer imports the view).
+let renderPage: () => void = () => {};
+export function setTrainRedraw(redrawPage: () => void): void {
+  renderPage = redrawPage;
+}
+
 function redraw(): void {
-  if (page.state.view === "train") render(false);
+  if (page.state.view === "train") renderPage();
 }
 
 let bound = false;
@@ -68,7 +104,7 @@ function layoutCharts(): void {
   // The panel is as wide as the stage (whose width the page keeps without a layout).
   const room = Math.max(300, stageWidth() - 10);
   const side = room >= 700;
-  const cw = Math.min(460, side ? (room - 170) / 2 : room - 70);
+  const cw = Math.min(460, side ? (room - 184) / 2 : room - 84);
   const ch = 140;
   const below = chartBelow(Math.max(2, run.curves.length + 1));
   const loss = chartFrame(svg, "train-loss", 60, 26, cw, ch, "cross-entropy");
@@ -83,7 +119,8 @@ function layoutCharts(): void {
         ch,
         "accuracy on scored tokens",
       );
-  const width = side ? 60 + 2 * cw + 110 : cw + 70;
+  // Room on the right for half of the last tick's label, centred on the axis' end.
+  const width = side ? 60 + 2 * cw + 100 + 24 : cw + 60 + 24;
   const height = (side ? 26 + ch + below : 2 * (26 + ch + below)) + 4;
   setAttr(svg, "width", Math.ceil(width));
   setAttr(svg, "height", Math.ceil(height));
@@ -92,6 +129,15 @@ function layoutCharts(): void {
 }
 
 const runLabel = (i: number) => ((i === 0) === run.config.scaled ? "scaled ÷√dₖ" : "unscaled");
+
+/** The steps shown on the charts: where a loaded file's curves would be, the snapshot's. */
+function chartMarks() {
+  const ins = run.inspection;
+  return {
+    missingBefore: run.loaded?.step || undefined,
+    snapshot: run.scrub >= 0 && ins && ins.snapshot >= 0 ? ins.step : undefined,
+  };
+}
 
 /** The loss and accuracy curves (every step's training batch; the held-out evaluations). */
 function drawCharts(): void {
@@ -112,7 +158,8 @@ function drawCharts(): void {
       dash: i === 0 ? undefined : "4 3",
     })),
     {
-      label: "256 held-out sequences",
+      // The evaluations are of the first run's model only.
+      label: `256 held-out sequences${run.curves.length > 1 ? `, ${runLabel(0)} run` : ""}`,
       color: "#1e3a8a",
       x: run.evals.map((e) => e.step),
       y: run.evals.map((e) => e.accuracy),
@@ -122,8 +169,21 @@ function drawCharts(): void {
   const c0 = run.curves[0];
   const lastLoss = c0?.loss[c0.loss.length - 1];
   const lastEval = run.evals[run.evals.length - 1];
-  drawSeries(charts.loss, `loss ${lastLoss !== undefined ? fmt(lastLoss, 3) : ""}`, lossSeries);
-  drawSeries(charts.accuracy, `accuracy ${lastEval ? pct(lastEval.accuracy) : ""}`, accSeries, 1);
+  const marks = chartMarks();
+  drawSeries(
+    charts.loss,
+    `loss ${lastLoss !== undefined ? fmt(lastLoss, 3) : ""}`,
+    lossSeries,
+    undefined,
+    marks,
+  );
+  drawSeries(
+    charts.accuracy,
+    `accuracy ${lastEval ? pct(lastEval.accuracy) : ""}`,
+    accSeries,
+    1,
+    marks,
+  );
 }
 
 /** Between full draws: only the curves and the panel's status. */
@@ -141,14 +201,16 @@ export const trainView: Scene = {
       Below: the loss and accuracy, and, on one sample sequence, each head's attention weights, its queries and keys (a query's line goes to the key it weights most) and the gradient dS = ∂loss/∂scores of one head (where the learning signal goes).</p>
       <p class="shapes">sample ${shape("T", "T")} = ${shape(run.ready?.seqLen ?? "T", run.ready?.seqLen ?? "T")} per head; Q, K ${shape("h", "T", "d_k")}; ${run.config.scaled ? "scores ÷ √d<sub>k</sub>" : "scores not scaled"}</p>`;
   },
-  render: (g, ctx) => {
+  render: (g) => {
     if (!bound) {
       bound = true;
       bindPanel();
-      startRuns(redraw, redrawCurves, writeConfig);
+      startRuns(redraw, redrawCurves, configFromRun);
     }
     syncPanel();
-    const W = Math.max(600, ctx.width - 10);
+    // The view lays itself out for the stage's own width (a phone's too), so that it is
+    // never scaled down: every label keeps its size.
+    const W = Math.max(260, stageWidth() - 34);
     layoutCharts();
     drawCharts();
     let y = 16;
@@ -161,21 +223,37 @@ export const trainView: Scene = {
     const T = ins.tokens.length;
     const lab = labels(ins);
     const H = ins.layers[0].weights.shape[0];
-    const scored = (i: number) => ins.targets[i] >= 0;
+    const scored = ins.targets.filter((t) => t >= 0).length;
+    const right = ins.predictions.filter((p, i) => ins.targets[i] >= 0 && p === ins.targets[i]);
     note(
       g,
       0,
       y,
-      `${ins.snapshot >= 0 ? `snapshot at step ${ins.step}` : `step ${ins.step}`} · sample: ${ins.tokens.map(tokenLabel).join(" ")} · predicted right on ${ins.predictions.filter((p, i) => scored(i) && p === ins.targets[i]).length} of ${ins.targets.filter((t) => t >= 0).length} scored tokens`,
+      `${ins.snapshot >= 0 ? `snapshot at step ${ins.step}` : `step ${ins.step}`} · ${W >= 480 ? "one sample sequence: predicted" : "sample:"} right on ${right.length} of ${scored} scored tokens`,
       { "data-testid": "train-sample" },
     );
-    y += 22;
-    // Attention maps: one row per layer.
-    const cell = Math.max(4, Math.min(14, Math.floor((W - 60 - H * 70) / (H * T))));
+    y += 14;
+    const sample = drawSample(g, 0, y, W, ins);
+    y += sample.height + 14;
+    width = Math.max(width, sample.width);
+    // Attention maps: one row per layer, its heads side by side, wrapped onto more rows
+    // where cells of at least READABLE_CELL px would not fit.
+    const left = labelSpace({ rowLabels: lab, cell: 14 })[0];
+    const gap = 22;
+    const cellFor = (n: number) =>
+      Math.min(14, Math.floor((W - left - (n - 1) * (gap + left)) / (n * T)));
+    let perRow = H;
+    while (perRow > 1 && cellFor(perRow) < READABLE_CELL) perRow--;
+    const cell = Math.max(4, cellFor(perRow));
     ins.layers.forEach((L, l) => {
       let x = 0,
         rowH = 0;
       for (let h = 0; h < H; h++) {
+        if (h > 0 && h % perRow === 0) {
+          y += rowH + 12;
+          x = 0;
+          rowH = 0;
+        }
         const v = drawMatrix(g, {
           id: `train-attn-${l}-${h}`,
           title: `layer ${l + 1} · head ${h}`,
@@ -184,7 +262,8 @@ export const trainView: Scene = {
           y,
           cell,
           color: sequential(),
-          rowLabels: h === 0 ? lab : undefined,
+          // Every map has its labels: on a narrow screen a row may hold one map.
+          rowLabels: lab,
           titleColor: headColor(h),
           tip: (r, c, val) =>
             `layer ${l + 1}, head ${h}: α${sub(r)}${sub(c)} = <b>${fmt(val, 4)}</b><br>“${escapeHtml(lab[r])}” → “${escapeHtml(lab[c])}”`,
@@ -194,36 +273,44 @@ export const trainView: Scene = {
             redraw();
           },
         });
-        x += v.width + 22;
+        x += v.width + gap;
         rowH = Math.max(rowH, v.height);
+        width = Math.max(width, x - gap);
       }
-      width = Math.max(width, x);
       y += rowH + 12;
     });
     y += weightLegend(g, 8, y) + 8;
-    // Query/key maps.
-    const size = Math.max(150, Math.min(220, Math.floor((W - 20) / H) - 24));
+    // Query/key maps: as many side by side as fit at QK_MIN px or more.
+    const qkGap = 18;
+    const qkPerRow = Math.min(H, Math.max(1, Math.floor((W + qkGap) / (QK_MIN + QK_LEFT + qkGap))));
+    const size = Math.min(QK_MAX, Math.floor((W + qkGap) / qkPerRow) - QK_LEFT - qkGap);
     note(
       g,
       0,
       y,
-      "queries (●) and keys (■) of each head, projected together to 2-D; a line from each query to the key it weights most",
+      W >= 640
+        ? "queries (●) and keys (■) of each head, projected together to 2-D; a line from each query to the key it weights most"
+        : "queries (●) and keys (■) of each head in 2-D;",
     );
-    y += 30;
+    if (W < 640) note(g, 0, y + 15, "a line from each query to the key it weights most");
+    y += W >= 640 ? 30 : 45;
     ins.layers.forEach((L, l) => {
       for (let h = 0; h < H; h++) {
+        const col = h % qkPerRow;
+        if (h > 0 && col === 0) y += size + QK_BELOW + 26;
         qkScatter(
           g,
           `train-qk-${l}-${h}`,
-          h * (size + 24),
+          QK_LEFT + col * (size + QK_LEFT + qkGap),
           y,
           size,
           `layer ${l + 1} · head ${h}`,
           L.qk[h],
+          lab,
         );
       }
-      width = Math.max(width, H * (size + 24));
-      y += size + 34;
+      width = Math.max(width, qkPerRow * (size + QK_LEFT + qkGap) - qkGap);
+      y += size + QK_BELOW + 26;
     });
     // dS of the chosen head.
     const l = Math.min(run.layer, ins.layers.length - 1),
@@ -239,7 +326,7 @@ export const trainView: Scene = {
         m,
         x: 0,
         y,
-        cell: Math.max(cell, Math.min(14, Math.floor((W - 80) / T))),
+        cell: Math.max(4, Math.min(14, Math.floor((W - left) / T))),
         color: diverging(mx),
         rowLabels: lab,
         tip: (r, c, val) =>
@@ -257,53 +344,141 @@ export const trainView: Scene = {
 
 const num = (id: string) => Number($<HTMLInputElement>(id).value);
 
-/** The settings as the panel shows them (each kept within its input's range). */
-function readConfig(): Partial<RunConfig> {
-  const clampIn = (id: string) => {
-    const el = $<HTMLInputElement>(id);
-    const v = Math.round(Number(el.value));
-    return Math.min(
-      Number(el.max),
-      Math.max(Number(el.min), Number.isFinite(v) ? v : Number(el.min)),
-    );
-  };
-  return {
+/**
+ * The settings as the panel shows them. A number field whose text is not a number keeps
+ * the run's value, one out of range or not whole gets the nearest whole number in range;
+ * the field `changed` (the one just edited) gets a note saying so, or loses its note.
+ */
+function readConfig(changed?: string): RunConfig {
+  const c: RunConfig = {
+    ...run.config,
     task: $<HTMLSelectElement>("train-task").value as RunConfig["task"],
-    numLayers: clampIn("train-layers"),
-    numHeads: clampIn("train-heads"),
-    dModel: clampIn("train-dmodel"),
-    dK: clampIn("train-dk"),
     learningRate: num("train-lr"),
-    batch: clampIn("train-batch"),
     scaled: $<HTMLInputElement>("train-scaled").checked,
   };
+  for (const f of NUMBER_FIELDS) {
+    const [v, why] = fieldValue(f, $<HTMLInputElement>(f.id).value, run.config[f.key]);
+    c[f.key] = v;
+    if (f.id === changed) fieldNotes[f.id] = why;
+  }
+  if (changed && !NUMBER_FIELDS.some((f) => f.id === changed)) fieldNotes[changed] = "";
+  return c;
 }
 
-function writeConfig(): void {
-  const c = run.config;
+/** The panel's fields and notes show `c` (default: the run's settings). */
+function writeConfig(c: RunConfig = run.config, compare = run.compare): void {
   $<HTMLSelectElement>("train-task").value = c.task;
-  $<HTMLInputElement>("train-layers").value = String(c.numLayers);
-  $<HTMLInputElement>("train-heads").value = String(c.numHeads);
-  $<HTMLInputElement>("train-dmodel").value = String(c.dModel);
-  $<HTMLInputElement>("train-dk").value = String(c.dK);
+  for (const f of NUMBER_FIELDS) $<HTMLInputElement>(f.id).value = String(c[f.key]);
   $<HTMLSelectElement>("train-lr").value = String(c.learningRate);
-  $<HTMLInputElement>("train-batch").value = String(c.batch);
   $<HTMLInputElement>("train-scaled").checked = c.scaled;
-  $<HTMLInputElement>("train-compare").checked = run.compare;
+  $<HTMLInputElement>("train-compare").checked = compare;
+  for (const id of [
+    "train-task",
+    ...NUMBER_FIELDS.map((f) => f.id),
+    "train-lr",
+    "train-scaled",
+    "train-compare",
+  ]) {
+    const el = $(`${id}-note`);
+    const text = fieldNotes[id] ?? "";
+    if (el.textContent !== text) el.textContent = text;
+  }
+}
+
+/** The run's settings changed in the worker (a loaded file sets the model's): to the panel and the URL. */
+function configFromRun(): void {
+  writeConfig();
+  saveUrl();
+}
+
+/**
+ * Settings changed while the run holds training the change would discard: they wait
+ * for the user to start the new run or keep the current one (training pauses meanwhile).
+ */
+let pending: { config: RunConfig; compare: boolean; from: string; paused: boolean } | null = null;
+
+const SETTING_NAMES: [keyof RunConfig, string][] = [
+  ["task", "the task"],
+  ...NUMBER_FIELDS.map((f): [keyof RunConfig, string] => [f.key, f.name]),
+  ["learningRate", "the learning rate"],
+  ["scaled", "the scale"],
+];
+
+/** What differs between the run's settings and `c`, in words. */
+function changes(c: RunConfig, compare: boolean): string[] {
+  const out = SETTING_NAMES.filter(([k]) => c[k] !== run.config[k]).map(
+    ([k, name]) =>
+      `${name} ${k === "scaled" ? (c.scaled ? "on" : "off") : `${String(run.config[k])} → ${String(c[k])}`}`,
+  );
+  if (compare !== run.compare) out.push(compare ? "comparing" : "no comparison");
+  return out;
+}
+
+/** Steps trained in the current run (since it started, or since its weights file was loaded). */
+function trained(): number {
+  return run.curves[0]?.step.length ?? 0;
+}
+
+function applySettings(c: RunConfig, compare: boolean): void {
+  pending = null;
+  setConfig(c, compare);
+  writeConfig();
+  saveUrl();
+  redraw();
+}
+
+function showPending(): void {
+  const box = $("train-confirm");
+  if (!pending) {
+    box.hidden = true;
+    return;
+  }
+  const n = trained();
+  const lost = n
+    ? `the ${n} step${n > 1 ? "s" : ""} trained so far and ${n > 1 ? "their" : "its"} curves`
+    : `the weights loaded from ${run.loaded?.name ?? "the file"}`;
+  const text = `Changing ${changes(pending.config, pending.compare).join(", ")} starts a new run: ${lost} will be discarded (⤓ weights saves them first).${pending.paused ? " Training is paused." : ""}`;
+  const span = box.querySelector("span")!;
+  if (span.textContent !== text) span.textContent = text;
+  box.hidden = false;
 }
 
 function bindPanel(): void {
   $<HTMLSelectElement>("train-task").innerHTML = TASKS.map(
     (t) => `<option value="${t}">${t}</option>`,
   ).join("");
+  $<HTMLSelectElement>("train-lr").innerHTML = LEARNING_RATES.map(
+    ([v, label]) => `<option value="${v}">${label}</option>`,
+  ).join("");
+  for (const f of NUMBER_FIELDS) {
+    const el = $<HTMLInputElement>(f.id);
+    el.min = String(f.lo);
+    el.max = String(f.hi);
+  }
   writeConfig();
   const panel = $("train");
   panel.addEventListener("change", (e) => {
     const t = e.target as HTMLElement;
     if (t.closest(".train-settings")) {
-      setConfig(readConfig(), $<HTMLInputElement>("train-compare").checked);
-      writeConfig();
-      redraw();
+      const c = readConfig(t.id);
+      const compare = $<HTMLInputElement>("train-compare").checked;
+      if (!changes(c, compare).length) {
+        // Back to the run's settings (or a clamp to them): nothing to start.
+        pending = null;
+        showPending();
+        writeConfig();
+        syncPanel();
+      } else if (trained() || run.loaded) {
+        const paused = run.training || !!pending?.paused;
+        if (run.training) pause();
+        pending = { config: c, compare, from: t.id, paused };
+        // The fields show the values that will be used.
+        writeConfig(c, compare);
+        showPending();
+        syncPanel();
+      } else {
+        applySettings(c, compare);
+      }
     } else if (t.id === "train-head") {
       const [l, h] = ($<HTMLSelectElement>("train-head").value || "0:0").split(":").map(Number);
       run.layer = l;
@@ -313,8 +488,27 @@ function bindPanel(): void {
       const input = t as HTMLInputElement;
       const f = input.files?.[0];
       input.value = "";
-      if (f) void f.arrayBuffer().then((b) => loadWeights(new Uint8Array(b)));
+      if (f)
+        void f
+          .arrayBuffer()
+          .then((b) => loadWeights(new Uint8Array(b), f.name, stepOfFileName(f.name)));
     }
+  });
+  $("train-confirm-yes").addEventListener("click", () => {
+    if (!pending) return;
+    const from = pending.from;
+    applySettings(pending.config, pending.compare);
+    showPending();
+    $(from).focus();
+  });
+  $("train-confirm-no").addEventListener("click", () => {
+    const from = pending?.from;
+    pending = null;
+    for (const id of Object.keys(fieldNotes)) fieldNotes[id] = "";
+    writeConfig();
+    showPending();
+    syncPanel();
+    if (from) $(from).focus();
   });
   $("train-scrub").addEventListener("input", () => {
     scrubTo(num("train-scrub"));
@@ -327,6 +521,9 @@ function bindPanel(): void {
   $("train-pause").addEventListener("click", pause);
   $("train-step").addEventListener("click", step);
   $("train-reset").addEventListener("click", () => {
+    pending = null;
+    showPending();
+    writeConfig();
     reset();
     redraw();
   });
@@ -336,6 +533,7 @@ function bindPanel(): void {
       a.href = URL.createObjectURL(
         new Blob([bytes as BlobPart], { type: "application/octet-stream" }),
       );
+      // The name holds the step (a weights file holds the weights only): a load reads it back.
       a.download = `attnkit-${run.config.task}-step${s}.atkmodel`;
       a.click();
       setTimeout(() => URL.revokeObjectURL(a.href), 1000);
@@ -377,13 +575,26 @@ function setDisabled(id: string, d: boolean): void {
   if (b.disabled !== d) b.disabled = d;
 }
 
+/**
+ * Moves the snapshot shown by `delta` (the arrow keys), from the run's own state: the
+ * slider is redrawn on the next frame, so a key pressed just after a snapshot arrived
+ * must not read it.
+ */
+export function scrubBy(delta: number): void {
+  const n = run.snapshots.length;
+  if (run.training || n === 0) return;
+  const pos = run.scrub < 0 ? n : run.scrub;
+  scrubTo(Math.min(n, Math.max(0, pos + delta)));
+  redraw();
+}
+
 /** Buttons, slider, lists and status as the run says. */
 function syncPanel(): void {
   const ready = !!run.ready;
   const focused = document.activeElement;
-  setDisabled("train-go", !ready || run.training);
+  setDisabled("train-go", !ready || run.training || !!pending);
   setDisabled("train-pause", !run.training);
-  setDisabled("train-step", !ready || run.training);
+  setDisabled("train-step", !ready || run.training || !!pending);
   setDisabled("train-download", !ready);
   // A button disabled under the focus (Enter on Train or Pause) hands it to the other one.
   if (
@@ -432,6 +643,16 @@ function syncPanel(): void {
       : `${run.training ? "training" : run.step ? "paused" : "ready"} · step ${run.step}${c?.loss.length ? ` · loss ${fmt(c.loss[c.loss.length - 1], 3)}` : ""}${lastEval ? ` · held-out accuracy ${pct(lastEval.accuracy)}` : ""}${run.reached90Ms !== null ? ` · 90% after ${(run.reached90Ms / 1000).toFixed(1)} s` : ""} · attnkit ${escapeHtml(run.target)} in a worker`;
   const st = $("train-status");
   if (st.innerHTML !== status) st.innerHTML = status;
+  const f = run.loaded;
+  const fileNote = !f
+    ? ""
+    : f.step !== null
+      ? `Loaded ${f.name}: the weights of step ${f.step} (the step is read from the file's name). A weights file holds the weights only: the curves up to step ${f.step} are not in it, and training continues from there with a fresh optimiser.`
+      : `Loaded ${f.name}: its name holds no step, so the steps count from 0. A weights file holds the weights only: the curves are not in it, and training continues with a fresh optimiser.`;
+  const fn = $("train-file-note");
+  if (fn.textContent !== fileNote) fn.textContent = fileNote;
+  // The steps a pending change would discard go on until the pause reaches the worker.
+  if (pending) showPending();
 }
 
 /** What the browser tests read (window.__attnkit.train()). */

@@ -44,6 +44,8 @@ let sample: TaskBatch | null = null;
 let evalBatch: TaskBatch | null = null;
 let snapshots: { step: number; bytes: Uint8Array }[] = [];
 let training = false;
+/** The step a loaded weights file was saved at: the run's steps count on from it. */
+let base = 0;
 let lastInspect = 0;
 /** The next slice's timer while training. */
 let drawWait: ReturnType<typeof setTimeout> | undefined;
@@ -59,6 +61,9 @@ function disposeRuns(): void {
   }
   runs = [];
 }
+
+/** The run's training step: the trainer's steps after the loaded file's. */
+const steps = (): number => base + (runs[0]?.trainer.steps ?? 0);
 
 function newRun(c: RunConfig, t: TaskConfig, scaled: boolean, model?: Model): Run {
   const m =
@@ -82,9 +87,10 @@ function newRun(c: RunConfig, t: TaskConfig, scaled: boolean, model?: Model): Ru
   return { model: m, trainer, batches: attn.createTaskGenerator(t, { seed: BATCH_SEED }) };
 }
 
-function reset(id: number, c: RunConfig, compare: boolean, loaded?: Model): void {
+function reset(id: number, c: RunConfig, compare: boolean, loaded?: Model, from = 0): void {
   disposeRuns();
   training = false;
+  base = from;
   const s = taskShape(c.task);
   const t: TaskConfig = {
     kind: c.task,
@@ -103,6 +109,7 @@ function reset(id: number, c: RunConfig, compare: boolean, loaded?: Model): void
     type: "ready",
     id,
     config: c,
+    step: base,
     seqLen: attn.taskSeqLen(t),
     shape: s,
     parameterCount: runs[0].model.parameterCount,
@@ -116,7 +123,7 @@ function reset(id: number, c: RunConfig, compare: boolean, loaded?: Model): void
 }
 
 function keepSnapshot(): void {
-  const step = runs[0].trainer.steps;
+  const step = steps();
   snapshots.push({ step, bytes: runs[0].model.exportWeights() });
   post({ type: "snapshot", step, index: snapshots.length - 1 });
 }
@@ -127,10 +134,10 @@ function stepAll(): void {
     const m = r.trainer.step(r.batches.next(b));
     post({
       type: "metrics",
-      m: { run, step: r.trainer.steps, loss: m.loss, accuracy: m.accuracy },
+      m: { run, step: base + r.trainer.steps, loss: m.loss, accuracy: m.accuracy },
     });
   });
-  if (runs[0].trainer.steps % SNAPSHOT_EVERY === 0) keepSnapshot();
+  if (steps() % SNAPSHOT_EVERY === 0) keepSnapshot();
 }
 
 const copyT = (t: Tensor): Tensor => ({ shape: [...t.shape], data: t.data });
@@ -169,7 +176,7 @@ function inspection(model: Model, step: number, snapshot: number): InspectionVie
 
 /** Runs `fn` on snapshot `index`'s model (loaded from its bytes), or on the live model (-1). */
 function withModel<T>(index: number, fn: (m: Model, step: number) => T): T {
-  if (index < 0 || index >= snapshots.length) return fn(runs[0].model, runs[0].trainer.steps);
+  if (index < 0 || index >= snapshots.length) return fn(runs[0].model, steps());
   const m = attn.loadModel(snapshots[index].bytes);
   try {
     return fn(m, snapshots[index].step);
@@ -184,7 +191,7 @@ function inspect(index: number): void {
 }
 
 function postState(): void {
-  post({ type: "state", training, step: runs[0]?.trainer.steps ?? 0 });
+  post({ type: "state", training, step: steps() });
 }
 
 /** Trains for one slice, then lets the messages in before the next. */
@@ -273,7 +280,7 @@ function handle(msg: ToWorker): void {
       return;
     case "export": {
       const bytes = runs[0].model.exportWeights();
-      post({ type: "weights", bytes, step: runs[0].trainer.steps }, [bytes.buffer]);
+      post({ type: "weights", bytes, step: steps() }, [bytes.buffer]);
       return;
     }
     case "load": {
@@ -299,6 +306,7 @@ function handle(msg: ToWorker): void {
         },
         false,
         m,
+        msg.step,
       );
       return;
     }

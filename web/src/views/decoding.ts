@@ -103,8 +103,8 @@ export const decodingView: Scene = {
       <button type="button" class="btn" data-decode="step" data-testid="decode-step" ${t >= T ? "disabled" : ""}>step ▶</button>
       <button type="button" class="btn" data-decode="end" data-testid="decode-end" ${t >= T ? "disabled" : ""}>run to end ▶▶</button>
       <span data-testid="decode-pos">${t} / ${T} tokens decoded${t > 0 ? `: “${tokenName(ctx, t - 1)}”` : ""}</span></p>
-      <p class="shapes">cache K ${shape(t, "kvh·d_k")}, V ${shape(t, "kvh·d_v")}; query ${shape(1, "h·d_k")} → output ${shape(1, "h·d_v")}</p>
-      ${t > 0 ? `<p class="${ok ? "check-ok" : "check-bad"}" data-testid="decode-check">${ok ? "✓" : "✗"} the ${t} decoded rows equal rows 0–${t - 1} of the full causal computation: max |Δ| = ${d.maxDiff.toExponential(1)}</p>` : ""}`;
+      <p class="shapes">cache K ${shape(t, "kvh·d_k")}, V ${shape(t, "kvh·d_v")}; query ${shape(1, "h·d_k")} → output ${shape(1, "h·d_v")}${t < T ? `; <span data-testid="decode-pending">the grey rows of the decoded rows are not decoded yet</span>` : ""}</p>
+      ${t > 0 ? `<p class="${ok ? "check-ok" : "check-bad"}" data-testid="decode-check">${ok ? "✓" : "✗"} ${t === 1 ? "the decoded row equals row 0" : `the ${t} decoded rows equal rows 0–${t - 1}`} of the full causal computation: max |Δ| = ${d.maxDiff.toExponential(1)}</p>` : ""}`;
   },
   render: (g, ctx) => {
     const { T, heads, dK, dV } = ctx.cfg;

@@ -33,6 +33,7 @@ export const gridView: Scene = {
         y,
         cell,
         color: sequential(),
+        sums: "rows",
         rowLabels: h % perRow === 0 && cell >= 8 ? labels : undefined,
         colLabels: cell >= 14 ? labels : undefined,
         tip: (r, c, val) =>

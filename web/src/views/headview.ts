@@ -9,7 +9,7 @@ import { headColor } from "../draw/colors";
 import { announce } from "../draw/cell-keyboard";
 import type { SvgGroup } from "../draw/types";
 import { retained, setAttr } from "../draw/retain";
-import { hideTip, showTip } from "../draw/tooltip";
+import { hideTip, showTipBeside } from "../draw/tooltip";
 
 /** The state patch that hides or shows head h. */
 export function toggleHead(s: State, h: number): Partial<State> {
@@ -141,7 +141,7 @@ function drawTokens(
   y: (i: number) => number,
 ): void {
   const gap = st.gap;
-  const isolate = (side: "i" | "j", k: number, at: MouseEvent) => {
+  const isolate = (side: "i" | "j", k: number, label: Element) => {
     const ctx = st.ctx;
     if (!ctx) return;
     drawLines(st, side, k);
@@ -153,7 +153,13 @@ function drawTokens(
           : `head ${h}${headName(ctx, h) ? ` (${headName(ctx, h)})` : ""}: ${side === "i" ? "top" : "from"} ${topOf(tr.weights, k, side, labels)}`,
       )
       .filter(Boolean);
-    showTip(at, `<b>${labels[k]}</b><br>${parts.join("<br>")}`);
+    // Level with the label, beside the whole view: the tooltip explains the lines, so it covers none of them.
+    showTipBeside(
+      label.getBoundingClientRect(),
+      root.node()!.getBoundingClientRect(),
+      side === "i" ? "left" : "right",
+      `<b>${labels[k]}</b><br>${parts.join("<br>")}`,
+    );
     announce(`${labels[k]}, ${side === "i" ? "query" : "key"}: ${parts.join("; ")}`);
   };
   /** Back to every line, or to the pinned token's. */
@@ -161,16 +167,12 @@ function drawTokens(
     drawLines(st, st.pinned?.side ?? null, st.pinned?.k ?? 0);
     hideTip();
   };
-  const atLabel = (el: Element) => {
-    const b = el.getBoundingClientRect();
-    return new MouseEvent("mousemove", { clientX: b.right, clientY: b.bottom });
-  };
   // A click or tap (or Enter) pins a token's lines until it is clicked again, so a touch screen has what hover gives.
   const togglePin = (side: "i" | "j", k: number, el: Element) => {
     const same = st.pinned?.side === side && st.pinned.k === k;
     st.pinned = same ? null : { side, k };
     setAttr(st.fo, "data-pinned", st.pinned ? `${side}${k}` : null);
-    if (st.pinned) isolate(side, k, atLabel(el));
+    if (st.pinned) isolate(side, k, el);
     else release();
   };
   const texts: Record<"i" | "j", SVGTextElement[]> = { i: [], j: [] };
@@ -194,13 +196,15 @@ function drawTokens(
       .attr("role", "button")
       .attr("aria-label", (d) => `${d} as ${side === "i" ? "query" : "key"}: show its lines`)
       .text((d) => d)
-      .on("mouseenter", (e: MouseEvent, d) => isolate(side, labels.indexOf(d), e))
+      .on("mouseenter", function (_e: MouseEvent, d) {
+        isolate(side, labels.indexOf(d), this);
+      })
       .on("mouseleave", release)
       .on("click", function (_e: MouseEvent, d) {
         togglePin(side, labels.indexOf(d), this);
       })
       .on("focus", function (_e: FocusEvent, d) {
-        isolate(side, labels.indexOf(d), atLabel(this));
+        isolate(side, labels.indexOf(d), this);
       })
       .on("blur", release)
       .on("keydown", function (e: KeyboardEvent, d) {
