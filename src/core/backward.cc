@@ -124,7 +124,15 @@ Status RunBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, Matr
                    ConstMatrixView dO, MatrixView lse, bool recompute,
                    const AttentionOptions& options, MatrixView dQ, MatrixView dK, MatrixView dV) {
   ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, Q.rows, K.rows, /*batched=*/false, 1, 1));
-  if (recompute) ATTNKIT_RETURN_IF_ERROR(RunForTraining(Q, K, V, options, O, lse));
+  if (recompute) {
+    // An overflow of the recomputed forward is the backward's, named "dO" as
+    // the saved-forward overload names it.
+    const Status forward = RunForTraining(Q, K, V, options, O, lse);
+    if (forward.code() == ErrorCode::kOverflow) {
+      return internal::OverflowStatus("dO", "the gradients dQ, dK and dV");
+    }
+    ATTNKIT_RETURN_IF_ERROR(forward);
+  }
   internal::GradTask task;
   task.params = internal::ScoreParamsOf(options, Q.cols);
   task.head = OneHead(Q, K, V, options, O, lse);
