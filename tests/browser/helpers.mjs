@@ -46,6 +46,22 @@ export async function openChromium(contextOptions = {}) {
 }
 
 /**
+ * A phone's page in `browser`: 390 x 844, touch, mobile, no motion; its errors
+ * go into `problems`. Close the context after.
+ */
+export async function phonePage(browser, problems) {
+  const context = await browser.newContext({
+    viewport: { width: 390, height: 844 },
+    hasTouch: true,
+    isMobile: true,
+    reducedMotion: "reduce",
+  });
+  const page = await context.newPage();
+  watch(page, problems);
+  return { context, page };
+}
+
+/**
  * The set-up every Chromium suite shares, as node:test hooks: before the file's
  * tests, the page served and Chromium launched (openChromium(`context`), after
  * `setUp()`); before each test (or once, with `perTest: false`) a new page whose

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import path from "node:path";
 import { test } from "node:test";
-import { shots, watch, usePage } from "./helpers.mjs";
+import { shots, usePage, phonePage } from "./helpers.mjs";
 
 let server, browser, context, page, problems;
 
@@ -101,14 +101,7 @@ function checkWorked(w, factors, value, what) {
 }
 
 test("every cell of a matrix has the same decimals, negatives as positives, on desktop and phone", async () => {
-  const phone = await browser.newContext({
-    viewport: { width: 390, height: 844 },
-    hasTouch: true,
-    isMobile: true,
-    reducedMotion: "reduce",
-  });
-  const p = await phone.newPage();
-  watch(p, problems);
+  const { context: phone, page: p } = await phonePage(browser, problems);
   const bad = [];
   for (const [where, pg] of [
     ["desktop", page],
@@ -387,14 +380,7 @@ test("step 8: rotated column labels keep clear of each other", async () => {
 });
 
 test("phone 390 px: step 8 uses the width at full scale, its labels at least 9 px", async () => {
-  const phone = await browser.newContext({
-    viewport: { width: 390, height: 844 },
-    hasTouch: true,
-    isMobile: true,
-    reducedMotion: "reduce",
-  });
-  const p = await phone.newPage();
-  watch(p, problems);
+  const { context: phone, page: p } = await phonePage(browser, problems);
   for (const q of ["", "p=train&w=random&h=8&kvh=8&", `${FLIES}&`]) {
     await open(`${q}st=8`, p);
     const r = await p.evaluate(() => {

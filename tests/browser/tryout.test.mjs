@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import path from "node:path";
 import { test } from "node:test";
-import { shots, watch, usePage } from "./helpers.mjs";
+import { shots, usePage, phonePage } from "./helpers.mjs";
 
 let server, browser, context, page, problems;
 
@@ -124,14 +124,7 @@ test("W2: decoding: rows not decoded yet are blank and grey, never NaN; one row 
 });
 
 test("W3: phone, a tap on a head-view token: its tooltip covers none of the lines and no token", async () => {
-  const phone = await browser.newContext({
-    viewport: { width: 390, height: 844 },
-    hasTouch: true,
-    isMobile: true,
-    reducedMotion: "reduce",
-  });
-  const p = await phone.newPage();
-  watch(p, problems);
+  const { context: phone, page: p } = await phonePage(browser, problems);
   await open("v=headview&t=the+cat+saw+the+cat+and+the+dog", p);
   for (const id of ["hv-q-4", "hv-k-1", "hv-q-7", "hv-k-0"]) {
     await p.tap(`[data-testid="${id}"]`);
