@@ -45,6 +45,20 @@ export async function openChromium(contextOptions = {}) {
   return { server, browser, context };
 }
 
+/** Clicks the centre of cell (r, c) of the matrix `id` drawn on page p, as a person does. */
+export async function clickMatrixCell(p, id, r, c) {
+  const g = p.locator(`[data-testid="matrix-${id}"]`).first();
+  const { rows, cols } = await g.evaluate((el) => ({
+    rows: Number(el.dataset.rows),
+    cols: Number(el.dataset.cols),
+  }));
+  const box = await p.locator(`[data-hit="${id}"]`).first().boundingBox();
+  await p.mouse.click(
+    box.x + ((c + 0.5) * box.width) / cols,
+    box.y + ((r + 0.5) * box.height) / rows,
+  );
+}
+
 /**
  * A phone's page in `browser`: 390 x 844, touch, mobile, no motion; its errors
  * go into `problems`. Close the context after.

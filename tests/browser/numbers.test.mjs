@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import path from "node:path";
 import { test } from "node:test";
-import { shots, usePage, phonePage } from "./helpers.mjs";
+import { shots, usePage, phonePage, clickMatrixCell } from "./helpers.mjs";
 
 let server, browser, context, page, problems;
 
@@ -44,18 +44,7 @@ const svgMatrices = (p = page) =>
 const drawn = (id, p = page) => p.evaluate((id) => window.__attnkit.matrix(id), id);
 
 /** Clicks the centre of cell (r, c) of a drawn matrix. */
-async function clickCell(id, r, c, p = page) {
-  const g = p.locator(`[data-testid="matrix-${id}"]`).first();
-  const { rows, cols } = await g.evaluate((el) => ({
-    rows: Number(el.dataset.rows),
-    cols: Number(el.dataset.cols),
-  }));
-  const box = await p.locator(`[data-hit="${id}"]`).first().boundingBox();
-  await p.mouse.click(
-    box.x + ((c + 0.5) * box.width) / cols,
-    box.y + ((r + 0.5) * box.height) / rows,
-  );
-}
+const clickCell = (id, r, c, p = page) => clickMatrixCell(p, id, r, c);
 
 /** The worked-arithmetic panel: its terms (label, a, b, product as written) and its total. */
 async function worked(p = page) {

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import path from "node:path";
 import { test } from "node:test";
-import { shots, usePage, phonePage } from "./helpers.mjs";
+import { shots, usePage, phonePage, clickMatrixCell } from "./helpers.mjs";
 
 let server, browser, context, page, problems;
 
@@ -33,18 +33,7 @@ const svgMatrix = (id, p = page) =>
   }));
 
 /** Clicks the centre of cell (r, c) of a drawn matrix. */
-async function clickCell(id, r, c, p = page) {
-  const g = p.locator(`[data-testid="matrix-${id}"]`).first();
-  const { rows, cols } = await g.evaluate((el) => ({
-    rows: Number(el.dataset.rows),
-    cols: Number(el.dataset.cols),
-  }));
-  const box = await p.locator(`[data-hit="${id}"]`).first().boundingBox();
-  await p.mouse.click(
-    box.x + ((c + 0.5) * box.width) / cols,
-    box.y + ((r + 0.5) * box.height) / rows,
-  );
-}
+const clickCell = (id, r, c, p = page) => clickMatrixCell(p, id, r, c);
 
 const overlap = (a, b) =>
   Math.min(a.x + a.width, b.x + b.width) - Math.max(a.x, b.x) > 0.5 &&
