@@ -121,6 +121,13 @@ const Ts = [...new Set(rows.filter((r) => r.T).map((r) => r.T))].sort((a, b) => 
 const mb = (bytes) =>
   bytes / 2 ** 20 >= 10 ? (bytes / 2 ** 20).toFixed(0) : (bytes / 2 ** 20).toFixed(1);
 
+// A share of the platform's peak as published: at or above 100% the peak was
+// measured low (a noisy run), so the figure is "unfit", never printed.
+const unfit = (share) => Math.round(100 * share) >= 100;
+const shareText = (share) => (unfit(share) ? "unfit" : `${(100 * share).toFixed(0)}%`);
+const peakShare = (share) =>
+  unfit(share) ? " (share of peak unfit)" : ` (${shareText(share)} of peak)`;
+
 // One table: the reference engine first (with % of its platform's peak), then the
 // others with "attnkit N×" = reference GFLOP/s / that engine's GFLOP/s.
 function table(title, ours, peak, engines, causal) {
@@ -139,18 +146,12 @@ function table(title, ours, peak, engines, causal) {
         const r = find(e, T, causal);
         if (!r) return "–";
         if (e === NATIVE_IN_NODE)
-          return (
-            r.gflops.toFixed(1) +
-            (r.peakShare ? ` (${(100 * r.peakShare).toFixed(0)}% of peak)` : "")
-          );
+          return r.gflops.toFixed(1) + (r.peakShare ? peakShare(r.peakShare) : "");
         const base =
           (e.startsWith("onnxruntime") && title === "native" && find(NATIVE_IN_NODE, T, causal)) ||
           find(ours, T, causal);
         if (e === ours)
-          return (
-            `**${r.gflops.toFixed(1)}**` +
-            (peak ? ` (${((100 * r.gflops) / peak).toFixed(0)}% of peak)` : "")
-          );
+          return `**${r.gflops.toFixed(1)}**` + (peak ? peakShare(r.gflops / peak) : "");
         return (
           `${r.gflops.toFixed(1)}` +
           (base ? ` (attnkit ${(base.gflops / r.gflops).toFixed(2)}×)` : "")
@@ -275,16 +276,16 @@ const plausible = [];
         const r = find(e, T, false);
         if (!r || !peakAt(T)) return "–";
         const share = r.gflops / peakAt(T);
-        const flag = share < 0.3 || share > 1.0;
-        if (flag) plausible.push(`${e} at T=${T}: ${(100 * share).toFixed(0)}%`);
-        return `${(100 * share).toFixed(0)}%${flag ? " ⚠" : ""}`;
+        const flag = share < 0.3 || unfit(share);
+        if (flag) plausible.push(`${e} at T=${T}: ${shareText(share)}`);
+        return `${shareText(share)}${flag ? " ⚠" : ""}`;
       }).join(" | ") +
       " |\n";
   }
   if (any) {
     md +=
       t +
-      "\n⚠: below 30% or above 100% of the peak measured on the same platform (native: the FMA peak, for the " +
+      "\n⚠: below 30% of the peak measured on the same platform, or unfit (at or above 100% of it: that peak was measured low) (native: the FMA peak, for the " +
       "engines timed in Node the median of the peaks attnkit's child measured in the same rounds; wasm: the SIMD128 " +
       "mul+add peak), flagged for a second look (the scalar baselines, far below it by design, are left out). " +
       (plausible.length
@@ -459,10 +460,10 @@ if ((n2048 && fmaPeak) || inRounds?.peakShare) {
   const gbText =
     gb === null
       ? ""
-      : `Google Benchmark medians: ${gb.toFixed(0)}% (${n2048.gflops.toFixed(1)} of ${fmaPeak.toFixed(0)} GFLOP/s)`;
+      : `Google Benchmark medians: ${shareText(gb / 100)} (${n2048.gflops.toFixed(1)} of ${fmaPeak.toFixed(0)} GFLOP/s)`;
   const pct = inRounds?.peakShare ? 100 * inRounds.peakShare : gb;
   const text = inRounds?.peakShare
-    ? `${pct.toFixed(0)}% (median over ${inRounds.peakRounds.length} of Node's rounds of attnkit's GFLOP/s over the FMA peak measured right after it` +
+    ? `${shareText(pct / 100)} (median over ${inRounds.peakRounds.length} of Node's rounds of attnkit's GFLOP/s over the FMA peak measured right after it` +
       `${gbText ? `; ${gbText}` : ""})`
     : gbText;
   targets.push(

@@ -40,12 +40,14 @@ export function closestKey(key, valid) {
 /**
  * Throws an invalid_argument AttnkitError naming the first key of `object` that
  * is not in `valid`, and the closest valid key: a typo such as { W_o } must not
- * silently drop what it meant.
+ * silently drop what it meant. With `typosOnly`, other keys are let through
+ * unless they are a letter or two from a valid one.
  */
-export function checkKeys(name, object, valid, noun = "key") {
+export function checkKeys(name, object, valid, noun = "key", { typosOnly = false } = {}) {
   for (const key of Object.keys(object)) {
     if (valid.includes(key)) continue;
     const near = closestKey(key, valid);
+    if (typosOnly && !(near && editDistance(key.toLowerCase(), near.toLowerCase()) <= 2)) continue;
     throw new AttnkitError(
       `${name}.${key}: expected one of ${valid.join(", ")}` +
         `${near ? ` (did you mean ${near}?)` : ""}, got an unknown ${noun}`,
@@ -63,16 +65,8 @@ const DATA_KEYS = ["data", "rows", "cols", "shape"];
  * ({ col }, { shap }) is a typo that would drop what it meant: refused.
  */
 function checkDataTypos(name, object, valid) {
-  for (const key of Object.keys(object)) {
-    if (DATA_KEYS.includes(key)) continue;
-    const near = closestKey(key, valid);
-    if (near && editDistance(key.toLowerCase(), near.toLowerCase()) <= 2) {
-      throw new AttnkitError(
-        `${name}.${key}: expected one of ${valid.join(", ")} (did you mean ${near}?), got an unknown key`,
-        { parameter: `${name}.${key}` },
-      );
-    }
-  }
+  const others = Object.fromEntries(Object.entries(object).filter(([k]) => !DATA_KEYS.includes(k)));
+  checkKeys(name, others, valid, "key", { typosOnly: true });
 }
 
 /** "1 value", "3 values". */

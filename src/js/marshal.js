@@ -44,7 +44,7 @@ const CORE_NAMES = {
 export const NONE = { ptr: 0, rows: 0, cols: 0 };
 // The scratch block is given back after a call that grew it past this, so that
 // one large call does not keep its memory from later calls (KV caches).
-export const SCRATCH_KEEP_BYTES = 16 << 20;
+const SCRATCH_KEEP_BYTES = 16 << 20;
 // The most a call may lay out: wasm memory grows to 2 GiB at most (Emscripten's
 // default maximum). Sizes are summed as JS numbers, exact far past 2^32, and
 // checked against it before _malloc, whose 32-bit size would wrap.

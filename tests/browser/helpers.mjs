@@ -45,6 +45,36 @@ export async function openChromium(contextOptions = {}) {
   return { server, browser, context };
 }
 
+/** Clicks the centre of cell (r, c) of the matrix `id` drawn on page p, as a person does. */
+export async function clickMatrixCell(p, id, r, c) {
+  const g = p.locator(`[data-testid="matrix-${id}"]`).first();
+  const { rows, cols } = await g.evaluate((el) => ({
+    rows: Number(el.dataset.rows),
+    cols: Number(el.dataset.cols),
+  }));
+  const box = await p.locator(`[data-hit="${id}"]`).first().boundingBox();
+  await p.mouse.click(
+    box.x + ((c + 0.5) * box.width) / cols,
+    box.y + ((r + 0.5) * box.height) / rows,
+  );
+}
+
+/**
+ * A phone's page in `browser`: 390 x 844, touch, mobile, no motion; its errors
+ * go into `problems`. Close the context after.
+ */
+export async function phonePage(browser, problems) {
+  const context = await browser.newContext({
+    viewport: { width: 390, height: 844 },
+    hasTouch: true,
+    isMobile: true,
+    reducedMotion: "reduce",
+  });
+  const page = await context.newPage();
+  watch(page, problems);
+  return { context, page };
+}
+
 /**
  * The set-up every Chromium suite shares, as node:test hooks: before the file's
  * tests, the page served and Chromium launched (openChromium(`context`), after

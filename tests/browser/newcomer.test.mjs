@@ -5,7 +5,15 @@
 import assert from "node:assert/strict";
 import path from "node:path";
 import { test } from "node:test";
-import { PHONE_PAGES, assertPhoneFit, phoneFit, shots, watch, usePage } from "./helpers.mjs";
+import {
+  PHONE_PAGES,
+  assertPhoneFit,
+  phoneFit,
+  shots,
+  watch,
+  usePage,
+  phonePage,
+} from "./helpers.mjs";
 
 let server, browser, context, page, problems;
 
@@ -198,14 +206,7 @@ test("screen readers: sliders have their own names; the caption is not a live re
 });
 
 test("a tap on a head-view token keeps its lines (the touch form of hover)", async () => {
-  const phone = await browser.newContext({
-    viewport: { width: 390, height: 844 },
-    hasTouch: true,
-    isMobile: true,
-    reducedMotion: "reduce",
-  });
-  const p = await phone.newPage();
-  watch(p, problems);
+  const { context: phone, page: p } = await phonePage(browser, problems);
   await open("v=headview", p);
   await p.tap('[data-testid="hv-k-4"]');
   assert.equal(await p.getAttribute('[data-testid="hv-lines"]', "data-pinned"), "j4");
@@ -223,14 +224,7 @@ test("a tap on a head-view token keeps its lines (the touch form of hover)", asy
 });
 
 test("phone 390 x 844: every step and view of the default and the batch preset fits the width; header and step bar are short", async () => {
-  const phone = await browser.newContext({
-    viewport: { width: 390, height: 844 },
-    hasTouch: true,
-    isMobile: true,
-    reducedMotion: "reduce",
-  });
-  const p = await phone.newPage();
-  watch(p, problems);
+  const { context: phone, page: p } = await phonePage(browser, problems);
   for (const base of [
     "",
     "p=flies&b=1&w=designed&h=2&kvh=2&t=time%20flies%20like%20an%20arrow&t2=fruit%20flies%20like%20a%20banana",

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import path from "node:path";
 import { test } from "node:test";
-import { shots, watch, usePage } from "./helpers.mjs";
+import { shots, usePage, phonePage, clickMatrixCell } from "./helpers.mjs";
 
 let server, browser, context, page, problems;
 
@@ -44,18 +44,7 @@ const svgMatrices = (p = page) =>
 const drawn = (id, p = page) => p.evaluate((id) => window.__attnkit.matrix(id), id);
 
 /** Clicks the centre of cell (r, c) of a drawn matrix. */
-async function clickCell(id, r, c, p = page) {
-  const g = p.locator(`[data-testid="matrix-${id}"]`).first();
-  const { rows, cols } = await g.evaluate((el) => ({
-    rows: Number(el.dataset.rows),
-    cols: Number(el.dataset.cols),
-  }));
-  const box = await p.locator(`[data-hit="${id}"]`).first().boundingBox();
-  await p.mouse.click(
-    box.x + ((c + 0.5) * box.width) / cols,
-    box.y + ((r + 0.5) * box.height) / rows,
-  );
-}
+const clickCell = (id, r, c, p = page) => clickMatrixCell(p, id, r, c);
 
 /** The worked-arithmetic panel: its terms (label, a, b, product as written) and its total. */
 async function worked(p = page) {
@@ -101,14 +90,7 @@ function checkWorked(w, factors, value, what) {
 }
 
 test("every cell of a matrix has the same decimals, negatives as positives, on desktop and phone", async () => {
-  const phone = await browser.newContext({
-    viewport: { width: 390, height: 844 },
-    hasTouch: true,
-    isMobile: true,
-    reducedMotion: "reduce",
-  });
-  const p = await phone.newPage();
-  watch(p, problems);
+  const { context: phone, page: p } = await phonePage(browser, problems);
   const bad = [];
   for (const [where, pg] of [
     ["desktop", page],
@@ -387,14 +369,7 @@ test("step 8: rotated column labels keep clear of each other", async () => {
 });
 
 test("phone 390 px: step 8 uses the width at full scale, its labels at least 9 px", async () => {
-  const phone = await browser.newContext({
-    viewport: { width: 390, height: 844 },
-    hasTouch: true,
-    isMobile: true,
-    reducedMotion: "reduce",
-  });
-  const p = await phone.newPage();
-  watch(p, problems);
+  const { context: phone, page: p } = await phonePage(browser, problems);
   for (const q of ["", "p=train&w=random&h=8&kvh=8&", `${FLIES}&`]) {
     await open(`${q}st=8`, p);
     const r = await p.evaluate(() => {

@@ -179,8 +179,14 @@ test("the Train tab opens the Train view with induction's settings, before train
     "train-qk-1-1",
     "matrix-train-attn-1-1",
     "matrix-train-dS",
-  ])
-    assert.ok(await p.$(`[data-testid="${id}"]`), `${id} drawn`);
+  ]) {
+    // Drawn by the redraw that follows the worker's first inspection, which may
+    // come a frame after the run reports ready.
+    const drawn = await p
+      .waitForSelector(`[data-testid="${id}"]`, { state: "attached", timeout: 10000 })
+      .catch(() => null);
+    assert.ok(drawn, `${id} drawn`);
+  }
   // The steps' settings and bar are hidden; the Train tab is pressed.
   assert.equal(await p.isVisible('[data-testid="preset"]'), false);
   assert.equal(await p.getAttribute('[data-testid="view-train"]', "aria-pressed"), "true");

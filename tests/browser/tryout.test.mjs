@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import path from "node:path";
 import { test } from "node:test";
-import { shots, watch, usePage } from "./helpers.mjs";
+import { shots, usePage, phonePage, clickMatrixCell } from "./helpers.mjs";
 
 let server, browser, context, page, problems;
 
@@ -33,18 +33,7 @@ const svgMatrix = (id, p = page) =>
   }));
 
 /** Clicks the centre of cell (r, c) of a drawn matrix. */
-async function clickCell(id, r, c, p = page) {
-  const g = p.locator(`[data-testid="matrix-${id}"]`).first();
-  const { rows, cols } = await g.evaluate((el) => ({
-    rows: Number(el.dataset.rows),
-    cols: Number(el.dataset.cols),
-  }));
-  const box = await p.locator(`[data-hit="${id}"]`).first().boundingBox();
-  await p.mouse.click(
-    box.x + ((c + 0.5) * box.width) / cols,
-    box.y + ((r + 0.5) * box.height) / rows,
-  );
-}
+const clickCell = (id, r, c, p = page) => clickMatrixCell(p, id, r, c);
 
 const overlap = (a, b) =>
   Math.min(a.x + a.width, b.x + b.width) - Math.max(a.x, b.x) > 0.5 &&
@@ -124,14 +113,7 @@ test("W2: decoding: rows not decoded yet are blank and grey, never NaN; one row 
 });
 
 test("W3: phone, a tap on a head-view token: its tooltip covers none of the lines and no token", async () => {
-  const phone = await browser.newContext({
-    viewport: { width: 390, height: 844 },
-    hasTouch: true,
-    isMobile: true,
-    reducedMotion: "reduce",
-  });
-  const p = await phone.newPage();
-  watch(p, problems);
+  const { context: phone, page: p } = await phonePage(browser, problems);
   await open("v=headview&t=the+cat+saw+the+cat+and+the+dog", p);
   for (const id of ["hv-q-4", "hv-k-1", "hv-q-7", "hv-k-0"]) {
     await p.tap(`[data-testid="${id}"]`);

@@ -50,19 +50,21 @@ function trainedCheck(ctx: Parameters<Scene["caption"]>[0]): string {
 }
 
 /**
- * The worked arithmetic of weight α_ic (the panel a click opens), from attnkit's scores of
- * row i and its weight: e_j = exp(s_ij − m_i) for each key j (m_i the row's largest score,
+ * The worked arithmetic of weight α_ic (the panel a click opens), from attnkit's scores s and
+ * weights a of row i: e_j = exp(s_ij − m_i) for each key j (m_i the row's largest score,
  * which changes no weight and keeps exp from overflowing), their sum Σ, and the cell's share
- * e_c / Σ, which is attnkit's α_ic. The exps and the sum are done here only to show them.
+ * e_c / Σ = α_ic. Every number is attnkit's: the key with the largest score has e = 1, so
+ * Σ = 1 / its weight and e_j = α_ij Σ; the page computes no softmax of its own.
  */
-function workedSoftmax(s: number[], i: number, c: number, v: number, names: string[]): string {
+function workedSoftmax(s: number[], a: number[], i: number, c: number, names: string[]): string {
+  const v = a[c];
   const open = s.filter((x) => x !== -Infinity);
   if (!open.length)
     return `<div class="worked-what">every key of row ${i} is masked: there is nothing to share out, and attnkit gives every weight of the row 0</div>
       <div class="worked-total">α${sub(i)}${sub(c)} = <b data-testid="worked-total">${fmt(v, 4)}</b></div>`;
   const m = Math.max(...open);
-  const e = s.map((x) => (x === -Infinity ? 0 : Math.exp(x - m)));
-  const sum = e.reduce((a, b) => a + b, 0);
+  const sum = 1 / a[s.indexOf(m)];
+  const e = a.map((w) => w * sum);
   const lines = s.map(
     (x, j) =>
       `<span class="worked-term" data-testid="worked-term"><span class="worked-label">j = ${j} (“${names[j]}”):</span> ${
@@ -165,12 +167,12 @@ export const softmaxScene: Scene = {
       hidden: ctx.animate ? () => true : undefined,
       tip: (r, c, v) =>
         `α${sub(r)}${sub(c)} = softmax(row ${r})[${c}] = <b>${fmt(v, 4)}</b><br>“${tokenName(ctx, r)}” gives ${fmt(v * 100, 1)}% of its attention to “${tokenName(ctx, c)}”${at(tr.maskedScores, r, c) === -Infinity ? "<br>(masked: exp(−∞) = 0)" : ""}<br>row ${r} sums to ${fmt(at(sums, r, 0), 4)}${CLICK_FOR_WORK}`,
-      work: (r, c, v) =>
+      work: (r, c) =>
         workedSoftmax(
           row(tr.maskedScores, r),
+          row(tr.weights, r),
           r,
           c,
-          v,
           labels.map((_, j) => tokenName(ctx, j)),
         ),
     });
