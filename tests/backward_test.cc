@@ -192,6 +192,49 @@ TEST_CASE("fused backward: huge logits neither overflow nor lose the gradient", 
   });
 }
 
+TEST_CASE("training forward at huge logits: its lse is the one the backward recomputes P from",
+          "[backward]") {
+  // Few queries against many keys, where attention would take the split-K
+  // path: the training forward must sum the scores as the backward's
+  // recompute does (same packed K^T, same GEMM, same exp), or at |S| ~ 1e4 a
+  // different rounding of S (~1e-3 absolute) moves every weight exp(S - lse)
+  // and dV by ~1e-3. Tolerance as the package's test of the same case: 2e-4
+  // of the largest reference value plus 1e-3 of each; lse itself rounds to
+  // 5e-4 absolute at 1e4, which moves a weight by at most that.
+  struct Shape {
+    size_t T_q, T_k, d_k, d_v;
+  };
+  uint32_t seed = 950;
+  ForEachTarget([&](int64_t) {
+    for (Shape s : {Shape{2, 300, 8, 8}, Shape{3, 17, 4, 3}, Shape{9, 17, 4, 3}}) {
+      INFO("T_q " << s.T_q << " T_k " << s.T_k << " d_k " << s.d_k << " d_v " << s.d_v);
+      const TestMatrix Q = Random(s.T_q, s.d_k, seed++, Layout::kContiguous, -100.0f, 100.0f);
+      const TestMatrix K = Random(s.T_k, s.d_k, seed++, Layout::kContiguous, -100.0f, 100.0f);
+      const TestMatrix V = Random(s.T_k, s.d_v, seed++);
+      const TestMatrix dO = Random(s.T_q, s.d_v, seed++);
+      AttentionOptions o;
+      o.scale = 1.0f;
+      REQUIRE(ref::MatMulT(Q.ToRef(), K.ToRef()).MaxAbs() > 5e3);
+      const bwd_ref::Gradients want =
+          bwd_ref::AttentionBackward(Q.ToRef(), K.ToRef(), V.ToRef(), dO.ToRef(), o);
+      TestMatrix out(s.T_q, s.d_v), lse(s.T_q, 1), dQ(s.T_q, s.d_k), dK(s.T_k, s.d_k),
+          dV(s.T_k, s.d_v);
+      REQUIRE_OK(AttentionForTraining(Q, K, V, o, out, lse));
+      REQUIRE_OK(AttentionBackward(Q, K, V, out, dO, lse, o, dQ, dK, dV));
+      const double magnitude = Magnitude(want.dV);
+      double worst = 0.0;
+      for (size_t j = 0; j < s.T_k; ++j) {
+        for (size_t c = 0; c < s.d_v; ++c) {
+          const double w = want.dV(j, c);
+          worst = std::max(worst, std::abs(dV(j, c) - w) / (2e-4 * magnitude + 1e-3 * std::abs(w)));
+        }
+      }
+      INFO("worst |dV - reference| / tolerance " << worst);
+      CHECK(worst <= 1.0);
+    }
+  });
+}
+
 TEST_CASE("fused forward for training and backward: scores past float range are an overflow",
           "[backward]") {
   // q . k = 1e40 is inf in float32: the forward (Attention) reports kOverflow;

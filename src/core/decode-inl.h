@@ -70,9 +70,7 @@ HWY_INLINE bool DecodeChunk(const internal::HeadTask& t, const internal::ScorePa
   return true;
 }
 
-// out row i of head t = the merge of its `chunks` partial results; for the
-// training forward (t.lse not empty) also lse row i = M + log L (-inf for a
-// row that sees no key).
+// out row i of head t = the merge of its `chunks` partial results.
 HWY_INLINE void MergeChunks(const internal::HeadTask& t, size_t chunks,
                             const float* HWY_RESTRICT partials) {
   const size_t d_v = t.V.cols, row_floats = 2 + d_v, chunk_floats = t.Q.rows * row_floats;
@@ -82,7 +80,6 @@ HWY_INLINE void MergeChunks(const internal::HeadTask& t, size_t chunks,
     float M = -std::numeric_limits<float>::infinity();
     for (size_t c = 0; c < chunks; ++c)
       M = std::max(M, partials[c * chunk_floats + i * row_floats]);
-    if (!t.lse.empty()) t.lse(i, 0) = M;
     if (M == -std::numeric_limits<float>::infinity()) continue;  // sees no key: zeros
     float L = 0.0f;
     for (size_t c = 0; c < chunks; ++c) {
@@ -94,7 +91,6 @@ HWY_INLINE void MergeChunks(const internal::HeadTask& t, size_t chunks,
       MulAddRow(w, part + 2, out, d_v);
     }
     ScaleRow(out, d_v, 1.0f / L, 0.0f);  // L >= 1: the chunk with m = M has l >= 1
-    if (!t.lse.empty()) t.lse(i, 0) = M + std::log(L);
   }
 }
 

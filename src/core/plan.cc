@@ -32,8 +32,13 @@ Status PlanHead(const AttentionJob& job, size_t h, AttentionPlan* plan, size_t* 
                 size_t* partials) {
   const HeadTask& t = job.heads[h];
   const bool rows = job.trace != nullptr || job.keep_stage != KeepStage::kNone;
-  const bool fused = !rows && (forced_path ? *forced_path == HeadPath::kFused
-                                           : UseFusedPath(t.Q.rows, t.K.rows, t.K.cols, t.V.cols));
+  // The training forward (a head that keeps its log-sum-exp) is fused only:
+  // the backward recomputes P = exp(S - lse) with the fused kernel's GEMM and
+  // exp, so lse must come from the same sums, or large logits give P != 1.
+  const bool training = !t.lse.empty();
+  const bool fused =
+      !rows && (training || (forced_path ? *forced_path == HeadPath::kFused
+                                         : UseFusedPath(t.Q.rows, t.K.rows, t.K.cols, t.V.cols)));
   if (rows) {
     plan->paths[h] = HeadPath::kRows;
     *floats = t.K.rows;

@@ -87,10 +87,10 @@ inline bool UseFusedPath(size_t T_q, size_t T_k, size_t d_k, size_t d_v) {
 // How one head task is computed:
 // kRows: one query row at a time (TraceHead, trace-inl.h), keeping the
 //   job's stages: every head of a job with kept scores, and a trace;
-// kFused: tiles of queries and keys with online softmax (flash-inl.h);
+// kFused: tiles of queries and keys with online softmax (flash-inl.h), and
+//   every head of the training forward (it keeps each row's log-sum-exp, from
+//   the sums the backward recomputes);
 // kSplitK: chunks of keys, merged per query row (decode-inl.h).
-// The training forward (heads with HeadTask::lse) takes kFused or kSplitK as
-// attention does; both keep each row's log-sum-exp.
 enum class HeadPath { kRows, kFused, kSplitK };
 
 // Tests only: every later head without kept stages takes `path` (kFused or
