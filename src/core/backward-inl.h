@@ -55,53 +55,9 @@ constexpr size_t kGradQueries = internal::kGradQueryBlock;
 using TileTransposedA = GemmA<1, kGradKeys>;
 using TileA = GemmA<kGradKeys, 1>;
 
-// n rounded up to whole vectors of this target: the keys (rows or columns)
-// of a packed operand that its GEMMs read. Padding past it is never read, so
-// a short sequence packs and clears no more than that.
-HWY_INLINE size_t WholeVectors(size_t n) {
-  const size_t N = hn::Lanes(DF());
-  return (n + N - 1) / N * N;
-}
-
 // B [K, n] for the GEMMs: rows `stride` floats apart, one panel.
 HWY_INLINE PanelView Operand(const float* data, size_t K, size_t n, size_t stride) {
   return PanelView::Whole(ConstMatrixView(data, K, n, stride));
-}
-
-// dst: src^T * scale in key blocks [cols, kb] (src [keys, cols], kb a
-// multiple of 4), zeros past src's rows up to whole vectors. Transposes 4 x 4
-// blocks in 128-bit vectors (every SIMD target has them): one strided scalar
-// store per value cost as much as a short backward's matrix products.
-HWY_INLINE void PackTransposed(ConstMatrixView src, float scale, size_t kb,
-                               float* HWY_RESTRICT dst) {
-  const size_t cols = src.cols;
-#if HWY_TARGET != HWY_SCALAR
-  const hn::CappedTag<float, 4> d4;
-  const auto vscale = hn::Set(d4, scale);
-#endif
-  for (size_t j = 0; j < WholeVectors(src.rows); j += 4) {
-    float* HWY_RESTRICT block = dst + j / kb * cols * kb + j % kb;
-    size_t c = 0;
-#if HWY_TARGET != HWY_SCALAR
-    if (j + 4 <= src.rows) {
-      for (; c + 4 <= cols; c += 4) {
-        const auto r0 = hn::LoadU(d4, src.Row(j) + c), r1 = hn::LoadU(d4, src.Row(j + 1) + c);
-        const auto r2 = hn::LoadU(d4, src.Row(j + 2) + c), r3 = hn::LoadU(d4, src.Row(j + 3) + c);
-        const auto t0 = hn::InterleaveLower(d4, r0, r1), t1 = hn::InterleaveLower(d4, r2, r3);
-        const auto t2 = hn::InterleaveUpper(d4, r0, r1), t3 = hn::InterleaveUpper(d4, r2, r3);
-        hn::StoreU(hn::Mul(hn::ConcatLowerLower(d4, t1, t0), vscale), d4, block + c * kb);
-        hn::StoreU(hn::Mul(hn::ConcatUpperUpper(d4, t1, t0), vscale), d4, block + (c + 1) * kb);
-        hn::StoreU(hn::Mul(hn::ConcatLowerLower(d4, t3, t2), vscale), d4, block + (c + 2) * kb);
-        hn::StoreU(hn::Mul(hn::ConcatUpperUpper(d4, t3, t2), vscale), d4, block + (c + 3) * kb);
-      }
-    }
-#endif
-    for (; c < cols; ++c) {
-      for (size_t k = 0; k < 4; ++k) {
-        block[c * kb + k] = j + k < src.rows ? src(j + k, c) * scale : 0.0f;
-      }
-    }
-  }
 }
 
 // dst [rows_p, cols_p] = src [rows, cols] (rows_p >= rows, cols_p >= cols),
@@ -111,8 +67,8 @@ HWY_INLINE void PackPadded(ConstMatrixView src, size_t rows_p, size_t cols_p,
   for (size_t r = 0; r < rows_p; ++r) {
     float* HWY_RESTRICT row = dst + r * cols_p;
     const size_t n = r < src.rows ? src.cols : 0;
-    if (n) std::copy(src.Row(r), src.Row(r) + n, row);
-    std::fill(row + n, row + cols_p, 0.0f);
+    if (n) CopyRow(src.Row(r), n, row);
+    ZeroRow(row + n, cols_p - n);
   }
 }
 
@@ -277,8 +233,8 @@ HWY_INLINE void BackwardTile(const internal::GradTask& task, float* HWY_RESTRICT
     const float lse = task.head.lse(i, 0);
     if (n == 0 || lse == -std::numeric_limits<float>::infinity()) {
       // The row sees no key here: P = dS = 0.
-      std::fill(p, p + t.cols, 0.0f);
-      std::fill(ds, ds + t.cols, 0.0f);
+      ZeroRow(p, t.cols);
+      ZeroRow(ds, t.cols);
       continue;
     }
     float* HWY_RESTRICT slope = softcap ? t.slope + r * kGradKeys : nullptr;
@@ -310,16 +266,16 @@ HWY_INLINE void BackwardKeyBlock(const internal::GradTask* tasks, size_t count,
   float* HWY_RESTRICT dvb = scratch + w.dvb;
   // A tile adds to at most this many rows (TileCols).
   const size_t rows = std::min(w.kb, WholeVectors(T_k - j0));
-  std::fill(dkb, dkb + rows * w.dk_p, 0.0f);
-  std::fill(dvb, dvb + rows * w.dv_p, 0.0f);
+  ZeroRow(dkb, rows * w.dk_p);
+  ZeroRow(dvb, rows * w.dv_p);
   for (size_t h = 0; h < count; ++h) {
     for (size_t i0 = 0; i0 < T_q; i0 += kGradQueries) {
       BackwardTile(tasks[h], scratch, i0, std::min(kGradQueries, T_q - i0), j0, grads);
     }
   }
   for (size_t j = j0; j < std::min(T_k, j0 + kGradKeys); ++j) {
-    std::copy(dkb + (j - j0) * w.dk_p, dkb + (j - j0) * w.dk_p + d_k, task.dK.Row(j));
-    std::copy(dvb + (j - j0) * w.dv_p, dvb + (j - j0) * w.dv_p + d_v, task.dV.Row(j));
+    CopyRow(dkb + (j - j0) * w.dk_p, d_k, task.dK.Row(j));
+    CopyRow(dvb + (j - j0) * w.dv_p, d_v, task.dV.Row(j));
   }
 }
 
@@ -347,9 +303,9 @@ HWY_INLINE void PrepareBackward(const internal::GradTask& task) {
   if (!w.q_in_place) PackPadded(t.Q, T_q, w.dk_p, ws + w.qp);
   if (!w.do_in_place) PackPadded(task.dO, T_q, w.dv_p, ws + w.dop);
   if (w.q_in_place) {
-    for (size_t i = 0; i < T_q; ++i) std::fill(task.dQ.Row(i), task.dQ.Row(i) + t.Q.cols, 0.0f);
+    for (size_t i = 0; i < T_q; ++i) ZeroRow(task.dQ.Row(i), t.Q.cols);
   } else {
-    std::fill(ws + w.dqp, ws + w.dqp + T_q * w.dk_p, 0.0f);
+    ZeroRow(ws + w.dqp, T_q * w.dk_p);
   }
   for (size_t i = 0; i < T_q; ++i) {
     // In float64, in four sums: one chain of adds would wait on each add.
@@ -371,7 +327,7 @@ HWY_INLINE void WriteQueryGradients(const internal::GradTask& task) {
   const float* dq = task.workspace + task.layout.dqp;
   const size_t dk_p = task.layout.dk_p, d_k = task.head.Q.cols;
   for (size_t i = 0; i < task.head.Q.rows; ++i) {
-    std::copy(dq + i * dk_p, dq + i * dk_p + d_k, task.dQ.Row(i));
+    CopyRow(dq + i * dk_p, d_k, task.dQ.Row(i));
   }
 }
 

@@ -17,7 +17,7 @@
 // Key tiles past the last visible key of the block (causal, key padding) are
 // skipped. A row that sees no key ends with l == 0 and stays all zeros. The
 // training forward (HeadTask::lse) is this kernel too, keeping m + log l
-// (or, for few queries per key, the split-K path's MergeChunks).
+// from the scores and exp that the backward recomputes.
 // Memory: K^T and V packed in panels (see PackKeysAndValues), [d_k + d_v,
 // T_k] rounded up, a task's queries packed [kTaskQueries, d_k] and one
 // [kRows, kTileKeys] tile, i.e. O((T_q + T_k) d).
@@ -65,40 +65,30 @@ static_assert(internal::kMaxPanel % (2 * HWY_LANES(float)) == 0 &&
 //   vt: tile b at vt + b * kTileKeys * d_v' holds d_v' / W panels
 //       [kTileKeys, W] of V, where d_v' = d_v rounded up to W (the last
 //       panel's extra columns are never read).
-// Only what the GEMMs read is written: K^T columns up to keys rounded up to a
-// whole panel (ScoresTile reads a tile's visible keys rounded up to whole
+// Only what the GEMMs read is written: K^T columns up to keys rounded up to
+// whole vectors (ScoresTile reads a tile's visible keys rounded up to whole
 // vectors; the extra columns are zeros) and V rows [0, keys) (WeightedSumVTile
 // reads exactly the tile's visible keys, P being zero past each row's).
-// Short sequences then pack a panel, not a whole 128-key tile, and the
-// scratch is never cleared.
+// Short sequences then pack a few vectors of keys, not a whole 128-key tile,
+// and the scratch is never cleared. K^T is packed as the backward packs it
+// (PackTransposed), so that both compute the same scores.
 // Read in place, a register tile would take W columns of rows far apart (a
 // fraction of a cache line per row); the tiles of K^T and V together exceed
 // L1, and the prefetchers follow one contiguous stream per panel.
 HWY_INLINE void PackKeysAndValues(ConstMatrixView K, ConstMatrixView V, size_t keys, float scale,
                                   float* HWY_RESTRICT kt, float* HWY_RESTRICT vt) {
-  const size_t d_k = K.cols, d_v = V.cols;
+  const size_t d_v = V.cols;
   const size_t W = GemmPanelWidth();
   const size_t v_panels = (d_v + W - 1) / W;
-  const size_t padded = internal::RoundUp(keys, W);
-  for (size_t j0 = 0; j0 < padded; j0 += kTileKeys) {
-    float* HWY_RESTRICT k_tile = kt + j0 * d_k;
-    const size_t tile_padded = std::min(kTileKeys, padded - j0);
-    const size_t tile_keys = std::min(kTileKeys, keys - j0);
-    for (size_t jj = 0; jj < tile_keys; ++jj) {
-      // K^T: key jj is column jj % W of panel jj / W.
-      const float* HWY_RESTRICT key = K.Row(j0 + jj);
-      float* HWY_RESTRICT k_col = k_tile + jj / W * d_k * W + jj % W;
-      for (size_t c = 0; c < d_k; ++c) k_col[c * W] = key[c] * scale;
-      // V: row jj of every panel.
-      const float* HWY_RESTRICT value = V.Row(j0 + jj);
-      for (size_t p = 0; p < v_panels; ++p) {
-        float* HWY_RESTRICT v_row = vt + (j0 * v_panels + p * kTileKeys + jj) * W;
-        CopyRow(value + p * W, std::min(W, d_v - p * W), v_row);
-      }
-    }
-    for (size_t jj = tile_keys; jj < tile_padded; ++jj) {
-      float* HWY_RESTRICT k_col = k_tile + jj / W * d_k * W + jj % W;
-      for (size_t c = 0; c < d_k; ++c) k_col[c * W] = 0.0f;
+  // K^T: key j is column j % W of panel j / W.
+  PackTransposed(K.Block(0, keys, 0, K.cols), scale, W, kt);
+  // V: row j % kTileKeys of every panel of its tile.
+  for (size_t j = 0; j < keys; ++j) {
+    const size_t j0 = j / kTileKeys * kTileKeys;
+    const float* HWY_RESTRICT value = V.Row(j);
+    for (size_t p = 0; p < v_panels; ++p) {
+      float* HWY_RESTRICT v_row = vt + (j0 * v_panels + p * kTileKeys + (j - j0)) * W;
+      CopyRow(value + p * W, std::min(W, d_v - p * W), v_row);
     }
   }
 }

@@ -188,9 +188,20 @@ ATTNKIT_OUT_OF_LINE_IN_WASM void AddWeightedRows(const float* HWY_RESTRICT w, si
   }
 }
 
-// x [n] = 0.
+// x [n] = 0, in whole vectors and the tail in one masked store where the
+// target has them (else single lanes). A plain loop becomes a call to memset,
+// which costs more than these stores for the short rows of small calls.
 HWY_INLINE void ZeroRow(float* HWY_RESTRICT x, size_t n) {
-  for (size_t i = 0; i < n; ++i) x[i] = 0.0f;
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(hn::Zero(d), d, x + i);
+#if HWY_MEM_OPS_MIGHT_FAULT
+  const DF1 d1;
+  for (; i < n; ++i) hn::StoreU(hn::Zero(d1), d1, x + i);
+#else
+  if (i < n) hn::SafeFillN(n - i, 0.0f, d, x + i);
+#endif
 }
 
 // to [n] = from [n].
@@ -660,6 +671,62 @@ HWY_INLINE PanelView PackPanelsTransposed(ConstMatrixView B, float* HWY_RESTRICT
     }
   }
   return {dst, W, W, K * W};
+}
+
+// n rounded up to whole vectors of this target: the keys (rows or columns)
+// of a packed operand that the GEMMs read, in tiles of whole vectors.
+// Padding past it is never read, so a short sequence packs and clears no
+// more than that.
+HWY_INLINE size_t WholeVectors(size_t n) {
+  const size_t N = hn::Lanes(DF());
+  return (n + N - 1) / N * N;
+}
+
+// dst: src^T * scale for src [keys, cols], in blocks [cols, kb] (kb a
+// multiple of the lanes, and of 4 on SIMD targets): key j is column j % kb of
+// block j / kb, the layout of PackPanelsTransposed. Zeros past the last key
+// up to whole vectors. The packed keys of the fused
+// kernel (K^T, kb = GemmPanelWidth()) and of the backward (K^T and V^T).
+// Transposes 4 x 4 blocks in 128-bit vectors (every SIMD target has them)
+// and clears the padding one run per row: one strided scalar store per value
+// cost as much as a short call's matrix products.
+HWY_INLINE void PackTransposed(ConstMatrixView src, float scale, size_t kb,
+                               float* HWY_RESTRICT dst) {
+  const size_t rows = src.rows, cols = src.cols;
+  size_t j = 0;
+#if HWY_TARGET != HWY_SCALAR
+  const hn::CappedTag<float, 4> d4;
+  const auto vscale = hn::Set(d4, scale);
+  for (; j + 4 <= rows; j += 4) {
+    float* HWY_RESTRICT block = dst + j / kb * cols * kb + j % kb;
+    size_t c = 0;
+    for (; c + 4 <= cols; c += 4) {
+      const auto r0 = hn::LoadU(d4, src.Row(j) + c), r1 = hn::LoadU(d4, src.Row(j + 1) + c);
+      const auto r2 = hn::LoadU(d4, src.Row(j + 2) + c), r3 = hn::LoadU(d4, src.Row(j + 3) + c);
+      const auto t0 = hn::InterleaveLower(d4, r0, r1), t1 = hn::InterleaveLower(d4, r2, r3);
+      const auto t2 = hn::InterleaveUpper(d4, r0, r1), t3 = hn::InterleaveUpper(d4, r2, r3);
+      hn::StoreU(hn::Mul(hn::ConcatLowerLower(d4, t1, t0), vscale), d4, block + c * kb);
+      hn::StoreU(hn::Mul(hn::ConcatUpperUpper(d4, t1, t0), vscale), d4, block + (c + 1) * kb);
+      hn::StoreU(hn::Mul(hn::ConcatLowerLower(d4, t3, t2), vscale), d4, block + (c + 2) * kb);
+      hn::StoreU(hn::Mul(hn::ConcatUpperUpper(d4, t3, t2), vscale), d4, block + (c + 3) * kb);
+    }
+    for (; c < cols; ++c) {
+      for (size_t k = 0; k < 4; ++k) block[c * kb + k] = src(j + k, c) * scale;
+    }
+  }
+#endif
+  // The last keys (every key on the scalar target), one at a time.
+  for (; j < rows; ++j) {
+    float* HWY_RESTRICT column = dst + j / kb * cols * kb + j % kb;
+    for (size_t c = 0; c < cols; ++c) column[c * kb] = src(j, c) * scale;
+  }
+  // Zeros up to whole vectors: [rows, end) lies in one block (kb is a
+  // multiple of the lanes), one run per row of it.
+  const size_t end = WholeVectors(rows);
+  if (rows < end) {
+    float* HWY_RESTRICT block = dst + rows / kb * cols * kb + rows % kb;
+    for (size_t c = 0; c < cols; ++c) ZeroRow(block + c * kb, end - rows);
+  }
 }
 
 // C [M, N] = A [M, K] B with B [K, N] in panels (see PackPanels). Panel by
