@@ -109,20 +109,26 @@ for (const file of process.argv.slice(2)) {
   fs.writeFileSync(file, text.replace(at, 'Module["attnkitWasmUrl"]=wasmBinaryFile;' + at));
 }
 JS
-      # The JS layer: one ES module for browsers and bundlers, one CommonJS
-      # module for Node (re-exported to Node ESM by attnkit.node.mjs).
-      # The package's version, exported as `version` by both entry points.
+      # The JS layer, once per entry point: an ES module for browsers and
+      # bundlers, a CommonJS module for Node (re-exported to Node ESM by a
+      # copy of node.mjs). "attnkit" holds every build (dist/attnkit.*); the
+      # lean ones hold fewer, so that an app's bundle holds only those
+      # (dist/simd.*, dist/threads.*, dist/model.*). The builds stay external.
+      # The package's version, exported as `version` by every entry point.
       local define="--define:__ATTNKIT_VERSION__=$(node -p 'JSON.stringify(require("./package.json").version)')"
-      npx esbuild src/js/web.js --bundle --format=esm --log-level=warning "$define" \
-        --external:./attnkit-simd.mjs --external:./attnkit-scalar.mjs --external:./attnkit-threads.mjs \
-        --external:./attnkit-simd-model.mjs --external:./attnkit-scalar-model.mjs \
-        --outfile=dist/attnkit.mjs
-      npx esbuild src/js/node.js --bundle --format=cjs --platform=node --log-level=warning "$define" \
-        --external:./attnkit-simd.node.cjs --external:./attnkit-scalar.node.cjs \
-        --external:./attnkit-threads.node.cjs --external:./attnkit-simd-model.node.cjs \
-        --external:./attnkit-scalar-model.node.cjs \
-        --outfile=dist/attnkit.node.cjs
-      cp src/js/node.mjs dist/attnkit.node.mjs
+      local web_builds=() node_builds=() b entry src
+      for b in simd scalar threads simd-model scalar-model; do
+        web_builds+=("--external:./attnkit-$b.mjs")
+        node_builds+=("--external:./attnkit-$b.node.cjs")
+      done
+      for entry in attnkit simd threads model; do
+        src=${entry/#attnkit/}
+        npx esbuild "src/js/web${src:+-$src}.js" --bundle --format=esm --log-level=warning "$define" \
+          "${web_builds[@]}" --outfile="dist/$entry.mjs"
+        npx esbuild "src/js/node${src:+-$src}.js" --bundle --format=cjs --platform=node \
+          --log-level=warning "$define" "${node_builds[@]}" --outfile="dist/$entry.node.cjs"
+        sed "s|\./attnkit\.node\.cjs|./$entry.node.cjs|" src/js/node.mjs >"dist/$entry.node.mjs"
+      done
       cp src/js/attnkit.d.ts dist/attnkit.d.ts && cp src/js/attnkit.d.ts dist/attnkit.d.cts ;;
     *) echo "build: unknown variant '$variant' (native, asan, wasm, wasm-scalar, wasm-threads, fuzz, package)" >&2; return 2 ;;
   esac
