@@ -233,7 +233,7 @@ function snippetScripts(file) {
     const loads = /\bconst attn\b/.test(block);
     if (loads || scripts.length === 0) {
       scripts.push([
-        ...(block.includes('from "attnkit"') ? [] : imports),
+        ...(/from "attnkit(\/\w+)?"/.test(block) ? [] : imports),
         ...(loads ? [] : [load]),
       ]);
     }
