@@ -262,7 +262,7 @@ function modelContext(mem, module) {
     readMatrix(at) {
       const [ptr, rows, cols] = M.HEAPU32.slice(at >> 2, (at >> 2) + 3);
       const data = ptr ? M.HEAPF32.slice(ptr >> 2, (ptr >> 2) + rows * cols) : new Float32Array(0);
-      return { rows, cols, data };
+      return { rows, cols, data, shape: [rows, cols] };
     },
     /**
      * Copies a checked batch into wasm memory, runs fn(argsAddress) with its
