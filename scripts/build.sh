@@ -129,6 +129,19 @@ JS
           --log-level=warning "$define" "${node_builds[@]}" --outfile="dist/$entry.node.cjs"
         sed "s|\./attnkit\.node\.cjs|./$entry.node.cjs|" src/js/node.mjs >"dist/$entry.node.mjs"
       done
+      # attnkit/worker: createAttnkitWorker (dist/worker.*) and the worker
+      # script each starts (dist/worker-host.mjs, a module Web Worker;
+      # dist/worker-host.node.cjs, a worker_threads Worker), which loads the
+      # builds as "attnkit" does.
+      npx esbuild src/js/web-worker.js --bundle --format=esm --log-level=warning "$define" \
+        --outfile=dist/worker.mjs
+      npx esbuild src/js/node-worker.js --bundle --format=cjs --platform=node --log-level=warning \
+        "$define" --outfile=dist/worker.node.cjs
+      cp src/js/node-worker.mjs dist/worker.node.mjs
+      npx esbuild src/js/web-worker-host.js --bundle --format=esm --log-level=warning "$define" \
+        "${web_builds[@]}" --outfile=dist/worker-host.mjs
+      npx esbuild src/js/node-worker-host.js --bundle --format=cjs --platform=node \
+        --log-level=warning "$define" "${node_builds[@]}" --outfile=dist/worker-host.node.cjs
       cp src/js/attnkit.d.ts dist/attnkit.d.ts && cp src/js/attnkit.d.ts dist/attnkit.d.cts ;;
     *) echo "build: unknown variant '$variant' (native, asan, wasm, wasm-scalar, wasm-threads, fuzz, package)" >&2; return 2 ;;
   esac
