@@ -142,7 +142,10 @@ JS
         "${web_builds[@]}" --outfile=dist/worker-host.mjs
       npx esbuild src/js/node-worker-host.js --bundle --format=cjs --platform=node \
         --log-level=warning "$define" "${node_builds[@]}" --outfile=dist/worker-host.node.cjs
-      cp src/js/attnkit.d.ts dist/attnkit.d.ts && cp src/js/attnkit.d.ts dist/attnkit.d.cts ;;
+      cp src/js/attnkit.d.ts dist/attnkit.d.ts && cp src/js/attnkit.d.ts dist/attnkit.d.cts
+      # attnkit/worker's types, over attnkit's (.d.cts: over attnkit.d.cts).
+      cp src/js/worker.d.ts dist/worker.d.ts
+      sed 's|"\./attnkit\.js"|"./attnkit.cjs"|' src/js/worker.d.ts >dist/worker.d.cts ;;
     *) echo "build: unknown variant '$variant' (native, asan, wasm, wasm-scalar, wasm-threads, fuzz, package)" >&2; return 2 ;;
   esac
 }

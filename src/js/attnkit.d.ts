@@ -24,6 +24,11 @@ export interface Matrix {
   data: Float32Data;
   rows: number;
   cols: number;
+  /**
+   * [rows, cols]: with `data`, what `new ort.Tensor("float32", r.data, r.shape)` and
+   * `tf.tensor(r.data, r.shape)` take.
+   */
+  shape: [number, number];
 }
 
 /** A row-major float32 tensor of any rank (e.g. [batch, seq, heads * head_dim]). */
@@ -88,7 +93,8 @@ export type MaskTensorLike<M> =
     };
 
 /** What functions accept as a tensor: a {@link Tensor} or a {@link MatrixLike} (rank 2). */
-export type TensorLike = { readonly data: NumberArray; readonly shape: NumberArray } | MatrixLike;
+export type TensorLike =
+  { readonly data: NumberArray; readonly shape: NumberArray } | MatrixLike | ExternalTensor;
 
 /**
  * `typeof Symbol.dispose` where the consumer's lib declares it (lib
@@ -944,7 +950,8 @@ export type ErrorCode =
   | "capacity"
   | "type"
   | "disposed"
-  | "load_failed";
+  | "load_failed"
+  | "aborted";
 
 /**
  * Every error attnkit throws. Its message names the parameter, what was expected
@@ -1012,3 +1019,124 @@ export const version: string;
 export function createAttnkit(options: LoadOptions & { model: true }): Promise<AttnkitWithModel>;
 export function createAttnkit(options?: LoadOptions): Promise<Attnkit>;
 export default createAttnkit;
+
+// ---------------------------------------------------------------------------
+// Interop: the tensors of onnxruntime and tfjs.
+
+/**
+ * An onnxruntime-web / -node Tensor (onnxruntime-common's class), float32, its data
+ * on the CPU: taken wherever a matrix or tensor is, read through `data` without a
+ * copy (the one copy is into wasm memory). Results go back as
+ * `new ort.Tensor("float32", r.data, r.shape)`.
+ */
+export interface OrtTensorLike {
+  readonly type: string;
+  readonly dims: readonly number[];
+  readonly data: unknown;
+  readonly location?: string;
+}
+
+/**
+ * A tfjs Tensor of dtype float32: read with `dataSync()` by the synchronous API (on
+ * the cpu backend the tensor's own array, no copy; GPU backends download it) and with
+ * `await tensor.data()` by the worker API. Results go back as `tf.tensor(r.data, r.shape)`.
+ */
+export interface TfTensorLike {
+  readonly shape: number[];
+  readonly dtype: string;
+  readonly isDisposed: boolean;
+  dataSync(): unknown;
+  data(): Promise<unknown>;
+}
+
+/** A tensor of another library, taken as a {@link TensorLike} (masks also take dtype "bool"). */
+export type ExternalTensor = OrtTensorLike | TfTensorLike;
+
+// ---------------------------------------------------------------------------
+// attnkit/worker: the API in a worker.
+
+/** What the worker API returns for a value of the synchronous API: held objects as proxies. */
+export type Remote<R> = R extends KVCache
+  ? AsyncKVCache
+  : R extends Trainer
+    ? AsyncTrainer
+    : R extends Model
+      ? AsyncModel
+      : R extends TaskGenerator
+        ? AsyncTaskGenerator
+        : R;
+
+/** Options of one call: `worker.with({ signal, transfer }).attention(Q, K, V)`. */
+export interface CallOptions {
+  /**
+   * Cancels the call while it waits in the queue: it then rejects with an
+   * AttnkitError named "AbortError" (code "aborted", parameter "options.signal",
+   * `cause` the signal's reason) and the worker serves the next call. A call that
+   * has started runs to its end (its result arrives): terminate() stops it.
+   */
+  signal?: AbortSignal | undefined;
+  /** As the worker's `transfer` option, for this call. */
+  transfer?: boolean | undefined;
+}
+
+/**
+ * `T`'s calls, each returning a Promise of its result (held objects as proxies),
+ * its properties as they were after the object's last call, and with().
+ */
+export type Async<T> = {
+  readonly [K in Exclude<keyof T, DisposeSymbol>]: T[K] extends (...args: infer A) => infer R
+    ? (...args: { [I in keyof A]: A[I] | Remote<A[I]> }) => Promise<Remote<R>>
+    : Remote<T[K]>;
+} & {
+  /** The same calls, each with these call options. */
+  with(options: CallOptions): Async<T>;
+};
+
+/** A KV cache held in the worker: `size` is as of its last call. */
+export type AsyncKVCache = Async<KVCache>;
+/** A model held in the worker. */
+export type AsyncModel = Async<Model>;
+/** A trainer held in the worker: `steps` is as of its last call; `model` the model's proxy. */
+export type AsyncTrainer = Async<Trainer>;
+/** A task generator held in the worker. */
+export type AsyncTaskGenerator = Async<TaskGenerator>;
+
+/** The worker API's own members. */
+interface WorkerControl {
+  /**
+   * Disposes the module in the worker and ends the worker; later calls reject with
+   * code "disposed". Safe to call twice.
+   */
+  dispose(): Promise<void>;
+  /**
+   * Ends the worker now: the running call and the queued ones reject with an
+   * AbortError-like AttnkitError (code "aborted", parameter "terminate"), held
+   * objects are gone; createAttnkitWorker() again gives a new worker.
+   */
+  terminate(): void;
+}
+
+/** The module in a worker: every call of {@link Attnkit}, returning a Promise. */
+export type AsyncAttnkit = Omit<Async<Attnkit>, "dispose" | "with"> &
+  WorkerControl & { with(options: CallOptions): Omit<AsyncAttnkit, "with" | "terminate"> };
+/** The model build in a worker: {@link AttnkitWithModel}'s calls too. */
+export type AsyncAttnkitWithModel = Omit<Async<AttnkitWithModel>, "dispose" | "with"> &
+  WorkerControl & { with(options: CallOptions): Omit<AsyncAttnkitWithModel, "with" | "terminate"> };
+
+/** Options of createAttnkitWorker: the load options, and the worker's. */
+export interface WorkerOptions extends LoadOptions {
+  /**
+   * Move the inputs' ArrayBuffers to the worker instead of copying them (default
+   * false: copied, the caller's arrays untouched). Moved buffers are detached
+   * (length 0) for the caller; an `options.out` array comes back as the result's
+   * `data` over the same memory. Results always move back (no copy). tfjs tensors'
+   * data is never moved (tfjs keeps it).
+   */
+  transfer?: boolean | undefined;
+  /**
+   * The worker script: default worker-host.mjs (browsers, a module worker) or
+   * worker-host.node.cjs (Node) beside the attnkit/worker module, which bundlers
+   * that follow `new Worker(new URL(..., import.meta.url))` find.
+   */
+  workerUrl?: string | URL | undefined;
+}

@@ -179,6 +179,8 @@ export function makeWorkerClient(platform) {
      */
     function encode(value, job, transfer) {
       if (ArrayBuffer.isView(value)) {
+        // A detached array cannot be cloned: an empty one goes, which the worker names.
+        if (value.byteLength === 0) return new value.constructor(0);
         const b = transfer && transferable(value);
         if (b && !job.transfer.includes(b)) job.transfer.push(b);
         return value;
