@@ -8,7 +8,15 @@
 import { AttnkitError, typeError } from "./errors.js";
 import { checkKeys, isObject } from "./convert.js";
 import { isOrtTensor, isTfTensor } from "./interop.js";
-import { HANDLE, OUT, abortError, errorFromWire, isPlain, transferable } from "./worker-wire.js";
+import {
+  HANDLE,
+  OUT,
+  TF,
+  abortError,
+  errorFromWire,
+  isPlain,
+  transferable,
+} from "./worker-wire.js";
 
 const OPTION_KEYS = ["simd", "threads", "model", "wasmPaths", "wasmBinary", "timeout"];
 const WORKER_KEYS = ["transfer", "workerUrl"];
@@ -192,8 +200,15 @@ export function makeWorkerClient(platform) {
         return encode({ type: value.type, data: value.data, shape: value.dims }, job, transfer);
       }
       if (isTfTensor(value)) {
-        if (value.isDisposed) return value; // the worker names it (an object without data)
-        const out = { dtype: value.dtype, data: null, shape: value.shape.slice() };
+        const { dtype, isDisposed } = value;
+        const out = {
+          [TF]: true,
+          dtype,
+          shape: value.shape.slice(),
+          data: null,
+          disposed: isDisposed,
+        };
+        if (isDisposed) return out; // the worker names it
         job.pending.push(value.data());
         job.fill.push((data) => (out.data = data));
         return out;

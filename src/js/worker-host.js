@@ -3,7 +3,7 @@
 // holds (KVCache, Model, Trainer, TaskGenerator), and answers with the result,
 // the arrays moved (transferred) back, or the error. One call at a time, in the
 // order sent: the page's side queues them (worker-api.js).
-import { HANDLE, OUT, errorToWire, isPlain, transferable } from "./worker-wire.js";
+import { HANDLE, OUT, TF, errorToWire, isPlain, tfFromWire, transferable } from "./worker-wire.js";
 
 /** The methods of an object the worker hands out: its prototype's functions but the constructor. */
 function methodsOf(object) {
@@ -101,6 +101,7 @@ export function serve(port, createAttnkit) {
       // A handle the page forgot cannot be sent: it was collected there.
       return held ?? {};
     }
+    if (value[TF] === true) return tfFromWire(value);
     if (Array.isArray(value)) return value.map((v, i) => fromWire(v, inputs, [...path, i]));
     const out = {};
     for (const [k, v] of Object.entries(value)) out[k] = fromWire(v, inputs, [...path, k]);

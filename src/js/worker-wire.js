@@ -3,6 +3,7 @@
 // kinds of value are encoded on the way:
 //   a handle  { [HANDLE]: id, kind?, methods?, state? }  an object held in the
 //             worker (KVCache, Model, Trainer, TaskGenerator), proxied outside;
+//   a tfjs tensor  { [TF]: true, dtype, shape, data }  its data read with data();
 //   an out    { [OUT]: path, data }  a result array the caller passed in (an
 //             options.out), written back into the caller's array;
 //   an error  { name, message, code, parameter }  rebuilt as the same class.
@@ -10,6 +11,13 @@ import { AttnkitError, AttnkitTypeError } from "./errors.js";
 
 export const HANDLE = "__attnkitHandle";
 export const OUT = "__attnkitOut";
+/** A tfjs tensor read on the caller's side: { [TF]: true, dtype, shape, data, disposed }. */
+export const TF = "__attnkitTf";
+
+/** A tfjs tensor as the worker's checks see one: its dtype, shape and data, or disposed. */
+export function tfFromWire({ dtype, shape, data, disposed }) {
+  return { dtype, shape, isDisposed: disposed, dataSync: () => data };
+}
 
 /** True for a plain object or array (what is walked for handles and arrays). */
 export function isPlain(value) {
