@@ -148,6 +148,9 @@ taskset -c "$cpu" ./build/bench/attnkit_bench --queries $( ((quick)) && echo 9 |
 echo "== node: small calls (attnkit wasm through the package, plain JS)"
 taskset -c "$cpu" node --single-threaded-gc bench/wasm/small.mjs $( ((quick)) && echo --quick ) \
   > bench/results/small.json
+echo "== node: the worker API's added cost (attnkit/worker against the synchronous call)"
+# Not pinned to one core: the worker thread and the main thread each need one.
+node bench/wasm/async.mjs $( ((quick)) && echo --quick ) > bench/results/async.json
 backward
 train
 node bench/report.mjs

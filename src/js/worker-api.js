@@ -122,6 +122,16 @@ export function makeWorkerClient(platform) {
       if (running || ended || queue.length === 0) return;
       const job = queue.shift();
       running = job;
+      if (job.pending.length === 0) {
+        try {
+          send(job);
+        } catch (e) {
+          running = null;
+          settle(job, () => job.reject(e));
+          pump();
+        }
+        return;
+      }
       Promise.all(job.pending)
         .then((values) => {
           if (running !== job) return;
