@@ -27,3 +27,19 @@ test("gradients.mjs: dQ, dK and dV agree with central differences", () => {
   const worst = Number(out.match(/largest difference: (\S+)/)[1]);
   assert.ok(worst < 1e-3, `largest difference ${worst}`);
 });
+
+test("async.mjs: attention, an error, a cancelled call, a moved input and a KV cache in a worker", () => {
+  const out = run("async.mjs");
+  assert.match(out, /in a worker, on WASM/);
+  assert.match(out, /attention: \[512,64\], the caller's Q still holds 32768 values/);
+  assert.match(out, /AttnkitError \[shape_mismatch\] V\.data: expected/);
+  assert.match(out, /cancelled: AbortError \(aborted\)/);
+  assert.match(out, /moved: the caller's array now holds 0 values/);
+  assert.match(out, /KV cache: 4 tokens, attend -> \[1,1,64\]/);
+});
+
+test("interop.mjs: onnxruntime and tfjs tensors in, and results back into them", () => {
+  const out = run("interop.mjs");
+  assert.match(out, /ort\.Tensor out: type float32, dims \[4,8\], over r\.data: true/);
+  assert.match(out, /tf\.Tensor out: dtype float32, shape \[4,8\]/);
+});
