@@ -31,7 +31,7 @@ describe("attnkit/worker in Chromium", () => {
     await page.route("**/async.html", (route) =>
       route.fulfill({ body: PAGE, contentType: "text/html" }),
     );
-    await page.goto(`${server.url}/async.html`);
+    await page.goto(`${server.url}async.html`);
     await page.waitForFunction(() => window.ready === true);
     await page.evaluate(async () => {
       const { createAttnkitWorker, createAttnkit } = window.attnkit;
