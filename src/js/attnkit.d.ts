@@ -25,10 +25,11 @@ export interface Matrix {
   rows: number;
   cols: number;
   /**
-   * [rows, cols]: with `data`, what `new ort.Tensor("float32", r.data, r.shape)` and
+   * [rows, cols], set on every result (optional so that a Matrix written by hand
+   * needs none): with `data`, what `new ort.Tensor("float32", r.data, r.shape)` and
    * `tf.tensor(r.data, r.shape)` take.
    */
-  shape: [number, number];
+  shape?: [number, number];
 }
 
 /** A row-major float32 tensor of any rank (e.g. [batch, seq, heads * head_dim]). */
@@ -1066,6 +1067,14 @@ export type Remote<R> = R extends KVCache
         ? AsyncTaskGenerator
         : R;
 
+/** An AbortSignal (declared by its members: the DOM lib need not be loaded). */
+export interface AbortSignalLike {
+  readonly aborted: boolean;
+  readonly reason?: unknown;
+  addEventListener(type: "abort", listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: "abort", listener: () => void): void;
+}
+
 /** Options of one call: `worker.with({ signal, transfer }).attention(Q, K, V)`. */
 export interface CallOptions {
   /**
@@ -1074,7 +1083,7 @@ export interface CallOptions {
    * `cause` the signal's reason) and the worker serves the next call. A call that
    * has started runs to its end (its result arrives): terminate() stops it.
    */
-  signal?: AbortSignal | undefined;
+  signal?: AbortSignalLike | undefined;
   /** As the worker's `transfer` option, for this call. */
   transfer?: boolean | undefined;
 }
@@ -1134,9 +1143,9 @@ export interface WorkerOptions extends LoadOptions {
    */
   transfer?: boolean | undefined;
   /**
-   * The worker script: default worker-host.mjs (browsers, a module worker) or
+   * The worker script (a path or URL string, or a URL): default worker-host.mjs (browsers, a module worker) or
    * worker-host.node.cjs (Node) beside the attnkit/worker module, which bundlers
    * that follow `new Worker(new URL(..., import.meta.url))` find.
    */
-  workerUrl?: string | URL | undefined;
+  workerUrl?: string | { readonly href: string } | undefined;
 }

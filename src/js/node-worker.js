@@ -29,8 +29,15 @@ function here() {
 export const createAttnkitWorker = makeWorkerClient({
   spawn(url) {
     const { Worker } = builtin("node:worker_threads");
-    const path = url ?? builtin("node:path").join(here(), HOST);
-    const worker = new Worker(url instanceof URL ? url : path);
+    const { join, resolve } = builtin("node:path");
+    // Beside this file by default; else a path, or a file: URL (a URL or its string).
+    const script =
+      url === undefined
+        ? join(here(), HOST)
+        : url instanceof URL || String(url).startsWith("file:")
+          ? new URL(url)
+          : resolve(url);
+    const worker = new Worker(script);
     worker.unref(); // an idle worker never keeps Node alive
     return {
       post: (message, transfer) => worker.postMessage(message, transfer),

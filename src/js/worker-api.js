@@ -294,7 +294,13 @@ export function makeWorkerClient(platform) {
       info = await enqueue("load", 0, "", load, undefined, null);
     } catch (e) {
       end(e);
-      throw e;
+      // The worker script itself did not run: a load failure, as createAttnkit's.
+      if (e.code !== "aborted") throw e;
+      const parameter = workerUrl === undefined ? "options" : "options.workerUrl";
+      throw new AttnkitError(
+        `${parameter}: expected attnkit/worker's worker script to load, got: ${e.message}`,
+        { code: "load_failed", parameter },
+      );
     }
     const attn = makeProxy(0, info.methods);
     Object.assign(attn, info.props);

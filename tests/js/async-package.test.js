@@ -124,7 +124,7 @@ async function main(): Promise<void> {
   const attn: AsyncAttnkit = await createAttnkitWorker({ simd: true, transfer: false });
   const Q = { data: new Float32Array(8), rows: 2, cols: 4 };
   const out: Matrix = await attn.attention(Q, Q, Q, { causal: true });
-  const shape: [number, number] = out.shape;
+  const shape: [number, number] | undefined = out.shape;
   const c = new AbortController();
   const again: Matrix = await attn.with({ signal: c.signal, transfer: true }).attention(Q, Q, Q);
   const cache: AsyncKVCache = await attn.createKVCache({ numKvHeads: 1, dK: 4, dV: 4, capacity: 4 });

@@ -6,6 +6,7 @@
 // worker, and its heap does not grow over many calls.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import createAttnkit, { AttnkitError, AttnkitTypeError } from "attnkit";
 import { createAttnkitWorker } from "attnkit/worker";
 import { assertClose } from "./helpers.js";
@@ -388,6 +389,19 @@ describe("attnkit/worker in Node", () => {
     const e = await w.attention(Q, K, V).catch((error) => error);
     assert.equal(e.code, "disposed");
     assert.ok(e instanceof AttnkitError);
+  });
+
+  it("options.workerUrl: the worker script as a path or a file: URL", async () => {
+    const script = fileURLToPath(new URL("../../dist/worker-host.node.cjs", import.meta.url));
+    for (const workerUrl of [script, pathToFileURL(script), pathToFileURL(script).href]) {
+      const w = await createAttnkitWorker({ simd: true, workerUrl });
+      assert.deepStrictEqual(await w.attention(Q, K, V), attn.attention(Q, K, V));
+      await w.dispose();
+    }
+    const e = await createAttnkitWorker({ workerUrl: "/no/such/worker.cjs" }).catch((x) => x);
+    assert.ok(e instanceof AttnkitError);
+    assert.equal(e.code, "load_failed");
+    assert.equal(e.parameter, "options.workerUrl");
   });
 
   it("bad options reject with errors naming them, as createAttnkit's do", async () => {
