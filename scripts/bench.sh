@@ -5,7 +5,10 @@
 # gflops.svg and the tables of docs/benchmarks.md; bench/wasm/small.mjs and attnkit_bench
 # --queries time small calls (bench/results/small.json, queries.json).
 # --quick (also `npm run bench --quick`, which npm passes as npm_config_quick):
-# fewer shapes and repetitions. --backward: only the backward's benchmarks
+# fewer shapes and repetitions (in Node: T = 512 and 2048). bench/report.mjs
+# writes the README's and docs' tables only from a fit run (bench/fitness.mjs:
+# steady peaks across the rounds, no share of a peak at 100%); an unfit run
+# stays in bench/results/ as a record, and the report says why. --backward: only the backward's benchmarks
 # (forward + backward of one head and of the multi-head layer, natively against
 # PyTorch, in wasm against tfjs-backend-wasm and plain JS: native-backward.json,
 # torch.json, backward.json), then the report (from the forward's last results).
