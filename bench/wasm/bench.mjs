@@ -24,10 +24,9 @@
 // vector width (~20 ms), so that its share of the peak comes from the same
 // rounds too; each round also measures the SIMD128 mul + add peak in Node.
 // Every time is CPU time, beside the wall time: a child's, of its timed
-// thread; in Node, of the main thread for the wasm and JS engines and the
-// SIMD128 peak, of the Node process for onnxruntime-node (process.cpuUsage: it
+// thread; in Node, of the Node process (process.cpuUsage: onnxruntime-node
 // runs its calls on a thread of libuv's pool; every thread is pinned to the
-// one core). Each result keeps its rounds (cpuMsRounds, peakRounds), in the same
+// one core; see cpuNow). Each result keeps its rounds (cpuMsRounds, peakRounds), in the same
 // order for every engine of a shape, for per-round ratios in bench/report.mjs.
 //
 // Usage: node --expose-gc --single-threaded-gc bench/wasm/bench.mjs [--quick] [--no-peers]
@@ -342,12 +341,10 @@ const cpuNow = () => {
   const { user, system } = process.cpuUsage();
   return (user + system) / 1e3;
 };
-// CPU time of Node's main thread in ms, where the wasm and JS engines and the
-// SIMD128 peak run (/proc/thread-self/schedstat: nanoseconds on a CPU; the
-// process's time would also count V8's and libuv's other threads).
-const threadCpuNow = existsSync("/proc/thread-self/schedstat")
-  ? () => +readFileSync("/proc/thread-self/schedstat", "utf8").split(" ")[0] / 1e6
-  : cpuNow;
+// Not the main thread's alone: Node has no precise per-thread CPU clock, and
+// /proc/thread-self/schedstat advances at scheduler ticks, too coarse for
+// batches of a few ms. Time on V8's and libuv's other threads is counted; a
+// round in which they ran shows as a low peak, which bench/fitness.mjs sees.
 
 // SIMD128 mul + add throughput: the best of the loop variants and repetitions;
 // best.measure() then times the best variant once more (~20 ms) over this
@@ -361,18 +358,18 @@ function wasmPeak() {
     for (let w = 0; w < 100; ++w) f(1e5, 0.999999, 1e-7); // let V8 tier up to its optimising compiler
     for (let r = 0; r < 5; ++r) {
       const iterations = 2e7;
-      const t0 = performance.now();
+      const t0 = cpuNow();
       f(iterations, 0.999999, 1e-7);
-      const gflops = (8 * n * iterations) / ((performance.now() - t0) * 1e6);
+      const gflops = (8 * n * iterations) / ((cpuNow() - t0) * 1e6);
       if (!best || gflops > best.gflops) best = { gflops, accumulators: n };
     }
   }
   const f = exports[`muladd${best.accumulators}`],
     iterations = Math.round((20 * best.gflops * 1e6) / (8 * best.accumulators));
   best.measure = () => {
-    const c0 = threadCpuNow();
+    const c0 = cpuNow();
     f(iterations, 0.999999, 1e-7);
-    return (8 * best.accumulators * iterations) / ((threadCpuNow() - c0) * 1e6);
+    return (8 * best.accumulators * iterations) / ((cpuNow() - c0) * 1e6);
   };
   return best;
 }
@@ -538,13 +535,11 @@ async function timeShape(
         if (a.s.peak) a.peaks.push(await a.s.peak());
         continue;
       }
-      // The process's CPU time for onnxruntime-node (its pool thread), the main thread's for the others.
-      const clock = a.e.platform === "native" ? cpuNow : threadCpuNow;
-      const c0 = clock(),
+      const c0 = cpuNow(),
         t0 = performance.now();
       for (let j = 0; j < reps; ++j) await a.s.run();
       a.times.push((performance.now() - t0) / reps);
-      a.cpuTimes.push((clock() - c0) / reps);
+      a.cpuTimes.push((cpuNow() - c0) / reps);
     }
   }
   for (const a of active) {
