@@ -217,6 +217,12 @@ class Model {
   std::vector<LayerCache> cache_;
   Matrix final_input, final_normed, final_mean, final_rstd;
   Matrix dlogits_;  // d loss / d logits [N, vocab_size]
+  // Buffers of every step, kept so that their memory is reused.
+  struct BackwardScratch {
+    Matrix df, dx, dz, dQ, dK, dV, da, dact, db, scratch;
+  };
+  Matrix forward_scratch_;
+  BackwardScratch backward_scratch_;
   bool have_forward_ = false;
 };
 
