@@ -50,12 +50,9 @@ Status CopyInto(const Matrix& from, Matrix* to) {
   return Status::Ok();
 }
 
-// acc += A B^T, through scratch (the core's products overwrite).
-Status AddMatMulTransposed(ConstMatrixView A, ConstMatrixView B, Matrix* scratch, Matrix* acc) {
-  ATTNKIT_RETURN_IF_ERROR(Shape(scratch, A.rows, B.rows));
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(A, B, *scratch));
-  kernels::AddTo(scratch->data(), acc->data(), acc->size());
-  return Status::Ok();
+// dst = src, both [rows, cols] (dst may be a block of a wider matrix).
+void CopyBlock(ConstMatrixView src, MatrixView dst) {
+  for (size_t r = 0; r < src.rows; ++r) std::copy(src.Row(r), src.Row(r) + src.cols, dst.Row(r));
 }
 
 // y = LayerNorm(x) with gain and bias; keeps mean and rstd [N, 1].
@@ -315,16 +312,19 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
           LayerNormForward(lc.input, p.ln_gain, p.ln_bias, &lc.normed, &lc.mean, &lc.rstd));
     }
     const Matrix& a = c.layer_norm ? lc.normed : lc.input;
-    ATTNKIT_RETURN_IF_ERROR(Shape(&lc.Q, N, hd));
-    ATTNKIT_RETURN_IF_ERROR(Shape(&lc.K, N, gd));
-    ATTNKIT_RETURN_IF_ERROR(Shape(&lc.V, N, gd));
+    // Q | K | V = a (W_Q | W_K | W_V): one product for the three.
+    lc.q_cols = hd;
+    lc.kv_cols = gd;
+    ATTNKIT_RETURN_IF_ERROR(Shape(&lc.W_QKV, d, hd + 2 * gd));
+    CopyBlock(p.W_Q, lc.W_QKV.view().Block(0, d, 0, hd));
+    CopyBlock(p.W_K, lc.W_QKV.view().Block(0, d, hd, gd));
+    CopyBlock(p.W_V, lc.W_QKV.view().Block(0, d, hd + gd, gd));
+    ATTNKIT_RETURN_IF_ERROR(Shape(&lc.QKV, N, hd + 2 * gd));
     ATTNKIT_RETURN_IF_ERROR(Shape(&lc.z, N, hd));
     ATTNKIT_RETURN_IF_ERROR(Shape(&lc.lse, B * c.num_heads * T, 1));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(a, p.W_Q, lc.Q));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(a, p.W_K, lc.K));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(a, p.W_V, lc.V));
+    ATTNKIT_RETURN_IF_ERROR(MatMul(a, lc.W_QKV, lc.QKV));
     ATTNKIT_RETURN_IF_ERROR(
-        MultiHeadAttentionQKVForTraining(lc.Q, lc.K, lc.V, B, heads, options, lc.z, lc.lse));
+        MultiHeadAttentionQKVForTraining(lc.Q(), lc.K(), lc.V(), B, heads, options, lc.z, lc.lse));
     ATTNKIT_RETURN_IF_ERROR(MatMul(lc.z, p.W_O, projected));
     kernels::AddTo(projected.data(), x.data(), N * d);
     if (c.d_ff == 0) continue;
@@ -414,7 +414,7 @@ Status Model::Backward(Parameters* grads, std::vector<Matrix>* d_attention) {
   const Matrix& f = c.layer_norm ? final_normed : final_input;
   ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(f, dlogits_, grads->unembedding));
   BackwardScratch& w = backward_scratch_;
-  Matrix &df = w.df, &dx = w.dx, &scratch = w.scratch;
+  Matrix &df = w.df, &dx = w.dx;
   ATTNKIT_RETURN_IF_ERROR(Shape(&df, N, d));
   ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dlogits_, params_.unembedding, df));
   if (c.layer_norm) {
@@ -426,7 +426,7 @@ Status Model::Backward(Parameters* grads, std::vector<Matrix>* d_attention) {
   } else {
     std::swap(dx, df);
   }
-  Matrix &dz = w.dz, &dQ = w.dQ, &dK = w.dK, &dV = w.dV, &da = w.da, &dact = w.dact, &db = w.db;
+  Matrix &dz = w.dz, &dQKV = w.dQKV, &dW_QKV = w.dW_QKV, &da = w.da, &dact = w.dact, &db = w.db;
   if (d_attention) d_attention->assign(c.num_layers, Matrix());
   for (size_t l = c.num_layers; l-- > 0;) {
     const LayerParameters& p = params_.layers[l];
@@ -449,20 +449,21 @@ Status Model::Backward(Parameters* grads, std::vector<Matrix>* d_attention) {
     ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.z, dx, g.W_O));
     ATTNKIT_RETURN_IF_ERROR(Shape(&dz, N, hd));
     ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dx, p.W_O, dz));
-    ATTNKIT_RETURN_IF_ERROR(Shape(&dQ, N, hd));
-    ATTNKIT_RETURN_IF_ERROR(Shape(&dK, N, gd));
-    ATTNKIT_RETURN_IF_ERROR(Shape(&dV, N, gd));
-    ATTNKIT_RETURN_IF_ERROR(MultiHeadAttentionQKVBackward(lc.Q, lc.K, lc.V, lc.z, dz, lc.lse, B,
-                                                          heads, options, dQ, dK, dV));
+    // dQ | dK | dV side by side, then Q | K | V = a W_QKV backwards in one
+    // product for the weights and one for a.
+    ATTNKIT_RETURN_IF_ERROR(Shape(&dQKV, N, hd + 2 * gd));
+    ATTNKIT_RETURN_IF_ERROR(MultiHeadAttentionQKVBackward(
+        lc.Q(), lc.K(), lc.V(), lc.z, dz, lc.lse, B, heads, options, dQKV.view().Block(0, N, 0, hd),
+        dQKV.view().Block(0, N, hd, gd), dQKV.view().Block(0, N, hd + gd, gd)));
     if (d_attention) (*d_attention)[l] = dz;
     const Matrix& a = c.layer_norm ? lc.normed : lc.input;
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dQ, g.W_Q));
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dK, g.W_K));
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dV, g.W_V));
+    ATTNKIT_RETURN_IF_ERROR(Shape(&dW_QKV, d, hd + 2 * gd));
+    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dQKV, dW_QKV));
+    CopyBlock(dW_QKV.view().Block(0, d, 0, hd), g.W_Q);
+    CopyBlock(dW_QKV.view().Block(0, d, hd, gd), g.W_K);
+    CopyBlock(dW_QKV.view().Block(0, d, hd + gd, gd), g.W_V);
     ATTNKIT_RETURN_IF_ERROR(Shape(&da, N, d));
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dQ, p.W_Q, da));
-    ATTNKIT_RETURN_IF_ERROR(AddMatMulTransposed(dK, p.W_K, &scratch, &da));
-    ATTNKIT_RETURN_IF_ERROR(AddMatMulTransposed(dV, p.W_V, &scratch, &da));
+    ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dQKV, lc.W_QKV, da));
     if (c.layer_norm) {
       kernels::LayerNormBackward(lc.input, lc.mean.data(), lc.rstd.data(), p.ln_gain.data(), da, dx,
                                  g.ln_gain.data(), g.ln_bias.data());
@@ -492,16 +493,16 @@ Status Model::AttentionWeights(size_t layer, Matrix* weights) const {
   MultiHeadExtras extras;
   extras.scores_stage = ScoresStage::kWeights;
   extras.scores = *weights;
-  return MultiHeadAttentionQKV(lc.Q, lc.K, lc.V, B, Heads(config_), Options(config_, pool_), extras,
-                               out);
+  return MultiHeadAttentionQKV(lc.Q(), lc.K(), lc.V(), B, Heads(config_), Options(config_, pool_),
+                               extras, out);
 }
 
 namespace {
 
 // Columns [head * d, (head + 1) * d) of m [T, heads * d], stacked head-major
 // into out [heads * T, d].
-Status SplitColumns(const Matrix& m, size_t heads, size_t d, Matrix* out) {
-  const size_t T = m.rows();
+Status SplitColumns(ConstMatrixView m, size_t heads, size_t d, Matrix* out) {
+  const size_t T = m.rows;
   ATTNKIT_RETURN_IF_ERROR(Alloc(out, heads * T, d));
   for (size_t hh = 0; hh < heads; ++hh) {
     for (size_t t = 0; t < T; ++t) {
@@ -554,9 +555,9 @@ Status Model::Inspect(const std::vector<int32_t>& tokens, const std::vector<int3
     const LayerCache& lc = cache_[l];
     LayerInspection& li = r.layers[l];
     li.input = c.layer_norm ? lc.normed : lc.input;
-    ATTNKIT_RETURN_IF_ERROR(SplitColumns(lc.Q, h, dk, &li.Q));
-    ATTNKIT_RETURN_IF_ERROR(SplitColumns(lc.K, g, dk, &li.K));
-    ATTNKIT_RETURN_IF_ERROR(SplitColumns(lc.V, g, dk, &li.V));
+    ATTNKIT_RETURN_IF_ERROR(SplitColumns(lc.Q(), h, dk, &li.Q));
+    ATTNKIT_RETURN_IF_ERROR(SplitColumns(lc.K(), g, dk, &li.K));
+    ATTNKIT_RETURN_IF_ERROR(SplitColumns(lc.V(), g, dk, &li.V));
     ATTNKIT_RETURN_IF_ERROR(AttentionWeights(l, &li.weights));
     if (!targets) continue;
     Matrix dO;
