@@ -111,6 +111,11 @@ void LayerNormBackward(const Matrix& x, const Matrix& mean, const Matrix& rstd, 
   }
 }
 
+bool EndsWith(const std::string& s, const char* suffix) {
+  const size_t n = std::char_traits<char>::length(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
 HeadConfig Heads(const ModelConfig& c) {
   HeadConfig h;
   h.num_heads = c.num_heads;
@@ -152,10 +157,17 @@ Status CheckConfig(const ModelConfig& config, ModelConfig* resolved) {
     c.d_k = c.d_model / c.num_heads;
   }
   ATTNKIT_RETURN_IF_ERROR(CheckSize("d_k", c.d_k, 1, kMaxSize));
+  ATTNKIT_RETURN_IF_ERROR(CheckSize("d_ff", c.d_ff, 0, kMaxSize));
+  if (c.d_ff > 0 && !c.layer_norm) {
+    return Status(ErrorCode::kInvalidArgument, "d_ff",
+                  "GPT blocks (d_ff " + std::to_string(c.d_ff) +
+                      " > 0) are pre-LayerNorm: expected layer_norm on, got off");
+  }
   // Every tensor's size must fit comfortably in 32 bits (the weights file).
   const double floats =
       double(c.vocab_size) * c.d_model * 2 + double(c.max_seq_len) * c.d_model +
-      double(c.num_layers) * c.d_model * c.d_k * (2 * c.num_heads + 2 * c.num_kv_heads);
+      double(c.num_layers) * c.d_model * c.d_k * (2 * c.num_heads + 2 * c.num_kv_heads) +
+      double(c.num_layers) * c.d_model * c.d_ff * 2;
   if (floats > double(1u << 30)) {
     return Status(
         ErrorCode::kOverflow, "d_model",
@@ -181,6 +193,12 @@ Status Parameters::Allocate(const ModelConfig& config) {
     ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_K, d, gd));
     ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_V, d, gd));
     ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_O, hd, d));
+    if (c.d_ff > 0) {
+      ATTNKIT_RETURN_IF_ERROR(Alloc(&l.ln2_gain, 1, d));
+      ATTNKIT_RETURN_IF_ERROR(Alloc(&l.ln2_bias, 1, d));
+      ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_1, d, c.d_ff));
+      ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_2, c.d_ff, d));
+    }
   }
   if (c.layer_norm) {
     ATTNKIT_RETURN_IF_ERROR(Alloc(&final_gain, 1, d));
@@ -200,6 +218,9 @@ std::vector<Matrix*> Parameters::Tensors() {
       out.push_back(&l.ln_bias);
     }
     for (Matrix* m : {&l.W_Q, &l.W_K, &l.W_V, &l.W_O}) out.push_back(m);
+    if (l.W_1.size()) {
+      for (Matrix* m : {&l.ln2_gain, &l.ln2_bias, &l.W_1, &l.W_2}) out.push_back(m);
+    }
   }
   if (final_gain.size()) {
     out.push_back(&final_gain);
@@ -224,6 +245,9 @@ std::vector<std::string> Parameters::Names() const {
       out.push_back(p + "ln_bias");
     }
     for (const char* n : {"W_Q", "W_K", "W_V", "W_O"}) out.push_back(p + n);
+    if (layers[i].W_1.size()) {
+      for (const char* n : {"ln2_gain", "ln2_bias", "W_1", "W_2"}) out.push_back(p + n);
+    }
   }
   if (final_gain.size()) {
     out.push_back("final_gain");
@@ -251,12 +275,19 @@ Status InitParameters(const ModelConfig& config, uint64_t seed, Parameters* para
     const std::string& name = names[i];
     Matrix& m = *tensors[i];
     double std_dev = 1.0;
-    if (name.find("ln_gain") != std::string::npos || name == "final_gain") {
+    if (EndsWith(name, "_gain")) {
       for (size_t k = 0; k < m.size(); ++k) m.data()[k] = 1.0f;
       continue;
     }
-    if (name.find("ln_bias") != std::string::npos || name == "final_bias") continue;
-    if (name.find("W_O") != std::string::npos) {
+    if (EndsWith(name, "_bias")) continue;
+    if (c.d_ff > 0) {
+      // GPT-2: N(0, 0.02); the projections into the residual stream (W_O,
+      // W_2) scaled by 1 / sqrt(2 num_layers), as 2 num_layers of them add up.
+      std_dev = 0.02;
+      if (EndsWith(name, ".W_O") || EndsWith(name, ".W_2")) {
+        std_dev /= std::sqrt(2.0 * double(c.num_layers));
+      }
+    } else if (name.find("W_O") != std::string::npos) {
       std_dev = 1.0 / std::sqrt(double(c.num_heads * c.d_k));
     } else if (name.find(".W_") != std::string::npos || name == "unembedding") {
       std_dev = 1.0 / std::sqrt(double(c.d_model));
@@ -273,6 +304,7 @@ Status Model::Init(const ModelConfig& config, uint64_t seed) {
   ATTNKIT_RETURN_IF_ERROR(InitParameters(c, seed, &p));
   config_ = c;
   params_ = std::move(p);
+  vocabulary_.clear();
   have_forward_ = false;
   return Status::Ok();
 }
