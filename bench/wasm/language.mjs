@@ -48,8 +48,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
-// The built package's Node entry (what `import "attnkit"` resolves to in Node).
-import { createAttnkit } from "../../dist/attnkit.node.mjs";
+import { pathToFileURL } from "node:url";
 import { loadTfjsWithGradients } from "./tfjs-grads.mjs";
 
 const args = process.argv.slice(2);
@@ -65,7 +64,7 @@ const SKIP = 20,
   VALID_WINDOWS = 128,
   GENERATE = 256;
 // nanoGPT's CPU recipe (bench/native/language.cc's NanoGpt()).
-const PRESETS = {
+export const PRESETS = {
   nanogpt: {
     seqLen: 64,
     batch: 12,
@@ -81,8 +80,9 @@ const PRESETS = {
       minLearningRate: 1e-4,
       clipNorm: 1,
     },
-    maxSteps: quick ? 100 : 2000,
-    evalEvery: quick ? 50 : 100,
+    // --quick: the speed and the first losses only (tfjs takes seconds per step).
+    maxSteps: quick ? 60 : 2000,
+    evalEvery: quick ? 30 : 100,
   },
 };
 const ATTNKIT = "attnkit (wasm SIMD128)",
@@ -100,7 +100,7 @@ function mobyDick() {
 }
 
 /** The learning rate of step t (1-based): AdamWConfig's warm-up and cosine (src/model/model.h). */
-function learningRate(a, t) {
+export function learningRate(a, t) {
   if (a.warmupSteps && t <= a.warmupSteps) return (a.learningRate * t) / a.warmupSteps;
   if (!a.decaySteps) return a.learningRate;
   const p = Math.min(1, (t - a.warmupSteps) / (a.decaySteps - a.warmupSteps));
@@ -110,7 +110,7 @@ function learningRate(a, t) {
 }
 
 /** FLOPs of one training step, counted as bench/language_torch.py's flops_per_step. */
-function flopsPerStep(c, batch, T) {
+export function flopsPerStep(c, batch, T) {
   const { dModel: D, numLayers: L, numHeads: h, numKvHeads: g, dK, dFF, vocabSize: V } = c;
   const matrixParams = L * (D * (h + 2 * g) * dK + h * dK * D + 2 * D * dFF) + D * V;
   return 6 * matrixParams * batch * T + L * batch * h * 7 * T * T * dK;
@@ -194,7 +194,7 @@ function attnkitEngine(ak, preset, text) {
 }
 
 // The same GPT in tfjs, from attnkit's initial weights.
-function tfjsEngine(tf, preset, resolved, weightsFile, validBatches) {
+export function tfjsEngine(tf, preset, resolved, weightsFile, validBatches) {
   const { weights, scaled } = readWeights(weightsFile);
   const { vocabSize: V, dModel: D, numHeads: h, numKvHeads: g, dK } = resolved;
   if (g !== h) throw new Error("this benchmark's tfjs model has no grouped K/V heads");
@@ -321,7 +321,7 @@ function tfjsEngine(tf, preset, resolved, weightsFile, validBatches) {
   };
 }
 
-async function loadTfjs() {
+export async function loadTfjs() {
   const tf = await loadTfjsWithGradients();
   tf.env().set("WASM_HAS_MULTITHREAD_SUPPORT", false);
   tf.setThreadsCount(1);
@@ -465,6 +465,8 @@ async function main() {
     return;
   }
   const text = mobyDick();
+  // The built package's Node entry (what `import "attnkit"` resolves to in Node).
+  const { createAttnkit } = await import("../../dist/attnkit.node.mjs");
   const ak = await createAttnkit({ model: true });
   const { tf, version } = await loadTfjs();
   const peakStart = wasmPeak();
@@ -510,9 +512,12 @@ async function main() {
   );
 }
 
-try {
-  await main();
-} catch (err) {
-  console.error(`bench: ${err?.stack ?? err}`);
-  process.exit(1);
+// Run as a script (its pieces may be imported to check them).
+if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+  try {
+    await main();
+  } catch (err) {
+    console.error(`bench: ${err?.stack ?? err}`);
+    process.exit(1);
+  }
 }
