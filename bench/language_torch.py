@@ -330,6 +330,7 @@ def run(binary, text, preset, quick, out_dir):
             first = [abs(t - a) / a for a, t in zip(ra["losses"][:AGREE], rt["losses"][:AGREE])]
             if not first[0] < 1e-4:
                 raise RuntimeError(f"first losses differ: attnkit {ra['losses'][0]}, torch {rt['losses'][0]}")
+    generation = ak.call("generate 256")
     peak_end = ak.call("peak")["gflops"]
     ak.close()
     flops = flops_per_step(config, s["batch"], T)
@@ -371,6 +372,7 @@ def run(binary, text, preset, quick, out_dir):
         "first20LossMaxRelDiff": agree,
         "ratio": engines[1]["cpuMsPerStep"] / engines[0]["cpuMsPerStep"],
         "engines": engines,
+        "generation": generation,
         "learningRates": lrs[:: max(1, len(lrs) // 50)],
         "loadAverage": loads,
         "torch": {

@@ -12,6 +12,8 @@
 //            peer trains on exactly these)
 //   valid    the mean loss over the validation windows (not timed)
 //   peak     the FMA peak again (GFLOP/s, one core)
+//   generate N  N characters sampled after a prompt through the KV cache
+//            (Generator, temperature 0.8): tokens per CPU second
 //   quit
 // Without --serve it trains alone to 2.0 nats/char or the step cap and prints
 // the same per-step figures as one JSON object.
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "src/core/ops.h"
+#include "src/model/generate.h"
 #include "src/model/model.h"
 #include "src/model/text.h"
 
@@ -137,6 +140,19 @@ struct Bench {
     *loss = m.loss;
     *lr = adam.LearningRate(adam.steps());
   }
+  // Tokens per CPU second of sampling `count` characters after a prompt.
+  double Generate(size_t count) {
+    std::vector<int32_t> prompt;
+    Check(tokenizer.Encode("Call me Ishmael. ", &prompt), "prompt");
+    Generator g;
+    GeneratedToken token;
+    SampleOptions options;
+    options.temperature = 0.8f;
+    const double c0 = CpuMs();
+    Check(g.Start(model, prompt, 7), "generate");
+    for (size_t i = 0; i < count; ++i) Check(g.Next(options, &token), "generate");
+    return count / ((CpuMs() - c0) / 1e3);
+  }
   float Valid() {
     float loss = 0;
     Check(data.ValidationLoss(&model, kValidationChunk, &loss), "validation");
@@ -226,6 +242,9 @@ int Serve(Bench& b, const std::string& dir) {
           loss, lr, cpu, wall, b.Windows().c_str());
     } else if (command == "valid") {
       std::printf("{\"loss\": %.9g}\n", b.Valid());
+    } else if (command.rfind("generate ", 0) == 0) {
+      const size_t n = std::strtoul(command.c_str() + 9, nullptr, 10);
+      std::printf("{\"tokens\": %zu, \"tokensPerSecond\": %.6g}\n", n, b.Generate(n));
     } else if (command == "peak") {
       std::printf("{\"gflops\": %.6g}\n", PeakGflops());
     } else if (command == "quit") {
