@@ -202,7 +202,7 @@ Status TextDataset::Init(const Tokenizer& tokenizer, const std::string& text,
                                std::to_string(tokens.size()));
   }
   config_ = config;
-  vocab_size_ = tokenizer.vocab_size();
+  vocabulary_ = tokenizer.vocabulary();
   tokens_.assign(tokens.begin(), tokens.end());
   split_ = tokens_.size() - tokens_.size() / kValidationDivisor;
   // Validation windows: as many as asked (and as fit without overlap),
@@ -259,11 +259,16 @@ Status TextDataset::ValidationBatch(size_t first, size_t count, Batch* out) cons
 Status TextDataset::ValidationLoss(Model* model, size_t chunk, float* loss) const {
   if (tokens_.empty()) return Invalid("dataset", "not initialised");
   const ModelConfig& c = model->config();
-  if (c.vocab_size < vocab_size_ || c.max_seq_len < config_.seq_len) {
-    return Invalid("model", "expected vocab_size >= " + std::to_string(vocab_size_) +
+  if (c.vocab_size < vocabulary_.size() || c.max_seq_len < config_.seq_len) {
+    return Invalid("model", "expected vocab_size >= " + std::to_string(vocabulary_.size()) +
                                 " and max_seq_len >= " + std::to_string(config_.seq_len) +
                                 " (the dataset's), got " + std::to_string(c.vocab_size) + " and " +
                                 std::to_string(c.max_seq_len));
+  }
+  if (!model->vocabulary().empty() && model->vocabulary() != vocabulary_) {
+    return Invalid("model", "expected a model of the dataset's vocabulary (" +
+                                std::to_string(vocabulary_.size()) + " characters), got one of " +
+                                std::to_string(model->vocabulary().size()));
   }
   if (chunk < 1) return Invalid("chunk", "expected at least 1, got 0");
   // The mean over every scored position: each chunk's mean weighted by its count.

@@ -97,15 +97,16 @@ class TextDataset {
   // The mean loss of `model` over every validation window, run in batches of
   // at most `chunk` windows (so that memory stays that of one batch). The
   // model's last forward becomes the last chunk's. Errors name "model"
-  // (vocabulary or max_seq_len too small for the dataset) or "chunk".
+  // (another vocabulary than the dataset's, when it has one; vocab_size or
+  // max_seq_len too small) or "chunk".
   Status ValidationLoss(Model* model, size_t chunk, float* loss) const;
 
  private:
   void Window(size_t start, size_t row, Batch* out) const;
   TextDataConfig config_;
-  std::vector<uint16_t> tokens_;  // < kMaxCharacters + 1 <= 65536
-  size_t vocab_size_ = 0;
-  size_t split_ = 0;  // tokens [0, split_) train, [split_, end) validate
+  std::vector<uint16_t> tokens_;      // < kMaxCharacters + 1 <= 65536
+  std::vector<uint32_t> vocabulary_;  // the tokenizer's
+  size_t split_ = 0;                  // tokens [0, split_) train, [split_, end) validate
   std::vector<size_t> validation_starts_;
   Rng rng_{0};
 };
