@@ -1,4 +1,4 @@
-// Kernels: MatMul, MatMulTransposed, ScaleScores (with softcap), SoftmaxRows,
+// Kernels: MatMul, MatMulTransposed, MatMulTransposedA, ScaleScores (with softcap), SoftmaxRows,
 // and the SIMD target list, on every compiled target against the float64
 // reference.
 #include <cmath>
@@ -190,6 +190,39 @@ TEST_CASE("MatMulTransposed matches the float64 reference on every target", "[op
       CHECK(C.PaddingIntact());
     }
   });
+}
+
+TEST_CASE("MatMulTransposedA matches the float64 reference on every target", "[ops][matmul]") {
+  // C = A^T B for A [K, M], B [K, N]: below and from kPackMinRows (128)
+  // columns of A (rows of A^T, where B is packed in panels), strided views,
+  // sizes around the transposition's 16 x 16 blocks.
+  ForEachTarget([](int64_t) {
+    uint32_t seed = 300;
+    for (size_t M : {size_t{1}, size_t{17}, size_t{130}}) {
+      for (size_t K : {size_t{1}, size_t{16}, size_t{33}}) {
+        for (size_t N : {size_t{3}, size_t{32}, size_t{41}}) {
+          const Layout layout = ((M + K + N) % 2) ? Layout::kStrided : Layout::kContiguous;
+          INFO("M=" << M << " K=" << K << " N=" << N << " " << LayoutName(layout));
+          const TestMatrix A = Random(K, M, ++seed, layout, -3.0f, 3.0f);
+          const TestMatrix B = Random(K, N, ++seed, layout);
+          TestMatrix At(M, K), C(M, N, layout);
+          for (size_t r = 0; r < K; ++r) {
+            for (size_t c = 0; c < M; ++c) At(c, r) = A(r, c);
+          }
+          REQUIRE_OK(attnkit::MatMulTransposedA(A, B, C));
+          CHECK_CLOSE(C, ref::MatMul(At.ToRef(), B.ToRef()), DotTol(K, 3.0, 1.0));
+          CHECK(C.PaddingIntact());
+        }
+      }
+    }
+  });
+  // Shapes are checked like MatMul's, naming the argument.
+  const TestMatrix A = Random(4, 3, 1), B = Random(4, 5, 2), B3 = Random(3, 5, 3);
+  TestMatrix C(3, 5), C4(4, 5);
+  CHECK_ERROR(attnkit::MatMulTransposedA(A, B3, C),
+              Err(attnkit::ErrorCode::kShapeMismatch).Name("B").Num(4).Num(3));
+  CHECK_ERROR(attnkit::MatMulTransposedA(A, B, C4),
+              Err(attnkit::ErrorCode::kShapeMismatch).Name("C").Num(3).Num(4));
 }
 
 TEST_CASE("ScaleScores scales and softcaps like the reference on every target", "[ops][scale]") {

@@ -1,6 +1,7 @@
 // attnkit: the public kernel operations: check arguments, dispatch once.
 #include "src/core/ops.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "src/core/internal.h"
@@ -53,6 +54,43 @@ Status MatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
   if (!internal::RunMatMulTransposed(A, B, C, packed.data())) {
     return internal::OverflowStatus("A", "A B^T");
   }
+  return Status::Ok();
+}
+
+Status MatMulTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
+  ATTNKIT_RETURN_IF_ERROR(CheckView("A", A));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("B", B, A.rows, B.cols, "K, the rows of A", "N"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("C", C, A.cols, B.cols, "M, the columns of A", "N, the columns of B"));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("A", A));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("B", B));
+  ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("C", C, "A", A));
+  ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("C", C, "B", B));
+  // A^T [M, K] first, so that the product runs on MatMul's register tiles
+  // with K (the long batch dimension) innermost; in 16 x 16 blocks that stay
+  // in cache while read by rows and written by columns.
+  size_t n;
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct("A", "A^T", A.rows, A.cols, &n));
+  FloatBuffer transposed;
+  if (!transposed.AllocateUninitialized(n)) return internal::OutOfMemory("A", "A^T", n);
+  const MatrixView At(transposed.data(), A.cols, A.rows);
+  constexpr size_t kBlock = 16;
+  for (size_t r0 = 0; r0 < A.rows; r0 += kBlock) {
+    const size_t r1 = std::min(A.rows, r0 + kBlock);
+    for (size_t c0 = 0; c0 < A.cols; c0 += kBlock) {
+      const size_t c1 = std::min(A.cols, c0 + kBlock);
+      for (size_t r = r0; r < r1; ++r) {
+        for (size_t c = c0; c < c1; ++c) At(c, r) = A(r, c);
+      }
+    }
+  }
+  FloatBuffer packed;  // B in panels, as MatMul packs it
+  if (At.rows >= internal::kPackMinRows) {
+    ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct(
+        "B", "B packed in panels", B.rows, internal::RoundUp(B.cols, internal::kMaxPanel), &n));
+    if (!packed.Allocate(n)) return internal::OutOfMemory("B", "B packed in panels", n);
+  }
+  if (!internal::RunMatMul(At, B, C, packed.data())) return internal::OverflowStatus("A", "A^T B");
   return Status::Ok();
 }
 

@@ -18,6 +18,10 @@ Status MatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C);
 // C = A B^T.   A [M, K], B [N, K] -> C [M, N] (Q K^T). C must not alias A or B.
 Status MatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C);
 
+// C = A^T B.   A [K, M], B [K, N] -> C [M, N] (a weight's gradient X^T dY,
+// summed over the K rows of a batch). C must not alias A or B.
+Status MatMulTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C);
+
 // In place: s -> s * scale, then if softcap > 0, s -> softcap * tanh(s / softcap).
 // x [M, N]; every value must be finite; scale finite; softcap 0 or finite > 0.
 Status ScaleScores(MatrixView x, float scale, float softcap);

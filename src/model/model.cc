@@ -9,6 +9,7 @@
 #include "src/core/backward_trace.h"
 #include "src/core/multihead.h"
 #include "src/core/ops.h"
+#include "src/model/kernels.h"
 #include "src/model/random.h"
 
 namespace attnkit {
@@ -35,80 +36,23 @@ Status Alloc(Matrix* m, size_t rows, size_t cols) {
   return Status::Ok();
 }
 
-// out = a^T [cols, rows].
-Status Transpose(ConstMatrixView a, Matrix* out) {
-  ATTNKIT_RETURN_IF_ERROR(Alloc(out, a.cols, a.rows));
-  for (size_t r = 0; r < a.rows; ++r) {
-    for (size_t c = 0; c < a.cols; ++c) (*out)(c, r) = a(r, c);
-  }
-  return Status::Ok();
-}
-
-// C = A^T B: A [N, m], B [N, n] -> C [m, n], as (A^T)(B^T)^T with the core's
-// MatMulTransposed (the core has no A^T B).
-Status MatMulTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
-  Matrix At, Bt;
-  ATTNKIT_RETURN_IF_ERROR(Transpose(A, &At));
-  ATTNKIT_RETURN_IF_ERROR(Transpose(B, &Bt));
-  return MatMulTransposed(At, Bt, C);
-}
-
-// acc += A B^T (scratch holds the product).
-Status AddMatMulTransposed(ConstMatrixView A, ConstMatrixView B, Matrix* scratch, MatrixView acc) {
+// acc += A B^T, through scratch (the core's products overwrite).
+Status AddMatMulTransposed(ConstMatrixView A, ConstMatrixView B, Matrix* scratch, Matrix* acc) {
   ATTNKIT_RETURN_IF_ERROR(Alloc(scratch, A.rows, B.rows));
   ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(A, B, *scratch));
-  for (size_t r = 0; r < acc.rows; ++r) {
-    for (size_t c = 0; c < acc.cols; ++c) acc(r, c) += (*scratch)(r, c);
-  }
+  kernels::AddTo(scratch->data(), acc->data(), acc->size());
   return Status::Ok();
 }
 
-// y = (x - mean) * rstd * gain + bias per row; keeps mean and rstd [N, 1].
+// y = LayerNorm(x) with gain and bias; keeps mean and rstd [N, 1].
 Status LayerNormForward(const Matrix& x, const Matrix& gain, const Matrix& bias, Matrix* y,
                         Matrix* mean, Matrix* rstd) {
-  const size_t N = x.rows(), d = x.cols();
-  ATTNKIT_RETURN_IF_ERROR(Alloc(y, N, d));
-  ATTNKIT_RETURN_IF_ERROR(Alloc(mean, N, 1));
-  ATTNKIT_RETURN_IF_ERROR(Alloc(rstd, N, 1));
-  for (size_t r = 0; r < N; ++r) {
-    double sum = 0;
-    for (size_t c = 0; c < d; ++c) sum += x(r, c);
-    const double mu = sum / double(d);
-    double var = 0;
-    for (size_t c = 0; c < d; ++c) var += (x(r, c) - mu) * (x(r, c) - mu);
-    const double rs = 1.0 / std::sqrt(var / double(d) + kLayerNormEpsilon);
-    (*mean)(r, 0) = float(mu);
-    (*rstd)(r, 0) = float(rs);
-    for (size_t c = 0; c < d; ++c) {
-      (*y)(r, c) = float((x(r, c) - mu) * rs) * gain(0, c) + bias(0, c);
-    }
-  }
+  ATTNKIT_RETURN_IF_ERROR(Alloc(y, x.rows(), x.cols()));
+  ATTNKIT_RETURN_IF_ERROR(Alloc(mean, x.rows(), 1));
+  ATTNKIT_RETURN_IF_ERROR(Alloc(rstd, x.rows(), 1));
+  kernels::LayerNorm(x, gain.data(), bias.data(), kLayerNormEpsilon, *y, mean->data(),
+                     rstd->data());
   return Status::Ok();
-}
-
-// dx += LayerNorm's input gradient; dgain, dbias += their gradients.
-void LayerNormBackward(const Matrix& x, const Matrix& mean, const Matrix& rstd, const Matrix& gain,
-                       const Matrix& dy, Matrix* dx, Matrix* dgain, Matrix* dbias) {
-  const size_t N = x.rows(), d = x.cols();
-  for (size_t r = 0; r < N; ++r) {
-    const double mu = mean(r, 0), rs = rstd(r, 0);
-    double sum_g = 0, sum_gx = 0;
-    for (size_t c = 0; c < d; ++c) {
-      const double xhat = (x(r, c) - mu) * rs;
-      const double g = double(dy(r, c)) * gain(0, c);
-      sum_g += g;
-      sum_gx += g * xhat;
-      (*dgain)(0, c) += float(dy(r, c) * xhat);
-      (*dbias)(0, c) += dy(r, c);
-    }
-    sum_g /= double(d);
-    sum_gx /= double(d);
-    for (size_t c = 0; c < d; ++c) {
-      const double xhat = (x(r, c) - mu) * rs;
-      const double g = double(dy(r, c)) * gain(0, c);
-      (*dx)(r, c) += float(rs * (g - sum_g - xhat * sum_gx));
-    }
-  }
 }
 
 bool EndsWith(const std::string& s, const char* suffix) {
@@ -342,17 +286,15 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
 
   Matrix x;
   ATTNKIT_RETURN_IF_ERROR(Alloc(&x, N, d));
-  for (size_t r = 0; r < N; ++r) {
-    const float* te = params_.token_embedding.data() + size_t(batch.tokens[r]) * d;
-    const float* pe = params_.position_embedding.data() + (r % T) * d;
-    for (size_t k = 0; k < d; ++k) x(r, k) = te[k] + pe[k];
-  }
-  cache_.assign(c.num_layers, LayerCache());
+  kernels::Embed(batch.tokens.data(), T, params_.token_embedding, params_.position_embedding, x);
+  cache_.resize(c.num_layers);
   Matrix projected;
+  ATTNKIT_RETURN_IF_ERROR(Alloc(&projected, N, d));
   for (size_t l = 0; l < c.num_layers; ++l) {
     const LayerParameters& p = params_.layers[l];
     LayerCache& lc = cache_[l];
     lc.input = x;
+    // Attention: x += MultiHead(LayerNorm(x)) W_O.
     if (c.layer_norm) {
       ATTNKIT_RETURN_IF_ERROR(
           LayerNormForward(lc.input, p.ln_gain, p.ln_bias, &lc.normed, &lc.mean, &lc.rstd));
@@ -368,9 +310,19 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
     ATTNKIT_RETURN_IF_ERROR(MatMul(a, p.W_V, lc.V));
     ATTNKIT_RETURN_IF_ERROR(
         MultiHeadAttentionQKVForTraining(lc.Q, lc.K, lc.V, B, heads, options, lc.z, lc.lse));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&projected, N, d));
     ATTNKIT_RETURN_IF_ERROR(MatMul(lc.z, p.W_O, projected));
-    for (size_t k = 0; k < N * d; ++k) x.data()[k] += projected.data()[k];
+    kernels::AddTo(projected.data(), x.data(), N * d);
+    if (c.d_ff == 0) continue;
+    // MLP: x += GELU(LayerNorm2(x) W_1) W_2.
+    lc.mid = x;
+    ATTNKIT_RETURN_IF_ERROR(
+        LayerNormForward(lc.mid, p.ln2_gain, p.ln2_bias, &lc.normed2, &lc.mean2, &lc.rstd2));
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&lc.u, N, c.d_ff));
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&lc.act, N, c.d_ff));
+    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.normed2, p.W_1, lc.u));
+    kernels::Gelu(lc.u, lc.act);
+    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.act, p.W_2, projected));
+    kernels::AddTo(projected.data(), x.data(), N * d);
   }
   final_input = std::move(x);
   if (c.layer_norm) {
@@ -382,11 +334,10 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
   ATTNKIT_RETURN_IF_ERROR(Alloc(&logits, N, c.vocab_size));
   ATTNKIT_RETURN_IF_ERROR(MatMul(f, params_.unembedding, logits));
 
-  // Softmax and cross-entropy of the scored rows; probs_ keeps p for Backward.
+  // Accuracy from the logits' argmax; the loss and its gradient dlogits_ =
+  // (softmax - onehot(target)) / scored from the softmax-cross-entropy kernel.
   const size_t V = c.vocab_size;
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&probs_, N, V));
   Metrics m;
-  double loss = 0;
   for (size_t b = 0; b < B; ++b) {
     bool any = false, all = true;
     for (size_t t = 0; t < T; ++t) {
@@ -396,12 +347,6 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
       const float* row = logits.data() + r * V;
       size_t arg = 0;
       for (size_t j = 1; j < V; ++j) arg = row[j] > row[arg] ? j : arg;
-      double sum = 0;
-      for (size_t j = 0; j < V; ++j) sum += std::exp(double(row[j]) - row[arg]);
-      for (size_t j = 0; j < V; ++j) {
-        probs_(r, j) = float(std::exp(double(row[j]) - row[arg]) / sum);
-      }
-      loss += std::log(sum) + row[arg] - row[target];
       ++m.scored;
       any = true;
       if (arg == size_t(target)) {
@@ -413,8 +358,10 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
     m.sequences += any;
     m.sequences_correct += any && all;
   }
+  ATTNKIT_RETURN_IF_ERROR(Alloc(&dlogits_, N, V));
+  const double loss = kernels::SoftmaxCrossEntropy(
+      logits, batch.targets.data(), m.scored ? 1.0f / float(m.scored) : 0.0f, dlogits_);
   m.loss = m.scored ? float(loss / double(m.scored)) : 0.0f;
-  scored_ = m.scored;
   if (metrics) *metrics = m;
   if (logits_out) *logits_out = std::move(logits);
   have_forward_ = true;
@@ -425,41 +372,46 @@ Status Model::Backward(Parameters* grads, std::vector<Matrix>* d_attention) {
   if (!have_forward_)
     return Status(ErrorCode::kInvalidArgument, "model", "Backward needs a Forward first");
   const ModelConfig& c = config_;
-  const size_t T = batch_.seq_len, B = batch_.batch, N = B * T, d = c.d_model, V = c.vocab_size;
+  const size_t T = batch_.seq_len, B = batch_.batch, N = B * T, d = c.d_model;
   ATTNKIT_RETURN_IF_ERROR(grads->Allocate(c));
   const HeadConfig heads = Heads(c);
   const AttentionOptions options = Options(c, pool_);
   const size_t hd = c.num_heads * c.d_k, gd = c.num_kv_heads * c.d_k;
 
-  // dlogits = (p - onehot(target)) / scored on scored rows, 0 elsewhere.
-  Matrix dlogits;
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&dlogits, N, V));
-  const float inv = scored_ ? 1.0f / float(scored_) : 0.0f;
-  for (size_t r = 0; r < N; ++r) {
-    const int32_t target = batch_.targets[r];
-    if (target < 0) continue;
-    for (size_t j = 0; j < V; ++j) dlogits(r, j) = probs_(r, j) * inv;
-    dlogits(r, size_t(target)) -= inv;
-  }
+  // logits = f unembedding: dlogits_ (from Forward) flows into both.
   const Matrix& f = c.layer_norm ? final_normed : final_input;
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(f, dlogits, grads->unembedding));
+  ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(f, dlogits_, grads->unembedding));
   Matrix df, dx, scratch;
   ATTNKIT_RETURN_IF_ERROR(Alloc(&df, N, d));
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dlogits, params_.unembedding, df));
+  ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dlogits_, params_.unembedding, df));
   if (c.layer_norm) {
     ATTNKIT_RETURN_IF_ERROR(Alloc(&dx, N, d));
-    LayerNormBackward(final_input, final_mean, final_rstd, params_.final_gain, df, &dx,
-                      &grads->final_gain, &grads->final_bias);
+    kernels::LayerNormBackward(final_input, final_mean.data(), final_rstd.data(),
+                               params_.final_gain.data(), df, dx, grads->final_gain.data(),
+                               grads->final_bias.data());
   } else {
     dx = std::move(df);
   }
-  Matrix dz, dQ, dK, dV, da;
+  Matrix dz, dQ, dK, dV, da, dact, db;
   if (d_attention) d_attention->assign(c.num_layers, Matrix());
   for (size_t l = c.num_layers; l-- > 0;) {
     const LayerParameters& p = params_.layers[l];
     LayerParameters& g = grads->layers[l];
     const LayerCache& lc = cache_[l];
-    // x_out = x_in + z W_O: dx flows on unchanged and into z W_O.
+    if (c.d_ff > 0) {
+      // x_out = mid + GELU(u) W_2, u = LayerNorm2(mid) W_1: dx flows on
+      // unchanged and back through W_2, GELU, W_1 and LayerNorm2.
+      ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.act, dx, g.W_2));
+      ATTNKIT_RETURN_IF_ERROR(Alloc(&dact, N, c.d_ff));
+      ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dx, p.W_2, dact));
+      kernels::GeluBackward(lc.u, dact);  // now du
+      ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.normed2, dact, g.W_1));
+      ATTNKIT_RETURN_IF_ERROR(Alloc(&db, N, d));
+      ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dact, p.W_1, db));
+      kernels::LayerNormBackward(lc.mid, lc.mean2.data(), lc.rstd2.data(), p.ln2_gain.data(), db,
+                                 dx, g.ln2_gain.data(), g.ln2_bias.data());
+    }
+    // x_mid = x_in + z W_O: dx flows on unchanged and into z W_O.
     ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.z, dx, g.W_O));
     ATTNKIT_RETURN_IF_ERROR(Alloc(&dz, N, hd));
     ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dx, p.W_O, dz));
@@ -474,23 +426,18 @@ Status Model::Backward(Parameters* grads, std::vector<Matrix>* d_attention) {
     ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dK, g.W_K));
     ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dV, g.W_V));
     ATTNKIT_RETURN_IF_ERROR(Alloc(&da, N, d));
-    ATTNKIT_RETURN_IF_ERROR(AddMatMulTransposed(dQ, p.W_Q, &scratch, da));
-    ATTNKIT_RETURN_IF_ERROR(AddMatMulTransposed(dK, p.W_K, &scratch, da));
-    ATTNKIT_RETURN_IF_ERROR(AddMatMulTransposed(dV, p.W_V, &scratch, da));
+    ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dQ, p.W_Q, da));
+    ATTNKIT_RETURN_IF_ERROR(AddMatMulTransposed(dK, p.W_K, &scratch, &da));
+    ATTNKIT_RETURN_IF_ERROR(AddMatMulTransposed(dV, p.W_V, &scratch, &da));
     if (c.layer_norm) {
-      LayerNormBackward(lc.input, lc.mean, lc.rstd, p.ln_gain, da, &dx, &g.ln_gain, &g.ln_bias);
+      kernels::LayerNormBackward(lc.input, lc.mean.data(), lc.rstd.data(), p.ln_gain.data(), da, dx,
+                                 g.ln_gain.data(), g.ln_bias.data());
     } else {
-      for (size_t k = 0; k < N * d; ++k) dx.data()[k] += da.data()[k];
+      kernels::AddTo(da.data(), dx.data(), N * d);
     }
   }
-  for (size_t r = 0; r < N; ++r) {
-    float* te = grads->token_embedding.data() + size_t(batch_.tokens[r]) * d;
-    float* pe = grads->position_embedding.data() + (r % T) * d;
-    for (size_t k = 0; k < d; ++k) {
-      te[k] += dx(r, k);
-      pe[k] += dx(r, k);
-    }
-  }
+  kernels::EmbedBackward(batch_.tokens.data(), T, dx, grads->token_embedding,
+                         grads->position_embedding);
   return Status::Ok();
 }
 

@@ -197,7 +197,6 @@ class Model {
   void set_vocabulary(std::vector<uint32_t> vocabulary) { vocabulary_ = std::move(vocabulary); }
 
  private:
-  friend class Generator;
   struct LayerCache {
     Matrix input;         // x before the layer [N, d_model]
     Matrix normed;        // a (LayerNorm output), empty without layer_norm
@@ -216,8 +215,8 @@ class Model {
   // The last forward.
   Batch batch_;
   std::vector<LayerCache> cache_;
-  Matrix final_input, final_normed, final_mean, final_rstd, probs_;
-  size_t scored_ = 0;
+  Matrix final_input, final_normed, final_mean, final_rstd;
+  Matrix dlogits_;  // d loss / d logits [N, vocab_size]
   bool have_forward_ = false;
 };
 

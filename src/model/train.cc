@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "src/model/kernels.h"
 #include "src/model/model.h"
 
 namespace attnkit {
@@ -97,7 +98,7 @@ Status AdamW::Step(const Parameters& grads, Parameters* params) {
         m[i]->size() != p[i]->size()) {
       return Status(ErrorCode::kShapeMismatch, "grads", names[i] + " has another shape");
     }
-    for (size_t k = 0; k < g[i]->size(); ++k) norm2 += double(g[i]->data()[k]) * g[i]->data()[k];
+    norm2 += kernels::SumOfSquares(g[i]->data(), g[i]->size());
   }
   if (!std::isfinite(norm2)) {
     return Status(ErrorCode::kNonFinite, "grads", "the gradient is not finite");
@@ -109,21 +110,18 @@ Status AdamW::Step(const Parameters& grads, Parameters* params) {
   beta1_power_ *= config_.beta1;
   beta2_power_ *= config_.beta2;
   const double lr = LearningRate(step_);
-  const double c1 = 1.0 / (1.0 - beta1_power_), c2 = 1.0 / (1.0 - beta2_power_);
-  const float b1 = config_.beta1, b2 = config_.beta2;
+  kernels::AdamWStep update;
+  update.clip = float(clip);
+  update.beta1 = config_.beta1;
+  update.beta2 = config_.beta2;
+  update.c1 = float(1.0 / (1.0 - beta1_power_));
+  update.c2 = float(1.0 / (1.0 - beta2_power_));
+  update.lr = float(lr);
+  update.epsilon = config_.epsilon;
   for (size_t i = 0; i < p.size(); ++i) {
-    const float decay = Decays(names[i]) ? float(lr * config_.weight_decay) : 0.0f;
-    float* w = p[i]->data();
-    float* mm = m[i]->data();
-    float* vv = v[i]->data();
-    const float* gg = g[i]->data();
-    for (size_t k = 0; k < p[i]->size(); ++k) {
-      const float gk = float(gg[k] * clip);
-      mm[k] = b1 * mm[k] + (1 - b1) * gk;
-      vv[k] = b2 * vv[k] + (1 - b2) * gk * gk;
-      const double update = (mm[k] * c1) / (std::sqrt(vv[k] * c2) + config_.epsilon);
-      w[k] = float(w[k] - decay * w[k] - lr * update);
-    }
+    update.decay = Decays(names[i]) ? float(lr * config_.weight_decay) : 0.0f;
+    kernels::AdamWUpdate(update, g[i]->data(), p[i]->data(), m[i]->data(), v[i]->data(),
+                         p[i]->size());
   }
   return Status::Ok();
 }
