@@ -37,12 +37,14 @@ const CONFIG = {
 const ADAM = { learningRate: 3e-3, warmupSteps: 20, decaySteps: 300, minLearningRate: 3e-4 };
 const BATCH = 16;
 const STEPS = 300;
-// Measured (docs/language.md): the SIMD build reaches 2.30 after 300 steps
-// from ln(vocabSize) = 4.3 at step 0 (uniform). The threshold leaves room for
-// rounding across builds, not for a model that does not learn.
+// Measured: the validation loss falls from 4.30 (about ln(vocabSize), the
+// untrained model's uniform guess) to 2.40 after 300 steps; a model that only
+// learned the characters' frequencies stays near 3.1. The threshold leaves
+// room for rounding, not for a model that does not learn the text.
 const TRAINED_LOSS = 2.6;
-// Relative difference of each of the first 20 losses, SIMD against scalar.
-const BUILD_TOLERANCE = 1e-4;
+// Relative difference of each of the first 20 losses, SIMD against scalar
+// (measured: 0, the scalar build runs the same lanes in the same order).
+const BUILD_TOLERANCE = 1e-5;
 
 const ACCENTS_CJK_EMOJI = "Café naïve Ahab! 中文的鲸鱼 🐋 👩‍🚀\nend";
 
@@ -250,7 +252,11 @@ describe("language: the text dataset", () => {
       "options.validationWindows",
       /got 0$/,
     );
-    throwsNamed(() => attn.createTextDataset(SLICE, { seqLen: 8, seqlen: 8 }), "options.seqlen", /did you mean seqLen\?/);
+    throwsNamed(
+      () => attn.createTextDataset(SLICE, { seqLen: 8, seqlen: 8 }),
+      "options.seqlen",
+      /did you mean seqLen\?/,
+    );
     throwsNamed(
       () => attn.createTextDataset(SLICE, { seqLen: 8, vocabulary: ["a", "b"] }),
       "options.vocabulary",
@@ -414,7 +420,17 @@ describe("language: training, the weights file and generation (simd build)", () 
       "options.vocabulary",
       /expected 5 characters \(config.vocabSize\), got 2$/,
     );
-    throwsNamed(() => attn.createModel({ ...CONFIG, dFF: 8, layerNorm: false }), "config.dFF", /./);
+    throwsNamed(
+      () => attn.createModel({ ...CONFIG, vocabSize: 5, dFF: 8, layerNorm: false }),
+      "config.dFF",
+      /expected layerNorm on, got off$/,
+    );
+    throwsNamed(
+      () => attn.createModel({ ...CONFIG }),
+      "config.vocabSize",
+      /got undefined$/,
+      AttnkitTypeError,
+    );
     throwsNamed(
       () => attn.createTrainer(model, { decaySteps: 1.5 }),
       "options.decaySteps",
