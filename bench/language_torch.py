@@ -400,7 +400,11 @@ def main():
             f"{r['first20LossMaxRelDiff']:.1e}",
             file=sys.stderr,
         )
-    json.dump({"runs": results}, sys.stdout, indent=1)
+    # The commit measured (dirty: with uncommitted changes).
+    commit = subprocess.run(
+        ["git", "describe", "--always", "--dirty"], capture_output=True, text=True
+    ).stdout.strip()
+    json.dump({"commit": commit, "runs": results}, sys.stdout, indent=1)
     print()
 
 

