@@ -387,6 +387,38 @@ describe("language: training, the weights file and generation (simd build)", () 
     throwsNamed(() => sampler.next(), "sampler", /disposed/);
   });
 
+  it("frees everything, also after errors", () => {
+    const small = { maxSeqLen: 16, dModel: 16, numHeads: 2, dFF: 32, layerNorm: true };
+    const round = () => {
+      const tokenizer = attn.createTokenizer(SLICE);
+      tokenizer.decode(tokenizer.encode(SLICE.slice(0, 5000)));
+      const data = attn.createTextDataset(SLICE.slice(0, 5000), { seqLen: 16, seed: 1 });
+      const model = attn.createModel(small, { seed: 1, vocabulary: data.vocabulary });
+      const trainer = attn.createTrainer(model);
+      trainer.step(data.next(2));
+      data.validationLoss(model);
+      const sampler = model.sampler("The", { seed: 1 });
+      for (let i = 0; i < 20; ++i) sampler.next(); // past maxSeqLen: a re-prefill
+      attn.loadModel(model.exportWeights()).dispose();
+      for (const f of [
+        () => attn.createTokenizer("a\uD800"),
+        () => attn.createTextDataset("abc", { seqLen: 16 }),
+        () => attn.createModel(small, { vocabulary: ["a"] }),
+        () => model.generate("a", { temperature: -1 }),
+        () => data.validationBatch(0, 1000),
+        () => tokenizer.decode([999]),
+      ]) {
+        assert.throws(f, AttnkitError);
+      }
+      for (const x of [sampler, trainer, model, data]) x.dispose();
+    };
+    round();
+    const heap0 = attn.heapBytesInUse();
+    for (let i = 0; i < 10; ++i) round();
+    const heap1 = attn.heapBytesInUse();
+    assert.ok(heap1 <= heap0 + 4096, `heap ${heap0} -> ${heap1}`);
+  });
+
   it("names every bad prompt and option of generation", () => {
     const { model } = run;
     throwsNamed(() => model.generate(5), "prompt", /a string, got 5$/, AttnkitTypeError);
