@@ -1135,7 +1135,7 @@ function languageReport() {
     if (n)
       md += `- Native: PyTorch ${n.torch.version}${n.torch.cpu_capability ? ` (${n.torch.cpu_capability})` : ""}, attnkit's Highway target ${n.settings.target}; the first 20 losses agree within ${n.first20LossMaxRelDiff.toExponential(1)} (relative); generation (attnkit, KV cache) ${num(n.generation.tokensPerSecond)} tokens/s; load average ${loads(n.loadAverage)}.\n`;
     if (w)
-      md += `- Node: ${node.engines["tfjs-backend-wasm"] ? `tfjs-backend-wasm ${node.engines["tfjs-backend-wasm"].version}, ` : ""}Node ${node.engines.node}; the first 20 losses agree within ${w.first20LossMaxRelDiff.toExponential(1)}; generation (attnkit, KV cache) ${num(w.generation.tokensPerSecond)} tokens/s; module memory after training and generation ${(w.memoryBytes / 2 ** 20).toFixed(1)} MiB; load average ${loads(w.loadAverage)}.\n`;
+      md += `- Node: ${node.engines["tfjs-backend-wasm"] ? `tfjs-backend-wasm ${node.engines["tfjs-backend-wasm"].version}, ` : ""}Node ${node.engines.node}; the first 20 losses agree within ${w.first20LossMaxRelDiff.toExponential(1)}; generation (attnkit, KV cache) ${num(w.generation.tokensPerSecond)} tokens/s; module memory ${w.trainingMemoryBytes ? `${(w.trainingMemoryBytes / 2 ** 20).toFixed(1)} MiB after training steps alone, ` : ""}${(w.memoryBytes / 2 ** 20).toFixed(1)} MiB after validation and generation; load average ${loads(w.loadAverage)}.\n`;
     md +=
       "- The machine was shared with other work; the two engines of each platform stepped in turns (one step each on the same batch), so both met the same load. Times are each process's CPU time.\n\n";
     if (n)

@@ -363,6 +363,7 @@ async function runPreset(ak, tf, name, preset, text, maxSteps, peerSteps) {
   const validBatches = a.validBatches();
   const t = tfjsEngine(tf, preset, a.model.config, a.model.exportWeights(), validBatches);
   const loads = [os.loadavg()[0]];
+  let trainingMemoryBytes = null;
   const runs = [a, t].map((e) => ({
     e,
     losses: [],
@@ -391,6 +392,9 @@ async function runPreset(ak, tf, name, preset, text, maxSteps, peerSteps) {
       r.cpu.push((c.user + c.system) / 1e3);
       r.wall.push(wall);
       if (s % preset.evalEvery === 0 || s === maxSteps) {
+        // The module's memory after training steps alone (validation runs
+        // bigger batches, generation its caches; memory never shrinks).
+        trainingMemoryBytes ??= ak.memoryBytes();
         const v = r.e.valid();
         r.valid.push([s, v]);
         for (const target of TARGETS) if (!(target in r.to) && v <= target) r.to[target] = s;
@@ -463,6 +467,7 @@ async function runPreset(ak, tf, name, preset, text, maxSteps, peerSteps) {
     ratio: engines[1].cpuMsPerStep / engines[0].cpuMsPerStep,
     engines,
     generation,
+    trainingMemoryBytes,
     memoryBytes,
     loadAverage: loads.map((x) => +x.toFixed(2)),
   };
