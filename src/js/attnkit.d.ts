@@ -787,8 +787,9 @@ export interface TextDataset extends Record<DisposeSymbol, () => void> {
   /** Validation windows first .. first + count - 1 as one batch. */
   validationBatch(first: number, count: number): TaskBatch;
   /**
-   * The model's mean loss (nats per character) over every validation window, 16
-   * windows per forward pass (attentionWeights() then reads the last of them).
+   * The model's mean loss (nats per character) over every validation window, 8
+   * windows per forward pass (no more memory than training batches of 8 or more;
+   * attentionWeights() then reads the last of them).
    * Errors name "model" (another vocabulary, or maxSeqLen below seqLen).
    */
   validationLoss(model: Model): number;

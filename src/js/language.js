@@ -12,8 +12,9 @@ export const MAX_TEXT_BYTES = 8 * 1024 * 1024;
 export const MAX_CHARACTERS = 512;
 // The unknown token: id 0, the replacement character.
 export const UNKNOWN = "\uFFFD";
-// Windows per forward of TextDataset.validationLoss (the memory of a batch).
-const VALIDATION_CHUNK = 16;
+// Windows per forward of TextDataset.validationLoss: at most a training
+// batch's rows, so that the model's forward buffers never grow for it.
+const VALIDATION_CHUNK = 8;
 // Words of a call's argument block (model.js's ARG_BYTES).
 const ARG_BYTES = 128;
 

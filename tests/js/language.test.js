@@ -10,6 +10,7 @@ import { describe, it, before } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { Worker } from "node:worker_threads";
 import { createAttnkit, AttnkitError, AttnkitTypeError } from "attnkit";
 import { VARIANTS as BUILDS } from "./helpers.js";
 
@@ -485,6 +486,35 @@ describe("language: training, the weights file and generation (simd build)", () 
       "options.minLearningRate",
       /./,
     );
+  });
+});
+
+describe("language: memory", () => {
+  it("the default configuration trains and validates on the whole book under 64 MiB", async () => {
+    // A fresh module in a worker: this file's module has grown for other tests.
+    const code = `
+      const { parentPort, workerData } = require("node:worker_threads");
+      import("attnkit").then(async ({ createAttnkit }) => {
+        const attn = await createAttnkit({ simd: true, model: true });
+        const data = attn.createTextDataset(workerData, { seqLen: 64, seed: 1 });
+        const model = attn.createModel(
+          { maxSeqLen: 64, dModel: 128, numLayers: 4, numHeads: 4, dFF: 512, layerNorm: true },
+          { seed: 1, vocabulary: data.vocabulary },
+        );
+        const trainer = attn.createTrainer(model, { decaySteps: 2000, warmupSteps: 100 });
+        for (let i = 0; i < 3; ++i) trainer.step(data.next(12));
+        data.validationLoss(model);
+        model.generate("Call me Ishmael. ", { length: 80 });
+        trainer.step(data.next(12));
+        parentPort.postMessage(attn.memoryBytes());
+      });`;
+    const bytes = await new Promise((resolve, reject) => {
+      const worker = new Worker(code, { eval: true, workerData: MOBY_DICK });
+      worker.once("message", resolve);
+      worker.once("error", reject);
+    });
+    console.log(`# module memory ${(bytes / 2 ** 20).toFixed(1)} MiB`);
+    assert.ok(bytes <= 64 * 2 ** 20, `${bytes} bytes`);
   });
 });
 
