@@ -475,16 +475,17 @@ export interface KVCache extends Record<DisposeSymbol, () => void> {
 }
 
 /**
- * A model's configuration (docs/model.md): an attention-only transformer of
- * 1 to 4 layers of causal multi-head attention over a residual stream.
+ * A model's configuration (docs/model.md): 1 to 8 layers of causal multi-head
+ * attention over a residual stream; attention-only (dFF 0), or GPT blocks with
+ * an MLP of width dFF (docs/language.md).
  */
 export interface ModelConfig {
-  /** Tokens, the separator 0 included. */
+  /** Tokens (the separator 0 of the tasks, the unknown token 0 of a language model, included). */
   vocabSize: number;
   /** Positions of the position embedding: the longest sequence. */
   maxSeqLen: number;
   dModel: number;
-  /** 1 .. 4; default 1. */
+  /** 1 .. 8; default 1. */
   numLayers?: number;
   /** Default 1. */
   numHeads?: number;
@@ -492,6 +493,8 @@ export interface ModelConfig {
   numKvHeads?: number;
   /** Per-head width; 0 or absent: dModel / numHeads (which must divide). */
   dK?: number;
+  /** 0 or absent: attention-only layers; > 0: GPT blocks with an MLP of this width (needs layerNorm). */
+  dFF?: number;
   /** Pre-norm LayerNorm per layer and before the unembedding; default false. */
   layerNorm?: boolean;
   /** Scores scaled by 1/sqrt(dK); false: unscaled (the scale experiment). Default true. */
@@ -551,6 +554,11 @@ export interface CreateModelOptions {
   seed?: number | bigint | undefined;
   /** A task the model must fit: vocabulary equal, sequence within maxSeqLen. */
   task?: TaskConfig | undefined;
+  /**
+   * A language model's vocabulary (a {@link Tokenizer}'s or {@link TextDataset}'s): its
+   * length is vocabSize (which may then be left out); the weights file carries it.
+   */
+  vocabulary?: readonly string[] | undefined;
 }
 
 /** One layer's parameters (JS-owned copies); h = numHeads, g = numKvHeads. */
@@ -567,6 +575,14 @@ export interface LayerParameters {
   lnGain?: Matrix;
   /** [1, dModel], only with layerNorm. */
   lnBias?: Matrix;
+  /** [1, dModel], the MLP's LayerNorm; only with dFF > 0. */
+  ln2Gain?: Matrix;
+  /** [1, dModel], only with dFF > 0. */
+  ln2Bias?: Matrix;
+  /** [dModel, dFF], only with dFF > 0. */
+  W_1?: Matrix;
+  /** [dFF, dModel], only with dFF > 0. */
+  W_2?: Matrix;
 }
 
 /** Every parameter of a model (JS-owned copies), as {@link Model.parameters} returns them. */
@@ -638,6 +654,21 @@ export interface Model extends Record<DisposeSymbol, () => void> {
   readonly config: ResolvedModelConfig;
   /** Floats in all the weights. */
   readonly parameterCount: number;
+  /** A language model's vocabulary (token id -> character), or null. */
+  readonly vocabulary: readonly string[] | null;
+  /** A language model's tokenizer (of its vocabulary), or null. */
+  readonly tokenizer: Tokenizer | null;
+  /**
+   * A language model's text after `prompt`: `options.length` characters, each
+   * sampled through the KV cache with its logits and every layer's attention.
+   * Errors name "prompt", "options.temperature", "options.topK", "model" (no vocabulary).
+   */
+  generate(prompt: string, options?: GenerateOptions): Generated;
+  /**
+   * The same, one character per next() (for showing them as they come).
+   * Dispose it when done; the model must outlive it and not train meanwhile.
+   */
+  sampler(prompt: string, options?: SamplerOptions): Sampler;
   /** A forward pass without an update: its metrics. */
   evaluate(batch: ModelBatch): ModelMetrics;
   /**
@@ -669,7 +700,7 @@ export interface Model extends Record<DisposeSymbol, () => void> {
   dispose(): void;
 }
 
-/** AdamW with a linear warm-up; defaults as the C++ AdamWConfig. */
+/** AdamW with a linear warm-up and a cosine decay; defaults as the C++ AdamWConfig. */
 export interface TrainerOptions {
   /** Default 1e-3. */
   learningRate?: number | undefined;
@@ -685,6 +716,13 @@ export interface TrainerOptions {
   warmupSteps?: number | undefined;
   /** The gradient's global L2 norm is clipped to this (0 = off); default 1. */
   clipNorm?: number | undefined;
+  /**
+   * 0 (default): the rate stays learningRate after the warm-up; else it follows
+   * a cosine from learningRate down to minLearningRate at this step (> warmupSteps), then stays.
+   */
+  decaySteps?: number | undefined;
+  /** The cosine's floor, 0 .. learningRate; default 0. */
+  minLearningRate?: number | undefined;
 }
 
 /** Trains a model: one call into wasm per step. Call dispose() when done (the model stays). */
@@ -707,6 +745,107 @@ export interface TaskGenerator extends Record<DisposeSymbol, () => void> {
   readonly seqLen: number;
   /** The next `batch` sequences. */
   next(batch: number): TaskBatch;
+  dispose(): void;
+}
+
+/**
+ * A character tokenizer (docs/language.md): one token per Unicode code point;
+ * token 0 is the unknown token "\uFFFD", then the text's distinct characters
+ * in code point order. A plain object (nothing to dispose).
+ */
+export interface Tokenizer {
+  /** Token id -> its character; vocabulary[0] is "\uFFFD". */
+  readonly vocabulary: readonly string[];
+  readonly vocabSize: number;
+  /** 0 */
+  readonly unknownToken: number;
+  /** One token per code point; characters outside the vocabulary give 0. Errors name "text". */
+  encode(text: string): Int32Data;
+  /** The text of token ids (each in 0 .. vocabSize - 1). Errors name "tokens". */
+  decode(tokens: Int32Array | readonly number[]): string;
+}
+
+/** Options of {@link AttnkitWithModel.createTextDataset}. */
+export interface TextDatasetOptions {
+  /** The model's input length: windows are seqLen + 1 characters. */
+  seqLen: number;
+  /** The training windows' order; default 0. */
+  seed?: number | bigint | undefined;
+  /** Validation windows, evenly spread over the last tenth; default 128 (fewer if they do not fit). */
+  validationWindows?: number | undefined;
+  /** Encode with this vocabulary (e.g. a loaded model's) instead of the text's own. */
+  vocabulary?: readonly string[] | undefined;
+}
+
+/**
+ * A text as tokens: the first 9/10 for training (seeded random windows), the
+ * last 1/10 for validation (fixed windows). Call dispose() when done.
+ */
+export interface TextDataset extends Record<DisposeSymbol, () => void> {
+  readonly tokenizer: Tokenizer;
+  readonly vocabulary: readonly string[];
+  readonly vocabSize: number;
+  readonly seqLen: number;
+  readonly trainTokens: number;
+  readonly validationTokens: number;
+  readonly validationWindows: number;
+  /** `batch` windows of the training part: inputs and next-character targets. */
+  next(batch: number): TaskBatch;
+  /** Validation windows first .. first + count - 1 as one batch. */
+  validationBatch(first: number, count: number): TaskBatch;
+  /**
+   * The model's mean loss (nats per character) over every validation window, 8
+   * windows per forward pass (no more memory than training batches of 8 or more;
+   * attentionWeights() then reads the last of them).
+   * Errors name "model" (another vocabulary, or maxSeqLen below seqLen).
+   */
+  validationLoss(model: Model): number;
+  dispose(): void;
+}
+
+/** Sampling options of {@link Model.sampler}. */
+export interface SamplerOptions {
+  /** 0: argmax; > 0 divides the logits; default 1. */
+  temperature?: number | undefined;
+  /** 0 (default): every token; k: among the k likeliest. */
+  topK?: number | undefined;
+  /** The sampling's seed; default 0. */
+  seed?: number | bigint | undefined;
+}
+
+/** Options of {@link Model.generate}. */
+export interface GenerateOptions extends SamplerOptions {
+  /** Characters to generate; default 100. */
+  length?: number | undefined;
+}
+
+/** One generated character (JS-owned copies). */
+export interface GeneratedCharacter {
+  token: number;
+  character: string;
+  /** [vocabSize]: the logits it was sampled from. */
+  logits: Float32Data;
+  /**
+   * Per layer, [numHeads, context]: each head's attention over the context
+   * (the prompt and the characters so far, newest last) at the position
+   * that predicted this character.
+   */
+  weights: Tensor[];
+}
+
+/** What {@link Model.generate} returns. */
+export interface Generated {
+  /** The generated characters (without the prompt). */
+  text: string;
+  tokens: Int32Data;
+  steps: GeneratedCharacter[];
+}
+
+/** Samples a model's text one character at a time. Call dispose() when done. */
+export interface Sampler extends Record<DisposeSymbol, () => void> {
+  readonly model: Model;
+  readonly options: Readonly<{ temperature: number; topK: number }>;
+  next(): GeneratedCharacter;
   dispose(): void;
 }
 
@@ -923,6 +1062,11 @@ export interface AttnkitWithModel extends Attnkit {
   readonly model: true;
   /** A new model, its weights drawn from options.seed (docs/model.md, "Initialisation"). */
   createModel(config: ModelConfig, options?: CreateModelOptions): Model;
+  /** A language model: vocabSize may be left out (the vocabulary's length). */
+  createModel(
+    config: Omit<ModelConfig, "vocabSize"> & { vocabSize?: number },
+    options: CreateModelOptions & { vocabulary: readonly string[] },
+  ): Model;
   /** A model from a weights file; errors name `weights`. */
   loadModel(weights: Uint8Array): Model;
   /** An AdamW trainer of `model`. */
@@ -935,6 +1079,17 @@ export interface AttnkitWithModel extends Attnkit {
   taskSeqLen(task: TaskConfig): number;
   /** The smallest vocabulary the task needs (separator included). */
   taskMinVocab(task: TaskConfig): number;
+  /**
+   * The character tokenizer of a text (1 byte .. 8 MiB of UTF-8, at most 512
+   * distinct characters). Errors name "text".
+   */
+  createTokenizer(text: string): Tokenizer;
+  /**
+   * A text's dataset for a language model: at least 10 (seqLen + 1) characters
+   * (the last tenth holds a validation window), at most 8 MiB of UTF-8 and 512
+   * distinct characters. Errors name "text" and the options.
+   */
+  createTextDataset(text: string, options: TextDatasetOptions): TextDataset;
 }
 
 /**
