@@ -123,8 +123,10 @@ JS
       done
       for entry in attnkit simd threads model; do
         src=${entry/#attnkit/}
+        # Browsers load this file as it is: whitespace out (names kept) keeps the
+        # default load (this, the SIMD build's loader and .wasm) within its budget.
         npx esbuild "src/js/web${src:+-$src}.js" --bundle --format=esm --log-level=warning "$define" \
-          "${web_builds[@]}" --outfile="dist/$entry.mjs"
+          --minify-whitespace "${web_builds[@]}" --outfile="dist/$entry.mjs"
         npx esbuild "src/js/node${src:+-$src}.js" --bundle --format=cjs --platform=node \
           --log-level=warning "$define" "${node_builds[@]}" --outfile="dist/$entry.node.cjs"
         sed "s|\./attnkit\.node\.cjs|./$entry.node.cjs|" src/js/node.mjs >"dist/$entry.node.mjs"
