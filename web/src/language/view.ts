@@ -21,7 +21,7 @@ import type { Scene } from "../scenes/common";
 import { queryParts } from "../state";
 import { openTrained } from "../trained";
 import { chartBelow, chartFrame, drawSeries, type ChartState, type Series } from "../train/charts";
-import { HEAD_NAMES, headKind, headScores } from "./heads";
+import { HEAD_NAMES, headKind, headScores, type HeadKind, type HeadScores } from "./heads";
 import { PRESETS, SAMPLE, type LangConfig, type LangLayer, type PresetId } from "./protocol";
 import {
   bindRun,
@@ -152,7 +152,7 @@ export const languageView: Scene = {
         const kind = headKind(sc);
         const v = drawMatrix(g, {
           id: `lang-attn-${l}-${h}`,
-          title: `L${l + 1} h${h}: ${kind ? `${HEAD_NAMES[kind]} ${fmt(sc[kind], 2)}` : "spread"}`,
+          title: `L${l + 1} h${h}: ${kind ? `${HEAD_NAMES[kind]} ${fmt(sc[kind], 2)}` : `spread (${SHORT_NAMES[best(sc)]} ${fmt(sc[best(sc)], 2)})`}`,
           m: headMatrix(L, h),
           x,
           y,
@@ -227,6 +227,18 @@ export const languageView: Scene = {
     return { width, height: y + 10, duration: 0 };
   },
 };
+
+const SHORT_NAMES: Record<HeadKind, string> = {
+  previous: "prev.",
+  wordStart: "word start",
+  sameCharacter: "same char.",
+  self: "itself",
+};
+
+/** The kind of a head's largest score. */
+function best(s: HeadScores): HeadKind {
+  return (Object.keys(s) as HeadKind[]).reduce((a, k) => (s[k] > s[a] ? k : a));
+}
 
 function headMatrix(t: Tensor, h: number) {
   const [, T, Tk] = t.shape;
@@ -348,15 +360,16 @@ function drawChart(): void {
     );
   }
   const v = run.validation.loss[run.validation.loss.length - 1];
-  drawSeries(
-    chart,
-    v !== undefined ? `validation loss ${lossText(v)}` : "loss",
-    series,
-    undefined,
-    {
-      snapshot: run.scrub >= 0 ? run.snapshots[run.scrub] : undefined,
-    },
-  );
+  // A narrow chart's title leaves the bits to the status line.
+  const title =
+    v === undefined
+      ? "loss"
+      : cw < 420
+        ? `validation ${fmt(v, 3)} nats/char`
+        : `validation loss ${lossText(v)}`;
+  drawSeries(chart, title, series, undefined, {
+    snapshot: run.scrub >= 0 ? run.snapshots[run.scrub] : undefined,
+  });
 }
 
 const num = (id: string) => Number($<HTMLInputElement>(id).value);
