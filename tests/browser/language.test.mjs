@@ -166,6 +166,14 @@ test("the sentence view's maps are the package's Model.inspect of the downloaded
   const title = await p.textContent('[data-testid="matrix-lang-attn-0-0"] .m-title');
   assert.match(title, /^L1 h0: /);
   model.dispose();
+  // The file loads back: the same model, the same maps.
+  await p.setInputFiles('[data-testid="lang-weights-file"]', await download.path());
+  const back = await poll(async () => {
+    const x = await waitReady(p, "the loaded weights");
+    return x.step === 0 && x.sentence?.text === sentence && x;
+  }, "the loaded model's sentence");
+  assert.deepEqual(back.config, h.config);
+  assert.deepEqual(back.sentence.layers, h.sentence.layers);
   // A layer opens in the steps view, recomputed by the page from its input and weights.
   await p.click('[data-testid="lang-open-0"]');
   await p.waitForSelector('svg[data-testid="scene-svg"][data-view="steps"]');
