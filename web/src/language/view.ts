@@ -329,7 +329,10 @@ function drawChart(): void {
   setAttr(svg, "width", w);
   setAttr(svg, "height", h);
   setAttr(svg, "viewBox", `0 0 ${w} ${h}`);
-  const last = Math.max(10, run.curve.step[run.curve.step.length - 1] ?? 0);
+  // The reference lines span the x axis, which drawSeries rounds up in half decades.
+  const lastStep = Math.max(10, run.curve.step[run.curve.step.length - 1] ?? 0);
+  const unit = 10 ** Math.floor(Math.log10(lastStep)) / 2;
+  const last = Math.ceil(lastStep / unit) * unit;
   const series: Series[] = [
     { label: "training batch", color: "#93b4f5", x: run.curve.step, y: run.curve.loss },
     {
