@@ -97,7 +97,44 @@ test("the small preset learns Moby-Dick below the measured threshold and shows i
   // An untrained model guesses among the 84 characters: about ln 84 = 4.43 nats.
   assert.ok(Math.abs(h0.validation[0][1] - Math.log(84)) < 0.2, `${h0.validation[0][1]}`);
   await shot("before");
-  const h = await trainTo(STEPS, p, () => shot("during"));
+  // Responsiveness while it trains: main-thread tasks over 50 ms (Long Tasks API) and the
+  // lateness of a 20 ms timer, reported; the screenshot's capture is left out.
+  await p.evaluate(() => {
+    window.__long = [];
+    window.__drift = 0;
+    window.__obs = new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) window.__long.push(e.duration);
+    });
+    window.__obs.observe({ type: "longtask" });
+    let last = performance.now();
+    window.__timer = setInterval(() => {
+      const now = performance.now();
+      if (!window.__inShot) window.__drift = Math.max(window.__drift, now - last - 20);
+      last = now;
+    }, 20);
+  });
+  const h = await trainTo(STEPS, p, async () => {
+    await p.evaluate(() => (window.__inShot = true));
+    await shot("during");
+    await p.evaluate(() => setTimeout(() => (window.__inShot = false), 100));
+  });
+  const { long, drift, modelOnMain } = await p.evaluate(() => {
+    window.__obs.disconnect();
+    clearInterval(window.__timer);
+    return {
+      long: window.__long.map(Math.round),
+      drift: window.__drift,
+      // The model build loads in the worker only: the page's own resources hold none.
+      modelOnMain: performance
+        .getEntriesByType("resource")
+        .some((r) => /attnkit-[a-z]+-model[.-]/.test(r.name)),
+    };
+  });
+  console.log(
+    `language: while training, main-thread tasks over 50 ms: ${long.length} (longest ${long.length ? Math.max(...long) : "-"} ms); largest 20 ms timer lateness ${drift.toFixed(1)} ms`,
+  );
+  assert.equal(modelOnMain, false, "the model build is loaded by the worker, not the page");
+  assert.ok(drift < 2000, `the main thread was ${drift.toFixed(0)} ms late while training`);
   await shot("after");
   const at = h.validation.find(([s]) => s === STEPS);
   assert.ok(at, `a validation loss at step ${STEPS}: ${JSON.stringify(h.validation.slice(-3))}`);
