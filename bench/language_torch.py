@@ -390,6 +390,11 @@ def main():
         sys.exit("usage: language_torch.py --attnkit BINARY --text FILE [--quick] [--preset NAME]")
     quick = "--quick" in sys.argv
     presets = arg("--preset", "nanogpt").split(",")
+    # The commit measured, at the start (dirty: with uncommitted changes; the
+    # binary is the one scripts/bench.sh built from this tree).
+    commit = subprocess.run(
+        ["git", "describe", "--always", "--dirty"], capture_output=True, text=True
+    ).stdout.strip()
     with tempfile.TemporaryDirectory() as out_dir:
         results = [run(binary, text, p, quick, out_dir) for p in presets]
     for r in results:
@@ -400,7 +405,7 @@ def main():
             f"{r['first20LossMaxRelDiff']:.1e}",
             file=sys.stderr,
         )
-    json.dump({"runs": results}, sys.stdout, indent=1)
+    json.dump({"commit": commit, "runs": results}, sys.stdout, indent=1)
     print()
 
 

@@ -1106,30 +1106,36 @@ function languageReport() {
   let md = "# The language model's benchmark\n\n";
   md +=
     "Written by `bench/report.mjs` from `language-native.json` (`bench/language_torch.py`) and " +
-    "`language-wasm.json` (`bench/wasm/language.mjs`); `npm run bench -- --language`.\n\n";
+    "`language-wasm.json` (`bench/wasm/language.mjs`); `npm run bench -- --language`" +
+    `; commit ${[...new Set([native?.commit, node?.commit].filter(Boolean))].join(", ") || "?"}.\n\n`;
   const targets = [];
   for (const preset of presets) {
     const n = native?.runs.find((r) => r.preset === preset),
       w = node?.presets.find((r) => r.preset === preset);
     const about = n ?? w;
     const c = n?.config ?? {};
-    const steps = n?.settings.maxSteps ?? w?.maxSteps;
     md += `## ${preset}: ${c.num_layers ?? w.config.numLayers} layers, ${c.num_heads ?? w.config.numHeads} heads, d_model ${c.d_model ?? w.config.dModel}, d_ff ${c.d_ff ?? w.config.dFF}, context ${n?.settings.seqLen ?? w.seqLen}, batch ${n?.settings.batch ?? w.batch}, vocabulary ${c.vocab_size ?? w.config.vocabSize}\n\n`;
-    md += `${(about.flopsPerStep / 1e9).toFixed(2)} GFLOP per training step (6 per matrix parameter per token, 7 T² d_k per causal head and sequence); validation every ${n?.settings.evalEvery ?? w.evalEvery} steps on the same ${n?.settings.validationWindows ?? 128} windows; step cap ${steps}${(n ?? w).quick ? " (--quick)" : ""}.\n\n`;
+    const caps = [
+      n && `${n.settings.maxSteps} steps natively (validation every ${n.settings.evalEvery})`,
+      w &&
+        `${w.maxSteps} in Node (validation every ${w.evalEvery}${w.peerSteps < w.maxSteps ? `; tfjs stopped after ${w.peerSteps}` : ""})`,
+    ].filter(Boolean);
+    md += `${(about.flopsPerStep / 1e9).toFixed(2)} GFLOP per training step (6 per matrix parameter per token, 7 T² d_k per causal head and sequence); validation loss on the same ${n?.settings.validationWindows ?? 128} windows; an engine stops at 2.0 or at the cap: ${caps.join(", ")}${(n ?? w).quick ? " (--quick)" : ""}.\n\n`;
     md +=
       "| engine | tokens/s | ms/step (CPU) | wall ms/step | GFLOP/s | share of peak | to 2.2 | to 2.0 | first loss |\n" +
       "|---|---:|---:|---:|---:|---:|---|---|---:|\n";
     const rows = (run, platform, peak) => {
       for (const e of run?.engines ?? [])
-        md += `| ${e.engine}, ${platform}, 1 thread | ${num(e.tokensPerSecond)} | ${num(e.cpuMsPerStep)} | ${num(e.wallMsPerStep)} | ${num(e.gflops)} | ${pct(e.peakShare)} of ${num(peak)} | ${to(e, "2.2")} | ${to(e, "2.0")} | ${e.firstLoss.toFixed(4)} |\n`;
+        md += `| ${e.engine}${platform}, 1 thread | ${num(e.tokensPerSecond)} | ${num(e.cpuMsPerStep)} | ${num(e.wallMsPerStep)} | ${num(e.gflops)} | ${pct(e.peakShare)} of ${num(peak)} | ${to(e, "2.2")} | ${to(e, "2.0")} | ${e.firstLoss.toFixed(4)} |\n`;
     };
-    rows(n, "native", n?.fmaPeakGflops);
-    rows(w, "Node", w?.wasmPeakGflops);
+    rows(n, "", n?.fmaPeakGflops);
+    rows(w, ", Node", w?.wasmPeakGflops);
     md += "\n";
+    const loads = (xs) => `${Math.min(...xs).toFixed(1)}-${Math.max(...xs).toFixed(1)}`;
     if (n)
-      md += `- Native: PyTorch ${n.torch.version} (${n.torch.cpu_capability ?? "?"}), attnkit's Highway target ${n.settings.target}; the first 20 losses agree within ${n.first20LossMaxRelDiff.toExponential(1)} (relative); load average ${Math.min(...n.loadAverage)}-${Math.max(...n.loadAverage)}.\n`;
+      md += `- Native: PyTorch ${n.torch.version}${n.torch.cpu_capability ? ` (${n.torch.cpu_capability})` : ""}, attnkit's Highway target ${n.settings.target}; the first 20 losses agree within ${n.first20LossMaxRelDiff.toExponential(1)} (relative); generation (attnkit, KV cache) ${num(n.generation.tokensPerSecond)} tokens/s; load average ${loads(n.loadAverage)}.\n`;
     if (w)
-      md += `- Node: ${node.engines["tfjs-backend-wasm"] ? `tfjs-backend-wasm ${node.engines["tfjs-backend-wasm"].version}, ` : ""}Node ${node.engines.node}; the first 20 losses agree within ${w.first20LossMaxRelDiff.toExponential(1)}; generation (attnkit, KV cache) ${num(w.generation.tokensPerSecond)} tokens/s; module memory after training ${(w.memoryBytes / 2 ** 20).toFixed(1)} MiB; load average ${Math.min(...w.loadAverage)}-${Math.max(...w.loadAverage)}.\n`;
+      md += `- Node: ${node.engines["tfjs-backend-wasm"] ? `tfjs-backend-wasm ${node.engines["tfjs-backend-wasm"].version}, ` : ""}Node ${node.engines.node}; the first 20 losses agree within ${w.first20LossMaxRelDiff.toExponential(1)}; generation (attnkit, KV cache) ${num(w.generation.tokensPerSecond)} tokens/s; module memory ${w.trainingMemoryBytes ? `${(w.trainingMemoryBytes / 2 ** 20).toFixed(1)} MiB after training steps alone, ` : ""}${(w.memoryBytes / 2 ** 20).toFixed(1)} MiB after validation and generation; load average ${loads(w.loadAverage)}.\n`;
     md +=
       "- The machine was shared with other work; the two engines of each platform stepped in turns (one step each on the same batch), so both met the same load. Times are each process's CPU time.\n\n";
     if (n)

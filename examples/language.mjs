@@ -1,5 +1,6 @@
 // Train a small GPT on Moby-Dick, character by character, then sample from it (Node).
-// Run: node examples/language.mjs [seconds] (default 90; it also stops at MAX_STEPS).
+// Run: node examples/language.mjs [seconds] (default 90; it also stops at 2000 steps),
+// or node examples/language.mjs --steps N (N steps, however long they take).
 // Prints the validation loss every EVAL_EVERY steps and a sample; exits 1 if
 // the validation loss did not fall.
 import { readFileSync } from "node:fs";
@@ -23,17 +24,19 @@ const CONFIG = {
   layerNorm: true,
 };
 const BATCH = 12;
-const MAX_STEPS = 2000;
+const SCHEDULE_STEPS = 2000;
 const ADAM = {
   learningRate: 1e-3,
   warmupSteps: 100,
-  decaySteps: MAX_STEPS,
+  decaySteps: SCHEDULE_STEPS,
   minLearningRate: 1e-4,
   weightDecay: 0.1,
   beta2: 0.99,
 };
-const EVAL_EVERY = 100;
-const seconds = Number(process.argv[2] ?? 90);
+const [first, second] = process.argv.slice(2);
+const seconds = first === "--steps" ? Infinity : Number(first ?? 90);
+const MAX_STEPS = first === "--steps" ? Number(second) : SCHEDULE_STEPS;
+const EVAL_EVERY = Math.min(100, MAX_STEPS);
 
 const attn = await createAttnkit({ model: true });
 // The last tenth of the book is the validation text; training windows are seeded.
@@ -44,11 +47,11 @@ console.log(
 );
 const model = attn.createModel(CONFIG, { seed: 1, vocabulary: data.vocabulary });
 const trainer = attn.createTrainer(model, ADAM);
-const first = data.validationLoss(model);
-console.log(`${model.parameterCount} parameters; step 0: validation loss ${first.toFixed(3)}`);
+const untrained = data.validationLoss(model);
+console.log(`${model.parameterCount} parameters; step 0: validation loss ${untrained.toFixed(3)}`);
 
 const start = performance.now();
-let last = first;
+let last = untrained;
 let step = 0;
 while (step < MAX_STEPS && performance.now() - start < seconds * 1000) {
   trainer.step(data.next(BATCH));
@@ -90,8 +93,8 @@ console.log(
   `reloaded: ${loaded.vocabulary.length} characters, validation loss ${data.validationLoss(loaded).toFixed(3)}`,
 );
 for (const x of [loaded, trainer, model, data]) x.dispose();
-if (!(last < first)) {
-  console.log(`the validation loss did not fall: ${first} -> ${last}`);
+if (!(last < untrained)) {
+  console.log(`the validation loss did not fall: ${untrained} -> ${last}`);
   process.exit(1);
 }
-console.log(`validation loss ${first.toFixed(3)} -> ${last.toFixed(3)} in ${step} steps`);
+console.log(`validation loss ${untrained.toFixed(3)} -> ${last.toFixed(3)} in ${step} steps`);

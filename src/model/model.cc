@@ -36,20 +36,31 @@ Status Alloc(Matrix* m, size_t rows, size_t cols) {
   return Status::Ok();
 }
 
-// acc += A B^T, through scratch (the core's products overwrite).
-Status AddMatMulTransposed(ConstMatrixView A, ConstMatrixView B, Matrix* scratch, Matrix* acc) {
-  ATTNKIT_RETURN_IF_ERROR(Alloc(scratch, A.rows, B.rows));
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(A, B, *scratch));
-  kernels::AddTo(scratch->data(), acc->data(), acc->size());
+// m [rows, cols], reusing its memory when it has that shape already: for
+// outputs that are overwritten whole (the contents are not zeroed then).
+Status Shape(Matrix* m, size_t rows, size_t cols) {
+  if (m->rows() == rows && m->cols() == cols) return Status::Ok();
+  return Alloc(m, rows, cols);
+}
+
+// Copies `from` into *to (shaped like it, its memory reused).
+Status CopyInto(const Matrix& from, Matrix* to) {
+  ATTNKIT_RETURN_IF_ERROR(Shape(to, from.rows(), from.cols()));
+  std::copy(from.data(), from.data() + from.size(), to->data());
   return Status::Ok();
+}
+
+// dst = src, both [rows, cols] (dst may be a block of a wider matrix).
+void CopyBlock(ConstMatrixView src, MatrixView dst) {
+  for (size_t r = 0; r < src.rows; ++r) std::copy(src.Row(r), src.Row(r) + src.cols, dst.Row(r));
 }
 
 // y = LayerNorm(x) with gain and bias; keeps mean and rstd [N, 1].
 Status LayerNormForward(const Matrix& x, const Matrix& gain, const Matrix& bias, Matrix* y,
                         Matrix* mean, Matrix* rstd) {
-  ATTNKIT_RETURN_IF_ERROR(Alloc(y, x.rows(), x.cols()));
-  ATTNKIT_RETURN_IF_ERROR(Alloc(mean, x.rows(), 1));
-  ATTNKIT_RETURN_IF_ERROR(Alloc(rstd, x.rows(), 1));
+  ATTNKIT_RETURN_IF_ERROR(Shape(y, x.rows(), x.cols()));
+  ATTNKIT_RETURN_IF_ERROR(Shape(mean, x.rows(), 1));
+  ATTNKIT_RETURN_IF_ERROR(Shape(rstd, x.rows(), 1));
   kernels::LayerNorm(x, gain.data(), bias.data(), kLayerNormEpsilon, *y, mean->data(),
                      rstd->data());
   return Status::Ok();
@@ -284,47 +295,50 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
   const AttentionOptions options = Options(c, pool_);
   const size_t hd = c.num_heads * c.d_k, gd = c.num_kv_heads * c.d_k;
 
-  Matrix x;
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&x, N, d));
+  // x, the residual stream, ends as final_input.
+  Matrix& x = final_input;
+  ATTNKIT_RETURN_IF_ERROR(Shape(&x, N, d));
   kernels::Embed(batch.tokens.data(), T, params_.token_embedding, params_.position_embedding, x);
   cache_.resize(c.num_layers);
-  Matrix projected;
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&projected, N, d));
+  Matrix& projected = forward_scratch_;
+  ATTNKIT_RETURN_IF_ERROR(Shape(&projected, N, d));
   for (size_t l = 0; l < c.num_layers; ++l) {
     const LayerParameters& p = params_.layers[l];
     LayerCache& lc = cache_[l];
-    lc.input = x;
+    ATTNKIT_RETURN_IF_ERROR(CopyInto(x, &lc.input));
     // Attention: x += MultiHead(LayerNorm(x)) W_O.
     if (c.layer_norm) {
       ATTNKIT_RETURN_IF_ERROR(
           LayerNormForward(lc.input, p.ln_gain, p.ln_bias, &lc.normed, &lc.mean, &lc.rstd));
     }
     const Matrix& a = c.layer_norm ? lc.normed : lc.input;
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&lc.Q, N, hd));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&lc.K, N, gd));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&lc.V, N, gd));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&lc.z, N, hd));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&lc.lse, B * c.num_heads * T, 1));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(a, p.W_Q, lc.Q));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(a, p.W_K, lc.K));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(a, p.W_V, lc.V));
+    // Q | K | V = a (W_Q | W_K | W_V): one product for the three.
+    lc.q_cols = hd;
+    lc.kv_cols = gd;
+    ATTNKIT_RETURN_IF_ERROR(Shape(&lc.W_QKV, d, hd + 2 * gd));
+    CopyBlock(p.W_Q, lc.W_QKV.view().Block(0, d, 0, hd));
+    CopyBlock(p.W_K, lc.W_QKV.view().Block(0, d, hd, gd));
+    CopyBlock(p.W_V, lc.W_QKV.view().Block(0, d, hd + gd, gd));
+    ATTNKIT_RETURN_IF_ERROR(Shape(&lc.QKV, N, hd + 2 * gd));
+    ATTNKIT_RETURN_IF_ERROR(Shape(&lc.z, N, hd));
+    ATTNKIT_RETURN_IF_ERROR(Shape(&lc.lse, B * c.num_heads * T, 1));
+    ATTNKIT_RETURN_IF_ERROR(MatMul(a, lc.W_QKV, lc.QKV));
     ATTNKIT_RETURN_IF_ERROR(
-        MultiHeadAttentionQKVForTraining(lc.Q, lc.K, lc.V, B, heads, options, lc.z, lc.lse));
+        MultiHeadAttentionQKVForTraining(lc.Q(), lc.K(), lc.V(), B, heads, options, lc.z, lc.lse));
     ATTNKIT_RETURN_IF_ERROR(MatMul(lc.z, p.W_O, projected));
     kernels::AddTo(projected.data(), x.data(), N * d);
     if (c.d_ff == 0) continue;
     // MLP: x += GELU(LayerNorm2(x) W_1) W_2.
-    lc.mid = x;
+    ATTNKIT_RETURN_IF_ERROR(CopyInto(x, &lc.mid));
     ATTNKIT_RETURN_IF_ERROR(
         LayerNormForward(lc.mid, p.ln2_gain, p.ln2_bias, &lc.normed2, &lc.mean2, &lc.rstd2));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&lc.u, N, c.d_ff));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&lc.act, N, c.d_ff));
+    ATTNKIT_RETURN_IF_ERROR(Shape(&lc.u, N, c.d_ff));
+    ATTNKIT_RETURN_IF_ERROR(Shape(&lc.act, N, c.d_ff));
     ATTNKIT_RETURN_IF_ERROR(MatMul(lc.normed2, p.W_1, lc.u));
     kernels::Gelu(lc.u, lc.act);
     ATTNKIT_RETURN_IF_ERROR(MatMul(lc.act, p.W_2, projected));
     kernels::AddTo(projected.data(), x.data(), N * d);
   }
-  final_input = std::move(x);
   if (c.layer_norm) {
     ATTNKIT_RETURN_IF_ERROR(LayerNormForward(final_input, params_.final_gain, params_.final_bias,
                                              &final_normed, &final_mean, &final_rstd));
@@ -358,7 +372,7 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
     m.sequences += any;
     m.sequences_correct += any && all;
   }
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&dlogits_, N, V));
+  ATTNKIT_RETURN_IF_ERROR(Shape(&dlogits_, N, V));
   const double loss = kernels::SoftmaxCrossEntropy(
       logits, batch.targets.data(), m.scored ? 1.0f / float(m.scored) : 0.0f, dlogits_);
   m.loss = m.scored ? float(loss / double(m.scored)) : 0.0f;
@@ -368,12 +382,30 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
   return Status::Ok();
 }
 
+namespace {
+
+// *grads shaped as params (of config c) and zero: reallocated only when the
+// shapes differ (every step of training passes the same gradients).
+Status ZeroGradients(const ModelConfig& c, const Parameters& params, Parameters* grads) {
+  const std::vector<const Matrix*> p = params.Tensors();
+  const std::vector<Matrix*> g = grads->Tensors();
+  bool same = grads->layers.size() == params.layers.size() && g.size() == p.size();
+  for (size_t i = 0; same && i < p.size(); ++i) {
+    same = g[i]->rows() == p[i]->rows() && g[i]->cols() == p[i]->cols();
+  }
+  if (!same) return grads->Allocate(c);
+  for (Matrix* t : g) std::fill(t->data(), t->data() + t->size(), 0.0f);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status Model::Backward(Parameters* grads, std::vector<Matrix>* d_attention) {
   if (!have_forward_)
     return Status(ErrorCode::kInvalidArgument, "model", "Backward needs a Forward first");
   const ModelConfig& c = config_;
   const size_t T = batch_.seq_len, B = batch_.batch, N = B * T, d = c.d_model;
-  ATTNKIT_RETURN_IF_ERROR(grads->Allocate(c));
+  ATTNKIT_RETURN_IF_ERROR(ZeroGradients(c, params_, grads));
   const HeadConfig heads = Heads(c);
   const AttentionOptions options = Options(c, pool_);
   const size_t hd = c.num_heads * c.d_k, gd = c.num_kv_heads * c.d_k;
@@ -381,18 +413,20 @@ Status Model::Backward(Parameters* grads, std::vector<Matrix>* d_attention) {
   // logits = f unembedding: dlogits_ (from Forward) flows into both.
   const Matrix& f = c.layer_norm ? final_normed : final_input;
   ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(f, dlogits_, grads->unembedding));
-  Matrix df, dx, scratch;
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&df, N, d));
+  BackwardScratch& w = backward_scratch_;
+  Matrix &df = w.df, &dx = w.dx;
+  ATTNKIT_RETURN_IF_ERROR(Shape(&df, N, d));
   ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dlogits_, params_.unembedding, df));
   if (c.layer_norm) {
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&dx, N, d));
+    ATTNKIT_RETURN_IF_ERROR(Shape(&dx, N, d));
+    std::fill(dx.data(), dx.data() + dx.size(), 0.0f);  // LayerNormBackward adds
     kernels::LayerNormBackward(final_input, final_mean.data(), final_rstd.data(),
                                params_.final_gain.data(), df, dx, grads->final_gain.data(),
                                grads->final_bias.data());
   } else {
-    dx = std::move(df);
+    std::swap(dx, df);
   }
-  Matrix dz, dQ, dK, dV, da, dact, db;
+  Matrix &dz = w.dz, &dQKV = w.dQKV, &dW_QKV = w.dW_QKV, &da = w.da, &dact = w.dact, &db = w.db;
   if (d_attention) d_attention->assign(c.num_layers, Matrix());
   for (size_t l = c.num_layers; l-- > 0;) {
     const LayerParameters& p = params_.layers[l];
@@ -402,33 +436,34 @@ Status Model::Backward(Parameters* grads, std::vector<Matrix>* d_attention) {
       // x_out = mid + GELU(u) W_2, u = LayerNorm2(mid) W_1: dx flows on
       // unchanged and back through W_2, GELU, W_1 and LayerNorm2.
       ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.act, dx, g.W_2));
-      ATTNKIT_RETURN_IF_ERROR(Alloc(&dact, N, c.d_ff));
+      ATTNKIT_RETURN_IF_ERROR(Shape(&dact, N, c.d_ff));
       ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dx, p.W_2, dact));
       kernels::GeluBackward(lc.u, dact);  // now du
       ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.normed2, dact, g.W_1));
-      ATTNKIT_RETURN_IF_ERROR(Alloc(&db, N, d));
+      ATTNKIT_RETURN_IF_ERROR(Shape(&db, N, d));
       ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dact, p.W_1, db));
       kernels::LayerNormBackward(lc.mid, lc.mean2.data(), lc.rstd2.data(), p.ln2_gain.data(), db,
                                  dx, g.ln2_gain.data(), g.ln2_bias.data());
     }
     // x_mid = x_in + z W_O: dx flows on unchanged and into z W_O.
     ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.z, dx, g.W_O));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&dz, N, hd));
+    ATTNKIT_RETURN_IF_ERROR(Shape(&dz, N, hd));
     ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dx, p.W_O, dz));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&dQ, N, hd));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&dK, N, gd));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&dV, N, gd));
-    ATTNKIT_RETURN_IF_ERROR(MultiHeadAttentionQKVBackward(lc.Q, lc.K, lc.V, lc.z, dz, lc.lse, B,
-                                                          heads, options, dQ, dK, dV));
+    // dQ | dK | dV side by side, then Q | K | V = a W_QKV backwards in one
+    // product for the weights and one for a.
+    ATTNKIT_RETURN_IF_ERROR(Shape(&dQKV, N, hd + 2 * gd));
+    ATTNKIT_RETURN_IF_ERROR(MultiHeadAttentionQKVBackward(
+        lc.Q(), lc.K(), lc.V(), lc.z, dz, lc.lse, B, heads, options, dQKV.view().Block(0, N, 0, hd),
+        dQKV.view().Block(0, N, hd, gd), dQKV.view().Block(0, N, hd + gd, gd)));
     if (d_attention) (*d_attention)[l] = dz;
     const Matrix& a = c.layer_norm ? lc.normed : lc.input;
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dQ, g.W_Q));
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dK, g.W_K));
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dV, g.W_V));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&da, N, d));
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dQ, p.W_Q, da));
-    ATTNKIT_RETURN_IF_ERROR(AddMatMulTransposed(dK, p.W_K, &scratch, &da));
-    ATTNKIT_RETURN_IF_ERROR(AddMatMulTransposed(dV, p.W_V, &scratch, &da));
+    ATTNKIT_RETURN_IF_ERROR(Shape(&dW_QKV, d, hd + 2 * gd));
+    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dQKV, dW_QKV));
+    CopyBlock(dW_QKV.view().Block(0, d, 0, hd), g.W_Q);
+    CopyBlock(dW_QKV.view().Block(0, d, hd, gd), g.W_K);
+    CopyBlock(dW_QKV.view().Block(0, d, hd + gd, gd), g.W_V);
+    ATTNKIT_RETURN_IF_ERROR(Shape(&da, N, d));
+    ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dQKV, lc.W_QKV, da));
     if (c.layer_norm) {
       kernels::LayerNormBackward(lc.input, lc.mean.data(), lc.rstd.data(), p.ln_gain.data(), da, dx,
                                  g.ln_gain.data(), g.ln_bias.data());
@@ -458,16 +493,16 @@ Status Model::AttentionWeights(size_t layer, Matrix* weights) const {
   MultiHeadExtras extras;
   extras.scores_stage = ScoresStage::kWeights;
   extras.scores = *weights;
-  return MultiHeadAttentionQKV(lc.Q, lc.K, lc.V, B, Heads(config_), Options(config_, pool_), extras,
-                               out);
+  return MultiHeadAttentionQKV(lc.Q(), lc.K(), lc.V(), B, Heads(config_), Options(config_, pool_),
+                               extras, out);
 }
 
 namespace {
 
 // Columns [head * d, (head + 1) * d) of m [T, heads * d], stacked head-major
 // into out [heads * T, d].
-Status SplitColumns(const Matrix& m, size_t heads, size_t d, Matrix* out) {
-  const size_t T = m.rows();
+Status SplitColumns(ConstMatrixView m, size_t heads, size_t d, Matrix* out) {
+  const size_t T = m.rows;
   ATTNKIT_RETURN_IF_ERROR(Alloc(out, heads * T, d));
   for (size_t hh = 0; hh < heads; ++hh) {
     for (size_t t = 0; t < T; ++t) {
@@ -520,9 +555,9 @@ Status Model::Inspect(const std::vector<int32_t>& tokens, const std::vector<int3
     const LayerCache& lc = cache_[l];
     LayerInspection& li = r.layers[l];
     li.input = c.layer_norm ? lc.normed : lc.input;
-    ATTNKIT_RETURN_IF_ERROR(SplitColumns(lc.Q, h, dk, &li.Q));
-    ATTNKIT_RETURN_IF_ERROR(SplitColumns(lc.K, g, dk, &li.K));
-    ATTNKIT_RETURN_IF_ERROR(SplitColumns(lc.V, g, dk, &li.V));
+    ATTNKIT_RETURN_IF_ERROR(SplitColumns(lc.Q(), h, dk, &li.Q));
+    ATTNKIT_RETURN_IF_ERROR(SplitColumns(lc.K(), g, dk, &li.K));
+    ATTNKIT_RETURN_IF_ERROR(SplitColumns(lc.V(), g, dk, &li.V));
     ATTNKIT_RETURN_IF_ERROR(AttentionWeights(l, &li.weights));
     if (!targets) continue;
     Matrix dO;

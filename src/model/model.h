@@ -198,10 +198,15 @@ class Model {
 
  private:
   struct LayerCache {
-    Matrix input;         // x before the layer [N, d_model]
-    Matrix normed;        // a (LayerNorm output), empty without layer_norm
-    Matrix mean, rstd;    // LayerNorm statistics [N, 1]
-    Matrix Q, K, V;       // projections
+    Matrix input;                    // x before the layer [N, d_model]
+    Matrix normed;                   // a (LayerNorm output), empty without layer_norm
+    Matrix mean, rstd;               // LayerNorm statistics [N, 1]
+    Matrix W_QKV;                    // W_Q | W_K | W_V side by side [d_model, (h + 2g) d_k]
+    Matrix QKV;                      // a W_QKV: Q | K | V side by side [N, (h + 2g) d_k]
+    size_t q_cols = 0, kv_cols = 0;  // h d_k, g d_k
+    ConstMatrixView Q() const { return QKV.view().Block(0, QKV.rows(), 0, q_cols); }
+    ConstMatrixView K() const { return QKV.view().Block(0, QKV.rows(), q_cols, kv_cols); }
+    ConstMatrixView V() const { return QKV.view().Block(0, QKV.rows(), q_cols + kv_cols, kv_cols); }
     Matrix z, lse;        // attention output [N, h d_k], lse [B h T, 1]
     Matrix mid;           // x after the attention's residual [N, d_model] (d_ff > 0)
     Matrix normed2;       // LayerNorm2(mid) [N, d_model]
@@ -217,6 +222,12 @@ class Model {
   std::vector<LayerCache> cache_;
   Matrix final_input, final_normed, final_mean, final_rstd;
   Matrix dlogits_;  // d loss / d logits [N, vocab_size]
+  // Buffers of every step, kept so that their memory is reused.
+  struct BackwardScratch {
+    Matrix df, dx, dz, dQKV, dW_QKV, da, dact, db;
+  };
+  Matrix forward_scratch_;
+  BackwardScratch backward_scratch_;
   bool have_forward_ = false;
 };
 

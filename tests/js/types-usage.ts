@@ -666,7 +666,7 @@ model.dispose();
 // The language model: tokenizer, dataset, a GPT, generation.
 const tokenizer: Tokenizer = withModel.createTokenizer("Call me Ishmael.");
 const charTokens: Int32Array<ArrayBuffer> = tokenizer.encode("Call");
-const decoded: string = tokenizer.decode(charTokens);
+const decodedText: string = tokenizer.decode(charTokens);
 const datasetOptions: TextDatasetOptions = { seqLen: 8, seed: 2n, validationWindows: 4 };
 const textData: TextDataset = withModel.createTextDataset(
   "Call me Ishmael. ".repeat(20),
@@ -690,7 +690,7 @@ const sampler: Sampler = gpt.sampler("Call", samplerOptions);
 const nextCharacter: string = sampler.next().character;
 const gptVocabulary: readonly string[] | null = gpt.vocabulary;
 const gptTokenizer: Tokenizer | null = gpt.tokenizer;
-use(decoded, validation, generated.text, firstStep?.weights[0]?.shape, nextCharacter);
+use(decodedText, validation, generated.text, firstStep?.weights[0]?.shape, nextCharacter);
 use(gptVocabulary, gptTokenizer?.vocabSize, textData.trainTokens, gpt.config.dFF);
 sampler.dispose();
 gptTrainer.dispose();
