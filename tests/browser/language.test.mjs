@@ -46,23 +46,13 @@ function waitReady(page = p, what = "the model to be ready") {
   );
 }
 
-/** Trains until step `n` (pausing there) and returns the hook. */
+/** Trains until step `n` (pausing there) and returns the hook; `onWay` runs at step n / 3. */
 async function trainTo(n, page = p, onWay = async () => {}) {
   await page.click('[data-testid="lang-go"]');
-  let mid = false;
-  await poll(
-    async () => {
-      const h = await hook(page);
-      if (!mid && h.step >= n / 3) {
-        mid = true;
-        await onWay();
-      }
-      return h.step >= n;
-    },
-    `step ${n}`,
-    300000,
-    100,
-  );
+  // onWay runs outside poll, which would swallow its failures.
+  await poll(async () => (await hook(page)).step >= n / 3, `step ${n / 3}`, 300000, 100);
+  await onWay();
+  await poll(async () => (await hook(page)).step >= n, `step ${n}`, 300000, 100);
   await page.click('[data-testid="lang-pause"]');
   return poll(async () => {
     const h = await hook(page);
@@ -114,6 +104,15 @@ test("the small preset learns Moby-Dick below the measured threshold and shows i
     }, 20);
   });
   const h = await trainTo(STEPS, p, async () => {
+    // While it trains, the sentence's maps follow the weights (not those of step 0).
+    await poll(
+      async () => {
+        const x = await hook();
+        return x.training && x.sentence?.step > 0 && x;
+      },
+      "the sentence's maps of a later step while training",
+      30000,
+    );
     await p.evaluate(() => (window.__inShot = true));
     await shot("during");
     await p.evaluate(() => setTimeout(() => (window.__inShot = false), 100));

@@ -136,6 +136,8 @@ function receive(msg: FromWorker): void {
       return;
     case "sample":
       run.sample = { step: msg.step, prompt: msg.prompt, text: msg.text };
+      // While it trains, the sentence's maps follow the weights as the sample does.
+      if (run.training && run.scrub === -1) requestSentence();
       schedule(false);
       return;
     case "sentence":
