@@ -1090,6 +1090,15 @@ export interface AttnkitWithModel extends Attnkit {
    * distinct characters. Errors name "text" and the options.
    */
   createTextDataset(text: string, options: TextDatasetOptions): TextDataset;
+  /**
+   * The losses of a text's letter-frequency models (nats per character), the reference
+   * lines of a validation loss: each character predicted by its frequency (unigram) or
+   * by the frequency of what follows the character before it (bigram), counted with
+   * add-one smoothing on the dataset's training part and scored on its validation
+   * windows (the positions of {@link TextDataset.validationLoss}). `text` is the
+   * dataset's own text. Errors name "dataset" and "text".
+   */
+  referenceLosses(dataset: TextDataset, text: string): { unigram: number; bigram: number };
 }
 
 /**

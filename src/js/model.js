@@ -10,6 +10,7 @@ import { checkCount, checkKeys, isObject } from "./convert.js";
 import { bitsFloat, floatBits } from "./marshal.js";
 import { handles } from "./handles.js";
 import { languageContext, vocabularyCodePoints } from "./language.js";
+import { referenceLosses } from "./text-stats.js";
 
 export const TASK_KINDS = ["copy", "reverse", "sort", "induction", "majority"];
 // A config as the core's words (model::ConfigToWords in src/model): these
@@ -252,6 +253,7 @@ export const MODEL_METHODS = [
   "taskMinVocab",
   "createTokenizer",
   "createTextDataset",
+  "referenceLosses",
 ];
 
 /**
@@ -686,5 +688,6 @@ export function modelMethods(mem, module) {
     taskMinVocab: (task) => ctx.taskInfo(checkTask(task))[1],
     createTokenizer: (text) => language.createTokenizer(text),
     createTextDataset: (text, options) => new language.TextDataset(text, options),
+    referenceLosses: (dataset, text) => referenceLosses(dataset, text),
   };
 }

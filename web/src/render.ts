@@ -24,6 +24,7 @@ import { gridView } from "./views/grid";
 import { headView } from "./views/headview";
 import { saturationView } from "./views/saturation";
 import { setTrainRedraw, trainView } from "./train/view";
+import { languageView, setLanguageRedraw } from "./language/view";
 
 const VIEWS: Record<Exclude<ViewId, "steps">, Scene> = {
   headview: headView,
@@ -31,9 +32,11 @@ const VIEWS: Record<Exclude<ViewId, "steps">, Scene> = {
   saturation: saturationView,
   decoding: decodingView,
   train: trainView,
+  language: languageView,
 };
 
 setTrainRedraw(() => render(false));
+setLanguageRedraw(() => render(false));
 
 /** The smallest scale a scene is shown at before the stage scrolls instead. */
 const MIN_SCALE = 0.5;
