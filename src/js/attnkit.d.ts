@@ -1060,13 +1060,16 @@ export interface Attnkit {
  */
 export interface AttnkitWithModel extends Attnkit {
   readonly model: true;
-  /** A new model, its weights drawn from options.seed (docs/model.md, "Initialisation"). */
-  createModel(config: ModelConfig, options?: CreateModelOptions): Model;
   /** A language model: vocabSize may be left out (the vocabulary's length). */
   createModel(
     config: Omit<ModelConfig, "vocabSize"> & { vocabSize?: number },
     options: CreateModelOptions & { vocabulary: readonly string[] },
   ): Model;
+  /**
+   * A new model, its weights drawn from options.seed (docs/model.md, "Initialisation").
+   * (The last overload is the one {@link Async} maps: through a worker, give vocabSize.)
+   */
+  createModel(config: ModelConfig, options?: CreateModelOptions): Model;
   /** A model from a weights file; errors name `weights`. */
   loadModel(weights: Uint8Array): Model;
   /** An AdamW trainer of `model`. */
@@ -1227,9 +1230,15 @@ export type Remote<R> = R extends KVCache
     ? AsyncTrainer
     : R extends Model
       ? AsyncModel
-      : R extends TaskGenerator
-        ? AsyncTaskGenerator
-        : R;
+      : R extends TextDataset
+        ? AsyncTextDataset
+        : R extends TaskGenerator
+          ? AsyncTaskGenerator
+          : R extends Sampler
+            ? AsyncSampler
+            : R extends Tokenizer
+              ? AsyncTokenizer
+              : R;
 
 /** An AbortSignal (declared by its members: the DOM lib need not be loaded). */
 export interface AbortSignalLike {
@@ -1273,6 +1282,12 @@ export type AsyncModel = Async<Model>;
 export type AsyncTrainer = Async<Trainer>;
 /** A task generator held in the worker. */
 export type AsyncTaskGenerator = Async<TaskGenerator>;
+/** A text dataset held in the worker; `tokenizer` is the tokenizer's proxy. */
+export type AsyncTextDataset = Async<TextDataset>;
+/** A tokenizer held in the worker: encode and decode return Promises; its vocabulary is a copy. */
+export type AsyncTokenizer = Async<Tokenizer>;
+/** A sampler held in the worker: next() returns a Promise of the next character. */
+export type AsyncSampler = Async<Sampler>;
 
 /** The worker API's own members. */
 interface WorkerControl {

@@ -118,7 +118,7 @@ describe("attnkit/worker, packed and installed", () => {
   it("TypeScript strict: the worker API's types from the installed package", () => {
     const usage = (kind) => `
 ${kind === "cts" ? 'import attnkitWorker = require("attnkit/worker");\nconst { createAttnkitWorker, AttnkitError } = attnkitWorker;' : 'import { createAttnkitWorker, AttnkitError } from "attnkit/worker";'}
-import type { AsyncAttnkit, AsyncKVCache, Matrix, Tensor, AsyncModel } from "attnkit/worker";
+import type { AsyncAttnkit, AsyncKVCache, Matrix, Tensor, AsyncModel, AsyncTextDataset, AsyncTokenizer, AsyncSampler } from "attnkit/worker";
 
 async function main(): Promise<void> {
   const attn: AsyncAttnkit = await createAttnkitWorker({ simd: true, transfer: false });
@@ -138,6 +138,13 @@ async function main(): Promise<void> {
   const loss: number = (await trainer.step({ batch: 1, seqLen: 4, tokens: [1, 2, 3, 0], targets: [-1, -1, 1, 2] })).loss;
   const steps: number = trainer.steps;
   const same: AsyncModel = trainer.model;
+  const data: AsyncTextDataset = await m.createTextDataset("abc ".repeat(100), { seqLen: 4 });
+  const tokenizer: AsyncTokenizer = data.tokenizer;
+  const ids: Int32Array = await tokenizer.encode("cab");
+  const lm: AsyncModel = await m.createModel({ vocabSize: data.vocabSize, maxSeqLen: 4, dModel: 8 }, { vocabulary: data.vocabulary });
+  const sampler: AsyncSampler = await lm.sampler("a", { seed: 1 });
+  const next: string = (await sampler.next()).character;
+  const validation: number = await data.validationLoss(lm);
   // @ts-expect-error: calls return Promises
   const notSync: Matrix = attn.attention(Q, Q, Q);
   // @ts-expect-error: an unknown call option
@@ -146,7 +153,7 @@ async function main(): Promise<void> {
   await attn.createModel({ vocabSize: 8, maxSeqLen: 4, dModel: 8 }).then((x) => x.parameterCount);
   attn.terminate();
   await m.dispose();
-  console.log(shape, again, size, step, loss, steps, same, notSync, AttnkitError);
+  console.log(shape, again, size, step, loss, steps, same, notSync, AttnkitError, ids, next, validation);
 }
 void main;
 `;

@@ -73,7 +73,16 @@ const CALLS = {
   taskSeqLen: [TASK],
   taskMinVocab: [TASK],
 };
-const HELD = ["createKVCache", "createModel", "loadModel", "createTrainer", "createTaskGenerator"];
+const HELD = [
+  "createKVCache",
+  "createModel",
+  "loadModel",
+  "createTrainer",
+  "createTaskGenerator",
+  "createTokenizer",
+  "createTextDataset",
+  "referenceLosses",
+];
 const COUNTERS = ["memoryBytes", "heapBytesInUse", "dispose"];
 
 describe("attnkit/worker in Node", () => {
@@ -359,6 +368,50 @@ describe("attnkit/worker in Node", () => {
     assert.equal(e.code, "disposed");
     assert.equal(e.parameter, "model");
     for (const o of [want.trainer, want.data, want.model]) o.dispose();
+  });
+
+  it("a language model through the worker: text, tokenizer, training, losses, sampling", async () => {
+    // A text of its own, long enough for validation windows: the same in both.
+    const words = ["the", "whale", "sea", "ship", "captain", "white", "call", "me"];
+    let text = "";
+    for (let i = 0; text.length < 4000; ++i) text += words[(i * 7 + (i >> 3)) % words.length] + " ";
+    const run = async (api) => {
+      const tokenizer = await api.createTokenizer("hello, world");
+      const data = await api.createTextDataset(text, { seqLen: 16, seed: 3 });
+      const config = { vocabSize: data.vocabSize, maxSeqLen: 16, dModel: 16, numLayers: 1 };
+      const model = await api.createModel(
+        { ...config, numHeads: 2, dFF: 32, layerNorm: true },
+        { seed: 1, vocabulary: data.vocabulary },
+      );
+      const trainer = await api.createTrainer(model, { learningRate: 1e-2 });
+      const losses = [];
+      for (let s = 0; s < 5; ++s) losses.push((await trainer.step(await data.next(4))).loss);
+      const sampler = await model.sampler("the ", { seed: 5, topK: 3 });
+      const sampled = [];
+      for (let i = 0; i < 4; ++i) sampled.push((await sampler.next()).character);
+      return {
+        objects: [sampler, trainer, model, data],
+        encoded: Array.from(await tokenizer.encode("hello?")),
+        decoded: await tokenizer.decode([1, 2, 3]),
+        vocabulary: tokenizer.vocabulary,
+        losses,
+        validation: await data.validationLoss(model),
+        references: await api.referenceLosses(data, text),
+        generated: (await model.generate("the ", { length: 8, seed: 2 })).text,
+        sampled: sampled.join(""),
+      };
+    };
+    const want = await run(attn);
+    const got = await run(worker);
+    for (const key of ["encoded", "decoded", "vocabulary", "losses", "validation"]) {
+      assert.deepStrictEqual(got[key], want[key], key);
+    }
+    for (const key of ["references", "generated", "sampled"]) {
+      assert.deepStrictEqual(got[key], want[key], key);
+    }
+    assert.ok(got.losses[4] < got.losses[0], `${got.losses}`);
+    for (const o of got.objects) await o.dispose();
+    for (const o of want.objects) o.dispose();
   });
 
   it("the worker's heap does not grow over many calls, caches and failed calls", async () => {
