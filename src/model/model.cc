@@ -19,6 +19,11 @@ namespace {
 constexpr size_t kMaxSize = 1u << 16;
 constexpr float kLayerNormEpsilon = 1e-5f;
 
+// The products' inputs are the weights (finite: initialised, imported and
+// updated only when finite) and activations computed from them: the products
+// skip their scans for NaN and inf, and still report an overflow of C.
+constexpr FiniteInputs kFinite{};
+
 Status CheckSize(const char* name, size_t value, size_t min, size_t max) {
   if (value < min || value > max) {
     return Status(ErrorCode::kInvalidArgument, name,
@@ -322,10 +327,10 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
     ATTNKIT_RETURN_IF_ERROR(Shape(&lc.QKV, N, hd + 2 * gd));
     ATTNKIT_RETURN_IF_ERROR(Shape(&lc.z, N, hd));
     ATTNKIT_RETURN_IF_ERROR(Shape(&lc.lse, B * c.num_heads * T, 1));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(a, lc.W_QKV, lc.QKV));
+    ATTNKIT_RETURN_IF_ERROR(MatMul(a, lc.W_QKV, lc.QKV, kFinite));
     ATTNKIT_RETURN_IF_ERROR(
         MultiHeadAttentionQKVForTraining(lc.Q(), lc.K(), lc.V(), B, heads, options, lc.z, lc.lse));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.z, p.W_O, projected));
+    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.z, p.W_O, projected, kFinite));
     kernels::AddTo(projected.data(), x.data(), N * d);
     if (c.d_ff == 0) continue;
     // MLP: x += GELU(LayerNorm2(x) W_1) W_2.
@@ -334,9 +339,9 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
         LayerNormForward(lc.mid, p.ln2_gain, p.ln2_bias, &lc.normed2, &lc.mean2, &lc.rstd2));
     ATTNKIT_RETURN_IF_ERROR(Shape(&lc.u, N, c.d_ff));
     ATTNKIT_RETURN_IF_ERROR(Shape(&lc.act, N, c.d_ff));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.normed2, p.W_1, lc.u));
+    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.normed2, p.W_1, lc.u, kFinite));
     kernels::Gelu(lc.u, lc.act);
-    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.act, p.W_2, projected));
+    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.act, p.W_2, projected, kFinite));
     kernels::AddTo(projected.data(), x.data(), N * d);
   }
   if (c.layer_norm) {
@@ -346,7 +351,7 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
   const Matrix& f = c.layer_norm ? final_normed : final_input;
   Matrix logits;
   ATTNKIT_RETURN_IF_ERROR(Alloc(&logits, N, c.vocab_size));
-  ATTNKIT_RETURN_IF_ERROR(MatMul(f, params_.unembedding, logits));
+  ATTNKIT_RETURN_IF_ERROR(MatMul(f, params_.unembedding, logits, kFinite));
 
   // Accuracy from the logits' argmax; the loss and its gradient dlogits_ =
   // (softmax - onehot(target)) / scored from the softmax-cross-entropy kernel.
@@ -384,8 +389,10 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
 
 namespace {
 
-// *grads shaped as params (of config c) and zero: reallocated only when the
-// shapes differ (every step of training passes the same gradients).
+// *grads shaped as params (of config c), reallocated (zero) only when the
+// shapes differ: every step of training passes the same gradients. Backward
+// overwrites the weight matrices' gradients whole, as products; only those
+// it adds into are zeroed here: the embeddings' and the LayerNorms'.
 Status ZeroGradients(const ModelConfig& c, const Parameters& params, Parameters* grads) {
   const std::vector<const Matrix*> p = params.Tensors();
   const std::vector<Matrix*> g = grads->Tensors();
@@ -394,7 +401,12 @@ Status ZeroGradients(const ModelConfig& c, const Parameters& params, Parameters*
     same = g[i]->rows() == p[i]->rows() && g[i]->cols() == p[i]->cols();
   }
   if (!same) return grads->Allocate(c);
-  for (Matrix* t : g) std::fill(t->data(), t->data() + t->size(), 0.0f);
+  std::vector<Matrix*> added = {&grads->token_embedding, &grads->position_embedding,
+                                &grads->final_gain, &grads->final_bias};
+  for (LayerParameters& l : grads->layers) {
+    for (Matrix* t : {&l.ln_gain, &l.ln_bias, &l.ln2_gain, &l.ln2_bias}) added.push_back(t);
+  }
+  for (Matrix* t : added) std::fill(t->data(), t->data() + t->size(), 0.0f);
   return Status::Ok();
 }
 
@@ -412,11 +424,11 @@ Status Model::Backward(Parameters* grads, std::vector<Matrix>* d_attention) {
 
   // logits = f unembedding: dlogits_ (from Forward) flows into both.
   const Matrix& f = c.layer_norm ? final_normed : final_input;
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(f, dlogits_, grads->unembedding));
+  ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(f, dlogits_, grads->unembedding, kFinite));
   BackwardScratch& w = backward_scratch_;
   Matrix &df = w.df, &dx = w.dx;
   ATTNKIT_RETURN_IF_ERROR(Shape(&df, N, d));
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dlogits_, params_.unembedding, df));
+  ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dlogits_, params_.unembedding, df, kFinite));
   if (c.layer_norm) {
     ATTNKIT_RETURN_IF_ERROR(Shape(&dx, N, d));
     std::fill(dx.data(), dx.data() + dx.size(), 0.0f);  // LayerNormBackward adds
@@ -435,20 +447,20 @@ Status Model::Backward(Parameters* grads, std::vector<Matrix>* d_attention) {
     if (c.d_ff > 0) {
       // x_out = mid + GELU(u) W_2, u = LayerNorm2(mid) W_1: dx flows on
       // unchanged and back through W_2, GELU, W_1 and LayerNorm2.
-      ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.act, dx, g.W_2));
+      ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.act, dx, g.W_2, kFinite));
       ATTNKIT_RETURN_IF_ERROR(Shape(&dact, N, c.d_ff));
-      ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dx, p.W_2, dact));
+      ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dx, p.W_2, dact, kFinite));
       kernels::GeluBackward(lc.u, dact);  // now du
-      ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.normed2, dact, g.W_1));
+      ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.normed2, dact, g.W_1, kFinite));
       ATTNKIT_RETURN_IF_ERROR(Shape(&db, N, d));
-      ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dact, p.W_1, db));
+      ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dact, p.W_1, db, kFinite));
       kernels::LayerNormBackward(lc.mid, lc.mean2.data(), lc.rstd2.data(), p.ln2_gain.data(), db,
                                  dx, g.ln2_gain.data(), g.ln2_bias.data());
     }
     // x_mid = x_in + z W_O: dx flows on unchanged and into z W_O.
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.z, dx, g.W_O));
+    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.z, dx, g.W_O, kFinite));
     ATTNKIT_RETURN_IF_ERROR(Shape(&dz, N, hd));
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dx, p.W_O, dz));
+    ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dx, p.W_O, dz, kFinite));
     // dQ | dK | dV side by side, then Q | K | V = a W_QKV backwards in one
     // product for the weights and one for a.
     ATTNKIT_RETURN_IF_ERROR(Shape(&dQKV, N, hd + 2 * gd));
@@ -458,12 +470,12 @@ Status Model::Backward(Parameters* grads, std::vector<Matrix>* d_attention) {
     if (d_attention) (*d_attention)[l] = dz;
     const Matrix& a = c.layer_norm ? lc.normed : lc.input;
     ATTNKIT_RETURN_IF_ERROR(Shape(&dW_QKV, d, hd + 2 * gd));
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dQKV, dW_QKV));
+    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dQKV, dW_QKV, kFinite));
     CopyBlock(dW_QKV.view().Block(0, d, 0, hd), g.W_Q);
     CopyBlock(dW_QKV.view().Block(0, d, hd, gd), g.W_K);
     CopyBlock(dW_QKV.view().Block(0, d, hd + gd, gd), g.W_V);
     ATTNKIT_RETURN_IF_ERROR(Shape(&da, N, d));
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dQKV, lc.W_QKV, da));
+    ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dQKV, lc.W_QKV, da, kFinite));
     if (c.layer_norm) {
       kernels::LayerNormBackward(lc.input, lc.mean.data(), lc.rstd.data(), p.ln_gain.data(), da, dx,
                                  g.ln_gain.data(), g.ln_bias.data());
