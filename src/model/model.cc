@@ -48,13 +48,6 @@ Status Shape(Matrix* m, size_t rows, size_t cols) {
   return Alloc(m, rows, cols);
 }
 
-// Copies `from` into *to (shaped like it, its memory reused).
-Status CopyInto(const Matrix& from, Matrix* to) {
-  ATTNKIT_RETURN_IF_ERROR(Shape(to, from.rows(), from.cols()));
-  std::copy(from.data(), from.data() + from.size(), to->data());
-  return Status::Ok();
-}
-
 // dst = src, both [rows, cols] (dst may be a block of a wider matrix).
 void CopyBlock(ConstMatrixView src, MatrixView dst) {
   for (size_t r = 0; r < src.rows; ++r) std::copy(src.Row(r), src.Row(r) + src.cols, dst.Row(r));
@@ -300,18 +293,23 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
   const AttentionOptions options = Options(c, pool_);
   const size_t hd = c.num_heads * c.d_k, gd = c.num_kv_heads * c.d_k;
 
-  // x, the residual stream, ends as final_input.
-  Matrix& x = final_input;
-  ATTNKIT_RETURN_IF_ERROR(Shape(&x, N, d));
-  kernels::Embed(batch.tokens.data(), T, params_.token_embedding, params_.position_embedding, x);
+  // The residual stream: layer l reads cache_[l].input (the embeddings for
+  // layer 0) and writes the next layer's input, the last final_input; a GPT
+  // block's attention half writes its mid. Each sum is written where it is
+  // kept: a branch's product goes straight into the next buffer, which then
+  // adds the stream it came from (no copies of the stream).
   cache_.resize(c.num_layers);
-  Matrix& projected = forward_scratch_;
-  ATTNKIT_RETURN_IF_ERROR(Shape(&projected, N, d));
+  for (size_t l = 0; l < c.num_layers; ++l) {
+    ATTNKIT_RETURN_IF_ERROR(Shape(&cache_[l].input, N, d));
+  }
+  ATTNKIT_RETURN_IF_ERROR(Shape(&final_input, N, d));
+  kernels::Embed(batch.tokens.data(), T, params_.token_embedding, params_.position_embedding,
+                 cache_[0].input);
   for (size_t l = 0; l < c.num_layers; ++l) {
     const LayerParameters& p = params_.layers[l];
     LayerCache& lc = cache_[l];
-    ATTNKIT_RETURN_IF_ERROR(CopyInto(x, &lc.input));
-    // Attention: x += MultiHead(LayerNorm(x)) W_O.
+    Matrix& next = l + 1 < c.num_layers ? cache_[l + 1].input : final_input;
+    // Attention: mid = input + MultiHead(LayerNorm(input)) W_O (next without an MLP).
     if (c.layer_norm) {
       ATTNKIT_RETURN_IF_ERROR(
           LayerNormForward(lc.input, p.ln_gain, p.ln_bias, &lc.normed, &lc.mean, &lc.rstd));
@@ -330,19 +328,20 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
     ATTNKIT_RETURN_IF_ERROR(MatMul(a, lc.W_QKV, lc.QKV, kFinite));
     ATTNKIT_RETURN_IF_ERROR(
         MultiHeadAttentionQKVForTraining(lc.Q(), lc.K(), lc.V(), B, heads, options, lc.z, lc.lse));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.z, p.W_O, projected, kFinite));
-    kernels::AddTo(projected.data(), x.data(), N * d);
+    Matrix& mid = c.d_ff > 0 ? lc.mid : next;
+    ATTNKIT_RETURN_IF_ERROR(Shape(&mid, N, d));
+    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.z, p.W_O, mid, kFinite));
+    kernels::AddTo(lc.input.data(), mid.data(), N * d);
     if (c.d_ff == 0) continue;
-    // MLP: x += GELU(LayerNorm2(x) W_1) W_2.
-    ATTNKIT_RETURN_IF_ERROR(CopyInto(x, &lc.mid));
+    // MLP: next = mid + GELU(LayerNorm2(mid) W_1) W_2.
     ATTNKIT_RETURN_IF_ERROR(
         LayerNormForward(lc.mid, p.ln2_gain, p.ln2_bias, &lc.normed2, &lc.mean2, &lc.rstd2));
     ATTNKIT_RETURN_IF_ERROR(Shape(&lc.u, N, c.d_ff));
     ATTNKIT_RETURN_IF_ERROR(Shape(&lc.act, N, c.d_ff));
     ATTNKIT_RETURN_IF_ERROR(MatMul(lc.normed2, p.W_1, lc.u, kFinite));
     kernels::Gelu(lc.u, lc.act);
-    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.act, p.W_2, projected, kFinite));
-    kernels::AddTo(projected.data(), x.data(), N * d);
+    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.act, p.W_2, next, kFinite));
+    kernels::AddTo(lc.mid.data(), next.data(), N * d);
   }
   if (c.layer_norm) {
     ATTNKIT_RETURN_IF_ERROR(LayerNormForward(final_input, params_.final_gain, params_.final_bias,
