@@ -13,6 +13,7 @@
 //    (also across the re-prefill), the weights equal the forward's, the same
 //    seed gives the same tokens, top_k 1 and temperature 0 are argmax; errors.
 //  - A 2-layer GPT lowers its loss on a repetitive string.
+//  - The GELU kernels against float64 over the whole float range.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 
 #include "src/core/ops.h"
 #include "src/model/generate.h"
+#include "src/model/kernels.h"
 #include "src/model/model.h"
 #include "src/model/random.h"
 #include "tests/model_reference.h"
@@ -79,6 +81,50 @@ void Perturb(Model* m, uint64_t seed) {
     for (size_t k = 0; k < t->size(); ++k) {
       t->data()[k] = vector ? t->data()[k] + float(0.3 * rng.Normal()) : float(0.5 * rng.Normal());
     }
+  }
+}
+
+TEST_CASE("gpt: GELU and its derivative match float64 on every target", "[gpt]") {
+  // u on [-12, 12] in steps of 1/64 and beyond (where GELU is 0 or u), in rows
+  // of 37 (full vectors and one-lane tails). Tolerances, twice to four times
+  // the largest errors seen: GELU within 4 ulp of |u| (the rounding of inner,
+  // carried by the exponential), the derivative within 4e-7.
+  std::vector<float> values;
+  for (int i = -12 * 64; i <= 12 * 64; ++i) values.push_back(float(i) / 64.0f);
+  for (float big : {15.0f, 30.0f, 100.0f, 1e4f, 1e19f}) {
+    values.push_back(big);
+    values.push_back(-big);
+  }
+  const size_t cols = 37, rows = (values.size() + cols - 1) / cols;
+  values.resize(rows * cols, 0.5f);
+  Matrix u(rows, cols), act(rows, cols), slope(rows, cols);
+  std::copy(values.begin(), values.end(), u.data());
+  for (const int64_t target : targets::Available()) {
+    INFO("target " << targets::Name(target));
+    targets::ForceForTest(target);
+    kernels::Gelu(u, act);
+    std::fill(slope.data(), slope.data() + slope.size(), 1.0f);
+    kernels::GeluBackward(u, slope);
+    targets::ForceForTest(0);
+    double worst_gelu = 0, worst_slope = 0;
+    for (size_t i = 0; i < u.size(); ++i) {
+      const double x = u.data()[i];
+      const double inner = 0.7978845608028654 * (x + 0.044715 * x * x * x);
+      const double t = std::tanh(inner);
+      const double gelu = 0.5 * x * (1 + t);
+      const double d =
+          0.5 * (1 + t) + 0.5 * x * (1 - t * t) * 0.7978845608028654 * (1 + 3 * 0.044715 * x * x);
+      INFO("u " << x << ": GELU " << act.data()[i] << " vs " << gelu << ", GELU' "
+                << slope.data()[i] << " vs " << d);
+      REQUIRE(std::isfinite(act.data()[i]));
+      REQUIRE(std::isfinite(slope.data()[i]));
+      worst_gelu = std::max(worst_gelu, std::abs(act.data()[i] - gelu) / std::abs(x));
+      worst_slope = std::max(worst_slope, std::abs(slope.data()[i] - d));
+      CHECK(std::abs(act.data()[i] - gelu) <= 4 * 6e-8 * std::abs(x));
+      CHECK(std::abs(slope.data()[i] - d) <= 4e-7);
+    }
+    WARN("target " << targets::Name(target) << ": GELU error / |u| " << worst_gelu
+                   << ", GELU' error " << worst_slope);
   }
 }
 

@@ -13,6 +13,9 @@ namespace attnkit {
 namespace model {
 namespace {
 
+// Weights and activations only: the products skip their input scans (see model.cc).
+constexpr FiniteInputs kFinite{};
+
 constexpr float kLayerNormEpsilon = 1e-5f;  // as the model's
 
 Status Alloc(Matrix* m, size_t rows, size_t cols) {
@@ -102,9 +105,9 @@ Status Generator::Advance(size_t from) {
     KVCache& cache = caches_[l];
     if (c.layer_norm) ATTNKIT_RETURN_IF_ERROR(Normalize(x, p.ln_gain, p.ln_bias, &a));
     const Matrix& in = c.layer_norm ? a : x;
-    ATTNKIT_RETURN_IF_ERROR(MatMul(in, p.W_Q, Q));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(in, p.W_K, K));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(in, p.W_V, V));
+    ATTNKIT_RETURN_IF_ERROR(MatMul(in, p.W_Q, Q, kFinite));
+    ATTNKIT_RETURN_IF_ERROR(MatMul(in, p.W_K, K, kFinite));
+    ATTNKIT_RETURN_IF_ERROR(MatMul(in, p.W_V, V, kFinite));
     ATTNKIT_RETURN_IF_ERROR(cache.Append(K, V));
     ATTNKIT_RETURN_IF_ERROR(AttendCached(Q, cache, h, options, z));
     // Each head's weights over the cache for the last new token:
@@ -115,20 +118,20 @@ Status Generator::Advance(size_t from) {
     for (size_t head = 0; head < h; ++head) {
       const size_t kv = head / (h / c.num_kv_heads);
       const MatrixView row = w.view().Block(head, 1, 0, size);
-      ATTNKIT_RETURN_IF_ERROR(
-          MatMulTransposed(Q.view().Block(n - 1, 1, head * dk, dk), cache.Keys(0, kv), row));
+      ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(Q.view().Block(n - 1, 1, head * dk, dk),
+                                               cache.Keys(0, kv), row, kFinite));
       ATTNKIT_RETURN_IF_ERROR(ScaleScores(row, scale, 0.0f));
       ATTNKIT_RETURN_IF_ERROR(SoftmaxRows(row));
     }
-    ATTNKIT_RETURN_IF_ERROR(MatMul(z, p.W_O, projected));
+    ATTNKIT_RETURN_IF_ERROR(MatMul(z, p.W_O, projected, kFinite));
     kernels::AddTo(projected.data(), x.data(), n * d);
     if (c.d_ff == 0) continue;
     ATTNKIT_RETURN_IF_ERROR(Normalize(x, p.ln2_gain, p.ln2_bias, &b));
     ATTNKIT_RETURN_IF_ERROR(Alloc(&u, n, c.d_ff));
     ATTNKIT_RETURN_IF_ERROR(Alloc(&act, n, c.d_ff));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(b, p.W_1, u));
+    ATTNKIT_RETURN_IF_ERROR(MatMul(b, p.W_1, u, kFinite));
     kernels::Gelu(u, act);
-    ATTNKIT_RETURN_IF_ERROR(MatMul(act, p.W_2, projected));
+    ATTNKIT_RETURN_IF_ERROR(MatMul(act, p.W_2, projected, kFinite));
     kernels::AddTo(projected.data(), x.data(), n * d);
   }
   // The logits of the last new token only.
@@ -138,7 +141,7 @@ Status Generator::Advance(size_t from) {
   if (c.layer_norm)
     ATTNKIT_RETURN_IF_ERROR(Normalize(last, params.final_gain, params.final_bias, &f));
   ATTNKIT_RETURN_IF_ERROR(Alloc(&logits, 1, c.vocab_size));
-  ATTNKIT_RETURN_IF_ERROR(MatMul(c.layer_norm ? f : last, params.unembedding, logits));
+  ATTNKIT_RETURN_IF_ERROR(MatMul(c.layer_norm ? f : last, params.unembedding, logits, kFinite));
   logits_.assign(logits.data(), logits.data() + c.vocab_size);
   return Status::Ok();
 }

@@ -171,6 +171,26 @@ void LayerNormBackwardT(ConstMatrixView x, const float* HWY_RESTRICT mean,
 // GELU'(u) = (1 + t)/2 + u/2 (1 - t^2) sqrt(2/pi) (1 + 3 0.044715 u^2), t = tanh(inner).
 constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kGeluCubic = 0.044715f;
+// Below this inner, the gate s < e^-80 and GELU(u) is 0 to within |u| 2e-35.
+constexpr float kGeluClosed = -40.0f;
+
+// The gate s = (1 + tanh(inner)) / 2 = 1 / (1 + exp(-2 inner)) per lane, and
+// 1 - s = exp(-2 inner) s in *rest (without the cancellation of 1 - s where s
+// is near 1): one Exp and one division, where Tanh takes an Expm1, a division
+// and more. s = 0, 1 - s = 1 where inner < kGeluClosed (exp(-2 inner) would
+// overflow). In these terms GELU(u) = u s and, as (1 - t^2) / 2 = 2 s (1 - s),
+// GELU'(u) = s + 2 u s (1 - s) sqrt(2/pi) (1 + 3 0.044715 u^2).
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE V GeluGate(D d, V u, V* rest) {
+  const V one = hn::Set(d, 1.0f);
+  const V inner = hn::Mul(hn::Mul(u, hn::Set(d, kGeluScale)),
+                          hn::MulAdd(hn::Mul(u, u), hn::Set(d, kGeluCubic), one));
+  const V e = hn::Exp(d, hn::Mul(inner, hn::Set(d, -2.0f)));
+  const auto closed = hn::Lt(inner, hn::Set(d, kGeluClosed));
+  const V s = hn::IfThenZeroElse(closed, hn::Div(one, hn::Add(one, e)));
+  *rest = hn::IfThenElse(closed, one, hn::Mul(e, s));
+  return s;
+}
 
 void GeluT(ConstMatrixView u, MatrixView out) {
   for (size_t r = 0; r < u.rows; ++r) {
@@ -178,11 +198,8 @@ void GeluT(ConstMatrixView u, MatrixView out) {
     float* HWY_RESTRICT o = out.Row(r);
     ForEachVector(u.cols, [&](auto d, size_t i) HWY_ATTR {
       const auto v = hn::LoadU(d, ur + i);
-      const auto v2 = hn::Mul(v, v);
-      const auto inner = hn::Mul(hn::Mul(v, hn::Set(d, kGeluScale)),
-                                 hn::MulAdd(v2, hn::Set(d, kGeluCubic), hn::Set(d, 1.0f)));
-      const auto half = hn::Mul(v, hn::Set(d, 0.5f));
-      hn::StoreU(hn::MulAdd(half, hn::Tanh(d, inner), half), d, o + i);
+      hn::Vec<decltype(d)> rest;
+      hn::StoreU(hn::Mul(v, GeluGate(d, v, &rest)), d, o + i);
     });
   }
 }
@@ -193,16 +210,13 @@ void GeluBackwardT(ConstMatrixView u, MatrixView dd) {
     float* HWY_RESTRICT g = dd.Row(r);
     ForEachVector(u.cols, [&](auto d, size_t i) HWY_ATTR {
       const auto v = hn::LoadU(d, ur + i);
-      const auto v2 = hn::Mul(v, v);
-      const auto one = hn::Set(d, 1.0f), half = hn::Set(d, 0.5f);
-      const auto inner =
-          hn::Mul(hn::Mul(v, hn::Set(d, kGeluScale)), hn::MulAdd(v2, hn::Set(d, kGeluCubic), one));
-      const auto t = hn::Tanh(d, inner);
+      hn::Vec<decltype(d)> rest;  // 1 - s
+      const auto s = GeluGate(d, v, &rest);
       const auto d_inner =
-          hn::Mul(hn::Set(d, kGeluScale), hn::MulAdd(v2, hn::Set(d, 3 * kGeluCubic), one));
-      // (1 + t)/2 + u/2 (1 - t^2) d_inner
-      const auto slope = hn::MulAdd(hn::Mul(hn::Mul(v, half), hn::NegMulAdd(t, t, one)), d_inner,
-                                    hn::Mul(hn::Add(one, t), half));
+          hn::Mul(hn::Set(d, kGeluScale),
+                  hn::MulAdd(hn::Mul(v, v), hn::Set(d, 3 * kGeluCubic), hn::Set(d, 1.0f)));
+      // s + 2 u s (1 - s) d_inner
+      const auto slope = hn::MulAdd(hn::Mul(hn::Mul(hn::Add(v, v), s), rest), d_inner, s);
       hn::StoreU(hn::Mul(hn::LoadU(d, g + i), slope), d, g + i);
     });
   }

@@ -19,6 +19,11 @@ namespace {
 constexpr size_t kMaxSize = 1u << 16;
 constexpr float kLayerNormEpsilon = 1e-5f;
 
+// The products' inputs are the weights (finite: initialised, imported and
+// updated only when finite) and activations computed from them: the products
+// skip their scans for NaN and inf, and still report an overflow of C.
+constexpr FiniteInputs kFinite{};
+
 Status CheckSize(const char* name, size_t value, size_t min, size_t max) {
   if (value < min || value > max) {
     return Status(ErrorCode::kInvalidArgument, name,
@@ -41,13 +46,6 @@ Status Alloc(Matrix* m, size_t rows, size_t cols) {
 Status Shape(Matrix* m, size_t rows, size_t cols) {
   if (m->rows() == rows && m->cols() == cols) return Status::Ok();
   return Alloc(m, rows, cols);
-}
-
-// Copies `from` into *to (shaped like it, its memory reused).
-Status CopyInto(const Matrix& from, Matrix* to) {
-  ATTNKIT_RETURN_IF_ERROR(Shape(to, from.rows(), from.cols()));
-  std::copy(from.data(), from.data() + from.size(), to->data());
-  return Status::Ok();
 }
 
 // dst = src, both [rows, cols] (dst may be a block of a wider matrix).
@@ -295,18 +293,23 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
   const AttentionOptions options = Options(c, pool_);
   const size_t hd = c.num_heads * c.d_k, gd = c.num_kv_heads * c.d_k;
 
-  // x, the residual stream, ends as final_input.
-  Matrix& x = final_input;
-  ATTNKIT_RETURN_IF_ERROR(Shape(&x, N, d));
-  kernels::Embed(batch.tokens.data(), T, params_.token_embedding, params_.position_embedding, x);
+  // The residual stream: layer l reads cache_[l].input (the embeddings for
+  // layer 0) and writes the next layer's input, the last final_input; a GPT
+  // block's attention half writes its mid. Each sum is written where it is
+  // kept: a branch's product goes straight into the next buffer, which then
+  // adds the stream it came from (no copies of the stream).
   cache_.resize(c.num_layers);
-  Matrix& projected = forward_scratch_;
-  ATTNKIT_RETURN_IF_ERROR(Shape(&projected, N, d));
+  for (size_t l = 0; l < c.num_layers; ++l) {
+    ATTNKIT_RETURN_IF_ERROR(Shape(&cache_[l].input, N, d));
+  }
+  ATTNKIT_RETURN_IF_ERROR(Shape(&final_input, N, d));
+  kernels::Embed(batch.tokens.data(), T, params_.token_embedding, params_.position_embedding,
+                 cache_[0].input);
   for (size_t l = 0; l < c.num_layers; ++l) {
     const LayerParameters& p = params_.layers[l];
     LayerCache& lc = cache_[l];
-    ATTNKIT_RETURN_IF_ERROR(CopyInto(x, &lc.input));
-    // Attention: x += MultiHead(LayerNorm(x)) W_O.
+    Matrix& next = l + 1 < c.num_layers ? cache_[l + 1].input : final_input;
+    // Attention: mid = input + MultiHead(LayerNorm(input)) W_O (next without an MLP).
     if (c.layer_norm) {
       ATTNKIT_RETURN_IF_ERROR(
           LayerNormForward(lc.input, p.ln_gain, p.ln_bias, &lc.normed, &lc.mean, &lc.rstd));
@@ -322,22 +325,23 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
     ATTNKIT_RETURN_IF_ERROR(Shape(&lc.QKV, N, hd + 2 * gd));
     ATTNKIT_RETURN_IF_ERROR(Shape(&lc.z, N, hd));
     ATTNKIT_RETURN_IF_ERROR(Shape(&lc.lse, B * c.num_heads * T, 1));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(a, lc.W_QKV, lc.QKV));
+    ATTNKIT_RETURN_IF_ERROR(MatMul(a, lc.W_QKV, lc.QKV, kFinite));
     ATTNKIT_RETURN_IF_ERROR(
         MultiHeadAttentionQKVForTraining(lc.Q(), lc.K(), lc.V(), B, heads, options, lc.z, lc.lse));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.z, p.W_O, projected));
-    kernels::AddTo(projected.data(), x.data(), N * d);
+    Matrix& mid = c.d_ff > 0 ? lc.mid : next;
+    ATTNKIT_RETURN_IF_ERROR(Shape(&mid, N, d));
+    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.z, p.W_O, mid, kFinite));
+    kernels::AddTo(lc.input.data(), mid.data(), N * d);
     if (c.d_ff == 0) continue;
-    // MLP: x += GELU(LayerNorm2(x) W_1) W_2.
-    ATTNKIT_RETURN_IF_ERROR(CopyInto(x, &lc.mid));
+    // MLP: next = mid + GELU(LayerNorm2(mid) W_1) W_2.
     ATTNKIT_RETURN_IF_ERROR(
         LayerNormForward(lc.mid, p.ln2_gain, p.ln2_bias, &lc.normed2, &lc.mean2, &lc.rstd2));
     ATTNKIT_RETURN_IF_ERROR(Shape(&lc.u, N, c.d_ff));
     ATTNKIT_RETURN_IF_ERROR(Shape(&lc.act, N, c.d_ff));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.normed2, p.W_1, lc.u));
+    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.normed2, p.W_1, lc.u, kFinite));
     kernels::Gelu(lc.u, lc.act);
-    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.act, p.W_2, projected));
-    kernels::AddTo(projected.data(), x.data(), N * d);
+    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.act, p.W_2, next, kFinite));
+    kernels::AddTo(lc.mid.data(), next.data(), N * d);
   }
   if (c.layer_norm) {
     ATTNKIT_RETURN_IF_ERROR(LayerNormForward(final_input, params_.final_gain, params_.final_bias,
@@ -346,7 +350,7 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
   const Matrix& f = c.layer_norm ? final_normed : final_input;
   Matrix logits;
   ATTNKIT_RETURN_IF_ERROR(Alloc(&logits, N, c.vocab_size));
-  ATTNKIT_RETURN_IF_ERROR(MatMul(f, params_.unembedding, logits));
+  ATTNKIT_RETURN_IF_ERROR(MatMul(f, params_.unembedding, logits, kFinite));
 
   // Accuracy from the logits' argmax; the loss and its gradient dlogits_ =
   // (softmax - onehot(target)) / scored from the softmax-cross-entropy kernel.
@@ -384,8 +388,10 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
 
 namespace {
 
-// *grads shaped as params (of config c) and zero: reallocated only when the
-// shapes differ (every step of training passes the same gradients).
+// *grads shaped as params (of config c), reallocated (zero) only when the
+// shapes differ: every step of training passes the same gradients. Backward
+// overwrites the weight matrices' gradients whole, as products; only those
+// it adds into are zeroed here: the embeddings' and the LayerNorms'.
 Status ZeroGradients(const ModelConfig& c, const Parameters& params, Parameters* grads) {
   const std::vector<const Matrix*> p = params.Tensors();
   const std::vector<Matrix*> g = grads->Tensors();
@@ -394,7 +400,12 @@ Status ZeroGradients(const ModelConfig& c, const Parameters& params, Parameters*
     same = g[i]->rows() == p[i]->rows() && g[i]->cols() == p[i]->cols();
   }
   if (!same) return grads->Allocate(c);
-  for (Matrix* t : g) std::fill(t->data(), t->data() + t->size(), 0.0f);
+  std::vector<Matrix*> added = {&grads->token_embedding, &grads->position_embedding,
+                                &grads->final_gain, &grads->final_bias};
+  for (LayerParameters& l : grads->layers) {
+    for (Matrix* t : {&l.ln_gain, &l.ln_bias, &l.ln2_gain, &l.ln2_bias}) added.push_back(t);
+  }
+  for (Matrix* t : added) std::fill(t->data(), t->data() + t->size(), 0.0f);
   return Status::Ok();
 }
 
@@ -412,11 +423,11 @@ Status Model::Backward(Parameters* grads, std::vector<Matrix>* d_attention) {
 
   // logits = f unembedding: dlogits_ (from Forward) flows into both.
   const Matrix& f = c.layer_norm ? final_normed : final_input;
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(f, dlogits_, grads->unembedding));
+  ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(f, dlogits_, grads->unembedding, kFinite));
   BackwardScratch& w = backward_scratch_;
   Matrix &df = w.df, &dx = w.dx;
   ATTNKIT_RETURN_IF_ERROR(Shape(&df, N, d));
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dlogits_, params_.unembedding, df));
+  ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dlogits_, params_.unembedding, df, kFinite));
   if (c.layer_norm) {
     ATTNKIT_RETURN_IF_ERROR(Shape(&dx, N, d));
     std::fill(dx.data(), dx.data() + dx.size(), 0.0f);  // LayerNormBackward adds
@@ -435,20 +446,20 @@ Status Model::Backward(Parameters* grads, std::vector<Matrix>* d_attention) {
     if (c.d_ff > 0) {
       // x_out = mid + GELU(u) W_2, u = LayerNorm2(mid) W_1: dx flows on
       // unchanged and back through W_2, GELU, W_1 and LayerNorm2.
-      ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.act, dx, g.W_2));
+      ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.act, dx, g.W_2, kFinite));
       ATTNKIT_RETURN_IF_ERROR(Shape(&dact, N, c.d_ff));
-      ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dx, p.W_2, dact));
+      ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dx, p.W_2, dact, kFinite));
       kernels::GeluBackward(lc.u, dact);  // now du
-      ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.normed2, dact, g.W_1));
+      ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.normed2, dact, g.W_1, kFinite));
       ATTNKIT_RETURN_IF_ERROR(Shape(&db, N, d));
-      ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dact, p.W_1, db));
+      ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dact, p.W_1, db, kFinite));
       kernels::LayerNormBackward(lc.mid, lc.mean2.data(), lc.rstd2.data(), p.ln2_gain.data(), db,
                                  dx, g.ln2_gain.data(), g.ln2_bias.data());
     }
     // x_mid = x_in + z W_O: dx flows on unchanged and into z W_O.
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.z, dx, g.W_O));
+    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.z, dx, g.W_O, kFinite));
     ATTNKIT_RETURN_IF_ERROR(Shape(&dz, N, hd));
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dx, p.W_O, dz));
+    ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dx, p.W_O, dz, kFinite));
     // dQ | dK | dV side by side, then Q | K | V = a W_QKV backwards in one
     // product for the weights and one for a.
     ATTNKIT_RETURN_IF_ERROR(Shape(&dQKV, N, hd + 2 * gd));
@@ -458,12 +469,12 @@ Status Model::Backward(Parameters* grads, std::vector<Matrix>* d_attention) {
     if (d_attention) (*d_attention)[l] = dz;
     const Matrix& a = c.layer_norm ? lc.normed : lc.input;
     ATTNKIT_RETURN_IF_ERROR(Shape(&dW_QKV, d, hd + 2 * gd));
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dQKV, dW_QKV));
+    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dQKV, dW_QKV, kFinite));
     CopyBlock(dW_QKV.view().Block(0, d, 0, hd), g.W_Q);
     CopyBlock(dW_QKV.view().Block(0, d, hd, gd), g.W_K);
     CopyBlock(dW_QKV.view().Block(0, d, hd + gd, gd), g.W_V);
     ATTNKIT_RETURN_IF_ERROR(Shape(&da, N, d));
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dQKV, lc.W_QKV, da));
+    ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dQKV, lc.W_QKV, da, kFinite));
     if (c.layer_norm) {
       kernels::LayerNormBackward(lc.input, lc.mean.data(), lc.rstd.data(), p.ln_gain.data(), da, dx,
                                  g.ln_gain.data(), g.ln_bias.data());

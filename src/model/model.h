@@ -226,7 +226,6 @@ class Model {
   struct BackwardScratch {
     Matrix df, dx, dz, dQKV, dW_QKV, da, dact, db;
   };
-  Matrix forward_scratch_;
   BackwardScratch backward_scratch_;
   bool have_forward_ = false;
 };
