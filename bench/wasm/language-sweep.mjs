@@ -188,7 +188,8 @@ async function run(name, maxBudget, maxSteps) {
     to2_0: reached[2.0] ?? null,
     at60s: atTab,
     at180s: atLimit,
-    last: { step, cpuSeconds: +cpu.toFixed(1), loss: curve.at(-1)[2] },
+    trained: { steps: step, cpuSeconds: +cpu.toFixed(1) },
+    last: { step: curve.at(-1)[0], cpuSeconds: curve.at(-1)[1], loss: curve.at(-1)[2] }, // validation
     load: { min: Math.min(...loads), max: Math.max(...loads) },
     sample: text,
     curve,
