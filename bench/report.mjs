@@ -1328,6 +1328,7 @@ function languageReport() {
     md += "\n";
     // The largest relative difference of the two engines' validation losses at the steps both evaluated.
     const validAgree = (run) => {
+      if (run.engines.length < 2) return ""; // a preset trained without a peer
       const [a, b] = run.engines.map((e) => new Map(e.validation));
       let m = 0,
         k = 0;
@@ -1341,14 +1342,14 @@ function languageReport() {
     if (n)
       md += `- Native: PyTorch ${n.torch.version}${n.torch.cpu_capability ? ` (${n.torch.cpu_capability})` : ""}, attnkit's Highway target ${n.settings.target}; the first 20 losses agree within ${n.first20LossMaxRelDiff.toExponential(1)} (relative)${validAgree(n)}; generation (attnkit, KV cache) ${num(n.generation.tokensPerSecond)} tokens/s; load average ${loads(n.loadAverage)}.\n`;
     if (w)
-      md += `- Node: ${node.engines["tfjs-backend-wasm"] ? `tfjs-backend-wasm ${node.engines["tfjs-backend-wasm"].version}, ` : ""}Node ${node.engines.node}; the first 20 losses agree within ${w.first20LossMaxRelDiff.toExponential(1)}${validAgree(w)}; generation (attnkit, KV cache) ${num(w.generation.tokensPerSecond)} tokens/s; module memory ${w.trainingMemoryBytes ? `${(w.trainingMemoryBytes / 2 ** 20).toFixed(1)} MiB after training steps alone, ` : ""}${(w.memoryBytes / 2 ** 20).toFixed(1)} MiB after validation and generation; load average ${loads(w.loadAverage)}.\n`;
+      md += `- Node: ${node.engines["tfjs-backend-wasm"] ? `tfjs-backend-wasm ${node.engines["tfjs-backend-wasm"].version}, ` : ""}Node ${node.engines.node}; ${w.first20LossMaxRelDiff === null ? "attnkit alone (no peer)" : `the first 20 losses agree within ${w.first20LossMaxRelDiff.toExponential(1)}`}${validAgree(w)}; generation (attnkit, KV cache) ${num(w.generation.tokensPerSecond)} tokens/s; module memory ${w.trainingMemoryBytes ? `${(w.trainingMemoryBytes / 2 ** 20).toFixed(1)} MiB after training steps alone, ` : ""}${(w.memoryBytes / 2 ** 20).toFixed(1)} MiB after validation and generation; load average ${loads(w.loadAverage)}.\n`;
     md +=
       "- The machine was shared with other work; the two engines of each platform stepped in turns (one step each on the same batch), so both met the same load. Times are each process's CPU time.\n\n";
     if (n)
       targets.push(
         `| training tokens/s, attnkit native vs PyTorch, ${preset} | ≥ 2× | ${n.ratio.toFixed(2)}× (${num(n.engines[0].tokensPerSecond)} vs ${num(n.engines[1].tokensPerSecond)}) | ${n.ratio >= 2 ? "met" : "**missed**"} |`,
       );
-    if (w)
+    if (w && w.ratio !== null)
       targets.push(
         `| training tokens/s, attnkit wasm vs tfjs-backend-wasm, ${preset} | ≥ 3× | ${w.ratio.toFixed(2)}× (${num(w.engines[0].tokensPerSecond)} vs ${num(w.engines[1].tokensPerSecond)}) | ${w.ratio >= 3 ? "met" : "**missed**"} |`,
       );

@@ -17,21 +17,22 @@ const book = readFileSync(
 const SEQ_LEN = 64;
 const CONFIG = {
   maxSeqLen: SEQ_LEN,
-  dModel: 128,
-  numLayers: 4,
+  dModel: 96,
+  numLayers: 3,
   numHeads: 4,
-  dFF: 512,
+  dFF: 288,
   layerNorm: true,
 };
 const BATCH = 12;
 const SCHEDULE_STEPS = 2000;
 const ADAM = {
-  learningRate: 1e-3,
+  learningRate: 3e-3,
   warmupSteps: 100,
-  decaySteps: SCHEDULE_STEPS,
-  minLearningRate: 1e-4,
+  decaySteps: 1500,
+  minLearningRate: 3e-4,
   weightDecay: 0.1,
   beta2: 0.99,
+  clipNorm: 1,
 };
 const [first, second] = process.argv.slice(2);
 const seconds = first === "--steps" ? Infinity : Number(first ?? 90);

@@ -20,7 +20,9 @@
 # CPU shape on Moby-Dick, one thread per engine, engines stepping in turns):
 # natively against PyTorch (bench/language_torch.py driving
 # attnkit_language_bench: language-native.json) and in Node against the same
-# model in tfjs-backend-wasm (bench/wasm/language.mjs: language-wasm.json), then
+# model in tfjs-backend-wasm (bench/wasm/language.mjs: language-wasm.json); the
+# default preset of docs/language.md too (natively beside PyTorch, in Node
+# alone), for its time to 2.2 and 2.0; then
 # bench/results/language.md (bench/report.mjs --language).
 # The peers (onnxruntime-node, onnxruntime-web, tfjs-backend-wasm) are the
 # dependencies of bench/package.json, installed here from bench/package-lock.json
@@ -140,7 +142,7 @@ language() {
   # One core for both processes (the driver and attnkit_language_bench, its child).
   OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 taskset -c "$cpu" /usr/bin/python3 bench/language_torch.py \
     --attnkit ./build/bench/attnkit_language_bench --text build/bench/moby-dick.txt \
-    $( ((quick)) && echo --quick ) > bench/results/language-native.json
+    --preset nanogpt,default $( ((quick)) && echo --quick ) > bench/results/language-native.json
   echo "== language model: attnkit wasm and tfjs-backend-wasm, the same model and batches"
   taskset -c "$cpu" node --expose-gc --single-threaded-gc bench/wasm/language.mjs \
     $( ((quick)) && echo --quick ) > bench/results/language-wasm.json

