@@ -1258,8 +1258,7 @@ if (readmeRows.length) {
     (target
       ? `, attnkit native on Highway target ${target.target} (${target.bits}-bit vectors)`
       : "") +
-    "; one core, one thread, CPU time; in parentheses the median over the interleaved rounds of the " +
-    "fastest peer's time over attnkit's [lowest–highest round].";
+    ".";
   publish(
     readmeFileUrl,
     "<!-- perf:start -->",
