@@ -123,10 +123,11 @@ JS
       done
       for entry in attnkit simd threads model; do
         src=${entry/#attnkit/}
-        # Browsers load this file as it is: whitespace out (names kept) keeps the
-        # default load (this, the SIMD build's loader and .wasm) within its budget.
+        # Browsers load this file as it is: minified (class and function names
+        # kept, which errors and stack traces show) so that the default load (this,
+        # the SIMD build's loader and .wasm) stays within its budget.
         npx esbuild "src/js/web${src:+-$src}.js" --bundle --format=esm --log-level=warning "$define" \
-          --minify-whitespace "${web_builds[@]}" --outfile="dist/$entry.mjs"
+          --minify --keep-names "${web_builds[@]}" --outfile="dist/$entry.mjs"
         npx esbuild "src/js/node${src:+-$src}.js" --bundle --format=cjs --platform=node \
           --log-level=warning "$define" "${node_builds[@]}" --outfile="dist/$entry.node.cjs"
         sed "s|\./attnkit\.node\.cjs|./$entry.node.cjs|" src/js/node.mjs >"dist/$entry.node.mjs"
