@@ -4,7 +4,7 @@
 import * as d3 from "d3";
 import { syncControls } from "./controls";
 import { $, setHtml, stageWidth } from "./dom";
-import { announce, refocusMatrix } from "./draw/cell-keyboard";
+import { announceLater, refocusMatrix } from "./draw/cell-keyboard";
 import { addDefs } from "./draw/colors";
 import { recycle } from "./draw/heatmap-canvas";
 import { clearRegistry, numbersHidden, roundedToWhole } from "./draw/registry";
@@ -370,12 +370,10 @@ function draw(animate: boolean): void {
  * for 400 ms (not the whole caption on every slider tick).
  */
 let announced = "";
-let announceTimer: number | undefined;
 function announceScene(title: string): void {
   if (title === announced) return;
   announced = title;
-  window.clearTimeout(announceTimer);
-  announceTimer = window.setTimeout(() => announce(title), 400);
+  announceLater(title, 400);
 }
 
 /** The step bar and view buttons as the state says; only what changed is written. */
