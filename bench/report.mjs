@@ -1,10 +1,31 @@
 // Turns bench/results/native.json (Google Benchmark) and wasm.json (every engine
 // timed in Node: attnkit wasm, plain JS and the peers) into markdown tables
 // (bench/results/results.md, also copied into docs/benchmarks.md between the
-// bench markers) and an SVG plot of GFLOP/s against T for every engine.
+// bench markers, and the README's performance table between the perf markers)
+// and an SVG plot of GFLOP/s against T for every engine. Only a fit run
+// (bench/fitness.mjs) is written into the README and docs; an unfit one goes to
+// bench/results/ alone, as a record, and the reasons are printed.
+//
+// Usage: node bench/report.mjs [--results DIR] [--docs FILE] [--readme FILE]
+//   (defaults: bench/results/, docs/benchmarks.md, README.md)
 import { readFileSync, writeFileSync, existsSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+import { assessRun, peakName, ratioText, roundRatio, usefulShare } from "./fitness.mjs";
 
-const dir = new URL("./results/", import.meta.url);
+const option = (name, fallback) => {
+  const i = process.argv.indexOf(name);
+  return i > 0 && process.argv[i + 1] ? pathToFileURL(process.argv[i + 1]) : fallback;
+};
+const dir = new URL(
+  `${option("--results", new URL("./results/", import.meta.url)).href.replace(/\/?$/, "/")}`,
+);
+const docsUrl = option("--docs", new URL("../docs/benchmarks.md", import.meta.url));
+const readmeFileUrl = option("--readme", new URL("../README.md", import.meta.url));
+// --language: only bench/results/language.md (scripts/bench.sh --language).
+if (process.argv.includes("--language")) {
+  languageReport();
+  process.exit(0);
+}
 const rows = []; // { platform: native | wasm | js, engine, T, causal, gflops, ms, rssBytes?, wasmBytes?, variant? }
 const extra = []; // other native shapes
 let fmaPeak = null,
@@ -115,6 +136,35 @@ if (existsSync(new URL("wasm.json", dir))) {
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+// Fit to publish? (bench/fitness.mjs) The Google Benchmark table's share counts
+// too: attnkit's GFLOP/s over the FMA peak measured once in that run.
+const wasmJson = existsSync(new URL("wasm.json", dir))
+  ? JSON.parse(readFileSync(new URL("wasm.json", dir), "utf8"))
+  : null;
+const gbShares = fmaPeak
+  ? rows
+      .filter((r) => r.engine === ATTNKIT_NATIVE && !r.causal)
+      .map((r) => ({
+        what: `${ATTNKIT_NATIVE} (Google Benchmark) at T=${r.T}`,
+        share: r.gflops / fmaPeak,
+      }))
+  : [];
+const fitness = assessRun(wasmJson, gbShares);
+// The SIMD128 peak: the median of the run's rounds (over CPU time), where measured.
+wasmPeak = fitness.peaks.find((p) => p.name === "SIMD128 mul+add peak")?.median ?? wasmPeak;
+writeFileSync(new URL("fitness.json", dir), `${JSON.stringify(fitness, null, 2)}\n`);
+// Writes `content` between the markers s0 and s1 of the file at url, only for a fit run.
+function publish(url, s0, s1, content) {
+  if (!fitness.fit || !existsSync(url)) return;
+  const text = readFileSync(url, "utf8");
+  if (!text.includes(s0) || !text.includes(s1)) return;
+  writeFileSync(
+    url,
+    `${text.slice(0, text.indexOf(s0) + s0.length)}\n${content}\n${text.slice(text.indexOf(s1))}`,
+  );
+}
+
 const find = (engine, T, causal) =>
   rows.find((r) => r.engine === engine && r.T === T && r.causal === causal);
 const Ts = [...new Set(rows.filter((r) => r.T).map((r) => r.T))].sort((a, b) => a - b);
@@ -150,11 +200,25 @@ function table(title, ours, peak, engines, causal) {
         const base =
           (e.startsWith("onnxruntime") && title === "native" && find(NATIVE_IN_NODE, T, causal)) ||
           find(ours, T, causal);
+        // Its share: the median of per-round shares where the rounds measured a peak.
         if (e === ours)
-          return `**${r.gflops.toFixed(1)}**` + (peak ? peakShare(r.gflops / peak) : "");
+          return (
+            `**${r.gflops.toFixed(1)}**` +
+            (r.peakShare !== undefined
+              ? peakShare(usefulShare(r)) // causal: of the T(T+1)/2 pairs computed
+              : peak
+                ? peakShare(r.gflops / peak)
+                : "")
+          );
+        // The median of per-round ratios where both were timed in the same rounds.
+        const rr = base && roundRatio(base, r);
         return (
           `${r.gflops.toFixed(1)}` +
-          (base ? ` (attnkit ${(base.gflops / r.gflops).toFixed(2)}×)` : "")
+          (rr
+            ? ` (attnkit ${ratioText(rr)})`
+            : base
+              ? ` (attnkit ${(base.gflops / r.gflops).toFixed(2)}×)`
+              : "")
         );
       }).join(" | ") +
       " |\n";
@@ -186,6 +250,19 @@ const wasmEngines = [
 ];
 
 let md =
+  (fitness.fit
+    ? "Fit run: "
+    : "**Unfit run** (kept in bench/results/ as a record, not published): " +
+      fitness.reasons.join("; ") +
+      ".\n\nPeaks across the rounds: ") +
+  fitness.peaks
+    .map(
+      (p) =>
+        `${p.name} ${p.median.toFixed(1)} GFLOP/s (${p.min.toFixed(1)}–${p.max.toFixed(1)}, ${(100 * p.spread).toFixed(0)}% over ${p.n} rounds)`,
+    )
+    .join("; ") +
+  ` (a run is fit when each peak stays within 10% across its rounds and no share of a peak reaches 100%).\n\n`;
+md +=
   "GFLOP/s (4·T²·d per head, also for causal runs; median of interleaved repetitions; one core, one thread, fp32; " +
   "one head, d = 64). **Bold**: attnkit, with its share of the measured peak of that platform. " +
   "In parentheses: how many times faster attnkit is than that engine (below 1: slower). " +
@@ -275,7 +352,8 @@ const plausible = [];
       Ts.map((T) => {
         const r = find(e, T, false);
         if (!r || !peakAt(T)) return "–";
-        const share = r.gflops / peakAt(T);
+        // Its own per-round share where it has one (the same width's peak).
+        const share = r.peakShare !== undefined ? r.peakShare : r.gflops / peakAt(T);
         const flag = share < 0.3 || unfit(share);
         if (flag) plausible.push(`${e} at T=${T}: ${shareText(share)}`);
         return `${shareText(share)}${flag ? " ⚠" : ""}`;
@@ -410,6 +488,60 @@ if (memRows.length) {
   for (const r of memoryOnly)
     md += ` ${r.engine} at T=${r.T}${r.causal ? " causal" : ""}: wasm memory ${mb(r.wasmBytes)} MB, resident growth ${mb(r.rssBytes)} MB.`;
   md += "\n\n";
+}
+
+// Every Highway target the dispatch can pick (attnkit_bench --serve as
+// dispatched and --target NAME), each against the FMA peak of its own vector
+// width measured right after it in each round, onnxruntime-node and OpenBLAS in
+// the same rounds. Shares and ratios: the median over rounds [lowest–highest].
+const OPENBLAS_IN_NODE = "OpenBLAS sgemm (in Node's rounds)";
+const perRoundShare = (r) => {
+  if (!r.peakRounds || r.peakRounds.length !== r.cpuMsRounds?.length) return null;
+  const done = r.causal ? (r.T + 1) / (2 * r.T) : 1; // causal: the pairs computed
+  const xs = r.cpuMsRounds.map((t, i) => (done * 4 * r.T * r.T * 64) / (t * 1e6) / r.peakRounds[i]);
+  return { median: median(xs), min: Math.min(...xs), max: Math.max(...xs) };
+};
+let targetMd = "";
+{
+  const byTarget = rows
+    .filter(
+      (r) =>
+        r.platform === "native" &&
+        r.T >= 512 &&
+        r.target &&
+        (r.engine === NATIVE_IN_NODE || r.engine.endsWith(" forced)")),
+    )
+    .sort((a, b) => b.bits - a.bits || a.causal - b.causal || a.T - b.T);
+  if (byTarget.length) {
+    targetMd +=
+      "| attnkit native, Highway target (vector width) | shape, d = 64 | ms (CPU) | GFLOP/s | share of the same-width FMA peak | vs onnxruntime-node | vs OpenBLAS |\n" +
+      "|---|---|---:|---:|---:|---:|---:|\n";
+    for (const r of byTarget) {
+      const ort = rows.filter(
+        (o) => o.engine.startsWith("onnxruntime-node") && o.T === r.T && o.causal === r.causal,
+      );
+      const vsOrt = roundRatio(r, ort),
+        vsBlas = roundRatio(r, find(OPENBLAS_IN_NODE, r.T, r.causal)),
+        share = perRoundShare(r);
+      const pct = (x) => `${(100 * x).toFixed(0)}%`;
+      targetMd +=
+        `| ${r.target} (${r.bits}-bit)${r.engine === NATIVE_IN_NODE ? ", dispatched" : ", forced"} | T=${r.T}${r.causal ? " causal" : ""} | ` +
+        `${r.ms.toPrecision(3)} | ${r.gflops.toFixed(1)} | ` +
+        `${share ? `${pct(share.median)} [${pct(share.min)}–${pct(share.max)}]` : "–"} | ` +
+        `${vsOrt ? ratioText(vsOrt) : "–"} | ${vsBlas ? ratioText(vsBlas) : "–"} |\n`;
+    }
+    targetMd +=
+      "\nEvery target the dispatch can pick on this CPU, timed in the same interleaved rounds in Node " +
+      "(`attnkit_bench --serve --target NAME`: attnkit::targets::ForceForTest), each over the CPU time of " +
+      "its timed thread; after each timing the same child measures the FMA peak of its own vector width " +
+      "(512, 256 or 128 bits, with the best target's FMA instructions: a 128-bit target without FMA is " +
+      "judged against what the core does at that width). Share: the median over rounds of the round's " +
+      "GFLOP/s over the round's peak, lowest–highest in brackets; causal shares count the T(T+1)/2 " +
+      "query-key pairs computed. vs onnxruntime-node: the median over rounds of onnxruntime-node's " +
+      "time (its faster formulation in that round) over attnkit's; vs OpenBLAS: the same for " +
+      "OpenBLAS's sgemm attention (`attnkit_bench --serve --openblas`).\n\n";
+    md += targetMd;
+  }
 }
 
 // The issue's targets, each with the figure it was judged on.
@@ -744,30 +876,62 @@ svg += `<text x="${legendX}" y="${top + 16 * engines.length + 10}" fill="#555">s
 svg += "</svg>\n";
 writeFileSync(new URL("gflops.svg", dir), svg);
 
-// docs/benchmarks.md: replace the text between the markers.
-const readmeUrl = new URL("../../docs/benchmarks.md", dir);
-const readme = readFileSync(readmeUrl, "utf8");
-const start = "<!-- bench:start -->",
-  end = "<!-- bench:end -->";
-if (readme.includes(start) && readme.includes(end)) {
-  const before = readme.slice(0, readme.indexOf(start) + start.length);
-  const after = readme.slice(readme.indexOf(end));
-  writeFileSync(
-    readmeUrl,
-    `${before}\n${md}\n![GFLOP/s against T](../bench/results/gflops.svg)\n\n${after}`,
-  );
-}
+// The README's performance table (a fit run only): attnkit against the fastest
+// peer of the same rounds, natively and in wasm; more rows from the backward
+// and training sections below (readmeRows), written at the end.
+const readmeRows = [];
 {
-  const text = readFileSync(readmeUrl, "utf8");
-  const s0 = "<!-- small:start -->",
-    s1 = "<!-- small:end -->";
-  if (smallMd && text.includes(s0) && text.includes(s1)) {
-    writeFileSync(
-      readmeUrl,
-      `${text.slice(0, text.indexOf(s0) + s0.length)}\n${smallMd}\n${text.slice(text.indexOf(s1))}`,
+  const fastest = (list) => [...list].sort((a, b) => b.gflops - a.gflops)[0];
+  const cell = (ours, peers) => {
+    if (!ours) return ["–", "–"];
+    const best = fastest(peers);
+    if (!best) return [`**${ours.gflops.toFixed(1)}**`, "–"];
+    const rr = roundRatio(ours, peers);
+    const ratio = rr ? ratioText(rr) : `${(ours.gflops / best.gflops).toFixed(2)}×`;
+    return [
+      `**${ours.gflops.toFixed(1)}** (${ratio})`,
+      `${best.gflops.toFixed(1)} ${best.engine.replace(/ \(in Node's rounds\)$/, "")}`,
+    ];
+  };
+  const nativePeer = (r) =>
+    r.platform === "native" &&
+    (r.engine.startsWith("onnxruntime") || r.engine === OPENBLAS_IN_NODE);
+  const wasmPeer = (r) => r.platform === "wasm" && !r.engine.startsWith("attnkit");
+  const bigT = Ts.includes(2048) ? 2048 : Ts.at(-1);
+  const shapes = [
+    ...[false, true].map((causal) => ({
+      label: `T = ${bigT}${causal ? ", causal" : ""}`,
+      at: (r) => r.T === bigT && r.causal === causal,
+    })),
+    { label: "layer: T = 512, d_model = 512, 8 heads", at: (r) => r.shape === "layer T=512" },
+    {
+      label: "decode: 1 query, 8 heads, 4096 cached tokens",
+      at: (r) => r.shape === "decode, cache 4096",
+    },
+  ];
+  for (const { label, at } of shapes) {
+    const here = rows.filter((r) => at(r));
+    const [n, np] = cell(
+      here.find((r) => r.engine === NATIVE_IN_NODE),
+      here.filter(nativePeer),
     );
+    const [w, wp] = cell(
+      here.find((r) => r.engine === ATTNKIT_WASM),
+      here.filter(wasmPeer),
+    );
+    if (n !== "–" || w !== "–") readmeRows.push(`| ${label} | ${n} | ${np} | ${w} | ${wp} |`);
   }
 }
+
+// docs/benchmarks.md: replace the text between the markers (a fit run only).
+const readmeUrl = docsUrl;
+publish(
+  readmeUrl,
+  "<!-- bench:start -->",
+  "<!-- bench:end -->",
+  `${md}\n![GFLOP/s against T](../bench/results/gflops.svg)\n`,
+);
+if (smallMd) publish(readmeUrl, "<!-- small:start -->", "<!-- small:end -->", smallMd);
 console.log(md);
 
 // --- The backward (issue 21): forward + backward of one head and of the
@@ -853,6 +1017,21 @@ console.log(md);
     }
     return `${t}\n`;
   };
+  for (const causal of [false, true]) {
+    const n = get(NATIVE_FB, 2048, causal),
+      w = get(ATTNKIT_W, 2048, causal),
+      tf = get("tfjs-backend-wasm", 2048, causal);
+    const pt = torchPaths
+      .map((e) => get(e, 2048, causal))
+      .filter(Boolean)
+      .sort((a, b) => a.ms - b.ms)[0];
+    if (!n && !w) continue;
+    const r = (x, p) => (x && p ? ` (${speedup(p, x).toFixed(2)}×)` : "");
+    readmeRows.push(
+      `| forward + backward, T = 2048${causal ? ", causal" : ""} | ${n ? `**${num(n.gflops)}**${r(n, pt)}` : "–"} | ` +
+        `${pt ? `${num(pt.gflops)} ${pt.engine}` : "–"} | ${w ? `**${num(w.gflops)}**${r(w, tf)}` : "–"} | ${tf ? `${num(tf.gflops)} tfjs-backend-wasm` : "–"} |`,
+    );
+  }
   let bmd = "";
   if (heads.length) {
     bmd += "### Forward + backward, one head, d = 64, one thread\n\n";
@@ -988,14 +1167,7 @@ console.log(md);
       new URL("results.md", dir),
       `${readFileSync(new URL("results.md", dir), "utf8")}\n## Backward\n\n${bmd}`,
     );
-    const text = readFileSync(readmeUrl, "utf8");
-    const b0 = "<!-- backward:start -->",
-      b1 = "<!-- backward:end -->";
-    if (text.includes(b0) && text.includes(b1))
-      writeFileSync(
-        readmeUrl,
-        `${text.slice(0, text.indexOf(b0) + b0.length)}\n${bmd}\n${text.slice(text.indexOf(b1))}`,
-      );
+    publish(readmeUrl, "<!-- backward:start -->", "<!-- backward:end -->", bmd);
     console.log(bmd);
   }
 }
@@ -1041,6 +1213,16 @@ console.log(md);
     if (n)
       tmd += `First loss: ln(${c.vocabSize}) = ${n.lnVocab.toFixed(4)}; attnkit and tfjs start from the same weights on the same batch and agree ${n.firstLossRelDiff === 0 ? "exactly" : `within ${n.firstLossRelDiff.toExponential(1)}`} (the first 50 losses within ${n.first50LossMaxRelDiff.toExponential(1)}, relative).${nat ? ` Native: the losses of 1 and ${nat.runs.at(-1).threads} threads are ${nat.identicalLosses ? "bit-identical" : "**not** bit-identical"}.` : ""}\n\n`;
     if (n && base) {
+      const peer = n.engines
+        .filter((e) => e !== base)
+        .reduce((a, b) => (b.msPerStep < a.msPerStep ? b : a));
+      const one = nat?.runs.find((r) => r.threads === 1);
+      readmeRows.push(
+        `| training step, ${task}, batch 32: **ms per step** (lower is better) | ${one ? num(one.cpuMsPerStep) : "–"} | – | ` +
+          `**${num(base.msPerStep)}** (${(peer.msPerStep / base.msPerStep).toFixed(2)}×) | ${num(peer.msPerStep)} ${peer.engine} |`,
+      );
+    }
+    if (n && base) {
       // Against the faster tfjs variant.
       const peer = n.engines
         .filter((e) => e !== base)
@@ -1062,14 +1244,122 @@ console.log(md);
       new URL("results.md", dir),
       `${readFileSync(new URL("results.md", dir), "utf8")}\n## Training\n\n${tmd}`,
     );
-    const text = readFileSync(readmeUrl, "utf8");
-    const t0 = "<!-- train:start -->",
-      t1 = "<!-- train:end -->";
-    if (text.includes(t0) && text.includes(t1))
-      writeFileSync(
-        readmeUrl,
-        `${text.slice(0, text.indexOf(t0) + t0.length)}\n${tmd}\n${text.slice(text.indexOf(t1))}`,
-      );
+    publish(readmeUrl, "<!-- train:start -->", "<!-- train:end -->", tmd);
     console.log(tmd);
   }
+}
+
+// The README's performance table, with the host it ran on (a fit run only).
+if (readmeRows.length) {
+  const cpu = engineInfo.node?.cpu;
+  const target = rows.find((r) => r.engine === NATIVE_IN_NODE && r.target);
+  const host =
+    `Measured on ${cpu ? `${cpu.model} (/proc/cpuinfo: ${cpu.simd.join(", ")})` : "an unknown CPU"}` +
+    (target
+      ? `, attnkit native on Highway target ${target.target} (${target.bits}-bit vectors)`
+      : "") +
+    ".";
+  publish(
+    readmeFileUrl,
+    "<!-- perf:start -->",
+    "<!-- perf:end -->",
+    `${host}\n\n| shape | attnkit native | fastest native peer | attnkit wasm | fastest wasm peer |\n` +
+      `|---|---:|---:|---:|---:|\n${readmeRows.join("\n")}\n`,
+  );
+}
+console.log(
+  fitness.fit
+    ? "bench: a fit run: the README's table and docs/benchmarks.md were regenerated."
+    : `bench: an UNFIT run, kept in ${dir.pathname} only (the README and docs/benchmarks.md are unchanged): ` +
+        fitness.reasons.join("; "),
+);
+// --- The language model (issue 32): nanoGPT's CPU shape on Moby-Dick, from
+// bench/results/language-native.json (bench/language_torch.py: attnkit native
+// and PyTorch, one thread, in turns) and language-wasm.json
+// (bench/wasm/language.mjs: attnkit wasm and tfjs-backend-wasm in Node, in
+// turns). Written to bench/results/language.md (docs/benchmarks.md and the
+// README take their rows from it by hand).
+languageReport();
+
+function languageReport() {
+  const load = (name) =>
+    existsSync(new URL(name, dir)) ? JSON.parse(readFileSync(new URL(name, dir), "utf8")) : null;
+  const native = load("language-native.json"),
+    node = load("language-wasm.json");
+  if (!native && !node) return;
+  const num = (x) =>
+    x == null ? "–" : x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2);
+  const pct = (x) => (x == null ? "–" : `${(100 * x).toFixed(1)}%`);
+  const to = (e, target) =>
+    e[`stepsTo${target}`]
+      ? `${e[`stepsTo${target}`]} steps, ${num(e[`secondsTo${target}`])} s`
+      : `not in ${e.steps} steps (${e.validation.at(-1)?.[1].toFixed(3) ?? "–"})`;
+  const presets = [
+    ...new Set([...(native?.runs ?? []), ...(node?.presets ?? [])].map((r) => r.preset)),
+  ];
+  let md = "# The language model's benchmark\n\n";
+  md +=
+    "Written by `bench/report.mjs` from `language-native.json` (`bench/language_torch.py`) and " +
+    "`language-wasm.json` (`bench/wasm/language.mjs`); `npm run bench -- --language`" +
+    `; commit ${[...new Set([native?.commit, node?.commit].filter(Boolean))].join(", ") || "?"}.\n\n`;
+  const targets = [];
+  for (const preset of presets) {
+    const n = native?.runs.find((r) => r.preset === preset),
+      w = node?.presets.find((r) => r.preset === preset);
+    const about = n ?? w;
+    const c = n?.config ?? {};
+    md += `## ${preset}: ${c.num_layers ?? w.config.numLayers} layers, ${c.num_heads ?? w.config.numHeads} heads, d_model ${c.d_model ?? w.config.dModel}, d_ff ${c.d_ff ?? w.config.dFF}, context ${n?.settings.seqLen ?? w.seqLen}, batch ${n?.settings.batch ?? w.batch}, vocabulary ${c.vocab_size ?? w.config.vocabSize}\n\n`;
+    const caps = [
+      n && `${n.settings.maxSteps} steps natively (validation every ${n.settings.evalEvery})`,
+      w &&
+        `${w.maxSteps} in Node (validation every ${w.evalEvery}${w.peerSteps < w.maxSteps ? `; tfjs stopped after ${w.peerSteps}` : ""})`,
+    ].filter(Boolean);
+    md += `${(about.flopsPerStep / 1e9).toFixed(2)} GFLOP per training step (6 per matrix parameter per token, 7 T² d_k per causal head and sequence); validation loss on the same ${n?.settings.validationWindows ?? 128} windows; an engine stops at 2.0 or at the cap: ${caps.join(", ")}${(n ?? w).quick ? " (--quick)" : ""}.\n\n`;
+    md +=
+      "| engine | tokens/s | ms/step (CPU) | wall ms/step | GFLOP/s | share of peak | to 2.2 | to 2.0 | first loss |\n" +
+      "|---|---:|---:|---:|---:|---:|---|---|---:|\n";
+    const rows = (run, platform, peak) => {
+      for (const e of run?.engines ?? [])
+        md += `| ${e.engine}${platform}, 1 thread | ${num(e.tokensPerSecond)} | ${num(e.cpuMsPerStep)} | ${num(e.wallMsPerStep)} | ${num(e.gflops)} | ${pct(e.peakShare)} of ${num(peak)} | ${to(e, "2.2")} | ${to(e, "2.0")} | ${e.firstLoss.toFixed(4)} |\n`;
+    };
+    rows(n, "", n?.fmaPeakGflops);
+    rows(w, ", Node", w?.wasmPeakGflops);
+    md += "\n";
+    // The largest relative difference of the two engines' validation losses at the steps both evaluated.
+    const validAgree = (run) => {
+      if (run.engines.length < 2) return ""; // a preset trained without a peer
+      const [a, b] = run.engines.map((e) => new Map(e.validation));
+      let m = 0,
+        k = 0;
+      for (const [step, v] of a)
+        if (b.has(step)) ((m = Math.max(m, Math.abs(b.get(step) - v) / v)), ++k);
+      return k
+        ? `; their validation losses within ${m.toExponential(1)} at ${k} evaluation${k > 1 ? "s" : ""}`
+        : "";
+    };
+    const loads = (xs) => `${Math.min(...xs).toFixed(1)}-${Math.max(...xs).toFixed(1)}`;
+    if (n)
+      md += `- Native: PyTorch ${n.torch.version}${n.torch.cpu_capability ? ` (${n.torch.cpu_capability})` : ""}, attnkit's Highway target ${n.settings.target}; the first 20 losses agree within ${n.first20LossMaxRelDiff.toExponential(1)} (relative)${validAgree(n)}; generation (attnkit, KV cache) ${num(n.generation.tokensPerSecond)} tokens/s; load average ${loads(n.loadAverage)}.\n`;
+    if (w)
+      md += `- Node: ${node.engines["tfjs-backend-wasm"] ? `tfjs-backend-wasm ${node.engines["tfjs-backend-wasm"].version}, ` : ""}Node ${node.engines.node}; ${w.first20LossMaxRelDiff === null ? "attnkit alone (no peer)" : `the first 20 losses agree within ${w.first20LossMaxRelDiff.toExponential(1)}`}${validAgree(w)}; generation (attnkit, KV cache) ${num(w.generation.tokensPerSecond)} tokens/s; module memory ${w.trainingMemoryBytes ? `${(w.trainingMemoryBytes / 2 ** 20).toFixed(1)} MiB after training steps alone, ` : ""}${(w.memoryBytes / 2 ** 20).toFixed(1)} MiB after validation and generation; load average ${loads(w.loadAverage)}.\n`;
+    md +=
+      "- The machine was shared with other work; the two engines of each platform stepped in turns (one step each on the same batch), so both met the same load. Times are each process's CPU time.\n\n";
+    if (n)
+      targets.push(
+        `| training tokens/s, attnkit native vs PyTorch, ${preset} | ≥ 2× | ${n.ratio.toFixed(2)}× (${num(n.engines[0].tokensPerSecond)} vs ${num(n.engines[1].tokensPerSecond)}) | ${n.ratio >= 2 ? "met" : "**missed**"} |`,
+      );
+    if (w && w.ratio !== null)
+      targets.push(
+        `| training tokens/s, attnkit wasm vs tfjs-backend-wasm, ${preset} | ≥ 3× | ${w.ratio.toFixed(2)}× (${num(w.engines[0].tokensPerSecond)} vs ${num(w.engines[1].tokensPerSecond)}) | ${w.ratio >= 3 ? "met" : "**missed**"} |`,
+      );
+    const s20 = w?.engines[0]["secondsTo2.0"];
+    if (w && !w.quick)
+      targets.push(
+        `| validation loss ≤ 2.0 within 3 minutes of one core in wasm (Node), ${preset} | ≤ 180 s | ${s20 ? `${num(s20)} s (CPU)` : "not reached"} | ${s20 && s20 <= 180 ? "met" : "**missed**"} |`,
+      );
+  }
+  if (targets.length)
+    md += `| target (issue 32) | needed | measured | |\n|---|---|---|---|\n${targets.join("\n")}\n`;
+  writeFileSync(new URL("language.md", dir), md);
+  console.log(md);
 }

@@ -5,7 +5,10 @@
 # gflops.svg and the tables of docs/benchmarks.md; bench/wasm/small.mjs and attnkit_bench
 # --queries time small calls (bench/results/small.json, queries.json).
 # --quick (also `npm run bench --quick`, which npm passes as npm_config_quick):
-# fewer shapes and repetitions. --backward: only the backward's benchmarks
+# fewer shapes and repetitions (in Node: T = 512 and 2048). bench/report.mjs
+# writes the README's and docs' tables only from a fit run (bench/fitness.mjs:
+# steady peaks across the rounds, no share of a peak at 100%); an unfit run
+# stays in bench/results/ as a record, and the report says why. --backward: only the backward's benchmarks
 # (forward + backward of one head and of the multi-head layer, natively against
 # PyTorch, in wasm against tfjs-backend-wasm and plain JS: native-backward.json,
 # torch.json, backward.json), then the report (from the forward's last results).
@@ -13,19 +16,28 @@
 # 90% natively with one thread and all, attnkit_train_bench: train-native.json;
 # in Node by the npm package and by the same model in tfjs-backend-wasm, on the
 # same batches, bench/wasm/train.mjs: train.json), then the report.
+# --language: only the language model's benchmark (issue 32: the GPT of nanoGPT's
+# CPU shape on Moby-Dick, one thread per engine, engines stepping in turns):
+# natively against PyTorch (bench/language_torch.py driving
+# attnkit_language_bench: language-native.json) and in Node against the same
+# model in tfjs-backend-wasm (bench/wasm/language.mjs: language-wasm.json); the
+# default preset of docs/language.md too (natively beside PyTorch, in Node
+# alone), for its time to 2.2 and 2.0; then
+# bench/results/language.md (bench/report.mjs --language).
 # The peers (onnxruntime-node, onnxruntime-web, tfjs-backend-wasm) are the
 # dependencies of bench/package.json, installed here from bench/package-lock.json
 # (never by npm test); their ONNX models are written by bench/make_models.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-quick=0; backward_only=0; train_only=0
+quick=0; backward_only=0; train_only=0; language_only=0
 [[ ${npm_config_quick:-} == true ]] && quick=1
 for arg in "$@"; do
   case $arg in
     --quick) quick=1 ;;
     --backward) backward_only=1 ;;
     --train) train_only=1 ;;
-    *) echo "bench: unknown option $arg (--quick, --backward, --train)" >&2; exit 2 ;;
+    --language) language_only=1 ;;
+    *) echo "bench: unknown option $arg (--quick, --backward, --train, --language)" >&2; exit 2 ;;
   esac
 done
 
@@ -123,10 +135,24 @@ train() {
   taskset -c "$cpu" node --expose-gc --single-threaded-gc bench/wasm/train.mjs \
     $( ((quick)) && echo --quick ) > bench/results/train.json
 }
-if ((backward_only || train_only)); then
+language() {
+  echo "== language model: attnkit native and PyTorch (Debian's python3-torch), one thread, in turns"
+  # The text both native engines read: Moby-Dick as bench/wasm/language.mjs joins it.
+  node bench/wasm/language.mjs --write-text build/bench/moby-dick.txt
+  # One core for both processes (the driver and attnkit_language_bench, its child).
+  OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 taskset -c "$cpu" /usr/bin/python3 bench/language_torch.py \
+    --attnkit ./build/bench/attnkit_language_bench --text build/bench/moby-dick.txt \
+    --preset nanogpt,default $( ((quick)) && echo --quick ) > bench/results/language-native.json
+  echo "== language model: attnkit wasm and tfjs-backend-wasm, the same model and batches"
+  taskset -c "$cpu" node --expose-gc --single-threaded-gc bench/wasm/language.mjs \
+    $( ((quick)) && echo --quick ) > bench/results/language-wasm.json
+  node bench/report.mjs --language
+}
+if ((backward_only || train_only || language_only)); then
   ((backward_only)) && backward
   ((train_only)) && train
-  node bench/report.mjs
+  ((language_only)) && language
+  if ((backward_only || train_only)); then node bench/report.mjs; fi
   exit 0
 fi
 echo "== native"
@@ -148,6 +174,10 @@ taskset -c "$cpu" ./build/bench/attnkit_bench --queries $( ((quick)) && echo 9 |
 echo "== node: small calls (attnkit wasm through the package, plain JS)"
 taskset -c "$cpu" node --single-threaded-gc bench/wasm/small.mjs $( ((quick)) && echo --quick ) \
   > bench/results/small.json
+echo "== node: the worker API's added cost (attnkit/worker against the synchronous call)"
+# Not pinned to one core: the worker thread and the main thread each need one.
+node bench/wasm/async.mjs $( ((quick)) && echo --quick ) > bench/results/async.json
 backward
 train
+language
 node bench/report.mjs

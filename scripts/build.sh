@@ -109,21 +109,46 @@ for (const file of process.argv.slice(2)) {
   fs.writeFileSync(file, text.replace(at, 'Module["attnkitWasmUrl"]=wasmBinaryFile;' + at));
 }
 JS
-      # The JS layer: one ES module for browsers and bundlers, one CommonJS
-      # module for Node (re-exported to Node ESM by attnkit.node.mjs).
-      # The package's version, exported as `version` by both entry points.
+      # The JS layer, once per entry point: an ES module for browsers and
+      # bundlers, a CommonJS module for Node (re-exported to Node ESM by a
+      # copy of node.mjs). "attnkit" holds every build (dist/attnkit.*); the
+      # lean ones hold fewer, so that an app's bundle holds only those
+      # (dist/simd.*, dist/threads.*, dist/model.*). The builds stay external.
+      # The package's version, exported as `version` by every entry point.
       local define="--define:__ATTNKIT_VERSION__=$(node -p 'JSON.stringify(require("./package.json").version)')"
-      npx esbuild src/js/web.js --bundle --format=esm --log-level=warning "$define" \
-        --external:./attnkit-simd.mjs --external:./attnkit-scalar.mjs --external:./attnkit-threads.mjs \
-        --external:./attnkit-simd-model.mjs --external:./attnkit-scalar-model.mjs \
-        --outfile=dist/attnkit.mjs
-      npx esbuild src/js/node.js --bundle --format=cjs --platform=node --log-level=warning "$define" \
-        --external:./attnkit-simd.node.cjs --external:./attnkit-scalar.node.cjs \
-        --external:./attnkit-threads.node.cjs --external:./attnkit-simd-model.node.cjs \
-        --external:./attnkit-scalar-model.node.cjs \
-        --outfile=dist/attnkit.node.cjs
-      cp src/js/node.mjs dist/attnkit.node.mjs
-      cp src/js/attnkit.d.ts dist/attnkit.d.ts && cp src/js/attnkit.d.ts dist/attnkit.d.cts ;;
+      local web_builds=() node_builds=() b entry src
+      for b in simd scalar threads simd-model scalar-model; do
+        web_builds+=("--external:./attnkit-$b.mjs")
+        node_builds+=("--external:./attnkit-$b.node.cjs")
+      done
+      for entry in attnkit simd threads model; do
+        src=${entry/#attnkit/}
+        # Browsers load this file as it is: minified (class and function names
+        # kept, which errors and stack traces show) so that the default load (this,
+        # the SIMD build's loader and .wasm) stays within its budget.
+        npx esbuild "src/js/web${src:+-$src}.js" --bundle --format=esm --log-level=warning "$define" \
+          --minify --keep-names "${web_builds[@]}" --outfile="dist/$entry.mjs"
+        npx esbuild "src/js/node${src:+-$src}.js" --bundle --format=cjs --platform=node \
+          --log-level=warning "$define" "${node_builds[@]}" --outfile="dist/$entry.node.cjs"
+        sed "s|\./attnkit\.node\.cjs|./$entry.node.cjs|" src/js/node.mjs >"dist/$entry.node.mjs"
+      done
+      # attnkit/worker: createAttnkitWorker (dist/worker.*) and the worker
+      # script each starts (dist/worker-host.mjs, a module Web Worker;
+      # dist/worker-host.node.cjs, a worker_threads Worker), which loads the
+      # builds as "attnkit" does.
+      npx esbuild src/js/web-worker.js --bundle --format=esm --log-level=warning "$define" \
+        --outfile=dist/worker.mjs
+      npx esbuild src/js/node-worker.js --bundle --format=cjs --platform=node --log-level=warning \
+        "$define" --outfile=dist/worker.node.cjs
+      cp src/js/node-worker.mjs dist/worker.node.mjs
+      npx esbuild src/js/web-worker-host.js --bundle --format=esm --log-level=warning "$define" \
+        "${web_builds[@]}" --outfile=dist/worker-host.mjs
+      npx esbuild src/js/node-worker-host.js --bundle --format=cjs --platform=node \
+        --log-level=warning "$define" "${node_builds[@]}" --outfile=dist/worker-host.node.cjs
+      cp src/js/attnkit.d.ts dist/attnkit.d.ts && cp src/js/attnkit.d.ts dist/attnkit.d.cts
+      # attnkit/worker's types, over attnkit's (.d.cts: over attnkit.d.cts).
+      cp src/js/worker.d.ts dist/worker.d.ts
+      sed 's|"\./attnkit\.js"|"./attnkit.cjs"|' src/js/worker.d.ts >dist/worker.d.cts ;;
     *) echo "build: unknown variant '$variant' (native, asan, wasm, wasm-scalar, wasm-threads, fuzz, package)" >&2; return 2 ;;
   esac
 }

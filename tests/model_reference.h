@@ -1,5 +1,6 @@
-// attnkit tests: a float64 reference of the attention-only transformer
-// (src/model/model.h), written plainly from the maths, for finite differences.
+// attnkit tests: a float64 reference of the model (src/model/model.h),
+// attention-only or GPT blocks (d_ff > 0), written plainly from the maths, for
+// finite differences.
 #ifndef ATTNKIT_TESTS_MODEL_REFERENCE_H_
 #define ATTNKIT_TESTS_MODEL_REFERENCE_H_
 
@@ -44,6 +45,12 @@ inline std::vector<double> MatMul(const std::vector<double>& A, const Tensor& B,
     for (size_t p = 0; p < k; ++p)
       for (size_t j = 0; j < m; ++j) C[i * m + j] += A[i * k + p] * B[p * m + j];
   return C;
+}
+
+// GELU, the tanh approximation (GPT-2; PyTorch approximate='tanh').
+inline double Gelu(double u) {
+  const double pi = 3.14159265358979323846;
+  return 0.5 * u * (1.0 + std::tanh(std::sqrt(2.0 / pi) * (u + 0.044715 * u * u * u)));
 }
 
 // One score S = scale q.k moved by `delta` before the softmax: that of
@@ -117,6 +124,15 @@ inline double Loss(const attnkit::model::ModelConfig& c, const std::vector<Tenso
     if (weights_out) weights_out->push_back(w_all);
     const std::vector<double> o = MatMul(z, W_O, N, h * dk, d);
     for (size_t k = 0; k < N * d; ++k) x[k] += o[k];
+    if (c.d_ff > 0) {
+      // x += GELU(LayerNorm2(x) W_1) W_2
+      const std::vector<double> b = LayerNorm(x, N, d, t[at], t[at + 1]);
+      std::vector<double> u = MatMul(b, t[at + 2], N, d, c.d_ff);
+      for (double& v : u) v = Gelu(v);
+      const std::vector<double> mlp = MatMul(u, t[at + 3], N, c.d_ff, d);
+      at += 4;
+      for (size_t k = 0; k < N * d; ++k) x[k] += mlp[k];
+    }
   }
   if (c.layer_norm) {
     x = LayerNorm(x, N, d, t[at], t[at + 1]);

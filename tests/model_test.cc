@@ -371,7 +371,7 @@ TEST_CASE("model: the weights file holds the parameters in Tensors() order", "[m
   REQUIRE_OK(m.Init(Small(true, false), 8));
   std::vector<uint8_t> bytes;
   REQUIRE_OK(ExportWeights(m, &bytes));
-  const size_t header = 8 + 4 + 9 * 4;
+  const size_t header = 8 + 4 + 11 * 4;  // version, 9 config words, vocabulary length 0, count
   size_t at = header;
   for (const Matrix* t : m.params().Tensors()) {
     REQUIRE(at + t->size() * 4 <= bytes.size());
@@ -394,7 +394,7 @@ TEST_CASE("model: weights export and import round trip and corrupted files rejec
   REQUIRE_OK(m.Init(Small(true, false), 21));
   std::vector<uint8_t> bytes;
   REQUIRE_OK(ExportWeights(m, &bytes));
-  CHECK(bytes.size() == 8 + 40 + 4 * m.params().Count() + 4);
+  CHECK(bytes.size() == 8 + 48 + 4 * m.params().Count() + 4);
   CHECK(std::string(bytes.begin(), bytes.begin() + 8) == "ATKMODEL");
   Model back;
   REQUIRE_OK(ImportWeights(bytes.data(), bytes.size(), &back));
@@ -437,8 +437,8 @@ TEST_CASE("model: weights export and import round trip and corrupted files rejec
   f[0] = 'X';
   rejects(f, "magic");
   f = bytes;
-  f[8] = 2;
-  rejects(rehash(f), "version 2");
+  f[8] = 3;
+  rejects(rehash(f), "version 3");
   f = bytes;
   f[8 + 4 + 4 * 5] = 3;  // num_kv_heads 3 does not divide num_heads 2
   rejects(rehash(f), "num_kv_heads");
@@ -446,14 +446,14 @@ TEST_CASE("model: weights export and import round trip and corrupted files rejec
   f[8 + 4 + 4 * 2] = 7;  // d_model 7: the parameter count no longer matches
   rejects(rehash(f), "parameter count");
   f = bytes;
-  f[8 + 4 + 4 * 7] = 4;  // an unknown flag
+  f[8 + 4 + 4 * 8] = 4;  // an unknown flag
   rejects(rehash(f), "flags");
   f = bytes;
   f[100] ^= 0x10;  // one bit of a parameter
   rejects(f, "hash");
   f = bytes;
   const float nan = std::nanf("");
-  std::memcpy(&f[48 + 4 * 10], &nan, 4);
+  std::memcpy(&f[56 + 4 * 10], &nan, 4);
   rejects(rehash(f), "token_embedding");
 }
 
@@ -470,7 +470,14 @@ TEST_CASE("model: every bad configuration names its parameter", "[model]") {
   config_error([](ModelConfig* c) { c->max_seq_len = 0; }, "max_seq_len");
   config_error([](ModelConfig* c) { c->d_model = 0; }, "d_model");
   config_error([](ModelConfig* c) { c->num_layers = 0; }, "num_layers");
-  config_error([](ModelConfig* c) { c->num_layers = 5; }, "num_layers");
+  config_error([](ModelConfig* c) { c->num_layers = kMaxLayers + 1; }, "num_layers");
+  config_error([](ModelConfig* c) { c->d_ff = 8; }, "d_ff");  // GPT blocks need layer_norm
+  config_error(
+      [](ModelConfig* c) {
+        c->layer_norm = true;
+        c->d_ff = (1u << 16) + 1;
+      },
+      "d_ff");
   config_error([](ModelConfig* c) { c->num_heads = 0; }, "num_heads");
   config_error([](ModelConfig* c) { c->num_kv_heads = 3; }, "num_kv_heads");
   config_error([](ModelConfig* c) { c->num_kv_heads = 4; }, "num_kv_heads");
@@ -569,6 +576,17 @@ TEST_CASE("model: every bad configuration names its parameter", "[model]") {
   opt = AdamWConfig();
   opt.clip_norm = std::nanf("");
   RequireNames(CheckAdamWConfig(opt), "clip_norm");
+  opt = AdamWConfig();
+  opt.warmup_steps = 10;
+  opt.decay_steps = 10;  // the cosine needs steps after the warm-up
+  RequireNames(CheckAdamWConfig(opt), "decay_steps");
+  opt = AdamWConfig();
+  opt.min_learning_rate = 2 * opt.learning_rate;
+  RequireNames(CheckAdamWConfig(opt), "min_learning_rate");
+  opt.min_learning_rate = -1e-4f;
+  RequireNames(CheckAdamWConfig(opt), "min_learning_rate");
+  opt.min_learning_rate = std::nanf("");
+  RequireNames(CheckAdamWConfig(opt), "min_learning_rate");
 }
 
 TEST_CASE("model: task generators are seeded and follow the documented layouts", "[model]") {

@@ -1,4 +1,4 @@
-// Kernels: MatMul, MatMulTransposed, ScaleScores (with softcap), SoftmaxRows,
+// Kernels: MatMul, MatMulTransposed, MatMulTransposedA, ScaleScores (with softcap), SoftmaxRows,
 // and the SIMD target list, on every compiled target against the float64
 // reference.
 #include <cmath>
@@ -189,6 +189,126 @@ TEST_CASE("MatMulTransposed matches the float64 reference on every target", "[op
       REQUIRE_OK(attnkit::MatMulTransposed(A, B, C));
       CHECK_CLOSE(C, ref::MatMulT(A.ToRef(), B.ToRef()), DotTol(13, 1, 1));
       CHECK(C.PaddingIntact());
+    }
+  });
+}
+
+TEST_CASE("MatMulTransposedA matches the float64 reference on every target", "[ops][matmul]") {
+  // C = A^T B for A [K, M], B [K, N]: below and from kPackMinRows (128)
+  // columns of A (rows of A^T, where B is packed in panels), strided views,
+  // K around the register tiles' four steps per pass. The tiles read A^T in
+  // place with the sums of MatMul of a transposed copy, in the same order:
+  // the same bits.
+  ForEachTarget([](int64_t) {
+    uint32_t seed = 300;
+    for (size_t M : {size_t{1}, size_t{17}, size_t{130}}) {
+      for (size_t K : {size_t{1}, size_t{16}, size_t{33}}) {
+        for (size_t N : {size_t{3}, size_t{32}, size_t{41}}) {
+          const Layout layout = ((M + K + N) % 2) ? Layout::kStrided : Layout::kContiguous;
+          INFO("M=" << M << " K=" << K << " N=" << N << " " << LayoutName(layout));
+          const TestMatrix A = Random(K, M, ++seed, layout, -3.0f, 3.0f);
+          const TestMatrix B = Random(K, N, ++seed, layout);
+          TestMatrix At(M, K), C(M, N, layout);
+          for (size_t r = 0; r < K; ++r) {
+            for (size_t c = 0; c < M; ++c) At(c, r) = A(r, c);
+          }
+          REQUIRE_OK(attnkit::MatMulTransposedA(A, B, C));
+          CHECK_CLOSE(C, ref::MatMul(At.ToRef(), B.ToRef()), DotTol(K, 3.0, 1.0));
+          CHECK(C.PaddingIntact());
+          TestMatrix viaMatMul(M, N);
+          REQUIRE_OK(attnkit::MatMul(At, B, viaMatMul));
+          CHECK_CLOSE(C, viaMatMul.ToRef(), kExact);
+        }
+      }
+    }
+  });
+  // Shapes are checked like MatMul's, naming the argument.
+  const TestMatrix A = Random(4, 3, 1), B = Random(4, 5, 2), B3 = Random(3, 5, 3);
+  TestMatrix C(3, 5), C4(4, 5);
+  CHECK_ERROR(attnkit::MatMulTransposedA(A, B3, C),
+              Err(attnkit::ErrorCode::kShapeMismatch).Name("B").Num(4).Num(3));
+  CHECK_ERROR(attnkit::MatMulTransposedA(A, B, C4),
+              Err(attnkit::ErrorCode::kShapeMismatch).Name("C").Num(3).Num(4));
+}
+
+TEST_CASE("The products' FiniteInputs forms give the same bits without scanning A and B",
+          "[ops][matmul]") {
+  // Unpacked and packed shapes (B in panels from 128 rows of C on).
+  ForEachTarget([](int64_t) {
+    uint32_t seed = 500;
+    for (size_t M : {size_t{5}, size_t{130}}) {
+      for (size_t K : {size_t{7}, size_t{33}}) {
+        for (size_t N : {size_t{17}, size_t{40}}) {
+          INFO("M=" << M << " K=" << K << " N=" << N);
+          const TestMatrix A = Random(M, K, ++seed), B = Random(K, N, ++seed);
+          const TestMatrix Bt = Random(N, K, ++seed), At = Random(K, M, ++seed);
+          TestMatrix C(M, N), D(M, N);
+          REQUIRE_OK(attnkit::MatMul(A, B, C));
+          REQUIRE_OK(attnkit::MatMul(A, B, D, attnkit::FiniteInputs{}));
+          CHECK_CLOSE(D, C.ToRef(), kExact);
+          REQUIRE_OK(attnkit::MatMulTransposed(A, Bt, C));
+          REQUIRE_OK(attnkit::MatMulTransposed(A, Bt, D, attnkit::FiniteInputs{}));
+          CHECK_CLOSE(D, C.ToRef(), kExact);
+          REQUIRE_OK(attnkit::MatMulTransposedA(At, B, C));
+          REQUIRE_OK(attnkit::MatMulTransposedA(At, B, D, attnkit::FiniteInputs{}));
+          CHECK_CLOSE(D, C.ToRef(), kExact);
+        }
+      }
+    }
+  });
+  // Shapes and aliasing are still checked.
+  TestMatrix A = Random(4, 3, 1), B3 = Random(3, 3, 2), B4 = Random(4, 5, 3), C(4, 5);
+  CHECK_ERROR(attnkit::MatMul(A, B4, C, attnkit::FiniteInputs{}),
+              Err(attnkit::ErrorCode::kShapeMismatch).Name("B").Num(3).Num(4));
+  CHECK_ERROR(attnkit::MatMul(A, B3, A.view(), attnkit::FiniteInputs{}),
+              Err(attnkit::ErrorCode::kInvalidArgument).Name("C"));
+}
+
+TEST_CASE("A product reports any inf or NaN it stores, from every tile of its kernel",
+          "[ops][matmul]") {
+  // One huge value of A or B overflows one row or column of C: in each kind
+  // of register tile (two vectors, one vector, one lane; 8, 4, 3, 2 or 1
+  // rows), in B packed or in place. A NaN or inf in inputs promised finite
+  // reaches C too, so FiniteInputs reports it as well; never an OK with inf
+  // or NaN in C.
+  ForEachTarget([](int64_t) {
+    const float kHuge = 3e38f;
+    for (size_t M : {size_t{13}, size_t{131}}) {
+      const size_t K = 9, N = 37;
+      for (size_t row : {size_t{0}, size_t{8}, M - 1}) {
+        for (size_t col : {size_t{0}, size_t{31}, size_t{36}}) {
+          INFO("M=" << M << " row " << row << " column " << col);
+          TestMatrix A = Random(M, K, 7, Layout::kContiguous, 1.0f, 2.0f);
+          TestMatrix B = Random(K, N, 8, Layout::kContiguous, 1.0f, 2.0f);
+          TestMatrix C(M, N);
+          A(row, 4) = kHuge;  // row `row` of C overflows
+          CHECK_ERROR(attnkit::MatMul(A, B, C), Err(attnkit::ErrorCode::kOverflow).Name("A"));
+          CHECK_ERROR(attnkit::MatMul(A, B, C, attnkit::FiniteInputs{}),
+                      Err(attnkit::ErrorCode::kOverflow).Name("A"));
+          A(row, 4) = 1.0f;
+          B(4, col) = kHuge;  // column `col` of C overflows
+          CHECK_ERROR(attnkit::MatMul(A, B, C, attnkit::FiniteInputs{}),
+                      Err(attnkit::ErrorCode::kOverflow).Name("A"));
+          TestMatrix Bt(N, K), At(K, M);
+          for (size_t k = 0; k < K; ++k) {
+            for (size_t j = 0; j < N; ++j) Bt(j, k) = B(k, j);
+            for (size_t i = 0; i < M; ++i) At(k, i) = A(i, k);
+          }
+          CHECK_ERROR(attnkit::MatMulTransposed(A, Bt, C, attnkit::FiniteInputs{}),
+                      Err(attnkit::ErrorCode::kOverflow).Name("A"));
+          CHECK_ERROR(attnkit::MatMulTransposedA(At, B, C, attnkit::FiniteInputs{}),
+                      Err(attnkit::ErrorCode::kOverflow).Name("A"));
+          B(4, col) = kNaN;
+          CHECK_ERROR(attnkit::MatMul(A, B, C, attnkit::FiniteInputs{}),
+                      Err(attnkit::ErrorCode::kOverflow).Name("A"));
+          B(4, col) = 1.0f;
+          At(4, row) = -kInf;
+          CHECK_ERROR(attnkit::MatMulTransposedA(At, B, C, attnkit::FiniteInputs{}),
+                      Err(attnkit::ErrorCode::kOverflow).Name("A"));
+          At(4, row) = 1.0f;
+          REQUIRE_OK(attnkit::MatMulTransposedA(At, B, C, attnkit::FiniteInputs{}));
+        }
+      }
     }
   });
 }

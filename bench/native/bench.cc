@@ -34,8 +34,11 @@
 #include "src/core/attnkit.h"
 
 namespace attnkit_bench {
-// GFLOP/s of `iterations` x 16 FMAs (bench/native/peak.cc).
+// GFLOP/s of `iterations` x 16 FMAs (bench/native/peak.cc): over the wall time
+// at the widest vector of the best target; over this thread's CPU time at a
+// width of `bits` (0: the widest; 0 GFLOP/s if the CPU has no such vector).
 double FmaPeakGflops(size_t iterations);
+double FmaPeakCpuGflops(size_t iterations, size_t bits);
 }  // namespace attnkit_bench
 
 namespace {
@@ -424,6 +427,24 @@ bool ReadFloats(const std::string& path, size_t n, std::vector<float>* v) {
   return static_cast<bool>(in.read(reinterpret_cast<char*>(v->data()), n * sizeof(float)));
 }
 
+// The vector width of a Highway target in bits (AVX3*: 512, AVX2: 256, the
+// 128-bit targets: 128, scalar: 32).
+size_t TargetBits(int64_t target) {
+  const std::string name = attnkit::targets::Name(target);
+  if (name.rfind("AVX3", 0) == 0) return 512;
+  if (name == "AVX2") return 256;
+  if (name == "SCALAR") return 32;
+  return 128;
+}
+
+// attnkit_bench --list-targets: each Highway target attnkit can dispatch to on
+// this CPU, best first, one "NAME BITS" line each.
+int ListTargets() {
+  for (const int64_t t : attnkit::targets::Available())
+    std::cout << attnkit::targets::Name(t) << " " << TargetBits(t) << std::endl;
+  return 0;
+}
+
 // CPU time of the calling thread, in milliseconds.
 double CpuMilliseconds() {
   timespec t;
@@ -446,14 +467,35 @@ double CpuMilliseconds() {
 //                      milliseconds per call, wall-clock then CPU time of this
 //                      thread, where the calls run (below the wall time when it
 //                      was not running)
-//   peak               answers the FMA peak in GFLOP/s, measured now (~20 ms),
-//                      so that a share of the peak can come from the same round
-//   info               answers the Highway target attnkit dispatches to
-int Serve() {
+//   peak [BITS]        answers the FMA peak in GFLOP/s over this thread's CPU
+//                      time, measured now (~20 ms) at BITS (default: the width
+//                      of the target timed), so that a share of the peak of the
+//                      same width comes from the same round
+//   info               answers the Highway target attnkit dispatches to and its
+//                      vector width in bits ("AVX2 256"); with --openblas,
+//                      "OpenBLAS CORENAME BITS"
+// --serve --target NAME: every attnkit call runs on Highway target NAME (one of
+// --list-targets), forced with attnkit::targets::ForceForTest; the peak is
+// measured with dispatch restored, at NAME's width. --serve --openblas: `load`
+// runs OpenBlasHead on the shape instead of attnkit.
+int Serve(const std::string& target_name, bool openblas) {
   constexpr size_t kHeads = 8, kModel = kHeads * kD;
   std::vector<float> q, k, v, x, w[4], out;
   attnkit::KVCache cache;
   std::function<attnkit::Status()> call;
+  std::vector<float> scratch;  // OpenBlasHead's [64, T]
+  int64_t forced = 0;
+  if (!target_name.empty()) {
+    for (const int64_t t : attnkit::targets::Available())
+      if (target_name == attnkit::targets::Name(t)) forced = t;
+    if (forced == 0) {
+      std::cerr << "attnkit_bench --serve --target: " << target_name
+                << " is not a target of this build on this CPU (see --list-targets)" << std::endl;
+      return 2;
+    }
+    attnkit::targets::ForceForTest(forced);
+  }
+  const size_t bits = TargetBits(attnkit::targets::Current());
   std::string line;
   while (std::getline(std::cin, line)) {
     std::istringstream words(line);
@@ -474,12 +516,20 @@ int Serve() {
         out.assign(T * kD, 0.0f);
         attnkit::AttentionOptions options;
         options.causal = causal != 0;
-        call = [&, T, options] {
-          return attnkit::Attention(attnkit::ConstMatrixView(q.data(), T, kD),
-                                    attnkit::ConstMatrixView(k.data(), T, kD),
-                                    attnkit::ConstMatrixView(v.data(), T, kD), options,
-                                    attnkit::MatrixView(out.data(), T, kD));
-        };
+        if (openblas) {
+          scratch.assign(64 * T, 0.0f);
+          call = [&, T, options] {
+            OpenBlasHead(q.data(), k.data(), v.data(), out.data(), T, T, kD, options.causal,
+                         scratch.data());
+            return attnkit::Status();
+          };
+        } else
+          call = [&, T, options] {
+            return attnkit::Attention(attnkit::ConstMatrixView(q.data(), T, kD),
+                                      attnkit::ConstMatrixView(k.data(), T, kD),
+                                      attnkit::ConstMatrixView(v.data(), T, kD), options,
+                                      attnkit::MatrixView(out.data(), T, kD));
+          };
       } else if (command == "layer") {
         const char* names[4] = {"W_Q", "W_K", "W_V", "W_O"};
         ok = read("x", T * kModel, &x);
@@ -527,9 +577,18 @@ int Serve() {
       const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - t0;
       std::cout << ms.count() / reps << " " << (CpuMilliseconds() - cpu0) / reps << std::endl;
     } else if (command == "peak") {
-      std::cout << attnkit_bench::FmaPeakGflops(5000000) << std::endl;
+      size_t peak_bits = bits;
+      words >> peak_bits;
+      attnkit::targets::ForceForTest(0);  // the peak of that width with the best FMA code
+      const double gflops = attnkit_bench::FmaPeakCpuGflops(5000000, peak_bits);
+      attnkit::targets::ForceForTest(forced);
+      std::cout << gflops << std::endl;
     } else if (command == "info") {
-      std::cout << attnkit::targets::Name(attnkit::targets::Current()) << std::endl;
+      if (openblas)
+        std::cout << "OpenBLAS " << openblas_get_corename() << " " << bits << std::endl;
+      else
+        std::cout << attnkit::targets::Name(attnkit::targets::Current()) << " " << bits
+                  << std::endl;
     } else {
       std::cout << "error: unknown command (or nothing loaded): " << line << std::endl;
     }
@@ -593,7 +652,24 @@ int Queries(int rounds) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 2 && std::string(argv[1]) == "--serve") return Serve();
+  if (argc >= 2 && std::string(argv[1]) == "--serve") {
+    std::string target;
+    bool openblas = false;
+    for (int i = 2; i < argc; ++i) {
+      const std::string arg = argv[i];
+      if (arg == "--target" && i + 1 < argc) {
+        target = argv[++i];
+      } else if (arg == "--openblas") {
+        openblas = true;
+      } else {
+        std::cerr << "attnkit_bench --serve: unknown option " << arg
+                  << " (--target NAME, --openblas)" << std::endl;
+        return 2;
+      }
+    }
+    return Serve(target, openblas);
+  }
+  if (argc == 2 && std::string(argv[1]) == "--list-targets") return ListTargets();
   if (argc >= 2 && std::string(argv[1]) == "--queries")
     return Queries(argc >= 3 ? std::atoi(argv[2]) : 21);
   benchmark::Initialize(&argc, argv);

@@ -1,6 +1,11 @@
 // The machine's own limit, measured in the same run as the engines: FMA
-// throughput of the best Highway target on one core (16 independent
-// accumulators hide the FMA latency). Returns GFLOP/s (2 flops per lane per FMA).
+// throughput on one core (16 independent accumulators hide the FMA latency),
+// at the widest vector of the best Highway target or at a given width (512,
+// 256 or 128 bits, each run with that target's FMA instructions), so that every
+// forced target is compared with the peak of its own width. GFLOP/s count 2
+// flops per lane per FMA.
+#include <time.h>
+
 #include <chrono>
 #include <cstddef>
 
@@ -9,28 +14,57 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 
+#ifndef ATTNKIT_BENCH_PEAK_ONCE
+#define ATTNKIT_BENCH_PEAK_ONCE
+namespace attnkit_bench {
+// Seconds of CPU time of the calling thread.
+inline double ThreadCpuSeconds() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+}  // namespace attnkit_bench
+#endif
+
 HWY_BEFORE_NAMESPACE();
 namespace attnkit_bench {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-double FmaPeakT(size_t iterations) {
-  const hn::ScalableTag<float> d;
-  using V = hn::Vec<decltype(d)>;
+// acc[16] of `d`'s width: acc = acc * a + b, `iterations` times; the sixteen
+// chains are independent so that FMA latency x ports is covered on any core.
+// Returns GFLOP/s over the wall time or, with cpu_time, over this thread's CPU time.
+template <class D>
+double FmaLoop(D d, size_t iterations, bool cpu_time) {
+  using V = hn::Vec<D>;
   V acc[16];
   for (int i = 0; i < 16; ++i) acc[i] = hn::Set(d, 1.0f + i * 1e-3f);
   const V a = hn::Set(d, 0.999999f), b = hn::Set(d, 1e-7f);
+  const double cpu0 = ThreadCpuSeconds();
   const auto start = std::chrono::steady_clock::now();
   for (size_t it = 0; it < iterations; ++it) {
     for (int i = 0; i < 16; ++i) acc[i] = hn::MulAdd(acc[i], a, b);
   }
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      cpu_time ? ThreadCpuSeconds() - cpu0
+               : std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   V sum = acc[0];
   for (int i = 1; i < 16; ++i) sum = hn::Add(sum, acc[i]);
   volatile float sink = hn::GetLane(sum);
   (void)sink;
   return 2.0 * 16 * hn::Lanes(d) * static_cast<double>(iterations) / seconds * 1e-9;
+}
+
+double FmaPeakT(size_t iterations) { return FmaLoop(hn::ScalableTag<float>(), iterations, false); }
+
+// bits: 0 for the widest vector of this target; 0 GFLOP/s if this target has no
+// vector of that width.
+double FmaPeakCpuT(size_t iterations, size_t bits) {
+  const size_t widest = hn::Lanes(hn::ScalableTag<float>()) * 32;
+  if (bits == 0 || bits == widest) return FmaLoop(hn::ScalableTag<float>(), iterations, true);
+  if (bits == 256 && widest > 256) return FmaLoop(hn::CappedTag<float, 8>(), iterations, true);
+  if (bits == 128 && widest > 128) return FmaLoop(hn::CappedTag<float, 4>(), iterations, true);
+  return 0.0;
 }
 
 }  // namespace HWY_NAMESPACE
@@ -40,6 +74,10 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace attnkit_bench {
 HWY_EXPORT(FmaPeakT);
+HWY_EXPORT(FmaPeakCpuT);
 double FmaPeakGflops(size_t iterations) { return HWY_DYNAMIC_DISPATCH(FmaPeakT)(iterations); }
+double FmaPeakCpuGflops(size_t iterations, size_t bits) {
+  return HWY_DYNAMIC_DISPATCH(FmaPeakCpuT)(iterations, bits);
+}
 }  // namespace attnkit_bench
 #endif

@@ -17,12 +17,23 @@
 //
 // attnkit native takes part too, so that its ratios to onnxruntime-node come from
 // the same rounds: build/bench/attnkit_bench --serve (bench/native/bench.cc), a
-// child process that times its own calls (no pipe round trip in the figure).
-// After each of its calls, the child also measures the FMA peak (~20 ms), so
-// that its share of the peak comes from the same rounds too.
+// child process that times its own calls (no pipe round trip in the figure),
+// once as dispatched and once per other Highway target this CPU supports
+// (--serve --target NAME), and OpenBLAS's attention (--serve --openblas).
+// After each of its calls, each child also measures the FMA peak of its own
+// vector width (~20 ms), so that its share of the peak comes from the same
+// rounds too; each round also measures the SIMD128 mul + add peak in Node.
+// Every time is CPU time, beside the wall time: a child's, of its timed
+// thread; in Node, of the Node process (process.cpuUsage: onnxruntime-node
+// runs its calls on a thread of libuv's pool; every thread is pinned to the
+// one core; see cpuNow). Each result keeps its rounds (cpuMsRounds, peakRounds), in the same
+// order for every engine of a shape, for per-round ratios in bench/report.mjs.
 //
-// Usage: node --expose-gc --single-threaded-gc bench/wasm/bench.mjs [--quick] [--no-peers] [--no-memory]
-//          > bench/results/wasm.json
+// Usage: node --expose-gc --single-threaded-gc bench/wasm/bench.mjs [--quick] [--no-peers]
+//          [--no-memory] [--native-only] > bench/results/wasm.json
+//   --quick: T = 512 and 2048 (the per-target table's shapes), fewer decoding shapes;
+//   --native-only: only the native engines (attnkit per target, OpenBLAS,
+//   onnxruntime-node), no wasm or JS engine, no memory measurement
 //   (internal) node --expose-gc bench/wasm/bench.mjs --memory NAME T CAUSAL [VARIANT]
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -37,8 +48,9 @@ import { jsAttention, random } from "./plain.mjs";
 
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
+const nativeOnly = args.includes("--native-only");
 const D = 64;
-const sizes = quick ? [128, 512] : [128, 512, 2048, 8192];
+const sizes = quick ? [512, 2048] : [128, 512, 2048, 8192];
 const REFERENCE = "attnkit (wasm SIMD128)";
 const NATIVE = "attnkit (native, in Node's rounds)";
 const nativeBench = fileURLToPath(new URL("../../build/bench/attnkit_bench", import.meta.url));
@@ -159,9 +171,11 @@ function readFloats(path) {
   );
 }
 
-// attnkit native in a child process (attnkit_bench --serve): inputs and output go
-// through files, and the child reports the milliseconds per call itself.
-function nativeEngine() {
+// attnkit native in a child process (attnkit_bench --serve [serveArgs]): inputs
+// and output go through files, and the child reports the milliseconds per call
+// itself. serveArgs: [] (attnkit as dispatched), ["--target", NAME] (attnkit on
+// one Highway target), ["--openblas"] (OpenBLAS's attention, one head only).
+function nativeEngine(name = NATIVE, serveArgs = []) {
   let child = null,
     lines = null,
     dir = null;
@@ -200,19 +214,25 @@ function nativeEngine() {
     };
     return session;
   };
-  return {
-    name: NATIVE,
+  const engine = {
+    name,
     platform: "native",
     maxT: 8192,
     async load() {
       if (child) return;
       dir = mkdtempSync(join(tmpdir(), "attnkit-bench-"));
-      child = spawn(nativeBench, ["--serve"], { stdio: ["pipe", "pipe", "inherit"] });
+      child = spawn(nativeBench, ["--serve", ...serveArgs], { stdio: ["pipe", "pipe", "inherit"] });
       lines = createInterface({ input: child.stdout });
+      // "AVX2 256" or "OpenBLAS Cooperlake 512": the target and its vector width.
+      const words = (await ask("info")).split(" ");
+      engine.bits = +words.at(-1);
+      engine.target = words.slice(0, -1).join(" ");
     },
     info: async () => ({
-      kernel: `Highway target ${await ask("info")} (dynamic dispatch: the best the CPU supports)`,
-      how: "attnkit::targets::Current() in attnkit_bench --serve",
+      kernel: serveArgs.includes("--openblas")
+        ? `${engine.target} (openblas_get_corename), FMA peak of ${engine.bits}-bit vectors`
+        : `Highway target ${engine.target} (${engine.bits}-bit vectors; ${serveArgs.includes("--target") ? "forced with attnkit::targets::ForceForTest" : "dynamic dispatch: the best the CPU supports"})`,
+      how: "attnkit_bench --serve info",
     }),
     close() {
       // the child ends when its stdin does
@@ -232,11 +252,21 @@ function nativeEngine() {
       return session;
     },
     async setupWorkload(w) {
+      if (serveArgs.length) return null; // the other shapes: attnkit as dispatched only
       const files = w.kind === "layer" ? { x: w.x, ...w.weights } : { q: w.q, k: w.k, v: w.v };
       for (const [name, x] of Object.entries(files)) writeFileSync(join(dir, `${name}.f32`), x);
       return loaded(w.kind === "layer" ? `layer ${w.T} ${dir}` : `decode ${w.N} ${dir}`);
     },
   };
+  return engine;
+}
+
+// The Highway targets attnkit can dispatch to on this CPU, best first: [{ name, bits }].
+function nativeTargets() {
+  return execFileSync(nativeBench, ["--list-targets"], { encoding: "utf8" })
+    .trim()
+    .split("\n")
+    .map((line) => ({ name: line.split(" ")[0], bits: +line.split(" ")[1] }));
 }
 
 const jsEngine = {
@@ -269,20 +299,26 @@ const jsEngine = {
 };
 
 async function allEngines(withPeers) {
-  const engines = [
-    attnkitEngine(REFERENCE, true),
-    attnkitEngine("attnkit (wasm scalar)", false),
-    jsEngine,
-  ];
-  // attnkit native: built by scripts/bench.sh (CMake's build/bench).
-  if (existsSync(nativeBench)) engines.push(nativeEngine());
-  else
+  const engines = nativeOnly
+    ? []
+    : [attnkitEngine(REFERENCE, true), attnkitEngine("attnkit (wasm scalar)", false), jsEngine];
+  // attnkit native: built by scripts/bench.sh (CMake's build/bench). As
+  // dispatched, then on each other target with vectors of 128 bits or more
+  // (the dispatch's pick is the first), then OpenBLAS in the same rounds.
+  if (existsSync(nativeBench)) {
+    engines.push(nativeEngine());
+    for (const t of nativeTargets()
+      .slice(1)
+      .filter((t) => t.bits >= 128 && t.name !== "EMU128"))
+      engines.push(nativeEngine(`attnkit (native, ${t.name} forced)`, ["--target", t.name]));
+    engines.push(nativeEngine("OpenBLAS sgemm (in Node's rounds)", ["--openblas"]));
+  } else
     console.error(
       `${nativeBench} is missing (scripts/bench.sh builds it): attnkit native is not timed in Node`,
     );
   if (withPeers) {
     const { peerEngines } = await import("../peers.mjs");
-    engines.push(...peerEngines());
+    engines.push(...peerEngines().filter((e) => !nativeOnly || e.platform === "native"));
   }
   return engines;
 }
@@ -299,7 +335,20 @@ function maxDiff(a, b) {
   return m;
 }
 
-// SIMD128 mul + add throughput: the best of the loop variants and repetitions.
+// CPU time of this process in ms (every thread: onnxruntime-node runs its calls
+// on a thread of libuv's pool; all of them share the one core of the run).
+const cpuNow = () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1e3;
+};
+// Not the main thread's alone: Node has no precise per-thread CPU clock, and
+// /proc/thread-self/schedstat advances at scheduler ticks, too coarse for
+// batches of a few ms. Time on V8's and libuv's other threads is counted; a
+// round in which they ran shows as a low peak, which bench/fitness.mjs sees.
+
+// SIMD128 mul + add throughput: the best of the loop variants and repetitions;
+// best.measure() then times the best variant once more (~20 ms) over this
+// process's CPU time, for a peak in every round.
 function wasmPeak() {
   if (!existsSync(peakUrl)) return null;
   const { exports } = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(peakUrl)), {});
@@ -309,12 +358,19 @@ function wasmPeak() {
     for (let w = 0; w < 100; ++w) f(1e5, 0.999999, 1e-7); // let V8 tier up to its optimising compiler
     for (let r = 0; r < 5; ++r) {
       const iterations = 2e7;
-      const t0 = performance.now();
+      const t0 = cpuNow();
       f(iterations, 0.999999, 1e-7);
-      const gflops = (8 * n * iterations) / ((performance.now() - t0) * 1e6);
+      const gflops = (8 * n * iterations) / ((cpuNow() - t0) * 1e6);
       if (!best || gflops > best.gflops) best = { gflops, accumulators: n };
     }
   }
+  const f = exports[`muladd${best.accumulators}`],
+    iterations = Math.round((20 * best.gflops * 1e6) / (8 * best.accumulators));
+  best.measure = () => {
+    const c0 = cpuNow();
+    f(iterations, 0.999999, 1e-7);
+    return (8 * best.accumulators * iterations) / ((cpuNow() - c0) * 1e6);
+  };
   return best;
 }
 
@@ -386,7 +442,12 @@ async function memoryChild([name, Tstr, causalStr, variant]) {
 // ({ run, dispose, time?, peak?, variant? }), a promise of one, or null if the
 // engine does not run this shape. Engines slower than a minute per shape go to
 // `slow` and are not timed again.
-async function timeShape(engines, key, { flops, rounds, setup }, { results, skipped, slow }) {
+async function timeShape(
+  engines,
+  key,
+  { flops, rounds, setup },
+  { results, skipped, slow, simdPeak },
+) {
   const where = Object.entries(key)
     .map(([k, v]) => `${k}=${v}`)
     .join(" ");
@@ -413,7 +474,8 @@ async function timeShape(engines, key, { flops, rounds, setup }, { results, skip
       continue;
     }
     // Outputs are checked against attnkit SIMD before timing.
-    if (e.name === REFERENCE) want = Float32Array.from(got);
+    // (--native-only: against the first engine, attnkit native as dispatched.)
+    if (e.name === REFERENCE || want === null) want = Float32Array.from(got);
     const diff = maxDiff(got, want);
     const tol = ours ? 1e-4 : 1e-3;
     if (!(diff < tol)) {
@@ -440,11 +502,19 @@ async function timeShape(engines, key, { flops, rounds, setup }, { results, skip
     // functions up in the background): calls until 0.3 s have passed, at most 50.
     for (let n = 1, t0 = performance.now(); n < 50 && firstMs + performance.now() - t0 < 300; ++n)
       await s.run();
-    active.push({ e, s, times: [], peaks: [], cpuShares: [], diff });
+    active.push({ e, s, times: [], cpuTimes: [], peaks: [], cpuShares: [], diff });
   }
+  // The SIMD128 peak, measured in every round (in the rotation) for the wasm
+  // engines' shares of it; the native children measure their own.
+  const simdPeaks = [];
+  const slots = active.length + (simdPeak && active.some((a) => a.e.platform === "wasm") ? 1 : 0);
   for (let r = 0; r < rounds; ++r) {
-    for (let i = 0; i < active.length; ++i) {
-      const a = active[(i + r) % active.length];
+    for (let i = 0; i < slots; ++i) {
+      if ((i + r) % slots === active.length) {
+        simdPeaks.push(simdPeak.measure());
+        continue;
+      }
+      const a = active[(i + r) % slots];
       const reps = Math.max(1, Math.round(2e8 / flops));
       // Garbage of the engines before, collected now on this thread (Node runs
       // with --expose-gc --single-threaded-gc): V8's background GC threads
@@ -457,31 +527,44 @@ async function timeShape(engines, key, { flops, rounds, setup }, { results, skip
       if (a.s.time) {
         // an engine that times itself (attnkit native, out of process)
         a.times.push(await a.s.time(reps));
-        if (a.s.cpuMs !== undefined) a.cpuShares.push(a.s.cpuMs / a.times.at(-1));
-        // The FMA peak right after, for its share of the peak in this round.
+        if (a.s.cpuMs !== undefined) {
+          a.cpuTimes.push(a.s.cpuMs);
+          a.cpuShares.push(a.s.cpuMs / a.times.at(-1));
+        }
+        // The FMA peak of its width right after, for its share of the peak in this round.
         if (a.s.peak) a.peaks.push(await a.s.peak());
         continue;
       }
-      const t0 = performance.now();
+      const c0 = cpuNow(),
+        t0 = performance.now();
       for (let j = 0; j < reps; ++j) await a.s.run();
       a.times.push((performance.now() - t0) / reps);
+      a.cpuTimes.push((cpuNow() - c0) / reps);
     }
   }
   for (const a of active) {
-    const ms = median(a.times);
+    // CPU time where there is one (every engine here), else the wall time.
+    const cpu = a.cpuTimes.length === a.times.length ? a.cpuTimes : a.times;
+    const ms = median(cpu);
+    const peaks = a.peaks.length ? a.peaks : a.e.platform === "wasm" ? simdPeaks : [];
     results.push({
       engine: a.e.name,
       platform: a.e.platform,
       ...key,
       ms,
+      wallMs: median(a.times),
       gflops: flops / (ms * 1e6),
       msRounds: a.times.map((t) => +t.toPrecision(4)),
+      cpuMsRounds: cpu.map((t) => +t.toPrecision(4)),
       maxDiff: a.diff,
-      // Median over rounds of (GFLOP/s / the FMA peak of the same round).
-      ...(a.peaks.length
+      ...(a.e.bits ? { target: a.e.target, bits: a.e.bits } : {}),
+      // The platform's peak in each round (natively: of the engine's own vector
+      // width, right after it; wasm: the SIMD128 peak) and the median over
+      // rounds of (GFLOP/s / the peak of the same round).
+      ...(peaks.length === cpu.length
         ? {
-            peakShare: median(a.times.map((t, i) => flops / (t * 1e6) / a.peaks[i])),
-            peakRounds: a.peaks.map((g) => +g.toPrecision(4)),
+            peakShare: median(cpu.map((t, i) => flops / (t * 1e6) / peaks[i])),
+            peakRounds: peaks.map((g) => +g.toPrecision(4)),
           }
         : {}),
       // Median share of the core the child had while timed (CPU / wall time).
@@ -527,6 +610,7 @@ async function main() {
   const results = [];
   const skipped = [];
   const slow = new Set(); // engines that took > 60 s per shape: not run at larger shapes
+  const simdPeak = peakBefore;
   for (const causal of [false, true]) {
     for (const T of sizes) {
       const q = random(T * D, 1),
@@ -540,7 +624,7 @@ async function main() {
           rounds: T >= 8192 ? 5 : T >= 2048 ? 7 : 15,
           setup: (e) => (T > e.maxT ? null : e.setup(T, causal, q, k, v)),
         },
-        { results, skipped, slow },
+        { results, skipped, slow, simdPeak },
       );
     }
   }
@@ -555,7 +639,7 @@ async function main() {
         rounds: w.rounds,
         setup: (e) => e.setupWorkload?.(w) ?? null,
       },
-      { results, skipped, slow },
+      { results, skipped, slow, simdPeak },
     );
   }
   for (const e of engines) e.close?.();
@@ -566,7 +650,7 @@ async function main() {
     console.error(`wasm SIMD128 mul+add peak: ${wasmPeakResult.gflops.toFixed(1)} GFLOP/s`);
 
   const memoryOnly = [];
-  if (!args.includes("--no-memory")) {
+  if (!args.includes("--no-memory") && !nativeOnly) {
     const self = fileURLToPath(import.meta.url);
     const measure = (engine, T, causal, variant) => {
       try {
@@ -603,7 +687,19 @@ async function main() {
   }
   console.log(
     JSON.stringify(
-      { d: D, wasmPeak: wasmPeakResult, engines: engineInfo, skipped, memoryOnly, results },
+      {
+        d: D,
+        quick,
+        nativeOnly,
+        wasmPeak: wasmPeakResult && {
+          gflops: wasmPeakResult.gflops,
+          accumulators: wasmPeakResult.accumulators,
+        },
+        engines: engineInfo,
+        skipped,
+        memoryOnly,
+        results,
+      },
       null,
       2,
     ),

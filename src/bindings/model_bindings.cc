@@ -14,6 +14,7 @@
 #include "src/core/thread_pool.h"
 #include "src/model/model.h"
 #include "src/model/tasks.h"
+#include "src/model/text.h"
 
 namespace attnkit {
 namespace bindings {
@@ -96,11 +97,38 @@ uintptr_t ModelCreate(uintptr_t args) {
   return reinterpret_cast<uintptr_t>(h.release());
 }
 // The weights file at [data, data + size); 0 on error.
+// A vocabulary, when the file has one, must be a tokenizer's (text.h).
 uintptr_t ModelImport(uintptr_t data, uint32_t size) {
   auto h = std::make_unique<ModelHandle>();
   if (Report(model::ImportWeights(reinterpret_cast<const uint8_t*>(data), size, &h->model)) != 0)
     return 0;
+  if (!h->model.vocabulary().empty()) {
+    model::Tokenizer tokenizer;
+    if (Report(tokenizer.FromVocabulary(h->model.vocabulary(), "weights")) != 0) return 0;
+  }
   return reinterpret_cast<uintptr_t>(h.release());
+}
+// Gives the model a tokenizer's vocabulary ([address, count] code points),
+// count == vocab_size.
+int ModelSetVocabulary(uintptr_t h, uintptr_t data, uint32_t count) {
+  Model& m = AsModel(h)->model;
+  const uint32_t* p = reinterpret_cast<const uint32_t*>(data);
+  std::vector<uint32_t> vocabulary(p, p + count);
+  model::Tokenizer tokenizer;
+  if (Report(tokenizer.FromVocabulary(vocabulary)) != 0) return 1;
+  if (count != m.config().vocab_size) {
+    return Report(Status(ErrorCode::kShapeMismatch, "vocabulary",
+                         "expected " + std::to_string(m.config().vocab_size) +
+                             " characters (config.vocabSize), got " + std::to_string(count)));
+  }
+  m.set_vocabulary(std::move(vocabulary));
+  return 0;
+}
+// Writes [address, count] of the model's vocabulary (count 0: none).
+void ModelVocabulary(uintptr_t h, uintptr_t out) {
+  const std::vector<uint32_t>& v = AsModel(h)->model.vocabulary();
+  Words(out)[0] = reinterpret_cast<uintptr_t>(v.data());
+  Words(out)[1] = v.size();
 }
 void ModelFree(uintptr_t h) { delete AsModel(h); }
 // Writes the resolved config (model::ConfigToWords) and the parameter count.
@@ -221,7 +249,7 @@ void ModelInspectLayer(uintptr_t h, uint32_t layer, uintptr_t out) {
 void ModelInspectClear(uintptr_t h) { AsModel(h)->inspection = Inspection(); }
 
 // [learning_rate, beta1, beta2, epsilon, weight_decay (f32), warmup_steps,
-//  clip_norm (f32)]; 0 on error.
+//  clip_norm (f32), decay_steps, min_learning_rate (f32)]; 0 on error.
 uintptr_t TrainerCreate(uintptr_t model, uintptr_t args) {
   const uint32_t* w = Words(args);
   AdamWConfig c;
@@ -232,6 +260,8 @@ uintptr_t TrainerCreate(uintptr_t model, uintptr_t args) {
   c.weight_decay = AsFloat(w[4]);
   c.warmup_steps = w[5];
   c.clip_norm = AsFloat(w[6]);
+  c.decay_steps = w[7];
+  c.min_learning_rate = AsFloat(w[8]);
   auto t = std::make_unique<TrainerHandle>();
   if (Report(t->adam.Init(c, AsModel(model)->model.params())) != 0) return 0;
   return reinterpret_cast<uintptr_t>(t.release());
@@ -288,6 +318,9 @@ int TaskInfo(uintptr_t args) {
 }
 
 }  // namespace
+
+model::Model* ModelOf(uintptr_t handle) { return &AsModel(handle)->model; }
+
 }  // namespace bindings
 }  // namespace attnkit
 
@@ -297,6 +330,8 @@ EMSCRIPTEN_BINDINGS(attnkit_model) {
   function("modelCreate", &ModelCreate);
   function("modelImport", &ModelImport);
   function("modelFree", &ModelFree);
+  function("modelSetVocabulary", &ModelSetVocabulary);
+  function("modelVocabulary", &ModelVocabulary);
   function("modelInfo", &ModelInfo);
   function("modelExport", &ModelExport);
   function("modelForward", &ModelForward);

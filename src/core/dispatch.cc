@@ -30,23 +30,25 @@ bool RunAttentionJobT(const internal::AttentionJob& job, const internal::Attenti
 }
 
 // C = A B, with B packed in panels first if there is room for it (`packed`).
+// The register tiles check C's finiteness as they store it.
 bool MatMulT(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) {
-  if (packed) {
-    MatMulPanels(A, PackPanels(B, packed), C);
-  } else {
-    MatMul(A, B, C);
-  }
-  return AllFinite(C);
+  if (packed) return MatMulPanels(A, PackPanels(B, packed), C);
+  return MatMul(A, B, C);
 }
 
 // C = A B^T, with B^T packed in panels first if there is room for it.
 bool MatMulTransposedT(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) {
-  if (packed) {
-    MatMulPanels(A, PackPanelsTransposed(B, packed), C);
-  } else {
-    MatMulTransposed(A, B, C);
-  }
+  if (packed) return MatMulPanels(A, PackPanelsTransposed(B, packed), C);
+  MatMulTransposed(A, B, C);
   return AllFinite(C);
+}
+
+// C [M, N] = A^T B for A [K, M], B [K, N]: the register tiles read A^T in
+// place (GemmATransposed), B packed in panels first if there is room for it.
+bool MatMulTransposedAT(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) {
+  const ConstMatrixView At(A.data, A.cols, A.rows, A.stride);
+  if (packed) return MatMulPanels<GemmATransposed>(At, PackPanels(B, packed), C);
+  return MatMul<false, GemmATransposed>(At, B, C);
 }
 
 bool ScaleScoresT(MatrixView x, float scale, float softcap, MatrixView slope) {
@@ -75,6 +77,7 @@ namespace attnkit {
 HWY_EXPORT(RunAttentionJobT);
 HWY_EXPORT(MatMulT);
 HWY_EXPORT(MatMulTransposedT);
+HWY_EXPORT(MatMulTransposedAT);
 HWY_EXPORT(ScaleScoresT);
 HWY_EXPORT(SoftmaxRowsT);
 HWY_EXPORT(AllFiniteT);
@@ -102,6 +105,9 @@ bool RunMatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed
 }
 bool RunMatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) {
   return ATTNKIT_DISPATCH(MatMulTransposedT)(A, B, C, packed);
+}
+bool RunMatMulTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) {
+  return ATTNKIT_DISPATCH(MatMulTransposedAT)(A, B, C, packed);
 }
 bool RunScaleScores(MatrixView x, float scale, float softcap, MatrixView slope) {
   return ATTNKIT_DISPATCH(ScaleScoresT)(x, scale, softcap, slope);

@@ -104,9 +104,11 @@ inline void ParallelFor(ThreadPool* pool, size_t n, const Fn& fn) {
 // RunMatMul: C = A B; `packed` is room for B in panels ([K, N] rounded up to
 // kMaxPanel columns, plan.h), or null to read B in place (fewer than
 // kPackMinRows rows). RunMatMulTransposed: C = A B^T, `packed` room for B^T
-// likewise ([K, N] for B [N, K]), or null.
+// likewise ([K, N] for B [N, K]), or null. RunMatMulTransposedA: C = A^T B
+// for A [K, M] read in place, `packed` room for B in panels as RunMatMul's.
 bool RunMatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed);
 bool RunMatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed);
+bool RunMatMulTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed);
 // RunScaleScores: x = ScaleSoftcap(x); with `slope` (not empty, shaped as x),
 // also the softcap's slope 1 - tanh^2 that the backward keeps.
 bool RunScaleScores(MatrixView x, float scale, float softcap, MatrixView slope = MatrixView());

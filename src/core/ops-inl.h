@@ -457,6 +457,10 @@ struct GemmA {
   static constexpr size_t kRow = kRowStep, kCol = kColStep;
 };
 using GemmARows = GemmA<0, 1>;  // row-major, rows A.stride apart
+// A^T read in place: the view A [M, K] is the transpose of a row-major [K, M]
+// matrix, element (i, k) at A.data[i + k * A.stride] (kColStep 0: A.stride,
+// known at run time). C = A^T B then needs no transposed copy of A.
+using GemmATransposed = GemmA<1, 0>;
 
 // One register tile of C = A B (or C += A B with kAccumulate):
 // C rows [i, i + kRows), columns [j, j + kCols * Lanes(d)), from A [M, K]
@@ -464,9 +468,11 @@ using GemmARows = GemmA<0, 1>;  // row-major, rows A.stride apart
 // at b [K, kCols * Lanes(d)], rows `stride` floats apart. The kRows x kCols
 // accumulators stay in registers for the whole K loop: per k, kCols loads of
 // B and kRows broadcasts of A feed kRows * kCols FMAs. 4 x 2 fits the 16
-// registers of SSE4/AVX2 and the WASM target.
+// registers of SSE4/AVX2 and the WASM target. Returns true if every value
+// stored is finite: checked on the accumulators before they are stored (adds,
+// off the FMA ports), so that a product needs no second pass over C.
 template <size_t kRows, size_t kCols, bool kAccumulate, class Layout, class D>
-HWY_INLINE void GemmTile(D d, ConstMatrixView A, const float* HWY_RESTRICT b, size_t stride,
+HWY_INLINE bool GemmTile(D d, ConstMatrixView A, const float* HWY_RESTRICT b, size_t stride,
                          MatrixView C, size_t i, size_t j) {
   using V = hn::Vec<D>;
   const size_t N = hn::Lanes(d);
@@ -479,7 +485,8 @@ HWY_INLINE void GemmTile(D d, ConstMatrixView A, const float* HWY_RESTRICT b, si
   // One pointer per row, or with the layout known at compile time one for all.
   constexpr bool kOnePointer = Layout::kRow != 0;
   constexpr size_t kPointers = kOnePointer ? 1 : kRows;
-  constexpr size_t kAdvance = kOnePointer ? Layout::kCol : 1;  // per k step
+  const size_t col_step = Layout::kCol != 0 ? Layout::kCol : A.stride;  // see GemmATransposed
+  const size_t advance = kOnePointer ? col_step : 1;                    // per k step
   const float* a[kPointers];
   for (size_t r = 0; r < kPointers; ++r) {
     a[r] = kOnePointer ? A.data + i * Layout::kRow : A.Row(i + r);
@@ -490,13 +497,13 @@ HWY_INLINE void GemmTile(D d, ConstMatrixView A, const float* HWY_RESTRICT b, si
     V bv[kCols];
     for (size_t c = 0; c < kCols; ++c) bv[c] = hn::LoadU(d, brow + c * N);
     for (size_t r = 0; r < kRows; ++r) {
-      const V av = hn::Set(d, kOnePointer ? a[0][r * Layout::kRow + u * Layout::kCol] : a[r][u]);
+      const V av = hn::Set(d, kOnePointer ? a[0][r * Layout::kRow + u * col_step] : a[r][u]);
       for (size_t c = 0; c < kCols; ++c) acc[r][c] = hn::MulAdd(av, bv[c], acc[r][c]);
     }
   };
   constexpr size_t kUnroll = kGemmUnroll;
   // The loop ends on a[0]: no counter of its own.
-  const float* const a_end = a[0] + A.cols / kUnroll * kUnroll * kAdvance;
+  const float* const a_end = a[0] + A.cols / kUnroll * kUnroll * advance;
   while (a[0] != a_end) {
     step(0, b);
     if constexpr (kUnroll > 1) {
@@ -504,56 +511,65 @@ HWY_INLINE void GemmTile(D d, ConstMatrixView A, const float* HWY_RESTRICT b, si
       step(2, b + 2 * stride);
       step(3, b + 3 * stride);
     }
-    for (size_t r = 0; r < kPointers; ++r) a[r] += kUnroll * kAdvance;
+    for (size_t r = 0; r < kPointers; ++r) a[r] += kUnroll * advance;
     b += kUnroll * stride;
   }
   for (size_t k = A.cols / kUnroll * kUnroll; k < A.cols; ++k) {
     step(0, b);
-    for (size_t r = 0; r < kPointers; ++r) a[r] += kAdvance;
+    for (size_t r = 0; r < kPointers; ++r) a[r] += advance;
     b += stride;
   }
+  // acc - acc is 0 for finite values and NaN for +-inf and NaN.
+  V sum = hn::Zero(d);
   for (size_t r = 0; r < kRows; ++r) {
-    for (size_t c = 0; c < kCols; ++c) hn::StoreU(acc[r][c], d, C.Row(i + r) + j + c * N);
+    for (size_t c = 0; c < kCols; ++c) {
+      sum = hn::Add(sum, hn::Sub(acc[r][c], acc[r][c]));
+      hn::StoreU(acc[r][c], d, C.Row(i + r) + j + c * N);
+    }
   }
+  return hn::AllTrue(d, hn::Eq(sum, hn::Zero(d)));
 }
 
 // C rows [i, i + kRows) = (or +=) A rows [i, i + kRows) B, all columns, B
 // [K, C.cols] in panels: panel by panel, tiles of two vectors, then one, then
-// 8 and 4 lanes (targets with wider vectors), then single lanes.
+// 8 and 4 lanes (targets with wider vectors), then single lanes. Returns true
+// if every value stored is finite.
 template <size_t kRows, bool kAccumulate, class Layout>
-HWY_INLINE void GemmRowsInline(ConstMatrixView A, const PanelView& B, MatrixView C, size_t i) {
+HWY_INLINE bool GemmRowsInline(ConstMatrixView A, const PanelView& B, MatrixView C, size_t i) {
   const DF d;
   const DF1 d1;
   const size_t N = hn::Lanes(d);
   const float* panel = B.data;
+  bool finite = true;
   for (size_t j0 = 0; j0 < C.cols; panel += B.panel_stride) {
     const size_t w = std::min(B.width, C.cols - j0);
     size_t j = 0;
     for (; j + 2 * N <= w; j += 2 * N) {
-      GemmTile<kRows, 2, kAccumulate, Layout>(d, A, panel + j, B.stride, C, i, j0 + j);
+      finite &= GemmTile<kRows, 2, kAccumulate, Layout>(d, A, panel + j, B.stride, C, i, j0 + j);
     }
     for (; j + N <= w; j += N) {
-      GemmTile<kRows, 1, kAccumulate, Layout>(d, A, panel + j, B.stride, C, i, j0 + j);
+      finite &= GemmTile<kRows, 1, kAccumulate, Layout>(d, A, panel + j, B.stride, C, i, j0 + j);
     }
     // Narrower vectors for the rest (e.g. d_v = 8 with AVX-512): single lanes
     // would take a pass over A per column.
     if constexpr (HWY_LANES(float) > 8) {
       const hn::CappedTag<float, 8> d8;
       for (; j + 8 <= w; j += 8) {
-        GemmTile<kRows, 1, kAccumulate, Layout>(d8, A, panel + j, B.stride, C, i, j0 + j);
+        finite &= GemmTile<kRows, 1, kAccumulate, Layout>(d8, A, panel + j, B.stride, C, i, j0 + j);
       }
     }
     if constexpr (HWY_LANES(float) > 4) {
       const hn::CappedTag<float, 4> d4;
       for (; j + 4 <= w; j += 4) {
-        GemmTile<kRows, 1, kAccumulate, Layout>(d4, A, panel + j, B.stride, C, i, j0 + j);
+        finite &= GemmTile<kRows, 1, kAccumulate, Layout>(d4, A, panel + j, B.stride, C, i, j0 + j);
       }
     }
     for (; j < w; ++j) {
-      GemmTile<kRows, 1, kAccumulate, Layout>(d1, A, panel + j, B.stride, C, i, j0 + j);
+      finite &= GemmTile<kRows, 1, kAccumulate, Layout>(d1, A, panel + j, B.stride, C, i, j0 + j);
     }
     j0 += w;
   }
+  return finite;
 }
 
 #if HWY_TARGET == HWY_WASM
@@ -571,27 +587,25 @@ HWY_INLINE void GemmRowsInline(ConstMatrixView A, const PanelView& B, MatrixView
 // does not), so storing and accumulating calls share this one: C = A B with A
 // read as StoreA says, or C += A B with A read as AccumulateA says (see GemmA).
 template <size_t kRows, class StoreA, class AccumulateA>
-HWY_NOINLINE void GemmRowsOutOfLine(bool accumulate, ConstMatrixView A, const PanelView& B,
+HWY_NOINLINE bool GemmRowsOutOfLine(bool accumulate, ConstMatrixView A, const PanelView& B,
                                     MatrixView C, size_t i) {
-  if (accumulate) {
-    GemmRowsInline<kRows, true, AccumulateA>(A, B, C, i);
-  } else {
-    GemmRowsInline<kRows, false, StoreA>(A, B, C, i);
-  }
+  if (accumulate) return GemmRowsInline<kRows, true, AccumulateA>(A, B, C, i);
+  return GemmRowsInline<kRows, false, StoreA>(A, B, C, i);
 }
 #endif
 
 // C rows [i, i + kRows) = A rows [i, i + kRows) B (StoreA's layout), or +=
 // (kAccumulate, AccumulateA's layout); GemmRowsInline, called out of line in
 // WebAssembly (see above): callers that store and accumulate name the same
-// pair of layouts, so that they share one function.
+// pair of layouts, so that they share one function. Returns true if every
+// value stored is finite.
 template <size_t kRows, bool kAccumulate, class StoreA = GemmARows, class AccumulateA = GemmARows>
-HWY_INLINE void GemmRows(ConstMatrixView A, const PanelView& B, MatrixView C, size_t i) {
+HWY_INLINE bool GemmRows(ConstMatrixView A, const PanelView& B, MatrixView C, size_t i) {
 #if HWY_TARGET == HWY_WASM
-  GemmRowsOutOfLine<kRows, StoreA, AccumulateA>(kAccumulate, A, B, C, i);
+  return GemmRowsOutOfLine<kRows, StoreA, AccumulateA>(kAccumulate, A, B, C, i);
 #else
   using Layout = std::conditional_t<kAccumulate, AccumulateA, StoreA>;
-  GemmRowsInline<kRows, kAccumulate, Layout>(A, B, C, i);
+  return GemmRowsInline<kRows, kAccumulate, Layout>(A, B, C, i);
 #endif
 }
 
@@ -604,38 +618,44 @@ constexpr size_t kGemmRows = 4;
 #endif
 
 // C [M, N] = A [M, K] B [K, N] (or C += A B with kAccumulate), kGemmRows rows
+// C [M, N] = A [M, K] B [K, N] (or C += A B with kAccumulate), kGemmRows rows
 // at a time, A read as StoreA (AccumulateA) says (see GemmA: the backward
-// reads P and dS transposed), B in panels. C must not alias A or B. Operands
-// padded to whole vectors (the backward's) take no single-lane column tail.
+// reads P and dS transposed, MatMulTransposedA reads A^T in place), B in
+// panels. C must not alias A or B. Operands padded to whole vectors (the
+// backward's) take no single-lane column tail. Returns true if every value of
+// C is finite.
 template <bool kAccumulate = false, class StoreA = GemmARows, class AccumulateA = GemmARows>
-HWY_INLINE void MatMul(ConstMatrixView A, const PanelView& B, MatrixView C) {
+HWY_INLINE bool MatMul(ConstMatrixView A, const PanelView& B, MatrixView C) {
+  bool finite = true;
   size_t i = 0;
   for (; i + kGemmRows <= A.rows; i += kGemmRows) {
-    GemmRows<kGemmRows, kAccumulate, StoreA, AccumulateA>(A, B, C, i);
+    finite &= GemmRows<kGemmRows, kAccumulate, StoreA, AccumulateA>(A, B, C, i);
   }
   if (kGemmRows > 4 && i + 4 <= A.rows) {
-    GemmRows<4, kAccumulate, StoreA, AccumulateA>(A, B, C, i);
+    finite &= GemmRows<4, kAccumulate, StoreA, AccumulateA>(A, B, C, i);
     i += 4;
   }
   switch (A.rows - i) {
     case 3:
-      GemmRows<3, kAccumulate, StoreA, AccumulateA>(A, B, C, i);
+      finite &= GemmRows<3, kAccumulate, StoreA, AccumulateA>(A, B, C, i);
       break;
     case 2:
-      GemmRows<2, kAccumulate, StoreA, AccumulateA>(A, B, C, i);
+      finite &= GemmRows<2, kAccumulate, StoreA, AccumulateA>(A, B, C, i);
       break;
     case 1:
-      GemmRows<1, kAccumulate, StoreA, AccumulateA>(A, B, C, i);
+      finite &= GemmRows<1, kAccumulate, StoreA, AccumulateA>(A, B, C, i);
       break;
     default:
       break;
   }
+  return finite;
 }
 
-// C [M, N] = A [M, K] B [K, N] (or +=), B row-major.
-template <bool kAccumulate = false>
-HWY_INLINE void MatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
-  MatMul<kAccumulate>(A, PanelView::Whole(B), C);
+// C [M, N] = A [M, K] B [K, N] (or +=), B row-major, A read as Layout says.
+// Returns true if every value of C is finite.
+template <bool kAccumulate = false, class Layout = GemmARows>
+HWY_INLINE bool MatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
+  return MatMul<kAccumulate, Layout, Layout>(A, PanelView::Whole(B), C);
 }
 
 // The panel width of PackPanels: two vectors, the width of a GEMM register tile.
@@ -729,15 +749,20 @@ HWY_INLINE void PackTransposed(ConstMatrixView src, float scale, size_t kb,
   }
 }
 
-// C [M, N] = A [M, K] B with B [K, N] in panels (see PackPanels). Panel by
-// panel, so that one panel [K, W] stays in cache for all the rows of A; the
-// sums are those of MatMul, in the same order.
-HWY_INLINE void MatMulPanels(ConstMatrixView A, const PanelView& B, MatrixView C) {
+// C [M, N] = A [M, K] B with B [K, N] in panels (see PackPanels), A read as
+// Layout says. Panel by panel, so that one panel [K, W] stays in cache for all
+// the rows of A; the sums are those of MatMul, in the same order. Returns true
+// if every value of C is finite.
+template <class Layout = GemmARows>
+HWY_INLINE bool MatMulPanels(ConstMatrixView A, const PanelView& B, MatrixView C) {
+  bool finite = true;
   for (size_t j = 0; j < C.cols; j += B.width) {
     const size_t w = std::min(B.width, C.cols - j);
-    MatMul<false>(A, ConstMatrixView(B.data + j / B.width * B.panel_stride, A.cols, w, B.stride),
-                  C.Block(0, C.rows, j, w));
+    finite &= MatMul<false, Layout>(
+        A, ConstMatrixView(B.data + j / B.width * B.panel_stride, A.cols, w, B.stride),
+        C.Block(0, C.rows, j, w));
   }
+  return finite;
 }
 
 // C [M, N] = A [M, K] B^T with B [N, K]: C[i, j] = A row i . B row j.

@@ -18,6 +18,21 @@ Status MatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C);
 // C = A B^T.   A [M, K], B [N, K] -> C [M, N] (Q K^T). C must not alias A or B.
 Status MatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C);
 
+// C = A^T B.   A [K, M], B [K, N] -> C [M, N] (a weight's gradient X^T dY,
+// summed over the K rows of a batch). C must not alias A or B.
+Status MatMulTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C);
+
+// The promise of a caller whose A and B hold no NaN or inf by construction
+// (a model's own weights and activations): MatMul(A, B, C, FiniteInputs{})
+// and the two others skip their scans of A and B. Shapes and aliasing are
+// still checked, and C's finiteness too (inside the product's kernel): a NaN
+// or inf in A or B makes C non-finite, so a broken promise is reported as
+// kOverflow, never a silent NaN.
+struct FiniteInputs {};
+Status MatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C, FiniteInputs);
+Status MatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C, FiniteInputs);
+Status MatMulTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C, FiniteInputs);
+
 // In place: s -> s * scale, then if softcap > 0, s -> softcap * tanh(s / softcap).
 // x [M, N]; every value must be finite; scale finite; softcap 0 or finite > 0.
 Status ScaleScores(MatrixView x, float scale, float softcap);

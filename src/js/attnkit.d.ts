@@ -24,6 +24,12 @@ export interface Matrix {
   data: Float32Data;
   rows: number;
   cols: number;
+  /**
+   * [rows, cols], set on every result (optional so that a Matrix written by hand
+   * needs none): with `data`, what `new ort.Tensor("float32", r.data, r.shape)` and
+   * `tf.tensor(r.data, r.shape)` take.
+   */
+  shape?: [number, number];
 }
 
 /** A row-major float32 tensor of any rank (e.g. [batch, seq, heads * head_dim]). */
@@ -88,7 +94,8 @@ export type MaskTensorLike<M> =
     };
 
 /** What functions accept as a tensor: a {@link Tensor} or a {@link MatrixLike} (rank 2). */
-export type TensorLike = { readonly data: NumberArray; readonly shape: NumberArray } | MatrixLike;
+export type TensorLike =
+  { readonly data: NumberArray; readonly shape: NumberArray } | MatrixLike | ExternalTensor;
 
 /**
  * `typeof Symbol.dispose` where the consumer's lib declares it (lib
@@ -468,16 +475,17 @@ export interface KVCache extends Record<DisposeSymbol, () => void> {
 }
 
 /**
- * A model's configuration (docs/model.md): an attention-only transformer of
- * 1 to 4 layers of causal multi-head attention over a residual stream.
+ * A model's configuration (docs/model.md): 1 to 8 layers of causal multi-head
+ * attention over a residual stream; attention-only (dFF 0), or GPT blocks with
+ * an MLP of width dFF (docs/language.md).
  */
 export interface ModelConfig {
-  /** Tokens, the separator 0 included. */
+  /** Tokens (the separator 0 of the tasks, the unknown token 0 of a language model, included). */
   vocabSize: number;
   /** Positions of the position embedding: the longest sequence. */
   maxSeqLen: number;
   dModel: number;
-  /** 1 .. 4; default 1. */
+  /** 1 .. 8; default 1. */
   numLayers?: number;
   /** Default 1. */
   numHeads?: number;
@@ -485,6 +493,8 @@ export interface ModelConfig {
   numKvHeads?: number;
   /** Per-head width; 0 or absent: dModel / numHeads (which must divide). */
   dK?: number;
+  /** 0 or absent: attention-only layers; > 0: GPT blocks with an MLP of this width (needs layerNorm). */
+  dFF?: number;
   /** Pre-norm LayerNorm per layer and before the unembedding; default false. */
   layerNorm?: boolean;
   /** Scores scaled by 1/sqrt(dK); false: unscaled (the scale experiment). Default true. */
@@ -544,6 +554,11 @@ export interface CreateModelOptions {
   seed?: number | bigint | undefined;
   /** A task the model must fit: vocabulary equal, sequence within maxSeqLen. */
   task?: TaskConfig | undefined;
+  /**
+   * A language model's vocabulary (a {@link Tokenizer}'s or {@link TextDataset}'s): its
+   * length is vocabSize (which may then be left out); the weights file carries it.
+   */
+  vocabulary?: readonly string[] | undefined;
 }
 
 /** One layer's parameters (JS-owned copies); h = numHeads, g = numKvHeads. */
@@ -560,6 +575,14 @@ export interface LayerParameters {
   lnGain?: Matrix;
   /** [1, dModel], only with layerNorm. */
   lnBias?: Matrix;
+  /** [1, dModel], the MLP's LayerNorm; only with dFF > 0. */
+  ln2Gain?: Matrix;
+  /** [1, dModel], only with dFF > 0. */
+  ln2Bias?: Matrix;
+  /** [dModel, dFF], only with dFF > 0. */
+  W_1?: Matrix;
+  /** [dFF, dModel], only with dFF > 0. */
+  W_2?: Matrix;
 }
 
 /** Every parameter of a model (JS-owned copies), as {@link Model.parameters} returns them. */
@@ -631,6 +654,21 @@ export interface Model extends Record<DisposeSymbol, () => void> {
   readonly config: ResolvedModelConfig;
   /** Floats in all the weights. */
   readonly parameterCount: number;
+  /** A language model's vocabulary (token id -> character), or null. */
+  readonly vocabulary: readonly string[] | null;
+  /** A language model's tokenizer (of its vocabulary), or null. */
+  readonly tokenizer: Tokenizer | null;
+  /**
+   * A language model's text after `prompt`: `options.length` characters, each
+   * sampled through the KV cache with its logits and every layer's attention.
+   * Errors name "prompt", "options.temperature", "options.topK", "model" (no vocabulary).
+   */
+  generate(prompt: string, options?: GenerateOptions): Generated;
+  /**
+   * The same, one character per next() (for showing them as they come).
+   * Dispose it when done; the model must outlive it and not train meanwhile.
+   */
+  sampler(prompt: string, options?: SamplerOptions): Sampler;
   /** A forward pass without an update: its metrics. */
   evaluate(batch: ModelBatch): ModelMetrics;
   /**
@@ -662,7 +700,7 @@ export interface Model extends Record<DisposeSymbol, () => void> {
   dispose(): void;
 }
 
-/** AdamW with a linear warm-up; defaults as the C++ AdamWConfig. */
+/** AdamW with a linear warm-up and a cosine decay; defaults as the C++ AdamWConfig. */
 export interface TrainerOptions {
   /** Default 1e-3. */
   learningRate?: number | undefined;
@@ -678,6 +716,13 @@ export interface TrainerOptions {
   warmupSteps?: number | undefined;
   /** The gradient's global L2 norm is clipped to this (0 = off); default 1. */
   clipNorm?: number | undefined;
+  /**
+   * 0 (default): the rate stays learningRate after the warm-up; else it follows
+   * a cosine from learningRate down to minLearningRate at this step (> warmupSteps), then stays.
+   */
+  decaySteps?: number | undefined;
+  /** The cosine's floor, 0 .. learningRate; default 0. */
+  minLearningRate?: number | undefined;
 }
 
 /** Trains a model: one call into wasm per step. Call dispose() when done (the model stays). */
@@ -700,6 +745,107 @@ export interface TaskGenerator extends Record<DisposeSymbol, () => void> {
   readonly seqLen: number;
   /** The next `batch` sequences. */
   next(batch: number): TaskBatch;
+  dispose(): void;
+}
+
+/**
+ * A character tokenizer (docs/language.md): one token per Unicode code point;
+ * token 0 is the unknown token "\uFFFD", then the text's distinct characters
+ * in code point order. A plain object (nothing to dispose).
+ */
+export interface Tokenizer {
+  /** Token id -> its character; vocabulary[0] is "\uFFFD". */
+  readonly vocabulary: readonly string[];
+  readonly vocabSize: number;
+  /** 0 */
+  readonly unknownToken: number;
+  /** One token per code point; characters outside the vocabulary give 0. Errors name "text". */
+  encode(text: string): Int32Data;
+  /** The text of token ids (each in 0 .. vocabSize - 1). Errors name "tokens". */
+  decode(tokens: Int32Array | readonly number[]): string;
+}
+
+/** Options of {@link AttnkitWithModel.createTextDataset}. */
+export interface TextDatasetOptions {
+  /** The model's input length: windows are seqLen + 1 characters. */
+  seqLen: number;
+  /** The training windows' order; default 0. */
+  seed?: number | bigint | undefined;
+  /** Validation windows, evenly spread over the last tenth; default 128 (fewer if they do not fit). */
+  validationWindows?: number | undefined;
+  /** Encode with this vocabulary (e.g. a loaded model's) instead of the text's own. */
+  vocabulary?: readonly string[] | undefined;
+}
+
+/**
+ * A text as tokens: the first 9/10 for training (seeded random windows), the
+ * last 1/10 for validation (fixed windows). Call dispose() when done.
+ */
+export interface TextDataset extends Record<DisposeSymbol, () => void> {
+  readonly tokenizer: Tokenizer;
+  readonly vocabulary: readonly string[];
+  readonly vocabSize: number;
+  readonly seqLen: number;
+  readonly trainTokens: number;
+  readonly validationTokens: number;
+  readonly validationWindows: number;
+  /** `batch` windows of the training part: inputs and next-character targets. */
+  next(batch: number): TaskBatch;
+  /** Validation windows first .. first + count - 1 as one batch. */
+  validationBatch(first: number, count: number): TaskBatch;
+  /**
+   * The model's mean loss (nats per character) over every validation window, 8
+   * windows per forward pass (no more memory than training batches of 8 or more;
+   * attentionWeights() then reads the last of them).
+   * Errors name "model" (another vocabulary, or maxSeqLen below seqLen).
+   */
+  validationLoss(model: Model): number;
+  dispose(): void;
+}
+
+/** Sampling options of {@link Model.sampler}. */
+export interface SamplerOptions {
+  /** 0: argmax; > 0 divides the logits; default 1. */
+  temperature?: number | undefined;
+  /** 0 (default): every token; k: among the k likeliest. */
+  topK?: number | undefined;
+  /** The sampling's seed; default 0. */
+  seed?: number | bigint | undefined;
+}
+
+/** Options of {@link Model.generate}. */
+export interface GenerateOptions extends SamplerOptions {
+  /** Characters to generate; default 100. */
+  length?: number | undefined;
+}
+
+/** One generated character (JS-owned copies). */
+export interface GeneratedCharacter {
+  token: number;
+  character: string;
+  /** [vocabSize]: the logits it was sampled from. */
+  logits: Float32Data;
+  /**
+   * Per layer, [numHeads, context]: each head's attention over the context
+   * (the prompt and the characters so far, newest last) at the position
+   * that predicted this character.
+   */
+  weights: Tensor[];
+}
+
+/** What {@link Model.generate} returns. */
+export interface Generated {
+  /** The generated characters (without the prompt). */
+  text: string;
+  tokens: Int32Data;
+  steps: GeneratedCharacter[];
+}
+
+/** Samples a model's text one character at a time. Call dispose() when done. */
+export interface Sampler extends Record<DisposeSymbol, () => void> {
+  readonly model: Model;
+  readonly options: Readonly<{ temperature: number; topK: number }>;
+  next(): GeneratedCharacter;
   dispose(): void;
 }
 
@@ -914,7 +1060,15 @@ export interface Attnkit {
  */
 export interface AttnkitWithModel extends Attnkit {
   readonly model: true;
-  /** A new model, its weights drawn from options.seed (docs/model.md, "Initialisation"). */
+  /** A language model: vocabSize may be left out (the vocabulary's length). */
+  createModel(
+    config: Omit<ModelConfig, "vocabSize"> & { vocabSize?: number },
+    options: CreateModelOptions & { vocabulary: readonly string[] },
+  ): Model;
+  /**
+   * A new model, its weights drawn from options.seed (docs/model.md, "Initialisation").
+   * (The last overload is the one {@link Async} maps: through a worker, give vocabSize.)
+   */
   createModel(config: ModelConfig, options?: CreateModelOptions): Model;
   /** A model from a weights file; errors name `weights`. */
   loadModel(weights: Uint8Array): Model;
@@ -928,6 +1082,26 @@ export interface AttnkitWithModel extends Attnkit {
   taskSeqLen(task: TaskConfig): number;
   /** The smallest vocabulary the task needs (separator included). */
   taskMinVocab(task: TaskConfig): number;
+  /**
+   * The character tokenizer of a text (1 byte .. 8 MiB of UTF-8, at most 512
+   * distinct characters). Errors name "text".
+   */
+  createTokenizer(text: string): Tokenizer;
+  /**
+   * A text's dataset for a language model: at least 10 (seqLen + 1) characters
+   * (the last tenth holds a validation window), at most 8 MiB of UTF-8 and 512
+   * distinct characters. Errors name "text" and the options.
+   */
+  createTextDataset(text: string, options: TextDatasetOptions): TextDataset;
+  /**
+   * The losses of a text's letter-frequency models (nats per character), the reference
+   * lines of a validation loss: each character predicted by its frequency (unigram) or
+   * by the frequency of what follows the character before it (bigram), counted with
+   * add-one smoothing on the dataset's training part and scored on its validation
+   * windows (the positions of {@link TextDataset.validationLoss}). `text` is the
+   * dataset's own text. Errors name "dataset" and "text".
+   */
+  referenceLosses(dataset: TextDataset, text: string): { unigram: number; bigram: number };
 }
 
 /**
@@ -944,7 +1118,8 @@ export type ErrorCode =
   | "capacity"
   | "type"
   | "disposed"
-  | "load_failed";
+  | "load_failed"
+  | "aborted";
 
 /**
  * Every error attnkit throws. Its message names the parameter, what was expected
@@ -1012,3 +1187,144 @@ export const version: string;
 export function createAttnkit(options: LoadOptions & { model: true }): Promise<AttnkitWithModel>;
 export function createAttnkit(options?: LoadOptions): Promise<Attnkit>;
 export default createAttnkit;
+
+// ---------------------------------------------------------------------------
+// Interop: the tensors of onnxruntime and tfjs.
+
+/**
+ * An onnxruntime-web / -node Tensor (onnxruntime-common's class), float32, its data
+ * on the CPU: taken wherever a matrix or tensor is, read through `data` without a
+ * copy (the one copy is into wasm memory). Results go back as
+ * `new ort.Tensor("float32", r.data, r.shape)`.
+ */
+export interface OrtTensorLike {
+  readonly type: string;
+  readonly dims: readonly number[];
+  readonly data: unknown;
+  readonly location?: string;
+}
+
+/**
+ * A tfjs Tensor of dtype float32: read with `dataSync()` by the synchronous API (on
+ * the cpu backend the tensor's own array, no copy; GPU backends download it) and with
+ * `await tensor.data()` by the worker API. Results go back as `tf.tensor(r.data, r.shape)`.
+ */
+export interface TfTensorLike {
+  readonly shape: number[];
+  readonly dtype: string;
+  readonly isDisposed: boolean;
+  dataSync(): unknown;
+  data(): Promise<unknown>;
+}
+
+/** A tensor of another library, taken as a {@link TensorLike} (masks also take dtype "bool"). */
+export type ExternalTensor = OrtTensorLike | TfTensorLike;
+
+// ---------------------------------------------------------------------------
+// attnkit/worker: the API in a worker.
+
+/** What the worker API returns for a value of the synchronous API: held objects as proxies. */
+export type Remote<R> = R extends KVCache
+  ? AsyncKVCache
+  : R extends Trainer
+    ? AsyncTrainer
+    : R extends Model
+      ? AsyncModel
+      : R extends TextDataset
+        ? AsyncTextDataset
+        : R extends TaskGenerator
+          ? AsyncTaskGenerator
+          : R extends Sampler
+            ? AsyncSampler
+            : R extends Tokenizer
+              ? AsyncTokenizer
+              : R;
+
+/** An AbortSignal (declared by its members: the DOM lib need not be loaded). */
+export interface AbortSignalLike {
+  readonly aborted: boolean;
+  readonly reason?: unknown;
+  addEventListener(type: "abort", listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: "abort", listener: () => void): void;
+}
+
+/** Options of one call: `worker.with({ signal, transfer }).attention(Q, K, V)`. */
+export interface CallOptions {
+  /**
+   * Cancels the call while it waits in the queue: it then rejects with an
+   * AttnkitError named "AbortError" (code "aborted", parameter "options.signal",
+   * `cause` the signal's reason) and the worker serves the next call. A call that
+   * has started runs to its end (its result arrives): terminate() stops it.
+   */
+  signal?: AbortSignalLike | undefined;
+  /** As the worker's `transfer` option, for this call. */
+  transfer?: boolean | undefined;
+}
+
+/**
+ * `T`'s calls, each returning a Promise of its result (held objects as proxies),
+ * its properties as they were after the object's last call, and with().
+ */
+export type Async<T> = {
+  readonly [K in Exclude<keyof T, DisposeSymbol>]: T[K] extends (...args: infer A) => infer R
+    ? (...args: { [I in keyof A]: A[I] | Remote<A[I]> }) => Promise<Remote<R>>
+    : Remote<T[K]>;
+} & {
+  /** The same calls, each with these call options. */
+  with(options: CallOptions): Async<T>;
+};
+
+/** A KV cache held in the worker: `size` is as of its last call. */
+export type AsyncKVCache = Async<KVCache>;
+/** A model held in the worker. */
+export type AsyncModel = Async<Model>;
+/** A trainer held in the worker: `steps` is as of its last call; `model` the model's proxy. */
+export type AsyncTrainer = Async<Trainer>;
+/** A task generator held in the worker. */
+export type AsyncTaskGenerator = Async<TaskGenerator>;
+/** A text dataset held in the worker; `tokenizer` is the tokenizer's proxy. */
+export type AsyncTextDataset = Async<TextDataset>;
+/** A tokenizer held in the worker: encode and decode return Promises; its vocabulary is a copy. */
+export type AsyncTokenizer = Async<Tokenizer>;
+/** A sampler held in the worker: next() returns a Promise of the next character. */
+export type AsyncSampler = Async<Sampler>;
+
+/** The worker API's own members. */
+interface WorkerControl {
+  /**
+   * Disposes the module in the worker and ends the worker; later calls reject with
+   * code "disposed". Safe to call twice.
+   */
+  dispose(): Promise<void>;
+  /**
+   * Ends the worker now: the running call and the queued ones reject with an
+   * AbortError-like AttnkitError (code "aborted", parameter "terminate"), held
+   * objects are gone; createAttnkitWorker() again gives a new worker.
+   */
+  terminate(): void;
+}
+
+/** The module in a worker: every call of {@link Attnkit}, returning a Promise. */
+export type AsyncAttnkit = Omit<Async<Attnkit>, "dispose" | "with"> &
+  WorkerControl & { with(options: CallOptions): Omit<AsyncAttnkit, "with" | "terminate"> };
+/** The model build in a worker: {@link AttnkitWithModel}'s calls too. */
+export type AsyncAttnkitWithModel = Omit<Async<AttnkitWithModel>, "dispose" | "with"> &
+  WorkerControl & { with(options: CallOptions): Omit<AsyncAttnkitWithModel, "with" | "terminate"> };
+
+/** Options of createAttnkitWorker: the load options, and the worker's. */
+export interface WorkerOptions extends LoadOptions {
+  /**
+   * Move the inputs' ArrayBuffers to the worker instead of copying them (default
+   * false: copied, the caller's arrays untouched). Moved buffers are detached
+   * (length 0) for the caller; an `options.out` array comes back as the result's
+   * `data` over the same memory. Results always move back (no copy). tfjs tensors'
+   * data is never moved (tfjs keeps it).
+   */
+  transfer?: boolean | undefined;
+  /**
+   * The worker script (a path or URL string, or a URL): default worker-host.mjs (browsers, a module worker) or
+   * worker-host.node.cjs (Node) beside the attnkit/worker module, which bundlers
+   * that follow `new Worker(new URL(..., import.meta.url))` find.
+   */
+  workerUrl?: string | { readonly href: string } | undefined;
+}

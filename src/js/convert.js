@@ -2,6 +2,7 @@
 // {data, shape}, options) into checked, flat typed arrays, and the layout
 // changes between "bhsd" and "bshd". No attention maths here.
 import { AttnkitError, AttnkitTypeError, describe, rangeError, typeError } from "./errors.js";
+import { fromExternal } from "./interop.js";
 
 const MAX_DIM = 2 ** 31 - 1;
 /** The most elements of any matrix attnkit takes or returns (the core's limit, 1 GiB of floats). */
@@ -136,6 +137,7 @@ function isArrayLike(v) {
  * shape are read, so results go back in as inputs.
  */
 export function toMatrix(name, value) {
+  value = fromExternal(name, value); // an onnxruntime or tfjs tensor: its data and shape
   if (Array.isArray(value)) {
     const rows = value.length;
     if (rows === 0) throw rangeError(name, "at least one row", "an empty array");
@@ -197,6 +199,7 @@ export function toMatrix(name, value) {
 
 /** {data: Float32Array, shape: number[]} from a Tensor-like or Matrix-like. */
 export function toTensor(name, value) {
+  value = fromExternal(name, value);
   if (isObject(value) && !Array.isArray(value) && "shape" in value && "data" in value) {
     checkDataTypos(name, value, ["data", "shape"]);
     if (!isArrayLike(value.shape))
@@ -310,6 +313,7 @@ export function transposeHeads(data, B, H, S, D, inverse = false) {
  * (later keys masked out). `bool`: a boolean mask (Uint8Array), else additive.
  */
 export function toMaskTensor(name, value, bool) {
+  value = fromExternal(name, value, bool ? ["bool", "float32"] : ["float32"]);
   if (isObject(value) && !Array.isArray(value) && "shape" in value) {
     checkDataTypos(name, value, ["data", "shape"]);
     if (!isArrayLike(value.shape))

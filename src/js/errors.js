@@ -2,6 +2,7 @@
 // what was expected and what was given.
 
 const BRAND = Symbol.for("attnkit.error");
+const TYPE_BRAND = Symbol.for("attnkit.typeError");
 
 /** Bad values: shapes, sizes, non-finite numbers, capacity, use after dispose. */
 export class AttnkitError extends RangeError {
@@ -26,8 +27,14 @@ export class AttnkitTypeError extends TypeError {
     this.code = "type";
     this.parameter = parameter;
   }
+  // Every entry point (attnkit, attnkit/simd, attnkit/worker ...) bundles its
+  // own copy of the classes: `e instanceof AttnkitTypeError` holds across them.
+  static [Symbol.hasInstance](value) {
+    return value != null && value[TYPE_BRAND] === true;
+  }
 }
 Object.defineProperty(AttnkitTypeError.prototype, BRAND, { value: true });
+Object.defineProperty(AttnkitTypeError.prototype, TYPE_BRAND, { value: true });
 
 /** A short description of a value for messages: "string \"abc\"", "array of 3", "null". */
 export function describe(value) {
@@ -95,7 +102,12 @@ const MODEL_WORDS = [
   [/\bmax_seq_len\b/g, "maxSeqLen"],
   [/\bnum_layers\b/g, "numLayers"],
   [/\bseq_len\b/g, "seqLen"],
+  [/\bmin_learning_rate\b/g, "minLearningRate"],
   [/\blearning_rate\b/g, "learningRate"],
+  [/\bdecay_steps\b/g, "decaySteps"],
+  [/\bd_ff\b/g, "dFF"],
+  [/\btop_k\b/g, "topK"],
+  [/\bvalidation_windows\b/g, "validationWindows"],
   [/\bweight_decay\b/g, "weightDecay"],
   [/\bclip_norm\b/g, "clipNorm"],
   [/\bwarmup_steps\b/g, "warmupSteps"],

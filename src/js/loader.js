@@ -10,7 +10,7 @@
 // state: no uncaughtException / unhandledRejection handlers, no process.exit.
 import { wrap } from "./api.js";
 import { loaderVariant } from "./load-options.js";
-import { AttnkitError } from "./errors.js";
+import { AttnkitError, rangeError } from "./errors.js";
 import { simdSupported } from "./simd.js";
 
 /** The package's version (package.json), set by the build (esbuild --define). */
@@ -76,6 +76,29 @@ function checkBuild(M, build) {
   );
 }
 
+/**
+ * The error of options that pick a build the entry point does not hold (an
+ * entry point holds only some builds, so that an app's bundle holds only
+ * those), or null. Checked before the thread count is capped to the hardware:
+ * whether options load depends on the import, never on the machine.
+ */
+function missingBuild({ entry, builds }, { build, threads, model }) {
+  const wanted = model ? `${build}-model` : build;
+  if (wanted in builds) return null;
+  const holds = Object.keys(builds).join(", ");
+  const [parameter, expected, given, other] =
+    build === "threads"
+      ? ["options.threads", "1", String(threads), `"attnkit/threads" or "attnkit" for threads`]
+      : model
+        ? ["options.model", "false", "true", `"attnkit/model" or "attnkit" for the model`]
+        : ["options.model", "true", "false", `"attnkit/simd" or "attnkit" without the model`];
+  return rangeError(
+    parameter,
+    `${expected} with ${entry}, which holds the builds ${holds} only (import ${other})`,
+    given,
+  );
+}
+
 /** Stops a threads build's workers (started, or still loading). */
 function stopWorkers(M) {
   const P = M?.PThread;
@@ -88,9 +111,11 @@ function stopWorkers(M) {
 }
 
 /**
- * createAttnkit for one environment. `platform` gives:
- *   importFactory(build): a promise of the Emscripten factory of that build
- *     ("simd", "scalar", "threads", "simd-model" or "scalar-model");
+ * createAttnkit for one entry point in one environment. `platform` gives:
+ *   entry: the entry point's import specifier ("attnkit", "attnkit/simd", ...);
+ *   builds: for each build the entry point holds ("simd", "scalar", "threads",
+ *     "simd-model" or "scalar-model"), a function that returns a promise of
+ *     its Emscripten factory. A load whose options pick another build rejects;
  *   hardwareThreads(): how many threads the hardware runs at once (the cap);
  *   files(build, wasmPaths): { locateFile?, worker?: { url, parameter }, extra? }: where
  *     the build's files load from (locateFile for the factory, undefined for the
@@ -120,6 +145,8 @@ export function makeLoader(platform) {
       return Promise.reject(e); // bad options reject like a failed load
     }
     let { build, threads } = variant;
+    const missing = missingBuild(platform, variant);
+    if (missing) return Promise.reject(missing);
     // More threads than the hardware runs at once only cost memory and start-up.
     threads = Math.max(1, Math.min(threads, platform.hardwareThreads()));
     if (threads === 1 && build === "threads") build = "simd";
@@ -175,7 +202,7 @@ export function makeLoader(platform) {
       }
       (async () => {
         if (worker) await platform.checkWorker(worker);
-        const factory = await platform.importFactory(build);
+        const factory = await platform.builds[build]();
         if (failed) return;
         const ready = factory(args);
         if (worker) {

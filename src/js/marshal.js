@@ -41,6 +41,15 @@ const CORE_NAMES = {
   scores_stage: "options.scores",
 };
 /** An absent matrix argument (address 0). */
+/**
+ * A result matrix: its data, rows and cols, and shape [rows, cols], so that
+ * `new ort.Tensor("float32", r.data, r.shape)` and `tf.tensor(r.data, r.shape)`
+ * take every result as it is.
+ */
+export function matrix(data, rows, cols) {
+  return { data, rows, cols, shape: [rows, cols] };
+}
+
 export const NONE = { ptr: 0, rows: 0, cols: 0 };
 // The scratch block is given back after a call that grew it past this, so that
 // one large call does not keep its memory from later calls (KV caches).
@@ -199,9 +208,9 @@ export class Marshal {
         const n = o.rows * o.cols;
         if (o.into) {
           o.into.set(M.HEAPF32.subarray(start, start + n));
-          return { data: o.into, rows: o.rows, cols: o.cols };
+          return matrix(o.into, o.rows, o.cols);
         }
-        return { data: M.HEAPF32.slice(start, start + n), rows: o.rows, cols: o.cols };
+        return matrix(M.HEAPF32.slice(start, start + n), o.rows, o.cols);
       });
     } finally {
       this.trim();
@@ -276,10 +285,6 @@ export class Marshal {
   /** A copy of a matrix the module holds ({ptr, rows, cols}) as a JS-owned Matrix. */
   copyOut(m) {
     const start = m.ptr >> 2;
-    return {
-      data: this.M.HEAPF32.slice(start, start + m.rows * m.cols),
-      rows: m.rows,
-      cols: m.cols,
-    };
+    return matrix(this.M.HEAPF32.slice(start, start + m.rows * m.cols), m.rows, m.cols);
   }
 }

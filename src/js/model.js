@@ -1,12 +1,16 @@
-// attnkit: the model layer (src/model) in JS: a small attention-only
-// transformer, its AdamW trainer and the seeded toy tasks. Models, trainers
-// and task generators are handles on objects in wasm memory (dispose() frees
-// them, like KVCache); every result is a JS-owned copy, and no call touches
-// the DOM, so all of it runs in a Web Worker.
+// attnkit: the model layer (src/model) in JS: a small transformer
+// (attention-only, or GPT blocks with dFF), its AdamW trainer, the seeded toy
+// tasks and, through language.js, text: tokenizer, datasets and sampling.
+// Models, trainers, task generators, datasets and samplers are handles on
+// objects in wasm memory (dispose() frees them, like KVCache); every result
+// is a JS-owned copy, and no call touches the DOM, so all of it runs in a Web
+// Worker.
 import { AttnkitError, describe, rangeError, typeError } from "./errors.js";
 import { checkCount, checkKeys, isObject } from "./convert.js";
 import { bitsFloat, floatBits } from "./marshal.js";
 import { handles } from "./handles.js";
+import { languageContext, vocabularyCodePoints } from "./language.js";
+import { referenceLosses } from "./text-stats.js";
 
 export const TASK_KINDS = ["copy", "reverse", "sort", "induction", "majority"];
 // A config as the core's words (model::ConfigToWords in src/model): these
@@ -20,6 +24,7 @@ const CONFIG_WORDS = [
   "numHeads",
   "numKvHeads",
   "dK",
+  "dFF",
 ];
 const CONFIG_FLAGS = ["layerNorm", "scaleBySqrtDk"];
 const CONFIG_KEYS = [...CONFIG_WORDS, ...CONFIG_FLAGS];
@@ -45,6 +50,8 @@ const TRAINER_KEYS = [
   "weightDecay",
   "warmupSteps",
   "clipNorm",
+  "decaySteps",
+  "minLearningRate",
 ];
 // Core parameter names -> the JS names users wrote (Marshal.check falls back
 // to the attention layer's names).
@@ -56,6 +63,7 @@ const CORE_NAMES = {
   num_heads: "config.numHeads",
   num_kv_heads: "config.numKvHeads",
   d_k: "config.dK",
+  d_ff: "config.dFF",
   "task.kind": "task.kind",
   "task.length": "task.length",
   "task.vocab_size": "task.vocabSize",
@@ -70,6 +78,10 @@ const CORE_NAMES = {
   epsilon: "options.epsilon",
   weight_decay: "options.weightDecay",
   clip_norm: "options.clipNorm",
+  warmup_steps: "options.warmupSteps",
+  decay_steps: "options.decaySteps",
+  min_learning_rate: "options.minLearningRate",
+  vocabulary: "options.vocabulary",
   memory: "memory",
   weights: "weights",
   layer: "layer",
@@ -131,6 +143,7 @@ function checkModelConfig(config) {
     numHeads: size("numHeads", 1),
     numKvHeads: size("numKvHeads", 0),
     dK: size("dK", 0),
+    dFF: size("dFF", 0),
     layerNorm: checkBool("config.layerNorm", config.layerNorm, false),
     scaleBySqrtDk: checkBool("config.scaleBySqrtDk", config.scaleBySqrtDk, true),
   };
@@ -176,6 +189,10 @@ const LAYER_KEYS = {
   W_O: "W_O",
   ln_gain: "lnGain",
   ln_bias: "lnBias",
+  ln2_gain: "ln2Gain",
+  ln2_bias: "ln2Bias",
+  W_1: "W_1",
+  W_2: "W_2",
 };
 // Model.inspect's own parameters.
 const INSPECT_NAMES = { tokens: "tokens", targets: "targets" };
@@ -234,6 +251,9 @@ export const MODEL_METHODS = [
   "makeBatch",
   "taskSeqLen",
   "taskMinVocab",
+  "createTokenizer",
+  "createTextDataset",
+  "referenceLosses",
 ];
 
 /**
@@ -247,6 +267,8 @@ function modelContext(mem, module) {
     model: M.modelFree,
     trainer: M.trainerFree,
     generator: M.generatorFree,
+    dataset: M.datasetFree,
+    sampler: M.samplerFree,
   });
   return {
     M,
@@ -262,7 +284,7 @@ function modelContext(mem, module) {
     readMatrix(at) {
       const [ptr, rows, cols] = M.HEAPU32.slice(at >> 2, (at >> 2) + 3);
       const data = ptr ? M.HEAPF32.slice(ptr >> 2, (ptr >> 2) + rows * cols) : new Float32Array(0);
-      return { rows, cols, data };
+      return { rows, cols, data, shape: [rows, cols] };
     },
     /**
      * Copies a checked batch into wasm memory, runs fn(argsAddress) with its
@@ -319,7 +341,7 @@ function readInspectionLayers(ctx, handle, config, T, scored, base) {
 }
 
 /** The Model class over a model context. */
-function defineModel(ctx) {
+function defineModel(ctx, language) {
   const { M, objects } = ctx;
   const live = (model) => objects.live(model, "Model", "model");
   return class Model {
@@ -333,7 +355,32 @@ function defineModel(ctx) {
         config: { value: Object.freeze(configFromWords(w)), enumerable: true },
         parameterCount: { value: w[n], enumerable: true },
       });
+      M.modelVocabulary(handle, at);
+      const [ptr, count] = M.HEAPU32.slice(at >> 2, (at >> 2) + 2);
+      // A language model's tokenizer (its vocabulary travels in the weights file).
+      const tokenizer = count
+        ? language.tokenizerOf("weights", M.HEAPU32.slice(ptr >> 2, (ptr >> 2) + count))
+        : null;
+      Object.defineProperties(this, {
+        tokenizer: { value: tokenizer, enumerable: true },
+        vocabulary: { value: tokenizer ? tokenizer.vocabulary : null, enumerable: true },
+      });
       objects.track(this, "model", handle);
+    }
+    /**
+     * A sampler of text after `prompt` (the model's tokenizer encodes it),
+     * character by character through the KV cache: see generate.
+     */
+    sampler(prompt, options) {
+      return new language.Sampler(this, live(this), prompt, options);
+    }
+    /**
+     * `options.length` characters sampled after `prompt` (temperature 0:
+     * argmax; topK > 0: among the k likeliest), each with its logits and
+     * every layer's attention over the context.
+     */
+    generate(prompt, options) {
+      return language.generate(this, live(this), prompt, options);
     }
     /** Runs the model on a batch (no update): its metrics; attentionWeights() then reads this pass. */
     evaluate(batch) {
@@ -442,6 +489,11 @@ function checkTrainerOptions(options) {
         ? 0
         : checkCount("options.warmupSteps", o.warmupSteps, { allowZero: true }),
     clipNorm: checkNumber("options.clipNorm", o.clipNorm, 1),
+    decaySteps:
+      o.decaySteps === undefined
+        ? 0
+        : checkCount("options.decaySteps", o.decaySteps, { allowZero: true }),
+    minLearningRate: checkNumber("options.minLearningRate", o.minLearningRate, 0),
   };
 }
 
@@ -458,6 +510,8 @@ function defineTrainer(ctx) {
           ...[r.learningRate, r.beta1, r.beta2, r.epsilon, r.weightDecay].map(floatBits),
           r.warmupSteps,
           floatBits(r.clipNorm),
+          r.decaySteps,
+          floatBits(r.minLearningRate),
         ],
         at >> 2,
       );
@@ -540,7 +594,7 @@ function defineTaskGenerator(ctx) {
 
 /**
  * createModel, loadModel, createTrainer, createTaskGenerator, makeBatch,
- * taskSeqLen, taskMinVocab over the module of `mem` (its Marshal); `module`
+ * taskSeqLen, taskMinVocab, createTokenizer, createTextDataset over the module of `mem` (its Marshal); `module`
  * tells whether the module is live. A module built without the model layer
  * gets functions that throw, saying how to load one with it.
  */
@@ -561,14 +615,29 @@ export function modelMethods(mem, module) {
     );
   }
   const ctx = modelContext(mem, module);
-  const Model = defineModel(ctx);
+  const language = languageContext(ctx, seedWords);
+  const Model = defineModel(ctx, language);
   const Trainer = defineTrainer(ctx);
   const TaskGenerator = defineTaskGenerator(ctx);
   return {
     createModel(config, options) {
-      const c = checkModelConfig(config);
       if (options !== undefined)
-        checkObject("options", options, ["seed", "task"], "{seed?, task?}");
+        checkObject(
+          "options",
+          options,
+          ["seed", "task", "vocabulary"],
+          "{seed?, task?, vocabulary?}",
+        );
+      const vocabulary =
+        options?.vocabulary === undefined
+          ? null
+          : vocabularyCodePoints("options.vocabulary", options.vocabulary);
+      // A language model's vocabSize is its vocabulary's, unless given.
+      const c = checkModelConfig(
+        vocabulary && isObject(config) && config.vocabSize === undefined
+          ? { ...config, vocabSize: vocabulary.length }
+          : config,
+      );
       const seed = options?.seed === undefined ? [0, 0] : seedWords("options.seed", options.seed);
       const task = options?.task === undefined ? null : checkTask(options.task);
       const at = ctx.scratch(0, "config");
@@ -578,6 +647,16 @@ export function modelMethods(mem, module) {
       );
       const handle = M.modelCreate(at);
       if (!handle) ctx.fail();
+      if (vocabulary) {
+        const v = ctx.scratch(vocabulary.length * 4, "options.vocabulary") + ARG_BYTES;
+        M.HEAPU32.set(vocabulary, v >> 2);
+        const code = M.modelSetVocabulary(handle, v, vocabulary.length);
+        mem.trim();
+        if (code !== 0) {
+          M.modelFree(handle);
+          mem.check(code, CORE_NAMES, { model: true });
+        }
+      }
       return new Model(handle);
     },
     loadModel(bytes) {
@@ -607,5 +686,8 @@ export function modelMethods(mem, module) {
     },
     taskSeqLen: (task) => ctx.taskInfo(checkTask(task))[0],
     taskMinVocab: (task) => ctx.taskInfo(checkTask(task))[1],
+    createTokenizer: (text) => language.createTokenizer(text),
+    createTextDataset: (text, options) => new language.TextDataset(text, options),
+    referenceLosses: (dataset, text) => referenceLosses(dataset, text),
   };
 }

@@ -9,6 +9,7 @@
 #include "src/core/backward_trace.h"
 #include "src/core/multihead.h"
 #include "src/core/ops.h"
+#include "src/model/kernels.h"
 #include "src/model/random.h"
 
 namespace attnkit {
@@ -17,6 +18,11 @@ namespace {
 
 constexpr size_t kMaxSize = 1u << 16;
 constexpr float kLayerNormEpsilon = 1e-5f;
+
+// The products' inputs are the weights (finite: initialised, imported and
+// updated only when finite) and activations computed from them: the products
+// skip their scans for NaN and inf, and still report an overflow of C.
+constexpr FiniteInputs kFinite{};
 
 Status CheckSize(const char* name, size_t value, size_t min, size_t max) {
   if (value < min || value > max) {
@@ -35,70 +41,32 @@ Status Alloc(Matrix* m, size_t rows, size_t cols) {
   return Status::Ok();
 }
 
-// out = a^T [cols, rows].
-Status Transpose(ConstMatrixView a, Matrix* out) {
-  ATTNKIT_RETURN_IF_ERROR(Alloc(out, a.cols, a.rows));
-  for (size_t r = 0; r < a.rows; ++r) {
-    for (size_t c = 0; c < a.cols; ++c) (*out)(c, r) = a(r, c);
-  }
-  return Status::Ok();
+// m [rows, cols], reusing its memory when it has that shape already: for
+// outputs that are overwritten whole (the contents are not zeroed then).
+Status Shape(Matrix* m, size_t rows, size_t cols) {
+  if (m->rows() == rows && m->cols() == cols) return Status::Ok();
+  return Alloc(m, rows, cols);
 }
 
-// C = A^T B: A [N, m], B [N, n] -> C [m, n], as (A^T)(B^T)^T with the core's
-// MatMulTransposed (the core has no A^T B).
-Status MatMulTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C) {
-  Matrix At, Bt;
-  ATTNKIT_RETURN_IF_ERROR(Transpose(A, &At));
-  ATTNKIT_RETURN_IF_ERROR(Transpose(B, &Bt));
-  return MatMulTransposed(At, Bt, C);
+// dst = src, both [rows, cols] (dst may be a block of a wider matrix).
+void CopyBlock(ConstMatrixView src, MatrixView dst) {
+  for (size_t r = 0; r < src.rows; ++r) std::copy(src.Row(r), src.Row(r) + src.cols, dst.Row(r));
 }
 
-// y = (x - mean) * rstd * gain + bias per row; keeps mean and rstd [N, 1].
+// y = LayerNorm(x) with gain and bias; keeps mean and rstd [N, 1].
 Status LayerNormForward(const Matrix& x, const Matrix& gain, const Matrix& bias, Matrix* y,
                         Matrix* mean, Matrix* rstd) {
-  const size_t N = x.rows(), d = x.cols();
-  ATTNKIT_RETURN_IF_ERROR(Alloc(y, N, d));
-  ATTNKIT_RETURN_IF_ERROR(Alloc(mean, N, 1));
-  ATTNKIT_RETURN_IF_ERROR(Alloc(rstd, N, 1));
-  for (size_t r = 0; r < N; ++r) {
-    double sum = 0;
-    for (size_t c = 0; c < d; ++c) sum += x(r, c);
-    const double mu = sum / double(d);
-    double var = 0;
-    for (size_t c = 0; c < d; ++c) var += (x(r, c) - mu) * (x(r, c) - mu);
-    const double rs = 1.0 / std::sqrt(var / double(d) + kLayerNormEpsilon);
-    (*mean)(r, 0) = float(mu);
-    (*rstd)(r, 0) = float(rs);
-    for (size_t c = 0; c < d; ++c) {
-      (*y)(r, c) = float((x(r, c) - mu) * rs) * gain(0, c) + bias(0, c);
-    }
-  }
+  ATTNKIT_RETURN_IF_ERROR(Shape(y, x.rows(), x.cols()));
+  ATTNKIT_RETURN_IF_ERROR(Shape(mean, x.rows(), 1));
+  ATTNKIT_RETURN_IF_ERROR(Shape(rstd, x.rows(), 1));
+  kernels::LayerNorm(x, gain.data(), bias.data(), kLayerNormEpsilon, *y, mean->data(),
+                     rstd->data());
   return Status::Ok();
 }
 
-// dx += LayerNorm's input gradient; dgain, dbias += their gradients.
-void LayerNormBackward(const Matrix& x, const Matrix& mean, const Matrix& rstd, const Matrix& gain,
-                       const Matrix& dy, Matrix* dx, Matrix* dgain, Matrix* dbias) {
-  const size_t N = x.rows(), d = x.cols();
-  for (size_t r = 0; r < N; ++r) {
-    const double mu = mean(r, 0), rs = rstd(r, 0);
-    double sum_g = 0, sum_gx = 0;
-    for (size_t c = 0; c < d; ++c) {
-      const double xhat = (x(r, c) - mu) * rs;
-      const double g = double(dy(r, c)) * gain(0, c);
-      sum_g += g;
-      sum_gx += g * xhat;
-      (*dgain)(0, c) += float(dy(r, c) * xhat);
-      (*dbias)(0, c) += dy(r, c);
-    }
-    sum_g /= double(d);
-    sum_gx /= double(d);
-    for (size_t c = 0; c < d; ++c) {
-      const double xhat = (x(r, c) - mu) * rs;
-      const double g = double(dy(r, c)) * gain(0, c);
-      (*dx)(r, c) += float(rs * (g - sum_g - xhat * sum_gx));
-    }
-  }
+bool EndsWith(const std::string& s, const char* suffix) {
+  const size_t n = std::char_traits<char>::length(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
 
 HeadConfig Heads(const ModelConfig& c) {
@@ -142,10 +110,17 @@ Status CheckConfig(const ModelConfig& config, ModelConfig* resolved) {
     c.d_k = c.d_model / c.num_heads;
   }
   ATTNKIT_RETURN_IF_ERROR(CheckSize("d_k", c.d_k, 1, kMaxSize));
+  ATTNKIT_RETURN_IF_ERROR(CheckSize("d_ff", c.d_ff, 0, kMaxSize));
+  if (c.d_ff > 0 && !c.layer_norm) {
+    return Status(ErrorCode::kInvalidArgument, "d_ff",
+                  "GPT blocks (d_ff " + std::to_string(c.d_ff) +
+                      " > 0) are pre-LayerNorm: expected layer_norm on, got off");
+  }
   // Every tensor's size must fit comfortably in 32 bits (the weights file).
   const double floats =
       double(c.vocab_size) * c.d_model * 2 + double(c.max_seq_len) * c.d_model +
-      double(c.num_layers) * c.d_model * c.d_k * (2 * c.num_heads + 2 * c.num_kv_heads);
+      double(c.num_layers) * c.d_model * c.d_k * (2 * c.num_heads + 2 * c.num_kv_heads) +
+      double(c.num_layers) * c.d_model * c.d_ff * 2;
   if (floats > double(1u << 30)) {
     return Status(
         ErrorCode::kOverflow, "d_model",
@@ -171,6 +146,12 @@ Status Parameters::Allocate(const ModelConfig& config) {
     ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_K, d, gd));
     ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_V, d, gd));
     ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_O, hd, d));
+    if (c.d_ff > 0) {
+      ATTNKIT_RETURN_IF_ERROR(Alloc(&l.ln2_gain, 1, d));
+      ATTNKIT_RETURN_IF_ERROR(Alloc(&l.ln2_bias, 1, d));
+      ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_1, d, c.d_ff));
+      ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_2, c.d_ff, d));
+    }
   }
   if (c.layer_norm) {
     ATTNKIT_RETURN_IF_ERROR(Alloc(&final_gain, 1, d));
@@ -190,6 +171,9 @@ std::vector<Matrix*> Parameters::Tensors() {
       out.push_back(&l.ln_bias);
     }
     for (Matrix* m : {&l.W_Q, &l.W_K, &l.W_V, &l.W_O}) out.push_back(m);
+    if (l.W_1.size()) {
+      for (Matrix* m : {&l.ln2_gain, &l.ln2_bias, &l.W_1, &l.W_2}) out.push_back(m);
+    }
   }
   if (final_gain.size()) {
     out.push_back(&final_gain);
@@ -214,6 +198,9 @@ std::vector<std::string> Parameters::Names() const {
       out.push_back(p + "ln_bias");
     }
     for (const char* n : {"W_Q", "W_K", "W_V", "W_O"}) out.push_back(p + n);
+    if (layers[i].W_1.size()) {
+      for (const char* n : {"ln2_gain", "ln2_bias", "W_1", "W_2"}) out.push_back(p + n);
+    }
   }
   if (final_gain.size()) {
     out.push_back("final_gain");
@@ -241,12 +228,19 @@ Status InitParameters(const ModelConfig& config, uint64_t seed, Parameters* para
     const std::string& name = names[i];
     Matrix& m = *tensors[i];
     double std_dev = 1.0;
-    if (name.find("ln_gain") != std::string::npos || name == "final_gain") {
+    if (EndsWith(name, "_gain")) {
       for (size_t k = 0; k < m.size(); ++k) m.data()[k] = 1.0f;
       continue;
     }
-    if (name.find("ln_bias") != std::string::npos || name == "final_bias") continue;
-    if (name.find("W_O") != std::string::npos) {
+    if (EndsWith(name, "_bias")) continue;
+    if (c.d_ff > 0) {
+      // GPT-2: N(0, 0.02); the projections into the residual stream (W_O,
+      // W_2) scaled by 1 / sqrt(2 num_layers), as 2 num_layers of them add up.
+      std_dev = 0.02;
+      if (EndsWith(name, ".W_O") || EndsWith(name, ".W_2")) {
+        std_dev /= std::sqrt(2.0 * double(c.num_layers));
+      }
+    } else if (name.find("W_O") != std::string::npos) {
       std_dev = 1.0 / std::sqrt(double(c.num_heads * c.d_k));
     } else if (name.find(".W_") != std::string::npos || name == "unembedding") {
       std_dev = 1.0 / std::sqrt(double(c.d_model));
@@ -263,6 +257,7 @@ Status Model::Init(const ModelConfig& config, uint64_t seed) {
   ATTNKIT_RETURN_IF_ERROR(InitParameters(c, seed, &p));
   config_ = c;
   params_ = std::move(p);
+  vocabulary_.clear();
   have_forward_ = false;
   return Status::Ok();
 }
@@ -298,39 +293,56 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
   const AttentionOptions options = Options(c, pool_);
   const size_t hd = c.num_heads * c.d_k, gd = c.num_kv_heads * c.d_k;
 
-  Matrix x;
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&x, N, d));
-  for (size_t r = 0; r < N; ++r) {
-    const float* te = params_.token_embedding.data() + size_t(batch.tokens[r]) * d;
-    const float* pe = params_.position_embedding.data() + (r % T) * d;
-    for (size_t k = 0; k < d; ++k) x(r, k) = te[k] + pe[k];
+  // The residual stream: layer l reads cache_[l].input (the embeddings for
+  // layer 0) and writes the next layer's input, the last final_input; a GPT
+  // block's attention half writes its mid. Each sum is written where it is
+  // kept: a branch's product goes straight into the next buffer, which then
+  // adds the stream it came from (no copies of the stream).
+  cache_.resize(c.num_layers);
+  for (size_t l = 0; l < c.num_layers; ++l) {
+    ATTNKIT_RETURN_IF_ERROR(Shape(&cache_[l].input, N, d));
   }
-  cache_.assign(c.num_layers, LayerCache());
-  Matrix projected;
+  ATTNKIT_RETURN_IF_ERROR(Shape(&final_input, N, d));
+  kernels::Embed(batch.tokens.data(), T, params_.token_embedding, params_.position_embedding,
+                 cache_[0].input);
   for (size_t l = 0; l < c.num_layers; ++l) {
     const LayerParameters& p = params_.layers[l];
     LayerCache& lc = cache_[l];
-    lc.input = x;
+    Matrix& next = l + 1 < c.num_layers ? cache_[l + 1].input : final_input;
+    // Attention: mid = input + MultiHead(LayerNorm(input)) W_O (next without an MLP).
     if (c.layer_norm) {
       ATTNKIT_RETURN_IF_ERROR(
           LayerNormForward(lc.input, p.ln_gain, p.ln_bias, &lc.normed, &lc.mean, &lc.rstd));
     }
     const Matrix& a = c.layer_norm ? lc.normed : lc.input;
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&lc.Q, N, hd));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&lc.K, N, gd));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&lc.V, N, gd));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&lc.z, N, hd));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&lc.lse, B * c.num_heads * T, 1));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(a, p.W_Q, lc.Q));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(a, p.W_K, lc.K));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(a, p.W_V, lc.V));
+    // Q | K | V = a (W_Q | W_K | W_V): one product for the three.
+    lc.q_cols = hd;
+    lc.kv_cols = gd;
+    ATTNKIT_RETURN_IF_ERROR(Shape(&lc.W_QKV, d, hd + 2 * gd));
+    CopyBlock(p.W_Q, lc.W_QKV.view().Block(0, d, 0, hd));
+    CopyBlock(p.W_K, lc.W_QKV.view().Block(0, d, hd, gd));
+    CopyBlock(p.W_V, lc.W_QKV.view().Block(0, d, hd + gd, gd));
+    ATTNKIT_RETURN_IF_ERROR(Shape(&lc.QKV, N, hd + 2 * gd));
+    ATTNKIT_RETURN_IF_ERROR(Shape(&lc.z, N, hd));
+    ATTNKIT_RETURN_IF_ERROR(Shape(&lc.lse, B * c.num_heads * T, 1));
+    ATTNKIT_RETURN_IF_ERROR(MatMul(a, lc.W_QKV, lc.QKV, kFinite));
     ATTNKIT_RETURN_IF_ERROR(
-        MultiHeadAttentionQKVForTraining(lc.Q, lc.K, lc.V, B, heads, options, lc.z, lc.lse));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&projected, N, d));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.z, p.W_O, projected));
-    for (size_t k = 0; k < N * d; ++k) x.data()[k] += projected.data()[k];
+        MultiHeadAttentionQKVForTraining(lc.Q(), lc.K(), lc.V(), B, heads, options, lc.z, lc.lse));
+    Matrix& mid = c.d_ff > 0 ? lc.mid : next;
+    ATTNKIT_RETURN_IF_ERROR(Shape(&mid, N, d));
+    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.z, p.W_O, mid, kFinite));
+    kernels::AddTo(lc.input.data(), mid.data(), N * d);
+    if (c.d_ff == 0) continue;
+    // MLP: next = mid + GELU(LayerNorm2(mid) W_1) W_2.
+    ATTNKIT_RETURN_IF_ERROR(
+        LayerNormForward(lc.mid, p.ln2_gain, p.ln2_bias, &lc.normed2, &lc.mean2, &lc.rstd2));
+    ATTNKIT_RETURN_IF_ERROR(Shape(&lc.u, N, c.d_ff));
+    ATTNKIT_RETURN_IF_ERROR(Shape(&lc.act, N, c.d_ff));
+    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.normed2, p.W_1, lc.u, kFinite));
+    kernels::Gelu(lc.u, lc.act);
+    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.act, p.W_2, next, kFinite));
+    kernels::AddTo(lc.mid.data(), next.data(), N * d);
   }
-  final_input = std::move(x);
   if (c.layer_norm) {
     ATTNKIT_RETURN_IF_ERROR(LayerNormForward(final_input, params_.final_gain, params_.final_bias,
                                              &final_normed, &final_mean, &final_rstd));
@@ -338,13 +350,12 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
   const Matrix& f = c.layer_norm ? final_normed : final_input;
   Matrix logits;
   ATTNKIT_RETURN_IF_ERROR(Alloc(&logits, N, c.vocab_size));
-  ATTNKIT_RETURN_IF_ERROR(MatMul(f, params_.unembedding, logits));
+  ATTNKIT_RETURN_IF_ERROR(MatMul(f, params_.unembedding, logits, kFinite));
 
-  // Softmax and cross-entropy of the scored rows; probs_ keeps p for Backward.
+  // Accuracy from the logits' argmax; the loss and its gradient dlogits_ =
+  // (softmax - onehot(target)) / scored from the softmax-cross-entropy kernel.
   const size_t V = c.vocab_size;
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&probs_, N, V));
   Metrics m;
-  double loss = 0;
   for (size_t b = 0; b < B; ++b) {
     bool any = false, all = true;
     for (size_t t = 0; t < T; ++t) {
@@ -354,12 +365,6 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
       const float* row = logits.data() + r * V;
       size_t arg = 0;
       for (size_t j = 1; j < V; ++j) arg = row[j] > row[arg] ? j : arg;
-      double sum = 0;
-      for (size_t j = 0; j < V; ++j) sum += std::exp(double(row[j]) - row[arg]);
-      for (size_t j = 0; j < V; ++j) {
-        probs_(r, j) = float(std::exp(double(row[j]) - row[arg]) / sum);
-      }
-      loss += std::log(sum) + row[arg] - row[target];
       ++m.scored;
       any = true;
       if (arg == size_t(target)) {
@@ -371,80 +376,114 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
     m.sequences += any;
     m.sequences_correct += any && all;
   }
+  ATTNKIT_RETURN_IF_ERROR(Shape(&dlogits_, N, V));
+  const double loss = kernels::SoftmaxCrossEntropy(
+      logits, batch.targets.data(), m.scored ? 1.0f / float(m.scored) : 0.0f, dlogits_);
   m.loss = m.scored ? float(loss / double(m.scored)) : 0.0f;
-  scored_ = m.scored;
   if (metrics) *metrics = m;
   if (logits_out) *logits_out = std::move(logits);
   have_forward_ = true;
   return Status::Ok();
 }
 
+namespace {
+
+// *grads shaped as params (of config c), reallocated (zero) only when the
+// shapes differ: every step of training passes the same gradients. Backward
+// overwrites the weight matrices' gradients whole, as products; only those
+// it adds into are zeroed here: the embeddings' and the LayerNorms'.
+Status ZeroGradients(const ModelConfig& c, const Parameters& params, Parameters* grads) {
+  const std::vector<const Matrix*> p = params.Tensors();
+  const std::vector<Matrix*> g = grads->Tensors();
+  bool same = grads->layers.size() == params.layers.size() && g.size() == p.size();
+  for (size_t i = 0; same && i < p.size(); ++i) {
+    same = g[i]->rows() == p[i]->rows() && g[i]->cols() == p[i]->cols();
+  }
+  if (!same) return grads->Allocate(c);
+  std::vector<Matrix*> added = {&grads->token_embedding, &grads->position_embedding,
+                                &grads->final_gain, &grads->final_bias};
+  for (LayerParameters& l : grads->layers) {
+    for (Matrix* t : {&l.ln_gain, &l.ln_bias, &l.ln2_gain, &l.ln2_bias}) added.push_back(t);
+  }
+  for (Matrix* t : added) std::fill(t->data(), t->data() + t->size(), 0.0f);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status Model::Backward(Parameters* grads, std::vector<Matrix>* d_attention) {
   if (!have_forward_)
     return Status(ErrorCode::kInvalidArgument, "model", "Backward needs a Forward first");
   const ModelConfig& c = config_;
-  const size_t T = batch_.seq_len, B = batch_.batch, N = B * T, d = c.d_model, V = c.vocab_size;
-  ATTNKIT_RETURN_IF_ERROR(grads->Allocate(c));
+  const size_t T = batch_.seq_len, B = batch_.batch, N = B * T, d = c.d_model;
+  ATTNKIT_RETURN_IF_ERROR(ZeroGradients(c, params_, grads));
   const HeadConfig heads = Heads(c);
   const AttentionOptions options = Options(c, pool_);
   const size_t hd = c.num_heads * c.d_k, gd = c.num_kv_heads * c.d_k;
 
-  // dlogits = (p - onehot(target)) / scored on scored rows, 0 elsewhere.
-  Matrix dlogits;
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&dlogits, N, V));
-  const float inv = scored_ ? 1.0f / float(scored_) : 0.0f;
-  for (size_t r = 0; r < N; ++r) {
-    const int32_t target = batch_.targets[r];
-    if (target < 0) continue;
-    for (size_t j = 0; j < V; ++j) dlogits(r, j) = probs_(r, j) * inv;
-    dlogits(r, size_t(target)) -= inv;
-  }
+  // logits = f unembedding: dlogits_ (from Forward) flows into both.
   const Matrix& f = c.layer_norm ? final_normed : final_input;
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(f, dlogits, grads->unembedding));
-  Matrix df, dx;
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&df, N, d));
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dlogits, params_.unembedding, df));
+  ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(f, dlogits_, grads->unembedding, kFinite));
+  BackwardScratch& w = backward_scratch_;
+  Matrix &df = w.df, &dx = w.dx;
+  ATTNKIT_RETURN_IF_ERROR(Shape(&df, N, d));
+  ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dlogits_, params_.unembedding, df, kFinite));
   if (c.layer_norm) {
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&dx, N, d));
-    LayerNormBackward(final_input, final_mean, final_rstd, params_.final_gain, df, &dx,
-                      &grads->final_gain, &grads->final_bias);
+    ATTNKIT_RETURN_IF_ERROR(Shape(&dx, N, d));
+    std::fill(dx.data(), dx.data() + dx.size(), 0.0f);  // LayerNormBackward adds
+    kernels::LayerNormBackward(final_input, final_mean.data(), final_rstd.data(),
+                               params_.final_gain.data(), df, dx, grads->final_gain.data(),
+                               grads->final_bias.data());
   } else {
-    dx = std::move(df);
+    std::swap(dx, df);
   }
-  Matrix dz, dQ, dK, dV, da;
+  Matrix &dz = w.dz, &dQKV = w.dQKV, &dW_QKV = w.dW_QKV, &da = w.da, &dact = w.dact, &db = w.db;
   if (d_attention) d_attention->assign(c.num_layers, Matrix());
   for (size_t l = c.num_layers; l-- > 0;) {
     const LayerParameters& p = params_.layers[l];
     LayerParameters& g = grads->layers[l];
     const LayerCache& lc = cache_[l];
-    // x_out = x_in + z W_O: dx flows on unchanged and into z W_O.
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.z, dx, g.W_O));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&dz, N, hd));
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dx, p.W_O, dz));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&dQ, N, hd));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&dK, N, gd));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&dV, N, gd));
-    ATTNKIT_RETURN_IF_ERROR(MultiHeadAttentionQKVBackward(lc.Q, lc.K, lc.V, lc.z, dz, lc.lse, B,
-                                                          heads, options, dQ, dK, dV));
+    if (c.d_ff > 0) {
+      // x_out = mid + GELU(u) W_2, u = LayerNorm2(mid) W_1: dx flows on
+      // unchanged and back through W_2, GELU, W_1 and LayerNorm2.
+      ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.act, dx, g.W_2, kFinite));
+      ATTNKIT_RETURN_IF_ERROR(Shape(&dact, N, c.d_ff));
+      ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dx, p.W_2, dact, kFinite));
+      kernels::GeluBackward(lc.u, dact);  // now du
+      ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.normed2, dact, g.W_1, kFinite));
+      ATTNKIT_RETURN_IF_ERROR(Shape(&db, N, d));
+      ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dact, p.W_1, db, kFinite));
+      kernels::LayerNormBackward(lc.mid, lc.mean2.data(), lc.rstd2.data(), p.ln2_gain.data(), db,
+                                 dx, g.ln2_gain.data(), g.ln2_bias.data());
+    }
+    // x_mid = x_in + z W_O: dx flows on unchanged and into z W_O.
+    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.z, dx, g.W_O, kFinite));
+    ATTNKIT_RETURN_IF_ERROR(Shape(&dz, N, hd));
+    ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dx, p.W_O, dz, kFinite));
+    // dQ | dK | dV side by side, then Q | K | V = a W_QKV backwards in one
+    // product for the weights and one for a.
+    ATTNKIT_RETURN_IF_ERROR(Shape(&dQKV, N, hd + 2 * gd));
+    ATTNKIT_RETURN_IF_ERROR(MultiHeadAttentionQKVBackward(
+        lc.Q(), lc.K(), lc.V(), lc.z, dz, lc.lse, B, heads, options, dQKV.view().Block(0, N, 0, hd),
+        dQKV.view().Block(0, N, hd, gd), dQKV.view().Block(0, N, hd + gd, gd)));
     if (d_attention) (*d_attention)[l] = dz;
     const Matrix& a = c.layer_norm ? lc.normed : lc.input;
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&da, N, d));
-    ATTNKIT_RETURN_IF_ERROR(
-        ProjectionBackward(a, p.W_Q, p.W_K, p.W_V, dQ, dK, dV, pool_, {da, g.W_Q, g.W_K, g.W_V}));
+    ATTNKIT_RETURN_IF_ERROR(Shape(&dW_QKV, d, hd + 2 * gd));
+    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dQKV, dW_QKV, kFinite));
+    CopyBlock(dW_QKV.view().Block(0, d, 0, hd), g.W_Q);
+    CopyBlock(dW_QKV.view().Block(0, d, hd, gd), g.W_K);
+    CopyBlock(dW_QKV.view().Block(0, d, hd + gd, gd), g.W_V);
+    ATTNKIT_RETURN_IF_ERROR(Shape(&da, N, d));
+    ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dQKV, lc.W_QKV, da, kFinite));
     if (c.layer_norm) {
-      LayerNormBackward(lc.input, lc.mean, lc.rstd, p.ln_gain, da, &dx, &g.ln_gain, &g.ln_bias);
+      kernels::LayerNormBackward(lc.input, lc.mean.data(), lc.rstd.data(), p.ln_gain.data(), da, dx,
+                                 g.ln_gain.data(), g.ln_bias.data());
     } else {
-      for (size_t k = 0; k < N * d; ++k) dx.data()[k] += da.data()[k];
+      kernels::AddTo(da.data(), dx.data(), N * d);
     }
   }
-  for (size_t r = 0; r < N; ++r) {
-    float* te = grads->token_embedding.data() + size_t(batch_.tokens[r]) * d;
-    float* pe = grads->position_embedding.data() + (r % T) * d;
-    for (size_t k = 0; k < d; ++k) {
-      te[k] += dx(r, k);
-      pe[k] += dx(r, k);
-    }
-  }
+  kernels::EmbedBackward(batch_.tokens.data(), T, dx, grads->token_embedding,
+                         grads->position_embedding);
   return Status::Ok();
 }
 
@@ -465,16 +504,16 @@ Status Model::AttentionWeights(size_t layer, Matrix* weights) const {
   MultiHeadExtras extras;
   extras.scores_stage = ScoresStage::kWeights;
   extras.scores = *weights;
-  return MultiHeadAttentionQKV(lc.Q, lc.K, lc.V, B, Heads(config_), Options(config_, pool_), extras,
-                               out);
+  return MultiHeadAttentionQKV(lc.Q(), lc.K(), lc.V(), B, Heads(config_), Options(config_, pool_),
+                               extras, out);
 }
 
 namespace {
 
 // Columns [head * d, (head + 1) * d) of m [T, heads * d], stacked head-major
 // into out [heads * T, d].
-Status SplitColumns(const Matrix& m, size_t heads, size_t d, Matrix* out) {
-  const size_t T = m.rows();
+Status SplitColumns(ConstMatrixView m, size_t heads, size_t d, Matrix* out) {
+  const size_t T = m.rows;
   ATTNKIT_RETURN_IF_ERROR(Alloc(out, heads * T, d));
   for (size_t hh = 0; hh < heads; ++hh) {
     for (size_t t = 0; t < T; ++t) {
@@ -527,9 +566,9 @@ Status Model::Inspect(const std::vector<int32_t>& tokens, const std::vector<int3
     const LayerCache& lc = cache_[l];
     LayerInspection& li = r.layers[l];
     li.input = c.layer_norm ? lc.normed : lc.input;
-    ATTNKIT_RETURN_IF_ERROR(SplitColumns(lc.Q, h, dk, &li.Q));
-    ATTNKIT_RETURN_IF_ERROR(SplitColumns(lc.K, g, dk, &li.K));
-    ATTNKIT_RETURN_IF_ERROR(SplitColumns(lc.V, g, dk, &li.V));
+    ATTNKIT_RETURN_IF_ERROR(SplitColumns(lc.Q(), h, dk, &li.Q));
+    ATTNKIT_RETURN_IF_ERROR(SplitColumns(lc.K(), g, dk, &li.K));
+    ATTNKIT_RETURN_IF_ERROR(SplitColumns(lc.V(), g, dk, &li.V));
     ATTNKIT_RETURN_IF_ERROR(AttentionWeights(l, &li.weights));
     if (!targets) continue;
     Matrix dO;

@@ -1,7 +1,8 @@
-// attnkit model: a small attention-only transformer (Elhage et al. 2021, "A
-// Mathematical Framework for Transformer Circuits") trained by the core's
-// attention and its backward. Above the core: it uses only the public headers
-// of src/core, and the core knows nothing of it.
+// attnkit model: a small transformer trained by the core's attention and its
+// backward: attention-only (Elhage et al. 2021, "A Mathematical Framework for
+// Transformer Circuits") with d_ff 0, a GPT (pre-LayerNorm blocks with an MLP,
+// as GPT-2 and nanoGPT) with d_ff > 0. Above the core: it uses only the public
+// headers of src/core, and the core knows nothing of it.
 //
 // Shapes (N = batch * seq_len rows, h = num_heads, g = num_kv_heads):
 //   x_0 = token_embedding[token] + position_embedding[t]        [N, d_model]
@@ -11,6 +12,13 @@
 //     z   = causal multi-head attention(Q, K, V)                 [N, h d_k]
 //           scale 1/sqrt(d_k) (scale_by_sqrt_dk) or 1
 //     x   = x + z W_O                                            [N, d_model]
+//     with d_ff > 0 (a GPT block) also the MLP:
+//     b   = LayerNorm2_l(x)                                      [N, d_model]
+//     u   = b W_1                                                [N, d_ff]
+//     x   = x + GELU(u) W_2                                      [N, d_model]
+//           GELU(u) = u/2 (1 + tanh(sqrt(2/pi) (u + 0.044715 u^3))), the tanh
+//           approximation of GPT-2 (PyTorch approximate='tanh'); no biases in
+//           the linear layers (nanoGPT's bias=False)
 //   f      = LayerNorm_final(x) (layer_norm on) or x
 //   logits = f unembedding                                       [N, vocab_size]
 //   loss   = mean over the scored positions of -log softmax(logits)[target]
@@ -20,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "src/core/matrix.h"
@@ -29,7 +38,7 @@
 namespace attnkit {
 namespace model {
 
-constexpr size_t kMaxLayers = 4;
+constexpr size_t kMaxLayers = 8;
 
 struct ModelConfig {
   size_t vocab_size = 0;
@@ -39,6 +48,7 @@ struct ModelConfig {
   size_t num_heads = 1;
   size_t num_kv_heads = 0;       // 0 = num_heads; must divide num_heads
   size_t d_k = 0;                // 0 = d_model / num_heads (which must divide); d_v = d_k
+  size_t d_ff = 0;               // 0 = attention-only layers; > 0 = GPT blocks (needs layer_norm)
   bool layer_norm = false;       // pre-norm LayerNorm per layer and before the unembedding
   bool scale_by_sqrt_dk = true;  // false: scores are Q K^T unscaled (the scale experiment)
 };
@@ -50,7 +60,7 @@ struct ModelConfig {
 constexpr size_t ModelConfig::*kConfigSizes[] = {
     &ModelConfig::vocab_size, &ModelConfig::max_seq_len, &ModelConfig::d_model,
     &ModelConfig::num_layers, &ModelConfig::num_heads,   &ModelConfig::num_kv_heads,
-    &ModelConfig::d_k,
+    &ModelConfig::d_k,        &ModelConfig::d_ff,
 };
 constexpr size_t kConfigWords = sizeof(kConfigSizes) / sizeof(kConfigSizes[0]) + 1;
 void ConfigToWords(const ModelConfig& config, uint32_t words[kConfigWords]);
@@ -62,11 +72,14 @@ Status ConfigFromWords(const uint32_t words[kConfigWords], ModelConfig* config);
 Status CheckConfig(const ModelConfig& config, ModelConfig* resolved);
 
 struct LayerParameters {
-  Matrix ln_gain, ln_bias;  // [1, d_model] each; empty without layer_norm
-  Matrix W_Q;               // [d_model, h d_k]
-  Matrix W_K;               // [d_model, g d_k]
-  Matrix W_V;               // [d_model, g d_k]
-  Matrix W_O;               // [h d_k, d_model]
+  Matrix ln_gain, ln_bias;    // [1, d_model] each; empty without layer_norm
+  Matrix W_Q;                 // [d_model, h d_k]
+  Matrix W_K;                 // [d_model, g d_k]
+  Matrix W_V;                 // [d_model, g d_k]
+  Matrix W_O;                 // [h d_k, d_model]
+  Matrix ln2_gain, ln2_bias;  // [1, d_model] each; the MLP's LayerNorm; empty with d_ff 0
+  Matrix W_1;                 // [d_model, d_ff]; empty with d_ff 0
+  Matrix W_2;                 // [d_ff, d_model]; empty with d_ff 0
 };
 
 // Every parameter of the model; also the shape of its gradients.
@@ -81,20 +94,25 @@ struct Parameters {
   Status Allocate(const ModelConfig& config);
   // The tensors in their fixed order (that of the weights file): token
   // embedding, position embedding, then per layer [ln_gain, ln_bias,] W_Q,
-  // W_K, W_V, W_O, then [final_gain, final_bias,] unembedding. Names as
-  // "layers.0.W_Q". Tensors that are empty (no layer_norm) are left out.
+  // W_K, W_V, W_O[, ln2_gain, ln2_bias, W_1, W_2], then [final_gain,
+  // final_bias,] unembedding. Names as "layers.0.W_Q". Tensors that are empty
+  // (no layer_norm, d_ff 0) are left out.
   std::vector<Matrix*> Tensors();
   std::vector<const Matrix*> Tensors() const;
   std::vector<std::string> Names() const;
   size_t Count() const;  // total floats
 };
 
-// The initialisation, from one seed (docs/model.md says why these scales):
+// The initialisation, from one seed (docs/model.md says why these scales).
+// Attention-only models (d_ff 0):
 //   token and position embeddings  N(0, 1)
 //   W_Q, W_K, W_V                  N(0, 1 / d_model)
 //   W_O                            N(0, 1 / (h d_k))
 //   unembedding                    N(0, 1 / d_model)
-//   LayerNorm gains 1, biases 0.
+// GPT models (d_ff > 0), as GPT-2 and nanoGPT:
+//   every matrix and embedding     N(0, 0.02^2)
+//   but W_O and W_2                N(0, (0.02 / sqrt(2 num_layers))^2)
+// LayerNorm gains 1, biases 0.
 // Each tensor draws from its own stream (seed and tensor index through
 // splitmix64), so the weights do not depend on the order they are filled in.
 Status InitParameters(const ModelConfig& config, uint64_t seed, Parameters* params);
@@ -172,28 +190,54 @@ class Model {
   Status Inspect(const std::vector<int32_t>& tokens, const std::vector<int32_t>* targets,
                  Inspection* out);
 
+  // An opaque vocabulary kept with the weights (the weights file carries it):
+  // a character tokenizer's Unicode code points in token order, or empty (the
+  // task models). When not empty its length is vocab_size.
+  const std::vector<uint32_t>& vocabulary() const { return vocabulary_; }
+  void set_vocabulary(std::vector<uint32_t> vocabulary) { vocabulary_ = std::move(vocabulary); }
+
  private:
   struct LayerCache {
-    Matrix input;       // x before the layer [N, d_model]
-    Matrix normed;      // a (LayerNorm output), empty without layer_norm
-    Matrix mean, rstd;  // LayerNorm statistics [N, 1]
-    Matrix Q, K, V;     // projections
-    Matrix z, lse;      // attention output [N, h d_k], lse [B h T, 1]
+    Matrix input;                    // x before the layer [N, d_model]
+    Matrix normed;                   // a (LayerNorm output), empty without layer_norm
+    Matrix mean, rstd;               // LayerNorm statistics [N, 1]
+    Matrix W_QKV;                    // W_Q | W_K | W_V side by side [d_model, (h + 2g) d_k]
+    Matrix QKV;                      // a W_QKV: Q | K | V side by side [N, (h + 2g) d_k]
+    size_t q_cols = 0, kv_cols = 0;  // h d_k, g d_k
+    ConstMatrixView Q() const { return QKV.view().Block(0, QKV.rows(), 0, q_cols); }
+    ConstMatrixView K() const { return QKV.view().Block(0, QKV.rows(), q_cols, kv_cols); }
+    ConstMatrixView V() const { return QKV.view().Block(0, QKV.rows(), q_cols + kv_cols, kv_cols); }
+    Matrix z, lse;        // attention output [N, h d_k], lse [B h T, 1]
+    Matrix mid;           // x after the attention's residual [N, d_model] (d_ff > 0)
+    Matrix normed2;       // LayerNorm2(mid) [N, d_model]
+    Matrix mean2, rstd2;  // its statistics [N, 1]
+    Matrix u, act;        // the MLP's pre-activation and GELU(u) [N, d_ff]
   };
   ModelConfig config_;
   Parameters params_;
+  std::vector<uint32_t> vocabulary_;
   ThreadPool* pool_ = nullptr;
   // The last forward.
   Batch batch_;
   std::vector<LayerCache> cache_;
-  Matrix final_input, final_normed, final_mean, final_rstd, probs_;
-  size_t scored_ = 0;
+  Matrix final_input, final_normed, final_mean, final_rstd;
+  Matrix dlogits_;  // d loss / d logits [N, vocab_size]
+  // Buffers of every step, kept so that their memory is reused.
+  struct BackwardScratch {
+    Matrix df, dx, dz, dQKV, dW_QKV, da, dact, db;
+  };
+  BackwardScratch backward_scratch_;
   bool have_forward_ = false;
 };
 
-// AdamW (Loshchilov and Hutter 2019) with a linear learning-rate warm-up:
-// lr_t = learning_rate * min(1, t / warmup_steps) at step t = 1, 2, ...
-// Weight decay applies to the projection matrices (W_Q, W_K, W_V, W_O and the
+// AdamW (Loshchilov and Hutter 2019) with a linear learning-rate warm-up and
+// an optional cosine decay, at step t = 1, 2, ...:
+//   t <= warmup_steps:  lr_t = learning_rate * t / warmup_steps
+//   then, decay_steps 0: lr_t = learning_rate
+//   else, with p = min(1, (t - warmup_steps) / (decay_steps - warmup_steps)):
+//     lr_t = min_learning_rate + (learning_rate - min_learning_rate) (1 + cos(pi p)) / 2
+//   (so lr reaches min_learning_rate at step decay_steps and stays there).
+// Weight decay applies to the matrices (W_Q, W_K, W_V, W_O, W_1, W_2 and the
 // unembedding), not to embeddings or LayerNorm parameters.
 struct AdamWConfig {
   float learning_rate = 1e-3f;
@@ -202,7 +246,9 @@ struct AdamWConfig {
   float epsilon = 1e-8f;
   float weight_decay = 0.01f;
   size_t warmup_steps = 0;
-  float clip_norm = 1.0f;  // the gradient's global L2 norm is clipped to this (0 = off)
+  size_t decay_steps = 0;       // 0 = constant after warm-up; else > warmup_steps
+  float min_learning_rate = 0;  // the cosine's floor, 0 .. learning_rate
+  float clip_norm = 1.0f;       // the gradient's global L2 norm is clipped to this (0 = off)
 };
 Status CheckAdamWConfig(const AdamWConfig& config);
 
@@ -247,16 +293,20 @@ class Trainer {
 // The weights file (docs/model.md), all integers little-endian:
 //   bytes 0..7   magic "ATKMODEL"
 //   u32          version (kWeightsVersion)
-//   u32 x 8      the config (ConfigToWords: vocab_size, max_seq_len, d_model,
-//                num_layers, num_heads, num_kv_heads, d_k, flags)
+//   u32 x 9      the config (ConfigToWords: vocab_size, max_seq_len, d_model,
+//                num_layers, num_heads, num_kv_heads, d_k, d_ff, flags)
+//   u32          vocabulary length (0 or vocab_size)
+//   u32 x length the vocabulary (Model::vocabulary)
 //   u32          parameter count (floats)
 //   f32 x count  the parameters in Parameters::Tensors() order, row-major
 //   u32          FNV-1a hash of every byte before it
-constexpr uint32_t kWeightsVersion = 1;
+// Version 1 files (8 config words without d_ff, no vocabulary) still import,
+// as d_ff 0 with an empty vocabulary.
+constexpr uint32_t kWeightsVersion = 2;
 Status ExportWeights(const Model& model, std::vector<uint8_t>* bytes);
-// Checks magic, version, config (as CheckConfig), size, hash and that every
-// value is finite; on success replaces *model's config and weights. Errors
-// name "weights" and say what is wrong.
+// Checks magic, version, config (as CheckConfig), vocabulary length, size,
+// hash and that every value is finite; on success replaces *model's config,
+// weights and vocabulary. Errors name "weights" and say what is wrong.
 Status ImportWeights(const uint8_t* data, size_t size, Model* model);
 
 }  // namespace model

@@ -1,8 +1,10 @@
 // AdamW, the trainer and the weights file.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
 
+#include "src/model/kernels.h"
 #include "src/model/model.h"
 
 namespace attnkit {
@@ -38,6 +40,17 @@ Status CheckAdamWConfig(const AdamWConfig& c) {
     return Status(ErrorCode::kInvalidArgument, "weight_decay",
                   "expected a finite value >= 0, got " + std::to_string(c.weight_decay));
   }
+  if (c.decay_steps != 0 && c.decay_steps <= c.warmup_steps) {
+    return Status(ErrorCode::kInvalidArgument, "decay_steps",
+                  "expected 0 (no decay) or more than warmup_steps " +
+                      std::to_string(c.warmup_steps) + ", got " + std::to_string(c.decay_steps));
+  }
+  if (!(std::isfinite(c.min_learning_rate) && c.min_learning_rate >= 0 &&
+        c.min_learning_rate <= c.learning_rate)) {
+    return Status(ErrorCode::kInvalidArgument, "min_learning_rate",
+                  "expected 0 .. learning_rate " + std::to_string(c.learning_rate) + ", got " +
+                      std::to_string(c.min_learning_rate));
+  }
   if (!(std::isfinite(c.clip_norm) && c.clip_norm >= 0)) {
     return Status(ErrorCode::kInvalidArgument, "clip_norm",
                   "expected a finite value >= 0 (0 = off), got " + std::to_string(c.clip_norm));
@@ -58,8 +71,18 @@ Status AdamW::Init(const AdamWConfig& config, const Parameters& like) {
 }
 
 float AdamW::LearningRate(size_t step) const {
-  if (config_.warmup_steps == 0 || step >= config_.warmup_steps) return config_.learning_rate;
-  return float(double(config_.learning_rate) * double(step) / double(config_.warmup_steps));
+  const AdamWConfig& c = config_;
+  if (step < c.warmup_steps) {
+    return float(double(c.learning_rate) * double(step) / double(c.warmup_steps));
+  }
+  if (c.decay_steps == 0) return c.learning_rate;
+  // The cosine from learning_rate (at the end of warm-up) to min_learning_rate
+  // (at decay_steps), then flat.
+  const double progress =
+      std::min(1.0, double(step - c.warmup_steps) / double(c.decay_steps - c.warmup_steps));
+  const double cosine = 0.5 * (1.0 + std::cos(3.14159265358979323846 * progress));
+  return float(double(c.min_learning_rate) +
+               (double(c.learning_rate) - double(c.min_learning_rate)) * cosine);
 }
 
 Status AdamW::Step(const Parameters& grads, Parameters* params) {
@@ -75,7 +98,7 @@ Status AdamW::Step(const Parameters& grads, Parameters* params) {
         m[i]->size() != p[i]->size()) {
       return Status(ErrorCode::kShapeMismatch, "grads", names[i] + " has another shape");
     }
-    for (size_t k = 0; k < g[i]->size(); ++k) norm2 += double(g[i]->data()[k]) * g[i]->data()[k];
+    norm2 += kernels::SumOfSquares(g[i]->data(), g[i]->size());
   }
   if (!std::isfinite(norm2)) {
     return Status(ErrorCode::kNonFinite, "grads", "the gradient is not finite");
@@ -87,21 +110,18 @@ Status AdamW::Step(const Parameters& grads, Parameters* params) {
   beta1_power_ *= config_.beta1;
   beta2_power_ *= config_.beta2;
   const double lr = LearningRate(step_);
-  const double c1 = 1.0 / (1.0 - beta1_power_), c2 = 1.0 / (1.0 - beta2_power_);
-  const float b1 = config_.beta1, b2 = config_.beta2;
+  kernels::AdamWStep update;
+  update.clip = float(clip);
+  update.beta1 = config_.beta1;
+  update.beta2 = config_.beta2;
+  update.c1 = float(1.0 / (1.0 - beta1_power_));
+  update.c2 = float(1.0 / (1.0 - beta2_power_));
+  update.lr = float(lr);
+  update.epsilon = config_.epsilon;
   for (size_t i = 0; i < p.size(); ++i) {
-    const float decay = Decays(names[i]) ? float(lr * config_.weight_decay) : 0.0f;
-    float* w = p[i]->data();
-    float* mm = m[i]->data();
-    float* vv = v[i]->data();
-    const float* gg = g[i]->data();
-    for (size_t k = 0; k < p[i]->size(); ++k) {
-      const float gk = float(gg[k] * clip);
-      mm[k] = b1 * mm[k] + (1 - b1) * gk;
-      vv[k] = b2 * vv[k] + (1 - b2) * gk * gk;
-      const double update = (mm[k] * c1) / (std::sqrt(vv[k] * c2) + config_.epsilon);
-      w[k] = float(w[k] - decay * w[k] - lr * update);
-    }
+    update.decay = Decays(names[i]) ? float(lr * config_.weight_decay) : 0.0f;
+    kernels::AdamWUpdate(update, g[i]->data(), p[i]->data(), m[i]->data(), v[i]->data(),
+                         p[i]->size());
   }
   return Status::Ok();
 }
@@ -129,8 +149,8 @@ Status Trainer::Step(const Batch& batch, Metrics* metrics) {
 namespace {
 
 constexpr char kMagic[8] = {'A', 'T', 'K', 'M', 'O', 'D', 'E', 'L'};
-constexpr size_t kHeaderWords = 2 + kConfigWords;  // version, config, parameter count
-constexpr size_t kHeaderBytes = 8 + 4 * kHeaderWords;
+// Version 1's config had no d_ff: the words of kConfigSizes but the last, then the flags.
+constexpr size_t kConfigWordsV1 = kConfigWords - 1;
 
 uint32_t Fnv1a(const uint8_t* data, size_t size) {
   uint32_t h = 2166136261u;
@@ -174,14 +194,17 @@ Status ExportWeights(const Model& model, std::vector<uint8_t>* bytes) {
   const ModelConfig& c = model.config();
   const Parameters& p = model.params();
   if (p.layers.empty()) return Status(ErrorCode::kInvalidArgument, "model", "not initialised");
+  const std::vector<uint32_t>& vocabulary = model.vocabulary();
   const size_t count = p.Count();
   bytes->clear();
-  bytes->reserve(kHeaderBytes + 4 * count + 4);
+  bytes->reserve(8 + 4 * (3 + kConfigWords + vocabulary.size() + count));
   bytes->insert(bytes->end(), kMagic, kMagic + 8);
   PutU32(bytes, kWeightsVersion);
   uint32_t words[kConfigWords];
   ConfigToWords(c, words);
   for (uint32_t w : words) PutU32(bytes, w);
+  PutU32(bytes, uint32_t(vocabulary.size()));
+  for (uint32_t v : vocabulary) PutU32(bytes, v);
   PutU32(bytes, uint32_t(count));
   for (const Matrix* t : p.Tensors()) {
     for (size_t k = 0; k < t->size(); ++k) {
@@ -196,25 +219,55 @@ Status ExportWeights(const Model& model, std::vector<uint8_t>* bytes) {
 
 Status ImportWeights(const uint8_t* data, size_t size, Model* model) {
   if (data == nullptr && size != 0) return Bad("null data with a nonzero size");
-  if (size < kHeaderBytes + 4) {
+  // The shortest file: magic, version, a version 1 config, parameter count, hash.
+  const size_t shortest = 8 + 4 * (1 + kConfigWordsV1 + 1 + 1);
+  if (size < shortest) {
     return Bad("truncated: " + std::to_string(size) + " bytes, shorter than the " +
-               std::to_string(kHeaderBytes + 4) + "-byte header and hash");
+               std::to_string(shortest) + "-byte header and hash");
   }
   if (std::memcmp(data, kMagic, 8) != 0) return Bad("not a weights file (magic is not ATKMODEL)");
   const uint32_t version = GetU32(data + 8);
-  if (version != kWeightsVersion) {
-    return Bad("version " + std::to_string(version) + " is not supported (expected " +
+  if (version != 1 && version != kWeightsVersion) {
+    return Bad("version " + std::to_string(version) + " is not supported (expected 1 .. " +
                std::to_string(kWeightsVersion) + ")");
   }
+  // The reads below stay inside [data, data + size - 4), before the hash.
+  const uint8_t* at = data + 12;
+  const uint8_t* const end = data + size - 4;
+  auto words_left = [&] { return size_t(end - at) / 4; };
   uint32_t words[kConfigWords];
-  for (size_t i = 0; i < kConfigWords; ++i) words[i] = GetU32(data + 12 + 4 * i);
+  const size_t config_words = version == 1 ? kConfigWordsV1 : kConfigWords;
+  if (words_left() < config_words + 1) return Bad("truncated: the config is cut short");
+  for (size_t i = 0; i < config_words; ++i, at += 4) words[i] = GetU32(at);
+  if (version == 1) {
+    words[kConfigWords - 1] = words[kConfigWordsV1 - 1];  // the flags
+    words[kConfigWords - 2] = 0;                          // d_ff
+  }
   ModelConfig c;
   const Status flags = ConfigFromWords(words, &c);
   if (!flags.ok()) return Bad(flags.detail());
-  const uint32_t stored_count = GetU32(data + 12 + 4 * kConfigWords);
   const Status config_status = CheckConfig(c, nullptr);
   if (!config_status.ok()) return Bad("bad config: " + config_status.message());
   if (c.num_kv_heads == 0 || c.d_k == 0) return Bad("bad config: num_kv_heads and d_k must be set");
+  std::vector<uint32_t> vocabulary;
+  if (version >= 2) {
+    const uint32_t length = GetU32(at);
+    at += 4;
+    if (length != 0 && length != c.vocab_size) {
+      return Bad("vocabulary length " + std::to_string(length) + " is neither 0 nor vocab_size " +
+                 std::to_string(c.vocab_size));
+    }
+    if (words_left() < size_t(length) + 1) {
+      return Bad("truncated: " + std::to_string(size) + " bytes, the vocabulary is cut short");
+    }
+    vocabulary.resize(length);
+    for (uint32_t& v : vocabulary) {
+      v = GetU32(at);
+      at += 4;
+    }
+  }
+  const uint32_t stored_count = GetU32(at);
+  at += 4;
   Parameters p;
   ATTNKIT_RETURN_IF_ERROR(p.Allocate(c));
   const size_t count = p.Count();
@@ -222,7 +275,7 @@ Status ImportWeights(const uint8_t* data, size_t size, Model* model) {
     return Bad("parameter count " + std::to_string(stored_count) + " does not match the config's " +
                std::to_string(count));
   }
-  const size_t expected = kHeaderBytes + 4 * count + 4;
+  const size_t expected = size_t(at - data) + 4 * count + 4;
   if (size != expected) {
     return Bad((size < expected ? "truncated: " : "trailing bytes: ") + std::to_string(size) +
                " bytes, expected " + std::to_string(expected));
@@ -230,7 +283,6 @@ Status ImportWeights(const uint8_t* data, size_t size, Model* model) {
   if (Fnv1a(data, size - 4) != GetU32(data + size - 4)) {
     return Bad("hash mismatch: the file is corrupted");
   }
-  const uint8_t* at = data + kHeaderBytes;
   const std::vector<std::string> names = p.Names();
   const std::vector<Matrix*> tensors = p.Tensors();
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -244,6 +296,7 @@ Status ImportWeights(const uint8_t* data, size_t size, Model* model) {
   }
   ATTNKIT_RETURN_IF_ERROR(model->Init(c, 0));
   model->params() = std::move(p);
+  model->set_vocabulary(std::move(vocabulary));
   return Status::Ok();
 }
 

@@ -1,10 +1,11 @@
 // The web page (web/dist) in Debian's Firefox ESR, headless, driven over
 // WebDriver BiDi by puppeteer-core (no browser download: it launches
 // /usr/bin/firefox-esr). The suite itself is in helpers.mjs; the Train view's in
-// train-smoke.mjs.
+// train-smoke.mjs, the Language view's in language-smoke.mjs.
 import { existsSync } from "node:fs";
 import puppeteer from "puppeteer-core";
 import { smokeTests } from "./helpers.mjs";
+import { languageSmoke } from "./language-smoke.mjs";
 import { trainSmoke } from "./train-smoke.mjs";
 
 const FIREFOX = process.env.FIREFOX ?? "/usr/bin/firefox-esr";
@@ -53,3 +54,4 @@ async function openFirefox(origin) {
 
 smokeTests("firefox", openFirefox);
 trainSmoke("firefox", openFirefox);
+languageSmoke("firefox", openFirefox);

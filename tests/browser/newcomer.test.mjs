@@ -92,6 +92,15 @@ test("keyboard only: edit a cell of X, toggle a mask cell, open a head, isolate 
   await page.keyboard.press("ArrowRight");
   await page.keyboard.press("ArrowDown");
   assert.match(await page.textContent('[data-testid="announce"]'), /X row 1, column 2/);
+  // A step's title is announced 400 ms after the step changes; a cell moved to since then
+  // stays what the reader hears (the title must not overwrite it).
+  await page.evaluate(() => document.querySelector('[data-testid="step-2"]').click());
+  await page.evaluate(() => document.querySelector('[data-testid="step-1"]').click());
+  await page.focus('[data-hit="X"]');
+  await page.keyboard.press("ArrowUp");
+  await page.keyboard.press("ArrowDown");
+  await page.waitForTimeout(600);
+  assert.match(await page.textContent('[data-testid="announce"]'), /X row 1, column 2/);
   await page.keyboard.press("Enter");
   await page.waitForSelector('[data-testid="cell-editor"] input');
   assert.match(await page.textContent('[data-testid="cell-editor"]'), /X\[1, 2\]/);

@@ -6,7 +6,8 @@
 // which records console errors and warnings, uncaught errors and failed loads.
 // If MiniBrowser dies mid-suite, the test it died in is reported with what
 // MiniBrowser and the driver printed, and runs once more in a new browser.
-// The suite itself is in helpers.mjs; the Train view's in train-smoke.mjs.
+// The suite itself is in helpers.mjs; the Train view's in train-smoke.mjs, the Language view's in
+// language-smoke.mjs.
 import { execFileSync, spawn } from "node:child_process";
 import {
   existsSync,
@@ -21,6 +22,7 @@ import { createServer } from "node:net";
 import path from "node:path";
 import { Builder, By } from "selenium-webdriver";
 import { CONSOLE_HOOK, poll, root, serveWithScript, smokeTests } from "./helpers.mjs";
+import { languageSmoke } from "./language-smoke.mjs";
 import { trainSmoke } from "./train-smoke.mjs";
 
 const DRIVER = process.env.WEBKIT_WEBDRIVER ?? "/usr/bin/WebKitWebDriver";
@@ -261,3 +263,4 @@ exit $status
 const options = { serveDist: (dir) => serveWithScript(dir, CONSOLE_HOOK) };
 smokeTests("webkit", openWebKit, options);
 trainSmoke("webkit", openWebKit, options);
+languageSmoke("webkit", openWebKit, options);

@@ -8,8 +8,11 @@ import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
-function run(name) {
-  const r = spawnSync(process.execPath, [`examples/${name}`], { cwd: root, encoding: "utf8" });
+function run(name, ...args) {
+  const r = spawnSync(process.execPath, [`examples/${name}`, ...args], {
+    cwd: root,
+    encoding: "utf8",
+  });
   assert.equal(r.status, 0, `${name} exited with ${r.status}: ${r.stderr}`);
   return r.stdout;
 }
@@ -26,4 +29,30 @@ test("gradients.mjs: dQ, dK and dV agree with central differences", () => {
   assert.equal(lines.length, 18, "every entry of dQ, dK and dV [3, 2] is checked");
   const worst = Number(out.match(/largest difference: (\S+)/)[1]);
   assert.ok(worst < 1e-3, `largest difference ${worst}`);
+});
+
+test("async.mjs: attention, an error, a cancelled call, a moved input and a KV cache in a worker", () => {
+  const out = run("async.mjs");
+  assert.match(out, /in a worker, on WASM/);
+  assert.match(out, /attention: \[512,64\], the caller's Q still holds 32768 values/);
+  assert.match(out, /AttnkitError \[shape_mismatch\] V\.data: expected/);
+  assert.match(out, /cancelled: AbortError \(aborted\)/);
+  assert.match(out, /moved: the caller's array now holds 0 values/);
+  assert.match(out, /KV cache: 4 tokens, attend -> \[1,1,64\]/);
+});
+
+test("interop.mjs: onnxruntime and tfjs tensors in, and results back into them", () => {
+  const out = run("interop.mjs");
+  assert.match(out, /ort\.Tensor out: type float32, dims \[4,8\], over r\.data: true/);
+  assert.match(out, /tf\.Tensor out: dtype float32, shape \[4,8\]/);
+});
+
+test("language.mjs: 30 steps on Moby-Dick lower the validation loss; a sample; the reload", () => {
+  const out = run("language.mjs", "--steps", "30");
+  assert.match(out, /84 tokens \(the unknown token and 83 characters\)/);
+  assert.match(out, /sample after 30 steps:\nCall me Ishmael\. /);
+  assert.match(out, /last character, layer \d+ head 3: most weight \d+ back/);
+  const [, before, after] = out.match(/validation loss (\S+) -> (\S+) in 30 steps/);
+  assert.ok(Number(after) < Number(before) - 0.5, `${before} -> ${after}`);
+  assert.match(out, new RegExp(`reloaded: 84 characters, validation loss ${after}`));
 });

@@ -263,7 +263,9 @@ for (const variant of VARIANTS) {
       const { model, trainer, held } = train(attn, { steps: 5 });
       const bytes = model.exportWeights();
       assert.ok(bytes instanceof Uint8Array);
-      assert.equal(bytes.length, 48 + 4 * model.parameterCount + 4);
+      // Magic, version, 9 config words, an empty vocabulary's length, the
+      // parameter count, the parameters, the hash (docs/model.md, version 2).
+      assert.equal(bytes.length, 56 + 4 * model.parameterCount + 4);
       assert.equal(new TextDecoder().decode(bytes.subarray(0, 8)), "ATKMODEL");
       const loaded = attn.loadModel(bytes);
       assert.deepEqual(loaded.config, model.config);
@@ -283,12 +285,12 @@ for (const variant of VARIANTS) {
       const flipped = bytes.slice();
       flipped[100] ^= 1;
       const version = bytes.slice();
-      version[8] = 2;
+      version[8] = 3;
       const cases = [
         [flipped, /^weights: hash mismatch/],
         [bytes.subarray(0, bytes.length - 1), /^weights: /],
         [bytes.subarray(0, 10), /^weights: truncated/],
-        [version, /^weights: version 2 is not supported/],
+        [version, /^weights: version 3 is not supported/],
       ];
       for (const [b, message] of cases) {
         assert.throws(
@@ -315,7 +317,7 @@ for (const variant of VARIANTS) {
       bad({ ...CONFIG, vocabSize: 0 }, {}, "config.vocabSize", /got 0/);
       bad({ ...CONFIG, maxSeqLen: 0 }, {}, "config.maxSeqLen", /got 0/);
       bad({ ...CONFIG, numLayers: 0 }, {}, "config.numLayers", /got 0/);
-      bad({ ...CONFIG, numLayers: 5 }, {}, "config.numLayers", /got 5/);
+      bad({ ...CONFIG, numLayers: 9 }, {}, "config.numLayers", /got 9/);
       bad({ ...CONFIG, numHeads: 0 }, {}, "config.numHeads", /got 0/);
       bad({ ...CONFIG, numHeads: 4, numKvHeads: 3 }, {}, "config.numKvHeads", /./);
       bad({ ...CONFIG, numHeads: 3 }, {}, "config.dK", /./);
@@ -498,9 +500,9 @@ for (const variant of VARIANTS) {
         assert.equal("finalGain" in p, layerNorm);
         if (layerNorm) order.push(p.finalGain, p.finalBias);
         order.push(p.unembedding);
-        // The weights file's floats (after its 48-byte header, before the hash).
+        // The weights file's floats (after its 56-byte header: no vocabulary; before the hash).
         const bytes = model.exportWeights();
-        const floats = new Float32Array(bytes.slice(48, bytes.length - 4).buffer);
+        const floats = new Float32Array(bytes.slice(56, bytes.length - 4).buffer);
         const joined = new Float32Array(model.parameterCount);
         let at = 0;
         for (const m of order) {

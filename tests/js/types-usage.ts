@@ -58,6 +58,14 @@ import type {
   TaskConfig,
   TaskGenerator,
   TaskKind,
+  Tokenizer,
+  TextDataset,
+  TextDatasetOptions,
+  Sampler,
+  SamplerOptions,
+  GenerateOptions,
+  Generated,
+  GeneratedCharacter,
   Tensor,
   TensorLike,
   Trainer,
@@ -655,6 +663,47 @@ reloaded.dispose();
 generator.dispose();
 trainer.dispose();
 model.dispose();
+// The language model: tokenizer, dataset, a GPT, generation.
+const tokenizer: Tokenizer = withModel.createTokenizer("Call me Ishmael.");
+const charTokens: Int32Array<ArrayBuffer> = tokenizer.encode("Call");
+const decodedText: string = tokenizer.decode(charTokens);
+const datasetOptions: TextDatasetOptions = { seqLen: 8, seed: 2n, validationWindows: 4 };
+const textData: TextDataset = withModel.createTextDataset(
+  "Call me Ishmael. ".repeat(20),
+  datasetOptions,
+);
+const gpt: Model = withModel.createModel(
+  { maxSeqLen: 8, dModel: 16, numHeads: 2, dFF: 64, layerNorm: true },
+  { seed: 1, vocabulary: textData.vocabulary },
+);
+const gptTrainer: Trainer = withModel.createTrainer(gpt, {
+  decaySteps: 100,
+  minLearningRate: 1e-4,
+});
+gptTrainer.step(textData.next(4));
+const validation: number = textData.validationLoss(gpt);
+const generateOptions: GenerateOptions = { length: 10, temperature: 0.8, topK: 5, seed: 3 };
+const generated: Generated = gpt.generate("Call", generateOptions);
+const firstStep: GeneratedCharacter | undefined = generated.steps[0];
+const samplerOptions: SamplerOptions = { temperature: 0 };
+const sampler: Sampler = gpt.sampler("Call", samplerOptions);
+const nextCharacter: string = sampler.next().character;
+const gptVocabulary: readonly string[] | null = gpt.vocabulary;
+const gptTokenizer: Tokenizer | null = gpt.tokenizer;
+use(decodedText, validation, generated.text, firstStep?.weights[0]?.shape, nextCharacter);
+use(gptVocabulary, gptTokenizer?.vocabSize, textData.trainTokens, gpt.config.dFF);
+sampler.dispose();
+gptTrainer.dispose();
+gpt.dispose();
+textData.dispose();
+// @ts-expect-error a task model needs its vocabSize
+withModel.createModel({ maxSeqLen: 4, dModel: 8 }, { seed: 1 });
+// @ts-expect-error a tokenizer's text is a string
+withModel.createTokenizer(["a"]);
+// @ts-expect-error a dataset needs its seqLen
+withModel.createTextDataset("abc", { seed: 1 });
+// @ts-expect-error topk is not topK
+gpt.generate("a", { topk: 3 });
 // @ts-expect-error "bracket" is not a task
 withModel.createTaskGenerator({ kind: "bracket", length: 4, vocabSize: 5 });
 // @ts-expect-error dmodel is not dModel

@@ -130,9 +130,13 @@ describe("TypeScript declarations", () => {
   it("package.json exports types for both the import and the require condition", () => {
     const pkg = JSON.parse(readFileSync(`${root}/package.json`, "utf8"));
     const dot = pkg.exports["."];
-    for (const env of ["node", "default"]) {
-      assert.equal(dot[env].import.types, "./dist/attnkit.d.ts", `${env}.import.types`);
-      assert.equal(dot[env].require.types, "./dist/attnkit.d.cts", `${env}.require.types`);
+    // The lean entry points have the same exports, hence the same declarations.
+    for (const path of [".", "./simd", "./threads", "./model"]) {
+      for (const env of ["node", "default"]) {
+        const where = `${path} ${env}`;
+        assert.equal(pkg.exports[path][env].import.types, "./dist/attnkit.d.ts", where);
+        assert.equal(pkg.exports[path][env].require.types, "./dist/attnkit.d.cts", where);
+      }
     }
     assert.equal(dot.node.import.default, "./dist/attnkit.node.mjs");
     assert.equal(dot.node.require.default, "./dist/attnkit.node.cjs");
@@ -229,7 +233,7 @@ function snippetScripts(file) {
     const loads = /\bconst attn\b/.test(block);
     if (loads || scripts.length === 0) {
       scripts.push([
-        ...(block.includes('from "attnkit"') ? [] : imports),
+        ...(/from "attnkit(\/\w+)?"/.test(block) ? [] : imports),
         ...(loads ? [] : [load]),
       ]);
     }

@@ -58,7 +58,7 @@ const range = (lo: number, hi: number) => `a whole number from ${lo} to ${hi}`;
 
 /** A trained layer's shapes: its tokens (ids as labels), d_model, heads, kv heads and d_k = d_v. */
 function trainedConfig(t: ShownLayer): Config {
-  const tokens = t.tokens.map(tokenLabel);
+  const tokens = t.labels ? [...t.labels] : t.tokens.map(tokenLabel);
   const fixed = "fixed by the trained model";
   return {
     items: [{ tokens, labels: uniqueLabels(tokens), realLength: tokens.length }],

@@ -5,6 +5,7 @@ import { page } from "./page";
 import { goto, togglePlay } from "./playback";
 import { render, set } from "./render";
 import type { ViewId } from "./state";
+import { scrubLanguageBy } from "./language/view";
 import { scrubBy } from "./train/view";
 
 const VIEW_KEYS: Record<string, ViewId> = {
@@ -14,6 +15,7 @@ const VIEW_KEYS: Record<string, ViewId> = {
   x: "saturation",
   d: "decoding",
   t: "train",
+  l: "language",
 };
 
 const PAGE_KEYS = ["Home", "End", "PageUp", "PageDown"];
@@ -62,6 +64,27 @@ function trainKey(key: string): boolean {
   return false;
 }
 
+/** The Language view's own keys, as the Train view's: ← → snapshots, Space trains or pauses, digits stay. */
+function languageKey(key: string): boolean {
+  const note = $("lang-key-note");
+  if (/^[1-8]$/.test(key)) {
+    note.textContent = `${key} jumps to step ${key} outside the Language view: press s for the steps, then ${key}.`;
+    return true;
+  }
+  note.textContent = "";
+  if (key === "ArrowLeft" || key === "ArrowRight") {
+    scrubLanguageBy(key === "ArrowLeft" ? -1 : 1);
+    return true;
+  }
+  if (key === " ") {
+    const go = $<HTMLButtonElement>("lang-go");
+    const pause = $<HTMLButtonElement>("lang-pause");
+    (go.disabled ? pause : go).click();
+    return true;
+  }
+  return false;
+}
+
 export function bindKeys(): void {
   document.addEventListener("keydown", (e) => {
     const t = e.target as Element;
@@ -81,6 +104,8 @@ export function bindKeys(): void {
     let handled = true;
     if (state.view === "train" && trainKey(e.key)) {
       // the Train view's own key
+    } else if (state.view === "language" && languageKey(e.key)) {
+      // the Language view's own key
     } else if (e.key === "ArrowRight") goto(state.step + 1);
     else if (e.key === "ArrowLeft") goto(state.step - 1);
     else if (e.key === " ") togglePlay();

@@ -4,6 +4,7 @@ import type { Attnkit } from "attnkit";
 import { presetState, settleLink } from "./controls";
 import type { Model } from "./model";
 import { DISPLAY_FIELDS, fromQuery, omitFields, toQuery, unknownParams, type State } from "./state";
+import { LANGUAGE_PARAMS } from "./language/settings";
 import { TRAIN_PARAMS } from "./train/settings";
 import { fallbackState, pinTrained, trainedKey } from "./trained";
 
@@ -48,7 +49,7 @@ export interface Page {
 
 const urlDropped: string[] = [];
 const fromUrl = fromQuery(location.search.slice(1), urlDropped);
-unknownParams(location.search.slice(1), TRAIN_PARAMS, urlDropped);
+unknownParams(location.search.slice(1), [...TRAIN_PARAMS, ...LANGUAGE_PARAMS], urlDropped);
 const trainedFallback = fromUrl.weights === "trained";
 let initial = trainedFallback ? fallbackState(fromUrl) : fromUrl;
 if (!location.search || trainedFallback)

@@ -4,7 +4,7 @@
 import * as d3 from "d3";
 import { syncControls } from "./controls";
 import { $, setHtml, stageWidth } from "./dom";
-import { announce, refocusMatrix } from "./draw/cell-keyboard";
+import { announceLater, refocusMatrix } from "./draw/cell-keyboard";
 import { addDefs } from "./draw/colors";
 import { recycle } from "./draw/heatmap-canvas";
 import { clearRegistry, numbersHidden, roundedToWhole } from "./draw/registry";
@@ -24,6 +24,7 @@ import { gridView } from "./views/grid";
 import { headView } from "./views/headview";
 import { saturationView } from "./views/saturation";
 import { setTrainRedraw, trainView } from "./train/view";
+import { languageView, setLanguageRedraw } from "./language/view";
 
 const VIEWS: Record<Exclude<ViewId, "steps">, Scene> = {
   headview: headView,
@@ -31,9 +32,11 @@ const VIEWS: Record<Exclude<ViewId, "steps">, Scene> = {
   saturation: saturationView,
   decoding: decodingView,
   train: trainView,
+  language: languageView,
 };
 
 setTrainRedraw(() => render(false));
+setLanguageRedraw(() => render(false));
 
 /** The smallest scale a scene is shown at before the stage scrolls instead. */
 const MIN_SCALE = 0.5;
@@ -367,12 +370,10 @@ function draw(animate: boolean): void {
  * for 400 ms (not the whole caption on every slider tick).
  */
 let announced = "";
-let announceTimer: number | undefined;
 function announceScene(title: string): void {
   if (title === announced) return;
   announced = title;
-  window.clearTimeout(announceTimer);
-  announceTimer = window.setTimeout(() => announce(title), 400);
+  announceLater(title, 400);
 }
 
 /** The step bar and view buttons as the state says; only what changed is written. */

@@ -5,7 +5,8 @@ export type EmbeddingKind = "features" | "random";
 /** "trained": a trained model's layer, whose numbers live in memory only (trained.ts). */
 export type WeightKind = "random" | "identity" | "designed" | "seed" | "trained";
 export type MaskKind = "none" | "causal" | "padding" | "custom";
-export type ViewId = "steps" | "headview" | "grid" | "saturation" | "decoding" | "train";
+export type ViewId =
+  "steps" | "headview" | "grid" | "saturation" | "decoding" | "train" | "language";
 
 export interface State {
   preset: string;
@@ -205,7 +206,7 @@ const CHOICES: Partial<Record<Key, readonly string[]>> = {
   emb: ["features", "random"],
   weights: ["random", "identity", "designed", "seed", "trained"],
   mask: ["none", "causal", "padding", "custom"],
-  view: ["steps", "headview", "grid", "saturation", "decoding", "train"],
+  view: ["steps", "headview", "grid", "saturation", "decoding", "train", "language"],
   role: ["Q", "K", "V"],
   satSource: ["random", "query"],
   speed: ["0.5", "1", "2", "4"],

@@ -6,6 +6,7 @@ import { drawnIds, drawnMatrix } from "./draw/registry";
 import { page } from "./page";
 import { toQuery } from "./state";
 import { trainHook, trainInspectionHook } from "./train/view";
+import { languageHook } from "./language/view";
 
 export function installTestHooks(): void {
   (window as unknown as { __attnkit: unknown }).__attnkit = {
@@ -30,6 +31,8 @@ export function installTestHooks(): void {
     /** The Train view's run: metrics, snapshots and the inspection on screen. */
     train: () => trainHook(),
     trainInspection: () => trainInspectionHook(),
+    /** The Language view's run: text, losses, sample, sentence maps, generation. */
+    language: () => languageHook(),
   };
 }
 

@@ -17,6 +17,8 @@ export interface TrainedLayer {
   tokens: readonly number[] | Int32Array;
   /** -1 = not scored. */
   targets: readonly number[] | Int32Array;
+  /** The tokens' labels (a language model's characters); default: the ids (tokenLabel). */
+  labels?: readonly string[];
   /** 0-based layer whose attention is shown. */
   layer: number;
   numLayers: number;

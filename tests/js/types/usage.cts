@@ -6,6 +6,8 @@ import attnkit = require("attnkit");
 import createAttnkitDefault from "attnkit";
 import { createAttnkit, AttnkitError, version } from "attnkit";
 import type { Attnkit, KVCache, LoadOptions, MatrixLike } from "attnkit";
+// A lean entry point (dist/simd.node.cjs at run time): the same exports and types.
+import lean = require("attnkit/simd");
 
 async function main(): Promise<string> {
   const options: LoadOptions = { threads: 2, wasmPaths: "/dist/", timeout: 10_000 };
@@ -13,6 +15,8 @@ async function main(): Promise<string> {
   const viaDefault: Attnkit = await attnkit.default();
   const viaInterop: Attnkit = await createAttnkitDefault({ simd: false });
   const named: Attnkit = await createAttnkit();
+  const simd: Attnkit = await lean.createAttnkit({ simd: false });
+  simd.dispose();
   const rows: MatrixLike = [
     [1, 0],
     [0, 1],

@@ -18,9 +18,20 @@ function cellEvent(el: Element, rows: number, cols: number, r: number, c: number
 }
 
 /** Says `text` to screen readers (a polite live region that only this writes). */
+let pending: number | undefined;
 export function announce(text: string): void {
+  window.clearTimeout(pending);
   const el = document.getElementById("announce");
   if (el && el.textContent !== text) el.textContent = text;
+}
+
+/**
+ * Announces `text` after `ms` unless something is announced first: what the reader did
+ * last (a cell moved to) is never overwritten by an older, delayed announcement.
+ */
+export function announceLater(text: string, ms: number): void {
+  window.clearTimeout(pending);
+  pending = window.setTimeout(() => announce(text), ms);
 }
 
 /**

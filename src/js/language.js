@@ -1,0 +1,389 @@
+// attnkit: the language model's text in JS (src/model/text.h, generate.h): a
+// character tokenizer, a dataset of seeded windows over a text with its
+// validation part, and sampling text from a model through the KV cache with
+// every layer's attention per character. Texts go to wasm as UTF-8; the core
+// checks and tokenizes them, so JS and C++ users get the same tokens.
+import { describe, rangeError, typeError } from "./errors.js";
+import { checkCount, checkKeys, isObject } from "./convert.js";
+import { bitsFloat, floatBits } from "./marshal.js";
+
+// The core's limits (text.h): UTF-8 bytes of a text, distinct characters.
+export const MAX_TEXT_BYTES = 8 * 1024 * 1024;
+export const MAX_CHARACTERS = 512;
+// The unknown token: id 0, the replacement character.
+export const UNKNOWN = "\uFFFD";
+// Windows per forward of TextDataset.validationLoss: at most a training
+// batch's rows, so that the model's forward buffers never grow for it.
+const VALIDATION_CHUNK = 8;
+// Words of a call's argument block (model.js's ARG_BYTES).
+const ARG_BYTES = 128;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder("utf-8", { fatal: true });
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** A string's UTF-8 bytes, checked: a well-formed string within MAX_TEXT_BYTES. */
+export function textBytes(name, text) {
+  if (typeof text !== "string") throw typeError(name, "a string", text);
+  const limit = `a string of at most ${MAX_TEXT_BYTES} bytes of UTF-8`;
+  // Every UTF-16 code unit is at least one byte of UTF-8.
+  if (text.length > MAX_TEXT_BYTES) throw rangeError(name, limit, `${text.length} characters`);
+  const lone = LONE_SURROGATE.exec(text);
+  if (lone) {
+    const unit = lone[0].charCodeAt(0).toString(16).toUpperCase();
+    throw rangeError(
+      name,
+      "a well-formed string (UTF-16 without lone surrogates)",
+      `a lone surrogate \\u${unit} at index ${lone.index}`,
+    );
+  }
+  const bytes = encoder.encode(text);
+  if (bytes.length > MAX_TEXT_BYTES) throw rangeError(name, limit, `${bytes.length} bytes`);
+  return bytes;
+}
+
+/** The code points of a vocabulary given as characters (Tokenizer.vocabulary's form). */
+export function vocabularyCodePoints(name, vocabulary) {
+  if (!Array.isArray(vocabulary))
+    throw typeError(name, `an array of characters ("${UNKNOWN}" first)`, vocabulary);
+  return Uint32Array.from(vocabulary, (c, i) => {
+    const code = typeof c === "string" ? c.codePointAt(0) : undefined;
+    if (code === undefined || String.fromCodePoint(code) !== c)
+      throw typeError(`${name}[${i}]`, "a string of one character (one code point)", c);
+    return code;
+  });
+}
+
+/** Characters of code points (a vocabulary the core has checked). */
+const characters = (codes) => Object.freeze(Array.from(codes, (c) => String.fromCodePoint(c)));
+
+function checkOptions(name, options, keys, shape) {
+  if (options === undefined) return {};
+  if (!isObject(options) || Array.isArray(options))
+    throw typeError(name, `an object ${shape}`, options);
+  checkKeys(name, options, keys);
+  return options;
+}
+
+/**
+ * Tokenizer, TextDataset and Sampler over the model context `ctx` (model.js):
+ * its module, handles, scratch memory, error path and seed words.
+ */
+export function languageContext(ctx, seedWords) {
+  const { M, objects } = ctx;
+
+  /** Runs fn(args) with words, then byte blocks, in scratch memory; fn's words after the call. */
+  function call(blame, names, blocks, fn) {
+    const bytes = blocks.reduce((n, b) => n + ((b.byteLength + 3) & ~3), 0);
+    const base = ctx.scratch(bytes, blame);
+    let at = base + ARG_BYTES;
+    const addresses = blocks.map((b) => {
+      const ptr = at;
+      M.HEAPU8.set(new Uint8Array(b.buffer, b.byteOffset, b.byteLength), ptr);
+      at += (b.byteLength + 3) & ~3;
+      return ptr;
+    });
+    try {
+      if (fn(base, addresses) !== 0) ctx.fail(names);
+      return base;
+    } catch (e) {
+      ctx.mem.trim();
+      throw e;
+    }
+  }
+  const words = (at, n) => M.HEAPU32.slice(at >> 2, (at >> 2) + n);
+  const done = () => {
+    M.textClear();
+    ctx.mem.trim();
+  };
+
+  class Tokenizer {
+    constructor(codes) {
+      Object.defineProperties(this, {
+        // Token id -> its character; vocabulary[0] is the unknown token "\uFFFD".
+        vocabulary: { value: characters(codes), enumerable: true },
+        vocabSize: { value: codes.length, enumerable: true },
+        unknownToken: { value: 0, enumerable: true },
+      });
+      this.#codes = codes;
+    }
+    #codes;
+    /** The tokens of `text` (one per code point; characters outside the vocabulary are 0). */
+    encode(text) {
+      const bytes = textBytes("text", text);
+      const base = call("text", { text: "text" }, [this.#codes, bytes], (args, [v, t]) => {
+        M.HEAPU32.set([v, this.#codes.length, t, bytes.length], args >> 2);
+        return M.tokenizerEncode(args);
+      });
+      try {
+        const [ptr, count] = words(base + 16, 2);
+        return M.HEAP32.slice(ptr >> 2, (ptr >> 2) + count);
+      } finally {
+        done();
+      }
+    }
+    /** The text of `tokens` (ids in 0 .. vocabSize - 1). */
+    decode(tokens) {
+      const t = tokenArray("tokens", tokens);
+      const base = call("tokens", { tokens: "tokens" }, [this.#codes, t], (args, [v, p]) => {
+        M.HEAPU32.set([v, this.#codes.length, p, t.length], args >> 2);
+        return M.tokenizerDecode(args);
+      });
+      try {
+        const [ptr, size] = words(base + 16, 2);
+        return decoder.decode(M.HEAPU8.subarray(ptr, ptr + size));
+      } finally {
+        done();
+      }
+    }
+  }
+
+  /** A tokenizer of a vocabulary's code points (checked by the core, naming `name`). */
+  function tokenizerOf(name, codes) {
+    // Encoding the empty text checks the vocabulary (Tokenizer::FromVocabulary).
+    call(name, { vocabulary: name }, [codes, new Uint8Array(0)], (args, [v, t]) => {
+      M.HEAPU32.set([v, codes.length, t, 0], args >> 2);
+      return M.tokenizerEncode(args);
+    });
+    done();
+    return new Tokenizer(codes);
+  }
+
+  class TextDataset {
+    constructor(text, options) {
+      const bytes = textBytes("text", text);
+      const o = checkOptions(
+        "options",
+        options,
+        ["seqLen", "seed", "validationWindows", "vocabulary"],
+        "{seqLen, seed?, validationWindows?, vocabulary?}",
+      );
+      if (options === undefined)
+        throw typeError("options", "an object {seqLen, seed?, ...}", options);
+      const seqLen = checkCount("options.seqLen", o.seqLen);
+      const seed = o.seed === undefined ? [0, 0] : seedWords("options.seed", o.seed);
+      const windows =
+        o.validationWindows === undefined
+          ? 128
+          : checkCount("options.validationWindows", o.validationWindows);
+      const codes =
+        o.vocabulary === undefined
+          ? new Uint32Array(0)
+          : vocabularyCodePoints("options.vocabulary", o.vocabulary);
+      const names = {
+        text: "text",
+        vocabulary: "options.vocabulary",
+        seq_len: "options.seqLen",
+        validation_windows: "options.validationWindows",
+      };
+      let handle = 0;
+      const base = call("text", names, [bytes, codes], (args, [t, v]) => {
+        M.HEAPU32.set([t, bytes.length, v, codes.length, seqLen, ...seed, windows], args >> 2);
+        handle = M.datasetCreate(args);
+        return handle ? 0 : 1;
+      });
+      try {
+        M.datasetInfo(handle, base);
+        const [vocab, count, train, validation, validationWindows] = words(base, 5);
+        const tokenizer = new Tokenizer(M.HEAPU32.slice(vocab >> 2, (vocab >> 2) + count));
+        Object.defineProperties(this, {
+          tokenizer: { value: tokenizer, enumerable: true },
+          vocabulary: { value: tokenizer.vocabulary, enumerable: true },
+          vocabSize: { value: tokenizer.vocabSize, enumerable: true },
+          seqLen: { value: seqLen, enumerable: true },
+          trainTokens: { value: train, enumerable: true },
+          validationTokens: { value: validation, enumerable: true },
+          validationWindows: { value: validationWindows, enumerable: true },
+        });
+      } finally {
+        ctx.mem.trim();
+      }
+      objects.track(this, "dataset", handle);
+    }
+    #batch(batch, fn) {
+      const handle = objects.live(this, "TextDataset", "dataset");
+      const at = ctx.scratch(0, "batch");
+      if (fn(handle, at) !== 0) ctx.fail({ batch: "batch", count: "count", dataset: "dataset" });
+      const [tokens, targets] = words(at, 2);
+      const n = batch * this.seqLen;
+      return {
+        batch,
+        seqLen: this.seqLen,
+        tokens: M.HEAP32.slice(tokens >> 2, (tokens >> 2) + n),
+        targets: M.HEAP32.slice(targets >> 2, (targets >> 2) + n),
+      };
+    }
+    /** `batch` windows at seeded random places in the training part (the stream goes on). */
+    next(batch) {
+      checkCount("batch", batch);
+      return this.#batch(batch, (h, at) => M.datasetNext(h, batch, at));
+    }
+    /** Validation windows first .. first + count - 1 as one batch. */
+    validationBatch(first, count) {
+      checkCount("first", first, { allowZero: true });
+      checkCount("count", count);
+      if (first + count > this.validationWindows) {
+        throw rangeError(
+          "count",
+          `windows within 0 .. ${this.validationWindows} (validationWindows)`,
+          `${first} .. ${first + count}`,
+        );
+      }
+      return this.#batch(count, (h, at) => M.datasetValidationBatch(h, first, count, at));
+    }
+    /** The model's mean loss over every validation window (nats per character). */
+    validationLoss(model) {
+      const handle = objects.live(this, "TextDataset", "dataset");
+      const modelHandle = objects.live(model, "Model", "model");
+      const v = model.vocabulary;
+      if (v && (v.length !== this.vocabSize || v.some((c, i) => c !== this.vocabulary[i]))) {
+        throw rangeError(
+          "model",
+          `a model of this dataset's vocabulary (${this.vocabSize} characters)`,
+          `one of another vocabulary (${v.length} characters)`,
+        );
+      }
+      const at = ctx.scratch(0, "model");
+      if (M.datasetValidationLoss(handle, modelHandle, VALIDATION_CHUNK, at) !== 0)
+        ctx.fail({ model: "model" });
+      return bitsFloat(M.HEAPU32[at >> 2]);
+    }
+    dispose() {
+      objects.dispose(this);
+    }
+    [Symbol.dispose ?? Symbol.for("Symbol.dispose")]() {
+      this.dispose();
+    }
+  }
+
+  /** Sampling options, checked: {temperature, topK, seed}. */
+  function checkSampling(options, keys, shape) {
+    const o = checkOptions("options", options, keys, shape);
+    const temperature = o.temperature === undefined ? 1 : o.temperature;
+    if (typeof temperature !== "number")
+      throw typeError("options.temperature", "a number", temperature);
+    if (!Number.isFinite(temperature) || temperature < 0)
+      throw rangeError("options.temperature", "a finite number >= 0", describe(temperature));
+    return {
+      o,
+      temperature,
+      topK: o.topK === undefined ? 0 : checkCount("options.topK", o.topK, { allowZero: true }),
+      seed: o.seed === undefined ? [0, 0] : seedWords("options.seed", o.seed),
+    };
+  }
+  const SAMPLE_NAMES = {
+    prompt: "prompt",
+    model: "model",
+    temperature: "options.temperature",
+    top_k: "options.topK",
+  };
+
+  class Sampler {
+    constructor(model, modelHandle, prompt, options) {
+      const bytes = textBytes("prompt", prompt);
+      const s = checkSampling(
+        options,
+        ["temperature", "topK", "seed"],
+        "{temperature?, topK?, seed?}",
+      );
+      if (!model.vocabulary) {
+        throw rangeError(
+          "model",
+          "a model with a vocabulary (createModel with options.vocabulary, or a loaded language model)",
+          "one without",
+        );
+      }
+      let handle = 0;
+      call("prompt", SAMPLE_NAMES, [bytes], (args, [p]) => {
+        M.HEAPU32.set([p, bytes.length, ...s.seed], args >> 2);
+        handle = M.samplerCreate(modelHandle, args);
+        return handle ? 0 : 1;
+      });
+      ctx.mem.trim();
+      Object.defineProperties(this, {
+        model: { value: model, enumerable: true },
+        options: {
+          value: Object.freeze({ temperature: s.temperature, topK: s.topK }),
+          enumerable: true,
+        },
+      });
+      objects.track(this, "sampler", handle);
+    }
+    /** The next character: its token, text, logits and each layer's attention over the context. */
+    next() {
+      const handle = objects.live(this, "Sampler", "sampler");
+      objects.live(this.model, "Model", "sampler.model");
+      const at = ctx.scratch(0, "sampler");
+      M.HEAPU32.set([floatBits(this.options.temperature), this.options.topK], at >> 2);
+      if (M.samplerNext(handle, at) !== 0) ctx.fail(SAMPLE_NAMES);
+      const [token, text, size, logits, count, layers] = words(at + 8, 6);
+      const weights = [];
+      for (let l = 0; l < layers; ++l) {
+        const [ptr, rows, cols] = words(at + 32 + 12 * l, 3);
+        weights.push({
+          data: M.HEAPF32.slice(ptr >> 2, (ptr >> 2) + rows * cols),
+          shape: [rows, cols],
+        });
+      }
+      return {
+        token,
+        character: decoder.decode(M.HEAPU8.subarray(text, text + size)),
+        logits: M.HEAPF32.slice(logits >> 2, (logits >> 2) + count),
+        weights,
+      };
+    }
+    dispose() {
+      objects.dispose(this);
+    }
+    [Symbol.dispose ?? Symbol.for("Symbol.dispose")]() {
+      this.dispose();
+    }
+  }
+
+  return {
+    Tokenizer,
+    TextDataset,
+    Sampler,
+    tokenizerOf,
+    createTokenizer(text) {
+      const bytes = textBytes("text", text);
+      const base = call("text", { text: "text" }, [bytes], (args, [t]) => {
+        M.HEAPU32.set([t, bytes.length], args >> 2);
+        return M.tokenizerBuild(args);
+      });
+      try {
+        const [ptr, count] = words(base + 8, 2);
+        return new Tokenizer(M.HEAPU32.slice(ptr >> 2, (ptr >> 2) + count));
+      } finally {
+        done();
+      }
+    },
+    /** model.generate: `length` characters sampled after `prompt`. */
+    generate(model, modelHandle, prompt, options) {
+      const o = checkOptions(
+        "options",
+        options,
+        ["length", "temperature", "topK", "seed"],
+        "{length?, temperature?, topK?, seed?}",
+      );
+      const length = o.length === undefined ? 100 : checkCount("options.length", o.length);
+      const { length: _, ...sampling } = o;
+      const sampler = new Sampler(model, modelHandle, prompt, sampling);
+      try {
+        const steps = Array.from({ length }, () => sampler.next());
+        const text = steps.map((s) => s.character).join("");
+        return { text, tokens: Int32Array.from(steps, (s) => s.token), steps };
+      } finally {
+        sampler.dispose();
+      }
+    },
+  };
+}
+
+/** An Int32Array of token ids, or an array of integers copied into one. */
+function tokenArray(name, v) {
+  if (v instanceof Int32Array) return v;
+  if (Array.isArray(v) && v.every((x) => Number.isInteger(x) && Math.abs(x) < 2 ** 31))
+    return Int32Array.from(v);
+  throw typeError(name, "an Int32Array (or an array of integers)", v);
+}

@@ -1,0 +1,59 @@
+// attnkit's browser loader, shared by the entry points for browsers and
+// bundlers (web.js and the lean ones, web-simd.js ...), each bundled with its
+// own copy of it. Each build's .wasm sits beside its loader and is found
+// through import.meta.url, which bundlers follow; options.wasmPaths (a base URL
+// ending in "/", or a map from file name to URL) moves them. The threads
+// build's workers run attnkit-threads.worker.js, beside attnkit-threads.mjs.
+import { AttnkitError, AttnkitTypeError } from "./api.js";
+import { makeLoader, version } from "./loader.js";
+import { simdSupported } from "./simd.js";
+
+export { AttnkitError, AttnkitTypeError, simdSupported, version };
+
+const WORKER = "attnkit-threads.worker.js";
+
+// Where dist/ is, for messages only (a name, not a literal bundlers would
+// follow: the threads module itself points bundlers at its worker).
+function besideThisModule(name) {
+  try {
+    return new URL(name, import.meta.url).href;
+  } catch {
+    return name;
+  }
+}
+
+function locate(wasmPaths) {
+  if (typeof wasmPaths === "string") return (file) => wasmPaths + file;
+  // Files the map leaves out load from their default place (beside the loader).
+  return (file, prefix) => wasmPaths[file] ?? prefix + file;
+}
+
+/**
+ * createAttnkit for the browser entry point `entry`, which holds `builds`
+ * (build name -> a function returning a promise of its Emscripten factory).
+ */
+export function webLoader(entry, builds) {
+  return makeLoader({
+    entry,
+    builds,
+    hardwareThreads: () => globalThis.navigator?.hardwareConcurrency || 1,
+    // Without wasmPaths, no locateFile: the modules' new URL(file, import.meta.url) stays, which bundlers follow.
+    files: (build, wasmPaths) => {
+      const locateFile = wasmPaths === undefined ? undefined : locate(wasmPaths);
+      if (build !== "threads") return { locateFile };
+      const mapped = typeof wasmPaths === "string" || wasmPaths?.[WORKER] !== undefined;
+      const url = mapped ? locateFile(WORKER, "") : besideThisModule(WORKER);
+      // A moved worker imports attnkit-threads.mjs from beside itself unless told where it is.
+      const main = wasmPaths?.["attnkit-threads.mjs"] ?? besideThisModule("attnkit-threads.mjs");
+      return {
+        locateFile,
+        worker: { url, parameter: mapped ? "options.wasmPaths" : "options.threads" },
+        extra: mapped ? { mainScriptUrlOrBlob: main } : {},
+      };
+    },
+    // The browser fetches the worker script itself; a failure is its error event.
+    checkWorker: async () => {},
+    watchWorker: (w, onError) => w.addEventListener("error", onError),
+    started: () => {},
+  });
+}

@@ -1,0 +1,327 @@
+// attnkit's worker API, the caller's side: createAttnkitWorker() starts a
+// worker that loads the package (worker-host.js) and returns an object with
+// the synchronous API's calls, each returning a Promise. Calls run one at a
+// time in the order made, from one queue per worker; a call waiting in the
+// queue can be cancelled (an AbortSignal); a running one only by terminate().
+// Objects the worker holds (KV caches, models, trainers, task generators) come
+// back as proxies whose calls go through the same queue.
+import { AttnkitError, typeError } from "./errors.js";
+import { checkKeys, isObject } from "./convert.js";
+import { isOrtTensor, isTfTensor } from "./interop.js";
+import {
+  HANDLE,
+  OUT,
+  TF,
+  abortError,
+  errorFromWire,
+  isPlain,
+  transferable,
+} from "./worker-wire.js";
+
+const OPTION_KEYS = ["simd", "threads", "model", "wasmPaths", "wasmBinary", "timeout"];
+const WORKER_KEYS = ["transfer", "workerUrl"];
+const CALL_KEYS = ["signal", "transfer"];
+
+/** The worker options, checked: { load (what createAttnkit takes), transfer, workerUrl }. */
+function checkWorkerOptions(options) {
+  if (options === undefined) return { load: undefined, transfer: false, workerUrl: undefined };
+  if (!isObject(options) || Array.isArray(options)) {
+    throw typeError("options", "an object of load and worker options", options);
+  }
+  checkKeys("options", options, [...OPTION_KEYS, ...WORKER_KEYS], "option");
+  const { transfer = false, workerUrl, ...load } = options;
+  if (typeof transfer !== "boolean") throw typeError("options.transfer", "a boolean", transfer);
+  if (workerUrl !== undefined && typeof workerUrl !== "string" && !(workerUrl instanceof URL)) {
+    throw typeError("options.workerUrl", "a string or URL", workerUrl);
+  }
+  return { load, transfer, workerUrl };
+}
+
+/** The options of `with()`: { signal?, transfer? }. */
+function checkCallOptions(options) {
+  if (!isObject(options) || Array.isArray(options)) {
+    throw typeError("options", "an object {signal?, transfer?}", options);
+  }
+  checkKeys("options", options, CALL_KEYS, "option");
+  const { signal, transfer } = options;
+  if (signal !== undefined && !(isObject(signal) && typeof signal.aborted === "boolean")) {
+    throw typeError("options.signal", "an AbortSignal", signal);
+  }
+  if (transfer !== undefined && typeof transfer !== "boolean") {
+    throw typeError("options.transfer", "a boolean", transfer);
+  }
+  return options;
+}
+
+/** An AbortSignal's reason as the call's rejection: an AbortError-like AttnkitError. */
+function aborted(signal) {
+  return abortError(
+    "options.signal",
+    "expected the call to run, got it cancelled before it started",
+    signal.reason,
+  );
+}
+
+/**
+ * createAttnkitWorker for one platform: `platform.spawn(url)` starts the worker
+ * script (`url`: the caller's options.workerUrl or undefined for the default)
+ * and returns { post(message, transfer), listen(onMessage, onFailure),
+ * terminate(), busy(isBusy) }.
+ */
+export function makeWorkerClient(platform) {
+  return async function createAttnkitWorker(options) {
+    const { load, transfer: transferByDefault, workerUrl } = checkWorkerOptions(options);
+    const worker = platform.spawn(workerUrl);
+    let nextId = 1;
+    let running = null; // the job the worker runs
+    const queue = []; // jobs not sent yet, in order
+    let ended = null; // the error every later call rejects with
+    const proxies = new Map(); // handle id -> WeakRef of its proxy
+    const handleIds = new WeakMap(); // proxy -> handle id
+    const states = new WeakMap(); // proxy -> its latest state
+    const registry =
+      typeof FinalizationRegistry === "function"
+        ? new FinalizationRegistry((id) => {
+            if (!ended) worker.post({ op: "forget", target: id }, []);
+          })
+        : null;
+
+    function end(error) {
+      if (ended) return;
+      ended = error;
+      const jobs = running ? [running, ...queue] : [...queue];
+      running = null;
+      queue.length = 0;
+      for (const job of jobs) settle(job, () => job.reject(error));
+      worker.terminate();
+    }
+
+    worker.listen(
+      (message) => {
+        const job = running;
+        if (!job || message.id !== job.id) return;
+        running = null;
+        settle(job, () => {
+          if (!message.ok) return job.reject(errorFromWire(message.error));
+          if (message.state && job.self) states.set(job.self, decode(message.state, job));
+          job.resolve(decode(message.value, job));
+        });
+        pump();
+      },
+      (error) => end(error),
+    );
+
+    function settle(job, fn) {
+      if (job.signal) job.signal.removeEventListener("abort", job.onAbort);
+      fn();
+    }
+
+    /** The next queued job, sent once the worker is free. */
+    function pump() {
+      worker.busy(running !== null || queue.length > 0);
+      if (running || ended || queue.length === 0) return;
+      const job = queue.shift();
+      running = job;
+      if (job.pending.length === 0) {
+        try {
+          send(job);
+        } catch (e) {
+          running = null;
+          settle(job, () => job.reject(e));
+          pump();
+        }
+        return;
+      }
+      Promise.all(job.pending)
+        .then((values) => {
+          if (running !== job) return;
+          job.pending.forEach((p, i) => job.fill[i](values[i]));
+          send(job);
+        })
+        .catch((e) => {
+          if (running !== job) return;
+          running = null;
+          settle(job, () => job.reject(e));
+          pump();
+        });
+    }
+
+    function send(job) {
+      const message = { id: job.id, op: job.op, target: job.target, method: job.method };
+      message[job.op === "load" ? "options" : "args"] = job.args;
+      try {
+        worker.post(message, job.transfer);
+      } catch (e) {
+        // A buffer that cannot move (e.g. a view of wasm memory): copied instead.
+        if (job.transfer.length === 0) throw e;
+        worker.post(message, []);
+      }
+    }
+
+    /**
+     * Queues a call of `method` on the module (target 0) or a held object. The
+     * arguments are read now: ort tensors' data, tfjs tensors' data() (started
+     * now, awaited before sending), proxies as handles.
+     */
+    function enqueue(op, target, method, args, callOptions, self) {
+      return new Promise((resolve, reject) => {
+        if (ended) return reject(ended);
+        const signal = callOptions?.signal;
+        if (signal?.aborted) return reject(aborted(signal));
+        const transfer = callOptions?.transfer ?? transferByDefault;
+        const job = { id: nextId++, op, target, method, self, resolve, reject, signal };
+        job.pending = [];
+        job.fill = [];
+        job.originals = args;
+        job.transfer = [];
+        job.args = encode(args, job, transfer);
+        if (signal) {
+          job.onAbort = () => {
+            const at = queue.indexOf(job);
+            if (at < 0) return; // running: its result still comes
+            queue.splice(at, 1);
+            reject(aborted(signal));
+            worker.busy(running !== null || queue.length > 0);
+          };
+          signal.addEventListener("abort", job.onAbort, { once: true });
+        }
+        queue.push(job);
+        pump();
+      });
+    }
+
+    /**
+     * The arguments as they are sent: proxies as handles, ort and tfjs tensors
+     * as { data, shape }; with `transfer`, the typed arrays' buffers are listed
+     * to move (never a tfjs tensor's: tfjs keeps using it).
+     */
+    function encode(value, job, transfer) {
+      if (ArrayBuffer.isView(value)) {
+        // A detached array cannot be cloned: an empty one goes, which the worker names.
+        if (value.byteLength === 0) return new value.constructor(0);
+        const b = transfer && transferable(value);
+        if (b && !job.transfer.includes(b)) job.transfer.push(b);
+        return value;
+      }
+      if (value === null || typeof value !== "object") return value;
+      const id = handleIds.get(value);
+      if (id !== undefined) return { [HANDLE]: id };
+      if (isOrtTensor(value)) {
+        return encode({ type: value.type, data: value.data, shape: value.dims }, job, transfer);
+      }
+      if (isTfTensor(value)) {
+        const { dtype, isDisposed } = value;
+        const out = {
+          [TF]: true,
+          dtype,
+          shape: value.shape.slice(),
+          data: null,
+          disposed: isDisposed,
+        };
+        if (isDisposed) return out; // the worker names it
+        job.pending.push(value.data());
+        job.fill.push((data) => (out.data = data));
+        return out;
+      }
+      if (Array.isArray(value)) return value.map((v) => encode(v, job, transfer));
+      if (!isPlain(value)) return value; // sent as structured clone takes it
+      const out = {};
+      for (const [k, v] of Object.entries(value)) out[k] = encode(v, job, transfer);
+      return out;
+    }
+
+    /** A result as the caller gets it: handles as proxies, outs in the caller's arrays. */
+    function decode(value, job) {
+      if (value === null || typeof value !== "object" || ArrayBuffer.isView(value)) return value;
+      if (Array.isArray(value)) return value.map((v) => decode(v, job));
+      if (typeof value[HANDLE] === "number") return proxyFor(value, job);
+      if (Array.isArray(value[OUT])) {
+        let original = job.originals;
+        for (const key of value[OUT]) original = original?.[key];
+        if (ArrayBuffer.isView(original) && original.length === value.data.length) {
+          original.set(value.data);
+          return original;
+        }
+        return value.data; // the caller's array moved here and back: this is it now
+      }
+      const out = {};
+      for (const [k, v] of Object.entries(value)) out[k] = decode(v, job);
+      return out;
+    }
+
+    /** The proxy of a held object: its properties from its latest state, its calls queued. */
+    function proxyFor(handle, job) {
+      const id = handle[HANDLE];
+      const known = proxies.get(id)?.deref();
+      if (known) return known;
+      const proxy = makeProxy(id, handle.methods ?? []);
+      states.set(proxy, decode(handle.state ?? {}, job));
+      for (const key of Object.keys(handle.state ?? {})) {
+        Object.defineProperty(proxy, key, { get: () => states.get(proxy)[key], enumerable: true });
+      }
+      Object.defineProperty(proxy, Symbol.toStringTag, { value: `Async${handle.kind}` });
+      proxies.set(id, new WeakRef(proxy));
+      handleIds.set(proxy, id);
+      registry?.register(proxy, id);
+      return proxy;
+    }
+
+    /** An object with `methods` queued on target `id`, and with(options) for per-call options. */
+    function makeProxy(id, methods) {
+      const proxy = {};
+      for (const method of methods) {
+        proxy[method] = (...args) => enqueue("call", id, method, args, undefined, proxy);
+      }
+      // The same calls with call options: a view whose calls pass them.
+      proxy.with = (options) => {
+        const o = checkCallOptions(options);
+        const view = Object.create(proxy);
+        const calls = {
+          with: { value: (more) => proxy.with({ ...o, ...checkCallOptions(more) }) },
+        };
+        for (const method of methods) {
+          if (id === 0 && method === "dispose") continue; // the module's own, which ends the worker
+          calls[method] = { value: (...args) => enqueue("call", id, method, args, o, proxy) };
+        }
+        return Object.defineProperties(view, calls);
+      };
+      return proxy;
+    }
+
+    // The module: load, then its calls.
+    let info;
+    try {
+      info = await enqueue("load", 0, "", load, undefined, null);
+    } catch (e) {
+      end(e);
+      // The worker script itself did not run: a load failure, as createAttnkit's.
+      if (e.code !== "aborted") throw e;
+      const parameter = workerUrl === undefined ? "options" : "options.workerUrl";
+      throw new AttnkitError(
+        `${parameter}: expected attnkit/worker's worker script to load, got: ${e.message}`,
+        { code: "load_failed", parameter },
+      );
+    }
+    const attn = makeProxy(0, info.methods);
+    Object.assign(attn, info.props);
+    const dispose = attn.dispose;
+    attn.dispose = async () => {
+      if (ended) return;
+      await dispose();
+      end(
+        new AttnkitError(
+          "attnkit: expected a live worker, got one that was disposed (call createAttnkitWorker() again)",
+          { code: "disposed", parameter: "attnkit" },
+        ),
+      );
+    };
+    attn.terminate = () =>
+      end(
+        abortError(
+          "terminate",
+          "expected the call to finish, got the worker terminated (call createAttnkitWorker() again)",
+        ),
+      );
+    return Object.freeze(attn);
+  };
+}

@@ -1,0 +1,699 @@
+// The GPT blocks of the model (d_ff > 0), its schedule, weights file v2 and
+// generation (src/model/model.h, generate.h).
+//  - Every parameter kind's gradient (embeddings, both LayerNorms, W_Q/K/V/O,
+//    W_1, W_2, unembedding) against central finite differences of the
+//    float64 reference (model_reference.h), grouped K/V heads and plain,
+//    scaled and unscaled; the same gradients on every compiled SIMD target.
+//  - Inspect's weights and dS against the reference through the MLP blocks.
+//  - Training is bit-identical with a ThreadPool of 1 and of 3 threads.
+//  - The cosine schedule; weight decay on W_1 and W_2.
+//  - Weights v2 round trip with a vocabulary, version 1 still loading,
+//    corrupt vocabularies refused.
+//  - Generation: cached logits equal a full forward of the same context
+//    (also across the re-prefill), the weights equal the forward's, the same
+//    seed gives the same tokens, top_k 1 and temperature 0 are argmax; errors.
+//  - A 2-layer GPT lowers its loss on a repetitive string.
+//  - The GELU kernels against float64 over the whole float range.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "src/core/ops.h"
+#include "src/model/generate.h"
+#include "src/model/kernels.h"
+#include "src/model/model.h"
+#include "src/model/random.h"
+#include "tests/model_reference.h"
+
+namespace {
+
+using namespace attnkit;
+using namespace attnkit::model;
+
+#define REQUIRE_OK(expr)                 \
+  do {                                   \
+    const ::attnkit::Status s_ = (expr); \
+    INFO(s_.ToString());                 \
+    REQUIRE(s_.ok());                    \
+  } while (0)
+
+void RequireNames(const Status& s, const std::string& parameter) {
+  INFO(s.ToString());
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.parameter() == parameter);
+}
+
+// 2 GPT blocks, 2 query heads sharing 1 K/V head, d_ff 8.
+ModelConfig SmallGpt(bool scaled) {
+  ModelConfig c;
+  c.vocab_size = 5;
+  c.max_seq_len = 6;
+  c.d_model = 6;
+  c.num_layers = 2;
+  c.num_heads = 2;
+  c.num_kv_heads = 1;
+  c.d_k = 3;
+  c.d_ff = 8;
+  c.layer_norm = true;
+  c.scale_by_sqrt_dk = scaled;
+  return c;
+}
+
+Batch SmallBatch() {
+  Batch b;
+  b.batch = 2;
+  b.seq_len = 5;
+  b.tokens = {1, 4, 0, 2, 3, 2, 2, 1, 4, 0};
+  b.targets = {-1, 0, 3, -1, 1, 4, -1, 2, 2, 3};
+  return b;
+}
+
+// Weights large enough that every part of the model matters to the loss:
+// GPT-2's N(0, 0.02) would leave the gradients of a tiny model near zero.
+void Perturb(Model* m, uint64_t seed) {
+  Rng rng(seed);
+  for (Matrix* t : m->params().Tensors()) {
+    const bool vector = t->rows() == 1;  // LayerNorm gains and biases
+    for (size_t k = 0; k < t->size(); ++k) {
+      t->data()[k] = vector ? t->data()[k] + float(0.3 * rng.Normal()) : float(0.5 * rng.Normal());
+    }
+  }
+}
+
+TEST_CASE("gpt: GELU and its derivative match float64 on every target", "[gpt]") {
+  // u on [-12, 12] in steps of 1/64 and beyond (where GELU is 0 or u), in rows
+  // of 37 (full vectors and one-lane tails). Tolerances, twice to four times
+  // the largest errors seen: GELU within 4 ulp of |u| (the rounding of inner,
+  // carried by the exponential), the derivative within 4e-7.
+  std::vector<float> values;
+  for (int i = -12 * 64; i <= 12 * 64; ++i) values.push_back(float(i) / 64.0f);
+  for (float big : {15.0f, 30.0f, 100.0f, 1e4f, 1e19f}) {
+    values.push_back(big);
+    values.push_back(-big);
+  }
+  const size_t cols = 37, rows = (values.size() + cols - 1) / cols;
+  values.resize(rows * cols, 0.5f);
+  Matrix u(rows, cols), act(rows, cols), slope(rows, cols);
+  std::copy(values.begin(), values.end(), u.data());
+  for (const int64_t target : targets::Available()) {
+    INFO("target " << targets::Name(target));
+    targets::ForceForTest(target);
+    kernels::Gelu(u, act);
+    std::fill(slope.data(), slope.data() + slope.size(), 1.0f);
+    kernels::GeluBackward(u, slope);
+    targets::ForceForTest(0);
+    double worst_gelu = 0, worst_slope = 0;
+    for (size_t i = 0; i < u.size(); ++i) {
+      const double x = u.data()[i];
+      const double inner = 0.7978845608028654 * (x + 0.044715 * x * x * x);
+      const double t = std::tanh(inner);
+      const double gelu = 0.5 * x * (1 + t);
+      const double d =
+          0.5 * (1 + t) + 0.5 * x * (1 - t * t) * 0.7978845608028654 * (1 + 3 * 0.044715 * x * x);
+      INFO("u " << x << ": GELU " << act.data()[i] << " vs " << gelu << ", GELU' "
+                << slope.data()[i] << " vs " << d);
+      REQUIRE(std::isfinite(act.data()[i]));
+      REQUIRE(std::isfinite(slope.data()[i]));
+      worst_gelu = std::max(worst_gelu, std::abs(act.data()[i] - gelu) / std::abs(x));
+      worst_slope = std::max(worst_slope, std::abs(slope.data()[i] - d));
+      CHECK(std::abs(act.data()[i] - gelu) <= 4 * 6e-8 * std::abs(x));
+      CHECK(std::abs(slope.data()[i] - d) <= 4e-7);
+    }
+    WARN("target " << targets::Name(target) << ": GELU error / |u| " << worst_gelu
+                   << ", GELU' error " << worst_slope);
+  }
+}
+
+TEST_CASE("gpt: every gradient matches finite differences of the float64 reference", "[gpt]") {
+  for (const size_t shape : {0, 1}) {
+    for (const bool scaled : {true, false}) {
+      INFO("shape " << shape << " scaled " << scaled);
+      ModelConfig config = SmallGpt(scaled);
+      if (shape == 1) {  // 3 heads with their own K/V heads, 3 layers
+        config.num_layers = 3;
+        config.num_heads = 3;
+        config.num_kv_heads = 3;
+        config.d_k = 2;
+        config.d_ff = 5;
+      }
+      Model m;
+      REQUIRE_OK(m.Init(config, 3 + shape));
+      Perturb(&m, 17 + shape);
+      const Batch batch = SmallBatch();
+      Metrics metrics;
+      REQUIRE_OK(m.Forward(batch, &metrics));
+      Parameters grads;
+      REQUIRE_OK(m.Backward(&grads));
+      std::vector<model_ref::Tensor> t = model_ref::FromParameters(m.params());
+      const double loss = model_ref::Loss(m.config(), t, batch);
+      CHECK(std::abs(metrics.loss - loss) <= 1e-5 * std::max(1.0, std::abs(loss)));
+      const std::vector<const Matrix*> g = static_cast<const Parameters&>(grads).Tensors();
+      const std::vector<std::string> names = m.params().Names();
+      REQUIRE(g.size() == t.size());
+      // Every kind is there: 2 embeddings, 10 per layer, 2 final LayerNorm, unembedding.
+      CHECK(names.size() == 2 + 10 * config.num_layers + 3);
+      CHECK(std::count(names.begin(), names.end(), "layers.0.W_1") == 1);
+      CHECK(std::count(names.begin(), names.end(), "layers.1.ln2_bias") == 1);
+      const double h = 1e-5;
+      double worst = 0;
+      for (size_t i = 0; i < t.size(); ++i) {
+        INFO(names[i]);
+        REQUIRE(g[i]->size() == t[i].size());
+        double magnitude = 0;
+        for (size_t k = 0; k < t[i].size(); ++k) magnitude += std::abs(g[i]->data()[k]);
+        CHECK(magnitude > 1e-3);  // nothing passes by being zero
+        for (size_t k = 0; k < t[i].size(); ++k) {
+          const double saved = t[i][k];
+          t[i][k] = saved + h;
+          const double up = model_ref::Loss(m.config(), t, batch);
+          t[i][k] = saved - h;
+          const double down = model_ref::Loss(m.config(), t, batch);
+          t[i][k] = saved;
+          const double fd = (up - down) / (2 * h);
+          const double err = std::abs(g[i]->data()[k] - fd);
+          // float32 gradients of an O(1) loss: 1e-4 absolute plus 1e-3 relative.
+          const double tolerance = 1e-4 + 1e-3 * std::abs(fd);
+          worst = std::max(worst, err / tolerance);
+          if (err > tolerance) {
+            FAIL_CHECK(names[i] << "[" << k << "]: gradient " << g[i]->data()[k]
+                                << ", finite differences " << fd);
+          }
+        }
+      }
+      INFO("worst error / tolerance " << worst);
+      CHECK(worst < 1);
+    }
+  }
+}
+
+TEST_CASE("gpt: Inspect's weights and dS match the float64 reference", "[gpt][inspect]") {
+  // dS = d loss / d S through the MLP blocks after each attention: the
+  // reference's loss moved one score at a time.
+  Model m;
+  REQUIRE_OK(m.Init(SmallGpt(true), 21));
+  Perturb(&m, 22);
+  const std::vector<int32_t> tokens = {1, 4, 0, 2, 3};
+  const std::vector<int32_t> targets = {-1, 0, 3, -1, 1};
+  Inspection in;
+  REQUIRE_OK(m.Inspect(tokens, &targets, &in));
+  const ModelConfig& c = m.config();
+  const size_t T = tokens.size(), h = c.num_heads;
+  Batch batch;
+  batch.batch = 1;
+  batch.seq_len = T;
+  batch.tokens = tokens;
+  batch.targets = targets;
+  const std::vector<model_ref::Tensor> t = model_ref::FromParameters(m.params());
+  std::vector<std::vector<double>> ref_weights;
+  const double loss = model_ref::Loss(c, t, batch, &ref_weights);
+  CHECK(std::abs(in.metrics.loss - loss) <= 1e-5 * std::max(1.0, loss));
+  REQUIRE(in.layers.size() == c.num_layers);
+  double magnitude = 0;
+  for (size_t l = 0; l < c.num_layers; ++l) {
+    for (size_t head = 0; head < h; ++head) {
+      for (size_t i = 0; i < T; ++i) {
+        for (size_t j = 0; j <= i; ++j) {
+          INFO("layer " << l << " head " << head << " query " << i << " key " << j);
+          CHECK(std::abs(in.layers[l].weights(head * T + i, j) -
+                         ref_weights[l][(head * T + i) * T + j]) < 1e-5);
+          model_ref::ScoreNudge nudge{0, l, head, i, j, 1e-5};
+          const double up = model_ref::Loss(c, t, batch, nullptr, &nudge);
+          nudge.delta = -1e-5;
+          const double down = model_ref::Loss(c, t, batch, nullptr, &nudge);
+          const double fd = (up - down) / 2e-5;
+          CHECK(std::abs(in.layers[l].d_scores(head * T + i, j) - fd) <=
+                1e-5 + 1e-3 * std::abs(fd));
+          magnitude += std::abs(fd);
+        }
+      }
+    }
+  }
+  CHECK(magnitude > 1e-3);
+}
+
+TEST_CASE("gpt: loss and gradients agree on every compiled SIMD target", "[gpt]") {
+  // The model's kernels (LayerNorm, GELU, softmax-cross-entropy) on each
+  // target against the float64 reference's loss, and the gradients against
+  // the best target's within float32 rounding.
+  Model m;
+  ModelConfig config = SmallGpt(true);
+  config.d_model = 20;  // rows longer than a vector, with a tail, on every target
+  config.d_k = 10;
+  config.d_ff = 37;
+  config.vocab_size = 23;
+  REQUIRE_OK(m.Init(config, 5));
+  Perturb(&m, 6);
+  Batch batch = SmallBatch();
+  for (int32_t& tok : batch.tokens) tok = (tok * 7 + 3) % 23;
+  const double loss = model_ref::Loss(m.config(), model_ref::FromParameters(m.params()), batch);
+  std::vector<float> best;
+  for (const int64_t target : targets::Available()) {
+    INFO(targets::Name(target));
+    targets::ForceForTest(target);
+    Metrics metrics;
+    Parameters grads;
+    const Status forward = m.Forward(batch, &metrics);
+    const Status backward = m.Backward(&grads);
+    targets::ForceForTest(0);
+    REQUIRE_OK(forward);
+    REQUIRE_OK(backward);
+    CHECK(std::abs(metrics.loss - loss) <= 1e-5 * std::max(1.0, std::abs(loss)));
+    std::vector<float> flat;
+    for (const Matrix* t : static_cast<const Parameters&>(grads).Tensors()) {
+      flat.insert(flat.end(), t->data(), t->data() + t->size());
+    }
+    if (best.empty()) {
+      best = flat;
+      continue;
+    }
+    REQUIRE(flat.size() == best.size());
+    for (size_t k = 0; k < flat.size(); ++k) {
+      if (std::abs(flat[k] - best[k]) > 1e-5 + 1e-4 * std::abs(best[k])) {
+        FAIL_CHECK("gradient " << k << ": " << flat[k] << " against " << best[k]);
+      }
+    }
+  }
+}
+
+TEST_CASE("gpt: the initialisation has GPT-2's scales", "[gpt]") {
+  ModelConfig c;
+  c.vocab_size = 64;
+  c.max_seq_len = 64;
+  c.d_model = 64;
+  c.num_layers = 8;
+  c.num_heads = 4;
+  c.d_ff = 256;
+  c.layer_norm = true;
+  Model m;
+  REQUIRE_OK(m.Init(c, 1));
+  auto std_of = [](const Matrix& t) {
+    double s2 = 0;
+    for (size_t k = 0; k < t.size(); ++k) s2 += double(t.data()[k]) * t.data()[k];
+    return std::sqrt(s2 / double(t.size()));
+  };
+  const Parameters& p = m.params();
+  const double residual = 0.02 / std::sqrt(16.0);
+  CHECK(std_of(p.token_embedding) == Approx(0.02).epsilon(0.05));
+  CHECK(std_of(p.position_embedding) == Approx(0.02).epsilon(0.05));
+  CHECK(std_of(p.layers[3].W_Q) == Approx(0.02).epsilon(0.05));
+  CHECK(std_of(p.layers[3].W_1) == Approx(0.02).epsilon(0.05));
+  CHECK(std_of(p.layers[3].W_O) == Approx(residual).epsilon(0.05));
+  CHECK(std_of(p.layers[3].W_2) == Approx(residual).epsilon(0.05));
+  CHECK(std_of(p.unembedding) == Approx(0.02).epsilon(0.05));
+  CHECK(p.layers[7].ln2_gain(0, 3) == 1.0f);
+  CHECK(p.layers[7].ln2_bias(0, 3) == 0.0f);
+  CHECK(p.Count() == 64 * 64 * 3 + 8 * (4 * 64 * 64 + 2 * 64 * 256 + 4 * 64) + 2 * 64);
+}
+
+// Trains a GPT for `steps` steps on a fixed pattern with a pool of `threads`
+// and returns the exported weights.
+std::vector<uint8_t> TrainGptWithThreads(size_t threads, size_t steps) {
+  ModelConfig c;
+  c.vocab_size = 11;
+  c.max_seq_len = 12;
+  c.d_model = 16;
+  c.num_layers = 2;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.d_ff = 40;
+  c.layer_norm = true;
+  AdamWConfig opt;
+  opt.learning_rate = 3e-3f;
+  opt.warmup_steps = 3;
+  opt.decay_steps = 15;
+  Trainer trainer;
+  REQUIRE_OK(trainer.Init(c, 11, opt));
+  ThreadPool pool(threads);
+  trainer.model().set_pool(&pool);
+  Rng rng(4);
+  Batch batch;
+  batch.batch = 8;
+  batch.seq_len = 12;
+  Metrics metrics;
+  for (size_t s = 0; s < steps; ++s) {
+    batch.tokens.clear();
+    batch.targets.clear();
+    for (size_t i = 0; i < batch.batch * batch.seq_len; ++i) {
+      batch.tokens.push_back(int32_t(rng.Below(11)));
+      batch.targets.push_back(int32_t(rng.Below(12)) - 1);
+    }
+    REQUIRE_OK(trainer.Step(batch, &metrics));
+  }
+  std::vector<uint8_t> bytes;
+  REQUIRE_OK(ExportWeights(trainer.model(), &bytes));
+  return bytes;
+}
+
+TEST_CASE("gpt: training is bit-identical with 1 and 3 threads", "[gpt]") {
+  const std::vector<uint8_t> one = TrainGptWithThreads(1, 12);
+  const std::vector<uint8_t> three = TrainGptWithThreads(3, 12);
+  REQUIRE(one.size() == three.size());
+  CHECK(one == three);
+}
+
+TEST_CASE("gpt: the learning rate warms up, then follows the cosine", "[gpt]") {
+  AdamWConfig c;
+  c.learning_rate = 1e-3f;
+  c.min_learning_rate = 1e-4f;
+  c.warmup_steps = 10;
+  c.decay_steps = 110;
+  Model m;
+  REQUIRE_OK(m.Init(SmallGpt(true), 1));
+  AdamW adam;
+  REQUIRE_OK(adam.Init(c, m.params()));
+  CHECK(adam.LearningRate(5) == Approx(5e-4).epsilon(1e-6));
+  CHECK(adam.LearningRate(10) == Approx(1e-3).epsilon(1e-6));
+  // Half-way through the decay, the cosine is at the middle of its range.
+  CHECK(adam.LearningRate(60) == Approx(5.5e-4).epsilon(1e-6));
+  // A quarter of the way: min + (max - min) (1 + cos(pi / 4)) / 2.
+  CHECK(adam.LearningRate(35) ==
+        Approx(1e-4 + 9e-4 * (1 + std::cos(3.14159265358979 / 4)) / 2).epsilon(1e-6));
+  CHECK(adam.LearningRate(110) == Approx(1e-4).epsilon(1e-6));
+  CHECK(adam.LearningRate(500) == Approx(1e-4).epsilon(1e-6));
+  for (size_t step = 11; step < 110; ++step) {
+    CHECK(adam.LearningRate(step + 1) < adam.LearningRate(step));
+  }
+  // Without decay_steps the rate stays at learning_rate after the warm-up.
+  c.decay_steps = 0;
+  REQUIRE_OK(adam.Init(c, m.params()));
+  CHECK(adam.LearningRate(500) == 1e-3f);
+}
+
+TEST_CASE("gpt: weight decay reaches W_1 and W_2, not the LayerNorms", "[gpt]") {
+  Model m;
+  REQUIRE_OK(m.Init(SmallGpt(true), 2));
+  const Parameters before = m.params();
+  Parameters zero;
+  REQUIRE_OK(zero.Allocate(m.config()));
+  AdamWConfig c;
+  c.learning_rate = 0.1f;
+  c.weight_decay = 0.5f;
+  AdamW adam;
+  REQUIRE_OK(adam.Init(c, m.params()));
+  REQUIRE_OK(adam.Step(zero, &m.params()));  // a zero gradient: only the decay moves weights
+  const Parameters& after = m.params();
+  CHECK(after.layers[1].W_1(2, 3) == Approx(before.layers[1].W_1(2, 3) * 0.95f));
+  CHECK(after.layers[1].W_2(5, 1) == Approx(before.layers[1].W_2(5, 1) * 0.95f));
+  CHECK(after.layers[1].ln2_gain(0, 1) == before.layers[1].ln2_gain(0, 1));
+  CHECK(after.token_embedding(1, 1) == before.token_embedding(1, 1));
+}
+
+// Rewrites the trailing FNV-1a hash after an edit.
+std::vector<uint8_t> Rehash(std::vector<uint8_t> f) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i + 4 < f.size(); ++i) h = (h ^ f[i]) * 16777619u;
+  for (int i = 0; i < 4; ++i) f[f.size() - 4 + i] = uint8_t(h >> (8 * i));
+  return f;
+}
+
+void PutU32(std::vector<uint8_t>* out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out->push_back(uint8_t(v >> (8 * i)));
+}
+
+TEST_CASE("gpt: weights v2 carry d_ff and the vocabulary; version 1 still loads", "[gpt]") {
+  Model m;
+  REQUIRE_OK(m.Init(SmallGpt(false), 9));
+  const std::vector<uint32_t> vocabulary = {'a', 0xE9, 0x4E2D, 0x1F600, ' '};
+  m.set_vocabulary(vocabulary);
+  std::vector<uint8_t> bytes;
+  REQUIRE_OK(ExportWeights(m, &bytes));
+  // magic, version, 9 config words, vocabulary length + 5, count, floats, hash
+  CHECK(bytes.size() == 8 + 4 + 36 + 4 + 20 + 4 + 4 * m.params().Count() + 4);
+  CHECK(bytes[8] == 2);
+  CHECK(bytes[8 + 4 + 4 * 7] == 8);  // d_ff
+  Model back;
+  REQUIRE_OK(ImportWeights(bytes.data(), bytes.size(), &back));
+  CHECK(back.config().d_ff == 8);
+  CHECK(back.vocabulary() == vocabulary);
+  std::vector<uint8_t> again;
+  REQUIRE_OK(ExportWeights(back, &again));
+  CHECK(again == bytes);
+  Metrics a, b;
+  REQUIRE_OK(m.Forward(SmallBatch(), &a));
+  REQUIRE_OK(back.Forward(SmallBatch(), &b));
+  CHECK(a.loss == b.loss);
+
+  auto rejects = [](const std::vector<uint8_t>& file, const std::string& says) {
+    Model target;
+    REQUIRE_OK(target.Init(SmallGpt(true), 1));
+    target.set_vocabulary({1, 2, 3, 4, 5});
+    const Status s = ImportWeights(file.data(), file.size(), &target);
+    INFO(s.ToString());
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.parameter() == "weights");
+    CHECK(s.detail().find(says) != std::string::npos);
+    CHECK(target.vocabulary().size() == 5);  // unchanged
+    CHECK(target.config().scale_by_sqrt_dk);
+  };
+  const size_t length_at = 8 + 4 + 36;
+  std::vector<uint8_t> f = bytes;
+  f[length_at] = 4;  // 4 code points for 5 tokens
+  rejects(Rehash(f), "vocabulary length 4");
+  f = bytes;
+  f[length_at] = 200;  // more code points than the file holds
+  rejects(Rehash(f), "vocabulary length 200");
+  rejects(std::vector<uint8_t>(bytes.begin(), bytes.begin() + length_at + 8), "truncated");
+  f = bytes;
+  f[length_at + 4 + 8] ^= 1;  // one bit of the vocabulary
+  rejects(f, "hash");
+  f = bytes;
+  f[8 + 4 + 4 * 8] = 2;  // flags: scale_by_sqrt_dk only, so d_ff 8 without layer_norm
+  rejects(Rehash(f), "d_ff");
+
+  // A version 1 file, as the attention-only model wrote it: 8 config words
+  // (no d_ff), no vocabulary.
+  Model old;
+  ModelConfig oc = SmallGpt(true);
+  oc.d_ff = 0;
+  REQUIRE_OK(old.Init(oc, 4));
+  std::vector<uint8_t> v1(bytes.begin(), bytes.begin() + 8);
+  PutU32(&v1, 1);
+  uint32_t words[kConfigWords];
+  ConfigToWords(old.config(), words);
+  for (size_t i = 0; i < kConfigWords; ++i) {
+    if (i != kConfigWords - 2) PutU32(&v1, words[i]);  // leave out d_ff
+  }
+  PutU32(&v1, uint32_t(old.params().Count()));
+  for (const Matrix* t : old.params().Tensors()) {
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(t->data());
+    v1.insert(v1.end(), p, p + 4 * t->size());
+  }
+  PutU32(&v1, 0);
+  v1 = Rehash(v1);
+  Model loaded;
+  REQUIRE_OK(loaded.Init(SmallGpt(true), 1));
+  loaded.set_vocabulary({1, 2, 3, 4, 5});
+  REQUIRE_OK(ImportWeights(v1.data(), v1.size(), &loaded));
+  CHECK(loaded.config().d_ff == 0);
+  CHECK(loaded.vocabulary().empty());
+  REQUIRE_OK(old.Forward(SmallBatch(), &a));
+  REQUIRE_OK(loaded.Forward(SmallBatch(), &b));
+  CHECK(a.loss == b.loss);
+  // Exported again it is a version 2 file.
+  REQUIRE_OK(ExportWeights(loaded, &again));
+  CHECK(again[8] == 2);
+  CHECK(again.size() == v1.size() + 8);  // d_ff and the vocabulary length
+}
+
+// The logits of the last position of a full forward of `tokens`.
+std::vector<float> LastLogits(Model* m, const std::vector<int32_t>& tokens) {
+  Batch b;
+  b.batch = 1;
+  b.seq_len = tokens.size();
+  b.tokens = tokens;
+  b.targets.assign(tokens.size(), -1);
+  Matrix logits;
+  Metrics metrics;
+  REQUIRE_OK(m->Forward(b, &metrics, &logits));
+  const size_t V = m->config().vocab_size;
+  return std::vector<float>(logits.data() + (tokens.size() - 1) * V,
+                            logits.data() + tokens.size() * V);
+}
+
+ModelConfig GenerationConfig() {
+  ModelConfig c;
+  c.vocab_size = 13;
+  c.max_seq_len = 10;
+  c.d_model = 24;
+  c.num_layers = 3;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.d_ff = 48;
+  c.layer_norm = true;
+  return c;
+}
+
+TEST_CASE("gpt: cached generation equals a full forward of the same context", "[gpt][generate]") {
+  // 30 tokens from a 3-token prompt with max_seq_len 10: the context fills,
+  // is re-prefilled from its last 5 tokens, and fills again, several times.
+  for (const size_t d_ff : {0, 48}) {
+    INFO("d_ff " << d_ff);
+    ModelConfig c = GenerationConfig();
+    c.d_ff = d_ff;
+    Model m;
+    REQUIRE_OK(m.Init(c, 8));
+    Perturb(&m, 12);
+    Model reference = m;  // full forwards on a copy (Forward keeps its own state)
+    Generator gen;
+    REQUIRE_OK(gen.Start(m, {3, 1, 4}, 42));
+    SampleOptions options;
+    options.temperature = 0.8f;
+    size_t re_prefills = 0, previous = gen.context().size();
+    for (size_t step = 0; step < 30; ++step) {
+      const std::vector<int32_t> context = gen.context();
+      REQUIRE(context.size() <= c.max_seq_len);
+      if (context.size() < previous) ++re_prefills;
+      previous = context.size();
+      GeneratedToken token;
+      REQUIRE_OK(gen.Next(options, &token));
+      const std::vector<float> full = LastLogits(&reference, context);
+      REQUIRE(token.logits.size() == full.size());
+      // float32 through different orders of summation: 1e-4 of the logits' scale.
+      for (size_t j = 0; j < full.size(); ++j) {
+        CHECK(std::abs(token.logits[j] - full[j]) <= 1e-4f * (1 + std::abs(full[j])));
+      }
+      // Each head's weights over the cache are the forward's last row.
+      REQUIRE(token.weights.size() == c.num_layers);
+      for (size_t l = 0; l < c.num_layers; ++l) {
+        Matrix w;
+        REQUIRE_OK(reference.AttentionWeights(l, &w));
+        const size_t T = context.size();
+        REQUIRE(token.weights[l].rows() == c.num_heads);
+        REQUIRE(token.weights[l].cols() == T);
+        for (size_t head = 0; head < c.num_heads; ++head) {
+          for (size_t j = 0; j < T; ++j) {
+            CHECK(std::abs(token.weights[l](head, j) - w(head * T + T - 1, j)) <= 1e-5f);
+          }
+        }
+      }
+      CHECK(token.token >= 0);
+      CHECK(size_t(token.token) < c.vocab_size);
+      const std::vector<int32_t>& now = gen.context();
+      CHECK(now.back() == token.token);
+    }
+    CHECK(re_prefills >= 3);
+  }
+}
+
+TEST_CASE("gpt: sampling is seeded; top_k 1 and temperature 0 are argmax", "[gpt][generate]") {
+  Model m;
+  REQUIRE_OK(m.Init(GenerationConfig(), 3));
+  Perturb(&m, 5);
+  auto sample = [&](uint64_t seed, SampleOptions options, size_t n) {
+    Generator gen;
+    REQUIRE_OK(gen.Start(m, {1, 2}, seed));
+    std::vector<int32_t> tokens;
+    for (size_t i = 0; i < n; ++i) {
+      GeneratedToken t;
+      REQUIRE_OK(gen.Next(options, &t));
+      tokens.push_back(t.token);
+      if (options.temperature == 0 || options.top_k == 1) {
+        const size_t arg =
+            size_t(std::max_element(t.logits.begin(), t.logits.end()) - t.logits.begin());
+        CHECK(size_t(t.token) == arg);
+      }
+      if (options.top_k > 1) {  // the token is among the top_k logits
+        size_t above = 0;
+        for (float v : t.logits) above += v > t.logits[size_t(t.token)];
+        CHECK(above < options.top_k);
+      }
+    }
+    return tokens;
+  };
+  SampleOptions hot;
+  hot.temperature = 1.5f;
+  const std::vector<int32_t> a = sample(7, hot, 40);
+  CHECK(a == sample(7, hot, 40));
+  CHECK(a != sample(8, hot, 40));
+  SampleOptions top1;
+  top1.top_k = 1;
+  SampleOptions cold;
+  cold.temperature = 0;
+  CHECK(sample(1, top1, 20) == sample(2, cold, 20));
+  SampleOptions top3;
+  top3.top_k = 3;
+  top3.temperature = 2.0f;
+  sample(3, top3, 30);
+}
+
+TEST_CASE("gpt: generation errors name prompt, temperature, top_k", "[gpt][generate]") {
+  Model m;
+  REQUIRE_OK(m.Init(GenerationConfig(), 3));
+  Generator gen;
+  GeneratedToken t;
+  RequireNames(gen.Next(SampleOptions(), &t), "generator");
+  RequireNames(gen.Start(m, {}, 1), "prompt");
+  RequireNames(gen.Start(m, {1, 13}, 1), "prompt");
+  RequireNames(gen.Start(m, {-1}, 1), "prompt");
+  Model empty;
+  RequireNames(gen.Start(empty, {1}, 1), "model");
+  REQUIRE_OK(gen.Start(m, {1, 2, 3}, 1));
+  SampleOptions o;
+  o.temperature = -1;
+  RequireNames(gen.Next(o, &t), "temperature");
+  o.temperature = std::nanf("");
+  RequireNames(gen.Next(o, &t), "temperature");
+  o = SampleOptions();
+  o.top_k = 14;
+  RequireNames(gen.Next(o, &t), "top_k");
+  CHECK(gen.context().size() == 3);  // errors leave the context as it was
+  REQUIRE_OK(gen.Next(SampleOptions(), &t));
+  CHECK(gen.context().size() == 4);
+  // A prompt longer than max_seq_len keeps its last max_seq_len / 2 tokens.
+  REQUIRE_OK(gen.Start(m, std::vector<int32_t>(25, 2), 1));
+  CHECK(gen.context().size() == 5);
+}
+
+TEST_CASE("gpt: a 2-layer GPT lowers its loss on a repetitive string", "[gpt][train]") {
+  const std::string text = "the cat sat on the mat. the dog sat on the log. ";
+  std::string alphabet = text;
+  std::sort(alphabet.begin(), alphabet.end());
+  alphabet.erase(std::unique(alphabet.begin(), alphabet.end()), alphabet.end());
+  ModelConfig c;
+  c.vocab_size = alphabet.size();
+  c.max_seq_len = 16;
+  c.d_model = 32;
+  c.num_layers = 2;
+  c.num_heads = 4;
+  c.d_ff = 128;
+  c.layer_norm = true;
+  AdamWConfig opt;
+  opt.learning_rate = 1e-2f;
+  opt.warmup_steps = 10;
+  opt.decay_steps = 150;
+  opt.min_learning_rate = 1e-3f;
+  Trainer trainer;
+  REQUIRE_OK(trainer.Init(c, 1, opt));
+  Rng rng(2);
+  Batch batch;
+  batch.batch = 8;
+  batch.seq_len = 16;
+  auto token = [&](size_t i) { return int32_t(alphabet.find(text[i % text.size()])); };
+  float first = 0, last = 0;
+  for (size_t step = 0; step < 150; ++step) {
+    batch.tokens.clear();
+    batch.targets.clear();
+    for (size_t b = 0; b < batch.batch; ++b) {
+      const size_t start = rng.Below(text.size());
+      for (size_t t = 0; t < batch.seq_len; ++t) {
+        batch.tokens.push_back(token(start + t));
+        batch.targets.push_back(token(start + t + 1));
+      }
+    }
+    Metrics metrics;
+    REQUIRE_OK(trainer.Step(batch, &metrics));
+    if (step == 0) first = metrics.loss;
+    last = metrics.loss;
+  }
+  INFO("first loss " << first << ", last " << last);
+  // ln(vocab_size) at the start; the string is nearly deterministic given
+  // the previous characters (only "cat"/"dog", "mat"/"log" are choices).
+  CHECK(first == Approx(std::log(double(c.vocab_size))).epsilon(0.05));
+  CHECK(last < 0.5f);
+}
+
+}  // namespace

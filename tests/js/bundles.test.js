@@ -1,0 +1,282 @@
+// Lean bundles: the packed tarball installed into a fresh project, a minimal app
+// bundled by esbuild for Node and for browsers from each entry point. An app
+// that imports a lean entry point (attnkit/simd, attnkit/threads, attnkit/model)
+// holds only that entry point's builds; "attnkit" holds all five. The Node
+// bundles run and print the right number. Also the lean entry points' refusals
+// of options that pick a build they do not hold.
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
+import { AttnkitError } from "attnkit";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const esbuild = join(root, "node_modules/.bin/esbuild");
+const BUILDS = ["simd", "scalar", "threads", "simd-model", "scalar-model"];
+const BUDGET_GZIP = 150 * 1024;
+
+// Each entry point, the options its app loads with, and the builds it must hold.
+const ENTRIES = [
+  { entry: "attnkit/simd", options: {}, builds: ["simd", "scalar"] },
+  { entry: "attnkit/threads", options: { threads: 2 }, builds: ["simd", "scalar", "threads"] },
+  { entry: "attnkit/model", options: { model: true }, builds: ["simd-model", "scalar-model"] },
+  { entry: "attnkit", options: {}, builds: BUILDS },
+];
+
+function run(cmd, args, cwd) {
+  const r = spawnSync(cmd, args, {
+    cwd,
+    encoding: "utf8",
+    env: { ...process.env, npm_config_update_notifier: "false" },
+  });
+  assert.equal(
+    r.status,
+    0,
+    `${cmd} ${args.join(" ")} failed (${r.status}):\n${r.stdout}\n${r.stderr}`,
+  );
+  return r.stdout;
+}
+
+/** The app: loads `entry` with `options`, prints what attention([[1]], [[1]], [[2]]) gives. */
+function appSource(entry, options, print) {
+  return `import createAttnkit from "${entry}";
+async function main() { // no top-level await: CommonJS output cannot hold it
+  const attn = await createAttnkit(${JSON.stringify(options)});
+  const r = { value: attn.attention([[1]], [[1]], [[2]]).data[0], simd: attn.simd, threads: attn.threads, model: attn.model };
+  ${print};
+}
+main();
+`;
+}
+
+describe("lean bundles from the packed tarball", () => {
+  let tmp, app, dist;
+  // A slice from the middle of each build's embedded wasm (Node) and each
+  // build's wasm reference (browsers): present in a bundle exactly when the
+  // bundle holds that build.
+  const nodeMark = {};
+  const webBuilds = (text) =>
+    [...text.matchAll(/new URL\("attnkit-([a-z-]+)\.wasm",\s*import\.meta\.url\)/g)]
+      .map((m) => m[1])
+      .sort();
+  const nodeBuilds = (text) => BUILDS.filter((b) => text.includes(nodeMark[b])).sort();
+  const gz = (file) => gzipSync(readFileSync(file), { level: 9 }).length;
+  const bytes = (file) => readFileSync(file).length;
+
+  before(() => {
+    tmp = mkdtempSync(join(tmpdir(), "attnkit-bundles-"));
+    const packed = JSON.parse(run("npm", ["pack", "--json", "--pack-destination", tmp], root));
+    app = join(tmp, "app");
+    mkdirSync(app);
+    writeFileSync(
+      join(app, "package.json"),
+      JSON.stringify({ name: "app", version: "1.0.0", private: true, type: "module" }),
+    );
+    run(
+      "npm",
+      [
+        "install",
+        join(tmp, packed[0].filename),
+        "--no-audit",
+        "--no-fund",
+        "--offline",
+        "--no-package-lock",
+      ],
+      app,
+    );
+    dist = join(app, "node_modules/attnkit/dist");
+    const embedded = {};
+    for (const b of BUILDS) {
+      const text = readFileSync(join(dist, `attnkit-${b}.node.cjs`), "utf8");
+      embedded[b] = /base64,([A-Za-z0-9+/=]{100000,})/.exec(text)?.[1];
+      assert.ok(embedded[b], `attnkit-${b}.node.cjs embeds its wasm`);
+      assert.deepEqual(webBuilds(readFileSync(join(dist, `attnkit-${b}.mjs`), "utf8")), [b]);
+    }
+    // The builds share code: a slice of 64 characters that no other build's wasm holds.
+    for (const b of BUILDS) {
+      const wasm = embedded[b];
+      for (let at = 0; at + 64 <= wasm.length && !nodeMark[b]; at += 4096) {
+        const slice = wasm.slice(at, at + 64);
+        if (BUILDS.every((o) => o === b || !embedded[o].includes(slice))) nodeMark[b] = slice;
+      }
+      assert.ok(nodeMark[b], `a slice of attnkit-${b}.node.cjs's wasm that is its own`);
+    }
+  });
+
+  after(() => {
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  for (const { entry, options, builds } of ENTRIES) {
+    it(`esbuild Node bundles (ESM, CommonJS) of an app importing ${entry} hold ${builds.join(", ")} and run`, () => {
+      const name = entry.replace("/", "-");
+      const source = join(app, `${name}-node.js`);
+      writeFileSync(source, appSource(entry, options, "console.log(JSON.stringify(r))"));
+      // The bundle holds the entry point's JS layer and its builds' loaders (wasm embedded),
+      // reindented by esbuild (a few %), nothing else.
+      const entryFile = entry === "attnkit" ? "attnkit" : entry.slice("attnkit/".length);
+      const most = [`${entryFile}.node.cjs`, ...builds.map((b) => `attnkit-${b}.node.cjs`)]
+        .map((f) => bytes(join(dist, f)))
+        .reduce((a, b) => a + b, 0);
+      for (const format of ["esm", "cjs"]) {
+        const dir = join(app, "out", `${name}-node-${format}`);
+        const out = join(dir, format === "esm" ? "app.mjs" : "app.cjs");
+        run(
+          esbuild,
+          [
+            source,
+            "--bundle",
+            "--platform=node",
+            `--format=${format}`,
+            "--log-level=error",
+            `--outfile=${out}`,
+          ],
+          app,
+        );
+        const text = readFileSync(out, "utf8");
+        assert.deepEqual(
+          nodeBuilds(text),
+          [...builds].sort(),
+          `${entry} ${format}: the builds embedded`,
+        );
+        assert.ok(
+          bytes(out) <= most * 1.1,
+          `${entry} ${format}: ${bytes(out)} bytes, more than its builds and JS (${most} bytes)`,
+        );
+        // The threads build's worker and loader are files beside the bundle.
+        if (builds.includes("threads")) {
+          for (const f of ["attnkit-threads.node.worker.cjs", "attnkit-threads.node.cjs"])
+            copyFileSync(join(dist, f), join(dir, f));
+        }
+        const r = JSON.parse(run(process.execPath, [out], dir).trim());
+        assert.deepEqual(
+          r,
+          { value: 2, simd: true, threads: options.threads ?? 1, model: options.model === true },
+          `${entry} ${format}: what the bundled app printed`,
+        );
+      }
+    });
+  }
+
+  it("an esbuild Node bundle of a single-threaded app importing attnkit/simd is under 1.5 MB (attnkit: 3.5 MB)", () => {
+    const size = {};
+    for (const entry of ["attnkit", "attnkit/simd"]) {
+      const source = join(app, `${entry.replace("/", "-")}-size.js`);
+      writeFileSync(source, appSource(entry, {}, "console.log(r.value)"));
+      const out = join(app, "out", `${entry.replace("/", "-")}-size`, "app.mjs");
+      run(
+        esbuild,
+        [
+          source,
+          "--bundle",
+          "--platform=node",
+          "--format=esm",
+          "--log-level=error",
+          `--outfile=${out}`,
+        ],
+        app,
+      );
+      assert.equal(run(process.execPath, [out], app).trim(), "2");
+      size[entry] = bytes(out);
+    }
+    console.log(
+      `esbuild Node app: attnkit ${size.attnkit} bytes, attnkit/simd ${size["attnkit/simd"]} bytes`,
+    );
+    assert.ok(
+      size["attnkit/simd"] < 1.5 * 1024 * 1024,
+      `attnkit/simd bundle: ${size["attnkit/simd"]} bytes`,
+    );
+  });
+
+  it("esbuild browser bundles hold only their entry point's loaders; the attnkit/simd load is under 150 KB gzipped", () => {
+    const loads = [];
+    for (const { entry, options, builds } of ENTRIES) {
+      const name = entry.replace("/", "-");
+      const source = join(app, `${name}-web.js`);
+      writeFileSync(
+        source,
+        appSource(entry, options, "document.body.textContent = JSON.stringify(r)"),
+      );
+      for (const minify of [false, true]) {
+        const out = join(app, "out", `${name}-web${minify ? "-min" : ""}`, "app.js");
+        const args = [source, "--bundle", "--format=esm", "--log-level=error", `--outfile=${out}`];
+        run(esbuild, minify ? [...args, "--minify"] : args, app);
+        const text = readFileSync(out, "utf8");
+        assert.deepEqual(webBuilds(text), [...builds].sort(), `${entry}: the builds' loaders`);
+        // What the page loads by default: the bundle and the first build's .wasm.
+        const wasm = join(dist, `attnkit-${builds[0]}.wasm`);
+        loads.push({ entry, minify, raw: bytes(out) + bytes(wasm), gz: gz(out) + gz(wasm) });
+      }
+    }
+    const kb = (n) => `${(n / 1024).toFixed(1)} KB`;
+    console.log(
+      ["| entry | minified | bundle + .wasm raw | gzipped |", "|---|---|---:|---:|"]
+        .concat(loads.map((l) => `| ${l.entry} | ${l.minify} | ${kb(l.raw)} | ${kb(l.gz)} |`))
+        .join("\n"),
+    );
+    const simd = loads.find((l) => l.entry === "attnkit/simd" && l.minify);
+    assert.ok(simd.gz < BUDGET_GZIP, `attnkit/simd, minified: ${kb(simd.gz)} gzipped`);
+  });
+});
+
+describe("the lean entry points refuse options that pick a build they do not hold", () => {
+  const CASES = [
+    [
+      "attnkit/simd",
+      { threads: 2 },
+      "options.threads",
+      /^options\.threads: expected 1 with attnkit\/simd, which holds the builds simd, scalar only \(import "attnkit\/threads" or "attnkit" for threads\), got 2$/,
+    ],
+    [
+      "attnkit/simd",
+      { model: true },
+      "options.model",
+      /^options\.model: expected false with attnkit\/simd, .* \(import "attnkit\/model" or "attnkit" for the model\), got true$/,
+    ],
+    [
+      "attnkit/threads",
+      { model: true },
+      "options.model",
+      /^options\.model: expected false with attnkit\/threads, which holds the builds threads, simd, scalar only/,
+    ],
+    [
+      "attnkit/model",
+      {},
+      "options.model",
+      /^options\.model: expected true with attnkit\/model, which holds the builds simd-model, scalar-model only \(import "attnkit\/simd" or "attnkit" without the model\), got false$/,
+    ],
+    [
+      "attnkit/model",
+      { simd: false },
+      "options.model",
+      /^options\.model: expected true with attnkit\/model/,
+    ],
+  ];
+  for (const [entry, options, parameter, message] of CASES) {
+    it(`${entry} with ${JSON.stringify(options)} rejects naming ${parameter}`, async () => {
+      const { default: createAttnkit } = await import(entry);
+      await assert.rejects(createAttnkit(options), (e) => {
+        assert.ok(e instanceof AttnkitError, "an AttnkitError (the default entry point's class)");
+        assert.equal(e.code, "invalid_argument");
+        assert.equal(e.parameter, parameter);
+        assert.match(e.message, message);
+        return true;
+      });
+    });
+  }
+
+  it("the options they hold load as from attnkit, whatever the hardware's thread count", async () => {
+    const simd = await (await import("attnkit/simd")).default({ simd: false });
+    assert.deepEqual([simd.simd, simd.model], [false, false]);
+    const model = await (await import("attnkit/model")).default({ model: true });
+    assert.deepEqual([model.simd, model.model], [true, true]);
+    const threads = await (await import("attnkit/threads")).default({ threads: 2 });
+    assert.equal(threads.threads, Math.min(2, (await import("node:os")).availableParallelism()));
+    threads.dispose();
+    assert.equal(model.attention([[1]], [[1]], [[3]]).data[0], 3);
+  });
+});

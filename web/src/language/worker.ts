@@ -1,0 +1,488 @@
+// The Language view's worker: loads attnkit with the model, holds the text's dataset and
+// one small GPT, trains it in short slices so that messages (pause, a sentence to inspect,
+// a generation) are answered between them, and posts each step's loss, a validation loss
+// every VALIDATE_EVERY steps and, at most every SAMPLE_MS, a sample paragraph from a fixed
+// prompt and seed.
+import createAttnkit from "attnkit";
+import type { AttnkitWithModel, Model, Sampler, Tensor, TextDataset, Trainer } from "attnkit";
+import {
+  SAMPLE,
+  SNAPSHOT_EVERY,
+  VALIDATION_WINDOWS,
+  type FromWorker,
+  type GenOptions,
+  type LangConfig,
+  type LangLayer,
+  type SentenceView,
+  type TextInfo,
+  type ToWorker,
+} from "./protocol";
+
+/** Training work done before the worker looks at its messages again. */
+const SLICE_MS = 40;
+/** The least time between two sample paragraphs while training. */
+const SAMPLE_MS = 4000;
+/** Steps between two validation losses (the same steps in every run: a test can read them). */
+const VALIDATE_EVERY = 25;
+/** The training windows' and the initialisation's seeds. */
+const DATA_SEED = 1;
+const MODEL_SEED = 1;
+/** Snapshots kept at most (the oldest but the first are dropped beyond). */
+const MAX_SNAPSHOTS = 40;
+
+let attn: AttnkitWithModel;
+let text = "";
+let info: TextInfo | null = null;
+let dataset: TextDataset | null = null;
+let model: Model | null = null;
+let trainer: Trainer | null = null;
+let config: LangConfig | null = null;
+/** The step a loaded weights file was saved at: the run's steps count on from it. */
+let base = 0;
+let snapshots: { step: number; bytes: Uint8Array }[] = [];
+let training = false;
+let lastSample = 0;
+let timer: ReturnType<typeof setTimeout> | undefined;
+/** The generation under way: its own copy of the model, so that training may go on. */
+let gen: {
+  id: number;
+  model: Model;
+  sampler: Sampler;
+  options: GenOptions;
+  steps: { token: number; logits: Float32Array; weights: Tensor[] }[];
+  context: string[];
+  timer: ReturnType<typeof setTimeout> | undefined;
+} | null = null;
+
+const post = (m: FromWorker, transfer: Transferable[] = []) =>
+  (self as unknown as Worker).postMessage(m, transfer);
+
+const steps = (): number => base + (trainer?.steps ?? 0);
+const copyT = (t: Tensor): Tensor => ({ shape: [...t.shape], data: t.data });
+
+function disposeRun(): void {
+  trainer?.dispose();
+  model?.dispose();
+  trainer = null;
+  model = null;
+}
+
+/** A new text: its dataset (the package checks it) and its reference losses. */
+function setText(id: number, t: string, source: TextInfo["source"], name: string): void {
+  const seqLen = config?.seqLen ?? 64;
+  const d = attn.createTextDataset(t, {
+    seqLen,
+    seed: DATA_SEED,
+    validationWindows: VALIDATION_WINDOWS,
+  });
+  const refs = attn.referenceLosses(d, t);
+  dataset?.dispose();
+  dataset = d;
+  text = t;
+  info = {
+    source,
+    name,
+    bytes: new TextEncoder().encode(t).length,
+    characters: d.trainTokens + d.validationTokens,
+    vocabSize: d.vocabSize,
+    vocabulary: d.vocabulary.slice(1),
+    trainTokens: d.trainTokens,
+    validationTokens: d.validationTokens,
+    unigram: refs.unigram,
+    bigram: refs.bigram,
+  };
+  post({ type: "text", id, info });
+}
+
+/** The dataset again for `seqLen` (and a loaded model's vocabulary), when they changed. */
+function fitDataset(seqLen: number, vocabulary?: readonly string[]): void {
+  const same =
+    dataset &&
+    dataset.seqLen === seqLen &&
+    (!vocabulary ||
+      (vocabulary.length === dataset.vocabSize &&
+        vocabulary.every((c, i) => c === dataset!.vocabulary[i])));
+  if (same) return;
+  const d = attn.createTextDataset(text, {
+    seqLen,
+    seed: DATA_SEED,
+    validationWindows: VALIDATION_WINDOWS,
+    vocabulary: vocabulary ? [...vocabulary] : undefined,
+  });
+  const refs = attn.referenceLosses(d, text);
+  dataset?.dispose();
+  dataset = d;
+  info = {
+    ...info!,
+    vocabSize: d.vocabSize,
+    vocabulary: d.vocabulary.slice(1),
+    unigram: refs.unigram,
+    bigram: refs.bigram,
+  };
+  post({ type: "text", id: 0, info });
+}
+
+function reset(id: number, c: LangConfig, loaded?: Model): void {
+  stopGenerate();
+  training = false;
+  disposeRun();
+  base = 0;
+  config = c;
+  if (!dataset) throw new Error("there is no text yet: it is still loading");
+  fitDataset(c.seqLen, loaded?.vocabulary ?? undefined);
+  model =
+    loaded ??
+    attn.createModel(
+      {
+        maxSeqLen: c.seqLen,
+        dModel: c.dModel,
+        numLayers: c.numLayers,
+        numHeads: c.numHeads,
+        dFF: c.dFF,
+        layerNorm: true,
+      },
+      { seed: MODEL_SEED, vocabulary: dataset.vocabulary },
+    );
+  trainer = attn.createTrainer(model, {
+    learningRate: c.learningRate,
+    warmupSteps: c.warmupSteps,
+    decaySteps: c.decaySteps,
+    minLearningRate: c.minLearningRate,
+    weightDecay: 0.1,
+    beta2: 0.99,
+    clipNorm: 1,
+  });
+  snapshots = [];
+  post({
+    type: "ready",
+    id,
+    config: c,
+    parameterCount: model.parameterCount,
+    target: attn.target,
+    simd: attn.simd,
+    validationLoss: dataset.validationLoss(model),
+  });
+  keepSnapshot();
+  sample();
+  postState();
+}
+
+function keepSnapshot(): void {
+  if (snapshots.length >= MAX_SNAPSHOTS) snapshots.splice(1, 1);
+  snapshots.push({ step: steps(), bytes: model!.exportWeights() });
+  // Sent whole: the indices shift when one is dropped.
+  post({ type: "snapshots", steps: snapshots.map((s) => s.step) });
+}
+
+/** One training step; every VALIDATE_EVERY steps the validation loss, every SNAPSHOT_EVERY a snapshot. */
+function stepOnce(): number {
+  const c = config!;
+  const m = trainer!.step(dataset!.next(c.batch));
+  const s = steps();
+  if (s % VALIDATE_EVERY === 0)
+    post({ type: "validation", step: s, loss: dataset!.validationLoss(model!) });
+  if (s % SNAPSHOT_EVERY === 0) keepSnapshot();
+  return m.loss;
+}
+
+function sample(): void {
+  lastSample = performance.now();
+  let text: string;
+  try {
+    text = model!.generate(SAMPLE.prompt, {
+      length: SAMPLE.length,
+      temperature: SAMPLE.temperature,
+      topK: SAMPLE.topK,
+      seed: SAMPLE.seed,
+    }).text;
+  } catch (err) {
+    // Training goes on; the sample says why it is missing.
+    text = ` [no sample: ${err instanceof Error ? err.message : String(err)}]`;
+  }
+  post({ type: "sample", step: steps(), prompt: SAMPLE.prompt, text });
+}
+
+function postState(): void {
+  post({ type: "state", training, step: steps() });
+}
+
+/** Trains for one slice, then lets the messages in before the next. */
+function slice(): void {
+  timer = undefined;
+  if (!training || !trainer) return;
+  const t0 = performance.now();
+  let n = 0;
+  try {
+    do {
+      const loss = stepOnce();
+      n++;
+      const dt = (performance.now() - t0) / 1000;
+      post({
+        type: "metrics",
+        m: {
+          step: steps(),
+          loss,
+          tokensPerSecond: dt > 0 ? (n * config!.batch * config!.seqLen) / dt : 0,
+        },
+      });
+    } while (performance.now() - t0 < SLICE_MS);
+    if (performance.now() - lastSample >= SAMPLE_MS) sample();
+  } catch (err) {
+    training = false;
+    fail(err);
+  }
+  postState();
+  if (training) timer = setTimeout(slice, 0);
+}
+
+/** Runs `fn` on snapshot `index`'s model (loaded from its bytes), or on the live model (-1). */
+function withModel<T>(index: number, fn: (m: Model, step: number) => T): T {
+  if (index < 0 || index >= snapshots.length) return fn(model!, steps());
+  const m = attn.loadModel(snapshots[index].bytes);
+  try {
+    return fn(m, snapshots[index].step);
+  } finally {
+    m.dispose();
+  }
+}
+
+/** The sentence as the model reads it: at most its context's characters (the first ones). */
+function sentenceTokens(m: Model, s: string): number[] {
+  return Array.from(m.tokenizer!.encode(s)).slice(0, m.config.maxSeqLen);
+}
+
+function sentence(s: string, index: number): SentenceView {
+  return withModel(index, (m, step) => {
+    const tokens = sentenceTokens(m, s);
+    const r = m.inspect(tokens);
+    return {
+      step,
+      snapshot: index,
+      text: s,
+      tokens,
+      characters: tokens.map((t) => m.vocabulary![t]),
+      layers: r.layers.map((l) => copyT(l.weights)),
+    };
+  });
+}
+
+function layer(l: number, s: string, index: number): LangLayer {
+  return withModel(index, (m, step) => {
+    const tokens = sentenceTokens(m, s);
+    const r = m.inspect(tokens);
+    const p = m.parameters().layers[l];
+    const L = r.layers[l];
+    return {
+      layer: l,
+      step,
+      tokens,
+      characters: tokens.map((t) => m.vocabulary![t]),
+      input: L.input,
+      W_Q: p.W_Q,
+      W_K: p.W_K,
+      W_V: p.W_V,
+      W_O: p.W_O,
+      numKvHeads: L.K.shape[0],
+      dK: L.Q.shape[2],
+      scaled: m.config.scaleBySqrtDk,
+      weights: copyT(L.weights),
+    };
+  });
+}
+
+// ---- generation ----
+
+function stopGenerate(): void {
+  if (!gen) return;
+  clearTimeout(gen.timer);
+  gen.sampler.dispose();
+  gen.model.dispose();
+  gen = null;
+}
+
+function generate(id: number, o: GenOptions, index: number, delayMs: number): void {
+  stopGenerate();
+  const bytes =
+    index >= 0 && index < snapshots.length ? snapshots[index].bytes : model!.exportWeights();
+  const m = attn.loadModel(bytes);
+  let sampler: Sampler;
+  try {
+    sampler = m.sampler(o.prompt, { temperature: o.temperature, topK: o.topK, seed: o.seed });
+  } catch (err) {
+    m.dispose();
+    throw err;
+  }
+  const prompt = Array.from(m.tokenizer!.encode(o.prompt), (t) => m.vocabulary![t]);
+  gen = { id, model: m, sampler, options: o, steps: [], context: prompt, timer: undefined };
+  const next = () => {
+    const g = gen;
+    if (!g || g.id !== id) return;
+    try {
+      const s = g.sampler.next();
+      const weights = s.weights.map(copyT);
+      g.steps.push({ token: s.token, logits: Float32Array.from(s.logits), weights });
+      const context = g.context.slice(-weights[0].shape[1]);
+      g.context.push(s.character);
+      post({
+        type: "gen-step",
+        step: { id, index: g.steps.length - 1, character: s.character, weights, context },
+      });
+      if (g.steps.length < o.length) g.timer = setTimeout(next, delayMs);
+      else finishGenerate();
+    } catch (err) {
+      stopGenerate();
+      fail(err);
+    }
+  };
+  gen.timer = setTimeout(next, 0);
+}
+
+/**
+ * The page's check of the cache: the same model's one full forward (Model.inspect) over the
+ * prompt and the generated characters gives, at the position before each character, the
+ * logits it was sampled from and each head's attention over the cache.
+ */
+function finishGenerate(): void {
+  const g = gen!;
+  const m = g.model;
+  const T = m.config.maxSeqLen;
+  const V = m.config.vocabSize;
+  const prompt = Array.from(m.tokenizer!.encode(g.options.prompt));
+  const all = [...prompt, ...g.steps.map((s) => s.token)].slice(0, T);
+  const r = m.inspect(all);
+  const n = all.length;
+  let checked = 0,
+    maxLogitDelta = 0,
+    maxWeightDelta = 0;
+  g.steps.forEach((s, i) => {
+    // Character i was sampled at position prompt + i - 1, its context prompt + i characters.
+    const pos = prompt.length + i - 1;
+    if (prompt.length + i > T || pos >= n) return;
+    checked++;
+    for (let v = 0; v < V; v++)
+      maxLogitDelta = Math.max(maxLogitDelta, Math.abs(r.logits.data[pos * V + v] - s.logits[v]));
+    s.weights.forEach((w, l) => {
+      const [H, C] = w.shape;
+      const full = r.layers[l].weights;
+      for (let h = 0; h < H; h++)
+        for (let c = 0; c < C; c++)
+          maxWeightDelta = Math.max(
+            maxWeightDelta,
+            Math.abs(w.data[h * C + c] - full.data[(h * n + pos) * n + c]),
+          );
+    });
+  });
+  post({ type: "gen-done", check: { id: g.id, checked, maxLogitDelta, maxWeightDelta } });
+  stopGenerate();
+}
+
+function fail(err: unknown): void {
+  post({
+    type: "error",
+    message: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+  });
+}
+
+function handle(msg: ToWorker): void {
+  if (msg.type === "text") {
+    try {
+      setText(msg.id, msg.text, msg.source, msg.name);
+    } catch (err) {
+      post({
+        type: "text-error",
+        id: msg.id,
+        message: err instanceof Error ? err.message : String(err),
+      });
+    }
+    return;
+  }
+  if (msg.type !== "reset" && msg.type !== "load" && !model)
+    throw new Error("there is no model yet: pick a text and press Reset");
+  switch (msg.type) {
+    case "reset":
+      reset(msg.id, msg.config);
+      return;
+    case "train":
+      if (!training) {
+        training = true;
+        if (timer !== undefined) clearTimeout(timer);
+        timer = setTimeout(slice, 0);
+      }
+      postState();
+      return;
+    case "pause":
+      training = false;
+      sample();
+      postState();
+      return;
+    case "step":
+      training = false;
+      post({ type: "metrics", m: { step: steps() + 1, loss: stepOnce(), tokensPerSecond: 0 } });
+      sample();
+      postState();
+      return;
+    case "sentence":
+      post({ type: "sentence", view: sentence(msg.text, msg.index) });
+      return;
+    case "generate":
+      generate(msg.id, msg.options, msg.index, msg.delayMs);
+      return;
+    case "stop-generate":
+      stopGenerate();
+      return;
+    case "export": {
+      const bytes = model!.exportWeights();
+      post({ type: "weights", bytes, step: steps() }, [bytes.buffer]);
+      return;
+    }
+    case "load": {
+      const m = attn.loadModel(msg.bytes);
+      const c = m.config;
+      if (!m.vocabulary || c.dFF === 0) {
+        m.dispose();
+        throw new Error("these weights are not a language model's (no vocabulary, or no MLP)");
+      }
+      reset(
+        msg.id,
+        {
+          ...config!,
+          numLayers: c.numLayers,
+          numHeads: c.numHeads,
+          dModel: c.dModel,
+          dFF: c.dFF,
+          seqLen: c.maxSeqLen,
+        },
+        m,
+      );
+      return;
+    }
+    case "layer":
+      post({ type: "layer", layer: layer(msg.layer, msg.text, msg.index) });
+      return;
+  }
+}
+
+// Messages wait for the module to load; they are then handled in order.
+const queue: ToWorker[] = [];
+let loaded = false;
+self.onmessage = (e: MessageEvent<ToWorker>) => {
+  queue.push(e.data);
+  if (loaded) drain();
+};
+function drain(): void {
+  while (queue.length) {
+    try {
+      handle(queue.shift()!);
+    } catch (err) {
+      fail(err);
+    }
+  }
+}
+createAttnkit({ model: true }).then(
+  (a) => {
+    attn = a;
+    loaded = true;
+    drain();
+  },
+  (err) => fail(err),
+);
