@@ -52,6 +52,8 @@ constexpr size_t kGradQueries = internal::kGradQueryBlock;
 
 // How the backward's GEMMs read A (see GemmA): P^T and dS^T [keys, queries]
 // from the tiles P and dS [queries, kGradKeys]; dS [queries, keys] as it is.
+// Their tiles run K = a query block, a key block or d: one k step per
+// pointer advance (kGemmShortK).
 using TileTransposedA = GemmA<1, kGradKeys>;
 using TileA = GemmA<kGradKeys, 1>;
 
@@ -146,9 +148,10 @@ struct GradTile {
 HWY_INLINE void RecomputeScores(const GradTile& t) {
   const internal::GradLayout& w = t.task.layout;
   const size_t d_k = t.task.head.Q.cols;
-  MatMul<false>(t.task.head.Q.Block(t.i0, t.rows, 0, d_k),
-                Operand(t.Workspace(w.kt) + t.j0 * d_k, d_k, t.cols, w.kb),
-                MatrixView(t.s, t.rows, t.cols, kGradKeys));
+  MatMul<false, GemmARows, GemmARows, kGemmShortK>(
+      t.task.head.Q.Block(t.i0, t.rows, 0, d_k),
+      Operand(t.Workspace(w.kt) + t.j0 * d_k, d_k, t.cols, w.kb),
+      MatrixView(t.s, t.rows, t.cols, kGradKeys));
 }
 
 // WeightedSumVGrad, dP [rows, cols] = dO rows [rows, d_v] V_block^T [d_v,
@@ -156,9 +159,10 @@ HWY_INLINE void RecomputeScores(const GradTile& t) {
 HWY_INLINE void WeightedSumVGradP(const GradTile& t) {
   const internal::GradLayout& w = t.task.layout;
   const size_t d_v = t.task.head.V.cols;
-  MatMul<false>(t.task.dO.Block(t.i0, t.rows, 0, d_v),
-                Operand(t.Workspace(w.vt) + t.j0 * d_v, d_v, t.cols, w.kb),
-                MatrixView(t.dp, t.rows, t.cols, kGradKeys));
+  MatMul<false, GemmARows, GemmARows, kGemmShortK>(
+      t.task.dO.Block(t.i0, t.rows, 0, d_v),
+      Operand(t.Workspace(w.vt) + t.j0 * d_v, d_v, t.cols, w.kb),
+      MatrixView(t.dp, t.rows, t.cols, kGradKeys));
 }
 
 // WeightedSumVGrad, dV_block [cols, d_v] += P^T [cols, rows] dO rows [rows,
@@ -167,9 +171,9 @@ HWY_INLINE void WeightedSumVGradP(const GradTile& t) {
 HWY_INLINE void WeightedSumVGradV(const GradTile& t) {
   const ConstMatrixView dO = t.dORows();
   const size_t dv_n = WholeVectors(t.task.head.V.cols);  // columns past hold zeros
-  MatMul<true, GemmARows, TileTransposedA>(ConstMatrixView(t.s, t.cols, t.rows),
-                                           Operand(dO.data, t.rows, dv_n, dO.stride),
-                                           MatrixView(t.dvb, t.cols, dv_n, t.task.layout.dv_p));
+  MatMul<true, GemmARows, TileTransposedA, kGemmShortK>(
+      ConstMatrixView(t.s, t.cols, t.rows), Operand(dO.data, t.rows, dv_n, dO.stride),
+      MatrixView(t.dvb, t.cols, dv_n, t.task.layout.dv_p));
 }
 
 // ScoresGrad, dK_block [cols, d_k] += dS^T [cols, rows] Q rows [rows, d_k]
@@ -177,9 +181,9 @@ HWY_INLINE void WeightedSumVGradV(const GradTile& t) {
 HWY_INLINE void ScoresGradK(const GradTile& t) {
   const ConstMatrixView Q = t.QRows();
   const size_t dk_n = WholeVectors(t.task.head.Q.cols);
-  MatMul<true, GemmARows, TileTransposedA>(ConstMatrixView(t.dp, t.cols, t.rows),
-                                           Operand(Q.data, t.rows, dk_n, Q.stride),
-                                           MatrixView(t.dkb, t.cols, dk_n, t.task.layout.dk_p));
+  MatMul<true, GemmARows, TileTransposedA, kGemmShortK>(
+      ConstMatrixView(t.dp, t.cols, t.rows), Operand(Q.data, t.rows, dk_n, Q.stride),
+      MatrixView(t.dkb, t.cols, dk_n, t.task.layout.dk_p));
 }
 
 // ScoresGrad, dQ rows [rows, d_k] += dS [rows, cols] K_block [cols, d_k]
@@ -191,9 +195,9 @@ HWY_INLINE void ScoresGradQ(const GradTile& t) {
   const MatrixView dQ =
       w.q_in_place ? MatrixView(task.dQ.Row(t.i0), t.rows, dk_n, task.dQ.stride)
                    : MatrixView(task.workspace + w.dqp + t.i0 * w.dk_p, t.rows, dk_n, w.dk_p);
-  MatMul<true, GemmARows, TileA>(ConstMatrixView(t.dp, t.rows, t.cols, kGradKeys),
-                                 Operand(t.Workspace(w.kp) + t.j0 * w.dk_p, t.cols, dk_n, w.dk_p),
-                                 dQ);
+  MatMul<true, GemmARows, TileA, kGemmShortK>(
+      ConstMatrixView(t.dp, t.rows, t.cols, kGradKeys),
+      Operand(t.Workspace(w.kp) + t.j0 * w.dk_p, t.cols, dk_n, w.dk_p), dQ);
 }
 
 // Query rows [i0, i0 + rows) against the key block at j0 of the backward:

@@ -419,18 +419,21 @@ HWY_INLINE bool SoftmaxRow(float* HWY_RESTRICT x, size_t n) {
   return true;
 }
 
-// k steps per pointer advance in GemmTile, so that most loads use constant
-// offsets: natively four steps keep more independent multiply-adds in
-// flight. In wasm one step: LLVM orders each accumulator's products of all
-// the steps together, which keeps the B rows of all of them live, and V8,
-// which keeps 15 of x86's 16 vector registers for values, then spills an
-// accumulator of the 4 x 2 tile to the stack every iteration.
+// k steps per pointer advance in GemmTile (its kUnroll, 1 or 4), so that
+// most loads use constant offsets: natively four steps keep more independent
+// multiply-adds in flight over a long K. In wasm one step: LLVM orders each
+// accumulator's products of all the steps together, which keeps the B rows
+// of all of them live, and V8, which keeps 15 of x86's 16 vector registers
+// for values, then spills an accumulator of the 4 x 2 tile to the stack every
+// iteration. Products whose tiles run a short K take one step everywhere
+// (kGemmShortK, e.g. the backward's, see backward-inl.h): the four-step loop
+// and its register copies cost more than they save there.
 #if HWY_TARGET == HWY_WASM
 constexpr size_t kGemmUnroll = 1;
 #else
 constexpr size_t kGemmUnroll = 4;
 #endif
-static_assert(kGemmUnroll == 1 || kGemmUnroll == 4, "GemmTile takes 1 or 4 steps at a time");
+constexpr size_t kGemmShortK = 1;
 
 // A matrix [rows, cols] stored in panels of `width` columns (the last may be
 // narrower): panel p is [rows, width] at data + p * panel_stride, with rows
@@ -471,9 +474,10 @@ using GemmATransposed = GemmA<1, 0>;
 // registers of SSE4/AVX2 and the WASM target. Returns true if every value
 // stored is finite: checked on the accumulators before they are stored (adds,
 // off the FMA ports), so that a product needs no second pass over C.
-template <size_t kRows, size_t kCols, bool kAccumulate, class Layout, class D>
+template <size_t kRows, size_t kCols, bool kAccumulate, class Layout, size_t kUnroll, class D>
 HWY_INLINE bool GemmTile(D d, ConstMatrixView A, const float* HWY_RESTRICT b, size_t stride,
                          MatrixView C, size_t i, size_t j) {
+  static_assert(kUnroll == 1 || kUnroll == 4, "GemmTile takes 1 or 4 steps at a time");
   using V = hn::Vec<D>;
   const size_t N = hn::Lanes(d);
   V acc[kRows][kCols];
@@ -501,7 +505,6 @@ HWY_INLINE bool GemmTile(D d, ConstMatrixView A, const float* HWY_RESTRICT b, si
       for (size_t c = 0; c < kCols; ++c) acc[r][c] = hn::MulAdd(av, bv[c], acc[r][c]);
     }
   };
-  constexpr size_t kUnroll = kGemmUnroll;
   // The loop ends on a[0]: no counter of its own.
   const float* const a_end = a[0] + A.cols / kUnroll * kUnroll * advance;
   while (a[0] != a_end) {
@@ -534,7 +537,7 @@ HWY_INLINE bool GemmTile(D d, ConstMatrixView A, const float* HWY_RESTRICT b, si
 // [K, C.cols] in panels: panel by panel, tiles of two vectors, then one, then
 // 8 and 4 lanes (targets with wider vectors), then single lanes. Returns true
 // if every value stored is finite.
-template <size_t kRows, bool kAccumulate, class Layout>
+template <size_t kRows, bool kAccumulate, class Layout, size_t kUnroll>
 HWY_INLINE bool GemmRowsInline(ConstMatrixView A, const PanelView& B, MatrixView C, size_t i) {
   const DF d;
   const DF1 d1;
@@ -545,27 +548,32 @@ HWY_INLINE bool GemmRowsInline(ConstMatrixView A, const PanelView& B, MatrixView
     const size_t w = std::min(B.width, C.cols - j0);
     size_t j = 0;
     for (; j + 2 * N <= w; j += 2 * N) {
-      finite &= GemmTile<kRows, 2, kAccumulate, Layout>(d, A, panel + j, B.stride, C, i, j0 + j);
+      finite &=
+          GemmTile<kRows, 2, kAccumulate, Layout, kUnroll>(d, A, panel + j, B.stride, C, i, j0 + j);
     }
     for (; j + N <= w; j += N) {
-      finite &= GemmTile<kRows, 1, kAccumulate, Layout>(d, A, panel + j, B.stride, C, i, j0 + j);
+      finite &=
+          GemmTile<kRows, 1, kAccumulate, Layout, kUnroll>(d, A, panel + j, B.stride, C, i, j0 + j);
     }
     // Narrower vectors for the rest (e.g. d_v = 8 with AVX-512): single lanes
     // would take a pass over A per column.
     if constexpr (HWY_LANES(float) > 8) {
       const hn::CappedTag<float, 8> d8;
       for (; j + 8 <= w; j += 8) {
-        finite &= GemmTile<kRows, 1, kAccumulate, Layout>(d8, A, panel + j, B.stride, C, i, j0 + j);
+        finite &= GemmTile<kRows, 1, kAccumulate, Layout, kUnroll>(d8, A, panel + j, B.stride, C, i,
+                                                                   j0 + j);
       }
     }
     if constexpr (HWY_LANES(float) > 4) {
       const hn::CappedTag<float, 4> d4;
       for (; j + 4 <= w; j += 4) {
-        finite &= GemmTile<kRows, 1, kAccumulate, Layout>(d4, A, panel + j, B.stride, C, i, j0 + j);
+        finite &= GemmTile<kRows, 1, kAccumulate, Layout, kUnroll>(d4, A, panel + j, B.stride, C, i,
+                                                                   j0 + j);
       }
     }
     for (; j < w; ++j) {
-      finite &= GemmTile<kRows, 1, kAccumulate, Layout>(d1, A, panel + j, B.stride, C, i, j0 + j);
+      finite &= GemmTile<kRows, 1, kAccumulate, Layout, kUnroll>(d1, A, panel + j, B.stride, C, i,
+                                                                 j0 + j);
     }
     j0 += w;
   }
@@ -586,26 +594,27 @@ HWY_INLINE bool GemmRowsInline(ConstMatrixView A, const PanelView& B, MatrixView
 // unless told not to (src/bindings/CMakeLists.txt does; the wasm test binary
 // does not), so storing and accumulating calls share this one: C = A B with A
 // read as StoreA says, or C += A B with A read as AccumulateA says (see GemmA).
-template <size_t kRows, class StoreA, class AccumulateA>
+template <size_t kRows, class StoreA, class AccumulateA, size_t kUnroll>
 HWY_NOINLINE bool GemmRowsOutOfLine(bool accumulate, ConstMatrixView A, const PanelView& B,
                                     MatrixView C, size_t i) {
-  if (accumulate) return GemmRowsInline<kRows, true, AccumulateA>(A, B, C, i);
-  return GemmRowsInline<kRows, false, StoreA>(A, B, C, i);
+  if (accumulate) return GemmRowsInline<kRows, true, AccumulateA, kUnroll>(A, B, C, i);
+  return GemmRowsInline<kRows, false, StoreA, kUnroll>(A, B, C, i);
 }
 #endif
 
 // C rows [i, i + kRows) = A rows [i, i + kRows) B (StoreA's layout), or +=
 // (kAccumulate, AccumulateA's layout); GemmRowsInline, called out of line in
 // WebAssembly (see above): callers that store and accumulate name the same
-// pair of layouts, so that they share one function. Returns true if every
-// value stored is finite.
-template <size_t kRows, bool kAccumulate, class StoreA = GemmARows, class AccumulateA = GemmARows>
+// pair of layouts, so that they share one function. kUnroll: see
+// kGemmUnroll. Returns true if every value stored is finite.
+template <size_t kRows, bool kAccumulate, class StoreA = GemmARows, class AccumulateA = GemmARows,
+          size_t kUnroll = kGemmUnroll>
 HWY_INLINE bool GemmRows(ConstMatrixView A, const PanelView& B, MatrixView C, size_t i) {
 #if HWY_TARGET == HWY_WASM
-  return GemmRowsOutOfLine<kRows, StoreA, AccumulateA>(kAccumulate, A, B, C, i);
+  return GemmRowsOutOfLine<kRows, StoreA, AccumulateA, kUnroll>(kAccumulate, A, B, C, i);
 #else
   using Layout = std::conditional_t<kAccumulate, AccumulateA, StoreA>;
-  return GemmRowsInline<kRows, kAccumulate, Layout>(A, B, C, i);
+  return GemmRowsInline<kRows, kAccumulate, Layout, kUnroll>(A, B, C, i);
 #endif
 }
 
@@ -618,32 +627,32 @@ constexpr size_t kGemmRows = 4;
 #endif
 
 // C [M, N] = A [M, K] B [K, N] (or C += A B with kAccumulate), kGemmRows rows
-// C [M, N] = A [M, K] B [K, N] (or C += A B with kAccumulate), kGemmRows rows
 // at a time, A read as StoreA (AccumulateA) says (see GemmA: the backward
 // reads P and dS transposed, MatMulTransposedA reads A^T in place), B in
 // panels. C must not alias A or B. Operands padded to whole vectors (the
-// backward's) take no single-lane column tail. Returns true if every value of
-// C is finite.
-template <bool kAccumulate = false, class StoreA = GemmARows, class AccumulateA = GemmARows>
+// backward's) take no single-lane column tail. kUnroll: k steps per pointer
+// advance (see kGemmUnroll). Returns true if every value of C is finite.
+template <bool kAccumulate = false, class StoreA = GemmARows, class AccumulateA = GemmARows,
+          size_t kUnroll = kGemmUnroll>
 HWY_INLINE bool MatMul(ConstMatrixView A, const PanelView& B, MatrixView C) {
   bool finite = true;
   size_t i = 0;
   for (; i + kGemmRows <= A.rows; i += kGemmRows) {
-    finite &= GemmRows<kGemmRows, kAccumulate, StoreA, AccumulateA>(A, B, C, i);
+    finite &= GemmRows<kGemmRows, kAccumulate, StoreA, AccumulateA, kUnroll>(A, B, C, i);
   }
   if (kGemmRows > 4 && i + 4 <= A.rows) {
-    finite &= GemmRows<4, kAccumulate, StoreA, AccumulateA>(A, B, C, i);
+    finite &= GemmRows<4, kAccumulate, StoreA, AccumulateA, kUnroll>(A, B, C, i);
     i += 4;
   }
   switch (A.rows - i) {
     case 3:
-      finite &= GemmRows<3, kAccumulate, StoreA, AccumulateA>(A, B, C, i);
+      finite &= GemmRows<3, kAccumulate, StoreA, AccumulateA, kUnroll>(A, B, C, i);
       break;
     case 2:
-      finite &= GemmRows<2, kAccumulate, StoreA, AccumulateA>(A, B, C, i);
+      finite &= GemmRows<2, kAccumulate, StoreA, AccumulateA, kUnroll>(A, B, C, i);
       break;
     case 1:
-      finite &= GemmRows<1, kAccumulate, StoreA, AccumulateA>(A, B, C, i);
+      finite &= GemmRows<1, kAccumulate, StoreA, AccumulateA, kUnroll>(A, B, C, i);
       break;
     default:
       break;
