@@ -145,13 +145,11 @@ HWY_INLINE void WeightedSumVTile(const float* HWY_RESTRICT p, size_t n, const Pa
   GemmPanels<kRows, true>(ConstMatrixView(p, kRows, n, kTileKeys), packed.ValueTile(j0, V), O);
 }
 
-// qt [d_k, kRows] = Q rows [i0, i0 + kRows) transposed (k-major, QueriesA).
+// qt [d_k, kRows] = Q rows [i0, i0 + kRows) transposed (k-major, QueriesA),
+// in 4 x 4 blocks where kRows allows (TransposeScaled).
 template <size_t kRows>
 HWY_INLINE void PackQueries(ConstMatrixView Q, size_t i0, float* HWY_RESTRICT qt) {
-  for (size_t r = 0; r < kRows; ++r) {
-    const float* HWY_RESTRICT q = Q.Row(i0 + r);
-    for (size_t c = 0; c < Q.cols; ++c) qt[c * kRows + r] = q[c];
-  }
+  TransposeScaled(Q.Block(i0, kRows, 0, Q.cols), 1.0f, kRows, qt);
 }
 
 // alpha [kRows] = exp(m_old - m_new), the factors that rescale the rows'
@@ -250,8 +248,10 @@ struct FlashBlock {
       const float sum = SoftmaxUnnormalised</*kViaExp2=*/true>(row, n[r], m_new[r]);
       ZeroRow(row + n[r], tile_keys - n[r]);
       l[r] = l[r] * alpha[r] + sum;
+      // Until a row's first visible key its output is still Init's zeros:
+      // nothing to rescale.
+      if (alpha[r] != 1.0f && m[r] != kNegInf) ScaleRow(O.Row(r), d_v, alpha[r], 0.0f);
       m[r] = m_new[r];
-      if (alpha[r] != 1.0f) ScaleRow(O.Row(r), d_v, alpha[r], 0.0f);
     }
     // O += P V_tile: P [kRows, tile_keys], V rows [j0, j0 + tile_keys).
     WeightedSumVTile<kRows>(s, tile_keys, packed, j0, t.V, O);

@@ -711,22 +711,21 @@ HWY_INLINE size_t WholeVectors(size_t n) {
   return (n + N - 1) / N * N;
 }
 
-// dst: src^T * scale for src [keys, cols], in blocks [cols, kb] (kb a
-// multiple of the lanes, and of 4 on SIMD targets): key j is column j % kb of
-// block j / kb, the layout of PackPanelsTransposed. Zeros past the last key
-// up to whole vectors. The packed keys of the fused
-// kernel (K^T, kb = GemmPanelWidth()) and of the backward (K^T and V^T).
-// Transposes 4 x 4 blocks in 128-bit vectors (every SIMD target has them)
-// and clears the padding one run per row: one strided scalar store per value
-// cost as much as a short call's matrix products.
-HWY_INLINE void PackTransposed(ConstMatrixView src, float scale, size_t kb,
-                               float* HWY_RESTRICT dst) {
+// dst: src^T * scale for src [rows, cols], in blocks [cols, kb]: row j of
+// src is column j % kb of block j / kb, the layout of PackPanelsTransposed
+// (kb = GemmPanelWidth()) and of the fused kernel's packed queries (kb = the
+// rows of a block, QueriesA). Nothing else of dst is written. Transposes 4 x 4
+// blocks in 128-bit vectors (every SIMD target has them) when kb is a
+// multiple of 4, the last rows one at a time: one strided scalar store per
+// value cost as much as a short call's matrix products.
+HWY_INLINE void TransposeScaled(ConstMatrixView src, float scale, size_t kb,
+                                float* HWY_RESTRICT dst) {
   const size_t rows = src.rows, cols = src.cols;
   size_t j = 0;
 #if HWY_TARGET != HWY_SCALAR
   const hn::CappedTag<float, 4> d4;
   const auto vscale = hn::Set(d4, scale);
-  for (; j + 4 <= rows; j += 4) {
+  for (; kb % 4 == 0 && j + 4 <= rows; j += 4) {
     float* HWY_RESTRICT block = dst + j / kb * cols * kb + j % kb;
     size_t c = 0;
     for (; c + 4 <= cols; c += 4) {
@@ -744,11 +743,22 @@ HWY_INLINE void PackTransposed(ConstMatrixView src, float scale, size_t kb,
     }
   }
 #endif
-  // The last keys (every key on the scalar target), one at a time.
+  // The last rows (every row on the scalar target), one at a time.
   for (; j < rows; ++j) {
     float* HWY_RESTRICT column = dst + j / kb * cols * kb + j % kb;
     for (size_t c = 0; c < cols; ++c) column[c * kb] = src(j, c) * scale;
   }
+}
+
+// dst: src^T * scale for src [keys, cols], in blocks [cols, kb] (kb a
+// multiple of the lanes; see TransposeScaled), zeros past the last key up to
+// whole vectors, the most a GEMM reads. The packed keys of the fused kernel
+// (K^T, kb = GemmPanelWidth()) and of the backward (K^T and V^T). The padding
+// is cleared one run per row of the block.
+HWY_INLINE void PackTransposed(ConstMatrixView src, float scale, size_t kb,
+                               float* HWY_RESTRICT dst) {
+  TransposeScaled(src, scale, kb, dst);
+  const size_t rows = src.rows, cols = src.cols;
   // Zeros up to whole vectors: [rows, end) lies in one block (kb is a
   // multiple of the lanes), one run per row of it.
   const size_t end = WholeVectors(rows);
