@@ -35,7 +35,7 @@ HWY_INLINE bool RunHeadTask(const internal::AttentionJob& job, const internal::A
                             const internal::HeadWork& hw, size_t thread, PackedKeys* packed) {
   const internal::HeadTask& t = job.heads[hw.head];
   float* HWY_RESTRICT scratch = plan.scratch + thread * plan.scratch_floats;
-  switch (plan.paths[hw.head]) {
+  switch (plan.heads[hw.head].path) {
     case internal::HeadPath::kRows:
       // Raw and scaled scores of masked keys are outputs too: they must not
       // overflow either (masked scores hold -inf by design).
@@ -48,7 +48,7 @@ HWY_INLINE bool RunHeadTask(const internal::AttentionJob& job, const internal::A
     case internal::HeadPath::kSplitK: {
       const size_t chunk_floats = t.Q.rows * (2 + t.V.cols);
       return DecodeChunk(t, job.params, hw.begin, scratch,
-                         plan.partials + plan.partials_at[hw.head] + hw.begin * chunk_floats);
+                         plan.partials + plan.heads[hw.head].partials_at + hw.begin * chunk_floats);
     }
   }
   return false;
@@ -63,7 +63,12 @@ HWY_INLINE bool RunAttentionJobInline(const internal::AttentionJob& job,
     return TraceHead(t, job.params, plan.scratch, *job.trace) && AllFinite(t.out);
   }
   std::atomic<bool> ok{true};
-  std::vector<PackedKeys> packed(job.pool ? job.pool->num_threads() : 1);
+  // Each thread's packed keys; one thread's on the stack (no allocation for
+  // a small call).
+  const size_t threads = job.pool ? job.pool->num_threads() : 1;
+  PackedKeys one;
+  std::vector<PackedKeys> per_thread(threads > 1 ? threads : 0);
+  PackedKeys* packed = threads > 1 ? per_thread.data() : &one;
   internal::ParallelFor(job.pool, plan.head_work.size(), [&](size_t w, size_t thread) HWY_ATTR {
     if (!RunHeadTask(job, plan, plan.head_work[w], thread, &packed[thread])) {
       ok.store(false, std::memory_order_relaxed);
@@ -71,9 +76,9 @@ HWY_INLINE bool RunAttentionJobInline(const internal::AttentionJob& job,
   });
   if (!ok.load()) return false;
   for (size_t h = 0; h < job.heads.size(); ++h) {
-    if (plan.paths[h] != internal::HeadPath::kSplitK) continue;
+    if (plan.heads[h].path != internal::HeadPath::kSplitK) continue;
     const internal::HeadTask& t = job.heads[h];
-    MergeChunks(t, internal::DecodeChunks(t.K.rows), plan.partials + plan.partials_at[h]);
+    MergeChunks(t, internal::DecodeChunks(t.K.rows), plan.partials + plan.heads[h].partials_at);
     if (!AllFinite(t.out)) return false;
   }
   if (job.output.W.empty()) return true;

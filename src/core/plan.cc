@@ -40,11 +40,11 @@ Status PlanHead(const AttentionJob& job, size_t h, AttentionPlan* plan, size_t* 
       !rows && (training || (forced_path ? *forced_path == HeadPath::kFused
                                          : UseFusedPath(t.Q.rows, t.K.rows, t.K.cols, t.V.cols)));
   if (rows) {
-    plan->paths[h] = HeadPath::kRows;
+    plan->heads[h].path = HeadPath::kRows;
     *floats = t.K.rows;
     if (!job.trace) plan->head_work.push_back({h, 0, t.Q.rows});
   } else if (fused) {
-    plan->paths[h] = HeadPath::kFused;
+    plan->heads[h].path = HeadPath::kFused;
     const size_t packed_rows = t.K.cols + RoundUp(t.V.cols, kMaxPanel);
     ATTNKIT_RETURN_IF_ERROR(CheckedProduct(job.source, "packed K^T and V [d_k + d_v, T_k]",
                                            packed_rows, RoundUp(t.K.rows, kFlashTileKeys), floats));
@@ -59,14 +59,14 @@ Status PlanHead(const AttentionJob& job, size_t h, AttentionPlan* plan, size_t* 
       plan->head_work.push_back({h, r, std::min(t.Q.rows, r + kTaskQueries)});
     }
   } else {
-    plan->paths[h] = HeadPath::kSplitK;
+    plan->heads[h].path = HeadPath::kSplitK;
     *floats = kDecodeChunkKeys;
     const size_t chunks = DecodeChunks(t.K.rows);
     for (size_t c = 0; c < chunks; ++c) plan->head_work.push_back({h, c, c + 1});
     size_t head_partials;  // chunks * T_q: split-K heads have few queries per key
     ATTNKIT_RETURN_IF_ERROR(CheckedProduct(job.source, "split-K partials", chunks * t.Q.rows,
                                            2 + t.V.cols, &head_partials));
-    plan->partials_at[h] = *partials;
+    plan->heads[h].partials_at = *partials;
     *partials += head_partials;
   }
   return Status::Ok();
@@ -99,8 +99,7 @@ Status PlanAttention(const AttentionJob& job, AttentionPlan* plan) {
   }
   if (!job.output.W.empty()) AddProjectionWork(0, job.output.dst.rows, &plan->output_work);
   size_t floats = 0, partials = 0;
-  plan->paths.resize(job.heads.size());
-  plan->partials_at.assign(job.heads.size(), 0);
+  plan->heads.assign(job.heads.size(), HeadPlan());
   for (size_t h = 0; h < job.heads.size(); ++h) {
     size_t n = 0;
     ATTNKIT_RETURN_IF_ERROR(PlanHead(job, h, plan, &n, &partials));

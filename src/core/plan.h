@@ -108,9 +108,16 @@ struct HeadWork {
   size_t head, begin, end;
 };
 
+// Per head task: its path, and for a kSplitK head where its partials start
+// (one vector for both: a small call allocates little).
+struct HeadPlan {
+  HeadPath path = HeadPath::kFused;
+  size_t partials_at = 0;
+};
+
 // What PlanAttention decides for one AttentionJob; it owns the job's scratch.
 struct AttentionPlan {
-  std::vector<HeadPath> paths;                  // per head task
+  std::vector<HeadPlan> heads;                  // per head task
   std::vector<ProjectionWork> projection_work;  // of job.projections
   std::vector<ProjectionWork> output_work;      // of job.output
   std::vector<HeadWork> head_work;
@@ -118,7 +125,6 @@ struct AttentionPlan {
   // job.output (null: W is read in place).
   std::vector<float*> packed;
   float* output_packed = nullptr;
-  std::vector<size_t> partials_at;  // per kSplitK head: where its partials start
   // Scratch per thread (a score row, a chunk of scores or the packed K^T of
   // the fused kernel): thread t owns [t * scratch_floats, +scratch_floats).
   float* scratch = nullptr;
