@@ -717,9 +717,12 @@ HWY_INLINE size_t WholeVectors(size_t n) {
 // rows of a block, QueriesA). Nothing else of dst is written. Transposes 4 x 4
 // blocks in 128-bit vectors (every SIMD target has them) when kb is a
 // multiple of 4, the last rows one at a time: one strided scalar store per
-// value cost as much as a short call's matrix products.
-HWY_INLINE void TransposeScaled(ConstMatrixView src, float scale, size_t kb,
-                                float* HWY_RESTRICT dst) {
+// value cost as much as a short call's matrix products. Out of line: run
+// once per block or head, it gains nothing inlined (and inlined with a
+// block's constant rows, GCC warns about the scalar tail such a block never
+// runs).
+inline HWY_NOINLINE void TransposeScaled(ConstMatrixView src, float scale, size_t kb,
+                                         float* HWY_RESTRICT dst) {
   const size_t rows = src.rows, cols = src.cols;
   size_t j = 0;
 #if HWY_TARGET != HWY_SCALAR
