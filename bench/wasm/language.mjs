@@ -191,8 +191,8 @@ function attnkitEngine(ak, preset, text) {
 
 // The same GPT in tfjs, from attnkit's initial weights.
 export function tfjsEngine(tf, preset, resolved, weightsFile, validBatches) {
-  const { weights, scaled, layerNorm, config } = readWeights(weightsFile);
-  if (!layerNorm || config.dFF === 0)
+  const { weights, scaled, config } = readWeights(weightsFile);
+  if (!config.layerNorm || config.dFF === 0)
     throw new Error("weights: this benchmark's tfjs model is the GPT block (layerNorm, dFF > 0)");
   const { vocabSize: V, dModel: D, numHeads: h, numKvHeads: g, dK } = resolved;
   if (g !== h) throw new Error("this benchmark's tfjs model has no grouped K/V heads");

@@ -51,6 +51,6 @@ export function readWeights(bytes) {
   w.unembedding = take(D, V);
   if (off !== count) throw new Error(`weights: ${count} floats, the config needs ${off}`);
   const config = { vocabSize: V, maxSeqLen: P, dModel: D, numLayers: L, numHeads: h };
-  Object.assign(config, { numKvHeads: g, dK, dFF });
+  Object.assign(config, { numKvHeads: g, dK, dFF, layerNorm });
   return { config, weights: w, layerNorm, scaled: (flags & 2) !== 0 };
 }
