@@ -224,7 +224,7 @@ test("the sentence view's maps are the package's Model.inspect of the downloaded
   assert.deepEqual(problems, []);
 });
 
-test("generation appears character by character and equals the full forward", async () => {
+test("generation through the cache equals the full forward", async () => {
   await open();
   await trainTo(200);
   await p.fill('[data-testid="lang-prompt"]', "The sea ");
@@ -415,5 +415,99 @@ test("a phone: the view fits 390 px, trains and generates by touch", async () =>
   } finally {
     await phone.close();
   }
+  assert.deepEqual(problems, []);
+});
+
+/**
+ * Watches what a person sees in page `page`: every text the generation's output shows
+ * (window.__outs) and, on every frame, how many CSS animations and transitions run
+ * (window.__moving, the largest count).
+ */
+function watchMotion(page = p) {
+  return page.evaluate(() => {
+    window.__outs = [];
+    window.__moving = 0;
+    const out = document.getElementById("lang-gen-out");
+    new MutationObserver(() => window.__outs.push(out.textContent)).observe(out, {
+      childList: true,
+      characterData: true,
+      subtree: true,
+    });
+    const frame = () => {
+      window.__moving = Math.max(window.__moving, document.getAnimations().length);
+      requestAnimationFrame(frame);
+    };
+    requestAnimationFrame(frame);
+  });
+}
+
+/** Generates `length` characters from `prompt` and returns the texts the output showed on the way. */
+async function generateWatched(prompt, length) {
+  await p.evaluate(() => (window.__outs = []));
+  await p.fill('[data-testid="lang-prompt"]', prompt);
+  await p.fill('[data-testid="lang-length"]', String(length));
+  await p.press('[data-testid="lang-length"]', "Tab");
+  await p.click('[data-testid="lang-generate"]');
+  const g = await poll(async () => {
+    const h = await hook();
+    return !h.gen.running && h.gen.check && h.gen;
+  }, "the generation");
+  assert.equal([...g.text].length, length);
+  // The generated part of each text shown (the prompt and the cursor left out).
+  const shown = await p.evaluate(() => window.__outs);
+  return shown.map((t) => t.replace(/▌$/, "").slice(prompt.length));
+}
+
+test("reduced motion: generated text appears at once, nothing moves; with motion, character by character", async () => {
+  await open();
+  await watchMotion();
+  // With motion: the characters come one by one (a person reads them appear).
+  await p.emulateMedia({ reducedMotion: "no-preference" });
+  const slow = await generateWatched("The ", 30);
+  // (How many depends on how fast the stage redraws: on a busy core, a few.)
+  const partial = new Set(slow.filter((t) => t.length > 0 && t.length < 30).map((t) => t.length));
+  assert.ok(partial.size >= 3, `with motion, ${partial.size} partial texts shown`);
+  // Reduced motion: the output shows the prompt, then the whole text, nothing in between.
+  await p.emulateMedia({ reducedMotion: "reduce" });
+  const fast = await generateWatched("The ", 200);
+  const between = fast.filter((t) => t.length > 0 && t.length < 200);
+  assert.deepEqual(between, [], "with reduced motion, no partial text is shown");
+  assert.equal(fast.at(-1).length, 200);
+  // Its maps over the cache are those of the last character.
+  assert.match(await p.textContent('[data-testid="lang-gen-title"]'), /character 200\)/);
+  // Training, a snapshot scrubbed to and a map clicked: no CSS animation or transition runs,
+  // and the stage is drawn in its final state at once (the same pixels a moment later).
+  await trainTo(120);
+  await p.keyboard.press("ArrowLeft");
+  await poll(async () => (await hook()).sentence?.snapshot === 1, "snapshot 1's maps");
+  const stage = p.locator('[data-testid="stage"]');
+  await p.waitForTimeout(300);
+  const first = await stage.screenshot();
+  await p.waitForTimeout(400);
+  assert.ok(first.equals(await stage.screenshot()), "the stage moved after it was drawn");
+  assert.equal(await p.evaluate(() => window.__moving), 0, "CSS animations ran");
+  // The Train view, the same: nothing animates while it trains and when it pauses.
+  await p.goto(`${server.url}?v=train`);
+  await p.waitForSelector('[data-testid="train-go"]:not([disabled])');
+  await p.evaluate(() => {
+    window.__moving = 0;
+    const frame = () => {
+      window.__moving = Math.max(window.__moving, document.getAnimations().length);
+      requestAnimationFrame(frame);
+    };
+    requestAnimationFrame(frame);
+  });
+  await p.click('[data-testid="train-go"]');
+  await poll(async () => (await p.evaluate(() => window.__attnkit.train())).step >= 60, "60 steps");
+  await p.click('[data-testid="train-pause"]');
+  await poll(async () => {
+    const t = await p.evaluate(() => window.__attnkit.train());
+    return !t.training && t.inspectionStep === t.step;
+  }, "the Train view paused");
+  await p.waitForTimeout(300);
+  const trainStage = await stage.screenshot();
+  await p.waitForTimeout(400);
+  assert.ok(trainStage.equals(await stage.screenshot()), "the Train view's stage moved");
+  assert.equal(await p.evaluate(() => window.__moving), 0, "CSS animations ran in the Train view");
   assert.deepEqual(problems, []);
 });

@@ -192,7 +192,8 @@ export const languageView: Scene = {
     y += hv.height + 16;
     width = Math.max(width, hv.width);
     // The character being generated: each head's attention over the cache.
-    const gs = run.gen.steps[run.gen.steps.length - 1];
+    const shown = genShown();
+    const gs = shown[shown.length - 1];
     if (gs) {
       note(
         g,
@@ -572,7 +573,7 @@ function bindPanel(): void {
   $("lang-generate").addEventListener("click", () => {
     if (run.gen.running) {
       stopGenerate();
-      syncPanel();
+      redrawStage();
       return;
     }
     readGen();
@@ -646,6 +647,11 @@ function openLayer(w: LangLayer): void {
     W_O: w.W_O,
     weights: w.weights,
   });
+}
+
+/** The generated characters on screen: with reduced motion, none until all are in. */
+function genShown() {
+  return run.gen.instant && run.gen.running ? [] : run.gen.steps;
 }
 
 function setDisabled(id: string, d: boolean): void {
@@ -747,9 +753,14 @@ function syncPanel(): void {
   // Generation.
   const gen = run.gen;
   setText("lang-generate", gen.running ? "■ Stop" : "Generate");
-  const out = gen.steps.length
-    ? `<span class="lang-prompt-text">${escapeHtml(gen.prompt)}</span>${escapeHtml(gen.steps.map((s) => s.character).join(""))}${gen.running ? "▌" : ""}`
-    : "";
+  const out =
+    gen.running || gen.steps.length
+      ? `<span class="lang-prompt-text">${escapeHtml(gen.prompt)}</span>${escapeHtml(
+          genShown()
+            .map((s) => s.character)
+            .join(""),
+        )}${gen.running ? "▌" : ""}`
+      : "";
   const oe = $("lang-gen-out");
   if (oe.innerHTML !== out) oe.innerHTML = out;
   const ck = gen.check;

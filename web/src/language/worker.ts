@@ -314,19 +314,24 @@ function generate(id: number, o: GenOptions, index: number, delayMs: number): vo
   }
   const prompt = Array.from(m.tokenizer!.encode(o.prompt), (t) => m.vocabulary![t]);
   gen = { id, model: m, sampler, options: o, steps: [], context: prompt, timer: undefined };
+  // One character per timer with a delay; without one (reduced motion), as many as fit in
+  // a slice, so that the timers' least interval does not pace them.
   const next = () => {
     const g = gen;
     if (!g || g.id !== id) return;
+    const t0 = performance.now();
     try {
-      const s = g.sampler.next();
-      const weights = s.weights.map(copyT);
-      g.steps.push({ token: s.token, logits: Float32Array.from(s.logits), weights });
-      const context = g.context.slice(-weights[0].shape[1]);
-      g.context.push(s.character);
-      post({
-        type: "gen-step",
-        step: { id, index: g.steps.length - 1, character: s.character, weights, context },
-      });
+      do {
+        const s = g.sampler.next();
+        const weights = s.weights.map(copyT);
+        g.steps.push({ token: s.token, logits: Float32Array.from(s.logits), weights });
+        const context = g.context.slice(-weights[0].shape[1]);
+        g.context.push(s.character);
+        post({
+          type: "gen-step",
+          step: { id, index: g.steps.length - 1, character: s.character, weights, context },
+        });
+      } while (delayMs === 0 && g.steps.length < o.length && performance.now() - t0 < SLICE_MS);
       if (g.steps.length < o.length) g.timer = setTimeout(next, delayMs);
       else finishGenerate();
     } catch (err) {
