@@ -41,7 +41,20 @@ import {
   train,
 } from "./run";
 import {
+  downloadBytes,
   fieldValue,
+  runButtonsHtml,
+  scrubHtml,
+  scrubStep,
+  setDisabled,
+  setRanges,
+  setText,
+  settingsHtml,
+  syncOpenButtons,
+  syncRunButtons,
+  syncScrub,
+} from "../panel";
+import {
   fitHeads,
   GEN_FIELDS,
   LEARNING_RATES,
@@ -474,18 +487,33 @@ async function loadMobyDick(): Promise<void> {
   syncPanel();
 }
 
+/** The panel's fields, buttons and slider (index.html holds their places). */
+function buildPanel(): void {
+  $("lang-settings").insertAdjacentHTML(
+    "afterbegin",
+    settingsHtml([
+      { kind: "select", id: "lang-preset", name: "preset" },
+      ...NUMBER_FIELDS.map((f) => ({ kind: "number", id: f.id, name: f.name }) as const),
+      { kind: "select", id: "lang-lr", name: "learning rate" },
+    ]),
+  );
+  $("lang-run").innerHTML = runButtonsHtml("lang", {
+    downloadTitle: "Download the weights with the vocabulary (.atkmodel)",
+    loadTitle: "Load a language model's weights (.atkmodel)",
+    loadId: "lang-weights-file",
+  });
+  $("lang-scrub-row").innerHTML = scrubHtml("lang");
+}
+
 function bindPanel(): void {
+  buildPanel();
   $<HTMLSelectElement>("lang-preset").innerHTML = PRESET_IDS.map(
     (p) => `<option value="${p}">${p}</option>`,
   ).join("");
   $<HTMLSelectElement>("lang-lr").innerHTML = LEARNING_RATES.map(
     ([v, label]) => `<option value="${v}">${label}</option>`,
   ).join("");
-  for (const f of NUMBER_FIELDS) {
-    const el = $<HTMLInputElement>(f.id);
-    el.min = String(f.lo);
-    el.max = String(f.hi);
-  }
+  setRanges(NUMBER_FIELDS);
   writeConfig();
   writeGen();
   $<HTMLInputElement>("lang-sentence").value = settings.sentence;
@@ -589,15 +617,7 @@ function bindPanel(): void {
     syncPanel();
   });
   $("lang-download").addEventListener("click", () =>
-    requestWeights((bytes, s) => {
-      const a = document.createElement("a");
-      a.href = URL.createObjectURL(
-        new Blob([bytes as BlobPart], { type: "application/octet-stream" }),
-      );
-      a.download = `attnkit-language-step${s}.atkmodel`;
-      a.click();
-      setTimeout(() => URL.revokeObjectURL(a.href), 1000);
-    }),
+    requestWeights((bytes, s) => downloadBytes(bytes, `attnkit-language-step${s}.atkmodel`)),
   );
   $("lang-open").addEventListener("click", (e) => {
     const b = (e.target as HTMLElement).closest<HTMLButtonElement>("button[data-layer]");
@@ -654,22 +674,11 @@ function genShown() {
   return run.gen.instant && run.gen.running ? [] : run.gen.steps;
 }
 
-function setDisabled(id: string, d: boolean): void {
-  const b = $<HTMLButtonElement>(id);
-  if (b.disabled !== d) b.disabled = d;
-}
-
-function setText(id: string, text: string): void {
-  const el = $(id);
-  if (el.textContent !== text) el.textContent = text;
-}
-
 /** Moves the snapshot shown by `delta` (the arrow keys). */
 export function scrubLanguageBy(delta: number): void {
-  const n = run.snapshots.length;
-  if (run.training || n === 0) return;
-  const pos = run.scrub < 0 ? n : run.scrub;
-  scrubTo(Math.min(n, Math.max(0, pos + delta)));
+  const to = scrubStep(run, delta);
+  if (to === null) return;
+  scrubTo(to);
   syncPanel();
 }
 
@@ -677,19 +686,10 @@ export function scrubLanguageBy(delta: number): void {
 function syncPanel(): void {
   if (!bound) return;
   const ready = !!run.ready;
-  const focused = document.activeElement;
-  setDisabled("lang-go", !ready || run.training);
-  setDisabled("lang-pause", !run.training);
-  setDisabled("lang-step", !ready || run.training);
+  syncRunButtons("lang", run, ready);
   setDisabled("lang-reset", !run.text);
   setDisabled("lang-download", !ready);
   setDisabled("lang-generate", !ready);
-  if (
-    focused instanceof HTMLButtonElement &&
-    focused.disabled &&
-    /^lang-(go|pause|step)$/.test(focused.id)
-  )
-    $(run.training ? "lang-pause" : "lang-go").focus();
   const own = $<HTMLInputElement>("lang-src-own").checked;
   $("lang-own-box").hidden = !own;
   // The text.
@@ -716,17 +716,7 @@ function syncPanel(): void {
       : `${run.training ? "training" : run.step ? "paused" : "ready"} · step ${run.step}${lastLoss !== undefined ? ` · batch loss ${fmt(lastLoss, 3)}` : ""}${v !== undefined ? ` · validation ${lossText(v)}` : ""}${run.tokensPerSecond ? ` · ${Math.round(run.tokensPerSecond).toLocaleString("en")} characters/s` : ""} · ${(elapsed() / 1000).toFixed(0)} s trained${run.reached2Ms !== null ? ` · 2.0 nats/char after ${(run.reached2Ms / 1000).toFixed(0)} s` : ""} · attnkit ${escapeHtml(run.target)} in a worker`;
   const st = $("lang-status");
   if (st.innerHTML !== status) st.innerHTML = status;
-  // Snapshots.
-  const scrub = $<HTMLInputElement>("lang-scrub");
-  const n = run.snapshots.length;
-  if (scrub.max !== String(n)) scrub.max = String(n);
-  const pos = run.scrub < 0 ? n : run.scrub;
-  if (scrub.value !== String(pos)) scrub.value = String(pos);
-  scrub.disabled = run.training || n === 0;
-  const at =
-    run.scrub < 0 ? `now (step ${run.step})` : `snapshot at step ${run.snapshots[run.scrub]}`;
-  setText("lang-scrub-out", at);
-  scrub.setAttribute("aria-valuetext", at);
+  syncScrub("lang", run);
   // The sample.
   const smp = run.sample;
   const sampleHtml = smp
@@ -740,16 +730,7 @@ function syncPanel(): void {
       ? `Sample at step ${smp.step} (prompt “${SAMPLE.prompt.trim()}”, temperature ${SAMPLE.temperature}, top-k ${SAMPLE.topK}, seed ${SAMPLE.seed}; regenerated every few seconds while training)`
       : "Sample",
   );
-  // Open a layer.
-  const open = $("lang-open");
-  const layers = run.config.numLayers;
-  if (open.children.length !== layers)
-    open.innerHTML = Array.from(
-      { length: layers },
-      (_, l) =>
-        `<button type="button" data-layer="${l}" data-testid="lang-open-${l}" aria-label="open layer ${l + 1} in the steps view">layer ${l + 1} in steps view</button>`,
-    ).join(" ");
-  for (const b of open.querySelectorAll("button")) b.disabled = !run.sentence;
+  syncOpenButtons("lang", run.config.numLayers, !!run.sentence);
   // Generation.
   const gen = run.gen;
   setText("lang-generate", gen.running ? "■ Stop" : "Generate");
