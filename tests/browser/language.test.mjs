@@ -1,9 +1,10 @@
-// The Language view in Chromium: the small preset trained on Moby-Dick in the page's worker
-// to a validation loss below a measured threshold, with its sample; a small text dropped as
-// a file, trained and generated from; every kind of bad text named at the field, after
-// which the view still trains; the sentence view's maps against the package's own
-// Model.inspect on the downloaded weights; generation through the cache against the full
-// forward; the settings in the URL; the keyboard and a phone. Screenshots before, during
+// The Language view in Chromium: the default preset (the one the page opens with) trained
+// on Moby-Dick in the page's worker to a validation loss below a measured threshold, with
+// its sample; the small preset (cheaper) in the other tests: a small text dropped as a file,
+// trained and generated from; every kind of bad text named at the field, after which the
+// view still trains; the sentence view's maps against the package's own Model.inspect on
+// the downloaded weights; generation through the cache against the full forward; the
+// settings in the URL; the keyboard, a phone and reduced motion. Screenshots before, during
 // and after training, of the sentence view, of generation and of the phone go to
 // tests/artifacts/screenshots (language-*.png).
 import assert from "node:assert/strict";
@@ -20,14 +21,55 @@ const hook = (page = p) => page.evaluate(() => window.__attnkit.language());
 const shot = (name, page = p) =>
   page.screenshot({ path: path.join(shots, `language-${name}.png`), fullPage: true });
 
-// Steps of the small preset the first test trains, and the validation loss they reach
-// (measured: 2.227 nats/char, the same on every run: the data and the initialisation are
-// seeded; the bigram model's is 2.44).
-const STEPS = 600;
+// Steps of the default preset the first test trains, and the validation loss it must reach.
+// Measured in Chromium (and the same run through the package in Node): 2.2364 nats/char at
+// step 500 in each of 3 runs (the data and the initialisation are seeded, so runs agree to
+// the last digit); 2.3618 at step 400, 2.1791 at step 600; the bigram model's is 2.43.
+// The threshold leaves a margin of 0.064 (3%) for another build of the package's wasm.
+const STEPS = 500;
 const THRESHOLD = 2.3;
+// The small preset at step 200 (measured 2.45 to 2.48, as in language-smoke.mjs).
+const SMALL_200 = 2.6;
 // Generation through the cache against one full forward (float32, the same wasm build).
 const LOGIT_TOL = 1e-3;
 const WEIGHT_TOL = 1e-5;
+
+const HEAD_NAMES = {
+  previous: "previous character",
+  wordStart: "start of the word",
+  sameCharacter: "same character",
+  self: "itself",
+};
+
+/**
+ * Head h's scores from its weights [H, T, T] on the characters `chars`, as the page states
+ * them: the mean weight on the character before, on the word's first letter (where that is
+ * neither the character nor the one before), on earlier copies of the same character, and
+ * on itself.
+ */
+function headScoresOf(chars, w, h) {
+  const T = w.shape[1];
+  const at = (t, j) => w.data[(h * T + t) * T + j];
+  const letter = (c) => /\p{L}|\p{N}/u.test(c);
+  const mean = (values) => values.reduce((a, b) => a + b, 0) / (values.length || 1);
+  const rows = Array.from({ length: T }, (_, t) => t);
+  const start = (t) => {
+    let j = t;
+    while (j > 0 && letter(chars[j - 1])) j--;
+    return j;
+  };
+  const same = (t) => rows.filter((j) => j < t && chars[j] === chars[t]);
+  return {
+    previous: mean(rows.filter((t) => t > 0).map((t) => at(t, t - 1))),
+    wordStart: mean(
+      rows.filter((t) => letter(chars[t]) && start(t) < t - 1).map((t) => at(t, start(t))),
+    ),
+    sameCharacter: mean(
+      rows.filter((t) => same(t).length).map((t) => same(t).reduce((a, j) => a + at(t, j), 0)),
+    ),
+    self: mean(rows.filter((t) => t > 0).map((t) => at(t, t))),
+  };
+}
 
 /** Opens the view (`query` after ?v=language) and waits for its text and untrained model. */
 async function open(query = "&lp=small", page = p) {
@@ -76,8 +118,14 @@ async function dropFile(name, bytes, type = "text/plain") {
   );
 }
 
-test("the small preset learns Moby-Dick below the measured threshold and shows its sample", async () => {
-  const h0 = await open();
+test("the default preset learns Moby-Dick below the measured threshold and shows its sample", async () => {
+  const h0 = await open("");
+  assert.deepEqual(
+    [h0.config.numLayers, h0.config.numHeads, h0.config.dModel, h0.config.seqLen],
+    [3, 4, 96, 64],
+    "the page opens with the default preset",
+  );
+  assert.equal(await p.inputValue('[data-testid="lang-preset"]'), "default");
   assert.equal(h0.text.source, "moby-dick");
   assert.equal(h0.text.characters, 1190317);
   assert.equal(h0.text.vocabSize, 84);
@@ -135,11 +183,22 @@ test("the small preset learns Moby-Dick below the measured threshold and shows i
   assert.equal(modelOnMain, false, "the model build is loaded by the worker, not the page");
   assert.ok(drift < 2000, `the main thread was ${drift.toFixed(0)} ms late while training`);
   await shot("after");
+  // A learner sees a named head (measured at step 500: layer 1's head 1, previous character 0.62).
+  const named = h.sentence.kinds.flatMap((heads, l) =>
+    heads.flatMap((k, hh) => (k.kind ? [`L${l + 1} h${hh}: ${HEAD_NAMES[k.kind]}`] : [])),
+  );
+  console.log(`language: heads named at step ${h.step}: ${named.join(", ") || "none"}`);
+  assert.ok(named.length >= 1, "no head is named after training");
+  const titles = await p.locator('[data-testid^="matrix-lang-attn-"] .m-title').allTextContents();
+  assert.ok(
+    titles.some((t) => t.startsWith(named[0])),
+    titles.join(" | "),
+  );
   const at = h.validation.find(([s]) => s === STEPS);
   assert.ok(at, `a validation loss at step ${STEPS}: ${JSON.stringify(h.validation.slice(-3))}`);
   const seconds = (h.trainingMs / 1000).toFixed(1);
   console.log(
-    `language: validation ${at[1].toFixed(3)} nats/char (${(at[1] / Math.LN2).toFixed(2)} bits) after ${STEPS} steps of the small preset, ${seconds} s of training, ${Math.round(h.tokensPerSecond)} characters/s; 2.0 nats/char ${h.reached2Ms === null ? "not reached" : `after ${(h.reached2Ms / 1000).toFixed(1)} s`}`,
+    `language: validation ${at[1].toFixed(4)} nats/char (${(at[1] / Math.LN2).toFixed(2)} bits) after ${STEPS} steps of the default preset, ${seconds} s of training (${(h.trainingMs / h.step).toFixed(0)} ms/step), ${Math.round(h.tokensPerSecond)} characters/s; 2.0 nats/char ${h.reached2Ms === null ? `not reached (the loss reached ${Math.min(...h.validation.map(([, l]) => l)).toFixed(3)})` : `after ${(h.reached2Ms / 1000).toFixed(1)} s`}`,
   );
   assert.ok(at[1] < THRESHOLD, `validation ${at[1]} after ${STEPS} steps (threshold ${THRESHOLD})`);
   assert.ok(at[1] < h.text.bigram, "below the bigram model's loss");
@@ -187,20 +246,24 @@ test("the sentence view's maps are the package's Model.inspect of the downloaded
     });
   });
   assert.ok(worst <= 1e-6, `max |page - package| ${worst}`);
-  // The labels come from the maps: each head's previous-character score is its mean weight
-  // on the character before.
+  // The labels come from the maps: each head's four scores, recomputed here from the
+  // package's weights, name it by the largest when that reaches 0.3, and its map's title
+  // says so.
+  const chars = h.sentence.characters;
   const T = tokens.length;
-  h.sentence.kinds.forEach((heads, l) =>
-    heads.forEach((k, hh) => {
-      let sum = 0;
-      for (let t = 1; t < T; t++) sum += r.layers[l].weights.data[(hh * T + t) * T + t - 1];
-      assert.ok(Math.abs(k.previous - sum / (T - 1)) < 1e-6, `layer ${l} head ${hh}`);
-      const best = Math.max(k.previous, k.wordStart, k.sameCharacter, k.self);
-      assert.equal(k.kind === null, best < 0.3, `layer ${l} head ${hh}: ${JSON.stringify(k)}`);
-    }),
-  );
-  const title = await p.textContent('[data-testid="matrix-lang-attn-0-0"] .m-title');
-  assert.match(title, /^L1 h0: /);
+  for (const [l, heads] of h.sentence.kinds.entries())
+    for (const [hh, k] of heads.entries()) {
+      const mine = headScoresOf(chars, r.layers[l].weights, hh);
+      for (const key of Object.keys(mine))
+        assert.ok(Math.abs(k[key] - mine[key]) < 1e-6, `L${l + 1} h${hh} ${key}: ${k[key]}`);
+      const [bestKey, best] = Object.entries(mine).reduce((a, b) => (b[1] > a[1] ? b : a));
+      assert.equal(k.kind, best >= 0.3 ? bestKey : null, `L${l + 1} h${hh}: ${JSON.stringify(k)}`);
+      const title = await p.textContent(`[data-testid="matrix-lang-attn-${l}-${hh}"] .m-title`);
+      assert.ok(
+        title.startsWith(`L${l + 1} h${hh}: ${k.kind ? HEAD_NAMES[k.kind] : "spread"}`),
+        title,
+      );
+    }
   model.dispose();
   // The file loads back: the same model, the same maps.
   await p.setInputFiles('[data-testid="lang-weights-file"]', await download.path());
@@ -226,7 +289,10 @@ test("the sentence view's maps are the package's Model.inspect of the downloaded
 
 test("generation through the cache equals the full forward", async () => {
   await open();
-  await trainTo(200);
+  const trained = await trainTo(200);
+  // The small preset learns too: its validation loss at step 200.
+  const v200 = trained.validation.find(([s]) => s === 200);
+  assert.ok(v200 && v200[1] < SMALL_200, `small preset: ${JSON.stringify(v200)}`);
   await p.fill('[data-testid="lang-prompt"]', "The sea ");
   await p.fill('[data-testid="lang-length"]', "40");
   await p.press('[data-testid="lang-length"]', "Tab");
