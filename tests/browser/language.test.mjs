@@ -577,3 +577,62 @@ test("reduced motion: generated text appears at once, nothing moves; with motion
   assert.equal(await p.evaluate(() => window.__moving), 0, "CSS animations ran in the Train view");
   assert.deepEqual(problems, []);
 });
+
+test("as a person uses the panel: paste a text, open a .txt, Step, Enter in the prompt, the reference lines", async () => {
+  await open();
+  // Every request stayed on the page's own origin (the book is the page's own asset).
+  const origins = await p.evaluate(() =>
+    performance.getEntriesByType("resource").map((r) => new URL(r.name).origin),
+  );
+  assert.deepEqual([...new Set(origins)], [new URL(server.url).origin]);
+  // The chart draws the text's unigram and bigram losses as labelled reference lines.
+  const h0 = await hook();
+  const legend = await p.textContent('[data-testid="lang-chart"]');
+  assert.match(legend, new RegExp(`unigram: letter frequencies ${h0.text.unigram.toFixed(2)}`));
+  assert.match(legend, new RegExp(`bigram: letter after letter ${h0.text.bigram.toFixed(2)}`));
+  // Step: each press trains one step, and the sentence's maps are those of the new weights.
+  for (const n of [1, 2]) {
+    await p.click('[data-testid="lang-step"]');
+    await poll(async () => (await hook()).sentence?.step === n, `the maps of step ${n}`, 30000);
+  }
+  assert.match(await p.textContent('[data-testid="lang-sentence-title"]'), /^step 2 /);
+  // Enter in the prompt generates, as the button does.
+  await p.fill('[data-testid="lang-prompt"]', "Queequeg ");
+  await p.press('[data-testid="lang-prompt"]', "Enter");
+  const g = await poll(async () => {
+    const x = await hook();
+    return !x.gen.running && x.gen.check && x.gen;
+  }, "the generation from Enter in the prompt");
+  assert.equal(g.prompt, "Queequeg ");
+  // Paste: a text too short is named at the field; a longer one is used.
+  await p.check('[data-testid="lang-src-own"]');
+  await p.fill('[data-testid="lang-own"]', "Call me Ishmael.");
+  await p.click('[data-testid="lang-own-use"]');
+  const note = () => p.textContent('[data-testid="lang-text-note"]');
+  await poll(async () => /330/.test(await note()), "the too-short message of a pasted text");
+  assert.match(await note(), /goes on with Moby-Dick/);
+  const pasted = "It was the best of times, it was the worst of times. ".repeat(20);
+  await p.fill('[data-testid="lang-own"]', pasted);
+  await p.click('[data-testid="lang-own-use"]');
+  let h = await poll(async () => {
+    const x = await waitReady(p, "the pasted text's model");
+    return x.text.source === "own" && x;
+  }, "the pasted text in use");
+  assert.equal(h.text.name, "your text");
+  assert.equal(h.text.characters, pasted.length);
+  assert.equal(await note(), "");
+  // Open a .txt: the file picker's text is used.
+  const own = "To be, or not to be, that is the question. ".repeat(20);
+  await p.setInputFiles('[data-testid="lang-file"]', {
+    name: "hamlet.txt",
+    mimeType: "text/plain",
+    buffer: Buffer.from(own),
+  });
+  h = await poll(async () => {
+    const x = await waitReady(p, "the opened file's model");
+    return x.text.name === "hamlet.txt" && x;
+  }, "the opened .txt in use");
+  assert.equal(h.text.characters, own.length);
+  assert.match(await p.textContent('[data-testid="lang-text-info"]'), /hamlet\.txt: 860 bytes/);
+  assert.deepEqual(problems, []);
+});

@@ -252,6 +252,8 @@ export const pause = () => send({ type: "pause" });
 export function step(): void {
   run.scrub = -1;
   send({ type: "step" });
+  // The worker answers in order: the maps of the model after the step.
+  requestSentence();
 }
 
 export function scrubTo(index: number): void {

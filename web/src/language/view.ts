@@ -598,6 +598,15 @@ function bindPanel(): void {
     setSentence(v);
     saveUrl();
   });
+  // Enter in the prompt (or another generation field) generates, as the button does.
+  $("language")
+    .querySelector(".lang-gen-fields")!
+    .addEventListener("keydown", (e) => {
+      const k = e as KeyboardEvent;
+      if (k.key !== "Enter" || !(k.target instanceof HTMLInputElement) || run.gen.running) return;
+      k.preventDefault();
+      $<HTMLButtonElement>("lang-generate").click();
+    });
   $("lang-generate").addEventListener("click", () => {
     if (run.gen.running) {
       stopGenerate();
