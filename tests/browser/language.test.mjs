@@ -418,6 +418,18 @@ test("the settings live in the URL and a link restores them", async () => {
   const again = await open(url.slice(url.indexOf("?") + "?v=language".length));
   assert.deepEqual(again.config, h.config);
   assert.equal(again.sentence.text, "a whale of a tale");
+  // A preset picked from the list: its settings in the fields, the model and the URL.
+  await p.selectOption('[data-testid="lang-preset"]', "large");
+  const large = await poll(async () => {
+    const x = await waitReady(p, "the large preset's model");
+    return x.config.dModel === 128 && x;
+  }, "the large preset");
+  assert.deepEqual(
+    [large.config.numLayers, large.config.numHeads, large.config.dFF, large.config.seqLen],
+    [4, 4, 512, 64],
+  );
+  assert.equal(await p.inputValue('[data-testid="lang-dmodel"]'), "128");
+  await poll(async () => /lp=large/.test(p.url()), "lp=large in the URL");
   // A link's bad value is noted at its field.
   await open("&lp=huge&ll=99");
   assert.match(await p.textContent('[data-testid="lang-preset-note"]'), /huge.*not a preset/);
@@ -592,7 +604,7 @@ test("reduced motion: generated text appears at once, nothing moves; with motion
   assert.deepEqual(problems, []);
 });
 
-test("as a person uses the panel: paste a text, open a .txt, Step, Enter in the prompt, the reference lines", async () => {
+test("as a person uses the panel: Step, Enter in the prompt, Reset, paste a text, open a .txt, the reference lines", async () => {
   await open();
   // Every request stayed on the page's own origin (the book is the page's own asset).
   const origins = await p.evaluate(() =>
@@ -618,6 +630,15 @@ test("as a person uses the panel: paste a text, open a .txt, Step, Enter in the 
     return !x.gen.running && x.gen.check && x.gen;
   }, "the generation from Enter in the prompt");
   assert.equal(g.prompt, "Queequeg ");
+  // Reset: a new untrained model of the same settings; its curves, maps and text start over.
+  await p.click('[data-testid="lang-reset"]');
+  const fresh = await poll(async () => {
+    const x = await waitReady(p, "the reset model");
+    return x.step === 0 && x.sentence.step === 0 && x;
+  }, "the reset model");
+  assert.equal(fresh.validation.length, 1);
+  assert.equal(fresh.gen.text, "");
+  assert.match(await p.textContent('[data-testid="lang-status"]'), /ready · step 0/);
   // Paste: a text too short is named at the field; a longer one is used.
   await p.check('[data-testid="lang-src-own"]');
   await p.fill('[data-testid="lang-own"]', "Call me Ishmael.");
