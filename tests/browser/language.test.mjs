@@ -235,6 +235,21 @@ test("the sentence view's maps are the package's Model.inspect of the downloaded
     return x.sentence?.text === sentence && x;
   }, "the typed sentence's maps");
   await shot("sentence");
+  // The head view's key: each head's name in the colour of its lines.
+  const key = await p.$$eval('[data-testid="lang-headview"] text', (ts) =>
+    ts
+      .filter((t) => /^head \d+$/.test(t.textContent))
+      .map((t) => [t.textContent, getComputedStyle(t).fill]),
+  );
+  const lines = await p.$$eval('[data-testid="lang-headview"] line', (ls) => [
+    ...new Set(ls.map((l) => getComputedStyle(l).stroke)),
+  ]);
+  assert.deepEqual(
+    key.map(([t]) => t),
+    ["head 0", "head 1", "head 2", "head 3"],
+  );
+  assert.equal(new Set(key.map(([, f]) => f)).size, 4, JSON.stringify(key));
+  for (const [, fill] of key) assert.ok(lines.includes(fill), `${fill} is no line's colour`);
   const [download] = await Promise.all([
     p.waitForEvent("download"),
     p.click('[data-testid="lang-download"]'),

@@ -333,8 +333,9 @@ function drawHeadView(
       .append("text")
       .attr("x", h * 52)
       .attr("y", keyY)
-      .attr("fill", headColor(h))
-      .attr("class", "note")
+      .attr("class", "note hv-key")
+      // A style: the note class's fill would win over a fill attribute.
+      .style("fill", headColor(h))
       .text(`head ${h}`);
   return { width: 2 * colW + gap + 10, height: keyY + 6 };
 }
