@@ -71,6 +71,18 @@ function headScoresOf(chars, w, h) {
   };
 }
 
+/** Waits for the generation to end and its check; returns the hook's gen. */
+function generated(what, timeout = 15000, page = p) {
+  return poll(
+    async () => {
+      const h = await hook(page);
+      return !h.gen.running && h.gen.check && h.gen;
+    },
+    what,
+    timeout,
+  );
+}
+
 /** The generation's maps are drawn at the stage's top, above the sentence's. */
 async function assertGenerationOnTop(page = p) {
   const top = async (id) => (await page.locator(`[data-testid="${id}"]`).boundingBox()).y;
@@ -323,14 +335,7 @@ test("generation through the cache equals the full forward", async () => {
   await p.fill('[data-testid="lang-length"]', "40");
   await p.press('[data-testid="lang-length"]', "Tab");
   await p.click('[data-testid="lang-generate"]');
-  const g = await poll(
-    async () => {
-      const h = await hook();
-      return !h.gen.running && h.gen.check && h.gen;
-    },
-    "the generation and its check",
-    60000,
-  );
+  const g = await generated("the generation and its check", 60000);
   await shot("generation");
   assert.equal(g.prompt, "The sea ");
   assert.equal([...g.text].length, 40);
@@ -399,10 +404,7 @@ test("a dropped text trains and generates; each bad text is named at the field a
   assert.ok(h.validation.at(-1)[1] < h.validation[0][1] - 1, JSON.stringify(h.validation));
   await p.fill('[data-testid="lang-prompt"]', "She ");
   await p.click('[data-testid="lang-generate"]');
-  const g = await poll(async () => {
-    const x = await hook();
-    return !x.gen.running && x.gen.check && x.gen;
-  }, "the generation");
+  const g = await generated("the generation");
   assert.equal([...g.text].length, 120);
   assert.ok(g.check.maxWeightDelta < WEIGHT_TOL);
   // After a bad text, the own text stays in use too.
@@ -485,10 +487,7 @@ test("keyboard only: l opens the view, Space trains and pauses, arrows scrub, En
   }
   assert.equal(await p.evaluate(() => document.activeElement?.id), "lang-generate");
   await p.keyboard.press("Enter");
-  const g = await poll(async () => {
-    const x = await hook();
-    return !x.gen.running && x.gen.check && x.gen;
-  }, "the generation from Enter");
+  const g = await generated("the generation from Enter");
   assert.equal(g.prompt, "Ahab ");
   // A digit stays in the view and says how to reach a step.
   await p.evaluate(() => document.activeElement?.blur());
@@ -555,10 +554,7 @@ async function generateWatched(prompt, length) {
   await p.fill('[data-testid="lang-length"]', String(length));
   await p.press('[data-testid="lang-length"]', "Tab");
   await p.click('[data-testid="lang-generate"]');
-  const g = await poll(async () => {
-    const h = await hook();
-    return !h.gen.running && h.gen.check && h.gen;
-  }, "the generation");
+  const g = await generated("the generation");
   assert.equal([...g.text].length, length);
   // The generated part of each text shown (the prompt and the cursor left out).
   const shown = await p.evaluate(() => window.__outs);
@@ -640,10 +636,7 @@ test("as a person uses the panel: Step, Enter in the prompt, Reset, paste a text
   // Enter in the prompt generates, as the button does.
   await p.fill('[data-testid="lang-prompt"]', "Queequeg ");
   await p.press('[data-testid="lang-prompt"]', "Enter");
-  const g = await poll(async () => {
-    const x = await hook();
-    return !x.gen.running && x.gen.check && x.gen;
-  }, "the generation from Enter in the prompt");
+  const g = await generated("the generation from Enter in the prompt");
   assert.equal(g.prompt, "Queequeg ");
   // Reset: a new untrained model of the same settings; its curves, maps and text start over.
   await p.click('[data-testid="lang-reset"]');
