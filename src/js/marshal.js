@@ -124,6 +124,23 @@ const LEAN_MAX_FLOATS = 1 << 24;
  */
 export function leanOptionWords(options) {
   if (options === undefined) return NO_OPTION_WORDS;
+  const o = options;
+  // Only a backward call's saved (or nothing): the words of no options.
+  if (
+    o.scale === undefined &&
+    o.softcap === undefined &&
+    o.causal === undefined &&
+    o.causalAlignment === undefined &&
+    o.causalOffset === undefined &&
+    o.causalOffsets === undefined &&
+    o.keyLength === undefined &&
+    o.keyLengths === undefined &&
+    o.boolMask === undefined &&
+    o.additiveMask === undefined &&
+    o.out === undefined
+  ) {
+    return NO_OPTION_WORDS;
+  }
   // A forward call's options.out (a Float32Array) is the lean path's `into`.
   if (options.out !== undefined && !(options.out instanceof Float32Array)) return null;
   const [bool, additive, lengths, offsets] = optionInputs(options);
