@@ -180,6 +180,8 @@ taskset -c "$cpu" node --expose-gc --single-threaded-gc bench/wasm/bench.mjs $( 
   > bench/results/wasm.json
 echo "== native: 1..9 queries against 64, 256, 1024 keys"
 taskset -c "$cpu" ./build/bench/attnkit_bench --queries $( ((quick)) && echo 9 || echo 21 ) > bench/results/queries.json
+echo "== native: small calls through the C++ API against a plain C++ loop"
+taskset -c "$cpu" ./build/bench/attnkit_bench --small $( ((quick)) && echo 9 || echo 21 ) > bench/results/small-native.json
 echo "== node: small calls (attnkit wasm through the package, plain JS)"
 taskset -c "$cpu" node --single-threaded-gc bench/wasm/small.mjs $( ((quick)) && echo --quick ) \
   > bench/results/small.json
@@ -188,7 +190,7 @@ echo "== node + chromium: the wasm GEMM micro-kernel's tile shapes against the S
 tiles_args=(); [[ -x ${CHROMIUM:-/usr/bin/chromium} ]] && tiles_args+=(--chromium)
 taskset -c "$cpu" node bench/wasm/tiles.mjs $( ((quick)) && echo --quick ) "${tiles_args[@]}" \
   > bench/results/tiles.json
-echo "== node: the worker API's added cost (attnkit/worker against the synchronous call)"
+echo "== node, chromium: the worker API's added cost (attnkit/worker against the synchronous call)"
 # Not pinned to one core: the worker thread and the main thread each need one.
 node bench/wasm/async.mjs $( ((quick)) && echo --quick ) > bench/results/async.json
 backward

@@ -77,13 +77,15 @@ struct Named {
 // Every output against every input, and the outputs against each other.
 Status CheckOutputs(std::initializer_list<std::pair<const char*, MatrixView>> outputs,
                     std::initializer_list<Named> inputs) {
+  // A Status is built only for an overlap: a small call's dozens of checks
+  // cost comparisons.
   for (const auto& [name, out] : outputs) {
     for (const Named& in : inputs) {
-      ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap(name, out, in.name, in.view));
+      if (!internal::Disjoint(out, in.view)) return CheckNoOverlap(name, out, in.name, in.view);
     }
     for (const auto& [other_name, other] : outputs) {
       if (other.data == out.data && other_name == name) continue;
-      ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap(name, out, other_name, other));
+      if (!internal::Disjoint(out, other)) return CheckNoOverlap(name, out, other_name, other);
     }
   }
   return Status::Ok();
@@ -111,8 +113,12 @@ internal::GradPasses PassesOf(bool recompute) {
   return recompute ? internal::GradPasses::kForwardThenBackward : internal::GradPasses::kBackward;
 }
 
+// The workspace of a small call's gradients (64 KiB), kept per thread.
+constexpr size_t kSmallWorkspaceFloats = 16384;
+
 // Options checked against the head, the task's masks and score parameters
-// set, and its workspace allocated into `buffer`.
+// set, and its workspace: this thread's small one if the layout fits, else
+// allocated into `buffer`.
 Status PrepareTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                    const AttentionOptions& options, internal::GradPasses passes,
                    internal::GradTask* task, FloatBuffer* buffer) {
@@ -126,9 +132,15 @@ Status PrepareTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
   const size_t threads = options.pool ? options.pool->num_threads() : 1;
   const uint64_t max_floats =
       std::numeric_limits<size_t>::max() / sizeof(float) / 2;  // room for size arithmetic
-  if (!internal::PlanGradLayout(Q.rows, K.rows, Q.cols, V.cols, passes, threads, max_floats,
-                                &task->layout) ||
-      !buffer->AllocateUninitialized(task->layout.total)) {
+  const bool planned = internal::PlanGradLayout(Q.rows, K.rows, Q.cols, V.cols, passes, threads,
+                                                max_floats, &task->layout);
+  // Small calls reuse this thread's workspace: no allocation per call.
+  if (planned && task->layout.total <= kSmallWorkspaceFloats) {
+    alignas(64) thread_local float small_workspace[kSmallWorkspaceFloats];
+    task->workspace = small_workspace;
+    return Status::Ok();
+  }
+  if (!planned || !buffer->AllocateUninitialized(task->layout.total)) {
     const bool backward = passes != internal::GradPasses::kForward;
     return internal::OutOfMemory(backward ? "dO" : "Q", "the packed operands of the gradients",
                                  task->layout.total);
