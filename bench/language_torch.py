@@ -251,8 +251,6 @@ class Attnkit:
 
 
 def run(binary, text, preset, quick, out_dir):
-    torch.set_num_threads(1)
-    torch.set_num_interop_threads(1)
     ak = Attnkit(binary, ["--text", text, "--preset", preset, "--out", out_dir] + (["--quick"] if quick else []))
     s = ak.hello  # the settings, the FMA peak and where the weights and windows are
     config, tensors = read_weights(s["weightsFile"])
@@ -390,6 +388,9 @@ def main():
         sys.exit("usage: language_torch.py --attnkit BINARY --text FILE [--quick] [--preset NAME]")
     quick = "--quick" in sys.argv
     presets = arg("--preset", "nanogpt").split(",")
+    # One thread for every preset (PyTorch allows setting the interop threads once).
+    torch.set_num_threads(1)
+    torch.set_num_interop_threads(1)
     # The commit measured, at the start (dirty: with uncommitted changes; the
     # binary is the one scripts/bench.sh built from this tree).
     commit = subprocess.run(

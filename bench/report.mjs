@@ -1249,6 +1249,15 @@ console.log(md);
   }
 }
 
+// --- The language model (issue 32): nanoGPT's CPU shape on Moby-Dick, from
+// bench/results/language-native.json (bench/language_torch.py: attnkit native
+// and PyTorch, one thread, in turns) and language-wasm.json
+// (bench/wasm/language.mjs: attnkit wasm and tfjs-backend-wasm in Node, in
+// turns). Written to bench/results/language.md; its tokens/s row joins the
+// README's table.
+const languageRow = languageReport();
+if (languageRow) readmeRows.push(languageRow);
+
 // The README's performance table, with the host it ran on (a fit run only).
 if (readmeRows.length) {
   const cpu = engineInfo.node?.cpu;
@@ -1273,20 +1282,14 @@ console.log(
     : `bench: an UNFIT run, kept in ${dir.pathname} only (the README and docs/benchmarks.md are unchanged): ` +
         fitness.reasons.join("; "),
 );
-// --- The language model (issue 32): nanoGPT's CPU shape on Moby-Dick, from
-// bench/results/language-native.json (bench/language_torch.py: attnkit native
-// and PyTorch, one thread, in turns) and language-wasm.json
-// (bench/wasm/language.mjs: attnkit wasm and tfjs-backend-wasm in Node, in
-// turns). Written to bench/results/language.md (docs/benchmarks.md and the
-// README take their rows from it by hand).
-languageReport();
-
+/** Writes bench/results/language.md; returns the README's row (tokens/s of the
+ * first preset both platforms trained with their peers), or null. */
 function languageReport() {
   const load = (name) =>
     existsSync(new URL(name, dir)) ? JSON.parse(readFileSync(new URL(name, dir), "utf8")) : null;
   const native = load("language-native.json"),
     node = load("language-wasm.json");
-  if (!native && !node) return;
+  if (!native && !node) return null;
   const num = (x) =>
     x == null ? "–" : x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2);
   const pct = (x) => (x == null ? "–" : `${(100 * x).toFixed(1)}%`);
@@ -1298,6 +1301,7 @@ function languageReport() {
     ...new Set([...(native?.runs ?? []), ...(node?.presets ?? [])].map((r) => r.preset)),
   ];
   let md = "# The language model's benchmark\n\n";
+  let readmeRow = null;
   md +=
     "Written by `bench/report.mjs` from `language-native.json` (`bench/language_torch.py`) and " +
     "`language-wasm.json` (`bench/wasm/language.mjs`); `npm run bench -- --language`" +
@@ -1352,6 +1356,14 @@ function languageReport() {
       targets.push(
         `| training tokens/s, attnkit wasm vs tfjs-backend-wasm, ${preset} | ≥ 3× | ${w.ratio.toFixed(2)}× (${num(w.engines[0].tokensPerSecond)} vs ${num(w.engines[1].tokensPerSecond)}) | ${w.ratio >= 3 ? "met" : "**missed**"} |`,
       );
+    if (!readmeRow && n?.engines.length > 1 && w?.engines.length > 1) {
+      const cell = (e, peer) =>
+        `**${num(e.tokensPerSecond)}** (${(e.tokensPerSecond / peer.tokensPerSecond).toFixed(2)}×)`;
+      readmeRow =
+        `| training the small GPT (${preset}: ${c.num_layers} layers, d_model ${c.d_model}) on Moby-Dick: **tokens/s** (higher is better) | ` +
+        `${cell(n.engines[0], n.engines[1])} | ${num(n.engines[1].tokensPerSecond)} ${n.engines[1].engine} | ` +
+        `${cell(w.engines[0], w.engines[1])} | ${num(w.engines[1].tokensPerSecond)} ${w.engines[1].engine} |`;
+    }
     const s20 = w?.engines[0]["secondsTo2.0"];
     if (w && !w.quick)
       targets.push(
@@ -1362,4 +1374,5 @@ function languageReport() {
     md += `| target (issue 32) | needed | measured | |\n|---|---|---|---|\n${targets.join("\n")}\n`;
   writeFileSync(new URL("language.md", dir), md);
   console.log(md);
+  return readmeRow;
 }

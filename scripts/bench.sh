@@ -3,7 +3,9 @@
 # peers of bench/peers.mjs) benchmarks, each engine timed in the same run on the
 # same shapes, one core. Writes bench/results/{native,wasm}.json, results.md,
 # gflops.svg and the tables of docs/benchmarks.md; bench/wasm/small.mjs and attnkit_bench
-# --queries time small calls (bench/results/small.json, queries.json).
+# --queries time small calls (bench/results/small.json, queries.json);
+# bench/wasm/tiles.mjs sweeps the wasm GEMM micro-kernel's tile shapes in Node
+# and Chromium (bench/results/tiles.json).
 # --quick (also `npm run bench --quick`, which npm passes as npm_config_quick):
 # fewer shapes and repetitions (in Node: T = 512 and 2048). bench/report.mjs
 # writes the README's and docs' tables only from a fit run (bench/fitness.mjs:
@@ -92,6 +94,13 @@ if [[ ! -f build/bench-wasm/peak.wasm || bench/wasm/peak.cc -nt build/bench-wasm
   echo "bench: emcc bench/wasm/peak.cc"
   NODE_PATH=/usr/share/nodejs emcc -O3 -msimd128 --no-entry bench/wasm/peak.cc -o build/bench-wasm/peak.wasm
 fi
+# The GEMM micro-kernel's tile shapes (bench/wasm/tiles.cc), standalone as peak.wasm.
+if [[ ! -f build/bench-wasm/tiles.wasm || bench/wasm/tiles.cc -nt build/bench-wasm/tiles.wasm ]]; then
+  echo "bench: emcc bench/wasm/tiles.cc"
+  NODE_PATH=/usr/share/nodejs emcc -std=c++17 -O3 -msimd128 --no-entry --profiling-funcs \
+    -sBINARYEN_EXTRA_PASSES=--one-caller-inline-max-function-size=0 \
+    bench/wasm/tiles.cc -o build/bench-wasm/tiles.wasm
+fi
 
 # The peers, from the lockfile, only when bench/node_modules is missing or stale.
 # bench/.npmrc sets ignore-scripts: onnxruntime-node ships its CPU binary for
@@ -171,10 +180,17 @@ taskset -c "$cpu" node --expose-gc --single-threaded-gc bench/wasm/bench.mjs $( 
   > bench/results/wasm.json
 echo "== native: 1..9 queries against 64, 256, 1024 keys"
 taskset -c "$cpu" ./build/bench/attnkit_bench --queries $( ((quick)) && echo 9 || echo 21 ) > bench/results/queries.json
+echo "== native: small calls through the C++ API against a plain C++ loop"
+taskset -c "$cpu" ./build/bench/attnkit_bench --small $( ((quick)) && echo 9 || echo 21 ) > bench/results/small-native.json
 echo "== node: small calls (attnkit wasm through the package, plain JS)"
 taskset -c "$cpu" node --single-threaded-gc bench/wasm/small.mjs $( ((quick)) && echo --quick ) \
   > bench/results/small.json
-echo "== node: the worker API's added cost (attnkit/worker against the synchronous call)"
+echo "== node + chromium: the wasm GEMM micro-kernel's tile shapes against the SIMD128 peak"
+# Pinned as the other wasm runs; Chromium's processes inherit the pinning.
+tiles_args=(); [[ -x ${CHROMIUM:-/usr/bin/chromium} ]] && tiles_args+=(--chromium)
+taskset -c "$cpu" node bench/wasm/tiles.mjs $( ((quick)) && echo --quick ) "${tiles_args[@]}" \
+  > bench/results/tiles.json
+echo "== node, chromium: the worker API's added cost (attnkit/worker against the synchronous call)"
 # Not pinned to one core: the worker thread and the main thread each need one.
 node bench/wasm/async.mjs $( ((quick)) && echo --quick ) > bench/results/async.json
 backward

@@ -28,49 +28,15 @@
 #include "src/model/model.h"
 #include "src/model/random.h"
 #include "tests/model_reference.h"
+#include "tests/model_test_util.h"
 
 namespace {
 
 using namespace attnkit;
 using namespace attnkit::model;
-
-#define REQUIRE_OK(expr)                 \
-  do {                                   \
-    const ::attnkit::Status s_ = (expr); \
-    INFO(s_.ToString());                 \
-    REQUIRE(s_.ok());                    \
-  } while (0)
-
-void RequireNames(const Status& s, const std::string& parameter) {
-  INFO(s.ToString());
-  REQUIRE_FALSE(s.ok());
-  CHECK(s.parameter() == parameter);
-}
-
-// 2 GPT blocks, 2 query heads sharing 1 K/V head, d_ff 8.
-ModelConfig SmallGpt(bool scaled) {
-  ModelConfig c;
-  c.vocab_size = 5;
-  c.max_seq_len = 6;
-  c.d_model = 6;
-  c.num_layers = 2;
-  c.num_heads = 2;
-  c.num_kv_heads = 1;
-  c.d_k = 3;
-  c.d_ff = 8;
-  c.layer_norm = true;
-  c.scale_by_sqrt_dk = scaled;
-  return c;
-}
-
-Batch SmallBatch() {
-  Batch b;
-  b.batch = 2;
-  b.seq_len = 5;
-  b.tokens = {1, 4, 0, 2, 3, 2, 2, 1, 4, 0};
-  b.targets = {-1, 0, 3, -1, 1, 4, -1, 2, 2, 3};
-  return b;
-}
+using model_test::RequireNames;
+using model_test::SmallBatch;
+using model_test::SmallConfig;
 
 // Weights large enough that every part of the model matters to the loss:
 // GPT-2's N(0, 0.02) would leave the gradients of a tiny model near zero.
@@ -132,7 +98,7 @@ TEST_CASE("gpt: every gradient matches finite differences of the float64 referen
   for (const size_t shape : {0, 1}) {
     for (const bool scaled : {true, false}) {
       INFO("shape " << shape << " scaled " << scaled);
-      ModelConfig config = SmallGpt(scaled);
+      ModelConfig config = SmallConfig(true, scaled, 8);
       if (shape == 1) {  // 3 heads with their own K/V heads, 3 layers
         config.num_layers = 3;
         config.num_heads = 3;
@@ -194,7 +160,7 @@ TEST_CASE("gpt: Inspect's weights and dS match the float64 reference", "[gpt][in
   // dS = d loss / d S through the MLP blocks after each attention: the
   // reference's loss moved one score at a time.
   Model m;
-  REQUIRE_OK(m.Init(SmallGpt(true), 21));
+  REQUIRE_OK(m.Init(SmallConfig(true, true, 8), 21));
   Perturb(&m, 22);
   const std::vector<int32_t> tokens = {1, 4, 0, 2, 3};
   const std::vector<int32_t> targets = {-1, 0, 3, -1, 1};
@@ -240,7 +206,7 @@ TEST_CASE("gpt: loss and gradients agree on every compiled SIMD target", "[gpt]"
   // target against the float64 reference's loss, and the gradients against
   // the best target's within float32 rounding.
   Model m;
-  ModelConfig config = SmallGpt(true);
+  ModelConfig config = SmallConfig(true, true, 8);
   config.d_model = 20;  // rows longer than a vector, with a tail, on every target
   config.d_k = 10;
   config.d_ff = 37;
@@ -362,7 +328,7 @@ TEST_CASE("gpt: the learning rate warms up, then follows the cosine", "[gpt]") {
   c.warmup_steps = 10;
   c.decay_steps = 110;
   Model m;
-  REQUIRE_OK(m.Init(SmallGpt(true), 1));
+  REQUIRE_OK(m.Init(SmallConfig(true, true, 8), 1));
   AdamW adam;
   REQUIRE_OK(adam.Init(c, m.params()));
   CHECK(adam.LearningRate(5) == Approx(5e-4).epsilon(1e-6));
@@ -385,7 +351,7 @@ TEST_CASE("gpt: the learning rate warms up, then follows the cosine", "[gpt]") {
 
 TEST_CASE("gpt: weight decay reaches W_1 and W_2, not the LayerNorms", "[gpt]") {
   Model m;
-  REQUIRE_OK(m.Init(SmallGpt(true), 2));
+  REQUIRE_OK(m.Init(SmallConfig(true, true, 8), 2));
   const Parameters before = m.params();
   Parameters zero;
   REQUIRE_OK(zero.Allocate(m.config()));
@@ -416,7 +382,7 @@ void PutU32(std::vector<uint8_t>* out, uint32_t v) {
 
 TEST_CASE("gpt: weights v2 carry d_ff and the vocabulary; version 1 still loads", "[gpt]") {
   Model m;
-  REQUIRE_OK(m.Init(SmallGpt(false), 9));
+  REQUIRE_OK(m.Init(SmallConfig(true, false, 8), 9));
   const std::vector<uint32_t> vocabulary = {'a', 0xE9, 0x4E2D, 0x1F600, ' '};
   m.set_vocabulary(vocabulary);
   std::vector<uint8_t> bytes;
@@ -439,7 +405,7 @@ TEST_CASE("gpt: weights v2 carry d_ff and the vocabulary; version 1 still loads"
 
   auto rejects = [](const std::vector<uint8_t>& file, const std::string& says) {
     Model target;
-    REQUIRE_OK(target.Init(SmallGpt(true), 1));
+    REQUIRE_OK(target.Init(SmallConfig(true, true, 8), 1));
     target.set_vocabulary({1, 2, 3, 4, 5});
     const Status s = ImportWeights(file.data(), file.size(), &target);
     INFO(s.ToString());
@@ -467,7 +433,7 @@ TEST_CASE("gpt: weights v2 carry d_ff and the vocabulary; version 1 still loads"
   // A version 1 file, as the attention-only model wrote it: 8 config words
   // (no d_ff), no vocabulary.
   Model old;
-  ModelConfig oc = SmallGpt(true);
+  ModelConfig oc = SmallConfig(true, true, 8);
   oc.d_ff = 0;
   REQUIRE_OK(old.Init(oc, 4));
   std::vector<uint8_t> v1(bytes.begin(), bytes.begin() + 8);
@@ -485,7 +451,7 @@ TEST_CASE("gpt: weights v2 carry d_ff and the vocabulary; version 1 still loads"
   PutU32(&v1, 0);
   v1 = Rehash(v1);
   Model loaded;
-  REQUIRE_OK(loaded.Init(SmallGpt(true), 1));
+  REQUIRE_OK(loaded.Init(SmallConfig(true, true, 8), 1));
   loaded.set_vocabulary({1, 2, 3, 4, 5});
   REQUIRE_OK(ImportWeights(v1.data(), v1.size(), &loaded));
   CHECK(loaded.config().d_ff == 0);

@@ -24,48 +24,15 @@
 #include "src/model/model.h"
 #include "src/model/tasks.h"
 #include "tests/model_reference.h"
+#include "tests/model_test_util.h"
 
 namespace {
 
 using namespace attnkit;
 using namespace attnkit::model;
-
-#define REQUIRE_OK(expr)                 \
-  do {                                   \
-    const ::attnkit::Status s_ = (expr); \
-    INFO(s_.ToString());                 \
-    REQUIRE(s_.ok());                    \
-  } while (0)
-
-// Checks that `s` is an error naming `parameter`.
-void RequireNames(const Status& s, const std::string& parameter) {
-  INFO(s.ToString());
-  REQUIRE_FALSE(s.ok());
-  CHECK(s.parameter() == parameter);
-}
-
-ModelConfig Small(bool layer_norm, bool scaled) {
-  ModelConfig c;
-  c.vocab_size = 5;
-  c.max_seq_len = 6;
-  c.d_model = 6;
-  c.num_layers = 2;
-  c.num_heads = 2;
-  c.num_kv_heads = 1;
-  c.d_k = 3;
-  c.layer_norm = layer_norm;
-  c.scale_by_sqrt_dk = scaled;
-  return c;
-}
-
-Batch SmallBatch() {
-  Batch b;
-  b.batch = 2;
-  b.seq_len = 5;
-  b.tokens = {1, 4, 0, 2, 3, 2, 2, 1, 4, 0};
-  b.targets = {-1, 0, 3, -1, 1, 4, -1, 2, 2, 3};
-  return b;
-}
+using model_test::RequireNames;
+using model_test::SmallBatch;
+using model_test::SmallConfig;
 
 TEST_CASE("model: every gradient matches finite differences of the float64 reference", "[model]") {
   // 2 layers with grouped K/V heads (2 query heads share 1), and 3 layers of
@@ -74,7 +41,7 @@ TEST_CASE("model: every gradient matches finite differences of the float64 refer
     for (const bool layer_norm : {false, true}) {
       for (const bool scaled : {true, false}) {
         INFO("shape " << shape << " layer_norm " << layer_norm << " scaled " << scaled);
-        ModelConfig config = Small(layer_norm, scaled);
+        ModelConfig config = SmallConfig(layer_norm, scaled);
         if (shape == 1) {
           config.num_layers = 3;
           config.num_heads = 3;
@@ -178,14 +145,14 @@ TEST_CASE("model: training is bit-identical with 1 and 3 threads", "[model]") {
   CHECK(one == three);
   // And the same seed gives the same initial weights every time.
   Model a, b;
-  REQUIRE_OK(a.Init(Small(true, true), 99));
-  REQUIRE_OK(b.Init(Small(true, true), 99));
+  REQUIRE_OK(a.Init(SmallConfig(true, true), 99));
+  REQUIRE_OK(b.Init(SmallConfig(true, true), 99));
   std::vector<uint8_t> wa, wb;
   REQUIRE_OK(ExportWeights(a, &wa));
   REQUIRE_OK(ExportWeights(b, &wb));
   CHECK(wa == wb);
   Model other;
-  REQUIRE_OK(other.Init(Small(true, true), 100));
+  REQUIRE_OK(other.Init(SmallConfig(true, true), 100));
   std::vector<uint8_t> wo;
   REQUIRE_OK(ExportWeights(other, &wo));
   CHECK(wa != wo);
@@ -230,7 +197,7 @@ TEST_CASE("model: Inspect's dS matches finite differences of the loss in the sco
     for (const bool scaled : {true, false}) {
       INFO("layer_norm " << layer_norm << " scaled " << scaled);
       Model m;
-      REQUIRE_OK(m.Init(Small(layer_norm, scaled), 21));
+      REQUIRE_OK(m.Init(SmallConfig(layer_norm, scaled), 21));
       const std::vector<int32_t> tokens = {1, 4, 0, 2, 3};
       const std::vector<int32_t> targets = {-1, 0, 3, -1, 1};
       std::vector<uint8_t> before, after;
@@ -291,7 +258,7 @@ TEST_CASE("model: Inspect's dS matches finite differences of the loss in the sco
 TEST_CASE("model: Inspect gives the forward's weights, Q, K, V, logits and predictions",
           "[model][inspect]") {
   Model m;
-  ModelConfig c = Small(true, true);
+  ModelConfig c = SmallConfig(true, true);
   REQUIRE_OK(m.Init(c, 5));
   c = m.config();
   const std::vector<int32_t> tokens = {2, 2, 1, 4};
@@ -351,7 +318,7 @@ TEST_CASE("model: Inspect gives the forward's weights, Q, K, V, logits and predi
 
 TEST_CASE("model: Inspect's errors name tokens and targets", "[model][inspect]") {
   Model m;
-  REQUIRE_OK(m.Init(Small(false, true), 1));
+  REQUIRE_OK(m.Init(SmallConfig(false, true), 1));
   Inspection in;
   const std::vector<int32_t> seven(7, 1), five = {1, 2, 3, 4, 0};
   RequireNames(m.Inspect({}, nullptr, &in), "tokens");
@@ -368,7 +335,7 @@ TEST_CASE("model: Inspect's errors name tokens and targets", "[model][inspect]")
 
 TEST_CASE("model: the weights file holds the parameters in Tensors() order", "[model]") {
   Model m;
-  REQUIRE_OK(m.Init(Small(true, false), 8));
+  REQUIRE_OK(m.Init(SmallConfig(true, false), 8));
   std::vector<uint8_t> bytes;
   REQUIRE_OK(ExportWeights(m, &bytes));
   const size_t header = 8 + 4 + 11 * 4;  // version, 9 config words, vocabulary length 0, count
@@ -391,7 +358,7 @@ TEST_CASE("model: the weights file holds the parameters in Tensors() order", "[m
 
 TEST_CASE("model: weights export and import round trip and corrupted files rejected", "[model]") {
   Model m;
-  REQUIRE_OK(m.Init(Small(true, false), 21));
+  REQUIRE_OK(m.Init(SmallConfig(true, false), 21));
   std::vector<uint8_t> bytes;
   REQUIRE_OK(ExportWeights(m, &bytes));
   CHECK(bytes.size() == 8 + 48 + 4 * m.params().Count() + 4);
@@ -412,7 +379,7 @@ TEST_CASE("model: weights export and import round trip and corrupted files rejec
 
   auto rejects = [&](std::vector<uint8_t> file, const std::string& says) {
     Model target;
-    REQUIRE_OK(target.Init(Small(false, true), 1));
+    REQUIRE_OK(target.Init(SmallConfig(false, true), 1));
     const Status s = ImportWeights(file.data(), file.size(), &target);
     INFO(s.ToString());
     REQUIRE_FALSE(s.ok());
@@ -459,7 +426,7 @@ TEST_CASE("model: weights export and import round trip and corrupted files rejec
 
 TEST_CASE("model: every bad configuration names its parameter", "[model]") {
   auto config_error = [](void (*edit)(ModelConfig*), const std::string& parameter) {
-    ModelConfig c = Small(false, true);
+    ModelConfig c = SmallConfig(false, true);
     edit(&c);
     RequireNames(CheckConfig(c, nullptr), parameter);
     Model m;
@@ -488,14 +455,14 @@ TEST_CASE("model: every bad configuration names its parameter", "[model]") {
       },
       "d_k");
   {
-    ModelConfig c = Small(false, true);
+    ModelConfig c = SmallConfig(false, true);
     c.num_kv_heads = 3;
     const Status s = CheckConfig(c, nullptr);
     CHECK(s.detail().find("must divide num_heads 2, got 3") != std::string::npos);
   }
 
   // Tasks against the model.
-  ModelConfig c = Small(false, true);  // vocab 5, 6 positions
+  ModelConfig c = SmallConfig(false, true);  // vocab 5, 6 positions
   TaskConfig task;
   task.kind = TaskKind::kCopy;
   task.length = 3;

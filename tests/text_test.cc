@@ -13,18 +13,12 @@
 
 #include "src/model/model.h"
 #include "src/model/text.h"
+#include "tests/test_util.h"
 
 namespace {
 
 using namespace attnkit;
 using namespace attnkit::model;
-
-#define REQUIRE_OK(expr)                 \
-  do {                                   \
-    const ::attnkit::Status s_ = (expr); \
-    INFO(s_.ToString());                 \
-    REQUIRE(s_.ok());                    \
-  } while (0)
 
 // Checks that `s` is an error naming `parameter` whose detail contains `part`.
 void RequireError(const Status& s, const std::string& parameter, const std::string& part) {

@@ -9,7 +9,9 @@
 // GFLOP/s counts 4 * T_q * T_k * d per head (QK^T and PV, 2 flops per FMA),
 // also for causal runs, so a causal figure reads as "dense-equivalent" speed.
 // attnkit_bench --queries times T_q = 1..9 queries against T_k keys (d = 64),
-// the native side of the small-calls sweep (see Queries). The JSON's context
+// the native side of the small-calls sweep (see Queries); attnkit_bench
+// --small the fixed cost of a small call against a plain C++ loop (see
+// Small). The JSON's context
 // names the kernels
 // the libraries picked on this machine: attnkit's Highway target, OpenBLAS's
 // core (openblas_get_corename) and build (openblas_get_config).
@@ -32,6 +34,7 @@
 #include <vector>
 
 #include "src/core/attnkit.h"
+#include "src/core/plan.h"
 
 namespace attnkit_bench {
 // GFLOP/s of `iterations` x 16 FMAs (bench/native/peak.cc): over the wall time
@@ -649,6 +652,183 @@ int Queries(int rounds) {
   return 0;
 }
 
+// A plain C++ loop over one head of size d (the small calls' baseline): the
+// forward (two passes per query row), the forward for training (its output
+// and each row's log-sum-exp) and the backward from them (one row of P at a
+// time, recomputed from lse). q, k, v, dO [T, d]; row is scratch [T].
+struct PlainHead {
+  size_t T, d;
+  std::vector<float> row;
+  PlainHead(size_t t, size_t dim) : T(t), d(dim), row(t) {}
+
+  // row[0, T) = scores of query i, scaled; returns their max.
+  float Scores(const float* q, const float* k, size_t i, float scale) {
+    float m = -std::numeric_limits<float>::infinity();
+    for (size_t j = 0; j < T; ++j) {
+      float dot = 0.0f;
+      for (size_t c = 0; c < d; ++c) dot += q[i * d + c] * k[j * d + c];
+      row[j] = dot * scale;
+      m = std::max(m, row[j]);
+    }
+    return m;
+  }
+  void Forward(const float* q, const float* k, const float* v, float* out, float* lse) {
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    for (size_t i = 0; i < T; ++i) {
+      const float m = Scores(q, k, i, scale);
+      float sum = 0.0f;
+      for (size_t j = 0; j < T; ++j) sum += (row[j] = std::exp(row[j] - m));
+      if (lse) lse[i] = m + std::log(sum);
+      float* o = out + i * d;
+      std::fill(o, o + d, 0.0f);
+      for (size_t j = 0; j < T; ++j) {
+        const float p = row[j] / sum;
+        for (size_t c = 0; c < d; ++c) o[c] += p * v[j * d + c];
+      }
+    }
+  }
+  void Backward(const float* q, const float* k, const float* v, const float* out, const float* lse,
+                const float* dO, float* dQ, float* dK, float* dV) {
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    std::fill(dQ, dQ + T * d, 0.0f);
+    std::fill(dK, dK + T * d, 0.0f);
+    std::fill(dV, dV + T * d, 0.0f);
+    for (size_t i = 0; i < T; ++i) {
+      float D = 0.0f;  // rowsum(dO * O)
+      for (size_t c = 0; c < d; ++c) D += dO[i * d + c] * out[i * d + c];
+      for (size_t j = 0; j < T; ++j) {
+        float s = 0.0f, dp = 0.0f;
+        for (size_t c = 0; c < d; ++c) {
+          s += q[i * d + c] * k[j * d + c];
+          dp += dO[i * d + c] * v[j * d + c];
+        }
+        const float p = std::exp(s * scale - lse[i]), ds = p * (dp - D) * scale;
+        for (size_t c = 0; c < d; ++c) {
+          dV[j * d + c] += p * dO[i * d + c];
+          dQ[i * d + c] += ds * k[j * d + c];
+          dK[j * d + c] += ds * q[i * d + c];
+        }
+      }
+    }
+  }
+};
+
+// attnkit_bench --small [ROUNDS]: the fixed cost of a call through the C++
+// API, T = T_q = T_k = 1..64, d = 8 and 64, one thread, against a plain C++
+// loop: Attention (also on the general path, forced: the A/B of the lean
+// path), AttentionForTraining and AttentionBackward with the forward's O and
+// lse, each against the loop doing the same, as JSON on
+// stdout ({"small": [{"op", "engine", "d", "T", "us"}]}: microseconds per
+// call). Each shape's engines are timed in the same rounds (a batch of ~1 ms
+// each, in a rotating order), the median over rounds kept. Every result is
+// checked against the loop's first (max abs difference < 1e-4).
+int Small(int rounds) {
+  using attnkit::ConstMatrixView;
+  using attnkit::MatrixView;
+  std::cout << "{\"small\": [";
+  const char* sep = "";
+  for (size_t d : {8, 64}) {
+    for (size_t T : {1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48, 64}) {
+      const size_t n = T * d;
+      const auto q = RandomVector(n, 1), k = RandomVector(n, 2), v = RandomVector(n, 3),
+                 dO = RandomVector(n, 4);
+      std::vector<float> out(n), lse(T), dQ(n), dK(n), dV(n);
+      std::vector<float> ref_out(n), ref_lse(T), ref_dQ(n), ref_dK(n), ref_dV(n);
+      PlainHead plain(T, d);
+      const attnkit::AttentionOptions o;
+      const ConstMatrixView Q(q.data(), T, d), K(k.data(), T, d), V(v.data(), T, d),
+          dOv(dO.data(), T, d);
+      struct Engine {
+        const char* op;
+        const char* engine;
+        std::function<void()> run;
+      };
+      const std::vector<Engine> engines = {
+          {"attention", "attnkit",
+           [&] { (void)attnkit::Attention(Q, K, V, o, MatrixView(out.data(), T, d)); }},
+          // The same call on the general path (AttentionJob, plan, the path
+          // the planner picks): what every small call took before the lean path.
+          {"attention", "attnkit (general path)",
+           [&] {
+             attnkit::internal::ForceHeadPathForTest(attnkit::internal::UseFusedPath(T, T, d, d)
+                                                         ? attnkit::internal::HeadPath::kFused
+                                                         : attnkit::internal::HeadPath::kSplitK);
+             (void)attnkit::Attention(Q, K, V, o, MatrixView(out.data(), T, d));
+             attnkit::internal::ForceHeadPathForTest(std::nullopt);
+           }},
+          {"attention", "plain C++",
+           [&] { plain.Forward(q.data(), k.data(), v.data(), ref_out.data(), nullptr); }},
+          {"attentionForTraining", "attnkit",
+           [&] {
+             (void)attnkit::AttentionForTraining(Q, K, V, o, MatrixView(out.data(), T, d),
+                                                 MatrixView(lse.data(), T, 1));
+           }},
+          {"attentionForTraining", "plain C++",
+           [&] { plain.Forward(q.data(), k.data(), v.data(), ref_out.data(), ref_lse.data()); }},
+          {"attentionBackward", "attnkit",
+           [&] {
+             (void)attnkit::AttentionBackward(
+                 Q, K, V, ConstMatrixView(ref_out.data(), T, d), dOv,
+                 ConstMatrixView(ref_lse.data(), T, 1), o, MatrixView(dQ.data(), T, d),
+                 MatrixView(dK.data(), T, d), MatrixView(dV.data(), T, d));
+           }},
+          {"attentionBackward", "plain C++",
+           [&] {
+             plain.Backward(q.data(), k.data(), v.data(), ref_out.data(), ref_lse.data(), dO.data(),
+                            ref_dQ.data(), ref_dK.data(), ref_dV.data());
+           }},
+      };
+      // Correctness first: every attnkit result against the loop's.
+      const auto max_diff = [](const std::vector<float>& a, const std::vector<float>& b) {
+        float m = 0.0f;
+        for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
+        return m;
+      };
+      for (const Engine& e : engines) e.run();
+      const float diff =
+          std::max({max_diff(out, ref_out), max_diff(lse, ref_lse), max_diff(dQ, ref_dQ),
+                    max_diff(dK, ref_dK), max_diff(dV, ref_dV)});
+      if (!(diff < 1e-4f)) {
+        std::cerr << "attnkit_bench --small: d=" << d << " T=" << T
+                  << ": attnkit differs from the loop by " << diff << std::endl;
+        return 1;
+      }
+      std::vector<size_t> calls(engines.size());
+      std::vector<std::vector<double>> times(engines.size());
+      for (size_t e = 0; e < engines.size(); ++e) {  // warm up; calls per ~1 ms batch
+        size_t count = 0;
+        const auto t0 = std::chrono::steady_clock::now();
+        std::chrono::duration<double, std::milli> ms{0};
+        while (ms.count() < 10) {
+          engines[e].run();
+          ++count;
+          ms = std::chrono::steady_clock::now() - t0;
+        }
+        calls[e] = std::max<size_t>(1, static_cast<size_t>(1.0 * count / ms.count()));
+      }
+      for (int r = 0; r < rounds; ++r) {
+        for (size_t i = 0; i < engines.size(); ++i) {
+          const size_t e = (i + r) % engines.size();
+          const auto t0 = std::chrono::steady_clock::now();
+          for (size_t c = 0; c < calls[e]; ++c) engines[e].run();
+          const std::chrono::duration<double, std::micro> us =
+              std::chrono::steady_clock::now() - t0;
+          times[e].push_back(us.count() / calls[e]);
+        }
+      }
+      for (size_t e = 0; e < engines.size(); ++e) {
+        std::sort(times[e].begin(), times[e].end());
+        std::cout << sep << "{\"op\": \"" << engines[e].op << "\", \"engine\": \""
+                  << engines[e].engine << "\", \"d\": " << d << ", \"T\": " << T
+                  << ", \"us\": " << times[e][times[e].size() / 2] << "}";
+        sep = ", ";
+      }
+    }
+  }
+  std::cout << "]}" << std::endl;
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -672,6 +852,8 @@ int main(int argc, char** argv) {
   if (argc == 2 && std::string(argv[1]) == "--list-targets") return ListTargets();
   if (argc >= 2 && std::string(argv[1]) == "--queries")
     return Queries(argc >= 3 ? std::atoi(argv[2]) : 21);
+  if (argc >= 2 && std::string(argv[1]) == "--small")
+    return Small(argc >= 3 ? std::atoi(argv[2]) : 21);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   // What each library picked on this machine, in the JSON's context.

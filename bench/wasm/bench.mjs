@@ -428,6 +428,8 @@ async function memoryChild([name, Tstr, causalStr, variant]) {
   const s = await engine.setup(T, causal, q, k, v, { variant: variant || undefined });
   await s.run();
   const peakKb = procStatusKb("VmHWM");
+  s.dispose();
+  engine.close?.(); // a served child (native engines) would keep this process alive
   console.log(
     JSON.stringify({
       rssBytes: Math.max(0, peakKb - baseKb) * 1024,
@@ -671,8 +673,11 @@ async function main() {
         return { rssBytes: null, wasmBytes: null };
       }
     };
+    // The engines served by attnkit_bench (attnkit native on each target,
+    // OpenBLAS; their results carry a vector width) compute in a child process
+    // of their own: a Node process's peak RSS says nothing of them.
     for (const r of results) {
-      if (r.engine !== NATIVE && r.T) Object.assign(r, measure(r.engine, r.T, r.causal, r.variant));
+      if (!r.bits && r.T) Object.assign(r, measure(r.engine, r.T, r.causal, r.variant));
     }
     // The memory target: one head, T = 32768, d = 64 in wasm within 64 MB
     // (causal: half the work of non-causal, the same memory for a fused kernel).

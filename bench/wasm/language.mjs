@@ -55,6 +55,7 @@ import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import { loadTfjsWithGradients } from "./tfjs-grads.mjs";
+import { readWeights } from "./weights.mjs";
 
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
@@ -153,48 +154,6 @@ export function flopsPerStep(c, batch, T) {
   return 6 * matrixParams * batch * T + L * batch * h * 7 * T * T * dK;
 }
 
-// The tensors of attnkit's weights file (docs/model.md, version 2), in its order.
-function readWeights(bytes) {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const magic = new TextDecoder().decode(bytes.subarray(0, 8));
-  if (magic !== "ATKMODEL" || view.getUint32(8, true) !== 2)
-    throw new Error(`weights: magic ${magic}, version ${view.getUint32(8, true)} (expected 2)`);
-  const w32 = (i) => view.getUint32(12 + 4 * i, true);
-  const [V, P, D, L, h, g, dK, dFF, flags] = Array.from({ length: 9 }, (_, i) => w32(i));
-  if ((flags & 1) === 0 || dFF === 0)
-    throw new Error("weights: this benchmark's tfjs model is the GPT block (layerNorm, dFF > 0)");
-  let at = 48;
-  at += 4 + 4 * view.getUint32(at, true); // the vocabulary
-  const count = view.getUint32(at, true);
-  at += 4;
-  const floats = new Float32Array(bytes.slice(at, at + 4 * count).buffer);
-  let off = 0;
-  const take = (rows, cols) => {
-    const t = { rows, cols, data: floats.subarray(off, off + rows * cols) };
-    off += rows * cols;
-    return t;
-  };
-  const w = { tokenEmbedding: take(V, D), positionEmbedding: take(P, D), layers: [] };
-  for (let l = 0; l < L; ++l)
-    w.layers.push({
-      lnGain: take(1, D),
-      lnBias: take(1, D),
-      W_Q: take(D, h * dK),
-      W_K: take(D, g * dK),
-      W_V: take(D, g * dK),
-      W_O: take(h * dK, D),
-      ln2Gain: take(1, D),
-      ln2Bias: take(1, D),
-      W_1: take(D, dFF),
-      W_2: take(dFF, D),
-    });
-  w.finalGain = take(1, D);
-  w.finalBias = take(1, D);
-  w.unembedding = take(D, V);
-  if (off !== count) throw new Error(`weights: ${count} floats, the config needs ${off}`);
-  return { weights: w, scaled: (flags & 2) !== 0 };
-}
-
 // attnkit through its npm package: the model, its trainer, the text dataset.
 function attnkitEngine(ak, preset, text) {
   const data = ak.createTextDataset(text, {
@@ -232,7 +191,9 @@ function attnkitEngine(ak, preset, text) {
 
 // The same GPT in tfjs, from attnkit's initial weights.
 export function tfjsEngine(tf, preset, resolved, weightsFile, validBatches) {
-  const { weights, scaled } = readWeights(weightsFile);
+  const { weights, scaled, config } = readWeights(weightsFile);
+  if (!config.layerNorm || config.dFF === 0)
+    throw new Error("weights: this benchmark's tfjs model is the GPT block (layerNorm, dFF > 0)");
   const { vocabSize: V, dModel: D, numHeads: h, numKvHeads: g, dK } = resolved;
   if (g !== h) throw new Error("this benchmark's tfjs model has no grouped K/V heads");
   const variable = (m, name) =>

@@ -9,6 +9,15 @@
 //   sweep:  T_q = 1..9 queries against fixed key counts (d = 64), typed
 //           arrays, every query count in the same rounds: how the time grows
 //           from one query count to the next.
+//   training: attentionForTraining and attentionBackward with `saved` (the
+//           forward's out and lse) against plain JS doing the same (below),
+//           T = 1..64, d = 8 and 64;
+//   fixed:  where a call's fixed cost goes, d = 8, T = 1 and 4: the public
+//           call; the binding alone (the wasm module's own function called
+//           with an argument block laid out once: bindings and core); an
+//           Embind call that does nothing (lastErrorCode). The JS layer is
+//           the first less the second, the bindings and core the second less
+//           the third.
 // Every engine's output is checked against plain JS (nested against typed:
 // identical) before timing. Each shape's engines are warmed up, then timed in
 // interleaved rounds (each round times every engine once, in a rotating
@@ -20,6 +29,7 @@
 //
 // Usage: node --single-threaded-gc bench/wasm/small.mjs [--quick]
 //          > bench/results/small.json
+import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
 // The built package's Node entry (what `import "attnkit"` resolves to in Node).
 import { createAttnkit } from "../../dist/attnkit.node.mjs";
@@ -84,9 +94,62 @@ function timeShape(engines, where) {
   );
 }
 
+// Plain JS's forward for training (out and each row's log-sum-exp) and
+// backward from them (one row of P at a time, recomputed from lse) of one
+// head of size d, its arrays reused (`ws`): the baseline of the training calls.
+function plainForTraining(q, k, v, T, d, ws) {
+  const scale = 1 / Math.sqrt(d),
+    { out, lse, row } = ws;
+  out.fill(0);
+  for (let i = 0; i < T; ++i) {
+    let max = -Infinity;
+    for (let j = 0; j < T; ++j) {
+      let dot = 0;
+      for (let c = 0; c < d; ++c) dot += q[i * d + c] * k[j * d + c];
+      row[j] = dot * scale;
+      if (row[j] > max) max = row[j];
+    }
+    let sum = 0;
+    for (let j = 0; j < T; ++j) sum += row[j] = Math.exp(row[j] - max);
+    lse[i] = max + Math.log(sum);
+    for (let j = 0; j < T; ++j) {
+      const p = row[j] / sum;
+      for (let c = 0; c < d; ++c) out[i * d + c] += p * v[j * d + c];
+    }
+  }
+  return out;
+}
+function plainBackward(q, k, v, dO, T, d, ws) {
+  const scale = 1 / Math.sqrt(d),
+    { out, lse, dQ, dK, dV } = ws;
+  (dQ.fill(0), dK.fill(0), dV.fill(0));
+  for (let i = 0; i < T; ++i) {
+    let D = 0; // rowsum(dO * O)
+    for (let c = 0; c < d; ++c) D += dO[i * d + c] * out[i * d + c];
+    for (let j = 0; j < T; ++j) {
+      let s = 0,
+        dp = 0;
+      for (let c = 0; c < d; ++c) {
+        s += q[i * d + c] * k[j * d + c];
+        dp += dO[i * d + c] * v[j * d + c];
+      }
+      const p = Math.exp(s * scale - lse[i]),
+        ds = p * (dp - D) * scale;
+      for (let c = 0; c < d; ++c) {
+        dV[j * d + c] += p * dO[i * d + c];
+        dQ[i * d + c] += ds * k[j * d + c];
+        dK[j * d + c] += ds * q[i * d + c];
+      }
+    }
+  }
+  return dQ;
+}
+
 const attn = await createAttnkit();
 const square = [],
-  sweep = [];
+  sweep = [],
+  training = [],
+  fixed = [];
 for (const d of DIMS) {
   for (const T of SQUARE) {
     const q = random(T * d, 1),
@@ -116,6 +179,111 @@ for (const d of DIMS) {
     );
   }
 }
+// The training calls: each against plain JS doing the same, in the same rounds.
+for (const d of DIMS) {
+  for (const T of SQUARE) {
+    const q = random(T * d, 1),
+      k = random(T * d, 2),
+      v = random(T * d, 3),
+      dO = random(T * d, 4);
+    const Q = { data: q, rows: T, cols: d },
+      K = { data: k, rows: T, cols: d },
+      V = { data: v, rows: T, cols: d },
+      G = { data: dO, rows: T, cols: d };
+    const ws = {
+      out: new Float32Array(T * d),
+      lse: new Float64Array(T),
+      row: new Float64Array(T),
+      dQ: new Float32Array(T * d),
+      dK: new Float32Array(T * d),
+      dV: new Float32Array(T * d),
+    };
+    const saved = attn.attentionForTraining(Q, K, V);
+    plainForTraining(q, k, v, T, d, ws);
+    const times = timeShape(
+      [
+        { name: "plain JS", run: () => plainForTraining(q, k, v, T, d, ws) },
+        { name: "attnkit (typed arrays)", run: () => attn.attentionForTraining(Q, K, V).out.data },
+      ],
+      `forward for training T=${T} d=${d}`,
+    );
+    const bwd = timeShape(
+      [
+        { name: "plain JS", run: () => plainBackward(q, k, v, dO, T, d, ws) },
+        {
+          name: "attnkit (typed arrays)",
+          run: () => attn.attentionBackward(Q, K, V, G, { saved }).dQ.data,
+        },
+      ],
+      `backward T=${T} d=${d}`,
+    );
+    for (const [op, t] of [
+      ["attentionForTraining", times],
+      ["attentionBackward", bwd],
+    ]) {
+      for (const [engine, r] of Object.entries(t)) training.push({ op, engine, d, T, ...r });
+    }
+    console.error(
+      `training d=${d} T=${T}: forward ${times["attnkit (typed arrays)"].us.toFixed(2)} us ` +
+        `(plain JS ${times["plain JS"].us.toFixed(2)}), backward ` +
+        `${bwd["attnkit (typed arrays)"].us.toFixed(2)} us (plain JS ${bwd["plain JS"].us.toFixed(2)})`,
+    );
+  }
+}
+
+// Where the fixed cost goes: the public call, the binding alone with its
+// argument block laid out once (inputs, no options: see Args in
+// src/bindings/bindings.cc), and an Embind call that does nothing.
+{
+  const M = await createRequire(import.meta.url)("../../dist/attnkit-simd.node.cjs")();
+  for (const T of [1, 4]) {
+    const d = 8,
+      n = T * d;
+    const q = random(n, 1),
+      k = random(n, 2),
+      v = random(n, 3);
+    const Q = { data: q, rows: T, cols: d },
+      K = { data: k, rows: T, cols: d },
+      V = { data: v, rows: T, cols: d };
+    const block = M._malloc(512 + 4 * 16 * Math.ceil(n / 4) * 4);
+    const at = (i) => block + 512 + i * 16 * Math.ceil(n / 4);
+    [q, k, v].forEach((x, i) => M.HEAPF32.set(x, at(i) >> 2));
+    // Q, K, V, out, then the options of no options (flags, scale, softcap,
+    // key_length -1, key_lengths, bool mask and its layout, additive mask and
+    // its layout, causal offset, causal offsets).
+    const views = [0, 1, 2, 3].flatMap((i) => [at(i), T, d]);
+    const options = [0, 0, 0, -1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0];
+    M.HEAPU32.set(Uint32Array.from([...views, ...options]), block >> 2);
+    if (M.attention(block) !== 0) throw new Error("the binding alone failed");
+    const want = attn.attention(Q, K, V).data;
+    if (!(maxDiff(M.HEAPF32.slice(at(3) >> 2, (at(3) >> 2) + n), want) === 0))
+      throw new Error("the binding alone differs from the public call");
+    const times = timeShape(
+      [
+        { name: "public call", run: () => attn.attention(Q, K, V).data },
+        { name: "binding alone", run: () => (M.attention(block), want) },
+        { name: "empty Embind call", run: () => (M.lastErrorCode(), want) },
+      ],
+      `fixed cost T=${T}`,
+    );
+    const us = Object.fromEntries(Object.entries(times).map(([e, t]) => [e, t.us]));
+    fixed.push({
+      d,
+      T,
+      us,
+      jsLayerUs: us["public call"] - us["binding alone"],
+      bindingsAndCoreUs: us["binding alone"] - us["empty Embind call"],
+    });
+    console.error(
+      `fixed cost d=${d} T=${T}: ` +
+        Object.entries(us)
+          .map(([e, t]) => `${e} ${t.toFixed(3)} us`)
+          .join(", "),
+    );
+    M._free(block);
+  }
+}
+
 // The sweep: every query count of one key count in the same interleaved
 // rounds, so that the ratio of consecutive counts comes from the same state
 // of the machine (checked against plain JS first).
@@ -142,7 +310,16 @@ for (const keys of SWEEP_KEYS) {
 }
 console.log(
   JSON.stringify(
-    { quick, rounds: ROUNDS, batchMs: BATCH_MS, target: attn.target, square, sweep },
+    {
+      quick,
+      rounds: ROUNDS,
+      batchMs: BATCH_MS,
+      target: attn.target,
+      square,
+      training,
+      fixed,
+      sweep,
+    },
     null,
     1,
   ),

@@ -43,6 +43,7 @@ import { performance } from "node:perf_hooks";
 // The built package's Node entry (what `import "attnkit"` resolves to in Node).
 import { createAttnkit } from "../../dist/attnkit.node.mjs";
 import { loadTfjsWithGradients } from "./tfjs-grads.mjs";
+import { readWeights } from "./weights.mjs";
 
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
@@ -80,37 +81,6 @@ const ATTNKIT = "attnkit (wasm SIMD128)",
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const sum = (xs) => xs.reduce((a, b) => a + b, 0);
 
-// The tensors of attnkit's weights file (docs/model.md, "Weights file"), in its order.
-function readWeights(bytes, config) {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const magic = new TextDecoder().decode(bytes.subarray(0, 8));
-  if (magic !== "ATKMODEL" || view.getUint32(8, true) !== 1)
-    throw new Error(`weights: magic ${magic}, version ${view.getUint32(8, true)} (expected 1)`);
-  const flags = view.getUint32(40, true);
-  if (flags & 1) throw new Error("weights: this benchmark's tfjs model has no LayerNorm");
-  const count = view.getUint32(44, true);
-  const floats = new Float32Array(bytes.slice(48, 48 + 4 * count).buffer);
-  const { vocabSize: V, maxSeqLen: P, dModel: D, numLayers: L, numHeads: h, dK } = config;
-  const g = config.numKvHeads;
-  let at = 0;
-  const take = (rows, cols) => {
-    const t = { rows, cols, data: floats.subarray(at, at + rows * cols) };
-    at += rows * cols;
-    return t;
-  };
-  const w = { tokenEmbedding: take(V, D), positionEmbedding: take(P, D), layers: [] };
-  for (let l = 0; l < L; ++l)
-    w.layers.push({
-      W_Q: take(D, h * dK),
-      W_K: take(D, g * dK),
-      W_V: take(D, g * dK),
-      W_O: take(h * dK, D),
-    });
-  w.unembedding = take(D, V);
-  if (at !== count) throw new Error(`weights: ${count} floats, the config needs ${at}`);
-  return { weights: w, scaled: (flags & 2) !== 0 };
-}
-
 function attnkitEngine(ak, setting) {
   const config = {
     vocabSize: setting.task.vocabSize,
@@ -135,7 +105,8 @@ function attnkitEngine(ak, setting) {
 
 // The same model in tfjs, from attnkit's initial weights.
 function tfjsEngine(tf, setting, resolved, weightsFile, adamW) {
-  const { weights, scaled } = readWeights(weightsFile, resolved);
+  const { weights, scaled, layerNorm } = readWeights(weightsFile);
+  if (layerNorm) throw new Error("weights: this benchmark's tfjs model has no LayerNorm");
   const { vocabSize: V, dModel: D, numHeads: h, numKvHeads: g, dK } = resolved;
   if (g !== h) throw new Error("this benchmark's tfjs model has no grouped K/V heads");
   const variable = (m, name) =>

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "src/core/internal.h"
+#include "src/core/plan.h"
 #include "src/core/validate.h"
 
 namespace attnkit {
@@ -132,6 +133,23 @@ Status RunProjected(ProjectionNames names, ConstMatrixView X_q, ConstMatrixView 
 
 Status Attention(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                  const AttentionOptions& options, MatrixView out) {
+  // Small calls: the lean path (plan.h), one dispatch and no allocation.
+  if (internal::UseSmallPath(Q, K, V, options, out)) {
+    internal::HeadTask task;
+    task.Q = Q;
+    task.K = K;
+    task.V = V;
+    task.out = out;
+    internal::SetHeadMasks(options, 0, 0, &task);
+    switch (internal::RunSmallAttention(task, ScoreParamsOf(options, Q.cols))) {
+      case internal::SmallResult::kOk:
+        return Status::Ok();
+      case internal::SmallResult::kOverflow:
+        return internal::OverflowStatus("Q", "the scores and outputs");
+      case internal::SmallResult::kNonFiniteInput:
+        break;  // the checks below name the input
+    }
+  }
   ATTNKIT_RETURN_IF_ERROR(CheckQKV(Q, K, V));
   ATTNKIT_RETURN_IF_ERROR(
       CheckShape("out", out, Q.rows, V.cols, "T_q, the rows of Q", "d_v, the columns of V"));

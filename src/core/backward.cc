@@ -64,13 +64,15 @@ struct Named {
 // Every output against every input, and the outputs against each other.
 Status CheckOutputs(std::initializer_list<std::pair<const char*, MatrixView>> outputs,
                     std::initializer_list<Named> inputs) {
+  // A Status is built only for an overlap: a small call's dozens of checks
+  // cost comparisons.
   for (const auto& [name, out] : outputs) {
     for (const Named& in : inputs) {
-      ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap(name, out, in.name, in.view));
+      if (!internal::Disjoint(out, in.view)) return CheckNoOverlap(name, out, in.name, in.view);
     }
     for (const auto& [other_name, other] : outputs) {
       if (other.data == out.data && other_name == name) continue;
-      ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap(name, out, other_name, other));
+      if (!internal::Disjoint(out, other)) return CheckNoOverlap(name, out, other_name, other);
     }
   }
   return Status::Ok();
@@ -118,6 +120,9 @@ Status RunForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
   return internal::RunAttentionJob(job);
 }
 
+// The workspace of a small call's gradients (64 KiB), kept per thread.
+constexpr size_t kSmallWorkspaceFloats = 16384;
+
 // Checks and runs the backward from the forward's O and lse (`recompute`:
 // the training forward fills them first).
 Status RunBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, MatrixView O,
@@ -146,11 +151,18 @@ Status RunBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, Matr
       std::numeric_limits<size_t>::max() / sizeof(float) / 2;  // room for size arithmetic
   FloatBuffer workspace;
   if (!internal::PlanGradLayout(Q.rows, K.rows, Q.cols, V.cols, threads, max_floats,
-                                &task.layout) ||
-      !workspace.AllocateUninitialized(task.layout.total)) {
+                                &task.layout)) {
     return internal::OutOfMemory("dO", "the packed operands of the gradients", task.layout.total);
   }
-  task.workspace = workspace.data();
+  if (task.layout.total <= kSmallWorkspaceFloats) {
+    // Small calls reuse this thread's workspace: no allocation per call.
+    alignas(64) thread_local float small_workspace[kSmallWorkspaceFloats];
+    task.workspace = small_workspace;
+  } else if (workspace.AllocateUninitialized(task.layout.total)) {
+    task.workspace = workspace.data();
+  } else {
+    return internal::OutOfMemory("dO", "the packed operands of the gradients", task.layout.total);
+  }
   if (!ATTNKIT_GRAD_DISPATCH(AttentionBackwardT)(task)) {
     return internal::OverflowStatus("dO", "the gradients dQ, dK and dV");
   }

@@ -40,7 +40,7 @@ bool MatMulT(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) 
 bool MatMulTransposedT(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) {
   if (packed) return MatMulPanels(A, PackPanelsTransposed(B, packed), C);
   MatMulTransposed(A, B, C);
-  return AllFinite(C);
+  return AllFiniteOnce(C);
 }
 
 // C [M, N] = A^T B for A [K, M], B [K, N]: the register tiles read A^T in
@@ -55,10 +55,26 @@ bool ScaleScoresT(MatrixView x, float scale, float softcap, MatrixView slope) {
   for (size_t r = 0; r < x.rows; ++r) {
     ScaleSoftcap(x.Row(r), x.cols, scale, softcap, slope.empty() ? nullptr : slope.Row(r));
   }
-  return AllFinite(x);
+  return AllFiniteOnce(x);
 }
 
-bool AllFiniteT(ConstMatrixView m) { return AllFinite(m); }
+bool AllFiniteT(ConstMatrixView m) { return AllFiniteOnce(m); }
+
+// The lean path (plan.h): Q [T_q, d_k], K [T_k <= kDecodeChunkKeys, d_k],
+// V [T_k, d_v] -> out [T_q, d_v] as split-K's one chunk and its merge, with
+// the scores [kDecodeChunkKeys] and partials [T_q, 2 + d_v] on the stack, so
+// that a small call allocates nothing and dispatches once.
+internal::SmallResult SmallAttentionT(const internal::HeadTask& t,
+                                      const internal::ScoreParams& params) {
+  if (!AllFiniteOnce(t.Q) || !AllFiniteOnce(t.K) || !AllFiniteOnce(t.V)) {
+    return internal::SmallResult::kNonFiniteInput;
+  }
+  HWY_ALIGN float scores[internal::kDecodeChunkKeys];
+  HWY_ALIGN float partials[internal::kSmallPartialFloats];
+  if (!SplitKChunk(t, params, 0, scores, partials)) return internal::SmallResult::kOverflow;
+  SplitKMerge(t, 1, partials);
+  return AllFiniteOnce(t.out) ? internal::SmallResult::kOk : internal::SmallResult::kOverflow;
+}
 
 bool SoftmaxRowsT(MatrixView x) {
   for (size_t r = 0; r < x.rows; ++r) {
@@ -81,6 +97,7 @@ HWY_EXPORT(MatMulTransposedAT);
 HWY_EXPORT(ScaleScoresT);
 HWY_EXPORT(SoftmaxRowsT);
 HWY_EXPORT(AllFiniteT);
+HWY_EXPORT(SmallAttentionT);
 
 // Natively: pick the best target the CPU supports, once per call. In
 // WebAssembly there is no runtime dispatch: call the static (SIMD128) target.
@@ -114,6 +131,9 @@ bool RunScaleScores(MatrixView x, float scale, float softcap, MatrixView slope) 
 }
 bool RunSoftmaxRows(MatrixView x) { return ATTNKIT_DISPATCH(SoftmaxRowsT)(x); }
 bool RunAllFinite(ConstMatrixView m) { return ATTNKIT_DISPATCH(AllFiniteT)(m); }
+SmallResult RunSmallAttention(const HeadTask& task, const ScoreParams& params) {
+  return ATTNKIT_DISPATCH(SmallAttentionT)(task, params);
+}
 
 }  // namespace internal
 }  // namespace attnkit

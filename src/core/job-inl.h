@@ -29,6 +29,30 @@ HWY_BEFORE_NAMESPACE();
 namespace attnkit {
 namespace HWY_NAMESPACE {
 
+// One out-of-line copy of the finiteness check of a matrix, for every check
+// of an output here and in dispatch.cc: inlined at each, it would be copied
+// into the wasm module a dozen times.
+HWY_NOINLINE bool AllFiniteOnce(ConstMatrixView m) { return AllFinite(m); }
+
+// Split-K's kernels out of line: the job's head tasks and the lean path of
+// small calls (dispatch.cc) share one copy of each, which keeps the wasm
+// module small.
+HWY_NOINLINE bool SplitKChunk(const internal::HeadTask& t, const internal::ScoreParams& p,
+                              size_t chunk, float* HWY_RESTRICT s, float* HWY_RESTRICT partials) {
+  return DecodeChunk(t, p, chunk, s, partials);
+}
+HWY_NOINLINE void SplitKMerge(const internal::HeadTask& t, size_t chunks,
+                              const float* HWY_RESTRICT partials) {
+  MergeChunks(t, chunks, partials);
+}
+
+// The kRows path out of line: the head tasks of a job with kept scores and
+// a trace share one copy.
+HWY_NOINLINE bool TraceHeadOnce(const internal::HeadTask& t, const internal::ScoreParams& p,
+                                float* HWY_RESTRICT scratch, const internal::KeptStages& keep) {
+  return TraceHead(t, p, scratch, keep);
+}
+
 // Head task `hw` on `thread`, on its planned path. Returns false if a score
 // or an output overflowed.
 HWY_INLINE bool RunHeadTask(const internal::AttentionJob& job, const internal::AttentionPlan& plan,
@@ -39,15 +63,15 @@ HWY_INLINE bool RunHeadTask(const internal::AttentionJob& job, const internal::A
     case internal::HeadPath::kRows:
       // Raw and scaled scores of masked keys are outputs too: they must not
       // overflow either (masked scores hold -inf by design).
-      return TraceHead(t, job.params, scratch, StageOf(job.keep_stage, t.scores)) &&
-             AllFinite(t.out) &&
-             (job.keep_stage == internal::KeepStage::kMasked || AllFinite(t.scores));
+      return TraceHeadOnce(t, job.params, scratch, StageOf(job.keep_stage, t.scores)) &&
+             AllFiniteOnce(t.out) &&
+             (job.keep_stage == internal::KeepStage::kMasked || AllFiniteOnce(t.scores));
     case internal::HeadPath::kFused:
       return FlashHead(t, job.params, hw.begin, hw.end, scratch, packed) &&
-             AllFinite(t.out.Block(hw.begin, hw.end - hw.begin, 0, t.out.cols));
+             AllFiniteOnce(t.out.Block(hw.begin, hw.end - hw.begin, 0, t.out.cols));
     case internal::HeadPath::kSplitK: {
       const size_t chunk_floats = t.Q.rows * (2 + t.V.cols);
-      return DecodeChunk(t, job.params, hw.begin, scratch,
+      return SplitKChunk(t, job.params, hw.begin, scratch,
                          plan.partials + plan.heads[hw.head].partials_at + hw.begin * chunk_floats);
     }
   }
@@ -60,7 +84,7 @@ HWY_INLINE bool RunAttentionJobInline(const internal::AttentionJob& job,
   if (job.after_projections) job.after_projections();
   if (job.trace) {  // one head, on this thread, keeping every stage
     const internal::HeadTask& t = job.heads[0];
-    return TraceHead(t, job.params, plan.scratch, *job.trace) && AllFinite(t.out);
+    return TraceHeadOnce(t, job.params, plan.scratch, *job.trace) && AllFiniteOnce(t.out);
   }
   std::atomic<bool> ok{true};
   // Each thread's packed keys; one thread's on the stack (no allocation for
@@ -78,8 +102,8 @@ HWY_INLINE bool RunAttentionJobInline(const internal::AttentionJob& job,
   for (size_t h = 0; h < job.heads.size(); ++h) {
     if (plan.heads[h].path != internal::HeadPath::kSplitK) continue;
     const internal::HeadTask& t = job.heads[h];
-    MergeChunks(t, internal::DecodeChunks(t.K.rows), plan.partials + plan.heads[h].partials_at);
-    if (!AllFinite(t.out)) return false;
+    SplitKMerge(t, internal::DecodeChunks(t.K.rows), plan.partials + plan.heads[h].partials_at);
+    if (!AllFiniteOnce(t.out)) return false;
   }
   if (job.output.W.empty()) return true;
   return Project(job.pool, {job.output}, {plan.output_packed}, plan.output_work);

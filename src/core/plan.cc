@@ -93,6 +93,18 @@ Status PlanPacking(const AttentionJob& job, const Projection& p, size_t* shared,
 
 void ForceHeadPathForTest(std::optional<HeadPath> path) { forced_path = path; }
 
+bool UseSmallPath(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
+                  const AttentionOptions& options, MatrixView out) {
+  if (forced_path) return false;  // a test asked for a path of the general one
+  if (!ViewUsable(Q) || !ViewUsable(K) || !ViewUsable(V) || !ViewUsable(out)) return false;
+  const size_t T_q = Q.rows, T_k = K.rows, d_k = Q.cols, d_v = V.cols;
+  if (K.cols != d_k || V.rows != T_k || out.rows != T_q || out.cols != d_v) return false;
+  if (T_k > kDecodeChunkKeys || UseFusedPath(T_q, T_k, d_k, d_v)) return false;
+  if (T_q > kSmallPartialFloats / (2 + d_v)) return false;
+  if (!Disjoint(out, Q) || !Disjoint(out, K) || !Disjoint(out, V)) return false;
+  return CheckOptions(options, T_q, T_k, /*batched=*/false, 1, 1).ok();
+}
+
 Status PlanAttention(const AttentionJob& job, AttentionPlan* plan) {
   for (size_t i = 0; i < job.projections.size(); ++i) {
     AddProjectionWork(i, job.projections[i].dst.rows, &plan->projection_work);

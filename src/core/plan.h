@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "src/core/attention.h"
 #include "src/core/internal.h"
 #include "src/core/matrix.h"
 #include "src/core/status.h"
@@ -83,6 +84,30 @@ inline bool UseFusedPath(size_t T_q, size_t T_k, size_t d_k, size_t d_v) {
 #endif
   return static_cast<double>(T_q) * keys >= A * keys + C * d * padding;
 }
+
+// The lean path of small calls (Attention): one head whose keys fit in one
+// split-K chunk, computed on the caller's thread by split-K's kernels with
+// their scratch on the stack, through one dispatch, without an AttentionJob,
+// a plan or any allocation. The same kernels on the same chunk as the
+// general path: the results are the same bit for bit. Its partial results,
+// [T_q, 2 + d_v], take at most kSmallPartialFloats.
+constexpr size_t kSmallPartialFloats = 4096;
+
+// Whether Attention(Q, K, V, options, out) takes the lean path: every check
+// but the inputs' finiteness passes (so that errors come from the general
+// path, in its order), the general path would pick split-K with one chunk,
+// and the partials fit.
+bool UseSmallPath(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
+                  const AttentionOptions& options, MatrixView out);
+
+// What the lean path found: kNonFiniteInput before computing anything (the
+// general path then names the input), kOverflow if a score or an output
+// overflowed float.
+enum class SmallResult { kOk, kNonFiniteInput, kOverflow };
+
+// Runs one checked head task on the lean path (dispatch.cc): Q, K and V
+// checked finite, then split-K's one chunk and its merge.
+SmallResult RunSmallAttention(const HeadTask& task, const ScoreParams& params);
 
 // How one head task is computed:
 // kRows: one query row at a time (TraceHead, trace-inl.h), keeping the

@@ -140,6 +140,13 @@ Status CheckQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V) {
 
 Status CheckNoOverlap(const char* out_name, MatrixView out, const char* in_name,
                       ConstMatrixView in) {
+  if (Disjoint(out, in)) return Status::Ok();
+  return Status(
+      ErrorCode::kInvalidArgument, out_name,
+      std::string("expected memory separate from ") + in_name + ", got an overlapping view");
+}
+
+bool Disjoint(MatrixView out, ConstMatrixView in) {
   const float* o0 = out.data;
   const float* o1 = out.data + (out.rows - 1) * out.stride + out.cols;
   const float* i0 = in.data;
@@ -147,7 +154,7 @@ Status CheckNoOverlap(const char* out_name, MatrixView out, const char* in_name,
   // Compare as integers: pointers into different arrays are not ordered.
   const auto a0 = reinterpret_cast<uintptr_t>(o0), a1 = reinterpret_cast<uintptr_t>(o1);
   const auto b0 = reinterpret_cast<uintptr_t>(i0), b1 = reinterpret_cast<uintptr_t>(i1);
-  if (!(a0 < b1 && b0 < a1)) return Status::Ok();  // disjoint address ranges
+  if (!(a0 < b1 && b0 < a1)) return true;  // disjoint address ranges
   // Views with one row stride that take disjoint column ranges of the same
   // rows (e.g. Q, K and V as column blocks of one [T, 3d] buffer) never share
   // an element, even though their address ranges interleave.
@@ -157,11 +164,9 @@ Status CheckNoOverlap(const char* out_name, MatrixView out, const char* in_name,
     const ptrdiff_t delta = static_cast<ptrdiff_t>(b0 - a0) / static_cast<ptrdiff_t>(sizeof(float));
     const ptrdiff_t ss = static_cast<ptrdiff_t>(s);
     const size_t d = static_cast<size_t>(((delta % ss) + ss) % ss);
-    if (out.cols <= d && d + in.cols <= s) return Status::Ok();
+    if (out.cols <= d && d + in.cols <= s) return true;
   }
-  return Status(
-      ErrorCode::kInvalidArgument, out_name,
-      std::string("expected memory separate from ") + in_name + ", got an overlapping view");
+  return false;
 }
 
 namespace {

@@ -51,6 +51,16 @@ Status CheckFinite(const char* name, ConstMatrixView v, bool allow_neg_inf = fal
 // Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v] of one head: shapes and finite values.
 Status CheckQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V);
 
+// True if CheckView would pass: no Status built, for the lean path's test.
+template <typename T>
+bool ViewUsable(MatrixViewT<T> v) {
+  return v.rows != 0 && v.cols != 0 && v.data != nullptr && v.stride >= v.cols &&
+         v.rows <= kMaxElements / v.stride;
+}
+
+// True if `out` and `in` share no element (CheckNoOverlap passes).
+bool Disjoint(MatrixView out, ConstMatrixView in);
+
 // `out` must not share memory with `in`.
 Status CheckNoOverlap(const char* out_name, MatrixView out, const char* in_name,
                       ConstMatrixView in);

@@ -13,7 +13,7 @@ import {
   qkvRows,
   weightMats,
 } from "./arguments.js";
-import { Marshal, NONE, headWords } from "./marshal.js";
+import { Marshal, NONE, headWords, leanOptionWords } from "./marshal.js";
 import { defineKVCache } from "./kv-cache.js";
 import { gradientMethods } from "./gradients.js";
 import { modelMethods } from "./model.js";
@@ -88,6 +88,10 @@ function singleHeadMethods(mem) {
       const q = toMatrix("Q", Q),
         k = toMatrix("K", K),
         v = toMatrix("V", V);
+      const words = leanOptionWords(options);
+      const lean =
+        words && mem.lean(M.attention, [q, k, v], [q.rows, v.cols], words, {}, "Q", options?.out);
+      if (lean) return lean[0];
       return mem.runWithOptions(
         [q, k, v],
         options,

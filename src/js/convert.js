@@ -131,12 +131,34 @@ function isArrayLike(v) {
 }
 
 /**
+ * True for what results are and what most calls pass: a plain object
+ * {data: Float32Array, rows, cols} (a result's shape beside them) whose sizes
+ * agree. toMatrix takes it as it is, skipping the checks that only find
+ * something to report in other values (a small call's fixed cost); anything
+ * else goes through those checks, which name what is wrong.
+ */
+function isPlainMatrix(value) {
+  if (value === null || typeof value !== "object") return false;
+  if (Object.getPrototypeOf(value) !== Object.prototype) return false;
+  const { data, rows, cols } = value;
+  if (!(data instanceof Float32Array) || !Number.isInteger(rows) || !Number.isInteger(cols)) {
+    return false;
+  }
+  if (rows < 1 || cols < 1 || rows * cols !== data.length || data.length > MAX_ELEMENTS) {
+    return false;
+  }
+  for (const key in value) if (!DATA_KEYS.includes(key)) return false;
+  return true;
+}
+
+/**
  * {data: Float32Array, rows, cols} from a Matrix-like or nested rows. `name` is
  * used in messages ("X", "weights.W_Q"). A matrix or tensor object may carry
  * other fields (a result's presentKey, a caller's name): only data and its
  * shape are read, so results go back in as inputs.
  */
 export function toMatrix(name, value) {
+  if (isPlainMatrix(value)) return { name, data: value.data, rows: value.rows, cols: value.cols };
   value = fromExternal(name, value); // an onnxruntime or tfjs tensor: its data and shape
   if (Array.isArray(value)) {
     const rows = value.length;

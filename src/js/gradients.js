@@ -14,13 +14,15 @@ import {
   savedInputs,
   weightMats,
 } from "./arguments.js";
-import { NONE, headWords } from "./marshal.js";
+import { NONE, headWords, leanOptionWords } from "./marshal.js";
 
 /** The options a backward call takes on top of the forward's. */
 const BACKWARD_KEYS = ["saved"];
 /** Core parameter names of the forward's saved results -> the JS names. */
 const SAVED_NAMES = { O: "options.saved.out", lse: "options.saved.lse" };
 const QKV_NAMES = ["dQ", "dK", "dV"];
+// An absent saved O or lse on the lean path: a view at address 0.
+const NO_SAVED = { data: new Float32Array(0), rows: 0, cols: 0 };
 const PROJECTION_NAMES = ["dX", "dW_Q", "dW_K", "dW_V"];
 const mismatch = (name, expected, given) => rangeError(name, expected, given, "shape_mismatch");
 
@@ -91,6 +93,19 @@ function singleHeadGradients(mem) {
       const q = toMatrix("Q", Q),
         k = toMatrix("K", K),
         v = toMatrix("V", V);
+      const words = leanOptionWords(options);
+      const lean =
+        words &&
+        mem.lean(
+          M.attentionForTraining,
+          [q, k, v],
+          [q.rows, v.cols, q.rows, 1],
+          words,
+          {},
+          "Q",
+          options?.out,
+        );
+      if (lean) return { out: lean[0], lse: lean[1] };
       const [out, lse] = mem.runWithOptions(
         [q, k, v],
         options,
@@ -109,6 +124,14 @@ function singleHeadGradients(mem) {
         v = toMatrix("V", V),
         d = toMatrix("dO", dO);
       const saved = savedInputs(options, toMatrix);
+      const words = leanOptionWords(options);
+      if (words) {
+        // Q, K, V, dO, the saved flag, O and lse (as AttentionBackwardJs reads them).
+        const inputs = saved ? [q, k, v, d, 1, ...saved] : [q, k, v, d, 0, NO_SAVED, NO_SAVED];
+        const sizes = [q.rows, q.cols, k.rows, k.cols, v.rows, v.cols];
+        const lean = mem.lean(M.attentionBackward, inputs, sizes, words, SAVED_NAMES, "Q");
+        if (lean) return { dQ: lean[0], dK: lean[1], dV: lean[2] };
+      }
       const outputs = gradientOutputs(options, [
         { name: "dQ", rows: q.rows, cols: q.cols, blame: "Q" },
         { name: "dK", rows: k.rows, cols: k.cols, blame: "K" },

@@ -4,7 +4,7 @@
 // copied out into JS-owned Float32Arrays, and a non-zero status becomes an
 // AttnkitError named from the core Status's parameter.
 import { AttnkitError, jsDetail, rangeError } from "./errors.js";
-import { checkElements, count } from "./convert.js";
+import { MAX_ELEMENTS, checkElements, count } from "./convert.js";
 import { optionInputs } from "./arguments.js";
 
 const CODES = ["ok", "invalid_argument", "shape_mismatch", "non_finite", "overflow", "capacity"];
@@ -107,6 +107,45 @@ function optionWords(options, [boolMask, additiveMask, keyLengths, offsets], mas
     offsets.ptr,
     offsets.count ?? 0,
   ];
+}
+
+// The option words of a call without options (or whose options need no arrays).
+const NO_ARRAYS = [NONE, NONE, NONE, NONE];
+const NO_MASKS = [null, null];
+const NO_OPTION_WORDS = Uint32Array.from(optionWords(undefined, NO_ARRAYS, NO_MASKS, false));
+// The most floats the lean path lays out (64 MiB): past it, run() sizes the call.
+const LEAN_MAX_FLOATS = 1 << 24;
+
+/**
+ * The option words of `options`, checked by checkOptions(), if they need no
+ * array in wasm memory (no masks, key lengths or causal offsets) and name no
+ * gradient outputs (a backward call's options.out), else null.
+ * Runs the same checks as runWithOptions() in the same order.
+ */
+export function leanOptionWords(options) {
+  if (options === undefined) return NO_OPTION_WORDS;
+  const o = options;
+  // Only a backward call's saved (or nothing): the words of no options.
+  if (
+    o.scale === undefined &&
+    o.softcap === undefined &&
+    o.causal === undefined &&
+    o.causalAlignment === undefined &&
+    o.causalOffset === undefined &&
+    o.causalOffsets === undefined &&
+    o.keyLength === undefined &&
+    o.keyLengths === undefined &&
+    o.boolMask === undefined &&
+    o.additiveMask === undefined &&
+    o.out === undefined
+  ) {
+    return NO_OPTION_WORDS;
+  }
+  // A forward call's options.out (a Float32Array) is the lean path's `into`.
+  if (options.out !== undefined && !(options.out instanceof Float32Array)) return null;
+  const [bool, additive, lengths, offsets] = optionInputs(options);
+  if (bool || additive || lengths || offsets) return null;
+  return optionWords(options, NO_ARRAYS, NO_MASKS, false);
 }
 
 /** The calls of one Embind module M: its scratch block, argument blocks and errors. */
@@ -212,6 +251,78 @@ export class Marshal {
         }
         return matrix(M.HEAPF32.slice(start, start + n), o.rows, o.cols);
       });
+    } finally {
+      this.trim();
+    }
+  }
+
+  /**
+   * The lean path of a call whose inputs are checked matrices ({data:
+   * Float32Array, rows, cols}) and whose options need no arrays
+   * (leanOptionWords): one argument block of the inputs' views (a number
+   * among them is one word, e.g. the saved flag of a backward call), the
+   * outputs' views (`outputs`: [rows, cols, rows, cols, ...]) and the option
+   * words; one copy into wasm memory per input, one Embind call fn(block),
+   * one copy out per output. No closures, no per-input objects: a small
+   * call's fixed cost. Returns the outputs as matrices, or null (nothing
+   * done) when the call lays out more than it takes, for run() to size and
+   * report. `blame` names the input an allocation failure is reported
+   * against, as run() would. `into`: a Float32Array the first output is
+   * written into (options.out), or undefined.
+   */
+  lean(fn, inputs, outputs, words, names, blame, into) {
+    if (into && into.length !== outputs[0] * outputs[1]) return null; // run() reports it
+    let floats = ARG_BYTES >> 2;
+    for (let i = 0; i < inputs.length; ++i) {
+      if (typeof inputs[i] !== "number") floats += align16(inputs[i].data.length * 4) >> 2;
+    }
+    for (let i = 0; i < outputs.length; i += 2) {
+      const n = outputs[i] * outputs[i + 1];
+      if (n > MAX_ELEMENTS) return null;
+      floats += align16(n * 4) >> 2;
+    }
+    if (floats > LEAN_MAX_FLOATS) return null;
+    const M = this.M;
+    const base = this.reserve(floats * 4, blame);
+    try {
+      let at = base + ARG_BYTES;
+      let w = base >> 2;
+      const heap = M.HEAPF32,
+        u32 = M.HEAPU32;
+      for (let i = 0; i < inputs.length; ++i) {
+        const x = inputs[i];
+        if (typeof x === "number") {
+          u32[w++] = x;
+          continue;
+        }
+        heap.set(x.data, at >> 2);
+        u32[w++] = x.data.length ? at : 0; // an absent input: address 0
+        u32[w++] = x.rows;
+        u32[w++] = x.cols;
+        at += align16(x.data.length * 4);
+      }
+      const outAt = at;
+      for (let i = 0; i < outputs.length; i += 2) {
+        u32[w++] = at;
+        u32[w++] = outputs[i];
+        u32[w++] = outputs[i + 1];
+        at += align16(outputs[i] * outputs[i + 1] * 4);
+      }
+      u32.set(words, w);
+      this.check(fn(base), names);
+      // Read HEAPF32 only now: the call may have grown memory.
+      const results = [];
+      at = outAt;
+      for (let i = 0; i < outputs.length; i += 2) {
+        const rows = outputs[i],
+          cols = outputs[i + 1],
+          start = at >> 2,
+          view = M.HEAPF32.subarray(start, start + rows * cols);
+        if (i === 0 && into) into.set(view);
+        results.push(matrix(i === 0 && into ? into : view.slice(), rows, cols));
+        at += align16(rows * cols * 4);
+      }
+      return results;
     } finally {
       this.trim();
     }

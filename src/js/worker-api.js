@@ -19,6 +19,73 @@ import {
 } from "./worker-wire.js";
 
 const OPTION_KEYS = ["simd", "threads", "model", "wasmPaths", "wasmBinary", "timeout"];
+// The module's calls that copy their inputs into wasm memory and keep no
+// reference to them: their copied inputs go in the client's reused buffers
+// (BufferPool), which the worker sends back after the call.
+const POOLED_METHODS = new Set([
+  "attention",
+  "selfAttention",
+  "crossAttention",
+  "parameterFreeAttention",
+  "attentionForTraining",
+  "attentionBackward",
+  "selfAttentionBackward",
+  "multiHeadAttention",
+  "multiHeadAttentionQKV",
+  "multiHeadAttentionQKVForTraining",
+  "multiHeadAttentionQKVBackward",
+  "multiHeadAttentionBackward",
+  "trace",
+  "traceQKV",
+  "traceBackward",
+  "traceBackwardQKV",
+  "matmul",
+  "softmax",
+  "splitHeads",
+  "mergeHeads",
+]);
+// Arrays smaller than this go by structured clone, which is as fast for them.
+const POOL_MIN_BYTES = 4096;
+// The most bytes of buffers a client keeps for reuse.
+const POOL_KEEP_BYTES = 64 << 20;
+
+/**
+ * The buffers a worker client copies inputs into, reused from call to call:
+ * a copied input then costs one copy and no allocation, where structured
+ * clone copies it twice (into the message, out of it) into a new
+ * ArrayBuffer, whose allocation (and, past glibc's mmap threshold, page
+ * faults and GC finalisation) is much of an async call's added cost. Buffers
+ * are sized in powers of two; each moves to the worker with its call and
+ * comes back with the answer.
+ */
+class BufferPool {
+  constructor() {
+    this.free = new Map(); // byteLength -> [ArrayBuffer]
+    this.bytes = 0;
+  }
+
+  /** A buffer of at least `bytes` bytes (taken from the pool when one is there). */
+  take(bytes) {
+    let size = POOL_MIN_BYTES;
+    while (size < bytes) size *= 2;
+    const list = this.free.get(size);
+    if (list?.length) {
+      this.bytes -= size;
+      return list.pop();
+    }
+    return new ArrayBuffer(size);
+  }
+
+  /** Keeps `buffer` for a later call (not past POOL_KEEP_BYTES). */
+  give(buffer) {
+    const size = buffer.byteLength;
+    if (size < POOL_MIN_BYTES || this.bytes + size > POOL_KEEP_BYTES) return;
+    let list = this.free.get(size);
+    if (!list) this.free.set(size, (list = []));
+    list.push(buffer);
+    this.bytes += size;
+  }
+}
 const WORKER_KEYS = ["transfer", "workerUrl"];
 const CALL_KEYS = ["signal", "transfer"];
 
@@ -78,6 +145,7 @@ export function makeWorkerClient(platform) {
     let ended = null; // the error every later call rejects with
     const proxies = new Map(); // handle id -> WeakRef of its proxy
     const handleIds = new WeakMap(); // proxy -> handle id
+    const pool = new BufferPool();
     const states = new WeakMap(); // proxy -> its latest state
     const registry =
       typeof FinalizationRegistry === "function"
@@ -101,6 +169,8 @@ export function makeWorkerClient(platform) {
         const job = running;
         if (!job || message.id !== job.id) return;
         running = null;
+        // The buffers the call's copied inputs went in, back for the next call.
+        if (message.spare) for (const b of message.spare) pool.give(b);
         settle(job, () => {
           if (!message.ok) return job.reject(errorFromWire(message.error));
           if (message.state && job.self) states.set(job.self, decode(message.state, job));
@@ -149,6 +219,7 @@ export function makeWorkerClient(platform) {
     function send(job) {
       const message = { id: job.id, op: job.op, target: job.target, method: job.method };
       message[job.op === "load" ? "options" : "args"] = job.args;
+      if (job.pooled.length) message.pooled = job.pooled;
       try {
         worker.post(message, job.transfer);
       } catch (e) {
@@ -174,6 +245,9 @@ export function makeWorkerClient(platform) {
         job.fill = [];
         job.originals = args;
         job.transfer = [];
+        // Copied inputs of a call that keeps none go in reused buffers.
+        job.pooled = [];
+        job.pool = !transfer && target === 0 && POOLED_METHODS.has(method);
         job.args = encode(args, job, transfer);
         if (signal) {
           job.onAbort = () => {
@@ -199,6 +273,14 @@ export function makeWorkerClient(platform) {
       if (ArrayBuffer.isView(value)) {
         // A detached array cannot be cloned: an empty one goes, which the worker names.
         if (value.byteLength === 0) return new value.constructor(0);
+        if (job.pool && value.byteLength >= POOL_MIN_BYTES && !(value instanceof DataView)) {
+          const buffer = pool.take(value.byteLength);
+          const copy = new value.constructor(buffer, 0, value.length);
+          copy.set(value);
+          job.pooled.push(buffer);
+          job.transfer.push(buffer);
+          return copy;
+        }
         const b = transfer && transferable(value);
         if (b && !job.transfer.includes(b)) job.transfer.push(b);
         return value;

@@ -108,7 +108,7 @@ export function serve(port, createAttnkit) {
     return out;
   }
 
-  function call({ id, target, method, args }) {
+  function call({ id, target, method, args, pooled }) {
     const self = target ? objects.get(target) : attn;
     if (!self || typeof self[method] !== "function" || method === "constructor") {
       throw new TypeError(
@@ -120,7 +120,24 @@ export function serve(port, createAttnkit) {
     const transfer = [];
     const message = { id, ok: true, value: toWire(value, transfer, inputs) };
     if (target) message.state = toWire(state(self), transfer, new Map());
+    if (pooled) message.spare = spare(pooled, transfer);
     port.post(message, transfer);
+  }
+
+  /**
+   * The client's reused buffers that the call's copied inputs came in, sent
+   * back with its answer (moved, not copied), but those the result itself
+   * moves (an options.out written in place) or that no longer hold memory.
+   */
+  function spare(pooled, transfer) {
+    const back = [];
+    for (const b of pooled) {
+      if (b.byteLength > 0 && !transfer.includes(b)) {
+        back.push(b);
+        transfer.push(b);
+      }
+    }
+    return back;
   }
 
   port.listen((message) => {
@@ -147,7 +164,10 @@ export function serve(port, createAttnkit) {
     try {
       call(message);
     } catch (e) {
-      port.post({ id, ok: false, error: errorToWire(e) }, []);
+      const transfer = [];
+      const answer = { id, ok: false, error: errorToWire(e) };
+      if (message.pooled) answer.spare = spare(message.pooled, transfer);
+      port.post(answer, transfer);
     }
   });
 }

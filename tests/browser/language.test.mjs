@@ -1,9 +1,10 @@
-// The Language view in Chromium: the small preset trained on Moby-Dick in the page's worker
-// to a validation loss below a measured threshold, with its sample; a small text dropped as
-// a file, trained and generated from; every kind of bad text named at the field, after
-// which the view still trains; the sentence view's maps against the package's own
-// Model.inspect on the downloaded weights; generation through the cache against the full
-// forward; the settings in the URL; the keyboard and a phone. Screenshots before, during
+// The Language view in Chromium: the default preset (the one the page opens with) trained
+// on Moby-Dick in the page's worker to a validation loss below a measured threshold, with
+// its sample; the small preset (cheaper) in the other tests: a small text dropped as a file,
+// trained and generated from; every kind of bad text named at the field, after which the
+// view still trains; the sentence view's maps against the package's own Model.inspect on
+// the downloaded weights; generation through the cache against the full forward; the
+// settings in the URL; the keyboard, a phone and reduced motion. Screenshots before, during
 // and after training, of the sentence view, of generation and of the phone go to
 // tests/artifacts/screenshots (language-*.png).
 import assert from "node:assert/strict";
@@ -20,14 +21,75 @@ const hook = (page = p) => page.evaluate(() => window.__attnkit.language());
 const shot = (name, page = p) =>
   page.screenshot({ path: path.join(shots, `language-${name}.png`), fullPage: true });
 
-// Steps of the small preset the first test trains, and the validation loss they reach
-// (measured: 2.227 nats/char, the same on every run: the data and the initialisation are
-// seeded; the bigram model's is 2.44).
-const STEPS = 600;
+// Steps of the default preset the first test trains, and the validation loss it must reach.
+// Measured in Chromium (and the same run through the package in Node): 2.2364 nats/char at
+// step 500 in each of 3 runs (the data and the initialisation are seeded, so runs agree to
+// the last digit); 2.3618 at step 400, 2.1791 at step 600; the bigram model's is 2.43.
+// The threshold leaves a margin of 0.064 (3%) for another build of the package's wasm.
+const STEPS = 500;
 const THRESHOLD = 2.3;
+// The small preset at step 200 (measured 2.45 to 2.48, as in language-smoke.mjs).
+const SMALL_200 = 2.6;
 // Generation through the cache against one full forward (float32, the same wasm build).
 const LOGIT_TOL = 1e-3;
 const WEIGHT_TOL = 1e-5;
+
+const HEAD_NAMES = {
+  previous: "previous character",
+  wordStart: "start of the word",
+  sameCharacter: "same character",
+  self: "itself",
+};
+
+/**
+ * Head h's scores from its weights [H, T, T] on the characters `chars`, as the page states
+ * them: the mean weight on the character before, on the word's first letter (where that is
+ * neither the character nor the one before), on earlier copies of the same character, and
+ * on itself.
+ */
+function headScoresOf(chars, w, h) {
+  const T = w.shape[1];
+  const at = (t, j) => w.data[(h * T + t) * T + j];
+  const letter = (c) => /\p{L}|\p{N}/u.test(c);
+  const mean = (values) => values.reduce((a, b) => a + b, 0) / (values.length || 1);
+  const rows = Array.from({ length: T }, (_, t) => t);
+  const start = (t) => {
+    let j = t;
+    while (j > 0 && letter(chars[j - 1])) j--;
+    return j;
+  };
+  const same = (t) => rows.filter((j) => j < t && chars[j] === chars[t]);
+  return {
+    previous: mean(rows.filter((t) => t > 0).map((t) => at(t, t - 1))),
+    wordStart: mean(
+      rows.filter((t) => letter(chars[t]) && start(t) < t - 1).map((t) => at(t, start(t))),
+    ),
+    sameCharacter: mean(
+      rows.filter((t) => same(t).length).map((t) => same(t).reduce((a, j) => a + at(t, j), 0)),
+    ),
+    self: mean(rows.filter((t) => t > 0).map((t) => at(t, t))),
+  };
+}
+
+/** Waits for the generation to end and its check; returns the hook's gen. */
+function generated(what, timeout = 15000, page = p) {
+  return poll(
+    async () => {
+      const h = await hook(page);
+      return !h.gen.running && h.gen.check && h.gen;
+    },
+    what,
+    timeout,
+  );
+}
+
+/** The generation's maps are drawn at the stage's top, above the sentence's. */
+async function assertGenerationOnTop(page = p) {
+  const top = async (id) => (await page.locator(`[data-testid="${id}"]`).boundingBox()).y;
+  const gen = await top("lang-gen-title");
+  const sentence = await top("lang-sentence-title");
+  assert.ok(gen < sentence, `the generation's maps at y ${gen}, the sentence's at ${sentence}`);
+}
 
 /** Opens the view (`query` after ?v=language) and waits for its text and untrained model. */
 async function open(query = "&lp=small", page = p) {
@@ -76,8 +138,14 @@ async function dropFile(name, bytes, type = "text/plain") {
   );
 }
 
-test("the small preset learns Moby-Dick below the measured threshold and shows its sample", async () => {
-  const h0 = await open();
+test("the default preset learns Moby-Dick below the measured threshold and shows its sample", async () => {
+  const h0 = await open("");
+  assert.deepEqual(
+    [h0.config.numLayers, h0.config.numHeads, h0.config.dModel, h0.config.seqLen],
+    [3, 4, 96, 64],
+    "the page opens with the default preset",
+  );
+  assert.equal(await p.inputValue('[data-testid="lang-preset"]'), "default");
   assert.equal(h0.text.source, "moby-dick");
   assert.equal(h0.text.characters, 1190317);
   assert.equal(h0.text.vocabSize, 84);
@@ -134,12 +202,26 @@ test("the small preset learns Moby-Dick below the measured threshold and shows i
   );
   assert.equal(modelOnMain, false, "the model build is loaded by the worker, not the page");
   assert.ok(drift < 2000, `the main thread was ${drift.toFixed(0)} ms late while training`);
+  // As the Train view asserts it: no main-thread task held the page for a second.
+  const longest = Math.max(0, ...long);
+  assert.ok(longest < 1000, `a main-thread task of ${longest} ms while training`);
   await shot("after");
+  // A learner sees a named head (measured at step 500: layer 1's head 1, previous character 0.62).
+  const named = h.sentence.kinds.flatMap((heads, l) =>
+    heads.flatMap((k, hh) => (k.kind ? [`L${l + 1} h${hh}: ${HEAD_NAMES[k.kind]}`] : [])),
+  );
+  console.log(`language: heads named at step ${h.step}: ${named.join(", ") || "none"}`);
+  assert.ok(named.length >= 1, "no head is named after training");
+  const titles = await p.locator('[data-testid^="matrix-lang-attn-"] .m-title').allTextContents();
+  assert.ok(
+    titles.some((t) => t.startsWith(named[0])),
+    titles.join(" | "),
+  );
   const at = h.validation.find(([s]) => s === STEPS);
   assert.ok(at, `a validation loss at step ${STEPS}: ${JSON.stringify(h.validation.slice(-3))}`);
   const seconds = (h.trainingMs / 1000).toFixed(1);
   console.log(
-    `language: validation ${at[1].toFixed(3)} nats/char (${(at[1] / Math.LN2).toFixed(2)} bits) after ${STEPS} steps of the small preset, ${seconds} s of training, ${Math.round(h.tokensPerSecond)} characters/s; 2.0 nats/char ${h.reached2Ms === null ? "not reached" : `after ${(h.reached2Ms / 1000).toFixed(1)} s`}`,
+    `language: validation ${at[1].toFixed(4)} nats/char (${(at[1] / Math.LN2).toFixed(2)} bits) after ${STEPS} steps of the default preset, ${seconds} s of training (${(h.trainingMs / h.step).toFixed(0)} ms/step), ${Math.round(h.tokensPerSecond)} characters/s; 2.0 nats/char ${h.reached2Ms === null ? `not reached (the loss reached ${Math.min(...h.validation.map(([, l]) => l)).toFixed(3)})` : `after ${(h.reached2Ms / 1000).toFixed(1)} s`}`,
   );
   assert.ok(at[1] < THRESHOLD, `validation ${at[1]} after ${STEPS} steps (threshold ${THRESHOLD})`);
   assert.ok(at[1] < h.text.bigram, "below the bigram model's loss");
@@ -165,6 +247,21 @@ test("the sentence view's maps are the package's Model.inspect of the downloaded
     return x.sentence?.text === sentence && x;
   }, "the typed sentence's maps");
   await shot("sentence");
+  // The head view's key: each head's name in the colour of its lines.
+  const key = await p.$$eval('[data-testid="lang-headview"] text', (ts) =>
+    ts
+      .filter((t) => /^head \d+$/.test(t.textContent))
+      .map((t) => [t.textContent, getComputedStyle(t).fill]),
+  );
+  const lines = await p.$$eval('[data-testid="lang-headview"] line', (ls) => [
+    ...new Set(ls.map((l) => getComputedStyle(l).stroke)),
+  ]);
+  assert.deepEqual(
+    key.map(([t]) => t),
+    ["head 0", "head 1", "head 2", "head 3"],
+  );
+  assert.equal(new Set(key.map(([, f]) => f)).size, 4, JSON.stringify(key));
+  for (const [, fill] of key) assert.ok(lines.includes(fill), `${fill} is no line's colour`);
   const [download] = await Promise.all([
     p.waitForEvent("download"),
     p.click('[data-testid="lang-download"]'),
@@ -187,20 +284,24 @@ test("the sentence view's maps are the package's Model.inspect of the downloaded
     });
   });
   assert.ok(worst <= 1e-6, `max |page - package| ${worst}`);
-  // The labels come from the maps: each head's previous-character score is its mean weight
-  // on the character before.
+  // The labels come from the maps: each head's four scores, recomputed here from the
+  // package's weights, name it by the largest when that reaches 0.3, and its map's title
+  // says so.
+  const chars = h.sentence.characters;
   const T = tokens.length;
-  h.sentence.kinds.forEach((heads, l) =>
-    heads.forEach((k, hh) => {
-      let sum = 0;
-      for (let t = 1; t < T; t++) sum += r.layers[l].weights.data[(hh * T + t) * T + t - 1];
-      assert.ok(Math.abs(k.previous - sum / (T - 1)) < 1e-6, `layer ${l} head ${hh}`);
-      const best = Math.max(k.previous, k.wordStart, k.sameCharacter, k.self);
-      assert.equal(k.kind === null, best < 0.3, `layer ${l} head ${hh}: ${JSON.stringify(k)}`);
-    }),
-  );
-  const title = await p.textContent('[data-testid="matrix-lang-attn-0-0"] .m-title');
-  assert.match(title, /^L1 h0: /);
+  for (const [l, heads] of h.sentence.kinds.entries())
+    for (const [hh, k] of heads.entries()) {
+      const mine = headScoresOf(chars, r.layers[l].weights, hh);
+      for (const key of Object.keys(mine))
+        assert.ok(Math.abs(k[key] - mine[key]) < 1e-6, `L${l + 1} h${hh} ${key}: ${k[key]}`);
+      const [bestKey, best] = Object.entries(mine).reduce((a, b) => (b[1] > a[1] ? b : a));
+      assert.equal(k.kind, best >= 0.3 ? bestKey : null, `L${l + 1} h${hh}: ${JSON.stringify(k)}`);
+      const title = await p.textContent(`[data-testid="matrix-lang-attn-${l}-${hh}"] .m-title`);
+      assert.ok(
+        title.startsWith(`L${l + 1} h${hh}: ${k.kind ? HEAD_NAMES[k.kind] : "spread"}`),
+        title,
+      );
+    }
   model.dispose();
   // The file loads back: the same model, the same maps.
   await p.setInputFiles('[data-testid="lang-weights-file"]', await download.path());
@@ -224,21 +325,17 @@ test("the sentence view's maps are the package's Model.inspect of the downloaded
   assert.deepEqual(problems, []);
 });
 
-test("generation appears character by character and equals the full forward", async () => {
+test("generation through the cache equals the full forward", async () => {
   await open();
-  await trainTo(200);
+  const trained = await trainTo(200);
+  // The small preset learns too: its validation loss at step 200.
+  const v200 = trained.validation.find(([s]) => s === 200);
+  assert.ok(v200 && v200[1] < SMALL_200, `small preset: ${JSON.stringify(v200)}`);
   await p.fill('[data-testid="lang-prompt"]', "The sea ");
   await p.fill('[data-testid="lang-length"]', "40");
   await p.press('[data-testid="lang-length"]', "Tab");
   await p.click('[data-testid="lang-generate"]');
-  const g = await poll(
-    async () => {
-      const h = await hook();
-      return !h.gen.running && h.gen.check && h.gen;
-    },
-    "the generation and its check",
-    60000,
-  );
+  const g = await generated("the generation and its check", 60000);
   await shot("generation");
   assert.equal(g.prompt, "The sea ");
   assert.equal([...g.text].length, 40);
@@ -251,8 +348,10 @@ test("generation appears character by character and equals the full forward", as
   );
   assert.match(await p.textContent('[data-testid="lang-gen-check"]'), /max \|Δ\|/);
   assert.equal(await p.textContent('[data-testid="lang-gen-out"]'), g.prompt + g.text);
-  // The stage shows each layer's heads over the cache for the last character.
+  // The stage shows each layer's heads over the cache for the last character, at its top:
+  // above the sentence's maps, where a person who pressed Generate looks.
   assert.equal(await p.locator('[data-testid="matrix-lang-gen-0"]').count(), 1);
+  await assertGenerationOnTop();
   assert.deepEqual(problems, []);
 });
 
@@ -305,10 +404,7 @@ test("a dropped text trains and generates; each bad text is named at the field a
   assert.ok(h.validation.at(-1)[1] < h.validation[0][1] - 1, JSON.stringify(h.validation));
   await p.fill('[data-testid="lang-prompt"]', "She ");
   await p.click('[data-testid="lang-generate"]');
-  const g = await poll(async () => {
-    const x = await hook();
-    return !x.gen.running && x.gen.check && x.gen;
-  }, "the generation");
+  const g = await generated("the generation");
   assert.equal([...g.text].length, 120);
   assert.ok(g.check.maxWeightDelta < WEIGHT_TOL);
   // After a bad text, the own text stays in use too.
@@ -339,6 +435,18 @@ test("the settings live in the URL and a link restores them", async () => {
   const again = await open(url.slice(url.indexOf("?") + "?v=language".length));
   assert.deepEqual(again.config, h.config);
   assert.equal(again.sentence.text, "a whale of a tale");
+  // A preset picked from the list: its settings in the fields, the model and the URL.
+  await p.selectOption('[data-testid="lang-preset"]', "large");
+  const large = await poll(async () => {
+    const x = await waitReady(p, "the large preset's model");
+    return x.config.dModel === 128 && x;
+  }, "the large preset");
+  assert.deepEqual(
+    [large.config.numLayers, large.config.numHeads, large.config.dFF, large.config.seqLen],
+    [4, 4, 512, 64],
+  );
+  assert.equal(await p.inputValue('[data-testid="lang-dmodel"]'), "128");
+  await poll(async () => /lp=large/.test(p.url()), "lp=large in the URL");
   // A link's bad value is noted at its field.
   await open("&lp=huge&ll=99");
   assert.match(await p.textContent('[data-testid="lang-preset-note"]'), /huge.*not a preset/);
@@ -379,10 +487,7 @@ test("keyboard only: l opens the view, Space trains and pauses, arrows scrub, En
   }
   assert.equal(await p.evaluate(() => document.activeElement?.id), "lang-generate");
   await p.keyboard.press("Enter");
-  const g = await poll(async () => {
-    const x = await hook();
-    return !x.gen.running && x.gen.check && x.gen;
-  }, "the generation from Enter");
+  const g = await generated("the generation from Enter");
   assert.equal(g.prompt, "Ahab ");
   // A digit stays in the view and says how to reach a step.
   await p.evaluate(() => document.activeElement?.blur());
@@ -404,6 +509,7 @@ test("a phone: the view fits 390 px, trains and generates by touch", async () =>
     await poll(async () => !(await hook(page)).training, "paused");
     await page.tap('[data-testid="lang-generate"]');
     await poll(async () => (await hook(page)).gen.check, "a generation on the phone", 60000);
+    await assertGenerationOnTop(page);
     const after = await page.evaluate(phoneFit);
     assert.ok(after.docW <= after.vw, `the page scrolls sideways (${after.docW} > ${after.vw})`);
     await shot("phone", page);
@@ -415,5 +521,161 @@ test("a phone: the view fits 390 px, trains and generates by touch", async () =>
   } finally {
     await phone.close();
   }
+  assert.deepEqual(problems, []);
+});
+
+/**
+ * Watches what a person sees in page `page`: every text the generation's output shows
+ * (window.__outs) and, on every frame, how many CSS animations and transitions run
+ * (window.__moving, the largest count).
+ */
+function watchMotion(page = p) {
+  return page.evaluate(() => {
+    window.__outs = [];
+    window.__moving = 0;
+    const out = document.getElementById("lang-gen-out");
+    new MutationObserver(() => window.__outs.push(out.textContent)).observe(out, {
+      childList: true,
+      characterData: true,
+      subtree: true,
+    });
+    const frame = () => {
+      window.__moving = Math.max(window.__moving, document.getAnimations().length);
+      requestAnimationFrame(frame);
+    };
+    requestAnimationFrame(frame);
+  });
+}
+
+/** Generates `length` characters from `prompt` and returns the texts the output showed on the way. */
+async function generateWatched(prompt, length) {
+  await p.evaluate(() => (window.__outs = []));
+  await p.fill('[data-testid="lang-prompt"]', prompt);
+  await p.fill('[data-testid="lang-length"]', String(length));
+  await p.press('[data-testid="lang-length"]', "Tab");
+  await p.click('[data-testid="lang-generate"]');
+  const g = await generated("the generation");
+  assert.equal([...g.text].length, length);
+  // The generated part of each text shown (the prompt and the cursor left out).
+  const shown = await p.evaluate(() => window.__outs);
+  return shown.map((t) => t.replace(/▌$/, "").slice(prompt.length));
+}
+
+test("reduced motion: generated text appears at once, nothing moves; with motion, character by character", async () => {
+  await open();
+  await watchMotion();
+  // With motion: the characters come one by one (a person reads them appear).
+  await p.emulateMedia({ reducedMotion: "no-preference" });
+  const slow = await generateWatched("The ", 30);
+  // (How many depends on how fast the stage redraws: on a busy core, a few.)
+  const partial = new Set(slow.filter((t) => t.length > 0 && t.length < 30).map((t) => t.length));
+  assert.ok(partial.size >= 3, `with motion, ${partial.size} partial texts shown`);
+  // Reduced motion: the output shows the prompt, then the whole text, nothing in between.
+  await p.emulateMedia({ reducedMotion: "reduce" });
+  const fast = await generateWatched("The ", 200);
+  const between = fast.filter((t) => t.length > 0 && t.length < 200);
+  assert.deepEqual(between, [], "with reduced motion, no partial text is shown");
+  assert.equal(fast.at(-1).length, 200);
+  // Its maps over the cache are those of the last character.
+  assert.match(await p.textContent('[data-testid="lang-gen-title"]'), /character 200\)/);
+  // Training, a snapshot scrubbed to and a map clicked: no CSS animation or transition runs,
+  // and the stage is drawn in its final state at once (the same pixels a moment later).
+  await trainTo(120);
+  await p.keyboard.press("ArrowLeft");
+  await poll(async () => (await hook()).sentence?.snapshot === 1, "snapshot 1's maps");
+  const stage = p.locator('[data-testid="stage"]');
+  await p.waitForTimeout(300);
+  const first = await stage.screenshot();
+  await p.waitForTimeout(400);
+  assert.ok(first.equals(await stage.screenshot()), "the stage moved after it was drawn");
+  assert.equal(await p.evaluate(() => window.__moving), 0, "CSS animations ran");
+  // The Train view, the same: nothing animates while it trains and when it pauses.
+  await p.goto(`${server.url}?v=train`);
+  await p.waitForSelector('[data-testid="train-go"]:not([disabled])');
+  await p.evaluate(() => {
+    window.__moving = 0;
+    const frame = () => {
+      window.__moving = Math.max(window.__moving, document.getAnimations().length);
+      requestAnimationFrame(frame);
+    };
+    requestAnimationFrame(frame);
+  });
+  await p.click('[data-testid="train-go"]');
+  await poll(async () => (await p.evaluate(() => window.__attnkit.train())).step >= 60, "60 steps");
+  await p.click('[data-testid="train-pause"]');
+  await poll(async () => {
+    const t = await p.evaluate(() => window.__attnkit.train());
+    return !t.training && t.inspectionStep === t.step;
+  }, "the Train view paused");
+  await p.waitForTimeout(300);
+  const trainStage = await stage.screenshot();
+  await p.waitForTimeout(400);
+  assert.ok(trainStage.equals(await stage.screenshot()), "the Train view's stage moved");
+  assert.equal(await p.evaluate(() => window.__moving), 0, "CSS animations ran in the Train view");
+  assert.deepEqual(problems, []);
+});
+
+test("as a person uses the panel: Step, Enter in the prompt, Reset, paste a text, open a .txt, the reference lines", async () => {
+  await open();
+  // Every request stayed on the page's own origin (the book is the page's own asset).
+  const origins = await p.evaluate(() =>
+    performance.getEntriesByType("resource").map((r) => new URL(r.name).origin),
+  );
+  assert.deepEqual([...new Set(origins)], [new URL(server.url).origin]);
+  // The chart draws the text's unigram and bigram losses as labelled reference lines.
+  const h0 = await hook();
+  const legend = await p.textContent('[data-testid="lang-chart"]');
+  assert.match(legend, new RegExp(`unigram: letter frequencies ${h0.text.unigram.toFixed(2)}`));
+  assert.match(legend, new RegExp(`bigram: letter after letter ${h0.text.bigram.toFixed(2)}`));
+  // Step: each press trains one step, and the sentence's maps are those of the new weights.
+  for (const n of [1, 2]) {
+    await p.click('[data-testid="lang-step"]');
+    await poll(async () => (await hook()).sentence?.step === n, `the maps of step ${n}`, 30000);
+  }
+  assert.match(await p.textContent('[data-testid="lang-sentence-title"]'), /^step 2 /);
+  // Enter in the prompt generates, as the button does.
+  await p.fill('[data-testid="lang-prompt"]', "Queequeg ");
+  await p.press('[data-testid="lang-prompt"]', "Enter");
+  const g = await generated("the generation from Enter in the prompt");
+  assert.equal(g.prompt, "Queequeg ");
+  // Reset: a new untrained model of the same settings; its curves, maps and text start over.
+  await p.click('[data-testid="lang-reset"]');
+  const fresh = await poll(async () => {
+    const x = await waitReady(p, "the reset model");
+    return x.step === 0 && x.sentence.step === 0 && x;
+  }, "the reset model");
+  assert.equal(fresh.validation.length, 1);
+  assert.equal(fresh.gen.text, "");
+  assert.match(await p.textContent('[data-testid="lang-status"]'), /ready · step 0/);
+  // Paste: a text too short is named at the field; a longer one is used.
+  await p.check('[data-testid="lang-src-own"]');
+  await p.fill('[data-testid="lang-own"]', "Call me Ishmael.");
+  await p.click('[data-testid="lang-own-use"]');
+  const note = () => p.textContent('[data-testid="lang-text-note"]');
+  await poll(async () => /330/.test(await note()), "the too-short message of a pasted text");
+  assert.match(await note(), /goes on with Moby-Dick/);
+  const pasted = "It was the best of times, it was the worst of times. ".repeat(20);
+  await p.fill('[data-testid="lang-own"]', pasted);
+  await p.click('[data-testid="lang-own-use"]');
+  let h = await poll(async () => {
+    const x = await waitReady(p, "the pasted text's model");
+    return x.text.source === "own" && x;
+  }, "the pasted text in use");
+  assert.equal(h.text.name, "your text");
+  assert.equal(h.text.characters, pasted.length);
+  assert.equal(await note(), "");
+  // Open a .txt: the file picker's text is used.
+  const own = "To be, or not to be, that is the question. ".repeat(20);
+  await p.setInputFiles('[data-testid="lang-file"]', {
+    name: "hamlet.txt",
+    mimeType: "text/plain",
+    buffer: Buffer.from(own),
+  });
+  h = await poll(async () => {
+    const x = await waitReady(p, "the opened file's model");
+    return x.text.name === "hamlet.txt" && x;
+  }, "the opened .txt in use");
+  assert.equal(h.text.characters, own.length);
+  assert.match(await p.textContent('[data-testid="lang-text-info"]'), /hamlet\.txt: 860 bytes/);
   assert.deepEqual(problems, []);
 });

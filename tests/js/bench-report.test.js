@@ -128,11 +128,13 @@ test("ratios are the median of per-round ratios, with their spread", () => {
 });
 
 // bench/report.mjs on a results folder, with a README and docs file of its own.
-function runReport(wasm) {
+function runReport(wasm, extraResults = {}) {
   const root = mkdtempSync(join(tmpdir(), "attnkit-report-"));
   const results = join(root, "results");
   mkdirSync(results);
   writeFileSync(join(results, "wasm.json"), JSON.stringify(wasm));
+  for (const [name, json] of Object.entries(extraResults))
+    writeFileSync(join(results, name), JSON.stringify(json));
   const docs = "# benchmarks\n\n<!-- bench:start -->\nold tables\n<!-- bench:end -->\n";
   const readme = "# attnkit\n\n<!-- perf:start -->\nold table\n<!-- perf:end -->\n";
   writeFileSync(join(root, "benchmarks.md"), docs);
@@ -189,4 +191,33 @@ test("report: an unfit run writes only its record and says why", () => {
   assert.match(out.stdout, /UNFIT run/);
   assert.match(out.stdout, /FMA peak, 512-bit vectors varied by 67%/);
   assert.match(out.record, /\*\*Unfit run\*\*/);
+});
+
+test("report: the language model's tokens/s join the README's table of a fit run", () => {
+  // The language benchmark's last record (bench/results), as npm run bench leaves it.
+  const load = (name) =>
+    JSON.parse(readFileSync(new URL(`../../bench/results/${name}`, import.meta.url), "utf8"));
+  const native = load("language-native.json"),
+    node = load("language-wasm.json");
+  const out = runReport(run(), {
+    "language-native.json": native,
+    "language-wasm.json": node,
+  });
+  const [n, torch] = native.runs[0].engines,
+    [w, tfjs] = node.presets[0].engines;
+  const row = out.readme.split("\n").find((l) => l.includes("training the small GPT"));
+  assert.ok(row, out.readme);
+  const cells = row.split("|").map((c) => c.trim());
+  // attnkit's tokens/s and its ratio to the peer of the same platform, then the peer's.
+  const ratio = (a, b) => (a.tokensPerSecond / b.tokensPerSecond).toFixed(2);
+  assert.match(cells[2], new RegExp(`\\(${ratio(n, torch)}×\\)$`));
+  assert.match(cells[3], /PyTorch/);
+  assert.match(cells[4], new RegExp(`\\(${ratio(w, tfjs)}×\\)$`));
+  assert.match(cells[5], /tfjs-backend-wasm/);
+  // An unfit run leaves the README alone, language row included.
+  const unfit = runReport(run({ peak: (i) => (i === 2 ? 60 : 100) }), {
+    "language-native.json": native,
+    "language-wasm.json": node,
+  });
+  assert.equal(unfit.readmeChanged, false);
 });

@@ -6,6 +6,7 @@ import { goto, togglePlay } from "./playback";
 import { render, set } from "./render";
 import type { ViewId } from "./state";
 import { scrubLanguageBy } from "./language/view";
+import { runKey } from "./panel";
 import { scrubBy } from "./train/view";
 
 const VIEW_KEYS: Record<string, ViewId> = {
@@ -39,52 +40,6 @@ function ownKey(t: Element, key: string): boolean {
   return press && !!t.closest("button, a[href], summary");
 }
 
-/**
- * The Train view's own keys: ← → move through the snapshots, Space trains or pauses. The
- * digits, which jump to a step elsewhere, stay in the view and say how to reach a step:
- * a key that left the view would drop the run's charts from sight without a word.
- */
-function trainKey(key: string): boolean {
-  const note = $("train-key-note");
-  if (/^[1-8]$/.test(key)) {
-    note.textContent = `${key} jumps to step ${key} outside the Train view: press s for the steps, then ${key}.`;
-    return true;
-  }
-  note.textContent = "";
-  if (key === "ArrowLeft" || key === "ArrowRight") {
-    scrubBy(key === "ArrowLeft" ? -1 : 1);
-    return true;
-  }
-  if (key === " ") {
-    const go = $<HTMLButtonElement>("train-go");
-    const pause = $<HTMLButtonElement>("train-pause");
-    (go.disabled ? pause : go).click();
-    return true;
-  }
-  return false;
-}
-
-/** The Language view's own keys, as the Train view's: ← → snapshots, Space trains or pauses, digits stay. */
-function languageKey(key: string): boolean {
-  const note = $("lang-key-note");
-  if (/^[1-8]$/.test(key)) {
-    note.textContent = `${key} jumps to step ${key} outside the Language view: press s for the steps, then ${key}.`;
-    return true;
-  }
-  note.textContent = "";
-  if (key === "ArrowLeft" || key === "ArrowRight") {
-    scrubLanguageBy(key === "ArrowLeft" ? -1 : 1);
-    return true;
-  }
-  if (key === " ") {
-    const go = $<HTMLButtonElement>("lang-go");
-    const pause = $<HTMLButtonElement>("lang-pause");
-    (go.disabled ? pause : go).click();
-    return true;
-  }
-  return false;
-}
-
 export function bindKeys(): void {
   document.addEventListener("keydown", (e) => {
     const t = e.target as Element;
@@ -102,9 +57,9 @@ export function bindKeys(): void {
     const T = page.model?.cfg.T ?? 1;
     const H = page.model?.cfg.heads ?? 1;
     let handled = true;
-    if (state.view === "train" && trainKey(e.key)) {
+    if (state.view === "train" && runKey(e.key, "train", "Train", scrubBy)) {
       // the Train view's own key
-    } else if (state.view === "language" && languageKey(e.key)) {
+    } else if (state.view === "language" && runKey(e.key, "lang", "Language", scrubLanguageBy)) {
       // the Language view's own key
     } else if (e.key === "ArrowRight") goto(state.step + 1);
     else if (e.key === "ArrowLeft") goto(state.step - 1);

@@ -32,7 +32,18 @@ export interface LangRun {
   scrub: number;
   training: boolean;
   step: number;
-  gen: { id: number; prompt: string; steps: GenStep[]; check: GenCheck | null; running: boolean };
+  /**
+   * The generation: `instant` (reduced motion) shows its characters only when they are all
+   * in, at once; otherwise each is drawn as it comes.
+   */
+  gen: {
+    id: number;
+    prompt: string;
+    steps: GenStep[];
+    check: GenCheck | null;
+    running: boolean;
+    instant: boolean;
+  };
   /** Wall-clock ms of training (Train pressed to paused), and when validation first reached 2.0 nats/char. */
   trainingMs: number;
   reached2Ms: number | null;
@@ -55,7 +66,7 @@ export const run: LangRun = {
   scrub: -1,
   training: false,
   step: 0,
-  gen: { id: 0, prompt: "", steps: [], check: null, running: false },
+  gen: { id: 0, prompt: "", steps: [], check: null, running: false, instant: false },
   trainingMs: 0,
   reached2Ms: null,
   error: "",
@@ -119,7 +130,7 @@ function receive(msg: FromWorker): void {
       run.error = "";
       run.trainingMs = 0;
       run.reached2Ms = null;
-      run.gen = { id: 0, prompt: "", steps: [], check: null, running: false };
+      run.gen = { id: 0, prompt: "", steps: [], check: null, running: false, instant: false };
       requestSentence();
       break;
     case "metrics":
@@ -146,6 +157,8 @@ function receive(msg: FromWorker): void {
     case "gen-step":
       if (msg.step.id !== run.gen.id) return;
       run.gen.steps.push(msg.step);
+      // An instant generation is drawn once, when it is done.
+      if (run.gen.instant) return;
       break;
     case "gen-done":
       if (msg.check.id !== run.gen.id) return;
@@ -239,6 +252,8 @@ export const pause = () => send({ type: "pause" });
 export function step(): void {
   run.scrub = -1;
   send({ type: "step" });
+  // The worker answers in order: the maps of the model after the step.
+  requestSentence();
 }
 
 export function scrubTo(index: number): void {
@@ -246,8 +261,16 @@ export function scrubTo(index: number): void {
   requestSentence();
 }
 
+/** Generates with `delayMs` between characters; 0 (reduced motion): shown at once when done. */
 export function generate(options: GenOptions, delayMs: number): void {
-  run.gen = { id: ++requests, prompt: options.prompt, steps: [], check: null, running: true };
+  run.gen = {
+    id: ++requests,
+    prompt: options.prompt,
+    steps: [],
+    check: null,
+    running: true,
+    instant: delayMs === 0,
+  };
   send({ type: "generate", id: run.gen.id, options, index: run.scrub, delayMs });
 }
 

@@ -1,5 +1,6 @@
 // The Language view's settings as the panel's fields and the URL's parameters: the preset,
 // each number that differs from it, the sentence looked into and the generation's options.
+import { fieldValue, type NumberField } from "../panel";
 import { PRESETS, type LangConfig, type PresetId } from "./protocol";
 
 export const PRESET_IDS: readonly PresetId[] = ["small", "default", "large"];
@@ -8,17 +9,7 @@ export const DEFAULT_SENTENCE = "the train left the station on time";
 
 type NumberKey = "numLayers" | "numHeads" | "dModel" | "dFF" | "seqLen" | "batch";
 
-export interface NumberField {
-  key: NumberKey;
-  /** The <input>'s id; its note is "<id>-note". */
-  id: string;
-  param: string;
-  name: string;
-  lo: number;
-  hi: number;
-}
-
-export const NUMBER_FIELDS: readonly NumberField[] = [
+export const NUMBER_FIELDS: readonly NumberField<NumberKey>[] = [
   { key: "numLayers", id: "lang-layers", param: "ll", name: "layers", lo: 1, hi: 8 },
   { key: "numHeads", id: "lang-heads", param: "lh", name: "heads", lo: 1, hi: 8 },
   { key: "dModel", id: "lang-dmodel", param: "ldm", name: "d_model", lo: 8, hi: 256 },
@@ -74,27 +65,6 @@ export const LANGUAGE_PARAMS: readonly string[] = [
   ...NUMBER_FIELDS.map((f) => f.param),
   ...GEN_FIELDS.map((f) => f.param),
 ];
-
-/**
- * The value a field's text gives and, when it is not the text's own value, why: text that
- * is not a number keeps `kept`; a number out of range (or not whole where it must be)
- * becomes the nearest value in range.
- */
-export function fieldValue(
-  f: { name: string; lo: number; hi: number; whole?: boolean },
-  raw: string,
-  kept: number,
-): [number, string] {
-  const whole = f.whole ?? true;
-  const t = raw.trim();
-  const v = Number(t);
-  const range = `${f.name} is a ${whole ? "whole " : ""}number from ${f.lo} to ${f.hi}`;
-  if (t === "" || !Number.isFinite(v))
-    return [kept, `${t === "" ? "Empty" : `“${t}” is not a number`}: ${range}. Kept ${kept}.`];
-  const r = whole ? Math.round(v) : v;
-  const used = Math.min(f.hi, Math.max(f.lo, r));
-  return [used, used === v ? "" : `${t} → ${used}: ${range}.`];
-}
 
 /** d_model must split into the heads: the nearest multiple of numHeads in range, and why. */
 export function fitHeads(c: LangConfig): [LangConfig, string] {

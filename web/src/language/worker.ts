@@ -3,8 +3,8 @@
 // a generation) are answered between them, and posts each step's loss, a validation loss
 // every VALIDATE_EVERY steps and, at most every SAMPLE_MS, a sample paragraph from a fixed
 // prompt and seed.
-import createAttnkit from "attnkit";
 import type { AttnkitWithModel, Model, Sampler, Tensor, TextDataset, Trainer } from "attnkit";
+import { copyT, errorMessage, serve, trainingLoop, withSnapshot } from "../worker-host";
 import {
   SAMPLE,
   SNAPSHOT_EVERY,
@@ -40,9 +40,7 @@ let config: LangConfig | null = null;
 /** The step a loaded weights file was saved at: the run's steps count on from it. */
 let base = 0;
 let snapshots: { step: number; bytes: Uint8Array }[] = [];
-let training = false;
 let lastSample = 0;
-let timer: ReturnType<typeof setTimeout> | undefined;
 /** The generation under way: its own copy of the model, so that training may go on. */
 let gen: {
   id: number;
@@ -58,7 +56,6 @@ const post = (m: FromWorker, transfer: Transferable[] = []) =>
   (self as unknown as Worker).postMessage(m, transfer);
 
 const steps = (): number => base + (trainer?.steps ?? 0);
-const copyT = (t: Tensor): Tensor => ({ shape: [...t.shape], data: t.data });
 
 function disposeRun(): void {
   trainer?.dispose();
@@ -124,7 +121,7 @@ function fitDataset(seqLen: number, vocabulary?: readonly string[]): void {
 
 function reset(id: number, c: LangConfig, loaded?: Model): void {
   stopGenerate();
-  training = false;
+  loop.stop();
   disposeRun();
   base = 0;
   config = c;
@@ -203,47 +200,36 @@ function sample(): void {
 }
 
 function postState(): void {
-  post({ type: "state", training, step: steps() });
+  post({ type: "state", training: loop.running, step: steps() });
 }
 
-/** Trains for one slice, then lets the messages in before the next. */
-function slice(): void {
-  timer = undefined;
-  if (!training || !trainer) return;
-  const t0 = performance.now();
-  let n = 0;
-  try {
-    do {
-      const loss = stepOnce();
-      n++;
-      const dt = (performance.now() - t0) / 1000;
-      post({
-        type: "metrics",
-        m: {
-          step: steps(),
-          loss,
-          tokensPerSecond: dt > 0 ? (n * config!.batch * config!.seqLen) / dt : 0,
-        },
-      });
-    } while (performance.now() - t0 < SLICE_MS);
+/** Trains in slices, each step's loss posted; a sample at most every SAMPLE_MS. */
+const loop = trainingLoop({
+  sliceMs: SLICE_MS,
+  step: (t0, n) => {
+    const loss = stepOnce();
+    const dt = (performance.now() - t0) / 1000;
+    post({
+      type: "metrics",
+      m: {
+        step: steps(),
+        loss,
+        tokensPerSecond: dt > 0 ? (n * config!.batch * config!.seqLen) / dt : 0,
+      },
+    });
+  },
+  afterSlice: () => {
     if (performance.now() - lastSample >= SAMPLE_MS) sample();
-  } catch (err) {
-    training = false;
-    fail(err);
-  }
-  postState();
-  if (training) timer = setTimeout(slice, 0);
-}
+    return 0;
+  },
+  fail,
+  state: postState,
+});
 
 /** Runs `fn` on snapshot `index`'s model (loaded from its bytes), or on the live model (-1). */
 function withModel<T>(index: number, fn: (m: Model, step: number) => T): T {
   if (index < 0 || index >= snapshots.length) return fn(model!, steps());
-  const m = attn.loadModel(snapshots[index].bytes);
-  try {
-    return fn(m, snapshots[index].step);
-  } finally {
-    m.dispose();
-  }
+  return withSnapshot(attn, snapshots[index], fn);
 }
 
 /** The sentence as the model reads it: at most its context's characters (the first ones). */
@@ -314,19 +300,24 @@ function generate(id: number, o: GenOptions, index: number, delayMs: number): vo
   }
   const prompt = Array.from(m.tokenizer!.encode(o.prompt), (t) => m.vocabulary![t]);
   gen = { id, model: m, sampler, options: o, steps: [], context: prompt, timer: undefined };
+  // One character per timer with a delay; without one (reduced motion), as many as fit in
+  // a slice, so that the timers' least interval does not pace them.
   const next = () => {
     const g = gen;
     if (!g || g.id !== id) return;
+    const t0 = performance.now();
     try {
-      const s = g.sampler.next();
-      const weights = s.weights.map(copyT);
-      g.steps.push({ token: s.token, logits: Float32Array.from(s.logits), weights });
-      const context = g.context.slice(-weights[0].shape[1]);
-      g.context.push(s.character);
-      post({
-        type: "gen-step",
-        step: { id, index: g.steps.length - 1, character: s.character, weights, context },
-      });
+      do {
+        const s = g.sampler.next();
+        const weights = s.weights.map(copyT);
+        g.steps.push({ token: s.token, logits: Float32Array.from(s.logits), weights });
+        const context = g.context.slice(-weights[0].shape[1]);
+        g.context.push(s.character);
+        post({
+          type: "gen-step",
+          step: { id, index: g.steps.length - 1, character: s.character, weights, context },
+        });
+      } while (delayMs === 0 && g.steps.length < o.length && performance.now() - t0 < SLICE_MS);
       if (g.steps.length < o.length) g.timer = setTimeout(next, delayMs);
       else finishGenerate();
     } catch (err) {
@@ -377,10 +368,7 @@ function finishGenerate(): void {
 }
 
 function fail(err: unknown): void {
-  post({
-    type: "error",
-    message: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
-  });
+  post({ type: "error", message: errorMessage(err) });
 }
 
 function handle(msg: ToWorker): void {
@@ -403,20 +391,16 @@ function handle(msg: ToWorker): void {
       reset(msg.id, msg.config);
       return;
     case "train":
-      if (!training) {
-        training = true;
-        if (timer !== undefined) clearTimeout(timer);
-        timer = setTimeout(slice, 0);
-      }
+      loop.start();
       postState();
       return;
     case "pause":
-      training = false;
+      loop.stop();
       sample();
       postState();
       return;
     case "step":
-      training = false;
+      loop.stop();
       post({ type: "metrics", m: { step: steps() + 1, loss: stepOnce(), tokensPerSecond: 0 } });
       sample();
       postState();
@@ -462,27 +446,4 @@ function handle(msg: ToWorker): void {
   }
 }
 
-// Messages wait for the module to load; they are then handled in order.
-const queue: ToWorker[] = [];
-let loaded = false;
-self.onmessage = (e: MessageEvent<ToWorker>) => {
-  queue.push(e.data);
-  if (loaded) drain();
-};
-function drain(): void {
-  while (queue.length) {
-    try {
-      handle(queue.shift()!);
-    } catch (err) {
-      fail(err);
-    }
-  }
-}
-createAttnkit({ model: true }).then(
-  (a) => {
-    attn = a;
-    loaded = true;
-    drain();
-  },
-  (err) => fail(err),
-);
+serve<ToWorker>((a) => (attn = a), handle, fail);

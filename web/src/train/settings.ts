@@ -2,6 +2,7 @@
 // number field's range, the note beside a field saying which value was used and why, and
 // the part of the page's query string that holds the settings.
 import type { TaskKind } from "attnkit";
+import { fieldValue, type NumberField } from "../panel";
 import type { RunConfig } from "./protocol";
 
 export const TASKS: readonly TaskKind[] = ["copy", "reverse", "sort", "induction", "majority"];
@@ -17,18 +18,7 @@ export const LEARNING_RATES: readonly [number, string][] = [
 
 type NumberKey = "numLayers" | "numHeads" | "dModel" | "dK" | "batch";
 
-export interface NumberField {
-  key: NumberKey;
-  /** The <input>'s id; its note is "<id>-note". */
-  id: string;
-  /** Its URL parameter. */
-  param: string;
-  name: string;
-  lo: number;
-  hi: number;
-}
-
-export const NUMBER_FIELDS: readonly NumberField[] = [
+export const NUMBER_FIELDS: readonly NumberField<NumberKey>[] = [
   { key: "numLayers", id: "train-layers", param: "tl", name: "layers", lo: 1, hi: 4 },
   { key: "numHeads", id: "train-heads", param: "th", name: "heads", lo: 1, hi: 8 },
   { key: "dModel", id: "train-dmodel", param: "tdm", name: "d_model", lo: 4, hi: 128 },
@@ -50,24 +40,6 @@ export const TRAIN_PARAMS: readonly string[] = [
   SCALED_PARAM,
   COMPARE_PARAM,
 ];
-
-/**
- * The value a number field's text gives and, when it is not the text's own value, why:
- * text that is not a number keeps `kept` (the value in use); a number out of range or
- * not whole becomes the nearest whole number in range.
- */
-export function fieldValue(f: NumberField, raw: string, kept: number): [number, string] {
-  const t = raw.trim();
-  const v = Number(t);
-  const range = `${f.name} is a whole number from ${f.lo} to ${f.hi}`;
-  if (t === "" || !Number.isFinite(v))
-    return [
-      kept,
-      `${t === "" ? "Empty or not a number" : `“${t}” is not a number`}: ${range}. Kept ${kept}.`,
-    ];
-  const used = Math.min(f.hi, Math.max(f.lo, Math.round(v)));
-  return [used, used === v ? "" : `${t} → ${used}: ${range}.`];
-}
 
 /** The settings and the compare flag, as URL parameters that differ from `defaults`. */
 export function settingsQuery(c: RunConfig, compare: boolean, defaults: RunConfig): string {

@@ -42,7 +42,19 @@ import {
 } from "./run";
 import { drawSample } from "./sample";
 import {
+  downloadBytes,
   fieldValue,
+  runButtonsHtml,
+  scrubHtml,
+  scrubStep,
+  setDisabled,
+  setRanges,
+  settingsHtml,
+  syncOpenButtons,
+  syncRunButtons,
+  syncScrub,
+} from "../panel";
+import {
   LEARNING_RATES,
   NUMBER_FIELDS,
   settingsFromQuery,
@@ -443,18 +455,44 @@ function showPending(): void {
   box.hidden = false;
 }
 
+/** The panel's fields, buttons and slider (index.html holds their places). */
+function buildPanel(): void {
+  const n = (key: string) => NUMBER_FIELDS.find((f) => f.key === key)!;
+  const num = (key: string, step?: string) =>
+    ({ kind: "number", id: n(key).id, name: n(key).name, step }) as const;
+  $("train-settings").innerHTML = settingsHtml([
+    { kind: "select", id: "train-task", name: "task" },
+    num("numLayers"),
+    num("numHeads"),
+    num("dModel", "4"),
+    num("dK"),
+    { kind: "select", id: "train-lr", name: "learning rate" },
+    num("batch"),
+    { kind: "check", id: "train-scaled", name: "scale by 1/√d_k" },
+    {
+      kind: "check",
+      id: "train-compare",
+      name: "compare scaled and unscaled",
+      title: "Train the same task with the scale flipped, and overlay its loss",
+    },
+  ]);
+  $("train-run").innerHTML = runButtonsHtml("train", {
+    downloadTitle: "Download the weights (.atkmodel)",
+    loadTitle: "Continue from a weights file (.atkmodel)",
+    loadId: "train-file",
+  });
+  $("train-scrub-row").insertAdjacentHTML("afterbegin", scrubHtml("train"));
+}
+
 function bindPanel(): void {
+  buildPanel();
   $<HTMLSelectElement>("train-task").innerHTML = TASKS.map(
     (t) => `<option value="${t}">${t}</option>`,
   ).join("");
   $<HTMLSelectElement>("train-lr").innerHTML = LEARNING_RATES.map(
     ([v, label]) => `<option value="${v}">${label}</option>`,
   ).join("");
-  for (const f of NUMBER_FIELDS) {
-    const el = $<HTMLInputElement>(f.id);
-    el.min = String(f.lo);
-    el.max = String(f.hi);
-  }
+  setRanges(NUMBER_FIELDS);
   writeConfig();
   const panel = $("train");
   panel.addEventListener("change", (e) => {
@@ -528,16 +566,10 @@ function bindPanel(): void {
     redraw();
   });
   $("train-download").addEventListener("click", () =>
-    requestWeights((bytes, s) => {
-      const a = document.createElement("a");
-      a.href = URL.createObjectURL(
-        new Blob([bytes as BlobPart], { type: "application/octet-stream" }),
-      );
-      // The name holds the step (a weights file holds the weights only): a load reads it back.
-      a.download = `attnkit-${run.config.task}-step${s}.atkmodel`;
-      a.click();
-      setTimeout(() => URL.revokeObjectURL(a.href), 1000);
-    }),
+    // The name holds the step (a weights file holds the weights only): a load reads it back.
+    requestWeights((bytes, s) =>
+      downloadBytes(bytes, `attnkit-${run.config.task}-step${s}.atkmodel`),
+    ),
   );
   $("train-open").addEventListener("click", (e) => {
     const b = (e.target as HTMLElement).closest<HTMLButtonElement>("button[data-layer]");
@@ -570,49 +602,24 @@ function openLayer(w: LayerWeights): void {
   });
 }
 
-function setDisabled(id: string, d: boolean): void {
-  const b = $<HTMLButtonElement>(id);
-  if (b.disabled !== d) b.disabled = d;
-}
-
 /**
  * Moves the snapshot shown by `delta` (the arrow keys), from the run's own state: the
  * slider is redrawn on the next frame, so a key pressed just after a snapshot arrived
  * must not read it.
  */
 export function scrubBy(delta: number): void {
-  const n = run.snapshots.length;
-  if (run.training || n === 0) return;
-  const pos = run.scrub < 0 ? n : run.scrub;
-  scrubTo(Math.min(n, Math.max(0, pos + delta)));
+  const to = scrubStep(run, delta);
+  if (to === null) return;
+  scrubTo(to);
   redraw();
 }
 
 /** Buttons, slider, lists and status as the run says. */
 function syncPanel(): void {
   const ready = !!run.ready;
-  const focused = document.activeElement;
-  setDisabled("train-go", !ready || run.training || !!pending);
-  setDisabled("train-pause", !run.training);
-  setDisabled("train-step", !ready || run.training || !!pending);
+  syncRunButtons("train", run, ready && !pending);
   setDisabled("train-download", !ready);
-  // A button disabled under the focus (Enter on Train or Pause) hands it to the other one.
-  if (
-    focused instanceof HTMLButtonElement &&
-    focused.disabled &&
-    /^train-(go|pause|step)$/.test(focused.id)
-  )
-    $(run.training ? "train-pause" : "train-go").focus();
-  const scrub = $<HTMLInputElement>("train-scrub");
-  const n = run.snapshots.length;
-  if (scrub.max !== String(n)) scrub.max = String(n);
-  const pos = run.scrub < 0 ? n : run.scrub;
-  if (scrub.value !== String(pos)) scrub.value = String(pos);
-  scrub.disabled = run.training || n === 0;
-  const at =
-    run.scrub < 0 ? `now (step ${run.step})` : `snapshot at step ${run.snapshots[run.scrub]}`;
-  $("train-scrub-out").textContent = at;
-  scrub.setAttribute("aria-valuetext", at);
+  syncScrub("train", run);
   const ins = run.inspection;
   const layers = ins?.layers.length ?? run.config.numLayers;
   const H = ins?.layers[0].weights.shape[0] ?? run.config.numHeads;
@@ -626,14 +633,7 @@ function syncPanel(): void {
       )
       .join("");
   heads.value = `${Math.min(run.layer, layers - 1)}:${Math.min(run.head, H - 1)}`;
-  const open = $("train-open");
-  if (open.children.length !== layers)
-    open.innerHTML = Array.from(
-      { length: layers },
-      (_, l) =>
-        `<button type="button" data-layer="${l}" data-testid="train-open-${l}" aria-label="open layer ${l + 1} in the steps view">layer ${l + 1} in steps view</button>`,
-    ).join(" ");
-  for (const b of open.querySelectorAll("button")) b.disabled = !ins;
+  syncOpenButtons("train", layers, !!ins);
   const c = run.curves[0];
   const lastEval = run.evals[run.evals.length - 1];
   const status = run.error

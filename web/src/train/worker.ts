@@ -2,8 +2,8 @@
 // the same run with the scale flipped) in short slices so that messages (pause, inspect)
 // are answered between them, and posts every step's metrics and, at most every
 // INSPECT_MS, an inspection of one fixed sample sequence.
-import createAttnkit from "attnkit";
-import type { AttnkitWithModel, Model, TaskBatch, TaskConfig, Tensor, Trainer } from "attnkit";
+import type { AttnkitWithModel, Model, TaskBatch, TaskConfig, Trainer } from "attnkit";
+import { copyT, errorMessage, serve, trainingLoop, withSnapshot } from "../worker-host";
 import {
   SNAPSHOT_EVERY,
   taskShape,
@@ -43,12 +43,9 @@ let task: TaskConfig | null = null;
 let sample: TaskBatch | null = null;
 let evalBatch: TaskBatch | null = null;
 let snapshots: { step: number; bytes: Uint8Array }[] = [];
-let training = false;
 /** The step a loaded weights file was saved at: the run's steps count on from it. */
 let base = 0;
 let lastInspect = 0;
-/** The next slice's timer while training. */
-let drawWait: ReturnType<typeof setTimeout> | undefined;
 
 const post = (m: FromWorker, transfer: Transferable[] = []) =>
   (self as unknown as Worker).postMessage(m, transfer);
@@ -89,7 +86,7 @@ function newRun(c: RunConfig, t: TaskConfig, scaled: boolean, model?: Model): Ru
 
 function reset(id: number, c: RunConfig, compare: boolean, loaded?: Model, from = 0): void {
   disposeRuns();
-  training = false;
+  loop.stop();
   base = from;
   const s = taskShape(c.task);
   const t: TaskConfig = {
@@ -140,8 +137,6 @@ function stepAll(): void {
   if (steps() % SNAPSHOT_EVERY === 0) keepSnapshot();
 }
 
-const copyT = (t: Tensor): Tensor => ({ shape: [...t.shape], data: t.data });
-
 /** An inspection of the sample by `model` (the live one or a snapshot's). */
 function inspection(model: Model, step: number, snapshot: number): InspectionView {
   const s = sample!;
@@ -177,12 +172,7 @@ function inspection(model: Model, step: number, snapshot: number): InspectionVie
 /** Runs `fn` on snapshot `index`'s model (loaded from its bytes), or on the live model (-1). */
 function withModel<T>(index: number, fn: (m: Model, step: number) => T): T {
   if (index < 0 || index >= snapshots.length) return fn(runs[0].model, steps());
-  const m = attn.loadModel(snapshots[index].bytes);
-  try {
-    return fn(m, snapshots[index].step);
-  } finally {
-    m.dispose();
-  }
+  return withSnapshot(attn, snapshots[index], fn);
 }
 
 function inspect(index: number): void {
@@ -191,42 +181,27 @@ function inspect(index: number): void {
 }
 
 function postState(): void {
-  post({ type: "state", training, step: steps() });
+  post({ type: "state", training: loop.running, step: steps() });
 }
 
-/** Trains for one slice, then lets the messages in before the next. */
-function slice(): void {
-  drawWait = undefined;
-  if (!training || !runs.length) return;
-  const t0 = performance.now();
-  let inspected = false;
-  try {
-    do stepAll();
-    while (performance.now() - t0 < SLICE_MS);
-    if (performance.now() - lastInspect >= INSPECT_MS) {
-      inspect(-1);
-      inspected = true;
-    }
-  } catch (err) {
-    training = false;
-    fail(err);
-  }
-  postState();
-  if (training) drawWait = setTimeout(slice, inspected ? DRAW_WAIT_MS : 0);
-}
-
-/** The page drew the last inspection: training goes on at once. */
-function drawn(): void {
-  if (drawWait === undefined) return;
-  clearTimeout(drawWait);
-  drawWait = setTimeout(slice, 0);
-}
+/**
+ * Trains in slices; after a slice that posted an inspection, waits for the page to draw it
+ * ("drawn"), at most DRAW_WAIT_MS.
+ */
+const loop = trainingLoop({
+  sliceMs: SLICE_MS,
+  step: stepAll,
+  afterSlice: () => {
+    if (performance.now() - lastInspect < INSPECT_MS) return 0;
+    inspect(-1);
+    return DRAW_WAIT_MS;
+  },
+  fail,
+  state: postState,
+});
 
 function fail(err: unknown): void {
-  post({
-    type: "error",
-    message: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
-  });
+  post({ type: "error", message: errorMessage(err) });
 }
 
 function layerWeights(layer: number, index: number): LayerWeights {
@@ -254,26 +229,22 @@ function handle(msg: ToWorker): void {
       reset(msg.id, msg.config, msg.compare);
       return;
     case "train":
-      if (!training) {
-        training = true;
-        if (drawWait !== undefined) clearTimeout(drawWait);
-        drawWait = setTimeout(slice, 0);
-      }
+      loop.start();
       postState();
       return;
     case "pause":
-      training = false;
+      loop.stop();
       inspect(-1);
       postState();
       return;
     case "step":
-      training = false;
+      loop.stop();
       stepAll();
       inspect(-1);
       postState();
       return;
     case "drawn":
-      drawn();
+      loop.hurry();
       return;
     case "inspect":
       inspect(msg.index);
@@ -316,27 +287,4 @@ function handle(msg: ToWorker): void {
   }
 }
 
-// Messages wait for the module to load; they are then handled in order.
-const queue: ToWorker[] = [];
-let loaded = false;
-self.onmessage = (e: MessageEvent<ToWorker>) => {
-  queue.push(e.data);
-  if (loaded) drain();
-};
-function drain(): void {
-  while (queue.length) {
-    try {
-      handle(queue.shift()!);
-    } catch (err) {
-      fail(err);
-    }
-  }
-}
-createAttnkit({ model: true }).then(
-  (a) => {
-    attn = a;
-    loaded = true;
-    drain();
-  },
-  (err) => fail(err),
-);
+serve<ToWorker>((a) => (attn = a), handle, fail);
