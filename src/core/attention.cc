@@ -49,13 +49,7 @@ Status RunQKV(const char* source, ConstMatrixView Q, ConstMatrixView K, ConstMat
   ATTNKIT_RETURN_IF_ERROR(CheckOptions(options, Q.rows, K.rows, /*batched=*/false, 1, 1));
   job.params = ScoreParamsOf(options, default_scale_dim);
   job.pool = options.pool;
-  internal::HeadTask task;
-  task.Q = Q;
-  task.K = K;
-  task.V = V;
-  task.out = out;
-  internal::SetHeadMasks(options, 0, 0, &task);
-  job.heads.push_back(task);
+  job.heads.push_back(internal::OneHead(Q, K, V, options, out));
   const internal::KeptStages keep = KeptStagesOf(trace);
   job.trace = trace ? &keep : nullptr;
   ATTNKIT_RETURN_IF_ERROR(internal::RunAttentionJob(job));
@@ -135,13 +129,8 @@ Status Attention(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                  const AttentionOptions& options, MatrixView out) {
   // Small calls: the lean path (plan.h), one dispatch and no allocation.
   if (internal::UseSmallPath(Q, K, V, options, out)) {
-    internal::HeadTask task;
-    task.Q = Q;
-    task.K = K;
-    task.V = V;
-    task.out = out;
-    internal::SetHeadMasks(options, 0, 0, &task);
-    switch (internal::RunSmallAttention(task, ScoreParamsOf(options, Q.cols))) {
+    switch (internal::RunSmallAttention(internal::OneHead(Q, K, V, options, out),
+                                        ScoreParamsOf(options, Q.cols))) {
       case internal::SmallResult::kOk:
         return Status::Ok();
       case internal::SmallResult::kOverflow:

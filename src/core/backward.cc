@@ -95,20 +95,6 @@ Status CheckGradientArgs(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V
   return CheckFinite("dO", dO);
 }
 
-// The head of a single-head call: Q, K, V, its output O and log-sum-exp
-// lse, and the masks of checked options.
-internal::HeadTask OneHead(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
-                           const AttentionOptions& options, MatrixView O, MatrixView lse) {
-  internal::HeadTask head;
-  head.Q = Q;
-  head.K = K;
-  head.V = V;
-  head.out = O;
-  head.lse = lse;
-  internal::SetHeadMasks(options, 0, 0, &head);
-  return head;
-}
-
 // The training forward of one head into out and lse, with checked options:
 // the fused kernel, as Attention runs it, keeping each row's log-sum-exp.
 Status RunForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
@@ -116,7 +102,7 @@ Status RunForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
   internal::AttentionJob job;
   job.params = internal::ScoreParamsOf(options, Q.cols);
   job.pool = options.pool;
-  job.heads.push_back(OneHead(Q, K, V, options, out, lse));
+  job.heads.push_back(internal::OneHead(Q, K, V, options, out, lse));
   return internal::RunAttentionJob(job);
 }
 
@@ -140,7 +126,7 @@ Status RunBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, Matr
   }
   internal::GradTask task;
   task.params = internal::ScoreParamsOf(options, Q.cols);
-  task.head = OneHead(Q, K, V, options, O, lse);
+  task.head = internal::OneHead(Q, K, V, options, O, lse);
   task.pool = options.pool;
   task.dO = dO;
   task.dQ = dQ;

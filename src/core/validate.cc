@@ -331,6 +331,18 @@ void SetHeadMasks(const AttentionOptions& o, size_t item, size_t head, HeadTask*
   t->causal_offset = static_cast<ptrdiff_t>(offset);
 }
 
+HeadTask OneHead(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
+                 const AttentionOptions& options, MatrixView out, MatrixView lse) {
+  HeadTask head;
+  head.Q = Q;
+  head.K = K;
+  head.V = V;
+  head.out = out;
+  head.lse = lse;
+  SetHeadMasks(options, 0, 0, &head);
+  return head;
+}
+
 Status Allocate(const char* parameter, const char* what, size_t rows, size_t cols, Matrix* m) {
   size_t n;
   ATTNKIT_RETURN_IF_ERROR(CheckedProduct(parameter, what, rows, cols, &n));

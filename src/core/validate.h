@@ -82,6 +82,11 @@ size_t KeyLength(const AttentionOptions& options, size_t item, size_t T_k);
 // options checked by CheckOptions; t->Q and t->K must be set.
 void SetHeadMasks(const AttentionOptions& options, size_t item, size_t head, HeadTask* t);
 
+// The head of a single-head call: Q, K, V, its output `out` (and log-sum-exp
+// `lse`, empty if not kept), and the masks of options checked by CheckOptions.
+HeadTask OneHead(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
+                 const AttentionOptions& options, MatrixView out, MatrixView lse = MatrixView());
+
 // m = zeros [rows, cols] holding `what`, or kOverflow naming `parameter` (the
 // input whose size sets it) if the size is out of range or the memory is not
 // there.
