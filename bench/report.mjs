@@ -211,7 +211,7 @@ function table(title, ours, peak, engines, causal) {
                 : "")
           );
         // The median of per-round ratios where both were timed in the same rounds.
-        const rr = base && roundRatio(base, r);
+        const rr = base && roundRatio(base, r, fitness.kept(base));
         return (
           `${r.gflops.toFixed(1)}` +
           (rr
@@ -258,10 +258,10 @@ let md =
   fitness.peaks
     .map(
       (p) =>
-        `${p.name} ${p.median.toFixed(1)} GFLOP/s (${p.min.toFixed(1)}–${p.max.toFixed(1)}, ${(100 * p.spread).toFixed(0)}% over ${p.n} rounds)`,
+        `${p.name} ${p.median.toFixed(1)} GFLOP/s (${p.min.toFixed(1)}–${p.max.toFixed(1)} over ${p.n - p.disturbed} steady rounds of ${p.n}; ${p.disturbed} disturbed, left out of the ratios)`,
     )
     .join("; ") +
-  ` (a run is fit when each peak stays within 10% across its rounds and no share of a peak reaches 100%).\n\n`;
+  ` (a run is fit when no more than 1 round in 10 saw a peak more than 10% from its median, the other rounds stay within 10%, and no share of a peak reaches 100%).\n\n`;
 md +=
   "GFLOP/s (4·T²·d per head, also for causal runs; median of interleaved repetitions; one core, one thread, fp32; " +
   "one head, d = 64). **Bold**: attnkit, with its share of the measured peak of that platform. " +
@@ -498,7 +498,11 @@ const OPENBLAS_IN_NODE = "OpenBLAS sgemm (in Node's rounds)";
 const perRoundShare = (r) => {
   if (!r.peakRounds || r.peakRounds.length !== r.cpuMsRounds?.length) return null;
   const done = r.causal ? (r.T + 1) / (2 * r.T) : 1; // causal: the pairs computed
-  const xs = r.cpuMsRounds.map((t, i) => (done * 4 * r.T * r.T * 64) / (t * 1e6) / r.peakRounds[i]);
+  const kept = fitness.kept(r);
+  const xs = r.cpuMsRounds
+    .map((t, i) => (done * 4 * r.T * r.T * 64) / (t * 1e6) / r.peakRounds[i])
+    .filter((_, i) => kept[i]);
+  if (!xs.length) return null;
   return { median: median(xs), min: Math.min(...xs), max: Math.max(...xs) };
 };
 let targetMd = "";
@@ -520,8 +524,8 @@ let targetMd = "";
       const ort = rows.filter(
         (o) => o.engine.startsWith("onnxruntime-node") && o.T === r.T && o.causal === r.causal,
       );
-      const vsOrt = roundRatio(r, ort),
-        vsBlas = roundRatio(r, find(OPENBLAS_IN_NODE, r.T, r.causal)),
+      const vsOrt = roundRatio(r, ort, fitness.kept(r)),
+        vsBlas = roundRatio(r, find(OPENBLAS_IN_NODE, r.T, r.causal), fitness.kept(r)),
         share = perRoundShare(r);
       const pct = (x) => `${(100 * x).toFixed(0)}%`;
       targetMd +=
@@ -886,7 +890,7 @@ const readmeRows = [];
     if (!ours) return ["–", "–"];
     const best = fastest(peers);
     if (!best) return [`**${ours.gflops.toFixed(1)}**`, "–"];
-    const rr = roundRatio(ours, peers);
+    const rr = roundRatio(ours, peers, fitness.kept(ours));
     const ratio = rr ? ratioText(rr) : `${(ours.gflops / best.gflops).toFixed(2)}×`;
     return [
       `**${ours.gflops.toFixed(1)}** (${ratio})`,
