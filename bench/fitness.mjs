@@ -5,18 +5,18 @@
 //
 // A run is unfit when
 // - a peak was disturbed in more than MAX_DISTURBED_SHARE of the run's rounds:
-//   a round is disturbed when its peak lies more than PEAK_SPREAD_BOUND from
-//   the median of that peak over the run (per peak: the FMA peak of each vector
-//   width, the SIMD128 peak). The peak loops touch no memory and run the same
-//   instructions every time, so on a core of its own they repeat within a few
-//   percent; more means that the core was shared or its clock moved in that
-//   round, and the engines timed in it saw a different machine. 10%: half the
-//   margin of the smallest claim the report judges (1.2x, 80% of the peak), so
-//   that a drift that large cannot make a claim by itself. A disturbed round is
-//   left out of every ratio (roundRatio with `kept`); if more than one round in
-//   ten was, the run as a whole is not trusted;
-// - the rounds kept still spread by more than PEAK_SPREAD_BOUND around the
-//   median (max over min of the kept rounds, per peak);
+//   a round is disturbed when its peak lies more than half of
+//   PEAK_SPREAD_BOUND from the median of that peak over the run (per peak: the
+//   FMA peak of each vector width, the SIMD128 peak), so that the steady rounds
+//   stay within about PEAK_SPREAD_BOUND of one another. The peak loops touch no
+//   memory and run the same instructions every time, so on a core of its own
+//   they repeat within a few percent; more means that the core was shared or
+//   its clock moved in that round, and the engines timed in it saw a different
+//   machine. 10%: half the margin of the smallest claim the report judges
+//   (1.2x, 80% of the peak), so that a drift that large cannot make a claim by
+//   itself. A disturbed round is left out of every ratio and per-round share
+//   (roundRatio with `kept`); if more than one round in ten was, the run as a
+//   whole is not trusted;
 // - any engine's share of its platform's peak is 100% or more (a peak measured
 //   low); causal shares count the work done (T (T + 1) / 2 pairs of T^2);
 // - no peak was measured in the rounds (a run of an older harness).
@@ -52,7 +52,7 @@ export function assessRun(wasm, gbShares = []) {
     series.set(name, [...(series.get(name) ?? []), ...r.peakRounds]);
   }
   const medians = new Map([...series].map(([name, xs]) => [name, median(xs)]));
-  const steady = (name, x) => Math.abs(x / medians.get(name) - 1) <= PEAK_SPREAD_BOUND;
+  const steady = (name, x) => Math.abs(x / medians.get(name) - 1) <= PEAK_SPREAD_BOUND / 2;
   const peaks = [...series].map(([name, xs]) => {
     const kept = xs.filter((x) => steady(name, x));
     const min = Math.min(...kept),
@@ -72,13 +72,8 @@ export function assessRun(wasm, gbShares = []) {
     if (!(p.disturbed <= MAX_DISTURBED_SHARE * p.n))
       reasons.push(
         `the ${p.name} was disturbed in ${p.disturbed} of the run's ${p.n} rounds ` +
-          `(more than ${100 * PEAK_SPREAD_BOUND}% from its median ${p.median.toFixed(1)} GFLOP/s; ` +
+          `(more than ${(100 * PEAK_SPREAD_BOUND) / 2}% from its median ${p.median.toFixed(1)} GFLOP/s; ` +
           `the bound is ${100 * MAX_DISTURBED_SHARE}% of the rounds)`,
-      );
-    else if (!(p.spread <= PEAK_SPREAD_BOUND))
-      reasons.push(
-        `the ${p.name} varied by ${(100 * p.spread).toFixed(0)}% across the run's steady rounds ` +
-          `(${p.min.toFixed(1)} to ${p.max.toFixed(1)} GFLOP/s; the bound is ${100 * PEAK_SPREAD_BOUND}%)`,
       );
   }
   // Which rounds of result r to count: those whose peak was steady.

@@ -261,7 +261,7 @@ let md =
         `${p.name} ${p.median.toFixed(1)} GFLOP/s (${p.min.toFixed(1)}–${p.max.toFixed(1)} over ${p.n - p.disturbed} steady rounds of ${p.n}; ${p.disturbed} disturbed, left out of the ratios)`,
     )
     .join("; ") +
-  ` (a run is fit when no more than 1 round in 10 saw a peak more than 10% from its median, the other rounds stay within 10%, and no share of a peak reaches 100%).\n\n`;
+  ` (a round is disturbed when its peak lies more than 5% from the peak's median, so that the steady rounds stay within about 10% of one another; a run is fit when no more than 1 round in 10 is disturbed and no share of a peak reaches 100%).\n\n`;
 md +=
   "GFLOP/s (4·T²·d per head, also for causal runs; median of interleaved repetitions; one core, one thread, fp32; " +
   "one head, d = 64). **Bold**: attnkit, with its share of the measured peak of that platform. " +

@@ -99,16 +99,9 @@ test("a peak disturbed in more than 1 round in 10 makes the run unfit", () => {
     /FMA peak, 512-bit vectors was disturbed in 8 of the run's 40/,
   );
   // Within the bound: fit, and no round is disturbed.
-  const within = assessRun(run({ peak: (i) => (i === 3 ? 95 : 100) }));
+  const within = assessRun(run({ peak: (i) => (i === 3 ? 96 : 100) }));
   assert.equal(within.fit, true);
   assert.ok(within.peaks.every((p) => p.disturbed === 0));
-});
-
-test("steady rounds that still spread by more than the bound make the run unfit", () => {
-  // Rounds at 91 and 109 around a median of 100: each within 10% of it, 20% apart.
-  const verdict = assessRun(run({ peak: (i) => [91, 100, 109, 100, 100][i] }));
-  assert.equal(verdict.fit, false);
-  assert.match(verdict.reasons.join(), /varied by 20% across the run's steady rounds/);
 });
 
 test("a disturbed round is left out of the ratios; a few of them keep the run fit", () => {
