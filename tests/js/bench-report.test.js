@@ -249,7 +249,7 @@ test("report: the language model's tokens/s join the README's table of a fit run
   });
   const [n, torch] = native.runs[0].engines,
     [w, tfjs] = node.presets[0].engines;
-  const row = out.readme.split("\n").find((l) => l.includes("training the small GPT"));
+  const row = out.readme.split("\n").find((l) => l.includes("GPT training on Moby-Dick"));
   assert.ok(row, out.readme);
   const cells = row.split("|").map((c) => c.trim());
   // attnkit's tokens/s and its ratio to the peer of the same platform, then the peer's.
