@@ -195,8 +195,9 @@ function table(title, ours, peak, engines, causal) {
       Ts.map((T) => {
         const r = find(e, T, causal);
         if (!r) return "–";
+        // Causal shares: of the T(T+1)/2 pairs computed (usefulShare).
         if (e === NATIVE_IN_NODE)
-          return r.gflops.toFixed(1) + (r.peakShare ? peakShare(r.peakShare) : "");
+          return r.gflops.toFixed(1) + (r.peakShare ? peakShare(usefulShare(r)) : "");
         const base =
           (e.startsWith("onnxruntime") && title === "native" && find(NATIVE_IN_NODE, T, causal)) ||
           find(ours, T, causal);
@@ -207,7 +208,7 @@ function table(title, ours, peak, engines, causal) {
             (r.peakShare !== undefined
               ? peakShare(usefulShare(r)) // causal: of the T(T+1)/2 pairs computed
               : peak
-                ? peakShare(r.gflops / peak)
+                ? peakShare(usefulShare({ ...r, peakShare: r.gflops / peak }))
                 : "")
           );
         // The median of per-round ratios where both were timed in the same rounds.
