@@ -262,6 +262,19 @@ test("the sentence view's maps are the package's Model.inspect of the downloaded
   );
   assert.equal(new Set(key.map(([, f]) => f)).size, 4, JSON.stringify(key));
   for (const [, fill] of key) assert.ok(lines.includes(fill), `${fill} is no line's colour`);
+  // A head's name shows that head alone (its lines only), pressed again all heads.
+  const strokes = () =>
+    p.$$eval('[data-testid="lang-headview"] line', (ls) => [
+      ...new Set(ls.map((l) => getComputedStyle(l).stroke)),
+    ]);
+  await p.click('[data-testid="lang-hv-key-2"]');
+  await poll(async () => (await strokes()).length === 1, "head 2 alone");
+  assert.deepEqual(await strokes(), [key[2][1]]);
+  assert.match(await p.textContent('[data-testid="lang-headview"] .m-title'), /head 2 alone/);
+  assert.equal(await p.getAttribute('[data-testid="lang-hv-key-2"]', "aria-pressed"), "true");
+  await shot("head-alone");
+  await p.keyboard.press("Enter"); // the focus stayed on the name: all heads again
+  await poll(async () => (await strokes()).length === 4, "all heads again");
   const [download] = await Promise.all([
     p.waitForEvent("download"),
     p.click('[data-testid="lang-download"]'),
@@ -384,7 +397,10 @@ test("a dropped text trains and generates; each bad text is named at the field a
   });
   await poll(async () => /8 MB/.test(await note()), "the too-large message");
   await shot("bad-text");
-  // Moby-Dick stays; the view still trains.
+  // Moby-Dick stays, and the source shown says so (not "your text" with an empty field).
+  assert.equal(await p.isChecked('[data-testid="lang-src-moby-dick"]'), true);
+  assert.equal(await p.isChecked('[data-testid="lang-src-own"]'), false);
+  // The view still trains.
   let h = await hook();
   assert.equal(h.text.source, "moby-dick");
   assert.ok(h.ready);

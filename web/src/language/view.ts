@@ -102,6 +102,8 @@ let bound = false;
 let chart: ChartState | null = null;
 /** The layer the head view shows (0-based). */
 let headViewLayer = 0;
+/** The head the head view shows alone (its key's names toggle it), or null for all. */
+let headViewHead: number | null = null;
 
 // ---- the stage ----
 
@@ -291,17 +293,21 @@ function drawHeadView(
     .append("g")
     .attr("data-testid", "lang-headview")
     .attr("transform", `translate(${x0},${y0})`);
+  const only = headViewHead !== null && headViewHead < H ? headViewHead : null;
   root
     .append("text")
     .attr("class", "m-title")
     .attr("y", 10)
-    .text(`head view, layer ${layer + 1} (click a map of another layer to show it)`);
+    .text(
+      `head view, layer ${layer + 1}${only === null ? ", all heads" : `, head ${only} alone`} (click a map of another layer to show it, a head's name below to show it alone)`,
+    );
   const top = 26;
   const yAt = (i: number) => top + i * rowH + rowH / 2;
   const lines = root.append("g");
   for (let h = 0; h < H; h++)
     for (let i = 0; i < T; i++)
       for (let j = 0; j <= i; j++) {
+        if (only !== null && h !== only) continue;
         const v = w.data[(h * T + i) * T + j];
         if (v < 0.05) continue;
         lines
@@ -334,10 +340,31 @@ function drawHeadView(
       .attr("x", h * 52)
       .attr("y", keyY)
       .attr("class", "note hv-key")
+      .attr("data-testid", `lang-hv-key-${h}`)
+      .attr("role", "button")
+      .attr("tabindex", 0)
+      .attr("aria-pressed", String(only === h))
       // A style: the note class's fill would win over a fill attribute.
       .style("fill", headColor(h))
-      .text(`head ${h}`);
+      .style("cursor", "pointer")
+      .style("opacity", only === null || only === h ? 1 : 0.45)
+      .style("font-weight", only === h ? "bold" : null)
+      .text(`head ${h}`)
+      .on("click", () => toggleHeadViewHead(h))
+      .on("keydown", (e: KeyboardEvent) => {
+        if (e.key !== "Enter" && e.key !== " ") return;
+        e.preventDefault();
+        toggleHeadViewHead(h);
+      });
   return { width: 2 * colW + gap + 10, height: keyY + 6 };
+}
+
+/** Shows head h alone in the head view, or all heads again when it was alone. */
+function toggleHeadViewHead(h: number): void {
+  headViewHead = headViewHead === h ? null : h;
+  redrawStage();
+  // The redraw made the key anew: the keyboard stays on the name pressed.
+  document.querySelector<SVGElement>(`[data-testid="lang-hv-key-${h}"]`)?.focus();
 }
 
 // ---- the panel ----
@@ -474,8 +501,10 @@ async function readTextFile(f: File): Promise<void> {
   useText(text, f.name);
 }
 
+/** A file refused before it reached the package: the source shown is again the text the model has. */
 function showTextError(message: string): void {
   run.textError = message;
+  if (run.text) $<HTMLInputElement>(`lang-src-${run.text.source}`).checked = true;
   syncPanel();
 }
 
