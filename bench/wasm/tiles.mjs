@@ -3,7 +3,9 @@
 // attention's two products per key tile, d = 64, 128 keys, for each register
 // tile of rows x vectors (x partial sums)) and the peak loop of peak.wasm in
 // the same process, in interleaved rounds; each figure is the median over
-// rounds of the kernel's GFLOP/s over that round's peak.
+// rounds of the kernel's GFLOP/s over that round's peak. In the same rounds,
+// whole calls of the package's `attention` (T = 512 and 2048, d = 64), for the
+// share of the peak a user's call reaches in Node and in Chromium.
 //
 //   node bench/wasm/tiles.mjs [--rounds N] [--quick] [--chromium]   > tiles.json
 //
@@ -53,6 +55,7 @@ export async function sweep({
   rounds = 9,
   batchMs = 2,
   batches = 5,
+  calls = [],
   log = () => {},
 }) {
   const peak = (await WebAssembly.instantiate(peakBytes, {})).instance.exports;
@@ -160,6 +163,20 @@ export async function sweep({
     k.maxError = worst;
   }
 
+  // Whole calls of the package (attentionCalls below), timed in the same
+  // rounds against the same peak: the share a user's call reaches.
+  for (const c of calls)
+    kernels.push({
+      name: c.name,
+      case: "call",
+      blocks: 1,
+      flopsPerCall: c.flops,
+      run: (_, reps) => {
+        for (let i = 0; i < reps; ++i) c.run();
+      },
+      pack: () => {},
+    });
+
   // Warm-up (tier up), then reps per call so that a call takes ~batchMs.
   for (const k of kernels) {
     k.pack();
@@ -190,22 +207,36 @@ export async function sweep({
     }
     log(`round ${round + 1}/${rounds}: peak ${p.toFixed(1)} GFLOP/s`);
   }
-  const results = kernels.map((k) => {
+  const shareStats = (k) => {
     const shares = k.rounds.map((r) => r.gflops / r.peak);
     return {
-      case: k.case,
-      tile: tileName(k.rows, k.cols, k.split),
-      rows: k.rows,
-      cols: k.cols,
-      split: k.split,
-      chains: k.chains,
       gflops: +median(k.rounds.map((r) => r.gflops)).toFixed(2),
       share: +median(shares).toFixed(3),
       shareMin: +Math.min(...shares).toFixed(3),
       shareMax: +Math.max(...shares).toFixed(3),
-      maxError: +k.maxError.toPrecision(2),
     };
-  });
+  };
+  const callResults = kernels
+    .filter((k) => k.case === "call")
+    .map((k) => ({ call: k.name, ...shareStats(k) }));
+  const results = kernels
+    .filter((k) => k.case !== "call")
+    .map((k) => {
+      const shares = k.rounds.map((r) => r.gflops / r.peak);
+      return {
+        case: k.case,
+        tile: tileName(k.rows, k.cols, k.split),
+        rows: k.rows,
+        cols: k.cols,
+        split: k.split,
+        chains: k.chains,
+        gflops: +median(k.rounds.map((r) => r.gflops)).toFixed(2),
+        share: +median(shares).toFixed(3),
+        shareMin: +Math.min(...shares).toFixed(3),
+        shareMax: +Math.max(...shares).toFixed(3),
+        maxError: +k.maxError.toPrecision(2),
+      };
+    });
   // Both products of a key tile with one tile shape: their flops over the sum
   // of their median times (equal flops: the harmonic mean of the two rates).
   const both = [];
@@ -233,7 +264,43 @@ export async function sweep({
     },
     cases: CASES,
     results: [...results, ...both],
+    calls: callResults,
   };
+}
+
+// attnkit's `attention` (one head, d = 64) at T = 512 and 2048, non-causal and
+// causal, as sweep()'s `calls`: the inputs made once, each call copying them
+// in and the result out as a user's does. Causal calls count the work done
+// (T (T + 1) / 2 of the T^2 query-key pairs), so that a share of the peak is
+// what the core computed.
+export function attentionCalls(attn, Ts = [512, 2048]) {
+  const calls = [];
+  for (const T of Ts) {
+    const [Q, K, V] = [1, 2, 3].map((seed) => {
+      const data = new Float32Array(T * 64);
+      fill(data, seed, -1, 1);
+      return { data, rows: T, cols: 64 };
+    });
+    for (const causal of [false, true])
+      calls.push({
+        name: `attention T=${T}${causal ? " causal" : ""}`,
+        flops: causal ? 2 * 64 * T * (T + 1) : 4 * 64 * T * T,
+        run: () => attn.attention(Q, K, V, { causal }),
+      });
+  }
+  return calls;
+}
+
+// The whole calls' shares of the peak: one row per call.
+export function callTable(run) {
+  return [
+    "| attnkit call (d = 64) | GFLOP/s | share of the SIMD128 peak [lowest–highest round] |",
+    "|---|---:|---:|",
+    ...run.calls.map(
+      (c) =>
+        `| ${c.call} | ${c.gflops.toFixed(1)} | ${(100 * c.share).toFixed(0)}% [${(100 * c.shareMin).toFixed(0)}–${(100 * c.shareMax).toFixed(0)}%] |`,
+    ),
+  ].join("\n");
 }
 
 // A table of shares for a terminal or docs: one row per tile, one column per case.
@@ -495,13 +562,26 @@ if (isMain) {
     engines: {},
   };
   log(`Node ${process.version} (V8 ${process.versions.v8}), CPU time of the process`);
-  const node = await sweep({ peakBytes, tilesBytes, now: cpuMs, rounds, batchMs, log });
+  const callTs = quick ? [512] : [512, 2048];
+  const distUrl = new URL("../../dist/", import.meta.url);
+  const { default: createAttnkit } = await import(new URL("simd.node.mjs", distUrl).href);
+  const attn = await createAttnkit();
+  const node = await sweep({
+    peakBytes,
+    tilesBytes,
+    now: cpuMs,
+    rounds,
+    batchMs,
+    calls: attentionCalls(attn, callTs),
+    log,
+  });
   out.engines.node = {
     engine: `Node ${process.version}, V8 ${process.versions.v8}`,
     clock: "process CPU time",
     ...node,
   };
   console.error(table(node));
+  console.error(callTable(node));
 
   // The kernels' x64 code in this V8, and the port model of other cores.
   if (process.arch === "x64") {
@@ -546,6 +626,16 @@ if (isMain) {
         "/tiles.mjs": ["text/javascript", readFileSync(new URL(import.meta.url))],
         "/peak.wasm": ["application/wasm", peakBytes],
         "/tiles.wasm": ["application/wasm", tilesBytes],
+        // The package's attnkit/simd entry and its SIMD128 build, as a page loads them.
+        "/dist/simd.mjs": ["text/javascript", readFileSync(new URL("simd.mjs", distUrl))],
+        "/dist/attnkit-simd.mjs": [
+          "text/javascript",
+          readFileSync(new URL("attnkit-simd.mjs", distUrl)),
+        ],
+        "/dist/attnkit-simd.wasm": [
+          "application/wasm",
+          readFileSync(new URL("attnkit-simd.wasm", distUrl)),
+        ],
       };
       await page.route(`${origin}/**`, (route) => {
         const file = files[new URL(route.request().url()).pathname];
@@ -564,8 +654,10 @@ if (isMain) {
       const userAgent = await page.evaluate(() => navigator.userAgent);
       log(`Chromium: ${userAgent}`);
       const browserRun = await page.evaluate(
-        async ({ rounds, batchMs }) => {
-          const { sweep } = await import("/tiles.mjs");
+        async ({ rounds, batchMs, callTs }) => {
+          const { sweep, attentionCalls } = await import("/tiles.mjs");
+          const { default: createAttnkit } = await import("/dist/simd.mjs");
+          const attn = await createAttnkit();
           const [peakBytes, tilesBytes] = await Promise.all(
             ["/peak.wasm", "/tiles.wasm"].map(async (u) => (await fetch(u)).arrayBuffer()),
           );
@@ -575,10 +667,11 @@ if (isMain) {
             now: () => performance.now(),
             rounds,
             batchMs,
+            calls: attentionCalls(attn, callTs),
             log: (s) => console.log(s),
           });
         },
-        { rounds, batchMs },
+        { rounds, batchMs, callTs },
       );
       out.engines.chromium = {
         engine: userAgent,
@@ -586,6 +679,7 @@ if (isMain) {
         ...browserRun,
       };
       console.error(table(browserRun));
+      console.error(callTable(browserRun));
     } finally {
       await context.close();
       rmSync(profile, { recursive: true, force: true });
