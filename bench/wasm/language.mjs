@@ -497,7 +497,20 @@ async function main() {
     globalThis.gc?.();
     const maxSteps = option("--steps") ? +option("--steps") : preset.maxSteps;
     const peerSteps = option("--peer-steps") ? +option("--peer-steps") : maxSteps;
-    const r = await runPreset(ak, tf, name, preset, text, maxSteps, peerSteps);
+    // A fresh module per preset (its own copy of the build's bytes: a module of
+    // its own, not the cached one), so that its memory is this preset's alone.
+    const own = await createAttnkit({
+      model: true,
+      wasmBinary: readFileSync(
+        new URL(`../../dist/attnkit-${ak.simd ? "simd" : "scalar"}-model.wasm`, import.meta.url),
+      ),
+    });
+    let r;
+    try {
+      r = await runPreset(own, tf, name, preset, text, maxSteps, peerSteps);
+    } finally {
+      own.dispose();
+    }
     // The peak measured before and after the preset's run: the larger is the machine's.
     const peak = peakStart && Math.max(peakStart, wasmPeak());
     r.wasmPeakGflops = peak;
