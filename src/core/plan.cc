@@ -74,10 +74,11 @@ Status PlanHead(const AttentionJob& job, size_t h, AttentionPlan* plan, size_t* 
 
 // Room for the weights of projections with enough rows, packed in panels
 // ([K, N] rounded up to the widest panel), from offset *shared on: sets
-// *at (the offset, or max for none) and advances *shared.
+// *at (the offset, or max for none) and advances *shared. Weights packed
+// once (p.panels) need none.
 Status PlanPacking(const AttentionJob& job, const Projection& p, size_t* shared, size_t* at) {
   *at = std::numeric_limits<size_t>::max();
-  if (p.src.rows < kPackMinRows) return Status::Ok();
+  if (p.src.rows < kPackMinRows || p.panels != nullptr) return Status::Ok();
   size_t n;
   ATTNKIT_RETURN_IF_ERROR(
       CheckedProduct(job.source, "packed weights", p.W.rows, RoundUp(p.W.cols, kMaxPanel), &n));

@@ -40,16 +40,23 @@ HWY_BEFORE_NAMESPACE();
 namespace attnkit {
 namespace HWY_NAMESPACE {
 
-// Project: runs the rows of `work` of the projections, dst = src W (W packed
-// in panels first into packed[i] where the plan gave it room, else read in
-// place), then checks that nothing overflowed. Returns false if something
-// did. Each task owns its rows of dst.
+// Project: runs the rows of `work` of the projections, dst = src W (W read
+// from the panels it was packed into once where the projection has them, else
+// packed in panels first into packed[i] where the plan gave it room, else
+// read in place), then checks that nothing overflowed. Returns false if
+// something did. Each task owns its rows of dst. Panels of any width give
+// the sums of the unpacked product, in the same order (MatMulPanels).
 HWY_INLINE bool Project(ThreadPool* pool, const std::vector<internal::Projection>& projections,
                         const std::vector<float*>& packed,
                         const std::vector<internal::ProjectionWork>& work) {
   std::vector<PanelView> panels(projections.size());
   for (size_t i = 0; i < projections.size(); ++i) {
-    if (packed[i]) panels[i] = PackPanels(projections[i].W, packed[i]);
+    const internal::Projection& p = projections[i];
+    if (p.panels) {
+      panels[i] = {p.panels, p.panel_width, p.panel_width, p.src.cols * p.panel_width};
+    } else if (packed[i]) {
+      panels[i] = PackPanels(p.W, packed[i]);
+    }
   }
   std::atomic<bool> ok{true};
   internal::ParallelFor(pool, work.size(), [&](size_t w, size_t) HWY_ATTR {
@@ -58,7 +65,7 @@ HWY_INLINE bool Project(ThreadPool* pool, const std::vector<internal::Projection
     const size_t rows = pw.end - pw.begin;
     const ConstMatrixView src = p.src.Block(pw.begin, rows, 0, p.src.cols);
     const MatrixView dst = p.dst.Block(pw.begin, rows, 0, p.dst.cols);
-    if (packed[pw.index]) {
+    if (panels[pw.index].data) {
       MatMulPanels(src, panels[pw.index], dst);
     } else {
       MatMul<false>(src, p.W, dst);
