@@ -175,8 +175,10 @@ void BM_Loop(benchmark::State& state) {
 }
 
 // Multi-head self-attention with projections and W_O: B=1, T=512, d_model=512,
-// 8 heads; state.range(0) threads.
-void BM_AttnkitMultiHead(benchmark::State& state) {
+// 8 heads; state.range(0) threads. With `packed`, the weights are packed once
+// (PackMultiHeadWeights) before the timed calls, as a model's constant
+// weights are; without, every call checks and packs them.
+void MultiHeadLayer(benchmark::State& state, bool packed) {
   const size_t T = 512, dm = 512, h = 8;
   const auto X = RandomVector(T * dm, 4), wq = LayerWeight(5), wk = LayerWeight(6),
              wv = LayerWeight(7), wo = LayerWeight(8);
@@ -185,19 +187,25 @@ void BM_AttnkitMultiHead(benchmark::State& state) {
       attnkit::ConstMatrixView(wq.data(), dm, dm), attnkit::ConstMatrixView(wk.data(), dm, dm),
       attnkit::ConstMatrixView(wv.data(), dm, dm), attnkit::ConstMatrixView(wo.data(), dm, dm)};
   attnkit::HeadConfig config{h, h, 0, 0};
+  attnkit::PackedMultiHeadWeights pack;
+  if (packed && !attnkit::PackMultiHeadWeights(w, config, &pack).ok())
+    return state.SkipWithError("pack");
   attnkit::ThreadPool pool(state.range(0));
   attnkit::AttentionOptions options;
   options.pool = &pool;
   for (auto _ : state) {
-    const attnkit::Status s =
-        attnkit::MultiHeadAttention(attnkit::ConstMatrixView(X.data(), T, dm), 1, w, config,
-                                    options, attnkit::MatrixView(out.data(), T, dm));
+    const attnkit::ConstMatrixView x(X.data(), T, dm);
+    const attnkit::MatrixView o(out.data(), T, dm);
+    const attnkit::Status s = packed ? attnkit::MultiHeadAttention(x, 1, pack, config, options, o)
+                                     : attnkit::MultiHeadAttention(x, 1, w, config, options, o);
     if (!s.ok()) state.SkipWithError(s.message().c_str());
     benchmark::DoNotOptimize(out.data());
   }
   // 4 projections (2 T dm dm each) + attention (4 T T dm over all heads).
   SetFlops(state, 4 * 2.0 * T * dm * dm + 4.0 * T * T * dm);
 }
+void BM_AttnkitMultiHead(benchmark::State& state) { MultiHeadLayer(state, true); }
+void BM_AttnkitMultiHeadPerCall(benchmark::State& state) { MultiHeadLayer(state, false); }
 
 // Decoding: one query (8 heads, d = 64) against a KV cache of `cache` tokens,
 // with state.range(1) threads.
@@ -405,6 +413,11 @@ BENCHMARK(BM_AttnkitMultiHead)
     ->Arg(kThreads)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnkitMultiHeadPerCall)
+    ->ArgName("threads")
+    ->Arg(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnkitDecode)
     ->ArgNames({"cache", "threads"})
     ->ArgsProduct({{1024, 4096, 16384, 32768}, {1, kThreads}})
@@ -460,8 +473,10 @@ double CpuMilliseconds() {
 // state of a noisy machine). One thread. Lines on stdin, one answer line each on
 // stdout:
 //   load T CAUSAL DIR  one head, d = 64: reads DIR/{q,k,v}.f32 ([T, 64] each)
-//   layer T DIR        a multi-head layer, 8 heads, d_model = 512: reads DIR/x.f32
-//                      [T, 512] and DIR/{W_Q,W_K,W_V,W_O}.f32 [512, 512]
+//   layer T DIR [per-call]  a multi-head layer, 8 heads, d_model = 512: reads
+//                      DIR/x.f32 [T, 512] and DIR/{W_Q,W_K,W_V,W_O}.f32 [512, 512],
+//                      packed once here (PackMultiHeadWeights); with per-call,
+//                      every call takes them unpacked (checks and packs them)
 //   decode N DIR       one query [1, 512] (8 heads of 64) against a KV cache of N
 //                      tokens: reads DIR/q.f32 and DIR/{k,v}.f32 [N, 512]
 //                      each of these runs the call once, writes DIR/out.f32 and
@@ -485,6 +500,7 @@ int Serve(const std::string& target_name, bool openblas) {
   constexpr size_t kHeads = 8, kModel = kHeads * kD;
   std::vector<float> q, k, v, x, w[4], out;
   attnkit::KVCache cache;
+  attnkit::PackedMultiHeadWeights pack;
   std::function<attnkit::Status()> call;
   std::vector<float> scratch;  // OpenBlasHead's [64, T]
   int64_t forced = 0;
@@ -537,16 +553,21 @@ int Serve(const std::string& target_name, bool openblas) {
         const char* names[4] = {"W_Q", "W_K", "W_V", "W_O"};
         ok = read("x", T * kModel, &x);
         for (int i = 0; i < 4; ++i) ok = ok && read(names[i], kModel * kModel, &w[i]);
+        std::string mode;
+        words >> mode;
+        const bool per_call = mode == "per-call";
         out.assign(T * kModel, 0.0f);
-        call = [&, T] {
-          const auto W = [&](int i) {
-            return attnkit::ConstMatrixView(w[i].data(), kModel, kModel);
-          };
-          return attnkit::MultiHeadAttention(attnkit::ConstMatrixView(x.data(), T, kModel), 1,
-                                             attnkit::MultiHeadWeights{W(0), W(1), W(2), W(3)},
-                                             attnkit::HeadConfig{kHeads, kHeads, 0, 0},
-                                             attnkit::AttentionOptions(),
-                                             attnkit::MatrixView(out.data(), T, kModel));
+        const auto W = [&](int i) { return attnkit::ConstMatrixView(w[i].data(), kModel, kModel); };
+        const attnkit::MultiHeadWeights weights{W(0), W(1), W(2), W(3)};
+        const attnkit::HeadConfig config{kHeads, kHeads, 0, 0};
+        ok = ok && (per_call || attnkit::PackMultiHeadWeights(weights, config, &pack).ok());
+        call = [&, T, weights, config, per_call] {
+          const attnkit::ConstMatrixView X(x.data(), T, kModel);
+          const attnkit::MatrixView o(out.data(), T, kModel);
+          if (per_call)
+            return attnkit::MultiHeadAttention(X, 1, weights, config, attnkit::AttentionOptions(),
+                                               o);
+          return attnkit::MultiHeadAttention(X, 1, pack, config, attnkit::AttentionOptions(), o);
         };
       } else {
         ok = read("q", kModel, &q) && read("k", T * kModel, &k) && read("v", T * kModel, &v) &&

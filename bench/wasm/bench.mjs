@@ -30,7 +30,7 @@
 // order for every engine of a shape, for per-round ratios in bench/report.mjs.
 //
 // Usage: node --expose-gc --single-threaded-gc bench/wasm/bench.mjs [--quick] [--no-peers]
-//          [--no-memory] [--native-only] > bench/results/wasm.json
+//          [--no-memory] [--native-only] [--layer-only] > bench/results/wasm.json
 //   --quick: T = 512 and 2048 (the per-target table's shapes), fewer decoding shapes;
 //   --native-only: only the native engines (attnkit per target, OpenBLAS,
 //   onnxruntime-node), no wasm or JS engine, no memory measurement
@@ -48,11 +48,19 @@ import { jsAttention, random } from "./plain.mjs";
 
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
+// --layer-only: the multi-head layer alone, 21 rounds (attnkit, its per-call
+// rows and the peers, the platforms' peaks in the same rounds; not the scalar
+// build or plain JS), no one-head or decoding shapes, no memory measurement.
+const layerOnly = args.includes("--layer-only");
 const nativeOnly = args.includes("--native-only");
 const D = 64;
 const sizes = quick ? [512, 2048] : [128, 512, 2048, 8192];
 const REFERENCE = "attnkit (wasm SIMD128)";
 const NATIVE = "attnkit (native, in Node's rounds)";
+// The layer with its weights passed in plain to every call (each call checks
+// and packs them), beside the rows above, whose layer packs them once.
+const WASM_PER_CALL = "attnkit (wasm SIMD128, weights packed per call)";
+const NATIVE_PER_CALL = "attnkit (native, weights packed per call)";
 const nativeBench = fileURLToPath(new URL("../../build/bench/attnkit_bench", import.meta.url));
 const peakUrl = new URL("../../build/bench-wasm/peak.wasm", import.meta.url);
 
@@ -96,7 +104,7 @@ function otherShapes() {
       T,
       label: `layer T=${T}`,
       flops: 4 * 2 * T * D_MODEL * D_MODEL + 4 * T * T * D_MODEL,
-      rounds: 7,
+      rounds: layerOnly ? 21 : 7,
       x: random(T * D_MODEL, 4),
       weights,
     },
@@ -116,7 +124,10 @@ function otherShapes() {
   return shapes;
 }
 
-function attnkitEngine(name, simd) {
+// layerPerCall: the engine runs the layer only, with its weights passed in
+// plain on every call (checked and packed by each call), beside the packed
+// row of the same module.
+function attnkitEngine(name, simd, { layerPerCall = false } = {}) {
   let ak = null;
   return {
     name,
@@ -133,6 +144,7 @@ function attnkitEngine(name, simd) {
     }),
     wasmMemoryBytes: () => ak.memoryBytes(),
     async setup(T, causal, q, k, v) {
+      if (layerPerCall) return null;
       const Q = { data: q, rows: T, cols: D },
         K = { data: k, rows: T, cols: D },
         V = { data: v, rows: T, cols: D };
@@ -140,14 +152,21 @@ function attnkitEngine(name, simd) {
     },
     setupWorkload(w) {
       const matrix = (data) => ({ data, rows: D_MODEL, cols: D_MODEL });
+      if (layerPerCall && w.kind !== "layer") return null;
       if (w.kind === "layer") {
         const X = { data: w.x, shape: [1, w.T, D_MODEL] };
+        const config = { numHeads: HEADS };
         const weights = Object.fromEntries(
           Object.entries(w.weights).map(([k, data]) => [k, matrix(data)]),
         );
+        if (layerPerCall) {
+          return { run: () => ak.multiHeadAttention(X, weights, config).data, dispose() {} };
+        }
+        // The weights are constants of the layer: packed once, as a model's are.
+        const packed = ak.packWeights(weights, config);
         return {
-          run: () => ak.multiHeadAttention(X, weights, { numHeads: HEADS }).data,
-          dispose() {},
+          run: () => ak.multiHeadAttention(X, packed, config).data,
+          dispose: () => packed.dispose(),
         };
       }
       // The cache holds the N tokens; each call attends the newest query to all of them.
@@ -175,7 +194,9 @@ function readFloats(path) {
 // and output go through files, and the child reports the milliseconds per call
 // itself. serveArgs: [] (attnkit as dispatched), ["--target", NAME] (attnkit on
 // one Highway target), ["--openblas"] (OpenBLAS's attention, one head only).
-function nativeEngine(name = NATIVE, serveArgs = []) {
+// layerPerCall: the layer only, its weights unpacked on every call ("layer T
+// DIR per-call"); else the layer's weights are packed once in the child.
+function nativeEngine(name = NATIVE, serveArgs = [], { layerPerCall = false } = {}) {
   let child = null,
     lines = null,
     dir = null;
@@ -241,6 +262,7 @@ function nativeEngine(name = NATIVE, serveArgs = []) {
       rmSync(dir, { recursive: true, force: true });
     },
     async setup(T, causal, q, k, v) {
+      if (layerPerCall) return null;
       for (const [name, x] of [
         ["q", q],
         ["k", k],
@@ -253,9 +275,18 @@ function nativeEngine(name = NATIVE, serveArgs = []) {
     },
     async setupWorkload(w) {
       if (serveArgs.length) return null; // the other shapes: attnkit as dispatched only
+      if (layerPerCall && w.kind !== "layer") return null;
       const files = w.kind === "layer" ? { x: w.x, ...w.weights } : { q: w.q, k: w.k, v: w.v };
       for (const [name, x] of Object.entries(files)) writeFileSync(join(dir, `${name}.f32`), x);
-      return loaded(w.kind === "layer" ? `layer ${w.T} ${dir}` : `decode ${w.N} ${dir}`);
+      const session = await loaded(
+        w.kind === "layer"
+          ? `layer ${w.T} ${dir}${layerPerCall ? " per-call" : ""}`
+          : `decode ${w.N} ${dir}`,
+      );
+      // The FMA peak right after each timing, as for one head: the layer's
+      // share of the peak, and the ceiling of its ratios to the peers.
+      if (w.kind === "layer") session.peak = async () => +(await ask("peak"));
+      return session;
     },
   };
   return engine;
@@ -301,12 +332,17 @@ const jsEngine = {
 async function allEngines(withPeers) {
   const engines = nativeOnly
     ? []
-    : [attnkitEngine(REFERENCE, true), attnkitEngine("attnkit (wasm scalar)", false), jsEngine];
+    : [
+        attnkitEngine(REFERENCE, true),
+        attnkitEngine(WASM_PER_CALL, true, { layerPerCall: true }),
+        ...(layerOnly ? [] : [attnkitEngine("attnkit (wasm scalar)", false), jsEngine]),
+      ];
   // attnkit native: built by scripts/bench.sh (CMake's build/bench). As
   // dispatched, then on each other target with vectors of 128 bits or more
   // (the dispatch's pick is the first), then OpenBLAS in the same rounds.
   if (existsSync(nativeBench)) {
     engines.push(nativeEngine());
+    engines.push(nativeEngine(NATIVE_PER_CALL, [], { layerPerCall: true }));
     for (const t of nativeTargets()
       .slice(1)
       .filter((t) => t.bits >= 128 && t.name !== "EMU128"))
@@ -620,7 +656,7 @@ async function main() {
   const skipped = [];
   const slow = new Set(); // engines that took > 60 s per shape: not run at larger shapes
   const simdPeak = peakBefore;
-  for (const causal of [false, true]) {
+  for (const causal of layerOnly ? [] : [false, true]) {
     for (const T of sizes) {
       const q = random(T * D, 1),
         k = random(T * D, 2),
@@ -639,7 +675,7 @@ async function main() {
   }
   // The other shapes: a multi-head layer and decoding against a KV cache.
   slow.clear();
-  for (const w of otherShapes()) {
+  for (const w of otherShapes().filter((w) => !layerOnly || w.kind === "layer")) {
     await timeShape(
       engines,
       { shape: w.label },
@@ -659,7 +695,7 @@ async function main() {
     console.error(`wasm SIMD128 mul+add peak: ${wasmPeakResult.gflops.toFixed(1)} GFLOP/s`);
 
   const memoryOnly = [];
-  if (!args.includes("--no-memory") && !nativeOnly) {
+  if (!args.includes("--no-memory") && !nativeOnly && !layerOnly) {
     const self = fileURLToPath(import.meta.url);
     const measure = (engine, T, causal, variant) => {
       try {

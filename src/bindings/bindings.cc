@@ -426,6 +426,35 @@ int MultiHeadQKVJs(uintptr_t args) {
   return Report(MultiHeadAttentionQKV(Q, K, V, batch, heads, a.Options(), extras, out));
 }
 
+// ---- packed weights: JS holds the address of a heap-allocated
+// PackedMultiHeadWeights (src/js/packed-weights.js).
+
+PackedMultiHeadWeights* Packed(uintptr_t handle) {
+  return reinterpret_cast<PackedMultiHeadWeights*>(handle);
+}
+// W_Q, W_K, W_V, W_O, heads -> a new pack (0 on error, see lastError).
+uintptr_t PackWeights(uintptr_t args) {
+  Args a(args);
+  const ConstMatrixView W_Q = a.In(), W_K = a.In(), W_V = a.In(), W_O = a.In();
+  const HeadConfig heads = a.Heads();
+  auto packed = std::make_unique<PackedMultiHeadWeights>();
+  if (Report(PackMultiHeadWeights(MultiHeadWeights{W_Q, W_K, W_V, W_O}, heads, packed.get())) !=
+      0) {
+    return 0;
+  }
+  return reinterpret_cast<uintptr_t>(packed.release());
+}
+void PackedFree(uintptr_t handle) { delete Packed(handle); }
+// X, batch, heads, out, options
+int MultiHeadPackedJs(uintptr_t handle, uintptr_t args) {
+  Args a(args);
+  const ConstMatrixView X = a.In();
+  const uint32_t batch = a.Word();
+  const HeadConfig heads = a.Heads();
+  const MatrixView out = a.Out();
+  return Report(MultiHeadAttention(X, batch, *Packed(handle), heads, a.Options(), out));
+}
+
 // ---- KV cache: JS holds the address of a heap-allocated KVCache.
 
 KVCache* Cache(uintptr_t handle) { return reinterpret_cast<KVCache*>(handle); }
@@ -525,6 +554,9 @@ EMSCRIPTEN_BINDINGS(attnkit) {
   function("mergeHeads", &MergeHeadsJs);
   function("multiHeadAttention", &MultiHeadJs);
   function("multiHeadAttentionQKV", &MultiHeadQKVJs);
+  function("packWeights", &PackWeights);
+  function("packedFree", &PackedFree);
+  function("multiHeadPacked", &MultiHeadPackedJs);
   function("kvCreate", &KvCreate);
   function("kvFree", &KvFree);
   function("kvAppend", &KvAppend);

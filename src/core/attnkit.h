@@ -10,6 +10,7 @@
 #include "src/core/matrix.h"          // IWYU pragma: export
 #include "src/core/multihead.h"       // IWYU pragma: export
 #include "src/core/ops.h"             // IWYU pragma: export
+#include "src/core/packed_weights.h"  // IWYU pragma: export
 #include "src/core/status.h"          // IWYU pragma: export
 #include "src/core/thread_pool.h"     // IWYU pragma: export
 

@@ -45,10 +45,14 @@ struct HeadTask {
 
 // dst = src W: src [M, K], W [K, N], dst [M, N]. With M >= kPackMinRows
 // (plan.h), the plan gives it room for W in panels; smaller projections
-// (decoding steps) read W in place.
+// (decoding steps) read W in place. With `panels` (weights packed once,
+// packed_weights.h), W is read from there instead, in panels of
+// `panel_width` columns ([ceil(N / w), K, w]), and W itself is not read.
 struct Projection {
   ConstMatrixView src, W;
   MatrixView dst;
+  const float* panels = nullptr;
+  size_t panel_width = 0;
 };
 
 // The intermediates one head keeps, each [T_q, T_k] or empty: Q K^T, after

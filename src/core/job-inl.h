@@ -80,7 +80,10 @@ HWY_INLINE bool RunHeadTask(const internal::AttentionJob& job, const internal::A
 
 HWY_INLINE bool RunAttentionJobInline(const internal::AttentionJob& job,
                                       const internal::AttentionPlan& plan) {
-  if (!Project(job.pool, job.projections, plan.packed, plan.projection_work)) return false;
+  if (!Project(job.pool, job.projections, plan.packed, plan.projection_work, plan.scratch,
+               plan.scratch_floats)) {
+    return false;
+  }
   if (job.after_projections) job.after_projections();
   if (job.trace) {  // one head, on this thread, keeping every stage
     const internal::HeadTask& t = job.heads[0];
@@ -106,7 +109,8 @@ HWY_INLINE bool RunAttentionJobInline(const internal::AttentionJob& job,
     if (!AllFiniteOnce(t.out)) return false;
   }
   if (job.output.W.empty()) return true;
-  return Project(job.pool, {job.output}, {plan.output_packed}, plan.output_work);
+  return Project(job.pool, {job.output}, {plan.output_packed}, plan.output_work, plan.scratch,
+                 plan.scratch_floats);
 }
 
 }  // namespace HWY_NAMESPACE

@@ -2,12 +2,15 @@
 #include "src/core/multihead.h"
 
 #include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "src/core/heads.h"
 #include "src/core/internal.h"
+#include "src/core/packed_weights.h"
+#include "src/core/plan.h"
 #include "src/core/validate.h"
 
 namespace attnkit {
@@ -282,16 +285,15 @@ Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixVi
   return internal::RunAttentionJob(job);
 }
 
-Status MultiHeadAttention(ConstMatrixView X, size_t batch, const MultiHeadWeights& weights,
-                          const HeadConfig& config, const AttentionOptions& options,
-                          MatrixView out) {
-  ATTNKIT_RETURN_IF_ERROR(CheckView("X", X));
-  Heads heads;
-  ATTNKIT_RETURN_IF_ERROR(internal::ResolveHeads(config, X.cols, "d_model", 0, &heads));
-  size_t T;
-  ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("X", X.rows, batch, &T));
-  size_t d_out;
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckMultiHeadWeights(weights, X.cols, heads, &d_out));
+namespace {
+
+// The layer once its weights are checked (or packed, `packed` not null):
+// X [B*T, d_model] -> Q, K, V -> attention per (item, head) -> merged heads
+// -> W_O -> out [B*T, d_out]. `weights` gives the shapes; with `packed`, the
+// projections read its panels and never `weights`' data.
+Status MultiHeadLayer(ConstMatrixView X, size_t batch, size_t T, const internal::Heads& heads,
+                      const MultiHeadWeights& weights, const PackedMultiHeadWeights* packed,
+                      size_t d_out, const AttentionOptions& options, MatrixView out) {
   ATTNKIT_RETURN_IF_ERROR(
       CheckShape("out", out, X.rows, d_out, "batch * T, the rows of X",
                  weights.W_O.empty() ? "num_heads * d_v" : "the columns of W_O"));
@@ -304,16 +306,113 @@ Status MultiHeadAttention(ConstMatrixView X, size_t batch, const MultiHeadWeight
       internal::CheckOptions(options, T, T, /*batched=*/true, batch, heads.num_heads));
   job.params = internal::ScoreParamsOf(options, heads.d_k);
   job.pool = options.pool;
-  internal::Projected p;
-  ATTNKIT_RETURN_IF_ERROR(internal::AddMultiHeadProjections(X, weights, heads, out, &p, &job));
+  // Q [rows, h*d_k], K [rows, kvh*d_k], V [rows, kvh*d_v] and, with W_O, the
+  // merged heads [rows, h*d_v], in one buffer that is not zeroed: the
+  // projections write all of Q, K and V, and the heads all of the merged
+  // heads, before anything reads them: zeroing would be a pass over all of
+  // them per call.
+  const size_t rows = X.rows;
+  const size_t cols[4] = {heads.num_heads * heads.d_k, heads.num_kv_heads * heads.d_k,
+                          heads.num_kv_heads * heads.d_v,
+                          weights.W_O.empty() ? 0 : heads.num_heads * heads.d_v};
+  size_t at[4], floats = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    size_t n;
+    ATTNKIT_RETURN_IF_ERROR(
+        CheckedProduct("X", "Q, K, V and the merged heads [batch * T, ...]", rows, cols[i], &n));
+    if (n > std::numeric_limits<size_t>::max() - 16 - floats) {
+      return internal::OutOfMemory("X", "Q, K, V and the merged heads", n);
+    }
+    at[i] = floats;
+    floats += internal::RoundUp(n, 16);  // each on a cache line of its own
+  }
+  FloatBuffer memory;
+  if (!memory.AllocateUninitialized(floats)) {
+    return internal::OutOfMemory("X", "Q, K, V and the merged heads", floats);
+  }
+  const auto part = [&](size_t i) { return MatrixView(memory.data() + at[i], rows, cols[i]); };
+  const MatrixView Q = part(0), K = part(1), V = part(2);
+  MatrixView heads_out = out;
+  job.projections = {{X, weights.W_Q, Q}, {X, weights.W_K, K}, {X, weights.W_V, V}};
+  if (!weights.W_O.empty()) {
+    heads_out = part(3);
+    job.output = {heads_out, weights.W_O, out};
+  }
+  // Weights packed once: the projections read their panels.
+  if (packed) {
+    const PanelMatrix* panels[3] = {&packed->W_Q(), &packed->W_K(), &packed->W_V()};
+    for (size_t i = 0; i < 3; ++i) {
+      job.projections[i].panels = panels[i]->panels;
+      job.projections[i].panel_width = panels[i]->panel_width;
+    }
+    if (!packed->W_O().empty()) {
+      job.output.panels = packed->W_O().panels;
+      job.output.panel_width = packed->W_O().panel_width;
+    }
+  }
   internal::AddHeadTasks(
-      p.Q.view(), p.heads_out, batch, T, T, heads, options,
+      Q, heads_out, batch, T, T, heads, options,
       [&](size_t b, size_t g, ConstMatrixView* k, ConstMatrixView* v) {
-        *k = p.K.view().Block(b * T, T, g * heads.d_k, heads.d_k);
-        *v = p.V.view().Block(b * T, T, g * heads.d_v, heads.d_v);
+        *k = ConstMatrixView(K).Block(b * T, T, g * heads.d_k, heads.d_k);
+        *v = ConstMatrixView(V).Block(b * T, T, g * heads.d_v, heads.d_v);
       },
       &job.heads);
   return internal::RunAttentionJob(job);
+}
+
+// A field of the resolved config against the pack's: an error names it.
+Status CheckPackedField(const char* name, size_t given, size_t packed) {
+  if (given == packed) return Status::Ok();
+  return Status(ErrorCode::kInvalidArgument, name,
+                "expected " + std::to_string(packed) + ", the " + name +
+                    " the weights were packed for, got " + std::to_string(given));
+}
+
+}  // namespace
+
+Status MultiHeadAttention(ConstMatrixView X, size_t batch, const MultiHeadWeights& weights,
+                          const HeadConfig& config, const AttentionOptions& options,
+                          MatrixView out) {
+  ATTNKIT_RETURN_IF_ERROR(CheckView("X", X));
+  Heads heads;
+  ATTNKIT_RETURN_IF_ERROR(internal::ResolveHeads(config, X.cols, "d_model", 0, &heads));
+  size_t T;
+  ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("X", X.rows, batch, &T));
+  size_t d_out;
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckMultiHeadWeights(weights, X.cols, heads, &d_out));
+  return MultiHeadLayer(X, batch, T, heads, weights, nullptr, d_out, options, out);
+}
+
+Status MultiHeadAttention(ConstMatrixView X, size_t batch, const PackedMultiHeadWeights& weights,
+                          const HeadConfig& config, const AttentionOptions& options,
+                          MatrixView out) {
+  if (weights.empty()) {
+    return Status(ErrorCode::kInvalidArgument, "weights",
+                  "expected weights packed by PackMultiHeadWeights, got an empty pack");
+  }
+  ATTNKIT_RETURN_IF_ERROR(CheckView("X", X));
+  if (X.cols != weights.d_model()) {
+    return Status(ErrorCode::kShapeMismatch, "X",
+                  "expected d_model = " + std::to_string(weights.d_model()) +
+                      " columns (the rows of the packed W_Q), got " + std::to_string(X.cols));
+  }
+  Heads heads;
+  ATTNKIT_RETURN_IF_ERROR(internal::ResolveHeads(config, X.cols, "d_model", 0, &heads));
+  const HeadConfig& c = weights.config();
+  ATTNKIT_RETURN_IF_ERROR(CheckPackedField("num_heads", heads.num_heads, c.num_heads));
+  ATTNKIT_RETURN_IF_ERROR(CheckPackedField("num_kv_heads", heads.num_kv_heads, c.num_kv_heads));
+  ATTNKIT_RETURN_IF_ERROR(CheckPackedField("d_k", heads.d_k, c.d_k));
+  ATTNKIT_RETURN_IF_ERROR(CheckPackedField("d_v", heads.d_v, c.d_v));
+  size_t T;
+  ATTNKIT_RETURN_IF_ERROR(internal::SequenceLength("X", X.rows, batch, &T));
+  // The shapes of the packed weights, for the projections' checks and
+  // scratch; their data is read from the panels.
+  const auto shape = [](const PanelMatrix& m) {
+    return m.empty() ? ConstMatrixView() : ConstMatrixView(nullptr, m.rows, m.cols);
+  };
+  const MultiHeadWeights shapes{shape(weights.W_Q()), shape(weights.W_K()), shape(weights.W_V()),
+                                shape(weights.W_O())};
+  return MultiHeadLayer(X, batch, T, heads, shapes, &weights, weights.d_out(), options, out);
 }
 
 }  // namespace attnkit

@@ -74,10 +74,11 @@ Status PlanHead(const AttentionJob& job, size_t h, AttentionPlan* plan, size_t* 
 
 // Room for the weights of projections with enough rows, packed in panels
 // ([K, N] rounded up to the widest panel), from offset *shared on: sets
-// *at (the offset, or max for none) and advances *shared.
+// *at (the offset, or max for none) and advances *shared. Weights packed
+// once (p.panels) need none.
 Status PlanPacking(const AttentionJob& job, const Projection& p, size_t* shared, size_t* at) {
   *at = std::numeric_limits<size_t>::max();
-  if (p.src.rows < kPackMinRows) return Status::Ok();
+  if (p.src.rows < kPackMinRows || p.panels != nullptr) return Status::Ok();
   size_t n;
   ATTNKIT_RETURN_IF_ERROR(
       CheckedProduct(job.source, "packed weights", p.W.rows, RoundUp(p.W.cols, kMaxPanel), &n));
@@ -117,6 +118,20 @@ Status PlanAttention(const AttentionJob& job, AttentionPlan* plan) {
     ATTNKIT_RETURN_IF_ERROR(PlanHead(job, h, plan, &n, &partials));
     floats = std::max(floats, n);
   }
+  // In WebAssembly a projection that reads W in panels packs a task's rows of
+  // X first (MatMulPackedRows in steps-inl.h): [kTaskRows, K] per thread.
+#if defined(__wasm__)
+  const auto rows_room = [&](const Projection& p) -> Status {
+    if (p.W.empty() || (p.panels == nullptr && p.src.rows < kPackMinRows)) return Status::Ok();
+    size_t n;
+    ATTNKIT_RETURN_IF_ERROR(
+        CheckedProduct(job.source, "a task's rows packed", kTaskRows, p.src.cols, &n));
+    floats = std::max(floats, n);
+    return Status::Ok();
+  };
+  for (const Projection& p : job.projections) ATTNKIT_RETURN_IF_ERROR(rows_room(p));
+  ATTNKIT_RETURN_IF_ERROR(rows_room(job.output));
+#endif
   // After the partials: the packed weights of the projections, then of the
   // output projection.
   size_t shared = partials;

@@ -40,26 +40,75 @@ HWY_BEFORE_NAMESPACE();
 namespace attnkit {
 namespace HWY_NAMESPACE {
 
-// Project: runs the rows of `work` of the projections, dst = src W (W packed
-// in panels first into packed[i] where the plan gave it room, else read in
-// place), then checks that nothing overflowed. Returns false if something
-// did. Each task owns its rows of dst.
+#if HWY_TARGET == HWY_WASM
+// dst [M, N] = src [M, K] B, B in panels, src's rows packed first into a
+// [M * K] (tile by tile: [K, kGemmRows] per whole tile, then [K, M % kGemmRows]),
+// then panel by panel as MatMulPanels (a panel stays in cache for all the
+// rows): the same sums in the same order. The projections' tiles in
+// WebAssembly: reading the rows k-major, as the fused kernel reads its
+// queries (QueriesA in flash-inl.h, through the same out-of-line GemmRows),
+// one index serves all rows of a tile, where V8 advances one per row every
+// k step.
+HWY_INLINE void MatMulPackedRows(ConstMatrixView src, const PanelView& B, MatrixView dst,
+                                 float* HWY_RESTRICT a) {
+  using TileA = GemmA<internal::kFlashTileKeys, 1>;  // the fused kernel's other layout
+  const size_t K = src.cols, full = src.rows / kGemmRows * kGemmRows, tail = src.rows - full;
+  if (full) TransposeScaled(src.Block(0, full, 0, K), 1.0f, kGemmRows, a);
+  if (tail) TransposeScaled(src.Block(full, tail, 0, K), 1.0f, tail, a + full * K);
+  static_assert(kGemmRows == 4, "tails of 1 to 3 rows below");
+  for (size_t j = 0; j < dst.cols; j += B.width) {
+    const size_t w = std::min(B.width, dst.cols - j);
+    const PanelView panel{B.data + j / B.width * B.panel_stride, B.width, B.stride, B.panel_stride};
+    for (size_t i = 0; i < full; i += kGemmRows) {
+      GemmRows<kGemmRows, false, GemmA<1, kGemmRows>, TileA>(
+          ConstMatrixView(a + i * K, kGemmRows, K), panel, dst.Block(i, kGemmRows, j, w), 0);
+    }
+    const ConstMatrixView rest(a + full * K, tail, K);
+    const MatrixView out = dst.Block(full, tail, j, w);
+    if (tail == 3) GemmRows<3, false, GemmA<1, 3>, TileA>(rest, panel, out, 0);
+    if (tail == 2) GemmRows<2, false, GemmA<1, 2>, TileA>(rest, panel, out, 0);
+    if (tail == 1) GemmRows<1, false, GemmA<1, 1>, TileA>(rest, panel, out, 0);
+  }
+}
+#endif
+
+// Project: runs the rows of `work` of the projections, dst = src W (W read
+// from the panels it was packed into once where the projection has them, else
+// packed in panels first into packed[i] where the plan gave it room, else
+// read in place), then checks that nothing overflowed. Returns false if
+// something did. Each task owns its rows of dst. Panels of any width give
+// the sums of the unpacked product, in the same order (MatMulPanels).
+// `scratch`: thread t's [scratch_floats] at scratch + t * scratch_floats,
+// room for a task's rows packed (MatMulPackedRows, WebAssembly).
 HWY_INLINE bool Project(ThreadPool* pool, const std::vector<internal::Projection>& projections,
                         const std::vector<float*>& packed,
-                        const std::vector<internal::ProjectionWork>& work) {
+                        const std::vector<internal::ProjectionWork>& work, float* scratch,
+                        size_t scratch_floats) {
   std::vector<PanelView> panels(projections.size());
   for (size_t i = 0; i < projections.size(); ++i) {
-    if (packed[i]) panels[i] = PackPanels(projections[i].W, packed[i]);
+    const internal::Projection& p = projections[i];
+    if (p.panels) {
+      panels[i] = {p.panels, p.panel_width, p.panel_width, p.src.cols * p.panel_width};
+    } else if (packed[i]) {
+      panels[i] = PackPanels(p.W, packed[i]);
+    }
   }
   std::atomic<bool> ok{true};
-  internal::ParallelFor(pool, work.size(), [&](size_t w, size_t) HWY_ATTR {
+  internal::ParallelFor(pool, work.size(), [&](size_t w, size_t thread) HWY_ATTR {
     const internal::ProjectionWork& pw = work[w];
     const internal::Projection& p = projections[pw.index];
     const size_t rows = pw.end - pw.begin;
     const ConstMatrixView src = p.src.Block(pw.begin, rows, 0, p.src.cols);
     const MatrixView dst = p.dst.Block(pw.begin, rows, 0, p.dst.cols);
-    if (packed[pw.index]) {
+    if (panels[pw.index].data) {
+#if HWY_TARGET == HWY_WASM
+      MatMulPackedRows(src, panels[pw.index], dst, scratch + thread * scratch_floats);
+#else
+      (void)thread;
+      (void)scratch;
+      (void)scratch_floats;
       MatMulPanels(src, panels[pw.index], dst);
+#endif
     } else {
       MatMul<false>(src, p.W, dst);
     }

@@ -15,6 +15,7 @@ import {
 } from "./arguments.js";
 import { Marshal, NONE, headWords, leanOptionWords } from "./marshal.js";
 import { defineKVCache } from "./kv-cache.js";
+import { definePackedWeights, isPackedWeights } from "./packed-weights.js";
 import { gradientMethods } from "./gradients.js";
 import { modelMethods } from "./model.js";
 
@@ -40,6 +41,7 @@ export function wrap(M, { simd, threads = 1, model = false, version = "", onDisp
     },
   };
   const KVCache = defineKVCache(mem, module);
+  const packed = definePackedWeights(mem, module);
   const api = {
     simd,
     threads,
@@ -51,7 +53,10 @@ export function wrap(M, { simd, threads = 1, model = false, version = "", onDisp
     ...kernelMethods(mem),
     ...gradientMethods(mem),
     multiHeadAttention: (X, weights, config, options) =>
-      multiHeadAttention(mem, X, weights, config, options),
+      isPackedWeights(weights)
+        ? multiHeadAttentionPacked(mem, packed.handleOf, X, weights, config, options)
+        : multiHeadAttention(mem, X, weights, config, options),
+    packWeights: (weights, config) => new packed.PackedWeights(weights, config),
     multiHeadAttentionQKV: (Q, K, V, config, options) =>
       multiHeadAttentionQKV(mem, Q, K, V, config, options),
     createKVCache: (config) => new KVCache(config),
@@ -280,6 +285,28 @@ function multiHeadAttention(mem, X, weights, config, options) {
     [{ rows: xm.rows, cols: dOut, shape }],
     ([xv, wq, wk, wv, wo], o, [ov]) =>
       mem.M.multiHeadAttention(mem.args(xv, r.batch, wq, wk, wv, wo, headWords(heads), ov, o)),
+  );
+  return { data: out.data, shape };
+}
+
+/**
+ * multiHeadAttention with packed weights (packWeights): only X crosses into
+ * wasm memory; the core checks config and X's d_model against the pack.
+ */
+function multiHeadAttentionPacked(mem, handleOf, X, weights, config, options) {
+  checkOptions(options);
+  const x = toTensor("X", X);
+  const handle = handleOf(weights);
+  const heads = checkConfig(config);
+  const r = asBatchRows("X", x);
+  const xm = { name: x.name, data: x.data, rows: r.batch * r.seq, cols: r.cols };
+  const shape = x.shape.length === 3 ? [r.batch, r.seq, weights.dOut] : [r.seq, weights.dOut];
+  const [out] = mem.runWithOptions(
+    [xm],
+    options,
+    [{ rows: xm.rows, cols: weights.dOut, shape }],
+    ([xv], o, [ov]) =>
+      mem.M.multiHeadPacked(handle, mem.args(xv, r.batch, headWords(heads), ov, o)),
   );
   return { data: out.data, shape };
 }

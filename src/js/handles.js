@@ -1,5 +1,6 @@
 // attnkit: the lifecycle of the objects that hold a handle on the core's
-// objects in wasm memory (KV caches, models, trainers, task generators).
+// objects in wasm memory (KV caches, packed weights, models, trainers,
+// task generators).
 // dispose() frees a handle once; an object the user forgot to dispose is
 // freed when collected (while the module lives); a call on a disposed object
 // throws "disposed". Handles live in a WeakMap, out of users' reach: a copy

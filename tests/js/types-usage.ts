@@ -71,6 +71,7 @@ import type {
   Trainer,
   TrainerOptions,
   TrainingForward,
+  PackedWeights,
 } from "attnkit";
 
 /** Marks values as used (no DOM or Node types here: the .d.ts must stand alone). */
@@ -187,6 +188,15 @@ const mhNoWO: Tensor = attn.multiHeadAttention(
   { W_Q: nested, W_K: nested, W_V: nested },
   { numHeads: 1 },
 );
+// Packed weights go where the weights go; a pack is not weights to pack again.
+const packedWeights: PackedWeights = attn.packWeights(mhWeights, config);
+const mhPacked: Tensor = attn.multiHeadAttention(X, packedWeights, config, { causal: true });
+const packedSizes: number = packedWeights.dModel + packedWeights.dOut + packedWeights.numKvHeads;
+// @ts-expect-error the fields of a pack are read-only
+packedWeights.dOut = 3;
+// @ts-expect-error packWeights takes plain weights
+attn.packWeights(packedWeights, config);
+packedWeights.dispose();
 const layout: HeadLayout = "bhsd";
 const mhOptions: MultiHeadOptions = { layout, causal: false, keyLengths: new Uint32Array([1, 2]) };
 const qkv: Tensor = attn.multiHeadAttentionQKV(X, X, X, { numHeads: 2 }, mhOptions);

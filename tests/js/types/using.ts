@@ -9,6 +9,8 @@ const attn = await createAttnkit();
   scoped.append([[1]], [[1]]);
   using forked = scoped.fork();
   forked.truncate(0);
+  using packed = attn.packWeights({ W_Q: [[1]], W_K: [[1]], W_V: [[1]] }, { numHeads: 1 });
+  attn.multiHeadAttention([[1]], packed, { numHeads: 1 });
 }
 const cache: KVCache = attn.createKVCache({ numKvHeads: 1, dK: 1, dV: 1, capacity: 1 });
 cache[Symbol.dispose]();

@@ -1,0 +1,115 @@
+// The multi-head layer's A/B and time split (bench/ab/layer.sh): B = 1,
+// d_model = 512, 8 heads of 64, W_Q, W_K, W_V and W_O, one thread. Times each
+// part once and prints "name us_per_call" (CPU time of this process), so that
+// bench/ab/pair.py can alternate two builds round by round:
+//   layer_T=N           the layer as a model runs it: weights packed once
+//                       (PackMultiHeadWeights) where the build has it, else
+//                       passed in plain to every call (the only way there)
+//   layer_per_call_T=N  the layer with its weights passed in plain to every call
+//   matmul_x4_T=N       its four projections alone, four MatMul [N, 512] x [512, 512]
+//                       (each packs its W first from 128 rows on, as the layer does)
+//   attention_T=N       its attention alone, MultiHeadAttentionQKV on Q, K, V [N, 512]
+//   pack_weights        PackMultiHeadWeights itself (builds that have it)
+// Built against each build's libattnkit_core.a; only the public API.
+#include <time.h>
+
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "src/core/attnkit.h"
+
+#if __has_include("src/core/packed_weights.h")
+#define LAYER_AB_HAS_PACK 1
+#else
+#define LAYER_AB_HAS_PACK 0
+#endif
+
+namespace {
+
+double CpuSeconds() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+// Uniform in +-scale, seeded.
+std::vector<float> Random(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-scale, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// Calls fn until `budget` seconds of CPU time have passed (at least twice,
+// the first untimed) and prints the mean per call in microseconds.
+void Time(const std::string& name, double budget, const std::function<bool()>& fn) {
+  if (!fn()) {
+    std::printf("%s error\n", name.c_str());
+    return;
+  }
+  const double start = CpuSeconds();
+  size_t calls = 0;
+  double now = start;
+  while (calls < 1 || now - start < budget) {
+    fn();
+    ++calls;
+    now = CpuSeconds();
+  }
+  std::printf("%s %.3f\n", name.c_str(), (now - start) / calls * 1e6);
+}
+
+}  // namespace
+
+int main() {
+  constexpr size_t kModel = 512, kHeads = 8;
+  const double budget = 0.25;
+  // Weights in +-1/sqrt(512), so that the projections keep the scale of X.
+  const float w_scale = 1.0f / 22.627417f;
+  const auto wq = Random(kModel * kModel, 5, w_scale), wk = Random(kModel * kModel, 6, w_scale),
+             wv = Random(kModel * kModel, 7, w_scale), wo = Random(kModel * kModel, 8, w_scale);
+  const auto W = [&](const std::vector<float>& w) {
+    return attnkit::ConstMatrixView(w.data(), kModel, kModel);
+  };
+  const attnkit::MultiHeadWeights weights{W(wq), W(wk), W(wv), W(wo)};
+  const attnkit::HeadConfig config{kHeads, kHeads, 0, 0};
+  const attnkit::AttentionOptions options;
+#if LAYER_AB_HAS_PACK
+  attnkit::PackedMultiHeadWeights packed;
+  Time("pack_weights", budget,
+       [&] { return attnkit::PackMultiHeadWeights(weights, config, &packed).ok(); });
+#endif
+  for (const size_t T : {size_t{32}, size_t{512}}) {
+    const std::string t = "_T=" + std::to_string(T);
+    const auto X = Random(T * kModel, 4);
+    std::vector<float> out(T * kModel), q(T * kModel);
+    const auto k = Random(T * kModel, 9), v = Random(T * kModel, 10);
+    const attnkit::ConstMatrixView x(X.data(), T, kModel);
+    const attnkit::MatrixView o(out.data(), T, kModel);
+    const auto per_call = [&] {
+      return attnkit::MultiHeadAttention(x, 1, weights, config, options, o).ok();
+    };
+#if LAYER_AB_HAS_PACK
+    Time("layer" + t, budget,
+         [&] { return attnkit::MultiHeadAttention(x, 1, packed, config, options, o).ok(); });
+#else
+    Time("layer" + t, budget, per_call);
+#endif
+    Time("layer_per_call" + t, budget, per_call);
+    Time("matmul_x4" + t, budget, [&] {
+      bool ok = true;
+      for (const std::vector<float>* w : {&wq, &wk, &wv, &wo}) {
+        ok &= attnkit::MatMul(x, W(*w), attnkit::MatrixView(q.data(), T, kModel)).ok();
+      }
+      return ok;
+    });
+    const attnkit::ConstMatrixView Q(q.data(), T, kModel), K(k.data(), T, kModel),
+        V(v.data(), T, kModel);
+    Time("attention" + t, budget,
+         [&] { return attnkit::MultiHeadAttentionQKV(Q, K, V, 1, config, options, o).ok(); });
+  }
+  return 0;
+}

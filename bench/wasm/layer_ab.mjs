@@ -1,0 +1,137 @@
+// The multi-head layer's A/B and time split in WebAssembly (bench/ab/layer.sh):
+// two builds of the package's SIMD128 Node module, each beside its own
+// bundled JS layer (DIR_A, DIR_B: attnkit.node.cjs + attnkit-simd.node.cjs),
+// loaded in one Node process. B = 1, d_model = 512, 8 heads of 64, W_Q, W_K,
+// W_V and W_O; the parts of bench/native/layer_ab.cc, through the package as
+// a JS user calls it:
+//   layer T=N           weights packed once (packWeights) where the build has
+//                       it, else passed in plain to every call
+//   layer_per_call T=N  weights passed in plain to every call (copied into wasm
+//                       memory, checked and packed by each)
+//   matmul_x4 T=N       the four projections alone (four matmul calls)
+//   attention T=N       the attention alone (multiHeadAttentionQKV on Q, K, V)
+//   pack_weights        packWeights + dispose (builds that have it; B only)
+// Each round times every part on A and on B (the order reversed every other
+// round) in batches of at least BATCH_MS of process CPU time, then prints per
+// part the medians and the median of the per-round ratios A / B (B's speed:
+// above 1, B is faster) with quartiles, and the largest |A - B| of the layer.
+// Usage: node --single-threaded-gc bench/wasm/layer_ab.mjs DIR_A DIR_B [ROUNDS]
+import { createRequire } from "node:module";
+import path from "node:path";
+
+const require = createRequire(import.meta.url);
+const [dirA, dirB, roundsArg] = process.argv.slice(2);
+const ROUNDS = Number(roundsArg ?? 15);
+const BATCH_MS = 150;
+const D_MODEL = 512,
+  HEADS = 8;
+
+const cpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e3;
+};
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const quartile = (xs, f) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(f * xs.length))];
+function random(n, seed, scale = 1) {
+  let s = seed >>> 0;
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; ++i) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    out[i] = (s / 2 ** 31 - 1) * scale;
+  }
+  return out;
+}
+const matrix = (data, rows, cols) => ({ data, rows, cols });
+
+const weightScale = 1 / Math.sqrt(D_MODEL);
+const weights = Object.fromEntries(
+  ["W_Q", "W_K", "W_V", "W_O"].map((k, i) => [
+    k,
+    matrix(random(D_MODEL * D_MODEL, 5 + i, weightScale), D_MODEL, D_MODEL),
+  ]),
+);
+const config = { numHeads: HEADS };
+
+/** [name, run] of every part on module `ak`; `extras` also the parts only B has. */
+function parts(ak) {
+  const out = [];
+  const packed = ak.packWeights?.(weights, config);
+  for (const T of [32, 512]) {
+    const X = matrix(random(T * D_MODEL, 4), T, D_MODEL);
+    const K = matrix(random(T * D_MODEL, 9), T, D_MODEL),
+      V = matrix(random(T * D_MODEL, 10), T, D_MODEL);
+    const perCall = () => ak.multiHeadAttention(X, weights, config);
+    out.push([`layer T=${T}`, packed ? () => ak.multiHeadAttention(X, packed, config) : perCall]);
+    out.push([`layer_per_call T=${T}`, perCall]);
+    out.push([
+      `matmul_x4 T=${T}`,
+      () => {
+        for (const W of Object.values(weights)) ak.matmul(X, W);
+      },
+    ]);
+    out.push([`attention T=${T}`, () => ak.multiHeadAttentionQKV(X, K, V, config)]);
+  }
+  return out;
+}
+
+const load = async (dir) => require(path.resolve(dir, "attnkit.node.cjs")).createAttnkit();
+const akA = await load(dirA),
+  akB = await load(dirB);
+const A = parts(akA),
+  B = parts(akB);
+{
+  const X = matrix(random(512 * D_MODEL, 4), 512, D_MODEL);
+  const a = akA.multiHeadAttention(X, weights, config).data,
+    b = akB.packWeights
+      ? akB.multiHeadAttention(X, akB.packWeights(weights, config), config).data
+      : akB.multiHeadAttention(X, weights, config).data;
+  let m = 0;
+  for (let i = 0; i < a.length; ++i) m = Math.max(m, Math.abs(a[i] - b[i]));
+  console.log(`# max |A - B| of the layer at T=512 (B packed where it can): ${m}`);
+}
+if (akB.packWeights) {
+  // packWeights itself, on B only (A may not have it).
+  const t0 = cpuMs();
+  let n = 0;
+  while (cpuMs() - t0 < 300 || n < 2) {
+    akB.packWeights(weights, config).dispose();
+    ++n;
+  }
+  console.log(`# B pack_weights: ${(((cpuMs() - t0) / n) * 1e3).toFixed(1)} us per pack`);
+}
+// Calls per batch, from a first timing on A.
+const calls = A.map(([, run]) => {
+  let n = 0;
+  const t0 = cpuMs();
+  while (cpuMs() - t0 < BATCH_MS) {
+    run();
+    ++n;
+  }
+  return Math.max(1, n);
+});
+const times = A.map(() => ({ a: [], b: [] }));
+const batch = (run, n) => {
+  const t0 = cpuMs();
+  for (let j = 0; j < n; ++j) run();
+  return ((cpuMs() - t0) / n) * 1e3;
+};
+for (let r = 0; r < ROUNDS; ++r) {
+  for (let s = 0; s < A.length; ++s) {
+    if (r % 2 === 0) {
+      times[s].a.push(batch(A[s][1], calls[s]));
+      times[s].b.push(batch(B[s][1], calls[s]));
+    } else {
+      times[s].b.push(batch(B[s][1], calls[s]));
+      times[s].a.push(batch(A[s][1], calls[s]));
+    }
+  }
+}
+for (let s = 0; s < A.length; ++s) {
+  const { a, b } = times[s];
+  const ratios = a.map((x, i) => x / b[i]);
+  console.log(
+    `${A[s][0].padEnd(24)} A ${median(a).toFixed(1).padStart(10)} us  B ${median(b).toFixed(1).padStart(10)} us` +
+      `  B/A speed ${median(ratios).toFixed(3)} [${quartile(ratios, 0.25).toFixed(3)}, ${quartile(ratios, 0.75).toFixed(3)}]`,
+  );
+}
