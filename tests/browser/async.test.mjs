@@ -5,8 +5,15 @@
 // cancelled, terminate() ends a running one, transfer detaches only when
 // asked, a KV cache works through the worker, and the page stays responsive
 // while a T = 16384 call runs (its longest main-thread task is reported).
+// That page is not cross-origin isolated: every call goes by message. A
+// second page is (served with COOP and COEP): its idle worker's copied calls
+// go through shared memory, with the same numbers, order, cancel, terminate
+// and transfer, and by message when Atomics.waitAsync is hidden.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import path from "node:path";
 import { chromium } from "playwright-core";
 import { ARGS, CHROMIUM, root } from "./helpers.mjs";
 import { serve } from "./server.mjs";
@@ -50,6 +57,26 @@ describe("attnkit/worker in Chromium", () => {
   after(async () => {
     await browser?.close();
     server?.close();
+  });
+
+  it("is not cross-origin isolated: calls go by message", async () => {
+    const r = await page.evaluate(async () => {
+      const { worker, random } = window;
+      const post = Worker.prototype.postMessage;
+      const ops = [];
+      Worker.prototype.postMessage = function (message, transfer) {
+        if (message?.op !== "forget") ops.push(message?.op);
+        return post.call(this, message, transfer);
+      };
+      try {
+        const Q = random(6, 4, 1);
+        for (let i = 0; i < 3; ++i) await worker.attention(Q, Q, Q);
+      } finally {
+        Worker.prototype.postMessage = post;
+      }
+      return { isolated: self.crossOriginIsolated, ops };
+    });
+    assert.deepEqual(r, { isolated: false, ops: ["call", "call", "call"] });
   });
 
   it("loads in a module worker; the async twins give the synchronous numbers", async () => {
@@ -211,6 +238,215 @@ describe("attnkit/worker in Chromium", () => {
     );
     assert.equal(r.rows, 16384);
     assert.ok(r.beats > 0, "the main thread ran its timers while the worker computed");
+    assert.deepEqual(problems, []);
+  });
+});
+
+// A page and dist/ served with the cross-origin isolation headers.
+function serveIsolated() {
+  const TYPES = {
+    ".mjs": "text/javascript",
+    ".js": "text/javascript",
+    ".wasm": "application/wasm",
+  };
+  const server = createServer(async (req, res) => {
+    const headers = {
+      "cross-origin-opener-policy": "same-origin",
+      "cross-origin-embedder-policy": "require-corp",
+      "cache-control": "no-store",
+    };
+    const url = new URL(req.url ?? "/", "http://127.0.0.1");
+    if (url.pathname === "/") {
+      res.writeHead(200, { ...headers, "content-type": "text/html" }).end(PAGE);
+      return;
+    }
+    if (!url.pathname.startsWith("/dist/")) return void res.writeHead(404).end();
+    try {
+      const body = await readFile(path.join(root, "dist", path.basename(url.pathname)));
+      res.writeHead(200, { ...headers, "content-type": TYPES[path.extname(url.pathname)] ?? "" });
+      res.end(body);
+    } catch {
+      res.writeHead(404).end();
+    }
+  });
+  return new Promise((resolve) =>
+    server.listen(0, "127.0.0.1", () =>
+      resolve({ url: `http://127.0.0.1:${server.address().port}/`, close: () => server.close() }),
+    ),
+  );
+}
+
+describe("attnkit/worker in a cross-origin isolated page (shared memory)", () => {
+  let server, browser, page;
+  const problems = [];
+  before(async () => {
+    server = await serveIsolated();
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+    page = await browser.newPage();
+    page.on("pageerror", (e) => problems.push(e.message));
+    page.on("console", (m) => m.type() === "error" && problems.push(m.text()));
+    await page.goto(server.url);
+    await page.waitForFunction(() => window.ready === true);
+    await page.evaluate(async () => {
+      const { createAttnkitWorker, createAttnkit } = window.attnkit;
+      window.attn = await createAttnkit({ simd: true });
+      window.worker = await createAttnkitWorker({ simd: true });
+      // A worker made while Atomics.waitAsync is hidden: a browser without it.
+      const waitAsync = Atomics.waitAsync;
+      delete Atomics.waitAsync;
+      try {
+        window.plain = await createAttnkitWorker({ simd: true });
+      } finally {
+        Atomics.waitAsync = waitAsync;
+      }
+      window.random = (rows, cols, seed) => {
+        let s = seed;
+        const data = Float32Array.from({ length: rows * cols }, () => {
+          s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+          return s / 2 ** 31 - 1;
+        });
+        return { data, rows, cols };
+      };
+      // The messages posted to workers while fn runs, by op (but "forget").
+      window.posted = async (fn) => {
+        const post = Worker.prototype.postMessage;
+        const ops = [];
+        Worker.prototype.postMessage = function (message, transfer) {
+          if (message?.op !== "forget") ops.push(message?.op);
+          return post.call(this, message, transfer);
+        };
+        try {
+          await fn();
+        } finally {
+          Worker.prototype.postMessage = post;
+        }
+        return ops;
+      };
+    });
+  });
+  after(async () => {
+    await browser?.close();
+    server?.close();
+  });
+
+  it("the same numbers and errors as the synchronous calls, through shared memory and by message", async () => {
+    const r = await page.evaluate(async () => {
+      const { attn, worker, plain, random, posted } = window;
+      const [Q, K, V, dO] = [1, 2, 3, 4].map((s) => random(64, 16, s));
+      const calls = [
+        ["attention", [Q, K, V, { causal: true }]],
+        ["traceQKV", [Q, K, V]],
+        ["attentionBackward", [Q, K, V, dO]],
+        ["softmax", [Q]],
+        ["attention", [Q, K, random(65, 16, 5)]],
+        ["attention", [Q, K, V, { scale: NaN }]],
+      ];
+      const text = (x) =>
+        x instanceof Error
+          ? JSON.stringify([x.name, x.message, x.code, x.parameter])
+          : JSON.stringify(x, (k, v) => (ArrayBuffer.isView(v) ? Array.from(v) : v));
+      const out = { isolated: self.crossOriginIsolated, differ: [], ops: {} };
+      for (const [label, w] of [
+        ["shared", worker],
+        ["message", plain],
+      ]) {
+        out.ops[label] = await posted(async () => {
+          for (const [name, args] of calls) {
+            let want;
+            try {
+              want = text(attn[name](...args));
+            } catch (e) {
+              want = text(e);
+            }
+            const got = text(await w[name](...args).catch((e) => e));
+            if (got !== want) out.differ.push(`${label} ${name}`);
+          }
+        });
+      }
+      return out;
+    });
+    assert.equal(r.isolated, true);
+    assert.deepEqual(r.differ, []);
+    // Shared: a block sent with the first call, and again for traceQKV's large answer.
+    assert.ok(
+      r.ops.shared.every((op) => op === "shared") && r.ops.shared.length <= 3,
+      JSON.stringify(r.ops.shared),
+    );
+    assert.deepEqual(r.ops.message, Array(6).fill("call"));
+  });
+
+  it("order, cancel, terminate and recreate, transfer only when asked", async () => {
+    const r = await page.evaluate(async () => {
+      const { attn, worker, random, attnkit } = window;
+      const Q = random(6, 4, 1);
+      const order = [];
+      const same = [];
+      await Promise.all(
+        Array.from({ length: 12 }, (_, i) => {
+          const q = random(2 + i, 4, i + 1);
+          const want = Array.from(attn.attention(q, Q, Q).data);
+          return worker.attention(q, Q, Q).then((m) => {
+            order.push(i);
+            same.push(JSON.stringify(Array.from(m.data)) === JSON.stringify(want));
+          });
+        }),
+      );
+      const big = random(2048, 64, 1);
+      const running = worker.attention(big, big, big);
+      const c = new AbortController();
+      const queued = worker.with({ signal: c.signal }).attention(Q, Q, Q);
+      c.abort();
+      const cancelled = await queued.catch((e) => [e.name, e.code]);
+      const ran = (await running).rows;
+      const w = await attnkit.createAttnkitWorker({ simd: true });
+      const long = w.attention(big, big, big);
+      await new Promise((res) => setTimeout(res, 20));
+      w.terminate();
+      const terminated = await long.catch((e) => [e.name, e.code, e.parameter]);
+      const w2 = await attnkit.createAttnkitWorker({ simd: true });
+      const again = (await w2.attention(Q, Q, Q)).rows;
+      await w2.dispose();
+      const copied = random(6, 4, 2);
+      const result = await worker.attention(copied, copied, copied);
+      const moved = random(6, 4, 3);
+      await worker.with({ transfer: true }).attention(moved, moved, moved);
+      return {
+        order,
+        same: same.every(Boolean),
+        cancelled,
+        ran,
+        terminated,
+        again,
+        copiedLength: copied.data.length,
+        movedLength: moved.data.length,
+        resultShared: result.data.buffer instanceof SharedArrayBuffer,
+      };
+    });
+    assert.deepEqual(r, {
+      order: [...Array(12).keys()],
+      same: true,
+      cancelled: ["AbortError", "aborted"],
+      ran: 2048,
+      terminated: ["AbortError", "aborted", "terminate"],
+      again: 6,
+      copiedLength: 24,
+      movedLength: 0,
+      resultShared: false,
+    });
+  });
+
+  it("many calls through shared memory post no message and keep the worker's heap", async () => {
+    const r = await page.evaluate(async () => {
+      const { worker, random, posted } = window;
+      const Q = random(64, 16, 1);
+      await worker.attention(Q, Q, Q);
+      const heap = await worker.heapBytesInUse();
+      const ops = await posted(async () => {
+        for (let i = 0; i < 1000; ++i) await worker.attention(Q, Q, Q);
+      });
+      return { ops, same: (await worker.heapBytesInUse()) === heap };
+    });
+    assert.deepEqual(r, { ops: [], same: true });
     assert.deepEqual(problems, []);
   });
 });
