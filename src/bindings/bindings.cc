@@ -117,6 +117,14 @@ class Args {
     return h;
   }
 
+  // [num_heads, num_kv_heads, d_k, d_v, layout (0 bshd, 1 bhsd)]: the heads
+  // of the calls on Q, K, V (the core checks the layout's value).
+  HeadConfig QKVHeads() {
+    HeadConfig h = Heads();
+    h.layout = static_cast<HeadLayout>(Word());
+    return h;
+  }
+
  private:
   const uint32_t* w_;
 };
@@ -207,24 +215,24 @@ int SelfAttentionBackwardJs(uintptr_t args) {
   grads.dW_V = a.Out();
   return Report(SelfAttentionBackward(X, W_Q, W_K, W_V, dO, a.Options(), grads));
 }
-// Q, K, V, batch, heads, out, lse, options
+// Q, K, V, batch, heads and layout, out, lse, options
 int MultiHeadQKVForTrainingJs(uintptr_t args) {
   Args a(args);
   const ConstMatrixView Q = a.In(), K = a.In(), V = a.In();
   const uint32_t batch = a.Word();
-  const HeadConfig heads = a.Heads();
+  const HeadConfig heads = a.QKVHeads();
   const MatrixView out = a.Out(), lse = a.Out();
   return Report(MultiHeadAttentionQKVForTraining(Q, K, V, batch, heads, a.Options(), out, lse));
 }
-// Q, K, V, dO, saved (as AttentionBackwardJs), O, lse, batch, heads, dQ, dK,
-// dV, options
+// Q, K, V, dO, saved (as AttentionBackwardJs), O, lse, batch, heads and
+// layout, dQ, dK, dV, options
 int MultiHeadQKVBackwardJs(uintptr_t args) {
   Args a(args);
   const ConstMatrixView Q = a.In(), K = a.In(), V = a.In(), dO = a.In();
   const bool saved = a.Word() != 0;
   const ConstMatrixView O = a.In(), lse = a.In();
   const uint32_t batch = a.Word();
-  const HeadConfig heads = a.Heads();
+  const HeadConfig heads = a.QKVHeads();
   const MatrixView dQ = a.Out(), dK = a.Out(), dV = a.Out();
   const AttentionOptions options = a.Options();
   if (!saved) {
@@ -406,13 +414,14 @@ int MultiHeadJs(uintptr_t args) {
   return Report(
       MultiHeadAttention(X, batch, MultiHeadWeights{W_Q, W_K, W_V, W_O}, heads, a.Options(), out));
 }
-// Q, K, V, batch, heads, out, past_K, past_V, present_K, present_V, scores
-// stage (0 none, 1 raw, 2 scaled, 3 masked, 4 weights), scores, options
+// Q, K, V, batch, heads and layout, out, past_K, past_V, present_K,
+// present_V, scores stage (0 none, 1 raw, 2 scaled, 3 masked, 4 weights),
+// scores, options
 int MultiHeadQKVJs(uintptr_t args) {
   Args a(args);
   const ConstMatrixView Q = a.In(), K = a.In(), V = a.In();
   const uint32_t batch = a.Word();
-  const HeadConfig heads = a.Heads();
+  const HeadConfig heads = a.QKVHeads();
   const MatrixView out = a.Out();
   MultiHeadExtras extras;
   extras.past_K = a.In();

@@ -222,12 +222,12 @@ Status CheckMultiQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, si
                                 m->heads.num_heads);
 }
 
-// dO [B*T_q, h*d_v] finite, dQ, dK, dV shaped as Q, K, V.
+// dO shaped as the output (m.OutCols) finite, dQ, dK, dV shaped as Q, K, V.
 Status CheckMultiGradients(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                            ConstMatrixView dO, const char* dO_name, const MultiShape& m,
                            MatrixView dQ, MatrixView dK, MatrixView dV) {
-  ATTNKIT_RETURN_IF_ERROR(CheckShape(dO_name, dO, Q.rows, m.heads.num_heads * m.heads.d_v,
-                                     "batch * T_q, the rows of Q", "num_heads * d_v"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape(dO_name, dO, Q.rows, m.OutCols(), m.OutRowsNote(), m.OutColsNote()));
   ATTNKIT_RETURN_IF_ERROR(
       CheckShape("dQ", dQ, Q.rows, Q.cols, "the rows of Q", "the columns of Q"));
   ATTNKIT_RETURN_IF_ERROR(
@@ -237,9 +237,9 @@ Status CheckMultiGradients(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView
   return CheckFinite(dO_name, dO);
 }
 
-// One head task per (item, query head) of checked Q, K and V,
-// tasks[b * num_heads + h], with its masks, its rows of O [B*T_q, h*d_v] and
-// its rows of lse [B*h*T_q, 1].
+// One head task per (item, query head) of checked Q, K and V in m's layout,
+// tasks[b * num_heads + h], with its masks, its block of O (shaped as the
+// output) and its rows of lse [B*h*T_q, 1].
 std::vector<internal::HeadTask> MultiHeadTasks(ConstMatrixView Q, ConstMatrixView K,
                                                ConstMatrixView V, MatrixView O, MatrixView lse,
                                                const MultiShape& m,
@@ -249,8 +249,8 @@ std::vector<internal::HeadTask> MultiHeadTasks(ConstMatrixView Q, ConstMatrixVie
   internal::AddHeadTasks(
       Q, O, m.batch, m.T_q, m.T_k, heads, options,
       [&](size_t b, size_t g, ConstMatrixView* k, ConstMatrixView* v) {
-        *k = K.Block(b * m.T_k, m.T_k, g * heads.d_k, heads.d_k);
-        *v = V.Block(b * m.T_k, m.T_k, g * heads.d_v, heads.d_v);
+        *k = m.KeyHead(K, b, g, heads.d_k);
+        *v = m.KeyHead(V, b, g, heads.d_v);
       },
       &tasks);
   for (size_t k = 0; k < tasks.size(); ++k) tasks[k].lse = lse.Block(k * m.T_q, m.T_q, 0, 1);
@@ -322,10 +322,10 @@ Status RunMultiBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
   for (size_t k = 0; k < job.tasks.size(); ++k) {
     const size_t b = k / heads.num_heads, h = k % heads.num_heads, g = h / heads.group();
     internal::GradTask& t = job.tasks[k];
-    t.dO = dO.Block(b * m.T_q, m.T_q, h * heads.d_v, heads.d_v);
-    t.dQ = dQ.Block(b * m.T_q, m.T_q, h * heads.d_k, heads.d_k);
-    t.dK = dK.Block(b * m.T_k, m.T_k, g * heads.d_k, heads.d_k);
-    t.dV = dV.Block(b * m.T_k, m.T_k, g * heads.d_v, heads.d_v);
+    t.dO = m.QueryHead(dO, b, h, heads.d_v);
+    t.dQ = m.QueryHead(dQ, b, h, heads.d_k);
+    t.dK = m.KeyHead(dK, b, g, heads.d_k);
+    t.dV = m.KeyHead(dV, b, g, heads.d_v);
   }
   if (!ATTNKIT_GRAD_DISPATCH(MultiHeadBackwardT)(job)) {
     return internal::OverflowStatus(source, "the gradients dQ, dK and dV");
@@ -390,10 +390,10 @@ Status MultiHeadAttentionQKVForTraining(ConstMatrixView Q, ConstMatrixView K, Co
                                         MatrixView lse) {
   MultiShape m;
   ATTNKIT_RETURN_IF_ERROR(CheckMultiQKV(Q, K, V, batch, config, options, &m));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, Q.rows, m.heads.num_heads * m.heads.d_v,
-                                     "batch * T_q, the rows of Q", "num_heads * d_v"));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("lse", lse, Q.rows * m.heads.num_heads, 1,
-                                     "batch * num_heads * T_q", "one log-sum-exp per row"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("out", out, Q.rows, m.OutCols(), m.OutRowsNote(), m.OutColsNote()));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("lse", lse, m.query_head_rows, 1, "batch * num_heads * T_q",
+                                     "one log-sum-exp per row"));
   ATTNKIT_RETURN_IF_ERROR(
       CheckOutputs({{"out", out}, {"lse", lse}}, {{"Q", Q}, {"K", K}, {"V", V}}));
   return RunMultiForTraining(Q, K, V, out, lse, m, options);
@@ -407,10 +407,10 @@ Status MultiHeadAttentionQKVBackward(ConstMatrixView Q, ConstMatrixView K, Const
   MultiShape m;
   ATTNKIT_RETURN_IF_ERROR(CheckMultiQKV(Q, K, V, batch, config, options, &m));
   ATTNKIT_RETURN_IF_ERROR(CheckMultiGradients(Q, K, V, dO, "dO", m, dQ, dK, dV));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("O", O, Q.rows, m.heads.num_heads * m.heads.d_v,
-                                     "batch * T_q, the rows of Q", "num_heads * d_v"));
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("lse", lse, Q.rows * m.heads.num_heads, 1,
-                                     "batch * num_heads * T_q", "one log-sum-exp per row"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("O", O, Q.rows, m.OutCols(), m.OutRowsNote(), m.OutColsNote()));
+  ATTNKIT_RETURN_IF_ERROR(CheckShape("lse", lse, m.query_head_rows, 1, "batch * num_heads * T_q",
+                                     "one log-sum-exp per row"));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("O", O));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("lse", lse, /*allow_neg_inf=*/true));
   ATTNKIT_RETURN_IF_ERROR(
@@ -431,10 +431,10 @@ Status MultiHeadAttentionQKVBackward(ConstMatrixView Q, ConstMatrixView K, Const
   ATTNKIT_RETURN_IF_ERROR(CheckOutputs({{"dQ", dQ}, {"dK", dK}, {"dV", dV}},
                                        {{"Q", Q}, {"K", K}, {"V", V}, {"dO", dO}}));
   Matrix O, lse;
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("Q", "O [batch * T_q, num_heads * d_v]", Q.rows,
-                                             m.heads.num_heads * m.heads.d_v, &O));
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("Q", "lse [batch * num_heads * T_q, 1]",
-                                             Q.rows * m.heads.num_heads, 1, &lse));
+  ATTNKIT_RETURN_IF_ERROR(
+      internal::Allocate("Q", "O, shaped as the output", Q.rows, m.OutCols(), &O));
+  ATTNKIT_RETURN_IF_ERROR(
+      internal::Allocate("Q", "lse [batch * num_heads * T_q, 1]", m.query_head_rows, 1, &lse));
   return RunMultiBackward(Q, K, V, O.view(), dO, lse.view(), /*recompute=*/true, m, options, "dO",
                           dQ, dK, dV);
 }

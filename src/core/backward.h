@@ -88,18 +88,21 @@ Status ProjectionBackward(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrixVie
                           const SelfAttentionGradients& grads);
 
 // The multi-head forward for training: as MultiHeadAttentionQKV (no past,
-// present or scores), and also the log-sum-exp of every row of every head:
-// lse [batch * num_heads * T_q, 1], row (b * num_heads + h) * T_q + i (the
-// layout of MultiHeadExtras::scores); -inf for a row that sees no key.
+// present or scores; Q, K, V and out in config.layout), and also the
+// log-sum-exp of every row of every head: lse [batch * num_heads * T_q, 1],
+// row (b * num_heads + h) * T_q + i (the layout of MultiHeadExtras::scores,
+// whatever config.layout is); -inf for a row that sees no key.
 Status MultiHeadAttentionQKVForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                                         size_t batch, const HeadConfig& config,
                                         const AttentionOptions& options, MatrixView out,
                                         MatrixView lse);
 
-// Gradients of MultiHeadAttentionQKV in the concatenated layout:
-// Q [B*T_q, h*d_k], K [B*T_k, kvh*d_k], V [B*T_k, kvh*d_v], O and dO
-// [B*T_q, h*d_v] -> dQ, dK, dV shaped as Q, K, V; dK and dV sum over the query
-// heads of each K/V group. O and lse are MultiHeadAttentionQKVForTraining's
+// Gradients of MultiHeadAttentionQKV in config.layout (see HeadLayout):
+// kBSHD: Q [B*T_q, h*d_k], K [B*T_k, kvh*d_k], V [B*T_k, kvh*d_v], O and dO
+// [B*T_q, h*d_v]; kBHSD: Q [B*h*T_q, d_k], K [B*kvh*T_k, d_k], V [B*kvh*T_k,
+// d_v], O and dO [B*h*T_q, d_v] -> dQ, dK, dV shaped as Q, K, V, each head's
+// block read and written in place; dK and dV sum over the query heads of
+// each K/V group. O and lse are MultiHeadAttentionQKVForTraining's
 // outputs for the same inputs and options. Every option of the forward.
 // options.pool splits (item, K/V group, key block) for dK, dV and (item,
 // head, query block) for dQ over its threads, bit-identical to one thread.

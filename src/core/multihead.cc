@@ -112,20 +112,20 @@ Status CheckPair(const char* first, MatrixViewT<T> a, const char* second, Matrix
 }
 
 // present [B*kvh*T_total, d] <- per (item, kv head g): past rows
-// [(b*kvh + g)*T_past, +T_past), then the new rows of head g of item b
-// (columns [g*d, (g+1)*d) of `now` [B*T_new, kvh*d]).
-void Concatenate(ConstMatrixView past, ConstMatrixView now, size_t batch, size_t kvh, size_t T_past,
-                 size_t T_new, MatrixView present) {
-  const size_t d = present.cols, T_total = T_past + T_new;
-  for (size_t b = 0; b < batch; ++b) {
+// [(b*kvh + g)*T_past, +T_past), then the T_new rows of head g of item b of
+// `now` (K or V in the call's layout, m.KeyHead).
+void Concatenate(ConstMatrixView past, ConstMatrixView now, const internal::MultiHeadShape& m,
+                 size_t T_past, MatrixView present) {
+  const size_t d = present.cols, kvh = m.heads.num_kv_heads, T_total = T_past + m.T_k;
+  for (size_t b = 0; b < m.batch; ++b) {
     for (size_t g = 0; g < kvh; ++g) {
       const size_t at = (b * kvh + g) * T_total;
       for (size_t t = 0; t < T_past; ++t) {
         std::memcpy(present.Row(at + t), past.Row((b * kvh + g) * T_past + t), d * sizeof(float));
       }
-      for (size_t t = 0; t < T_new; ++t) {
-        std::memcpy(present.Row(at + T_past + t), now.Row(b * T_new + t) + g * d,
-                    d * sizeof(float));
+      const ConstMatrixView head = m.KeyHead(now, b, g, d);
+      for (size_t t = 0; t < m.T_k; ++t) {
+        std::memcpy(present.Row(at + T_past + t), head.Row(t), d * sizeof(float));
       }
     }
   }
@@ -227,8 +227,8 @@ Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixVi
   ATTNKIT_RETURN_IF_ERROR(internal::CheckMultiHeadQKV(Q, K, V, batch, config, &shape));
   const Heads& heads = shape.heads;
   const size_t T_q = shape.T_q, T_k = shape.T_k;
-  ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, Q.rows, heads.num_heads * heads.d_v,
-                                     "batch * T_q, the rows of Q", "num_heads * d_v"));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckShape("out", out, Q.rows, shape.OutCols(), shape.OutRowsNote(), shape.OutColsNote()));
   size_t T_past, present_rows;
   ATTNKIT_RETURN_IF_ERROR(
       CheckExtras(Q, K, V, batch, heads, T_q, T_k, extras, out, &T_past, &present_rows));
@@ -261,15 +261,15 @@ Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixVi
   }
   const bool in_place = present_K.empty();
   if (!in_place) {
-    Concatenate(extras.past_K, K, batch, kvh, T_past, T_k, present_K);
-    Concatenate(extras.past_V, V, batch, kvh, T_past, T_k, present_V);
+    Concatenate(extras.past_K, K, shape, T_past, present_K);
+    Concatenate(extras.past_V, V, shape, T_past, present_V);
   }
   internal::AddHeadTasks(
       Q, out, batch, T_q, T_total, heads, options,
       [&](size_t b, size_t g, ConstMatrixView* k, ConstMatrixView* v) {
         if (in_place) {
-          *k = K.Block(b * T_k, T_k, g * heads.d_k, heads.d_k);
-          *v = V.Block(b * T_k, T_k, g * heads.d_v, heads.d_v);
+          *k = shape.KeyHead(K, b, g, heads.d_k);
+          *v = shape.KeyHead(V, b, g, heads.d_v);
         } else {
           *k = present_K.Block((b * kvh + g) * T_total, T_total, 0, heads.d_k);
           *v = present_V.Block((b * kvh + g) * T_total, T_total, 0, heads.d_v);

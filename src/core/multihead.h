@@ -12,13 +12,30 @@
 
 namespace attnkit {
 
+// How the calls on projected heads (MultiHeadAttentionQKV, its forward for
+// training and its backward, backward.h) lay out Q, K, V and the tensors
+// shaped as them (out, O, dO, dQ, dK, dV), as stacked matrices:
+enum class HeadLayout {
+  // [batch, seq, heads, d] as [batch * seq, heads * d]: head h of a token is
+  // columns [h*d, (h+1)*d) of its row (the concatenated heads).
+  kBSHD = 0,
+  // [batch, heads, seq, d] as [batch * heads * seq, d]: head h of item b is
+  // the contiguous [seq, d] block at row (b * heads + h) * seq (PyTorch's
+  // scaled_dot_product_attention, ONNX Attention's 4-D inputs).
+  kBHSD = 1,
+};
+
 // Zero means "derive": num_kv_heads = num_heads, d_k = d_model / num_heads
-// (which must divide), d_v = d_k.
+// (which must divide; with layout kBHSD, the columns of Q), d_v = d_k (the
+// columns of V / num_kv_heads; with kBHSD, the columns of V).
 struct HeadConfig {
   size_t num_heads = 1;
   size_t num_kv_heads = 0;  // must divide num_heads; 1 = multi-query attention
   size_t d_k = 0;
   size_t d_v = 0;
+  // The QKV calls' layout. The calls that project X (MultiHeadAttention, its
+  // backward, MultiHeadDecode) lay out their heads themselves: kBSHD only.
+  HeadLayout layout = HeadLayout::kBSHD;
 };
 
 // One big projection per role. Query head h uses columns [h*d_k, (h+1)*d_k) of
@@ -37,8 +54,13 @@ Status SplitHeads(ConstMatrixView x, size_t num_heads, MatrixView out);
 // [h*T, d] -> [T, h*d]: the inverse of SplitHeads (concatenate heads).
 Status MergeHeads(ConstMatrixView heads, size_t num_heads, MatrixView out);
 
-// Attention per (batch item, head) on already projected, concatenated inputs:
-// Q [B*T_q, h*d_k], K [B*T_k, kvh*d_k], V [B*T_k, kvh*d_v] -> out [B*T_q, h*d_v].
+// Attention per (batch item, head) on already projected inputs, laid out as
+// config.layout says:
+//   kBSHD: Q [B*T_q, h*d_k], K [B*T_k, kvh*d_k], V [B*T_k, kvh*d_v]
+//          -> out [B*T_q, h*d_v];
+//   kBHSD: Q [B*h*T_q, d_k], K [B*kvh*T_k, d_k], V [B*kvh*T_k, d_v]
+//          -> out [B*h*T_q, d_v].
+// Either way each head reads its blocks in place (no copy of the inputs).
 // config.num_heads and num_kv_heads are required; d_k and d_v are derived from
 // the column counts when zero. options.key_lengths gives per-item key padding.
 Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, size_t batch,
@@ -84,7 +106,8 @@ struct MultiHeadExtras {
 // keys and values are past followed by K, V (T_total = T_past + T_k keys per
 // item); key_lengths, masks and causal alignment refer to those T_total keys
 // (ONNX: causal_alignment kUpperLeft with causal_offset = T_past).
-// Q [B*T_q, h*d_k], K [B*T_k, kvh*d_k], V [B*T_k, kvh*d_v] -> out [B*T_q, h*d_v].
+// Q, K, V and out as MultiHeadAttentionQKV above, in config.layout; past,
+// present and scores in their own layouts whatever config.layout is.
 Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, size_t batch,
                              const HeadConfig& config, const AttentionOptions& options,
                              const MultiHeadExtras& extras, MatrixView out);

@@ -1,14 +1,15 @@
 // attnkit: the API surface over an Embind module. Each method checks its
 // arguments (arguments.js, convert.js), moves the call across the wasm
 // boundary (marshal.js) and shapes the result; the KV cache is kv-cache.js.
-import { AttnkitError, AttnkitTypeError, describe, rangeError } from "./errors.js";
-import { checkCount, count, toMatrix, toTensor, transposeHeads } from "./convert.js";
+import { AttnkitError, AttnkitTypeError, rangeError } from "./errors.js";
+import { checkCount, toMatrix, toTensor } from "./convert.js";
 import {
   QKV_KEYS,
   asBatchRows,
   checkConfig,
   checkOptions,
   headsOut,
+  layoutOf,
   qkvExtras,
   qkvRows,
   weightMats,
@@ -313,31 +314,20 @@ function multiHeadAttentionPacked(mem, handleOf, X, weights, config, options) {
 
 function multiHeadAttentionQKV(mem, Q, K, V, config, options) {
   checkOptions(options, QKV_KEYS);
-  const layout = options?.layout ?? "bshd";
-  if (layout !== "bshd" && layout !== "bhsd") {
-    throw rangeError("options.layout", '"bshd" or "bhsd"', describe(layout));
-  }
+  const layout = layoutOf(options);
   const heads = checkConfig(config);
   const q = toTensor("Q", Q),
     k = toTensor("K", K),
     v = toTensor("V", V);
-  const { qm, km, vm, batch, seqQ } = qkvRows(layout, q, k, v, heads);
-  const dOut = headsOut(heads, 0, null, vm.cols);
-  const dV = dOut / heads.numHeads;
-  const extras = qkvExtras(options, batch, heads, qm, km, dV);
-  // bhsd results are transposed after the call, then written into options.out.
-  const into = layout === "bhsd" ? options?.out : undefined;
-  if (into && into.length !== qm.rows * dOut) {
-    const shape = `[${batch}, ${heads.numHeads}, ${seqQ}, ${dV}]`;
-    const expected = `a Float32Array of ${count(qm.rows * dOut, "value")} (the result ${shape})`;
-    throw rangeError("options.out", expected, `${into.length}`, "shape_mismatch");
-  }
-  const runOptions = options && { ...options, out: into ? undefined : options.out };
-  const shape = q.shape.length === 3 ? [batch, seqQ, dOut] : [seqQ, dOut];
+  // Either layout goes to the core as it is (options.out too): each head a
+  // block of its rows, read and written in place.
+  const rows = qkvRows(layout, q, k, v, heads);
+  const { qm, km, vm, batch, seqQ, out: shaped } = rows;
+  const extras = qkvExtras(options, heads, rows);
   const [out, ...more] = mem.runWithOptions(
     [qm, km, vm, ...extras.inputs],
-    runOptions,
-    [{ rows: qm.rows, cols: dOut, shape }, ...extras.outputs],
+    options,
+    [shaped, ...extras.outputs],
     ([qv, kv, vv, pk = NONE, pv = NONE], o, [ov, ...rest]) => {
       const [presentK, presentV] = extras.present ? rest : [NONE, NONE];
       const scores = extras.stage ? rest[rest.length - 1] : NONE;
@@ -347,6 +337,7 @@ function multiHeadAttentionQKV(mem, Q, K, V, config, options) {
         vv,
         batch,
         headWords(heads),
+        rows.layoutWord,
         ov,
         pk,
         pv,
@@ -359,14 +350,7 @@ function multiHeadAttentionQKV(mem, Q, K, V, config, options) {
       return mem.M.multiHeadAttentionQKV(words);
     },
   );
-  let result;
-  if (layout === "bhsd") {
-    const data = transposeHeads(out.data, batch, heads.numHeads, seqQ, dV, true);
-    if (into) into.set(data);
-    result = { data: into ?? data, shape: [batch, heads.numHeads, seqQ, dV] };
-  } else {
-    result = { data: out.data, shape };
-  }
+  const result = { data: out.data, shape: shaped.shape };
   const kvh = heads.numKvHeads || heads.numHeads;
   if (extras.present) {
     const T = more[0].rows / (batch * kvh);

@@ -11,7 +11,6 @@ import {
   toMaskTensor,
   toMatrix,
   toTensor,
-  transposeHeads,
 } from "./convert.js";
 
 const OPTION_KEYS = [
@@ -133,12 +132,12 @@ function checkGradientOut(out, keys) {
  */
 export function gradientOutputs(options, grads) {
   const out = options?.out;
-  return grads.map(({ name, rows, cols, blame }) => {
+  return grads.map(({ name, rows, cols, shape, blame }) => {
     const into = out?.[name];
     if (into !== undefined && into.length !== rows * cols) {
       throw rangeError(
         `options.out.${name}`,
-        `a Float32Array of ${count(rows * cols, "value")} (${name} [${rows}, ${cols}])`,
+        `a Float32Array of ${count(rows * cols, "value")} (${name} [${(shape ?? [rows, cols]).join(", ")}])`,
         `${into.length}`,
         "shape_mismatch",
       );
@@ -380,10 +379,9 @@ function pastInputs(o, batch, kvh, dK, dV) {
  * of one stage (outputs), as Marshal.run() inputs and outputs. `stage`: 0 none,
  * 1 raw, 2 scaled, 3 masked, 4 weights (the binding's ScoresStage order).
  */
-export function qkvExtras(options, batch, heads, qm, km, dV) {
+export function qkvExtras(options, heads, { batch, seqQ, seqK, dK, dV }) {
   const o = options ?? {};
   const kvh = heads.numKvHeads || heads.numHeads;
-  const dK = heads.dK || Math.floor(qm.cols / heads.numHeads);
   const { inputs, past } = pastInputs(o, batch, kvh, dK, dV);
   if (o.present !== undefined && typeof o.present !== "boolean") {
     throw typeError("options.present", "a boolean", o.present);
@@ -393,7 +391,7 @@ export function qkvExtras(options, batch, heads, qm, km, dV) {
     const stages = SCORE_STAGES.map((s) => `"${s}"`).join(", ");
     throw rangeError("options.scores", stages, describe(o.scores));
   }
-  const total = past + km.rows / batch;
+  const total = past + seqK;
   const outputs = [];
   if (o.present) {
     outputs.push(
@@ -403,7 +401,7 @@ export function qkvExtras(options, batch, heads, qm, km, dV) {
   }
   if (stage) {
     outputs.push({
-      rows: qm.rows * heads.numHeads,
+      rows: batch * heads.numHeads * seqQ,
       cols: total,
       blame: "options.scores",
       what: " in the scores [batch, heads, T_q, T_k]",
@@ -412,13 +410,28 @@ export function qkvExtras(options, batch, heads, qm, km, dV) {
   return { inputs, outputs, present: o.present === true, stage };
 }
 
+/** options.layout of a multi-head call on Q, K, V: "bshd" (the default) or "bhsd". */
+export function layoutOf(options) {
+  const layout = options?.layout ?? "bshd";
+  if (layout !== "bshd" && layout !== "bhsd") {
+    throw rangeError("options.layout", '"bshd" or "bhsd"', describe(layout));
+  }
+  return layout;
+}
+
 /**
- * Q, K, V of multiHeadAttentionQKV as rows [batch * seq, heads * d] with the
- * batch and query length; "bhsd" tensors are transposed to that layout, and a
- * bhsd call's numKvHeads comes from K's shape when the config leaves it out.
+ * Q, K, V of multiHeadAttentionQKV (and its gradients) as the core takes them,
+ * their data passed as it is, never copied: "bshd" tensors [batch, seq,
+ * heads * d] (or [seq, heads * d]) as rows [batch * seq, heads * d], "bhsd"
+ * tensors [batch, heads, seq, d] as rows [batch * heads * seq, d], each head
+ * a contiguous block. With the batch, the query and key lengths, the head
+ * sizes, the layout's word for the bindings (0 bshd, 1 bhsd) and the output
+ * ({rows, cols, shape}: out and dO in the same layout). A bhsd call's
+ * numKvHeads comes from K's shape when the config leaves it out.
  */
 export function qkvRows(layout, q, k, v, heads) {
   const mismatch = (name, expected, given) => rangeError(name, expected, given, "shape_mismatch");
+  const h = heads.numHeads;
   if (layout === "bshd") {
     const rq = asBatchRows("Q", q),
       rk = asBatchRows("K", k),
@@ -427,12 +440,23 @@ export function qkvRows(layout, q, k, v, heads) {
       throw mismatch("K.shape[0]", `batch = ${rq.batch} (as Q)`, `${rk.batch}`);
     if (rv.batch !== rq.batch)
       throw mismatch("V.shape[0]", `batch = ${rq.batch} (as Q)`, `${rv.batch}`);
+    // The core resolves and checks the heads again; these only size the results.
+    const dV = headsOut(heads, 0, null, rv.cols) / h;
     return {
       qm: { name: q.name, data: q.data, rows: rq.batch * rq.seq, cols: rq.cols },
       km: { name: k.name, data: k.data, rows: rk.batch * rk.seq, cols: rk.cols },
       vm: { name: v.name, data: v.data, rows: rv.batch * rv.seq, cols: rv.cols },
       batch: rq.batch,
       seqQ: rq.seq,
+      seqK: rk.seq,
+      dK: heads.dK || Math.floor(rq.cols / h),
+      dV,
+      layoutWord: 0,
+      out: {
+        rows: rq.batch * rq.seq,
+        cols: h * dV,
+        shape: q.shape.length === 3 ? [rq.batch, rq.seq, h * dV] : [rq.seq, h * dV],
+      },
     };
   }
   for (const [name, t] of [
@@ -448,9 +472,14 @@ export function qkvRows(layout, q, k, v, heads) {
   const [B, H, Tq, dK] = q.shape;
   const [, KH, Tk, dK2] = k.shape;
   const [, VH, Tv, dV] = v.shape;
-  if (H !== heads.numHeads)
-    throw mismatch("Q.shape[1]", `config.numHeads = ${heads.numHeads}`, `${H}`);
+  if (H !== h) throw mismatch("Q.shape[1]", `config.numHeads = ${h} (layout bhsd)`, `${H}`);
+  // The core sees rows [batch * heads * seq, d]: the heads and head sizes of
+  // the config are checked against the shapes here, where they are apart.
   if (heads.numKvHeads === 0) heads.numKvHeads = KH;
+  if (KH !== heads.numKvHeads) {
+    const expected = `config.numKvHeads = ${heads.numKvHeads} (layout bhsd)`;
+    throw mismatch("K.shape[1]", expected, `${KH}`);
+  }
   for (const [name, t] of [
     ["K", k],
     ["V", v],
@@ -462,11 +491,26 @@ export function qkvRows(layout, q, k, v, heads) {
     const expected = `[${B}, ${KH}, ${Tk}, dV] (heads and seq as K)`;
     throw mismatch("V.shape", expected, `[${v.shape.join(", ")}]`);
   }
+  for (const [name, given, key, want] of [
+    ["Q.shape[3]", dK, "dK", heads.dK],
+    ["K.shape[3]", dK2, "dK", heads.dK || dK],
+    ["V.shape[3]", dV, "dV", heads.dV],
+  ]) {
+    if (want && given !== want) {
+      const from = heads[key] ? `config.${key}` : "dK, the head size of Q";
+      throw mismatch(name, `${from} = ${want} (layout bhsd)`, `${given}`);
+    }
+  }
   return {
-    qm: { data: transposeHeads(q.data, B, H, Tq, dK), rows: B * Tq, cols: H * dK },
-    km: { data: transposeHeads(k.data, B, KH, Tk, dK2), rows: B * Tk, cols: KH * dK2 },
-    vm: { data: transposeHeads(v.data, B, VH, Tv, dV), rows: B * Tv, cols: VH * dV },
+    qm: { name: q.name, data: q.data, rows: B * H * Tq, cols: dK },
+    km: { name: k.name, data: k.data, rows: B * KH * Tk, cols: dK2 },
+    vm: { name: v.name, data: v.data, rows: B * VH * Tv, cols: dV },
     batch: B,
     seqQ: Tq,
+    seqK: Tk,
+    dK,
+    dV,
+    layoutWord: 1,
+    out: { rows: B * H * Tq, cols: dV, shape: [B, H, Tq, dV] },
   };
 }

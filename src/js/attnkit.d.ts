@@ -314,7 +314,10 @@ export type HeadLayout = "bshd" | "bhsd";
 
 /** Options of multi-head calls on Q, K, V (ONNX Attention's inputs and outputs). */
 export interface MultiHeadOptions extends AttentionOptions {
-  /** Default "bshd". Outputs use the same layout as the inputs. */
+  /**
+   * Default "bshd". Outputs use the same layout as the inputs. Either layout is
+   * passed to the core as it is (no transposition), options.out too.
+   */
   layout?: HeadLayout | undefined;
   /**
    * Keys and values that precede K and V, [batch, numKvHeads, T_past, dK | dV] (ONNX

@@ -1,6 +1,6 @@
 // attnkit: turning what users pass (nested arrays, {data, rows, cols},
-// {data, shape}, options) into checked, flat typed arrays, and the layout
-// changes between "bhsd" and "bshd". No attention maths here.
+// {data, shape}, options) into checked, flat typed arrays. No attention maths
+// here.
 import { AttnkitError, AttnkitTypeError, describe, rangeError, typeError } from "./errors.js";
 import { fromExternal } from "./interop.js";
 
@@ -305,25 +305,6 @@ export function toMask(name, value) {
     }
   }
   return { name, data, rows, cols };
-}
-
-/**
- * [B, S, H, D] stored as [B, H, S, D] ("bhsd") to [B, S, H*D] ("bshd"), or back
- * with `inverse`. A copy that only moves values.
- */
-export function transposeHeads(data, B, H, S, D, inverse = false) {
-  const out = new Float32Array(data.length);
-  for (let b = 0; b < B; ++b) {
-    for (let h = 0; h < H; ++h) {
-      for (let s = 0; s < S; ++s) {
-        const bhsd = ((b * H + h) * S + s) * D;
-        const bshd = ((b * S + s) * H + h) * D;
-        if (inverse) out.set(data.subarray(bshd, bshd + D), bhsd);
-        else out.set(data.subarray(bhsd, bhsd + D), bshd);
-      }
-    }
-  }
-  return out;
 }
 
 /**

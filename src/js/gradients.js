@@ -2,14 +2,15 @@
 // training, which also returns each row's log-sum-exp so that a backward call
 // given it (options.saved) skips recomputing the forward. Each call crosses
 // into wasm once, like the forward calls (marshal.js).
-import { describe, rangeError } from "./errors.js";
-import { count, toMatrix, toTensor, transposeHeads } from "./convert.js";
+import { rangeError } from "./errors.js";
+import { toMatrix, toTensor } from "./convert.js";
 import {
   asBatchRows,
   checkConfig,
   checkOptions,
   gradientOutputs,
   headsOut,
+  layoutOf,
   qkvRows,
   savedInputs,
   weightMats,
@@ -26,57 +27,28 @@ const NO_SAVED = { data: new Float32Array(0), rows: 0, cols: 0 };
 const PROJECTION_NAMES = ["dX", "dW_Q", "dW_K", "dW_V"];
 const mismatch = (name, expected, given) => rangeError(name, expected, given, "shape_mismatch");
 
-/** options.layout of a multi-head call on Q, K, V. */
-function layoutOf(options) {
-  const layout = options?.layout ?? "bshd";
-  if (layout !== "bshd" && layout !== "bhsd") {
-    throw rangeError("options.layout", '"bshd" or "bhsd"', describe(layout));
-  }
-  return layout;
-}
-
 /**
- * A tensor shaped as a multi-head output (dO, a saved output) as rows
- * [batch * T_q, h * d_v]: layout "bshd" [batch, T_q, h * d_v] (or [T_q, h * d_v]
- * when batch is 1), "bhsd" [batch, h, T_q, d_v] (transposed).
+ * A tensor shaped as a multi-head output (dO, a saved output) as the core
+ * takes it, its data as it is: rows.out of qkvRows ("bshd" [batch * T_q,
+ * h * d_v] from [batch, T_q, h * d_v] or [T_q, h * d_v]; "bhsd" [batch * h *
+ * T_q, d_v] from [batch, h, T_q, d_v]).
  */
-function outputRows(name, value, layout, batch, h, seqQ, dV) {
+function outputRows(name, value, layout, rows) {
   const t = toTensor(name, value);
   const shape = `[${t.shape.join(", ")}]`;
+  const { batch, seqQ, out } = rows;
   if (layout === "bhsd") {
-    const [B, H, T, d] = t.shape;
-    if (t.shape.length !== 4 || B !== batch || H !== h || T !== seqQ || d !== dV) {
-      throw mismatch(`${name}.shape`, `[${batch}, ${h}, ${seqQ}, ${dV}] (as the output)`, shape);
+    if (t.shape.length !== 4 || t.shape.some((n, i) => n !== out.shape[i])) {
+      throw mismatch(`${name}.shape`, `[${out.shape.join(", ")}] (as the output)`, shape);
     }
-    return { data: transposeHeads(t.data, B, H, T, d), rows: B * T, cols: H * d };
+    return { name: t.name, data: t.data, rows: out.rows, cols: out.cols };
   }
   const r = asBatchRows(name, t);
   if (r.batch !== batch || r.seq !== seqQ) {
-    const expected = `[${batch}, ${seqQ}, ${h * dV}] (as the output)`;
+    const expected = `[${batch}, ${seqQ}, ${out.cols}] (as the output)`;
     throw mismatch(`${name}.shape`, expected, shape);
   }
   return { name: t.name, data: t.data, rows: r.batch * r.seq, cols: r.cols };
-}
-
-/** options.out[name] of a bhsd call, checked (written after the call's transposition). */
-function bhsdInto(options, name, size) {
-  const into = options?.out?.[name];
-  if (into !== undefined && into.length !== size) {
-    throw rangeError(
-      `options.out.${name}`,
-      `a Float32Array of ${count(size, "value")}`,
-      `${into.length}`,
-      "shape_mismatch",
-    );
-  }
-  return into;
-}
-
-/** A result in rows [batch * S, H * D] as bhsd [batch, H, S, D], into `into` when given. */
-function bhsdResult(m, into, batch, H, S, D) {
-  const data = transposeHeads(m.data, batch, H, S, D, true);
-  if (into) into.set(data);
-  return { data: into ?? data, shape: [batch, H, S, D] };
 }
 
 /** The forward-for-training and backward calls over the Marshal `mem`. */
@@ -181,33 +153,23 @@ function multiHeadGradients(mem) {
       const q = toTensor("Q", Q),
         k = toTensor("K", K),
         v = toTensor("V", V);
-      const { qm, km, vm, batch, seqQ } = qkvRows(layout, q, k, v, heads);
-      const dOut = headsOut(heads, 0, null, vm.cols);
-      const h = heads.numHeads,
-        dV = dOut / h;
-      // bhsd results are transposed after the call, then written into options.out.
-      const into = layout === "bhsd" ? options?.out : undefined;
-      if (into && into.length !== qm.rows * dOut) {
-        const expected = `a Float32Array of ${count(qm.rows * dOut, "value")} (the result)`;
-        throw rangeError("options.out", expected, `${into.length}`, "shape_mismatch");
-      }
+      // Either layout as it is, options.out too (see multiHeadAttentionQKV).
+      const rows = qkvRows(layout, q, k, v, heads);
+      const { qm, km, vm, batch, seqQ } = rows;
+      const h = heads.numHeads;
       const [out, lse] = mem.runWithOptions(
         [qm, km, vm],
-        into ? { ...options, out: undefined } : options,
-        [
-          { rows: qm.rows, cols: dOut },
-          { rows: batch * h * seqQ, cols: 1, blame: "Q" },
-        ],
+        options,
+        [rows.out, { rows: batch * h * seqQ, cols: 1, blame: "Q" }],
         ([qv, kv, vv], o, [ov, lv]) =>
           M.multiHeadAttentionQKVForTraining(
-            mem.args(qv, kv, vv, batch, headWords(heads), ov, lv, o),
+            mem.args(qv, kv, vv, batch, headWords(heads), rows.layoutWord, ov, lv, o),
           ),
       );
-      const result =
-        layout === "bhsd"
-          ? bhsdResult(out, into, batch, h, seqQ, dV)
-          : { data: out.data, shape: q.shape.length === 3 ? [batch, seqQ, dOut] : [seqQ, dOut] };
-      return { out: result, lse: { data: lse.data, shape: [batch, h, seqQ] } };
+      return {
+        out: { data: out.data, shape: rows.out.shape },
+        lse: { data: lse.data, shape: [batch, h, seqQ] },
+      };
     },
     multiHeadAttentionQKVBackward(Q, K, V, config, dO, options) {
       checkOptions(options, ["layout", ...BACKWARD_KEYS], QKV_NAMES);
@@ -216,13 +178,12 @@ function multiHeadGradients(mem) {
       const q = toTensor("Q", Q),
         k = toTensor("K", K),
         v = toTensor("V", V);
-      const { qm, km, vm, batch, seqQ } = qkvRows(layout, q, k, v, heads);
+      const rows = qkvRows(layout, q, k, v, heads);
+      const { qm, km, vm, batch, seqQ } = rows;
       const h = heads.numHeads;
-      const dV = headsOut(heads, 0, null, vm.cols) / h;
-      const d = outputRows("dO", dO, layout, batch, h, seqQ, dV);
+      const d = outputRows("dO", dO, layout, rows);
       const saved = savedInputs(options, (name, value) => {
-        if (name === "options.saved.out")
-          return outputRows(name, value, layout, batch, h, seqQ, dV);
+        if (name === "options.saved.out") return outputRows(name, value, layout, rows);
         // The forward for training's lse: [batch, numHeads, T_q], as it returned it.
         const t = toTensor(name, value);
         const want = [batch, h, seqQ];
@@ -232,35 +193,46 @@ function multiHeadGradients(mem) {
         }
         return { name: t.name, data: t.data, rows: t.data.length, cols: 1 };
       });
-      const bhsd = layout === "bhsd";
-      const outputs = gradientOutputs(bhsd ? {} : options, [
-        { name: "dQ", rows: qm.rows, cols: qm.cols, blame: "Q" },
-        { name: "dK", rows: km.rows, cols: km.cols, blame: "K" },
-        { name: "dV", rows: vm.rows, cols: vm.cols, blame: "V" },
-      ]);
-      const into = bhsd
-        ? QKV_NAMES.map((n, i) => bhsdInto(options, n, [qm, km, vm][i].data.length))
-        : [];
+      // The gradients are shaped as Q, K and V, in their layout.
+      const inputs = [q, k, v];
+      const outputs = gradientOutputs(
+        options,
+        [qm, km, vm].map((m, i) => ({
+          name: QKV_NAMES[i],
+          rows: m.rows,
+          cols: m.cols,
+          shape: inputs[i].shape,
+          blame: m.name,
+        })),
+      );
       const grads = mem.runWithOptions(
         saved ? [qm, km, vm, d, ...saved] : [qm, km, vm, d],
         options,
         outputs,
         ([qv, kv, vv, dv, ov = NONE, lv = NONE], o, [gq, gk, gv]) =>
           M.multiHeadAttentionQKVBackward(
-            mem.args(qv, kv, vv, dv, saved ? 1 : 0, ov, lv, batch, headWords(heads), gq, gk, gv, o),
+            mem.args(
+              qv,
+              kv,
+              vv,
+              dv,
+              saved ? 1 : 0,
+              ov,
+              lv,
+              batch,
+              headWords(heads),
+              rows.layoutWord,
+              gq,
+              gk,
+              gv,
+              o,
+            ),
           ),
         SAVED_NAMES,
       );
       const result = {};
-      const inputs = [q, k, v];
       QKV_NAMES.forEach((name, i) => {
-        const g = grads[i];
-        if (!bhsd) {
-          result[name] = { data: g.data, shape: inputs[i].shape };
-          return;
-        }
-        const [, H, S, D] = inputs[i].shape;
-        result[name] = bhsdResult(g, into[i], batch, H, S, D);
+        result[name] = { data: grads[i].data, shape: inputs[i].shape };
       });
       return result;
     },

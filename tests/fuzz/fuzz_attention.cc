@@ -153,6 +153,19 @@ void Expect(const Status& s, const Fuzz& f, std::initializer_list<ConstMatrixVie
   for (const ConstMatrixView& o : outputs) Check(Finite(o), "NaN or Inf in an OK output");
 }
 
+// The shapes of the QKV calls' tensors in a fuzzed layout (config->layout):
+// kBSHD [batch * seq, heads * d] or kBHSD [batch * heads * seq, d].
+struct HeadShapes {
+  size_t batch;
+  bool head_major;
+  HeadShapes(Fuzz& f, attnkit::HeadConfig& c, size_t batch_)
+      : batch(batch_), head_major(f.in.ConsumeBool()) {
+    if (head_major) c.layout = attnkit::HeadLayout::kBHSD;
+  }
+  size_t Rows(size_t seq, size_t heads) const { return batch * seq * (head_major ? heads : 1); }
+  size_t Cols(size_t heads, size_t d) const { return head_major ? d : heads * d; }
+};
+
 // Op 9: the multi-head training forward, then both QKV backward overloads.
 void FuzzMultiHeadBackward(Fuzz& f, size_t T, size_t T_k, size_t batch) {
   attnkit::HeadConfig c;
@@ -162,16 +175,19 @@ void FuzzMultiHeadBackward(Fuzz& f, size_t T, size_t T_k, size_t batch) {
   c.d_v = f.Size(4);
   const size_t h = c.num_heads ? c.num_heads : 1, kvh = c.num_kv_heads ? c.num_kv_heads : h;
   const size_t dk = c.d_k ? c.d_k : 2, dv = c.d_v ? c.d_v : dk;
+  const HeadShapes s(f, c, batch);
   Matrix additive;
   std::vector<uint8_t> mask;
-  Matrix Q = f.Mat(batch * T, h * dk), K = f.Mat(batch * T_k, f.Maybe(kvh * dk)),
-         V = f.Mat(batch * f.Maybe(T_k), kvh * dv);
+  Matrix Q = f.Mat(s.Rows(T, h), s.Cols(h, dk)),
+         K = f.Mat(s.Rows(T_k, kvh), f.Maybe(s.Cols(kvh, dk))),
+         V = f.Mat(s.Rows(f.Maybe(T_k), kvh), s.Cols(kvh, dv));
   auto o = f.Options(T, T_k, batch, &additive, &mask, h);
-  Matrix out(batch * T, h * dv), lse(f.Maybe(batch * h * T), 1);
+  Matrix out(s.Rows(T, h), s.Cols(h, dv)), lse(f.Maybe(batch * h * T), 1);
   const Status forward = attnkit::MultiHeadAttentionQKVForTraining(Q, K, V, batch, c, o, out, lse);
   Expect(forward, f, {out});
-  Matrix dO = f.Mat(batch * T, f.Maybe(h * dv));
-  Matrix dQ(batch * T, h * dk), dK(batch * T_k, kvh * dk), dV(batch * T_k, f.Maybe(kvh * dv));
+  Matrix dO = f.Mat(s.Rows(T, h), f.Maybe(s.Cols(h, dv)));
+  Matrix dQ(s.Rows(T, h), s.Cols(h, dk)), dK(s.Rows(T_k, kvh), s.Cols(kvh, dk)),
+      dV(s.Rows(T_k, kvh), f.Maybe(s.Cols(kvh, dv)));
   if (forward.ok()) {
     Expect(attnkit::MultiHeadAttentionQKVBackward(Q, K, V, out, dO, lse, batch, c, o, dQ, dK, dV),
            f, {dQ, dK, dV});
@@ -274,11 +290,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         Matrix out(batch * T, w.W_O.empty() ? h * dv : d_model);
         Expect(attnkit::MultiHeadAttention(X, batch, w, c, o, out), f, {out});
       } else {
-        Matrix Q = f.Mat(batch * T, h * dk), K = f.Mat(batch * T_k, kvh * dk),
-               V = f.Mat(batch * f.Maybe(T_k), kvh * dv);
+        const HeadShapes s(f, c, batch);
+        Matrix Q = f.Mat(s.Rows(T, h), s.Cols(h, dk)), K = f.Mat(s.Rows(T_k, kvh), s.Cols(kvh, dk)),
+               V = f.Mat(s.Rows(f.Maybe(T_k), kvh), s.Cols(kvh, dv));
         const size_t T_past = in.ConsumeBool() ? f.Size(5) : 0;
         auto o = f.Options(T, T_past + T_k, batch, &additive, &mask, h);
-        Matrix out(batch * T, h * dv);
+        Matrix out(s.Rows(T, h), s.Cols(h, dv));
         if (T_past == 0 && in.ConsumeBool()) {
           Expect(attnkit::MultiHeadAttentionQKV(Q, K, V, batch, c, o, out), f, {out});
           break;

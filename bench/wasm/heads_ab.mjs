@@ -1,0 +1,158 @@
+// The head layouts' A/B in WebAssembly (bench/ab/heads.sh): two builds of the
+// package (DIR_A, DIR_B: each its own bundled JS layer attnkit.node.cjs beside
+// its SIMD128 module attnkit-simd.node.cjs), loaded in one Node process. 32
+// heads of d = 64 at T = 64 and T = 512, batch 1, one thread:
+//   attention / bwd_attention   one head (attention, attentionBackward with
+//                               the saved forward), us per call
+//   mha_bshd / bwd_bshd         multiHeadAttentionQKV (its backward) on
+//                               [1, T, 32 * 64], us per head
+//   mha_bhsd / bwd_bhsd         the same on [1, 32, T, 64], us per head
+//   ratio_*                     a multi-head time per head over the single-head
+//                               time of the same batch of rounds (per build)
+// Each round times every entry on A and on B (the order reversed every other
+// round) in batches of at least BATCH_MS of process CPU time, then prints per
+// entry the medians and the median of the per-round ratios A / B (B's speed:
+// above 1, B is faster) with quartiles. A's and B's outputs are compared.
+// Usage: node --single-threaded-gc bench/wasm/heads_ab.mjs DIR_A DIR_B [ROUNDS]
+import { createRequire } from "node:module";
+import path from "node:path";
+
+const require = createRequire(import.meta.url);
+const [dirA, dirB, roundsArg] = process.argv.slice(2);
+const ROUNDS = Number(roundsArg ?? 11);
+const BATCH_MS = 40;
+const H = 32,
+  D = 64;
+
+const cpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e3;
+};
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const quartile = (xs, f) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(f * xs.length))];
+function random(n, seed) {
+  let s = seed >>> 0;
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; ++i) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    out[i] = s / 2 ** 31 - 1;
+  }
+  return out;
+}
+/** [1, T, H*D] data as [1, H, T, D]. */
+function toHeads(data, T) {
+  const out = new Float32Array(data.length);
+  for (let h = 0; h < H; ++h)
+    for (let t = 0; t < T; ++t)
+      out.set(data.subarray((t * H + h) * D, (t * H + h + 1) * D), (h * T + t) * D);
+  return out;
+}
+
+// [name, fn, per]: fn() runs one call of `per` heads.
+function entries(ak, T) {
+  const n = T * H * D;
+  const data = [1, 2, 3, 4].map((seed) => random(n, seed + T));
+  const [Q, K, V, dO] = data.map((d) => ({ data: d, shape: [1, T, H * D] }));
+  const [q4, k4, v4, d4] = data.map((d) => ({ data: toHeads(d, T), shape: [1, H, T, D] }));
+  const one = (t) => ({ data: t.data.subarray(0, T * D), rows: T, cols: D });
+  const [q1, k1, v1, d1] = [q4, k4, v4, d4].map(one);
+  const config = { numHeads: H };
+  const seq = {},
+    head = { layout: "bhsd" };
+  const saved = ak.multiHeadAttentionQKVForTraining(Q, K, V, config, seq);
+  const saved4 = ak.multiHeadAttentionQKVForTraining(q4, k4, v4, config, head);
+  const saved1 = ak.attentionForTraining(q1, k1, v1);
+  return [
+    ["attention", () => ak.attention(q1, k1, v1), 1],
+    ["mha_bshd", () => ak.multiHeadAttentionQKV(Q, K, V, config, seq), H],
+    ["mha_bhsd", () => ak.multiHeadAttentionQKV(q4, k4, v4, config, head), H],
+    ["bwd_attention", () => ak.attentionBackward(q1, k1, v1, d1, { saved: saved1 }), 1],
+    ["bwd_bshd", () => ak.multiHeadAttentionQKVBackward(Q, K, V, config, dO, { saved }), H],
+    [
+      "bwd_bhsd",
+      () => ak.multiHeadAttentionQKVBackward(q4, k4, v4, config, d4, { ...head, saved: saved4 }),
+      H,
+    ],
+  ].map(([name, fn, per]) => [`${name}_T=${T}`, fn, per]);
+}
+
+const load = async (dir) => require(path.resolve(dir, "attnkit.node.cjs")).createAttnkit();
+const akA = await load(dirA),
+  akB = await load(dirB);
+const A = [64, 512].flatMap((T) => entries(akA, T)),
+  B = [64, 512].flatMap((T) => entries(akB, T));
+{
+  // A and B compute the same numbers.
+  let worst = 0;
+  for (let s = 0; s < A.length; ++s) {
+    const a = A[s][1](),
+      b = B[s][1]();
+    for (const key of a.data ? ["data"] : ["dQ", "dK", "dV"]) {
+      const x = a[key].data ?? a[key],
+        y = b[key].data ?? b[key];
+      for (let i = 0; i < x.length; ++i) worst = Math.max(worst, Math.abs(x[i] - y[i]));
+    }
+  }
+  console.log(`# max |A - B| over every entry's output: ${worst.toExponential(1)}`);
+}
+// Calls per batch, from a first timing.
+const calls = A.map(([, run]) => {
+  let n = 0;
+  const t0 = cpuMs();
+  while (cpuMs() - t0 < BATCH_MS) {
+    run();
+    ++n;
+  }
+  return Math.max(2, n);
+});
+const times = A.map(() => ({ a: [], b: [] }));
+const batch = (run, n, per) => {
+  const t0 = cpuMs();
+  for (let j = 0; j < n; ++j) run();
+  return ((cpuMs() - t0) / n / per) * 1e3;
+};
+for (let r = 0; r < ROUNDS; ++r) {
+  for (let s = 0; s < A.length; ++s) {
+    const per = A[s][2];
+    if (r % 2 === 0) {
+      times[s].a.push(batch(A[s][1], calls[s], per));
+      times[s].b.push(batch(B[s][1], calls[s], per));
+    } else {
+      times[s].b.push(batch(B[s][1], calls[s], per));
+      times[s].a.push(batch(A[s][1], calls[s], per));
+    }
+  }
+}
+const row = (name, a, b, unit) => {
+  const ratios = a.map((x, i) => x / b[i]);
+  console.log(
+    `${name.padEnd(28)} A ${median(a)
+      .toFixed(unit ? 2 : 3)
+      .padStart(10)}${unit}  B ${median(b)
+      .toFixed(unit ? 2 : 3)
+      .padStart(
+        10,
+      )}${unit}  B/A speed ${median(ratios).toFixed(3)} [${quartile(ratios, 0.25).toFixed(3)}, ${quartile(ratios, 0.75).toFixed(3)}]`,
+  );
+};
+const index = Object.fromEntries(A.map(([name], s) => [name, s]));
+for (let s = 0; s < A.length; ++s) row(A[s][0], times[s].a, times[s].b, " us");
+// Per head over one head, round by round within each build.
+for (const T of [64, 512]) {
+  for (const [multi, single] of [
+    ["mha_bshd", "attention"],
+    ["mha_bhsd", "attention"],
+    ["bwd_bshd", "bwd_attention"],
+    ["bwd_bhsd", "bwd_attention"],
+  ]) {
+    const m = times[index[`${multi}_T=${T}`]],
+      o = times[index[`${single}_T=${T}`]];
+    row(
+      `ratio_${multi}_T=${T}`,
+      m.a.map((x, i) => x / o.a[i]),
+      m.b.map((x, i) => x / o.b[i]),
+      "",
+    );
+  }
+}
