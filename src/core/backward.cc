@@ -96,9 +96,18 @@ Status CheckGradientArgs(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V
 }
 
 // The training forward of one head into out and lse, with checked options:
-// the fused kernel, as Attention runs it, keeping each row's log-sum-exp.
+// the fused kernel, as Attention runs it, keeping each row's log-sum-exp; a
+// small head on the lean path's small-shape kernel (the fused kernel's sums,
+// without a job, a plan or an allocation).
 Status RunForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                       const AttentionOptions& options, MatrixView out, MatrixView lse) {
+  if (internal::UseSmallKernel(Q.rows, K.rows, Q.cols, V.cols)) {
+    const internal::SmallResult result = internal::RunSmallAttention(
+        internal::OneHead(Q, K, V, options, out, lse), internal::ScoreParamsOf(options, Q.cols),
+        /*check_inputs=*/false, /*small_kernel=*/true);
+    if (result == internal::SmallResult::kOk) return Status::Ok();
+    return internal::OverflowStatus("Q", "the scores and outputs");
+  }
   internal::AttentionJob job;
   job.params = internal::ScoreParamsOf(options, Q.cols);
   job.pool = options.pool;
@@ -106,8 +115,11 @@ Status RunForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
   return internal::RunAttentionJob(job);
 }
 
-// The workspace of a small call's gradients (64 KiB), kept per thread.
+// The workspace of a small call's gradients (64 KiB), kept per thread: the
+// small backward's (kSmallGradFloats), or a small layout's.
 constexpr size_t kSmallWorkspaceFloats = 16384;
+static_assert(internal::kSmallGradFloats <= kSmallWorkspaceFloats,
+              "the small backward's workspace fits the thread's");
 
 // Checks and runs the backward from the forward's O and lse (`recompute`:
 // the training forward fills them first).
@@ -132,17 +144,20 @@ Status RunBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, Matr
   task.dQ = dQ;
   task.dK = dK;
   task.dV = dV;
+  // Small calls reuse this thread's workspace: no allocation per call. The
+  // smallest take the small backward, which needs no layout.
+  alignas(64) thread_local float small_workspace[kSmallWorkspaceFloats];
   const size_t threads = options.pool ? options.pool->num_threads() : 1;
   const uint64_t max_floats =
       std::numeric_limits<size_t>::max() / sizeof(float) / 2;  // room for size arithmetic
   FloatBuffer workspace;
-  if (!internal::PlanGradLayout(Q.rows, K.rows, Q.cols, V.cols, threads, max_floats,
-                                &task.layout)) {
+  if (internal::UseSmallBackward(Q.rows, K.rows, Q.cols, V.cols)) {
+    task.small = true;
+    task.workspace = small_workspace;
+  } else if (!internal::PlanGradLayout(Q.rows, K.rows, Q.cols, V.cols, threads, max_floats,
+                                       &task.layout)) {
     return internal::OutOfMemory("dO", "the packed operands of the gradients", task.layout.total);
-  }
-  if (task.layout.total <= kSmallWorkspaceFloats) {
-    // Small calls reuse this thread's workspace: no allocation per call.
-    alignas(64) thread_local float small_workspace[kSmallWorkspaceFloats];
+  } else if (task.layout.total <= kSmallWorkspaceFloats) {
     task.workspace = small_workspace;
   } else if (workspace.AllocateUninitialized(task.layout.total)) {
     task.workspace = workspace.data();
