@@ -69,7 +69,7 @@ bool AllFiniteT(ConstMatrixView m) { return AllFiniteOnce(m); }
 internal::SmallResult SmallAttentionT(const internal::HeadTask& t,
                                       const internal::ScoreParams& params, bool check_inputs,
                                       bool small_kernel) {
-  if (check_inputs && (!AllFiniteOnce(t.Q) || !AllFiniteOnce(t.K) || !AllFiniteOnce(t.V))) {
+  if (check_inputs && (!AllFiniteFlat(t.Q) || !AllFiniteFlat(t.K) || !AllFiniteFlat(t.V))) {
     return internal::SmallResult::kNonFiniteInput;
   }
   if (small_kernel) {
