@@ -349,7 +349,7 @@ HWY_INLINE void WriteQueryGradients(const internal::GradTask& task) {
 // (kSmallGradFloats): kt, vt, then the tiles s (S, then P), dp (dP, then
 // dS) and slope [kGradQueries, kGradKeys]. Returns false if a gradient
 // overflowed.
-HWY_INLINE bool SmallBackward(const internal::GradTask& task) {
+HWY_NOINLINE bool SmallBackward(const internal::GradTask& task) {
   const internal::HeadTask& t = task.head;
   const size_t T_q = t.Q.rows, T_k = t.K.rows, d_k = t.Q.cols, d_v = t.V.cols;
   // Keys no query sees get no gradient; nothing past them is packed or read.
@@ -369,12 +369,12 @@ HWY_INLINE bool SmallBackward(const internal::GradTask& task) {
   float* HWY_RESTRICT slope = softcap ? dp + kGradQueries * kGradKeys : nullptr;
   PackTransposed(t.K.Block(0, keys, 0, d_k), task.params.scale, tk, kt);
   PackTransposed(t.V.Block(0, keys, 0, d_v), 1.0f, tk, vt);
-  // Scores, recomputed: S [T_q, tk] = Q kt (K^T times the scale).
-  MatMul<false, GemmARows, GemmARows, kGemmShortK>(t.Q, Operand(kt, d_k, tk, tk),
-                                                   MatrixView(s, T_q, tk, kGradKeys));
-  // WeightedSumVGrad, dP [T_q, tk] = dO V^T.
-  MatMul<false, GemmARows, GemmARows, kGemmShortK>(task.dO, Operand(vt, d_v, tk, tk),
-                                                   MatrixView(dp, T_q, tk, kGradKeys));
+  // Scores, recomputed: S [T_q, tk] = Q kt (K^T times the scale), and
+  // WeightedSumVGrad, dP [T_q, tk] = dO V^T. Their K is d, which may be
+  // long: the GEMM's four steps per pointer advance (kGemmUnroll; the same
+  // sums).
+  MatMul(t.Q, Operand(kt, d_k, tk, tk), MatrixView(s, T_q, tk, kGradKeys));
+  MatMul(task.dO, Operand(vt, d_v, tk, tk), MatrixView(dp, T_q, tk, kGradKeys));
   // Per row: P, then SoftmaxGrad and ScaleSoftcapGrad into dS (as BackwardTile).
   const DF d;
   const size_t N = hn::Lanes(d);
@@ -417,7 +417,6 @@ HWY_INLINE bool SmallBackward(const internal::GradTask& task) {
 // thread, so that the results are bit-identical. Returns false if a gradient
 // overflowed.
 HWY_INLINE bool Backward(const internal::GradTask& task) {
-  if (task.small) return SmallBackward(task);
   const internal::HeadTask& t = task.head;
   const internal::GradLayout& w = task.layout;
   const size_t T_q = t.Q.rows, T_k = t.K.rows;

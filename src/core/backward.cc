@@ -237,9 +237,12 @@ Status RunBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, Matr
   } else {
     return internal::OutOfMemory("dO", "the packed operands of the gradients", task.layout.total);
   }
-  if (!ATTNKIT_GRAD_DISPATCH(AttentionBackwardT)(task)) {
-    return internal::OverflowStatus("dO", "the gradients dQ, dK and dV");
-  }
+  // The small backward through its own entry (inputs checked again, in one
+  // pass each), so that its kernel is compiled once.
+  const bool ok = task.small
+                      ? ATTNKIT_GRAD_DISPATCH(SmallBackwardT)(task) == internal::SmallResult::kOk
+                      : ATTNKIT_GRAD_DISPATCH(AttentionBackwardT)(task);
+  if (!ok) return internal::OverflowStatus("dO", "the gradients dQ, dK and dV");
   return Status::Ok();
 }
 
