@@ -1,8 +1,9 @@
 // Small calls: Attention's lean path (plan.h, UseSmallPath) against the
-// float64 reference and against the general path (split-K through a planned
-// AttentionJob) bit for bit, at T = 1..16 and d = 8 and 64, on every target;
-// the errors of small calls, each naming its parameter; and the heap after
-// many small calls, forward and backward.
+// float64 reference and against the general path (through a planned
+// AttentionJob) bit for bit, at T = 1..16 and d = 8 and 64, on every target:
+// split-K where the lean path takes split-K, the fused kernel where it takes
+// the small-shape kernel (d = 8); the errors of small calls, each naming its
+// parameter; and the heap after many small calls, forward and backward.
 #include <malloc.h>
 
 #include <cmath>
@@ -19,10 +20,13 @@ namespace {
 using attnkit::AttentionOptions;
 namespace internal = attnkit::internal;
 
-// The general path: UseSmallPath refuses while a head path is forced, and
-// split-K is what the planner picks for these shapes.
+// The general path: UseSmallPath refuses while a head path is forced; the
+// lean path's split-K is the planner's split-K, its small-shape kernel the
+// fused kernel's sums.
 struct GeneralPath {
-  GeneralPath() { internal::ForceHeadPathForTest(internal::HeadPath::kSplitK); }
+  explicit GeneralPath(internal::HeadPath path = internal::HeadPath::kSplitK) {
+    internal::ForceHeadPathForTest(path);
+  }
   ~GeneralPath() { internal::ForceHeadPathForTest(std::nullopt); }
   GeneralPath(const GeneralPath&) = delete;
   GeneralPath& operator=(const GeneralPath&) = delete;
@@ -40,15 +44,18 @@ size_t HeapInUse() {
 }
 
 TEST_CASE("Small calls take the lean path at T = 1..16, d = 8 and 64", "[attention][small]") {
-  // Every call of these sizes that the planner gives split-K (one chunk); the
-  // ones it gives the fused kernel (d = 8 from about T = 10) stay there.
+  // Every call of these sizes that the planner gives split-K (one chunk), and
+  // at d = 8 every one (the small-shape kernel, also where the planner gives
+  // the fused kernel, from about T = 10); at d = 64 the fused ones stay there.
   for (size_t d : {8, 64}) {
     for (size_t T = 1; T <= 16; ++T) {
       INFO("T=" << T << " d=" << d);
       const TestMatrix Q = Random(T, d, 1), K = Random(T, d, 2), V = Random(T, d, 3);
       TestMatrix out(T, d);
       const bool fused = internal::UseFusedPath(T, T, d, d);
-      CHECK(internal::UseSmallPath(Q, K, V, AttentionOptions(), out) == !fused);
+      const bool small = internal::UseSmallKernelForAttention(T, T, d, d);
+      CHECK(small == (d == 8));
+      CHECK(internal::UseSmallPath(Q, K, V, AttentionOptions(), out) == (small || !fused));
       if (T <= 8) CHECK_FALSE(fused);
     }
   }
@@ -75,7 +82,8 @@ TEST_CASE("The lean path matches the reference and the general path bit for bit"
         const TestMask mask = RandomMask(T, T, ++seed, 0.7);
         TestMatrix additive = Random(T, T, ++seed, Layout::kContiguous, -1.0f, 1.0f);
         additive(0, 0) = -kInf;
-        if (internal::UseFusedPath(T, T, d, d)) continue;  // not a lean-path call
+        const bool small = internal::UseSmallKernelForAttention(T, T, d, d);
+        if (!small && internal::UseFusedPath(T, T, d, d)) continue;  // not a lean-path call
         for (int variant = 0; variant < 6; ++variant) {
           INFO("T=" << T << " d=" << d << " variant " << variant);
           AttentionOptions o;
@@ -88,7 +96,7 @@ TEST_CASE("The lean path matches the reference and the general path bit for bit"
           REQUIRE(internal::UseSmallPath(Q, K, V, o, lean));
           REQUIRE_OK(attnkit::Attention(Q, K, V, o, lean));
           {
-            GeneralPath forced;
+            GeneralPath forced(small ? internal::HeadPath::kFused : internal::HeadPath::kSplitK);
             REQUIRE_OK(attnkit::Attention(Q, K, V, o, general));
           }
           CHECK(lean.SameValues(general));

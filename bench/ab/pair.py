@@ -42,7 +42,7 @@ def main():
         b = [x[name] for x in b_runs]
         lo, mid, hi = quartiles([x / y for x, y in zip(a, b)])
         worst = mid if worst is None else min(worst, mid)
-        print(f"{name:45s} A {statistics.median(a):11.2f}  B {statistics.median(b):11.2f}"
+        print(f"{name:45s} A {statistics.median(a):11.3f}  B {statistics.median(b):11.3f}"
               f"  B/A speed {mid:.3f} [{lo:.3f}, {hi:.3f}]")
     print(f"lowest paired median: {worst:.3f}")
 

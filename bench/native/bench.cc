@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/native/plain_head.h"
 #include "src/core/attnkit.h"
 #include "src/core/plan.h"
 
@@ -673,72 +674,12 @@ int Queries(int rounds) {
   return 0;
 }
 
-// A plain C++ loop over one head of size d (the small calls' baseline): the
-// forward (two passes per query row), the forward for training (its output
-// and each row's log-sum-exp) and the backward from them (one row of P at a
-// time, recomputed from lse). q, k, v, dO [T, d]; row is scratch [T].
-struct PlainHead {
-  size_t T, d;
-  std::vector<float> row;
-  PlainHead(size_t t, size_t dim) : T(t), d(dim), row(t) {}
-
-  // row[0, T) = scores of query i, scaled; returns their max.
-  float Scores(const float* q, const float* k, size_t i, float scale) {
-    float m = -std::numeric_limits<float>::infinity();
-    for (size_t j = 0; j < T; ++j) {
-      float dot = 0.0f;
-      for (size_t c = 0; c < d; ++c) dot += q[i * d + c] * k[j * d + c];
-      row[j] = dot * scale;
-      m = std::max(m, row[j]);
-    }
-    return m;
-  }
-  void Forward(const float* q, const float* k, const float* v, float* out, float* lse) {
-    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-    for (size_t i = 0; i < T; ++i) {
-      const float m = Scores(q, k, i, scale);
-      float sum = 0.0f;
-      for (size_t j = 0; j < T; ++j) sum += (row[j] = std::exp(row[j] - m));
-      if (lse) lse[i] = m + std::log(sum);
-      float* o = out + i * d;
-      std::fill(o, o + d, 0.0f);
-      for (size_t j = 0; j < T; ++j) {
-        const float p = row[j] / sum;
-        for (size_t c = 0; c < d; ++c) o[c] += p * v[j * d + c];
-      }
-    }
-  }
-  void Backward(const float* q, const float* k, const float* v, const float* out, const float* lse,
-                const float* dO, float* dQ, float* dK, float* dV) {
-    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-    std::fill(dQ, dQ + T * d, 0.0f);
-    std::fill(dK, dK + T * d, 0.0f);
-    std::fill(dV, dV + T * d, 0.0f);
-    for (size_t i = 0; i < T; ++i) {
-      float D = 0.0f;  // rowsum(dO * O)
-      for (size_t c = 0; c < d; ++c) D += dO[i * d + c] * out[i * d + c];
-      for (size_t j = 0; j < T; ++j) {
-        float s = 0.0f, dp = 0.0f;
-        for (size_t c = 0; c < d; ++c) {
-          s += q[i * d + c] * k[j * d + c];
-          dp += dO[i * d + c] * v[j * d + c];
-        }
-        const float p = std::exp(s * scale - lse[i]), ds = p * (dp - D) * scale;
-        for (size_t c = 0; c < d; ++c) {
-          dV[j * d + c] += p * dO[i * d + c];
-          dQ[i * d + c] += ds * k[j * d + c];
-          dK[j * d + c] += ds * q[i * d + c];
-        }
-      }
-    }
-  }
-};
-
 // attnkit_bench --small [ROUNDS]: the fixed cost of a call through the C++
 // API, T = T_q = T_k = 1..64, d = 8 and 64, one thread, against a plain C++
-// loop: Attention (also on the general path, forced: the A/B of the lean
-// path), AttentionForTraining and AttentionBackward with the forward's O and
-// lse, each against the loop doing the same, as JSON on
+// loop (PlainHead, plain_head.h): Attention, AttentionForTraining and
+// AttentionBackward with the forward's O and lse, each also on the general
+// path (forced: the A/B of the lean path and the small-shape kernels) and
+// against the loop doing the same, as JSON on
 // stdout ({"small": [{"op", "engine", "d", "T", "us"}]}: microseconds per
 // call). Each shape's engines are timed in the same rounds (a batch of ~1 ms
 // each, in a rotating order), the median over rounds kept. Every result is
@@ -784,6 +725,14 @@ int Small(int rounds) {
              (void)attnkit::AttentionForTraining(Q, K, V, o, MatrixView(out.data(), T, d),
                                                  MatrixView(lse.data(), T, 1));
            }},
+          // The general path: the fused kernel through a planned job.
+          {"attentionForTraining", "attnkit (general path)",
+           [&] {
+             attnkit::internal::ForceHeadPathForTest(attnkit::internal::HeadPath::kFused);
+             (void)attnkit::AttentionForTraining(Q, K, V, o, MatrixView(out.data(), T, d),
+                                                 MatrixView(lse.data(), T, 1));
+             attnkit::internal::ForceHeadPathForTest(std::nullopt);
+           }},
           {"attentionForTraining", "plain C++",
            [&] { plain.Forward(q.data(), k.data(), v.data(), ref_out.data(), ref_lse.data()); }},
           {"attentionBackward", "attnkit",
@@ -792,6 +741,16 @@ int Small(int rounds) {
                  Q, K, V, ConstMatrixView(ref_out.data(), T, d), dOv,
                  ConstMatrixView(ref_lse.data(), T, 1), o, MatrixView(dQ.data(), T, d),
                  MatrixView(dK.data(), T, d), MatrixView(dV.data(), T, d));
+           }},
+          // The general path: the tiled backward with its layout.
+          {"attentionBackward", "attnkit (general path)",
+           [&] {
+             attnkit::internal::ForceHeadPathForTest(attnkit::internal::HeadPath::kFused);
+             (void)attnkit::AttentionBackward(
+                 Q, K, V, ConstMatrixView(ref_out.data(), T, d), dOv,
+                 ConstMatrixView(ref_lse.data(), T, 1), o, MatrixView(dQ.data(), T, d),
+                 MatrixView(dK.data(), T, d), MatrixView(dV.data(), T, d));
+             attnkit::internal::ForceHeadPathForTest(std::nullopt);
            }},
           {"attentionBackward", "plain C++",
            [&] {

@@ -91,3 +91,54 @@ export function jsAttentionFwdBwd(q, k, v, dO, T, causal, d = 64) {
   }
   return { out, dQ, dK, dV };
 }
+
+// Plain JS's forward for training (out and each row's log-sum-exp) and
+// backward from them (one row of P at a time, recomputed from lse) of one
+// head of size d, its arrays reused (`ws`): the baseline of the training calls.
+export function plainForTraining(q, k, v, T, d, ws) {
+  const scale = 1 / Math.sqrt(d),
+    { out, lse, row } = ws;
+  out.fill(0);
+  for (let i = 0; i < T; ++i) {
+    let max = -Infinity;
+    for (let j = 0; j < T; ++j) {
+      let dot = 0;
+      for (let c = 0; c < d; ++c) dot += q[i * d + c] * k[j * d + c];
+      row[j] = dot * scale;
+      if (row[j] > max) max = row[j];
+    }
+    let sum = 0;
+    for (let j = 0; j < T; ++j) sum += row[j] = Math.exp(row[j] - max);
+    lse[i] = max + Math.log(sum);
+    for (let j = 0; j < T; ++j) {
+      const p = row[j] / sum;
+      for (let c = 0; c < d; ++c) out[i * d + c] += p * v[j * d + c];
+    }
+  }
+  return out;
+}
+export function plainBackward(q, k, v, dO, T, d, ws) {
+  const scale = 1 / Math.sqrt(d),
+    { out, lse, dQ, dK, dV } = ws;
+  (dQ.fill(0), dK.fill(0), dV.fill(0));
+  for (let i = 0; i < T; ++i) {
+    let D = 0; // rowsum(dO * O)
+    for (let c = 0; c < d; ++c) D += dO[i * d + c] * out[i * d + c];
+    for (let j = 0; j < T; ++j) {
+      let s = 0,
+        dp = 0;
+      for (let c = 0; c < d; ++c) {
+        s += q[i * d + c] * k[j * d + c];
+        dp += dO[i * d + c] * v[j * d + c];
+      }
+      const p = Math.exp(s * scale - lse[i]),
+        ds = p * (dp - D) * scale;
+      for (let c = 0; c < d; ++c) {
+        dV[j * d + c] += p * dO[i * d + c];
+        dQ[i * d + c] += ds * k[j * d + c];
+        dK[j * d + c] += ds * q[i * d + c];
+      }
+    }
+  }
+  return dQ;
+}

@@ -129,8 +129,10 @@ Status Attention(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                  const AttentionOptions& options, MatrixView out) {
   // Small calls: the lean path (plan.h), one dispatch and no allocation.
   if (internal::UseSmallPath(Q, K, V, options, out)) {
+    const bool small_kernel = internal::UseSmallKernelForAttention(Q.rows, K.rows, Q.cols, V.cols);
     switch (internal::RunSmallAttention(internal::OneHead(Q, K, V, options, out),
-                                        ScoreParamsOf(options, Q.cols))) {
+                                        ScoreParamsOf(options, Q.cols), /*check_inputs=*/true,
+                                        small_kernel)) {
       case internal::SmallResult::kOk:
         return Status::Ok();
       case internal::SmallResult::kOverflow:

@@ -24,7 +24,9 @@
 // the running target, the most any GEMM reads.
 // Memory: K^T, V^T, K, and Q, dO, dQ unless read in place,
 // O((T_q + T_k) d), plus a few [kGradQueryBlock, kGradKeyBlock] and
-// [kGradKeyBlock, d] tiles per thread (GradLayout, plan.h).
+// [kGradKeyBlock, d] tiles per thread (GradLayout, plan.h). A head that is
+// one tile takes SmallBackward: the same steps and sums, without the layout
+// and the packing of K, Q and dO that cost more than its maths.
 
 #if defined(ATTNKIT_BACKWARD_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef ATTNKIT_BACKWARD_INL_H_
@@ -108,6 +110,19 @@ template <class D, class V = hn::Vec<D>>
 HWY_INLINE V ScaleSoftcapGrad(D d, V ds, const float* HWY_RESTRICT slope, V scale) {
   if (slope) ds = hn::Mul(ds, hn::LoadU(d, slope));
   return hn::Mul(ds, scale);
+}
+
+// SoftmaxGrad's D_i = rowsum(dO_i * O_i) of one query row, dO and O [d_v]:
+// in float64, in four sums (one chain of adds would wait on each add).
+HWY_INLINE float SoftmaxGradD(const float* HWY_RESTRICT g, const float* HWY_RESTRICT o,
+                              size_t d_v) {
+  double D[4] = {0.0, 0.0, 0.0, 0.0};
+  size_t c = 0;
+  for (; c + 4 <= d_v; c += 4) {
+    for (size_t k = 0; k < 4; ++k) D[k] += static_cast<double>(g[c + k]) * o[c + k];
+  }
+  for (; c < d_v; ++c) D[0] += static_cast<double>(g[c]) * o[c];
+  return static_cast<float>((D[0] + D[1]) + (D[2] + D[3]));
 }
 
 // Which gradients a backward tile adds to: the one-thread pass does all; with
@@ -311,18 +326,7 @@ HWY_INLINE void PrepareBackward(const internal::GradTask& task) {
   } else {
     ZeroRow(ws + w.dqp, T_q * w.dk_p);
   }
-  for (size_t i = 0; i < T_q; ++i) {
-    // In float64, in four sums: one chain of adds would wait on each add.
-    const float* HWY_RESTRICT g = task.dO.Row(i);
-    const float* HWY_RESTRICT o = t.out.Row(i);
-    double D[4] = {0.0, 0.0, 0.0, 0.0};
-    size_t c = 0;
-    for (; c + 4 <= d_v; c += 4) {
-      for (size_t k = 0; k < 4; ++k) D[k] += static_cast<double>(g[c + k]) * o[c + k];
-    }
-    for (; c < d_v; ++c) D[0] += static_cast<double>(g[c]) * o[c];
-    ws[w.D + i] = static_cast<float>((D[0] + D[1]) + (D[2] + D[3]));
-  }
+  for (size_t i = 0; i < T_q; ++i) ws[w.D + i] = SoftmaxGradD(task.dO.Row(i), t.out.Row(i), d_v);
 }
 
 // dQ rows out of the accumulator (unless summed in place).
@@ -333,6 +337,77 @@ HWY_INLINE void WriteQueryGradients(const internal::GradTask& task) {
   for (size_t i = 0; i < task.head.Q.rows; ++i) {
     CopyRow(dq + i * dk_p, d_k, task.dQ.Row(i));
   }
+}
+
+// SmallBackward: the backward of a head that is one tile (T_q <=
+// kGradQueries, T_k <= kGradKeys, d_k and d_v <= kSmallMaxDim; see
+// UseSmallBackward), BackwardTile's steps with the same sums in the same
+// order (bit for bit), without a layout and with nothing packed but K^T
+// and V^T [d, tk] (tk: the keys any query sees, in whole vectors): the GEMMs
+// read Q, K, dO in place and write dQ, dK, dV where they are, each over
+// exactly its rows and columns (no padding to kGradPad). The workspace
+// (kSmallGradFloats): kt, vt, then the tiles s (S, then P), dp (dP, then
+// dS) and slope [kGradQueries, kGradKeys]. Returns false if a gradient
+// overflowed.
+HWY_NOINLINE bool SmallBackward(const internal::GradTask& task) {
+  const internal::HeadTask& t = task.head;
+  const size_t T_q = t.Q.rows, T_k = t.K.rows, d_k = t.Q.cols, d_v = t.V.cols;
+  // Keys no query sees get no gradient; nothing past them is packed or read.
+  const size_t keys = VisibleKeys(t, task.params, T_q - 1);
+  for (size_t j = 0; j < T_k; ++j) {
+    ZeroRow(task.dK.Row(j), d_k);
+    ZeroRow(task.dV.Row(j), d_v);
+  }
+  for (size_t i = 0; i < T_q; ++i) ZeroRow(task.dQ.Row(i), d_k);
+  if (keys == 0) return true;
+  const size_t tk = WholeVectors(keys);
+  float* HWY_RESTRICT kt = task.workspace;
+  float* HWY_RESTRICT vt = kt + internal::kSmallMaxDim * kGradKeys;
+  float* HWY_RESTRICT s = vt + internal::kSmallMaxDim * kGradKeys;
+  float* HWY_RESTRICT dp = s + kGradQueries * kGradKeys;
+  const bool softcap = task.params.softcap > 0.0f;
+  float* HWY_RESTRICT slope = softcap ? dp + kGradQueries * kGradKeys : nullptr;
+  PackTransposed(t.K.Block(0, keys, 0, d_k), task.params.scale, tk, kt);
+  PackTransposed(t.V.Block(0, keys, 0, d_v), 1.0f, tk, vt);
+  // Scores, recomputed: S [T_q, tk] = Q kt (K^T times the scale), and
+  // WeightedSumVGrad, dP [T_q, tk] = dO V^T. Their K is d, which may be
+  // long: the GEMM's four steps per pointer advance (kGemmUnroll; the same
+  // sums).
+  MatMul(t.Q, Operand(kt, d_k, tk, tk), MatrixView(s, T_q, tk, kGradKeys));
+  MatMul(task.dO, Operand(vt, d_v, tk, tk), MatrixView(dp, T_q, tk, kGradKeys));
+  // Per row: P, then SoftmaxGrad and ScaleSoftcapGrad into dS (as BackwardTile).
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  const auto scale = hn::Set(d, task.params.scale);
+  for (size_t i = 0; i < T_q; ++i) {
+    float* HWY_RESTRICT p = s + i * kGradKeys;
+    float* HWY_RESTRICT ds = dp + i * kGradKeys;
+    const size_t n = VisibleKeys(t, task.params, i);
+    const float lse = t.lse(i, 0);
+    if (n == 0 || lse == -std::numeric_limits<float>::infinity()) {
+      ZeroRow(p, tk);
+      ZeroRow(ds, tk);
+      continue;
+    }
+    float* HWY_RESTRICT g = softcap ? slope + i * kGradKeys : nullptr;
+    RecomputeWeights(task, i, 0, n, tk, lse, p, g);
+    const auto D_i = hn::Set(d, SoftmaxGradD(task.dO.Row(i), t.out.Row(i), d_v));
+    for (size_t j = 0; j < tk; j += N) {
+      const auto dS = SoftmaxGrad(hn::LoadU(d, p + j), hn::LoadU(d, ds + j), D_i);
+      hn::StoreU(ScaleSoftcapGrad(d, dS, g ? g + j : nullptr, scale), d, ds + j);
+    }
+  }
+  // WeightedSumVGrad, dV [keys, d_v] += P^T dO; ScoresGrad, dK [keys, d_k]
+  // += dS^T Q and dQ [T_q, d_k] += dS K (the scale is in dS).
+  bool finite = MatMul<true, GemmARows, TileTransposedA, kGemmShortK>(
+      ConstMatrixView(s, keys, T_q), Operand(task.dO.data, T_q, d_v, task.dO.stride),
+      task.dV.Block(0, keys, 0, d_v));
+  finite &= MatMul<true, GemmARows, TileTransposedA, kGemmShortK>(
+      ConstMatrixView(dp, keys, T_q), Operand(t.Q.data, T_q, d_k, t.Q.stride),
+      task.dK.Block(0, keys, 0, d_k));
+  finite &= MatMul<true, GemmARows, TileA, kGemmShortK>(
+      ConstMatrixView(dp, T_q, keys, kGradKeys), Operand(t.K.data, keys, d_k, t.K.stride), task.dQ);
+  return finite;
 }
 
 // The backward: dQ, dK, dV from Q, K, V, O (head.out), dO and lse. One

@@ -31,6 +31,17 @@ bool AttentionBackwardT(const internal::GradTask& task) { return Backward(task);
 
 bool MultiHeadBackwardT(const internal::MultiGradTask& job) { return MultiBackward(job); }
 
+// The lean path of a small backward (task.small): its inputs checked finite
+// (lse may hold -inf), then SmallBackward, in one dispatch.
+internal::SmallResult SmallBackwardT(const internal::GradTask& task) {
+  const internal::HeadTask& t = task.head;
+  if (!AllFiniteFlat(t.Q) || !AllFiniteFlat(t.K) || !AllFiniteFlat(t.V) ||
+      !AllFiniteFlat(task.dO) || !AllFiniteFlat(t.out) || !AllFiniteFlat<true>(t.lse)) {
+    return internal::SmallResult::kNonFiniteInput;
+  }
+  return SmallBackward(task) ? internal::SmallResult::kOk : internal::SmallResult::kOverflow;
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace attnkit
 HWY_AFTER_NAMESPACE();
@@ -40,6 +51,7 @@ namespace attnkit {
 
 HWY_EXPORT(AttentionBackwardT);
 HWY_EXPORT(MultiHeadBackwardT);
+HWY_EXPORT(SmallBackwardT);
 
 // Natively the best target the CPU supports; WebAssembly has one (SIMD128).
 #if HWY_HAVE_RUNTIME_DISPATCH
@@ -96,9 +108,18 @@ Status CheckGradientArgs(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V
 }
 
 // The training forward of one head into out and lse, with checked options:
-// the fused kernel, as Attention runs it, keeping each row's log-sum-exp.
+// the fused kernel, as Attention runs it, keeping each row's log-sum-exp; a
+// small head on the lean path's small-shape kernel (the fused kernel's sums,
+// without a job, a plan or an allocation).
 Status RunForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                       const AttentionOptions& options, MatrixView out, MatrixView lse) {
+  if (internal::UseSmallKernel(Q.rows, K.rows, Q.cols, V.cols)) {
+    const internal::SmallResult result = internal::RunSmallAttention(
+        internal::OneHead(Q, K, V, options, out, lse), internal::ScoreParamsOf(options, Q.cols),
+        /*check_inputs=*/false, /*small_kernel=*/true);
+    if (result == internal::SmallResult::kOk) return Status::Ok();
+    return internal::OverflowStatus("Q", "the scores and outputs");
+  }
   internal::AttentionJob job;
   job.params = internal::ScoreParamsOf(options, Q.cols);
   job.pool = options.pool;
@@ -106,8 +127,72 @@ Status RunForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
   return internal::RunAttentionJob(job);
 }
 
-// The workspace of a small call's gradients (64 KiB), kept per thread.
+// The workspace of a small call's gradients (64 KiB), kept per thread: the
+// small backward's (kSmallGradFloats), or a small layout's.
 constexpr size_t kSmallWorkspaceFloats = 16384;
+static_assert(internal::kSmallGradFloats <= kSmallWorkspaceFloats,
+              "the small backward's workspace fits the thread's");
+float* SmallWorkspace() {
+  alignas(64) thread_local float small_workspace[kSmallWorkspaceFloats];
+  return small_workspace;
+}
+
+// The lean paths of small calls, as Attention's (plan.h, UseSmallPath): true
+// if every check of the call but its inputs' finiteness passes (usable views
+// of the expected shapes, outputs apart from the inputs and each other, the
+// options) and the small kernels take it, tested without building a Status
+// per check. The one dispatch then checks the inputs' finiteness; any
+// failure goes to the checked path, which names it in its own order.
+bool Usable(std::initializer_list<ConstMatrixView> views) {
+  for (const ConstMatrixView& v : views) {
+    if (!internal::ViewUsable(v)) return false;
+  }
+  return true;
+}
+bool Shaped(ConstMatrixView v, size_t rows, size_t cols) {
+  return v.rows == rows && v.cols == cols;
+}
+// Whether two views share no element: their spans of memory apart, else the
+// exact test (strided views may interleave).
+bool Apart(ConstMatrixView a, ConstMatrixView b) {
+  const float* a_end = a.data + (a.rows - 1) * a.stride + a.cols;
+  const float* b_end = b.data + (b.rows - 1) * b.stride + b.cols;
+  return a_end <= b.data || b_end <= a.data ||
+         internal::Disjoint(MatrixView(const_cast<float*>(a.data), a.rows, a.cols, a.stride), b);
+}
+bool Apart(std::initializer_list<MatrixView> outputs,
+           std::initializer_list<ConstMatrixView> inputs) {
+  for (const MatrixView& out : outputs) {
+    for (const ConstMatrixView& in : inputs) {
+      if (!Apart(out, in)) return false;
+    }
+    for (const MatrixView& other : outputs) {
+      if (&other != &out && !Apart(out, other)) return false;
+    }
+  }
+  return true;
+}
+
+bool UseLeanTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
+                     const AttentionOptions& options, MatrixView out, MatrixView lse) {
+  const size_t T_q = Q.rows, T_k = K.rows, d_k = Q.cols, d_v = V.cols;
+  return Usable({Q, K, V, out, lse}) && Shaped(K, T_k, d_k) && Shaped(V, T_k, d_v) &&
+         Shaped(out, T_q, d_v) && Shaped(lse, T_q, 1) &&
+         internal::UseSmallKernel(T_q, T_k, d_k, d_v) && Apart({out, lse}, {Q, K, V}) &&
+         internal::CheckOptions(options, T_q, T_k, /*batched=*/false, 1, 1).ok();
+}
+
+bool UseLeanBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, ConstMatrixView O,
+                     ConstMatrixView dO, ConstMatrixView lse, const AttentionOptions& options,
+                     MatrixView dQ, MatrixView dK, MatrixView dV) {
+  const size_t T_q = Q.rows, T_k = K.rows, d_k = Q.cols, d_v = V.cols;
+  return Usable({Q, K, V, O, dO, lse, dQ, dK, dV}) && Shaped(K, T_k, d_k) && Shaped(V, T_k, d_v) &&
+         Shaped(O, T_q, d_v) && Shaped(dO, T_q, d_v) && Shaped(lse, T_q, 1) &&
+         Shaped(dQ, T_q, d_k) && Shaped(dK, T_k, d_k) && Shaped(dV, T_k, d_v) &&
+         internal::UseSmallBackward(T_q, T_k, d_k, d_v) &&
+         Apart({dQ, dK, dV}, {Q, K, V, O, dO, lse}) &&
+         internal::CheckOptions(options, T_q, T_k, /*batched=*/false, 1, 1).ok();
+}
 
 // Checks and runs the backward from the forward's O and lse (`recompute`:
 // the training forward fills them first).
@@ -132,26 +217,32 @@ Status RunBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, Matr
   task.dQ = dQ;
   task.dK = dK;
   task.dV = dV;
+  // Small calls reuse this thread's workspace: no allocation per call. The
+  // smallest take the small backward, which needs no layout.
+  float* small_workspace = SmallWorkspace();
   const size_t threads = options.pool ? options.pool->num_threads() : 1;
   const uint64_t max_floats =
       std::numeric_limits<size_t>::max() / sizeof(float) / 2;  // room for size arithmetic
   FloatBuffer workspace;
-  if (!internal::PlanGradLayout(Q.rows, K.rows, Q.cols, V.cols, threads, max_floats,
-                                &task.layout)) {
+  if (internal::UseSmallBackward(Q.rows, K.rows, Q.cols, V.cols)) {
+    task.small = true;
+    task.workspace = small_workspace;
+  } else if (!internal::PlanGradLayout(Q.rows, K.rows, Q.cols, V.cols, threads, max_floats,
+                                       &task.layout)) {
     return internal::OutOfMemory("dO", "the packed operands of the gradients", task.layout.total);
-  }
-  if (task.layout.total <= kSmallWorkspaceFloats) {
-    // Small calls reuse this thread's workspace: no allocation per call.
-    alignas(64) thread_local float small_workspace[kSmallWorkspaceFloats];
+  } else if (task.layout.total <= kSmallWorkspaceFloats) {
     task.workspace = small_workspace;
   } else if (workspace.AllocateUninitialized(task.layout.total)) {
     task.workspace = workspace.data();
   } else {
     return internal::OutOfMemory("dO", "the packed operands of the gradients", task.layout.total);
   }
-  if (!ATTNKIT_GRAD_DISPATCH(AttentionBackwardT)(task)) {
-    return internal::OverflowStatus("dO", "the gradients dQ, dK and dV");
-  }
+  // The small backward through its own entry (inputs checked again, in one
+  // pass each), so that its kernel is compiled once.
+  const bool ok = task.small
+                      ? ATTNKIT_GRAD_DISPATCH(SmallBackwardT)(task) == internal::SmallResult::kOk
+                      : ATTNKIT_GRAD_DISPATCH(AttentionBackwardT)(task);
+  if (!ok) return internal::OverflowStatus("dO", "the gradients dQ, dK and dV");
   return Status::Ok();
 }
 
@@ -159,6 +250,18 @@ Status RunBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, Matr
 
 Status AttentionForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                             const AttentionOptions& options, MatrixView out, MatrixView lse) {
+  if (UseLeanTraining(Q, K, V, options, out, lse)) {
+    switch (internal::RunSmallAttention(internal::OneHead(Q, K, V, options, out, lse),
+                                        internal::ScoreParamsOf(options, Q.cols),
+                                        /*check_inputs=*/true, /*small_kernel=*/true)) {
+      case internal::SmallResult::kOk:
+        return Status::Ok();
+      case internal::SmallResult::kOverflow:
+        return internal::OverflowStatus("Q", "the scores and outputs");
+      case internal::SmallResult::kNonFiniteInput:
+        break;  // the checks below name the input
+    }
+  }
   ATTNKIT_RETURN_IF_ERROR(CheckQKV(Q, K, V));
   ATTNKIT_RETURN_IF_ERROR(
       CheckShape("out", out, Q.rows, V.cols, "T_q, the rows of Q", "d_v, the columns of V"));
@@ -173,6 +276,28 @@ Status AttentionForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixVie
 Status AttentionBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, ConstMatrixView O,
                          ConstMatrixView dO, ConstMatrixView lse, const AttentionOptions& options,
                          MatrixView dQ, MatrixView dK, MatrixView dV) {
+  if (UseLeanBackward(Q, K, V, O, dO, lse, options, dQ, dK, dV)) {
+    // The kernel only reads O and lse.
+    internal::GradTask task;
+    task.params = internal::ScoreParamsOf(options, Q.cols);
+    task.head = internal::OneHead(
+        Q, K, V, options, MatrixView(const_cast<float*>(O.data), O.rows, O.cols, O.stride),
+        MatrixView(const_cast<float*>(lse.data), lse.rows, lse.cols, lse.stride));
+    task.dO = dO;
+    task.dQ = dQ;
+    task.dK = dK;
+    task.dV = dV;
+    task.small = true;
+    task.workspace = SmallWorkspace();
+    switch (ATTNKIT_GRAD_DISPATCH(SmallBackwardT)(task)) {
+      case internal::SmallResult::kOk:
+        return Status::Ok();
+      case internal::SmallResult::kOverflow:
+        return internal::OverflowStatus("dO", "the gradients dQ, dK and dV");
+      case internal::SmallResult::kNonFiniteInput:
+        break;  // the checks below name the input
+    }
+  }
   ATTNKIT_RETURN_IF_ERROR(CheckGradientArgs(Q, K, V, dO, dQ, dK, dV));
   const size_t T_q = Q.rows, d_v = V.cols;
   ATTNKIT_RETURN_IF_ERROR(

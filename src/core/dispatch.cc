@@ -60,14 +60,20 @@ bool ScaleScoresT(MatrixView x, float scale, float softcap, MatrixView slope) {
 
 bool AllFiniteT(ConstMatrixView m) { return AllFiniteOnce(m); }
 
-// The lean path (plan.h): Q [T_q, d_k], K [T_k <= kDecodeChunkKeys, d_k],
-// V [T_k, d_v] -> out [T_q, d_v] as split-K's one chunk and its merge, with
-// the scores [kDecodeChunkKeys] and partials [T_q, 2 + d_v] on the stack, so
-// that a small call allocates nothing and dispatches once.
+// The lean path (plan.h): Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v] -> out
+// [T_q, d_v] (and with the small-shape kernel lse [T_q, 1], if not empty)
+// by the small-shape kernel, or (T_k <= kDecodeChunkKeys) as split-K's one
+// chunk and its merge, with the scores [kDecodeChunkKeys] and partials [T_q,
+// 2 + d_v] on the stack, so that a small call allocates nothing and
+// dispatches once.
 internal::SmallResult SmallAttentionT(const internal::HeadTask& t,
-                                      const internal::ScoreParams& params) {
-  if (!AllFiniteOnce(t.Q) || !AllFiniteOnce(t.K) || !AllFiniteOnce(t.V)) {
+                                      const internal::ScoreParams& params, bool check_inputs,
+                                      bool small_kernel) {
+  if (check_inputs && (!AllFiniteFlat(t.Q) || !AllFiniteFlat(t.K) || !AllFiniteFlat(t.V))) {
     return internal::SmallResult::kNonFiniteInput;
+  }
+  if (small_kernel) {
+    return SmallHeadOnce(t, params) ? internal::SmallResult::kOk : internal::SmallResult::kOverflow;
   }
   HWY_ALIGN float scores[internal::kDecodeChunkKeys];
   HWY_ALIGN float partials[internal::kSmallPartialFloats];
@@ -131,8 +137,9 @@ bool RunScaleScores(MatrixView x, float scale, float softcap, MatrixView slope) 
 }
 bool RunSoftmaxRows(MatrixView x) { return ATTNKIT_DISPATCH(SoftmaxRowsT)(x); }
 bool RunAllFinite(ConstMatrixView m) { return ATTNKIT_DISPATCH(AllFiniteT)(m); }
-SmallResult RunSmallAttention(const HeadTask& task, const ScoreParams& params) {
-  return ATTNKIT_DISPATCH(SmallAttentionT)(task, params);
+SmallResult RunSmallAttention(const HeadTask& task, const ScoreParams& params, bool check_inputs,
+                              bool small_kernel) {
+  return ATTNKIT_DISPATCH(SmallAttentionT)(task, params, check_inputs, small_kernel);
 }
 
 }  // namespace internal

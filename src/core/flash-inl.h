@@ -21,6 +21,9 @@
 // Memory: K^T and V packed in panels (see PackKeysAndValues), [d_k + d_v,
 // T_k] rounded up, a task's queries packed [kTaskQueries, d_k] and one
 // [kRows, kTileKeys] tile, i.e. O((T_q + T_k) d).
+// Heads of at most 32 queries and keys (plan.h, UseSmallKernel) take
+// SmallHead, at the end of this file: one tile's steps for all rows at once,
+// the same sums without the blocks, packing and bookkeeping.
 
 #if defined(ATTNKIT_FLASH_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef ATTNKIT_FLASH_INL_H_
@@ -355,6 +358,140 @@ HWY_INLINE bool FlashHead(const internal::HeadTask& t, const internal::ScorePara
     default:
       return true;
   }
+}
+
+// The small-shape kernel (SmallHead below) keeps every row of scores in
+// whole vectors, [keys] with room for WholeVectors(keys). Its row steps equal
+// the fused kernel's bit for bit, in whole vectors where those take the
+// short rows of small heads one lane at a time:
+// SmallRowMax = RowMax</*kAllowNegInf=*/false>, SmallSoftmax =
+// SoftmaxUnnormalised</*kViaExp2=*/true> and ZeroRow, ScaleShortRow =
+// ScaleRow.
+
+// The max of row [n] into *max (-inf for n = 0); false if one of them is NaN
+// or +-inf (an overflowed score: an error, never a mask). Reads the row's
+// whole vectors; lanes past n are ignored.
+HWY_INLINE bool SmallRowMax(const float* HWY_RESTRICT row, size_t n, float* max) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  const auto neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
+  const auto zero = hn::Zero(d);
+  auto vmax = neg_inf, bad = zero;
+  for (size_t j = 0; j < n; j += N) {
+    const auto visible = hn::FirstN(d, std::min(N, n - j));
+    const auto v = hn::LoadU(d, row + j);
+    // 0 * v is NaN for v = NaN or +-inf, else 0.
+    bad = hn::MulAdd(hn::IfThenElseZero(visible, v), zero, bad);
+    vmax = hn::Max(vmax, hn::IfThenElse(visible, v, neg_inf));
+  }
+  if (!hn::AllTrue(d, hn::Eq(bad, zero))) return false;
+  // "All -inf" decided on the lanes (EMU128's MaxOfLanes starts from the
+  // lowest finite float, see RowMax).
+  *max = hn::AllTrue(d, hn::Eq(vmax, neg_inf)) ? -std::numeric_limits<float>::infinity()
+                                               : hn::GetLane(hn::MaxOfLanes(d, vmax));
+  return true;
+}
+
+// row [keys]: P = exp(row - max) for its first n (ExpViaExp2), 0 for the
+// rest; returns rowsum(P), summed in the order of SoftmaxUnnormalised (whole
+// vectors, then the last lanes one by one), so that l is the fused kernel's.
+HWY_INLINE float SmallSoftmax(float* HWY_RESTRICT row, size_t n, size_t keys, float max) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  const auto vmax = hn::Set(d, max);
+  for (size_t j = 0; j < keys; j += N) {
+    const auto visible = hn::FirstN(d, j < n ? std::min(N, n - j) : 0);
+    hn::StoreU(hn::IfThenElseZero(visible, ExpViaExp2(d, hn::Sub(hn::LoadU(d, row + j), vmax))), d,
+               row + j);
+  }
+  auto vsum = hn::Zero(d);
+  size_t j = 0;
+  for (; j + N <= n; j += N) vsum = hn::Add(vsum, hn::LoadU(d, row + j));
+  float tail = 0.0f;
+  for (; j < n; ++j) tail += row[j];
+  return hn::GetLane(hn::SumOfLanes(d, vsum)) + tail;
+}
+
+// x [n] *= scale: whole vectors, then 8 and 4 lanes where the target's are
+// wider, then single lanes (ScaleRow takes every lane past the last whole
+// vector one at a time: all 8 of d_v = 8 with AVX-512).
+HWY_INLINE void ScaleShortRow(float* HWY_RESTRICT x, size_t n, float scale) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(hn::Mul(hn::LoadU(d, x + i), hn::Set(d, scale)), d, x + i);
+  if constexpr (HWY_LANES(float) > 8) {
+    const hn::CappedTag<float, 8> d8;
+    if (i + 8 <= n) {
+      hn::StoreU(hn::Mul(hn::LoadU(d8, x + i), hn::Set(d8, scale)), d8, x + i);
+      i += 8;
+    }
+  }
+  if constexpr (HWY_LANES(float) > 4) {
+    const hn::CappedTag<float, 4> d4;
+    if (i + 4 <= n) {
+      hn::StoreU(hn::Mul(hn::LoadU(d4, x + i), hn::Set(d4, scale)), d4, x + i);
+      i += 4;
+    }
+  }
+  for (; i < n; ++i) x[i] *= scale;
+}
+
+// SmallHead: a whole head small enough for the small-shape kernel (Q
+// [T_q <= kSmallMaxQueries, d_k], K [T_k <= kSmallMaxKeys, d_k], V [T_k,
+// d_v], d_k and d_v <= kSmallMaxDim; see plan.h) as FlashRows computes one
+// key tile, with the same sums in the same order (bit for bit), for all rows
+// at once and nothing packed but K^T:
+//   kt [d_k, tk] = K^T * scale, the keys any query sees (tk: whole vectors)
+//   ScoresTile     S [T_q, tk] = Q kt, one GEMM reading Q in place
+//   per row        softcap, VisibleKeys and ApplyMasks, P = exp(S - max),
+//                  l = rowsum(P) (SmallRowMax, SmallSoftmax)
+//   WeightedSumVTile   O [T_q, d_v] = P V, one GEMM reading V in place; O /= l
+// and with t.lse, lse = max + log l per row (-inf for a row that sees no
+// key). kt and s are scratch, [kSmallMaxDim * kSmallMaxKeys] and
+// [kSmallMaxQueries * kSmallMaxKeys]. Returns false if a visible score or an
+// output overflowed.
+HWY_INLINE bool SmallHead(const internal::HeadTask& t, const internal::ScoreParams& p,
+                          float* HWY_RESTRICT kt, float* HWY_RESTRICT s) {
+  const float kNegInf = -std::numeric_limits<float>::infinity();
+  const size_t T_q = t.Q.rows, d_k = t.Q.cols, d_v = t.V.cols;
+  // The last query sees the most keys; none past them is packed or read.
+  const size_t keys = VisibleKeys(t, p, T_q - 1);
+  if (keys == 0) {
+    for (size_t i = 0; i < T_q; ++i) {
+      ZeroRow(t.out.Row(i), d_v);
+      if (!t.lse.empty()) t.lse(i, 0) = kNegInf;
+    }
+    return true;
+  }
+  const size_t tk = WholeVectors(keys);
+  PackTransposed(t.K.Block(0, keys, 0, d_k), p.scale, tk, kt);
+  const MatrixView S(s, T_q, tk, internal::kSmallMaxKeys);
+  // Scores of keys no query sees may overflow: only the visible ones are
+  // checked (SmallRowMax), as the fused kernel checks them.
+  (void)MatMul(t.Q, PanelView::Whole(ConstMatrixView(kt, d_k, tk)), S);
+  const bool masks = !t.bool_mask.empty() || !t.additive_mask.empty();
+  float m[internal::kSmallMaxQueries], l[internal::kSmallMaxQueries];
+  for (size_t i = 0; i < T_q; ++i) {
+    float* HWY_RESTRICT row = S.Row(i);
+    size_t n = VisibleKeys(t, p, i);
+    // The scale is already in K^T; softcap after it.
+    if (p.softcap > 0.0f) ScaleSoftcap(row, n, 1.0f, p.softcap);
+    if (!SmallRowMax(row, n, &m[i])) return false;
+    if (masks) {
+      ApplyMasks(t, i, 0, row, n);
+      if (!RowMax(row, n, &m[i])) return false;  // +inf from the additive mask
+    }
+    if (m[i] == kNegInf) n = 0;  // nothing visible: P row = 0
+    l[i] = SmallSoftmax(row, n, keys, m[i]);
+  }
+  const bool finite = MatMul(ConstMatrixView(s, T_q, keys, internal::kSmallMaxKeys),
+                             PanelView::Whole(t.V.Block(0, keys, 0, d_v)), t.out);
+  for (size_t i = 0; i < T_q; ++i) {
+    if (l[i] > 0.0f) ScaleShortRow(t.out.Row(i), d_v, 1.0f / l[i]);
+    if (!t.lse.empty()) t.lse(i, 0) = l[i] > 0.0f ? m[i] + std::log(l[i]) : kNegInf;
+  }
+  return finite;
 }
 
 }  // namespace HWY_NAMESPACE

@@ -46,6 +46,16 @@ HWY_NOINLINE void SplitKMerge(const internal::HeadTask& t, size_t chunks,
   MergeChunks(t, chunks, partials);
 }
 
+// The small-shape kernel (SmallHead) with its scratch on the stack: K^T
+// [kSmallMaxDim, kSmallMaxKeys] and the scores [kSmallMaxQueries,
+// kSmallMaxKeys]. Out of line: the job's small heads and the lean path share
+// one copy, and split-K's lean path does not carry this frame.
+HWY_NOINLINE bool SmallHeadOnce(const internal::HeadTask& t, const internal::ScoreParams& p) {
+  HWY_ALIGN float kt[internal::kSmallMaxDim * internal::kSmallMaxKeys];
+  HWY_ALIGN float s[internal::kSmallMaxQueries * internal::kSmallMaxKeys];
+  return SmallHead(t, p, kt, s);
+}
+
 // The kRows path out of line: the head tasks of a job with kept scores and
 // a trace share one copy.
 HWY_NOINLINE bool TraceHeadOnce(const internal::HeadTask& t, const internal::ScoreParams& p,
@@ -67,6 +77,7 @@ HWY_INLINE bool RunHeadTask(const internal::AttentionJob& job, const internal::A
              AllFiniteOnce(t.out) &&
              (job.keep_stage == internal::KeepStage::kMasked || AllFiniteOnce(t.scores));
     case internal::HeadPath::kFused:
+      if (plan.heads[hw.head].small) return SmallHeadOnce(t, job.params);  // the whole head
       return FlashHead(t, job.params, hw.begin, hw.end, scratch, packed) &&
              AllFiniteOnce(t.out.Block(hw.begin, hw.end - hw.begin, 0, t.out.cols));
     case internal::HeadPath::kSplitK: {

@@ -45,6 +45,9 @@ Status PlanHead(const AttentionJob& job, size_t h, AttentionPlan* plan, size_t* 
     if (!job.trace) plan->head_work.push_back({h, 0, t.Q.rows});
   } else if (fused) {
     plan->heads[h].path = HeadPath::kFused;
+    // At most kSmallMaxQueries <= kTaskQueries queries: one task below.
+    static_assert(kSmallMaxQueries <= kTaskQueries, "a small head is one task");
+    plan->heads[h].small = UseSmallKernel(t.Q.rows, t.K.rows, t.K.cols, t.V.cols);
     const size_t packed_rows = t.K.cols + RoundUp(t.V.cols, kMaxPanel);
     ATTNKIT_RETURN_IF_ERROR(CheckedProduct(job.source, "packed K^T and V [d_k + d_v, T_k]",
                                            packed_rows, RoundUp(t.K.rows, kFlashTileKeys), floats));
@@ -94,14 +97,27 @@ Status PlanPacking(const AttentionJob& job, const Projection& p, size_t* shared,
 
 void ForceHeadPathForTest(std::optional<HeadPath> path) { forced_path = path; }
 
+bool UseSmallKernel(size_t T_q, size_t T_k, size_t d_k, size_t d_v) {
+  return !forced_path && T_q <= kSmallMaxQueries && T_k <= kSmallMaxKeys && d_k <= kSmallMaxDim &&
+         d_v <= kSmallMaxDim;
+}
+
+bool UseSmallBackward(size_t T_q, size_t T_k, size_t d_k, size_t d_v) {
+  return !forced_path && T_q <= kGradQueryBlock && T_k <= kGradKeyBlock && d_k <= kSmallMaxDim &&
+         d_v <= kSmallMaxDim;
+}
+
 bool UseSmallPath(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                   const AttentionOptions& options, MatrixView out) {
   if (forced_path) return false;  // a test asked for a path of the general one
   if (!ViewUsable(Q) || !ViewUsable(K) || !ViewUsable(V) || !ViewUsable(out)) return false;
   const size_t T_q = Q.rows, T_k = K.rows, d_k = Q.cols, d_v = V.cols;
   if (K.cols != d_k || V.rows != T_k || out.rows != T_q || out.cols != d_v) return false;
-  if (T_k > kDecodeChunkKeys || UseFusedPath(T_q, T_k, d_k, d_v)) return false;
-  if (T_q > kSmallPartialFloats / (2 + d_v)) return false;
+  // The small-shape kernel, or else split-K with one chunk where the general
+  // path would take it, its partials within their room.
+  const bool small = UseSmallKernelForAttention(T_q, T_k, d_k, d_v);
+  if (!small && (T_k > kDecodeChunkKeys || UseFusedPath(T_q, T_k, d_k, d_v))) return false;
+  if (!small && T_q > kSmallPartialFloats / (2 + d_v)) return false;
   if (!Disjoint(out, Q) || !Disjoint(out, K) || !Disjoint(out, V)) return false;
   return CheckOptions(options, T_q, T_k, /*batched=*/false, 1, 1).ok();
 }

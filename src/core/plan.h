@@ -85,29 +85,61 @@ inline bool UseFusedPath(size_t T_q, size_t T_k, size_t d_k, size_t d_v) {
   return static_cast<double>(T_q) * keys >= A * keys + C * d * padding;
 }
 
-// The lean path of small calls (Attention): one head whose keys fit in one
-// split-K chunk, computed on the caller's thread by split-K's kernels with
-// their scratch on the stack, through one dispatch, without an AttentionJob,
-// a plan or any allocation. The same kernels on the same chunk as the
-// general path: the results are the same bit for bit. Its partial results,
-// [T_q, 2 + d_v], take at most kSmallPartialFloats.
+// The lean path of small calls (Attention, and AttentionForTraining with
+// the small-shape kernel below): one head computed on the caller's thread
+// with its scratch on the stack, through one dispatch, without an
+// AttentionJob, a plan or any allocation. Either the small-shape kernel, or
+// split-K's kernels on one chunk where the general path would take split-K
+// with one chunk: the same sums as the general path's fused kernel or
+// split-K, bit for bit. Split-K's partial results, [T_q, 2 + d_v], take at
+// most kSmallPartialFloats.
 constexpr size_t kSmallPartialFloats = 4096;
 
 // Whether Attention(Q, K, V, options, out) takes the lean path: every check
 // but the inputs' finiteness passes (so that errors come from the general
-// path, in its order), the general path would pick split-K with one chunk,
-// and the partials fit.
+// path, in its order), and either the small-shape kernel takes the head
+// (UseSmallKernelForAttention) or the general path would pick split-K with
+// one chunk and the partials fit.
 bool UseSmallPath(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                   const AttentionOptions& options, MatrixView out);
+
+// The small-shape kernel (SmallHead, flash-inl.h): a head of at most
+// kSmallMaxQueries queries and kSmallMaxKeys keys, d_k and d_v at most
+// kSmallMaxDim, computed as the fused kernel computes one key tile, with the
+// same sums in the same order (bit for bit), but without its blocks of
+// queries, packed queries and values, tile loop or online rescaling: every
+// row's scores at once [T_q, kSmallMaxKeys] and K^T [d_k, kSmallMaxKeys] on
+// the stack, one pass. At these sizes the fused kernel's set-up costs more
+// than the maths. The training forward takes it up to kSmallMaxDim (its
+// log-sum-exp is then the fused kernel's, from the scores the backward
+// recomputes); Attention up to kSmallAttentionMaxDim, above which split-K's
+// lean path is as fast.
+constexpr size_t kSmallMaxQueries = 32;
+constexpr size_t kSmallMaxKeys = 32;
+constexpr size_t kSmallMaxDim = 64;
+constexpr size_t kSmallAttentionMaxDim = 16;
+
+// Whether a head of these sizes fits the small-shape kernel (false while a
+// test forces a head path, so that it reaches the general one).
+bool UseSmallKernel(size_t T_q, size_t T_k, size_t d_k, size_t d_v);
+// Whether Attention's lean path takes the small-shape kernel (else split-K).
+inline bool UseSmallKernelForAttention(size_t T_q, size_t T_k, size_t d_k, size_t d_v) {
+  return d_k <= kSmallAttentionMaxDim && d_v <= kSmallAttentionMaxDim &&
+         UseSmallKernel(T_q, T_k, d_k, d_v);
+}
 
 // What the lean path found: kNonFiniteInput before computing anything (the
 // general path then names the input), kOverflow if a score or an output
 // overflowed float.
 enum class SmallResult { kOk, kNonFiniteInput, kOverflow };
 
-// Runs one checked head task on the lean path (dispatch.cc): Q, K and V
-// checked finite, then split-K's one chunk and its merge.
-SmallResult RunSmallAttention(const HeadTask& task, const ScoreParams& params);
+// Runs one checked head task on the lean path (dispatch.cc): with
+// `check_inputs`, Q, K and V checked finite first; then with `small_kernel`
+// (where UseSmallKernel allows) the small-shape kernel, which also writes
+// task.lse if it is not empty, else split-K's one chunk and its merge
+// (task.lse empty).
+SmallResult RunSmallAttention(const HeadTask& task, const ScoreParams& params, bool check_inputs,
+                              bool small_kernel);
 
 // How one head task is computed:
 // kRows: one query row at a time (TraceHead, trace-inl.h), keeping the
@@ -133,10 +165,13 @@ struct HeadWork {
   size_t head, begin, end;
 };
 
-// Per head task: its path, and for a kSplitK head where its partials start
-// (one vector for both: a small call allocates little).
+// Per head task: its path, whether a kFused head takes the small-shape
+// kernel (SmallHead: the fused kernel's sums, as one task), and for a
+// kSplitK head where its partials start (one vector for all: a small call
+// allocates little).
 struct HeadPlan {
   HeadPath path = HeadPath::kFused;
+  bool small = false;
   size_t partials_at = 0;
 };
 
@@ -222,9 +257,25 @@ struct GradTask {
   ConstMatrixView dO;  // [T_q, d_v]
   MatrixView dQ, dK, dV;
   GradLayout layout;
-  float* workspace = nullptr;  // layout.total floats
+  // The small backward (SmallBackward, backward-inl.h: one tile, no layout,
+  // workspace kSmallGradFloats), for heads that UseSmallBackward allows.
+  bool small = false;
+  float* workspace = nullptr;  // layout.total floats (small: kSmallGradFloats)
   ThreadPool* pool = nullptr;  // null: the caller's thread only
 };
+
+// The small backward: a head of at most kGradQueryBlock queries and
+// kGradKeyBlock keys, d_k and d_v at most kSmallMaxDim, is one tile of the
+// backward (the same sums, bit for bit), computed without packing K, Q or dO,
+// without padded accumulators and without a layout: K^T and V^T packed [d,
+// kGradKeyBlock], and the tiles S (then P), dP (then dS) and the softcap's
+// slope [kGradQueryBlock, kGradKeyBlock], in kSmallGradFloats.
+constexpr size_t kSmallGradFloats =
+    2 * kSmallMaxDim * kGradKeyBlock + 3 * kGradQueryBlock * kGradKeyBlock;
+
+// Whether the backward of a head of these sizes takes SmallBackward (false
+// while a test forces a head path).
+bool UseSmallBackward(size_t T_q, size_t T_k, size_t d_k, size_t d_v);
 
 // Every (item, query head) of a multi-head backward, checked by backward.cc:
 // tasks[b * num_heads + h], all of one layout. The query heads of K/V group

@@ -117,6 +117,19 @@ HWY_INLINE bool Project(ThreadPool* pool, const std::vector<internal::Projection
   return ok.load();
 }
 
+// Whether every value of m is finite (or -inf, with kAllowNegInf): the
+// lean paths' check of their inputs, one pass over a contiguous matrix as a
+// single row, so that the short rows of a small call are not each a tail.
+// Out of line in wasm: one copy for every input checked.
+template <bool kAllowNegInf = false>
+ATTNKIT_OUT_OF_LINE_IN_WASM bool AllFiniteFlat(ConstMatrixView m) {
+  if (m.stride == m.cols) return AllFinite<kAllowNegInf>(m.data, m.rows * m.cols);
+  for (size_t r = 0; r < m.rows; ++r) {
+    if (!AllFinite<kAllowNegInf>(m.Row(r), m.cols)) return false;
+  }
+  return true;
+}
+
 // Scores: s [n] = q_i . k_j for keys j in [j0, j0 + n) of head t, reading K
 // in place (rows K.stride apart).
 HWY_INLINE void Scores(const internal::HeadTask& t, size_t i, size_t j0, size_t n,

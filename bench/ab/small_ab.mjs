@@ -1,0 +1,138 @@
+// The small calls' A/B in WebAssembly (bench/ab/small.sh): two builds of the
+// package's SIMD128 Node module, each beside the same JS layer (DIR_A, DIR_B:
+// attnkit.node.cjs + attnkit-simd.node.cjs), loaded in one Node process, and
+// the plain JS engines of bench/wasm/plain.mjs (the baseline of issue #35).
+// attention, attentionForTraining and attentionBackward with `saved`, d = 8
+// and 64, T = T_q = T_k = 1..64, inputs { data: Float32Array, rows, cols }.
+// Each round times A, B and plain JS on every shape (in an order that turns
+// every round) in batches of at least BATCH_MS of process CPU time; per shape
+// the medians, the median of the per-round ratios A / B (B's speed: above 1,
+// B is faster) with quartiles, and plain JS's median over B's (above 1,
+// attnkit is faster than plain JS). A's and B's results are compared first.
+// Usage: node --single-threaded-gc bench/ab/small_ab.mjs DIR_A DIR_B [ROUNDS]
+import { createRequire } from "node:module";
+import path from "node:path";
+import { jsAttention, plainBackward, plainForTraining, random } from "../wasm/plain.mjs";
+
+const require = createRequire(import.meta.url);
+const [dirA, dirB, roundsArg] = process.argv.slice(2);
+const ROUNDS = Number(roundsArg ?? 21);
+const BATCH_MS = 5;
+
+const cpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e3;
+};
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const quartile = (xs, f) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(f * xs.length))];
+function maxDiff(a, b) {
+  let m = 0;
+  for (let i = 0; i < a.length; ++i) m = Math.max(m, Math.abs(a[i] - b[i]));
+  return m;
+}
+
+const load = async (dir) => require(path.resolve(dir, "attnkit.node.cjs")).createAttnkit();
+const akA = await load(dirA),
+  akB = await load(dirB);
+
+// Per shape: [name, run A, run B, run plain].
+const shapes = [];
+for (const d of [8, 64]) {
+  for (const T of [1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48, 64]) {
+    const q = random(T * d, 1),
+      k = random(T * d, 2),
+      v = random(T * d, 3),
+      g = random(T * d, 4);
+    const Q = { data: q, rows: T, cols: d },
+      K = { data: k, rows: T, cols: d },
+      V = { data: v, rows: T, cols: d },
+      G = { data: g, rows: T, cols: d };
+    const ws = {
+      out: new Float32Array(T * d),
+      lse: new Float64Array(T),
+      row: new Float64Array(T),
+      dQ: new Float32Array(T * d),
+      dK: new Float32Array(T * d),
+      dV: new Float32Array(T * d),
+    };
+    const out = new Float32Array(T * d);
+    const savedA = akA.attentionForTraining(Q, K, V),
+      savedB = akB.attentionForTraining(Q, K, V);
+    plainForTraining(q, k, v, T, d, ws);
+    const shape = `d=${d} T=${T}`;
+    for (const [x, y, what] of [
+      [akA.attention(Q, K, V).data, akB.attention(Q, K, V).data, "attention"],
+      [savedA.out.data, savedB.out.data, "attentionForTraining"],
+      [
+        akA.attentionBackward(Q, K, V, G, { saved: savedA }).dK.data,
+        akB.attentionBackward(Q, K, V, G, { saved: savedB }).dK.data,
+        "attentionBackward dK",
+      ],
+    ]) {
+      if (!(maxDiff(x, y) <= 1e-5)) throw new Error(`${what} ${shape}: A and B differ`);
+    }
+    shapes.push(
+      [
+        `attention ${shape}`,
+        () => akA.attention(Q, K, V),
+        () => akB.attention(Q, K, V),
+        () => jsAttention(q, k, v, T, T, 1, false, out, d),
+      ],
+      [
+        `train_fwd ${shape}`,
+        () => akA.attentionForTraining(Q, K, V),
+        () => akB.attentionForTraining(Q, K, V),
+        () => plainForTraining(q, k, v, T, d, ws),
+      ],
+      [
+        `bwd_saved ${shape}`,
+        () => akA.attentionBackward(Q, K, V, G, { saved: savedA }),
+        () => akB.attentionBackward(Q, K, V, G, { saved: savedB }),
+        () => plainBackward(q, k, v, g, T, d, ws),
+      ],
+    );
+  }
+}
+
+// Calls per batch, from a first timing of B (warm-up for all three).
+const calls = shapes.map(([, a, b, p]) => {
+  for (const run of [a, p]) {
+    const t0 = cpuMs();
+    while (cpuMs() - t0 < BATCH_MS) run();
+  }
+  let n = 0;
+  const t0 = cpuMs();
+  while (cpuMs() - t0 < BATCH_MS) {
+    b();
+    ++n;
+  }
+  return Math.max(1, n);
+});
+const batch = (run, n) => {
+  const t0 = cpuMs();
+  for (let j = 0; j < n; ++j) run();
+  return ((cpuMs() - t0) / n) * 1e3;
+};
+const times = shapes.map(() => [[], [], []]);
+for (let r = 0; r < ROUNDS; ++r) {
+  for (let s = 0; s < shapes.length; ++s) {
+    for (let e = 0; e < 3; ++e) {
+      const which = (e + r) % 3;
+      times[s][which].push(batch(shapes[s][1 + which], calls[s]));
+    }
+  }
+}
+let worst = Infinity;
+for (let s = 0; s < shapes.length; ++s) {
+  const [a, b, p] = times[s];
+  const ratios = a.map((x, i) => x / b[i]);
+  const mid = median(ratios);
+  worst = Math.min(worst, mid);
+  console.log(
+    `${shapes[s][0].padEnd(24)} A ${median(a).toFixed(3).padStart(9)} us  B ${median(b).toFixed(3).padStart(9)} us` +
+      `  B/A speed ${mid.toFixed(3)} [${quartile(ratios, 0.25).toFixed(3)}, ${quartile(ratios, 0.75).toFixed(3)}]` +
+      `  plain JS ${median(p).toFixed(3).padStart(9)} us  plain/B ${(median(p) / median(b)).toFixed(2)}`,
+  );
+}
+console.log(`lowest paired median: ${worst.toFixed(3)}`);
