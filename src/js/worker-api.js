@@ -4,26 +4,18 @@
 // time in the order made, from one queue per worker; a call waiting in the
 // queue can be cancelled (an AbortSignal); a running one only by terminate().
 // Objects the worker holds (KV caches, models, trainers, task generators) come
-// back as proxies whose calls go through the same queue. A module call made
-// while the worker is idle goes through shared memory where it can (the
-// shared channel, worker-wire.js), others by message.
+// back as proxies whose calls go through the same queue.
 import { AttnkitError, typeError } from "./errors.js";
 import { checkKeys, isObject } from "./convert.js";
 import { isOrtTensor, isTfTensor } from "./interop.js";
 import {
-  ANSWER_IN_BLOCK,
-  CTL,
-  CTL_WORDS,
   HANDLE,
   OUT,
   TF,
   abortError,
   errorFromWire,
   isPlain,
-  readShared,
-  sharedUsable,
   transferable,
-  writeShared,
 } from "./worker-wire.js";
 
 const OPTION_KEYS = ["simd", "threads", "model", "wasmPaths", "wasmBinary", "timeout"];
@@ -94,48 +86,6 @@ class BufferPool {
     this.bytes += size;
   }
 }
-// The most bytes of shared memory a client keeps for its calls' data: a call
-// needing more goes by message.
-const SHARED_KEEP_BYTES = 64 << 20;
-const SHARED_MIN_BYTES = 1 << 16;
-
-/**
- * The caller's side of the shared channel (worker-wire.js): the module's
- * copied calls write their arguments into one reused block of shared memory
- * and read their answers from it: one copy each way, no allocation, no
- * structured clone, and no message: the worker is woken through Atomics and
- * the caller through Atomics.waitAsync, the shortest wake-ups the platforms
- * have between threads.
- */
-class SharedChannel {
-  constructor() {
-    this.ctl = new Int32Array(new SharedArrayBuffer(CTL_WORDS * 4));
-    this.block = null;
-    // The largest answer seen (bytes): the block keeps room for it.
-    this.answerBytes = 0;
-  }
-
-  /**
-   * Writes a call's arguments into the block: { at, chars, end, grown } (grown:
-   * a new block, which goes to the worker with the call), or null if they
-   * cannot go this way (a value JSON cannot carry, or too large).
-   */
-  write(args) {
-    let w = writeShared(args, this.block, 0);
-    if (w === null) return null;
-    if (w.need === undefined && w.end + this.answerBytes <= this.block.byteLength) return w;
-    const request = w.need ?? w.end;
-    const need = request + Math.max(this.answerBytes, request);
-    if (need > SHARED_KEEP_BYTES) return null;
-    let size = SHARED_MIN_BYTES;
-    while (size < need) size *= 2;
-    this.block = new SharedArrayBuffer(size);
-    w = writeShared(args, this.block, 0);
-    w.grown = true;
-    return w;
-  }
-}
-
 const WORKER_KEYS = ["transfer", "workerUrl"];
 const CALL_KEYS = ["signal", "transfer"];
 
@@ -196,15 +146,11 @@ export function makeWorkerClient(platform) {
     const proxies = new Map(); // handle id -> WeakRef of its proxy
     const handleIds = new WeakMap(); // proxy -> handle id
     const pool = new BufferPool();
-    // Where SharedArrayBuffer and Atomics.waitAsync are there (Node, a
-    // cross-origin isolated page), the module's copied calls go through shared
-    // memory; elsewhere, and for every other call, by message.
-    const channel = sharedUsable() ? new SharedChannel() : null;
     const states = new WeakMap(); // proxy -> its latest state
     const registry =
       typeof FinalizationRegistry === "function"
         ? new FinalizationRegistry((id) => {
-            if (!ended) post({ op: "forget", target: id }, []);
+            if (!ended) worker.post({ op: "forget", target: id }, []);
           })
         : null;
 
@@ -216,68 +162,24 @@ export function makeWorkerClient(platform) {
       queue.length = 0;
       for (const job of jobs) settle(job, () => job.reject(error));
       worker.terminate();
-      // A call waiting on the shared channel: its wait ends (and finds no job).
-      if (channel) Atomics.notify(channel.ctl, CTL.ANS);
-    }
-
-    /** Posts a message; with the shared channel, counted and the worker woken for it. */
-    function post(message, transfer) {
-      worker.post(message, transfer);
-      if (channel) {
-        Atomics.add(channel.ctl, CTL.MAIL, 1);
-        wakeWorker();
-      }
-    }
-
-    function wakeWorker() {
-      Atomics.add(channel.ctl, CTL.WAKE, 1);
-      Atomics.notify(channel.ctl, CTL.WAKE);
-    }
-
-    /** Settles the running `job` with its answer ({ ok, value | error, state?, spare? }). */
-    function finish(job, message) {
-      running = null;
-      // The buffers the call's copied inputs went in, back for the next call.
-      if (message.spare) for (const b of message.spare) pool.give(b);
-      settle(job, () => {
-        if (!message.ok) return job.reject(errorFromWire(message.error));
-        if (message.state && job.self) states.set(job.self, decode(message.state, job));
-        job.resolve(decode(message.value, job));
-      });
-      pump();
     }
 
     worker.listen(
       (message) => {
         const job = running;
         if (!job || message.id !== job.id) return;
-        finish(job, message);
+        running = null;
+        // The buffers the call's copied inputs went in, back for the next call.
+        if (message.spare) for (const b of message.spare) pool.give(b);
+        settle(job, () => {
+          if (!message.ok) return job.reject(errorFromWire(message.error));
+          if (message.state && job.self) states.set(job.self, decode(message.state, job));
+          job.resolve(decode(message.value, job));
+        });
+        pump();
       },
       (error) => end(error),
     );
-
-    /** Waits for the answer to `job`, sent through the shared channel (ANS was `before`). */
-    function awaitShared(job, before) {
-      const { ctl } = channel;
-      const answered = () => {
-        if (running !== job || Atomics.load(ctl, CTL.ANS) !== job.id) return;
-        if (Atomics.load(ctl, CTL.ANS_KIND) !== ANSWER_IN_BLOCK) {
-          // Too large for the block: it comes by message; the next block makes room.
-          channel.answerBytes = Math.max(channel.answerBytes, Atomics.load(ctl, CTL.ANS_NEED));
-          return;
-        }
-        let message;
-        try {
-          message = readShared(channel.block, ctl[CTL.ANS_AT], ctl[CTL.ANS_CHARS]);
-        } catch (e) {
-          message = { ok: false, error: { type: "Error", name: e.name, message: e.message } };
-        }
-        finish(job, message);
-      };
-      const wait = Atomics.waitAsync(ctl, CTL.ANS, before);
-      if (wait.async) wait.value.then(answered);
-      else queueMicrotask(answered);
-    }
 
     function settle(job, fn) {
       if (job.signal) job.signal.removeEventListener("abort", job.onAbort);
@@ -315,35 +217,16 @@ export function makeWorkerClient(platform) {
     }
 
     function send(job) {
-      if (job.shared) return sendShared(job);
       const message = { id: job.id, op: job.op, target: job.target, method: job.method };
       message[job.op === "load" ? "options" : "args"] = job.args;
-      if (job.op === "load" && channel) message.channel = channel.ctl;
       if (job.pooled.length) message.pooled = job.pooled;
       try {
-        post(message, job.transfer);
+        worker.post(message, job.transfer);
       } catch (e) {
         // A buffer that cannot move (e.g. a view of wasm memory): copied instead.
         if (job.transfer.length === 0) throw e;
-        post(message, []);
+        worker.post(message, []);
       }
-    }
-
-    /** Sends a call whose arguments are in the shared block (a new block goes by message). */
-    function sendShared(job) {
-      const { ctl } = channel;
-      const w = job.shared;
-      ctl[CTL.REQ_AT] = w.at;
-      ctl[CTL.REQ_CHARS] = w.chars;
-      ctl[CTL.ANS_FROM] = w.end;
-      const before = Atomics.load(ctl, CTL.ANS);
-      if (w.grown) {
-        post({ id: job.id, op: "shared", block: channel.block }, []);
-      } else {
-        Atomics.store(ctl, CTL.REQ, job.id);
-        wakeWorker();
-      }
-      awaitShared(job, before);
     }
 
     /**
@@ -362,21 +245,10 @@ export function makeWorkerClient(platform) {
         job.fill = [];
         job.originals = args;
         job.transfer = [];
-        // Copied inputs of a call that keeps none go in reused buffers: the
-        // shared block when the worker is idle, else buffers moved to it and back.
+        // Copied inputs of a call that keeps none go in reused buffers.
         job.pooled = [];
-        const poolable = !transfer && target === 0 && POOLED_METHODS.has(method);
-        if (poolable && channel && !running && queue.length === 0) {
-          job.pool = false;
-          const plain = encode(args, job, false);
-          if (job.pending.length === 0) job.shared = channel.write({ method, args: plain });
-          job.pending = [];
-          job.fill = [];
-        }
-        if (!job.shared) {
-          job.pool = poolable;
-          job.args = encode(args, job, transfer);
-        }
+        job.pool = !transfer && target === 0 && POOLED_METHODS.has(method);
+        job.args = encode(args, job, transfer);
         if (signal) {
           job.onAbort = () => {
             const at = queue.indexOf(job);
@@ -442,9 +314,7 @@ export function makeWorkerClient(platform) {
 
     /** A result as the caller gets it: handles as proxies, outs in the caller's arrays. */
     function decode(value, job) {
-      if (value === null || typeof value !== "object") return value;
-      // An array of the shared block: copied out (the block is reused).
-      if (ArrayBuffer.isView(value)) return value.buffer === channel?.block ? value.slice() : value;
+      if (value === null || typeof value !== "object" || ArrayBuffer.isView(value)) return value;
       if (Array.isArray(value)) return value.map((v) => decode(v, job));
       if (typeof value[HANDLE] === "number") return proxyFor(value, job);
       if (Array.isArray(value[OUT])) {
@@ -454,8 +324,7 @@ export function makeWorkerClient(platform) {
           original.set(value.data);
           return original;
         }
-        // The caller's array moved here and back: this is it now.
-        return decode(value.data, job);
+        return value.data; // the caller's array moved here and back: this is it now
       }
       const out = {};
       for (const [k, v] of Object.entries(value)) out[k] = decode(v, job);

@@ -1,29 +1,9 @@
 // attnkit's worker API, the worker's side: loads the package with the
 // caller's options, runs each call it is sent on the module or on an object it
 // holds (KVCache, Model, Trainer, TaskGenerator), and answers with the result,
-// the arrays moved (transferred) back, or the error. Calls come by message, or
-// in shared memory (the shared channel, worker-wire.js) with the answer
-// written back there. One call at a time, in the order sent: the page's side
-// queues them (worker-api.js).
-import {
-  ANSWER_BY_MESSAGE,
-  ANSWER_IN_BLOCK,
-  CTL,
-  HANDLE,
-  OUT,
-  TF,
-  errorToWire,
-  isPlain,
-  readShared,
-  tfFromWire,
-  transferable,
-  writeShared,
-} from "./worker-wire.js";
-
-// How long the worker waits for the next call through shared memory after an
-// answer, blocked in Atomics.wait (see linger()): a futex wakes it sooner than
-// its event loop would.
-const LINGER_MS = 50;
+// the arrays moved (transferred) back, or the error. One call at a time, in the
+// order sent: the page's side queues them (worker-api.js).
+import { HANDLE, OUT, TF, errorToWire, isPlain, tfFromWire, transferable } from "./worker-wire.js";
 
 /** The methods of an object the worker hands out: its prototype's functions but the constructor. */
 function methodsOf(object) {
@@ -128,21 +108,15 @@ export function serve(port, createAttnkit) {
     return out;
   }
 
-  /** Runs `method` on the module (target 0) or a held object; `inputs` as fromWire fills it. */
-  function invoke(target, method, args, inputs) {
+  function call({ id, target, method, args, pooled }) {
     const self = target ? objects.get(target) : attn;
     if (!self || typeof self[method] !== "function" || method === "constructor") {
       throw new TypeError(
         `attnkit worker: no method ${method} on ${target ? "that object" : "the module"}`,
       );
     }
-    return self[method](...fromWire(args, inputs, []));
-  }
-
-  function call({ id, target, method, args, pooled }) {
-    const self = target ? objects.get(target) : attn;
     const inputs = new Map();
-    const value = invoke(target, method, args, inputs);
+    const value = self[method](...fromWire(args, inputs, []));
     const transfer = [];
     const message = { id, ok: true, value: toWire(value, transfer, inputs) };
     if (target) message.state = toWire(state(self), transfer, new Map());
@@ -166,115 +140,8 @@ export function serve(port, createAttnkit) {
     return back;
   }
 
-  // The shared channel (worker-wire.js), once the caller has opened it.
-  let channel = null;
-  // Messages received (the caller counts those it posts in ctl's MAIL).
-  let received = 0;
-
-  /**
-   * Answers the call `id` whose arguments are in the shared block: the
-   * answer in the block after them, or, when it does not fit there, by
-   * message (its arrays copied out of the block); ANS bumped either way.
-   */
-  function answerShared(id) {
-    const { ctl, block } = channel;
-    let answer;
-    const transfer = [];
-    try {
-      const { method, args } = readShared(block, ctl[CTL.REQ_AT], ctl[CTL.REQ_CHARS]);
-      const inputs = new Map();
-      const value = invoke(0, method, args, inputs);
-      answer = { id, ok: true, value: toWire(value, transfer, inputs) };
-    } catch (e) {
-      answer = { id, ok: false, error: errorToWire(e) };
-    }
-    const from = ctl[CTL.ANS_FROM];
-    const w = writeShared(answer, block, from);
-    const inBlock = w !== null && w.need === undefined;
-    if (inBlock) {
-      ctl[CTL.ANS_AT] = w.at;
-      ctl[CTL.ANS_CHARS] = w.chars;
-    } else {
-      ctl[CTL.ANS_NEED] = w ? w.need - from : 0;
-    }
-    ctl[CTL.ANS_KIND] = inBlock ? ANSWER_IN_BLOCK : ANSWER_BY_MESSAGE;
-    // ANS first, then the message: the caller's next call reads ANS after this one.
-    Atomics.store(ctl, CTL.ANS, id);
-    Atomics.notify(ctl, CTL.ANS);
-    if (!inBlock) port.post(unshare(answer, block), transfer);
-  }
-
-  /** `value` with its arrays in `block` copied out (a message must not carry the block). */
-  function unshare(value, block) {
-    if (ArrayBuffer.isView(value)) return value.buffer === block ? value.slice() : value;
-    if (value === null || typeof value !== "object" || !isPlain(value)) return value;
-    if (Array.isArray(value)) return value.map((v) => unshare(v, block));
-    const out = {};
-    for (const [k, v] of Object.entries(value)) out[k] = unshare(v, block);
-    return out;
-  }
-
-  /** The call made through the block since the last look, if any: answered. */
-  function checkShared() {
-    const id = Atomics.load(channel.ctl, CTL.REQ);
-    if (id === channel.seen) return false;
-    channel.seen = id;
-    answerShared(id);
-    return true;
-  }
-
-  /**
-   * After an answer, the worker blocks in Atomics.wait for up to LINGER_MS for
-   * the caller's next call, which then wakes it directly (a futex) instead of
-   * through the event loop; a message posted to it ends the wait at once (the
-   * caller counts its messages in MAIL and wakes the worker for each).
-   */
-  function linger() {
-    const { ctl } = channel;
-    let until = performance.now() + LINGER_MS;
-    for (;;) {
-      if (Atomics.load(ctl, CTL.MAIL) !== received) return; // messages to take first
-      const wake = Atomics.load(ctl, CTL.WAKE);
-      if (checkShared()) {
-        until = performance.now() + LINGER_MS;
-        continue;
-      }
-      const left = until - performance.now();
-      if (left <= 0) return;
-      Atomics.wait(ctl, CTL.WAKE, wake, left);
-    }
-  }
-
-  /** Waits (in the event loop) for the caller to wake the worker: a call, or a message. */
-  function waitShared() {
-    const { ctl } = channel;
-    for (;;) {
-      const wake = Atomics.load(ctl, CTL.WAKE);
-      if (checkShared()) {
-        if (LINGER_MS > 0) linger();
-        continue;
-      }
-      const wait = Atomics.waitAsync(ctl, CTL.WAKE, wake);
-      if (wait.async) wait.value.then(waitShared);
-      else queueMicrotask(waitShared);
-      return;
-    }
-  }
-
-  function openChannel(ctl) {
-    channel = { ctl, block: null, seen: Atomics.load(ctl, CTL.REQ) };
-    waitShared();
-  }
-
   port.listen((message) => {
-    ++received;
     const { id, op } = message;
-    if (op === "shared") {
-      // A call in a new (larger) block, which the worker keeps for the next ones.
-      channel.block = message.block;
-      answerShared(id);
-      return;
-    }
     if (op === "forget") {
       objects.delete(message.target);
       return;
@@ -289,7 +156,6 @@ export function serve(port, createAttnkit) {
           }
           const methods = Object.keys(a).filter((key) => typeof a[key] === "function");
           port.post({ id, ok: true, value: { props, methods } }, []);
-          if (message.channel) openChannel(message.channel);
         },
         (e) => port.post({ id, ok: false, error: errorToWire(e) }, []),
       );
