@@ -453,7 +453,7 @@ if (shapeRows.length) {
   md +=
     "\nGFLOP/s, medians of the same interleaved rounds. Layer: one multi-head self-attention layer, " +
     "x [1, 512, 512] → x W_Q, x W_K, x W_V → 8 heads of 64 → W_O, counted as 8·T·d_model² + 4·T²·d_model flops " +
-    "(the projections are two thirds of the work); attnkit's `multiHeadAttention` with the weights packed once (`packWeights`; the rows \"per call\" pack them on every call), the " +
+    '(the projections are two thirds of the work); attnkit\'s `multiHeadAttention` with the weights packed once (`packWeights`; the rows "per call" pack them on every call), the ' +
     "ONNX models with them as constants (onnxruntime may prepack them), tfjs with them as tensors made once. " +
     "Decode: one query of 8 heads of 64 against a KV cache of N tokens, 4·N·512 flops; attnkit's KV cache " +
     "(`createKVCache`, `attend`), onnxruntime's MultiHeadAttention op on key and value [1, N, 512] and its MatMul " +
