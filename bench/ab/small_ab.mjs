@@ -10,31 +10,20 @@
 // B is faster) with quartiles, and plain JS's median over B's (above 1,
 // attnkit is faster than plain JS). A's and B's results are compared first.
 // Usage: node --single-threaded-gc bench/ab/small_ab.mjs DIR_A DIR_B [ROUNDS]
-import { createRequire } from "node:module";
-import path from "node:path";
+import { callsPerBatch, loadBuilds, median, pairedRounds, speed } from "./paired.mjs";
 import { jsAttention, plainBackward, plainForTraining, random } from "../wasm/plain.mjs";
 
-const require = createRequire(import.meta.url);
 const [dirA, dirB, roundsArg] = process.argv.slice(2);
 const ROUNDS = Number(roundsArg ?? 21);
 const BATCH_MS = 5;
 
-const cpuMs = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1e3;
-};
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const quartile = (xs, f) =>
-  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(f * xs.length))];
 function maxDiff(a, b) {
   let m = 0;
   for (let i = 0; i < a.length; ++i) m = Math.max(m, Math.abs(a[i] - b[i]));
   return m;
 }
 
-const load = async (dir) => require(path.resolve(dir, "attnkit.node.cjs")).createAttnkit();
-const akA = await load(dirA),
-  akB = await load(dirB);
+const [akA, akB] = await loadBuilds(dirA, dirB);
 
 // Per shape: [name, run A, run B, run plain].
 const shapes = [];
@@ -95,44 +84,20 @@ for (const d of [8, 64]) {
   }
 }
 
-// Calls per batch, from a first timing of B (warm-up for all three).
-const calls = shapes.map(([, a, b, p]) => {
-  for (const run of [a, p]) {
-    const t0 = cpuMs();
-    while (cpuMs() - t0 < BATCH_MS) run();
-  }
-  let n = 0;
-  const t0 = cpuMs();
-  while (cpuMs() - t0 < BATCH_MS) {
-    b();
-    ++n;
-  }
-  return Math.max(1, n);
+// Calls per batch, from a first timing of B (after a warm-up of A and plain JS).
+const timed = shapes.map(([, a, b, p]) => {
+  for (const run of [a, p]) callsPerBatch(run, BATCH_MS);
+  return { runs: [a, b, p], calls: callsPerBatch(b, BATCH_MS) };
 });
-const batch = (run, n) => {
-  const t0 = cpuMs();
-  for (let j = 0; j < n; ++j) run();
-  return ((cpuMs() - t0) / n) * 1e3;
-};
-const times = shapes.map(() => [[], [], []]);
-for (let r = 0; r < ROUNDS; ++r) {
-  for (let s = 0; s < shapes.length; ++s) {
-    for (let e = 0; e < 3; ++e) {
-      const which = (e + r) % 3;
-      times[s][which].push(batch(shapes[s][1 + which], calls[s]));
-    }
-  }
-}
+const times = pairedRounds(timed, ROUNDS);
 let worst = Infinity;
-for (let s = 0; s < shapes.length; ++s) {
+shapes.forEach(([name], s) => {
   const [a, b, p] = times[s];
-  const ratios = a.map((x, i) => x / b[i]);
-  const mid = median(ratios);
-  worst = Math.min(worst, mid);
+  const sp = speed(a, b);
+  worst = Math.min(worst, sp.median);
   console.log(
-    `${shapes[s][0].padEnd(24)} A ${median(a).toFixed(3).padStart(9)} us  B ${median(b).toFixed(3).padStart(9)} us` +
-      `  B/A speed ${mid.toFixed(3)} [${quartile(ratios, 0.25).toFixed(3)}, ${quartile(ratios, 0.75).toFixed(3)}]` +
-      `  plain JS ${median(p).toFixed(3).padStart(9)} us  plain/B ${(median(p) / median(b)).toFixed(2)}`,
+    `${name.padEnd(24)} A ${median(a).toFixed(3).padStart(9)} us  B ${median(b).toFixed(3).padStart(9)} us` +
+      `  ${sp.text}  plain JS ${median(p).toFixed(3).padStart(9)} us  plain/B ${(median(p) / median(b)).toFixed(2)}`,
   );
-}
+});
 console.log(`lowest paired median: ${worst.toFixed(3)}`);

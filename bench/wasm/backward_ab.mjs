@@ -6,30 +6,12 @@
 // shape the medians and the median of the per-round ratios A / B (B's speed:
 // above 1, B is faster) with quartiles. A and B's gradients are compared.
 // Usage: node --single-threaded-gc bench/wasm/backward_ab.mjs DIR_A DIR_B [ROUNDS]
-import { createRequire } from "node:module";
-import path from "node:path";
+import { loadBuilds, pairedRounds, random, callsPerBatch, row } from "../ab/paired.mjs";
 
-const require = createRequire(import.meta.url);
 const [dirA, dirB, roundsArg] = process.argv.slice(2);
 const ROUNDS = Number(roundsArg ?? 21);
 const BATCH_MS = 20;
 
-const cpuMs = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1e3;
-};
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const quartile = (xs, f) =>
-  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(f * xs.length))];
-function random(n, seed) {
-  let s = seed >>> 0;
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; ++i) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = s / 2 ** 31 - 1;
-  }
-  return out;
-}
 const matrix = (data, rows, cols) => ({ data, rows, cols });
 
 function shapes(ak) {
@@ -81,9 +63,7 @@ function maxDiff(a, b) {
   return m;
 }
 
-const load = async (dir) => require(path.resolve(dir, "attnkit.node.cjs")).createAttnkit();
-const akA = await load(dirA),
-  akB = await load(dirB);
+const [akA, akB] = await loadBuilds(dirA, dirB);
 const A = shapes(akA),
   B = shapes(akB);
 {
@@ -101,42 +81,13 @@ const A = shapes(akA),
     );
   }
 }
-// Calls per batch, from a first timing.
-const calls = A.map(([, run]) => {
-  let n = 0;
-  const t0 = cpuMs();
-  while (cpuMs() - t0 < BATCH_MS) {
-    run();
-    ++n;
-  }
-  return Math.max(1, n);
-});
-const times = A.map(() => ({ a: [], b: [] }));
-const batch = (run, n) => {
-  const t0 = cpuMs();
-  for (let j = 0; j < n; ++j) run();
-  return ((cpuMs() - t0) / n) * 1e3;
-};
-for (let r = 0; r < ROUNDS; ++r) {
-  for (let s = 0; s < A.length; ++s) {
-    if (r % 2 === 0) {
-      times[s].a.push(batch(A[s][1], calls[s]));
-      times[s].b.push(batch(B[s][1], calls[s]));
-    } else {
-      times[s].b.push(batch(B[s][1], calls[s]));
-      times[s].a.push(batch(A[s][1], calls[s]));
-    }
-  }
-}
+const timed = A.map(([, run], s) => ({
+  runs: [run, B[s][1]],
+  calls: callsPerBatch(run, BATCH_MS), // from a first timing on A
+}));
+const times = pairedRounds(timed, ROUNDS);
 let worst = Infinity;
-for (let s = 0; s < A.length; ++s) {
-  const { a, b } = times[s];
-  const ratios = a.map((x, i) => x / b[i]);
-  const mid = median(ratios);
-  worst = Math.min(worst, mid);
-  console.log(
-    `${A[s][0].padEnd(40)} A ${median(a).toFixed(2).padStart(10)} us  B ${median(b).toFixed(2).padStart(10)} us` +
-      `  B/A speed ${mid.toFixed(3)} [${quartile(ratios, 0.25).toFixed(3)}, ${quartile(ratios, 0.75).toFixed(3)}]`,
-  );
-}
+A.forEach(([name], s) => {
+  worst = Math.min(worst, row(name, ...times[s]));
+});
 console.log(`lowest paired median: ${worst.toFixed(3)}`);

@@ -14,32 +14,14 @@
 // entry the medians and the median of the per-round ratios A / B (B's speed:
 // above 1, B is faster) with quartiles. A's and B's outputs are compared.
 // Usage: node --single-threaded-gc bench/wasm/heads_ab.mjs DIR_A DIR_B [ROUNDS]
-import { createRequire } from "node:module";
-import path from "node:path";
+import { callsPerBatch, loadBuilds, pairedRounds, random, row } from "../ab/paired.mjs";
 
-const require = createRequire(import.meta.url);
 const [dirA, dirB, roundsArg] = process.argv.slice(2);
 const ROUNDS = Number(roundsArg ?? 11);
 const BATCH_MS = 40;
 const H = 32,
   D = 64;
 
-const cpuMs = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1e3;
-};
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const quartile = (xs, f) =>
-  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(f * xs.length))];
-function random(n, seed) {
-  let s = seed >>> 0;
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; ++i) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = s / 2 ** 31 - 1;
-  }
-  return out;
-}
 /** [1, T, H*D] data as [1, H, T, D]. */
 function toHeads(data, T) {
   const out = new Float32Array(data.length);
@@ -77,9 +59,7 @@ function entries(ak, T) {
   ].map(([name, fn, per]) => [`${name}_T=${T}`, fn, per]);
 }
 
-const load = async (dir) => require(path.resolve(dir, "attnkit.node.cjs")).createAttnkit();
-const akA = await load(dirA),
-  akB = await load(dirB);
+const [akA, akB] = await loadBuilds(dirA, dirB);
 const A = [64, 512].flatMap((T) => entries(akA, T)),
   B = [64, 512].flatMap((T) => entries(akB, T));
 {
@@ -96,48 +76,16 @@ const A = [64, 512].flatMap((T) => entries(akA, T)),
   }
   console.log(`# max |A - B| over every entry's output: ${worst.toExponential(1)}`);
 }
-// Calls per batch, from a first timing.
-const calls = A.map(([, run]) => {
-  let n = 0;
-  const t0 = cpuMs();
-  while (cpuMs() - t0 < BATCH_MS) {
-    run();
-    ++n;
-  }
-  return Math.max(2, n);
-});
-const times = A.map(() => ({ a: [], b: [] }));
-const batch = (run, n, per) => {
-  const t0 = cpuMs();
-  for (let j = 0; j < n; ++j) run();
-  return ((cpuMs() - t0) / n / per) * 1e3;
-};
-for (let r = 0; r < ROUNDS; ++r) {
-  for (let s = 0; s < A.length; ++s) {
-    const per = A[s][2];
-    if (r % 2 === 0) {
-      times[s].a.push(batch(A[s][1], calls[s], per));
-      times[s].b.push(batch(B[s][1], calls[s], per));
-    } else {
-      times[s].b.push(batch(B[s][1], calls[s], per));
-      times[s].a.push(batch(A[s][1], calls[s], per));
-    }
-  }
-}
-const row = (name, a, b, unit) => {
-  const ratios = a.map((x, i) => x / b[i]);
-  console.log(
-    `${name.padEnd(28)} A ${median(a)
-      .toFixed(unit ? 2 : 3)
-      .padStart(10)}${unit}  B ${median(b)
-      .toFixed(unit ? 2 : 3)
-      .padStart(
-        10,
-      )}${unit}  B/A speed ${median(ratios).toFixed(3)} [${quartile(ratios, 0.25).toFixed(3)}, ${quartile(ratios, 0.75).toFixed(3)}]`,
-  );
-};
+const timed = A.map(([, run, per], s) => ({
+  runs: [run, B[s][1]],
+  calls: callsPerBatch(run, BATCH_MS, 2), // from a first timing on A
+  per,
+}));
+const times = pairedRounds(timed, ROUNDS);
+const us = { width: 28 },
+  ratio = { width: 28, digits: 3, unit: "" };
 const index = Object.fromEntries(A.map(([name], s) => [name, s]));
-for (let s = 0; s < A.length; ++s) row(A[s][0], times[s].a, times[s].b, " us");
+A.forEach(([name], s) => row(name, ...times[s], us));
 // Per head over one head, round by round within each build.
 for (const T of [64, 512]) {
   for (const [multi, single] of [
@@ -146,13 +94,13 @@ for (const T of [64, 512]) {
     ["bwd_bshd", "bwd_attention"],
     ["bwd_bhsd", "bwd_attention"],
   ]) {
-    const m = times[index[`${multi}_T=${T}`]],
-      o = times[index[`${single}_T=${T}`]];
+    const [ma, mb] = times[index[`${multi}_T=${T}`]],
+      [oa, ob] = times[index[`${single}_T=${T}`]];
     row(
       `ratio_${multi}_T=${T}`,
-      m.a.map((x, i) => x / o.a[i]),
-      m.b.map((x, i) => x / o.b[i]),
-      "",
+      ma.map((x, i) => x / oa[i]),
+      mb.map((x, i) => x / ob[i]),
+      ratio,
     );
   }
 }

@@ -16,32 +16,14 @@
 // part the medians and the median of the per-round ratios A / B (B's speed:
 // above 1, B is faster) with quartiles, and the largest |A - B| of the layer.
 // Usage: node --single-threaded-gc bench/wasm/layer_ab.mjs DIR_A DIR_B [ROUNDS]
-import { createRequire } from "node:module";
-import path from "node:path";
+import { callsPerBatch, cpuMs, loadBuilds, pairedRounds, random, row } from "../ab/paired.mjs";
 
-const require = createRequire(import.meta.url);
 const [dirA, dirB, roundsArg] = process.argv.slice(2);
 const ROUNDS = Number(roundsArg ?? 15);
 const BATCH_MS = 150;
 const D_MODEL = 512,
   HEADS = 8;
 
-const cpuMs = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1e3;
-};
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const quartile = (xs, f) =>
-  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(f * xs.length))];
-function random(n, seed, scale = 1) {
-  let s = seed >>> 0;
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; ++i) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = (s / 2 ** 31 - 1) * scale;
-  }
-  return out;
-}
 const matrix = (data, rows, cols) => ({ data, rows, cols });
 
 const weightScale = 1 / Math.sqrt(D_MODEL);
@@ -75,9 +57,7 @@ function parts(ak) {
   return out;
 }
 
-const load = async (dir) => require(path.resolve(dir, "attnkit.node.cjs")).createAttnkit();
-const akA = await load(dirA),
-  akB = await load(dirB);
+const [akA, akB] = await loadBuilds(dirA, dirB);
 const A = parts(akA),
   B = parts(akB);
 {
@@ -100,38 +80,9 @@ if (akB.packWeights) {
   }
   console.log(`# B pack_weights: ${(((cpuMs() - t0) / n) * 1e3).toFixed(1)} us per pack`);
 }
-// Calls per batch, from a first timing on A.
-const calls = A.map(([, run]) => {
-  let n = 0;
-  const t0 = cpuMs();
-  while (cpuMs() - t0 < BATCH_MS) {
-    run();
-    ++n;
-  }
-  return Math.max(1, n);
-});
-const times = A.map(() => ({ a: [], b: [] }));
-const batch = (run, n) => {
-  const t0 = cpuMs();
-  for (let j = 0; j < n; ++j) run();
-  return ((cpuMs() - t0) / n) * 1e3;
-};
-for (let r = 0; r < ROUNDS; ++r) {
-  for (let s = 0; s < A.length; ++s) {
-    if (r % 2 === 0) {
-      times[s].a.push(batch(A[s][1], calls[s]));
-      times[s].b.push(batch(B[s][1], calls[s]));
-    } else {
-      times[s].b.push(batch(B[s][1], calls[s]));
-      times[s].a.push(batch(A[s][1], calls[s]));
-    }
-  }
-}
-for (let s = 0; s < A.length; ++s) {
-  const { a, b } = times[s];
-  const ratios = a.map((x, i) => x / b[i]);
-  console.log(
-    `${A[s][0].padEnd(24)} A ${median(a).toFixed(1).padStart(10)} us  B ${median(b).toFixed(1).padStart(10)} us` +
-      `  B/A speed ${median(ratios).toFixed(3)} [${quartile(ratios, 0.25).toFixed(3)}, ${quartile(ratios, 0.75).toFixed(3)}]`,
-  );
-}
+const timed = A.map(([, run], s) => ({
+  runs: [run, B[s][1]],
+  calls: callsPerBatch(run, BATCH_MS), // from a first timing on A
+}));
+const times = pairedRounds(timed, ROUNDS);
+A.forEach(([name], s) => row(name, ...times[s], { width: 24, digits: 1 }));

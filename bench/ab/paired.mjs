@@ -1,0 +1,93 @@
+// Paired A/B rounds in one Node process, shared by the wasm A/B harnesses
+// (bench/wasm/backward_ab.mjs, heads_ab.mjs, layer_ab.mjs, bench/ab/small_ab.mjs):
+// two builds of the package, each its bundled JS layer attnkit.node.cjs beside
+// its SIMD128 module (bench/ab/*.sh make the folders), timed on the same
+// entries in rounds whose order turns every round, so that both builds meet
+// the same machine. Times are process CPU time (Node runs with
+// --single-threaded-gc, so no GC thread adds to it) in batches of at least
+// BATCH_MS, per call in microseconds.
+import { createRequire } from "node:module";
+import path from "node:path";
+
+const require = createRequire(import.meta.url);
+
+export const cpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e3;
+};
+export const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+export const quartile = (xs, f) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(f * xs.length))];
+
+/** Deterministic values in [-scale, scale) (a linear congruential generator). */
+export function random(n, seed, scale = 1) {
+  let s = seed >>> 0;
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; ++i) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    out[i] = (s / 2 ** 31 - 1) * scale;
+  }
+  return out;
+}
+
+/** The SIMD128 module of each build folder, loaded through its own JS layer. */
+export async function loadBuilds(...dirs) {
+  return Promise.all(
+    dirs.map((dir) => require(path.resolve(dir, "attnkit.node.cjs")).createAttnkit()),
+  );
+}
+
+/** Calls of `run` that fill a batch of `batchMs` (at least `min`). */
+export function callsPerBatch(run, batchMs, min = 1) {
+  let n = 0;
+  const t0 = cpuMs();
+  while (cpuMs() - t0 < batchMs) {
+    run();
+    ++n;
+  }
+  return Math.max(min, n);
+}
+
+/** Microseconds per call (divided by `per`) of a batch of n calls. */
+export function batch(run, n, per = 1) {
+  const t0 = cpuMs();
+  for (let j = 0; j < n; ++j) run();
+  return ((cpuMs() - t0) / n / per) * 1e3;
+}
+
+/**
+ * Rounds over entries [{ runs: [run per engine], calls, per? }]: each round
+ * times every entry on every engine, the engines' order turned by one each
+ * round. Returns, per entry, one array of microseconds per engine.
+ */
+export function pairedRounds(entries, rounds) {
+  const times = entries.map((e) => e.runs.map(() => []));
+  for (let r = 0; r < rounds; ++r) {
+    entries.forEach((e, s) => {
+      const k = e.runs.length;
+      for (let i = 0; i < k; ++i) {
+        const which = (i + r) % k;
+        times[s][which].push(batch(e.runs[which], e.calls, e.per ?? 1));
+      }
+    });
+  }
+  return times;
+}
+
+/** B's speed over A's: the median of per-round ratios A / B, with its quartiles. */
+export function speed(a, b) {
+  const ratios = a.map((x, i) => x / b[i]);
+  return {
+    median: median(ratios),
+    text: `B/A speed ${median(ratios).toFixed(3)} [${quartile(ratios, 0.25).toFixed(3)}, ${quartile(ratios, 0.75).toFixed(3)}]`,
+  };
+}
+
+/** One printed row: the medians of A and B and B's speed. */
+export function row(name, a, b, { width = 40, digits = 2, unit = " us" } = {}) {
+  const s = speed(a, b);
+  console.log(
+    `${name.padEnd(width)} A ${median(a).toFixed(digits).padStart(10)}${unit}  B ${median(b).toFixed(digits).padStart(10)}${unit}  ${s.text}`,
+  );
+  return s.median;
+}
