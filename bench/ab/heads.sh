@@ -10,21 +10,17 @@
 #   e.g. bench/ab/heads.sh build/old-src build/old-native build/old-wasm build/native build/wasm 11
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. bench/ab/sides.sh
 a_src=$1 a_native=$2 a_wasm=$3 b_native=$4 b_wasm=$5 rounds=${6:-11}
 out=build/ab-heads
-mkdir -p "$out/wasm-a" "$out/wasm-b"
+mkdir -p "$out"
 for side in a b; do
   if [[ $side == a ]]; then src=$a_src native=$a_native wasm=$a_wasm; else src=. native=$b_native wasm=$b_wasm; fi
   old=()
   grep -q "enum class HeadLayout" "$src/src/core/multihead.h" || old=(-DATTNKIT_AB_OLD_API)
-  g++ -O2 -std=c++17 "${old[@]}" -I "$src" bench/native/heads_ab.cc "$native/libattnkit_core.a" \
+  g++ -O2 -std=c++17 "${old[@]}" -I "$src" -I . bench/native/heads_ab.cc "$native/libattnkit_core.a" \
     -lhwy -lpthread -o "$out/ab-$side"
-  npx esbuild "$src/src/js/node.js" --bundle --format=cjs --platform=node --log-level=warning \
-    '--define:__ATTNKIT_VERSION__="ab"' --external:./attnkit-simd.node.cjs \
-    --external:./attnkit-scalar.node.cjs --external:./attnkit-threads.node.cjs \
-    --external:./attnkit-simd-model.node.cjs --external:./attnkit-scalar-model.node.cjs \
-    --outfile="$out/wasm-$side/attnkit.node.cjs"
-  cp "$wasm/src/bindings/attnkit-simd.node.cjs" "$out/wasm-$side/"
+  wasm_side "$out/wasm-$side" "$src" "$wasm"
 done
 echo "## host $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
 echo "## native, CPU time (us per call or per head), $rounds paired rounds, load $(cut -d' ' -f1 /proc/loadavg)"

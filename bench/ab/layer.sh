@@ -10,19 +10,15 @@
 #   e.g. bench/ab/layer.sh build/old-src build/old-native build/old-wasm build/native build/wasm 15
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. bench/ab/sides.sh
 a_src=$1 a_native=$2 a_wasm=$3 b_native=$4 b_wasm=$5 rounds=${6:-15}
 out=build/ab-layer
-mkdir -p "$out/wasm-a" "$out/wasm-b"
+mkdir -p "$out"
 for side in a b; do
   if [[ $side == a ]]; then src=$a_src native=$a_native wasm=$a_wasm; else src=. native=$b_native wasm=$b_wasm; fi
-  g++ -O2 -std=c++17 -I "$src" bench/native/layer_ab.cc "$native/libattnkit_core.a" -lhwy -lpthread \
+  g++ -O2 -std=c++17 -I "$src" -I . bench/native/layer_ab.cc "$native/libattnkit_core.a" -lhwy -lpthread \
     -o "$out/layer-$side"
-  npx esbuild "$src/src/js/node.js" --bundle --format=cjs --platform=node --log-level=warning \
-    '--define:__ATTNKIT_VERSION__="ab"' --external:./attnkit-simd.node.cjs \
-    --external:./attnkit-scalar.node.cjs --external:./attnkit-threads.node.cjs \
-    --external:./attnkit-simd-model.node.cjs --external:./attnkit-scalar-model.node.cjs \
-    --outfile="$out/wasm-$side/attnkit.node.cjs"
-  cp "$wasm/src/bindings/attnkit-simd.node.cjs" "$out/wasm-$side/"
+  wasm_side "$out/wasm-$side" "$src" "$wasm"
 done
 echo "## native ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), CPU time per call (us), $rounds paired rounds, load $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 bench/ab/pair.py "$rounds" "$out/layer-a" "$out/layer-b"

@@ -6,46 +6,22 @@
 // "name us_per_call" (CPU time of this process, one thread), so that
 // bench/ab/pair.py can alternate two builds round by round. Built against
 // each build's libattnkit_core.a; only the public API, which both share.
-#include <time.h>
-
 #include <cstdio>
 #include <functional>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "bench/ab/paired.h"
 #include "bench/native/plain_head.h"
 #include "src/core/attnkit.h"
 
 namespace {
 
-double CpuSeconds() {
-  timespec t;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return t.tv_sec + 1e-9 * t.tv_nsec;
-}
+using ab::Random;
 
-std::vector<float> Random(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
-
-// Calls fn until `budget` seconds of CPU time have passed (after one untimed
-// call), in batches of 16 calls, and prints the mean per call in microseconds.
+// Prints "name us_per_call", timed in batches of 16 calls (small calls).
 void Time(const std::string& name, double budget, const std::function<void()>& fn) {
-  fn();
-  const double start = CpuSeconds();
-  size_t calls = 0;
-  double now = start;
-  while (calls == 0 || now - start < budget) {
-    for (int i = 0; i < 16; ++i) fn();
-    calls += 16;
-    now = CpuSeconds();
-  }
-  std::printf("%s %.4f\n", name.c_str(), (now - start) / calls * 1e6);
+  std::printf("%s %.4f\n", name.c_str(), ab::MicrosPerCall(budget, fn, 16));
 }
 
 }  // namespace

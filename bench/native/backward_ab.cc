@@ -3,50 +3,27 @@
 // that a driver can alternate two builds of attnkit, round by round, and take
 // the median of the per-round ratios. Built against each build's
 // libattnkit_core.a; only the public API, which both builds share.
-#include <time.h>
-
 #include <cstdio>
 #include <functional>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "bench/ab/paired.h"
 #include "src/core/attnkit.h"
 #include "src/model/model.h"
 #include "src/model/tasks.h"
 
 namespace {
 
-double CpuSeconds() {
-  timespec t;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return t.tv_sec + 1e-9 * t.tv_nsec;
-}
+using ab::Random;
 
-std::vector<float> Random(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
-
-// Calls fn until `budget` seconds of CPU time have passed (at least twice,
-// the first untimed) and prints the mean per call in microseconds.
+// Checks fn's first call and prints "name us_per_call" (paired.h's MicrosPerCall).
 void Time(const std::string& name, double budget, const std::function<bool()>& fn) {
   if (!fn()) {
     std::printf("%s error\n", name.c_str());
     return;
   }
-  const double start = CpuSeconds();
-  size_t calls = 0;
-  double now = start;
-  while (calls < 1 || now - start < budget) {
-    fn();
-    ++calls;
-    now = CpuSeconds();
-  }
-  std::printf("%s %.3f\n", name.c_str(), (now - start) / calls * 1e6);
+  std::printf("%s %.3f\n", name.c_str(), ab::MicrosPerCall(budget, [&] { fn(); }));
 }
 
 struct Head {

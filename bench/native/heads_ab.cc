@@ -18,16 +18,14 @@
 // ATTNKIT_AB_OLD_API: the build has no HeadLayout; a head-major caller then
 // reorders its tensors to [T, 32 * 64] with MergeHeads and the results back
 // with SplitHeads, as it had to.
-#include <time.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "bench/ab/paired.h"
 #include "src/core/attnkit.h"
 
 namespace {
@@ -35,36 +33,15 @@ namespace {
 using attnkit::ConstMatrixView;
 using attnkit::MatrixView;
 
-double CpuSeconds() {
-  timespec t;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return t.tv_sec + 1e-9 * t.tv_nsec;
-}
+using ab::Random;
 
-std::vector<float> Random(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
-
-// Calls fn until `budget` seconds of CPU time have passed (at least twice,
-// the first untimed); returns the mean per call in microseconds / `per`.
+// Checks fn's first call; the mean CPU microseconds per call over `per`.
 double Time(double budget, double per, const std::function<bool()>& fn) {
   if (!fn()) {
     std::fprintf(stderr, "a call failed\n");
     std::exit(1);
   }
-  const double start = CpuSeconds();
-  size_t calls = 0;
-  double now = start;
-  while (calls < 1 || now - start < budget) {
-    fn();
-    ++calls;
-    now = CpuSeconds();
-  }
-  return (now - start) / calls * 1e6 / per;
+  return ab::MicrosPerCall(budget, [&] { fn(); }) / per;
 }
 
 constexpr size_t kHeads = 32, kD = 64;

@@ -1,0 +1,50 @@
+// The pieces every native A/B harness shares (bench/native/backward_ab.cc,
+// heads_ab.cc, layer_ab.cc, bench/ab/small_ab.cc): each is one round, printing
+// "name us_per_call" for bench/ab/pair.py to alternate two builds, round by
+// round; times are CPU time of this process (one thread).
+#ifndef ATTNKIT_BENCH_AB_PAIRED_H_
+#define ATTNKIT_BENCH_AB_PAIRED_H_
+
+#include <time.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <vector>
+
+namespace ab {
+
+inline double CpuSeconds() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+// Uniform in [-scale, scale), seeded.
+inline std::vector<float> Random(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-scale, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// Mean microseconds of CPU time per call of fn: one untimed call, then
+// batches of `batch` calls until `budget` seconds have passed.
+inline double MicrosPerCall(double budget, const std::function<void()>& fn, size_t batch = 1) {
+  fn();
+  const double start = CpuSeconds();
+  size_t calls = 0;
+  double now = start;
+  while (calls == 0 || now - start < budget) {
+    for (size_t i = 0; i < batch; ++i) fn();
+    calls += batch;
+    now = CpuSeconds();
+  }
+  return (now - start) / calls * 1e6;
+}
+
+}  // namespace ab
+
+#endif  // ATTNKIT_BENCH_AB_PAIRED_H_
