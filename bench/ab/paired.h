@@ -9,8 +9,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace ab {
@@ -43,6 +45,15 @@ inline double MicrosPerCall(double budget, const std::function<void()>& fn, size
     now = CpuSeconds();
   }
   return (now - start) / calls * 1e6;
+}
+
+// Checks fn's first call and prints "name us_per_call" (or "name error").
+inline void PrintTime(const std::string& name, double budget, const std::function<bool()>& fn) {
+  if (!fn()) {
+    std::printf("%s error\n", name.c_str());
+    return;
+  }
+  std::printf("%s %.3f\n", name.c_str(), MicrosPerCall(budget, [&] { fn(); }));
 }
 
 }  // namespace ab

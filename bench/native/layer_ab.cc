@@ -29,14 +29,7 @@ namespace {
 
 using ab::Random;
 
-// Checks fn's first call and prints "name us_per_call" (paired.h's MicrosPerCall).
-void Time(const std::string& name, double budget, const std::function<bool()>& fn) {
-  if (!fn()) {
-    std::printf("%s error\n", name.c_str());
-    return;
-  }
-  std::printf("%s %.3f\n", name.c_str(), ab::MicrosPerCall(budget, [&] { fn(); }));
-}
+const auto& Time = ab::PrintTime;
 
 }  // namespace
 
