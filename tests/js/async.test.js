@@ -75,6 +75,7 @@ const CALLS = {
 };
 const HELD = [
   "createKVCache",
+  "packWeights",
   "createModel",
   "loadModel",
   "createTrainer",
@@ -285,6 +286,22 @@ describe("attnkit/worker in Node", () => {
     const g = await worker.attentionBackward(Q, K, V, dO, { out: { dQ: grads } });
     assert.equal(g.dQ.data, grads);
     assert.deepEqual(grads, attn.attentionBackward(Q, K, V, dO).dQ.data);
+  });
+
+  it("weights packed in the worker give the synchronous call's numbers; a disposed pack is refused", async () => {
+    const want = attn.multiHeadAttention(X3, MW, HEADS, { causal: true });
+    const pack = await worker.packWeights(MW, HEADS);
+    const got = await worker.multiHeadAttention(X3, pack, HEADS, { causal: true });
+    assert.deepStrictEqual(got, want);
+    await pack.dispose();
+    await assert.rejects(worker.multiHeadAttention(X3, pack, HEADS), (e) => {
+      assert.ok(e instanceof AttnkitError, String(e));
+      assert.equal(e.code, "disposed");
+      assert.equal(e.parameter, "weights");
+      return true;
+    });
+    // The worker keeps serving.
+    assert.deepStrictEqual(await worker.multiHeadAttention(X3, MW, HEADS, { causal: true }), want);
   });
 
   it("a KV cache held in the worker decodes as the synchronous one; size follows its calls", async () => {

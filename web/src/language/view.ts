@@ -348,7 +348,7 @@ function drawHeadView(
       .style("fill", headColor(h))
       .style("cursor", "pointer")
       .style("opacity", only === null || only === h ? 1 : 0.45)
-      .style("font-weight", only === h ? "bold" : null)
+      .style("font-weight", only === h ? "bold" : "normal")
       .text(`head ${h}`)
       .on("click", () => toggleHeadViewHead(h))
       .on("keydown", (e: KeyboardEvent) => {
