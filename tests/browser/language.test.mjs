@@ -273,7 +273,9 @@ test("the sentence view's maps are the package's Model.inspect of the downloaded
   assert.match(await p.textContent('[data-testid="lang-headview"] .m-title'), /head 2 alone/);
   assert.equal(await p.getAttribute('[data-testid="lang-hv-key-2"]', "aria-pressed"), "true");
   await shot("head-alone");
-  await p.keyboard.press("Enter"); // the focus stayed on the name: all heads again
+  // By keyboard: the name takes the focus (Tab reaches it) and Enter shows all heads again.
+  await p.focus('[data-testid="lang-hv-key-2"]');
+  await p.keyboard.press("Enter");
   await poll(async () => (await strokes()).length === 4, "all heads again");
   const [download] = await Promise.all([
     p.waitForEvent("download"),

@@ -299,7 +299,11 @@ function drawHeadView(
     .attr("class", "m-title")
     .attr("y", 10)
     .text(
-      `head view, layer ${layer + 1}${only === null ? ", all heads" : `, head ${only} alone`} (click a map of another layer to show it, a head's name below to show it alone)`,
+      `head view, layer ${layer + 1}${only === null ? ", all heads" : `, head ${only} alone`}` +
+        // The hint where it fits (a phone's 390 px take the title alone).
+        (W >= 620
+          ? " (click a map of another layer to show it, a head's name below to show it alone)"
+          : ""),
     );
   const top = 26;
   const yAt = (i: number) => top + i * rowH + rowH / 2;
