@@ -412,6 +412,8 @@ test("a dropped text trains and generates; each bad text is named at the field a
   const own =
     "She sells sea shells by the sea shore. The shells she sells are surely seashells. ".repeat(30);
   await dropFile("shells.txt", enc.encode(own));
+  // The file is read before it reaches the worker: wait for its model, not the one still there.
+  await poll(async () => (await hook()).text?.name === "shells.txt", "the dropped text");
   h = await waitReady(p, "the dropped text's model");
   assert.equal(h.text.source, "own");
   assert.equal(h.text.name, "shells.txt");
