@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "src/core/attnkit.h"
+#include "attnkit/attnkit.h"
 
 namespace {
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "src/model/generate.h"
-#include "src/model/model.h"
-#include "src/model/text.h"
+#include "attnkit/generate.h"
+#include "attnkit/model.h"
+#include "attnkit/text.h"
 
 int main() {
   using namespace attnkit::model;

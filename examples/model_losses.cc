@@ -15,9 +15,9 @@
 #include <iterator>
 #include <string>
 
-#include "src/model/model.h"
-#include "src/model/tasks.h"
-#include "src/model/text.h"
+#include "attnkit/model.h"
+#include "attnkit/tasks.h"
+#include "attnkit/text.h"
 
 namespace {
 

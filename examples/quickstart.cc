@@ -2,7 +2,7 @@
 // then multi-head attention with grouped K/V heads.
 #include <cstdio>
 
-#include "src/core/attnkit.h"
+#include "attnkit/attnkit.h"
 
 int main() {
   // X [T=3, d_model=4]: three tokens.

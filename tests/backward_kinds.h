@@ -9,7 +9,7 @@
 #include <functional>
 #include <vector>
 
-#include "src/core/attention.h"
+#include "attnkit/attention.h"
 #include "tests/test_util.h"
 
 namespace attnkit_test {

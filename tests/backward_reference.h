@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "src/core/attention.h"
+#include "attnkit/attention.h"
 #include "tests/reference.h"
 
 namespace bwd_ref {

@@ -11,7 +11,7 @@
 //    masked rows zero rows; the softcap's factor is applied exactly once.
 //  - Bad input returns a Status naming the parameter.
 // Tolerances are stated where they are used.
-#include "src/core/backward_trace.h"
+#include "attnkit/backward_trace.h"
 
 #include <algorithm>
 #include <cmath>
@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "src/core/backward.h"
+#include "attnkit/backward.h"
 #include "tests/backward_kinds.h"
 #include "tests/backward_reference.h"
 #include "tests/test_util.h"

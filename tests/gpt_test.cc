@@ -22,11 +22,11 @@
 #include <string>
 #include <vector>
 
-#include "src/core/ops.h"
-#include "src/model/generate.h"
+#include "attnkit/generate.h"
+#include "attnkit/model.h"
+#include "attnkit/ops.h"
+#include "attnkit/random.h"
 #include "src/model/kernels.h"
-#include "src/model/model.h"
-#include "src/model/random.h"
 #include "tests/model_reference.h"
 #include "tests/model_test_util.h"
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "src/model/model.h"
+#include "attnkit/model.h"
 
 namespace model_ref {
 

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "src/model/model.h"
-#include "src/model/tasks.h"
+#include "attnkit/model.h"
+#include "attnkit/tasks.h"
 #include "tests/model_reference.h"
 #include "tests/model_test_util.h"
 

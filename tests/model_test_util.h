@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <string>
 
-#include "src/model/model.h"
+#include "attnkit/model.h"
 #include "tests/test_util.h"
 
 namespace model_test {

@@ -13,7 +13,7 @@
 #include <optional>
 #include <vector>
 
-#include "src/core/attnkit.h"
+#include "attnkit/attnkit.h"
 
 namespace ref {
 

@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-#include "src/core/attnkit.h"
+#include "attnkit/attnkit.h"
 #include "tests/reference.h"
 
 namespace attnkit_test {

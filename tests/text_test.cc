@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "src/model/model.h"
-#include "src/model/text.h"
+#include "attnkit/model.h"
+#include "attnkit/text.h"
 #include "tests/test_util.h"
 
 namespace {

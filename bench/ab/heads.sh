@@ -17,8 +17,8 @@ mkdir -p "$out"
 for side in a b; do
   if [[ $side == a ]]; then src=$a_src native=$a_native wasm=$a_wasm; else src=. native=$b_native wasm=$b_wasm; fi
   old=()
-  grep -q "enum class HeadLayout" "$src/src/core/multihead.h" || old=(-DATTNKIT_AB_OLD_API)
-  g++ -O2 -std=c++17 "${old[@]}" -I "$src" -I . bench/native/heads_ab.cc "$native/libattnkit_core.a" \
+  cat "$src/src/core/multihead.h" "$src/include/attnkit/multihead.h" 2>/dev/null | grep -q "enum class HeadLayout" || old=(-DATTNKIT_AB_OLD_API)
+  g++ -O2 -std=c++17 "${old[@]}" -I "$src" -I "$src/include" -I . -I include bench/native/heads_ab.cc "$native/libattnkit_core.a" \
     -lhwy -lpthread -o "$out/ab-$side"
   wasm_side "$out/wasm-$side" "$src" "$wasm"
 done

@@ -16,7 +16,7 @@ out=build/ab-layer
 mkdir -p "$out"
 for side in a b; do
   if [[ $side == a ]]; then src=$a_src native=$a_native wasm=$a_wasm; else src=. native=$b_native wasm=$b_wasm; fi
-  g++ -O2 -std=c++17 -I "$src" -I . bench/native/layer_ab.cc "$native/libattnkit_core.a" -lhwy -lpthread \
+  g++ -O2 -std=c++17 -I "$src" -I "$src/include" -I . -I include bench/native/layer_ab.cc "$native/libattnkit_core.a" -lhwy -lpthread \
     -o "$out/layer-$side"
   wasm_side "$out/wasm-$side" "$src" "$wasm"
 done

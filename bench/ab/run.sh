@@ -15,7 +15,7 @@ out=build/ab
 mkdir -p "$out"
 for side in a b; do
   if [[ $side == a ]]; then src=$a_src native=$a_native wasm=$a_wasm; else src=. native=$b_native wasm=$b_wasm; fi
-  g++ -O2 -std=c++17 -I "$src" -I . bench/native/backward_ab.cc "$native/libattnkit_model.a" \
+  g++ -O2 -std=c++17 -I "$src" -I "$src/include" -I . -I include bench/native/backward_ab.cc "$native/libattnkit_model.a" \
     "$native/libattnkit_core.a" -lhwy -lpthread -o "$out/ab-$side"
   wasm_side "$out/wasm-$side" . "$wasm"
 done

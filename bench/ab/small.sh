@@ -17,7 +17,7 @@ mkdir -p "$out"
 for side in a b; do
   if [[ $side == a ]]; then src=$a_src native=$a_native wasm=$a_wasm; else src=. native=$b_native wasm=$b_wasm; fi
   # The attnkit headers of the side's own tree first; the bench's from this one.
-  g++ -O2 -std=c++17 -I "$src" -I . bench/ab/small_ab.cc "$native/libattnkit_core.a" -lhwy \
+  g++ -O2 -std=c++17 -I "$src" -I "$src/include" -I . -I include bench/ab/small_ab.cc "$native/libattnkit_core.a" -lhwy \
     -lpthread -o "$out/small-ab-$side"
   wasm_side "$out/wasm-$side" . "$wasm"
 done

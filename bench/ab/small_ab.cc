@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "attnkit/attnkit.h"
 #include "bench/ab/paired.h"
 #include "bench/native/plain_head.h"
-#include "src/core/attnkit.h"
 
 namespace {
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "attnkit/attnkit.h"
+#include "attnkit/model.h"
+#include "attnkit/tasks.h"
 #include "bench/ab/paired.h"
-#include "src/core/attnkit.h"
-#include "src/model/model.h"
-#include "src/model/tasks.h"
 
 namespace {
 

@@ -33,8 +33,8 @@
 #include <string>
 #include <vector>
 
+#include "attnkit/attnkit.h"
 #include "bench/native/plain_head.h"
-#include "src/core/attnkit.h"
 #include "src/core/plan.h"
 
 namespace attnkit_bench {

@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "attnkit/attnkit.h"
 #include "bench/ab/paired.h"
-#include "src/core/attnkit.h"
 
 namespace {
 

@@ -31,10 +31,10 @@
 #include <string>
 #include <vector>
 
-#include "src/core/ops.h"
-#include "src/model/generate.h"
-#include "src/model/model.h"
-#include "src/model/text.h"
+#include "attnkit/generate.h"
+#include "attnkit/model.h"
+#include "attnkit/ops.h"
+#include "attnkit/text.h"
 
 namespace attnkit_bench {
 double FmaPeakGflops(size_t iterations);

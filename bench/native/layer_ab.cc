@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "attnkit/attnkit.h"
 #include "bench/ab/paired.h"
-#include "src/core/attnkit.h"
 
-#if __has_include("src/core/packed_weights.h")
+#if __has_include("attnkit/packed_weights.h")
 #define LAYER_AB_HAS_PACK 1
 #else
 #define LAYER_AB_HAS_PACK 0

@@ -22,10 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "src/core/ops.h"
-#include "src/core/thread_pool.h"
-#include "src/model/model.h"
-#include "src/model/tasks.h"
+#include "attnkit/model.h"
+#include "attnkit/ops.h"
+#include "attnkit/tasks.h"
+#include "attnkit/thread_pool.h"
 
 namespace {
 

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "src/core/attnkit.h"
-#include "src/core/backward_trace.h"
+#include "attnkit/attnkit.h"
+#include "attnkit/backward_trace.h"
 
 namespace attnkit {
 namespace bindings {

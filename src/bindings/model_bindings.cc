@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "src/core/thread_pool.h"
-#include "src/model/model.h"
-#include "src/model/tasks.h"
-#include "src/model/text.h"
+#include "attnkit/model.h"
+#include "attnkit/tasks.h"
+#include "attnkit/text.h"
+#include "attnkit/thread_pool.h"
 
 namespace attnkit {
 namespace bindings {

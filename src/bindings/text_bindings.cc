@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "src/model/generate.h"
-#include "src/model/model.h"
-#include "src/model/text.h"
+#include "attnkit/generate.h"
+#include "attnkit/model.h"
+#include "attnkit/text.h"
 
 namespace attnkit {
 namespace bindings {

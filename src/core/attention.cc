@@ -1,6 +1,6 @@
 // attnkit: single-head attention entry points. Each checks every argument,
 // builds one AttentionJob and runs it through a single dispatch.
-#include "src/core/attention.h"
+#include "attnkit/attention.h"
 
 #include <utility>
 

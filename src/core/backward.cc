@@ -3,7 +3,7 @@
 // pass: the training forward is the fused kernel of dispatch.cc (an
 // AttentionJob whose heads keep their log-sum-exp); the backward's kernels
 // (backward-inl.h) compile here, for every target.
-#include "src/core/backward.h"
+#include "attnkit/backward.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // attnkit: the backward trace (backward_trace.h). The forward's trace, then
 // each step of the backward as its formula, in plain loops over materialised
 // matrices: this is the readable path, not the fast one.
-#include "src/core/backward_trace.h"
+#include "attnkit/backward_trace.h"
 
 #include <cmath>
 #include <cstddef>

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "src/core/attention.h"
-#include "src/core/multihead.h"
+#include "attnkit/attention.h"
+#include "attnkit/multihead.h"
 #include "src/core/validate.h"
 
 namespace attnkit {

@@ -7,10 +7,10 @@
 #include <functional>
 #include <vector>
 
+#include "attnkit/matrix.h"
+#include "attnkit/multihead.h"
+#include "attnkit/status.h"
 #include "src/core/internal.h"
-#include "src/core/matrix.h"
-#include "src/core/multihead.h"
-#include "src/core/status.h"
 
 namespace attnkit {
 

@@ -1,10 +1,10 @@
 // attnkit: the KV cache and attention against it.
-#include "src/core/kv_cache.h"
+#include "attnkit/kv_cache.h"
 
 #include <cstring>
 #include <string>
 
-#include "src/core/attention.h"
+#include "attnkit/attention.h"
 #include "src/core/heads.h"
 #include "src/core/internal.h"
 #include "src/core/validate.h"

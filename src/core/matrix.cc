@@ -1,4 +1,4 @@
-#include "src/core/matrix.h"
+#include "attnkit/matrix.h"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 // attnkit: multi-head attention, grouped K/V heads, batching, split/merge.
-#include "src/core/multihead.h"
+#include "attnkit/multihead.h"
 
 #include <cstring>
 #include <limits>
@@ -7,9 +7,9 @@
 #include <utility>
 #include <vector>
 
+#include "attnkit/packed_weights.h"
 #include "src/core/heads.h"
 #include "src/core/internal.h"
-#include "src/core/packed_weights.h"
 #include "src/core/plan.h"
 #include "src/core/validate.h"
 

@@ -15,10 +15,10 @@
 #include <limits>
 #include <type_traits>
 
+#include "attnkit/matrix.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "src/core/finite-inl.h"
-#include "src/core/matrix.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace attnkit {

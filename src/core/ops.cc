@@ -1,5 +1,5 @@
 // attnkit: the public kernel operations: check arguments, dispatch once.
-#include "src/core/ops.h"
+#include "attnkit/ops.h"
 
 #include <algorithm>
 #include <cmath>

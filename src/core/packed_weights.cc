@@ -1,16 +1,16 @@
 // attnkit: packing a multi-head layer's constant weights once (packed_weights.h).
 // Plain C++: packing is a copy, run once per pack; the calls that read the
 // panels are the SIMD code's (Project in steps-inl.h).
-#include "src/core/packed_weights.h"
+#include "attnkit/packed_weights.h"
 
 #include <algorithm>
 #include <cstring>
 #include <limits>
 #include <utility>
 
+#include "attnkit/ops.h"
 #include "hwy/highway.h"
 #include "src/core/heads.h"
-#include "src/core/ops.h"
 #include "src/core/plan.h"
 #include "src/core/validate.h"
 

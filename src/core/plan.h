@@ -11,10 +11,10 @@
 #include <optional>
 #include <vector>
 
-#include "src/core/attention.h"
+#include "attnkit/attention.h"
+#include "attnkit/matrix.h"
+#include "attnkit/status.h"
 #include "src/core/internal.h"
-#include "src/core/matrix.h"
-#include "src/core/status.h"
 
 namespace attnkit {
 namespace internal {

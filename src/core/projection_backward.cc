@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "src/core/backward.h"
+#include "attnkit/backward.h"
 #include "src/core/internal.h"
 #include "src/core/plan.h"
 #include "src/core/validate.h"

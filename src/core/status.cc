@@ -1,4 +1,4 @@
-#include "src/core/status.h"
+#include "attnkit/status.h"
 
 namespace attnkit {
 

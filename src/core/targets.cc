@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "attnkit/ops.h"
 #include "hwy/highway.h"
-#include "src/core/ops.h"
 
 namespace attnkit {
 namespace targets {

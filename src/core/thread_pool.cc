@@ -1,4 +1,4 @@
-#include "src/core/thread_pool.h"
+#include "attnkit/thread_pool.h"
 
 #include <system_error>
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <limits>
 
-#include "src/core/attention.h"
+#include "attnkit/attention.h"
 #include "src/core/internal.h"
 
 namespace attnkit {

@@ -6,9 +6,9 @@
 #include <cstddef>
 #include <string>
 
+#include "attnkit/matrix.h"
+#include "attnkit/status.h"
 #include "src/core/internal.h"
-#include "src/core/matrix.h"
-#include "src/core/status.h"
 
 namespace attnkit {
 

@@ -1,12 +1,12 @@
-#include "src/model/generate.h"
+#include "attnkit/generate.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
-#include "src/core/attention.h"
-#include "src/core/multihead.h"
-#include "src/core/ops.h"
+#include "attnkit/attention.h"
+#include "attnkit/multihead.h"
+#include "attnkit/ops.h"
 #include "src/model/kernels.h"
 
 namespace attnkit {

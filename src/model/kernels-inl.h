@@ -15,9 +15,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "attnkit/matrix.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
-#include "src/core/matrix.h"
 #include "src/model/kernels.h"
 
 HWY_BEFORE_NAMESPACE();

@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "src/core/matrix.h"
+#include "attnkit/matrix.h"
 
 namespace attnkit {
 namespace model {

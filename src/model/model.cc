@@ -1,16 +1,16 @@
-#include "src/model/model.h"
+#include "attnkit/model.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
-#include "src/core/attention.h"
-#include "src/core/backward.h"
-#include "src/core/backward_trace.h"
-#include "src/core/multihead.h"
-#include "src/core/ops.h"
+#include "attnkit/attention.h"
+#include "attnkit/backward.h"
+#include "attnkit/backward_trace.h"
+#include "attnkit/multihead.h"
+#include "attnkit/ops.h"
+#include "attnkit/random.h"
 #include "src/model/kernels.h"
-#include "src/model/random.h"
 
 namespace attnkit {
 namespace model {

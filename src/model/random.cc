@@ -1,4 +1,4 @@
-#include "src/model/random.h"
+#include "attnkit/random.h"
 
 namespace attnkit {
 namespace model {

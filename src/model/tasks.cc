@@ -1,4 +1,4 @@
-#include "src/model/tasks.h"
+#include "attnkit/tasks.h"
 
 #include <algorithm>
 #include <string>

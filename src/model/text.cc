@@ -1,4 +1,4 @@
-#include "src/model/text.h"
+#include "attnkit/text.h"
 
 #include <algorithm>
 #include <string>

@@ -4,8 +4,8 @@
 #include <cstring>
 #include <string>
 
+#include "attnkit/model.h"
 #include "src/model/kernels.h"
-#include "src/model/model.h"
 
 namespace attnkit {
 namespace model {

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-#include "src/core/attnkit.h"
+#include "attnkit/attnkit.h"
 
 namespace {
 

@@ -28,9 +28,9 @@
 #ifndef ATTNKIT_BACKWARD_TRACE_H_
 #define ATTNKIT_BACKWARD_TRACE_H_
 
-#include "src/core/attention.h"
-#include "src/core/matrix.h"
-#include "src/core/status.h"
+#include "attnkit/attention.h"
+#include "attnkit/matrix.h"
+#include "attnkit/status.h"
 
 namespace attnkit {
 

@@ -8,8 +8,8 @@
 #include <optional>
 #include <vector>
 
-#include "src/core/matrix.h"
-#include "src/core/status.h"
+#include "attnkit/matrix.h"
+#include "attnkit/status.h"
 
 namespace attnkit {
 

@@ -24,9 +24,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "src/core/status.h"
-#include "src/model/model.h"
-#include "src/model/random.h"
+#include "attnkit/model.h"
+#include "attnkit/random.h"
+#include "attnkit/status.h"
 
 namespace attnkit {
 namespace model {

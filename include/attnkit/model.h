@@ -31,9 +31,9 @@
 #include <utility>
 #include <vector>
 
-#include "src/core/matrix.h"
-#include "src/core/status.h"
-#include "src/core/thread_pool.h"
+#include "attnkit/matrix.h"
+#include "attnkit/status.h"
+#include "attnkit/thread_pool.h"
 
 namespace attnkit {
 namespace model {

@@ -16,11 +16,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "src/core/kv_cache.h"
-#include "src/core/matrix.h"
-#include "src/core/status.h"
-#include "src/model/model.h"
-#include "src/model/random.h"
+#include "attnkit/kv_cache.h"
+#include "attnkit/matrix.h"
+#include "attnkit/model.h"
+#include "attnkit/random.h"
+#include "attnkit/status.h"
 
 namespace attnkit {
 namespace model {

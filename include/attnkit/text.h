@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "src/core/status.h"
-#include "src/model/model.h"
-#include "src/model/random.h"
+#include "attnkit/model.h"
+#include "attnkit/random.h"
+#include "attnkit/status.h"
 
 namespace attnkit {
 namespace model {

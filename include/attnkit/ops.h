@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "src/core/matrix.h"
-#include "src/core/status.h"
+#include "attnkit/matrix.h"
+#include "attnkit/status.h"
 
 namespace attnkit {
 

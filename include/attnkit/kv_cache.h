@@ -4,10 +4,10 @@
 
 #include <cstddef>
 
-#include "src/core/attention.h"
-#include "src/core/matrix.h"
-#include "src/core/multihead.h"
-#include "src/core/status.h"
+#include "attnkit/attention.h"
+#include "attnkit/matrix.h"
+#include "attnkit/multihead.h"
+#include "attnkit/status.h"
 
 namespace attnkit {
 
