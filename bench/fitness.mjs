@@ -24,7 +24,7 @@
 export const PEAK_SPREAD_BOUND = 0.1;
 export const MAX_DISTURBED_SHARE = 0.1;
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+import { median } from "./lib/stats.mjs";
 
 // A result's peak series: natively the FMA peak of its vector width, in wasm
 // the SIMD128 mul + add peak.

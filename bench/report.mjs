@@ -10,6 +10,7 @@
 //   (defaults: bench/results/, docs/benchmarks.md, README.md)
 import { readFileSync, writeFileSync, existsSync } from "node:fs";
 import { pathToFileURL } from "node:url";
+import { median } from "./lib/stats.mjs";
 import { assessRun, peakName, ratioText, roundRatio, usefulShare } from "./fitness.mjs";
 
 const option = (name, fallback) => {
@@ -134,8 +135,6 @@ if (existsSync(new URL("wasm.json", dir))) {
   skipped = wasm.skipped ?? [];
   memoryOnly = wasm.memoryOnly ?? [];
 }
-
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 // Fit to publish? (bench/fitness.mjs) The Google Benchmark table's share counts
 // too: attnkit's GFLOP/s over the FMA peak measured once in that run.

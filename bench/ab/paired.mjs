@@ -11,24 +11,8 @@ import path from "node:path";
 
 const require = createRequire(import.meta.url);
 
-export const cpuMs = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1e3;
-};
-export const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-export const quartile = (xs, f) =>
-  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(f * xs.length))];
-
-/** Deterministic values in [-scale, scale) (a linear congruential generator). */
-export function random(n, seed, scale = 1) {
-  let s = seed >>> 0;
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; ++i) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = (s / 2 ** 31 - 1) * scale;
-  }
-  return out;
-}
+export { cpuMs, median, quartile, random } from "../lib/stats.mjs";
+import { cpuMs, median, quartile } from "../lib/stats.mjs";
 
 /** The SIMD128 module of each build folder, loaded through its own JS layer. */
 export async function loadBuilds(...dirs) {

@@ -11,17 +11,12 @@
 // attnkit is faster than plain JS). A's and B's results are compared first.
 // Usage: node --single-threaded-gc bench/ab/small_ab.mjs DIR_A DIR_B [ROUNDS]
 import { callsPerBatch, loadBuilds, median, pairedRounds, speed } from "./paired.mjs";
-import { jsAttention, plainBackward, plainForTraining, random } from "../wasm/plain.mjs";
+import { maxDiff, random } from "../lib/stats.mjs";
+import { jsAttention, plainBackward, plainForTraining } from "../wasm/plain.mjs";
 
 const [dirA, dirB, roundsArg] = process.argv.slice(2);
 const ROUNDS = Number(roundsArg ?? 21);
 const BATCH_MS = 5;
-
-function maxDiff(a, b) {
-  let m = 0;
-  for (let i = 0; i < a.length; ++i) m = Math.max(m, Math.abs(a[i] - b[i]));
-  return m;
-}
 
 const [akA, akB] = await loadBuilds(dirA, dirB);
 

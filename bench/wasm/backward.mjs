@@ -34,8 +34,9 @@ import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
 // The built package's Node entry (what `import "attnkit"` resolves to in Node).
 import { createAttnkit } from "../../dist/attnkit.node.mjs";
-import { jsAttentionFwdBwd, random } from "./plain.mjs";
+import { jsAttentionFwdBwd } from "./plain.mjs";
 import { loadTfjsWithGradients } from "./tfjs-grads.mjs";
+import { median, random } from "../lib/stats.mjs";
 
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
@@ -48,7 +49,6 @@ const ATTNKIT = "attnkit (wasm SIMD128)",
   PLAIN = "plain JS";
 const PLAIN_LIMIT_MS = 3000;
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const flopsOf = (T, causal, d = D) => 14 * T * T * d * (causal ? 0.5 : 1);
 const matrix = (data, rows, cols) => ({ data, rows, cols });
 

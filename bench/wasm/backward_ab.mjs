@@ -6,6 +6,7 @@
 // shape the medians and the median of the per-round ratios A / B (B's speed:
 // above 1, B is faster) with quartiles. A and B's gradients are compared.
 // Usage: node --single-threaded-gc bench/wasm/backward_ab.mjs DIR_A DIR_B [ROUNDS]
+import { maxDiff } from "../lib/stats.mjs";
 import { loadBuilds, pairedRounds, random, callsPerBatch, row } from "../ab/paired.mjs";
 
 const [dirA, dirB, roundsArg] = process.argv.slice(2);
@@ -53,15 +54,9 @@ function shapes(ak) {
 }
 
 // The largest |a - b| over dQ, dK, dV of one backward.
-function maxDiff(a, b) {
-  let m = 0;
-  for (const k of ["dQ", "dK", "dV"]) {
-    const x = a[k].data ?? a[k],
-      y = b[k].data ?? b[k];
-    for (let i = 0; i < x.length; ++i) m = Math.max(m, Math.abs(x[i] - y[i]));
-  }
-  return m;
-}
+// The largest difference between two results' dQ, dK and dV.
+const gradientsDiff = (a, b) =>
+  Math.max(...["dQ", "dK", "dV"].map((k) => maxDiff(a[k].data ?? a[k], b[k].data ?? b[k])));
 
 const [akA, akB] = await loadBuilds(dirA, dirB);
 const A = shapes(akA),
@@ -77,7 +72,7 @@ const A = shapes(akA),
     const ga = akA.attentionBackward(Q, K, V, dO, o),
       gb = akB.attentionBackward(Q, K, V, dO, o);
     console.log(
-      `# max |A - B| of dQ, dK, dV (T=77, d=24, ${JSON.stringify(o)}): ${maxDiff(ga, gb).toExponential(1)}`,
+      `# max |A - B| of dQ, dK, dV (T=77, d=24, ${JSON.stringify(o)}): ${gradientsDiff(ga, gb).toExponential(1)}`,
     );
   }
 }

@@ -44,7 +44,8 @@ import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
 // The built package's Node entry (what `import "attnkit"` resolves to in Node).
 import { createAttnkit } from "../../dist/attnkit.node.mjs";
-import { jsAttention, random } from "./plain.mjs";
+import { maxDiff, median, random } from "../lib/stats.mjs";
+import { jsAttention } from "./plain.mjs";
 
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
@@ -357,18 +358,6 @@ async function allEngines(withPeers) {
     engines.push(...peerEngines().filter((e) => !nativeOnly || e.platform === "native"));
   }
   return engines;
-}
-
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-}
-
-function maxDiff(a, b) {
-  if (a.length !== b.length) return Infinity;
-  let m = 0;
-  for (let i = 0; i < a.length; ++i) m = Math.max(m, Math.abs(a[i] - b[i]));
-  return m;
 }
 
 // CPU time of this process in ms (every thread: onnxruntime-node runs its calls

@@ -56,6 +56,7 @@ import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import { loadTfjsWithGradients } from "./tfjs-grads.mjs";
 import { readWeights } from "./weights.mjs";
+import { median } from "../lib/stats.mjs";
 
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
@@ -128,7 +129,6 @@ export const PRESETS = {
 const ATTNKIT = "attnkit (wasm SIMD128)",
   TFJS = "tfjs-backend-wasm";
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const sum = (xs) => xs.reduce((a, b) => a + b, 0);
 
 /** Moby-Dick as examples/language.mjs and the tests read it: the package's whole book, data/data.txt. */

@@ -29,17 +29,6 @@ export function jsAttention(q, k, v, rows, keys, heads, causal, out, d = 64) {
   return out;
 }
 
-// The benchmarks' inputs: n floats in [-1, 1) from a seeded LCG.
-export function random(n, seed) {
-  let s = seed >>> 0;
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; ++i) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = s / 2 ** 31 - 1;
-  }
-  return out;
-}
-
 // The plain JS forward for training and backward of one head of size d (q, k,
 // v, dO [T, d]; causal: query i sees keys 0..i): the forward as jsAttention,
 // keeping each row's log-sum-exp; the backward recomputes a row of P at a time

@@ -33,7 +33,8 @@ import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
 // The built package's Node entry (what `import "attnkit"` resolves to in Node).
 import { createAttnkit } from "../../dist/attnkit.node.mjs";
-import { jsAttention, plainBackward, plainForTraining, random } from "./plain.mjs";
+import { jsAttention, plainBackward, plainForTraining } from "./plain.mjs";
+import { maxDiff, median, random } from "../lib/stats.mjs";
 
 const quick = process.argv.includes("--quick");
 const SQUARE = quick ? [1, 2, 4, 8, 16, 64] : [1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48, 64];
@@ -44,16 +45,8 @@ const SWEEP_D = 64;
 const ROUNDS = quick ? 9 : 21;
 const BATCH_MS = 2;
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const nested = (data, rows, cols) =>
   Array.from({ length: rows }, (_, i) => Array.from(data.subarray(i * cols, (i + 1) * cols)));
-
-function maxDiff(a, b) {
-  if (a.length !== b.length) return Infinity;
-  let m = 0;
-  for (let i = 0; i < a.length; ++i) m = Math.max(m, Math.abs(a[i] - b[i]));
-  return m;
-}
 
 // engines: [{ name, run }]; returns { name: microseconds per call (median) }.
 function timeShape(engines, where) {

@@ -12,9 +12,10 @@
 // --chromium: the same sweep in headless Chromium too (Debian's, through
 // playwright-core, the page served from memory: no server, no network).
 // The sweep itself (sweep() below) uses no Node API, so that the page imports
-// this very file; Node times CPU time of the process, the page
+// this very file (and bench/lib/stats.mjs); Node times CPU time of the process, the page
 // performance.now() (the page is cross-origin isolated: 5 us resolution),
 // each the shortest of a few short batches (see sweep).
+import { median } from "../lib/stats.mjs";
 
 const CASES = {
   // flops per block of R rows: 2 * R * n * K, n * K = 128 * 64 for both.
@@ -36,11 +37,6 @@ function fill(array, seed, lo, hi) {
 // two k steps per loop iteration (split 3 in tiles.cc).
 const tileName = (rows, cols, split) =>
   `${rows}x${cols}${split === 2 ? "x2" : split === 3 ? "u2" : ""}`;
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 // The sweep: { peak: {gflops, accumulators, rounds}, results: [{ case, rows, cols,
 // split, chains, gflops, share, shareMin, shareMax }] }. `now` returns ms.
@@ -624,6 +620,11 @@ if (isMain) {
       const files = {
         "/": ["text/html", '<!doctype html><link rel="icon" href="data:,"><title>tiles</title>'],
         "/tiles.mjs": ["text/javascript", readFileSync(new URL(import.meta.url))],
+        // Its one import ("../lib/stats.mjs" resolves to this from "/tiles.mjs").
+        "/lib/stats.mjs": [
+          "text/javascript",
+          readFileSync(new URL("../lib/stats.mjs", import.meta.url)),
+        ],
         "/peak.wasm": ["application/wasm", peakBytes],
         "/tiles.wasm": ["application/wasm", tilesBytes],
         // The package's attnkit/simd entry and its SIMD128 build, as a page loads them.

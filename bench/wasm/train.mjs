@@ -44,6 +44,7 @@ import { performance } from "node:perf_hooks";
 import { createAttnkit } from "../../dist/attnkit.node.mjs";
 import { loadTfjsWithGradients } from "./tfjs-grads.mjs";
 import { readWeights } from "./weights.mjs";
+import { median } from "../lib/stats.mjs";
 
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
@@ -78,7 +79,6 @@ const ATTNKIT = "attnkit (wasm SIMD128)",
   TFJS = "tfjs-backend-wasm",
   TFJS_ADAM = "tfjs-backend-wasm, Adam only";
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const sum = (xs) => xs.reduce((a, b) => a + b, 0);
 
 function attnkitEngine(ak, setting) {
