@@ -1,5 +1,5 @@
-// The C++ quickstart of docs/api-cpp.md: causal attention over three tokens,
-// a small transformer's loss and an error, in a project that uses attnkit.
+// hello: causal attention over three tokens, a small transformer's loss and
+// an error, from attnkit's core and model libraries.
 #include <cstdio>
 
 #include "attnkit/attnkit.h"
