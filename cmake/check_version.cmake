@@ -1,0 +1,28 @@
+# CTest's version.header: include/attnkit/version.h must state the project's
+# version (package.json's "version", which CMakeLists.txt reads).
+# cmake -DHEADER=include/attnkit/version.h -DVERSION=0.1.0 -P check_version.cmake
+file(READ ${HEADER} header)
+string(REGEX MATCH "^([0-9]+)\\.([0-9]+)\\.([0-9]+)$" ok "${VERSION}")
+if(NOT ok)
+  message(FATAL_ERROR "version: expected MAJOR.MINOR.PATCH, got '${VERSION}'")
+endif()
+set(expected_MAJOR ${CMAKE_MATCH_1})
+set(expected_MINOR ${CMAKE_MATCH_2})
+set(expected_PATCH ${CMAKE_MATCH_3})
+set(expected_STRING "\"${VERSION}\"")
+set(failed FALSE)
+foreach(part MAJOR MINOR PATCH STRING)
+  if(header MATCHES "#define ATTNKIT_VERSION_${part} ([^\n]*)\n")
+    set(got "${CMAKE_MATCH_1}")
+  else()
+    set(got "(no #define)")
+  endif()
+  if(NOT got STREQUAL expected_${part})
+    message(SEND_ERROR "${HEADER}: ATTNKIT_VERSION_${part}: expected ${expected_${part}} "
+                       "(package.json's version ${VERSION}), got ${got}")
+    set(failed TRUE)
+  endif()
+endforeach()
+if(NOT failed)
+  message(STATUS "${HEADER} states version ${VERSION}")
+endif()
