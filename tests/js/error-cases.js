@@ -1205,3 +1205,370 @@ export const CASES = [
     },
   ],
 ];
+
+// ---- KV caches: [label, config, prepare(cache) (calls made first: the cache's
+// state), call(cache), expectation]. prepare returns what its calls return
+// (Promises through the worker): await it.
+export const CACHE_CONFIG = { batch: 2, numKvHeads: 1, dK: 2, dV: 2, capacity: 3 };
+const ONE_ITEM = { numKvHeads: 1, dK: 2, dV: 2, capacity: 4 };
+/** Decoder weights for CACHE_CONFIG: d_model 4 -> dK = dV = 2. */
+export const DECODE_WEIGHTS = {
+  W_Q: [
+    [1, 0],
+    [0, 1],
+    [1, 1],
+    [0, 0],
+  ],
+  W_K: [
+    [1, 0],
+    [0, 1],
+    [1, 1],
+    [0, 0],
+  ],
+  W_V: [
+    [0, 1],
+    [1, 0],
+    [1, 1],
+    [0, 1],
+  ],
+};
+const D = DECODE_WEIGHTS;
+const HEAD = { numHeads: 1, dK: 2 };
+const appendOne = (c) => c.append(t3(2, 1, 2), t3(2, 1, 2));
+const appendTwo = (c) => c.append(t3(2, 2, 2, 1), t3(2, 2, 2, 2));
+const disposed = async (c) => {
+  await c.append(t3(2, 1, 2), t3(2, 1, 2));
+  await c.dispose();
+  await c.dispose();
+};
+const DISPOSED = {
+  kind: "range",
+  code: "disposed",
+  parameter: "cache",
+  says: ["a live KVCache", "disposed"],
+};
+
+export const CACHE_CASES = [
+  // ---- out of capacity: the cache unchanged
+  [
+    "append past the capacity",
+    CACHE_CONFIG,
+    appendTwo,
+    (c) => c.append(t3(2, 2, 2), t3(2, 2, 2)),
+    {
+      kind: "range",
+      code: "capacity",
+      parameter: "capacity",
+      says: ["at most 3 cached tokens", "got 2 + 2 new = 4"],
+    },
+  ],
+  [
+    "decode past the capacity",
+    CACHE_CONFIG,
+    appendTwo,
+    (c) => c.decode(t3(2, 2, 4), D, HEAD),
+    {
+      kind: "range",
+      code: "capacity",
+      parameter: "capacity",
+      says: ["at most 3 cached tokens", "got 2 + 2 new = 4"],
+    },
+  ],
+  [
+    "append to a full cache",
+    CACHE_CONFIG,
+    async (c) => {
+      await appendTwo(c);
+      await c.decode(t3(2, 1, 4), D, HEAD);
+    },
+    (c) => c.append(t3(2, 1, 2), t3(2, 1, 2)),
+    {
+      kind: "range",
+      code: "capacity",
+      parameter: "capacity",
+      says: ["at most 3", "got 3 + 1 new = 4"],
+    },
+  ],
+  // ---- bad shapes, values, heads and indices
+  [
+    "attend on an empty cache",
+    CACHE_CONFIG,
+    null,
+    (c) => c.attend(t3(2, 1, 2), 1),
+    {
+      kind: "range",
+      code: "shape_mismatch",
+      parameter: "Q",
+      says: ["at most 0 tokens", "append K and V first", "got 1"],
+    },
+  ],
+  [
+    "K rows not divisible by the batch",
+    CACHE_CONFIG,
+    null,
+    (c) =>
+      c.append(
+        [
+          [1, 1],
+          [1, 1],
+          [1, 1],
+        ],
+        [
+          [1, 1],
+          [1, 1],
+          [1, 1],
+        ],
+      ),
+    {
+      kind: "range",
+      code: "shape_mismatch",
+      parameter: "K",
+      says: ["divisible by batch = 2", "got 3"],
+    },
+  ],
+  [
+    "K of another width",
+    CACHE_CONFIG,
+    null,
+    (c) => c.append(t3(2, 1, 3), t3(2, 1, 2)),
+    { kind: "range", code: "shape_mismatch", parameter: "K", says: ["2 columns", "got 3"] },
+  ],
+  [
+    "V of other rows than K",
+    CACHE_CONFIG,
+    null,
+    (c) => c.append(t3(2, 1, 2), t3(2, 2, 2)),
+    { kind: "range", code: "shape_mismatch", parameter: "V", says: ["2 rows", "got 4"] },
+  ],
+  [
+    "a NaN in K",
+    CACHE_CONFIG,
+    null,
+    (c) => c.append({ data: Float32Array.of(1, NaN, 1, 1), shape: [2, 1, 2] }, t3(2, 1, 2)),
+    {
+      kind: "range",
+      code: "non_finite",
+      parameter: "K",
+      says: ["finite values", "got NaN at row 0, column 1"],
+    },
+  ],
+  [
+    "K a string",
+    CACHE_CONFIG,
+    null,
+    (c) => c.append("K", t3(2, 1, 2)),
+    { kind: "type", parameter: "K", says: ["a matrix", 'string "K"'] },
+  ],
+  [
+    "decode with other KV heads than the cache's",
+    CACHE_CONFIG,
+    null,
+    (c) => c.decode(t3(2, 1, 4), { W_Q: I4, W_K: I4, W_V: I4 }, { numHeads: 2, numKvHeads: 2 }),
+    {
+      kind: "range",
+      code: "shape_mismatch",
+      parameter: "config.numKvHeads",
+      says: ["expected 1 (the cache's)", "got 2"],
+    },
+  ],
+  [
+    "decode with another dV than the cache's",
+    CACHE_CONFIG,
+    null,
+    (c) => c.decode(t3(2, 1, 4), D, { numHeads: 1, dK: 2, dV: 3 }),
+    {
+      kind: "range",
+      code: "shape_mismatch",
+      parameter: "config.dV",
+      says: ["expected 2 (the cache's)", "got 3"],
+    },
+  ],
+  [
+    "decode with an unknown option",
+    CACHE_CONFIG,
+    null,
+    (c) => c.decode(t3(2, 1, 4), D, HEAD, { bogus: 1 }),
+    {
+      kind: "range",
+      code: "invalid_argument",
+      parameter: "options.bogus",
+      says: ["unknown option"],
+    },
+  ],
+  [
+    "attend with Q of another width",
+    CACHE_CONFIG,
+    appendOne,
+    (c) => c.attend(t3(2, 1, 3), 1),
+    { kind: "range", code: "shape_mismatch", parameter: "Q", says: ["2 columns", "got 3"] },
+  ],
+  [
+    "attend with 0 heads",
+    CACHE_CONFIG,
+    appendOne,
+    (c) => c.attend(t3(2, 1, 2), 0),
+    {
+      kind: "range",
+      code: "invalid_argument",
+      parameter: "numHeads",
+      says: ["a positive integer", "got 0"],
+    },
+  ],
+  [
+    "attend with a negative scale",
+    CACHE_CONFIG,
+    appendOne,
+    (c) => c.attend(t3(2, 1, 2), 1, { scale: -2 }),
+    { kind: "range", code: "invalid_argument", parameter: "options.scale", says: ["got -2"] },
+  ],
+  [
+    "attend with keyLengths of another batch",
+    CACHE_CONFIG,
+    appendOne,
+    (c) => c.attend(t3(2, 1, 2), 1, { keyLengths: [1] }),
+    {
+      kind: "range",
+      code: "invalid_argument",
+      parameter: "options.keyLengths",
+      says: ["batch = 2", "got 1"],
+    },
+  ],
+  [
+    "keys of an item past the batch",
+    CACHE_CONFIG,
+    appendOne,
+    (c) => c.keys(2, 0),
+    {
+      kind: "range",
+      code: "invalid_argument",
+      parameter: "item",
+      says: ["below batch = 2", "got 2"],
+    },
+  ],
+  [
+    "values of a KV head past numKvHeads",
+    CACHE_CONFIG,
+    appendOne,
+    (c) => c.values(0, 1),
+    {
+      kind: "range",
+      code: "invalid_argument",
+      parameter: "kvHead",
+      says: ["below numKvHeads = 1", "got 1"],
+    },
+  ],
+  [
+    "keys of item -1",
+    CACHE_CONFIG,
+    appendOne,
+    (c) => c.keys(-1, 0),
+    {
+      kind: "range",
+      code: "invalid_argument",
+      parameter: "item",
+      says: ["a non-negative integer", "got -1"],
+    },
+  ],
+  [
+    "keys of item 0.5",
+    CACHE_CONFIG,
+    appendOne,
+    (c) => c.keys(0.5, 0),
+    {
+      kind: "range",
+      code: "invalid_argument",
+      parameter: "item",
+      says: ["a non-negative integer", "got 0.5"],
+    },
+  ],
+  // ---- a rank-3 input's batch must be the cache's: items are never mixed
+  [
+    "[1, 2, d] on a batch-2 cache (one item of two tokens, not two of one)",
+    CACHE_CONFIG,
+    null,
+    (c) => c.append(t3(1, 2, 2), t3(1, 2, 2)),
+    {
+      kind: "range",
+      code: "shape_mismatch",
+      parameter: "K.shape[0]",
+      says: ["the cache's batch = 2", "got 1"],
+    },
+  ],
+  [
+    "[2, 1, d] queries on a batch-1 cache (two items, not two queries)",
+    ONE_ITEM,
+    (c) => c.append(t3(1, 1, 2), t3(1, 1, 2)),
+    (c) => c.attend(t3(2, 1, 2), 1),
+    {
+      kind: "range",
+      code: "shape_mismatch",
+      parameter: "Q.shape[0]",
+      says: ["the cache's batch = 1", "got 2"],
+    },
+  ],
+  [
+    "V of batch 2 on a batch-1 cache",
+    ONE_ITEM,
+    (c) => c.append(t3(1, 1, 2), t3(1, 1, 2)),
+    (c) => c.append(t3(1, 1, 2), t3(2, 1, 2)),
+    {
+      kind: "range",
+      code: "shape_mismatch",
+      parameter: "V.shape[0]",
+      says: ["the cache's batch = 1", "got 2"],
+    },
+  ],
+  [
+    "decode X of batch 2 on a batch-1 cache",
+    ONE_ITEM,
+    (c) => c.append(t3(1, 1, 2), t3(1, 1, 2)),
+    (c) => c.decode(t3(2, 1, 4), D, HEAD),
+    {
+      kind: "range",
+      code: "shape_mismatch",
+      parameter: "X.shape[0]",
+      says: ["the cache's batch = 1", "got 2"],
+    },
+  ],
+  // ---- truncate: past the size is an error naming size
+  [
+    "truncate past the size",
+    CACHE_CONFIG,
+    (c) => c.append(t3(2, 2, 2), t3(2, 2, 2)),
+    (c) => c.truncate(3),
+    {
+      kind: "range",
+      code: "invalid_argument",
+      parameter: "size",
+      says: ["at most the cached tokens per item, 2", "got 3"],
+    },
+  ],
+  [
+    "truncate to -1",
+    CACHE_CONFIG,
+    (c) => c.append(t3(2, 2, 2), t3(2, 2, 2)),
+    (c) => c.truncate(-1),
+    {
+      kind: "range",
+      code: "invalid_argument",
+      parameter: "size",
+      says: ["a non-negative integer", "got -1"],
+    },
+  ],
+  // ---- use after dispose: code "disposed"
+  [
+    "append after dispose",
+    CACHE_CONFIG,
+    disposed,
+    (c) => c.append(t3(2, 1, 2), t3(2, 1, 2)),
+    DISPOSED,
+  ],
+  ["attend after dispose", CACHE_CONFIG, disposed, (c) => c.attend(t3(2, 1, 2), 1), DISPOSED],
+  ["decode after dispose", CACHE_CONFIG, disposed, (c) => c.decode(t3(2, 1, 4), D, HEAD), DISPOSED],
+  ["keys after dispose", CACHE_CONFIG, disposed, (c) => c.keys(0, 0), DISPOSED],
+  ["values after dispose", CACHE_CONFIG, disposed, (c) => c.values(0, 0), DISPOSED],
+  ["reset after dispose", CACHE_CONFIG, disposed, (c) => c.reset(), DISPOSED],
+  ["truncate after dispose", CACHE_CONFIG, disposed, (c) => c.truncate(0), DISPOSED],
+  ["fork after dispose", CACHE_CONFIG, disposed, (c) => c.fork(), DISPOSED],
+  ["size after dispose", CACHE_CONFIG, disposed, (c) => c.size, DISPOSED],
+];

@@ -1,13 +1,13 @@
 // Parity of attnkit/worker with the synchronous API on bad inputs: every bad
-// input of the error tests (tests/js/error-cases.js, the table errors.test.js
-// runs) goes through the worker, and the rejection must be the synchronous
+// input of the error tests (tests/js/error-cases.js, the tables errors.test.js
+// runs: the module's calls and the KV cache's) goes through the worker, and the rejection must be the synchronous
 // call's error: the same class, name, message, code and parameter. After each,
 // the worker still answers right.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createAttnkit, AttnkitError, AttnkitTypeError } from "attnkit";
 import { createAttnkitWorker } from "attnkit/worker";
-import { CASES, K, Q, V } from "./error-cases.js";
+import { CACHE_CASES, CASES, K, Q, V } from "./error-cases.js";
 
 /** The error `fn` throws (or the rejection of the promise it returns). */
 async function errorOf(fn) {
@@ -30,25 +30,38 @@ describe("attnkit/worker: the error tests' bad inputs give the synchronous error
     await worker?.dispose();
   });
 
+  /** Asserts the worker's error `got` is the synchronous `want`; the worker answers on. */
+  async function assertParity(got, want) {
+    assert.ok(want instanceof AttnkitError, `the synchronous call throws: ${want}`);
+    assert.ok(got, "the worker's call rejects");
+    assert.ok(got instanceof AttnkitError, `an AttnkitError: ${got}`);
+    assert.equal(got instanceof AttnkitTypeError, want instanceof AttnkitTypeError, "class");
+    assert.equal(got instanceof TypeError, want instanceof TypeError, "TypeError");
+    assert.equal(got instanceof RangeError, want instanceof RangeError, "RangeError");
+    for (const key of ["name", "code", "parameter", "message"]) {
+      assert.equal(got[key], want[key], key);
+    }
+    assert.deepStrictEqual(await worker.attention(Q, K, V, { causal: true }), baseline);
+  }
+
   for (const [label, fn] of CASES) {
     it(label, async () => {
-      let want;
-      try {
-        fn(attn);
-      } catch (e) {
-        want = e;
-      }
-      assert.ok(want instanceof AttnkitError, `the synchronous call throws: ${want}`);
-      const got = await errorOf(() => fn(worker));
-      assert.ok(got, "the worker's call rejects");
-      assert.ok(got instanceof AttnkitError, `an AttnkitError: ${got}`);
-      assert.equal(got instanceof AttnkitTypeError, want instanceof AttnkitTypeError, "class");
-      assert.equal(got instanceof TypeError, want instanceof TypeError, "TypeError");
-      assert.equal(got instanceof RangeError, want instanceof RangeError, "RangeError");
-      for (const key of ["name", "code", "parameter", "message"]) {
-        assert.equal(got[key], want[key], key);
-      }
-      assert.deepStrictEqual(await worker.attention(Q, K, V, { causal: true }), baseline);
+      const want = await errorOf(() => fn(attn));
+      await assertParity(await errorOf(() => fn(worker)), want);
+    });
+  }
+
+  for (const [label, config, prepare, call] of CACHE_CASES) {
+    it(`KV cache: ${label}`, async () => {
+      const sync = attn.createKVCache(config);
+      await prepare?.(sync);
+      const want = await errorOf(() => call(sync));
+      sync.dispose();
+      const cache = await worker.createKVCache(config);
+      await prepare?.(cache);
+      const got = await errorOf(() => call(cache));
+      await cache.dispose();
+      await assertParity(got, want);
     });
   }
 });
