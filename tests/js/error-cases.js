@@ -1572,3 +1572,191 @@ export const CACHE_CASES = [
   ["fork after dispose", CACHE_CONFIG, disposed, (c) => c.fork(), DISPOSED],
   ["size after dispose", CACHE_CONFIG, disposed, (c) => c.size, DISPOSED],
 ];
+
+// ---- The model layer (a model build): [label, (attn, held) => call,
+// { parameter, message, type }] where `held` is what modelFixtures(attn)
+// made; `type`: an AttnkitTypeError (else an AttnkitError of any code).
+export const MODEL_TASK = { kind: "induction", length: 8, padding: 8, vocabSize: 24 };
+export const MODEL_CONFIG = {
+  vocabSize: 24,
+  maxSeqLen: 24,
+  dModel: 32,
+  numLayers: 2,
+  numHeads: 2,
+};
+
+/** A model of MODEL_CONFIG, its weights file and a batch of MODEL_TASK (awaited: sync or worker). */
+export async function modelFixtures(a) {
+  const model = await a.createModel(MODEL_CONFIG, { seed: 1 });
+  const bytes = await model.exportWeights();
+  const batch = await a.makeBatch(MODEL_TASK, { batch: 2, seed: 1 });
+  const long = await a.makeBatch(
+    { kind: "copy", length: 13, vocabSize: 24 },
+    { batch: 2, seed: 1 },
+  );
+  return { model, bytes, batch, long };
+}
+
+/** `bytes` with the byte at `at` changed by `edit`. */
+const edited = (bytes, at, edit) => {
+  const out = bytes.slice();
+  out[at] = edit(out[at]);
+  return out;
+};
+const badConfig = (label, config, options, parameter, message) => [
+  label,
+  (a) => a.createModel(config, options),
+  { parameter, message },
+];
+const C = MODEL_CONFIG;
+const TASK = MODEL_TASK;
+
+export const MODEL_CASES = [
+  // ---- weights files
+  [
+    "weights with a flipped bit",
+    (a, h) => a.loadModel(edited(h.bytes, 100, (b) => b ^ 1)),
+    { parameter: "weights", message: /^weights: hash mismatch/ },
+  ],
+  [
+    "weights one byte short",
+    (a, h) => a.loadModel(h.bytes.subarray(0, h.bytes.length - 1)),
+    { parameter: "weights", message: /^weights: / },
+  ],
+  [
+    "weights of 10 bytes",
+    (a, h) => a.loadModel(h.bytes.subarray(0, 10)),
+    { parameter: "weights", message: /^weights: truncated/ },
+  ],
+  [
+    "weights of version 3",
+    (a, h) => a.loadModel(edited(h.bytes, 8, () => 3)),
+    { parameter: "weights", message: /^weights: version 3 is not supported/ },
+  ],
+  ["weights a plain array", (a) => a.loadModel([1, 2]), { type: true }],
+  // ---- configurations
+  badConfig(
+    "dModel 0",
+    { ...C, dModel: 0 },
+    {},
+    "config.dModel",
+    /^config\.dModel: expected 1 \.\. \d+, got 0$/,
+  ),
+  badConfig("vocabSize 0", { ...C, vocabSize: 0 }, {}, "config.vocabSize", /got 0/),
+  badConfig("maxSeqLen 0", { ...C, maxSeqLen: 0 }, {}, "config.maxSeqLen", /got 0/),
+  badConfig("numLayers 0", { ...C, numLayers: 0 }, {}, "config.numLayers", /got 0/),
+  badConfig("numLayers 9", { ...C, numLayers: 9 }, {}, "config.numLayers", /got 9/),
+  badConfig("numHeads 0", { ...C, numHeads: 0 }, {}, "config.numHeads", /got 0/),
+  badConfig(
+    "numKvHeads not dividing numHeads",
+    { ...C, numHeads: 4, numKvHeads: 3 },
+    {},
+    "config.numKvHeads",
+    /./,
+  ),
+  badConfig("numHeads not dividing dModel", { ...C, numHeads: 3 }, {}, "config.dK", /./),
+  badConfig(
+    "dModel -1",
+    { ...C, dModel: -1 },
+    {},
+    "config.dModel",
+    /expected a non-negative integer, got -1/,
+  ),
+  badConfig("a typo: dmodel", { ...C, dmodel: 32 }, {}, "config.dmodel", /did you mean dModel/),
+  badConfig("seed -1", C, { seed: -1 }, "options.seed", /got -1/),
+  // The task against the model: vocabulary, positions, sizes.
+  badConfig(
+    "a task's vocabulary too small for it",
+    { ...C, vocabSize: 9 },
+    { task: { ...TASK, vocabSize: 9 } },
+    "task.vocabSize",
+    /needs at least 10 tokens, got 9/,
+  ),
+  badConfig(
+    "a task's vocabulary not the model's",
+    C,
+    { task: { ...TASK, vocabSize: 30 } },
+    "task.vocabSize",
+    /differs from the model's 24/,
+  ),
+  badConfig(
+    "a task's sequence longer than the model's positions",
+    { ...C, maxSeqLen: 20 },
+    { task: TASK },
+    "config.maxSeqLen",
+    /sequence of 24 tokens is longer than the model's 20/,
+  ),
+  badConfig(
+    "a task of length 0",
+    C,
+    { task: { ...TASK, length: 0 } },
+    "task.length",
+    /needs length >= 2, got 0/,
+  ),
+  badConfig(
+    "an unknown task kind",
+    C,
+    { task: { ...TASK, kind: "bracket" } },
+    "task.kind",
+    /expected one of "copy"/,
+  ),
+  ["createModel(null)", (a) => a.createModel(null), { type: true }],
+  // ---- task generators
+  [
+    "a generator of a task of length 0",
+    (a) => a.createTaskGenerator({ kind: "copy", length: 0, vocabSize: 10 }, { seed: 1 }),
+    { parameter: "task.length", message: /got 0/ },
+  ],
+  [
+    "a generator of a sort over 2 tokens",
+    (a) => a.createTaskGenerator({ kind: "sort", length: 4, vocabSize: 2 }, { seed: 1 }),
+    { parameter: "task.vocabSize", message: /needs at least 3 tokens, got 2/ },
+  ],
+  // ---- trainer options
+  ...[
+    [{ learningRate: -1 }, "options.learningRate"],
+    [{ beta1: 1 }, "options.beta1"],
+    [{ weightDecay: -0.5 }, "options.weightDecay"],
+    [{ learningRate: NaN }, "options.learningRate"],
+    [{ warmup: 5 }, "options.warmup"],
+  ].map(([options, parameter]) => [
+    `a trainer with ${parameter} ${options[parameter.slice(8)]}`,
+    (a, h) => a.createTrainer(h.model, options),
+    { parameter, message: /./ },
+  ]),
+  // ---- batches: longer than the positions, tokens out of the vocabulary, wrong counts
+  [
+    "a batch longer than the model's positions",
+    (a, h) => h.model.evaluate(h.long),
+    { parameter: "batch.seqLen", message: /got 26/ },
+  ],
+  [
+    "a batch with a token out of the vocabulary",
+    (a, h) =>
+      h.model.evaluate({ ...h.batch, tokens: h.batch.tokens.map((t, i) => (i === 3 ? 24 : t)) }),
+    { parameter: "batch.tokens", message: /entry 3 is 24/ },
+  ],
+  [
+    "a batch with a target short",
+    (a, h) => h.model.evaluate({ ...h.batch, targets: h.batch.targets.subarray(1) }),
+    { parameter: "batch.targets", message: /./ },
+  ],
+  [
+    "a batch of 0 sequences",
+    (a, h) => h.model.evaluate({ ...h.batch, batch: 0 }),
+    { parameter: "batch.batch", message: /./ },
+  ],
+  [
+    "a batch whose tokens are a string",
+    (a, h) => h.model.evaluate({ ...h.batch, tokens: "abc" }),
+    { type: true },
+  ],
+  [
+    "the attention weights of a layer past the model's",
+    async (a, h) => {
+      await h.model.evaluate(h.batch);
+      return h.model.attentionWeights(2);
+    },
+    { parameter: "layer", message: /./ },
+  ],
+];

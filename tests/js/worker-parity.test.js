@@ -1,13 +1,14 @@
 // Parity of attnkit/worker with the synchronous API on bad inputs: every bad
 // input of the error tests (tests/js/error-cases.js, the tables errors.test.js
-// runs: the module's calls and the KV cache's) goes through the worker, and the rejection must be the synchronous
+// and model.test.js run: the module's calls, the KV cache's, the model
+// layer's) goes through the worker, and the rejection must be the synchronous
 // call's error: the same class, name, message, code and parameter. After each,
 // the worker still answers right.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createAttnkit, AttnkitError, AttnkitTypeError } from "attnkit";
 import { createAttnkitWorker } from "attnkit/worker";
-import { CACHE_CASES, CASES, K, Q, V } from "./error-cases.js";
+import { CACHE_CASES, CASES, K, MODEL_CASES, Q, V, modelFixtures } from "./error-cases.js";
 
 /** The error `fn` throws (or the rejection of the promise it returns). */
 async function errorOf(fn) {
@@ -62,6 +63,35 @@ describe("attnkit/worker: the error tests' bad inputs give the synchronous error
       const got = await errorOf(() => call(cache));
       await cache.dispose();
       await assertParity(got, want);
+    });
+  }
+});
+
+describe("attnkit/worker: the model layer's bad inputs give the synchronous errors", () => {
+  let attn, worker, syncHeld, held;
+  before(async () => {
+    attn = await createAttnkit({ simd: true, model: true });
+    worker = await createAttnkitWorker({ simd: true, model: true });
+    syncHeld = await modelFixtures(attn);
+    held = await modelFixtures(worker);
+  });
+  after(async () => {
+    syncHeld?.model.dispose();
+    await worker?.dispose();
+  });
+
+  for (const [label, fn] of MODEL_CASES) {
+    it(label, async () => {
+      const want = await errorOf(() => fn(attn, syncHeld));
+      const got = await errorOf(() => fn(worker, held));
+      assert.ok(want instanceof AttnkitError, `the synchronous call throws: ${want}`);
+      assert.ok(got instanceof AttnkitError, `an AttnkitError: ${got}`);
+      assert.equal(got instanceof AttnkitTypeError, want instanceof AttnkitTypeError, "class");
+      for (const key of ["name", "code", "parameter", "message"]) {
+        assert.equal(got[key], want[key], key);
+      }
+      const task = { kind: "copy", length: 3, vocabSize: 8 };
+      assert.equal(await worker.taskSeqLen(task), attn.taskSeqLen(task), "the worker answers on");
     });
   }
 });
