@@ -113,6 +113,19 @@ const rejection = (promise) =>
 v8.setFlagsFromString("--expose-gc");
 const gc = vm.runInNewContext("gc");
 
+/**
+ * Collects the dropped proxies: their finalizers run after a collection, as
+ * tasks of their own; then a call on `worker` waits for it to have handled
+ * their messages.
+ */
+async function collect(worker) {
+  for (let i = 0; i < 10; ++i) {
+    gc();
+    await new Promise((r) => setImmediate(r));
+  }
+  await worker.taskSeqLen({ kind: "copy", length: 3, vocabSize: 8 });
+}
+
 const HELD = [
   "createKVCache",
   "packWeights",
@@ -691,18 +704,9 @@ describe("attnkit/worker in Node", () => {
     const bytes = await made.exportWeights();
     const trainer = await worker.createTrainer(made, { learningRate: 1e-2 });
     const task = await worker.createTaskGenerator({ kind: "copy", length: 3, vocabSize: 8 });
-    // Waits for the dropped proxies' finalizers (they run after a collection,
-    // as tasks of their own) and for the worker to have handled their messages.
-    const collect = async () => {
-      for (let i = 0; i < 10; ++i) {
-        gc();
-        await new Promise((r) => setImmediate(r));
-      }
-      await worker.taskSeqLen({ kind: "copy", length: 3, vocabSize: 8 });
-    };
     const round = async () => {
       for (let i = 0; i < 100; ++i) await worker.loadModel(bytes);
-      await collect();
+      await collect(worker);
     };
     await round();
     const heap = await worker.heapBytesInUse();
@@ -718,5 +722,23 @@ describe("attnkit/worker in Node", () => {
       "the kept model trains",
     );
     for (const o of [trainer, task, made]) await o.dispose();
+  });
+
+  it("an object another held object uses lives on after its proxy is dropped", async () => {
+    const tokenizer = await worker.createTokenizer("hello world");
+    const { vocabulary } = tokenizer;
+    const config = { vocabSize: vocabulary.length, maxSeqLen: 16, dModel: 16, numHeads: 2 };
+    let model = await worker.createModel(config, { seed: 1, vocabulary });
+    const sampler = await model.sampler("he", { seed: 5, topK: 3 });
+    const syncModel = attn.createModel(config, { seed: 1, vocabulary });
+    const syncSampler = syncModel.sampler("he", { seed: 5, topK: 3 });
+    model = null; // the sampler still uses the model
+    await collect(worker);
+    for (let i = 0; i < 4; ++i) {
+      assert.deepStrictEqual(await sampler.next(), syncSampler.next(), `character ${i}`);
+    }
+    await sampler.dispose();
+    syncSampler.dispose();
+    syncModel.dispose();
   });
 });
