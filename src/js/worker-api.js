@@ -324,8 +324,9 @@ export function makeWorkerClient(platform) {
 
     /**
      * Queues a call of `method` on the module (target 0) or a held object. The
-     * arguments are read now: ort tensors' data, tfjs tensors' data() (started
-     * now, awaited before sending), proxies as handles.
+     * arguments are walked now (proxies as handles, ort tensors' data, tfjs
+     * tensors' data() started, awaited before sending); their arrays are read
+     * when the call is sent (copied or moved then).
      */
     function enqueue(op, target, method, args, callOptions, self) {
       return new Promise((resolve, reject) => {
