@@ -1204,6 +1204,16 @@ export const CASES = [
       says: ["empty for a single sequence", "use options.keyLength", "got 1 length"],
     },
   ],
+  [
+    "a KV cache whose size product is too large for the core: code 'overflow', naming the capacity",
+    (a) => a.createKVCache({ numKvHeads: 1024, dK: 1024, dV: 1, capacity: 1024 }),
+    {
+      kind: "range",
+      code: "overflow",
+      parameter: "config.capacity",
+      says: ["at most 2^28 = 268435456 elements of cached keys", "got 1048576 * 1024 = 1073741824"],
+    },
+  ],
 ];
 
 // ---- KV caches: [label, config, prepare(cache) (calls made first: the cache's
