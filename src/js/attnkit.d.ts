@@ -1096,10 +1096,7 @@ export interface AttnkitWithModel extends Attnkit {
     config: Omit<ModelConfig, "vocabSize"> & { vocabSize?: number },
     options: CreateModelOptions & { vocabulary: readonly string[] },
   ): Model;
-  /**
-   * A new model, its weights drawn from options.seed (docs/model.md, "Initialisation").
-   * (The last overload is the one {@link Async} maps: through a worker, give vocabSize.)
-   */
+  /** A new model, its weights drawn from options.seed (docs/model.md, "Initialisation"). */
   createModel(config: ModelConfig, options?: CreateModelOptions): Model;
   /** A model from a weights file; errors name `weights`. */
   loadModel(weights: Uint8Array): Model;
@@ -1294,13 +1291,34 @@ export interface CallOptions {
   transfer?: boolean | undefined;
 }
 
+/** One signature of a call through the worker: proxies taken for held objects, a Promise of the result. */
+export type AsyncSignature<A extends unknown[], R> = (
+  ...args: { [I in keyof A]: A[I] | Remote<A[I]> }
+) => Promise<Remote<R>>;
+
+/**
+ * A call through the worker: every overload of `F` (up to four) as an overload
+ * returning a Promise of its own result.
+ */
+export type AsyncCall<F> = F extends {
+  (...args: infer A1): infer R1;
+  (...args: infer A2): infer R2;
+  (...args: infer A3): infer R3;
+  (...args: infer A4): infer R4;
+}
+  ? AsyncSignature<A1, R1> &
+      AsyncSignature<A2, R2> &
+      AsyncSignature<A3, R3> &
+      AsyncSignature<A4, R4>
+  : never;
+
 /**
  * `T`'s calls, each returning a Promise of its result (held objects as proxies),
  * its properties as they were after the object's last call, and with().
  */
 export type Async<T> = {
-  readonly [K in Exclude<keyof T, DisposeSymbol>]: T[K] extends (...args: infer A) => infer R
-    ? (...args: { [I in keyof A]: A[I] | Remote<A[I]> }) => Promise<Remote<R>>
+  readonly [K in Exclude<keyof T, DisposeSymbol>]: T[K] extends (...args: never) => unknown
+    ? AsyncCall<T[K]>
     : Remote<T[K]>;
 } & {
   /** The same calls, each with these call options. */

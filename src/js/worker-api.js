@@ -9,9 +9,15 @@ import { AttnkitError, typeError } from "./errors.js";
 import { checkKeys, isObject } from "./convert.js";
 import { isOrtTensor, isTfTensor } from "./interop.js";
 import {
+  FN,
+  FROZEN,
   HANDLE,
+  ORT,
   OUT,
+  PROXY,
+  SYM,
   TF,
+  THROWN,
   abortError,
   errorFromWire,
   isPlain,
@@ -111,13 +117,67 @@ function checkCallOptions(options) {
   }
   checkKeys("options", options, CALL_KEYS, "option");
   const { signal, transfer } = options;
-  if (signal !== undefined && !(isObject(signal) && typeof signal.aborted === "boolean")) {
+  if (
+    signal !== undefined &&
+    !(
+      isObject(signal) &&
+      typeof signal.aborted === "boolean" &&
+      typeof signal.addEventListener === "function" &&
+      typeof signal.removeEventListener === "function"
+    )
+  ) {
     throw typeError("options.signal", "an AbortSignal", signal);
   }
   if (transfer !== undefined && typeof transfer !== "boolean") {
     throw typeError("options.transfer", "a boolean", transfer);
   }
   return options;
+}
+
+/** A held object's property whose getter threw in the worker: its proxy's getter throws the same. */
+class Thrown {
+  constructor(error) {
+    this.error = error;
+  }
+}
+
+/**
+ * The invalid_argument AttnkitError of arguments that cannot be sent to a
+ * worker (structured clone refused one: a WeakMap, a DOM node, a class
+ * instance holding a function), naming the first such argument by its path.
+ */
+function uncloneable(args, cause) {
+  const find = (value, path) => {
+    if (ArrayBuffer.isView(value) || value === null || typeof value !== "object") return null;
+    if (isPlain(value)) {
+      for (const [k, v] of Object.entries(value)) {
+        const at = find(v, Array.isArray(value) ? `${path}[${k}]` : `${path}.${k}`);
+        if (at) return at;
+      }
+      return null;
+    }
+    try {
+      structuredClone(value);
+      return null;
+    } catch {
+      return path;
+    }
+  };
+  const list = Array.isArray(args) ? args : [args];
+  let parameter = "arguments";
+  for (let i = 0; i < list.length; ++i) {
+    const at = find(list[i], `arguments[${i}]`);
+    if (at) {
+      parameter = at;
+      break;
+    }
+  }
+  const e = new AttnkitError(
+    `${parameter}: expected a value a worker can receive (numbers, strings, arrays, plain objects), got one structured clone refuses: ${cause.message}`,
+    { parameter },
+  );
+  e.cause = cause;
+  return e;
 }
 
 /** An AbortSignal's reason as the call's rejection: an AbortError-like AttnkitError. */
@@ -150,7 +210,10 @@ export function makeWorkerClient(platform) {
     const registry =
       typeof FinalizationRegistry === "function"
         ? new FinalizationRegistry((id) => {
-            if (!ended) worker.post({ op: "forget", target: id }, []);
+            // A newer proxy of the same object (sent again since) keeps it.
+            if (ended || proxies.get(id)?.deref()) return;
+            proxies.delete(id);
+            worker.post({ op: "forget", target: id }, []);
           })
         : null;
 
@@ -216,23 +279,54 @@ export function makeWorkerClient(platform) {
         });
     }
 
+    /**
+     * Posts the job. Its pooled inputs are copied now, as it leaves the queue:
+     * the queue holds no copies, and the buffers the last call gave back are
+     * there to reuse.
+     */
     function send(job) {
       const message = { id: job.id, op: job.op, target: job.target, method: job.method };
-      message[job.op === "load" ? "options" : "args"] = job.args;
+      const args = job.pool ? copyPooled(job.args, job) : job.args;
+      message[job.op === "load" ? "options" : "args"] = args;
       if (job.pooled.length) message.pooled = job.pooled;
       try {
-        worker.post(message, job.transfer);
+        try {
+          worker.post(message, job.transfer);
+        } catch (e) {
+          // A buffer that cannot move (e.g. a view of wasm memory): copied instead.
+          if (job.transfer.length === 0 || e?.name === "DataCloneError") throw e;
+          worker.post(message, []);
+        }
       } catch (e) {
-        // A buffer that cannot move (e.g. a view of wasm memory): copied instead.
-        if (job.transfer.length === 0) throw e;
-        worker.post(message, []);
+        for (const b of job.pooled) pool.give(b);
+        if (e?.name !== "DataCloneError") throw e;
+        throw uncloneable(job.originals, e);
       }
+    }
+
+    /** `value` with each typed array of POOL_MIN_BYTES or more copied into a pooled buffer. */
+    function copyPooled(value, job) {
+      if (ArrayBuffer.isView(value)) {
+        if (value.byteLength < POOL_MIN_BYTES || value instanceof DataView) return value;
+        const buffer = pool.take(value.byteLength);
+        const copy = new value.constructor(buffer, 0, value.length);
+        copy.set(value);
+        job.pooled.push(buffer);
+        job.transfer.push(buffer);
+        return copy;
+      }
+      if (value === null || typeof value !== "object" || !isPlain(value)) return value;
+      if (Array.isArray(value)) return value.map((v) => copyPooled(v, job));
+      const out = {};
+      for (const [k, v] of Object.entries(value)) out[k] = copyPooled(v, job);
+      return out;
     }
 
     /**
      * Queues a call of `method` on the module (target 0) or a held object. The
-     * arguments are read now: ort tensors' data, tfjs tensors' data() (started
-     * now, awaited before sending), proxies as handles.
+     * arguments are walked now (proxies as handles, ort tensors' data, tfjs
+     * tensors' data() started, awaited before sending); their arrays are read
+     * when the call is sent (copied or moved then).
      */
     function enqueue(op, target, method, args, callOptions, self) {
       return new Promise((resolve, reject) => {
@@ -245,10 +339,14 @@ export function makeWorkerClient(platform) {
         job.fill = [];
         job.originals = args;
         job.transfer = [];
-        // Copied inputs of a call that keeps none go in reused buffers.
+        // Copied inputs of a call that keeps none go in reused buffers (when sent).
         job.pooled = [];
         job.pool = !transfer && target === 0 && POOLED_METHODS.has(method);
-        job.args = encode(args, job, transfer);
+        try {
+          job.args = encode(args, job, transfer);
+        } catch (e) {
+          return reject(e);
+        }
         if (signal) {
           job.onAbort = () => {
             const at = queue.indexOf(job);
@@ -265,31 +363,34 @@ export function makeWorkerClient(platform) {
     }
 
     /**
-     * The arguments as they are sent: proxies as handles, ort and tfjs tensors
-     * as { data, shape }; with `transfer`, the typed arrays' buffers are listed
-     * to move (never a tfjs tensor's: tfjs keeps using it).
+     * The arguments as they are sent (worker-wire.js): proxies as handles, ort
+     * and tfjs tensors with their element type (the worker's call checks it),
+     * functions and symbols as stand-ins; with `transfer`, the typed arrays'
+     * buffers are listed to move (never a tfjs tensor's: tfjs keeps using it).
      */
     function encode(value, job, transfer) {
       if (ArrayBuffer.isView(value)) {
         // A detached array cannot be cloned: an empty one goes, which the worker names.
         if (value.byteLength === 0) return new value.constructor(0);
-        if (job.pool && value.byteLength >= POOL_MIN_BYTES && !(value instanceof DataView)) {
-          const buffer = pool.take(value.byteLength);
-          const copy = new value.constructor(buffer, 0, value.length);
-          copy.set(value);
-          job.pooled.push(buffer);
-          job.transfer.push(buffer);
-          return copy;
-        }
         const b = transfer && transferable(value);
         if (b && !job.transfer.includes(b)) job.transfer.push(b);
         return value;
       }
+      // Functions and symbols cannot be cloned: stand-ins that the worker's checks name.
+      if (typeof value === "function") return { [FN]: value.name };
+      if (typeof value === "symbol") return { [SYM]: value.description };
       if (value === null || typeof value !== "object") return value;
       const id = handleIds.get(value);
       if (id !== undefined) return { [HANDLE]: id };
+      // Another worker's proxy (or this module's): an object not held here.
+      if (value[PROXY] === true) return { [HANDLE]: 0 };
       if (isOrtTensor(value)) {
-        return encode({ type: value.type, data: value.data, shape: value.dims }, job, transfer);
+        // Its data is read only on the CPU (a GPU tensor's getter throws); the
+        // worker's call checks the type and location as the synchronous one does.
+        const { type, dims, location } = value;
+        const onCpu = location === undefined || location === "cpu";
+        const data = onCpu ? encode(value.data, job, transfer) : null;
+        return { [ORT]: true, type, dims: dims.slice(), location, data };
       }
       if (isTfTensor(value)) {
         const { dtype, isDisposed } = value;
@@ -316,6 +417,8 @@ export function makeWorkerClient(platform) {
     function decode(value, job) {
       if (value === null || typeof value !== "object" || ArrayBuffer.isView(value)) return value;
       if (Array.isArray(value)) return value.map((v) => decode(v, job));
+      if (FROZEN in value) return Object.freeze(decode(value[FROZEN], job));
+      if (THROWN in value) return new Thrown(value[THROWN]);
       if (typeof value[HANDLE] === "number") return proxyFor(value, job);
       if (Array.isArray(value[OUT])) {
         let original = job.originals;
@@ -339,7 +442,12 @@ export function makeWorkerClient(platform) {
       const proxy = makeProxy(id, handle.methods ?? []);
       states.set(proxy, decode(handle.state ?? {}, job));
       for (const key of Object.keys(handle.state ?? {})) {
-        Object.defineProperty(proxy, key, { get: () => states.get(proxy)[key], enumerable: true });
+        const get = () => {
+          const value = states.get(proxy)[key];
+          if (value instanceof Thrown) throw errorFromWire(value.error);
+          return value;
+        };
+        Object.defineProperty(proxy, key, { get, enumerable: true });
       }
       Object.defineProperty(proxy, Symbol.toStringTag, { value: `Async${handle.kind}` });
       proxies.set(id, new WeakRef(proxy));
@@ -351,6 +459,7 @@ export function makeWorkerClient(platform) {
     /** An object with `methods` queued on target `id`, and with(options) for per-call options. */
     function makeProxy(id, methods) {
       const proxy = {};
+      Object.defineProperty(proxy, PROXY, { value: true });
       for (const method of methods) {
         proxy[method] = (...args) => enqueue("call", id, method, args, undefined, proxy);
       }
@@ -397,13 +506,20 @@ export function makeWorkerClient(platform) {
         ),
       );
     };
-    attn.terminate = () =>
+    attn.terminate = () => {
+      if (ended) return;
       end(
         abortError(
           "terminate",
           "expected the call to finish, got the worker terminated (call createAttnkitWorker() again)",
         ),
       );
+      // Later calls: as after dispose().
+      ended = new AttnkitError(
+        "attnkit: expected a live worker, got one that was terminated (call createAttnkitWorker() again)",
+        { code: "disposed", parameter: "attnkit" },
+      );
+    };
     return Object.freeze(attn);
   };
 }

@@ -4,6 +4,12 @@
 //   a handle  { [HANDLE]: id, kind?, methods?, state? }  an object held in the
 //             worker (KVCache, Model, Trainer, TaskGenerator), proxied outside;
 //   a tfjs tensor  { [TF]: true, dtype, shape, data }  its data read with data();
+//   an ort tensor  { [ORT]: true, type, dims, location, data }  data read on the
+//             CPU only (the worker's checks name a tensor on a GPU);
+//   a function or symbol  { [FN]: name } / { [SYM]: description }  a stand-in
+//             that the worker's checks refuse as they refuse the original;
+//   frozen    { [FROZEN]: value }  an object or array frozen on the way out;
+//   a throw   { [THROWN]: error }  a held object's property whose getter threw;
 //   an out    { [OUT]: path, data }  a result array the caller passed in (an
 //             options.out), written back into the caller's array;
 //   an error  { name, message, code, parameter }  rebuilt as the same class.
@@ -11,12 +17,34 @@ import { AttnkitError, AttnkitTypeError } from "./errors.js";
 
 export const HANDLE = "__attnkitHandle";
 export const OUT = "__attnkitOut";
+/** An onnxruntime tensor read on the caller's side: { [ORT]: true, type, dims, location, data }. */
+export const ORT = "__attnkitOrt";
+export const FN = "__attnkitFunction";
+export const SYM = "__attnkitSymbol";
+export const FROZEN = "__attnkitFrozen";
+export const THROWN = "__attnkitThrown";
 /** A tfjs tensor read on the caller's side: { [TF]: true, dtype, shape, data, disposed }. */
 export const TF = "__attnkitTf";
 
 /** A tfjs tensor as the worker's checks see one: its dtype, shape and data, or disposed. */
 export function tfFromWire({ dtype, shape, data, disposed }) {
   return { dtype, shape, isDisposed: disposed, dataSync: () => data };
+}
+
+/**
+ * An onnxruntime tensor as the worker's checks see one (interop.js's
+ * isOrtTensor): its type, dims and location, and its data if on the CPU.
+ */
+export function ortFromWire({ type, dims, location, data }) {
+  return { type, dims, location, data };
+}
+
+/** A function's or symbol's stand-in in the worker: the same kind of value, never called. */
+export function standIn(wire) {
+  if (SYM in wire) return Symbol(wire[SYM]);
+  const fn = function () {};
+  Object.defineProperty(fn, "name", { value: wire[FN] });
+  return fn;
 }
 
 /** True for a plain object or array (what is walked for handles and arrays). */
@@ -64,3 +92,6 @@ export function abortError(parameter, message, cause) {
   if (cause !== undefined) e.cause = cause;
   return e;
 }
+
+/** The brand of the worker API's proxies (every worker's, every bundle's). */
+export const PROXY = Symbol.for("attnkit.workerProxy");

@@ -7,6 +7,11 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import v8 from "node:v8";
+import vm from "node:vm";
+import { Tensor as OrtTensor } from "onnxruntime-common";
+import * as tf from "@tensorflow/tfjs-core";
+import "@tensorflow/tfjs-backend-cpu";
 import createAttnkit, { AttnkitError, AttnkitTypeError } from "attnkit";
 import { createAttnkitWorker } from "attnkit/worker";
 import { assertClose } from "./helpers.js";
@@ -73,6 +78,54 @@ const CALLS = {
   taskSeqLen: [TASK],
   taskMinVocab: [TASK],
 };
+/** The error `fn` throws. */
+function thrown(fn) {
+  try {
+    fn();
+  } catch (e) {
+    return e;
+  }
+  assert.fail("expected a throw");
+}
+
+/** Asserts `got` (through the worker) is `want` (the synchronous call's): class, name, message, code, parameter. */
+function assertSameError(got, want, label) {
+  assert.ok(
+    want instanceof AttnkitError,
+    `${label}: the synchronous error is an AttnkitError: ${want}`,
+  );
+  assert.ok(got instanceof AttnkitError, `${label}: ${got}`);
+  assert.equal(got instanceof AttnkitTypeError, want instanceof AttnkitTypeError, label);
+  assert.equal(got instanceof RangeError, want instanceof RangeError, label);
+  for (const key of ["name", "message", "code", "parameter"]) {
+    assert.equal(got[key], want[key], `${label}: ${key}`);
+  }
+}
+
+/** The rejection of `promise`. */
+const rejection = (promise) =>
+  promise.then(
+    () => assert.fail("expected a rejection"),
+    (e) => e,
+  );
+
+// A full collection in this thread, so that dropped proxies are finalized.
+v8.setFlagsFromString("--expose-gc");
+const gc = vm.runInNewContext("gc");
+
+/**
+ * Collects the dropped proxies: their finalizers run after a collection, as
+ * tasks of their own; then a call on `worker` waits for it to have handled
+ * their messages.
+ */
+async function collect(worker) {
+  for (let i = 0; i < 10; ++i) {
+    gc();
+    await new Promise((r) => setImmediate(r));
+  }
+  await worker.taskSeqLen({ kind: "copy", length: 3, vocabSize: 8 });
+}
+
 const HELD = [
   "createKVCache",
   "packWeights",
@@ -226,7 +279,10 @@ describe("attnkit/worker in Node", () => {
       assert.equal(e.parameter, "terminate", what);
     }
     const later = await w.attention(Q, K, V).catch((e) => e);
-    assert.equal(later.code, "aborted", "a terminated worker takes no more calls");
+    assert.ok(later instanceof AttnkitError, String(later));
+    assert.equal(later.code, "disposed", "a terminated worker takes no more calls");
+    assert.equal(later.parameter, "attnkit");
+    w.terminate(); // twice is safe
     const again = await createAttnkitWorker({ simd: true });
     assert.deepStrictEqual(await again.attention(Q, K, V), attn.attention(Q, K, V));
     await again.dispose();
@@ -489,5 +545,200 @@ describe("attnkit/worker in Node", () => {
     assert.equal(load.message, want.message);
     assert.equal(load.parameter, want.parameter);
     assert.throws(() => worker.with({ signal: "now" }), { parameter: "options.signal" });
+  });
+
+  it("a tensor of another element type is refused as the synchronous call refuses it", async () => {
+    const eye = () => new OrtTensor("float32", new Float32Array([1, 0, 0, 1]), [2, 2]);
+    const cases = [
+      [
+        "ort float16 Q",
+        () => [
+          new OrtTensor("float16", new Uint16Array([0x3c00, 0x4000, 0x4200, 0x4400]), [2, 2]),
+          eye(),
+          eye(),
+        ],
+      ],
+      [
+        "ort int32 Q",
+        () => [new OrtTensor("int32", new Int32Array([1, 2, 3, 4]), [2, 2]), eye(), eye()],
+      ],
+      [
+        "ort float64 K",
+        () => [eye(), new OrtTensor("float64", new Float64Array([1, 2, 3, 4]), [2, 2]), eye()],
+      ],
+      [
+        "ort bool V",
+        () => [eye(), eye(), new OrtTensor("bool", new Uint8Array([1, 0, 0, 1]), [2, 2])],
+      ],
+      [
+        "ort uint8 boolMask",
+        () => [
+          eye(),
+          eye(),
+          eye(),
+          { boolMask: new OrtTensor("uint8", new Uint8Array([1, 0, 1, 1]), [2, 2]) },
+        ],
+      ],
+      ["tf int32 Q", () => [tf.tensor2d([1, 2, 3, 4], [2, 2], "int32"), eye(), eye()]],
+      ["tf bool K", () => [eye(), tf.tensor2d([1, 0, 0, 1], [2, 2], "bool"), eye()]],
+    ];
+    for (const [label, args] of cases) {
+      const want = thrown(() => attn.attention(...args()));
+      assertSameError(await rejection(worker.attention(...args())), want, label);
+      // Moved (transfer) as copied.
+      const moved = worker.with({ transfer: true }).attention(...args());
+      assertSameError(await rejection(moved), want, `${label}, transfer`);
+    }
+    const big = new OrtTensor("float64", new Float64Array(64 * 64), [64, 64]);
+    const wantBig = thrown(() => attn.attention(big, big, big));
+    assertSameError(await rejection(worker.attention(big, big, big)), wantBig, "float64 64 x 64");
+    // A bool tensor where one is taken: the same result.
+    const mask = new OrtTensor("bool", new Uint8Array([1, 0, 1, 1]), [2, 2]);
+    assert.deepStrictEqual(
+      await worker.attention(eye(), eye(), eye(), { boolMask: mask }),
+      attn.attention(eye(), eye(), eye(), { boolMask: mask }),
+    );
+  });
+
+  it("a GPU-resident ort tensor: the synchronous call's named error", async () => {
+    const gpu = OrtTensor.fromGpuBuffer({ size: 16 }, { dataType: "float32", dims: [2, 2] });
+    const I = { data: new Float32Array([1, 0, 0, 1]), rows: 2, cols: 2 };
+    for (const args of [
+      [gpu, I, I],
+      [I, I, gpu],
+    ]) {
+      const want = thrown(() => attn.attention(...args));
+      assertSameError(await rejection(worker.attention(...args)), want, "gpu");
+    }
+  });
+
+  it("a function or symbol argument gets the synchronous call's error; an uncloneable object is named", async () => {
+    const cases = [
+      ["attention", [() => 1, K, V]],
+      ["attention", [Q, K, V, { scale: Symbol("s") }]],
+      ["attention", [Q, K, V, { causal: function causal() {} }]],
+      ["attention", [Symbol("q"), K, V]],
+      ["createKVCache", [{ numKvHeads: 1, dK: () => 2, dV: 2, capacity: 4 }]],
+    ];
+    for (const [name, args] of cases) {
+      const want = thrown(() => attn[name](...args));
+      assertSameError(await rejection(worker[name](...args)), want, `${name} ${String(args[0])}`);
+    }
+    // A value structured clone refuses (here a class instance holding a function).
+    class Holder {
+      constructor() {
+        this.f = () => 1;
+      }
+    }
+    const e = await rejection(worker.attention(Q, K, V, { out: new Holder() }));
+    assert.ok(e instanceof AttnkitError, String(e));
+    assert.equal(e.code, "invalid_argument");
+    assert.equal(e.parameter, "arguments[3].out");
+    assert.deepStrictEqual(await worker.attention(Q, K, V), attn.attention(Q, K, V));
+  });
+
+  it("a proxy of another worker, or the module itself, is an invalid_argument naming the parameter", async () => {
+    const other = await createAttnkitWorker({ simd: true, model: true });
+    const config = { vocabSize: 8, maxSeqLen: 6, dModel: 16, numHeads: 2 };
+    const foreign = await other.createModel(config, { seed: 1 });
+    const want = thrown(() => attn.createTrainer({}));
+    for (const given of [foreign, worker, other]) {
+      const e = await rejection(worker.createTrainer(given));
+      assert.ok(e instanceof AttnkitError, String(e));
+      assert.equal(e.code, want.code);
+      assert.equal(e.parameter, "model");
+    }
+    const cache = await other.createKVCache({ numKvHeads: 1, dK: D, dV: D, capacity: 4 });
+    const e = await rejection(worker.referenceLosses(cache, "abc"));
+    assert.ok(e instanceof AttnkitError, `${e}`);
+    // The worker and the other one serve on.
+    assert.deepStrictEqual(await worker.attention(Q, K, V), attn.attention(Q, K, V));
+    assert.ok((await foreign.exportWeights()).length > 0, "the other worker serves on");
+    await other.dispose();
+  });
+
+  it("with() takes only a real AbortSignal", () => {
+    for (const signal of [{ aborted: false }, { aborted: false, addEventListener() {} }, 3]) {
+      assert.throws(
+        () => worker.with({ signal }),
+        (e) => {
+          assert.ok(e instanceof AttnkitTypeError, String(e));
+          assert.equal(e.parameter, "options.signal");
+          return true;
+        },
+      );
+    }
+    assert.equal(
+      typeof worker.with({ signal: new AbortController().signal }).attention,
+      "function",
+    );
+  });
+
+  it("a proxy's properties read as the synchronous object's: disposed throws, config frozen", async () => {
+    const config = { numKvHeads: 1, dK: D, dV: D, capacity: 4 };
+    const sync = attn.createKVCache(config);
+    const cache = await worker.createKVCache(config);
+    sync.dispose();
+    await cache.dispose();
+    const want = thrown(() => sync.size);
+    assertSameError(
+      thrown(() => cache.size),
+      want,
+      "cache.size",
+    );
+    assert.equal(cache.capacity, sync.capacity, "plain properties stay readable");
+    const modelConfig = { vocabSize: 8, maxSeqLen: 6, dModel: 16, numHeads: 2 };
+    const model = await worker.createModel(modelConfig, { seed: 1 });
+    const syncModel = attn.createModel(modelConfig, { seed: 1 });
+    assert.equal(Object.isFrozen(syncModel.config), true);
+    assert.equal(Object.isFrozen(model.config), true, "model.config frozen");
+    assert.throws(() => (model.config.dModel = 4), TypeError);
+    assert.deepStrictEqual(model.config, syncModel.config);
+    await model.dispose();
+    syncModel.dispose();
+  });
+
+  it("dropped proxies free their objects in the worker: its heap stays bounded", async () => {
+    const config = { vocabSize: 8, maxSeqLen: 6, dModel: 16, numHeads: 2 };
+    const made = await worker.createModel(config, { seed: 1 });
+    const bytes = await made.exportWeights();
+    const trainer = await worker.createTrainer(made, { learningRate: 1e-2 });
+    const task = await worker.createTaskGenerator({ kind: "copy", length: 3, vocabSize: 8 });
+    const round = async () => {
+      for (let i = 0; i < 100; ++i) await worker.loadModel(bytes);
+      await collect(worker);
+    };
+    await round();
+    const heap = await worker.heapBytesInUse();
+    for (let r = 0; r < 5; ++r) await round();
+    assert.equal(
+      await worker.heapBytesInUse(),
+      heap,
+      "heap bytes in use after 500 more dropped models",
+    );
+    assert.equal(
+      typeof (await trainer.step(await task.next(4))).loss,
+      "number",
+      "the kept model trains",
+    );
+    for (const o of [trainer, task, made]) await o.dispose();
+  });
+
+  it("an object another held object uses lives on after its proxy is dropped", async () => {
+    const tokenizer = await worker.createTokenizer("hello world");
+    const { vocabulary } = tokenizer;
+    const config = { vocabSize: vocabulary.length, maxSeqLen: 16, dModel: 16, numHeads: 2 };
+    let model = await worker.createModel(config, { seed: 1, vocabulary });
+    const sampler = await model.sampler("he", { seed: 5, topK: 3 });
+    const syncModel = attn.createModel(config, { seed: 1, vocabulary });
+    const syncSampler = syncModel.sampler("he", { seed: 5, topK: 3 });
+    model = null; // the sampler still uses the model
+    await collect(worker);
+    for (let i = 0; i < 4; ++i) {
+      assert.deepStrictEqual(await sampler.next(), syncSampler.next(), `character ${i}`);
+    }
+    await sampler.dispose();
+    syncSampler.dispose();
+    syncModel.dispose();
   });
 });

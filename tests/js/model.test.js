@@ -13,6 +13,7 @@ import { existsSync } from "node:fs";
 import { Worker } from "node:worker_threads";
 import { fileURLToPath } from "node:url";
 import { VARIANTS as BUILDS } from "./helpers.js";
+import { MODEL_CASES, modelFixtures } from "./error-cases.js";
 
 // The SIMD and scalar model builds.
 const VARIANTS = BUILDS.map((v) => ({ ...v, options: { ...v.options, model: true } }));
@@ -278,137 +279,25 @@ for (const variant of VARIANTS) {
       loaded.dispose();
     });
 
-    it("rejects corrupted, truncated and mistyped weights naming weights", () => {
-      const model = attn.createModel(CONFIG, { seed: 3 });
-      const bytes = model.exportWeights();
-      model.dispose();
-      const flipped = bytes.slice();
-      flipped[100] ^= 1;
-      const version = bytes.slice();
-      version[8] = 3;
-      const cases = [
-        [flipped, /^weights: hash mismatch/],
-        [bytes.subarray(0, bytes.length - 1), /^weights: /],
-        [bytes.subarray(0, 10), /^weights: truncated/],
-        [version, /^weights: version 3 is not supported/],
-      ];
-      for (const [b, message] of cases) {
-        assert.throws(
-          () => attn.loadModel(b),
-          (e) => e instanceof AttnkitError && e.parameter === "weights" && message.test(e.message),
+    it("names the parameter of every bad weights file, configuration, option and batch", async () => {
+      // The bad inputs: error-cases.js (worker-parity.test.js runs them through the worker).
+      const held = await modelFixtures(attn);
+      for (const [label, fn, { parameter, message, type }] of MODEL_CASES) {
+        await assert.rejects(
+          async () => fn(attn, held),
+          (e) => {
+            assert.ok(e instanceof (type ? AttnkitTypeError : AttnkitError), `${label}: ${e}`);
+            if (parameter !== undefined) assert.equal(e.parameter, parameter, label);
+            if (message !== undefined) assert.match(e.message, message, label);
+            return true;
+          },
+          label,
         );
       }
-      assert.throws(() => attn.loadModel([1, 2]), AttnkitTypeError);
-    });
-
-    it("names the parameter of every bad configuration", () => {
-      const bad = (config, options, parameter, message) =>
-        assert.throws(
-          () => attn.createModel(config, options),
-          (e) => e instanceof AttnkitError && e.parameter === parameter && message.test(e.message),
-          `${parameter}`,
-        );
-      bad(
-        { ...CONFIG, dModel: 0 },
-        {},
-        "config.dModel",
-        /^config\.dModel: expected 1 \.\. \d+, got 0$/,
-      );
-      bad({ ...CONFIG, vocabSize: 0 }, {}, "config.vocabSize", /got 0/);
-      bad({ ...CONFIG, maxSeqLen: 0 }, {}, "config.maxSeqLen", /got 0/);
-      bad({ ...CONFIG, numLayers: 0 }, {}, "config.numLayers", /got 0/);
-      bad({ ...CONFIG, numLayers: 9 }, {}, "config.numLayers", /got 9/);
-      bad({ ...CONFIG, numHeads: 0 }, {}, "config.numHeads", /got 0/);
-      bad({ ...CONFIG, numHeads: 4, numKvHeads: 3 }, {}, "config.numKvHeads", /./);
-      bad({ ...CONFIG, numHeads: 3 }, {}, "config.dK", /./);
-      bad(
-        { ...CONFIG, dModel: -1 },
-        {},
-        "config.dModel",
-        /expected a non-negative integer, got -1/,
-      );
-      bad({ ...CONFIG, dmodel: 32 }, {}, "config.dmodel", /did you mean dModel/);
-      bad(CONFIG, { seed: -1 }, "options.seed", /got -1/);
-      // The task against the model: vocabulary, positions, sizes.
-      bad(
-        { ...CONFIG, vocabSize: 9 },
-        { task: { ...TASK, vocabSize: 9 } },
-        "task.vocabSize",
-        /needs at least 10 tokens, got 9/,
-      );
-      bad(
-        CONFIG,
-        { task: { ...TASK, vocabSize: 30 } },
-        "task.vocabSize",
-        /differs from the model's 24/,
-      );
-      bad(
-        { ...CONFIG, maxSeqLen: 20 },
-        { task: TASK },
-        "config.maxSeqLen",
-        /sequence of 24 tokens is longer than the model's 20/,
-      );
-      bad(CONFIG, { task: { ...TASK, length: 0 } }, "task.length", /needs length >= 2, got 0/);
-      bad(CONFIG, { task: { ...TASK, kind: "bracket" } }, "task.kind", /expected one of "copy"/);
-      assert.throws(() => attn.createModel(null), AttnkitTypeError);
-
-      const gen = (task, parameter, message) =>
-        assert.throws(
-          () => attn.createTaskGenerator(task, { seed: 1 }),
-          (e) => e instanceof AttnkitError && e.parameter === parameter && message.test(e.message),
-        );
-      gen({ kind: "copy", length: 0, vocabSize: 10 }, "task.length", /got 0/);
-      gen(
-        { kind: "sort", length: 4, vocabSize: 2 },
-        "task.vocabSize",
-        /needs at least 3 tokens, got 2/,
-      );
+      held.model.dispose();
       assert.equal(attn.taskSeqLen(TASK), 24);
       assert.equal(attn.taskMinVocab(TASK), 10);
       assert.equal(attn.taskSeqLen({ kind: "majority", length: 9, vocabSize: 5 }), 10);
-
-      const model = attn.createModel(CONFIG, { seed: 1 });
-      const trainerBad = (options, parameter) =>
-        assert.throws(
-          () => attn.createTrainer(model, options),
-          (e) => e instanceof AttnkitError && e.parameter === parameter,
-          parameter,
-        );
-      trainerBad({ learningRate: -1 }, "options.learningRate");
-      trainerBad({ beta1: 1 }, "options.beta1");
-      trainerBad({ weightDecay: -0.5 }, "options.weightDecay");
-      trainerBad({ learningRate: NaN }, "options.learningRate");
-      trainerBad({ warmup: 5 }, "options.warmup");
-      // Batches: longer than the positions, tokens out of the vocabulary, wrong counts.
-      const long = attn.makeBatch(
-        { kind: "copy", length: 13, vocabSize: 24 },
-        { batch: 2, seed: 1 },
-      );
-      assert.throws(
-        () => model.evaluate(long),
-        (e) => e.parameter === "batch.seqLen" && /got 26/.test(e.message),
-      );
-      const b = attn.makeBatch(TASK, { batch: 2, seed: 1 });
-      const outOfVocab = { ...b, tokens: b.tokens.map((t, i) => (i === 3 ? 24 : t)) };
-      assert.throws(
-        () => model.evaluate(outOfVocab),
-        (e) => e.parameter === "batch.tokens" && /entry 3 is 24/.test(e.message),
-      );
-      assert.throws(
-        () => model.evaluate({ ...b, targets: b.targets.subarray(1) }),
-        (e) => e.parameter === "batch.targets",
-      );
-      assert.throws(
-        () => model.evaluate({ ...b, batch: 0 }),
-        (e) => e.parameter === "batch.batch",
-      );
-      assert.throws(() => model.evaluate({ ...b, tokens: "abc" }), AttnkitTypeError);
-      model.evaluate(b);
-      assert.throws(
-        () => model.attentionWeights(2),
-        (e) => e.parameter === "layer",
-      );
-      model.dispose();
     });
 
     it("frees everything, also after errors; a disposed object refuses every call", () => {

@@ -3,7 +3,8 @@
 // answer. The caller's arrays stay untouched, results equal the synchronous
 // call's bit for bit over many calls, options.out still gets the result, an
 // error gives the buffers back (the next calls work), and transfer: true
-// still moves the caller's own arrays.
+// still moves the caller's own arrays. Queued calls hold no copies: a call
+// copies its inputs as it leaves the queue.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createAttnkit, AttnkitError } from "attnkit";
@@ -82,5 +83,31 @@ describe("attnkit/worker: copied inputs in reused buffers", () => {
     const r = await worker.with({ transfer: true }).attention(Q, K, V);
     assertIdentical(r, want, "transferred");
     assert.equal(Q.data.length, 0, "Q moved");
+  });
+
+  it("queued calls hold no copies: a call copies its inputs as it leaves the queue", async () => {
+    const T = 512,
+      d = 64;
+    const [Q, K, V] = [1, 2, 3].map((s) => random(T, d, s));
+    const want = attn.attention(Q, K, V, { causal: true });
+    await worker.attention(Q, K, V, { causal: true }); // the pool's buffers, once
+    const calls = 200; // 384 KiB of inputs each: 75 MiB if each queued call held its copies
+    const before = process.memoryUsage().arrayBuffers;
+    const results = [];
+    for (let i = 0; i < calls; ++i) results.push(worker.attention(Q, K, V, { causal: true }));
+    const queued = process.memoryUsage().arrayBuffers - before;
+    assert.ok(
+      queued < 4 << 20,
+      `${(queued / 2 ** 20).toFixed(1)} MiB held by ${calls} queued calls`,
+    );
+    for (const r of await Promise.all(results)) assertIdentical(r, want, "queued call");
+    // An array changed after its call was made but before the call left the
+    // queue is read as it is then (docs/api-js.md, "Async and workers").
+    const running = worker.attention(Q, K, V);
+    const late = { data: Q.data.slice(), rows: T, cols: d };
+    const lateCall = worker.attention(late, K, V);
+    late.data.set(K.data);
+    await running;
+    assertIdentical(await lateCall, attn.attention(K, K, V), "read when sent");
   });
 });
