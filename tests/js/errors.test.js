@@ -915,6 +915,22 @@ const CASES = [
     },
   ],
   [
+    "a rank-4 tensor without a layout: the message hints layout bhsd",
+    (a) =>
+      a.multiHeadAttentionQKV(
+        { data: new Float32Array(8), shape: [1, 2, 2, 2] },
+        { data: new Float32Array(8), shape: [1, 2, 2, 2] },
+        { data: new Float32Array(8), shape: [1, 2, 2, 2] },
+        { numHeads: 2 },
+      ),
+    {
+      kind: "range",
+      code: "shape_mismatch",
+      parameter: "Q.shape",
+      says: ['needs options.layout: "bhsd"', "got [1, 2, 2, 2]"],
+    },
+  ],
+  [
     "bshd batch of K != batch of Q",
     (a) => a.multiHeadAttentionQKV(t3(2, 2, 2), t3(1, 2, 2), t3(1, 2, 2), { numHeads: 1 }),
     {
@@ -1449,6 +1465,15 @@ for (const variant of VARIANTS) {
           parameter: "Q",
           says: ["2 columns", "got 3"],
         });
+        // No config in this call: numHeads is blamed, against the cache's K/V heads.
+        const pairs = attn.createKVCache({ numKvHeads: 2, dK: 2, dV: 2, capacity: 4 });
+        expectError(() => pairs.attend(t3(1, 1, 6), 3), {
+          kind: "range",
+          code: "invalid_argument",
+          parameter: "numHeads",
+          says: ["a multiple of the cache's numKvHeads = 2", "got 3"],
+        });
+        pairs.dispose();
         expectError(() => cache.attend(t3(2, 1, 2), 0), {
           kind: "range",
           code: "invalid_argument",

@@ -170,6 +170,26 @@ describe("language: the tokenizer", () => {
     throwsNamed(() => tokenizer.decode([1, 3]), "tokens", /0 \.\. 2, got 3 at entry 1$/);
     throwsNamed(() => tokenizer.decode([-1]), "tokens", /got -1 at entry 0$/);
     throwsNamed(() => tokenizer.decode("ab"), "tokens", /Int32Array/, AttnkitTypeError);
+    // A bad entry of an array is named with its index.
+    throwsNamed(
+      () => tokenizer.decode([1.5]),
+      "tokens",
+      /array of integers\), got 1\.5 at entry 0$/,
+      AttnkitTypeError,
+    );
+    throwsNamed(
+      () => tokenizer.decode([1, 2, NaN]),
+      "tokens",
+      /got NaN at entry 2$/,
+      AttnkitTypeError,
+    );
+    throwsNamed(
+      () => tokenizer.decode([1, "2"]),
+      "tokens",
+      /got string "2" at entry 1$/,
+      AttnkitTypeError,
+    );
+    assert.equal(tokenizer.decode([1, 2]), "ab");
     throwsNamed(() => tokenizer.encode(null), "text", /a string, got null$/, AttnkitTypeError);
   });
 });
@@ -232,7 +252,47 @@ describe("language: the text dataset", () => {
       [0, 1, 2].every((t) => window.includes(t)),
       `${window}`,
     );
+    // Every z (40 of them) was outside the vocabulary.
+    assert.equal(data.unknownCharacters, 40);
     data.dispose();
+    // A "\uFFFD" of the text is the unknown token's own character, not an unknown one.
+    const own = attn.createTextDataset("xy\uFFFDz".repeat(40), {
+      seqLen: 4,
+      vocabulary: ["\uFFFD", "x", "y"],
+    });
+    assert.equal(own.unknownCharacters, 40);
+    own.dispose();
+    const plain = attn.createTextDataset("xyz".repeat(40), { seqLen: 4 });
+    assert.equal(plain.unknownCharacters, 0);
+    plain.dispose();
+  });
+
+  it("a batch of another vocabulary: refused by a trainer's step and evaluate, as by validationLoss", () => {
+    // The user's steps: a model of one text's vocabulary, a batch of another text's.
+    const mine = attn.createTextDataset("the quick brown fox jumps. ".repeat(20), { seqLen: 8 });
+    const other = attn.createTextDataset("abc abd abe. ".repeat(40), { seqLen: 8 });
+    const model = attn.createModel(
+      { maxSeqLen: 8, dModel: 8, numHeads: 2 },
+      { vocabulary: mine.vocabulary },
+    );
+    const trainer = attn.createTrainer(model);
+    const message = new RegExp(
+      `expected the model's vocabulary \\(${mine.vocabSize} characters\\), ` +
+        `got another vocabulary \\(${other.vocabSize} characters: a batch of another text's dataset\\)$`,
+    );
+    // Every id of the other batch is below the model's vocabSize: only the vocabulary tells.
+    assert.ok(other.vocabSize < mine.vocabSize);
+    throwsNamed(() => trainer.step(other.next(2)), "batch.vocabulary", message);
+    throwsNamed(() => model.evaluate(other.validationBatch(0, 1)), "batch.vocabulary", message);
+    throwsNamed(() => other.validationLoss(model), "model", /another vocabulary/);
+    assert.equal(trainer.steps, 0);
+    // The model's own batches, with or without their vocabulary, train.
+    assert.ok(Number.isFinite(trainer.step(mine.next(2)).loss));
+    const { vocabulary, ...bare } = mine.next(2);
+    assert.equal(vocabulary, mine.vocabulary);
+    assert.ok(Number.isFinite(trainer.step(bare).loss));
+    assert.equal(trainer.steps, 2);
+    for (const x of [trainer, model, mine, other]) x.dispose();
   });
 
   it("names every bad text and bad option", () => {
@@ -297,7 +357,7 @@ describe("language: the text dataset", () => {
     throwsNamed(() => data.validationLoss(other), "model", /this dataset's vocabulary/);
     const short = attn.createModel({ ...CONFIG, maxSeqLen: 4 }, { vocabulary: data.vocabulary });
     throwsNamed(() => data.validationLoss(short), "model", /maxSeqLen >= 8/);
-    throwsNamed(() => data.validationLoss({}), "model", /a live Model/);
+    throwsNamed(() => data.validationLoss({}), "model", /expected a Model, got an object/);
     other.dispose();
     short.dispose();
     data.dispose();
@@ -399,6 +459,17 @@ describe("language: training, the weights file and generation (simd build)", () 
     assert.equal(model.generate(prompt, { length: 20, topK: 1, seed: 4 }).text, greedy.text);
   });
 
+  it("generate with steps: false gives the same text and tokens, without the steps", () => {
+    const { model } = run;
+    const options = { length: 40, temperature: 0.8, seed: 5 };
+    const full = model.generate("Call me ", options);
+    const lean = model.generate("Call me ", { ...options, steps: false });
+    assert.equal(lean.text, full.text);
+    assert.deepEqual(lean.tokens, full.tokens);
+    assert.equal(full.steps.length, 40);
+    assert.deepEqual(lean.steps, []);
+  });
+
   it("a sampler gives the characters of generate one at a time", () => {
     const { model } = run;
     const options = { temperature: 0.7, topK: 5, seed: 11 };
@@ -449,6 +520,31 @@ describe("language: training, the weights file and generation (simd build)", () 
     throwsNamed(() => model.generate("a\uDFFF"), "prompt", /lone surrogate \\uDFFF at index 1$/);
     throwsNamed(() => model.generate(""), "prompt", /./);
     throwsNamed(() => model.generate("a", { length: 0 }), "options.length", /got 0$/);
+    // Unbounded lengths are refused at once, before sampling.
+    throwsNamed(
+      () => model.generate("a", { length: 1e9 }),
+      "options.length",
+      /at most 65536 characters per generate call .*, got 1000000000$/,
+    );
+    throwsNamed(() => model.generate("a", { length: 65537 }), "options.length", /got 65537$/);
+    throwsNamed(
+      () => model.generate("a", { steps: "no" }),
+      "options.steps",
+      /a boolean, got string "no"$/,
+      AttnkitTypeError,
+    );
+    // Trainer options as the caller wrote them, not as C prints floats.
+    assert.throws(
+      () => attn.createTrainer(model, { learningRate: -1 }),
+      (e) => e.parameter === "options.learningRate" && /, got -1$/.test(e.message),
+    );
+    assert.throws(
+      () => attn.createTrainer(model, { minLearningRate: 0.5 }),
+      (e) =>
+        e.parameter === "options.minLearningRate" &&
+        /learningRate 0\.001, got 0\.5$/.test(e.message) &&
+        !/\d\.\d{6}/.test(e.message),
+    );
     throwsNamed(() => model.generate("a", { temperature: -1 }), "options.temperature", /got -1$/);
     throwsNamed(() => model.generate("a", { temperature: NaN }), "options.temperature", /got NaN$/);
     throwsNamed(
