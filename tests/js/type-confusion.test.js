@@ -136,6 +136,18 @@ describe("handles of one kind passed where another is taken", () => {
     assert.throws(() => o.TextDataset.validationLoss(o.Sampler), {
       message: "model: expected a Model, got a Sampler",
     });
+    // Where a plain object is taken (a config, a batch, weights), one of the
+    // package's objects is named by its kind, not read for unknown keys.
+    assert.throws(() => attn.createKVCache(o.Model), {
+      message: "config: expected an object {batch?, numKvHeads, dK, dV, capacity}, got a Model",
+    });
+    assert.throws(() => o.Model.evaluate(o.Trainer), {
+      message:
+        "batch: expected an object {batch, seqLen, tokens, targets, vocabulary?}, got a Trainer",
+    });
+    assert.throws(() => attn.selfAttention(Q, o.Model), {
+      message: "weights: expected an object {W_Q, W_K, W_V}, got a Model",
+    });
     // A disposed object of the right kind is "disposed"; a copy is no object of the package.
     const spare = attn.createModel({ vocabSize: 4, maxSeqLen: 4, dModel: 4 });
     spare.dispose();
