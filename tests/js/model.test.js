@@ -298,6 +298,25 @@ for (const variant of VARIANTS) {
       assert.equal(attn.taskSeqLen(TASK), 24);
       assert.equal(attn.taskMinVocab(TASK), 10);
       assert.equal(attn.taskSeqLen({ kind: "majority", length: 9, vocabSize: 5 }), 10);
+
+      const model = attn.createModel(CONFIG, { seed: 1 });
+      // attentionWeights before any forward pass, and of a layer past the last:
+      // the JS call's words and the layer range, whichever comes first.
+      assert.throws(
+        () => model.attentionWeights(9),
+        (e) =>
+          e.parameter === "layer" &&
+          e.message === "layer: expected a layer index 0 .. 1 (numLayers - 1), got 9",
+      );
+      assert.throws(
+        () => model.attentionWeights(0),
+        (e) =>
+          e.parameter === "model" &&
+          /^model: expected a forward pass first \(evaluate, inspect, a trainer's step or a dataset's validationLoss\), got none$/.test(
+            e.message,
+          ),
+      );
+      model.dispose();
     });
 
     it("frees everything, also after errors; a disposed object refuses every call", () => {
