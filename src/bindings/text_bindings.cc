@@ -1,5 +1,5 @@
-// attnkit: Embind bindings of the language model's text (src/model/text.h)
-// and generation (src/model/generate.h), beside model_bindings.cc. Texts come
+// attnkit: Embind bindings of the language model's text (include/attnkit/text.h)
+// and generation (include/attnkit/generate.h), beside model_bindings.cc. Texts come
 // in as UTF-8 bytes the JS layer wrote into wasm memory; results go out as
 // [address, count] words the JS layer copies. Tokenizers are stateless here
 // (their vocabulary comes with every call); datasets and samplers are handles.

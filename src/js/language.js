@@ -1,4 +1,4 @@
-// attnkit: the language model's text in JS (src/model/text.h, generate.h): a
+// attnkit: the language model's text in JS (include/attnkit/text.h, generate.h): a
 // character tokenizer, a dataset of seeded windows over a text with its
 // validation part, and sampling text from a model through the KV cache with
 // every layer's attention per character. Texts go to wasm as UTF-8; the core

@@ -1,4 +1,4 @@
-// The language model in JS (src/js/language.js over src/model/text.h and
+// The language model in JS (src/js/language.js over include/attnkit/text.h and
 // generate.h), loaded with createAttnkit({ model: true }): the tokenizer's
 // round trips and vocabulary, the text dataset's split and seeded windows, a
 // short training run on a fixed slice of Moby-Dick that lowers the
