@@ -87,7 +87,10 @@ test("15: weights downloaded and loaded back keep their step; an older file load
   }, "the loaded model at step 3");
   assert.deepEqual(back.sentence.layers, h.sentence.layers);
   const status = await text("lang-status");
-  assert.match(status, /^loaded · step 3 \(3 in attnkit-language-step3\.atkmodel\)/);
+  assert.match(
+    status,
+    /^loaded · step 3 \(loaded at step 3 from attnkit-language-step3\.atkmodel\)/,
+  );
   assert.match(status, /0 s trained here/);
   assert.match(await text("lang-sample-title"), /^Sample at step 3 /);
   assert.match(await text("lang-sentence-title"), /^step 3 /);
@@ -273,6 +276,10 @@ test("20: a layer opened in the steps view reads as the Language view's; its ban
   assert.match(banner, /Tokens are the sentence's characters/);
   assert.match(banner, /trained model's \(Language view\)/);
   assert.doesNotMatch(banner, /separator|token ids|Train view/);
+  const caption = await text("caption");
+  assert.match(caption, /The sentence, as the language model reads it: T = \d+ characters/);
+  assert.match(caption, /1 training step in\./);
+  assert.doesNotMatch(caption, /separator|token id/);
   const option = await p.$eval(
     '[data-testid="weights"] option[value="trained"]',
     (o) => o.textContent,

@@ -403,7 +403,10 @@ test("a dropped text trains and generates; each bad text is named at the field a
   assert.ok(g.check.maxWeightDelta < WEIGHT_TOL);
   // After a bad text, the own text stays in use too.
   await dropFile("short.txt", enc.encode("x"));
+  await p.click('[data-testid="lang-confirm-yes"]');
   await poll(async () => /shells\.txt/.test(await note()), "the message naming the text in use");
+  // Refused: the trained model goes on.
+  assert.equal((await hook()).step, h.step);
   assert.deepEqual(problems, []);
 });
 

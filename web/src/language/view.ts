@@ -1002,7 +1002,7 @@ function syncPanel(): void {
     ? `<span class="error" data-testid="lang-error">${escapeHtml(run.error)}</span>`
     : !ready
       ? "starting…"
-      : `${run.training ? "training" : trainedHere() ? "paused" : run.loadedAt !== null ? "loaded" : "ready"} · step ${count(run.step)}${run.loadedAt !== null ? ` (${count(run.loadedAt)} in ${escapeHtml(run.loadedName ?? "the file")})` : ""}${lastLoss !== undefined ? ` · batch loss ${fmt(lastLoss, 3)}` : ""}${v !== undefined ? ` · validation ${lossText(v)}` : ""}${run.training && run.tokensPerSecond ? ` · ${count(run.tokensPerSecond)} characters/s` : ""} · ${fmt(elapsed() / 1000, 0)} s trained${run.loadedAt !== null ? " here" : ""}${run.reached2Ms !== null ? ` · 2.0 nats/char after ${fmt(run.reached2Ms / 1000, 0)} s` : ""} · attnkit ${escapeHtml(run.target)} in a worker`;
+      : `${run.training ? "training" : trainedHere() ? "paused" : run.loadedAt !== null ? "loaded" : "ready"} · step ${count(run.step)}${run.loadedAt !== null ? ` (loaded at step ${count(run.loadedAt)} from ${escapeHtml(run.loadedName ?? "a file")})` : ""}${lastLoss !== undefined ? ` · batch loss ${fmt(lastLoss, 3)}` : ""}${v !== undefined ? ` · validation ${lossText(v)}` : ""}${run.training && run.tokensPerSecond ? ` · ${count(run.tokensPerSecond)} characters/s` : ""} · ${fmt(elapsed() / 1000, 0)} s trained${run.loadedAt !== null ? " here" : ""}${run.reached2Ms !== null ? ` · 2.0 nats/char after ${fmt(run.reached2Ms / 1000, 0)} s` : ""} · attnkit ${escapeHtml(run.target)} in a worker`;
   const st = $("lang-status");
   if (st.innerHTML !== status) st.innerHTML = status;
   syncScrub("lang", run);
