@@ -195,6 +195,10 @@ class Model {
   // task models). When not empty its length is vocab_size.
   const std::vector<uint32_t>& vocabulary() const { return vocabulary_; }
   void set_vocabulary(std::vector<uint32_t> vocabulary) { vocabulary_ = std::move(vocabulary); }
+  // The optimiser updates the weights have had (TrainStep counts them; the
+  // weights file carries the count; Init sets 0).
+  uint32_t trained_steps() const { return trained_steps_; }
+  void set_trained_steps(uint32_t steps) { trained_steps_ = steps; }
 
  private:
   struct LayerCache {
@@ -216,6 +220,7 @@ class Model {
   ModelConfig config_;
   Parameters params_;
   std::vector<uint32_t> vocabulary_;
+  uint32_t trained_steps_ = 0;
   ThreadPool* pool_ = nullptr;
   // The last forward.
   Batch batch_;
@@ -297,12 +302,13 @@ class Trainer {
 //                num_layers, num_heads, num_kv_heads, d_k, d_ff, flags)
 //   u32          vocabulary length (0 or vocab_size)
 //   u32 x length the vocabulary (Model::vocabulary)
+//   u32          trained steps (Model::trained_steps; from version 3)
 //   u32          parameter count (floats)
 //   f32 x count  the parameters in Parameters::Tensors() order, row-major
 //   u32          FNV-1a hash of every byte before it
 // Version 1 files (8 config words without d_ff, no vocabulary) still import,
-// as d_ff 0 with an empty vocabulary.
-constexpr uint32_t kWeightsVersion = 2;
+// as d_ff 0 with an empty vocabulary; version 2 (no trained steps) as 0 steps.
+constexpr uint32_t kWeightsVersion = 3;
 Status ExportWeights(const Model& model, std::vector<uint8_t>* bytes);
 // Checks magic, version, config (as CheckConfig), vocabulary length, size,
 // hash and that every value is finite; on success replaces *model's config,

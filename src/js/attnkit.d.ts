@@ -690,6 +690,11 @@ export interface Model extends Record<DisposeSymbol, () => void> {
   readonly config: ResolvedModelConfig;
   /** Floats in all the weights. */
   readonly parameterCount: number;
+  /**
+   * Optimiser updates the weights have had, by every trainer (the weights file
+   * carries the count; 0 for a new model and for a file of version 2 or 1).
+   */
+  readonly trainedSteps: number;
   /** A language model's vocabulary (token id -> character), or null. */
   readonly vocabulary: readonly string[] | null;
   /** A language model's tokenizer (of its vocabulary), or null. */

@@ -367,6 +367,10 @@ function defineModel(ctx, language) {
       });
       objects.track(this, "Model", handle);
     }
+    /** Optimiser updates the weights have had (the weights file carries the count). */
+    get trainedSteps() {
+      return M.modelTrainedSteps(live(this));
+    }
     /**
      * A sampler of text after `prompt` (the model's tokenizer encodes it),
      * character by character through the KV cache: see generate.

@@ -258,6 +258,7 @@ Status Model::Init(const ModelConfig& config, uint64_t seed) {
   config_ = c;
   params_ = std::move(p);
   vocabulary_.clear();
+  trained_steps_ = 0;
   have_forward_ = false;
   return Status::Ok();
 }

@@ -137,7 +137,9 @@ Status TrainStep(const Batch& batch, Model* model, Parameters* grads, AdamW* ada
                  Metrics* metrics) {
   ATTNKIT_RETURN_IF_ERROR(model->Forward(batch, metrics));
   ATTNKIT_RETURN_IF_ERROR(model->Backward(grads));
-  return adam->Step(*grads, &model->params());
+  ATTNKIT_RETURN_IF_ERROR(adam->Step(*grads, &model->params()));
+  model->set_trained_steps(model->trained_steps() + 1);
+  return Status::Ok();
 }
 
 Status Trainer::Step(const Batch& batch, Metrics* metrics) {
@@ -197,7 +199,7 @@ Status ExportWeights(const Model& model, std::vector<uint8_t>* bytes) {
   const std::vector<uint32_t>& vocabulary = model.vocabulary();
   const size_t count = p.Count();
   bytes->clear();
-  bytes->reserve(8 + 4 * (3 + kConfigWords + vocabulary.size() + count));
+  bytes->reserve(8 + 4 * (4 + kConfigWords + vocabulary.size() + count));
   bytes->insert(bytes->end(), kMagic, kMagic + 8);
   PutU32(bytes, kWeightsVersion);
   uint32_t words[kConfigWords];
@@ -205,6 +207,7 @@ Status ExportWeights(const Model& model, std::vector<uint8_t>* bytes) {
   for (uint32_t w : words) PutU32(bytes, w);
   PutU32(bytes, uint32_t(vocabulary.size()));
   for (uint32_t v : vocabulary) PutU32(bytes, v);
+  PutU32(bytes, model.trained_steps());
   PutU32(bytes, uint32_t(count));
   for (const Matrix* t : p.Tensors()) {
     for (size_t k = 0; k < t->size(); ++k) {
@@ -227,7 +230,7 @@ Status ImportWeights(const uint8_t* data, size_t size, Model* model) {
   }
   if (std::memcmp(data, kMagic, 8) != 0) return Bad("not a weights file (magic is not ATKMODEL)");
   const uint32_t version = GetU32(data + 8);
-  if (version != 1 && version != kWeightsVersion) {
+  if (version < 1 || version > kWeightsVersion) {
     return Bad("version " + std::to_string(version) + " is not supported (expected 1 .. " +
                std::to_string(kWeightsVersion) + ")");
   }
@@ -266,6 +269,12 @@ Status ImportWeights(const uint8_t* data, size_t size, Model* model) {
       at += 4;
     }
   }
+  uint32_t trained_steps = 0;
+  if (version >= 3) {
+    if (words_left() < 2) return Bad("truncated: the trained steps are cut short");
+    trained_steps = GetU32(at);
+    at += 4;
+  }
   const uint32_t stored_count = GetU32(at);
   at += 4;
   Parameters p;
@@ -297,6 +306,7 @@ Status ImportWeights(const uint8_t* data, size_t size, Model* model) {
   ATTNKIT_RETURN_IF_ERROR(model->Init(c, 0));
   model->params() = std::move(p);
   model->set_vocabulary(std::move(vocabulary));
+  model->set_trained_steps(trained_steps);
   return Status::Ok();
 }
 

@@ -1668,9 +1668,9 @@ export const MODEL_CASES = [
     { parameter: "weights", message: /^weights: truncated/ },
   ],
   [
-    "weights of version 3",
-    (a, h) => a.loadModel(edited(h.bytes, 8, () => 3)),
-    { parameter: "weights", message: /^weights: version 3 is not supported/ },
+    "weights of version 4",
+    (a, h) => a.loadModel(edited(h.bytes, 8, () => 4)),
+    { parameter: "weights", message: /^weights: version 4 is not supported/ },
   ],
   ["weights a plain array", (a) => a.loadModel([1, 2]), { type: true }],
   // ---- configurations
