@@ -5,14 +5,16 @@
 // into reused buffers when the table says the call keeps none of them;
 // tests/js/calls.test.js fails when the synchronous API and the table differ.
 //
-// Each call: { pooled?: true, returns?: kind }
+// Each call: { pooled?: true, returns?: kind, model?: true }
 //   pooled   the call copies its typed-array inputs into wasm memory and keeps
 //            no reference to them (nor hands them back);
-//   returns  the kind of held object the call hands out (a key of HELD_OBJECTS).
+//   returns  the kind of held object the call hands out (a key of HELD_OBJECTS);
+//   model    a call of the model layer: a module loaded without it throws.
 
 const POOLED = Object.freeze({ pooled: true });
 const PLAIN = Object.freeze({});
-const returns = (kind) => Object.freeze({ returns: kind });
+const MODEL = Object.freeze({ model: true });
+const returns = (kind, more = {}) => Object.freeze({ returns: kind, ...more });
 
 /** The functions of a module, in the order the module lists them. */
 export const MODULE_CALLS = Object.freeze({
@@ -38,20 +40,25 @@ export const MODULE_CALLS = Object.freeze({
   packWeights: returns("PackedWeights"),
   multiHeadAttentionQKV: POOLED,
   createKVCache: returns("KVCache"),
-  createModel: returns("Model"),
-  loadModel: returns("Model"),
-  createTrainer: returns("Trainer"),
-  createTaskGenerator: returns("TaskGenerator"),
-  makeBatch: PLAIN,
-  taskSeqLen: PLAIN,
-  taskMinVocab: PLAIN,
-  createTokenizer: returns("Tokenizer"),
-  createTextDataset: returns("TextDataset"),
-  referenceLosses: PLAIN,
+  createModel: returns("Model", MODEL),
+  loadModel: returns("Model", MODEL),
+  createTrainer: returns("Trainer", MODEL),
+  createTaskGenerator: returns("TaskGenerator", MODEL),
+  makeBatch: MODEL,
+  taskSeqLen: MODEL,
+  taskMinVocab: MODEL,
+  createTokenizer: returns("Tokenizer", MODEL),
+  createTextDataset: returns("TextDataset", MODEL),
+  referenceLosses: MODEL,
   memoryBytes: PLAIN,
   heapBytesInUse: PLAIN,
   dispose: PLAIN,
 });
+
+/** The model layer's functions, in the module's order. */
+export const MODEL_CALLS = Object.freeze(
+  Object.keys(MODULE_CALLS).filter((name) => MODULE_CALLS[name].model === true),
+);
 
 /**
  * The held objects by kind (their class's name): { calls, properties }, each

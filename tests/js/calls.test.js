@@ -3,12 +3,15 @@
 // without the model layer) is in the table and the table names no other; each
 // call the table says hands out a held object hands out one of that class; each
 // held object's class has exactly the methods and properties the table lists,
-// and kindOf tells each kind from the others by them.
+// and kindOf tells each kind from the others by them; the calls it marks as the
+// model layer's are those a module loaded without that layer refuses.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createAttnkit } from "attnkit";
+import { MODEL_METHODS } from "../../src/js/model.js";
 import {
   HELD_OBJECTS,
+  MODEL_CALLS,
   MODULE_CALLS,
   callsOf,
   kindOf,
@@ -67,6 +70,21 @@ describe("the table of calls (calls.js) against the synchronous API", () => {
     for (const module of [attn, lean]) {
       assert.deepEqual(functionsOf(module).sort(), Object.keys(MODULE_CALLS).sort());
     }
+  });
+
+  it("the model layer's calls are those a module without it refuses", () => {
+    for (const name of Object.keys(MODULE_CALLS)) {
+      if (name === "dispose") continue;
+      let error;
+      try {
+        lean[name]();
+      } catch (e) {
+        error = e;
+      }
+      const refused = /createAttnkit\(\{ model: true \}\)/.test(error?.message ?? "");
+      assert.equal(refused, MODULE_CALLS[name].model === true, name);
+    }
+    assert.deepEqual([...MODEL_METHODS], [...MODEL_CALLS], "model.js's list is the table's");
   });
 
   it("a call that hands out a held object hands out one of the kind it names", () => {
