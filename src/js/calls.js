@@ -126,10 +126,10 @@ export function callsOf(kind) {
   return kind === undefined ? MODULE_CALLS : HELD_OBJECTS[kind]?.calls;
 }
 
-/** The methods of `object`'s classes: their prototypes' functions but the constructor. */
+/** The methods of `object`: its own and its prototypes' functions but the constructor. */
 export function methodsOf(object) {
   const names = new Set();
-  for (let p = Object.getPrototypeOf(object); p && p !== Object.prototype;) {
+  for (let p = object; p && p !== Object.prototype;) {
     for (const key of Object.getOwnPropertyNames(p)) {
       const d = Object.getOwnPropertyDescriptor(p, key);
       if (key !== "constructor" && typeof d.value === "function") names.add(key);
