@@ -93,7 +93,7 @@ export const HELD_OBJECTS = Object.freeze({
       exportWeights: PLAIN,
       dispose: PLAIN,
     },
-    ["config", "parameterCount", "tokenizer", "vocabulary"],
+    ["config", "parameterCount", "tokenizer", "vocabulary", "trainedSteps"],
   ),
   Trainer: held({ learningRate: PLAIN, step: PLAIN, dispose: PLAIN }, [
     "model",
@@ -112,6 +112,7 @@ export const HELD_OBJECTS = Object.freeze({
       "trainTokens",
       "validationTokens",
       "validationWindows",
+      "unknownCharacters",
     ],
   ),
   Sampler: held({ next: PLAIN, dispose: PLAIN }, ["model", "options"]),

@@ -11,6 +11,7 @@ import { bitsFloat, floatBits } from "./marshal.js";
 import { handles } from "./handles.js";
 import { intArray, readsVocabulary, languageContext, vocabularyCodePoints } from "./language.js";
 import { referenceLosses } from "./text-stats.js";
+import { MODEL_CALLS } from "./calls.js";
 
 export const TASK_KINDS = ["copy", "reverse", "sort", "induction", "majority"];
 // A config as the core's words (model::ConfigToWords in src/model): these
@@ -241,20 +242,6 @@ function readMetrics(M, at) {
     sequencesCorrect: u32[4],
   };
 }
-
-/** The functions of the model layer, in the order the d.ts lists them. */
-export const MODEL_METHODS = [
-  "createModel",
-  "loadModel",
-  "createTrainer",
-  "createTaskGenerator",
-  "makeBatch",
-  "taskSeqLen",
-  "taskMinVocab",
-  "createTokenizer",
-  "createTextDataset",
-  "referenceLosses",
-];
 
 /**
  * What the model layer's classes share over one module: its Marshal `mem`,
@@ -631,7 +618,7 @@ export function modelMethods(mem, module) {
   const M = mem.M;
   if (typeof M.modelCreate !== "function") {
     return Object.fromEntries(
-      MODEL_METHODS.map((name) => [
+      MODEL_CALLS.map((name) => [
         name,
         () => {
           throw new AttnkitError(

@@ -8,10 +8,8 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createAttnkit } from "attnkit";
-import { MODEL_METHODS } from "../../src/js/model.js";
 import {
   HELD_OBJECTS,
-  MODEL_CALLS,
   MODULE_CALLS,
   callsOf,
   kindOf,
@@ -84,7 +82,6 @@ describe("the table of calls (calls.js) against the synchronous API", () => {
       const refused = /createAttnkit\(\{ model: true \}\)/.test(error?.message ?? "");
       assert.equal(refused, MODULE_CALLS[name].model === true, name);
     }
-    assert.deepEqual([...MODEL_METHODS], [...MODEL_CALLS], "model.js's list is the table's");
   });
 
   it("a call that hands out a held object hands out one of the kind it names", () => {
