@@ -158,8 +158,9 @@ uint32_t Fnv1a(const uint8_t* data, size_t size) {
   return h;
 }
 
-void PutU32(std::vector<uint8_t>* out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out->push_back(uint8_t(v >> (8 * i)));
+// Writes v little-endian at *at and moves *at past it.
+void PutU32(uint8_t** at, uint32_t v) {
+  for (int i = 0; i < 4; ++i) *(*at)++ = uint8_t(v >> (8 * i));
 }
 
 uint32_t GetU32(const uint8_t* p) {
@@ -196,24 +197,28 @@ Status ExportWeights(const Model& model, std::vector<uint8_t>* bytes) {
   if (p.layers.empty()) return Status(ErrorCode::kInvalidArgument, "model", "not initialised");
   const std::vector<uint32_t>& vocabulary = model.vocabulary();
   const size_t count = p.Count();
-  bytes->clear();
-  bytes->reserve(8 + 4 * (3 + kConfigWords + vocabulary.size() + count));
-  bytes->insert(bytes->end(), kMagic, kMagic + 8);
-  PutU32(bytes, kWeightsVersion);
+  // The file's size is known up front: sized once, then written in place (a
+  // vector grown byte by byte after clear() misleads g++'s bounds warnings).
+  const size_t words_total = 1 + kConfigWords + 1 + vocabulary.size() + 1 + count + 1;
+  bytes->assign(8 + 4 * words_total, 0);
+  uint8_t* at = bytes->data();
+  std::memcpy(at, kMagic, 8);
+  at += 8;
+  PutU32(&at, kWeightsVersion);
   uint32_t words[kConfigWords];
   ConfigToWords(c, words);
-  for (uint32_t w : words) PutU32(bytes, w);
-  PutU32(bytes, uint32_t(vocabulary.size()));
-  for (uint32_t v : vocabulary) PutU32(bytes, v);
-  PutU32(bytes, uint32_t(count));
+  for (uint32_t w : words) PutU32(&at, w);
+  PutU32(&at, uint32_t(vocabulary.size()));
+  for (uint32_t v : vocabulary) PutU32(&at, v);
+  PutU32(&at, uint32_t(count));
   for (const Matrix* t : p.Tensors()) {
     for (size_t k = 0; k < t->size(); ++k) {
       uint32_t u;
       std::memcpy(&u, t->data() + k, 4);
-      PutU32(bytes, u);
+      PutU32(&at, u);
     }
   }
-  PutU32(bytes, Fnv1a(bytes->data(), bytes->size()));
+  PutU32(&at, Fnv1a(bytes->data(), bytes->size() - 4));
   return Status::Ok();
 }
 
