@@ -172,17 +172,13 @@ Status ParameterFreeAttention(ConstMatrixView X, const AttentionOptions& options
 
 Status TraceAttention(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrixView W_K,
                       ConstMatrixView W_V, const AttentionOptions& options, AttentionTrace* trace) {
-  if (trace == nullptr) {
-    return Status(ErrorCode::kInvalidArgument, "trace", "expected a pointer, got null");
-  }
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("trace", trace));
   return RunProjected({"X", "X"}, X, X, W_Q, W_K, W_V, options, MatrixView(), trace);
 }
 
 Status TraceAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                          const AttentionOptions& options, AttentionTrace* trace) {
-  if (trace == nullptr) {
-    return Status(ErrorCode::kInvalidArgument, "trace", "expected a pointer, got null");
-  }
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("trace", trace));
   ATTNKIT_RETURN_IF_ERROR(CheckQKV(Q, K, V));
   AttentionTrace t;
   ATTNKIT_RETURN_IF_ERROR(AllocateTraceScores("Q", Q.rows, K.rows, &t));

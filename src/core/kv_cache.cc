@@ -43,9 +43,7 @@ Status CheckRoom(const KVCache& cache, size_t T_new) {
 
 Status KVCache::Create(size_t batch, size_t num_kv_heads, size_t d_k, size_t d_v, size_t capacity,
                        KVCache* cache) {
-  if (cache == nullptr) {
-    return Status(ErrorCode::kInvalidArgument, "cache", "expected a pointer, got null");
-  }
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("cache", cache));
   const std::pair<const char*, size_t> sizes[] = {{"batch", batch},
                                                   {"num_kv_heads", num_kv_heads},
                                                   {"d_k", d_k},
@@ -89,8 +87,7 @@ Status KVCache::Truncate(size_t size) {
 }
 
 Status KVCache::Clone(KVCache* copy) const {
-  if (copy == nullptr)
-    return Status(ErrorCode::kInvalidArgument, "copy", "expected a pointer, got null");
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("copy", copy));
   ATTNKIT_RETURN_IF_ERROR(CheckCreated(*this));
   KVCache c;
   ATTNKIT_RETURN_IF_ERROR(Create(batch_, num_kv_heads_, d_k_, d_v_, capacity_, &c));
@@ -228,9 +225,7 @@ Status AttendCached(ConstMatrixView Q_new, const KVCache& cache, size_t num_head
 Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
                        const HeadConfig& config, const AttentionOptions& options, KVCache* cache,
                        MatrixView out) {
-  if (cache == nullptr) {
-    return Status(ErrorCode::kInvalidArgument, "cache", "expected a pointer, got null");
-  }
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("cache", cache));
   ATTNKIT_RETURN_IF_ERROR(CheckCreated(*cache));
   ATTNKIT_RETURN_IF_ERROR(CheckView("X_new", X_new));
   Heads heads;

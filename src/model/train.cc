@@ -5,6 +5,7 @@
 #include <string>
 
 #include "attnkit/model.h"
+#include "src/core/validate.h"
 #include "src/model/kernels.h"
 
 namespace attnkit {
@@ -86,6 +87,7 @@ float AdamW::LearningRate(size_t step) const {
 }
 
 Status AdamW::Step(const Parameters& grads, Parameters* params) {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("params", params));
   std::vector<Matrix*> p = params->Tensors(), m = m_.Tensors(), v = v_.Tensors();
   std::vector<const Matrix*> g = grads.Tensors();
   const std::vector<std::string> names = params->Names();
@@ -135,6 +137,9 @@ Status Trainer::Init(const ModelConfig& config, uint64_t seed, const AdamWConfig
 
 Status TrainStep(const Batch& batch, Model* model, Parameters* grads, AdamW* adam,
                  Metrics* metrics) {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("model", model));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("grads", grads));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("adam", adam));
   ATTNKIT_RETURN_IF_ERROR(model->Forward(batch, metrics));
   ATTNKIT_RETURN_IF_ERROR(model->Backward(grads));
   return adam->Step(*grads, &model->params());
@@ -180,6 +185,8 @@ void ConfigToWords(const ModelConfig& c, uint32_t words[kConfigWords]) {
 }
 
 Status ConfigFromWords(const uint32_t words[kConfigWords], ModelConfig* c) {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("words", words));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("config", c));
   size_t i = 0;
   for (size_t ModelConfig::*size : kConfigSizes) c->*size = words[i++];
   const uint32_t flags = words[i];
@@ -192,6 +199,7 @@ Status ConfigFromWords(const uint32_t words[kConfigWords], ModelConfig* c) {
 }
 
 Status ExportWeights(const Model& model, std::vector<uint8_t>* bytes) {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("bytes", bytes));
   const ModelConfig& c = model.config();
   const Parameters& p = model.params();
   if (p.layers.empty()) return Status(ErrorCode::kInvalidArgument, "model", "not initialised");
@@ -223,7 +231,8 @@ Status ExportWeights(const Model& model, std::vector<uint8_t>* bytes) {
 }
 
 Status ImportWeights(const uint8_t* data, size_t size, Model* model) {
-  if (data == nullptr && size != 0) return Bad("null data with a nonzero size");
+  if (size != 0) ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("data", data));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("model", model));
   // The shortest file: magic, version, a version 1 config, parameter count, hash.
   const size_t shortest = 8 + 4 * (1 + kConfigWordsV1 + 1 + 1);
   if (size < shortest) {
