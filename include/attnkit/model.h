@@ -65,7 +65,7 @@ constexpr size_t ModelConfig::*kConfigSizes[] = {
 constexpr size_t kConfigWords = sizeof(kConfigSizes) / sizeof(kConfigSizes[0]) + 1;
 // `words` must not be null (no Status to report it).
 void ConfigToWords(const ModelConfig& config, uint32_t words[kConfigWords]);
-// Fails (naming "flags") only on unknown flag bits; the sizes are CheckConfig's.
+// Fails (naming "words") only on unknown flag bits; the sizes are CheckConfig's.
 Status ConfigFromWords(const uint32_t words[kConfigWords], ModelConfig* config);
 
 // Checks every field (a Status naming it: "vocab_size", "d_model", ...) and

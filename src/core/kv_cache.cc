@@ -29,9 +29,11 @@ Status CheckCreated(const KVCache& cache) {
   return Status::Ok();
 }
 
-Status CheckRoom(const KVCache& cache, size_t T_new) {
+// The new tokens' input (`parameter`, T_new tokens per item) must fit in the
+// room left: the error names that input, as the signature does.
+Status CheckRoom(const char* parameter, const KVCache& cache, size_t T_new) {
   if (T_new > cache.capacity() - cache.size()) {
-    return Status(ErrorCode::kCapacity, "capacity",
+    return Status(ErrorCode::kCapacity, parameter,
                   "expected at most " + Str(cache.capacity()) + " cached tokens, got " +
                       Str(cache.size()) + " + " + Str(T_new) +
                       " new = " + Str(cache.size() + T_new));
@@ -127,7 +129,7 @@ Status KVCache::Append(ConstMatrixView K_new, ConstMatrixView V_new) {
                                      "num_kv_heads * d_v of the cache"));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("K_new", K_new));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("V_new", V_new));
-  ATTNKIT_RETURN_IF_ERROR(CheckRoom(*this, T_new));
+  ATTNKIT_RETURN_IF_ERROR(CheckRoom("K_new", *this, T_new));
   AppendUnchecked(K_new, V_new);
   return Status::Ok();
 }
@@ -240,7 +242,7 @@ Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
                  weights.W_O.empty() ? "num_heads * d_v" : "the columns of W_O"));
   ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, "X_new", X_new));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("X_new", X_new));
-  ATTNKIT_RETURN_IF_ERROR(CheckRoom(*cache, T_new));
+  ATTNKIT_RETURN_IF_ERROR(CheckRoom("X_new", *cache, T_new));
   ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, cache->batch()));
   const size_t T_k = cache->size() + T_new;
   internal::AttentionJob job;

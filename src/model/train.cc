@@ -191,7 +191,8 @@ Status ConfigFromWords(const uint32_t words[kConfigWords], ModelConfig* c) {
   for (size_t ModelConfig::*size : kConfigSizes) c->*size = words[i++];
   const uint32_t flags = words[i];
   if (flags & ~3u) {
-    return Status(ErrorCode::kInvalidArgument, "flags", "unknown flags " + std::to_string(flags));
+    return Status(ErrorCode::kInvalidArgument, "words",
+                  "expected flags 0 .. 3 in the last word, got " + std::to_string(flags));
   }
   c->layer_norm = flags & 1u;
   c->scale_by_sqrt_dk = flags & 2u;

@@ -1327,7 +1327,7 @@ for (const variant of VARIANTS) {
         expectError(() => cache.append(t3(2, 2, 2), t3(2, 2, 2)), {
           kind: "range",
           code: "capacity",
-          parameter: "capacity",
+          parameter: "K",
           says: ["at most 3 cached tokens", "got 2 + 2 new = 4"],
         });
         assert.equal(cache.size, 2);
@@ -1335,7 +1335,7 @@ for (const variant of VARIANTS) {
         expectError(() => cache.decode(t3(2, 2, 4), D, { numHeads: 1, dK: 2 }), {
           kind: "range",
           code: "capacity",
-          parameter: "capacity",
+          parameter: "X",
           says: ["at most 3 cached tokens", "got 2 + 2 new = 4"],
         });
         assert.equal(cache.size, 2);
@@ -1347,7 +1347,7 @@ for (const variant of VARIANTS) {
         expectError(() => cache.append(t3(2, 1, 2), t3(2, 1, 2)), {
           kind: "range",
           code: "capacity",
-          parameter: "capacity",
+          parameter: "K",
           says: ["at most 3", "got 3 + 1 new = 4"],
         });
         assert.equal(cache.size, 3);
