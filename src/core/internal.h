@@ -82,13 +82,19 @@ struct AttentionJob {
   KeepStage keep_stage = KeepStage::kNone;
   ThreadPool* pool = nullptr;  // null: the caller's thread only
   // The parameter an error of the job names (its scratch does not fit, or a
-  // result overflowed): the input the queries come from.
+  // score overflowed): the input the queries come from.
   const char* source = "Q";
+  // The parameter an output that overflows float names: the input the
+  // values come from.
+  const char* values = "V";
 };
 
 // Plans the job's tasks, allocates its scratch and runs it with one dispatch.
-// Errors: kOverflow if a result overflowed float (non-finite output from
-// finite inputs) or the scratch memory is not there; outputs are then
+// The outputs are judged, not the kernels' running sums: an output is a
+// weighted mean of V's rows, but the sums it divides can overflow where it
+// does not (see RunAttentionJob in dispatch.cc). Errors: kOverflow naming
+// `source` if a score overflowed float, `values` if an output did (from finite
+// inputs), or `source` if the scratch memory is not there; outputs are then
 // unspecified.
 Status RunAttentionJob(const AttentionJob& job);
 

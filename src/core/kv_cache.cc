@@ -216,6 +216,7 @@ Status AttendCached(ConstMatrixView Q_new, const KVCache& cache, size_t num_head
   ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, cache.batch()));
   internal::AttentionJob job;
   job.source = "Q_new";
+  job.values = "cache";
   ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T_new, cache.size(), /*batched=*/true,
                                                  cache.batch(), num_heads));
   job.params = internal::ScoreParamsOf(options, cache.d_k());
