@@ -22,6 +22,7 @@
 #include "attnkit/kv_cache.h"
 #include "attnkit/model.h"
 #include "attnkit/multihead.h"
+#include "attnkit/ops.h"
 #include "attnkit/packed_weights.h"
 #include "attnkit/tasks.h"
 #include "attnkit/text.h"
@@ -81,6 +82,7 @@ std::vector<NullCall> NullCalls() {
        }},
       {"packed_weights.h:PackMultiHeadWeights(packed)",
        [w, heads] { return attnkit::PackMultiHeadWeights(w, heads, nullptr); }},
+      {"ops.h:ForceByName(name)", [] { return attnkit::targets::ForceByName(nullptr); }},
       {"generate.h:Next(out)", [] { return model::Generator().Next({}, nullptr); }},
       {"model.h:ConfigFromWords(words)",
        [] {

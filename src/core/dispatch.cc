@@ -119,6 +119,10 @@ HWY_EXPORT(SmallAttentionT);
 namespace internal {
 namespace {
 
+// ATTNKIT_TARGET, read once as the library loads: dispatch.cc is linked into
+// every program that calls attnkit.
+const Status kTargetFromEnvironment = ForceFromEnvironment();
+
 // A job whose heads read their V as given (no projection computes it, no
 // output projection reads the outputs): it can be run again on scaled values.
 bool ValuesGiven(const AttentionJob& job) {

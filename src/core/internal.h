@@ -140,6 +140,11 @@ Status RunProjectionBackward(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrix
 // same bit for bit.
 Status Product(ConstMatrixView A, ConstMatrixView B, MatrixView C, bool transposed,
                const char* source, const char* what, ThreadPool* pool = nullptr);
+// Forces the target named by the environment variable ATTNKIT_TARGET, if set
+// (targets.cc; ops.h): once when the library loads (dispatch.cc), again in
+// tests. Its result is also what targets::EnvironmentStatus() returns.
+Status ForceFromEnvironment();
+
 // *t = m^T, allocated (errors name `parameter` and `what`).
 Status Transpose(const char* parameter, const char* what, ConstMatrixView m, Matrix* t);
 
