@@ -98,6 +98,28 @@ struct AttentionJob {
 // unspecified.
 Status RunAttentionJob(const AttentionJob& job);
 
+// The multiply-adds below which a call leaves its pool idle and runs on the
+// caller's thread: waking the workers and waiting for the last one costs
+// more than they save on less work (tasks of unequal size, as a causal
+// head's query blocks, save less than half). Measured with
+// bench/native/backward_ab.cc --pool: a pool of 2 against none, causal heads
+// of d 64 by T. Every split is fixed by the shapes, so the results are the
+// same either way.
+constexpr double kPoolMinMultiplyAdds = 1e8;
+// `pool`, or null (the caller's thread) for less work than that.
+inline ThreadPool* PoolFor(ThreadPool* pool, double multiply_adds) {
+  return multiply_adds < kPoolMinMultiplyAdds ? nullptr : pool;
+}
+// The multiply-adds of one head's forward: Q K^T and P V, T_q T_k (d_k + d_v)
+// (masks ignored). Its backward takes S, dP, dV, dQ and dK: T_q T_k (3 d_k +
+// 2 d_v).
+inline double ForwardMultiplyAdds(size_t T_q, size_t T_k, size_t d_k, size_t d_v) {
+  return double(T_q) * double(T_k) * double(d_k + d_v);
+}
+inline double BackwardMultiplyAdds(size_t T_q, size_t T_k, size_t d_k, size_t d_v) {
+  return double(T_q) * double(T_k) * double(3 * d_k + 2 * d_v);
+}
+
 // Calls fn(task, thread) for every task in [0, n): on the pool's threads, or
 // in order on the caller's thread (thread 0) without a pool, with one thread
 // or with one task (no hand-over for work that cannot be shared).
