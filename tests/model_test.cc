@@ -521,7 +521,8 @@ TEST_CASE("model: every bad configuration names its parameter", "[model]") {
   Model fresh;
   REQUIRE_OK(fresh.Init(c, 1));
   RequireNames(fresh.Backward(&grads), "model");
-  RequireNames(fresh.AttentionWeights(0, nullptr), "model");
+  Matrix weights;
+  RequireNames(fresh.AttentionWeights(0, &weights), "model");
   REQUIRE_OK(m.Forward(SmallBatch(), &metrics));
   Matrix w;
   RequireNames(m.AttentionWeights(2, &w), "layer");

@@ -63,8 +63,9 @@ constexpr size_t ModelConfig::*kConfigSizes[] = {
     &ModelConfig::d_k,        &ModelConfig::d_ff,
 };
 constexpr size_t kConfigWords = sizeof(kConfigSizes) / sizeof(kConfigSizes[0]) + 1;
+// `words` must not be null (no Status to report it).
 void ConfigToWords(const ModelConfig& config, uint32_t words[kConfigWords]);
-// Fails (naming "flags") only on unknown flag bits; the sizes are CheckConfig's.
+// Fails (naming "words") only on unknown flag bits; the sizes are CheckConfig's.
 Status ConfigFromWords(const uint32_t words[kConfigWords], ModelConfig* config);
 
 // Checks every field (a Status naming it: "vocab_size", "d_model", ...) and
@@ -168,8 +169,9 @@ class Model {
   // Results are bit-identical with any pool.
   void set_pool(ThreadPool* pool) { pool_ = pool; }
 
-  // Runs the model on the batch and keeps what Backward needs. logits
-  // (optional) receives [batch * seq_len, vocab_size].
+  // Runs the model on the batch and keeps what Backward needs. metrics
+  // (optional) receives its loss; logits (optional) receives [batch *
+  // seq_len, vocab_size].
   Status Forward(const Batch& batch, Metrics* metrics, Matrix* logits = nullptr);
   // Gradients of the last Forward's mean loss for every parameter; grads is
   // allocated to the parameters' shapes and overwritten. d_attention
@@ -274,8 +276,8 @@ class AdamW {
 
 // One training step of `model` on `batch`: forward (its metrics, before the
 // update), backward into *grads (shaped as the model's parameters) and one
-// update by *adam. Trainer::Step, and the JS bindings' trainers, which hold
-// the model apart from the optimiser.
+// update by *adam (metrics optional). Trainer::Step, and the JS bindings'
+// trainers, which hold the model apart from the optimiser.
 Status TrainStep(const Batch& batch, Model* model, Parameters* grads, AdamW* adam,
                  Metrics* metrics);
 
@@ -285,8 +287,8 @@ class Trainer {
   Status Init(const ModelConfig& config, uint64_t seed, const AdamWConfig& optimizer);
   Model& model() { return model_; }
   const Model& model() const { return model_; }
-  // Forward, backward and one AdamW update; metrics of the forward (before
-  // the update).
+  // Forward, backward and one AdamW update; metrics (optional) of the
+  // forward (before the update).
   Status Step(const Batch& batch, Metrics* metrics);
 
  private:

@@ -1284,7 +1284,7 @@ export const CACHE_CASES = [
     {
       kind: "range",
       code: "capacity",
-      parameter: "capacity",
+      parameter: "K",
       says: ["at most 3 cached tokens", "got 2 + 2 new = 4"],
     },
   ],
@@ -1296,7 +1296,7 @@ export const CACHE_CASES = [
     {
       kind: "range",
       code: "capacity",
-      parameter: "capacity",
+      parameter: "X",
       says: ["at most 3 cached tokens", "got 2 + 2 new = 4"],
     },
   ],
@@ -1311,7 +1311,7 @@ export const CACHE_CASES = [
     {
       kind: "range",
       code: "capacity",
-      parameter: "capacity",
+      parameter: "K",
       says: ["at most 3", "got 3 + 1 new = 4"],
     },
   ],
