@@ -4,7 +4,7 @@ driven here as a child process) and the same model in PyTorch on the CPU, one
 thread each, stepping in turns so that both meet the same load on a shared
 machine.
 
-The same model: attnkit's initial weights file (docs/model.md, version 2) is
+The same model: attnkit's initial weights file (docs/model.md, version 2 or 3) is
 read into a nanoGPT-style module (token and position embeddings; per block
 pre-LayerNorm, causal multi-head attention without biases (one fused Q/K/V
 projection, the mask and softmax of nanoGPT's path for torch < 2.0), residual,
@@ -56,7 +56,7 @@ def arg(name, default=None):
     return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
 
 
-# --- attnkit's weights file (docs/model.md, version 2) ---
+# --- attnkit's weights file (docs/model.md, versions 2 and 3) ---
 CONFIG_WORDS = (
     "vocab_size",
     "max_seq_len",
@@ -75,8 +75,8 @@ def read_weights(path):
     if data[:8] != b"ATKMODEL":
         raise ValueError(f"{path}: not an attnkit weights file")
     (version,) = struct.unpack_from("<I", data, 8)
-    if version != 2:
-        raise ValueError(f"{path}: version {version} (expected 2)")
+    if version not in (2, 3):
+        raise ValueError(f"{path}: version {version} (expected 2 or 3)")
     words = struct.unpack_from("<9I", data, 12)
     config = dict(zip(CONFIG_WORDS, words[:8]))
     config["layer_norm"] = bool(words[8] & 1)
@@ -86,6 +86,8 @@ def read_weights(path):
     at = 48
     (vocab_len,) = struct.unpack_from("<I", data, at)
     at += 4 + 4 * vocab_len
+    if version >= 3:
+        at += 4  # the trained steps
     (count,) = struct.unpack_from("<I", data, at)
     at += 4
     floats = torch.frombuffer(bytearray(data[at : at + 4 * count]), dtype=torch.float32)

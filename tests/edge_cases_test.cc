@@ -163,5 +163,66 @@ TEST_CASE("A decoding step whose scores overflow is kOverflow and leaves the cac
   CHECK(AllFinite(out));
 }
 
+// Values near FLT_MAX: an output is a weighted mean of V's rows, no larger
+// than the largest, so it is valid whenever V is, however many keys share the
+// weight. Q = K = 0 gives every key the weight 1 / T_k: the output is V's
+// common value (up to the rounding of a sum of T_k terms).
+TEST_CASE("Large values whose weighted mean fits are valid: Attention outputs them",
+          "[edge][overflow]") {
+  struct Case {
+    size_t T_k;
+    float v;
+  };
+  for (const Case c : {Case{1024, 1e36f}, Case{2, 3e38f}, Case{5000, 1e36f}}) {
+    INFO("T_k " << c.T_k << ", every V = " << c.v);
+    ForEachTarget([&](int64_t) {
+      const size_t T_q = 2, d = 4;  // T_q <= T_k: every causal row sees a key
+      TestMatrix Q(T_q, d), K(c.T_k, d), V(c.T_k, d);
+      for (size_t r = 0; r < c.T_k; ++r) {
+        for (size_t j = 0; j < d; ++j) V(r, j) = c.v;
+      }
+      for (const bool causal : {false, true}) {
+        INFO("causal " << causal);
+        AttentionOptions o;
+        o.causal = causal;
+        TestMatrix out(T_q, d);
+        const Status s = attnkit::Attention(Q, K, V, o, out);
+        INFO("Attention: " << s.ToString());
+        REQUIRE(s.ok());
+        for (size_t r = 0; r < T_q; ++r) {
+          for (size_t j = 0; j < d; ++j) CHECK(out(r, j) == Approx(c.v).epsilon(1e-4));
+        }
+        // The same heads through the multi-head path and the training forward.
+        TestMatrix mout(T_q, d);
+        CHECK_OK(
+            attnkit::MultiHeadAttentionQKV(Q, K, V, 1, attnkit::HeadConfig{1, 1, 0, 0}, o, mout));
+        CHECK(mout(T_q - 1, d - 1) == Approx(c.v).epsilon(1e-4));
+        TestMatrix tout(T_q, d), lse(T_q, 1);
+        CHECK_OK(attnkit::AttentionForTraining(Q, K, V, o, tout, lse));
+        CHECK(tout(0, 0) == Approx(c.v).epsilon(1e-4));
+      }
+      AttentionTrace trace;
+      REQUIRE_OK(attnkit::TraceAttentionQKV(Q, K, V, AttentionOptions(), &trace));
+      CHECK(trace.output(0, 0) == Approx(c.v).epsilon(1e-4));
+    });
+  }
+}
+
+TEST_CASE("Scores that overflow float are kOverflow naming Q, not V", "[edge][overflow]") {
+  // d_k = 1, scale 1: q k = 1e40 overflows float, whatever V holds.
+  ForEachTarget([](int64_t) {
+    const TestMatrix Q = FromRows({{1e20f}, {1.0f}});
+    const TestMatrix K = FromRows({{1e20f}, {1.0f}, {2.0f}});
+    const TestMatrix V = FromRows({{1e36f}, {1e36f}, {1e36f}});
+    AttentionOptions o;
+    o.scale = 1.0f;
+    TestMatrix out(2, 1);
+    CHECK_ERROR(attnkit::Attention(Q, K, V, o, out), Err(ErrorCode::kOverflow).Name("Q"));
+    const Status s = attnkit::Attention(Q, K, V, o, out);
+    CHECK(s.parameter() == "Q");
+    CHECK(s.detail().find("scores") != std::string::npos);
+  });
+}
+
 }  // namespace
 }  // namespace attnkit_test

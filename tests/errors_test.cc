@@ -719,6 +719,46 @@ TEST_CASE("KVCache::Create and Append reject bad sizes and shapes", "[errors][kv
   CHECK_CLOSE(cache.Keys(1, 1), K.ToRef().Block(2, 2, 3, 3), kExact);
 }
 
+TEST_CASE("A Matrix from ragged rows is empty and every call given it names it",
+          "[errors][matrix]") {
+  // No row is padded or cut: rows of unequal length give 0 x 0 (matrix.h).
+  const attnkit::Matrix ragged = {{1, 2, 3}, {4}, {5, 6, 7, 8}};
+  CHECK(ragged.rows() == 0);
+  CHECK(ragged.cols() == 0);
+  CHECK(ragged.view().data == nullptr);
+  const attnkit::Matrix even = {{1, 2, 3}, {4, 5, 6}};
+  CHECK(even.rows() == 2);
+  CHECK(even.cols() == 3);
+  CHECK(even(1, 0) == 4.0f);
+  const TestMatrix K = Random(3, 3, 1), V = Random(3, 3, 2);
+  TestMatrix out(3, 3);
+  CHECK_ERROR(attnkit::Attention(ragged, K, V, AttentionOptions(), out),
+              Err(kInvalid).Name("Q").Num(0));
+  CHECK_ERROR(attnkit::Attention(K, ragged, V, AttentionOptions(), out),
+              Err(kInvalid).Or(kShape).Name("K"));
+  CHECK_ERROR(attnkit::MatMul(K, ragged, out), Err(kInvalid).Name("B"));
+}
+
+TEST_CASE("KVCache::Keys and Values out of range are empty views, refused by every call",
+          "[errors][kv_cache]") {
+  KVCache cache;
+  REQUIRE_OK(KVCache::Create(2, 2, 3, 4, 5, &cache));
+  REQUIRE_OK(cache.Append(Random(2, 6, 1), Random(2, 8, 2)));
+  for (auto [item, head] : {std::pair<size_t, size_t>{5, 9}, {2, 0}, {0, 2}}) {
+    INFO("item " << item << ", kv_head " << head);
+    for (const ConstMatrixView v : {cache.Keys(item, head), cache.Values(item, head)}) {
+      CHECK(v.data == nullptr);
+      CHECK(v.rows == 0);
+      CHECK(v.cols == 0);
+    }
+  }
+  CHECK(cache.Keys(1, 1).rows == 1);
+  const TestMatrix Q = Random(1, 3, 3);
+  TestMatrix out(1, 4);
+  CHECK_ERROR(attnkit::Attention(Q, cache.Keys(5, 9), cache.Values(0, 0), AttentionOptions(), out),
+              Err(kInvalid).Or(kShape).Name("K"));
+}
+
 TEST_CASE("AttendCached rejects too many new queries, mismatched heads and bad out",
           "[errors][kv_cache][attend]") {
   // batch 2, kvh 2, d_k 3, d_v 4, 3 tokens cached.

@@ -316,9 +316,9 @@ TEST_CASE("gpt: weights v2 carry d_ff and the vocabulary; version 1 still loads"
   m.set_vocabulary(vocabulary);
   std::vector<uint8_t> bytes;
   REQUIRE_OK(ExportWeights(m, &bytes));
-  // magic, version, 9 config words, vocabulary length + 5, count, floats, hash
-  CHECK(bytes.size() == 8 + 4 + 36 + 4 + 20 + 4 + 4 * m.params().Count() + 4);
-  CHECK(bytes[8] == 2);
+  // magic, version, 9 config words, vocabulary length + 5, trained steps, count, floats, hash
+  CHECK(bytes.size() == 8 + 4 + 36 + 4 + 20 + 4 + 4 + 4 * m.params().Count() + 4);
+  CHECK(bytes[8] == 3);
   CHECK(bytes[8 + 4 + 4 * 7] == 8);  // d_ff
   Model back;
   REQUIRE_OK(ImportWeights(bytes.data(), bytes.size(), &back));
@@ -388,10 +388,47 @@ TEST_CASE("gpt: weights v2 carry d_ff and the vocabulary; version 1 still loads"
   REQUIRE_OK(old.Forward(SmallBatch(), &a));
   REQUIRE_OK(loaded.Forward(SmallBatch(), &b));
   CHECK(a.loss == b.loss);
-  // Exported again it is a version 2 file.
+  // Exported again it is a version 3 file.
   REQUIRE_OK(ExportWeights(loaded, &again));
-  CHECK(again[8] == 2);
-  CHECK(again.size() == v1.size() + 8);  // d_ff and the vocabulary length
+  CHECK(again[8] == 3);
+  CHECK(again.size() == v1.size() + 12);  // d_ff, the vocabulary length, the trained steps
+}
+
+TEST_CASE("gpt: weights v3 carry the trained steps; version 2 loads with none", "[gpt]") {
+  ModelConfig c = SmallConfig(true, false, 8);
+  Trainer trainer;
+  REQUIRE_OK(trainer.Init(c, 5, AdamWConfig{}));
+  CHECK(trainer.model().trained_steps() == 0);
+  Metrics metrics;
+  for (int i = 0; i < 3; ++i) REQUIRE_OK(trainer.Step(SmallBatch(), &metrics));
+  CHECK(trainer.model().trained_steps() == 3);
+  std::vector<uint8_t> bytes;
+  REQUIRE_OK(ExportWeights(trainer.model(), &bytes));
+  const size_t steps_at = 8 + 4 + 36 + 4;  // after an empty vocabulary
+  CHECK(bytes[steps_at] == 3);
+  Model back;
+  REQUIRE_OK(ImportWeights(bytes.data(), bytes.size(), &back));
+  CHECK(back.trained_steps() == 3);
+  REQUIRE_OK(back.Init(c, 5));
+  CHECK(back.trained_steps() == 0);  // a new model has had no update
+  // The same file as version 2 wrote it: no trained steps.
+  std::vector<uint8_t> v2(bytes.begin(), bytes.begin() + steps_at);
+  v2[8] = 2;
+  v2.insert(v2.end(), bytes.begin() + steps_at + 4, bytes.end());
+  v2 = Rehash(v2);
+  Model old;
+  REQUIRE_OK(ImportWeights(v2.data(), v2.size(), &old));
+  CHECK(old.trained_steps() == 0);
+  Metrics a, b;
+  REQUIRE_OK(trainer.model().Forward(SmallBatch(), &a));
+  REQUIRE_OK(old.Forward(SmallBatch(), &b));
+  CHECK(a.loss == b.loss);
+  // Cut short after the vocabulary: named.
+  std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + steps_at + 2);
+  PutU32(&cut, 0);
+  const Status s = ImportWeights(cut.data(), cut.size(), &old);
+  CHECK(s.parameter() == "weights");
+  CHECK(s.detail().find("truncated") != std::string::npos);
 }
 
 // The logits of the last position of a full forward of `tokens`.

@@ -93,7 +93,7 @@ TEST_CASE("KVCache: appending past capacity is kCapacity and leaves the cache un
   const TestMatrix K1 = Random(batch * 3, kvh * d_k, 1), V1 = Random(batch * 3, kvh * d_v, 2);
   REQUIRE_OK(cache.Append(K1, V1));
   const TestMatrix K2 = Random(batch * 3, kvh * d_k, 3), V2 = Random(batch * 3, kvh * d_v, 4);
-  CHECK_ERROR(cache.Append(K2, V2), Err(ErrorCode::kCapacity).Name("capacity").Num(5));
+  CHECK_ERROR(cache.Append(K2, V2), Err(ErrorCode::kCapacity).Name("K_new").Num(5));
   CHECK(cache.size() == 3);
   CHECK(cache.capacity() == cap);
   CheckCacheHolds(cache, {&K1}, {&V1});
@@ -102,7 +102,7 @@ TEST_CASE("KVCache: appending past capacity is kCapacity and leaves the cache un
   REQUIRE_OK(cache.Append(K3, V3));
   CHECK(cache.size() == 5);
   const TestMatrix K4 = Random(batch, kvh * d_k, 7), V4 = Random(batch, kvh * d_v, 8);
-  CHECK_ERROR(cache.Append(K4, V4), Err(ErrorCode::kCapacity).Name("capacity").Num(5));
+  CHECK_ERROR(cache.Append(K4, V4), Err(ErrorCode::kCapacity).Name("K_new").Num(5));
   CHECK(cache.size() == 5);
   CheckCacheHolds(cache, {&K1, &K3}, {&V1, &V3});
 }
@@ -271,7 +271,7 @@ void CheckDecode(const DecodeCase& s, const std::vector<std::vector<size_t>>& sc
     const TestMatrix Xn = GatherSteps(X, s.batch, T, 0, 1, Layout::kContiguous);
     TestMatrix out(s.batch, out_cols);
     CHECK_ERROR(attnkit::MultiHeadDecode(Xn, w, cfg, DecodeOptions(), &cache, out),
-                Err(ErrorCode::kCapacity).Name("capacity"));
+                Err(ErrorCode::kCapacity).Name("X_new"));
     CHECK(cache.size() == T);
     CHECK_CLOSE(cache.Keys(s.batch - 1, s.kvh - 1),
                 Kref.Block((s.batch - 1) * T, T, (s.kvh - 1) * d_k, d_k), DotTol(d_model, 1, wi));
@@ -376,7 +376,7 @@ TEST_CASE("MultiHeadDecode with bad input leaves the cache unchanged and works a
     const TestMatrix bad = GatherSteps(X, batch, T, 0, 3, Layout::kContiguous);
     TestMatrix bad_out(batch * 3, h * d_v);
     CHECK_ERROR(attnkit::MultiHeadDecode(bad, w, cfg, DecodeOptions(), &cache, bad_out),
-                Err(ErrorCode::kCapacity).Name("capacity").Num(T));
+                Err(ErrorCode::kCapacity).Name("X_new").Num(T));
   }
   CHECK(cache.size() == 2);
   CHECK(CopyOf(cache.Keys(1, 1)).SameValues(keys_before));

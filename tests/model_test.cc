@@ -255,7 +255,8 @@ TEST_CASE("model: the weights file holds the parameters in Tensors() order", "[m
   REQUIRE_OK(m.Init(SmallConfig(true, false), 8));
   std::vector<uint8_t> bytes;
   REQUIRE_OK(ExportWeights(m, &bytes));
-  const size_t header = 8 + 4 + 11 * 4;  // version, 9 config words, vocabulary length 0, count
+  const size_t header = 8 + 4 + 12 * 4;  // version, 9 config words, vocabulary length 0,
+                                         // trained steps, count
   size_t at = header;
   for (const Matrix* t : m.params().Tensors()) {
     REQUIRE(at + t->size() * 4 <= bytes.size());
@@ -278,7 +279,7 @@ TEST_CASE("model: weights export and import round trip and corrupted files rejec
   REQUIRE_OK(m.Init(SmallConfig(true, false), 21));
   std::vector<uint8_t> bytes;
   REQUIRE_OK(ExportWeights(m, &bytes));
-  CHECK(bytes.size() == 8 + 48 + 4 * m.params().Count() + 4);
+  CHECK(bytes.size() == 8 + 52 + 4 * m.params().Count() + 4);
   CHECK(std::string(bytes.begin(), bytes.begin() + 8) == "ATKMODEL");
   Model back;
   REQUIRE_OK(ImportWeights(bytes.data(), bytes.size(), &back));
@@ -321,8 +322,8 @@ TEST_CASE("model: weights export and import round trip and corrupted files rejec
   f[0] = 'X';
   rejects(f, "magic");
   f = bytes;
-  f[8] = 3;
-  rejects(rehash(f), "version 3");
+  f[8] = 4;
+  rejects(rehash(f), "version 4");
   f = bytes;
   f[8 + 4 + 4 * 5] = 3;  // num_kv_heads 3 does not divide num_heads 2
   rejects(rehash(f), "num_kv_heads");
@@ -437,7 +438,8 @@ TEST_CASE("model: every bad configuration names its parameter", "[model]") {
   Model fresh;
   REQUIRE_OK(fresh.Init(c, 1));
   RequireNames(fresh.Backward(&grads), "model");
-  RequireNames(fresh.AttentionWeights(0, nullptr), "model");
+  Matrix weights;
+  RequireNames(fresh.AttentionWeights(0, &weights), "model");
   REQUIRE_OK(m.Forward(SmallBatch(), &metrics));
   Matrix w;
   RequireNames(m.AttentionWeights(2, &w), "layer");

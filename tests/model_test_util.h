@@ -24,6 +24,8 @@ inline void RequireNames(const attnkit::Status& s, const std::string& parameter)
   INFO(s.ToString());
   REQUIRE_FALSE(s.ok());
   CHECK(s.parameter() == parameter);
+  // No word doubled in ToString() (test_util.h's ErrorMismatch).
+  CHECK(attnkit_test::ErrorMismatch(s, attnkit_test::Err(s.code())).empty());
 }
 
 // 2 layers, 2 query heads sharing 1 K/V head of d_k 3, d_model 6, 5 tokens,

@@ -1,7 +1,10 @@
 // Kernels: MatMul, MatMulTransposed, MatMulTransposedA, ScaleScores (with softcap), SoftmaxRows,
 // and the SIMD target list, on every compiled target against the float64
 // reference.
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <iomanip>
 #include <set>
 #include <string>
@@ -18,12 +21,14 @@ using attnkit::targets::Available;
 using attnkit::targets::Current;
 using attnkit::targets::Name;
 
-TEST_CASE("targets: Available lists distinct named targets and ForceForTest switches dispatch",
+TEST_CASE("targets: Force switches dispatch to every target; Available and Current stay true",
           "[ops][targets]") {
   const std::vector<int64_t> targets = Available();
   REQUIRE(!targets.empty());
   std::set<int64_t> distinct(targets.begin(), targets.end());
   CHECK(distinct.size() == targets.size());
+  REQUIRE_OK(attnkit::targets::EnvironmentStatus());
+  REQUIRE(attnkit::targets::Forced() == 0);
   const int64_t normal = Current();
   INFO("normal dispatch target " << Name(normal));
   // With normal dispatch the best available target (listed first) is used.
@@ -32,17 +37,77 @@ TEST_CASE("targets: Available lists distinct named targets and ForceForTest swit
     REQUIRE(Name(t) != nullptr);
     INFO("target " << Name(t));
     CHECK(std::string(Name(t)).size() > 0);
-    {
-      ForcedTarget forced(t);
+    for (const bool by_name : {false, true}) {
+      INFO("by name " << by_name);
+      std::string lower = Name(t);
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      REQUIRE_OK(by_name ? attnkit::targets::ForceByName(lower.c_str())
+                         : attnkit::targets::Force(t));
       CHECK(Current() == t);
+      CHECK(attnkit::targets::Forced() == t);
+      // Every target is still listed while one is forced.
+      CHECK(Available() == targets);
       // A dispatched operation works on the forced target.
       TestMatrix A = FromRows({{1, 2}, {3, 4}}), B = FromRows({{5, 6}, {7, 8}}), C(2, 2);
       CHECK_OK(attnkit::MatMul(A, B, C));
       CHECK(C(0, 0) == 19.0f);
       CHECK(C(1, 1) == 50.0f);
+      REQUIRE_OK(attnkit::targets::Force(0));
+      CHECK(Current() == normal);
+      CHECK(attnkit::targets::Forced() == 0);
     }
-    CHECK(Current() == normal);
   }
+}
+
+TEST_CASE("targets: forcing a target not compiled or not supported is an error naming it",
+          "[ops][targets][errors]") {
+  const std::vector<int64_t> targets = Available();
+  // A bit of no available target, two targets at once, and a name no build
+  // has.
+  int64_t missing = 1;
+  while (std::find(targets.begin(), targets.end(), missing) != targets.end()) missing <<= 1;
+  CHECK_ERROR(attnkit::targets::Force(missing),
+              Err(ErrorCode::kInvalidArgument).Name("target").Name(Name(targets.front())));
+  if (targets.size() > 1) {
+    CHECK_ERROR(attnkit::targets::Force(targets[0] | targets[1]),
+                Err(ErrorCode::kInvalidArgument).Name("target"));
+  }
+  CHECK_ERROR(attnkit::targets::ForceByName("NEON_SVE9"),
+              Err(ErrorCode::kInvalidArgument).Name("name").Name("NEON_SVE9"));
+  CHECK_ERROR(attnkit::targets::ForceByName(nullptr),
+              Err(ErrorCode::kInvalidArgument).Name("name"));
+  // Dispatch is unchanged.
+  CHECK(attnkit::targets::Forced() == 0);
+  CHECK(Current() == targets.front());
+}
+
+TEST_CASE("targets: ATTNKIT_TARGET forces a target by name; a bad one is reported",
+          "[ops][targets]") {
+  const std::vector<int64_t> targets = Available();
+  struct Restore {
+    ~Restore() {
+      unsetenv("ATTNKIT_TARGET");
+      (void)attnkit::internal::ForceFromEnvironment();
+      attnkit::targets::ForceForTest(0);
+    }
+  } restore;
+  for (int64_t t : targets) {
+    INFO("target " << Name(t));
+    REQUIRE(setenv("ATTNKIT_TARGET", Name(t), 1) == 0);
+    REQUIRE_OK(attnkit::internal::ForceFromEnvironment());
+    CHECK(Current() == t);
+    CHECK_OK(attnkit::targets::EnvironmentStatus());
+    REQUIRE_OK(attnkit::targets::Force(0));
+  }
+  REQUIRE(setenv("ATTNKIT_TARGET", "NOT_A_TARGET", 1) == 0);
+  CHECK_ERROR(attnkit::internal::ForceFromEnvironment(),
+              Err(ErrorCode::kInvalidArgument).Name("ATTNKIT_TARGET").Name("NOT_A_TARGET"));
+  CHECK_ERROR(attnkit::targets::EnvironmentStatus(),
+              Err(ErrorCode::kInvalidArgument).Name("ATTNKIT_TARGET"));
+  CHECK(Current() == targets.front());
+  REQUIRE(setenv("ATTNKIT_TARGET", "", 1) == 0);
+  CHECK_OK(attnkit::internal::ForceFromEnvironment());
+  CHECK_OK(attnkit::targets::EnvironmentStatus());
 }
 
 TEST_CASE("MatMul matches the float64 reference on every target, sizes around lane counts",

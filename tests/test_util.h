@@ -415,6 +415,9 @@ inline std::string ErrorMismatch(const Status& s, const Expect& e) {
   // Bindings read the parameter and the detail apart, never parse the message.
   if (s.parameter().empty()) os << "no parameter; ";
   if (s.message() != s.parameter() + ": " + s.detail()) os << "message is not parameter: detail; ";
+  // No word doubled in ToString(): "capacity: capacity: ..." or "X: X: ...".
+  if (s.parameter() == CodeString(s.code())) os << "parameter repeats the code's name; ";
+  if (s.detail().rfind(s.parameter() + ":", 0) == 0) os << "detail repeats the parameter; ";
   bool code_ok = false;
   for (ErrorCode c : e.codes) code_ok |= (s.code() == c);
   if (!code_ok) {

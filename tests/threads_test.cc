@@ -6,6 +6,8 @@
 #include <thread>
 #include <vector>
 
+#include "src/core/plan.h"
+#include "src/core/validate.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -168,6 +170,30 @@ TEST_CASE("An overflow found on a worker thread is reported, and the pool keeps 
   const Status ok = Attention(Q, K, V, o, out);
   CHECK(ok.ok());
   CHECK(AllFinite(out));
+}
+
+TEST_CASE("A job below the pool's cut-off runs on the calling thread, a larger one on the pool",
+          "[threads]") {
+  ThreadPool pool(2);
+  CHECK(internal::PoolFor(&pool, internal::kPoolMinMultiplyAdds / 2) == nullptr);
+  CHECK(internal::PoolFor(&pool, internal::kPoolMinMultiplyAdds) == &pool);
+  CHECK(internal::PoolFor(nullptr, internal::kPoolMinMultiplyAdds * 4) == nullptr);
+  // One causal head of d 64: T = 128 (2 million multiply-adds) stays on the
+  // caller; T = 1024 (134 million) goes to the pool.
+  for (const size_t T : {size_t{128}, size_t{1024}}) {
+    INFO("T " << T);
+    const TestMatrix Q = Random(T, 64, 1), K = Random(T, 64, 2), V = Random(T, 64, 3);
+    TestMatrix out(T, 64);
+    AttentionOptions options;
+    options.causal = true;
+    options.pool = &pool;
+    internal::AttentionJob job;
+    job.pool = &pool;
+    job.heads.push_back(internal::OneHead(Q, K, V, options, out));
+    internal::AttentionPlan plan;
+    REQUIRE_OK(internal::PlanAttention(job, &plan));
+    CHECK(plan.pool == (T == 128 ? nullptr : &pool));
+  }
 }
 
 }  // namespace

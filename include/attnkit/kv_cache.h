@@ -36,7 +36,10 @@ class KVCache {
   Status Append(ConstMatrixView K_new, ConstMatrixView V_new);
 
   // The cached keys [size, d_k] / values [size, d_v] of one item and head.
-  // Views are valid until the next Append, Reset or Create.
+  // Views are valid until the next Append, Reset or Create. Out of range
+  // (item >= batch() or kv_head >= num_kv_heads()), and on an empty cache,
+  // the result is an empty view (data null, 0 x 0), which every operation
+  // refuses with a Status naming its parameter.
   ConstMatrixView Keys(size_t item, size_t kv_head) const;
   ConstMatrixView Values(size_t item, size_t kv_head) const;
 

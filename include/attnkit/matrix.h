@@ -88,7 +88,10 @@ class Matrix {
  public:
   Matrix() = default;
   Matrix(size_t rows, size_t cols) { Reset(rows, cols); }
-  // Matrix m = {{1, 2}, {3, 4}}; rows must have equal length.
+  // Matrix m = {{1, 2}, {3, 4}}. Rows of unequal length ({{1, 2, 3}, {4}})
+  // give an empty matrix (0 x 0), as a failed allocation does: no row is
+  // padded or cut, and every operation given it returns a Status naming the
+  // parameter ("expected a non-empty matrix, got shape [0, 0]").
   Matrix(std::initializer_list<std::initializer_list<float>> rows);
 
   // Copies any view into a new contiguous matrix (empty if out of memory).

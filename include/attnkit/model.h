@@ -63,8 +63,9 @@ constexpr size_t ModelConfig::*kConfigSizes[] = {
     &ModelConfig::d_k,        &ModelConfig::d_ff,
 };
 constexpr size_t kConfigWords = sizeof(kConfigSizes) / sizeof(kConfigSizes[0]) + 1;
+// `words` must not be null (no Status to report it).
 void ConfigToWords(const ModelConfig& config, uint32_t words[kConfigWords]);
-// Fails (naming "flags") only on unknown flag bits; the sizes are CheckConfig's.
+// Fails (naming "words") only on unknown flag bits; the sizes are CheckConfig's.
 Status ConfigFromWords(const uint32_t words[kConfigWords], ModelConfig* config);
 
 // Checks every field (a Status naming it: "vocab_size", "d_model", ...) and
@@ -195,8 +196,9 @@ class Model {
   // Results are bit-identical with any pool.
   void set_pool(ThreadPool* pool) { pool_ = pool; }
 
-  // Runs the model on the batch and keeps what Backward needs. logits
-  // (optional) receives [batch * seq_len, vocab_size].
+  // Runs the model on the batch and keeps what Backward needs. metrics
+  // (optional) receives its loss; logits (optional) receives [batch *
+  // seq_len, vocab_size].
   Status Forward(const Batch& batch, Metrics* metrics, Matrix* logits = nullptr);
   // Gradients of the last Forward's mean loss for every parameter; grads is
   // allocated to the parameters' shapes and overwritten. d_attention
@@ -222,11 +224,16 @@ class Model {
   // task models). When not empty its length is vocab_size.
   const std::vector<uint32_t>& vocabulary() const { return vocabulary_; }
   void set_vocabulary(std::vector<uint32_t> vocabulary) { vocabulary_ = std::move(vocabulary); }
+  // The optimiser updates the weights have had (TrainStep counts them; the
+  // weights file carries the count; Init sets 0).
+  uint32_t trained_steps() const { return trained_steps_; }
+  void set_trained_steps(uint32_t steps) { trained_steps_ = steps; }
 
  private:
   ModelConfig config_;
   Parameters params_;
   std::vector<uint32_t> vocabulary_;
+  uint32_t trained_steps_ = 0;
   ThreadPool* pool_ = nullptr;
   // The last forward: each block's activations (blocks_[l].input is layer
   // l's input, the embeddings for layer 0), the final norm's input and
@@ -279,8 +286,8 @@ class AdamW {
 
 // One training step of `model` on `batch`: forward (its metrics, before the
 // update), backward into *grads (shaped as the model's parameters) and one
-// update by *adam. Trainer::Step, and the JS bindings' trainers, which hold
-// the model apart from the optimiser.
+// update by *adam (metrics optional). Trainer::Step, and the JS bindings'
+// trainers, which hold the model apart from the optimiser.
 Status TrainStep(const Batch& batch, Model* model, Parameters* grads, AdamW* adam,
                  Metrics* metrics);
 
@@ -290,8 +297,8 @@ class Trainer {
   Status Init(const ModelConfig& config, uint64_t seed, const AdamWConfig& optimizer);
   Model& model() { return model_; }
   const Model& model() const { return model_; }
-  // Forward, backward and one AdamW update; metrics of the forward (before
-  // the update).
+  // Forward, backward and one AdamW update; metrics (optional) of the
+  // forward (before the update).
   Status Step(const Batch& batch, Metrics* metrics);
 
  private:
@@ -307,12 +314,13 @@ class Trainer {
 //                num_layers, num_heads, num_kv_heads, d_k, d_ff, flags)
 //   u32          vocabulary length (0 or vocab_size)
 //   u32 x length the vocabulary (Model::vocabulary)
+//   u32          trained steps (Model::trained_steps; from version 3)
 //   u32          parameter count (floats)
 //   f32 x count  the parameters in Parameters::Tensors() order, row-major
 //   u32          FNV-1a hash of every byte before it
 // Version 1 files (8 config words without d_ff, no vocabulary) still import,
-// as d_ff 0 with an empty vocabulary.
-constexpr uint32_t kWeightsVersion = 2;
+// as d_ff 0 with an empty vocabulary; version 2 (no trained steps) as 0 steps.
+constexpr uint32_t kWeightsVersion = 3;
 Status ExportWeights(const Model& model, std::vector<uint8_t>* bytes);
 // Checks magic, version, config (as CheckConfig), vocabulary length, size,
 // hash and that every value is finite; on success replaces *model's config,

@@ -43,17 +43,40 @@ Status ScaleScores(MatrixView x, float scale, float softcap);
 // are rejected.
 Status SoftmaxRows(MatrixView x);
 
-// Which SIMD targets this build compiled and the CPU supports, for tests and
-// benchmarks. In WebAssembly there is exactly one (static dispatch).
+// Which SIMD targets this build compiled and the CPU supports, and which one
+// public operations dispatch to: by default the best; a program (for
+// benchmarks, or to debug a result on another target) may force one. In
+// WebAssembly there is exactly one (static dispatch).
+//
+// The environment variable ATTNKIT_TARGET, read once when the library loads,
+// forces a target by name as ForceByName does ("AVX2", "sse4"; unset or empty:
+// the best). A name that is not available leaves dispatch normal, and
+// EnvironmentStatus() says why.
+//
+// Forcing applies to the whole process: not while other threads call
+// attnkit.
 namespace targets {
-// Highway target bits (HWY_AVX3, HWY_AVX2, ..., HWY_WASM), best first.
+// Highway target bits (HWY_AVX3, HWY_AVX2, ..., HWY_WASM) compiled into this
+// build and supported by this CPU, best first; the same while forced.
 std::vector<int64_t> Available();
 // "AVX3", "AVX2", "SSE4", "WASM", ...
 const char* Name(int64_t target);
-// The target that public operations currently dispatch to.
+// The target that public operations currently dispatch to (the forced one,
+// while forced).
 int64_t Current();
-// Restricts dispatch to `target` (0 restores normal dispatch). Natively this
-// calls hwy::SetSupportedTargetsForTest; in WebAssembly it is a no-op.
+// The forced target, or 0 when dispatch picks the best.
+int64_t Forced();
+// Dispatches every public operation to `target`, one of Available() (0: back
+// to the best). Errors: kInvalidArgument naming "target" if it is not one of
+// Available() (not compiled into this build, or not supported by this CPU);
+// dispatch is then unchanged.
+Status Force(int64_t target);
+// As Force, by name as Name gives it, in any case ("avx2"). Errors name "name".
+Status ForceByName(const char* name);
+// The result of reading ATTNKIT_TARGET: OK if unset, empty or available,
+// else the error ForceByName gave, naming "ATTNKIT_TARGET".
+Status EnvironmentStatus();
+// Force for tests, which force only targets of Available(): errors ignored.
 void ForceForTest(int64_t target);
 }  // namespace targets
 

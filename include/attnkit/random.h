@@ -32,6 +32,7 @@ class Rng {
 };
 
 // splitmix64: one step, also used to derive independent seeds from one seed.
+// `state` must not be null (no Status to report it).
 uint64_t SplitMix64(uint64_t* state);
 
 }  // namespace model

@@ -40,7 +40,8 @@ constexpr size_t kValidationDivisor = 10;
 // points; a Status naming `parameter` at the first invalid byte.
 Status DecodeUtf8(const char* data, size_t size, const char* parameter,
                   std::vector<uint32_t>* code_points);
-// Appends code point `c` (valid: at most U+10FFFF, not a surrogate) as UTF-8.
+// Appends code point `c` (valid: at most U+10FFFF, not a surrogate) as UTF-8;
+// `out` must not be null (no Status to report it).
 void AppendUtf8(uint32_t c, std::string* out);
 
 class Tokenizer {

@@ -131,6 +131,7 @@ void ModelVocabulary(uintptr_t h, uintptr_t out) {
   Words(out)[1] = v.size();
 }
 void ModelFree(uintptr_t h) { delete AsModel(h); }
+uint32_t ModelTrainedSteps(uintptr_t h) { return AsModel(h)->model.trained_steps(); }
 // Writes the resolved config (model::ConfigToWords) and the parameter count.
 void ModelInfo(uintptr_t h, uintptr_t out) {
   const Model& m = AsModel(h)->model;
@@ -333,6 +334,7 @@ EMSCRIPTEN_BINDINGS(attnkit_model) {
   function("modelSetVocabulary", &ModelSetVocabulary);
   function("modelVocabulary", &ModelVocabulary);
   function("modelInfo", &ModelInfo);
+  function("modelTrainedSteps", &ModelTrainedSteps);
   function("modelExport", &ModelExport);
   function("modelForward", &ModelForward);
   function("modelAttention", &ModelAttention);

@@ -1,5 +1,5 @@
-// attnkit: Embind bindings of the language model's text (src/model/text.h)
-// and generation (src/model/generate.h), beside model_bindings.cc. Texts come
+// attnkit: Embind bindings of the language model's text (include/attnkit/text.h)
+// and generation (include/attnkit/generate.h), beside model_bindings.cc. Texts come
 // in as UTF-8 bytes the JS layer wrote into wasm memory; results go out as
 // [address, count] words the JS layer copies. Tokenizers are stateless here
 // (their vocabulary comes with every call); datasets and samplers are handles.
@@ -7,6 +7,7 @@
 // model_bindings.cc's. Nothing here throws.
 #include <emscripten/bind.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -94,7 +95,8 @@ void TextClear() { Results() = TextResults(); }
 struct DatasetHandle {
   Tokenizer tokenizer;
   TextDataset data;
-  Batch batch;  // the last next / validationBatch
+  Batch batch;           // the last next / validationBatch
+  uint32_t unknown = 0;  // characters of the text outside a given vocabulary
 };
 DatasetHandle* AsDataset(uintptr_t h) { return reinterpret_cast<DatasetHandle*>(h); }
 
@@ -112,11 +114,20 @@ uintptr_t DatasetCreate(uintptr_t args) {
   c.seed = uint64_t(w[6]) << 32 | w[5];
   c.validation_windows = w[7];
   if (Report(h->data.Init(h->tokenizer, text, c)) != 0) return 0;
+  if (w[3]) {
+    // The text's characters the given vocabulary lacks (they became token 0);
+    // U+FFFD itself is the unknown token's own character.
+    std::vector<uint32_t> code_points;
+    if (Report(model::DecodeUtf8(text.data(), text.size(), "text", &code_points)) != 0) return 0;
+    const std::vector<uint32_t>& v = h->tokenizer.vocabulary();
+    for (uint32_t c : code_points)
+      h->unknown += c != v[0] && !std::binary_search(v.begin() + 1, v.end(), c);
+  }
   return reinterpret_cast<uintptr_t>(h.release());
 }
 void DatasetFree(uintptr_t h) { delete AsDataset(h); }
 // Writes [vocabulary address, count, train tokens, validation tokens,
-// validation windows].
+// validation windows, characters outside a given vocabulary].
 void DatasetInfo(uintptr_t h, uintptr_t out) {
   const DatasetHandle* d = AsDataset(h);
   uint32_t* o = Words(out);
@@ -125,6 +136,7 @@ void DatasetInfo(uintptr_t h, uintptr_t out) {
   o[2] = d->data.train_tokens();
   o[3] = d->data.validation_tokens();
   o[4] = d->data.validation_window_count();
+  o[5] = d->unknown;
 }
 // Writes [tokens address, targets address] of the batch (held until the next call).
 int DatasetNext(uintptr_t h, uint32_t batch, uintptr_t out) {

@@ -41,11 +41,13 @@ internal::KeptStages KeptStagesOf(AttentionTrace* trace) {
 }
 
 // Attention on given Q, K, V into `out`, or into trace->output when tracing.
-Status RunQKV(const char* source, ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
-              const AttentionOptions& options, size_t default_scale_dim, MatrixView out,
-              AttentionTrace* trace) {
+// An overflowed score names `source`, an overflowed output `values`.
+Status RunQKV(const char* source, const char* values, ConstMatrixView Q, ConstMatrixView K,
+              ConstMatrixView V, const AttentionOptions& options, size_t default_scale_dim,
+              MatrixView out, AttentionTrace* trace) {
   AttentionJob job;
   job.source = source;
+  job.values = values;
   ATTNKIT_RETURN_IF_ERROR(CheckOptions(options, Q.rows, K.rows, /*batched=*/false, 1, 1));
   job.params = ScoreParamsOf(options, default_scale_dim);
   job.pool = options.pool;
@@ -135,10 +137,9 @@ Status Attention(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                                         small_kernel)) {
       case internal::SmallResult::kOk:
         return Status::Ok();
-      case internal::SmallResult::kOverflow:
-        return internal::OverflowStatus("Q", "the scores and outputs");
-      case internal::SmallResult::kNonFiniteInput:
-        break;  // the checks below name the input
+      case internal::SmallResult::kOverflow:        // the general path judges the outputs
+      case internal::SmallResult::kNonFiniteInput:  // the checks below name the input
+        break;
     }
   }
   ATTNKIT_RETURN_IF_ERROR(CheckQKV(Q, K, V));
@@ -147,7 +148,7 @@ Status Attention(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
   for (auto [name, in] : {std::pair<const char*, ConstMatrixView>{"Q", Q}, {"K", K}, {"V", V}}) {
     ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, name, in));
   }
-  return RunQKV("Q", Q, K, V, options, Q.cols, out, nullptr);
+  return RunQKV("Q", "V", Q, K, V, options, Q.cols, out, nullptr);
 }
 
 Status SelfAttention(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrixView W_K,
@@ -167,22 +168,18 @@ Status ParameterFreeAttention(ConstMatrixView X, const AttentionOptions& options
       CheckShape("out", out, X.rows, X.cols, "T, the rows of X", "d_model, the columns of X"));
   ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, "X", X));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("X", X));
-  return RunQKV("X", X, X, X, options, X.cols, out, nullptr);
+  return RunQKV("X", "X", X, X, X, options, X.cols, out, nullptr);
 }
 
 Status TraceAttention(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrixView W_K,
                       ConstMatrixView W_V, const AttentionOptions& options, AttentionTrace* trace) {
-  if (trace == nullptr) {
-    return Status(ErrorCode::kInvalidArgument, "trace", "expected a pointer, got null");
-  }
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("trace", trace));
   return RunProjected({"X", "X"}, X, X, W_Q, W_K, W_V, options, MatrixView(), trace);
 }
 
 Status TraceAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                          const AttentionOptions& options, AttentionTrace* trace) {
-  if (trace == nullptr) {
-    return Status(ErrorCode::kInvalidArgument, "trace", "expected a pointer, got null");
-  }
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("trace", trace));
   ATTNKIT_RETURN_IF_ERROR(CheckQKV(Q, K, V));
   AttentionTrace t;
   ATTNKIT_RETURN_IF_ERROR(AllocateTraceScores("Q", Q.rows, K.rows, &t));
@@ -190,7 +187,7 @@ Status TraceAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V
   ATTNKIT_RETURN_IF_ERROR(AllocateCopy("Q", "Q [T_q, d_k]", Q, &t.Q));
   ATTNKIT_RETURN_IF_ERROR(AllocateCopy("K", "K [T_k, d_k]", K, &t.K));
   ATTNKIT_RETURN_IF_ERROR(AllocateCopy("V", "V [T_k, d_v]", V, &t.V));
-  ATTNKIT_RETURN_IF_ERROR(RunQKV("Q", t.Q, t.K, t.V, options, Q.cols, t.output.view(), &t));
+  ATTNKIT_RETURN_IF_ERROR(RunQKV("Q", "V", t.Q, t.K, t.V, options, Q.cols, t.output.view(), &t));
   *trace = std::move(t);
   return Status::Ok();
 }

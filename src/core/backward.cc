@@ -117,8 +117,8 @@ Status RunForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
     const internal::SmallResult result = internal::RunSmallAttention(
         internal::OneHead(Q, K, V, options, out, lse), internal::ScoreParamsOf(options, Q.cols),
         /*check_inputs=*/false, /*small_kernel=*/true);
+    // An overflow goes on to the job below, which judges the outputs.
     if (result == internal::SmallResult::kOk) return Status::Ok();
-    return internal::OverflowStatus("Q", "the scores and outputs");
   }
   internal::AttentionJob job;
   job.params = internal::ScoreParamsOf(options, Q.cols);
@@ -212,7 +212,8 @@ Status RunBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, Matr
   internal::GradTask task;
   task.params = internal::ScoreParamsOf(options, Q.cols);
   task.head = internal::OneHead(Q, K, V, options, O, lse);
-  task.pool = options.pool;
+  task.pool = internal::PoolFor(options.pool,
+                                internal::BackwardMultiplyAdds(Q.rows, K.rows, Q.cols, V.cols));
   task.dO = dO;
   task.dQ = dQ;
   task.dK = dK;
@@ -220,7 +221,7 @@ Status RunBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, Matr
   // Small calls reuse this thread's workspace: no allocation per call. The
   // smallest take the small backward, which needs no layout.
   float* small_workspace = SmallWorkspace();
-  const size_t threads = options.pool ? options.pool->num_threads() : 1;
+  const size_t threads = task.pool ? task.pool->num_threads() : 1;
   const uint64_t max_floats =
       std::numeric_limits<size_t>::max() / sizeof(float) / 2;  // room for size arithmetic
   FloatBuffer workspace;
@@ -256,10 +257,9 @@ Status AttentionForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixVie
                                         /*check_inputs=*/true, /*small_kernel=*/true)) {
       case internal::SmallResult::kOk:
         return Status::Ok();
-      case internal::SmallResult::kOverflow:
-        return internal::OverflowStatus("Q", "the scores and outputs");
-      case internal::SmallResult::kNonFiniteInput:
-        break;  // the checks below name the input
+      case internal::SmallResult::kOverflow:        // the job below judges the outputs
+      case internal::SmallResult::kNonFiniteInput:  // the checks below name the input
+        break;
     }
   }
   ATTNKIT_RETURN_IF_ERROR(CheckQKV(Q, K, V));
@@ -401,7 +401,9 @@ Status PrepareMultiTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
   const internal::Heads& heads = m.heads;
   const std::vector<internal::HeadTask> head_tasks = MultiHeadTasks(Q, K, V, O, lse, m, options);
   const size_t n = head_tasks.size();
-  const size_t threads = options.pool ? options.pool->num_threads() : 1;
+  ThreadPool* const pool = internal::PoolFor(
+      options.pool, double(n) * internal::BackwardMultiplyAdds(m.T_q, m.T_k, heads.d_k, heads.d_v));
+  const size_t threads = pool ? pool->num_threads() : 1;
   const size_t chunk = internal::GroupsInFlight(n / heads.group(), threads);
   const uint64_t max_floats = std::numeric_limits<size_t>::max() / sizeof(float) / 2;
   internal::GradLayout layout;
@@ -428,7 +430,7 @@ Status PrepareMultiTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
   job->chunk = chunk;
   job->shared = buffer->data();
   job->threads = buffer->data() + in_flight * layout.threads_at;
-  job->pool = options.pool;
+  job->pool = pool;
   return Status::Ok();
 }
 

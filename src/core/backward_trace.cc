@@ -135,16 +135,12 @@ Status ProjectionSteps(ConstMatrixView W_Q, ConstMatrixView W_K, ConstMatrixView
                                          t->dX, t->dW_Q, t->dW_K, t->dW_V);
 }
 
-Status NullTrace() {
-  return Status(ErrorCode::kInvalidArgument, "trace", "expected a pointer, got null");
-}
-
 }  // namespace
 
 Status TraceAttentionBackward(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrixView W_K,
                               ConstMatrixView W_V, ConstMatrixView dO,
                               const AttentionOptions& options, AttentionBackwardTrace* trace) {
-  if (trace == nullptr) return NullTrace();
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("trace", trace));
   // Built here and handed over only on success.
   AttentionBackwardTrace t;
   ATTNKIT_RETURN_IF_ERROR(TraceAttention(X, W_Q, W_K, W_V, options, &t.forward));
@@ -160,7 +156,7 @@ Status TraceAttentionBackward(ConstMatrixView X, ConstMatrixView W_Q, ConstMatri
 Status TraceAttentionBackwardQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                                  ConstMatrixView dO, const AttentionOptions& options,
                                  AttentionBackwardTrace* trace) {
-  if (trace == nullptr) return NullTrace();
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("trace", trace));
   AttentionBackwardTrace t;
   ATTNKIT_RETURN_IF_ERROR(TraceAttentionQKV(Q, K, V, options, &t.forward));
   ATTNKIT_RETURN_IF_ERROR(

@@ -7,7 +7,10 @@
 // steps-inl.h, the paths in trace-inl.h, flash-inl.h and decode-inl.h, the
 // driver in job-inl.h and the planner in plan.cc.
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <vector>
 
 #include "src/core/internal.h"
 #include "src/core/plan.h"
@@ -114,14 +117,63 @@ HWY_EXPORT(SmallAttentionT);
 #endif
 
 namespace internal {
+namespace {
+
+// ATTNKIT_TARGET, read once as the library loads: dispatch.cc is linked into
+// every program that calls attnkit.
+const Status kTargetFromEnvironment = ForceFromEnvironment();
+
+// A job whose heads read their V as given (no projection computes it, no
+// output projection reads the outputs): it can be run again on scaled values.
+bool ValuesGiven(const AttentionJob& job) {
+  return job.projections.empty() && !job.after_projections && job.output.W.empty();
+}
+
+// A head's output is sum_j p_j v_j / sum_j p_j with 0 < p_j <= 1: no larger
+// than max |v|, but its numerator can reach T_k max |v| and overflow on its
+// own. A job that overflowed is run again with every V [T_k, d_v] scaled by
+// 2^-e, 2^e >= 2 T_k (exact for normal floats: a power of two), and its
+// outputs scaled back by 2^e. If the rerun overflows, a score did (named
+// `source`); if scaling back does, an output did (named `values`).
+Status RerunWithScaledValues(const AttentionJob& job) {
+  size_t max_keys = 1;
+  for (const HeadTask& t : job.heads) max_keys = std::max(max_keys, t.V.rows);
+  int e = 1;
+  while ((size_t{1} << e) < 2 * max_keys) ++e;
+  const float down = std::ldexp(1.0f, -e), up = std::ldexp(1.0f, e);
+  AttentionJob scaled = job;
+  std::vector<Matrix> values(job.heads.size());
+  for (size_t h = 0; h < job.heads.size(); ++h) {
+    const ConstMatrixView V = job.heads[h].V;
+    ATTNKIT_RETURN_IF_ERROR(
+        Allocate(job.values, "V scaled [T_k, d_v]", V.rows, V.cols, &values[h]));
+    for (size_t r = 0; r < V.rows; ++r) {
+      for (size_t c = 0; c < V.cols; ++c) values[h](r, c) = V(r, c) * down;
+    }
+    scaled.heads[h].V = values[h].view();
+  }
+  AttentionPlan plan;
+  ATTNKIT_RETURN_IF_ERROR(PlanAttention(scaled, &plan));
+  if (!ATTNKIT_DISPATCH(RunAttentionJobT)(scaled, plan)) {
+    return OverflowStatus(job.source, "the scores");
+  }
+  for (const HeadTask& t : job.heads) {
+    for (size_t r = 0; r < t.out.rows; ++r) {
+      for (size_t c = 0; c < t.out.cols; ++c) t.out(r, c) *= up;
+    }
+    if (!ATTNKIT_DISPATCH(AllFiniteT)(t.out)) return OverflowStatus(job.values, "the outputs");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 Status RunAttentionJob(const AttentionJob& job) {
   AttentionPlan plan;
   ATTNKIT_RETURN_IF_ERROR(PlanAttention(job, &plan));
-  if (!ATTNKIT_DISPATCH(RunAttentionJobT)(job, plan)) {
-    return OverflowStatus(job.source, "the scores and outputs");
-  }
-  return Status::Ok();
+  if (ATTNKIT_DISPATCH(RunAttentionJobT)(job, plan)) return Status::Ok();
+  if (!ValuesGiven(job)) return OverflowStatus(job.source, "the scores and outputs");
+  return RerunWithScaledValues(job);
 }
 bool RunMatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) {
   return ATTNKIT_DISPATCH(MatMulT)(A, B, C, packed);

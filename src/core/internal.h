@@ -82,15 +82,43 @@ struct AttentionJob {
   KeepStage keep_stage = KeepStage::kNone;
   ThreadPool* pool = nullptr;  // null: the caller's thread only
   // The parameter an error of the job names (its scratch does not fit, or a
-  // result overflowed): the input the queries come from.
+  // score overflowed): the input the queries come from.
   const char* source = "Q";
+  // The parameter an output that overflows float names: the input the
+  // values come from.
+  const char* values = "V";
 };
 
 // Plans the job's tasks, allocates its scratch and runs it with one dispatch.
-// Errors: kOverflow if a result overflowed float (non-finite output from
-// finite inputs) or the scratch memory is not there; outputs are then
+// The outputs are judged, not the kernels' running sums: an output is a
+// weighted mean of V's rows, but the sums it divides can overflow where it
+// does not (see RunAttentionJob in dispatch.cc). Errors: kOverflow naming
+// `source` if a score overflowed float, `values` if an output did (from finite
+// inputs), or `source` if the scratch memory is not there; outputs are then
 // unspecified.
 Status RunAttentionJob(const AttentionJob& job);
+
+// The multiply-adds below which a call leaves its pool idle and runs on the
+// caller's thread: waking the workers and waiting for the last one costs
+// more than they save on less work (tasks of unequal size, as a causal
+// head's query blocks, save less than half). Measured with
+// bench/native/backward_ab.cc --pool: a pool of 2 against none, causal heads
+// of d 64 by T. Every split is fixed by the shapes, so the results are the
+// same either way.
+constexpr double kPoolMinMultiplyAdds = 1e8;
+// `pool`, or null (the caller's thread) for less work than that.
+inline ThreadPool* PoolFor(ThreadPool* pool, double multiply_adds) {
+  return multiply_adds < kPoolMinMultiplyAdds ? nullptr : pool;
+}
+// The multiply-adds of one head's forward: Q K^T and P V, T_q T_k (d_k + d_v)
+// (masks ignored). Its backward takes S, dP, dV, dQ and dK: T_q T_k (3 d_k +
+// 2 d_v).
+inline double ForwardMultiplyAdds(size_t T_q, size_t T_k, size_t d_k, size_t d_v) {
+  return double(T_q) * double(T_k) * double(d_k + d_v);
+}
+inline double BackwardMultiplyAdds(size_t T_q, size_t T_k, size_t d_k, size_t d_v) {
+  return double(T_q) * double(T_k) * double(3 * d_k + 2 * d_v);
+}
 
 // Calls fn(task, thread) for every task in [0, n): on the pool's threads, or
 // in order on the caller's thread (thread 0) without a pool, with one thread
@@ -134,6 +162,11 @@ Status RunProjectionBackward(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrix
 // same bit for bit.
 Status Product(ConstMatrixView A, ConstMatrixView B, MatrixView C, bool transposed,
                const char* source, const char* what, ThreadPool* pool = nullptr);
+// Forces the target named by the environment variable ATTNKIT_TARGET, if set
+// (targets.cc; ops.h): once when the library loads (dispatch.cc), again in
+// tests. Its result is also what targets::EnvironmentStatus() returns.
+Status ForceFromEnvironment();
+
 // *t = m^T, allocated (errors name `parameter` and `what`).
 Status Transpose(const char* parameter, const char* what, ConstMatrixView m, Matrix* t);
 

@@ -91,7 +91,7 @@ HWY_INLINE bool RunHeadTask(const internal::AttentionJob& job, const internal::A
 
 HWY_INLINE bool RunAttentionJobInline(const internal::AttentionJob& job,
                                       const internal::AttentionPlan& plan) {
-  if (!Project(job.pool, job.projections, plan.packed, plan.projection_work, plan.scratch,
+  if (!Project(plan.pool, job.projections, plan.packed, plan.projection_work, plan.scratch,
                plan.scratch_floats)) {
     return false;
   }
@@ -103,11 +103,11 @@ HWY_INLINE bool RunAttentionJobInline(const internal::AttentionJob& job,
   std::atomic<bool> ok{true};
   // Each thread's packed keys; one thread's on the stack (no allocation for
   // a small call).
-  const size_t threads = job.pool ? job.pool->num_threads() : 1;
+  const size_t threads = plan.pool ? plan.pool->num_threads() : 1;
   PackedKeys one;
   std::vector<PackedKeys> per_thread(threads > 1 ? threads : 0);
   PackedKeys* packed = threads > 1 ? per_thread.data() : &one;
-  internal::ParallelFor(job.pool, plan.head_work.size(), [&](size_t w, size_t thread) HWY_ATTR {
+  internal::ParallelFor(plan.pool, plan.head_work.size(), [&](size_t w, size_t thread) HWY_ATTR {
     if (!RunHeadTask(job, plan, plan.head_work[w], thread, &packed[thread])) {
       ok.store(false, std::memory_order_relaxed);
     }
@@ -120,7 +120,7 @@ HWY_INLINE bool RunAttentionJobInline(const internal::AttentionJob& job,
     if (!AllFiniteOnce(t.out)) return false;
   }
   if (job.output.W.empty()) return true;
-  return Project(job.pool, {job.output}, {plan.output_packed}, plan.output_work, plan.scratch,
+  return Project(plan.pool, {job.output}, {plan.output_packed}, plan.output_work, plan.scratch,
                  plan.scratch_floats);
 }
 

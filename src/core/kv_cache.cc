@@ -29,9 +29,11 @@ Status CheckCreated(const KVCache& cache) {
   return Status::Ok();
 }
 
-Status CheckRoom(const KVCache& cache, size_t T_new) {
+// The new tokens' input (`parameter`, T_new tokens per item) must fit in the
+// room left: the error names that input, as the signature does.
+Status CheckRoom(const char* parameter, const KVCache& cache, size_t T_new) {
   if (T_new > cache.capacity() - cache.size()) {
-    return Status(ErrorCode::kCapacity, "capacity",
+    return Status(ErrorCode::kCapacity, parameter,
                   "expected at most " + Str(cache.capacity()) + " cached tokens, got " +
                       Str(cache.size()) + " + " + Str(T_new) +
                       " new = " + Str(cache.size() + T_new));
@@ -43,9 +45,7 @@ Status CheckRoom(const KVCache& cache, size_t T_new) {
 
 Status KVCache::Create(size_t batch, size_t num_kv_heads, size_t d_k, size_t d_v, size_t capacity,
                        KVCache* cache) {
-  if (cache == nullptr) {
-    return Status(ErrorCode::kInvalidArgument, "cache", "expected a pointer, got null");
-  }
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("cache", cache));
   const std::pair<const char*, size_t> sizes[] = {{"batch", batch},
                                                   {"num_kv_heads", num_kv_heads},
                                                   {"d_k", d_k},
@@ -89,8 +89,7 @@ Status KVCache::Truncate(size_t size) {
 }
 
 Status KVCache::Clone(KVCache* copy) const {
-  if (copy == nullptr)
-    return Status(ErrorCode::kInvalidArgument, "copy", "expected a pointer, got null");
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("copy", copy));
   ATTNKIT_RETURN_IF_ERROR(CheckCreated(*this));
   KVCache c;
   ATTNKIT_RETURN_IF_ERROR(Create(batch_, num_kv_heads_, d_k_, d_v_, capacity_, &c));
@@ -130,7 +129,7 @@ Status KVCache::Append(ConstMatrixView K_new, ConstMatrixView V_new) {
                                      "num_kv_heads * d_v of the cache"));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("K_new", K_new));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("V_new", V_new));
-  ATTNKIT_RETURN_IF_ERROR(CheckRoom(*this, T_new));
+  ATTNKIT_RETURN_IF_ERROR(CheckRoom("K_new", *this, T_new));
   AppendUnchecked(K_new, V_new);
   return Status::Ok();
 }
@@ -217,6 +216,7 @@ Status AttendCached(ConstMatrixView Q_new, const KVCache& cache, size_t num_head
   ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, cache.batch()));
   internal::AttentionJob job;
   job.source = "Q_new";
+  job.values = "cache";
   ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, T_new, cache.size(), /*batched=*/true,
                                                  cache.batch(), num_heads));
   job.params = internal::ScoreParamsOf(options, cache.d_k());
@@ -228,9 +228,7 @@ Status AttendCached(ConstMatrixView Q_new, const KVCache& cache, size_t num_head
 Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
                        const HeadConfig& config, const AttentionOptions& options, KVCache* cache,
                        MatrixView out) {
-  if (cache == nullptr) {
-    return Status(ErrorCode::kInvalidArgument, "cache", "expected a pointer, got null");
-  }
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("cache", cache));
   ATTNKIT_RETURN_IF_ERROR(CheckCreated(*cache));
   ATTNKIT_RETURN_IF_ERROR(CheckView("X_new", X_new));
   Heads heads;
@@ -245,7 +243,7 @@ Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
                  weights.W_O.empty() ? "num_heads * d_v" : "the columns of W_O"));
   ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, "X_new", X_new));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("X_new", X_new));
-  ATTNKIT_RETURN_IF_ERROR(CheckRoom(*cache, T_new));
+  ATTNKIT_RETURN_IF_ERROR(CheckRoom("X_new", *cache, T_new));
   ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, cache->batch()));
   const size_t T_k = cache->size() + T_new;
   internal::AttentionJob job;

@@ -5,17 +5,16 @@
 namespace attnkit {
 
 Matrix::Matrix(std::initializer_list<std::initializer_list<float>> rows) {
-  // The shape is set by the first row: short rows are zero-padded, long rows
-  // truncated.
+  // Ragged rows leave the matrix empty (matrix.h).
   const size_t cols = rows.size() ? rows.begin()->size() : 0;
+  for (const auto& row : rows) {
+    if (row.size() != cols) return;
+  }
   if (!Reset(rows.size(), cols)) return;
   size_t r = 0;
   for (const auto& row : rows) {
     size_t c = 0;
-    for (float v : row) {
-      if (c < cols) (*this)(r, c) = v;
-      ++c;
-    }
+    for (float v : row) (*this)(r, c++) = v;
     ++r;
   }
 }

@@ -56,6 +56,7 @@ PanelMatrix PackPanels(ConstMatrixView W, size_t w, float* dst) {
 
 Status PackMultiHeadWeights(const MultiHeadWeights& weights, const HeadConfig& config,
                             PackedMultiHeadWeights* packed) {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("packed", packed));
   // d_model is the rows of W_Q, as the columns of X are for MultiHeadAttention.
   ATTNKIT_RETURN_IF_ERROR(internal::CheckView("W_Q", weights.W_Q));
   const size_t d_model = weights.W_Q.rows;

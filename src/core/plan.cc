@@ -159,7 +159,14 @@ Status PlanAttention(const AttentionJob& job, AttentionPlan* plan) {
   if (!job.output.W.empty()) {
     ATTNKIT_RETURN_IF_ERROR(PlanPacking(job, job.output, &shared, &output_at));
   }
-  const size_t threads = job.pool ? job.pool->num_threads() : 1;
+  double work = 0;
+  for (const HeadTask& t : job.heads)
+    work += ForwardMultiplyAdds(t.Q.rows, t.K.rows, t.Q.cols, t.V.cols);
+  for (const Projection& p : job.projections) work += double(p.src.rows) * p.src.cols * p.dst.cols;
+  if (!job.output.W.empty())
+    work += double(job.output.src.rows) * job.output.src.cols * job.output.dst.cols;
+  plan->pool = PoolFor(job.pool, work);
+  const size_t threads = plan->pool ? plan->pool->num_threads() : 1;
   size_t total;
   ATTNKIT_RETURN_IF_ERROR(
       CheckedProduct(job.source, "scratch per thread", floats, threads, &total));

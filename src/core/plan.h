@@ -192,6 +192,8 @@ struct AttentionPlan {
   // The split-K partial results [chunks, T_q, 2 + d_v] of every kSplitK head.
   float* partials = nullptr;
   FloatBuffer memory;  // scratch, partials and packed weights
+  // job.pool, or null when the job is too small to share (PoolFor).
+  ThreadPool* pool = nullptr;
 };
 
 // The backward's tiles (backward-inl.h): kGradQueryBlock queries (rows) by

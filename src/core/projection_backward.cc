@@ -18,6 +18,7 @@ namespace internal {
 
 Status Product(ConstMatrixView A, ConstMatrixView B, MatrixView C, bool transposed,
                const char* source, const char* what, ThreadPool* pool) {
+  pool = PoolFor(pool, double(A.rows) * A.cols * C.cols);
   const size_t threads = pool ? pool->num_threads() : 1;
   const size_t band = std::max<size_t>(8, (A.rows + threads - 1) / threads);
   const size_t bands = std::max<size_t>(1, (A.rows + band - 1) / band);

@@ -63,6 +63,10 @@ Status CheckedProduct(const char* parameter, const char* what, size_t a, size_t 
   return Status::Ok();
 }
 
+Status NullPointer(const char* parameter) {
+  return Status(ErrorCode::kInvalidArgument, parameter, "expected a pointer, got null");
+}
+
 template <typename T>
 Status CheckView(const char* name, MatrixViewT<T> v) {
   const std::string n(name);

@@ -35,6 +35,13 @@ inline Status CheckedProduct(const char* parameter, size_t a, size_t b, size_t* 
   return CheckedProduct(parameter, parameter, a, b, product);
 }
 
+// Every public pointer parameter that must not be null goes through this:
+// kInvalidArgument naming `parameter`, "expected a pointer, got null".
+Status NullPointer(const char* parameter);
+inline Status CheckPointer(const char* parameter, const void* p) {
+  return p != nullptr ? Status::Ok() : NullPointer(parameter);
+}
+
 // A usable view: non-null, rows and cols > 0, stride >= cols, size in range.
 template <typename T>
 Status CheckView(const char* name, MatrixViewT<T> v);

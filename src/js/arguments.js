@@ -2,7 +2,7 @@
 // batched shapes, ONNX extras) and sizing results, before anything crosses
 // into wasm. Every error names the JS parameter, what was expected and what
 // was given.
-import { describe, rangeError, typeError } from "./errors.js";
+import { AttnkitTypeError, describe, kindOf, rangeError, typeError } from "./errors.js";
 import {
   checkCount,
   checkKeys,
@@ -229,7 +229,16 @@ export function optionInputs(options) {
 /** W_Q, W_K, W_V (and W_O or null, `withOutput`) as matrices. */
 export function weightMats(weights, withOutput) {
   const names = withOutput ? ["W_Q", "W_K", "W_V", "W_O?"] : ["W_Q", "W_K", "W_V"];
-  if (!isObject(weights) || Array.isArray(weights)) {
+  const pack = packGiven(weights);
+  if (pack) {
+    throw new AttnkitTypeError(
+      `weights: expected an object {${names.join(", ")}} of plain weights, got ${pack}: ` +
+        "packed weights are taken only by multiHeadAttention, as packWeights() returned them " +
+        "(the same module's; a copy has no handle)",
+      { parameter: "weights" },
+    );
+  }
+  if (!isObject(weights) || Array.isArray(weights) || kindOf(weights)) {
     throw typeError("weights", `an object {${names.join(", ")}}`, weights);
   }
   checkKeys(
@@ -242,6 +251,18 @@ export function weightMats(weights, withOutput) {
     mats.push(weights.W_O !== undefined ? toMatrix("weights.W_O", weights.W_O) : null);
   }
   return mats;
+}
+
+// The fields of packed weights (PackedWeights): a copy of a pack has these only.
+const PACK_FIELDS = ["dModel", "dOut", "numHeads", "numKvHeads", "dK", "dV"];
+
+/** How `weights` is packed weights or a copy of them, else "". */
+export function packGiven(weights) {
+  if (kindOf(weights) === "PackedWeights") return "packed weights";
+  if (!isObject(weights) || Array.isArray(weights)) return "";
+  const keys = Object.keys(weights);
+  const copy = keys.length > 0 && keys.every((k) => PACK_FIELDS.includes(k));
+  return copy ? "a copy of packed weights (their fields, no handle)" : "";
 }
 
 /** A head config {numHeads, numKvHeads?, dK?, dV?}, with 0 for "derive". */
@@ -432,7 +453,20 @@ export function layoutOf(options) {
 export function qkvRows(layout, q, k, v, heads) {
   const mismatch = (name, expected, given) => rangeError(name, expected, given, "shape_mismatch");
   const h = heads.numHeads;
+  const qkv = [
+    ["Q", q],
+    ["K", k],
+    ["V", v],
+  ];
   if (layout === "bshd") {
+    for (const [name, t] of qkv) {
+      if (t.shape.length === 4) {
+        const expected =
+          '[batch, seq, heads * headDim] or [seq, heads * headDim] (layout "bshd", the default; ' +
+          'a [batch, heads, seq, headDim] tensor needs options.layout: "bhsd")';
+        throw mismatch(`${name}.shape`, expected, `[${t.shape.join(", ")}]`);
+      }
+    }
     const rq = asBatchRows("Q", q),
       rk = asBatchRows("K", k),
       rv = asBatchRows("V", v);
@@ -459,11 +493,7 @@ export function qkvRows(layout, q, k, v, heads) {
       },
     };
   }
-  for (const [name, t] of [
-    ["Q", q],
-    ["K", k],
-    ["V", v],
-  ]) {
+  for (const [name, t] of qkv) {
     if (t.shape.length !== 4) {
       const expected = "[batch, heads, seq, headDim] (layout bhsd)";
       throw mismatch(`${name}.shape`, expected, `[${t.shape.join(", ")}]`);

@@ -60,12 +60,14 @@ export type NumberArray = readonly number[] | NumericTypedArray;
 /**
  * What functions accept as a matrix: a {@link Matrix} (data may also be another
  * {@link NumberArray}), a tensor of rank 2 `{ data, shape: [rows, cols] }`, or an
- * Array of rows, each an Array of numbers or a typed array, such as `[[1, 2], [3, 4]]`.
+ * Array of rows, each an Array of numbers or a typed array, such as `[[1, 2], [3, 4]]`,
+ * or an onnxruntime or tfjs tensor of rank 2 ({@link ExternalTensor}).
  */
 export type MatrixLike =
   | { readonly data: NumberArray; readonly rows: number; readonly cols: number }
   | { readonly data: NumberArray; readonly shape: readonly [number, number] }
-  | readonly NumberArray[];
+  | readonly NumberArray[]
+  | ExternalTensor;
 
 /**
  * A boolean mask [T_q, T_k]: true / nonzero = may attend. `data` (or each row of
@@ -77,7 +79,8 @@ export type MaskLike =
       readonly rows: number;
       readonly cols: number;
     }
-  | readonly (readonly (number | boolean)[] | NumericTypedArray)[];
+  | readonly (readonly (number | boolean)[] | NumericTypedArray)[]
+  | ExternalTensor;
 
 /**
  * A mask of any shape ONNX Attention's attn_mask takes: a matrix [T_q, T_k], or a
@@ -511,23 +514,26 @@ export interface ModelConfig {
   maxSeqLen: number;
   dModel: number;
   /** 1 .. 8; default 1. */
-  numLayers?: number;
+  numLayers?: number | undefined;
   /** Default 1. */
-  numHeads?: number;
+  numHeads?: number | undefined;
   /** K/V heads (must divide numHeads); 0 or absent: numHeads. */
-  numKvHeads?: number;
+  numKvHeads?: number | undefined;
   /** Per-head width; 0 or absent: dModel / numHeads (which must divide). */
-  dK?: number;
+  dK?: number | undefined;
   /** 0 or absent: attention-only layers; > 0: GPT blocks with an MLP of this width (needs layerNorm). */
-  dFF?: number;
+  dFF?: number | undefined;
   /** Pre-norm LayerNorm per layer and before the unembedding; default false. */
-  layerNorm?: boolean;
+  layerNorm?: boolean | undefined;
   /** Scores scaled by 1/sqrt(dK); false: unscaled (the scale experiment). Default true. */
-  scaleBySqrtDk?: boolean;
+  scaleBySqrtDk?: boolean | undefined;
 }
 
 /** A config with every field resolved (numKvHeads and dK derived). */
-export type ResolvedModelConfig = Readonly<Required<ModelConfig>>;
+export type ResolvedModelConfig = Resolved<ModelConfig>;
+
+/** Every field of T given: read-only, none optional or undefined. */
+export type Resolved<T> = { readonly [K in keyof T]-?: Exclude<T[K], undefined> };
 
 /** The toy tasks (docs/model.md, "Tasks"). */
 export type TaskKind = "copy" | "reverse" | "sort" | "induction" | "majority";
@@ -552,6 +558,11 @@ export interface ModelBatch {
   seqLen: number;
   tokens: Int32Array | readonly number[];
   targets: Int32Array | readonly number[];
+  /**
+   * The tokens' vocabulary (a {@link TextDataset}'s batches carry it): a language
+   * model of another vocabulary refuses the batch ("batch.vocabulary").
+   */
+  vocabulary?: readonly string[] | undefined;
 }
 
 /** A batch made by a task generator (JS-owned arrays). */
@@ -679,6 +690,11 @@ export interface Model extends Record<DisposeSymbol, () => void> {
   readonly config: ResolvedModelConfig;
   /** Floats in all the weights. */
   readonly parameterCount: number;
+  /**
+   * Optimiser updates the weights have had, by every trainer (the weights file
+   * carries the count; 0 for a new model and for a file of version 2 or 1).
+   */
+  readonly trainedSteps: number;
   /** A language model's vocabulary (token id -> character), or null. */
   readonly vocabulary: readonly string[] | null;
   /** A language model's tokenizer (of its vocabulary), or null. */
@@ -686,7 +702,8 @@ export interface Model extends Record<DisposeSymbol, () => void> {
   /**
    * A language model's text after `prompt`: `options.length` characters, each
    * sampled through the KV cache with its logits and every layer's attention.
-   * Errors name "prompt", "options.temperature", "options.topK", "model" (no vocabulary).
+   * Errors name "prompt", "options.length" (above 65536), "options.temperature",
+   * "options.topK", "model" (no vocabulary).
    */
   generate(prompt: string, options?: GenerateOptions): Generated;
   /**
@@ -753,7 +770,7 @@ export interface TrainerOptions {
 /** Trains a model: one call into wasm per step. Call dispose() when done (the model stays). */
 export interface Trainer extends Record<DisposeSymbol, () => void> {
   readonly model: Model;
-  readonly options: Readonly<Required<TrainerOptions>>;
+  readonly options: Resolved<TrainerOptions>;
   /** Updates done so far. */
   readonly steps: number;
   /** Forward, backward and one AdamW update; the metrics of the forward (before the update). */
@@ -765,7 +782,7 @@ export interface Trainer extends Record<DisposeSymbol, () => void> {
 
 /** A seeded stream of a task's sequences. Call dispose() when done. */
 export interface TaskGenerator extends Record<DisposeSymbol, () => void> {
-  readonly task: Readonly<Required<TaskConfig>>;
+  readonly task: Resolved<TaskConfig>;
   /** The model's input length for the task. */
   readonly seqLen: number;
   /** The next `batch` sequences. */
@@ -814,6 +831,11 @@ export interface TextDataset extends Record<DisposeSymbol, () => void> {
   readonly trainTokens: number;
   readonly validationTokens: number;
   readonly validationWindows: number;
+  /**
+   * Characters of the text outside options.vocabulary (each became token 0, read
+   * back as "\uFFFD"); 0 without options.vocabulary.
+   */
+  readonly unknownCharacters: number;
   /** `batch` windows of the training part: inputs and next-character targets. */
   next(batch: number): TaskBatch;
   /** Validation windows first .. first + count - 1 as one batch. */
@@ -840,8 +862,16 @@ export interface SamplerOptions {
 
 /** Options of {@link Model.generate}. */
 export interface GenerateOptions extends SamplerOptions {
-  /** Characters to generate; default 100. */
+  /**
+   * Characters to generate, 1 .. 65536 (a longer text: {@link Model.sampler} and
+   * next() in a loop); default 100.
+   */
   length?: number | undefined;
+  /**
+   * Keep each character's logits and attention in `steps` (default true); false:
+   * `steps` is empty, so that a long text keeps only its characters.
+   */
+  steps?: boolean | undefined;
 }
 
 /** One generated character (JS-owned copies). */
@@ -863,6 +893,7 @@ export interface Generated {
   /** The generated characters (without the prompt). */
   text: string;
   tokens: Int32Data;
+  /** One per character; empty with options.steps false. */
   steps: GeneratedCharacter[];
 }
 
@@ -1103,9 +1134,15 @@ export interface AttnkitWithModel extends Attnkit {
   /** An AdamW trainer of `model`. */
   createTrainer(model: Model, options?: TrainerOptions): Trainer;
   /** A generator of the task's sequences from a seed (default 0). */
-  createTaskGenerator(task: TaskConfig, options?: { seed?: number | bigint }): TaskGenerator;
+  createTaskGenerator(
+    task: TaskConfig,
+    options?: { seed?: number | bigint | undefined },
+  ): TaskGenerator;
   /** `batch` sequences of the task from a fresh generator seeded with `seed`. */
-  makeBatch(task: TaskConfig, options: { batch: number; seed?: number | bigint }): TaskBatch;
+  makeBatch(
+    task: TaskConfig,
+    options: { batch: number; seed?: number | bigint | undefined },
+  ): TaskBatch;
   /** The model's input length for the task (copy, reverse, sort 2n; induction 2n + padding; majority n + 1). */
   taskSeqLen(task: TaskConfig): number;
   /** The smallest vocabulary the task needs (separator included). */

@@ -1,7 +1,14 @@
 // attnkit: turning what users pass (nested arrays, {data, rows, cols},
 // {data, shape}, options) into checked, flat typed arrays. No attention maths
 // here.
-import { AttnkitError, AttnkitTypeError, describe, rangeError, typeError } from "./errors.js";
+import {
+  AttnkitError,
+  AttnkitTypeError,
+  describe,
+  kindOf,
+  rangeError,
+  typeError,
+} from "./errors.js";
 import { fromExternal } from "./interop.js";
 
 const MAX_DIM = 2 ** 31 - 1;
@@ -9,7 +16,9 @@ const MAX_DIM = 2 ** 31 - 1;
 export const MAX_ELEMENTS = 2 ** 28;
 
 export function isObject(v) {
-  return v !== null && typeof v === "object";
+  // One of the package's own objects (a Model ...) is never an options or
+  // config object: its messages then name its kind.
+  return v !== null && typeof v === "object" && !kindOf(v);
 }
 
 /** Levenshtein distance, for "did you mean" hints. */

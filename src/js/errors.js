@@ -36,7 +36,20 @@ export class AttnkitTypeError extends TypeError {
 Object.defineProperty(AttnkitTypeError.prototype, BRAND, { value: true });
 Object.defineProperty(AttnkitTypeError.prototype, TYPE_BRAND, { value: true });
 
-/** A short description of a value for messages: "string \"abc\"", "array of 3", "null". */
+// The kind of every object the package gives out ("Model", "Trainer" ...), in
+// every module and every entry point's bundle (a registered symbol, not
+// enumerable: copies lack it). handles.js gives it.
+export const KIND = Symbol.for("attnkit.kind");
+
+/** The kind of one of the package's objects ("Trainer" ...), else undefined. */
+export function kindOf(value) {
+  return value != null && typeof value === "object" ? value[KIND] : undefined;
+}
+
+/** "a Trainer", "an AsyncModel": `kind` with its article. */
+export const withArticle = (kind) => `${/^[AEIOU]/.test(kind) ? "an" : "a"} ${kind}`;
+
+/** A short description of a value for messages: "string \"abc\"", "array of 3", "null", "a Trainer". */
 export function describe(value) {
   if (value === null) return "null";
   if (value === undefined) return "undefined";
@@ -48,6 +61,7 @@ export function describe(value) {
   if (value instanceof DataView) return `a DataView of ${value.byteLength} bytes`;
   if (ArrayBuffer.isView(value)) return `a ${value.constructor.name} of ${value.length}`;
   if (typeof value === "function") return "a function";
+  if (kindOf(value)) return withArticle(kindOf(value));
   return `an object with keys {${Object.keys(value).slice(0, 6).join(", ")}}`;
 }
 
@@ -97,6 +111,10 @@ const CORE_WORDS = [
 ];
 // The model layer's words besides (its config and options fields).
 const MODEL_WORDS = [
+  [
+    /^AttentionWeights needs a Forward first$/,
+    "expected a forward pass first (evaluate, inspect, a trainer's step or a dataset's validationLoss), got none",
+  ],
   [/\bd_model\b/g, "dModel"],
   [/\bvocab_size\b/g, "vocabSize"],
   [/\bmax_seq_len\b/g, "maxSeqLen"],

@@ -49,7 +49,7 @@ function checkBlock(cache, item, kvHead) {
  */
 export function defineKVCache(mem, module) {
   const M = mem.M;
-  const caches = handles(module, { cache: M.kvFree });
+  const caches = handles(module, { KVCache: M.kvFree });
 
   return class KVCache {
     constructor(config, handle = 0) {
@@ -63,7 +63,7 @@ export function defineKVCache(mem, module) {
         }
         Object.assign(this, { batch, numKvHeads, dK, dV, capacity });
       }
-      caches.track(this, "cache", handle);
+      caches.track(this, "KVCache", handle);
     }
     #live() {
       return caches.live(this, "KVCache", "cache");
@@ -93,6 +93,15 @@ export function defineKVCache(mem, module) {
       checkOptions(options);
       const q = cacheRows("Q", toTensor("Q", Q), this.batch);
       checkCount("numHeads", numHeads);
+      // The K/V heads are the cache's: numHeads is the one to fit them (the
+      // core's message would name the cache's numKvHeads).
+      if (numHeads % this.numKvHeads !== 0) {
+        throw rangeError(
+          "numHeads",
+          `a multiple of the cache's numKvHeads = ${this.numKvHeads}`,
+          `${numHeads}`,
+        );
+      }
       const [out] = mem.runWithOptions(
         [q],
         options,

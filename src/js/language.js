@@ -1,11 +1,12 @@
-// attnkit: the language model's text in JS (src/model/text.h, generate.h): a
+// attnkit: the language model's text in JS (include/attnkit/text.h, generate.h): a
 // character tokenizer, a dataset of seeded windows over a text with its
 // validation part, and sampling text from a model through the KV cache with
 // every layer's attention per character. Texts go to wasm as UTF-8; the core
 // checks and tokenizes them, so JS and C++ users get the same tokens.
-import { describe, rangeError, typeError } from "./errors.js";
+import { AttnkitTypeError, describe, rangeError, typeError } from "./errors.js";
 import { checkCount, checkKeys, isObject } from "./convert.js";
 import { bitsFloat, floatBits } from "./marshal.js";
+import { brand } from "./handles.js";
 
 // The core's limits (text.h): UTF-8 bytes of a text, distinct characters.
 export const MAX_TEXT_BYTES = 8 * 1024 * 1024;
@@ -17,6 +18,10 @@ export const UNKNOWN = "\uFFFD";
 const VALIDATION_CHUNK = 8;
 // Words of a call's argument block (model.js's ARG_BYTES).
 const ARG_BYTES = 128;
+// The most characters one model.generate call samples (with its steps, each
+// keeps its logits and every layer's attention): a longer text comes from a
+// sampler, one next() at a time.
+export const MAX_GENERATE_LENGTH = 65536;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: true });
@@ -52,6 +57,15 @@ export function vocabularyCodePoints(name, vocabulary) {
       throw typeError(`${name}[${i}]`, "a string of one character (one code point)", c);
     return code;
   });
+}
+
+/**
+ * Whether `model` (a Model) reads tokens of `vocabulary`: a language model's
+ * own vocabulary must be the same, character for character.
+ */
+export function readsVocabulary(model, vocabulary) {
+  const v = model.vocabulary;
+  return !v || (v.length === vocabulary.length && v.every((c, i) => c === vocabulary[i]));
 }
 
 /** Characters of code points (a vocabulary the core has checked). */
@@ -106,6 +120,7 @@ export function languageContext(ctx, seedWords) {
         unknownToken: { value: 0, enumerable: true },
       });
       this.#codes = codes;
+      brand(this, "Tokenizer");
     }
     #codes;
     /** The tokens of `text` (one per code point; characters outside the vocabulary are 0). */
@@ -124,7 +139,7 @@ export function languageContext(ctx, seedWords) {
     }
     /** The text of `tokens` (ids in 0 .. vocabSize - 1). */
     decode(tokens) {
-      const t = tokenArray("tokens", tokens);
+      const t = intArray("tokens", tokens);
       const base = call("tokens", { tokens: "tokens" }, [this.#codes, t], (args, [v, p]) => {
         M.HEAPU32.set([v, this.#codes.length, p, t.length], args >> 2);
         return M.tokenizerDecode(args);
@@ -184,7 +199,7 @@ export function languageContext(ctx, seedWords) {
       });
       try {
         M.datasetInfo(handle, base);
-        const [vocab, count, train, validation, validationWindows] = words(base, 5);
+        const [vocab, count, train, validation, validationWindows, unknown] = words(base, 6);
         const tokenizer = new Tokenizer(M.HEAPU32.slice(vocab >> 2, (vocab >> 2) + count));
         Object.defineProperties(this, {
           tokenizer: { value: tokenizer, enumerable: true },
@@ -194,11 +209,13 @@ export function languageContext(ctx, seedWords) {
           trainTokens: { value: train, enumerable: true },
           validationTokens: { value: validation, enumerable: true },
           validationWindows: { value: validationWindows, enumerable: true },
+          // The text's characters outside options.vocabulary (token 0, read as "\uFFFD").
+          unknownCharacters: { value: unknown, enumerable: true },
         });
       } finally {
         ctx.mem.trim();
       }
-      objects.track(this, "dataset", handle);
+      objects.track(this, "TextDataset", handle);
     }
     #batch(batch, fn) {
       const handle = objects.live(this, "TextDataset", "dataset");
@@ -211,6 +228,8 @@ export function languageContext(ctx, seedWords) {
         seqLen: this.seqLen,
         tokens: M.HEAP32.slice(tokens >> 2, (tokens >> 2) + n),
         targets: M.HEAP32.slice(targets >> 2, (targets >> 2) + n),
+        // The tokens' vocabulary: a model of another one refuses the batch.
+        vocabulary: this.vocabulary,
       };
     }
     /** `batch` windows at seeded random places in the training part (the stream goes on). */
@@ -235,12 +254,11 @@ export function languageContext(ctx, seedWords) {
     validationLoss(model) {
       const handle = objects.live(this, "TextDataset", "dataset");
       const modelHandle = objects.live(model, "Model", "model");
-      const v = model.vocabulary;
-      if (v && (v.length !== this.vocabSize || v.some((c, i) => c !== this.vocabulary[i]))) {
+      if (!readsVocabulary(model, this.vocabulary)) {
         throw rangeError(
           "model",
           `a model of this dataset's vocabulary (${this.vocabSize} characters)`,
-          `one of another vocabulary (${v.length} characters)`,
+          `one of another vocabulary (${model.vocabulary.length} characters)`,
         );
       }
       const at = ctx.scratch(0, "model");
@@ -307,30 +325,11 @@ export function languageContext(ctx, seedWords) {
           enumerable: true,
         },
       });
-      objects.track(this, "sampler", handle);
+      objects.track(this, "Sampler", handle);
     }
     /** The next character: its token, text, logits and each layer's attention over the context. */
     next() {
-      const handle = objects.live(this, "Sampler", "sampler");
-      objects.live(this.model, "Model", "sampler.model");
-      const at = ctx.scratch(0, "sampler");
-      M.HEAPU32.set([floatBits(this.options.temperature), this.options.topK], at >> 2);
-      if (M.samplerNext(handle, at) !== 0) ctx.fail(SAMPLE_NAMES);
-      const [token, text, size, logits, count, layers] = words(at + 8, 6);
-      const weights = [];
-      for (let l = 0; l < layers; ++l) {
-        const [ptr, rows, cols] = words(at + 32 + 12 * l, 3);
-        weights.push({
-          data: M.HEAPF32.slice(ptr >> 2, (ptr >> 2) + rows * cols),
-          shape: [rows, cols],
-        });
-      }
-      return {
-        token,
-        character: decoder.decode(M.HEAPU8.subarray(text, text + size)),
-        logits: M.HEAPF32.slice(logits >> 2, (logits >> 2) + count),
-        weights,
-      };
+      return sample(this, true);
     }
     dispose() {
       objects.dispose(this);
@@ -338,6 +337,32 @@ export function languageContext(ctx, seedWords) {
     [Symbol.dispose ?? Symbol.for("Symbol.dispose")]() {
       this.dispose();
     }
+  }
+
+  /** A sampler's next character: {token, character}, with its logits and weights if `full`. */
+  function sample(sampler, full) {
+    const handle = objects.live(sampler, "Sampler", "sampler");
+    objects.live(sampler.model, "Model", "sampler.model");
+    const at = ctx.scratch(0, "sampler");
+    M.HEAPU32.set([floatBits(sampler.options.temperature), sampler.options.topK], at >> 2);
+    if (M.samplerNext(handle, at) !== 0) ctx.fail(SAMPLE_NAMES);
+    const [token, text, size, logits, count, layers] = words(at + 8, 6);
+    const character = decoder.decode(M.HEAPU8.subarray(text, text + size));
+    if (!full) return { token, character };
+    const weights = [];
+    for (let l = 0; l < layers; ++l) {
+      const [ptr, rows, cols] = words(at + 32 + 12 * l, 3);
+      weights.push({
+        data: M.HEAPF32.slice(ptr >> 2, (ptr >> 2) + rows * cols),
+        shape: [rows, cols],
+      });
+    }
+    return {
+      token,
+      character,
+      logits: M.HEAPF32.slice(logits >> 2, (logits >> 2) + count),
+      weights,
+    };
   }
 
   return {
@@ -363,16 +388,27 @@ export function languageContext(ctx, seedWords) {
       const o = checkOptions(
         "options",
         options,
-        ["length", "temperature", "topK", "seed"],
-        "{length?, temperature?, topK?, seed?}",
+        ["length", "steps", "temperature", "topK", "seed"],
+        "{length?, steps?, temperature?, topK?, seed?}",
       );
       const length = o.length === undefined ? 100 : checkCount("options.length", o.length);
-      const { length: _, ...sampling } = o;
+      if (length > MAX_GENERATE_LENGTH) {
+        throw rangeError(
+          "options.length",
+          `at most ${MAX_GENERATE_LENGTH} characters per generate call (more: model.sampler() and next())`,
+          `${length}`,
+        );
+      }
+      if (o.steps !== undefined && typeof o.steps !== "boolean")
+        throw typeError("options.steps", "a boolean", o.steps);
+      const full = o.steps !== false;
+      const { length: _, steps: __, ...sampling } = o;
       const sampler = new Sampler(model, modelHandle, prompt, sampling);
       try {
-        const steps = Array.from({ length }, () => sampler.next());
+        const steps = Array.from({ length }, () => sample(sampler, full));
         const text = steps.map((s) => s.character).join("");
-        return { text, tokens: Int32Array.from(steps, (s) => s.token), steps };
+        const tokens = Int32Array.from(steps, (s) => s.token);
+        return { text, tokens, steps: full ? steps : [] };
       } finally {
         sampler.dispose();
       }
@@ -380,10 +416,16 @@ export function languageContext(ctx, seedWords) {
   };
 }
 
-/** An Int32Array of token ids, or an array of integers copied into one. */
-function tokenArray(name, v) {
+/**
+ * An Int32Array, or an array of integers copied into one; else an error naming
+ * `name` and, in an array, the first entry that is not a 32-bit integer.
+ */
+export function intArray(name, v) {
   if (v instanceof Int32Array) return v;
-  if (Array.isArray(v) && v.every((x) => Number.isInteger(x) && Math.abs(x) < 2 ** 31))
-    return Int32Array.from(v);
-  throw typeError(name, "an Int32Array (or an array of integers)", v);
+  const expected = "an Int32Array (or an array of integers)";
+  if (!Array.isArray(v)) throw typeError(name, expected, v);
+  const bad = v.findIndex((x) => !Number.isInteger(x) || Math.abs(x) >= 2 ** 31);
+  if (bad < 0) return Int32Array.from(v);
+  const got = `${describe(v[bad])} at entry ${bad}`;
+  throw new AttnkitTypeError(`${name}: expected ${expected}, got ${got}`, { parameter: name });
 }

@@ -5,6 +5,16 @@ import { checkCount, closestKey, editDistance, isObject } from "./convert.js";
 /** The most threads a load may ask for. */
 export const MAX_THREADS = 64;
 
+/** The options createAttnkit takes. */
+export const LOAD_OPTION_KEYS = Object.freeze([
+  "simd",
+  "threads",
+  "model",
+  "wasmPaths",
+  "wasmBinary",
+  "timeout",
+]);
+
 /**
  * The loader's options: { simd?: boolean, threads?: number, model?: boolean,
  * wasmPaths?: string | Record<string, string>, wasmBinary?: ArrayBuffer |
@@ -16,7 +26,7 @@ export const MAX_THREADS = 64;
  * SharedArrayBuffer is usable, i.e. Node or a cross-origin isolated page).
  */
 export function loaderVariant(options, env) {
-  const KEYS = ["simd", "threads", "model", "wasmPaths", "wasmBinary", "timeout"];
+  const KEYS = LOAD_OPTION_KEYS;
   const FILES = [
     "attnkit-simd.wasm",
     "attnkit-scalar.wasm",

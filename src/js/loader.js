@@ -124,7 +124,9 @@ function stopWorkers(M) {
  *   checkWorker(worker): resolves if the worker script can load, else rejects
  *     with an AttnkitError (Node: the file exists);
  *   watchWorker(w, onError): calls onError(event) if worker w fails to start;
- *   started(M): runs once a threads build has its workers.
+ *   started(M): runs once a threads build has its workers;
+ *   loaderFile(build): { name, where }: the build's loader file and its path
+ *     or URL (for the message when it does not load).
  */
 export function makeLoader(platform) {
   const loaded = new Map();
@@ -202,7 +204,18 @@ export function makeLoader(platform) {
       }
       (async () => {
         if (worker) await platform.checkWorker(worker);
-        const factory = await platform.builds[build]();
+        let factory;
+        try {
+          factory = await platform.builds[build]();
+        } catch (e) {
+          const file = platform.loaderFile(build);
+          throw loadFailed(
+            "options",
+            `expected the ${build} build's loader ${file.name} to load from ${file.where} ` +
+              "(it ships beside the entry point: a bundle or a copy of dist/ must keep it), got: " +
+              String(e?.message ?? e).split("\n")[0],
+          );
+        }
         if (failed) return;
         const ready = factory(args);
         if (worker) {

@@ -9,8 +9,9 @@ import { AttnkitError, describe, rangeError, typeError } from "./errors.js";
 import { checkCount, checkKeys, isObject } from "./convert.js";
 import { bitsFloat, floatBits } from "./marshal.js";
 import { handles } from "./handles.js";
-import { languageContext, vocabularyCodePoints } from "./language.js";
+import { intArray, readsVocabulary, languageContext, vocabularyCodePoints } from "./language.js";
 import { referenceLosses } from "./text-stats.js";
+import { MODEL_CALLS } from "./calls.js";
 
 export const TASK_KINDS = ["copy", "reverse", "sort", "induction", "majority"];
 // A config as the core's words (model::ConfigToWords in src/model): these
@@ -197,34 +198,34 @@ const LAYER_KEYS = {
 // Model.inspect's own parameters.
 const INSPECT_NAMES = { tokens: "tokens", targets: "targets" };
 
-/** An Int32Array, or an array of integers copied into one; else a TypeError naming `name`. */
-function intArray(name, v) {
-  if (v instanceof Int32Array) return v;
-  if (Array.isArray(v) && v.every((x) => Number.isInteger(x) && Math.abs(x) < 2 ** 31))
-    return Int32Array.from(v);
-  throw typeError(name, "an Int32Array (or an array of integers)", v);
-}
-
-/** A batch {batch, seqLen, tokens, targets}: its Int32Array token and target arrays. */
-function checkBatch(batch) {
+/**
+ * A batch {batch, seqLen, tokens, targets, vocabulary?} for `model`: its
+ * Int32Array token and target arrays. Every batch a model reads passes here;
+ * a dataset's batch carries its vocabulary, which must be the model's (the
+ * core checks each id against vocabSize).
+ */
+function checkBatch(batch, model) {
   checkObject(
     "batch",
     batch,
-    ["batch", "seqLen", "tokens", "targets"],
-    "{batch, seqLen, tokens, targets}",
+    ["batch", "seqLen", "tokens", "targets", "vocabulary"],
+    "{batch, seqLen, tokens, targets, vocabulary?}",
   );
-  const ints = (key) => {
-    const v = batch[key];
-    if (v instanceof Int32Array) return v;
-    if (Array.isArray(v) && v.every((x) => Number.isInteger(x) && Math.abs(x) < 2 ** 31))
-      return Int32Array.from(v);
-    throw typeError(`batch.${key}`, "an Int32Array (or an array of integers)", v);
-  };
+  if (batch.vocabulary !== undefined) {
+    vocabularyCodePoints("batch.vocabulary", batch.vocabulary);
+    if (!readsVocabulary(model, batch.vocabulary)) {
+      throw rangeError(
+        "batch.vocabulary",
+        `the model's vocabulary (${model.vocabulary.length} characters)`,
+        `another vocabulary (${batch.vocabulary.length} characters: a batch of another text's dataset)`,
+      );
+    }
+  }
   return {
     batch: checkCount("batch.batch", batch.batch, { allowZero: true }),
     seqLen: checkCount("batch.seqLen", batch.seqLen, { allowZero: true }),
-    tokens: ints("tokens"),
-    targets: ints("targets"),
+    tokens: intArray("batch.tokens", batch.tokens),
+    targets: intArray("batch.targets", batch.targets),
   };
 }
 
@@ -242,20 +243,6 @@ function readMetrics(M, at) {
   };
 }
 
-/** The functions of the model layer, in the order the d.ts lists them. */
-export const MODEL_METHODS = [
-  "createModel",
-  "loadModel",
-  "createTrainer",
-  "createTaskGenerator",
-  "makeBatch",
-  "taskSeqLen",
-  "taskMinVocab",
-  "createTokenizer",
-  "createTextDataset",
-  "referenceLosses",
-];
-
 /**
  * What the model layer's classes share over one module: its Marshal `mem`,
  * the handles of its objects, a scratch block for argument words, and the
@@ -264,11 +251,11 @@ export const MODEL_METHODS = [
 function modelContext(mem, module) {
   const M = mem.M;
   const objects = handles(module, {
-    model: M.modelFree,
-    trainer: M.trainerFree,
-    generator: M.generatorFree,
-    dataset: M.datasetFree,
-    sampler: M.samplerFree,
+    Model: M.modelFree,
+    Trainer: M.trainerFree,
+    TaskGenerator: M.generatorFree,
+    TextDataset: M.datasetFree,
+    Sampler: M.samplerFree,
   });
   return {
     M,
@@ -365,7 +352,11 @@ function defineModel(ctx, language) {
         tokenizer: { value: tokenizer, enumerable: true },
         vocabulary: { value: tokenizer ? tokenizer.vocabulary : null, enumerable: true },
       });
-      objects.track(this, "model", handle);
+      objects.track(this, "Model", handle);
+    }
+    /** Optimiser updates the weights have had (the weights file carries the count). */
+    get trainedSteps() {
+      return M.modelTrainedSteps(live(this));
     }
     /**
      * A sampler of text after `prompt` (the model's tokenizer encodes it),
@@ -385,13 +376,21 @@ function defineModel(ctx, language) {
     /** Runs the model on a batch (no update): its metrics; attentionWeights() then reads this pass. */
     evaluate(batch) {
       const handle = live(this);
-      const b = checkBatch(batch);
+      const b = checkBatch(batch, this);
       return ctx.withBatch(b, (args) => M.modelForward(handle, args));
     }
     /** The attention weights of `layer` (0-based) in the last forward: [batch, numHeads, T, T]. */
     attentionWeights(layer) {
       const handle = live(this);
       checkCount("layer", layer, { allowZero: true });
+      const { numLayers } = this.config;
+      if (layer >= numLayers) {
+        throw rangeError(
+          "layer",
+          `a layer index 0 .. ${numLayers - 1} (numLayers - 1)`,
+          `${layer}`,
+        );
+      }
       const at = ctx.scratch(0, "layer");
       if (M.modelAttention(handle, layer, at) !== 0) ctx.fail();
       const { data, rows, cols } = ctx.readMatrix(at);
@@ -497,6 +496,23 @@ function checkTrainerOptions(options) {
   };
 }
 
+/**
+ * Throws a refused trainer's Status with the options' numbers as the caller
+ * wrote them (the core prints floats as "-1.000000").
+ */
+function failWithOptions(ctx, options) {
+  try {
+    ctx.fail();
+  } catch (e) {
+    const key = e.parameter.replace(/^options\./, "");
+    const given = (name) => (typeof options[name] === "number" ? String(options[name]) : null);
+    e.message = e.message
+      .replace(/\b(learningRate) -?\d+\.\d+/, (m, name) => `${name} ${given(name) ?? m}`)
+      .replace(/got -?\d+\.\d+$/, (m) => (given(key) === null ? m : `got ${given(key)}`));
+    throw e;
+  }
+}
+
 /** The Trainer class over a model context. */
 function defineTrainer(ctx) {
   const { M, objects } = ctx;
@@ -516,12 +532,12 @@ function defineTrainer(ctx) {
         at >> 2,
       );
       const handle = M.trainerCreate(modelHandle, at);
-      if (!handle) ctx.fail();
+      if (!handle) failWithOptions(ctx, r);
       Object.defineProperties(this, {
         model: { value: model, enumerable: true },
         options: { value: Object.freeze(r), enumerable: true },
       });
-      objects.track(this, "trainer", handle);
+      objects.track(this, "Trainer", handle);
     }
     /** Updates done so far. */
     get steps() {
@@ -536,7 +552,7 @@ function defineTrainer(ctx) {
     step(batch) {
       const handle = objects.live(this, "Trainer", "trainer");
       const modelHandle = objects.live(this.model, "Model", "trainer.model");
-      const b = checkBatch(batch);
+      const b = checkBatch(batch, this.model);
       return ctx.withBatch(b, (args) => M.trainerStep(handle, modelHandle, args));
     }
     dispose() {
@@ -566,7 +582,7 @@ function defineTaskGenerator(ctx) {
         task: { value: Object.freeze({ kind, length, vocabSize, padding }), enumerable: true },
         seqLen: { value: seqLen, enumerable: true },
       });
-      objects.track(this, "generator", handle);
+      objects.track(this, "TaskGenerator", handle);
     }
     /** The next `batch` sequences of the generator's stream: {batch, seqLen, tokens, targets}. */
     next(batch) {
@@ -602,7 +618,7 @@ export function modelMethods(mem, module) {
   const M = mem.M;
   if (typeof M.modelCreate !== "function") {
     return Object.fromEntries(
-      MODEL_METHODS.map((name) => [
+      MODEL_CALLS.map((name) => [
         name,
         () => {
           throw new AttnkitError(
@@ -688,6 +704,9 @@ export function modelMethods(mem, module) {
     taskMinVocab: (task) => ctx.taskInfo(checkTask(task))[1],
     createTokenizer: (text) => language.createTokenizer(text),
     createTextDataset: (text, options) => new language.TextDataset(text, options),
-    referenceLosses: (dataset, text) => referenceLosses(dataset, text),
+    referenceLosses(dataset, text) {
+      ctx.objects.live(dataset, "TextDataset", "dataset");
+      return referenceLosses(dataset, text);
+    },
   };
 }

@@ -86,6 +86,10 @@ export function nodeLoader(entry, builds) {
       }
     },
     watchWorker: (w, onError) => w.on("error", onError),
+    loaderFile: (build) => {
+      const name = `attnkit-${build}.node.cjs`;
+      return { name, where: builtin("node:path").join(here(), name) };
+    },
     // The workers wait for work in Atomics.wait; they must not keep Node alive.
     started: (M) => {
       for (const w of [...M.PThread.runningWorkers, ...M.PThread.unusedWorkers]) w.unref();

@@ -2,19 +2,13 @@
 // wasm memory: a multi-head layer's W_Q, W_K, W_V and W_O, checked and packed
 // once by packWeights() for any number of multiHeadAttention calls, which then
 // copy no weights into wasm memory and neither check nor pack them again.
-import { AttnkitError, AttnkitTypeError } from "./errors.js";
+import { kindOf } from "./errors.js";
 import { handles } from "./handles.js";
-import { checkConfig, weightMats } from "./arguments.js";
+import { checkConfig, packGiven, weightMats } from "./arguments.js";
 import { headWords } from "./marshal.js";
 
-// Marks every pack of every module, so that a pack passed to another module's
-// call gets its own message.
-const PACK_BRAND = Symbol.for("attnkit.packedWeights");
-
-/** Whether `value` is packed weights (of any module). */
-export function isPackedWeights(value) {
-  return value != null && typeof value === "object" && value[PACK_BRAND] === true;
-}
+/** Whether `value` is packed weights (of any module) or a copy of them. */
+export const isPackedWeights = (value) => packGiven(value) !== "";
 
 /**
  * The PackedWeights class of one module: `mem` its Marshal, `module.alive()`
@@ -24,16 +18,10 @@ export function isPackedWeights(value) {
  */
 export function definePackedWeights(mem, module) {
   const M = mem.M;
-  const packs = handles(module, { packed: M.packedFree });
+  const packs = handles(module, { PackedWeights: M.packedFree });
 
   class PackedWeights {
     constructor(weights, config) {
-      if (isPackedWeights(weights)) {
-        throw new AttnkitTypeError(
-          "weights: expected an object {W_Q, W_K, W_V, W_O?} of plain weights, got packed weights",
-          { parameter: "weights" },
-        );
-      }
       const mats = weightMats(weights, true);
       const heads = checkConfig(config);
       let handle = 0;
@@ -55,8 +43,7 @@ export function definePackedWeights(mem, module) {
         dK,
         dV,
       });
-      Object.defineProperty(this, PACK_BRAND, { value: true });
-      packs.track(this, "packed", handle);
+      packs.track(this, "PackedWeights", handle);
       Object.freeze(this);
     }
     /** Frees the wasm memory; later calls with this pack throw "disposed". */
@@ -68,14 +55,9 @@ export function definePackedWeights(mem, module) {
     }
   }
 
+  /** The live handle of a pack of this module (a copy of one has none: weightMats says so). */
   function handleOf(weights) {
-    if (!(weights instanceof PackedWeights)) {
-      module.assertAlive();
-      throw new AttnkitError(
-        "weights: expected packed weights of this module (its packWeights()), got packed weights of another attnkit module",
-        { code: "invalid_argument", parameter: "weights" },
-      );
-    }
+    if (kindOf(weights) !== "PackedWeights") weightMats(weights, true);
     return packs.live(weights, "PackedWeights", "weights");
   }
 

@@ -14,8 +14,6 @@ const CHUNK = 16;
  * dataset's own text (it holds no copy of its training tokens in JS).
  */
 export function referenceLosses(dataset, text) {
-  if (dataset === null || typeof dataset !== "object" || typeof dataset.next !== "function")
-    throw typeError("dataset", "a TextDataset (createTextDataset)", dataset);
   if (typeof text !== "string") throw typeError("text", "a string (the dataset's text)", text);
   const V = dataset.vocabSize;
   const tokens = dataset.tokenizer.encode(text);

@@ -54,6 +54,10 @@ export function webLoader(entry, builds) {
     // The browser fetches the worker script itself; a failure is its error event.
     checkWorker: async () => {},
     watchWorker: (w, onError) => w.addEventListener("error", onError),
+    loaderFile: (build) => {
+      const name = `attnkit-${build}.mjs`;
+      return { name, where: besideThisModule(name) };
+    },
     started: () => {},
   });
 }

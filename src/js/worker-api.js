@@ -4,10 +4,13 @@
 // time in the order made, from one queue per worker; a call waiting in the
 // queue can be cancelled (an AbortSignal); a running one only by terminate().
 // Objects the worker holds (KV caches, models, trainers, task generators) come
-// back as proxies whose calls go through the same queue.
+// back as proxies whose calls go through the same queue. The module's calls and
+// those of each kind of held object are calls.js's.
 import { AttnkitError, typeError } from "./errors.js";
 import { checkKeys, isObject } from "./convert.js";
 import { isOrtTensor, isTfTensor } from "./interop.js";
+import { LOAD_OPTION_KEYS } from "./load-options.js";
+import { HELD_OBJECTS, MODULE_CALLS } from "./calls.js";
 import {
   FN,
   FROZEN,
@@ -24,32 +27,6 @@ import {
   transferable,
 } from "./worker-wire.js";
 
-const OPTION_KEYS = ["simd", "threads", "model", "wasmPaths", "wasmBinary", "timeout"];
-// The module's calls that copy their inputs into wasm memory and keep no
-// reference to them: their copied inputs go in the client's reused buffers
-// (BufferPool), which the worker sends back after the call.
-const POOLED_METHODS = new Set([
-  "attention",
-  "selfAttention",
-  "crossAttention",
-  "parameterFreeAttention",
-  "attentionForTraining",
-  "attentionBackward",
-  "selfAttentionBackward",
-  "multiHeadAttention",
-  "multiHeadAttentionQKV",
-  "multiHeadAttentionQKVForTraining",
-  "multiHeadAttentionQKVBackward",
-  "multiHeadAttentionBackward",
-  "trace",
-  "traceQKV",
-  "traceBackward",
-  "traceBackwardQKV",
-  "matmul",
-  "softmax",
-  "splitHeads",
-  "mergeHeads",
-]);
 // Arrays smaller than this go by structured clone, which is as fast for them.
 const POOL_MIN_BYTES = 4096;
 // The most bytes of buffers a client keeps for reuse.
@@ -101,7 +78,7 @@ function checkWorkerOptions(options) {
   if (!isObject(options) || Array.isArray(options)) {
     throw typeError("options", "an object of load and worker options", options);
   }
-  checkKeys("options", options, [...OPTION_KEYS, ...WORKER_KEYS], "option");
+  checkKeys("options", options, [...LOAD_OPTION_KEYS, ...WORKER_KEYS], "option");
   const { transfer = false, workerUrl, ...load } = options;
   if (typeof transfer !== "boolean") throw typeError("options.transfer", "a boolean", transfer);
   if (workerUrl !== undefined && typeof workerUrl !== "string" && !(workerUrl instanceof URL)) {
@@ -189,302 +166,333 @@ function aborted(signal) {
   );
 }
 
+/** `value` with each typed array of POOL_MIN_BYTES or more copied into a buffer of `pool`. */
+function copyPooled(value, job, pool) {
+  if (ArrayBuffer.isView(value)) {
+    if (value.byteLength < POOL_MIN_BYTES || value instanceof DataView) return value;
+    const buffer = pool.take(value.byteLength);
+    const copy = new value.constructor(buffer, 0, value.length);
+    copy.set(value);
+    job.pooled.push(buffer);
+    job.transfer.push(buffer);
+    return copy;
+  }
+  if (value === null || typeof value !== "object" || !isPlain(value)) return value;
+  if (Array.isArray(value)) return value.map((v) => copyPooled(v, job, pool));
+  const out = {};
+  for (const [k, v] of Object.entries(value)) out[k] = copyPooled(v, job, pool);
+  return out;
+}
+
 /**
- * createAttnkitWorker for one platform: `platform.spawn(url)` starts the worker
- * script (`url`: the caller's options.workerUrl or undefined for the default)
- * and returns { post(message, transfer), listen(onMessage, onFailure),
- * terminate(), busy(isBusy) }.
+ * A tensor of another library as it is sent (worker-wire.js), or undefined
+ * for any other value: an ort tensor with its element type and, on the CPU,
+ * its data (`encodeData` encodes it); a tfjs tensor with its data() started,
+ * awaited before the job is sent (job.pending, job.fill).
  */
-export function makeWorkerClient(platform) {
-  return async function createAttnkitWorker(options) {
-    const { load, transfer: transferByDefault, workerUrl } = checkWorkerOptions(options);
-    const worker = platform.spawn(workerUrl);
-    let nextId = 1;
-    let running = null; // the job the worker runs
-    const queue = []; // jobs not sent yet, in order
-    let ended = null; // the error every later call rejects with
-    const proxies = new Map(); // handle id -> WeakRef of its proxy
-    const handleIds = new WeakMap(); // proxy -> handle id
-    const pool = new BufferPool();
-    const states = new WeakMap(); // proxy -> its latest state
-    const registry =
+function encodeTensor(value, job, encodeData) {
+  if (isOrtTensor(value)) {
+    // Its data is read only on the CPU (a GPU tensor's getter throws); the
+    // worker's call checks the type and location as the synchronous one does.
+    const { type, dims, location } = value;
+    const onCpu = location === undefined || location === "cpu";
+    const data = onCpu ? encodeData(value.data) : null;
+    return { [ORT]: true, type, dims: dims.slice(), location, data };
+  }
+  if (isTfTensor(value)) {
+    const { dtype, isDisposed } = value;
+    const out = { [TF]: true, dtype, shape: value.shape.slice(), data: null, disposed: isDisposed };
+    if (isDisposed) return out; // the worker names it
+    job.pending.push(value.data());
+    job.fill.push((data) => (out.data = data));
+    return out;
+  }
+  return undefined;
+}
+
+/**
+ * The proxies of the objects the worker holds: one per handle id while the
+ * caller keeps it; a dropped proxy's object is forgotten by the worker.
+ */
+class HeldProxies {
+  constructor(client) {
+    this.client = client;
+    this.proxies = new Map(); // handle id -> WeakRef of its proxy
+    this.ids = new WeakMap(); // proxy -> handle id
+    this.states = new WeakMap(); // proxy -> its latest state
+    this.registry =
       typeof FinalizationRegistry === "function"
-        ? new FinalizationRegistry((id) => {
-            // A newer proxy of the same object (sent again since) keeps it.
-            if (ended || proxies.get(id)?.deref()) return;
-            proxies.delete(id);
-            worker.post({ op: "forget", target: id }, []);
-          })
+        ? new FinalizationRegistry((id) => this.dropped(id))
         : null;
+  }
 
-    function end(error) {
-      if (ended) return;
-      ended = error;
-      const jobs = running ? [running, ...queue] : [...queue];
-      running = null;
-      queue.length = 0;
-      for (const job of jobs) settle(job, () => job.reject(error));
-      worker.terminate();
-    }
+  /** The proxy of handle `id` was collected: the worker forgets its object. */
+  dropped(id) {
+    // A newer proxy of the same object (sent again since) keeps it.
+    if (this.client.ended || this.proxies.get(id)?.deref()) return;
+    this.proxies.delete(id);
+    this.client.worker.post({ op: "forget", target: id }, []);
+  }
 
-    worker.listen(
-      (message) => {
-        const job = running;
-        if (!job || message.id !== job.id) return;
-        running = null;
-        // The buffers the call's copied inputs went in, back for the next call.
-        if (message.spare) for (const b of message.spare) pool.give(b);
-        settle(job, () => {
-          if (!message.ok) return job.reject(errorFromWire(message.error));
-          if (message.state && job.self) states.set(job.self, decode(message.state, job));
-          job.resolve(decode(message.value, job));
-        });
-        pump();
-      },
-      (error) => end(error),
-    );
+  /** The handle id of `proxy`, or undefined for any other value. */
+  idOf(proxy) {
+    return this.ids.get(proxy);
+  }
 
-    function settle(job, fn) {
-      if (job.signal) job.signal.removeEventListener("abort", job.onAbort);
-      fn();
-    }
+  /** Records `state` (decoded) as the latest of `proxy`. */
+  setState(proxy, state) {
+    this.states.set(proxy, state);
+  }
 
-    /** The next queued job, sent once the worker is free. */
-    function pump() {
-      worker.busy(running !== null || queue.length > 0);
-      if (running || ended || queue.length === 0) return;
-      const job = queue.shift();
-      running = job;
-      if (job.pending.length === 0) {
-        try {
-          send(job);
-        } catch (e) {
-          running = null;
-          settle(job, () => job.reject(e));
-          pump();
-        }
-        return;
-      }
-      Promise.all(job.pending)
-        .then((values) => {
-          if (running !== job) return;
-          job.pending.forEach((p, i) => job.fill[i](values[i]));
-          send(job);
-        })
-        .catch((e) => {
-          if (running !== job) return;
-          running = null;
-          settle(job, () => job.reject(e));
-          pump();
-        });
-    }
-
-    /**
-     * Posts the job. Its pooled inputs are copied now, as it leaves the queue:
-     * the queue holds no copies, and the buffers the last call gave back are
-     * there to reuse.
-     */
-    function send(job) {
-      const message = { id: job.id, op: job.op, target: job.target, method: job.method };
-      const args = job.pool ? copyPooled(job.args, job) : job.args;
-      message[job.op === "load" ? "options" : "args"] = args;
-      if (job.pooled.length) message.pooled = job.pooled;
-      try {
-        try {
-          worker.post(message, job.transfer);
-        } catch (e) {
-          // A buffer that cannot move (e.g. a view of wasm memory): copied instead.
-          if (job.transfer.length === 0 || e?.name === "DataCloneError") throw e;
-          worker.post(message, []);
-        }
-      } catch (e) {
-        for (const b of job.pooled) pool.give(b);
-        if (e?.name !== "DataCloneError") throw e;
-        throw uncloneable(job.originals, e);
-      }
-    }
-
-    /** `value` with each typed array of POOL_MIN_BYTES or more copied into a pooled buffer. */
-    function copyPooled(value, job) {
-      if (ArrayBuffer.isView(value)) {
-        if (value.byteLength < POOL_MIN_BYTES || value instanceof DataView) return value;
-        const buffer = pool.take(value.byteLength);
-        const copy = new value.constructor(buffer, 0, value.length);
-        copy.set(value);
-        job.pooled.push(buffer);
-        job.transfer.push(buffer);
-        return copy;
-      }
-      if (value === null || typeof value !== "object" || !isPlain(value)) return value;
-      if (Array.isArray(value)) return value.map((v) => copyPooled(v, job));
-      const out = {};
-      for (const [k, v] of Object.entries(value)) out[k] = copyPooled(v, job);
-      return out;
-    }
-
-    /**
-     * Queues a call of `method` on the module (target 0) or a held object. The
-     * arguments are walked now (proxies as handles, ort tensors' data, tfjs
-     * tensors' data() started, awaited before sending); their arrays are read
-     * when the call is sent (copied or moved then).
-     */
-    function enqueue(op, target, method, args, callOptions, self) {
-      return new Promise((resolve, reject) => {
-        if (ended) return reject(ended);
-        const signal = callOptions?.signal;
-        if (signal?.aborted) return reject(aborted(signal));
-        const transfer = callOptions?.transfer ?? transferByDefault;
-        const job = { id: nextId++, op, target, method, self, resolve, reject, signal };
-        job.pending = [];
-        job.fill = [];
-        job.originals = args;
-        job.transfer = [];
-        // Copied inputs of a call that keeps none go in reused buffers (when sent).
-        job.pooled = [];
-        job.pool = !transfer && target === 0 && POOLED_METHODS.has(method);
-        try {
-          job.args = encode(args, job, transfer);
-        } catch (e) {
-          return reject(e);
-        }
-        if (signal) {
-          job.onAbort = () => {
-            const at = queue.indexOf(job);
-            if (at < 0) return; // running: its result still comes
-            queue.splice(at, 1);
-            reject(aborted(signal));
-            worker.busy(running !== null || queue.length > 0);
-          };
-          signal.addEventListener("abort", job.onAbort, { once: true });
-        }
-        queue.push(job);
-        pump();
-      });
-    }
-
-    /**
-     * The arguments as they are sent (worker-wire.js): proxies as handles, ort
-     * and tfjs tensors with their element type (the worker's call checks it),
-     * functions and symbols as stand-ins; with `transfer`, the typed arrays'
-     * buffers are listed to move (never a tfjs tensor's: tfjs keeps using it).
-     */
-    function encode(value, job, transfer) {
-      if (ArrayBuffer.isView(value)) {
-        // A detached array cannot be cloned: an empty one goes, which the worker names.
-        if (value.byteLength === 0) return new value.constructor(0);
-        const b = transfer && transferable(value);
-        if (b && !job.transfer.includes(b)) job.transfer.push(b);
+  /** The proxy of a held object: its properties from its latest state, its calls queued. */
+  proxyFor(handle, job) {
+    const id = handle[HANDLE];
+    const known = this.proxies.get(id)?.deref();
+    if (known) return known;
+    const proxy = this.makeProxy(id, Object.keys(HELD_OBJECTS[handle.kind]?.calls ?? {}));
+    const state = handle.state ?? {};
+    this.states.set(proxy, this.client.decode(state, job));
+    for (const key of Object.keys(state)) {
+      const get = () => {
+        const value = this.states.get(proxy)[key];
+        if (value instanceof Thrown) throw errorFromWire(value.error);
         return value;
-      }
-      // Functions and symbols cannot be cloned: stand-ins that the worker's checks name.
-      if (typeof value === "function") return { [FN]: value.name };
-      if (typeof value === "symbol") return { [SYM]: value.description };
-      if (value === null || typeof value !== "object") return value;
-      const id = handleIds.get(value);
-      if (id !== undefined) return { [HANDLE]: id };
-      // Another worker's proxy (or this module's): an object not held here.
-      if (value[PROXY] === true) return { [HANDLE]: 0 };
-      if (isOrtTensor(value)) {
-        // Its data is read only on the CPU (a GPU tensor's getter throws); the
-        // worker's call checks the type and location as the synchronous one does.
-        const { type, dims, location } = value;
-        const onCpu = location === undefined || location === "cpu";
-        const data = onCpu ? encode(value.data, job, transfer) : null;
-        return { [ORT]: true, type, dims: dims.slice(), location, data };
-      }
-      if (isTfTensor(value)) {
-        const { dtype, isDisposed } = value;
-        const out = {
-          [TF]: true,
-          dtype,
-          shape: value.shape.slice(),
-          data: null,
-          disposed: isDisposed,
-        };
-        if (isDisposed) return out; // the worker names it
-        job.pending.push(value.data());
-        job.fill.push((data) => (out.data = data));
-        return out;
-      }
-      if (Array.isArray(value)) return value.map((v) => encode(v, job, transfer));
-      if (!isPlain(value)) return value; // sent as structured clone takes it
-      const out = {};
-      for (const [k, v] of Object.entries(value)) out[k] = encode(v, job, transfer);
-      return out;
-    }
-
-    /** A result as the caller gets it: handles as proxies, outs in the caller's arrays. */
-    function decode(value, job) {
-      if (value === null || typeof value !== "object" || ArrayBuffer.isView(value)) return value;
-      if (Array.isArray(value)) return value.map((v) => decode(v, job));
-      if (FROZEN in value) return Object.freeze(decode(value[FROZEN], job));
-      if (THROWN in value) return new Thrown(value[THROWN]);
-      if (typeof value[HANDLE] === "number") return proxyFor(value, job);
-      if (Array.isArray(value[OUT])) {
-        let original = job.originals;
-        for (const key of value[OUT]) original = original?.[key];
-        if (ArrayBuffer.isView(original) && original.length === value.data.length) {
-          original.set(value.data);
-          return original;
-        }
-        return value.data; // the caller's array moved here and back: this is it now
-      }
-      const out = {};
-      for (const [k, v] of Object.entries(value)) out[k] = decode(v, job);
-      return out;
-    }
-
-    /** The proxy of a held object: its properties from its latest state, its calls queued. */
-    function proxyFor(handle, job) {
-      const id = handle[HANDLE];
-      const known = proxies.get(id)?.deref();
-      if (known) return known;
-      const proxy = makeProxy(id, handle.methods ?? []);
-      states.set(proxy, decode(handle.state ?? {}, job));
-      for (const key of Object.keys(handle.state ?? {})) {
-        const get = () => {
-          const value = states.get(proxy)[key];
-          if (value instanceof Thrown) throw errorFromWire(value.error);
-          return value;
-        };
-        Object.defineProperty(proxy, key, { get, enumerable: true });
-      }
-      Object.defineProperty(proxy, Symbol.toStringTag, { value: `Async${handle.kind}` });
-      proxies.set(id, new WeakRef(proxy));
-      handleIds.set(proxy, id);
-      registry?.register(proxy, id);
-      return proxy;
-    }
-
-    /** An object with `methods` queued on target `id`, and with(options) for per-call options. */
-    function makeProxy(id, methods) {
-      const proxy = {};
-      Object.defineProperty(proxy, PROXY, { value: true });
-      for (const method of methods) {
-        proxy[method] = (...args) => enqueue("call", id, method, args, undefined, proxy);
-      }
-      // The same calls with call options: a view whose calls pass them.
-      proxy.with = (options) => {
-        const o = checkCallOptions(options);
-        const view = Object.create(proxy);
-        const calls = {
-          with: { value: (more) => proxy.with({ ...o, ...checkCallOptions(more) }) },
-        };
-        for (const method of methods) {
-          if (id === 0 && method === "dispose") continue; // the module's own, which ends the worker
-          calls[method] = { value: (...args) => enqueue("call", id, method, args, o, proxy) };
-        }
-        return Object.defineProperties(view, calls);
       };
-      return proxy;
+      Object.defineProperty(proxy, key, { get, enumerable: true });
     }
+    Object.defineProperty(proxy, Symbol.toStringTag, { value: `Async${handle.kind}` });
+    this.proxies.set(id, new WeakRef(proxy));
+    this.ids.set(proxy, id);
+    this.registry?.register(proxy, id);
+    return proxy;
+  }
 
-    // The module: load, then its calls.
-    let info;
+  /** An object with `methods` queued on target `id`, and with(options) for per-call options. */
+  makeProxy(id, methods) {
+    const client = this.client;
+    const proxy = {};
+    Object.defineProperty(proxy, PROXY, { value: true });
+    for (const method of methods) {
+      proxy[method] = (...args) => client.enqueue("call", id, method, args, undefined, proxy);
+    }
+    // The same calls with call options: a view whose calls pass them.
+    proxy.with = (options) => {
+      const o = checkCallOptions(options);
+      const view = Object.create(proxy);
+      const calls = {
+        with: { value: (more) => proxy.with({ ...o, ...checkCallOptions(more) }) },
+      };
+      for (const method of methods) {
+        if (id === 0 && method === "dispose") continue; // the module's own, which ends the worker
+        calls[method] = { value: (...args) => client.enqueue("call", id, method, args, o, proxy) };
+      }
+      return Object.defineProperties(view, calls);
+    };
+    return proxy;
+  }
+}
+
+/**
+ * One worker's caller side: the queue of its calls (one runs at a time, in
+ * the order made), the buffers their copied inputs go in, the encoding of
+ * arguments and decoding of results, and the proxies of the objects it holds.
+ * `worker`: the platform's { post, listen, terminate, busy }.
+ */
+class WorkerClient {
+  constructor(worker, transferByDefault) {
+    this.worker = worker;
+    this.transferByDefault = transferByDefault;
+    this.nextId = 1;
+    this.running = null; // the job the worker runs
+    this.queue = []; // jobs not sent yet, in order
+    this.ended = null; // the error every later call rejects with
+    this.pool = new BufferPool();
+    this.held = new HeldProxies(this);
+    worker.listen(
+      (message) => this.receive(message),
+      (error) => this.end(error),
+    );
+  }
+
+  /** Rejects every job with `error` and ends the worker. */
+  end(error) {
+    if (this.ended) return;
+    this.ended = error;
+    const jobs = this.running ? [this.running, ...this.queue] : [...this.queue];
+    this.running = null;
+    this.queue.length = 0;
+    for (const job of jobs) settle(job, () => job.reject(error));
+    this.worker.terminate();
+  }
+
+  /** The worker's answer to the running job. */
+  receive(message) {
+    const job = this.running;
+    if (!job || message.id !== job.id) return;
+    this.running = null;
+    // The buffers the call's copied inputs went in, back for the next call.
+    if (message.spare) for (const b of message.spare) this.pool.give(b);
+    settle(job, () => {
+      if (!message.ok) return job.reject(errorFromWire(message.error));
+      if (message.state && job.self) this.held.setState(job.self, this.decode(message.state, job));
+      job.resolve(this.decode(message.value, job));
+    });
+    this.pump();
+  }
+
+  /** Tells the platform whether calls are running or waiting. */
+  markBusy() {
+    this.worker.busy(this.running !== null || this.queue.length > 0);
+  }
+
+  /** The next queued job, sent once the worker is free. */
+  pump() {
+    this.markBusy();
+    if (this.running || this.ended || this.queue.length === 0) return;
+    const job = this.queue.shift();
+    this.running = job;
+    const failed = (e) => {
+      this.running = null;
+      settle(job, () => job.reject(e));
+      this.pump();
+    };
+    if (job.pending.length === 0) {
+      try {
+        this.send(job);
+      } catch (e) {
+        failed(e);
+      }
+      return;
+    }
+    Promise.all(job.pending)
+      .then((values) => {
+        if (this.running !== job) return;
+        job.pending.forEach((p, i) => job.fill[i](values[i]));
+        this.send(job);
+      })
+      .catch((e) => {
+        if (this.running === job) failed(e);
+      });
+  }
+
+  /**
+   * Posts the job. Its pooled inputs are copied now, as it leaves the queue:
+   * the queue holds no copies, and the buffers the last call gave back are
+   * there to reuse.
+   */
+  send(job) {
+    const message = { id: job.id, op: job.op, target: job.target, method: job.method };
+    const args = job.pool ? copyPooled(job.args, job, this.pool) : job.args;
+    message[job.op === "load" ? "options" : "args"] = args;
+    if (job.pooled.length) message.pooled = job.pooled;
     try {
-      info = await enqueue("load", 0, "", load, undefined, null);
+      try {
+        this.worker.post(message, job.transfer);
+      } catch (e) {
+        // A buffer that cannot move (e.g. a view of wasm memory): copied instead.
+        if (job.transfer.length === 0 || e?.name === "DataCloneError") throw e;
+        this.worker.post(message, []);
+      }
     } catch (e) {
-      end(e);
+      for (const b of job.pooled) this.pool.give(b);
+      if (e?.name !== "DataCloneError") throw e;
+      throw uncloneable(job.originals, e);
+    }
+  }
+
+  /**
+   * Queues a call of `method` on the module (target 0) or a held object. The
+   * arguments are walked now (proxies as handles, ort tensors' data, tfjs
+   * tensors' data() started, awaited before sending); their arrays are read
+   * when the call is sent (copied or moved then).
+   */
+  enqueue(op, target, method, args, callOptions, self) {
+    return new Promise((resolve, reject) => {
+      if (this.ended) return reject(this.ended);
+      const signal = callOptions?.signal;
+      if (signal?.aborted) return reject(aborted(signal));
+      const transfer = callOptions?.transfer ?? this.transferByDefault;
+      const job = { id: this.nextId++, op, target, method, self, resolve, reject, signal };
+      job.pending = [];
+      job.fill = [];
+      job.originals = args;
+      job.transfer = [];
+      // Copied inputs of a call that keeps none go in reused buffers (when sent).
+      job.pooled = [];
+      job.pool = !transfer && target === 0 && MODULE_CALLS[method]?.pooled === true;
+      try {
+        job.args = this.encode(args, job, transfer);
+      } catch (e) {
+        return reject(e);
+      }
+      if (signal) {
+        job.onAbort = () => this.cancel(job);
+        signal.addEventListener("abort", job.onAbort, { once: true });
+      }
+      this.queue.push(job);
+      this.pump();
+    });
+  }
+
+  /** Takes `job` out of the queue, its signal aborted (a running job's result still comes). */
+  cancel(job) {
+    const at = this.queue.indexOf(job);
+    if (at < 0) return;
+    this.queue.splice(at, 1);
+    job.reject(aborted(job.signal));
+    this.markBusy();
+  }
+
+  /**
+   * The arguments as they are sent (worker-wire.js): proxies as handles, ort
+   * and tfjs tensors with their element type (the worker's call checks it),
+   * functions and symbols as stand-ins; with `transfer`, the typed arrays'
+   * buffers are listed to move (never a tfjs tensor's: tfjs keeps using it).
+   */
+  encode(value, job, transfer) {
+    if (ArrayBuffer.isView(value)) {
+      // A detached array cannot be cloned: an empty one goes, which the worker names.
+      if (value.byteLength === 0) return new value.constructor(0);
+      const b = transfer && transferable(value);
+      if (b && !job.transfer.includes(b)) job.transfer.push(b);
+      return value;
+    }
+    // Functions and symbols cannot be cloned: stand-ins that the worker's checks name.
+    if (typeof value === "function") return { [FN]: value.name };
+    if (typeof value === "symbol") return { [SYM]: value.description };
+    if (value === null || typeof value !== "object") return value;
+    const id = this.held.idOf(value);
+    if (id !== undefined) return { [HANDLE]: id };
+    // Another worker's proxy (or this module's): an object not held here.
+    if (value[PROXY] === true) return { [HANDLE]: 0 };
+    const tensor = encodeTensor(value, job, (data) => this.encode(data, job, transfer));
+    if (tensor !== undefined) return tensor;
+    if (Array.isArray(value)) return value.map((v) => this.encode(v, job, transfer));
+    if (!isPlain(value)) return value; // sent as structured clone takes it
+    const out = {};
+    for (const [k, v] of Object.entries(value)) out[k] = this.encode(v, job, transfer);
+    return out;
+  }
+
+  /** A result as the caller gets it: handles as proxies, outs in the caller's arrays. */
+  decode(value, job) {
+    if (value === null || typeof value !== "object" || ArrayBuffer.isView(value)) return value;
+    if (Array.isArray(value)) return value.map((v) => this.decode(v, job));
+    if (FROZEN in value) return Object.freeze(this.decode(value[FROZEN], job));
+    if (THROWN in value) return new Thrown(value[THROWN]);
+    if (typeof value[HANDLE] === "number") return this.held.proxyFor(value, job);
+    if (Array.isArray(value[OUT])) return decodeOut(value, job.originals);
+    const out = {};
+    for (const [k, v] of Object.entries(value)) out[k] = this.decode(v, job);
+    return out;
+  }
+
+  /** Loads the package in the worker with `load`: what the module holds but its calls. */
+  async load(load, workerUrl) {
+    try {
+      return await this.enqueue("load", 0, "", load, undefined, null);
+    } catch (e) {
+      this.end(e);
       // The worker script itself did not run: a load failure, as createAttnkit's.
       if (e.code !== "aborted") throw e;
       const parameter = workerUrl === undefined ? "options" : "options.workerUrl";
@@ -493,13 +501,17 @@ export function makeWorkerClient(platform) {
         { code: "load_failed", parameter },
       );
     }
-    const attn = makeProxy(0, info.methods);
-    Object.assign(attn, info.props);
+  }
+
+  /** The module's proxy: its calls, its properties `props`, dispose() and terminate(). */
+  moduleProxy(props) {
+    const attn = this.held.makeProxy(0, Object.keys(MODULE_CALLS));
+    Object.assign(attn, props);
     const dispose = attn.dispose;
     attn.dispose = async () => {
-      if (ended) return;
+      if (this.ended) return;
       await dispose();
-      end(
+      this.end(
         new AttnkitError(
           "attnkit: expected a live worker, got one that was disposed (call createAttnkitWorker() again)",
           { code: "disposed", parameter: "attnkit" },
@@ -507,19 +519,54 @@ export function makeWorkerClient(platform) {
       );
     };
     attn.terminate = () => {
-      if (ended) return;
-      end(
+      if (this.ended) return;
+      this.end(
         abortError(
           "terminate",
           "expected the call to finish, got the worker terminated (call createAttnkitWorker() again)",
         ),
       );
       // Later calls: as after dispose().
-      ended = new AttnkitError(
+      this.ended = new AttnkitError(
         "attnkit: expected a live worker, got one that was terminated (call createAttnkitWorker() again)",
         { code: "disposed", parameter: "attnkit" },
       );
     };
     return Object.freeze(attn);
+  }
+}
+
+/** Runs `fn` (which settles `job`), its abort listener removed. */
+function settle(job, fn) {
+  if (job.signal) job.signal.removeEventListener("abort", job.onAbort);
+  fn();
+}
+
+/**
+ * An out (worker-wire.js) as the caller gets it: written into the caller's
+ * array at its path in `originals`, or the array itself if that one moved.
+ */
+function decodeOut(value, originals) {
+  let original = originals;
+  for (const key of value[OUT]) original = original?.[key];
+  if (ArrayBuffer.isView(original) && original.length === value.data.length) {
+    original.set(value.data);
+    return original;
+  }
+  return value.data; // the caller's array moved here and back: this is it now
+}
+
+/**
+ * createAttnkitWorker for one platform: `platform.spawn(url)` starts the worker
+ * script (`url`: the caller's options.workerUrl or undefined for the default)
+ * and returns { post(message, transfer), listen(onMessage, onFailure),
+ * terminate(), busy(isBusy) }.
+ */
+export function makeWorkerClient(platform) {
+  return async function createAttnkitWorker(options) {
+    const { load, transfer, workerUrl } = checkWorkerOptions(options);
+    const client = new WorkerClient(platform.spawn(workerUrl), transfer);
+    const props = await client.load(load, workerUrl);
+    return client.moduleProxy(props);
   };
 }

@@ -1,8 +1,9 @@
 // attnkit's worker API: what crosses between the page (or Node's main thread)
 // and the worker that runs the package. Values go by structured clone; three
 // kinds of value are encoded on the way:
-//   a handle  { [HANDLE]: id, kind?, methods?, state? }  an object held in the
-//             worker (KVCache, Model, Trainer, TaskGenerator), proxied outside;
+//   a handle  { [HANDLE]: id, kind?, state? }  an object held in the worker
+//             (KVCache, Model, Trainer...: a kind of calls.js's HELD_OBJECTS),
+//             proxied outside with the calls the table lists for its kind;
 //   a tfjs tensor  { [TF]: true, dtype, shape, data }  its data read with data();
 //   an ort tensor  { [ORT]: true, type, dims, location, data }  data read on the
 //             CPU only (the worker's checks name a tensor on a GPU);

@@ -7,6 +7,7 @@
 #include "attnkit/attention.h"
 #include "attnkit/multihead.h"
 #include "attnkit/ops.h"
+#include "src/core/validate.h"
 #include "src/model/blocks.h"
 
 namespace attnkit {
@@ -89,6 +90,7 @@ Status Generator::Advance(size_t from) {
 }
 
 Status Generator::Next(const SampleOptions& options, GeneratedToken* out) {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("out", out));
   if (model_ == nullptr) {
     return Status(ErrorCode::kInvalidArgument, "generator", "not started (call Start first)");
   }

@@ -10,6 +10,7 @@
 #include "attnkit/multihead.h"
 #include "attnkit/ops.h"
 #include "attnkit/random.h"
+#include "src/core/validate.h"
 #include "src/model/blocks.h"
 
 namespace attnkit {
@@ -163,6 +164,7 @@ size_t Parameters::Count() const {
 }
 
 Status InitParameters(const ModelConfig& config, uint64_t seed, Parameters* params) {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("params", params));
   ModelConfig c;
   ATTNKIT_RETURN_IF_ERROR(CheckConfig(config, &c));
   ATTNKIT_RETURN_IF_ERROR(params->Allocate(c));
@@ -204,6 +206,7 @@ Status Model::Init(const ModelConfig& config, uint64_t seed) {
   config_ = c;
   params_ = std::move(p);
   vocabulary_.clear();
+  trained_steps_ = 0;
   have_forward_ = false;
   return Status::Ok();
 }
@@ -302,6 +305,7 @@ Status ZeroGradients(const ModelConfig& c, const Parameters& params, Parameters*
 }  // namespace
 
 Status Model::Backward(Parameters* grads, std::vector<Matrix>* d_attention) {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("grads", grads));
   if (!have_forward_)
     return Status(ErrorCode::kInvalidArgument, "model", "Backward needs a Forward first");
   const ModelConfig& c = config_;
@@ -328,6 +332,7 @@ Status Model::Backward(Parameters* grads, std::vector<Matrix>* d_attention) {
 }
 
 Status Model::AttentionWeights(size_t layer, Matrix* weights) const {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("weights", weights));
   if (!have_forward_) {
     return Status(ErrorCode::kInvalidArgument, "model", "AttentionWeights needs a Forward first");
   }
@@ -362,6 +367,7 @@ Status SplitColumns(ConstMatrixView m, size_t heads, size_t d, Matrix* out) {
 
 Status Model::Inspect(const std::vector<int32_t>& tokens, const std::vector<int32_t>* targets,
                       Inspection* out) {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("out", out));
   const ModelConfig& c = config_;
   const size_t T = tokens.size();
   if (T == 0 || T > c.max_seq_len) {

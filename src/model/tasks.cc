@@ -1,4 +1,5 @@
 #include "attnkit/tasks.h"
+#include "src/core/validate.h"
 
 #include <algorithm>
 #include <string>
@@ -157,6 +158,7 @@ void TaskGenerator::Sequence(int32_t* tokens, int32_t* targets) {
 }
 
 Status TaskGenerator::Next(size_t batch, Batch* out) {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("out", out));
   if (batch == 0) return Status(ErrorCode::kInvalidArgument, "batch", "must be >= 1, got 0");
   if (task_.vocab_size == 0) return Status(ErrorCode::kInvalidArgument, "task", "not initialised");
   const size_t T = TaskSeqLen(task_);

@@ -1,4 +1,5 @@
 #include "attnkit/text.h"
+#include "src/core/validate.h"
 
 #include <algorithm>
 #include <string>
@@ -36,6 +37,9 @@ Status CheckTextSize(size_t size) {
 
 Status DecodeUtf8(const char* data, size_t size, const char* parameter,
                   std::vector<uint32_t>* code_points) {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("parameter", parameter));
+  if (size != 0) ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("data", data));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("code_points", code_points));
   const auto* s = reinterpret_cast<const unsigned char*>(data);
   code_points->clear();
   code_points->reserve(size);
@@ -125,6 +129,7 @@ Status Tokenizer::Build(const std::string& text) {
 }
 
 Status Tokenizer::FromVocabulary(const std::vector<uint32_t>& vocabulary, const char* parameter) {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("parameter", parameter));
   if (vocabulary.size() < 2 || vocabulary.size() > kMaxCharacters + 1) {
     return Invalid(parameter, "expected 2 .. " + std::to_string(kMaxCharacters + 1) +
                                   " code points (U+FFFD, then the characters), got " +
@@ -154,6 +159,8 @@ int32_t Tokenizer::TokenOf(uint32_t c) const {
 
 Status Tokenizer::Encode(const std::string& text, std::vector<int32_t>* tokens,
                          const char* parameter) const {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("tokens", tokens));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("parameter", parameter));
   if (vocabulary_.empty()) return Invalid("tokenizer", "not built");
   if (text.size() > kMaxTextBytes) {
     return Invalid(parameter, "expected at most " + std::to_string(kMaxTextBytes) +
@@ -167,6 +174,8 @@ Status Tokenizer::Encode(const std::string& text, std::vector<int32_t>* tokens,
 }
 
 Status Tokenizer::Decode(const int32_t* tokens, size_t count, std::string* text) const {
+  if (count != 0) ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("tokens", tokens));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("text", text));
   if (vocabulary_.empty()) return Invalid("tokenizer", "not built");
   text->clear();
   for (size_t i = 0; i < count; ++i) {
@@ -225,6 +234,7 @@ void TextDataset::Window(size_t start, size_t row, Batch* out) const {
 }
 
 Status TextDataset::Next(size_t batch, Batch* out) {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("out", out));
   if (tokens_.empty()) return Invalid("dataset", "not initialised");
   if (batch < 1 || batch > 65536) {
     return Invalid("batch", "expected 1 .. 65536, got " + std::to_string(batch));
@@ -241,6 +251,7 @@ Status TextDataset::Next(size_t batch, Batch* out) {
 }
 
 Status TextDataset::ValidationBatch(size_t first, size_t count, Batch* out) const {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("out", out));
   if (first >= validation_starts_.size() || count < 1 ||
       count > validation_starts_.size() - first) {
     return Invalid("count", "expected validation windows within 0 .. " +
@@ -257,6 +268,8 @@ Status TextDataset::ValidationBatch(size_t first, size_t count, Batch* out) cons
 }
 
 Status TextDataset::ValidationLoss(Model* model, size_t chunk, float* loss) const {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("model", model));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("loss", loss));
   if (tokens_.empty()) return Invalid("dataset", "not initialised");
   const ModelConfig& c = model->config();
   if (c.vocab_size < vocabulary_.size() || c.max_seq_len < config_.seq_len) {

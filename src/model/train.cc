@@ -5,6 +5,7 @@
 #include <string>
 
 #include "attnkit/model.h"
+#include "src/core/validate.h"
 #include "src/model/kernels.h"
 
 namespace attnkit {
@@ -86,6 +87,7 @@ float AdamW::LearningRate(size_t step) const {
 }
 
 Status AdamW::Step(const Parameters& grads, Parameters* params) {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("params", params));
   std::vector<Matrix*> p = params->Tensors(), m = m_.Tensors(), v = v_.Tensors();
   std::vector<const Matrix*> g = grads.Tensors();
   const std::vector<std::string> names = params->Names();
@@ -135,9 +137,14 @@ Status Trainer::Init(const ModelConfig& config, uint64_t seed, const AdamWConfig
 
 Status TrainStep(const Batch& batch, Model* model, Parameters* grads, AdamW* adam,
                  Metrics* metrics) {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("model", model));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("grads", grads));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("adam", adam));
   ATTNKIT_RETURN_IF_ERROR(model->Forward(batch, metrics));
   ATTNKIT_RETURN_IF_ERROR(model->Backward(grads));
-  return adam->Step(*grads, &model->params());
+  ATTNKIT_RETURN_IF_ERROR(adam->Step(*grads, &model->params()));
+  model->set_trained_steps(model->trained_steps() + 1);
+  return Status::Ok();
 }
 
 Status Trainer::Step(const Batch& batch, Metrics* metrics) {
@@ -158,8 +165,9 @@ uint32_t Fnv1a(const uint8_t* data, size_t size) {
   return h;
 }
 
-void PutU32(std::vector<uint8_t>* out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out->push_back(uint8_t(v >> (8 * i)));
+// Writes v little-endian at *at and moves *at past it.
+void PutU32(uint8_t** at, uint32_t v) {
+  for (int i = 0; i < 4; ++i) *(*at)++ = uint8_t(v >> (8 * i));
 }
 
 uint32_t GetU32(const uint8_t* p) {
@@ -179,11 +187,14 @@ void ConfigToWords(const ModelConfig& c, uint32_t words[kConfigWords]) {
 }
 
 Status ConfigFromWords(const uint32_t words[kConfigWords], ModelConfig* c) {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("words", words));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("config", c));
   size_t i = 0;
   for (size_t ModelConfig::*size : kConfigSizes) c->*size = words[i++];
   const uint32_t flags = words[i];
   if (flags & ~3u) {
-    return Status(ErrorCode::kInvalidArgument, "flags", "unknown flags " + std::to_string(flags));
+    return Status(ErrorCode::kInvalidArgument, "words",
+                  "expected flags 0 .. 3 in the last word, got " + std::to_string(flags));
   }
   c->layer_norm = flags & 1u;
   c->scale_by_sqrt_dk = flags & 2u;
@@ -191,34 +202,43 @@ Status ConfigFromWords(const uint32_t words[kConfigWords], ModelConfig* c) {
 }
 
 Status ExportWeights(const Model& model, std::vector<uint8_t>* bytes) {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("bytes", bytes));
   const ModelConfig& c = model.config();
   const Parameters& p = model.params();
   if (p.layers.empty()) return Status(ErrorCode::kInvalidArgument, "model", "not initialised");
   const std::vector<uint32_t>& vocabulary = model.vocabulary();
   const size_t count = p.Count();
-  bytes->clear();
-  bytes->reserve(8 + 4 * (3 + kConfigWords + vocabulary.size() + count));
-  bytes->insert(bytes->end(), kMagic, kMagic + 8);
-  PutU32(bytes, kWeightsVersion);
+  // The file's size is known up front: sized once, then written in place (a
+  // vector grown byte by byte after clear() misleads g++'s bounds warnings).
+  // Words: version, config, vocabulary size and entries, trained steps,
+  // parameter count, parameters, hash.
+  const size_t words_total = 1 + kConfigWords + 1 + vocabulary.size() + 1 + 1 + count + 1;
+  bytes->assign(8 + 4 * words_total, 0);
+  uint8_t* at = bytes->data();
+  std::memcpy(at, kMagic, 8);
+  at += 8;
+  PutU32(&at, kWeightsVersion);
   uint32_t words[kConfigWords];
   ConfigToWords(c, words);
-  for (uint32_t w : words) PutU32(bytes, w);
-  PutU32(bytes, uint32_t(vocabulary.size()));
-  for (uint32_t v : vocabulary) PutU32(bytes, v);
-  PutU32(bytes, uint32_t(count));
+  for (uint32_t w : words) PutU32(&at, w);
+  PutU32(&at, uint32_t(vocabulary.size()));
+  for (uint32_t v : vocabulary) PutU32(&at, v);
+  PutU32(&at, model.trained_steps());
+  PutU32(&at, uint32_t(count));
   for (const Matrix* t : p.Tensors()) {
     for (size_t k = 0; k < t->size(); ++k) {
       uint32_t u;
       std::memcpy(&u, t->data() + k, 4);
-      PutU32(bytes, u);
+      PutU32(&at, u);
     }
   }
-  PutU32(bytes, Fnv1a(bytes->data(), bytes->size()));
+  PutU32(&at, Fnv1a(bytes->data(), bytes->size() - 4));
   return Status::Ok();
 }
 
 Status ImportWeights(const uint8_t* data, size_t size, Model* model) {
-  if (data == nullptr && size != 0) return Bad("null data with a nonzero size");
+  if (size != 0) ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("data", data));
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("model", model));
   // The shortest file: magic, version, a version 1 config, parameter count, hash.
   const size_t shortest = 8 + 4 * (1 + kConfigWordsV1 + 1 + 1);
   if (size < shortest) {
@@ -227,7 +247,7 @@ Status ImportWeights(const uint8_t* data, size_t size, Model* model) {
   }
   if (std::memcmp(data, kMagic, 8) != 0) return Bad("not a weights file (magic is not ATKMODEL)");
   const uint32_t version = GetU32(data + 8);
-  if (version != 1 && version != kWeightsVersion) {
+  if (version < 1 || version > kWeightsVersion) {
     return Bad("version " + std::to_string(version) + " is not supported (expected 1 .. " +
                std::to_string(kWeightsVersion) + ")");
   }
@@ -266,6 +286,12 @@ Status ImportWeights(const uint8_t* data, size_t size, Model* model) {
       at += 4;
     }
   }
+  uint32_t trained_steps = 0;
+  if (version >= 3) {
+    if (words_left() < 2) return Bad("truncated: the trained steps are cut short");
+    trained_steps = GetU32(at);
+    at += 4;
+  }
   const uint32_t stored_count = GetU32(at);
   at += 4;
   Parameters p;
@@ -297,6 +323,7 @@ Status ImportWeights(const uint8_t* data, size_t size, Model* model) {
   ATTNKIT_RETURN_IF_ERROR(model->Init(c, 0));
   model->params() = std::move(p);
   model->set_vocabulary(std::move(vocabulary));
+  model->set_trained_steps(trained_steps);
   return Status::Ok();
 }
 

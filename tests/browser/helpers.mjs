@@ -1116,3 +1116,16 @@ export async function stateWalk({
   }
   return { done, ms: Date.now() - t0, log };
 }
+
+/**
+ * A module of the page's own source (TypeScript, `rel` from the repository's root) as Node
+ * imports it: esbuild strips its types. For the page's modules that import no other.
+ */
+export async function pageModule(rel) {
+  const { transform } = await import("esbuild");
+  const { code } = await transform(readFileSync(path.resolve(root, rel), "utf8"), {
+    loader: "ts",
+    format: "esm",
+  });
+  return import(`data:text/javascript;base64,${Buffer.from(code).toString("base64")}`);
+}

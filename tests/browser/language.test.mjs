@@ -12,7 +12,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 import { createAttnkit } from "attnkit";
-import { phoneFit, phonePage, poll, shots, usePage } from "./helpers.mjs";
+import { pageModule, phoneFit, phonePage, poll, shots, usePage } from "./helpers.mjs";
 
 let server, browser, context, p, problems;
 usePage((s) => ({ server, browser, context, page: p, problems } = s));
@@ -34,42 +34,9 @@ const SMALL_200 = 2.6;
 const LOGIT_TOL = 1e-3;
 const WEIGHT_TOL = 1e-5;
 
-const HEAD_NAMES = {
-  previous: "previous character",
-  wordStart: "start of the word",
-  sameCharacter: "same character",
-  self: "itself",
-};
-
-/**
- * Head h's scores from its weights [H, T, T] on the characters `chars`, as the page states
- * them: the mean weight on the character before, on the word's first letter (where that is
- * neither the character nor the one before), on earlier copies of the same character, and
- * on itself.
- */
-function headScoresOf(chars, w, h) {
-  const T = w.shape[1];
-  const at = (t, j) => w.data[(h * T + t) * T + j];
-  const letter = (c) => /\p{L}|\p{N}/u.test(c);
-  const mean = (values) => values.reduce((a, b) => a + b, 0) / (values.length || 1);
-  const rows = Array.from({ length: T }, (_, t) => t);
-  const start = (t) => {
-    let j = t;
-    while (j > 0 && letter(chars[j - 1])) j--;
-    return j;
-  };
-  const same = (t) => rows.filter((j) => j < t && chars[j] === chars[t]);
-  return {
-    previous: mean(rows.filter((t) => t > 0).map((t) => at(t, t - 1))),
-    wordStart: mean(
-      rows.filter((t) => letter(chars[t]) && start(t) < t - 1).map((t) => at(t, start(t))),
-    ),
-    sameCharacter: mean(
-      rows.filter((t) => same(t).length).map((t) => same(t).reduce((a, j) => a + at(t, j), 0)),
-    ),
-    self: mean(rows.filter((t) => t > 0).map((t) => at(t, t))),
-  };
-}
+// The page's own scores and names (their unit test: heads.test.mjs), here recomputed on the
+// package's weights of the downloaded file.
+const { HEAD_NAMES, headScores, LABEL_AT } = await pageModule("web/src/language/heads.ts");
 
 /** Waits for the generation to end and its check; returns the hook's gen. */
 function generated(what, timeout = 15000, page = p) {
@@ -299,18 +266,21 @@ test("the sentence view's maps are the package's Model.inspect of the downloaded
     });
   });
   assert.ok(worst <= 1e-6, `max |page - package| ${worst}`);
-  // The labels come from the maps: each head's four scores, recomputed here from the
-  // package's weights, name it by the largest when that reaches 0.3, and its map's title
-  // says so.
+  // The labels come from the maps: each head's scores, recomputed here from the package's
+  // weights, name it by the largest when that reaches LABEL_AT, and its map's title says so.
   const chars = h.sentence.characters;
   const T = tokens.length;
   for (const [l, heads] of h.sentence.kinds.entries())
     for (const [hh, k] of heads.entries()) {
-      const mine = headScoresOf(chars, r.layers[l].weights, hh);
+      const mine = headScores(chars, r.layers[l].weights, hh);
       for (const key of Object.keys(mine))
         assert.ok(Math.abs(k[key] - mine[key]) < 1e-6, `L${l + 1} h${hh} ${key}: ${k[key]}`);
       const [bestKey, best] = Object.entries(mine).reduce((a, b) => (b[1] > a[1] ? b : a));
-      assert.equal(k.kind, best >= 0.3 ? bestKey : null, `L${l + 1} h${hh}: ${JSON.stringify(k)}`);
+      assert.equal(
+        k.kind,
+        best >= LABEL_AT ? bestKey : null,
+        `L${l + 1} h${hh}: ${JSON.stringify(k)}`,
+      );
       const title = await p.textContent(`[data-testid="matrix-lang-attn-${l}-${hh}"] .m-title`);
       assert.ok(
         title.startsWith(`L${l + 1} h${hh}: ${k.kind ? HEAD_NAMES[k.kind] : "spread"}`),
@@ -322,8 +292,10 @@ test("the sentence view's maps are the package's Model.inspect of the downloaded
   await p.setInputFiles('[data-testid="lang-weights-file"]', await download.path());
   const back = await poll(async () => {
     const x = await waitReady(p, "the loaded weights");
-    return x.step === 0 && x.sentence?.text === sentence && x;
+    return x.sentence?.text === sentence && x;
   }, "the loaded model's sentence");
+  // The file carries its step: the run goes on from it.
+  assert.equal(back.step, h.step);
   assert.deepEqual(back.config, h.config);
   assert.deepEqual(back.sentence.layers, h.sentence.layers);
   // A layer opens in the steps view, recomputed by the page from its input and weights.
@@ -412,6 +384,8 @@ test("a dropped text trains and generates; each bad text is named at the field a
   const own =
     "She sells sea shells by the sea shore. The shells she sells are surely seashells. ".repeat(30);
   await dropFile("shells.txt", enc.encode(own));
+  // A trained step would be lost: the page asks first, as the Train view does.
+  await p.click('[data-testid="lang-confirm-yes"]');
   // The file is read before it reaches the worker: wait for its model, not the one still there.
   await poll(async () => (await hook()).text?.name === "shells.txt", "the dropped text");
   h = await waitReady(p, "the dropped text's model");
@@ -429,7 +403,10 @@ test("a dropped text trains and generates; each bad text is named at the field a
   assert.ok(g.check.maxWeightDelta < WEIGHT_TOL);
   // After a bad text, the own text stays in use too.
   await dropFile("short.txt", enc.encode("x"));
+  await p.click('[data-testid="lang-confirm-yes"]');
   await poll(async () => /shells\.txt/.test(await note()), "the message naming the text in use");
+  // Refused: the trained model goes on.
+  assert.equal((await hook()).step, h.step);
   assert.deepEqual(problems, []);
 });
 

@@ -28,7 +28,7 @@ export function refOptions(options, Tq, Tk) {
 
 /**
  * Gradients of single-head attention in float64 (nested arrays), the maths of
- * src/core/backward.h: dV = P^T dO; dP = dO V^T; D = rowsum(dO * O);
+ * include/attnkit/backward.h: dV = P^T dO; dP = dO V^T; D = rowsum(dO * O);
  * dS' = P (dP - D); dS = dS' (1 - tanh^2(S / softcap)); dQ = scale dS K;
  * dK = scale dS^T Q. Also the forward (its output, per-row log-sum-exp and
  * trace) and the intermediates dWeights (dP), D, dMaskedScores (dS'), dScores.

@@ -2,12 +2,21 @@
 // bundled by esbuild for Node and for browsers from each entry point. An app
 // that imports a lean entry point (attnkit/simd, attnkit/threads, attnkit/model)
 // holds only that entry point's builds; "attnkit" holds all five. The Node
-// bundles run and print the right number. Also the lean entry points' refusals
-// of options that pick a build they do not hold.
+// bundles run and print the right number. The sizes measured (and those of a
+// Vite app) are the table of docs/api-js.md, which a test keeps true. Also the
+// lean entry points' refusals of options that pick a build they do not hold.
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,6 +27,18 @@ const root = fileURLToPath(new URL("../..", import.meta.url));
 const esbuild = join(root, "node_modules/.bin/esbuild");
 const BUILDS = ["simd", "scalar", "threads", "simd-model", "scalar-model"];
 const BUDGET_GZIP = 150 * 1024;
+// The rows of docs/api-js.md's size table (its first column, as written there).
+const ROWS = {
+  node: "esbuild, Node (`--platform=node`), the bundle",
+  web: "esbuild, browser, the bundle (+ `.wasm` files to copy)",
+  load: "esbuild, browser, default load: bundle + `attnkit-simd.wasm`",
+  loadMin: "the same, `--minify`",
+  viteLoad: "Vite, default load: JS + `attnkit-simd.wasm`",
+  viteAll: "Vite, everything it emits (`dist/assets`)",
+};
+// A stated size may differ from the measured one by this much (raw and gzipped):
+// the larger of 2% and 2 KB.
+const TABLE_TOLERANCE = { relative: 0.02, absolute: 2 * 1024 };
 
 // Each entry point, the options its app loads with, and the builds it must hold.
 const ENTRIES = [
@@ -66,6 +87,15 @@ describe("lean bundles from the packed tarball", () => {
   const nodeBuilds = (text) => BUILDS.filter((b) => text.includes(nodeMark[b])).sort();
   const gz = (file) => gzipSync(readFileSync(file), { level: 9 }).length;
   const bytes = (file) => readFileSync(file).length;
+  // What the tests measured: row key -> entry -> { raw, gz } (bytes).
+  const measured = {};
+  const record = (row, entry, files) => {
+    measured[row] ??= {};
+    measured[row][entry] = {
+      raw: files.reduce((n, f) => n + bytes(f), 0),
+      gz: files.reduce((n, f) => n + gz(f), 0),
+    };
+  };
 
   before(() => {
     tmp = mkdtempSync(join(tmpdir(), "attnkit-bundles-"));
@@ -137,6 +167,7 @@ describe("lean bundles from the packed tarball", () => {
           ],
           app,
         );
+        if (format === "esm") record("node", entry, [out]);
         const text = readFileSync(out, "utf8");
         assert.deepEqual(
           nodeBuilds(text),
@@ -210,6 +241,8 @@ describe("lean bundles from the packed tarball", () => {
         // What the page loads by default: the bundle and the first build's .wasm.
         const wasm = join(dist, `attnkit-${builds[0]}.wasm`);
         loads.push({ entry, minify, raw: bytes(out) + bytes(wasm), gz: gz(out) + gz(wasm) });
+        if (!minify) record("web", entry, [out]);
+        if (builds[0] === "simd") record(minify ? "loadMin" : "load", entry, [out, wasm]);
       }
     }
     const kb = (n) => `${(n / 1024).toFixed(1)} KB`;
@@ -220,6 +253,107 @@ describe("lean bundles from the packed tarball", () => {
     );
     const simd = loads.find((l) => l.entry === "attnkit/simd" && l.minify);
     assert.ok(simd.gz < BUDGET_GZIP, `attnkit/simd, minified: ${kb(simd.gz)} gzipped`);
+  });
+
+  it("Vite apps of attnkit and attnkit/simd: what the page loads by default, and everything emitted", () => {
+    for (const entry of ["attnkit", "attnkit/simd"]) {
+      const site = join(app, `vite-${entry.replace("/", "-")}`);
+      mkdirSync(site);
+      writeFileSync(
+        join(site, "index.html"),
+        '<!doctype html><html><body><script type="module" src="./main.js"></script></body></html>',
+      );
+      writeFileSync(
+        join(site, "main.js"),
+        appSource(entry, {}, "document.body.textContent = JSON.stringify(r)"),
+      );
+      const vite = join(root, "node_modules/vite/bin/vite.js");
+      run(process.execPath, [vite, "build", "--manifest", "--logLevel", "warn"], site);
+      const built = join(site, "dist");
+      const manifest = JSON.parse(readFileSync(join(built, ".vite/manifest.json"), "utf8"));
+      // The entry chunk, the SIMD build's loader chunk it imports when it picks
+      // that build, their static imports, and the SIMD build's .wasm.
+      const files = new Set();
+      const add = (key) => {
+        const chunk = manifest[key];
+        if (files.has(chunk.file)) return;
+        files.add(chunk.file);
+        for (const k of chunk.imports ?? []) add(k);
+      };
+      const entryKey = Object.keys(manifest).find((k) => manifest[k].isEntry);
+      const simdKey = manifest[entryKey].dynamicImports?.find((k) =>
+        k.endsWith("/attnkit-simd.mjs"),
+      );
+      assert.ok(simdKey, `${entry}: the SIMD build's loader is a chunk of its own`);
+      add(entryKey);
+      add(simdKey);
+      const assets = readdirSync(join(built, "assets"));
+      const wasm = assets.filter((f) => /^attnkit-simd-[\w-]{8}\.wasm$/.test(f));
+      assert.equal(wasm.length, 1, `${entry}: the SIMD build's .wasm among ${assets.join(", ")}`);
+      files.add(`assets/${wasm[0]}`);
+      record(
+        "viteLoad",
+        entry,
+        [...files].map((f) => join(built, f)),
+      );
+      record(
+        "viteAll",
+        entry,
+        assets.map((f) => join(built, "assets", f)),
+      );
+    }
+  });
+
+  it("the size table of docs/api-js.md states the sizes measured", () => {
+    const doc = readFileSync(join(root, "docs/api-js.md"), "utf8").split("\n");
+    const header = doc.findIndex((l) => l.startsWith("| app |"));
+    assert.ok(header >= 0, "docs/api-js.md has the size table");
+    const entries = doc[header]
+      .split("|")
+      .slice(2, -1)
+      .map((c) => c.trim().replace(/`/g, ""));
+    const kb = (n) => `${Math.round(n / 1024).toLocaleString("en-US")} KB`;
+    const cell = (m) => (m ? `${kb(m.raw)} (${kb(m.gz)} gz)` : "");
+    const parse = (text) => {
+      const m = /^([\d,]+) KB \(([\d,]+) KB gz\)$/.exec(text);
+      return (
+        m && {
+          raw: Number(m[1].replace(/,/g, "")) * 1024,
+          gz: Number(m[2].replace(/,/g, "")) * 1024,
+        }
+      );
+    };
+    const close = (stated, got) =>
+      Math.abs(stated - got) <= Math.max(TABLE_TOLERANCE.absolute, TABLE_TOLERANCE.relative * got);
+    const wrong = [];
+    const rows = doc.slice(header + 2).filter((l) => l.startsWith("| "));
+    for (const [key, label] of Object.entries(ROWS)) {
+      const line = rows.find((l) => l.split("|")[1].trim() === label);
+      assert.ok(line, `the table has the row ${label}`);
+      const cells = line
+        .split("|")
+        .slice(2, -1)
+        .map((c) => c.trim());
+      entries.forEach((entry, i) => {
+        if (!cells[i]) return;
+        const stated = parse(cells[i]);
+        const got = measured[key]?.[entry];
+        assert.ok(stated, `${label}, ${entry}: "${cells[i]}" is "N KB (M KB gz)"`);
+        assert.ok(got, `${label}, ${entry}: measured by this file's other tests (run all of it)`);
+        if (!close(stated.raw, got.raw) || !close(stated.gz, got.gz))
+          wrong.push(`${label}, ${entry}: stated ${cells[i]}, measured ${cell(got)}`);
+      });
+    }
+    // On a mismatch, the table as measured (to paste into docs/api-js.md).
+    const table = Object.entries(ROWS).map(([key, label]) => {
+      const stated = rows.find((l) => l.split("|")[1].trim() === label);
+      const cells = stated
+        .split("|")
+        .slice(2, -1)
+        .map((c) => c.trim());
+      return `| ${label} | ${entries.map((e, i) => (cells[i] ? cell(measured[key]?.[e]) : "")).join(" | ")} |`;
+    });
+    assert.deepEqual(wrong, [], `the table as measured:\n${table.join("\n")}`);
   });
 });
 

@@ -845,6 +845,22 @@ export const CASES = [
     },
   ],
   [
+    "a rank-4 tensor without a layout: the message hints layout bhsd",
+    (a) =>
+      a.multiHeadAttentionQKV(
+        { data: new Float32Array(8), shape: [1, 2, 2, 2] },
+        { data: new Float32Array(8), shape: [1, 2, 2, 2] },
+        { data: new Float32Array(8), shape: [1, 2, 2, 2] },
+        { numHeads: 2 },
+      ),
+    {
+      kind: "range",
+      code: "shape_mismatch",
+      parameter: "Q.shape",
+      says: ['needs options.layout: "bhsd"', "got [1, 2, 2, 2]"],
+    },
+  ],
+  [
     "bshd batch of K != batch of Q",
     (a) => a.multiHeadAttentionQKV(t3(2, 2, 2), t3(1, 2, 2), t3(1, 2, 2), { numHeads: 1 }),
     {
@@ -1268,7 +1284,7 @@ export const CACHE_CASES = [
     {
       kind: "range",
       code: "capacity",
-      parameter: "capacity",
+      parameter: "K",
       says: ["at most 3 cached tokens", "got 2 + 2 new = 4"],
     },
   ],
@@ -1280,7 +1296,7 @@ export const CACHE_CASES = [
     {
       kind: "range",
       code: "capacity",
-      parameter: "capacity",
+      parameter: "X",
       says: ["at most 3 cached tokens", "got 2 + 2 new = 4"],
     },
   ],
@@ -1295,7 +1311,7 @@ export const CACHE_CASES = [
     {
       kind: "range",
       code: "capacity",
-      parameter: "capacity",
+      parameter: "K",
       says: ["at most 3", "got 3 + 1 new = 4"],
     },
   ],
@@ -1411,6 +1427,19 @@ export const CACHE_CASES = [
     appendOne,
     (c) => c.attend(t3(2, 1, 3), 1),
     { kind: "range", code: "shape_mismatch", parameter: "Q", says: ["2 columns", "got 3"] },
+  ],
+  [
+    // No config in this call: numHeads is blamed, against the cache's K/V heads.
+    "attend with heads that are no multiple of the cache's K/V heads",
+    { numKvHeads: 2, dK: 2, dV: 2, capacity: 4 },
+    async () => {},
+    (c) => c.attend(t3(1, 1, 6), 3),
+    {
+      kind: "range",
+      code: "invalid_argument",
+      parameter: "numHeads",
+      says: ["a multiple of the cache's numKvHeads = 2", "got 3"],
+    },
   ],
   [
     "attend with 0 heads",
@@ -1639,9 +1668,9 @@ export const MODEL_CASES = [
     { parameter: "weights", message: /^weights: truncated/ },
   ],
   [
-    "weights of version 3",
-    (a, h) => a.loadModel(edited(h.bytes, 8, () => 3)),
-    { parameter: "weights", message: /^weights: version 3 is not supported/ },
+    "weights of version 4",
+    (a, h) => a.loadModel(edited(h.bytes, 8, () => 4)),
+    { parameter: "weights", message: /^weights: version 4 is not supported/ },
   ],
   ["weights a plain array", (a) => a.loadModel([1, 2]), { type: true }],
   // ---- configurations
@@ -1872,6 +1901,27 @@ export const LANGUAGE_CASES = [
   ),
   textCase("decode token -1", (a, h) => h.tokenizer.decode([-1]), "tokens", /got -1 at entry 0$/),
   textCase("decode a string", (a, h) => h.tokenizer.decode("ab"), "tokens", /Int32Array/, true),
+  textCase(
+    "decode a fraction names its entry",
+    (a, h) => h.tokenizer.decode([1.5]),
+    "tokens",
+    /array of integers\), got 1\.5 at entry 0$/,
+    true,
+  ),
+  textCase(
+    "decode NaN names its entry",
+    (a, h) => h.tokenizer.decode([1, 2, NaN]),
+    "tokens",
+    /got NaN at entry 2$/,
+    true,
+  ),
+  textCase(
+    "decode a string entry names it",
+    (a, h) => h.tokenizer.decode([1, "2"]),
+    "tokens",
+    /got string "2" at entry 1$/,
+    true,
+  ),
   textCase("encode null", (a, h) => h.tokenizer.encode(null), "text", /a string, got null$/, true),
   // ---- the text dataset
   textCase(
@@ -1980,7 +2030,7 @@ export const LANGUAGE_CASES = [
     "a validation loss of an object not a model",
     (a, h) => h.data.validationLoss({}),
     "model",
-    /a live Model/,
+    /expected a Model, got an object/,
   ),
   textCase(
     "a disposed dataset",
@@ -2008,6 +2058,37 @@ export const LANGUAGE_CASES = [
   ),
   textCase("an empty prompt", (a, h) => h.model.generate(""), "prompt", /./),
   textCase("length 0", (a, h) => h.model.generate("a", { length: 0 }), "options.length", /got 0$/),
+  textCase(
+    "an unbounded length is refused before sampling",
+    (a, h) => h.model.generate("a", { length: 1e9 }),
+    "options.length",
+    /at most 65536 characters per generate call .*, got 1000000000$/,
+  ),
+  textCase(
+    "length one past the limit",
+    (a, h) => h.model.generate("a", { length: 65537 }),
+    "options.length",
+    /got 65537$/,
+  ),
+  textCase(
+    "steps a string",
+    (a, h) => h.model.generate("a", { steps: "no" }),
+    "options.steps",
+    /a boolean, got string "no"$/,
+    true,
+  ),
+  textCase(
+    "trainer options print as the caller wrote them",
+    (a, h) => a.createTrainer(h.model, { learningRate: -1 }),
+    "options.learningRate",
+    /, got -1$/,
+  ),
+  textCase(
+    "a minimum learning rate above the rate, in JS numbers",
+    (a, h) => a.createTrainer(h.model, { minLearningRate: 0.5 }),
+    "options.minLearningRate",
+    /learningRate 0\.001, got 0\.5$/,
+  ),
   textCase(
     "temperature -1",
     (a, h) => h.model.generate("a", { temperature: -1 }),

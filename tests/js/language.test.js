@@ -1,4 +1,4 @@
-// The language model in JS (src/js/language.js over src/model/text.h and
+// The language model in JS (src/js/language.js over include/attnkit/text.h and
 // generate.h), loaded with createAttnkit({ model: true }): the tokenizer's
 // round trips and vocabulary, the text dataset's split and seeded windows, a
 // short training run on a fixed slice of Moby-Dick that lowers the
@@ -193,7 +193,47 @@ describe("language: the text dataset", () => {
       [0, 1, 2].every((t) => window.includes(t)),
       `${window}`,
     );
+    // Every z (40 of them) was outside the vocabulary.
+    assert.equal(data.unknownCharacters, 40);
     data.dispose();
+    // A "\uFFFD" of the text is the unknown token's own character, not an unknown one.
+    const own = attn.createTextDataset("xy\uFFFDz".repeat(40), {
+      seqLen: 4,
+      vocabulary: ["\uFFFD", "x", "y"],
+    });
+    assert.equal(own.unknownCharacters, 40);
+    own.dispose();
+    const plain = attn.createTextDataset("xyz".repeat(40), { seqLen: 4 });
+    assert.equal(plain.unknownCharacters, 0);
+    plain.dispose();
+  });
+
+  it("a batch of another vocabulary: refused by a trainer's step and evaluate, as by validationLoss", () => {
+    // The user's steps: a model of one text's vocabulary, a batch of another text's.
+    const mine = attn.createTextDataset("the quick brown fox jumps. ".repeat(20), { seqLen: 8 });
+    const other = attn.createTextDataset("abc abd abe. ".repeat(40), { seqLen: 8 });
+    const model = attn.createModel(
+      { maxSeqLen: 8, dModel: 8, numHeads: 2 },
+      { vocabulary: mine.vocabulary },
+    );
+    const trainer = attn.createTrainer(model);
+    const message = new RegExp(
+      `expected the model's vocabulary \\(${mine.vocabSize} characters\\), ` +
+        `got another vocabulary \\(${other.vocabSize} characters: a batch of another text's dataset\\)$`,
+    );
+    // Every id of the other batch is below the model's vocabSize: only the vocabulary tells.
+    assert.ok(other.vocabSize < mine.vocabSize);
+    throwsNamed(() => trainer.step(other.next(2)), "batch.vocabulary", message);
+    throwsNamed(() => model.evaluate(other.validationBatch(0, 1)), "batch.vocabulary", message);
+    throwsNamed(() => other.validationLoss(model), "model", /another vocabulary/);
+    assert.equal(trainer.steps, 0);
+    // The model's own batches, with or without their vocabulary, train.
+    assert.ok(Number.isFinite(trainer.step(mine.next(2)).loss));
+    const { vocabulary, ...bare } = mine.next(2);
+    assert.equal(vocabulary, mine.vocabulary);
+    assert.ok(Number.isFinite(trainer.step(bare).loss));
+    assert.equal(trainer.steps, 2);
+    for (const x of [trainer, model, mine, other]) x.dispose();
   });
 
   it("takes a text of exactly 10 windows", () => {
@@ -293,6 +333,17 @@ describe("language: training, the weights file and generation (simd build)", () 
       assert.equal(step.token, best);
     }
     assert.equal(model.generate(prompt, { length: 20, topK: 1, seed: 4 }).text, greedy.text);
+  });
+
+  it("generate with steps: false gives the same text and tokens, without the steps", () => {
+    const { model } = run;
+    const options = { length: 40, temperature: 0.8, seed: 5 };
+    const full = model.generate("Call me ", options);
+    const lean = model.generate("Call me ", { ...options, steps: false });
+    assert.equal(lean.text, full.text);
+    assert.deepEqual(lean.tokens, full.tokens);
+    assert.equal(full.steps.length, 40);
+    assert.deepEqual(lean.steps, []);
   });
 
   it("a sampler gives the characters of generate one at a time", () => {

@@ -17,7 +17,7 @@ const PAGE = `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" 
   import createAttnkit from "/dist/attnkit.mjs";
   const report = (e) => ({ name: e.name, code: e.code, parameter: e.parameter, message: e.message });
   const results = [];
-  for (const options of [{}, { wasmPaths: "/nowhere/" }]) {
+  for (const options of [{}, { wasmPaths: "/nowhere/" }, { simd: false }]) {
     try { await createAttnkit(options); results.push({ loaded: true }); }
     catch (e) { results.push(report(e)); }
   }
@@ -34,7 +34,13 @@ before(async () => {
       return res.end(PAGE);
     }
     const name = path.startsWith("/dist/") ? path.slice(6) : "";
-    if (!name || name.includes("/") || name === "attnkit-simd.wasm") {
+    // Also the scalar build's loader: a dynamic import that fails.
+    if (
+      !name ||
+      name.includes("/") ||
+      name === "attnkit-simd.wasm" ||
+      name === "attnkit-scalar.mjs"
+    ) {
       res.writeHead(404);
       return res.end();
     }
@@ -57,13 +63,13 @@ after(async () => {
   server?.close();
 });
 
-test("Chromium: a missing .wasm rejects with load_failed naming its URL and wasmPaths", async () => {
+test("Chromium: a missing .wasm or build loader rejects with load_failed naming its URL", async () => {
   const page = await browser.newPage();
   const console = [];
   page.on("console", (m) => console.push(m.text()));
   await page.goto(`${base}/`);
   await page.waitForFunction(() => window.results, null, { timeout: 30000 });
-  const [beside, moved] = await page.evaluate(() => window.results);
+  const [beside, moved, noLoader] = await page.evaluate(() => window.results);
   assert.equal(beside.code, "load_failed", JSON.stringify(beside));
   assert.equal(beside.parameter, "options");
   assert.ok(
@@ -75,6 +81,14 @@ test("Chromium: a missing .wasm rejects with load_failed naming its URL and wasm
   assert.equal(moved.code, "load_failed", JSON.stringify(moved));
   assert.equal(moved.parameter, "options.wasmPaths");
   assert.ok(moved.message.includes("/nowhere/attnkit-simd.wasm"), moved.message);
+  // A build's loader that does not import: its file and URL, not the browser's own words alone.
+  assert.equal(noLoader.code, "load_failed", JSON.stringify(noLoader));
+  assert.equal(noLoader.parameter, "options");
+  assert.ok(
+    noLoader.message.startsWith("options: expected the scalar build's loader attnkit-scalar.mjs"),
+    noLoader.message,
+  );
+  assert.ok(noLoader.message.includes(`${base}/dist/attnkit-scalar.mjs`), noLoader.message);
   const emscripten = console.filter((l) =>
     /Aborted|ASSERTIONS|wasm streaming|falling back/.test(l),
   );

@@ -74,6 +74,35 @@ test("a missing worker script: { threads } rejects with load_failed naming its p
   assert.ok(ms < 20000, `${ms} ms`);
 });
 
+test("a build's loader missing beside the entry point: load_failed naming the file and its path", () => {
+  const LOADER = "attnkit-simd.node.cjs";
+  const bare = join(tmp, "noloader");
+  cpSync(dist, bare, { recursive: true, filter: (src) => !src.endsWith(LOADER) });
+  const { out } = child(
+    bare,
+    `
+    for (let i = 0; i < 2; ++i) {
+      try { await attnkit.createAttnkit(); report({ loaded: true }); }
+      catch (e) { report(describeError(e)); }
+    }
+    const scalar = await attnkit.createAttnkit({ simd: false });
+    report({ stillWorks: scalar.attention([[1]], [[1]], [[3]]).data[0] });`,
+  );
+  assert.equal(out.length, 3, JSON.stringify(out));
+  for (const e of out.slice(0, 2)) {
+    assert.deepEqual(
+      { ...e, message: undefined },
+      { attnkit: true, code: "load_failed", parameter: "options", message: undefined },
+    );
+    assert.ok(
+      e.message.startsWith(`options: expected the simd build's loader ${LOADER} to load from `),
+      e.message,
+    );
+    assert.ok(e.message.includes(join(bare, LOADER)), `the message names the path: ${e.message}`);
+  }
+  assert.deepEqual(out[2], { stillWorks: 3 });
+});
+
 test("wasmPaths in Node: a base path or a map entry for the worker script", () => {
   const { out } = child(
     copy,

@@ -265,10 +265,15 @@ for (const variant of VARIANTS) {
       const bytes = model.exportWeights();
       assert.ok(bytes instanceof Uint8Array);
       // Magic, version, 9 config words, an empty vocabulary's length, the
-      // parameter count, the parameters, the hash (docs/model.md, version 2).
-      assert.equal(bytes.length, 56 + 4 * model.parameterCount + 4);
+      // trained steps, the parameter count, the parameters, the hash
+      // (docs/model.md, version 3).
+      assert.equal(bytes.length, 60 + 4 * model.parameterCount + 4);
       assert.equal(new TextDecoder().decode(bytes.subarray(0, 8)), "ATKMODEL");
+      assert.equal(new DataView(bytes.buffer).getUint32(52, true), 5);
       const loaded = attn.loadModel(bytes);
+      // The steps come with the weights; a new trainer counts on from them.
+      assert.equal(model.trainedSteps, 5);
+      assert.equal(loaded.trainedSteps, 5);
       assert.deepEqual(loaded.config, model.config);
       assert.equal(loaded.parameterCount, model.parameterCount);
       assert.deepEqual(loaded.exportWeights(), bytes);
@@ -298,6 +303,25 @@ for (const variant of VARIANTS) {
       assert.equal(attn.taskSeqLen(TASK), 24);
       assert.equal(attn.taskMinVocab(TASK), 10);
       assert.equal(attn.taskSeqLen({ kind: "majority", length: 9, vocabSize: 5 }), 10);
+
+      const model = attn.createModel(CONFIG, { seed: 1 });
+      // attentionWeights before any forward pass, and of a layer past the last:
+      // the JS call's words and the layer range, whichever comes first.
+      assert.throws(
+        () => model.attentionWeights(9),
+        (e) =>
+          e.parameter === "layer" &&
+          e.message === "layer: expected a layer index 0 .. 1 (numLayers - 1), got 9",
+      );
+      assert.throws(
+        () => model.attentionWeights(0),
+        (e) =>
+          e.parameter === "model" &&
+          /^model: expected a forward pass first \(evaluate, inspect, a trainer's step or a dataset's validationLoss\), got none$/.test(
+            e.message,
+          ),
+      );
+      model.dispose();
     });
 
     it("frees everything, also after errors; a disposed object refuses every call", () => {
@@ -389,9 +413,9 @@ for (const variant of VARIANTS) {
         assert.equal("finalGain" in p, layerNorm);
         if (layerNorm) order.push(p.finalGain, p.finalBias);
         order.push(p.unembedding);
-        // The weights file's floats (after its 56-byte header: no vocabulary; before the hash).
+        // The weights file's floats (after its 60-byte header: no vocabulary; before the hash).
         const bytes = model.exportWeights();
-        const floats = new Float32Array(bytes.slice(56, bytes.length - 4).buffer);
+        const floats = new Float32Array(bytes.slice(60, bytes.length - 4).buffer);
         const joined = new Float32Array(model.parameterCount);
         let at = 0;
         for (const m of order) {

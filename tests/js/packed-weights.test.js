@@ -143,6 +143,47 @@ for (const variant of VARIANTS) {
         isError("non_finite", "weights.W_V"),
       );
       assert.throws(() => attn.packWeights(packed, config), AttnkitTypeError);
+      // A pack anywhere but multiHeadAttention, or a copy of one: the message says
+      // where packs are taken, not that its fields are unknown keys.
+      const where = /taken only by multiHeadAttention, as packWeights\(\) returned them/;
+      const dO = mat(5, packed.dOut, 850);
+      const cache = attn.createKVCache({ numKvHeads: 3, dK: 4, dV: 4, capacity: 8 });
+      for (const [what, call, given] of [
+        ["packWeights", () => attn.packWeights(packed, config), /got packed weights/],
+        ["selfAttention", () => attn.selfAttention(X, packed), /got packed weights/],
+        ["kv.decode", () => cache.decode(X, packed, config), /got packed weights/],
+        [
+          "multiHeadAttentionBackward",
+          () => attn.multiHeadAttentionBackward(X, packed, config, dO),
+          /got packed weights/,
+        ],
+        [
+          "a spread copy",
+          () => attn.multiHeadAttention(X, { ...packed }, config),
+          /got a copy of packed weights \(their fields, no handle\)/,
+        ],
+        [
+          "a JSON copy",
+          () => attn.multiHeadAttention(X, JSON.parse(JSON.stringify(packed)), config),
+          /got a copy of packed weights/,
+        ],
+      ]) {
+        assert.throws(call, (e) => {
+          assert.ok(e instanceof AttnkitTypeError, `${what}: ${e.message}`);
+          assert.equal(e.parameter, "weights", what);
+          assert.match(e.message, /^weights: expected an object \{W_Q, W_K, W_V/, what);
+          assert.match(e.message, given, what);
+          assert.match(e.message, where, what);
+          return true;
+        });
+      }
+      cache.dispose();
+      // The pack itself still serves its call.
+      assertIdentical(
+        attn.multiHeadAttention(X, packed, config),
+        attn.multiHeadAttention(X, weights, config),
+        "after",
+      );
       // A disposed pack, twice disposed.
       packed.dispose();
       packed.dispose();
@@ -155,7 +196,11 @@ for (const variant of VARIANTS) {
       const foreign = other.packWeights(weights, config);
       assert.throws(
         () => attn.multiHeadAttention(X, foreign, config),
-        isError("invalid_argument", "weights", /another attnkit module/),
+        isError(
+          "type",
+          "weights",
+          /^weights: expected a PackedWeights, got a PackedWeights of another attnkit module/,
+        ),
       );
       foreign.dispose();
     });

@@ -85,6 +85,44 @@ const needsArrayBuffer = (..._views: ArrayBufferView<ArrayBuffer>[]): void => {}
 const load: LoadOptions = { simd: true };
 const attn: Attnkit = await createAttnkit(load);
 const attn2: Attnkit = await createAttnkitDefault();
+// onnxruntime-common's and tfjs-core's Tensor classes as their .d.ts declare
+// them (their public members; attnkit's types never import those packages):
+// taken wherever a matrix, a mask or a tensor is, as the runtime takes them.
+declare class OrtTensor {
+  constructor(type: "float32", data: Float32Array, dims: readonly number[]);
+  readonly dims: readonly number[];
+  readonly type: "float32" | "float16" | "int32" | "bool" | "uint8" | "string";
+  readonly data: Float32Array | Uint16Array | Int32Array | Uint8Array | string[];
+  readonly location: "none" | "cpu" | "cpu-pinned" | "texture" | "gpu-buffer" | "ml-tensor";
+  readonly size: number;
+  getData(releaseData?: boolean): Promise<Float32Array | Int32Array | Uint8Array>;
+  dispose(): void;
+  reshape(dims: readonly number[]): OrtTensor;
+}
+declare class TfTensor {
+  readonly id: number;
+  readonly shape: number[];
+  readonly size: number;
+  readonly dtype: "float32" | "int32" | "bool" | "complex64" | "string";
+  readonly rank: number;
+  readonly strides: number[];
+  get isDisposed(): boolean;
+  dataSync(): Float32Array | Int32Array | Uint8Array;
+  data(): Promise<Float32Array | Int32Array | Uint8Array>;
+  arraySync(): number[][];
+  dispose(): void;
+}
+const externalTensors = (ortQ: OrtTensor, tfQ: TfTensor, ortMask: OrtTensor): void => {
+  use(attn.attention(ortQ, ortQ, ortQ, { causal: true }));
+  use(attn.attention(tfQ, tfQ, tfQ, { boolMask: ortMask, additiveMask: tfQ }));
+  use(attn.attention(ortQ, tfQ, ortQ, { boolMask: tfQ, additiveMask: ortQ }));
+  use(attn.selfAttention(tfQ, { W_Q: ortQ, W_K: tfQ, W_V: ortQ }));
+  use(attn.multiHeadAttention(ortQ, { W_Q: tfQ, W_K: tfQ, W_V: tfQ, W_O: ortQ }, { numHeads: 2 }));
+  const ortMatrix: MatrixLike = ortQ;
+  const tfMask: MaskLike = tfQ;
+  use(ortMatrix, tfMask);
+};
+use(externalTensors);
 const hasSimd: boolean = simdSupported();
 const isSimd: boolean = attn.simd && attn2.simd;
 const target: "WASM" | "EMU128" = attn.target;
@@ -669,6 +707,29 @@ use(
   withModel.taskMinVocab(task),
   generator.seqLen,
 );
+// exactOptionalPropertyTypes: undefined leaves an optional field to its default,
+// as the runtime does, and resolved fields are never undefined.
+const maybeCount = (): number | undefined => undefined;
+const configWithUndefined: ModelConfig = {
+  vocabSize: 24,
+  maxSeqLen: 8,
+  dModel: 16,
+  numLayers: maybeCount(),
+  numHeads: undefined,
+  numKvHeads: undefined,
+  dK: undefined,
+  dFF: undefined,
+  layerNorm: undefined,
+  scaleBySqrtDk: undefined,
+};
+withModel.createModel(configWithUndefined).dispose();
+withModel.createTaskGenerator(task, { seed: maybeCount() }).dispose();
+use(withModel.makeBatch(task, { batch: 1, seed: undefined }).seqLen);
+const resolvedLayers: number = resolved.numLayers;
+const resolvedLayerNorm: boolean = resolved.layerNorm;
+const trainerRate: number = trainer.options.learningRate;
+const taskPadding: number = generator.task.padding;
+use(resolvedLayers, resolvedLayerNorm, trainerRate, taskPadding);
 reloaded.dispose();
 generator.dispose();
 trainer.dispose();
@@ -702,6 +763,9 @@ const gptVocabulary: readonly string[] | null = gpt.vocabulary;
 const gptTokenizer: Tokenizer | null = gpt.tokenizer;
 use(decodedText, validation, generated.text, firstStep?.weights[0]?.shape, nextCharacter);
 use(gptVocabulary, gptTokenizer?.vocabSize, textData.trainTokens, gpt.config.dFF);
+const unknownCount: number = textData.unknownCharacters;
+const textOnly: Generated = gpt.generate("Call", { length: 1000, steps: false });
+use(unknownCount, textOnly.text);
 sampler.dispose();
 gptTrainer.dispose();
 gpt.dispose();

@@ -2,7 +2,7 @@
 import { resolveConfig, type Config, type ShapeField } from "./config";
 import { PRESETS, presetById } from "./presets";
 import { DEFAULT_STATE, DISPLAY_FIELDS, NUMBER_RANGE, SHORT, rangeText, type State } from "./state";
-import { syncTrainedBanner } from "./trained";
+import { syncTrainedBanner, trainedBy, trainedOf } from "./trained";
 import { headNames } from "./weights";
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -274,6 +274,7 @@ function toggleOption(id: string, value: string, label: string, on: boolean): vo
   const sel = $<HTMLSelectElement>(id);
   const opt = sel.querySelector(`option[value="${value}"]`);
   if (on && !opt) sel.add(new Option(label, value));
+  else if (on && opt && opt.textContent !== label) opt.textContent = label;
   else if (!on && opt) opt.remove();
 }
 
@@ -314,7 +315,13 @@ function options(sel: HTMLSelectElement, items: string[], value: number): void {
 export function syncControls(s: State, cfg: Config): void {
   const trained = s.weights === "trained";
   toggleOption("preset", "trained", "trained model", trained);
-  toggleOption("weights", "trained", "trained model (Train view)", trained);
+  const shown = trainedOf(s);
+  toggleOption(
+    "weights",
+    "trained",
+    `trained model (${shown ? trainedBy(shown) : "Train view"})`,
+    trained,
+  );
   toggleOption("emb", "trained", "the trained model's X", trained);
   setValue("preset", s.preset);
   setValue("text", cfg.seedMode ? cfg.items[0].tokens.join(" ") : s.text);

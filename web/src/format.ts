@@ -9,6 +9,16 @@ export function fmt(v: number, digits = 2): string {
   return (Number(s) === 0 ? s.replace("-", "") : s).replace("-", "−");
 }
 
+/** A count with thousands separators: 300,096. */
+export function count(n: number): string {
+  return Math.round(n).toLocaleString("en");
+}
+
+/** A learning rate as the settings list it: 3e-3, 3e-4. */
+export function rate(v: number): string {
+  return v.toExponential();
+}
+
 /** Digits that keep a cell's text short. */
 export function cellDigits(maxAbs: number): number {
   return maxAbs >= 100 ? 0 : maxAbs >= 10 ? 1 : 2;

@@ -2,6 +2,7 @@
 // that says which value was used and why), the run's buttons, the snapshot slider, the
 // buttons that open a layer in the steps view, and the keys of a view that trains.
 import { $ } from "./dom";
+import { count } from "./format";
 
 /** A number field: its key in the settings, its <input>'s id (its note "<id>-note"), its URL parameter. */
 export interface NumberField<K extends string = string> {
@@ -81,6 +82,43 @@ export function runButtonsHtml(
   return `${b("go", "▶ Train")} ${b("pause", "❚❚ Pause")} ${b("step", "Step")} ${b("reset", "↺ Reset")}
     <button type="button" id="${prefix}-download" data-testid="${prefix}-download" title="${weights.downloadTitle}">⤓ weights</button>
     <label class="file-button" title="${weights.loadTitle}">⤒ load weights <input type="file" id="${weights.loadId}" data-testid="${weights.loadId}" accept=".atkmodel" /></label>`;
+}
+
+/**
+ * The box that asks before a change discards a run's training (`<prefix>-confirm`, shown by
+ * showConfirm): what the change discards, "Start the new run" (`<prefix>-confirm-yes`) and
+ * "Keep the current run" (`<prefix>-confirm-no`).
+ */
+export function confirmHtml(prefix: string): string {
+  return `<p id="${prefix}-confirm" class="url-note" data-testid="${prefix}-confirm" role="alert" hidden>
+    <span></span>
+    <button type="button" id="${prefix}-confirm-yes" data-testid="${prefix}-confirm-yes">Start the new run</button>
+    <button type="button" id="${prefix}-confirm-no" data-testid="${prefix}-confirm-no">Keep the current run</button>
+  </p>`;
+}
+
+/**
+ * Shows the box: `change` (e.g. "Changing the batch 12 → 16") starts a new run, which
+ * discards the `steps` trained so far (or, with none, the weights loaded from `loaded`);
+ * null hides it.
+ */
+export function showConfirm(
+  prefix: string,
+  ask: { change: string; steps: number; loaded: string | null; paused: boolean } | null,
+): void {
+  const box = $(`${prefix}-confirm`);
+  if (!ask) {
+    box.hidden = true;
+    return;
+  }
+  const n = ask.steps;
+  const lost = n
+    ? `the ${count(n)} step${n > 1 ? "s" : ""} trained so far and ${n > 1 ? "their" : "its"} curves`
+    : `the weights loaded from ${ask.loaded ?? "the file"}`;
+  const text = `${ask.change} starts a new run: ${lost} will be discarded (⤓ weights saves them first).${ask.paused ? " Training is paused." : ""}`;
+  const span = box.querySelector("span")!;
+  if (span.textContent !== text) span.textContent = text;
+  box.hidden = false;
 }
 
 /** The snapshot slider (`<prefix>-scrub`) and what it shows (`<prefix>-scrub-out`). */

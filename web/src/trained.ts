@@ -19,6 +19,8 @@ export interface TrainedLayer {
   targets: readonly number[] | Int32Array;
   /** The tokens' labels (a language model's characters); default: the ids (tokenLabel). */
   labels?: readonly string[];
+  /** The text the tokens are (a language model's sentence); default: the ids, spaced. */
+  text?: string;
   /** 0-based layer whose attention is shown. */
   layer: number;
   numLayers: number;
@@ -154,7 +156,7 @@ export function pinTrained(s: State): State {
   return {
     ...s,
     preset: "trained",
-    text: t.tokens.map(tokenLabel).join(" "),
+    text: t.text ?? t.tokens.map(tokenLabel).join(" "),
     batch: false,
     pe: false,
     dModel: t.dModel,
@@ -194,13 +196,33 @@ export function trainedTitle(t: ShownLayer): string {
   return `Trained on ${t.task}, step ${t.step}, layer ${t.layer + 1} of ${t.numLayers}`;
 }
 
-/** The banner above the scene: what is shown and the way back. */
+/** The view that trained the layer, as the page names it. */
+export function trainedBy(t: Pick<ShownLayer, "task">): string {
+  return t.task === "language" ? "Language view" : "Train view";
+}
+
+/** What the banner says of the tokens and the fixed settings. */
+function bannerMore(t: ShownLayer): string {
+  const tokens =
+    t.task === "language"
+      ? "Tokens are the sentence's characters (␣ a space)"
+      : "Tokens are the task's token ids (the separator 0 shows as “|”)";
+  return `${tokens}; X is what the layer's attention reads. The inputs, weights, mask and scale are the trained model's (${trainedBy(t)}), so their settings are fixed.`;
+}
+
+/**
+ * The banner above the scene: what is shown and the way back. It belongs to the steps
+ * views: the Train and Language views, which trained the layer, show their own run.
+ */
 export function syncTrainedBanner(s: State): void {
   const banner = document.getElementById("trained-banner");
   if (!banner) return;
-  const t = trainedOf(s);
+  const t = s.view === "train" || s.view === "language" ? null : trainedOf(s);
   if (banner.hidden !== !t) banner.hidden = !t;
   if (!t) return;
+  const more = banner.querySelector<HTMLElement>(".trained-more")!;
+  const moreText = bannerMore(t);
+  if (more.textContent !== moreText) more.textContent = moreText;
   const text = `${trainedTitle(t)} · ${t.numHeads} head${t.numHeads > 1 ? "s" : ""}, d_model = ${t.dModel}, d_k = ${t.dK}, ${t.scaled ? "scores scaled by 1/√d_k" : "scores not scaled"}, causal.`;
   const title = banner.querySelector<HTMLElement>("[data-testid=trained-title]")!;
   if (title.textContent !== text) title.textContent = text;

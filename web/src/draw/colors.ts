@@ -161,6 +161,7 @@ text { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; fi
 .hv-token:focus-visible { outline: 2px solid #2563eb; outline-offset: 2px; }
 .op { font-size: 22px; fill: #555; text-anchor: middle; dominant-baseline: central; }
 .note { font-size: 12px; fill: #444; }
+.hv-label { font-family: ui-monospace, monospace; font-size: 12px; }
 .expansion { font-size: 13px; }
 .unknown { font-style: italic; fill: #8a5a00; }
 .tok-pad { fill: #999; }

@@ -172,6 +172,10 @@ export type FromWorker =
       target: string;
       simd: boolean;
       validationLoss: number;
+      /** The model's trained steps (a loaded file's). */
+      step: number;
+      /** Whether the model came from a weights file. */
+      loaded: boolean;
     }
   | { type: "metrics"; m: StepMetrics }
   | { type: "validation"; step: number; loss: number }
@@ -184,10 +188,31 @@ export type FromWorker =
   | { type: "state"; training: boolean; step: number }
   | { type: "weights"; bytes: Uint8Array; step: number }
   | { type: "layer"; layer: LangLayer }
+  /** A weights file refused (the run goes on as it was). */
+  | { type: "load-error"; id: number; message: string }
   | { type: "error"; message: string };
 
-/** The sample paragraph: its prompt, length, temperature, top-k and seed stay fixed over a run. */
+/**
+ * The sample paragraph: its length, temperature, top-k and seed stay fixed over a run; its
+ * prompt is Moby-Dick's (the learner's own text gets its first words, worker.ts).
+ */
 export const SAMPLE = { prompt: "The whale ", length: 180, temperature: 0.8, topK: 20, seed: 7 };
+/**
+ * The sample's prompt: SAMPLE.prompt for Moby-Dick; for the learner's own text, its first
+ * words (up to SAMPLE.prompt's length, ending after a space), so that the model continues
+ * words of that text.
+ */
+export function samplePrompt(text: string, source: TextInfo["source"]): string {
+  if (source !== "own") return SAMPLE.prompt;
+  const words = text.slice(0, 200).match(/\S+\s/g) ?? [];
+  let p = "";
+  for (const w of words) {
+    if (p && p.length + w.length > SAMPLE.prompt.length) break;
+    p += w.replace(/\s$/, " ");
+  }
+  return p || text.slice(0, SAMPLE.prompt.length);
+}
+
 /** Steps between snapshots of the weights. */
 export const SNAPSHOT_EVERY = 100;
 /** Validation windows: fewer than the dataset's default, so that an evaluation stays short. */

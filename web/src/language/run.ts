@@ -47,6 +47,11 @@ export interface LangRun {
   /** Wall-clock ms of training (Train pressed to paused), and when validation first reached 2.0 nats/char. */
   trainingMs: number;
   reached2Ms: number | null;
+  /** The step a loaded weights file brought (null: the run started untrained), and its name. */
+  loadedAt: number | null;
+  loadedName: string | null;
+  /** Why the last weights file offered was refused (shown at the load button). */
+  weightsError: string;
   error: string;
 }
 
@@ -69,6 +74,9 @@ export const run: LangRun = {
   gen: { id: 0, prompt: "", steps: [], check: null, running: false, instant: false },
   trainingMs: 0,
   reached2Ms: null,
+  loadedAt: null,
+  loadedName: null,
+  weightsError: "",
   error: "",
 };
 
@@ -77,6 +85,7 @@ const REDRAW_MS = 250;
 let worker: Worker | null = null;
 let redraw: (full: boolean) => void = () => {};
 let onReady: () => void = () => {};
+let onRefused: (name: string, message: string) => void = () => {};
 let onLayer: ((l: LangLayer) => void) | null = null;
 let onWeights: ((bytes: Uint8Array, step: number) => void) | null = null;
 let timer: number | undefined;
@@ -102,6 +111,10 @@ let requests = 0;
 /** The latest "text" and "reset"/"load" requests: older answers are dropped. */
 let textId = 0;
 let runId = 0;
+/** The weights file being read, and its name (for its message). */
+let loadId = 0;
+let loadName = "";
+let runBeforeLoad = 0;
 
 function receive(msg: FromWorker): void {
   switch (msg.type) {
@@ -112,21 +125,27 @@ function receive(msg: FromWorker): void {
       run.textError = "";
       if (msg.id) onReady();
       break;
-    case "text-error":
+    case "text-error": {
       if (msg.id !== textId) return;
+      const name = run.textPending;
       run.textPending = "";
-      run.textError = msg.message;
+      onRefused(name, msg.message);
       break;
+    }
     case "ready":
       if (msg.id !== runId) return;
       run.config = msg.config;
       run.ready = { parameterCount: msg.parameterCount };
       run.target = `${msg.target}${msg.simd ? ", SIMD128" : ""}`;
       run.curve = { step: [], loss: [] };
-      run.validation = { step: [0], loss: [msg.validationLoss] };
+      run.validation = { step: [msg.step], loss: [msg.validationLoss] };
       run.snapshots = [];
       run.scrub = -1;
-      run.step = 0;
+      run.step = msg.step;
+      run.loadedAt = msg.loaded ? msg.step : null;
+      run.loadedName = msg.loaded ? loadName : null;
+      if (msg.id === loadId) run.weightsError = "";
+      run.tokensPerSecond = 0;
       run.error = "";
       run.trainingMs = 0;
       run.reached2Ms = null;
@@ -174,7 +193,11 @@ function receive(msg: FromWorker): void {
       run.training = msg.training;
       run.step = msg.step;
       if (was && !msg.training) run.trainingMs += performance.now() - trainStart;
-      if (!was && msg.training) trainStart = performance.now();
+      // The rate is the current stretch's: none is shown until its first slice.
+      if (!was && msg.training) {
+        trainStart = performance.now();
+        run.tokensPerSecond = 0;
+      }
       // A paused model's sentence view follows its weights.
       if (was && !msg.training) requestSentence();
       schedule(was !== msg.training);
@@ -186,6 +209,12 @@ function receive(msg: FromWorker): void {
     case "layer":
       onLayer?.(msg.layer);
       return;
+    case "load-error":
+      if (msg.id !== loadId) return;
+      runId = runBeforeLoad;
+      loadId = 0;
+      run.weightsError = `${loadName} was not loaded: ${msg.message.replace(/[^.!?]$/, "$&.")} The model goes on as it was.`;
+      break;
     case "error":
       run.error = msg.message;
       run.gen.running = false;
@@ -211,10 +240,18 @@ function send(msg: ToWorker, transfer: Transferable[] = []): void {
   worker.postMessage(msg, transfer);
 }
 
-/** `draw(full)` redraws the view (full: the stage too); `textReady` runs when a new text is in. */
-export function bindRun(draw: (full: boolean) => void, textReady: () => void): void {
+/**
+ * `draw(full)` redraws the view (full: the stage too); `textReady` runs when a new text is
+ * in, `textRefused` when the package refused the text named `name`.
+ */
+export function bindRun(
+  draw: (full: boolean) => void,
+  textReady: () => void,
+  textRefused: (name: string, message: string) => void,
+): void {
   redraw = draw;
   onReady = textReady;
+  onRefused = textRefused;
 }
 
 export function offerText(text: string, source: TextInfo["source"], name: string): void {
@@ -225,6 +262,7 @@ export function offerText(text: string, source: TextInfo["source"], name: string
 }
 
 export function reset(config: LangConfig): void {
+  run.weightsError = "";
   run.ready = null;
   run.sentence = null;
   run.sample = null;
@@ -284,9 +322,12 @@ export function requestWeights(then: (bytes: Uint8Array, step: number) => void):
   send({ type: "export" });
 }
 
-export function loadWeights(bytes: Uint8Array): void {
-  runId = ++requests;
-  run.ready = null;
+/** Loads a weights file named `name`; a refused one leaves the run as it was (run.weightsError says why). */
+export function loadWeights(bytes: Uint8Array, name: string): void {
+  runBeforeLoad = runId;
+  runId = loadId = ++requests;
+  loadName = name;
+  run.weightsError = "";
   send({ type: "load", id: runId, bytes }, [bytes.buffer]);
 }
 

@@ -15,7 +15,7 @@ import { weightLegend } from "../draw/legend";
 import { setAttr } from "../draw/retain";
 import { note } from "../draw/text";
 import type { SvgGroup } from "../draw/types";
-import { escapeHtml, fmt } from "../format";
+import { count, escapeHtml, fmt, rate } from "../format";
 import { reducedMotion } from "../motion";
 import { page, saveUrl } from "../page";
 import type { Scene } from "../scenes/common";
@@ -23,7 +23,14 @@ import { queryParts } from "../state";
 import { openTrained } from "../trained";
 import { chartBelow, chartFrame, drawSeries, type ChartState, type Series } from "../train/charts";
 import { HEAD_NAMES, headKind, headScores, type HeadKind, type HeadScores } from "./heads";
-import { PRESETS, SAMPLE, type LangConfig, type LangLayer, type PresetId } from "./protocol";
+import {
+  PRESETS,
+  SAMPLE,
+  samplePrompt,
+  type LangConfig,
+  type LangLayer,
+  type PresetId,
+} from "./protocol";
 import {
   bindRun,
   elapsed,
@@ -42,6 +49,7 @@ import {
   train,
 } from "./run";
 import {
+  confirmHtml,
   downloadBytes,
   fieldValue,
   runButtonsHtml,
@@ -51,11 +59,13 @@ import {
   setRanges,
   setText,
   settingsHtml,
+  showConfirm,
   syncOpenButtons,
   syncRunButtons,
   syncScrub,
 } from "../panel";
 import {
+  DEFAULT_GEN,
   fitHeads,
   GEN_FIELDS,
   LEARNING_RATES,
@@ -78,6 +88,8 @@ const fieldNotes: Record<string, string> = { ...fromUrl.notes };
 
 /** A text the page offers the package: larger files are refused before they are read. */
 const MAX_FILE_BYTES = 8 * 1024 * 1024;
+/** Steps trained before the loss chart's y axis fits the losses after the first ones. */
+const FIT_AFTER = 50;
 /** Milliseconds between generated characters (none with reduced motion). */
 const GEN_DELAY_MS = 35;
 const LN2 = Math.log(2);
@@ -112,7 +124,7 @@ export const languageView: Scene = {
   caption: () => {
     const c = run.config;
     const t = run.text;
-    return `<p>A small GPT (${c.numLayers} layers of ${c.numHeads} heads, d<sub>model</sub> ${c.dModel}, d<sub>ff</sub> ${c.dFF}, context ${c.seqLen}${run.ready ? `, ${run.ready.parameterCount.toLocaleString("en")} weights` : ""}) learns to predict the next character of ${t ? (t.source === "moby-dick" ? "<i>Moby-Dick</i>" : escapeHtml(t.name)) : "a text"}, trained by attnkit in a Web Worker on one core.
+    return `<p>A small GPT (${c.numLayers} layers of ${c.numHeads} heads, d<sub>model</sub> ${c.dModel}, d<sub>ff</sub> ${c.dFF}, context ${c.seqLen}${run.ready ? `, ${count(run.ready.parameterCount)} weights` : ""}) learns to predict the next character of ${t ? (t.source === "moby-dick" ? "<i>Moby-Dick</i>" : escapeHtml(t.name)) : "a text"}, trained by attnkit in a Web Worker on one core.
       Below, on the sentence you type: every head's attention, named by what it measurably does; a head view of one layer; and, while text is generated, each head's attention over the cache for the character being generated.</p>`;
   },
   render: (g) => {
@@ -157,8 +169,9 @@ export const languageView: Scene = {
     const left = 18;
     const cellFor = (n: number) =>
       Math.min(12, Math.floor((W - n * left - (n - 1) * gap) / (n * T)));
+    // Rows of equal length (4 heads: 4 or 2 + 2, never 3 + 1).
     let perRow = H;
-    while (perRow > 1 && cellFor(perRow) < 9) perRow--;
+    while (perRow > 1 && (cellFor(perRow) < 9 || H % perRow !== 0)) perRow--;
     const cell = Math.max(3, cellFor(perRow));
     s.layers.forEach((L, l) => {
       let x = 0,
@@ -184,10 +197,13 @@ export const languageView: Scene = {
           titleColor: headColor(h),
           render: "canvas",
           tip: (r, c, val) =>
-            `layer ${l + 1}, head ${h}: “${escapeHtml(labels[r])}”${r} → “${escapeHtml(labels[c])}”${c} = <b>${fmt(val, 4)}</b><br>previous ${fmt(sc.previous, 2)} · word start ${fmt(sc.wordStart, 2)} · same character ${fmt(sc.sameCharacter, 2)} · itself ${fmt(sc.self, 2)}`,
+            `layer ${l + 1}, head ${h}: “${escapeHtml(labels[r])}”${r} → “${escapeHtml(labels[c])}”${c} = <b>${fmt(val, 4)}</b><br>previous ${fmt(sc.previous, 2)} · two back ${fmt(sc.twoBack, 2)} · word start ${fmt(sc.wordStart, 2)} · same character ${fmt(sc.sameCharacter, 2)} · itself ${fmt(sc.self, 2)}`,
           onCell: () => {
+            const changed = headViewLayer !== l;
             headViewLayer = l;
             redrawStage();
+            // The head view is far below the maps: bring it into sight, marked for a moment.
+            if (changed) showHeadView();
           },
         });
         x += v.width + gap;
@@ -202,16 +218,18 @@ export const languageView: Scene = {
       0,
       y,
       W >= 620
-        ? "Scores: the mean weight on the character before, on the first letter of the word, on earlier copies of the same character, on itself."
-        : "Scores: mean weight on the previous character,",
+        ? "Scores: the mean weight on the character before, two back, on the word's start (its first letter and the space before, 3 or more back), on earlier copies of the same character, on itself."
+        : "Scores: mean weight on the previous character, two back,",
     );
-    if (W < 620) note(g, 0, y + 15, "the word's first letter, the same character, itself.");
+    if (W < 620) note(g, 0, y + 15, "the word's start (3+ back), the same character, itself.");
     y += W >= 620 ? 26 : 40;
     // The head view of one layer.
     const l = Math.min(headViewLayer, s.layers.length - 1);
     const hv = drawHeadView(g, 0, y, W, labels, s.layers[l], l);
     y += hv.height + 16;
     width = Math.max(width, hv.width);
+    // Once the stage is laid out: the generation's maps in sight, when Generate asked.
+    if (showGenPending) requestAnimationFrame(showGeneration);
     return { width, height: y + 10, duration: 0 };
   },
 };
@@ -231,14 +249,28 @@ function drawGeneration(g: SvgGroup, y0: number, W: number): { width: number; he
     { "data-testid": "lang-gen-title" },
   );
   y += 12;
-  const ctx = gs.context.map(charLabel);
-  const C = ctx.length;
-  const cell = Math.max(4, Math.min(14, Math.floor((W - 60) / C)));
+  // The newest characters of the cache, as many as cells of GEN_CELL px hold (a phone's width
+  // holds fewer than the context), so that every head's row keeps its label.
+  const all = gs.context.map(charLabel);
+  const C = Math.min(all.length, Math.max(8, Math.floor((W - 60) / GEN_CELL)));
+  const ctx = all.slice(all.length - C);
+  const cell = Math.max(GEN_CELL, Math.min(14, Math.floor((W - 60) / C)));
+  if (C < all.length) {
+    note(g, 0, y + 4, `the newest ${C} of the ${all.length} characters in the cache`, {
+      "data-testid": "lang-gen-cut",
+    });
+    y += 16;
+  }
   gs.weights.forEach((w, li) => {
+    const H = w.shape[0];
+    const full = w.shape[1];
+    const data = new Float32Array(H * C);
+    for (let h = 0; h < H; h++)
+      data.set(w.data.subarray(h * full + full - C, (h + 1) * full), h * C);
     const v = drawMatrix(g, {
       id: `lang-gen-${li}`,
       title: `layer ${li + 1}`,
-      m: { data: w.data, rows: w.shape[0], cols: w.shape[1] },
+      m: { data, rows: H, cols: C },
       x: 0,
       y,
       cell,
@@ -255,8 +287,12 @@ function drawGeneration(g: SvgGroup, y0: number, W: number): { width: number; he
   return { width, height: y - y0 + 12 };
 }
 
+/** The least cell of the generation's maps: every head's row label fits it. */
+const GEN_CELL = 10;
+
 const SHORT_NAMES: Record<HeadKind, string> = {
   previous: "prev.",
+  twoBack: "2 back",
   wordStart: "word start",
   sameCharacter: "same char.",
   self: "itself",
@@ -427,8 +463,15 @@ function drawChart(): void {
       : cw < 420
         ? `validation ${fmt(v, 3)} nats/char`
         : `validation loss ${lossText(v)}`;
+  // Past the first steps, the y axis fits what follows them: the range where the loss
+  // goes down slowly is not squashed under the untrained model's ln(vocabulary).
+  const first = run.validation.step[0] ?? 0;
   drawSeries(chart, title, series, undefined, {
     snapshot: run.scrub >= 0 ? run.snapshots[run.scrub] : undefined,
+    fitFrom:
+      lastStep - first >= FIT_AFTER
+        ? first + Math.max(FIT_AFTER / 2, (lastStep - first) / 10)
+        : undefined,
   });
 }
 
@@ -438,7 +481,7 @@ function writeConfig(c: LangConfig = run.config): void {
   $<HTMLSelectElement>("lang-preset").value = settings.preset;
   for (const f of NUMBER_FIELDS) $<HTMLInputElement>(f.id).value = String(c[f.key]);
   $<HTMLSelectElement>("lang-lr").value = String(c.learningRate);
-  const sched = `warm-up ${c.warmupSteps} steps, cosine to ${c.minLearningRate} at step ${c.decaySteps}`;
+  const sched = `warm-up ${count(c.warmupSteps)} steps, cosine to ${rate(c.minLearningRate)} at step ${count(c.decaySteps)}`;
   $("lang-schedule").textContent = sched;
   for (const id of [
     "lang-preset",
@@ -480,12 +523,68 @@ function applyConfig(c: LangConfig): void {
   redrawStage();
 }
 
+/**
+ * A change that would discard the run's training waiting for the learner's answer in the
+ * box the Train view asks with (panel.ts): `apply` starts the new run, `keep` puts the
+ * panel back as the run has it. Training pauses meanwhile.
+ */
+let pending: { apply: () => void; keep: () => void; from: string } | null = null;
+
+/** Steps trained in this run (a loaded file's own steps not counted). */
+const trainedHere = () => run.step - (run.loadedAt ?? 0);
+
+/** Runs `apply` at once when no training would be lost, else asks first (`change` in words). */
+function ask(change: string, from: string, apply: () => void, keep: () => void = () => {}): void {
+  if (!run.ready || (trainedHere() === 0 && run.loadedAt === null)) {
+    apply();
+    return;
+  }
+  const paused = run.training;
+  if (paused) pause();
+  pending = { apply, keep, from };
+  showConfirm("lang", { change, steps: trainedHere(), loaded: run.loadedName, paused });
+}
+
+function answer(start: boolean): void {
+  const p = pending;
+  pending = null;
+  showConfirm("lang", null);
+  if (!p) return;
+  if (start) p.apply();
+  else p.keep();
+  syncPanel();
+  document.getElementById(p.from)?.focus();
+}
+
+/** The settings that differ between the run's config and `c`, in words. */
+function configChanges(c: LangConfig): string {
+  const names: [keyof LangConfig, string][] = [
+    ...NUMBER_FIELDS.map((f): [keyof LangConfig, string] => [f.key, f.name]),
+    ["learningRate", "the learning rate"],
+  ];
+  return names
+    .filter(([k]) => c[k] !== run.config[k])
+    .map(([k, name]) =>
+      k === "learningRate"
+        ? `${name} ${rate(run.config[k])} → ${rate(c[k])}`
+        : `${name} ${count(run.config[k])} → ${count(c[k])}`,
+    )
+    .join(", ");
+}
+
+/** The source buttons as the text in use says (a change not made, a text refused). */
+function showSourceInUse(): void {
+  if (run.text) $<HTMLInputElement>(`lang-src-${run.text.source}`).checked = true;
+}
+
+/** A text's name as the panel says it. */
+const textName = (t: { source: string; name: string }) =>
+  t.source === "moby-dick" ? "Moby-Dick" : t.name;
+
 /** Reads a dropped or picked file: refused unless it is UTF-8 text of at most MAX_FILE_BYTES. */
 async function readTextFile(f: File): Promise<void> {
   if (f.size > MAX_FILE_BYTES) {
-    showTextError(
-      `${f.name} is ${(f.size / 1048576).toFixed(1)} MB: a text of at most 8 MB (8,388,608 bytes) trains in a tab.`,
-    );
+    showTextError(tooLarge(f.name, f.size));
     return;
   }
   const bytes = new Uint8Array(await f.arrayBuffer());
@@ -505,17 +604,66 @@ async function readTextFile(f: File): Promise<void> {
   useText(text, f.name);
 }
 
-/** A file refused before it reached the package: the source shown is again the text the model has. */
+/** What a text over MAX_FILE_BYTES is told. */
+function tooLarge(name: string, bytes: number): string {
+  return `${name} is ${fmt(bytes / 1048576, 1)} MB (${count(bytes)} bytes): a text of at most ${fmt(MAX_FILE_BYTES / 1048576, 0)} MB (${count(MAX_FILE_BYTES)} bytes) trains in a tab.`;
+}
+
+/**
+ * A text refused, by the page or by the package: the message at the field, the source
+ * buttons back on the text in use, and the field with the text kept open to fix it (a
+ * pasted text and a dropped one alike).
+ */
 function showTextError(message: string): void {
   run.textError = message;
-  if (run.text) $<HTMLInputElement>(`lang-src-${run.text.source}`).checked = true;
+  showSourceInUse();
   syncPanel();
 }
 
-/** Offers a text to the package; a refusal comes back as run.textError, shown at the field. */
+/** Offers a text to the package (after asking, when a trained run would be lost). */
 function useText(text: string, name: string): void {
-  offerText(text, "own", name);
+  const bytes = new TextEncoder().encode(text).length;
+  if (bytes > MAX_FILE_BYTES) {
+    showTextError(tooLarge(name, bytes));
+    return;
+  }
+  ask(
+    `Changing the text to ${name}`,
+    "lang-own-use",
+    () => {
+      lastOwnText = text;
+      offerText(text, "own", name);
+      syncPanel();
+    },
+    showSourceInUse,
+  );
   syncPanel();
+}
+
+/**
+ * The package's refusal of a text in the panel's words: the context for seq_len, numbers
+ * with separators, a full stop.
+ */
+export function textRefusal(message: string): string {
+  const m = message
+    .replace(/^text: /, "")
+    .replace(/seq_len|options\.seqLen|seqLen/g, "the context")
+    .replace(/\d{4,}/g, (d) => count(Number(d)));
+  return /[.!?]$/.test(m) ? m : `${m}.`;
+}
+
+/** The generation's prompt of the text in use (the sample's), unless the learner typed one. */
+let textPrompt = DEFAULT_GEN.prompt;
+let lastOwnText = "";
+function promptFromText(): void {
+  const t = run.text!;
+  const next = t.source === "own" ? samplePrompt(lastOwnText, "own") : DEFAULT_GEN.prompt;
+  if (settings.gen.prompt === textPrompt && next !== textPrompt) {
+    settings.gen = { ...settings.gen, prompt: next };
+    writeGen();
+    saveUrl();
+  }
+  textPrompt = next;
 }
 
 async function loadMobyDick(): Promise<void> {
@@ -542,6 +690,7 @@ function buildPanel(): void {
       { kind: "select", id: "lang-lr", name: "learning rate" },
     ]),
   );
+  $("lang-settings").insertAdjacentHTML("afterend", confirmHtml("lang"));
   $("lang-run").innerHTML = runButtonsHtml("lang", {
     downloadTitle: "Download the weights with the vocabulary (.atkmodel)",
     loadTitle: "Load a language model's weights (.atkmodel)",
@@ -567,24 +716,48 @@ function bindPanel(): void {
       if (full) redrawStage();
       else syncPanel();
     },
-    // A new text: a new model of the settings on it.
+    // A new text: a new model of the settings on it, and a prompt from it.
     () => {
-      $<HTMLInputElement>(`lang-src-${run.text!.source}`).checked = true;
+      showSourceInUse();
       reset(run.config);
+      promptFromText();
     },
+    (name, message) => showTextError(`${name} was not used: ${textRefusal(message)}`),
   );
   setSentence(settings.sentence);
   const panel = $("language");
   panel.addEventListener("change", (e) => {
     const t = e.target as HTMLElement;
     if (t.id === "lang-preset") {
-      settings.preset = $<HTMLSelectElement>("lang-preset").value as PresetId;
-      for (const k of Object.keys(fieldNotes)) fieldNotes[k] = "";
-      applyConfig({ ...PRESETS[settings.preset] });
+      const preset = $<HTMLSelectElement>("lang-preset").value as PresetId;
+      ask(
+        `Changing the preset ${settings.preset} → ${preset}`,
+        t.id,
+        () => {
+          settings.preset = preset;
+          for (const k of Object.keys(fieldNotes)) fieldNotes[k] = "";
+          applyConfig({ ...PRESETS[preset] });
+        },
+        () => writeConfig(),
+      );
     } else if (t.closest(".lang-settings")) {
-      applyConfig(readConfig(t.id));
+      const c = readConfig(t.id);
+      const change = configChanges(c);
+      if (!change) {
+        writeConfig();
+        return;
+      }
+      ask(
+        `Changing ${change}`,
+        t.id,
+        () => applyConfig(c),
+        () => {
+          for (const k of Object.keys(fieldNotes)) fieldNotes[k] = "";
+          writeConfig();
+        },
+      );
     } else if (t.id === "lang-src-moby-dick") {
-      void loadMobyDick();
+      ask("Changing the text to Moby-Dick", t.id, () => void loadMobyDick(), showSourceInUse);
     } else if (t.id === "lang-src-own") {
       $<HTMLTextAreaElement>("lang-own").focus();
       syncPanel();
@@ -597,7 +770,11 @@ function bindPanel(): void {
       const input = t as HTMLInputElement;
       const f = input.files?.[0];
       input.value = "";
-      if (f) void f.arrayBuffer().then((b) => loadWeights(new Uint8Array(b)));
+      if (f)
+        void f.arrayBuffer().then((b) => {
+          loadWeights(new Uint8Array(b), f.name);
+          syncPanel();
+        });
     } else if (t.closest(".lang-gen-fields")) {
       readGen(t.id);
     }
@@ -606,6 +783,8 @@ function bindPanel(): void {
     $<HTMLInputElement>("lang-src-own").checked = true;
     useText($<HTMLTextAreaElement>("lang-own").value, "your text");
   });
+  $("lang-confirm-yes").addEventListener("click", () => answer(true));
+  $("lang-confirm-no").addEventListener("click", () => answer(false));
   // A .txt dropped anywhere on the panel.
   panel.addEventListener("dragover", (e) => {
     e.preventDefault();
@@ -636,7 +815,7 @@ function bindPanel(): void {
   sentence.addEventListener("input", () => {
     const v = sentence.value;
     $("lang-sentence-note").textContent = v.trim()
-      ? ""
+      ? unknownNote(v)
       : "Type a sentence (the last one is shown meanwhile).";
     if (!v.trim()) return;
     settings.sentence = v;
@@ -664,6 +843,7 @@ function bindPanel(): void {
       $("lang-prompt-note").textContent = "Type a prompt: the text generation continues.";
       return;
     }
+    showGenPending = true;
     generate(
       { prompt: g.prompt, temperature: g.temperature, topK: g.topK, length: g.length, seed: 1 },
       reducedMotion() ? 0 : GEN_DELAY_MS,
@@ -693,7 +873,7 @@ function readGen(changed?: string): void {
       `${g.topK} → ${run.text.vocabSize}: top-k is at most the vocabulary's size.`;
     g.topK = run.text.vocabSize;
   }
-  $("lang-prompt-note").textContent = "";
+  $("lang-prompt-note").textContent = unknownNote(g.prompt);
   settings.gen = g;
   writeGen();
   writeConfig();
@@ -707,6 +887,7 @@ function openLayer(w: LangLayer): void {
     tokens: w.tokens,
     targets: w.tokens.map(() => -1),
     labels: w.characters.map(charLabel),
+    text: w.characters.join(""),
     layer: w.layer,
     numLayers: run.config.numLayers,
     numHeads: w.weights.shape[0],
@@ -721,6 +902,58 @@ function openLayer(w: LangLayer): void {
     W_O: w.W_O,
     weights: w.weights,
   });
+}
+
+/**
+ * What a text's characters outside the vocabulary become, in words ("" when none): the
+ * model reads each as its unknown token, shown as �.
+ */
+function unknownNote(text: string): string {
+  const vocabulary = run.text?.vocabulary;
+  if (!vocabulary) return "";
+  const known = new Set(vocabulary);
+  const unknown = [...new Set([...text].filter((c) => !known.has(c)))];
+  if (!unknown.length) return "";
+  const list = unknown
+    .slice(0, 6)
+    .map((c) => `“${charLabel(c)}”`)
+    .join(", ");
+  const more = unknown.length > 6 ? ` and ${count(unknown.length - 6)} more` : "";
+  return `${list}${more} ${unknown.length > 1 ? "are" : "is"} not in the text's vocabulary: the model reads ${unknown.length > 1 ? "them" : "it"} as � (unknown).`;
+}
+
+/** Notes of the sentence and the prompt that the vocabulary in use sets (a new text changes it). */
+function syncUnknownNotes(): void {
+  const sentence = $<HTMLInputElement>("lang-sentence").value;
+  if (sentence.trim()) setText("lang-sentence-note", unknownNote(sentence));
+  const prompt = $<HTMLInputElement>("lang-prompt").value;
+  if (prompt) setText("lang-prompt-note", unknownNote(prompt));
+}
+
+/** Brings the head view into sight (a click on a map of another layer changed it). */
+function showHeadView(): void {
+  const hv = document.querySelector<SVGGElement>('[data-testid="lang-headview"]');
+  hv?.scrollIntoView({ block: "nearest", behavior: reducedMotion() ? "auto" : "smooth" });
+}
+
+/** Set by Generate: the first character's maps are brought into sight once drawn. */
+let showGenPending = false;
+function showGeneration(): void {
+  if (!showGenPending) return;
+  const maps = document.querySelectorAll('[data-testid^="matrix-lang-gen-"]');
+  const last = maps[maps.length - 1];
+  const title = document.querySelector('[data-testid="lang-gen-title"]');
+  if (!last || !title) return;
+  showGenPending = false;
+  // The last map's bottom, then the title's top (when all of them fit, both are in sight),
+  // with room below for the lines the panel adds above them when the generation ends.
+  const behavior = reducedMotion() ? "auto" : "smooth";
+  const top = title.getBoundingClientRect().top;
+  const bottom = last.getBoundingClientRect().bottom;
+  const room = 60;
+  if (top >= 0 && bottom <= innerHeight - room) return;
+  const by = bottom - top <= innerHeight - room ? bottom - innerHeight + room : top - 8;
+  scrollBy({ top: by, behavior });
 }
 
 /** The generated characters on screen: with reduced motion, none until all are in. */
@@ -745,7 +978,8 @@ function syncPanel(): void {
   setDisabled("lang-download", !ready);
   setDisabled("lang-generate", !ready);
   const own = $<HTMLInputElement>("lang-src-own").checked;
-  $("lang-own-box").hidden = !own;
+  // A refused text keeps the field open, to fix it or paste another.
+  $("lang-own-box").hidden = !own && !run.textError;
   // The text.
   const t = run.text;
   setText(
@@ -753,13 +987,14 @@ function syncPanel(): void {
     run.textPending
       ? `Reading ${run.textPending}…`
       : t
-        ? `${t.source === "moby-dick" ? "Moby-Dick" : t.name}: ${t.bytes.toLocaleString("en")} bytes, ${t.characters.toLocaleString("en")} characters, a vocabulary of ${t.vocabSize - 1} distinct characters (+ one for unknown): ${t.vocabulary.map(charLabel).join("")}`
+        ? `${textName(t)}: ${count(t.bytes)} bytes, ${count(t.characters)} characters, a vocabulary of ${count(t.vocabSize - 1)} distinct characters (+ one, �, for any other): ${t.vocabulary.map(charLabel).join("")}`
         : "",
   );
   setText(
     "lang-text-note",
-    run.textError ? `${run.textError}${t ? ` The model goes on with ${t.name}.` : ""}` : "",
+    run.textError ? `${run.textError}${t ? ` The model goes on with ${textName(t)}.` : ""}` : "",
   );
+  setText("lang-weights-note", run.weightsError);
   // Status.
   const lastLoss = run.curve.loss[run.curve.loss.length - 1];
   const v = run.validation.loss[run.validation.loss.length - 1];
@@ -767,7 +1002,7 @@ function syncPanel(): void {
     ? `<span class="error" data-testid="lang-error">${escapeHtml(run.error)}</span>`
     : !ready
       ? "starting…"
-      : `${run.training ? "training" : run.step ? "paused" : "ready"} · step ${run.step}${lastLoss !== undefined ? ` · batch loss ${fmt(lastLoss, 3)}` : ""}${v !== undefined ? ` · validation ${lossText(v)}` : ""}${run.tokensPerSecond ? ` · ${Math.round(run.tokensPerSecond).toLocaleString("en")} characters/s` : ""} · ${(elapsed() / 1000).toFixed(0)} s trained${run.reached2Ms !== null ? ` · 2.0 nats/char after ${(run.reached2Ms / 1000).toFixed(0)} s` : ""} · attnkit ${escapeHtml(run.target)} in a worker`;
+      : `${run.training ? "training" : trainedHere() ? "paused" : run.loadedAt !== null ? "loaded" : "ready"} · step ${count(run.step)}${run.loadedAt !== null ? ` (loaded at step ${count(run.loadedAt)} from ${escapeHtml(run.loadedName ?? "a file")})` : ""}${lastLoss !== undefined ? ` · batch loss ${fmt(lastLoss, 3)}` : ""}${v !== undefined ? ` · validation ${lossText(v)}` : ""}${run.training && run.tokensPerSecond ? ` · ${count(run.tokensPerSecond)} characters/s` : ""} · ${fmt(elapsed() / 1000, 0)} s trained${run.loadedAt !== null ? " here" : ""}${run.reached2Ms !== null ? ` · 2.0 nats/char after ${fmt(run.reached2Ms / 1000, 0)} s` : ""} · attnkit ${escapeHtml(run.target)} in a worker`;
   const st = $("lang-status");
   if (st.innerHTML !== status) st.innerHTML = status;
   syncScrub("lang", run);
@@ -781,10 +1016,11 @@ function syncPanel(): void {
   setText(
     "lang-sample-title",
     smp
-      ? `Sample at step ${smp.step} (prompt “${SAMPLE.prompt.trim()}”, temperature ${SAMPLE.temperature}, top-k ${SAMPLE.topK}, seed ${SAMPLE.seed}; regenerated every few seconds while training)`
+      ? `Sample at step ${count(smp.step)} (prompt “${smp.prompt.trim()}”, temperature ${SAMPLE.temperature}, top-k ${SAMPLE.topK}, seed ${SAMPLE.seed}; regenerated every few seconds while training)`
       : "Sample",
   );
   syncOpenButtons("lang", run.config.numLayers, !!run.sentence);
+  syncUnknownNotes();
   // Generation.
   const gen = run.gen;
   setText("lang-generate", gen.running ? "■ Stop" : "Generate");
@@ -803,7 +1039,7 @@ function syncPanel(): void {
     "lang-gen-check",
     ck
       ? ck.checked
-        ? `Through the cache = full forward: max |Δ| logits ${ck.maxLogitDelta.toExponential(1)}, attention weights ${ck.maxWeightDelta.toExponential(1)} over the first ${ck.checked} characters (those within the context of ${run.config.seqLen}).`
+        ? `Through the cache = full forward: max |Δ| logits ${ck.maxLogitDelta.toExponential(1)}, attention weights ${ck.maxWeightDelta.toExponential(1)} over ${ck.checked === 1 ? "the first character" : `the first ${count(ck.checked)} characters`} (those within the context of ${count(run.config.seqLen)}).`
         : `No character to check: the prompt fills the context of ${run.config.seqLen}.`
       : "",
   );

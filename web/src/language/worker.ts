@@ -7,6 +7,7 @@ import type { AttnkitWithModel, Model, Sampler, Tensor, TextDataset, Trainer } f
 import { copyT, errorMessage, serve, trainingLoop, withSnapshot } from "../worker-host";
 import {
   SAMPLE,
+  samplePrompt,
   SNAPSHOT_EVERY,
   VALIDATION_WINDOWS,
   type FromWorker,
@@ -37,8 +38,6 @@ let dataset: TextDataset | null = null;
 let model: Model | null = null;
 let trainer: Trainer | null = null;
 let config: LangConfig | null = null;
-/** The step a loaded weights file was saved at: the run's steps count on from it. */
-let base = 0;
 let snapshots: { step: number; bytes: Uint8Array }[] = [];
 let lastSample = 0;
 /** The generation under way: its own copy of the model, so that training may go on. */
@@ -55,7 +54,8 @@ let gen: {
 const post = (m: FromWorker, transfer: Transferable[] = []) =>
   (self as unknown as Worker).postMessage(m, transfer);
 
-const steps = (): number => base + (trainer?.steps ?? 0);
+/** The live model's steps: those of a loaded weights file count (the file carries them). */
+const steps = (): number => model?.trainedSteps ?? 0;
 
 function disposeRun(): void {
   trainer?.dispose();
@@ -123,7 +123,6 @@ function reset(id: number, c: LangConfig, loaded?: Model): void {
   stopGenerate();
   loop.stop();
   disposeRun();
-  base = 0;
   config = c;
   if (!dataset) throw new Error("there is no text yet: it is still loading");
   fitDataset(c.seqLen, loaded?.vocabulary ?? undefined);
@@ -158,6 +157,8 @@ function reset(id: number, c: LangConfig, loaded?: Model): void {
     target: attn.target,
     simd: attn.simd,
     validationLoss: dataset.validationLoss(model),
+    step: steps(),
+    loaded: !!loaded,
   });
   keepSnapshot();
   sample();
@@ -184,9 +185,10 @@ function stepOnce(): number {
 
 function sample(): void {
   lastSample = performance.now();
-  let text: string;
+  const prompt = samplePrompt(text, info?.source ?? "moby-dick");
+  let out: string;
   try {
-    text = model!.generate(SAMPLE.prompt, {
+    out = model!.generate(prompt, {
       length: SAMPLE.length,
       temperature: SAMPLE.temperature,
       topK: SAMPLE.topK,
@@ -194,9 +196,9 @@ function sample(): void {
     }).text;
   } catch (err) {
     // Training goes on; the sample says why it is missing.
-    text = ` [no sample: ${err instanceof Error ? err.message : String(err)}]`;
+    out = ` [no sample: ${err instanceof Error ? err.message : String(err)}]`;
   }
-  post({ type: "sample", step: steps(), prompt: SAMPLE.prompt, text });
+  post({ type: "sample", step: steps(), prompt, text: out });
 }
 
 function postState(): void {
@@ -420,11 +422,26 @@ function handle(msg: ToWorker): void {
       return;
     }
     case "load": {
-      const m = attn.loadModel(msg.bytes);
+      // A file refused leaves the run as it was; the message goes to the load button.
+      let m: Model;
+      try {
+        m = attn.loadModel(msg.bytes);
+      } catch (err) {
+        // The package's message without its class and parameter ("weights: ...").
+        const message = err instanceof Error ? err.message : String(err);
+        post({ type: "load-error", id: msg.id, message: message.replace(/^weights: /, "") });
+        return;
+      }
       const c = m.config;
       if (!m.vocabulary || c.dFF === 0) {
         m.dispose();
-        throw new Error("these weights are not a language model's (no vocabulary, or no MLP)");
+        post({
+          type: "load-error",
+          id: msg.id,
+          message:
+            "these weights are not a language model's: they have no vocabulary or no MLP (a Train-view file is a task model's).",
+        });
+        return;
       }
       reset(
         msg.id,

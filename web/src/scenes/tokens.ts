@@ -1,5 +1,5 @@
 // Step 1: tokens -> embeddings X [T, d_model] (+ positional encodings).
-import { fmt, maxAbs, shape, sub } from "../format";
+import { count, fmt, maxAbs, shape, sub } from "../format";
 import { FEATURES } from "../lexicon";
 import { dur } from "../motion";
 import { diverging } from "../draw/colors";
@@ -16,8 +16,12 @@ export const tokensScene: Scene = {
     const pe = ctx.state.pe;
     const trained = trainedOf(ctx.state);
     if (trained)
-      return `<p>The sample sequence of the task “${trained.task}”: <b>T = ${T}</b> tokens, each a token id (the separator 0 shows as “|”; the small number after it is the position).
-      Row <b>x<sub>i</sub></b> of X is what layer ${trained.layer + 1}'s attention reads at position <i>i</i>: the learned token and position embeddings${trained.layer > 0 ? " plus the outputs of the layers below" : ""}, ${trained.step} training steps in.</p>
+      return `<p>${
+        trained.task === "language"
+          ? `The sentence, as the language model reads it: <b>T = ${T}</b> characters (␣ a space; the small number after each is the position).`
+          : `The sample sequence of the task “${trained.task}”: <b>T = ${T}</b> tokens, each a token id (the separator 0 shows as “|”; the small number after it is the position).`
+      }
+      Row <b>x<sub>i</sub></b> of X is what layer ${trained.layer + 1}'s attention reads at position <i>i</i>: the learned token and position embeddings${trained.layer > 0 ? " plus the outputs of the layers below" : ""}, ${count(trained.step)} training step${trained.step === 1 ? "" : "s"} in.</p>
       <p class="shapes">X ${shape("T", "d_model")} = ${shape(T, dModel)}, given by the trained model (not editable).</p>`;
     const src = ctx.cfg.seedMode
       ? "The worked example of “2.3 Single-attention head” prints X directly (6 tokens, d_model = 4)."

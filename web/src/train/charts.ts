@@ -72,7 +72,7 @@ export function chartFrame(
       .attr("fill", "#fcfcfb")
       .attr("stroke", "#e2e2de");
     const xAxis = gg.append("g").attr("transform", `translate(0,${h})`);
-    const yAxis = gg.append("g");
+    const yAxis = gg.append("g").attr("class", "y-axis");
     axisTitle(gg, "training step", w / 2, h + 30);
     axisTitle(gg, yLabel, -42, h / 2, true);
     const paths = gg.append("g");
@@ -95,6 +95,11 @@ export interface ChartMarks {
   missingBefore?: number;
   /** The step of the snapshot on screen. */
   snapshot?: number;
+  /**
+   * Fit the y axis to the points from this step on (the first steps' high losses are drawn
+   * at the top edge), so that the range that matters is not squashed; default: from 0.
+   */
+  fitFrom?: number;
 }
 
 /** Draws `series` into a chart; y in [0, yMax] (default: the data's largest). */
@@ -117,14 +122,24 @@ export function drawSeries(
   const xMax = Math.ceil(last / (unit / 2)) * (unit / 2);
   // Before any data, a y axis up to 1.
   let top = 0;
-  for (const s of series) for (const v of s.y) if (v > top) top = v;
+  let low = Infinity;
+  const from = marks.fitFrom ?? 0;
+  for (const s of series)
+    s.y.forEach((v, i) => {
+      // A reference line (two points) spans every step: it counts.
+      if (s.x[i] < from && s.x.length > 2) return;
+      if (v > top) top = v;
+      if (v < low) low = v;
+    });
   if (!(top > 0)) top = 1 / 1.05;
   const x = d3.scaleLinear().domain([0, xMax]).range([0, w]);
+  const bottom = marks.fitFrom && low < top ? Math.floor(low * 0.95 * 10) / 10 : 0;
   const y = d3
     .scaleLinear()
-    .domain([0, yMax ?? Number((top * 1.05).toPrecision(2))])
-    .range([h, 0]);
-  const domains = `${xMax}|${y.domain()[1].toPrecision(2)}`;
+    .domain([bottom, yMax ?? Number((top * 1.05).toPrecision(2))])
+    .range([h, 0])
+    .clamp(true);
+  const domains = `${xMax}|${y.domain()[0]}|${y.domain()[1].toPrecision(2)}`;
   if (st.domains !== domains) {
     st.domains = domains;
     st.xAxis.call(d3.axisBottom(x).ticks(Math.max(2, Math.floor(w / 70))));

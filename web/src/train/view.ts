@@ -10,7 +10,7 @@ import { signedLegend, weightLegend } from "../draw/legend";
 import { setAttr } from "../draw/retain";
 import { note } from "../draw/text";
 import { labelSpace } from "../draw/labels";
-import { escapeHtml, fmt, maxAbs, shape, sub } from "../format";
+import { count, escapeHtml, fmt, maxAbs, shape, sub } from "../format";
 import { page, saveUrl } from "../page";
 import type { Scene } from "../scenes/common";
 import { queryParts } from "../state";
@@ -42,6 +42,7 @@ import {
 } from "./run";
 import { drawSample } from "./sample";
 import {
+  confirmHtml,
   downloadBytes,
   fieldValue,
   runButtonsHtml,
@@ -50,6 +51,7 @@ import {
   setDisabled,
   setRanges,
   settingsHtml,
+  showConfirm,
   syncOpenButtons,
   syncRunButtons,
   syncScrub,
@@ -209,7 +211,7 @@ export const trainView: Scene = {
   title: "Train: watch attention learn",
   caption: () => {
     const c = run.config;
-    return `<p>A small attention-only transformer (${c.numLayers} layer${c.numLayers > 1 ? "s" : ""} of ${c.numHeads} head${c.numHeads > 1 ? "s" : ""}, d<sub>model</sub> ${c.dModel}, d<sub>k</sub> ${c.dK}${run.ready ? `, ${run.ready.parameterCount} weights` : ""}) learns the <b>${c.task}</b> task, trained by attnkit's forward and backward passes and AdamW in a Web Worker, on one core.
+    return `<p>A small attention-only transformer (${c.numLayers} layer${c.numLayers > 1 ? "s" : ""} of ${c.numHeads} head${c.numHeads > 1 ? "s" : ""}, d<sub>model</sub> ${c.dModel}, d<sub>k</sub> ${c.dK}${run.ready ? `, ${count(run.ready.parameterCount)} weights` : ""}) learns the <b>${c.task}</b> task, trained by attnkit's forward and backward passes and AdamW in a Web Worker, on one core.
       Below: the loss and accuracy, and, on one sample sequence, each head's attention weights, its queries and keys (a query's line goes to the key it weights most) and the gradient dS = ∂loss/∂scores of one head (where the learning signal goes).</p>
       <p class="shapes">sample ${shape("T", "T")} = ${shape(run.ready?.seqLen ?? "T", run.ready?.seqLen ?? "T")} per head; Q, K ${shape("h", "T", "d_k")}; ${run.config.scaled ? "scores ÷ √d<sub>k</sub>" : "scores not scaled"}</p>`;
   },
@@ -440,19 +442,15 @@ function applySettings(c: RunConfig, compare: boolean): void {
 }
 
 function showPending(): void {
-  const box = $("train-confirm");
-  if (!pending) {
-    box.hidden = true;
-    return;
-  }
-  const n = trained();
-  const lost = n
-    ? `the ${n} step${n > 1 ? "s" : ""} trained so far and ${n > 1 ? "their" : "its"} curves`
-    : `the weights loaded from ${run.loaded?.name ?? "the file"}`;
-  const text = `Changing ${changes(pending.config, pending.compare).join(", ")} starts a new run: ${lost} will be discarded (⤓ weights saves them first).${pending.paused ? " Training is paused." : ""}`;
-  const span = box.querySelector("span")!;
-  if (span.textContent !== text) span.textContent = text;
-  box.hidden = false;
+  showConfirm(
+    "train",
+    pending && {
+      change: `Changing ${changes(pending.config, pending.compare).join(", ")}`,
+      steps: trained(),
+      loaded: run.loaded?.name ?? null,
+      paused: pending.paused,
+    },
+  );
 }
 
 /** The panel's fields, buttons and slider (index.html holds their places). */
@@ -476,6 +474,7 @@ function buildPanel(): void {
       title: "Train the same task with the scale flipped, and overlay its loss",
     },
   ]);
+  $("train-settings").insertAdjacentHTML("afterend", confirmHtml("train"));
   $("train-run").innerHTML = runButtonsHtml("train", {
     downloadTitle: "Download the weights (.atkmodel)",
     loadTitle: "Continue from a weights file (.atkmodel)",

@@ -187,7 +187,9 @@ export const decodingView: Scene = {
           ? "not decoded yet"
           : `step ${r}: output[${c}] = <b>${fmt(v, 4)}</b><br>full causal: ${fmt(d.full.data[r * heads * dV + c], 4)}`,
     });
-    x += Math.max(O.width + 14, 250);
+    // Past the title's end too (a narrow stage's cells leave it wider than the matrix).
+    const titleEnd = (O.g.node() as SVGGElement | null)?.getBBox?.();
+    x += Math.max(O.width + 14, 250, titleEnd ? titleEnd.x + titleEnd.width + 14 : 0);
     const F = drawMatrix(g, {
       id: "fullCausal",
       title: "full causal (multiHeadAttentionQKV)",
