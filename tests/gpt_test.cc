@@ -34,7 +34,9 @@ namespace {
 
 using namespace attnkit;
 using namespace attnkit::model;
+using model_test::RequireGradientsMatchReference;
 using model_test::RequireNames;
+using model_test::RequireScoreGradientsMatchReference;
 using model_test::SmallBatch;
 using model_test::SmallConfig;
 
@@ -109,49 +111,12 @@ TEST_CASE("gpt: every gradient matches finite differences of the float64 referen
       Model m;
       REQUIRE_OK(m.Init(config, 3 + shape));
       Perturb(&m, 17 + shape);
-      const Batch batch = SmallBatch();
-      Metrics metrics;
-      REQUIRE_OK(m.Forward(batch, &metrics));
-      Parameters grads;
-      REQUIRE_OK(m.Backward(&grads));
-      std::vector<model_ref::Tensor> t = model_ref::FromParameters(m.params());
-      const double loss = model_ref::Loss(m.config(), t, batch);
-      CHECK(std::abs(metrics.loss - loss) <= 1e-5 * std::max(1.0, std::abs(loss)));
-      const std::vector<const Matrix*> g = static_cast<const Parameters&>(grads).Tensors();
-      const std::vector<std::string> names = m.params().Names();
-      REQUIRE(g.size() == t.size());
       // Every kind is there: 2 embeddings, 10 per layer, 2 final LayerNorm, unembedding.
+      const std::vector<std::string> names = m.params().Names();
       CHECK(names.size() == 2 + 10 * config.num_layers + 3);
       CHECK(std::count(names.begin(), names.end(), "layers.0.W_1") == 1);
       CHECK(std::count(names.begin(), names.end(), "layers.1.ln2_bias") == 1);
-      const double h = 1e-5;
-      double worst = 0;
-      for (size_t i = 0; i < t.size(); ++i) {
-        INFO(names[i]);
-        REQUIRE(g[i]->size() == t[i].size());
-        double magnitude = 0;
-        for (size_t k = 0; k < t[i].size(); ++k) magnitude += std::abs(g[i]->data()[k]);
-        CHECK(magnitude > 1e-3);  // nothing passes by being zero
-        for (size_t k = 0; k < t[i].size(); ++k) {
-          const double saved = t[i][k];
-          t[i][k] = saved + h;
-          const double up = model_ref::Loss(m.config(), t, batch);
-          t[i][k] = saved - h;
-          const double down = model_ref::Loss(m.config(), t, batch);
-          t[i][k] = saved;
-          const double fd = (up - down) / (2 * h);
-          const double err = std::abs(g[i]->data()[k] - fd);
-          // float32 gradients of an O(1) loss: 1e-4 absolute plus 1e-3 relative.
-          const double tolerance = 1e-4 + 1e-3 * std::abs(fd);
-          worst = std::max(worst, err / tolerance);
-          if (err > tolerance) {
-            FAIL_CHECK(names[i] << "[" << k << "]: gradient " << g[i]->data()[k]
-                                << ", finite differences " << fd);
-          }
-        }
-      }
-      INFO("worst error / tolerance " << worst);
-      CHECK(worst < 1);
+      RequireGradientsMatchReference(&m, SmallBatch());
     }
   }
 }
@@ -162,43 +127,7 @@ TEST_CASE("gpt: Inspect's weights and dS match the float64 reference", "[gpt][in
   Model m;
   REQUIRE_OK(m.Init(SmallConfig(true, true, 8), 21));
   Perturb(&m, 22);
-  const std::vector<int32_t> tokens = {1, 4, 0, 2, 3};
-  const std::vector<int32_t> targets = {-1, 0, 3, -1, 1};
-  Inspection in;
-  REQUIRE_OK(m.Inspect(tokens, &targets, &in));
-  const ModelConfig& c = m.config();
-  const size_t T = tokens.size(), h = c.num_heads;
-  Batch batch;
-  batch.batch = 1;
-  batch.seq_len = T;
-  batch.tokens = tokens;
-  batch.targets = targets;
-  const std::vector<model_ref::Tensor> t = model_ref::FromParameters(m.params());
-  std::vector<std::vector<double>> ref_weights;
-  const double loss = model_ref::Loss(c, t, batch, &ref_weights);
-  CHECK(std::abs(in.metrics.loss - loss) <= 1e-5 * std::max(1.0, loss));
-  REQUIRE(in.layers.size() == c.num_layers);
-  double magnitude = 0;
-  for (size_t l = 0; l < c.num_layers; ++l) {
-    for (size_t head = 0; head < h; ++head) {
-      for (size_t i = 0; i < T; ++i) {
-        for (size_t j = 0; j <= i; ++j) {
-          INFO("layer " << l << " head " << head << " query " << i << " key " << j);
-          CHECK(std::abs(in.layers[l].weights(head * T + i, j) -
-                         ref_weights[l][(head * T + i) * T + j]) < 1e-5);
-          model_ref::ScoreNudge nudge{0, l, head, i, j, 1e-5};
-          const double up = model_ref::Loss(c, t, batch, nullptr, &nudge);
-          nudge.delta = -1e-5;
-          const double down = model_ref::Loss(c, t, batch, nullptr, &nudge);
-          const double fd = (up - down) / 2e-5;
-          CHECK(std::abs(in.layers[l].d_scores(head * T + i, j) - fd) <=
-                1e-5 + 1e-3 * std::abs(fd));
-          magnitude += std::abs(fd);
-        }
-      }
-    }
-  }
-  CHECK(magnitude > 1e-3);
+  RequireScoreGradientsMatchReference(&m, {1, 4, 0, 2, 3}, {-1, 0, 3, -1, 1});
 }
 
 TEST_CASE("gpt: loss and gradients agree on every compiled SIMD target", "[gpt]") {

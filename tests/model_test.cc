@@ -30,7 +30,9 @@ namespace {
 
 using namespace attnkit;
 using namespace attnkit::model;
+using model_test::RequireGradientsMatchReference;
 using model_test::RequireNames;
+using model_test::RequireScoreGradientsMatchReference;
 using model_test::SmallBatch;
 using model_test::SmallConfig;
 
@@ -59,46 +61,7 @@ TEST_CASE("model: every gradient matches finite differences of the float64 refer
             }
           }
         }
-        const Batch batch = SmallBatch();
-        Metrics metrics;
-        REQUIRE_OK(m.Forward(batch, &metrics));
-        Parameters grads;
-        REQUIRE_OK(m.Backward(&grads));
-        std::vector<model_ref::Tensor> t = model_ref::FromParameters(m.params());
-        const double loss = model_ref::Loss(m.config(), t, batch);
-        CHECK(std::abs(metrics.loss - loss) <= 1e-5 * std::max(1.0, std::abs(loss)));
-        CHECK(metrics.scored == 7);
-        const std::vector<const Matrix*> g = static_cast<const Parameters&>(grads).Tensors();
-        const std::vector<std::string> names = m.params().Names();
-        REQUIRE(g.size() == t.size());
-        const double h = 1e-5;
-        double worst = 0;
-        for (size_t i = 0; i < t.size(); ++i) {
-          REQUIRE(g[i]->size() == t[i].size());
-          // Every tensor gets a gradient: nothing passes by being zero.
-          double magnitude = 0;
-          for (size_t k = 0; k < t[i].size(); ++k) magnitude += std::abs(g[i]->data()[k]);
-          INFO(names[i]);
-          CHECK(magnitude > 1e-3);
-          for (size_t k = 0; k < t[i].size(); ++k) {
-            const double saved = t[i][k];
-            t[i][k] = saved + h;
-            const double up = model_ref::Loss(m.config(), t, batch);
-            t[i][k] = saved - h;
-            const double down = model_ref::Loss(m.config(), t, batch);
-            t[i][k] = saved;
-            const double fd = (up - down) / (2 * h);
-            const double err = std::abs(g[i]->data()[k] - fd);
-            worst = std::max(worst, err / (1e-4 + 1e-3 * std::abs(fd)));
-            // float32 gradients of an O(1) loss: 1e-4 absolute plus 1e-3 relative.
-            if (err > 1e-4 + 1e-3 * std::abs(fd)) {
-              FAIL_CHECK(names[i] << "[" << k << "]: gradient " << g[i]->data()[k] << ", finite "
-                                  << "differences " << fd);
-            }
-          }
-        }
-        INFO("worst error / tolerance " << worst);
-        CHECK(worst < 1);
+        CHECK(RequireGradientsMatchReference(&m, SmallBatch()).scored == 7);
       }
     }
   }
@@ -202,55 +165,9 @@ TEST_CASE("model: Inspect's dS matches finite differences of the loss in the sco
       const std::vector<int32_t> targets = {-1, 0, 3, -1, 1};
       std::vector<uint8_t> before, after;
       REQUIRE_OK(ExportWeights(m, &before));
-      Inspection in;
-      REQUIRE_OK(m.Inspect(tokens, &targets, &in));
+      CHECK(RequireScoreGradientsMatchReference(&m, tokens, targets).scored == 3);
       REQUIRE_OK(ExportWeights(m, &after));
       CHECK(before == after);  // the weights do not change
-
-      const ModelConfig& c = m.config();
-      const size_t T = tokens.size(), h = c.num_heads;
-      Batch batch;
-      batch.batch = 1;
-      batch.seq_len = T;
-      batch.tokens = tokens;
-      batch.targets = targets;
-      const std::vector<model_ref::Tensor> t = model_ref::FromParameters(m.params());
-      std::vector<std::vector<double>> ref_weights;
-      const double loss = model_ref::Loss(c, t, batch, &ref_weights);
-      REQUIRE(in.has_targets);
-      CHECK(std::abs(in.metrics.loss - loss) <= 1e-5 * std::max(1.0, loss));
-      CHECK(in.metrics.scored == 3);
-      REQUIRE(in.layers.size() == c.num_layers);
-      const double step = 1e-5;
-      double magnitude = 0;
-      for (size_t l = 0; l < c.num_layers; ++l) {
-        const Matrix& dS = in.layers[l].d_scores;
-        REQUIRE(dS.rows() == h * T);
-        REQUIRE(dS.cols() == T);
-        for (size_t head = 0; head < h; ++head) {
-          for (size_t i = 0; i < T; ++i) {
-            for (size_t j = 0; j < T; ++j) {
-              const float got = dS(head * T + i, j);
-              INFO("layer " << l << " head " << head << " query " << i << " key " << j);
-              // The weights against the reference's too.
-              CHECK(std::abs(in.layers[l].weights(head * T + i, j) -
-                             ref_weights[l][(head * T + i) * T + j]) < 1e-5);
-              if (j > i) {
-                CHECK(got == 0.0f);  // masked: exactly zero
-                continue;
-              }
-              model_ref::ScoreNudge nudge{0, l, head, i, j, step};
-              const double up = model_ref::Loss(c, t, batch, nullptr, &nudge);
-              nudge.delta = -step;
-              const double down = model_ref::Loss(c, t, batch, nullptr, &nudge);
-              const double fd = (up - down) / (2 * step);
-              CHECK(std::abs(got - fd) <= 1e-5 + 1e-3 * std::abs(fd));
-              magnitude += std::abs(fd);
-            }
-          }
-        }
-      }
-      CHECK(magnitude > 1e-3);  // the check is not passed by zeros
     }
   }
 }

@@ -1,14 +1,20 @@
 // attnkit model tests: the small model, batch and error check that the model,
-// GPT and text tests share (test_util.h's REQUIRE_OK beside them).
+// GPT and text tests share (test_util.h's REQUIRE_OK beside them), and the
+// one finite-difference check of the model's gradients against the float64
+// reference (model_reference.h).
 #ifndef ATTNKIT_TESTS_MODEL_TEST_UTIL_H_
 #define ATTNKIT_TESTS_MODEL_TEST_UTIL_H_
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "attnkit/model.h"
+#include "tests/model_reference.h"
 #include "tests/test_util.h"
 
 namespace model_test {
@@ -47,6 +53,117 @@ inline attnkit::model::Batch SmallBatch() {
   b.tokens = {1, 4, 0, 2, 3, 2, 2, 1, 4, 0};
   b.targets = {-1, 0, 3, -1, 1, 4, -1, 2, 2, 3};
   return b;
+}
+
+// Central finite differences of the reference's loss in x, one entry at a
+// time (x is restored): (loss(x + h) - loss(x - h)) / 2h.
+template <typename LossOf>
+double CentralDifference(double* x, double h, const LossOf& loss) {
+  const double saved = *x;
+  *x = saved + h;
+  const double up = loss();
+  *x = saved - h;
+  const double down = loss();
+  *x = saved;
+  return (up - down) / (2 * h);
+}
+
+// A float32 gradient of an O(1) loss against its finite difference fd:
+// within `absolute` plus 1e-3 relative. Returns err / tolerance.
+inline double GradientError(double got, double fd, double absolute) {
+  const double tolerance = absolute + 1e-3 * std::abs(fd);
+  return std::abs(got - fd) / tolerance;
+}
+
+// Forward and Backward of m on batch, then every parameter's gradient against
+// central finite differences of the float64 reference's loss; each tensor's
+// gradient must be nonzero (nothing passes by being zero). Returns the
+// forward's metrics.
+inline attnkit::model::Metrics RequireGradientsMatchReference(attnkit::model::Model* m,
+                                                              const attnkit::model::Batch& batch) {
+  attnkit::model::Metrics metrics;
+  REQUIRE_OK(m->Forward(batch, &metrics));
+  attnkit::model::Parameters grads;
+  REQUIRE_OK(m->Backward(&grads));
+  std::vector<model_ref::Tensor> t = model_ref::FromParameters(m->params());
+  const double loss = model_ref::Loss(m->config(), t, batch);
+  CHECK(std::abs(metrics.loss - loss) <= 1e-5 * std::max(1.0, std::abs(loss)));
+  const std::vector<const attnkit::Matrix*> g =
+      static_cast<const attnkit::model::Parameters&>(grads).Tensors();
+  const std::vector<std::string> names = m->params().Names();
+  REQUIRE(g.size() == t.size());
+  double worst = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    INFO(names[i]);
+    REQUIRE(g[i]->size() == t[i].size());
+    double magnitude = 0;
+    for (size_t k = 0; k < t[i].size(); ++k) magnitude += std::abs(g[i]->data()[k]);
+    CHECK(magnitude > 1e-3);
+    for (size_t k = 0; k < t[i].size(); ++k) {
+      const double fd =
+          CentralDifference(&t[i][k], 1e-5, [&] { return model_ref::Loss(m->config(), t, batch); });
+      const double error = GradientError(g[i]->data()[k], fd, 1e-4);
+      worst = std::max(worst, error);
+      if (error > 1) {
+        FAIL_CHECK(names[i] << "[" << k << "]: gradient " << g[i]->data()[k]
+                            << ", finite differences " << fd);
+      }
+    }
+  }
+  INFO("worst error / tolerance " << worst);
+  CHECK(worst < 1);
+  return metrics;
+}
+
+// Inspect's weights and d_scores of one sequence (tokens, targets) against
+// the float64 reference: the weights within 1e-5, dS against the reference's
+// loss moved one score at a time, exactly 0 above the diagonal (masked).
+// Returns Inspect's metrics.
+inline attnkit::model::Metrics RequireScoreGradientsMatchReference(
+    attnkit::model::Model* m, const std::vector<int32_t>& tokens,
+    const std::vector<int32_t>& targets) {
+  attnkit::model::Inspection in;
+  REQUIRE_OK(m->Inspect(tokens, &targets, &in));
+  const attnkit::model::ModelConfig& c = m->config();
+  const size_t T = tokens.size(), h = c.num_heads;
+  attnkit::model::Batch batch;
+  batch.batch = 1;
+  batch.seq_len = T;
+  batch.tokens = tokens;
+  batch.targets = targets;
+  std::vector<model_ref::Tensor> t = model_ref::FromParameters(m->params());
+  std::vector<std::vector<double>> ref_weights;
+  const double loss = model_ref::Loss(c, t, batch, &ref_weights);
+  REQUIRE(in.has_targets);
+  CHECK(std::abs(in.metrics.loss - loss) <= 1e-5 * std::max(1.0, loss));
+  REQUIRE(in.layers.size() == c.num_layers);
+  double magnitude = 0;
+  for (size_t l = 0; l < c.num_layers; ++l) {
+    const attnkit::Matrix& dS = in.layers[l].d_scores;
+    REQUIRE(dS.rows() == h * T);
+    REQUIRE(dS.cols() == T);
+    for (size_t head = 0; head < h; ++head) {
+      for (size_t i = 0; i < T; ++i) {
+        for (size_t j = 0; j < T; ++j) {
+          INFO("layer " << l << " head " << head << " query " << i << " key " << j);
+          const float got = dS(head * T + i, j);
+          CHECK(std::abs(in.layers[l].weights(head * T + i, j) -
+                         ref_weights[l][(head * T + i) * T + j]) < 1e-5);
+          if (j > i) {
+            CHECK(got == 0.0f);
+            continue;
+          }
+          model_ref::ScoreNudge nudge{0, l, head, i, j, 0};
+          const double fd = CentralDifference(
+              &nudge.delta, 1e-5, [&] { return model_ref::Loss(c, t, batch, nullptr, &nudge); });
+          CHECK(GradientError(got, fd, 1e-5) <= 1);
+          magnitude += std::abs(fd);
+        }
+      }
+    }
+  }
+  CHECK(magnitude > 1e-3);  // the check is not passed by zeros
+  return in.metrics;
 }
 
 }  // namespace model_test

@@ -68,6 +68,8 @@ class Generator {
 
   const Model* model_ = nullptr;
   std::vector<KVCache> caches_;  // one per layer
+  // One per layer: its fused W_QKV (from Start) and the last Advance's activations.
+  std::vector<BlockActivations> blocks_;
   std::vector<int32_t> context_;
   std::vector<float> logits_;    // of the context's last position
   std::vector<Matrix> weights_;  // [num_heads, context length] per layer

@@ -157,6 +157,33 @@ struct Inspection {
   std::vector<LayerInspection> layers;
 };
 
+// The activations of one GPT block over N rows that its backward reads
+// (the named steps of src/model/blocks.h fill and read them: Model keeps
+// one per layer from its last Forward, Generator one per layer while
+// decoding). h = num_heads, g = num_kv_heads.
+struct LayerNormActivations {
+  Matrix y;           // LayerNorm(x) [N, d_model]
+  Matrix mean, rstd;  // its statistics [N, 1]
+};
+struct BlockActivations {
+  Matrix input;               // x before the block [N, d_model] (Model's; unused in generation)
+  LayerNormActivations norm;  // a = LayerNorm(x); empty without layer_norm
+  Matrix W_QKV;               // W_Q | W_K | W_V side by side [d_model, (h + 2g) d_k]
+  Matrix QKV;                 // a W_QKV: Q | K | V side by side [N, (h + 2g) d_k]
+  size_t q_cols = 0, kv_cols = 0;  // h d_k, g d_k
+  ConstMatrixView Q() const { return QKV.view().Block(0, QKV.rows(), 0, q_cols); }
+  ConstMatrixView K() const { return QKV.view().Block(0, QKV.rows(), q_cols, kv_cols); }
+  ConstMatrixView V() const { return QKV.view().Block(0, QKV.rows(), q_cols + kv_cols, kv_cols); }
+  Matrix z, lse;               // attention output [N, h d_k], lse [B h T, 1] (training)
+  Matrix mid;                  // x after the attention's residual [N, d_model] (d_ff > 0)
+  LayerNormActivations norm2;  // LayerNorm2(mid), the MLP's
+  Matrix u, act;               // the MLP's pre-activation and GELU(u) [N, d_ff]
+};
+// The backward's buffers, kept from step to step so that their memory is reused.
+struct BlockBackwardScratch {
+  Matrix df, dx, dz, dQKV, dW_QKV, da, dact, db;
+};
+
 class Model {
  public:
   // The config is checked (CheckConfig) and the weights initialised from
@@ -203,37 +230,20 @@ class Model {
   void set_trained_steps(uint32_t steps) { trained_steps_ = steps; }
 
  private:
-  struct LayerCache {
-    Matrix input;                    // x before the layer [N, d_model]
-    Matrix normed;                   // a (LayerNorm output), empty without layer_norm
-    Matrix mean, rstd;               // LayerNorm statistics [N, 1]
-    Matrix W_QKV;                    // W_Q | W_K | W_V side by side [d_model, (h + 2g) d_k]
-    Matrix QKV;                      // a W_QKV: Q | K | V side by side [N, (h + 2g) d_k]
-    size_t q_cols = 0, kv_cols = 0;  // h d_k, g d_k
-    ConstMatrixView Q() const { return QKV.view().Block(0, QKV.rows(), 0, q_cols); }
-    ConstMatrixView K() const { return QKV.view().Block(0, QKV.rows(), q_cols, kv_cols); }
-    ConstMatrixView V() const { return QKV.view().Block(0, QKV.rows(), q_cols + kv_cols, kv_cols); }
-    Matrix z, lse;        // attention output [N, h d_k], lse [B h T, 1]
-    Matrix mid;           // x after the attention's residual [N, d_model] (d_ff > 0)
-    Matrix normed2;       // LayerNorm2(mid) [N, d_model]
-    Matrix mean2, rstd2;  // its statistics [N, 1]
-    Matrix u, act;        // the MLP's pre-activation and GELU(u) [N, d_ff]
-  };
   ModelConfig config_;
   Parameters params_;
   std::vector<uint32_t> vocabulary_;
   uint32_t trained_steps_ = 0;
   ThreadPool* pool_ = nullptr;
-  // The last forward.
+  // The last forward: each block's activations (blocks_[l].input is layer
+  // l's input, the embeddings for layer 0), the final norm's input and
+  // activations, and d loss / d logits [N, vocab_size].
   Batch batch_;
-  std::vector<LayerCache> cache_;
-  Matrix final_input, final_normed, final_mean, final_rstd;
-  Matrix dlogits_;  // d loss / d logits [N, vocab_size]
-  // Buffers of every step, kept so that their memory is reused.
-  struct BackwardScratch {
-    Matrix df, dx, dz, dQKV, dW_QKV, da, dact, db;
-  };
-  BackwardScratch backward_scratch_;
+  std::vector<BlockActivations> blocks_;
+  Matrix final_input_;
+  LayerNormActivations final_norm_;
+  Matrix dlogits_;
+  BlockBackwardScratch backward_scratch_;  // kept so that its memory is reused
   bool have_forward_ = false;
 };
 

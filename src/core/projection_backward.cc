@@ -1,7 +1,9 @@
 // attnkit: the backward of the projections (ProjectionBackward in
-// backward.h), used by every backward that projects: SelfAttentionBackward,
-// MultiHeadAttentionBackward, the backward trace and the model. Plain C++ on
-// the dispatched GEMMs (RunMatMul, RunMatMulTransposed).
+// backward.h), used by every backward of the core that projects:
+// SelfAttentionBackward, MultiHeadAttentionBackward and the backward trace.
+// The model keeps W_Q | W_K | W_V side by side and differentiates them as one
+// product (AttentionBlockBackward in src/model/blocks.h says why). Plain C++
+// on the dispatched GEMMs (RunMatMul, RunMatMulTransposed).
 #include <algorithm>
 #include <utility>
 #include <vector>

@@ -8,37 +8,10 @@
 #include "attnkit/multihead.h"
 #include "attnkit/ops.h"
 #include "src/core/validate.h"
-#include "src/model/kernels.h"
+#include "src/model/blocks.h"
 
 namespace attnkit {
 namespace model {
-namespace {
-
-// Weights and activations only: the products skip their input scans (see model.cc).
-constexpr FiniteInputs kFinite{};
-
-constexpr float kLayerNormEpsilon = 1e-5f;  // as the model's
-
-Status Alloc(Matrix* m, size_t rows, size_t cols) {
-  if (!m->Reset(rows, cols)) {
-    return Status(ErrorCode::kOverflow, "memory",
-                  "cannot allocate " + std::to_string(rows) + " x " + std::to_string(cols));
-  }
-  return Status::Ok();
-}
-
-// y = LayerNorm(x) with gain and bias (the statistics are not kept).
-Status Normalize(const Matrix& x, const Matrix& gain, const Matrix& bias, Matrix* y) {
-  Matrix mean, rstd;
-  ATTNKIT_RETURN_IF_ERROR(Alloc(y, x.rows(), x.cols()));
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&mean, x.rows(), 1));
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&rstd, x.rows(), 1));
-  kernels::LayerNorm(x, gain.data(), bias.data(), kLayerNormEpsilon, *y, mean.data(), rstd.data());
-  return Status::Ok();
-}
-
-}  // namespace
-
 Status Generator::Start(const Model& model, const std::vector<int32_t>& prompt, uint64_t seed) {
   const ModelConfig& c = model.config();
   if (model.params().layers.empty()) {
@@ -55,12 +28,15 @@ Status Generator::Start(const Model& model, const std::vector<int32_t>& prompt, 
     }
   }
   std::vector<KVCache> caches(c.num_layers);
-  for (KVCache& cache : caches) {
+  std::vector<BlockActivations> blocks(c.num_layers);
+  for (size_t l = 0; l < c.num_layers; ++l) {
     ATTNKIT_RETURN_IF_ERROR(
-        KVCache::Create(1, c.num_kv_heads, c.d_k, c.d_k, c.max_seq_len, &cache));
+        KVCache::Create(1, c.num_kv_heads, c.d_k, c.d_k, c.max_seq_len, &caches[l]));
+    ATTNKIT_RETURN_IF_ERROR(FuseQKV(model.params().layers[l], &blocks[l].W_QKV));
   }
   model_ = &model;
   caches_ = std::move(caches);
+  blocks_ = std::move(blocks);
   context_ = prompt;
   rng_ = Rng(seed);
   const Status s = Prefill();
@@ -83,66 +59,32 @@ Status Generator::Prefill() {
 Status Generator::Advance(size_t from) {
   const ModelConfig& c = model_->config();
   const Parameters& params = model_->params();
-  const size_t n = context_.size() - from, d = c.d_model, h = c.num_heads, dk = c.d_k;
-  const size_t hd = h * dk, gd = c.num_kv_heads * dk;
-  AttentionOptions options;
-  options.causal = true;  // offset: the cache's size before these tokens
-  const float scale = c.scale_by_sqrt_dk ? 1.0f / std::sqrt(float(dk)) : 1.0f;
-  options.scale = scale;
+  const size_t n = context_.size() - from, d = c.d_model;
+  // Causal with the cache's size before these tokens as the offset.
+  const AttentionOptions options = CausalOptions(c, nullptr);
 
-  // x [n, d]: the new tokens at positions from .. from + n - 1.
-  Matrix x, a, Q, K, V, z, projected, b, u, act;
+  // The model's blocks on the new tokens at positions from .. from + n - 1,
+  // x [n, d] the residual stream.
+  Matrix x, next;
   ATTNKIT_RETURN_IF_ERROR(Alloc(&x, n, d));
-  kernels::Embed(context_.data() + from, n, params.token_embedding,
-                 params.position_embedding.view().Block(from, n, 0, d), x);
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&Q, n, hd));
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&K, n, gd));
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&V, n, gd));
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&z, n, hd));
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&projected, n, d));
+  Embed(params, context_.data() + from, n, from, x);
   weights_.assign(c.num_layers, Matrix());
   for (size_t l = 0; l < c.num_layers; ++l) {
     const LayerParameters& p = params.layers[l];
-    KVCache& cache = caches_[l];
-    if (c.layer_norm) ATTNKIT_RETURN_IF_ERROR(Normalize(x, p.ln_gain, p.ln_bias, &a));
-    const Matrix& in = c.layer_norm ? a : x;
-    ATTNKIT_RETURN_IF_ERROR(MatMul(in, p.W_Q, Q, kFinite));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(in, p.W_K, K, kFinite));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(in, p.W_V, V, kFinite));
-    ATTNKIT_RETURN_IF_ERROR(cache.Append(K, V));
-    ATTNKIT_RETURN_IF_ERROR(AttendCached(Q, cache, h, options, z));
-    // Each head's weights over the cache for the last new token:
-    // softmax(scale q K^T) with q its query head, K its K/V head's cache.
-    const size_t size = cache.size();
-    Matrix& w = weights_[l];
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&w, h, size));
-    for (size_t head = 0; head < h; ++head) {
-      const size_t kv = head / (h / c.num_kv_heads);
-      const MatrixView row = w.view().Block(head, 1, 0, size);
-      ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(Q.view().Block(n - 1, 1, head * dk, dk),
-                                               cache.Keys(0, kv), row, kFinite));
-      ATTNKIT_RETURN_IF_ERROR(ScaleScores(row, scale, 0.0f));
-      ATTNKIT_RETURN_IF_ERROR(SoftmaxRows(row));
-    }
-    ATTNKIT_RETURN_IF_ERROR(MatMul(z, p.W_O, projected, kFinite));
-    kernels::AddTo(projected.data(), x.data(), n * d);
-    if (c.d_ff == 0) continue;
-    ATTNKIT_RETURN_IF_ERROR(Normalize(x, p.ln2_gain, p.ln2_bias, &b));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&u, n, c.d_ff));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&act, n, c.d_ff));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(b, p.W_1, u, kFinite));
-    kernels::Gelu(u, act);
-    ATTNKIT_RETURN_IF_ERROR(MatMul(act, p.W_2, projected, kFinite));
-    kernels::AddTo(projected.data(), x.data(), n * d);
+    BlockActivations& a = blocks_[l];
+    ATTNKIT_RETURN_IF_ERROR(
+        AttentionBlock(c, p, x, 1, options, &caches_[l], &a, c.d_ff > 0 ? &a.mid : &next));
+    ATTNKIT_RETURN_IF_ERROR(CachedAttentionWeights(c, a, n - 1, caches_[l], options, &weights_[l]));
+    if (c.d_ff > 0) ATTNKIT_RETURN_IF_ERROR(MlpBlock(c, p, a.mid, &a, &next));
+    std::swap(x, next);
   }
   // The logits of the last new token only.
-  Matrix last, f, logits;
+  Matrix last, logits;
+  LayerNormActivations f;
   ATTNKIT_RETURN_IF_ERROR(Alloc(&last, 1, d));
   std::copy(x.data() + (n - 1) * d, x.data() + n * d, last.data());
-  if (c.layer_norm)
-    ATTNKIT_RETURN_IF_ERROR(Normalize(last, params.final_gain, params.final_bias, &f));
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&logits, 1, c.vocab_size));
-  ATTNKIT_RETURN_IF_ERROR(MatMul(c.layer_norm ? f : last, params.unembedding, logits, kFinite));
+  ATTNKIT_RETURN_IF_ERROR(FinalNorm(c, params, last, &f));
+  ATTNKIT_RETURN_IF_ERROR(Unembed(params, Normed(c, last, f), &logits));
   logits_.assign(logits.data(), logits.data() + c.vocab_size);
   return Status::Ok();
 }

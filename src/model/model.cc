@@ -11,19 +11,13 @@
 #include "attnkit/ops.h"
 #include "attnkit/random.h"
 #include "src/core/validate.h"
-#include "src/model/kernels.h"
+#include "src/model/blocks.h"
 
 namespace attnkit {
 namespace model {
 namespace {
 
 constexpr size_t kMaxSize = 1u << 16;
-constexpr float kLayerNormEpsilon = 1e-5f;
-
-// The products' inputs are the weights (finite: initialised, imported and
-// updated only when finite) and activations computed from them: the products
-// skip their scans for NaN and inf, and still report an overflow of C.
-constexpr FiniteInputs kFinite{};
 
 Status CheckSize(const char* name, size_t value, size_t min, size_t max) {
   if (value < min || value > max) {
@@ -34,57 +28,9 @@ Status CheckSize(const char* name, size_t value, size_t min, size_t max) {
   return Status::Ok();
 }
 
-Status Alloc(Matrix* m, size_t rows, size_t cols) {
-  if (!m->Reset(rows, cols)) {
-    return Status(ErrorCode::kOverflow, "memory",
-                  "cannot allocate " + std::to_string(rows) + " x " + std::to_string(cols));
-  }
-  return Status::Ok();
-}
-
-// m [rows, cols], reusing its memory when it has that shape already: for
-// outputs that are overwritten whole (the contents are not zeroed then).
-Status Shape(Matrix* m, size_t rows, size_t cols) {
-  if (m->rows() == rows && m->cols() == cols) return Status::Ok();
-  return Alloc(m, rows, cols);
-}
-
-// dst = src, both [rows, cols] (dst may be a block of a wider matrix).
-void CopyBlock(ConstMatrixView src, MatrixView dst) {
-  for (size_t r = 0; r < src.rows; ++r) std::copy(src.Row(r), src.Row(r) + src.cols, dst.Row(r));
-}
-
-// y = LayerNorm(x) with gain and bias; keeps mean and rstd [N, 1].
-Status LayerNormForward(const Matrix& x, const Matrix& gain, const Matrix& bias, Matrix* y,
-                        Matrix* mean, Matrix* rstd) {
-  ATTNKIT_RETURN_IF_ERROR(Shape(y, x.rows(), x.cols()));
-  ATTNKIT_RETURN_IF_ERROR(Shape(mean, x.rows(), 1));
-  ATTNKIT_RETURN_IF_ERROR(Shape(rstd, x.rows(), 1));
-  kernels::LayerNorm(x, gain.data(), bias.data(), kLayerNormEpsilon, *y, mean->data(),
-                     rstd->data());
-  return Status::Ok();
-}
-
 bool EndsWith(const std::string& s, const char* suffix) {
   const size_t n = std::char_traits<char>::length(suffix);
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
-HeadConfig Heads(const ModelConfig& c) {
-  HeadConfig h;
-  h.num_heads = c.num_heads;
-  h.num_kv_heads = c.num_kv_heads;
-  h.d_k = c.d_k;
-  h.d_v = c.d_k;
-  return h;
-}
-
-AttentionOptions Options(const ModelConfig& c, ThreadPool* pool) {
-  AttentionOptions o;
-  o.causal = true;
-  o.scale = c.scale_by_sqrt_dk ? 1.0f / std::sqrt(float(c.d_k)) : 1.0f;
-  o.pool = pool;
-  return o;
 }
 
 }  // namespace
@@ -265,13 +211,13 @@ Status Model::Init(const ModelConfig& config, uint64_t seed) {
   return Status::Ok();
 }
 
-Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) {
-  const ModelConfig& c = config_;
-  if (params_.layers.empty())
-    return Status(ErrorCode::kInvalidArgument, "model", "not initialised");
+namespace {
+
+// The batch's shape and entries against the model's config c.
+Status CheckBatch(const ModelConfig& c, const Batch& batch) {
   if (batch.batch == 0) return Status(ErrorCode::kInvalidArgument, "batch", "must be >= 1, got 0");
   ATTNKIT_RETURN_IF_ERROR(CheckSize("seq_len", batch.seq_len, 1, c.max_seq_len));
-  const size_t T = batch.seq_len, B = batch.batch, N = B * T, d = c.d_model;
+  const size_t N = batch.batch * batch.seq_len;
   if (batch.tokens.size() != N || batch.targets.size() != N) {
     return Status(
         ErrorCode::kShapeMismatch, batch.tokens.size() != N ? "tokens" : "targets",
@@ -290,99 +236,43 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
                         ", expected -1 (not scored) .. " + std::to_string(c.vocab_size - 1));
     }
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) {
+  const ModelConfig& c = config_;
+  if (params_.layers.empty())
+    return Status(ErrorCode::kInvalidArgument, "model", "not initialised");
+  ATTNKIT_RETURN_IF_ERROR(CheckBatch(c, batch));
+  const size_t T = batch.seq_len, B = batch.batch, N = B * T, d = c.d_model;
   have_forward_ = false;
   batch_ = batch;
-  const HeadConfig heads = Heads(c);
-  const AttentionOptions options = Options(c, pool_);
-  const size_t hd = c.num_heads * c.d_k, gd = c.num_kv_heads * c.d_k;
+  const AttentionOptions options = CausalOptions(c, pool_);
 
-  // The residual stream: layer l reads cache_[l].input (the embeddings for
-  // layer 0) and writes the next layer's input, the last final_input; a GPT
-  // block's attention half writes its mid. Each sum is written where it is
-  // kept: a branch's product goes straight into the next buffer, which then
-  // adds the stream it came from (no copies of the stream).
-  cache_.resize(c.num_layers);
-  for (size_t l = 0; l < c.num_layers; ++l) {
-    ATTNKIT_RETURN_IF_ERROR(Shape(&cache_[l].input, N, d));
-  }
-  ATTNKIT_RETURN_IF_ERROR(Shape(&final_input, N, d));
-  kernels::Embed(batch.tokens.data(), T, params_.token_embedding, params_.position_embedding,
-                 cache_[0].input);
+  // The residual stream: block l reads blocks_[l].input and writes the next
+  // block's input, the last final_input_ (a GPT block's attention half
+  // writes its mid). Each sum is written where it is kept: a branch's
+  // product goes straight into the next buffer, which then adds the stream
+  // it came from (no copies of the stream).
+  blocks_.resize(c.num_layers);
+  ATTNKIT_RETURN_IF_ERROR(Shape(&blocks_[0].input, N, d));
+  Embed(params_, batch.tokens.data(), T, 0, blocks_[0].input);
   for (size_t l = 0; l < c.num_layers; ++l) {
     const LayerParameters& p = params_.layers[l];
-    LayerCache& lc = cache_[l];
-    Matrix& next = l + 1 < c.num_layers ? cache_[l + 1].input : final_input;
-    // Attention: mid = input + MultiHead(LayerNorm(input)) W_O (next without an MLP).
-    if (c.layer_norm) {
-      ATTNKIT_RETURN_IF_ERROR(
-          LayerNormForward(lc.input, p.ln_gain, p.ln_bias, &lc.normed, &lc.mean, &lc.rstd));
-    }
-    const Matrix& a = c.layer_norm ? lc.normed : lc.input;
-    // Q | K | V = a (W_Q | W_K | W_V): one product for the three.
-    lc.q_cols = hd;
-    lc.kv_cols = gd;
-    ATTNKIT_RETURN_IF_ERROR(Shape(&lc.W_QKV, d, hd + 2 * gd));
-    CopyBlock(p.W_Q, lc.W_QKV.view().Block(0, d, 0, hd));
-    CopyBlock(p.W_K, lc.W_QKV.view().Block(0, d, hd, gd));
-    CopyBlock(p.W_V, lc.W_QKV.view().Block(0, d, hd + gd, gd));
-    ATTNKIT_RETURN_IF_ERROR(Shape(&lc.QKV, N, hd + 2 * gd));
-    ATTNKIT_RETURN_IF_ERROR(Shape(&lc.z, N, hd));
-    ATTNKIT_RETURN_IF_ERROR(Shape(&lc.lse, B * c.num_heads * T, 1));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(a, lc.W_QKV, lc.QKV, kFinite));
+    BlockActivations& a = blocks_[l];
+    Matrix& next = l + 1 < c.num_layers ? blocks_[l + 1].input : final_input_;
+    ATTNKIT_RETURN_IF_ERROR(FuseQKV(p, &a.W_QKV));
     ATTNKIT_RETURN_IF_ERROR(
-        MultiHeadAttentionQKVForTraining(lc.Q(), lc.K(), lc.V(), B, heads, options, lc.z, lc.lse));
-    Matrix& mid = c.d_ff > 0 ? lc.mid : next;
-    ATTNKIT_RETURN_IF_ERROR(Shape(&mid, N, d));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.z, p.W_O, mid, kFinite));
-    kernels::AddTo(lc.input.data(), mid.data(), N * d);
-    if (c.d_ff == 0) continue;
-    // MLP: next = mid + GELU(LayerNorm2(mid) W_1) W_2.
-    ATTNKIT_RETURN_IF_ERROR(
-        LayerNormForward(lc.mid, p.ln2_gain, p.ln2_bias, &lc.normed2, &lc.mean2, &lc.rstd2));
-    ATTNKIT_RETURN_IF_ERROR(Shape(&lc.u, N, c.d_ff));
-    ATTNKIT_RETURN_IF_ERROR(Shape(&lc.act, N, c.d_ff));
-    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.normed2, p.W_1, lc.u, kFinite));
-    kernels::Gelu(lc.u, lc.act);
-    ATTNKIT_RETURN_IF_ERROR(MatMul(lc.act, p.W_2, next, kFinite));
-    kernels::AddTo(lc.mid.data(), next.data(), N * d);
+        AttentionBlock(c, p, a.input, B, options, nullptr, &a, c.d_ff > 0 ? &a.mid : &next));
+    if (c.d_ff > 0) ATTNKIT_RETURN_IF_ERROR(MlpBlock(c, p, a.mid, &a, &next));
   }
-  if (c.layer_norm) {
-    ATTNKIT_RETURN_IF_ERROR(LayerNormForward(final_input, params_.final_gain, params_.final_bias,
-                                             &final_normed, &final_mean, &final_rstd));
-  }
-  const Matrix& f = c.layer_norm ? final_normed : final_input;
+  ATTNKIT_RETURN_IF_ERROR(FinalNorm(c, params_, final_input_, &final_norm_));
   Matrix logits;
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&logits, N, c.vocab_size));
-  ATTNKIT_RETURN_IF_ERROR(MatMul(f, params_.unembedding, logits, kFinite));
-
-  // Accuracy from the logits' argmax; the loss and its gradient dlogits_ =
-  // (softmax - onehot(target)) / scored from the softmax-cross-entropy kernel.
-  const size_t V = c.vocab_size;
+  ATTNKIT_RETURN_IF_ERROR(Unembed(params_, Normed(c, final_input_, final_norm_), &logits));
   Metrics m;
-  for (size_t b = 0; b < B; ++b) {
-    bool any = false, all = true;
-    for (size_t t = 0; t < T; ++t) {
-      const size_t r = b * T + t;
-      const int32_t target = batch.targets[r];
-      if (target < 0) continue;
-      const float* row = logits.data() + r * V;
-      size_t arg = 0;
-      for (size_t j = 1; j < V; ++j) arg = row[j] > row[arg] ? j : arg;
-      ++m.scored;
-      any = true;
-      if (arg == size_t(target)) {
-        ++m.correct;
-      } else {
-        all = false;
-      }
-    }
-    m.sequences += any;
-    m.sequences_correct += any && all;
-  }
-  ATTNKIT_RETURN_IF_ERROR(Shape(&dlogits_, N, V));
-  const double loss = kernels::SoftmaxCrossEntropy(
-      logits, batch.targets.data(), m.scored ? 1.0f / float(m.scored) : 0.0f, dlogits_);
-  m.loss = m.scored ? float(loss / double(m.scored)) : 0.0f;
+  ATTNKIT_RETURN_IF_ERROR(Loss(batch, logits, &m, &dlogits_));
   if (metrics) *metrics = m;
   if (logits_out) *logits_out = std::move(logits);
   have_forward_ = true;
@@ -419,75 +309,25 @@ Status Model::Backward(Parameters* grads, std::vector<Matrix>* d_attention) {
   if (!have_forward_)
     return Status(ErrorCode::kInvalidArgument, "model", "Backward needs a Forward first");
   const ModelConfig& c = config_;
-  const size_t T = batch_.seq_len, B = batch_.batch, N = B * T, d = c.d_model;
   ATTNKIT_RETURN_IF_ERROR(ZeroGradients(c, params_, grads));
-  const HeadConfig heads = Heads(c);
-  const AttentionOptions options = Options(c, pool_);
-  const size_t hd = c.num_heads * c.d_k, gd = c.num_kv_heads * c.d_k;
-
-  // logits = f unembedding: dlogits_ (from Forward) flows into both.
-  const Matrix& f = c.layer_norm ? final_normed : final_input;
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(f, dlogits_, grads->unembedding, kFinite));
-  BackwardScratch& w = backward_scratch_;
-  Matrix &df = w.df, &dx = w.dx;
-  ATTNKIT_RETURN_IF_ERROR(Shape(&df, N, d));
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dlogits_, params_.unembedding, df, kFinite));
-  if (c.layer_norm) {
-    ATTNKIT_RETURN_IF_ERROR(Shape(&dx, N, d));
-    std::fill(dx.data(), dx.data() + dx.size(), 0.0f);  // LayerNormBackward adds
-    kernels::LayerNormBackward(final_input, final_mean.data(), final_rstd.data(),
-                               params_.final_gain.data(), df, dx, grads->final_gain.data(),
-                               grads->final_bias.data());
-  } else {
-    std::swap(dx, df);
-  }
-  Matrix &dz = w.dz, &dQKV = w.dQKV, &dW_QKV = w.dW_QKV, &da = w.da, &dact = w.dact, &db = w.db;
+  const AttentionOptions options = CausalOptions(c, pool_);
+  BlockBackwardScratch& s = backward_scratch_;
+  // The steps of Forward in reverse; dlogits_ is Loss's gradient.
+  ATTNKIT_RETURN_IF_ERROR(
+      UnembedBackward(params_, Normed(c, final_input_, final_norm_), dlogits_, grads, &s.df));
+  ATTNKIT_RETURN_IF_ERROR(
+      FinalNormBackward(c, params_, final_input_, final_norm_, &s.df, grads, &s.dx));
   if (d_attention) d_attention->assign(c.num_layers, Matrix());
   for (size_t l = c.num_layers; l-- > 0;) {
     const LayerParameters& p = params_.layers[l];
     LayerParameters& g = grads->layers[l];
-    const LayerCache& lc = cache_[l];
-    if (c.d_ff > 0) {
-      // x_out = mid + GELU(u) W_2, u = LayerNorm2(mid) W_1: dx flows on
-      // unchanged and back through W_2, GELU, W_1 and LayerNorm2.
-      ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.act, dx, g.W_2, kFinite));
-      ATTNKIT_RETURN_IF_ERROR(Shape(&dact, N, c.d_ff));
-      ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dx, p.W_2, dact, kFinite));
-      kernels::GeluBackward(lc.u, dact);  // now du
-      ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.normed2, dact, g.W_1, kFinite));
-      ATTNKIT_RETURN_IF_ERROR(Shape(&db, N, d));
-      ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dact, p.W_1, db, kFinite));
-      kernels::LayerNormBackward(lc.mid, lc.mean2.data(), lc.rstd2.data(), p.ln2_gain.data(), db,
-                                 dx, g.ln2_gain.data(), g.ln2_bias.data());
-    }
-    // x_mid = x_in + z W_O: dx flows on unchanged and into z W_O.
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(lc.z, dx, g.W_O, kFinite));
-    ATTNKIT_RETURN_IF_ERROR(Shape(&dz, N, hd));
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dx, p.W_O, dz, kFinite));
-    // dQ | dK | dV side by side, then Q | K | V = a W_QKV backwards in one
-    // product for the weights and one for a.
-    ATTNKIT_RETURN_IF_ERROR(Shape(&dQKV, N, hd + 2 * gd));
-    ATTNKIT_RETURN_IF_ERROR(MultiHeadAttentionQKVBackward(
-        lc.Q(), lc.K(), lc.V(), lc.z, dz, lc.lse, B, heads, options, dQKV.view().Block(0, N, 0, hd),
-        dQKV.view().Block(0, N, hd, gd), dQKV.view().Block(0, N, hd + gd, gd)));
-    if (d_attention) (*d_attention)[l] = dz;
-    const Matrix& a = c.layer_norm ? lc.normed : lc.input;
-    ATTNKIT_RETURN_IF_ERROR(Shape(&dW_QKV, d, hd + 2 * gd));
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a, dQKV, dW_QKV, kFinite));
-    CopyBlock(dW_QKV.view().Block(0, d, 0, hd), g.W_Q);
-    CopyBlock(dW_QKV.view().Block(0, d, hd, gd), g.W_K);
-    CopyBlock(dW_QKV.view().Block(0, d, hd + gd, gd), g.W_V);
-    ATTNKIT_RETURN_IF_ERROR(Shape(&da, N, d));
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dQKV, lc.W_QKV, da, kFinite));
-    if (c.layer_norm) {
-      kernels::LayerNormBackward(lc.input, lc.mean.data(), lc.rstd.data(), p.ln_gain.data(), da, dx,
-                                 g.ln_gain.data(), g.ln_bias.data());
-    } else {
-      kernels::AddTo(da.data(), dx.data(), N * d);
-    }
+    const BlockActivations& a = blocks_[l];
+    if (c.d_ff > 0) ATTNKIT_RETURN_IF_ERROR(MlpBlockBackward(c, p, a.mid, a, &g, &s, &s.dx));
+    ATTNKIT_RETURN_IF_ERROR(AttentionBlockBackward(c, p, a.input, a, batch_.batch, options, &g, &s,
+                                                   &s.dx,
+                                                   d_attention ? &(*d_attention)[l] : nullptr));
   }
-  kernels::EmbedBackward(batch_.tokens.data(), T, dx, grads->token_embedding,
-                         grads->position_embedding);
+  EmbedBackward(batch_.tokens.data(), batch_.seq_len, s.dx, grads);
   return Status::Ok();
 }
 
@@ -501,16 +341,11 @@ Status Model::AttentionWeights(size_t layer, Matrix* weights) const {
                   "expected 0 .. " + std::to_string(config_.num_layers - 1) + ", got " +
                       std::to_string(layer));
   }
-  const LayerCache& lc = cache_[layer];
-  const size_t B = batch_.batch, T = batch_.seq_len;
-  ATTNKIT_RETURN_IF_ERROR(Alloc(weights, B * config_.num_heads * T, T));
-  Matrix out;
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&out, B * T, config_.num_heads * config_.d_k));
-  MultiHeadExtras extras;
-  extras.scores_stage = ScoresStage::kWeights;
-  extras.scores = *weights;
-  return MultiHeadAttentionQKV(lc.Q(), lc.K(), lc.V(), B, Heads(config_), Options(config_, pool_),
-                               extras, out);
+  const BlockActivations& a = blocks_[layer];
+  ATTNKIT_RETURN_IF_ERROR(
+      Alloc(weights, batch_.batch * config_.num_heads * batch_.seq_len, batch_.seq_len));
+  return AttentionWeightsOf(a.Q(), a.K(), a.V(), batch_.batch, Heads(config_),
+                            CausalOptions(config_, pool_), *weights);
 }
 
 namespace {
@@ -556,22 +391,19 @@ Status Model::Inspect(const std::vector<int32_t>& tokens, const std::vector<int3
   const size_t V = c.vocab_size, h = c.num_heads, g = c.num_kv_heads, dk = c.d_k;
   r.predictions.resize(T);
   for (size_t t = 0; t < T; ++t) {
-    const float* row = r.logits.data() + t * V;
-    size_t arg = 0;
-    for (size_t j = 1; j < V; ++j) arg = row[j] > row[arg] ? j : arg;
-    r.predictions[t] = int32_t(arg);
+    r.predictions[t] = int32_t(Argmax(r.logits.data() + t * V, V));
   }
   std::vector<Matrix> dz;
   if (targets) {
     Parameters grads;
     ATTNKIT_RETURN_IF_ERROR(Backward(&grads, &dz));
   }
-  const AttentionOptions options = Options(c, pool_);
+  const AttentionOptions options = CausalOptions(c, pool_);
   r.layers.resize(c.num_layers);
   for (size_t l = 0; l < c.num_layers; ++l) {
-    const LayerCache& lc = cache_[l];
+    const BlockActivations& lc = blocks_[l];
     LayerInspection& li = r.layers[l];
-    li.input = c.layer_norm ? lc.normed : lc.input;
+    li.input = Normed(c, lc.input, lc.norm);
     ATTNKIT_RETURN_IF_ERROR(SplitColumns(lc.Q(), h, dk, &li.Q));
     ATTNKIT_RETURN_IF_ERROR(SplitColumns(lc.K(), g, dk, &li.K));
     ATTNKIT_RETURN_IF_ERROR(SplitColumns(lc.V(), g, dk, &li.V));

@@ -1,0 +1,270 @@
+#include "src/model/blocks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "attnkit/backward.h"
+#include "src/model/kernels.h"
+
+namespace attnkit {
+namespace model {
+namespace {
+
+// dst = src, both [rows, cols] (either may be a block of a wider matrix).
+void CopyBlock(ConstMatrixView src, MatrixView dst) {
+  for (size_t r = 0; r < src.rows; ++r) std::copy(src.Row(r), src.Row(r) + src.cols, dst.Row(r));
+}
+
+}  // namespace
+
+Status Alloc(Matrix* m, size_t rows, size_t cols) {
+  if (!m->Reset(rows, cols)) {
+    return Status(ErrorCode::kOverflow, "memory",
+                  "cannot allocate " + std::to_string(rows) + " x " + std::to_string(cols));
+  }
+  return Status::Ok();
+}
+
+Status Shape(Matrix* m, size_t rows, size_t cols) {
+  if (m->rows() == rows && m->cols() == cols) return Status::Ok();
+  return Alloc(m, rows, cols);
+}
+
+HeadConfig Heads(const ModelConfig& c) {
+  HeadConfig h;
+  h.num_heads = c.num_heads;
+  h.num_kv_heads = c.num_kv_heads;
+  h.d_k = c.d_k;
+  h.d_v = c.d_k;
+  return h;
+}
+
+AttentionOptions CausalOptions(const ModelConfig& c, ThreadPool* pool) {
+  AttentionOptions o;
+  o.causal = true;
+  o.scale = c.scale_by_sqrt_dk ? 1.0f / std::sqrt(float(c.d_k)) : 1.0f;
+  o.pool = pool;
+  return o;
+}
+
+Status LayerNormForward(const Matrix& x, const Matrix& gain, const Matrix& bias,
+                        LayerNormActivations* out) {
+  ATTNKIT_RETURN_IF_ERROR(Shape(&out->y, x.rows(), x.cols()));
+  ATTNKIT_RETURN_IF_ERROR(Shape(&out->mean, x.rows(), 1));
+  ATTNKIT_RETURN_IF_ERROR(Shape(&out->rstd, x.rows(), 1));
+  kernels::LayerNorm(x, gain.data(), bias.data(), kLayerNormEpsilon, out->y, out->mean.data(),
+                     out->rstd.data());
+  return Status::Ok();
+}
+
+size_t Argmax(const float* row, size_t n) {
+  size_t arg = 0;
+  for (size_t j = 1; j < n; ++j) arg = row[j] > row[arg] ? j : arg;
+  return arg;
+}
+
+void Embed(const Parameters& p, const int32_t* tokens, size_t seq_len, size_t first_position,
+           MatrixView x) {
+  kernels::Embed(tokens, seq_len, p.token_embedding,
+                 p.position_embedding.view().Block(first_position, seq_len, 0, x.cols), x);
+}
+
+void EmbedBackward(const int32_t* tokens, size_t seq_len, ConstMatrixView dx, Parameters* grads) {
+  kernels::EmbedBackward(tokens, seq_len, dx, grads->token_embedding, grads->position_embedding);
+}
+
+Status FuseQKV(const LayerParameters& p, Matrix* W_QKV) {
+  const size_t d = p.W_Q.rows(), hd = p.W_Q.cols(), gd = p.W_K.cols();
+  ATTNKIT_RETURN_IF_ERROR(Shape(W_QKV, d, hd + 2 * gd));
+  CopyBlock(p.W_Q, W_QKV->view().Block(0, d, 0, hd));
+  CopyBlock(p.W_K, W_QKV->view().Block(0, d, hd, gd));
+  CopyBlock(p.W_V, W_QKV->view().Block(0, d, hd + gd, gd));
+  return Status::Ok();
+}
+
+Status AttentionBlock(const ModelConfig& c, const LayerParameters& p, const Matrix& x, size_t batch,
+                      const AttentionOptions& options, KVCache* cache, BlockActivations* a,
+                      Matrix* x_out) {
+  const size_t N = x.rows(), d = c.d_model;
+  const size_t hd = c.num_heads * c.d_k, gd = c.num_kv_heads * c.d_k;
+  if (c.layer_norm) ATTNKIT_RETURN_IF_ERROR(LayerNormForward(x, p.ln_gain, p.ln_bias, &a->norm));
+  a->q_cols = hd;
+  a->kv_cols = gd;
+  ATTNKIT_RETURN_IF_ERROR(Shape(&a->QKV, N, hd + 2 * gd));
+  ATTNKIT_RETURN_IF_ERROR(Shape(&a->z, N, hd));
+  ATTNKIT_RETURN_IF_ERROR(MatMul(Normed(c, x, a->norm), a->W_QKV, a->QKV, kFinite));
+  if (cache) {
+    ATTNKIT_RETURN_IF_ERROR(cache->Append(a->K(), a->V()));
+    ATTNKIT_RETURN_IF_ERROR(AttendCached(a->Q(), *cache, c.num_heads, options, a->z));
+  } else {
+    ATTNKIT_RETURN_IF_ERROR(Shape(&a->lse, c.num_heads * N, 1));
+    ATTNKIT_RETURN_IF_ERROR(MultiHeadAttentionQKVForTraining(a->Q(), a->K(), a->V(), batch,
+                                                             Heads(c), options, a->z, a->lse));
+  }
+  ATTNKIT_RETURN_IF_ERROR(Shape(x_out, N, d));
+  ATTNKIT_RETURN_IF_ERROR(MatMul(a->z, p.W_O, *x_out, kFinite));
+  kernels::AddTo(x.data(), x_out->data(), N * d);
+  return Status::Ok();
+}
+
+Status AttentionBlockBackward(const ModelConfig& c, const LayerParameters& p, const Matrix& x,
+                              const BlockActivations& a, size_t batch,
+                              const AttentionOptions& options, LayerParameters* g,
+                              BlockBackwardScratch* s, Matrix* dx, Matrix* dz) {
+  const size_t N = x.rows(), d = c.d_model;
+  const size_t hd = c.num_heads * c.d_k, gd = c.num_kv_heads * c.d_k;
+  // x_out = x + z W_O: dx flows on unchanged and into z W_O.
+  ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a.z, *dx, g->W_O, kFinite));
+  ATTNKIT_RETURN_IF_ERROR(Shape(&s->dz, N, hd));
+  ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(*dx, p.W_O, s->dz, kFinite));
+  // dQ | dK | dV side by side, then Q | K | V = a W_QKV backwards in one
+  // product for the weights and one for a.
+  Matrix& dQKV = s->dQKV;
+  ATTNKIT_RETURN_IF_ERROR(Shape(&dQKV, N, hd + 2 * gd));
+  ATTNKIT_RETURN_IF_ERROR(MultiHeadAttentionQKVBackward(
+      a.Q(), a.K(), a.V(), a.z, s->dz, a.lse, batch, Heads(c), options,
+      dQKV.view().Block(0, N, 0, hd), dQKV.view().Block(0, N, hd, gd),
+      dQKV.view().Block(0, N, hd + gd, gd)));
+  if (dz) *dz = s->dz;
+  ATTNKIT_RETURN_IF_ERROR(Shape(&s->dW_QKV, d, hd + 2 * gd));
+  ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(Normed(c, x, a.norm), dQKV, s->dW_QKV, kFinite));
+  CopyBlock(s->dW_QKV.view().Block(0, d, 0, hd), g->W_Q);
+  CopyBlock(s->dW_QKV.view().Block(0, d, hd, gd), g->W_K);
+  CopyBlock(s->dW_QKV.view().Block(0, d, hd + gd, gd), g->W_V);
+  ATTNKIT_RETURN_IF_ERROR(Shape(&s->da, N, d));
+  ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dQKV, a.W_QKV, s->da, kFinite));
+  if (c.layer_norm) {
+    kernels::LayerNormBackward(x, a.norm.mean.data(), a.norm.rstd.data(), p.ln_gain.data(), s->da,
+                               *dx, g->ln_gain.data(), g->ln_bias.data());
+  } else {
+    kernels::AddTo(s->da.data(), dx->data(), N * d);
+  }
+  return Status::Ok();
+}
+
+Status MlpBlock(const ModelConfig& c, const LayerParameters& p, const Matrix& mid,
+                BlockActivations* a, Matrix* x_out) {
+  const size_t N = mid.rows(), d = c.d_model;
+  ATTNKIT_RETURN_IF_ERROR(LayerNormForward(mid, p.ln2_gain, p.ln2_bias, &a->norm2));
+  ATTNKIT_RETURN_IF_ERROR(Shape(&a->u, N, c.d_ff));
+  ATTNKIT_RETURN_IF_ERROR(Shape(&a->act, N, c.d_ff));
+  ATTNKIT_RETURN_IF_ERROR(MatMul(a->norm2.y, p.W_1, a->u, kFinite));
+  kernels::Gelu(a->u, a->act);
+  ATTNKIT_RETURN_IF_ERROR(Shape(x_out, N, d));
+  ATTNKIT_RETURN_IF_ERROR(MatMul(a->act, p.W_2, *x_out, kFinite));
+  kernels::AddTo(mid.data(), x_out->data(), N * d);
+  return Status::Ok();
+}
+
+Status MlpBlockBackward(const ModelConfig& c, const LayerParameters& p, const Matrix& mid,
+                        const BlockActivations& a, LayerParameters* g, BlockBackwardScratch* s,
+                        Matrix* dx) {
+  const size_t N = mid.rows(), d = c.d_model;
+  // dx flows on unchanged and back through W_2, GELU, W_1 and LayerNorm2.
+  ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a.act, *dx, g->W_2, kFinite));
+  ATTNKIT_RETURN_IF_ERROR(Shape(&s->dact, N, c.d_ff));
+  ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(*dx, p.W_2, s->dact, kFinite));
+  kernels::GeluBackward(a.u, s->dact);  // now du
+  ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a.norm2.y, s->dact, g->W_1, kFinite));
+  ATTNKIT_RETURN_IF_ERROR(Shape(&s->db, N, d));
+  ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(s->dact, p.W_1, s->db, kFinite));
+  kernels::LayerNormBackward(mid, a.norm2.mean.data(), a.norm2.rstd.data(), p.ln2_gain.data(),
+                             s->db, *dx, g->ln2_gain.data(), g->ln2_bias.data());
+  return Status::Ok();
+}
+
+Status FinalNorm(const ModelConfig& c, const Parameters& p, const Matrix& x,
+                 LayerNormActivations* f) {
+  if (!c.layer_norm) return Status::Ok();
+  return LayerNormForward(x, p.final_gain, p.final_bias, f);
+}
+
+Status FinalNormBackward(const ModelConfig& c, const Parameters& p, const Matrix& x,
+                         const LayerNormActivations& f, Matrix* df, Parameters* grads, Matrix* dx) {
+  if (!c.layer_norm) {
+    std::swap(*dx, *df);
+    return Status::Ok();
+  }
+  ATTNKIT_RETURN_IF_ERROR(Shape(dx, x.rows(), x.cols()));
+  std::fill(dx->data(), dx->data() + dx->size(), 0.0f);  // LayerNormBackward adds
+  kernels::LayerNormBackward(x, f.mean.data(), f.rstd.data(), p.final_gain.data(), *df, *dx,
+                             grads->final_gain.data(), grads->final_bias.data());
+  return Status::Ok();
+}
+
+Status Unembed(const Parameters& p, const Matrix& f, Matrix* logits) {
+  ATTNKIT_RETURN_IF_ERROR(Alloc(logits, f.rows(), p.unembedding.cols()));
+  return MatMul(f, p.unembedding, *logits, kFinite);
+}
+
+Status UnembedBackward(const Parameters& p, const Matrix& f, const Matrix& dlogits,
+                       Parameters* grads, Matrix* df) {
+  ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(f, dlogits, grads->unembedding, kFinite));
+  ATTNKIT_RETURN_IF_ERROR(Shape(df, f.rows(), f.cols()));
+  return MatMulTransposed(dlogits, p.unembedding, *df, kFinite);
+}
+
+Status Loss(const Batch& batch, const Matrix& logits, Metrics* metrics, Matrix* dlogits) {
+  const size_t B = batch.batch, T = batch.seq_len, V = logits.cols();
+  Metrics m;
+  for (size_t b = 0; b < B; ++b) {
+    bool any = false, all = true;
+    for (size_t t = 0; t < T; ++t) {
+      const size_t r = b * T + t;
+      const int32_t target = batch.targets[r];
+      if (target < 0) continue;
+      ++m.scored;
+      any = true;
+      if (Argmax(logits.data() + r * V, V) == size_t(target)) {
+        ++m.correct;
+      } else {
+        all = false;
+      }
+    }
+    m.sequences += any;
+    m.sequences_correct += any && all;
+  }
+  ATTNKIT_RETURN_IF_ERROR(Shape(dlogits, B * T, V));
+  const double loss = kernels::SoftmaxCrossEntropy(
+      logits, batch.targets.data(), m.scored ? 1.0f / float(m.scored) : 0.0f, *dlogits);
+  m.loss = m.scored ? float(loss / double(m.scored)) : 0.0f;
+  *metrics = m;
+  return Status::Ok();
+}
+
+Status AttentionWeightsOf(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, size_t batch,
+                          const HeadConfig& heads, const AttentionOptions& options,
+                          MatrixView weights) {
+  Matrix out;  // the attention's output, not wanted here
+  ATTNKIT_RETURN_IF_ERROR(Alloc(&out, Q.rows, heads.num_heads * heads.d_v));
+  MultiHeadExtras extras;
+  extras.scores_stage = ScoresStage::kWeights;
+  extras.scores = weights;
+  return MultiHeadAttentionQKV(Q, K, V, batch, heads, options, extras, out);
+}
+
+Status CachedAttentionWeights(const ModelConfig& c, const BlockActivations& a, size_t row,
+                              const KVCache& cache, const AttentionOptions& options,
+                              Matrix* weights) {
+  const size_t size = cache.size(), dk = c.d_k;
+  const size_t group = c.num_heads / c.num_kv_heads;  // query heads per K/V head
+  ATTNKIT_RETURN_IF_ERROR(Alloc(weights, c.num_heads, size));
+  HeadConfig heads = Heads(c);
+  heads.num_heads = group;
+  heads.num_kv_heads = 1;
+  // The row's query is the cache's newest token: it sees every cached key,
+  // so no mask (a causal one would align the one query with the first key).
+  AttentionOptions o = options;
+  o.causal = false;
+  for (size_t kv = 0; kv < c.num_kv_heads; ++kv) {
+    ATTNKIT_RETURN_IF_ERROR(AttentionWeightsOf(a.Q().Block(row, 1, kv * group * dk, group * dk),
+                                               cache.Keys(0, kv), cache.Values(0, kv), 1, heads, o,
+                                               weights->view().Block(kv * group, group, 0, size)));
+  }
+  return Status::Ok();
+}
+
+}  // namespace model
+}  // namespace attnkit

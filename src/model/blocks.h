@@ -1,0 +1,138 @@
+// attnkit model: the GPT block as named steps, each a function over the rows
+// of the residual stream x [N, d_model] (N = B T training, the new tokens in
+// generation), and each step's backward named after it:
+//
+//   step            forward                                         backward
+//   Embed           x = token_embedding[tokens] + position rows     EmbedBackward
+//   AttentionBlock  x' = x + MultiHead(LayerNorm(x) W_QKV) W_O      AttentionBlockBackward
+//   MlpBlock        x'' = x' + GELU(LayerNorm2(x') W_1) W_2         MlpBlockBackward
+//   FinalNorm       f = LayerNorm_final(x)                          FinalNormBackward
+//   Unembed         logits = f unembedding                          UnembedBackward
+//   Loss            mean -log softmax(logits)[target], dlogits      (dlogits is its gradient)
+//
+// Training (Model::Forward, Model::Backward), inspection (Model::Inspect) and
+// generation (Generator, the same blocks on the new rows with a KV cache per
+// layer) run these steps and nothing else of the model's maths. Without
+// layer_norm the LayerNorms are the identity (a = x, f = x).
+#ifndef ATTNKIT_SRC_MODEL_BLOCKS_H_
+#define ATTNKIT_SRC_MODEL_BLOCKS_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "attnkit/attention.h"
+#include "attnkit/kv_cache.h"
+#include "attnkit/matrix.h"
+#include "attnkit/model.h"
+#include "attnkit/multihead.h"
+#include "attnkit/ops.h"
+#include "attnkit/status.h"
+
+namespace attnkit {
+namespace model {
+
+constexpr float kLayerNormEpsilon = 1e-5f;
+
+// The products' inputs are the weights (finite: initialised, imported and
+// updated only when finite) and activations computed from them: the products
+// skip their scans for NaN and inf, and still report an overflow of C.
+constexpr FiniteInputs kFinite{};
+
+// m [rows, cols], newly allocated (zero).
+Status Alloc(Matrix* m, size_t rows, size_t cols);
+// m [rows, cols], reusing its memory when it has that shape already: for
+// outputs that are overwritten whole (the contents are not zeroed then).
+Status Shape(Matrix* m, size_t rows, size_t cols);
+
+// The model's heads (d_v = d_k) and its attention: causal, scores scaled by
+// 1 / sqrt(d_k) (scale_by_sqrt_dk) or unscaled.
+HeadConfig Heads(const ModelConfig& c);
+AttentionOptions CausalOptions(const ModelConfig& c, ThreadPool* pool);
+
+// y = LayerNorm(x) [N, d] with gain and bias [1, d]; keeps mean and rstd [N, 1].
+Status LayerNormForward(const Matrix& x, const Matrix& gain, const Matrix& bias,
+                        LayerNormActivations* out);
+// What a LayerNorm step hands on: its output with layer_norm, else x itself.
+inline const Matrix& Normed(const ModelConfig& c, const Matrix& x, const LayerNormActivations& n) {
+  return c.layer_norm ? n.y : x;
+}
+
+// The index of the largest of row [n] (the lowest on ties).
+size_t Argmax(const float* row, size_t n);
+
+// x [N, d]: row r = token_embedding[tokens[r]] + position_embedding[first_position
+// + r % seq_len] (N a multiple of seq_len: the batch's sequences one after another).
+void Embed(const Parameters& p, const int32_t* tokens, size_t seq_len, size_t first_position,
+           MatrixView x);
+// grads' embeddings += dx [N, d] scattered back to the rows Embed read (first_position 0).
+void EmbedBackward(const int32_t* tokens, size_t seq_len, ConstMatrixView dx, Parameters* grads);
+
+// W_QKV [d, (h + 2g) d_k] = W_Q | W_K | W_V side by side: Q | K | V in one product.
+Status FuseQKV(const LayerParameters& p, Matrix* W_QKV);
+
+// x_out [N, d] = x [N, d] + z W_O, z [N, h d_k] = MultiHead(Q, K, V),
+// Q | K | V = a W_QKV (a->W_QKV from FuseQKV), a = LayerNorm(x).
+// Without a cache: the N rows are `batch` sequences, each attending causally
+// to itself, and a->lse [B h T, 1] is kept for the backward. With a cache
+// (batch 1): K and V join it and the rows' queries attend everything cached.
+// Fills a's norm, QKV, z (and lse); x_out must not be x.
+Status AttentionBlock(const ModelConfig& c, const LayerParameters& p, const Matrix& x, size_t batch,
+                      const AttentionOptions& options, KVCache* cache, BlockActivations* a,
+                      Matrix* x_out);
+// dx [N, d]: d loss / d x_out in, d loss / d x out; grads' ln_gain, ln_bias
+// += and W_Q, W_K, W_V, W_O = theirs. dz (optional) receives d loss / d z.
+// The projection's backward is the fused one here, not the core's
+// ProjectionBackward: with Q | K | V side by side dW_QKV = a^T dQKV and
+// da = dQKV W_QKV^T are one product each, where the core's takes dQ, dK, dV
+// apart (six products, a transpose of a and two sums into dX), which is
+// slower and sums da in another order.
+Status AttentionBlockBackward(const ModelConfig& c, const LayerParameters& p, const Matrix& x,
+                              const BlockActivations& a, size_t batch,
+                              const AttentionOptions& options, LayerParameters* g,
+                              BlockBackwardScratch* s, Matrix* dx, Matrix* dz);
+
+// x_out [N, d] = mid [N, d] + GELU(u) W_2, u = LayerNorm2(mid) W_1 [N, d_ff].
+// Fills a's norm2, u and act; x_out must not be mid.
+Status MlpBlock(const ModelConfig& c, const LayerParameters& p, const Matrix& mid,
+                BlockActivations* a, Matrix* x_out);
+// dx [N, d]: d loss / d x_out in, d loss / d mid out; grads' ln2_gain,
+// ln2_bias += and W_1, W_2 = theirs.
+Status MlpBlockBackward(const ModelConfig& c, const LayerParameters& p, const Matrix& mid,
+                        const BlockActivations& a, LayerParameters* g, BlockBackwardScratch* s,
+                        Matrix* dx);
+
+// f = LayerNorm_final(x) [N, d] into *f (nothing without layer_norm: f = x, see Normed).
+Status FinalNorm(const ModelConfig& c, const Parameters& p, const Matrix& x,
+                 LayerNormActivations* f);
+// df [N, d] = d loss / d f in; *dx = d loss / d x out (df's memory without
+// layer_norm); grads' final_gain, final_bias += theirs.
+Status FinalNormBackward(const ModelConfig& c, const Parameters& p, const Matrix& x,
+                         const LayerNormActivations& f, Matrix* df, Parameters* grads, Matrix* dx);
+
+// logits [N, vocab_size] = f [N, d] unembedding (allocated).
+Status Unembed(const Parameters& p, const Matrix& f, Matrix* logits);
+// grads' unembedding = f^T dlogits; df [N, d] = dlogits unembedding^T.
+Status UnembedBackward(const Parameters& p, const Matrix& f, const Matrix& dlogits,
+                       Parameters* grads, Matrix* df);
+
+// Over the batch's scored positions (target >= 0): the mean cross-entropy and
+// the accuracy of the logits' argmax into *m; dlogits [N, V] = (softmax -
+// onehot(target)) / scored, the loss's gradient.
+Status Loss(const Batch& batch, const Matrix& logits, Metrics* m, Matrix* dlogits);
+
+// weights [B h T_q, T_k] = softmax(scale Q K^T) of every (item, head), block
+// (b, head) at row (b h + head) T_q, from the core's MultiHeadAttentionQKV
+// (ScoresStage::kWeights): Model::AttentionWeights and generation's.
+Status AttentionWeightsOf(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, size_t batch,
+                          const HeadConfig& heads, const AttentionOptions& options,
+                          MatrixView weights);
+// weights [h, size]: each head's attention over the cache for the query of
+// row `row` of a.Q(), the cache's newest token (as AttendCached computed it).
+Status CachedAttentionWeights(const ModelConfig& c, const BlockActivations& a, size_t row,
+                              const KVCache& cache, const AttentionOptions& options,
+                              Matrix* weights);
+
+}  // namespace model
+}  // namespace attnkit
+
+#endif  // ATTNKIT_SRC_MODEL_BLOCKS_H_
