@@ -1,5 +1,5 @@
 // The GPT blocks of the model (d_ff > 0), its schedule, weights file v2 and
-// generation (src/model/model.h, generate.h).
+// generation (include/attnkit/model.h, generate.h).
 //  - Every parameter kind's gradient (embeddings, both LayerNorms, W_Q/K/V/O,
 //    W_1, W_2, unembedding) against central finite differences of the
 //    float64 reference (model_reference.h), grouped K/V heads and plain,

@@ -1,4 +1,4 @@
-// attnkit tests: a float64 reference of the model (src/model/model.h),
+// attnkit tests: a float64 reference of the model (include/attnkit/model.h),
 // attention-only or GPT blocks (d_ff > 0), written plainly from the maths, for
 // finite differences.
 #ifndef ATTNKIT_TESTS_MODEL_REFERENCE_H_

@@ -1,4 +1,4 @@
-// The language model's text (src/model/text.h).
+// The language model's text (include/attnkit/text.h).
 //  - UTF-8: every kind of invalid input refused, naming the parameter.
 //  - Tokenizer: the vocabulary's order, round trips on accents, CJK and emoji,
 //    unknown characters, every bad text and bad vocabulary.
