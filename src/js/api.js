@@ -14,7 +14,7 @@ import {
   qkvRows,
   weightMats,
 } from "./arguments.js";
-import { Marshal, NONE, headWords, leanOptionWords } from "./marshal.js";
+import { Marshal, NONE, NUM_HEADS_NAMES, headWords } from "./marshal.js";
 import { defineKVCache } from "./kv-cache.js";
 import { definePackedWeights, isPackedWeights } from "./packed-weights.js";
 import { gradientMethods } from "./gradients.js";
@@ -94,9 +94,7 @@ function singleHeadMethods(mem) {
       const q = toMatrix("Q", Q),
         k = toMatrix("K", K),
         v = toMatrix("V", V);
-      const words = leanOptionWords(options);
-      const lean =
-        words && mem.lean(M.attention, [q, k, v], [q.rows, v.cols], words, {}, "Q", options?.out);
+      const lean = mem.leanCall(M.attention, [q, k, v], [q.rows, v.cols], options);
       if (lean) return lean[0];
       return mem.runWithOptions(
         [q, k, v],
@@ -251,7 +249,7 @@ function kernelMethods(mem) {
         [m],
         [{ rows: numHeads * m.rows, cols: Math.max(d, 1) }],
         (xv, ov) => M.splitHeads(mem.args(xv, numHeads, ov)),
-        { num_heads: "numHeads" },
+        NUM_HEADS_NAMES,
       );
       return { data: out.data, shape: [numHeads, m.rows, d] };
     },

@@ -15,12 +15,14 @@ import {
   savedInputs,
   weightMats,
 } from "./arguments.js";
-import { NONE, headWords, leanOptionWords } from "./marshal.js";
+import { NONE, headWords, leanOptionWords, names } from "./marshal.js";
 
 /** The options a backward call takes on top of the forward's. */
 const BACKWARD_KEYS = ["saved"];
 /** Core parameter names of the forward's saved results -> the JS names. */
-const SAVED_NAMES = { O: "options.saved.out", lse: "options.saved.lse" };
+const SAVED_NAMES = names({ O: "options.saved.out", lse: "options.saved.lse" });
+// multiHeadAttentionBackward's dO.
+const BACKWARD_NAMES = names({ dOut: "dO" });
 const QKV_NAMES = ["dQ", "dK", "dV"];
 // An absent saved O or lse on the lean path: a view at address 0.
 const NO_SAVED = { data: new Float32Array(0), rows: 0, cols: 0 };
@@ -65,18 +67,12 @@ function singleHeadGradients(mem) {
       const q = toMatrix("Q", Q),
         k = toMatrix("K", K),
         v = toMatrix("V", V);
-      const words = leanOptionWords(options);
-      const lean =
-        words &&
-        mem.lean(
-          M.attentionForTraining,
-          [q, k, v],
-          [q.rows, v.cols, q.rows, 1],
-          words,
-          {},
-          "Q",
-          options?.out,
-        );
+      const lean = mem.leanCall(
+        M.attentionForTraining,
+        [q, k, v],
+        [q.rows, v.cols, q.rows, 1],
+        options,
+      );
       if (lean) return { out: lean[0], lse: lean[1] };
       const [out, lse] = mem.runWithOptions(
         [q, k, v],
@@ -144,135 +140,146 @@ function singleHeadGradients(mem) {
 
 /** The multi-head calls' forward for training and backward. */
 function multiHeadGradients(mem) {
-  const M = mem.M;
   return {
-    multiHeadAttentionQKVForTraining(Q, K, V, config, options) {
-      checkOptions(options, ["layout"]);
-      const layout = layoutOf(options);
-      const heads = checkConfig(config);
-      const q = toTensor("Q", Q),
-        k = toTensor("K", K),
-        v = toTensor("V", V);
-      // Either layout as it is, options.out too (see multiHeadAttentionQKV).
-      const rows = qkvRows(layout, q, k, v, heads);
-      const { qm, km, vm, batch, seqQ } = rows;
-      const h = heads.numHeads;
-      const [out, lse] = mem.runWithOptions(
-        [qm, km, vm],
-        options,
-        [rows.out, { rows: batch * h * seqQ, cols: 1, blame: "Q" }],
-        ([qv, kv, vv], o, [ov, lv]) =>
-          M.multiHeadAttentionQKVForTraining(
-            mem.args(qv, kv, vv, batch, headWords(heads), rows.layoutWord, ov, lv, o),
-          ),
-      );
-      return {
-        out: { data: out.data, shape: rows.out.shape },
-        lse: { data: lse.data, shape: [batch, h, seqQ] },
-      };
-    },
-    multiHeadAttentionQKVBackward(Q, K, V, config, dO, options) {
-      checkOptions(options, ["layout", ...BACKWARD_KEYS], QKV_NAMES);
-      const layout = layoutOf(options);
-      const heads = checkConfig(config);
-      const q = toTensor("Q", Q),
-        k = toTensor("K", K),
-        v = toTensor("V", V);
-      const rows = qkvRows(layout, q, k, v, heads);
-      const { qm, km, vm, batch, seqQ } = rows;
-      const h = heads.numHeads;
-      const d = outputRows("dO", dO, layout, rows);
-      const saved = savedInputs(options, (name, value) => {
-        if (name === "options.saved.out") return outputRows(name, value, layout, rows);
-        // The forward for training's lse: [batch, numHeads, T_q], as it returned it.
-        const t = toTensor(name, value);
-        const want = [batch, h, seqQ];
-        if (t.data.length !== batch * h * seqQ) {
-          const given = `shape [${t.shape.join(", ")}]`;
-          throw mismatch(name, `shape [${want.join(", ")}] (batch, numHeads, T_q)`, given);
-        }
-        return { name: t.name, data: t.data, rows: t.data.length, cols: 1 };
-      });
-      // The gradients are shaped as Q, K and V, in their layout.
-      const inputs = [q, k, v];
-      const outputs = gradientOutputs(
-        options,
-        [qm, km, vm].map((m, i) => ({
-          name: QKV_NAMES[i],
-          rows: m.rows,
-          cols: m.cols,
-          shape: inputs[i].shape,
-          blame: m.name,
-        })),
-      );
-      const grads = mem.runWithOptions(
-        saved ? [qm, km, vm, d, ...saved] : [qm, km, vm, d],
-        options,
-        outputs,
-        ([qv, kv, vv, dv, ov = NONE, lv = NONE], o, [gq, gk, gv]) =>
-          M.multiHeadAttentionQKVBackward(
-            mem.args(
-              qv,
-              kv,
-              vv,
-              dv,
-              saved ? 1 : 0,
-              ov,
-              lv,
-              batch,
-              headWords(heads),
-              rows.layoutWord,
-              gq,
-              gk,
-              gv,
-              o,
-            ),
-          ),
-        SAVED_NAMES,
-      );
-      const result = {};
-      QKV_NAMES.forEach((name, i) => {
-        result[name] = { data: grads[i].data, shape: inputs[i].shape };
-      });
-      return result;
-    },
-    multiHeadAttentionBackward(X, weights, config, dO, options) {
-      checkOptions(options, [], [...PROJECTION_NAMES, "dW_O"]);
-      const x = toTensor("X", X);
-      const mats = weightMats(weights, true);
-      const heads = checkConfig(config);
-      const r = asBatchRows("X", x);
-      const xm = { name: x.name, data: x.data, rows: r.batch * r.seq, cols: r.cols };
-      const dOut = headsOut(heads, r.cols, mats[3], 0);
-      const d = toTensor("dO", dO);
-      const rd = asBatchRows("dO", d);
-      if (rd.batch !== r.batch || rd.seq !== r.seq) {
-        const expected =
-          x.shape.length === 3 ? `[${r.batch}, ${r.seq}, ${dOut}]` : `[${r.seq}, ${dOut}]`;
-        throw mismatch("dO.shape", `${expected} (as the output)`, `[${d.shape.join(", ")}]`);
-      }
-      const dm = { name: d.name, data: d.data, rows: rd.batch * rd.seq, cols: rd.cols };
-      const wo = mats[3];
-      const outputs = gradientOutputs(options, [
-        { name: "dX", rows: xm.rows, cols: xm.cols, blame: "X" },
-        { name: "dW_Q", rows: mats[0].rows, cols: mats[0].cols, blame: "weights.W_Q" },
-        { name: "dW_K", rows: mats[1].rows, cols: mats[1].cols, blame: "weights.W_K" },
-        { name: "dW_V", rows: mats[2].rows, cols: mats[2].cols, blame: "weights.W_V" },
-        ...(wo ? [{ name: "dW_O", rows: wo.rows, cols: wo.cols, blame: "weights.W_O" }] : []),
-      ]);
-      const [dX, dW_Q, dW_K, dW_V, dW_O] = mem.runWithOptions(
-        [xm, ...mats, dm],
-        options,
-        outputs,
-        ([xv, wq, wk, wv, wov = NONE, dv], o, [gx, gq, gk, gv, go = NONE]) =>
-          M.multiHeadAttentionBackward(
-            mem.args(xv, r.batch, wq, wk, wv, wov, headWords(heads), dv, gx, gq, gk, gv, go, o),
-          ),
-        { dOut: "dO" },
-      );
-      const result = { dX: { data: dX.data, shape: x.shape }, dW_Q, dW_K, dW_V };
-      if (dW_O) result.dW_O = dW_O;
-      return result;
-    },
+    multiHeadAttentionQKVForTraining: (Q, K, V, config, options) =>
+      qkvForTraining(mem, Q, K, V, config, options),
+    multiHeadAttentionQKVBackward: (Q, K, V, config, dO, options) =>
+      qkvBackward(mem, Q, K, V, config, dO, options),
+    multiHeadAttentionBackward: (X, weights, config, dO, options) =>
+      projectedBackward(mem, X, weights, config, dO, options),
   };
+}
+
+/** multiHeadAttentionQKVForTraining. */
+function qkvForTraining(mem, Q, K, V, config, options) {
+  checkOptions(options, ["layout"]);
+  const layout = layoutOf(options);
+  const heads = checkConfig(config);
+  const q = toTensor("Q", Q),
+    k = toTensor("K", K),
+    v = toTensor("V", V);
+  // Either layout as it is, options.out too (see multiHeadAttentionQKV).
+  const rows = qkvRows(layout, q, k, v, heads);
+  const { qm, km, vm, batch, seqQ } = rows;
+  const h = heads.numHeads;
+  const [out, lse] = mem.runWithOptions(
+    [qm, km, vm],
+    options,
+    [rows.out, { rows: batch * h * seqQ, cols: 1, blame: "Q" }],
+    ([qv, kv, vv], o, [ov, lv]) =>
+      mem.M.multiHeadAttentionQKVForTraining(
+        mem.args(qv, kv, vv, batch, headWords(heads), rows.layoutWord, ov, lv, o),
+      ),
+  );
+  return {
+    out: { data: out.data, shape: rows.out.shape },
+    lse: { data: lse.data, shape: [batch, h, seqQ] },
+  };
+}
+
+/** multiHeadAttentionQKVBackward. */
+function qkvBackward(mem, Q, K, V, config, dO, options) {
+  checkOptions(options, ["layout", ...BACKWARD_KEYS], QKV_NAMES);
+  const layout = layoutOf(options);
+  const heads = checkConfig(config);
+  const q = toTensor("Q", Q),
+    k = toTensor("K", K),
+    v = toTensor("V", V);
+  const rows = qkvRows(layout, q, k, v, heads);
+  const { qm, km, vm, batch, seqQ } = rows;
+  const h = heads.numHeads;
+  const d = outputRows("dO", dO, layout, rows);
+  const saved = savedInputs(options, (name, value) => {
+    if (name === "options.saved.out") return outputRows(name, value, layout, rows);
+    // The forward for training's lse: [batch, numHeads, T_q], as it returned it.
+    const t = toTensor(name, value);
+    const want = [batch, h, seqQ];
+    if (t.data.length !== batch * h * seqQ) {
+      const given = `shape [${t.shape.join(", ")}]`;
+      throw mismatch(name, `shape [${want.join(", ")}] (batch, numHeads, T_q)`, given);
+    }
+    return { name: t.name, data: t.data, rows: t.data.length, cols: 1 };
+  });
+  // The gradients are shaped as Q, K and V, in their layout.
+  const inputs = [q, k, v];
+  const outputs = gradientOutputs(
+    options,
+    [qm, km, vm].map((m, i) => ({
+      name: QKV_NAMES[i],
+      rows: m.rows,
+      cols: m.cols,
+      shape: inputs[i].shape,
+      blame: m.name,
+    })),
+  );
+  const grads = mem.runWithOptions(
+    saved ? [qm, km, vm, d, ...saved] : [qm, km, vm, d],
+    options,
+    outputs,
+    ([qv, kv, vv, dv, ov = NONE, lv = NONE], o, [gq, gk, gv]) =>
+      mem.M.multiHeadAttentionQKVBackward(
+        mem.args(
+          qv,
+          kv,
+          vv,
+          dv,
+          saved ? 1 : 0,
+          ov,
+          lv,
+          batch,
+          headWords(heads),
+          rows.layoutWord,
+          gq,
+          gk,
+          gv,
+          o,
+        ),
+      ),
+    SAVED_NAMES,
+  );
+  const result = {};
+  QKV_NAMES.forEach((name, i) => {
+    result[name] = { data: grads[i].data, shape: inputs[i].shape };
+  });
+  return result;
+}
+
+/** multiHeadAttentionBackward. */
+function projectedBackward(mem, X, weights, config, dO, options) {
+  checkOptions(options, [], [...PROJECTION_NAMES, "dW_O"]);
+  const x = toTensor("X", X);
+  const mats = weightMats(weights, true);
+  const heads = checkConfig(config);
+  const r = asBatchRows("X", x);
+  const xm = { name: x.name, data: x.data, rows: r.batch * r.seq, cols: r.cols };
+  const dOut = headsOut(heads, r.cols, mats[3], 0);
+  const d = toTensor("dO", dO);
+  const rd = asBatchRows("dO", d);
+  if (rd.batch !== r.batch || rd.seq !== r.seq) {
+    const expected =
+      x.shape.length === 3 ? `[${r.batch}, ${r.seq}, ${dOut}]` : `[${r.seq}, ${dOut}]`;
+    throw mismatch("dO.shape", `${expected} (as the output)`, `[${d.shape.join(", ")}]`);
+  }
+  const dm = { name: d.name, data: d.data, rows: rd.batch * rd.seq, cols: rd.cols };
+  const wo = mats[3];
+  const outputs = gradientOutputs(options, [
+    { name: "dX", rows: xm.rows, cols: xm.cols, blame: "X" },
+    { name: "dW_Q", rows: mats[0].rows, cols: mats[0].cols, blame: "weights.W_Q" },
+    { name: "dW_K", rows: mats[1].rows, cols: mats[1].cols, blame: "weights.W_K" },
+    { name: "dW_V", rows: mats[2].rows, cols: mats[2].cols, blame: "weights.W_V" },
+    ...(wo ? [{ name: "dW_O", rows: wo.rows, cols: wo.cols, blame: "weights.W_O" }] : []),
+  ]);
+  const [dX, dW_Q, dW_K, dW_V, dW_O] = mem.runWithOptions(
+    [xm, ...mats, dm],
+    options,
+    outputs,
+    ([xv, wq, wk, wv, wov = NONE, dv], o, [gx, gq, gk, gv, go = NONE]) =>
+      mem.M.multiHeadAttentionBackward(
+        mem.args(xv, r.batch, wq, wk, wv, wov, headWords(heads), dv, gx, gq, gk, gv, go, o),
+      ),
+    BACKWARD_NAMES,
+  );
+  const result = { dX: { data: dX.data, shape: x.shape }, dW_Q, dW_K, dW_V };
+  if (dW_O) result.dW_O = dW_O;
+  return result;
 }

@@ -12,7 +12,11 @@ import {
   headsOut,
   weightMats,
 } from "./arguments.js";
-import { headWords } from "./marshal.js";
+import { NUM_HEADS_NAMES, headWords, names } from "./marshal.js";
+
+// A cache's Status names its config (creating it) or itself (forking it).
+const CONFIG_NAMES = names({ capacity: "config.capacity", batch: "config.batch" });
+const FORK_NAMES = names({ capacity: "cache.capacity" });
 
 const CACHE_KEYS = ["batch", "numKvHeads", "dK", "dV", "capacity"];
 
@@ -59,7 +63,7 @@ export function defineKVCache(mem, module) {
         const { batch, numKvHeads, dK, dV, capacity } = checkCacheConfig(config);
         handle = M.kvCreate(batch, numKvHeads, dK, dV, capacity);
         if (!handle) {
-          mem.check(M.lastErrorCode(), { capacity: "config.capacity", batch: "config.batch" });
+          mem.check(M.lastErrorCode(), CONFIG_NAMES);
         }
         Object.assign(this, { batch, numKvHeads, dK, dV, capacity });
       }
@@ -107,7 +111,7 @@ export function defineKVCache(mem, module) {
         options,
         [{ rows: q.rows, cols: numHeads * this.dV }],
         ([qv], o, [ov]) => M.kvAttend(handle, mem.args(qv, numHeads, ov, o)),
-        { num_heads: "numHeads" },
+        NUM_HEADS_NAMES,
         true,
       );
       return { data: out.data, shape: cacheShape(q, out.cols, this.batch) };
@@ -125,7 +129,7 @@ export function defineKVCache(mem, module) {
         [{ rows: x.rows, cols: dOut }],
         ([xv, wq, wk, wv, wo], o, [ov]) =>
           M.kvDecode(handle, mem.args(xv, wq, wk, wv, wo, headWords(heads), ov, o)),
-        {},
+        undefined,
         true,
       );
       return { data: out.data, shape: cacheShape(x, dOut, this.batch) };
@@ -137,7 +141,7 @@ export function defineKVCache(mem, module) {
     }
     fork() {
       const copy = M.kvClone(this.#live());
-      if (!copy) mem.check(M.lastErrorCode(), { capacity: "cache.capacity" });
+      if (!copy) mem.check(M.lastErrorCode(), FORK_NAMES);
       const { batch, numKvHeads, dK, dV, capacity } = this;
       return new KVCache({ batch, numKvHeads, dK, dV, capacity }, copy);
     }

@@ -5,7 +5,7 @@
 // checks and tokenizes them, so JS and C++ users get the same tokens.
 import { AttnkitTypeError, describe, rangeError, typeError } from "./errors.js";
 import { checkCount, checkKeys, isObject } from "./convert.js";
-import { bitsFloat, floatBits } from "./marshal.js";
+import { CORE_NAMES, floatBits, names, seedWords } from "./marshal.js";
 import { brand } from "./handles.js";
 
 // The core's limits (text.h): UTF-8 bytes of a text, distinct characters.
@@ -16,8 +16,6 @@ export const UNKNOWN = "\uFFFD";
 // Windows per forward of TextDataset.validationLoss: at most a training
 // batch's rows, so that the model's forward buffers never grow for it.
 const VALIDATION_CHUNK = 8;
-// Words of a call's argument block (model.js's ARG_BYTES).
-const ARG_BYTES = 128;
 // The most characters one model.generate call samples (with its steps, each
 // keeps its logits and every layer's attention): a longer text comes from a
 // sampler, one next() at a time.
@@ -80,339 +78,338 @@ function checkOptions(name, options, keys, shape) {
 }
 
 /**
- * Tokenizer, TextDataset and Sampler over the model context `ctx` (model.js):
- * its module, handles, scratch memory, error path and seed words.
+ * A text call over the model context `ctx` (model.js): its argument block
+ * and a copy of each of `arrays` (Marshal.layout); fn(args, addresses)
+ * writes the block through the Cursor `args` and calls the binding. A
+ * failure throws the Status, its parameter named by the name table `table`.
+ * Returns `args`, after the arguments: the results the binding wrote.
  */
-export function languageContext(ctx, seedWords) {
-  const { M, objects } = ctx;
+function textCall(ctx, blame, table, arrays, fn) {
+  const [base, ...addresses] = ctx.mem.layout(blame, arrays);
+  const args = ctx.mem.cursor(base);
+  try {
+    if (fn(args, addresses) !== 0) ctx.fail(table);
+    return args;
+  } catch (e) {
+    ctx.mem.trim();
+    throw e;
+  }
+}
 
-  /** Runs fn(args) with words, then byte blocks, in scratch memory; fn's words after the call. */
-  function call(blame, names, blocks, fn) {
-    const bytes = blocks.reduce((n, b) => n + ((b.byteLength + 3) & ~3), 0);
-    const base = ctx.scratch(bytes, blame);
-    let at = base + ARG_BYTES;
-    const addresses = blocks.map((b) => {
-      const ptr = at;
-      M.HEAPU8.set(new Uint8Array(b.buffer, b.byteOffset, b.byteLength), ptr);
-      at += (b.byteLength + 3) & ~3;
-      return ptr;
+/** Frees what a text call left in wasm memory once its results are read. */
+function textDone(ctx) {
+  ctx.M.textClear();
+  ctx.mem.trim();
+}
+
+export class Tokenizer {
+  constructor(ctx, codes) {
+    Object.defineProperties(this, {
+      // Token id -> its character; vocabulary[0] is the unknown token "\uFFFD".
+      vocabulary: { value: characters(codes), enumerable: true },
+      vocabSize: { value: codes.length, enumerable: true },
+      unknownToken: { value: 0, enumerable: true },
+    });
+    this.#ctx = ctx;
+    this.#codes = codes;
+    brand(this, "Tokenizer");
+  }
+  #ctx;
+  #codes;
+  /** The tokens of `text` (one per code point; characters outside the vocabulary are 0). */
+  encode(text) {
+    const ctx = this.#ctx,
+      codes = this.#codes;
+    const bytes = textBytes("text", text);
+    const out = textCall(ctx, "text", CORE_NAMES, [codes, bytes], (args, [v, t]) =>
+      ctx.M.tokenizerEncode(args.put(v, codes.length, t, bytes.length).start),
+    );
+    try {
+      return out.array(Int32Array);
+    } finally {
+      textDone(ctx);
+    }
+  }
+  /** The text of `tokens` (ids in 0 .. vocabSize - 1). */
+  decode(tokens) {
+    const ctx = this.#ctx,
+      codes = this.#codes;
+    const t = intArray("tokens", tokens);
+    const out = textCall(ctx, "tokens", CORE_NAMES, [codes, t], (args, [v, p]) =>
+      ctx.M.tokenizerDecode(args.put(v, codes.length, p, t.length).start),
+    );
+    try {
+      return decoder.decode(out.bytes());
+    } finally {
+      textDone(ctx);
+    }
+  }
+}
+
+/** A tokenizer of a vocabulary's code points (checked by the core, naming `name`). */
+function tokenizerOf(ctx, name, codes) {
+  // Encoding the empty text checks the vocabulary (Tokenizer::FromVocabulary).
+  const empty = new Uint8Array(0);
+  textCall(ctx, name, names({ vocabulary: name }), [codes, empty], (args, [v, t]) =>
+    ctx.M.tokenizerEncode(args.put(v, codes.length, t, 0).start),
+  );
+  textDone(ctx);
+  return new Tokenizer(ctx, codes);
+}
+
+/** The tokenizer built from the characters of `text`. */
+function createTokenizer(ctx, text) {
+  const bytes = textBytes("text", text);
+  const out = textCall(ctx, "text", CORE_NAMES, [bytes], (args, [t]) =>
+    ctx.M.tokenizerBuild(args.put(t, bytes.length).start),
+  );
+  try {
+    return new Tokenizer(ctx, out.array(Uint32Array));
+  } finally {
+    textDone(ctx);
+  }
+}
+
+// A dataset's Status names its options.
+const DATASET_NAMES = names({
+  vocabulary: "options.vocabulary",
+  seq_len: "options.seqLen",
+  validation_windows: "options.validationWindows",
+});
+
+export class TextDataset {
+  constructor(ctx, text, options) {
+    const bytes = textBytes("text", text);
+    const o = checkOptions(
+      "options",
+      options,
+      ["seqLen", "seed", "validationWindows", "vocabulary"],
+      "{seqLen, seed?, validationWindows?, vocabulary?}",
+    );
+    if (options === undefined)
+      throw typeError("options", "an object {seqLen, seed?, ...}", options);
+    const seqLen = checkCount("options.seqLen", o.seqLen);
+    const seed = o.seed === undefined ? [0, 0] : seedWords("options.seed", o.seed);
+    const windows =
+      o.validationWindows === undefined
+        ? 128
+        : checkCount("options.validationWindows", o.validationWindows);
+    const codes =
+      o.vocabulary === undefined
+        ? new Uint32Array(0)
+        : vocabularyCodePoints("options.vocabulary", o.vocabulary);
+    let handle = 0;
+    const args = textCall(ctx, "text", DATASET_NAMES, [bytes, codes], (a, [t, v]) => {
+      handle = ctx.M.datasetCreate(
+        a.put(t, bytes.length, v, codes.length, seqLen, seed, windows).start,
+      );
+      return handle ? 0 : 1;
     });
     try {
-      if (fn(base, addresses) !== 0) ctx.fail(names);
-      return base;
-    } catch (e) {
-      ctx.mem.trim();
-      throw e;
-    }
-  }
-  const words = (at, n) => M.HEAPU32.slice(at >> 2, (at >> 2) + n);
-  const done = () => {
-    M.textClear();
-    ctx.mem.trim();
-  };
-
-  class Tokenizer {
-    constructor(codes) {
+      const info = ctx.mem.cursor(args.start);
+      ctx.M.datasetInfo(handle, info.start);
+      const tokenizer = new Tokenizer(ctx, info.array(Uint32Array));
+      const [train, validation, validationWindows, unknown] = info.words(4);
       Object.defineProperties(this, {
-        // Token id -> its character; vocabulary[0] is the unknown token "\uFFFD".
-        vocabulary: { value: characters(codes), enumerable: true },
-        vocabSize: { value: codes.length, enumerable: true },
-        unknownToken: { value: 0, enumerable: true },
+        tokenizer: { value: tokenizer, enumerable: true },
+        vocabulary: { value: tokenizer.vocabulary, enumerable: true },
+        vocabSize: { value: tokenizer.vocabSize, enumerable: true },
+        seqLen: { value: seqLen, enumerable: true },
+        trainTokens: { value: train, enumerable: true },
+        validationTokens: { value: validation, enumerable: true },
+        validationWindows: { value: validationWindows, enumerable: true },
+        // The text's characters outside options.vocabulary (token 0, read as "\uFFFD").
+        unknownCharacters: { value: unknown, enumerable: true },
       });
-      this.#codes = codes;
-      brand(this, "Tokenizer");
+    } finally {
+      ctx.mem.trim();
     }
-    #codes;
-    /** The tokens of `text` (one per code point; characters outside the vocabulary are 0). */
-    encode(text) {
-      const bytes = textBytes("text", text);
-      const base = call("text", { text: "text" }, [this.#codes, bytes], (args, [v, t]) => {
-        M.HEAPU32.set([v, this.#codes.length, t, bytes.length], args >> 2);
-        return M.tokenizerEncode(args);
-      });
-      try {
-        const [ptr, count] = words(base + 16, 2);
-        return M.HEAP32.slice(ptr >> 2, (ptr >> 2) + count);
-      } finally {
-        done();
-      }
-    }
-    /** The text of `tokens` (ids in 0 .. vocabSize - 1). */
-    decode(tokens) {
-      const t = intArray("tokens", tokens);
-      const base = call("tokens", { tokens: "tokens" }, [this.#codes, t], (args, [v, p]) => {
-        M.HEAPU32.set([v, this.#codes.length, p, t.length], args >> 2);
-        return M.tokenizerDecode(args);
-      });
-      try {
-        const [ptr, size] = words(base + 16, 2);
-        return decoder.decode(M.HEAPU8.subarray(ptr, ptr + size));
-      } finally {
-        done();
-      }
-    }
+    this.#ctx = ctx;
+    ctx.objects.track(this, "TextDataset", handle);
   }
-
-  /** A tokenizer of a vocabulary's code points (checked by the core, naming `name`). */
-  function tokenizerOf(name, codes) {
-    // Encoding the empty text checks the vocabulary (Tokenizer::FromVocabulary).
-    call(name, { vocabulary: name }, [codes, new Uint8Array(0)], (args, [v, t]) => {
-      M.HEAPU32.set([v, codes.length, t, 0], args >> 2);
-      return M.tokenizerEncode(args);
-    });
-    done();
-    return new Tokenizer(codes);
-  }
-
-  class TextDataset {
-    constructor(text, options) {
-      const bytes = textBytes("text", text);
-      const o = checkOptions(
-        "options",
-        options,
-        ["seqLen", "seed", "validationWindows", "vocabulary"],
-        "{seqLen, seed?, validationWindows?, vocabulary?}",
-      );
-      if (options === undefined)
-        throw typeError("options", "an object {seqLen, seed?, ...}", options);
-      const seqLen = checkCount("options.seqLen", o.seqLen);
-      const seed = o.seed === undefined ? [0, 0] : seedWords("options.seed", o.seed);
-      const windows =
-        o.validationWindows === undefined
-          ? 128
-          : checkCount("options.validationWindows", o.validationWindows);
-      const codes =
-        o.vocabulary === undefined
-          ? new Uint32Array(0)
-          : vocabularyCodePoints("options.vocabulary", o.vocabulary);
-      const names = {
-        text: "text",
-        vocabulary: "options.vocabulary",
-        seq_len: "options.seqLen",
-        validation_windows: "options.validationWindows",
-      };
-      let handle = 0;
-      const base = call("text", names, [bytes, codes], (args, [t, v]) => {
-        M.HEAPU32.set([t, bytes.length, v, codes.length, seqLen, ...seed, windows], args >> 2);
-        handle = M.datasetCreate(args);
-        return handle ? 0 : 1;
-      });
-      try {
-        M.datasetInfo(handle, base);
-        const [vocab, count, train, validation, validationWindows, unknown] = words(base, 6);
-        const tokenizer = new Tokenizer(M.HEAPU32.slice(vocab >> 2, (vocab >> 2) + count));
-        Object.defineProperties(this, {
-          tokenizer: { value: tokenizer, enumerable: true },
-          vocabulary: { value: tokenizer.vocabulary, enumerable: true },
-          vocabSize: { value: tokenizer.vocabSize, enumerable: true },
-          seqLen: { value: seqLen, enumerable: true },
-          trainTokens: { value: train, enumerable: true },
-          validationTokens: { value: validation, enumerable: true },
-          validationWindows: { value: validationWindows, enumerable: true },
-          // The text's characters outside options.vocabulary (token 0, read as "\uFFFD").
-          unknownCharacters: { value: unknown, enumerable: true },
-        });
-      } finally {
-        ctx.mem.trim();
-      }
-      objects.track(this, "TextDataset", handle);
-    }
-    #batch(batch, fn) {
-      const handle = objects.live(this, "TextDataset", "dataset");
-      const at = ctx.scratch(0, "batch");
-      if (fn(handle, at) !== 0) ctx.fail({ batch: "batch", count: "count", dataset: "dataset" });
-      const [tokens, targets] = words(at, 2);
-      const n = batch * this.seqLen;
-      return {
-        batch,
-        seqLen: this.seqLen,
-        tokens: M.HEAP32.slice(tokens >> 2, (tokens >> 2) + n),
-        targets: M.HEAP32.slice(targets >> 2, (targets >> 2) + n),
-        // The tokens' vocabulary: a model of another one refuses the batch.
-        vocabulary: this.vocabulary,
-      };
-    }
-    /** `batch` windows at seeded random places in the training part (the stream goes on). */
-    next(batch) {
-      checkCount("batch", batch);
-      return this.#batch(batch, (h, at) => M.datasetNext(h, batch, at));
-    }
-    /** Validation windows first .. first + count - 1 as one batch. */
-    validationBatch(first, count) {
-      checkCount("first", first, { allowZero: true });
-      checkCount("count", count);
-      if (first + count > this.validationWindows) {
-        throw rangeError(
-          "count",
-          `windows within 0 .. ${this.validationWindows} (validationWindows)`,
-          `${first} .. ${first + count}`,
-        );
-      }
-      return this.#batch(count, (h, at) => M.datasetValidationBatch(h, first, count, at));
-    }
-    /** The model's mean loss over every validation window (nats per character). */
-    validationLoss(model) {
-      const handle = objects.live(this, "TextDataset", "dataset");
-      const modelHandle = objects.live(model, "Model", "model");
-      if (!readsVocabulary(model, this.vocabulary)) {
-        throw rangeError(
-          "model",
-          `a model of this dataset's vocabulary (${this.vocabSize} characters)`,
-          `one of another vocabulary (${model.vocabulary.length} characters)`,
-        );
-      }
-      const at = ctx.scratch(0, "model");
-      if (M.datasetValidationLoss(handle, modelHandle, VALIDATION_CHUNK, at) !== 0)
-        ctx.fail({ model: "model" });
-      return bitsFloat(M.HEAPU32[at >> 2]);
-    }
-    dispose() {
-      objects.dispose(this);
-    }
-    [Symbol.dispose ?? Symbol.for("Symbol.dispose")]() {
-      this.dispose();
-    }
-  }
-
-  /** Sampling options, checked: {temperature, topK, seed}. */
-  function checkSampling(options, keys, shape) {
-    const o = checkOptions("options", options, keys, shape);
-    const temperature = o.temperature === undefined ? 1 : o.temperature;
-    if (typeof temperature !== "number")
-      throw typeError("options.temperature", "a number", temperature);
-    if (!Number.isFinite(temperature) || temperature < 0)
-      throw rangeError("options.temperature", "a finite number >= 0", describe(temperature));
+  #ctx;
+  #batch(batch, fn) {
+    const ctx = this.#ctx;
+    const handle = ctx.objects.live(this, "TextDataset", "dataset");
+    const out = ctx.args("batch");
+    if (fn(handle, out.start) !== 0) ctx.fail(CORE_NAMES);
+    const n = batch * this.seqLen;
     return {
-      o,
-      temperature,
-      topK: o.topK === undefined ? 0 : checkCount("options.topK", o.topK, { allowZero: true }),
-      seed: o.seed === undefined ? [0, 0] : seedWords("options.seed", o.seed),
+      batch,
+      seqLen: this.seqLen,
+      tokens: out.arrayAt(Int32Array, out.word(), n),
+      targets: out.arrayAt(Int32Array, out.word(), n),
+      // The tokens' vocabulary: a model of another one refuses the batch.
+      vocabulary: this.vocabulary,
     };
   }
-  const SAMPLE_NAMES = {
-    prompt: "prompt",
-    model: "model",
-    temperature: "options.temperature",
-    top_k: "options.topK",
-  };
-
-  class Sampler {
-    constructor(model, modelHandle, prompt, options) {
-      const bytes = textBytes("prompt", prompt);
-      const s = checkSampling(
-        options,
-        ["temperature", "topK", "seed"],
-        "{temperature?, topK?, seed?}",
+  /** `batch` windows at seeded random places in the training part (the stream goes on). */
+  next(batch) {
+    checkCount("batch", batch);
+    return this.#batch(batch, (h, at) => this.#ctx.M.datasetNext(h, batch, at));
+  }
+  /** Validation windows first .. first + count - 1 as one batch. */
+  validationBatch(first, count) {
+    checkCount("first", first, { allowZero: true });
+    checkCount("count", count);
+    if (first + count > this.validationWindows) {
+      throw rangeError(
+        "count",
+        `windows within 0 .. ${this.validationWindows} (validationWindows)`,
+        `${first} .. ${first + count}`,
       );
-      if (!model.vocabulary) {
-        throw rangeError(
-          "model",
-          "a model with a vocabulary (createModel with options.vocabulary, or a loaded language model)",
-          "one without",
-        );
-      }
-      let handle = 0;
-      call("prompt", SAMPLE_NAMES, [bytes], (args, [p]) => {
-        M.HEAPU32.set([p, bytes.length, ...s.seed], args >> 2);
-        handle = M.samplerCreate(modelHandle, args);
-        return handle ? 0 : 1;
-      });
-      ctx.mem.trim();
-      Object.defineProperties(this, {
-        model: { value: model, enumerable: true },
-        options: {
-          value: Object.freeze({ temperature: s.temperature, topK: s.topK }),
-          enumerable: true,
-        },
-      });
-      objects.track(this, "Sampler", handle);
     }
-    /** The next character: its token, text, logits and each layer's attention over the context. */
-    next() {
-      return sample(this, true);
-    }
-    dispose() {
-      objects.dispose(this);
-    }
-    [Symbol.dispose ?? Symbol.for("Symbol.dispose")]() {
-      this.dispose();
-    }
+    return this.#batch(count, (h, at) => this.#ctx.M.datasetValidationBatch(h, first, count, at));
   }
-
-  /** A sampler's next character: {token, character}, with its logits and weights if `full`. */
-  function sample(sampler, full) {
-    const handle = objects.live(sampler, "Sampler", "sampler");
-    objects.live(sampler.model, "Model", "sampler.model");
-    const at = ctx.scratch(0, "sampler");
-    M.HEAPU32.set([floatBits(sampler.options.temperature), sampler.options.topK], at >> 2);
-    if (M.samplerNext(handle, at) !== 0) ctx.fail(SAMPLE_NAMES);
-    const [token, text, size, logits, count, layers] = words(at + 8, 6);
-    const character = decoder.decode(M.HEAPU8.subarray(text, text + size));
-    if (!full) return { token, character };
-    const weights = [];
-    for (let l = 0; l < layers; ++l) {
-      const [ptr, rows, cols] = words(at + 32 + 12 * l, 3);
-      weights.push({
-        data: M.HEAPF32.slice(ptr >> 2, (ptr >> 2) + rows * cols),
-        shape: [rows, cols],
-      });
+  /** The model's mean loss over every validation window (nats per character). */
+  validationLoss(model) {
+    const ctx = this.#ctx;
+    const handle = ctx.objects.live(this, "TextDataset", "dataset");
+    const modelHandle = ctx.objects.live(model, "Model", "model");
+    if (!readsVocabulary(model, this.vocabulary)) {
+      throw rangeError(
+        "model",
+        `a model of this dataset's vocabulary (${this.vocabSize} characters)`,
+        `one of another vocabulary (${model.vocabulary.length} characters)`,
+      );
     }
-    return {
-      token,
-      character,
-      logits: M.HEAPF32.slice(logits >> 2, (logits >> 2) + count),
-      weights,
-    };
+    const out = ctx.args("model");
+    if (ctx.M.datasetValidationLoss(handle, modelHandle, VALIDATION_CHUNK, out.start) !== 0)
+      ctx.fail(CORE_NAMES);
+    return out.float();
   }
+  dispose() {
+    this.#ctx.objects.dispose(this);
+  }
+  [Symbol.dispose ?? Symbol.for("Symbol.dispose")]() {
+    this.dispose();
+  }
+}
 
+/** Sampling options, checked: {temperature, topK, seed}. */
+function checkSampling(options, keys, shape) {
+  const o = checkOptions("options", options, keys, shape);
+  const temperature = o.temperature === undefined ? 1 : o.temperature;
+  if (typeof temperature !== "number")
+    throw typeError("options.temperature", "a number", temperature);
+  if (!Number.isFinite(temperature) || temperature < 0)
+    throw rangeError("options.temperature", "a finite number >= 0", describe(temperature));
   return {
-    Tokenizer,
-    TextDataset,
-    Sampler,
-    tokenizerOf,
-    createTokenizer(text) {
-      const bytes = textBytes("text", text);
-      const base = call("text", { text: "text" }, [bytes], (args, [t]) => {
-        M.HEAPU32.set([t, bytes.length], args >> 2);
-        return M.tokenizerBuild(args);
-      });
-      try {
-        const [ptr, count] = words(base + 8, 2);
-        return new Tokenizer(M.HEAPU32.slice(ptr >> 2, (ptr >> 2) + count));
-      } finally {
-        done();
-      }
-    },
-    /** model.generate: `length` characters sampled after `prompt`. */
-    generate(model, modelHandle, prompt, options) {
-      const o = checkOptions(
-        "options",
-        options,
-        ["length", "steps", "temperature", "topK", "seed"],
-        "{length?, steps?, temperature?, topK?, seed?}",
+    o,
+    temperature,
+    topK: o.topK === undefined ? 0 : checkCount("options.topK", o.topK, { allowZero: true }),
+    seed: o.seed === undefined ? [0, 0] : seedWords("options.seed", o.seed),
+  };
+}
+// A sampler's Status names its options.
+const SAMPLE_NAMES = names({ temperature: "options.temperature", top_k: "options.topK" });
+
+export class Sampler {
+  constructor(ctx, model, modelHandle, prompt, options) {
+    const bytes = textBytes("prompt", prompt);
+    const s = checkSampling(
+      options,
+      ["temperature", "topK", "seed"],
+      "{temperature?, topK?, seed?}",
+    );
+    if (!model.vocabulary) {
+      throw rangeError(
+        "model",
+        "a model with a vocabulary (createModel with options.vocabulary, or a loaded language model)",
+        "one without",
       );
-      const length = o.length === undefined ? 100 : checkCount("options.length", o.length);
-      if (length > MAX_GENERATE_LENGTH) {
-        throw rangeError(
-          "options.length",
-          `at most ${MAX_GENERATE_LENGTH} characters per generate call (more: model.sampler() and next())`,
-          `${length}`,
-        );
-      }
-      if (o.steps !== undefined && typeof o.steps !== "boolean")
-        throw typeError("options.steps", "a boolean", o.steps);
-      const full = o.steps !== false;
-      const { length: _, steps: __, ...sampling } = o;
-      const sampler = new Sampler(model, modelHandle, prompt, sampling);
-      try {
-        const steps = Array.from({ length }, () => sample(sampler, full));
-        const text = steps.map((s) => s.character).join("");
-        const tokens = Int32Array.from(steps, (s) => s.token);
-        return { text, tokens, steps: full ? steps : [] };
-      } finally {
-        sampler.dispose();
-      }
-    },
+    }
+    let handle = 0;
+    textCall(ctx, "prompt", SAMPLE_NAMES, [bytes], (args, [p]) => {
+      handle = ctx.M.samplerCreate(modelHandle, args.put(p, bytes.length, s.seed).start);
+      return handle ? 0 : 1;
+    });
+    ctx.mem.trim();
+    Object.defineProperties(this, {
+      model: { value: model, enumerable: true },
+      options: {
+        value: Object.freeze({ temperature: s.temperature, topK: s.topK }),
+        enumerable: true,
+      },
+    });
+    this.#ctx = ctx;
+    ctx.objects.track(this, "Sampler", handle);
+  }
+  #ctx;
+  /** The next character: its token, text, logits and each layer's attention over the context. */
+  next() {
+    return sample(this.#ctx, this, true);
+  }
+  dispose() {
+    this.#ctx.objects.dispose(this);
+  }
+  [Symbol.dispose ?? Symbol.for("Symbol.dispose")]() {
+    this.dispose();
+  }
+}
+
+/** A sampler's next character: {token, character}, with its logits and weights if `full`. */
+function sample(ctx, sampler, full) {
+  const handle = ctx.objects.live(sampler, "Sampler", "sampler");
+  ctx.objects.live(sampler.model, "Model", "sampler.model");
+  const { temperature, topK } = sampler.options;
+  const args = ctx.args("sampler").put(floatBits(temperature), topK);
+  if (ctx.M.samplerNext(handle, args.start) !== 0) ctx.fail(SAMPLE_NAMES);
+  const token = args.word();
+  const character = decoder.decode(args.bytes());
+  if (!full) return { token, character };
+  const logits = args.array(Float32Array);
+  const layers = args.word();
+  const weights = [];
+  for (let l = 0; l < layers; ++l) {
+    const { data, shape } = args.matrix();
+    weights.push({ data, shape });
+  }
+  return { token, character, logits, weights };
+}
+
+/** model.generate: `length` characters sampled after `prompt`. */
+function generate(ctx, model, modelHandle, prompt, options) {
+  const o = checkOptions(
+    "options",
+    options,
+    ["length", "steps", "temperature", "topK", "seed"],
+    "{length?, steps?, temperature?, topK?, seed?}",
+  );
+  const length = o.length === undefined ? 100 : checkCount("options.length", o.length);
+  if (length > MAX_GENERATE_LENGTH) {
+    throw rangeError(
+      "options.length",
+      `at most ${MAX_GENERATE_LENGTH} characters per generate call (more: model.sampler() and next())`,
+      `${length}`,
+    );
+  }
+  if (o.steps !== undefined && typeof o.steps !== "boolean")
+    throw typeError("options.steps", "a boolean", o.steps);
+  const full = o.steps !== false;
+  const { length: _, steps: __, ...sampling } = o;
+  const sampler = new Sampler(ctx, model, modelHandle, prompt, sampling);
+  try {
+    const steps = Array.from({ length }, () => sample(ctx, sampler, full));
+    const text = steps.map((s) => s.character).join("");
+    const tokens = Int32Array.from(steps, (s) => s.token);
+    return { text, tokens, steps: full ? steps : [] };
+  } finally {
+    sampler.dispose();
+  }
+}
+
+/**
+ * The text calls over the model context `ctx` (model.js): its module,
+ * handles, argument blocks and error path.
+ */
+export function languageContext(ctx) {
+  return {
+    tokenizerOf: (name, codes) => tokenizerOf(ctx, name, codes),
+    createTokenizer: (text) => createTokenizer(ctx, text),
+    createTextDataset: (text, options) => new TextDataset(ctx, text, options),
+    sampler: (model, handle, prompt, options) => new Sampler(ctx, model, handle, prompt, options),
+    generate: (model, handle, prompt, options) => generate(ctx, model, handle, prompt, options),
   };
 }
 

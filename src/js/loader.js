@@ -156,7 +156,7 @@ export function makeLoader(platform) {
     if (variant.model) build += "-model";
     const key = `${build}:${threads}:${source(variant)}`;
     if (!loaded.has(key)) {
-      const promise = load(build, threads, variant, () => {
+      const promise = loadBuild(platform, build, threads, variant, () => {
         if (loaded.get(key) === promise) loaded.delete(key);
       });
       promise.catch(() => {
@@ -166,102 +166,107 @@ export function makeLoader(platform) {
     }
     return loaded.get(key);
   };
+}
 
-  function load(build, threads, { wasmPaths, wasmBinary, timeout, model }, forget) {
-    const { locateFile, worker, extra } = platform.files(build, wasmPaths);
-    // The factory's Module object (MODULARIZE fills in the one it is given).
-    const args = { ...extra };
-    if (locateFile) args.locateFile = locateFile;
-    if (wasmBinary) args.wasmBinary = wasmBinary;
-    // The threads build starts its workers with the module (threads - 1 of
-    // them), so that the core's pool never waits for one to load.
-    if (build === "threads") args.attnkitWorkers = threads - 1;
-    // What Emscripten would print (an abort's lines) goes into the error, not
-    // onto the program's console.
-    const printed = [];
-    args.print = args.printErr = (line) => printed.push(String(line));
-    let failed = false;
-    let timer;
-    return new Promise((resolve, reject) => {
-      const fail = (e) => {
-        if (failed) return;
-        failed = true;
-        stopWorkers(args);
-        reject(e);
-      };
-      if (timeout !== Infinity) {
-        timer = setTimeout(
-          () =>
-            fail(
-              loadFailed(
-                "options.timeout",
-                `expected the ${build} build to load within ${timeout} ms, got no module in that time` +
-                  (worker ? ` (is its worker script ${worker.url} served?)` : ""),
-              ),
+/**
+ * Loads `build` with `threads` threads for makeLoader's `platform` (the
+ * variant's wasmPaths, wasmBinary, timeout and model): a promise of the
+ * wrapped module. `forget()` runs when the user disposes it.
+ */
+function loadBuild(platform, build, threads, { wasmPaths, wasmBinary, timeout, model }, forget) {
+  const { locateFile, worker, extra } = platform.files(build, wasmPaths);
+  // The factory's Module object (MODULARIZE fills in the one it is given).
+  const args = { ...extra };
+  if (locateFile) args.locateFile = locateFile;
+  if (wasmBinary) args.wasmBinary = wasmBinary;
+  // The threads build starts its workers with the module (threads - 1 of
+  // them), so that the core's pool never waits for one to load.
+  if (build === "threads") args.attnkitWorkers = threads - 1;
+  // What Emscripten would print (an abort's lines) goes into the error, not
+  // onto the program's console.
+  const printed = [];
+  args.print = args.printErr = (line) => printed.push(String(line));
+  let failed = false;
+  let timer;
+  return new Promise((resolve, reject) => {
+    const fail = (e) => {
+      if (failed) return;
+      failed = true;
+      stopWorkers(args);
+      reject(e);
+    };
+    if (timeout !== Infinity) {
+      timer = setTimeout(
+        () =>
+          fail(
+            loadFailed(
+              "options.timeout",
+              `expected the ${build} build to load within ${timeout} ms, got no module in that time` +
+                (worker ? ` (is its worker script ${worker.url} served?)` : ""),
             ),
-          timeout,
+          ),
+        timeout,
+      );
+    }
+    (async () => {
+      if (worker) await platform.checkWorker(worker);
+      let factory;
+      try {
+        factory = await platform.builds[build]();
+      } catch (e) {
+        const file = platform.loaderFile(build);
+        throw loadFailed(
+          "options",
+          `expected the ${build} build's loader ${file.name} to load from ${file.where} ` +
+            "(it ships beside the entry point: a bundle or a copy of dist/ must keep it), got: " +
+            String(e?.message ?? e).split("\n")[0],
         );
       }
-      (async () => {
-        if (worker) await platform.checkWorker(worker);
-        let factory;
-        try {
-          factory = await platform.builds[build]();
-        } catch (e) {
-          const file = platform.loaderFile(build);
-          throw loadFailed(
-            "options",
-            `expected the ${build} build's loader ${file.name} to load from ${file.where} ` +
-              "(it ships beside the entry point: a bundle or a copy of dist/ must keep it), got: " +
-              String(e?.message ?? e).split("\n")[0],
+      if (failed) return;
+      const ready = factory(args);
+      if (worker) {
+        // Emscripten rethrows a worker's error in the worker's event handler,
+        // and its ready promise never settles: reject here instead.
+        for (const w of args.PThread?.unusedWorkers ?? []) {
+          platform.watchWorker(w, (e) =>
+            fail(
+              loadFailed(
+                worker.parameter,
+                `expected the threads build's worker script at ${worker.url} to load, got ` +
+                  `${e?.message ? `an error: ${e.message}` : "an error event (is it served, with the page's origin?)"}`,
+              ),
+            ),
           );
         }
-        if (failed) return;
-        const ready = factory(args);
-        if (worker) {
-          // Emscripten rethrows a worker's error in the worker's event handler,
-          // and its ready promise never settles: reject here instead.
-          for (const w of args.PThread?.unusedWorkers ?? []) {
-            platform.watchWorker(w, (e) =>
-              fail(
-                loadFailed(
-                  worker.parameter,
-                  `expected the threads build's worker script at ${worker.url} to load, got ` +
-                    `${e?.message ? `an error: ${e.message}` : "an error event (is it served, with the page's origin?)"}`,
-                ),
-              ),
-            );
-          }
-        }
-        let M;
-        try {
-          M = await ready;
-        } catch (e) {
-          throw loadError(build, { wasmPaths, wasmBinary }, args.attnkitWasmUrl, e, printed);
-        }
-        if (failed) {
+      }
+      let M;
+      try {
+        M = await ready;
+      } catch (e) {
+        throw loadError(build, { wasmPaths, wasmBinary }, args.attnkitWasmUrl, e, printed);
+      }
+      if (failed) {
+        stopWorkers(M);
+        return;
+      }
+      if (wasmBinary) checkBuild(M, build);
+      if (build === "threads") {
+        M.setThreads(threads);
+        platform.started(M);
+      }
+      const attn = wrap(M, {
+        simd: !build.startsWith("scalar"),
+        threads,
+        model,
+        version,
+        // attn.dispose(): a later createAttnkit() loads a new instance.
+        onDispose: () => {
+          forget();
           stopWorkers(M);
-          return;
-        }
-        if (wasmBinary) checkBuild(M, build);
-        if (build === "threads") {
-          M.setThreads(threads);
-          platform.started(M);
-        }
-        const attn = wrap(M, {
-          simd: !build.startsWith("scalar"),
-          threads,
-          model,
-          version,
-          // attn.dispose(): a later createAttnkit() loads a new instance.
-          onDispose: () => {
-            forget();
-            stopWorkers(M);
-          },
-        });
-        clearTimeout(timer);
-        resolve(attn);
-      })().catch(fail);
-    }).finally(() => clearTimeout(timer));
-  }
+        },
+      });
+      clearTimeout(timer);
+      resolve(attn);
+    })().catch(fail);
+  }).finally(() => clearTimeout(timer));
 }

@@ -3,44 +3,58 @@
 // block of 32-bit words (read by Args in src/bindings/bindings.cc), outputs are
 // copied out into JS-owned Float32Arrays, and a non-zero status becomes an
 // AttnkitError named from the core Status's parameter.
-import { AttnkitError, jsDetail, rangeError } from "./errors.js";
+import { AttnkitError, describe, jsDetail, rangeError, typeError } from "./errors.js";
 import { MAX_ELEMENTS, checkElements, count } from "./convert.js";
 import { optionInputs } from "./arguments.js";
 
 const CODES = ["ok", "invalid_argument", "shape_mismatch", "non_finite", "overflow", "capacity"];
-// Core parameter names -> the JS names users wrote.
-const CORE_NAMES = {
-  scale: "options.scale",
-  softcap: "options.softcap",
-  key_length: "options.keyLength",
-  key_lengths: "options.keyLengths",
-  bool_mask: "options.boolMask",
-  additive_mask: "options.additiveMask",
-  num_heads: "config.numHeads",
-  num_kv_heads: "config.numKvHeads",
-  d_k: "config.dK",
-  d_v: "config.dV",
-  W_Q: "weights.W_Q",
-  W_K: "weights.W_K",
-  W_V: "weights.W_V",
-  W_O: "weights.W_O",
-  X_q: "Xq",
-  X_kv: "Xkv",
-  X_new: "X",
-  Q_new: "Q",
-  K_new: "K",
-  V_new: "V",
-  size: "size",
-  causal_offset: "options.causalOffset",
-  causal_offsets: "options.causalOffsets",
-  past_K: "options.pastKey",
-  past_V: "options.pastValue",
-  present_K: "options.present",
-  present_V: "options.present",
-  scores: "options.scores",
-  scores_stage: "options.scores",
-};
-/** An absent matrix argument (address 0). */
+/**
+ * A table of core parameter names -> the JS names users wrote, over `base`
+ * (a name this table lacks is looked up there, then kept as it is): the
+ * attention layer's CORE_NAMES, and each call's or layer's own names as
+ * tables over it.
+ */
+export const names = (entries, base = CORE_NAMES) =>
+  Object.freeze(Object.create(base, Object.getOwnPropertyDescriptors(entries)));
+// The attention layer's names: the base of every other table.
+export const CORE_NAMES = names(
+  {
+    scale: "options.scale",
+    softcap: "options.softcap",
+    key_length: "options.keyLength",
+    key_lengths: "options.keyLengths",
+    bool_mask: "options.boolMask",
+    additive_mask: "options.additiveMask",
+    num_heads: "config.numHeads",
+    num_kv_heads: "config.numKvHeads",
+    d_k: "config.dK",
+    d_v: "config.dV",
+    W_Q: "weights.W_Q",
+    W_K: "weights.W_K",
+    W_V: "weights.W_V",
+    W_O: "weights.W_O",
+    X_q: "Xq",
+    X_kv: "Xkv",
+    X_new: "X",
+    Q_new: "Q",
+    K_new: "K",
+    V_new: "V",
+    size: "size",
+    causal_offset: "options.causalOffset",
+    causal_offsets: "options.causalOffsets",
+    past_K: "options.pastKey",
+    past_V: "options.pastValue",
+    present_K: "options.present",
+    present_V: "options.present",
+    scores: "options.scores",
+    scores_stage: "options.scores",
+  },
+  null,
+);
+// The names of a call given numHeads as an argument of its own (splitHeads,
+// a KV cache's attend).
+export const NUM_HEADS_NAMES = names({ num_heads: "numHeads" });
+
 /**
  * A result matrix: its data, rows and cols, and shape [rows, cols], so that
  * `new ort.Tensor("float32", r.data, r.shape)` and `tf.tensor(r.data, r.shape)`
@@ -50,7 +64,97 @@ export function matrix(data, rows, cols) {
   return { data, rows, cols, shape: [rows, cols] };
 }
 
+/** An absent matrix argument (address 0). */
 export const NONE = { ptr: 0, rows: 0, cols: 0 };
+
+/** The heap of module M that holds elements of the typed array class `Type`. */
+function heapOf(M, Type) {
+  if (Type === Float32Array) return M.HEAPF32;
+  if (Type === Int32Array) return M.HEAP32;
+  if (Type === Uint32Array) return M.HEAPU32;
+  return M.HEAPU8;
+}
+
+/** A JS-owned Matrix copy of the [rows, cols] matrix at address `ptr` of M (0: empty). */
+export function readMatrix(M, ptr, rows, cols) {
+  const data = ptr ? M.HEAPF32.slice(ptr >> 2, (ptr >> 2) + rows * cols) : new Float32Array(0);
+  return matrix(data, rows, cols);
+}
+
+/**
+ * Writes `parts` as 32-bit words from word index `i` of `u32`, in the order
+ * Args in bindings.cc reads them: a view ({ptr, rows, cols}) is 3 words, a
+ * number 1, an array of words its length. Returns the index after them.
+ */
+function putWords(u32, i, parts) {
+  for (const p of parts) {
+    if (typeof p === "number") {
+      u32[i++] = p;
+    } else if (Array.isArray(p)) {
+      for (const w of p) u32[i++] = w;
+    } else {
+      u32[i++] = p.ptr;
+      u32[i++] = p.rows;
+      u32[i++] = p.cols;
+    }
+  }
+  return i;
+}
+
+/**
+ * The words of an argument block, in order: put() writes a call's arguments
+ * and the readers then take, from where the arguments end, the results the
+ * binding wrote after them (a binding's `w + n`), as Args reads in C++.
+ */
+export class Cursor {
+  constructor(M, at) {
+    this.M = M;
+    // The block's address (what a binding is given) and the next word's index.
+    this.start = at;
+    this.i = at >> 2;
+  }
+  /** Writes words (see putWords) and moves past them. */
+  put(...parts) {
+    this.i = putWords(this.M.HEAPU32, this.i, parts);
+    return this;
+  }
+  /** Moves past `n` words. */
+  skip(n) {
+    this.i += n;
+    return this;
+  }
+  word() {
+    return this.M.HEAPU32[this.i++];
+  }
+  float() {
+    return bitsFloat(this.word());
+  }
+  /** The next `n` words, copied. */
+  words(n) {
+    this.i += n;
+    return this.M.HEAPU32.slice(this.i - n, this.i);
+  }
+  /** A copy of the matrix whose [address, rows, cols] come next. */
+  matrix() {
+    const [ptr, rows, cols] = this.words(3);
+    return readMatrix(this.M, ptr, rows, cols);
+  }
+  /** A copy of the `Type` array whose [address, count] come next. */
+  array(Type) {
+    return this.arrayAt(Type, this.word(), this.word());
+  }
+  /** A copy of `count` elements of the `Type` array at `ptr`. */
+  arrayAt(Type, ptr, count) {
+    const start = ptr / Type.BYTES_PER_ELEMENT;
+    return heapOf(this.M, Type).slice(start, start + count);
+  }
+  /** A view (not a copy: read it before the next call) of the bytes whose [address, size] come next. */
+  bytes() {
+    const ptr = this.word(),
+      size = this.word();
+    return this.M.HEAPU8.subarray(ptr, ptr + size);
+  }
+}
 // The scratch block is given back after a call that grew it past this, so that
 // one large call does not keep its memory from later calls (KV caches).
 const SCRATCH_KEEP_BYTES = 16 << 20;
@@ -58,8 +162,9 @@ const SCRATCH_KEEP_BYTES = 16 << 20;
 // default maximum). Sizes are summed as JS numbers, exact far past 2^32, and
 // checked against it before _malloc, whose 32-bit size would wrap.
 const MAX_CALL_BYTES = 2 ** 31;
-// The argument block at the start of every call's scratch (32-bit words).
-const ARG_BYTES = 512;
+// The argument block at the start of every call's scratch (32-bit words):
+// its arguments, then the results a binding writes after them.
+export const ARG_BYTES = 512;
 const FLOAT = new Float32Array(1);
 const FLOAT_BITS = new Uint32Array(FLOAT.buffer);
 /** The bits of x as a float32, for an argument word. */
@@ -73,6 +178,20 @@ export function bitsFloat(w) {
   return FLOAT[0];
 }
 const align16 = (n) => (n + 15) & ~15;
+
+/** The [lo, hi] 32-bit words of a seed: a non-negative safe integer or a BigInt below 2^64. */
+export function seedWords(name, seed) {
+  if (typeof seed === "bigint") {
+    if (seed < 0n || seed >= 1n << 64n)
+      throw rangeError(name, "a BigInt in 0 .. 2^64 - 1", `${seed}`);
+    return [Number(seed & 0xffffffffn), Number(seed >> 32n)];
+  }
+  if (typeof seed !== "number") throw typeError(name, "a non-negative integer or a BigInt", seed);
+  if (!Number.isSafeInteger(seed) || seed < 0) {
+    throw rangeError(name, "a non-negative safe integer (or a BigInt)", describe(seed));
+  }
+  return [seed >>> 0, Math.floor(seed / 2 ** 32)];
+}
 
 /** The words of a head configuration: [num_heads, num_kv_heads, d_k, d_v] (0 = derive). */
 export const headWords = (h) => [h.numHeads, h.numKvHeads, h.dK, h.dV];
@@ -191,7 +310,7 @@ export class Marshal {
    * result's shape as the caller gets it, for messages}) in the scratch
    * block, copies the inputs in, runs fn(views...) and returns the outputs as
    * Matrices (written into `into` when given). Sizes are checked before any
-   * memory is taken. `names` renames core parameters for this call's errors.
+   * memory is taken. `names`: the name table of this call's errors (names()).
    */
   run(inputs, outputs, fn, names) {
     const M = this.M;
@@ -329,6 +448,16 @@ export class Marshal {
   }
 
   /**
+   * lean() for a forward call on checked matrices `inputs` whose options
+   * need no arrays (leanOptionWords; options.out: the first output), else
+   * null for run() to take the call.
+   */
+  leanCall(fn, inputs, outputs, options, blame = "Q") {
+    const words = leanOptionWords(options);
+    return words && this.lean(fn, inputs, outputs, words, CORE_NAMES, blame, options?.out);
+  }
+
+  /**
    * As run(), with the options' masks, key lengths and causal offsets as more
    * inputs: runs fn(inputViews, optionWords, outputViews).
    */
@@ -349,25 +478,36 @@ export class Marshal {
   }
 
   /**
-   * Writes a call's arguments into its block and returns the block's address:
-   * each part a view ({ptr, rows, cols}: 3 words), a number (1 word) or an
-   * array of words (options, heads), in the order the binding reads them.
+   * Writes run()'s call's arguments into its block (see putWords) and returns
+   * the block's address.
    */
   args(...parts) {
-    const u32 = this.M.HEAPU32;
-    let i = this.argsAt >> 2;
-    for (const p of parts) {
-      if (typeof p === "number") {
-        u32[i++] = p;
-      } else if (Array.isArray(p)) {
-        for (const w of p) u32[i++] = w;
-      } else {
-        u32[i++] = p.ptr;
-        u32[i++] = p.rows;
-        u32[i++] = p.cols;
-      }
-    }
+    putWords(this.M.HEAPU32, this.argsAt >> 2, parts);
     return this.argsAt;
+  }
+
+  /**
+   * Lays out a call of the model and text layers: its argument block, then a
+   * copy of each typed array of `arrays`. Returns [the block's address, each
+   * array's address]; the caller writes the block (cursor(at).put(...)).
+   */
+  layout(blame, arrays = []) {
+    let bytes = ARG_BYTES;
+    for (const a of arrays) bytes += align16(a.byteLength);
+    const base = this.reserve(bytes, blame);
+    const addresses = [base];
+    let at = base + ARG_BYTES;
+    for (const a of arrays) {
+      this.M.HEAPU8.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), at);
+      addresses.push(at);
+      at += align16(a.byteLength);
+    }
+    return addresses;
+  }
+
+  /** A Cursor over the words at `at` (an argument block). */
+  cursor(at) {
+    return new Cursor(this.M, at);
   }
 
   /** Gives the scratch block back if a call grew it past what it keeps. */
@@ -378,15 +518,15 @@ export class Marshal {
   /**
    * Throws a non-zero status `code` as an AttnkitError: the core Status's
    * parameter (e.g. "key_lengths[2]") renamed to what the JS caller wrote
-   * (`names`, then CORE_NAMES), and the Status's detail in JS words (`model`:
-   * the model layer's too).
+   * (`table`: a name table, see names()), and the Status's detail in JS words
+   * (`model`: the model layer's too).
    */
-  check(code, names = {}, { model = false } = {}) {
+  check(code, table = CORE_NAMES, { model = false } = {}) {
     if (code === 0) return;
     const coreName = this.M.lastErrorParameter();
     const index = coreName.match(/\[\d+\]$/)?.[0] ?? "";
     const base = coreName.slice(0, coreName.length - index.length);
-    const jsName = (names[base] ?? CORE_NAMES[base] ?? base) + index;
+    const jsName = (table[base] ?? base) + index;
     throw new AttnkitError(`${jsName}: ${jsDetail(this.M.lastErrorDetail(), { model })}`, {
       code: CODES[code] ?? "invalid_argument",
       parameter: jsName,
@@ -395,7 +535,6 @@ export class Marshal {
 
   /** A copy of a matrix the module holds ({ptr, rows, cols}) as a JS-owned Matrix. */
   copyOut(m) {
-    const start = m.ptr >> 2;
-    return matrix(this.M.HEAPF32.slice(start, start + m.rows * m.cols), m.rows, m.cols);
+    return readMatrix(this.M, m.ptr, m.rows, m.cols);
   }
 }

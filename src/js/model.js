@@ -7,7 +7,7 @@
 // Worker.
 import { AttnkitError, describe, rangeError, typeError } from "./errors.js";
 import { checkCount, checkKeys, isObject } from "./convert.js";
-import { bitsFloat, floatBits } from "./marshal.js";
+import { CORE_NAMES, floatBits, names, seedWords } from "./marshal.js";
 import { handles } from "./handles.js";
 import { intArray, readsVocabulary, languageContext, vocabularyCodePoints } from "./language.js";
 import { referenceLosses } from "./text-stats.js";
@@ -54,25 +54,14 @@ const TRAINER_KEYS = [
   "decaySteps",
   "minLearningRate",
 ];
-// Core parameter names -> the JS names users wrote (Marshal.check falls back
-// to the attention layer's names).
-const CORE_NAMES = {
-  vocab_size: "config.vocabSize",
-  max_seq_len: "config.maxSeqLen",
-  d_model: "config.dModel",
-  num_layers: "config.numLayers",
-  num_heads: "config.numHeads",
-  num_kv_heads: "config.numKvHeads",
-  d_k: "config.dK",
-  d_ff: "config.dFF",
-  "task.kind": "task.kind",
-  "task.length": "task.length",
-  "task.vocab_size": "task.vocabSize",
-  "task.padding": "task.padding",
-  batch: "batch.batch",
-  seq_len: "batch.seqLen",
-  tokens: "batch.tokens",
-  targets: "batch.targets",
+// A task's fields: the core's name -> the JS key.
+const TASK_FIELDS = { kind: "kind", length: "length", vocab_size: "vocabSize", padding: "padding" };
+const taskNames = (prefix) =>
+  Object.fromEntries(Object.entries(TASK_FIELDS).map(([c, js]) => [prefix + c, `task.${js}`]));
+// A task's own Status names its fields (taskInfo, a task generator).
+const TASK_NAMES = names(taskNames(""));
+// A trainer's options: the core's names -> the JS names.
+const TRAINER_OPTION_NAMES = {
   learning_rate: "options.learningRate",
   beta1: "options.beta1",
   beta2: "options.beta2",
@@ -82,34 +71,23 @@ const CORE_NAMES = {
   warmup_steps: "options.warmupSteps",
   decay_steps: "options.decaySteps",
   min_learning_rate: "options.minLearningRate",
+};
+// The model layer's names, over the attention layer's (CORE_NAMES: the
+// heads' sizes are there).
+const MODEL_NAMES = names({
+  vocab_size: "config.vocabSize",
+  max_seq_len: "config.maxSeqLen",
+  d_model: "config.dModel",
+  num_layers: "config.numLayers",
+  d_ff: "config.dFF",
+  ...taskNames("task."),
+  batch: "batch.batch",
+  seq_len: "batch.seqLen",
+  tokens: "batch.tokens",
+  targets: "batch.targets",
+  ...TRAINER_OPTION_NAMES,
   vocabulary: "options.vocabulary",
-  memory: "memory",
-  weights: "weights",
-  layer: "layer",
-};
-// A task's Status names the task's own fields.
-const TASK_NAMES = {
-  kind: "task.kind",
-  length: "task.length",
-  vocab_size: "task.vocabSize",
-  padding: "task.padding",
-};
-// Words of a call's argument block; results follow the inputs.
-const ARG_BYTES = 128;
-
-/** The [lo, hi] 32-bit words of a seed: a non-negative safe integer or a BigInt below 2^64. */
-function seedWords(name, seed) {
-  if (typeof seed === "bigint") {
-    if (seed < 0n || seed >= 1n << 64n)
-      throw rangeError(name, "a BigInt in 0 .. 2^64 - 1", `${seed}`);
-    return [Number(seed & 0xffffffffn), Number(seed >> 32n)];
-  }
-  if (typeof seed !== "number") throw typeError(name, "a non-negative integer or a BigInt", seed);
-  if (!Number.isSafeInteger(seed) || seed < 0) {
-    throw rangeError(name, "a non-negative safe integer (or a BigInt)", describe(seed));
-  }
-  return [seed >>> 0, Math.floor(seed / 2 ** 32)];
-}
+});
 
 function checkObject(name, value, keys, shape) {
   if (!isObject(value) || Array.isArray(value)) throw typeError(name, `an object ${shape}`, value);
@@ -195,8 +173,6 @@ const LAYER_KEYS = {
   W_1: "W_1",
   W_2: "W_2",
 };
-// Model.inspect's own parameters.
-const INSPECT_NAMES = { tokens: "tokens", targets: "targets" };
 
 /**
  * A batch {batch, seqLen, tokens, targets, vocabulary?} for `model`: its
@@ -229,24 +205,25 @@ function checkBatch(batch, model) {
   };
 }
 
-function readMetrics(M, at) {
-  const u32 = M.HEAPU32.subarray(at >> 2, (at >> 2) + 5);
-  const scored = u32[1],
-    correct = u32[2];
+/** The metrics a forward wrote next in `args` (a Cursor). */
+function readMetrics(args) {
+  const loss = args.float(),
+    scored = args.word(),
+    correct = args.word();
   return {
-    loss: bitsFloat(u32[0]),
+    loss,
     accuracy: scored ? correct / scored : 0,
     scored,
     correct,
-    sequences: u32[3],
-    sequencesCorrect: u32[4],
+    sequences: args.word(),
+    sequencesCorrect: args.word(),
   };
 }
 
 /**
- * What the model layer's classes share over one module: its Marshal `mem`,
- * the handles of its objects, a scratch block for argument words, and the
- * readers and error path of its calls.
+ * What the model layer's classes share over one module: its Marshal `mem`
+ * (argument blocks, cursors), the handles of its objects, and the error path
+ * of its calls.
  */
 function modelContext(mem, module) {
   const M = mem.M;
@@ -261,59 +238,46 @@ function modelContext(mem, module) {
     M,
     mem,
     objects,
-    /** Throws the last call's Status, its parameter renamed by `names`. */
-    fail(names = CORE_NAMES) {
-      mem.check(M.lastErrorCode() || 1, names, { model: true });
+    /** Throws the last call's Status, its parameter named by the name table `table`. */
+    fail(table = MODEL_NAMES) {
+      mem.check(M.lastErrorCode() || 1, table, { model: true });
     },
-    /** A block of scratch wasm memory of `bytes` (after the argument words). */
-    scratch: (bytes, blame) => mem.reserve(ARG_BYTES + bytes, blame),
-    /** A JS-owned Matrix copy of [address, rows, cols] at `at` (address 0: empty). */
-    readMatrix(at) {
-      const [ptr, rows, cols] = M.HEAPU32.slice(at >> 2, (at >> 2) + 3);
-      const data = ptr ? M.HEAPF32.slice(ptr >> 2, (ptr >> 2) + rows * cols) : new Float32Array(0);
-      return { rows, cols, data, shape: [rows, cols] };
-    },
+    /** A Cursor at a call's argument block, and nothing after it. */
+    args: (blame) => mem.cursor(mem.layout(blame)[0]),
     /**
      * Copies a checked batch into wasm memory, runs fn(argsAddress) with its
      * words at the start and returns the metrics the call wrote after them.
      */
     withBatch(b, fn) {
-      const base = this.scratch((b.tokens.length + b.targets.length) * 4, "batch");
-      const tokensAt = base + ARG_BYTES,
-        targetsAt = tokensAt + b.tokens.length * 4;
-      M.HEAP32.set(b.tokens, tokensAt >> 2);
-      M.HEAP32.set(b.targets, targetsAt >> 2);
-      M.HEAPU32.set(
-        [b.batch, b.seqLen, tokensAt, b.tokens.length, targetsAt, b.targets.length],
-        base >> 2,
-      );
+      const [base, tokens, targets] = mem.layout("batch", [b.tokens, b.targets]);
+      const args = mem
+        .cursor(base)
+        .put(b.batch, b.seqLen, tokens, b.tokens.length, targets, b.targets.length);
       try {
         if (fn(base) !== 0) this.fail();
-        return readMetrics(M, base + 24);
+        return readMetrics(args);
       } finally {
         mem.trim();
       }
     },
     /** [seqLen, minVocab] of a checked task (its sizes checked by the core). */
     taskInfo(t) {
-      const at = this.scratch(0, "task");
-      M.HEAPU32.set(taskWords(t), at >> 2);
-      if (M.taskInfo(at) !== 0) this.fail(TASK_NAMES);
-      return [M.HEAPU32[(at >> 2) + 4], M.HEAPU32[(at >> 2) + 5]];
+      const args = this.args("task").put(taskWords(t));
+      if (M.taskInfo(args.start) !== 0) this.fail(TASK_NAMES);
+      return [args.word(), args.word()];
     },
   };
 }
 
 /** Every layer of one inspected sequence of T tokens (targets given: `scored`). */
-function readInspectionLayers(ctx, handle, config, T, scored, base) {
+function readInspectionLayers(ctx, handle, config, T, scored) {
   const { numHeads: h, numKvHeads: kv, numLayers } = config;
   const tensor = (m, heads) => ({ data: m.data, shape: [heads, T, m.cols] });
   const layers = [];
   for (let l = 0; l < numLayers; ++l) {
-    ctx.M.modelInspectLayer(handle, l, base);
-    const [input, Q, K, V, weights, dScores] = [0, 1, 2, 3, 4, 5].map((i) =>
-      ctx.readMatrix(base + 12 * i),
-    );
+    const out = ctx.args("tokens");
+    ctx.M.modelInspectLayer(handle, l, out.start);
+    const [input, Q, K, V, weights, dScores] = [0, 1, 2, 3, 4, 5].map(() => out.matrix());
     const layer = {
       input,
       Q: tensor(Q, h),
@@ -327,31 +291,84 @@ function readInspectionLayers(ctx, handle, config, T, scored, base) {
   return layers;
 }
 
+/** Model.inspect: one sequence through the model of `handle`, every layer laid open. */
+function inspectSequence(ctx, handle, config, tokens, targets) {
+  const t = intArray("tokens", tokens);
+  const g = targets === undefined ? null : intArray("targets", targets);
+  const T = t.length;
+  if (g && g.length !== T) {
+    const expected = `${T} entries (one per token, -1 = not scored)`;
+    throw rangeError("targets", expected, `${g.length}`, "shape_mismatch");
+  }
+  const [base, tokensAt, targetsAt] = ctx.mem.layout("tokens", g ? [t, g] : [t]);
+  const args = ctx.mem.cursor(base).put(T, tokensAt, g ? targetsAt : 0);
+  try {
+    // Its own parameters (tokens, targets) keep their names: not the batch's.
+    if (ctx.M.modelInspect(handle, base) !== 0) ctx.fail(CORE_NAMES);
+    const logits = args.matrix();
+    const predictions = args.arrayAt(Int32Array, args.word(), T);
+    const [loss, scored, correct] = [args.float(), args.word(), args.word()];
+    const result = { tokens: Int32Array.from(t), logits, predictions };
+    if (g) Object.assign(result, { loss, accuracy: scored ? correct / scored : 0 });
+    result.layers = readInspectionLayers(ctx, handle, config, T, g !== null);
+    return result;
+  } finally {
+    ctx.M.modelInspectClear(handle);
+    ctx.mem.trim();
+  }
+}
+
+/** JS-owned copies of every parameter of the model of `handle`, by name (ModelParameters). */
+function readParameters(ctx, handle) {
+  const result = { layers: [] };
+  ctx.M.modelTensorNames(handle)
+    .split(",")
+    .forEach((name, i) => {
+      const out = ctx.args("model");
+      ctx.M.modelTensor(handle, i, out.start);
+      const m = out.matrix();
+      const layer = /^layers\.(\d+)\.(\w+)$/.exec(name);
+      if (layer) {
+        const l = Number(layer[1]);
+        result.layers[l] ??= {};
+        result.layers[l][LAYER_KEYS[layer[2]]] = m;
+      } else {
+        result[PARAMETER_KEYS[name]] = m;
+      }
+    });
+  return result;
+}
+
+/**
+ * The fields of the Model of `handle`: its resolved config, parameter count
+ * and (a language model's) tokenizer, as property descriptors.
+ */
+function modelFields(ctx, language, handle) {
+  const info = ctx.args("model");
+  ctx.M.modelInfo(handle, info.start);
+  const config = Object.freeze(configFromWords(info.words(CONFIG_WORDS.length + 1)));
+  const parameterCount = info.word();
+  const vocabulary = ctx.args("model");
+  ctx.M.modelVocabulary(handle, vocabulary.start);
+  const codes = vocabulary.array(Uint32Array);
+  // A language model's tokenizer (its vocabulary travels in the weights file).
+  const tokenizer = codes.length ? language.tokenizerOf("weights", codes) : null;
+  return {
+    // The resolved config (numKvHeads and dK filled in), read-only.
+    config: { value: config, enumerable: true },
+    parameterCount: { value: parameterCount, enumerable: true },
+    tokenizer: { value: tokenizer, enumerable: true },
+    vocabulary: { value: tokenizer ? tokenizer.vocabulary : null, enumerable: true },
+  };
+}
+
 /** The Model class over a model context. */
 function defineModel(ctx, language) {
   const { M, objects } = ctx;
   const live = (model) => objects.live(model, "Model", "model");
   return class Model {
     constructor(handle) {
-      const at = ctx.scratch(0, "model");
-      M.modelInfo(handle, at);
-      const n = CONFIG_WORDS.length + 1;
-      const w = M.HEAPU32.slice(at >> 2, (at >> 2) + n + 1);
-      Object.defineProperties(this, {
-        // The resolved config (numKvHeads and dK filled in), read-only.
-        config: { value: Object.freeze(configFromWords(w)), enumerable: true },
-        parameterCount: { value: w[n], enumerable: true },
-      });
-      M.modelVocabulary(handle, at);
-      const [ptr, count] = M.HEAPU32.slice(at >> 2, (at >> 2) + 2);
-      // A language model's tokenizer (its vocabulary travels in the weights file).
-      const tokenizer = count
-        ? language.tokenizerOf("weights", M.HEAPU32.slice(ptr >> 2, (ptr >> 2) + count))
-        : null;
-      Object.defineProperties(this, {
-        tokenizer: { value: tokenizer, enumerable: true },
-        vocabulary: { value: tokenizer ? tokenizer.vocabulary : null, enumerable: true },
-      });
+      Object.defineProperties(this, modelFields(ctx, language, handle));
       objects.track(this, "Model", handle);
     }
     /** Optimiser updates the weights have had (the weights file carries the count). */
@@ -363,7 +380,7 @@ function defineModel(ctx, language) {
      * character by character through the KV cache: see generate.
      */
     sampler(prompt, options) {
-      return new language.Sampler(this, live(this), prompt, options);
+      return language.sampler(this, live(this), prompt, options);
     }
     /**
      * `options.length` characters sampled after `prompt` (temperature 0:
@@ -391,32 +408,15 @@ function defineModel(ctx, language) {
           `${layer}`,
         );
       }
-      const at = ctx.scratch(0, "layer");
-      if (M.modelAttention(handle, layer, at) !== 0) ctx.fail();
-      const { data, rows, cols } = ctx.readMatrix(at);
+      const out = ctx.args("layer");
+      if (M.modelAttention(handle, layer, out.start) !== 0) ctx.fail();
+      const { data, rows, cols } = out.matrix();
       const h = this.config.numHeads;
       return { data, shape: [rows / (h * cols), h, cols, cols] };
     }
     /** JS-owned copies of every parameter, by name (ModelParameters in the d.ts). */
     parameters() {
-      const handle = live(this);
-      const at = ctx.scratch(0, "model");
-      const result = { layers: [] };
-      M.modelTensorNames(handle)
-        .split(",")
-        .forEach((name, i) => {
-          M.modelTensor(handle, i, at);
-          const m = ctx.readMatrix(at);
-          const layer = /^layers\.(\d+)\.(\w+)$/.exec(name);
-          if (layer) {
-            const l = Number(layer[1]);
-            result.layers[l] ??= {};
-            result.layers[l][LAYER_KEYS[layer[2]]] = m;
-          } else {
-            result[PARAMETER_KEYS[name]] = m;
-          }
-        });
-      return result;
+      return readParameters(ctx, live(this));
     }
     /**
      * One sequence through the model, every layer's attention laid open; with
@@ -424,43 +424,14 @@ function defineModel(ctx, language) {
      * weights stay; attentionWeights() then reads this pass.
      */
     inspect(tokens, targets) {
-      const handle = live(this);
-      const t = intArray("tokens", tokens);
-      const g = targets === undefined ? null : intArray("targets", targets);
-      const T = t.length;
-      if (g && g.length !== T) {
-        const expected = `${T} entries (one per token, -1 = not scored)`;
-        throw rangeError("targets", expected, `${g.length}`, "shape_mismatch");
-      }
-      const base = ctx.scratch(T * (g ? 8 : 4), "tokens");
-      const tokensAt = base + ARG_BYTES,
-        targetsAt = tokensAt + T * 4;
-      M.HEAP32.set(t, tokensAt >> 2);
-      if (g) M.HEAP32.set(g, targetsAt >> 2);
-      M.HEAPU32.set([T, tokensAt, g ? targetsAt : 0], base >> 2);
-      try {
-        if (M.modelInspect(handle, base) !== 0) ctx.fail(INSPECT_NAMES);
-        const o = base + 12;
-        const logits = ctx.readMatrix(o);
-        const words = M.HEAPU32.slice(o >> 2, (o >> 2) + 7);
-        const predictions = M.HEAP32.slice(words[3] >> 2, (words[3] >> 2) + T);
-        const [loss, scored, correct] = [bitsFloat(words[4]), words[5], words[6]];
-        const result = { tokens: Int32Array.from(t), logits, predictions };
-        if (g) Object.assign(result, { loss, accuracy: scored ? correct / scored : 0 });
-        result.layers = readInspectionLayers(ctx, handle, this.config, T, g !== null, base);
-        return result;
-      } finally {
-        M.modelInspectClear(handle);
-        ctx.mem.trim();
-      }
+      return inspectSequence(ctx, live(this), this.config, tokens, targets);
     }
     /** The weights file (docs/model.md) as a JS-owned Uint8Array. */
     exportWeights() {
       const handle = live(this);
-      const at = ctx.scratch(0, "model");
-      if (M.modelExport(handle, at) !== 0) ctx.fail();
-      const [ptr, size] = M.HEAPU32.slice(at >> 2, (at >> 2) + 2);
-      return M.HEAPU8.slice(ptr, ptr + size);
+      const out = ctx.args("model");
+      if (M.modelExport(handle, out.start) !== 0) ctx.fail();
+      return out.array(Uint8Array);
     }
     dispose() {
       objects.dispose(this);
@@ -520,7 +491,7 @@ function defineTrainer(ctx) {
     constructor(model, options) {
       const modelHandle = objects.live(model, "Model", "model");
       const r = checkTrainerOptions(options);
-      const at = ctx.scratch(0, "options");
+      const at = ctx.args("options").start;
       M.HEAPU32.set(
         [
           ...[r.learningRate, r.beta1, r.beta2, r.epsilon, r.weightDecay].map(floatBits),
@@ -573,9 +544,7 @@ function defineTaskGenerator(ctx) {
       if (options !== undefined) checkObject("options", options, ["seed"], "{seed?}");
       const seed = options?.seed === undefined ? [0, 0] : seedWords("options.seed", options.seed);
       const [seqLen] = ctx.taskInfo(t);
-      const at = ctx.scratch(0, "task");
-      M.HEAPU32.set([...taskWords(t), ...seed], at >> 2);
-      const handle = M.generatorCreate(at);
+      const handle = M.generatorCreate(ctx.args("task").put(taskWords(t), seed).start);
       if (!handle) ctx.fail(TASK_NAMES);
       const { kind, length, vocabSize, padding } = t;
       Object.defineProperties(this, {
@@ -588,15 +557,15 @@ function defineTaskGenerator(ctx) {
     next(batch) {
       const handle = objects.live(this, "TaskGenerator", "generator");
       checkCount("batch", batch);
-      const at = ctx.scratch(0, "batch");
-      if (M.generatorNext(handle, batch, at) !== 0) ctx.fail();
-      const [tokens, targets, seqLen] = M.HEAPU32.slice(at >> 2, (at >> 2) + 3);
+      const out = ctx.args("batch");
+      if (M.generatorNext(handle, batch, out.start) !== 0) ctx.fail();
+      const [tokens, targets, seqLen] = out.words(3);
       const n = batch * seqLen;
       return {
         batch,
         seqLen,
-        tokens: M.HEAP32.slice(tokens >> 2, (tokens >> 2) + n),
-        targets: M.HEAP32.slice(targets >> 2, (targets >> 2) + n),
+        tokens: out.arrayAt(Int32Array, tokens, n),
+        targets: out.arrayAt(Int32Array, targets, n),
       };
     }
     dispose() {
@@ -631,7 +600,7 @@ export function modelMethods(mem, module) {
     );
   }
   const ctx = modelContext(mem, module);
-  const language = languageContext(ctx, seedWords);
+  const language = languageContext(ctx);
   const Model = defineModel(ctx, language);
   const Trainer = defineTrainer(ctx);
   const TaskGenerator = defineTaskGenerator(ctx);
@@ -656,21 +625,18 @@ export function modelMethods(mem, module) {
       );
       const seed = options?.seed === undefined ? [0, 0] : seedWords("options.seed", options.seed);
       const task = options?.task === undefined ? null : checkTask(options.task);
-      const at = ctx.scratch(0, "config");
-      M.HEAPU32.set(
-        [...configWords(c), ...seed, task ? 1 : 0, ...(task ? taskWords(task) : [0, 0, 0, 0])],
-        at >> 2,
-      );
-      const handle = M.modelCreate(at);
+      const args = ctx
+        .args("config")
+        .put(configWords(c), seed, task ? 1 : 0, task ? taskWords(task) : [0, 0, 0, 0]);
+      const handle = M.modelCreate(args.start);
       if (!handle) ctx.fail();
       if (vocabulary) {
-        const v = ctx.scratch(vocabulary.length * 4, "options.vocabulary") + ARG_BYTES;
-        M.HEAPU32.set(vocabulary, v >> 2);
+        const [, v] = mem.layout("options.vocabulary", [vocabulary]);
         const code = M.modelSetVocabulary(handle, v, vocabulary.length);
         mem.trim();
         if (code !== 0) {
           M.modelFree(handle);
-          mem.check(code, CORE_NAMES, { model: true });
+          mem.check(code, MODEL_NAMES, { model: true });
         }
       }
       return new Model(handle);
@@ -678,9 +644,8 @@ export function modelMethods(mem, module) {
     loadModel(bytes) {
       if (!(bytes instanceof Uint8Array))
         throw typeError("weights", "a Uint8Array (a weights file)", bytes);
-      const at = ctx.scratch(bytes.length, "weights");
-      M.HEAPU8.set(bytes, at + ARG_BYTES);
-      const handle = M.modelImport(at + ARG_BYTES, bytes.length);
+      const [, at] = mem.layout("weights", [bytes]);
+      const handle = M.modelImport(at, bytes.length);
       mem.trim();
       if (!handle) ctx.fail();
       return new Model(handle);
@@ -703,7 +668,7 @@ export function modelMethods(mem, module) {
     taskSeqLen: (task) => ctx.taskInfo(checkTask(task))[0],
     taskMinVocab: (task) => ctx.taskInfo(checkTask(task))[1],
     createTokenizer: (text) => language.createTokenizer(text),
-    createTextDataset: (text, options) => new language.TextDataset(text, options),
+    createTextDataset: (text, options) => language.createTextDataset(text, options),
     referenceLosses(dataset, text) {
       ctx.objects.live(dataset, "TextDataset", "dataset");
       return referenceLosses(dataset, text);
