@@ -234,15 +234,36 @@ export const trainView: Scene = {
       return { width: 0, height: 36, duration: 0 };
     }
     const lab = labels(ins);
-    const left = labelSpace({ rowLabels: lab, cell: 14 })[0];
+    const d: Drawing = {
+      g,
+      ins,
+      lab,
+      W,
+      left: labelSpace({ rowLabels: lab, cell: 14 })[0],
+      T: ins.tokens.length,
+      H: ins.layers[0].weights.shape[0],
+    };
     const flow: Flow = { y: 16, width: 0 };
-    drawSampleRow(g, ins, W, flow);
-    drawAttentionMaps(g, ins, lab, W, left, flow);
-    drawQKMaps(g, ins, lab, W, flow);
-    drawHeadGradient(g, ins, lab, W, left, flow);
+    drawSampleRow(d, flow);
+    drawAttentionMaps(d, flow);
+    drawQKMaps(d, flow);
+    drawHeadGradient(d, flow);
     return { width: flow.width, height: flow.y + 10, duration: 0 };
   },
 };
+
+/** What the view's parts draw: the inspection, its token labels and their width, the stage's width W. */
+interface Drawing {
+  g: SvgGroup;
+  ins: InspectionView;
+  lab: string[];
+  W: number;
+  /** Width of the row labels of a map. */
+  left: number;
+  /** Tokens of the sample, heads of a layer. */
+  T: number;
+  H: number;
+}
 
 /** Where the next part of the view goes (y) and the width drawn so far: each part advances it. */
 interface Flow {
@@ -251,7 +272,7 @@ interface Flow {
 }
 
 /** A line on the sample (step, tokens predicted right), then the sample sequence itself. */
-function drawSampleRow(g: SvgGroup, ins: InspectionView, W: number, flow: Flow): void {
+function drawSampleRow({ g, ins, W }: Drawing, flow: Flow): void {
   const scored = ins.targets.filter((t) => t >= 0).length;
   const right = ins.predictions.filter((p, i) => ins.targets[i] >= 0 && p === ins.targets[i]);
   note(
@@ -271,16 +292,7 @@ function drawSampleRow(g: SvgGroup, ins: InspectionView, W: number, flow: Flow):
  * Attention maps: one row per layer, its heads side by side, wrapped onto more rows where
  * cells of at least READABLE_CELL px would not fit; a click on a cell chooses the head of dS.
  */
-function drawAttentionMaps(
-  g: SvgGroup,
-  ins: InspectionView,
-  lab: string[],
-  W: number,
-  left: number,
-  flow: Flow,
-): void {
-  const T = ins.tokens.length;
-  const H = ins.layers[0].weights.shape[0];
+function drawAttentionMaps({ g, ins, lab, W, left, T, H }: Drawing, flow: Flow): void {
   const gap = 22;
   const cellFor = (n: number) =>
     Math.min(14, Math.floor((W - left - (n - 1) * (gap + left)) / (n * T)));
@@ -325,8 +337,7 @@ function drawAttentionMaps(
 }
 
 /** Query/key maps of every head: as many side by side as fit at QK_MIN px or more. */
-function drawQKMaps(g: SvgGroup, ins: InspectionView, lab: string[], W: number, flow: Flow): void {
-  const H = ins.layers[0].weights.shape[0];
+function drawQKMaps({ g, ins, lab, W, H }: Drawing, flow: Flow): void {
   const qkGap = 18;
   const qkPerRow = Math.min(H, Math.max(1, Math.floor((W + qkGap) / (QK_MIN + QK_LEFT + qkGap))));
   const size = Math.min(QK_MAX, Math.floor((W + qkGap) / qkPerRow) - QK_LEFT - qkGap);
@@ -361,16 +372,7 @@ function drawQKMaps(g: SvgGroup, ins: InspectionView, lab: string[], W: number, 
 }
 
 /** dS = ∂loss/∂scores of the chosen layer and head, with its legend. */
-function drawHeadGradient(
-  g: SvgGroup,
-  ins: InspectionView,
-  lab: string[],
-  W: number,
-  left: number,
-  flow: Flow,
-): void {
-  const T = ins.tokens.length;
-  const H = ins.layers[0].weights.shape[0];
+function drawHeadGradient({ g, ins, lab, W, left, T, H }: Drawing, flow: Flow): void {
   const l = Math.min(run.layer, ins.layers.length - 1),
     h = Math.min(run.head, H - 1);
   const dS = ins.layers[l].dScores;
