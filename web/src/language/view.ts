@@ -60,6 +60,7 @@ import {
   setText,
   settingsHtml,
   showConfirm,
+  takeFile,
   syncOpenButtons,
   syncRunButtons,
   syncScrub,
@@ -768,13 +769,6 @@ function onPanelChange(t: HTMLElement): void {
   } else if (t.closest(".lang-gen-fields")) {
     readGen(t.id);
   }
-}
-
-/** The file chosen in `input`, which is emptied so that choosing the same file again is a change. */
-function takeFile(input: HTMLInputElement): File | undefined {
-  const f = input.files?.[0];
-  input.value = "";
-  return f;
 }
 
 /** The preset select changed: its settings replace the current ones once confirmed. */

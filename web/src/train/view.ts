@@ -53,6 +53,7 @@ import {
   setRanges,
   settingsHtml,
   showConfirm,
+  takeFile,
   syncOpenButtons,
   syncRunButtons,
   syncScrub,
@@ -565,9 +566,7 @@ function bindPanel(): void {
       run.head = h;
       redraw();
     } else if (t.id === "train-file") {
-      const input = t as HTMLInputElement;
-      const f = input.files?.[0];
-      input.value = "";
+      const f = takeFile(t as HTMLInputElement);
       if (f)
         void f
           .arrayBuffer()
