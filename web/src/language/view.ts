@@ -56,6 +56,7 @@ import {
   scrubHtml,
   scrubStep,
   setDisabled,
+  setOptions,
   setRanges,
   setText,
   settingsHtml,
@@ -735,12 +736,11 @@ function bindPanel(): void {
 
 /** The selects' options and every field's value from the settings. */
 function fillPanel(): void {
-  $<HTMLSelectElement>("lang-preset").innerHTML = PRESET_IDS.map(
-    (p) => `<option value="${p}">${p}</option>`,
-  ).join("");
-  $<HTMLSelectElement>("lang-lr").innerHTML = LEARNING_RATES.map(
-    ([v, label]) => `<option value="${v}">${label}</option>`,
-  ).join("");
+  setOptions(
+    "lang-preset",
+    PRESET_IDS.map((p) => [p, p]),
+  );
+  setOptions("lang-lr", LEARNING_RATES);
   setRanges(NUMBER_FIELDS);
   writeConfig();
   writeGen();

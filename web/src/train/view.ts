@@ -50,6 +50,7 @@ import {
   scrubHtml,
   scrubStep,
   setDisabled,
+  setOptions,
   setRanges,
   settingsHtml,
   showConfirm,
@@ -529,12 +530,11 @@ function buildPanel(): void {
 
 function bindPanel(): void {
   buildPanel();
-  $<HTMLSelectElement>("train-task").innerHTML = TASKS.map(
-    (t) => `<option value="${t}">${t}</option>`,
-  ).join("");
-  $<HTMLSelectElement>("train-lr").innerHTML = LEARNING_RATES.map(
-    ([v, label]) => `<option value="${v}">${label}</option>`,
-  ).join("");
+  setOptions(
+    "train-task",
+    TASKS.map((t) => [t, t]),
+  );
+  setOptions("train-lr", LEARNING_RATES);
   setRanges(NUMBER_FIELDS);
   writeConfig();
   const panel = $("train");
