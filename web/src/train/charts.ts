@@ -45,6 +45,15 @@ function thin(xs: number[], ys: number[]): [number, number][] {
   return out;
 }
 
+/** The background and border of a chart's w x h plot area. */
+function plotArea(gg: SvgGroup, w: number, h: number): void {
+  gg.append("rect")
+    .attr("width", w)
+    .attr("height", h)
+    .attr("fill", "#fcfcfb")
+    .attr("stroke", "#e2e2de");
+}
+
 /** Charts built so far, by id: a chart is rebuilt only when its size changes. */
 const built = new Map<string, ChartState>();
 
@@ -66,11 +75,7 @@ export function chartFrame(
     st?.node.remove();
     const gg = d3.select(svg).append("g").attr("data-testid", id).attr("class", "train-chart");
     const t = gg.append("text").attr("class", "m-title").attr("y", -10).node()!;
-    gg.append("rect")
-      .attr("width", w)
-      .attr("height", h)
-      .attr("fill", "#fcfcfb")
-      .attr("stroke", "#e2e2de");
+    plotArea(gg, w, h);
     const xAxis = gg.append("g").attr("transform", `translate(0,${h})`);
     const yAxis = gg.append("g").attr("class", "y-axis");
     axisTitle(gg, "training step", w / 2, h + 30);
@@ -310,11 +315,7 @@ export function qkScatter(
 /** A scatter's frame in `gg`: title, box, axes and their titles, the paths its data is drawn in. */
 function scatterFrame(gg: SvgGroup, size: number): ScatterState {
   const t = gg.append("text").attr("class", "m-title").attr("y", -8).node()!;
-  gg.append("rect")
-    .attr("width", size)
-    .attr("height", size)
-    .attr("fill", "#fcfcfb")
-    .attr("stroke", "#e2e2de");
+  plotArea(gg, size, size);
   const xAxis = gg.append("g").attr("class", "qk-axis").attr("transform", `translate(0,${size})`);
   const yAxis = gg.append("g").attr("class", "qk-axis");
   axisTitle(gg, "component 1", size / 2, size + 30);
