@@ -108,9 +108,15 @@ export function settleLink(s: State, dropped: string[], query: string): State {
  */
 let fieldNotes: Record<string, string> = {};
 
+/** Applies a change of the settings with the shapes settled; `notes`: a number field's own. */
+type Commit = (
+  patch: Partial<State>,
+  opts?: { animate?: boolean },
+  notes?: Record<string, string>,
+) => void;
+
 export function bindControls(get: () => State, setState: Set): void {
-  /** Applies a change of the settings with the shapes settled; `notes`: the number field's own. */
-  const commit = (patch: Partial<State>, opts?: { animate?: boolean }, notes = {}) => {
+  const commit: Commit = (patch, opts, notes = {}) => {
     const shown = Object.keys(patch).every((k) => DISPLAY_FIELDS.includes(k as keyof State));
     if (shown && !Object.keys(notes).length) return setState(patch, opts);
     const settled = settleShapes({ ...get(), ...patch });
@@ -118,6 +124,15 @@ export function bindControls(get: () => State, setState: Set): void {
     setState({ ...patch, ...settled.patch }, opts);
   };
   const set: Set = (patch, opts) => commit(patch, opts);
+  bindPresetAndText(get, set);
+  bindModelChoices(get, set);
+  for (const [id, key] of NUMBER_FIELDS) bindNumberField(id, key, get, commit);
+  bindWeightButtons(get, set);
+  bindViewChoices(set);
+}
+
+/** The preset select and the two texts: typing a text makes the preset "custom". */
+function bindPresetAndText(get: () => State, set: Set): void {
   const preset = $<HTMLSelectElement>("preset");
   preset.innerHTML =
     PRESETS.map((p) => `<option value="${p.id}">${p.label}</option>`).join("") +
@@ -136,6 +151,10 @@ export function bindControls(get: () => State, setState: Set): void {
   $<HTMLTextAreaElement>("text2").addEventListener("input", (e) =>
     set({ text2: (e.target as HTMLTextAreaElement).value, custom: "" }),
   );
+}
+
+/** The check boxes, the embedding and the weights: each choice leaves the others consistent. */
+function bindModelChoices(get: () => State, set: Set): void {
   const checks: [string, keyof State][] = [
     ["batch", "batch"],
     ["pe", "pe"],
@@ -171,49 +190,56 @@ export function bindControls(get: () => State, setState: Set): void {
         preset: get().weights === "seed" ? "custom" : get().preset,
       });
   });
-  const numbers: [string, keyof State][] = [
-    ["dModel", "dModel"],
-    ["seed", "seed"],
-    ["dK", "dK"],
-    ["dV", "dV"],
-    ["heads", "heads"],
-    ["kvHeads", "kvHeads"],
-  ];
-  for (const [id, key] of numbers) {
-    const field = $<HTMLInputElement>(id);
-    field.addEventListener("input", () => {
-      if (!fieldNotes[id]) return;
-      delete fieldNotes[id];
-      $(`adj-${id}`).textContent = "";
-    });
-    field.addEventListener("change", () => {
-      // The field then shows the value used, even while it keeps the focus.
-      field.dataset.commit = "1";
-      // A number field holds "" for what is not a number; a huge one parses to Infinity.
-      const raw = field.value.trim();
-      const [lo, hi, whole] = NUMBER_RANGE[key]!;
-      const range = rangeText(lo, hi, whole);
-      const v = Number(raw);
-      if (raw === "" || !Number.isFinite(v)) {
-        const what =
-          raw === "" ? "Empty or not a number" : `${raw} is beyond any number the page uses`;
-        commit({}, undefined, { [id]: `${what}: type ${range}. Kept ${get()[key]}.` });
-        return;
-      }
-      const notes: Record<string, string> = {};
-      let used = v;
-      if (key === "seed") {
-        used = Math.min(hi, Math.max(lo, Math.round(v)));
-        if (used !== v) notes[id] = `${v} → ${used}: ${range}`;
-      }
-      const patch = { [key]: used, edits: {} } as Partial<State>;
-      // kv heads equal to heads follow the heads used.
-      if (key === "heads" && get().kvHeads === get().heads)
-        patch.kvHeads = settleShapes({ ...get(), heads: used }).patch.heads ?? used;
-      commit(patch, undefined, notes);
-    });
-  }
-  // The next seed, back to the first past the last a link may hold.
+}
+
+/** The number fields: their element ids and the state fields they set. */
+const NUMBER_FIELDS: [string, keyof State][] = [
+  ["dModel", "dModel"],
+  ["seed", "seed"],
+  ["dK", "dK"],
+  ["dV", "dV"],
+  ["heads", "heads"],
+  ["kvHeads", "kvHeads"],
+];
+
+/** Number field `id`: typing clears its note; a change commits the value, or keeps the old one with a note why. */
+function bindNumberField(id: string, key: keyof State, get: () => State, commit: Commit): void {
+  const field = $<HTMLInputElement>(id);
+  field.addEventListener("input", () => {
+    if (!fieldNotes[id]) return;
+    delete fieldNotes[id];
+    $(`adj-${id}`).textContent = "";
+  });
+  field.addEventListener("change", () => {
+    // The field then shows the value used, even while it keeps the focus.
+    field.dataset.commit = "1";
+    // A number field holds "" for what is not a number; a huge one parses to Infinity.
+    const raw = field.value.trim();
+    const [lo, hi, whole] = NUMBER_RANGE[key]!;
+    const range = rangeText(lo, hi, whole);
+    const v = Number(raw);
+    if (raw === "" || !Number.isFinite(v)) {
+      const what =
+        raw === "" ? "Empty or not a number" : `${raw} is beyond any number the page uses`;
+      commit({}, undefined, { [id]: `${what}: type ${range}. Kept ${get()[key]}.` });
+      return;
+    }
+    const notes: Record<string, string> = {};
+    let used = v;
+    if (key === "seed") {
+      used = Math.min(hi, Math.max(lo, Math.round(v)));
+      if (used !== v) notes[id] = `${v} → ${used}: ${range}`;
+    }
+    const patch = { [key]: used, edits: {} } as Partial<State>;
+    // kv heads equal to heads follow the heads used.
+    if (key === "heads" && get().kvHeads === get().heads)
+      patch.kvHeads = settleShapes({ ...get(), heads: used }).patch.heads ?? used;
+    commit(patch, undefined, notes);
+  });
+}
+
+/** Reroll (the next seed, back to the first past the last a link may hold) and Reset edits. */
+function bindWeightButtons(get: () => State, set: Set): void {
   const [firstSeed, lastSeed] = NUMBER_RANGE.seed!;
   $<HTMLButtonElement>("reroll").addEventListener("click", () =>
     set({
@@ -228,6 +254,10 @@ export function bindControls(get: () => State, setState: Set): void {
     }),
   );
   $<HTMLButtonElement>("reset-edits").addEventListener("click", () => set({ edits: {} }));
+}
+
+/** Mask, temperature, soft cap, the query and head shown, the animation speed. */
+function bindViewChoices(set: Set): void {
   $<HTMLSelectElement>("mask").addEventListener("change", (e) =>
     set({ mask: (e.target as HTMLSelectElement).value as State["mask"] }),
   );

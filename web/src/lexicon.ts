@@ -3,13 +3,16 @@
 // so that in the parameter-free mode (Q = K = V = X) words sharing a topic attend
 // to each other (train with station, check with cashed and bank).
 
-export const FEATURES = [
+/** The parts of speech, then the topics: the features' order is the embedding's dimensions'. */
+const PARTS_OF_SPEECH = [
   "noun",
   "verb",
   "determiner",
   "adjective",
   "preposition",
   "pronoun",
+] as const;
+export const TOPICS = [
   "transport",
   "place",
   "time",
@@ -21,6 +24,7 @@ export const FEATURES = [
   "object",
   "nature",
 ] as const;
+export const FEATURES = [...PARTS_OF_SPEECH, ...TOPICS] as const;
 export type Feature = (typeof FEATURES)[number];
 
 const ABBREV: Record<string, Feature> = {

@@ -126,6 +126,23 @@ export function scrubHtml(prefix: string): string {
   return `<label class="train-scrub">snapshot <input type="range" id="${prefix}-scrub" data-testid="${prefix}-scrub" aria-label="snapshot of the weights" min="0" max="0" step="1" /> <output id="${prefix}-scrub-out" data-testid="${prefix}-scrub-out"></output></label>`;
 }
 
+/** The options of select `id`: each a value and the label shown. */
+export function setOptions(
+  id: string,
+  options: readonly (readonly [string | number, string])[],
+): void {
+  $<HTMLSelectElement>(id).innerHTML = options
+    .map(([v, label]) => `<option value="${v}">${label}</option>`)
+    .join("");
+}
+
+/** The file chosen in `input`, which is emptied so that choosing the same file again is a change. */
+export function takeFile(input: HTMLInputElement): File | undefined {
+  const f = input.files?.[0];
+  input.value = "";
+  return f;
+}
+
 export function setDisabled(id: string, d: boolean): void {
   const b = $<HTMLButtonElement>(id);
   if (b.disabled !== d) b.disabled = d;

@@ -1,5 +1,5 @@
 // Presets: sentences from the seed texts, and seed 001's printed worked example.
-import type { State } from "./state";
+import type { State } from "./state-types";
 
 /** Seed 001's printed tables ("2.3 Single-attention head", Example 1). */
 export const SEED001 = {

@@ -5,7 +5,7 @@
 import type { Matrix } from "attnkit";
 import type { Config } from "./config";
 import { applyEdits, fromRows, zeros } from "./embeddings";
-import { FEATURES, type Feature } from "./lexicon";
+import { FEATURES, TOPICS, type Feature } from "./lexicon";
 import { SEED001 } from "./presets";
 import { normal } from "./random";
 import type { State } from "./state";
@@ -24,19 +24,6 @@ interface Pattern {
   name: string;
   pairs: [Feature, Feature, number][];
 }
-
-const TOPICS: Feature[] = [
-  "transport",
-  "place",
-  "time",
-  "money",
-  "animal",
-  "food",
-  "motion",
-  "person",
-  "object",
-  "nature",
-];
 
 export const PATTERNS: Pattern[] = [
   {

@@ -12,6 +12,7 @@ import type {
   TextInfo,
   ToWorker,
 } from "./protocol";
+import { workerLink } from "../worker-link";
 
 export interface LangRun {
   config: LangConfig;
@@ -82,7 +83,6 @@ export const run: LangRun = {
 
 const REDRAW_MS = 250;
 
-let worker: Worker | null = null;
 let redraw: (full: boolean) => void = () => {};
 let onReady: () => void = () => {};
 let onRefused: (name: string, message: string) => void = () => {};
@@ -228,17 +228,15 @@ export function elapsed(): number {
   return run.trainingMs + (run.training ? performance.now() - trainStart : 0);
 }
 
-function send(msg: ToWorker, transfer: Transferable[] = []): void {
-  if (!worker) {
-    worker = new Worker(new URL("./worker.ts", import.meta.url), { type: "module" });
-    worker.onmessage = (e: MessageEvent<FromWorker>) => receive(e.data);
-    worker.onerror = (e) => {
-      run.error = `the language worker failed: ${e.message || "it could not start"}`;
-      schedule(true);
-    };
-  }
-  worker.postMessage(msg, transfer);
-}
+const worker = workerLink<ToWorker, FromWorker>(
+  () => new Worker(new URL("./worker.ts", import.meta.url), { type: "module" }),
+  (msg) => receive(msg),
+  (why) => {
+    run.error = `the language worker failed: ${why}`;
+    schedule(true);
+  },
+);
+const send = worker.send;
 
 /**
  * `draw(full)` redraws the view (full: the stage too); `textReady` runs when a new text is

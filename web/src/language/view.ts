@@ -56,10 +56,12 @@ import {
   scrubHtml,
   scrubStep,
   setDisabled,
+  setOptions,
   setRanges,
   setText,
   settingsHtml,
   showConfirm,
+  takeFile,
   syncOpenButtons,
   syncRunButtons,
   syncScrub,
@@ -701,16 +703,7 @@ function buildPanel(): void {
 
 function bindPanel(): void {
   buildPanel();
-  $<HTMLSelectElement>("lang-preset").innerHTML = PRESET_IDS.map(
-    (p) => `<option value="${p}">${p}</option>`,
-  ).join("");
-  $<HTMLSelectElement>("lang-lr").innerHTML = LEARNING_RATES.map(
-    ([v, label]) => `<option value="${v}">${label}</option>`,
-  ).join("");
-  setRanges(NUMBER_FIELDS);
-  writeConfig();
-  writeGen();
-  $<HTMLInputElement>("lang-sentence").value = settings.sentence;
+  fillPanel();
   bindRun(
     (full) => {
       if (full) redrawStage();
@@ -726,66 +719,100 @@ function bindPanel(): void {
   );
   setSentence(settings.sentence);
   const panel = $("language");
-  panel.addEventListener("change", (e) => {
-    const t = e.target as HTMLElement;
-    if (t.id === "lang-preset") {
-      const preset = $<HTMLSelectElement>("lang-preset").value as PresetId;
-      ask(
-        `Changing the preset ${settings.preset} → ${preset}`,
-        t.id,
-        () => {
-          settings.preset = preset;
-          for (const k of Object.keys(fieldNotes)) fieldNotes[k] = "";
-          applyConfig({ ...PRESETS[preset] });
-        },
-        () => writeConfig(),
-      );
-    } else if (t.closest(".lang-settings")) {
-      const c = readConfig(t.id);
-      const change = configChanges(c);
-      if (!change) {
-        writeConfig();
-        return;
-      }
-      ask(
-        `Changing ${change}`,
-        t.id,
-        () => applyConfig(c),
-        () => {
-          for (const k of Object.keys(fieldNotes)) fieldNotes[k] = "";
-          writeConfig();
-        },
-      );
-    } else if (t.id === "lang-src-moby-dick") {
-      ask("Changing the text to Moby-Dick", t.id, () => void loadMobyDick(), showSourceInUse);
-    } else if (t.id === "lang-src-own") {
-      $<HTMLTextAreaElement>("lang-own").focus();
-      syncPanel();
-    } else if (t.id === "lang-file") {
-      const input = t as HTMLInputElement;
-      const f = input.files?.[0];
-      input.value = "";
-      if (f) void readTextFile(f);
-    } else if (t.id === "lang-weights-file") {
-      const input = t as HTMLInputElement;
-      const f = input.files?.[0];
-      input.value = "";
-      if (f)
-        void f.arrayBuffer().then((b) => {
-          loadWeights(new Uint8Array(b), f.name);
-          syncPanel();
-        });
-    } else if (t.closest(".lang-gen-fields")) {
-      readGen(t.id);
-    }
+  panel.addEventListener("change", (e) => onPanelChange(e.target as HTMLElement));
+  bindTextSources(panel);
+  bindTrainingButtons();
+  bindSentence();
+  bindGeneration();
+  $("lang-download").addEventListener("click", () =>
+    requestWeights((bytes, s) => downloadBytes(bytes, `attnkit-language-step${s}.atkmodel`)),
+  );
+  $("lang-open").addEventListener("click", (e) => {
+    const b = (e.target as HTMLElement).closest<HTMLButtonElement>("button[data-layer]");
+    if (b) requestLayer(Number(b.dataset.layer), openLayer);
   });
+  void loadMobyDick();
+}
+
+/** The selects' options and every field's value from the settings. */
+function fillPanel(): void {
+  setOptions(
+    "lang-preset",
+    PRESET_IDS.map((p) => [p, p]),
+  );
+  setOptions("lang-lr", LEARNING_RATES);
+  setRanges(NUMBER_FIELDS);
+  writeConfig();
+  writeGen();
+  $<HTMLInputElement>("lang-sentence").value = settings.sentence;
+}
+
+/** A field of the panel changed: `t` is the element. */
+function onPanelChange(t: HTMLElement): void {
+  if (t.id === "lang-preset") changePreset();
+  else if (t.closest(".lang-settings")) changeSetting(t.id);
+  else if (t.id === "lang-src-moby-dick") {
+    ask("Changing the text to Moby-Dick", t.id, () => void loadMobyDick(), showSourceInUse);
+  } else if (t.id === "lang-src-own") {
+    $<HTMLTextAreaElement>("lang-own").focus();
+    syncPanel();
+  } else if (t.id === "lang-file") {
+    const f = takeFile(t as HTMLInputElement);
+    if (f) void readTextFile(f);
+  } else if (t.id === "lang-weights-file") {
+    const f = takeFile(t as HTMLInputElement);
+    if (f)
+      void f.arrayBuffer().then((b) => {
+        loadWeights(new Uint8Array(b), f.name);
+        syncPanel();
+      });
+  } else if (t.closest(".lang-gen-fields")) {
+    readGen(t.id);
+  }
+}
+
+/** The preset select changed: its settings replace the current ones once confirmed. */
+function changePreset(): void {
+  const preset = $<HTMLSelectElement>("lang-preset").value as PresetId;
+  ask(
+    `Changing the preset ${settings.preset} → ${preset}`,
+    "lang-preset",
+    () => {
+      settings.preset = preset;
+      for (const k of Object.keys(fieldNotes)) fieldNotes[k] = "";
+      applyConfig({ ...PRESETS[preset] });
+    },
+    () => writeConfig(),
+  );
+}
+
+/** The setting `id` changed: a new model of the settings once confirmed, the old values if not. */
+function changeSetting(id: string): void {
+  const c = readConfig(id);
+  const change = configChanges(c);
+  if (!change) {
+    writeConfig();
+    return;
+  }
+  ask(
+    `Changing ${change}`,
+    id,
+    () => applyConfig(c),
+    () => {
+      for (const k of Object.keys(fieldNotes)) fieldNotes[k] = "";
+      writeConfig();
+    },
+  );
+}
+
+/** Own text: the "Use" button, the confirmation's answers and a .txt dropped anywhere on the panel. */
+function bindTextSources(panel: HTMLElement): void {
   $("lang-own-use").addEventListener("click", () => {
     $<HTMLInputElement>("lang-src-own").checked = true;
     useText($<HTMLTextAreaElement>("lang-own").value, "your text");
   });
   $("lang-confirm-yes").addEventListener("click", () => answer(true));
   $("lang-confirm-no").addEventListener("click", () => answer(false));
-  // A .txt dropped anywhere on the panel.
   panel.addEventListener("dragover", (e) => {
     e.preventDefault();
     panel.classList.add("drop");
@@ -800,6 +827,10 @@ function bindPanel(): void {
       void readTextFile(f);
     }
   });
+}
+
+/** Train, Pause, Step, Reset and the step slider. */
+function bindTrainingButtons(): void {
   $("lang-go").addEventListener("click", () => {
     train();
     syncPanel();
@@ -811,6 +842,10 @@ function bindPanel(): void {
     scrubTo(num("lang-scrub"));
     syncPanel();
   });
+}
+
+/** The sentence field: each non-empty edit is the sentence inspected, and saved in the URL. */
+function bindSentence(): void {
   const sentence = $<HTMLInputElement>("lang-sentence");
   sentence.addEventListener("input", () => {
     const v = sentence.value;
@@ -822,7 +857,10 @@ function bindPanel(): void {
     setSentence(v);
     saveUrl();
   });
-  // Enter in the prompt (or another generation field) generates, as the button does.
+}
+
+/** The Generate button (Stop while generating), and Enter in a generation field. */
+function bindGeneration(): void {
   $("language")
     .querySelector(".lang-gen-fields")!
     .addEventListener("keydown", (e) => {
@@ -850,14 +888,6 @@ function bindPanel(): void {
     );
     syncPanel();
   });
-  $("lang-download").addEventListener("click", () =>
-    requestWeights((bytes, s) => downloadBytes(bytes, `attnkit-language-step${s}.atkmodel`)),
-  );
-  $("lang-open").addEventListener("click", (e) => {
-    const b = (e.target as HTMLElement).closest<HTMLButtonElement>("button[data-layer]");
-    if (b) requestLayer(Number(b.dataset.layer), openLayer);
-  });
-  void loadMobyDick();
 }
 
 function readGen(changed?: string): void {

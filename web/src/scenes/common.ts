@@ -4,8 +4,10 @@ import type { Config } from "../config";
 import { escapeHtml, fmt, sub } from "../format";
 import type { ItemModel, Model } from "../model";
 import type { State } from "../state";
-import type { SvgGroup, MatrixData } from "../draw/types";
+import type { MatrixData, MatrixView, SvgGroup } from "../draw/types";
 import { headColor } from "../draw/colors";
+import { outlineCol } from "../draw/outline";
+import { dur } from "../motion";
 import { trainedOf } from "../trained";
 import { headNames } from "../weights";
 
@@ -233,4 +235,30 @@ export function headNamesHtml(ctx: Pick<SceneCtx, "state" | "cfg">): string {
       `<span class="head-name" style="--head:${headColor(h)}" data-testid="head-name-${h}"><b>head ${h}</b>: ${escapeHtml(n)}</span>`,
   );
   return `<p class="head-names" data-testid="head-names">The hand-designed heads: ${items.join(" ")}</p>`;
+}
+
+/**
+ * An outline over column 0 of `v` (`rows` tall) that moves to each of its first `count`
+ * columns in turn, one every `step` ms, then fades out; returns when it starts fading
+ * (ms at speed 1), the time the rest of the product may follow.
+ */
+export function sweepColumns(
+  g: SvgGroup,
+  v: MatrixView,
+  rows: number,
+  count: number,
+  step: number,
+): number {
+  const colHl = outlineCol(g, v, 0, rows).attr("opacity", 0);
+  for (let c = 0; c < count; c++) {
+    colHl
+      .transition()
+      .delay(dur(c * step))
+      .duration(dur(step * 0.6))
+      .attr("opacity", 1)
+      .attr("x", v.gx + c * v.cell - 1);
+  }
+  const rest = count * step + 300;
+  colHl.transition().delay(dur(rest)).duration(dur(200)).attr("opacity", 0);
+  return rest;
 }

@@ -3,14 +3,14 @@
 // maps wrap into a grid, so that the scene fits the stage's width for any number of heads.
 import { stageWidth } from "../dom";
 import { fmt, maxAbs, shape, sub } from "../format";
-import { headSlice, kvGroup } from "../model";
+import { headSlice, kvGroup, type BatchResult } from "../model";
 import { dur } from "../motion";
 import { diverging, headColor, sequential } from "../draw/colors";
 import { signedLegend, weightLegend } from "../draw/legend";
 import { drawMatrix } from "../draw/heatmap";
 import { labelSpace } from "../draw/labels";
 import { note, op, textWidth } from "../draw/text";
-import type { SvgGroup } from "../draw/types";
+import type { MatrixView, SvgGroup } from "../draw/types";
 import {
   CLICK_FOR_WORK,
   featureSpace,
@@ -445,47 +445,75 @@ function drawOutput(
   r: Rows,
   maxX: number,
 ): { maxX: number; bottom: number; mO: number; mWO: number } {
-  const { g, ctx, L, geo, colors } = r;
-  const { T, dModel, dV, heads } = ctx.cfg;
-  const { cB, cC, cW } = r.cells;
-  const cO = r.cells.narrow ? r.cells.cO : cC;
+  const { g, ctx, geo } = r;
+  const { T } = ctx.cfg;
   const it = ctx.item;
-  const labels = L.tokens;
-  const mapsEnd = r.mapsEnd;
-  const y = geo.yC;
+  const cO = r.cells.narrow ? r.cells.cO : r.cells.cC;
   // W^O has its own colour scale (random weights are much smaller than the head outputs).
   const mO = Math.max(maxAbs(it.merged.data), maxAbs(it.out.data), 1e-6);
   const mWO = Math.max(maxAbs(ctx.model.weights.WO.data), 1e-6);
-  const Mv = drawMatrix(g, {
+  const Mv = drawConcat(r, mO);
+  // Narrow, each matrix has the whole width: its operator goes in its title.
+  const narrow = r.cells.narrow;
+  let x = narrow ? 0 : Mv.width + 6 + OP;
+  const woX = x;
+  const Wo = drawWO(r, x, mWO);
+  if (!narrow) op(g, x - OP / 2 - 6, Mv.gy + (T * r.cells.cC) / 2, "×");
+  x = narrow ? 0 : x + Wo.width + 6 + OP;
+  const Ov = drawAttentionOutput(r, x, cO, mO);
+  if (ctx.animate) {
+    for (const v of [Mv, Wo, Ov])
+      v.g
+        .attr("opacity", 0)
+        .transition()
+        .delay(dur(r.mapsEnd))
+        .duration(dur(400))
+        .attr("opacity", 1);
+  }
+  if (!narrow) op(g, x - OP / 2 - 6, Ov.gy + (T * cO) / 2, "=");
+  maxX = Math.max(maxX, x + Ov.width, woX + Wo.width);
+  let bottom =
+    (narrow ? geo.yOut + Ov.height : geo.yC + Math.max(Mv.height, Wo.height, Ov.height)) + 14;
+  if (it.batched) bottom += drawPaddingMask(r, it.batched, bottom) + 14;
+  return { maxX, bottom, mO, mWO };
+}
+
+/** concat(heads) [T, h·d_v] at the row's left, its heads' columns banded. */
+function drawConcat(r: Rows, mO: number): MatrixView {
+  const { g, ctx, L, geo, colors } = r;
+  const { T, dV, heads } = ctx.cfg;
+  return drawMatrix(g, {
     ...labelFont(r),
     id: "concat",
     title: "concat(heads)",
     shape: shape(T, heads * dV),
-    m: it.merged,
+    m: ctx.item.merged,
     x: 0,
-    y,
-    cell: cC,
+    y: geo.yC,
+    cell: r.cells.cC,
     color: diverging(mO),
-    rowLabels: labels,
+    rowLabels: L.tokens,
     colLabels: L.vCols,
     bands: { every: dV, colors },
     top: geo.topC,
     tip: (r, c, v) =>
       `head ${Math.floor(c / dV)} output[${r}, ${c % dV}] = <b>${fmt(v, 4)}</b> (mergeHeads)`,
   });
-  // Narrow, each matrix has the whole width: its operator goes in its title.
-  const narrow = r.cells.narrow;
-  let x = narrow ? 0 : Mv.width + 6 + OP;
-  const woX = x;
-  const Wo = drawMatrix(g, {
+}
+
+/** W^O [h·d_v, d_model] at x, editable where the weights are. */
+function drawWO(r: Rows, x: number, mWO: number): MatrixView {
+  const { g, ctx, L, geo } = r;
+  const { dModel, dV, heads } = ctx.cfg;
+  return drawMatrix(g, {
     ...labelFont(r),
     id: "WO",
-    title: narrow ? "× W^O" : "W^O",
+    title: r.cells.narrow ? "× W^O" : "W^O",
     shape: shape(heads * dV, dModel),
     m: ctx.model.weights.WO,
     x,
     y: geo.yWO,
-    cell: cW,
+    cell: r.cells.cW,
     color: diverging(mWO),
     colLabels: L.woCols,
     rowLabels: L.woRows,
@@ -496,9 +524,16 @@ function drawOutput(
       ? (r, c, e) => ctx.edit("WO", r, c, ctx.model.weights.WO.data[r * dModel + c], e)
       : undefined,
   });
-  if (!narrow) op(g, x - OP / 2 - 6, Mv.gy + (T * cC) / 2, "×");
-  x = narrow ? 0 : x + Wo.width + 6 + OP;
-  // In a batch, the output shown is this item's slice of the one batched call.
+}
+
+/**
+ * The output [T, d_model] at x, each cell's worked sum over concat and W^O. In a batch,
+ * the output shown is this item's slice of the one batched call.
+ */
+function drawAttentionOutput(r: Rows, x: number, cO: number, mO: number): MatrixView {
+  const { g, ctx, L, geo } = r;
+  const { T, dModel, dV, heads } = ctx.cfg;
+  const it = ctx.item;
   const b = it.batched;
   const out = b
     ? {
@@ -507,10 +542,10 @@ function drawOutput(
         cols: dModel,
       }
     : it.out;
-  const Ov = drawMatrix(g, {
+  return drawMatrix(g, {
     ...labelFont(r),
     id: "out",
-    title: `${narrow ? "= " : ""}${b ? "output (batched call)" : "output"}`,
+    title: `${r.cells.narrow ? "= " : ""}${b ? "output (batched call)" : "output"}`,
     shape: shape(T, dModel),
     m: out,
     x,
@@ -518,7 +553,7 @@ function drawOutput(
     cell: cO,
     color: diverging(mO),
     colLabels: L.woCols,
-    rowLabels: labels,
+    rowLabels: L.tokens,
     labelsRight: true,
     top: geo.topC,
     tip: (r, c, v) =>
@@ -536,43 +571,38 @@ function drawOutput(
         v,
       ),
   });
-  if (ctx.animate) {
-    for (const v of [Mv, Wo, Ov])
-      v.g.attr("opacity", 0).transition().delay(dur(mapsEnd)).duration(dur(400)).attr("opacity", 1);
-  }
-  if (!narrow) op(g, x - OP / 2 - 6, Ov.gy + (T * cO) / 2, "=");
-  maxX = Math.max(maxX, x + Ov.width, woX + Wo.width);
-  let bottom = (narrow ? geo.yOut + Ov.height : y + Math.max(Mv.height, Wo.height, Ov.height)) + 14;
-  if (b) {
-    // The padding mask of this item, as the batched call applies it (keyLengths).
-    const n = b.keyLengths[ctx.itemIndex];
-    const mask = {
-      data: Float32Array.from({ length: T }, (_, j) => (j < n ? 1 : 0)),
-      rows: 1,
-      cols: T,
-    };
-    const cP = Math.max(10, Math.min(26, cB));
-    const Pv = drawMatrix(g, {
-      ...labelFont(r),
-      id: "padmask",
-      title: `key padding mask: keyLengths[${ctx.itemIndex}] = ${n}`,
-      shape: shape(1, T),
-      m: mask,
-      x: 0,
-      y: bottom,
-      cell: cP,
-      color: (v) => (v ? "#ffffff" : "url(#masked-hatch)"),
-      stroke: "#d4d4d4",
-      digits: 0,
-      colLabels: labels,
-      tip: (_r, c, v) =>
-        v
-          ? `key ${c} (“${tokenName(ctx, c)}”) is attended`
-          : `key ${c} is padding: masked (−∞) for every query`,
-    });
-    bottom += Pv.height + 14;
-  }
-  return { maxX, bottom, mO, mWO };
+}
+
+/** The padding mask [1, T] of this batch item at y, as the batched call applies it (keyLengths); returns its height. */
+function drawPaddingMask(r: Rows, b: BatchResult, y: number): number {
+  const { g, ctx, L } = r;
+  const { T } = ctx.cfg;
+  const n = b.keyLengths[ctx.itemIndex];
+  const mask = {
+    data: Float32Array.from({ length: T }, (_, j) => (j < n ? 1 : 0)),
+    rows: 1,
+    cols: T,
+  };
+  const cP = Math.max(10, Math.min(26, r.cells.cB));
+  const Pv = drawMatrix(g, {
+    ...labelFont(r),
+    id: "padmask",
+    title: `key padding mask: keyLengths[${ctx.itemIndex}] = ${n}`,
+    shape: shape(1, T),
+    m: mask,
+    x: 0,
+    y,
+    cell: cP,
+    color: (v) => (v ? "#ffffff" : "url(#masked-hatch)"),
+    stroke: "#d4d4d4",
+    digits: 0,
+    colLabels: L.tokens,
+    tip: (_r, c, v) =>
+      v
+        ? `key ${c} (“${tokenName(ctx, c)}”) is attended`
+        : `key ${c} is padding: masked (−∞) for every query`,
+  });
+  return Pv.height;
 }
 
 export const multiHeadScene: Scene = {

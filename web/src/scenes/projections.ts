@@ -8,7 +8,7 @@ import { diverging } from "../draw/colors";
 import { signedLegend } from "../draw/legend";
 import { drawMatrix } from "../draw/heatmap";
 import { commonTop } from "../draw/labels";
-import { outlineCol, outlineRow } from "../draw/outline";
+import { outlineRow } from "../draw/outline";
 import { op } from "../draw/text";
 import type { MatrixView, SvgGroup } from "../draw/types";
 import {
@@ -32,6 +32,7 @@ import {
   type SceneCtx,
   type SceneResult,
   editable,
+  sweepColumns,
 } from "./common";
 
 const ROLE_NAME = { Q: "query", K: "key", V: "value" } as const;
@@ -97,24 +98,12 @@ function animateProduct(
   views: { X: MatrixView; Wv: MatrixView; R: MatrixView },
   i: number,
   width: number,
-  cell: number,
 ): number {
   const { T, dModel } = ctx.cfg;
   const { X, Wv, R } = views;
   const step = 380;
   const rowHl = outlineRow(g, X, i, dModel);
-  const colHl = outlineCol(g, Wv, 0, dModel).attr("opacity", 0);
-  for (let c = 0; c < width; c++) {
-    colHl
-      .transition()
-      .delay(dur(c * step))
-      .duration(dur(step * 0.6))
-      .attr("opacity", 1)
-      .attr("x", Wv.gx + c * cell - 1);
-  }
-
-  const rest = width * step + 300;
-  colHl.transition().delay(dur(rest)).duration(dur(200)).attr("opacity", 0);
+  const rest = sweepColumns(g, Wv, dModel, width, step);
   rowHl.transition().delay(dur(rest)).duration(dur(200)).attr("opacity", 0).remove();
   R.reveal(
     (r, c) => (r === i ? dur(c * step + step * 0.5) : dur(rest + r * 50)),
@@ -246,7 +235,7 @@ export const projectionsScene: Scene = {
       signedLegend(g, 8, height + 14, m, `X and ${sup}`),
       signedLegend(g, 250, height + 14, mW, `W${sup} (its own colour scale)`),
     );
-    const duration = ctx.animate ? animateProduct(g, ctx, { X, Wv, R }, i, info.width, cell) : 0;
+    const duration = ctx.animate ? animateProduct(g, ctx, { X, Wv, R }, i, info.width) : 0;
     return { width: x + R.width, height: height + 14 + lh, duration };
   },
 };

@@ -6,7 +6,7 @@ import { diverging } from "../draw/colors";
 import { signedLegend } from "../draw/legend";
 import { drawMatrix } from "../draw/heatmap";
 import { commonTop } from "../draw/labels";
-import { outlineCol, outlineRow } from "../draw/outline";
+import { outlineRow } from "../draw/outline";
 import { op } from "../draw/text";
 import {
   CLICK_FOR_WORK,
@@ -24,6 +24,7 @@ import {
   vec,
   workedSum,
   type Scene,
+  sweepColumns,
 } from "./common";
 
 export const scoresScene: Scene = {
@@ -131,18 +132,7 @@ export const scoresScene: Scene = {
     const hl = outlineRow(g, Qv, i, dK);
     if (ctx.animate) {
       const step = Math.max(90, Math.min(420, 3200 / T));
-      const colHl = outlineCol(g, Kv, 0, dK).attr("opacity", 0);
-      for (let j = 0; j < T; j++) {
-        colHl
-          .transition()
-          .delay(dur(j * step))
-          .duration(dur(step * 0.6))
-          .attr("opacity", 1)
-          .attr("x", Kv.gx + j * cell - 1);
-      }
-
-      const rest = T * step + 300;
-      colHl.transition().delay(dur(rest)).duration(dur(200)).attr("opacity", 0);
+      const rest = sweepColumns(g, Kv, dK, T, step);
       S.reveal(
         (r, c) => (r === i ? dur(c * step + step * 0.5) : dur(rest + r * 40)),
         (r) => (r === i ? dur(200) : dur(250)),

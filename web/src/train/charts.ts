@@ -45,6 +45,15 @@ function thin(xs: number[], ys: number[]): [number, number][] {
   return out;
 }
 
+/** The background and border of a chart's w x h plot area. */
+function plotArea(gg: SvgGroup, w: number, h: number): void {
+  gg.append("rect")
+    .attr("width", w)
+    .attr("height", h)
+    .attr("fill", "#fcfcfb")
+    .attr("stroke", "#e2e2de");
+}
+
 /** Charts built so far, by id: a chart is rebuilt only when its size changes. */
 const built = new Map<string, ChartState>();
 
@@ -66,11 +75,7 @@ export function chartFrame(
     st?.node.remove();
     const gg = d3.select(svg).append("g").attr("data-testid", id).attr("class", "train-chart");
     const t = gg.append("text").attr("class", "m-title").attr("y", -10).node()!;
-    gg.append("rect")
-      .attr("width", w)
-      .attr("height", h)
-      .attr("fill", "#fcfcfb")
-      .attr("stroke", "#e2e2de");
+    plotArea(gg, w, h);
     const xAxis = gg.append("g").attr("transform", `translate(0,${h})`);
     const yAxis = gg.append("g").attr("class", "y-axis");
     axisTitle(gg, "training step", w / 2, h + 30);
@@ -294,60 +299,66 @@ export function qkScatter(
 ): void {
   const { entry } = retained<ScatterState>(g.node()!, id, String(size), () => {
     const gg = g.append("g").attr("data-testid", id).attr("class", "qk-map");
-    const t = gg.append("text").attr("class", "m-title").attr("y", -8).node()!;
-    gg.append("rect")
-      .attr("width", size)
-      .attr("height", size)
-      .attr("fill", "#fcfcfb")
-      .attr("stroke", "#e2e2de");
-    const xAxis = gg.append("g").attr("class", "qk-axis").attr("transform", `translate(0,${size})`);
-    const yAxis = gg.append("g").attr("class", "qk-axis");
-    axisTitle(gg, "component 1", size / 2, size + 30);
-    axisTitle(gg, "component 2", -QK_LEFT + 8, size / 2, true);
-    const lines = gg.append("path").attr("stroke", "#bbb").attr("stroke-width", 0.8).node()!;
-    const keys = gg.append("path").attr("fill", KEY_COLOR).attr("opacity", 0.8).node()!;
-    const queries = gg.append("path").attr("fill", QUERY_COLOR).attr("opacity", 0.85).node()!;
-    const labelsG = gg.append("g").attr("class", "qk-labels").style("font-size", `${LABEL_FONT}px`);
-    const state: ScatterState = {
-      title: t,
-      xAxis,
-      yAxis,
-      lines,
-      keys,
-      queries,
-      labels: labelsG,
-      points: [],
-    };
-    // The tooltip: the point nearest the pointer, within reach of a finger.
-    const hit = gg
-      .append("rect")
-      .attr("class", "qk-hit")
-      .attr("width", size)
-      .attr("height", size)
-      .attr("fill", "transparent")
-      .node()!;
-    const onPointer = (e: PointerEvent) => {
-      const r = hit.getBoundingClientRect();
-      const k = size / r.width;
-      const px = (e.clientX - r.left) * k,
-        py = (e.clientY - r.top) * k;
-      let best = -1,
-        bestD = (e.pointerType === "touch" ? 16 : 10) ** 2;
-      state.points.forEach((p, i) => {
-        const d = (p.x - px) ** 2 + (p.y - py) ** 2;
-        if (d <= bestD) [best, bestD] = [i, d];
-      });
-      if (best >= 0) showTip(e, state.points[best].tip);
-      else hideTip();
-    };
-    hit.addEventListener("pointermove", onPointer);
-    hit.addEventListener("pointerdown", onPointer);
-    hit.addEventListener("pointerleave", hideTip);
+    const state = scatterFrame(gg, size);
+    bindNearestTip(gg, size, state);
     return { node: gg.node()!, state };
   });
   const st = entry.state;
   setAttr(entry.node, "transform", `translate(${x0},${y0})`);
   setText(st.title, title);
+  const [sx, sy] = scatterAxes(st, size, map);
+  drawScatterMarks(st, map, sx, sy);
+  st.points = scatterPoints(map, labels, sx, sy);
+  drawPointLabels(st, size, labels);
+}
+
+/** A scatter's frame in `gg`: title, box, axes and their titles, the paths its data is drawn in. */
+function scatterFrame(gg: SvgGroup, size: number): ScatterState {
+  const t = gg.append("text").attr("class", "m-title").attr("y", -8).node()!;
+  plotArea(gg, size, size);
+  const xAxis = gg.append("g").attr("class", "qk-axis").attr("transform", `translate(0,${size})`);
+  const yAxis = gg.append("g").attr("class", "qk-axis");
+  axisTitle(gg, "component 1", size / 2, size + 30);
+  axisTitle(gg, "component 2", -QK_LEFT + 8, size / 2, true);
+  const lines = gg.append("path").attr("stroke", "#bbb").attr("stroke-width", 0.8).node()!;
+  const keys = gg.append("path").attr("fill", KEY_COLOR).attr("opacity", 0.8).node()!;
+  const queries = gg.append("path").attr("fill", QUERY_COLOR).attr("opacity", 0.85).node()!;
+  const labelsG = gg.append("g").attr("class", "qk-labels").style("font-size", `${LABEL_FONT}px`);
+  return { title: t, xAxis, yAxis, lines, keys, queries, labels: labelsG, points: [] };
+}
+
+/** The tooltip: the point of `state.points` nearest the pointer, within reach of a finger. */
+function bindNearestTip(gg: SvgGroup, size: number, state: ScatterState): void {
+  const hit = gg
+    .append("rect")
+    .attr("class", "qk-hit")
+    .attr("width", size)
+    .attr("height", size)
+    .attr("fill", "transparent")
+    .node()!;
+  const onPointer = (e: PointerEvent) => {
+    const r = hit.getBoundingClientRect();
+    const k = size / r.width;
+    const px = (e.clientX - r.left) * k,
+      py = (e.clientY - r.top) * k;
+    let best = -1,
+      bestD = (e.pointerType === "touch" ? 16 : 10) ** 2;
+    state.points.forEach((p, i) => {
+      const d = (p.x - px) ** 2 + (p.y - py) ** 2;
+      if (d <= bestD) [best, bestD] = [i, d];
+    });
+    if (best >= 0) showTip(e, state.points[best].tip);
+    else hideTip();
+  };
+  hit.addEventListener("pointermove", onPointer);
+  hit.addEventListener("pointerdown", onPointer);
+  hit.addEventListener("pointerleave", hideTip);
+}
+
+type Scale = d3.ScaleLinear<number, number>;
+
+/** The scales of a `size` box holding every point of `map` (one extent for both axes), drawn as axes. */
+function scatterAxes(st: ScatterState, size: number, map: QKMap): [Scale, Scale] {
   let ext = 1e-6;
   for (const [a, b] of [...map.q, ...map.k]) ext = Math.max(ext, Math.abs(a), Math.abs(b));
   ext *= 1.08;
@@ -363,6 +374,11 @@ export function qkScatter(
   st.xAxis.call(d3.axisBottom(sx).ticks(ticks).tickSize(3));
   st.yAxis.call(d3.axisLeft(sy).ticks(ticks).tickSize(3));
   for (const a of [st.xAxis, st.yAxis]) a.selectAll("text").style("font-size", `${LABEL_FONT}px`);
+  return [sx, sy];
+}
+
+/** Keys as squares, queries as dots, a line from each query to its most weighted key. */
+function drawScatterMarks(st: ScatterState, map: QKMap, sx: Scale, sy: Scale): void {
   const f = (v: number) => v.toFixed(1);
   setAttr(
     st.lines,
@@ -382,10 +398,13 @@ export function qkScatter(
       .map(([a, b]) => `M${f(sx(a))},${f(sy(b))}m-3.2,0a3.2,3.2 0 1,0 6.4,0a3.2,3.2 0 1,0 -6.4,0`)
       .join(""),
   );
-  // Tooltips: a query names the key it weights most; a key, the queries that weight it most.
+}
+
+/** The points in the box with their tooltips: a query names the key it weights most; a key, the queries that weight it most. */
+function scatterPoints(map: QKMap, labels: string[], sx: Scale, sy: Scale): QKPoint[] {
   const name = (i: number) => `“${escapeHtml(labels[i] ?? String(i))}”`;
   const queriesOf = (j: number) => map.top.flatMap((t, i) => (t === j ? [name(i)] : []));
-  st.points = [
+  return [
     ...map.q.map(([a, b], i): QKPoint => ({
       x: sx(a),
       y: sy(b),
@@ -404,7 +423,10 @@ export function qkScatter(
       };
     }),
   ];
-  // Labels beside their points, each left out where it would cover one already placed.
+}
+
+/** Labels beside their points, each left out where it would cover one already placed or leave the box. */
+function drawPointLabels(st: ScatterState, size: number, labels: string[]): void {
   const placed: [number, number, number, number][] = [];
   const shown = st.points.filter((p) => {
     const w = (labels[p.i] ?? "").length * LABEL_FONT * 0.62 + 2;

@@ -9,6 +9,7 @@ import type {
   TaskShape,
   ToWorker,
 } from "./protocol";
+import { workerLink } from "../worker-link";
 
 /** The defaults train induction to >= 90% (docs/model.md, "Settings that train"). */
 export const DEFAULT_CONFIG: RunConfig = {
@@ -92,7 +93,6 @@ export const run: TrainRun = {
 const CURVES_MS = 250;
 const FULL_MS = 1000;
 
-let worker: Worker | null = null;
 let redraw: () => void = () => {};
 let redrawCurves: () => void = () => {};
 let onConfig: () => void = () => {};
@@ -228,17 +228,15 @@ function receive(msg: FromWorker): void {
   scheduleRedraw(true);
 }
 
-function send(msg: ToWorker, transfer: Transferable[] = []): void {
-  if (!worker) {
-    worker = new Worker(new URL("./worker.ts", import.meta.url), { type: "module" });
-    worker.onmessage = (e: MessageEvent<FromWorker>) => receive(e.data);
-    worker.onerror = (e) => {
-      run.error = `the training worker failed: ${e.message || "it could not start"}`;
-      scheduleRedraw(true);
-    };
-  }
-  worker.postMessage(msg, transfer);
-}
+const worker = workerLink<ToWorker, FromWorker>(
+  () => new Worker(new URL("./worker.ts", import.meta.url), { type: "module" }),
+  (msg) => receive(msg),
+  (why) => {
+    run.error = `the training worker failed: ${why}`;
+    scheduleRedraw(true);
+  },
+);
+const send = worker.send;
 
 /** Starts the worker (once); `draw` redraws the view, `drawCurves` its curves, `configChanged` its settings. */
 export function startRuns(
@@ -249,7 +247,7 @@ export function startRuns(
   redraw = draw;
   redrawCurves = drawCurves;
   onConfig = configChanged;
-  if (!worker) reset();
+  if (!worker.started()) reset();
 }
 
 // Requests that start a run ("reset", "load") are numbered; until the worker's

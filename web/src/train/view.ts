@@ -13,6 +13,7 @@ import { labelSpace } from "../draw/labels";
 import { count, escapeHtml, fmt, maxAbs, shape, sub } from "../format";
 import { page, saveUrl } from "../page";
 import type { Scene } from "../scenes/common";
+import type { SvgGroup } from "../draw/types";
 import { queryParts } from "../state";
 import { openTrained, tokenLabel } from "../trained";
 import {
@@ -49,9 +50,11 @@ import {
   scrubHtml,
   scrubStep,
   setDisabled,
+  setOptions,
   setRanges,
   settingsHtml,
   showConfirm,
+  takeFile,
   syncOpenButtons,
   syncRunButtons,
   syncScrub,
@@ -227,132 +230,174 @@ export const trainView: Scene = {
     const W = Math.max(260, stageWidth() - 34);
     layoutCharts();
     drawCharts();
-    let y = 16;
-    let width = 0;
     const ins = run.inspection;
     if (!ins || !run.ready) {
-      note(g, 0, y, run.error ? "" : "Loading attnkit's model build in the worker…");
-      return { width, height: y + 20, duration: 0 };
+      note(g, 0, 16, run.error ? "" : "Loading attnkit's model build in the worker…");
+      return { width: 0, height: 36, duration: 0 };
     }
-    const T = ins.tokens.length;
     const lab = labels(ins);
-    const H = ins.layers[0].weights.shape[0];
-    const scored = ins.targets.filter((t) => t >= 0).length;
-    const right = ins.predictions.filter((p, i) => ins.targets[i] >= 0 && p === ins.targets[i]);
-    note(
+    const d: Drawing = {
       g,
-      0,
-      y,
-      `${ins.snapshot >= 0 ? `snapshot at step ${ins.step}` : `step ${ins.step}`} · ${W >= 480 ? "one sample sequence: predicted" : "sample:"} right on ${right.length} of ${scored} scored tokens`,
-      { "data-testid": "train-sample" },
-    );
-    y += 14;
-    const sample = drawSample(g, 0, y, W, ins);
-    y += sample.height + 14;
-    width = Math.max(width, sample.width);
-    // Attention maps: one row per layer, its heads side by side, wrapped onto more rows
-    // where cells of at least READABLE_CELL px would not fit.
-    const left = labelSpace({ rowLabels: lab, cell: 14 })[0];
-    const gap = 22;
-    const cellFor = (n: number) =>
-      Math.min(14, Math.floor((W - left - (n - 1) * (gap + left)) / (n * T)));
-    let perRow = H;
-    while (perRow > 1 && cellFor(perRow) < READABLE_CELL) perRow--;
-    const cell = Math.max(4, cellFor(perRow));
-    ins.layers.forEach((L, l) => {
-      let x = 0,
-        rowH = 0;
-      for (let h = 0; h < H; h++) {
-        if (h > 0 && h % perRow === 0) {
-          y += rowH + 12;
-          x = 0;
-          rowH = 0;
-        }
-        const v = drawMatrix(g, {
-          id: `train-attn-${l}-${h}`,
-          title: `layer ${l + 1} · head ${h}`,
-          m: headMatrix(L.weights, h),
-          x,
-          y,
-          cell,
-          color: sequential(),
-          // Every map has its labels: on a narrow screen a row may hold one map.
-          rowLabels: lab,
-          titleColor: headColor(h),
-          tip: (r, c, val) =>
-            `layer ${l + 1}, head ${h}: α${sub(r)}${sub(c)} = <b>${fmt(val, 4)}</b><br>“${escapeHtml(lab[r])}” → “${escapeHtml(lab[c])}”`,
-          onCell: () => {
-            run.layer = l;
-            run.head = h;
-            redraw();
-          },
-        });
-        x += v.width + gap;
-        rowH = Math.max(rowH, v.height);
-        width = Math.max(width, x - gap);
-      }
-      y += rowH + 12;
-    });
-    y += weightLegend(g, 8, y) + 8;
-    // Query/key maps: as many side by side as fit at QK_MIN px or more.
-    const qkGap = 18;
-    const qkPerRow = Math.min(H, Math.max(1, Math.floor((W + qkGap) / (QK_MIN + QK_LEFT + qkGap))));
-    const size = Math.min(QK_MAX, Math.floor((W + qkGap) / qkPerRow) - QK_LEFT - qkGap);
-    note(
-      g,
-      0,
-      y,
-      W >= 640
-        ? "queries (●) and keys (■) of each head, projected together to 2-D; a line from each query to the key it weights most"
-        : "queries (●) and keys (■) of each head in 2-D;",
-    );
-    if (W < 640) note(g, 0, y + 15, "a line from each query to the key it weights most");
-    y += W >= 640 ? 30 : 45;
-    ins.layers.forEach((L, l) => {
-      for (let h = 0; h < H; h++) {
-        const col = h % qkPerRow;
-        if (h > 0 && col === 0) y += size + QK_BELOW + 26;
-        qkScatter(
-          g,
-          `train-qk-${l}-${h}`,
-          QK_LEFT + col * (size + QK_LEFT + qkGap),
-          y,
-          size,
-          `layer ${l + 1} · head ${h}`,
-          L.qk[h],
-          lab,
-        );
-      }
-      width = Math.max(width, qkPerRow * (size + QK_LEFT + qkGap) - qkGap);
-      y += size + QK_BELOW + 26;
-    });
-    // dS of the chosen head.
-    const l = Math.min(run.layer, ins.layers.length - 1),
-      h = Math.min(run.head, H - 1);
-    const dS = ins.layers[l].dScores;
-    if (dS) {
-      const m = headMatrix(dS, h);
-      const mx = maxAbs(m.data) || 1e-9;
-      const v = drawMatrix(g, {
-        id: "train-dS",
-        title: `dS = ∂loss/∂scores, layer ${l + 1} · head ${h}`,
-        shape: shape(T, T),
-        m,
-        x: 0,
-        y,
-        cell: Math.max(4, Math.min(14, Math.floor((W - left) / T))),
-        color: diverging(mx),
-        rowLabels: lab,
-        tip: (r, c, val) =>
-          `∂loss/∂s${sub(r)}${sub(c)} = <b>${val.toExponential(3)}</b><br>“${escapeHtml(lab[r])}” → “${escapeHtml(lab[c])}”`,
-      });
-      y += v.height + 10;
-      width = Math.max(width, v.width);
-      y += signedLegend(g, 8, y, mx, "∂loss/∂score");
-    }
-    return { width, height: y + 10, duration: 0 };
+      ins,
+      lab,
+      W,
+      left: labelSpace({ rowLabels: lab, cell: 14 })[0],
+      T: ins.tokens.length,
+      H: ins.layers[0].weights.shape[0],
+    };
+    const flow: Flow = { y: 16, width: 0 };
+    drawSampleRow(d, flow);
+    drawAttentionMaps(d, flow);
+    drawQKMaps(d, flow);
+    drawHeadGradient(d, flow);
+    return { width: flow.width, height: flow.y + 10, duration: 0 };
   },
 };
+
+/** What the view's parts draw: the inspection, its token labels and their width, the stage's width W. */
+interface Drawing {
+  g: SvgGroup;
+  ins: InspectionView;
+  lab: string[];
+  W: number;
+  /** Width of the row labels of a map. */
+  left: number;
+  /** Tokens of the sample, heads of a layer. */
+  T: number;
+  H: number;
+}
+
+/** Where the next part of the view goes (y) and the width drawn so far: each part advances it. */
+interface Flow {
+  y: number;
+  width: number;
+}
+
+/** A line on the sample (step, tokens predicted right), then the sample sequence itself. */
+function drawSampleRow({ g, ins, W }: Drawing, flow: Flow): void {
+  const scored = ins.targets.filter((t) => t >= 0).length;
+  const right = ins.predictions.filter((p, i) => ins.targets[i] >= 0 && p === ins.targets[i]);
+  note(
+    g,
+    0,
+    flow.y,
+    `${ins.snapshot >= 0 ? `snapshot at step ${ins.step}` : `step ${ins.step}`} · ${W >= 480 ? "one sample sequence: predicted" : "sample:"} right on ${right.length} of ${scored} scored tokens`,
+    { "data-testid": "train-sample" },
+  );
+  flow.y += 14;
+  const sample = drawSample(g, 0, flow.y, W, ins);
+  flow.y += sample.height + 14;
+  flow.width = Math.max(flow.width, sample.width);
+}
+
+/**
+ * Attention maps: one row per layer, its heads side by side, wrapped onto more rows where
+ * cells of at least READABLE_CELL px would not fit; a click on a cell chooses the head of dS.
+ */
+function drawAttentionMaps({ g, ins, lab, W, left, T, H }: Drawing, flow: Flow): void {
+  const gap = 22;
+  const cellFor = (n: number) =>
+    Math.min(14, Math.floor((W - left - (n - 1) * (gap + left)) / (n * T)));
+  let perRow = H;
+  while (perRow > 1 && cellFor(perRow) < READABLE_CELL) perRow--;
+  const cell = Math.max(4, cellFor(perRow));
+  ins.layers.forEach((L, l) => {
+    let x = 0,
+      rowH = 0;
+    for (let h = 0; h < H; h++) {
+      if (h > 0 && h % perRow === 0) {
+        flow.y += rowH + 12;
+        x = 0;
+        rowH = 0;
+      }
+      const v = drawMatrix(g, {
+        id: `train-attn-${l}-${h}`,
+        title: `layer ${l + 1} · head ${h}`,
+        m: headMatrix(L.weights, h),
+        x,
+        y: flow.y,
+        cell,
+        color: sequential(),
+        // Every map has its labels: on a narrow screen a row may hold one map.
+        rowLabels: lab,
+        titleColor: headColor(h),
+        tip: (r, c, val) =>
+          `layer ${l + 1}, head ${h}: α${sub(r)}${sub(c)} = <b>${fmt(val, 4)}</b><br>“${escapeHtml(lab[r])}” → “${escapeHtml(lab[c])}”`,
+        onCell: () => {
+          run.layer = l;
+          run.head = h;
+          redraw();
+        },
+      });
+      x += v.width + gap;
+      rowH = Math.max(rowH, v.height);
+      flow.width = Math.max(flow.width, x - gap);
+    }
+    flow.y += rowH + 12;
+  });
+  flow.y += weightLegend(g, 8, flow.y) + 8;
+}
+
+/** Query/key maps of every head: as many side by side as fit at QK_MIN px or more. */
+function drawQKMaps({ g, ins, lab, W, H }: Drawing, flow: Flow): void {
+  const qkGap = 18;
+  const qkPerRow = Math.min(H, Math.max(1, Math.floor((W + qkGap) / (QK_MIN + QK_LEFT + qkGap))));
+  const size = Math.min(QK_MAX, Math.floor((W + qkGap) / qkPerRow) - QK_LEFT - qkGap);
+  note(
+    g,
+    0,
+    flow.y,
+    W >= 640
+      ? "queries (●) and keys (■) of each head, projected together to 2-D; a line from each query to the key it weights most"
+      : "queries (●) and keys (■) of each head in 2-D;",
+  );
+  if (W < 640) note(g, 0, flow.y + 15, "a line from each query to the key it weights most");
+  flow.y += W >= 640 ? 30 : 45;
+  ins.layers.forEach((L, l) => {
+    for (let h = 0; h < H; h++) {
+      const col = h % qkPerRow;
+      if (h > 0 && col === 0) flow.y += size + QK_BELOW + 26;
+      qkScatter(
+        g,
+        `train-qk-${l}-${h}`,
+        QK_LEFT + col * (size + QK_LEFT + qkGap),
+        flow.y,
+        size,
+        `layer ${l + 1} · head ${h}`,
+        L.qk[h],
+        lab,
+      );
+    }
+    flow.width = Math.max(flow.width, qkPerRow * (size + QK_LEFT + qkGap) - qkGap);
+    flow.y += size + QK_BELOW + 26;
+  });
+}
+
+/** dS = ∂loss/∂scores of the chosen layer and head, with its legend. */
+function drawHeadGradient({ g, ins, lab, W, left, T, H }: Drawing, flow: Flow): void {
+  const l = Math.min(run.layer, ins.layers.length - 1),
+    h = Math.min(run.head, H - 1);
+  const dS = ins.layers[l].dScores;
+  if (!dS) return;
+  const m = headMatrix(dS, h);
+  const mx = maxAbs(m.data) || 1e-9;
+  const v = drawMatrix(g, {
+    id: "train-dS",
+    title: `dS = ∂loss/∂scores, layer ${l + 1} · head ${h}`,
+    shape: shape(T, T),
+    m,
+    x: 0,
+    y: flow.y,
+    cell: Math.max(4, Math.min(14, Math.floor((W - left) / T))),
+    color: diverging(mx),
+    rowLabels: lab,
+    tip: (r, c, val) =>
+      `∂loss/∂s${sub(r)}${sub(c)} = <b>${val.toExponential(3)}</b><br>“${escapeHtml(lab[r])}” → “${escapeHtml(lab[c])}”`,
+  });
+  flow.y += v.height + 10;
+  flow.width = Math.max(flow.width, v.width);
+  flow.y += signedLegend(g, 8, flow.y, mx, "∂loss/∂score");
+}
 
 // ---- the panel ----
 
@@ -485,12 +530,11 @@ function buildPanel(): void {
 
 function bindPanel(): void {
   buildPanel();
-  $<HTMLSelectElement>("train-task").innerHTML = TASKS.map(
-    (t) => `<option value="${t}">${t}</option>`,
-  ).join("");
-  $<HTMLSelectElement>("train-lr").innerHTML = LEARNING_RATES.map(
-    ([v, label]) => `<option value="${v}">${label}</option>`,
-  ).join("");
+  setOptions(
+    "train-task",
+    TASKS.map((t) => [t, t]),
+  );
+  setOptions("train-lr", LEARNING_RATES);
   setRanges(NUMBER_FIELDS);
   writeConfig();
   const panel = $("train");
@@ -522,9 +566,7 @@ function bindPanel(): void {
       run.head = h;
       redraw();
     } else if (t.id === "train-file") {
-      const input = t as HTMLInputElement;
-      const f = input.files?.[0];
-      input.value = "";
+      const f = takeFile(t as HTMLInputElement);
       if (f)
         void f
           .arrayBuffer()
