@@ -170,6 +170,14 @@ Status ForceFromEnvironment();
 // *t = m^T, allocated (errors name `parameter` and `what`).
 Status Transpose(const char* parameter, const char* what, ConstMatrixView m, Matrix* t);
 
+// The stable name of enum value `e`: names[e] for values counted from 0,
+// "unknown" past the table (a value cast from an out-of-range integer).
+template <typename E, size_t N>
+const char* EnumName(const char* const (&names)[N], E e) {
+  const auto i = static_cast<size_t>(e);
+  return i < N ? names[i] : "unknown";
+}
+
 }  // namespace internal
 }  // namespace attnkit
 
