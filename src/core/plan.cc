@@ -110,16 +110,15 @@ bool UseSmallBackward(size_t T_q, size_t T_k, size_t d_k, size_t d_v) {
 bool UseSmallPath(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                   const AttentionOptions& options, MatrixView out) {
   if (forced_path) return false;  // a test asked for a path of the general one
-  if (!ViewUsable(Q) || !ViewUsable(K) || !ViewUsable(V) || !ViewUsable(out)) return false;
   const size_t T_q = Q.rows, T_k = K.rows, d_k = Q.cols, d_v = V.cols;
-  if (K.cols != d_k || V.rows != T_k || out.rows != T_q || out.cols != d_v) return false;
+  if (!QKVUsable(Q, K, V) || !ShapeUsable(out, T_q, d_v)) return false;
   // The small-shape kernel, or else split-K with one chunk where the general
   // path would take it, its partials within their room.
   const bool small = UseSmallKernelForAttention(T_q, T_k, d_k, d_v);
   if (!small && (T_k > kDecodeChunkKeys || UseFusedPath(T_q, T_k, d_k, d_v))) return false;
   if (!small && T_q > kSmallPartialFloats / (2 + d_v)) return false;
-  if (!Disjoint(out, Q) || !Disjoint(out, K) || !Disjoint(out, V)) return false;
-  return CheckOptions(options, T_q, T_k, /*batched=*/false, 1, 1).ok();
+  return OutputsApart({{"out", out}}, {{"Q", Q}, {"K", K}, {"V", V}}) &&
+         CheckOptions(options, T_q, T_k, /*batched=*/false, 1, 1).ok();
 }
 
 Status PlanAttention(const AttentionJob& job, AttentionPlan* plan) {
