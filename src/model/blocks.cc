@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "attnkit/backward.h"
+#include "src/core/internal.h"
 #include "src/model/kernels.h"
 
 namespace attnkit {
@@ -128,13 +129,21 @@ Status AttentionBlockBackward(const ModelConfig& c, const LayerParameters& p, co
       dQKV.view().Block(0, N, 0, hd), dQKV.view().Block(0, N, hd, gd),
       dQKV.view().Block(0, N, hd + gd, gd)));
   if (dz) *dz = s->dz;
+  // The core's projection backward: with W_Q | W_K | W_V, dQ | dK | dV and
+  // dW_Q | dW_K | dW_V side by side it takes dW_QKV = a^T dQKV and da = dQKV
+  // W_QKV^T as one product each.
   ATTNKIT_RETURN_IF_ERROR(Shape(&s->dW_QKV, d, hd + 2 * gd));
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(Normed(c, x, a.norm), dQKV, s->dW_QKV, kFinite));
-  CopyBlock(s->dW_QKV.view().Block(0, d, 0, hd), g->W_Q);
-  CopyBlock(s->dW_QKV.view().Block(0, d, hd, gd), g->W_K);
-  CopyBlock(s->dW_QKV.view().Block(0, d, hd + gd, gd), g->W_V);
   ATTNKIT_RETURN_IF_ERROR(Shape(&s->da, N, d));
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dQKV, a.W_QKV, s->da, kFinite));
+  const ConstMatrixView W = a.W_QKV.view(), dY = dQKV.view();
+  const MatrixView dW = s->dW_QKV.view();
+  ATTNKIT_RETURN_IF_ERROR(internal::RunProjectionBackward(
+      Normed(c, x, a.norm), W.Block(0, d, 0, hd), W.Block(0, d, hd, gd), W.Block(0, d, hd + gd, gd),
+      dY.Block(0, N, 0, hd), dY.Block(0, N, hd, gd), dY.Block(0, N, hd + gd, gd), "dx",
+      options.pool, s->da, dW.Block(0, d, 0, hd), dW.Block(0, d, hd, gd),
+      dW.Block(0, d, hd + gd, gd)));
+  CopyBlock(dW.Block(0, d, 0, hd), g->W_Q);
+  CopyBlock(dW.Block(0, d, hd, gd), g->W_K);
+  CopyBlock(dW.Block(0, d, hd + gd, gd), g->W_V);
   if (c.layer_norm) {
     kernels::LayerNormBackward(x, a.norm.mean.data(), a.norm.rstd.data(), p.ln_gain.data(), s->da,
                                *dx, g->ln_gain.data(), g->ln_bias.data());

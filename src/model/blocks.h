@@ -81,11 +81,9 @@ Status AttentionBlock(const ModelConfig& c, const LayerParameters& p, const Matr
                       Matrix* x_out);
 // dx [N, d]: d loss / d x_out in, d loss / d x out; grads' ln_gain, ln_bias
 // += and W_Q, W_K, W_V, W_O = theirs. dz (optional) receives d loss / d z.
-// The projection's backward is the fused one here, not the core's
-// ProjectionBackward: with Q | K | V side by side dW_QKV = a^T dQKV and
-// da = dQKV W_QKV^T are one product each, where the core's takes dQ, dK, dV
-// apart (six products, a transpose of a and two sums into dX), which is
-// slower and sums da in another order.
+// The projection's backward is the core's (RunProjectionBackward), which
+// takes Q | K | V side by side as one projection: dW_QKV = a^T dQKV and
+// da = dQKV W_QKV^T are one product each.
 Status AttentionBlockBackward(const ModelConfig& c, const LayerParameters& p, const Matrix& x,
                               const BlockActivations& a, size_t batch,
                               const AttentionOptions& options, LayerParameters* g,
