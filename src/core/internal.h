@@ -41,6 +41,10 @@ struct HeadTask {
   MaskView bool_mask;
   ConstMatrixView additive_mask;
   MatrixView scores;
+  // The softmax weights [T_q, T_k] as a by-product (split-K: DecodeChunk
+  // keeps each chunk's exp, MergeChunks normalises them), or empty. A head
+  // that keeps them takes the split-K path.
+  MatrixView weights;
 };
 
 // dst = src W: src [M, K], W [K, N], dst [M, N]. With M >= kPackMinRows

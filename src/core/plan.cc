@@ -36,9 +36,11 @@ Status PlanHead(const AttentionJob& job, size_t h, AttentionPlan* plan, size_t* 
   // the backward recomputes P = exp(S - lse) with the fused kernel's GEMM and
   // exp, so lse must come from the same sums, or large logits give P != 1.
   const bool training = !t.lse.empty();
+  // A head that keeps its weights takes split-K, where they are a by-product.
   const bool fused =
-      !rows && (training || (forced_path ? *forced_path == HeadPath::kFused
-                                         : UseFusedPath(t.Q.rows, t.K.rows, t.K.cols, t.V.cols)));
+      !rows && (training || (t.weights.empty() &&
+                             (forced_path ? *forced_path == HeadPath::kFused
+                                          : UseFusedPath(t.Q.rows, t.K.rows, t.K.cols, t.V.cols))));
   if (rows) {
     plan->heads[h].path = HeadPath::kRows;
     *floats = t.K.rows;

@@ -87,7 +87,7 @@ Status FuseQKV(const LayerParameters& p, Matrix* W_QKV) {
 
 Status AttentionBlock(const ModelConfig& c, const LayerParameters& p, const Matrix& x, size_t batch,
                       const AttentionOptions& options, KVCache* cache, BlockActivations* a,
-                      Matrix* x_out) {
+                      Matrix* x_out, MatrixView weights) {
   const size_t N = x.rows(), d = c.d_model;
   const size_t hd = c.num_heads * c.d_k, gd = c.num_kv_heads * c.d_k;
   if (c.layer_norm) ATTNKIT_RETURN_IF_ERROR(LayerNormForward(x, p.ln_gain, p.ln_bias, &a->norm));
@@ -98,7 +98,7 @@ Status AttentionBlock(const ModelConfig& c, const LayerParameters& p, const Matr
   ATTNKIT_RETURN_IF_ERROR(MatMul(Normed(c, x, a->norm), a->W_QKV, a->QKV, kFinite));
   if (cache) {
     ATTNKIT_RETURN_IF_ERROR(cache->Append(a->K(), a->V()));
-    ATTNKIT_RETURN_IF_ERROR(AttendCached(a->Q(), *cache, c.num_heads, options, a->z));
+    ATTNKIT_RETURN_IF_ERROR(AttendCached(a->Q(), *cache, c.num_heads, options, a->z, weights));
   } else {
     ATTNKIT_RETURN_IF_ERROR(Shape(&a->lse, c.num_heads * N, 1));
     ATTNKIT_RETURN_IF_ERROR(MultiHeadAttentionQKVForTraining(a->Q(), a->K(), a->V(), batch,
@@ -252,27 +252,6 @@ Status AttentionWeightsOf(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView 
   extras.scores_stage = ScoresStage::kWeights;
   extras.scores = weights;
   return MultiHeadAttentionQKV(Q, K, V, batch, heads, options, extras, out);
-}
-
-Status CachedAttentionWeights(const ModelConfig& c, const BlockActivations& a, size_t row,
-                              const KVCache& cache, const AttentionOptions& options,
-                              Matrix* weights) {
-  const size_t size = cache.size(), dk = c.d_k;
-  const size_t group = c.num_heads / c.num_kv_heads;  // query heads per K/V head
-  ATTNKIT_RETURN_IF_ERROR(Alloc(weights, c.num_heads, size));
-  HeadConfig heads = Heads(c);
-  heads.num_heads = group;
-  heads.num_kv_heads = 1;
-  // The row's query is the cache's newest token: it sees every cached key,
-  // so no mask (a causal one would align the one query with the first key).
-  AttentionOptions o = options;
-  o.causal = false;
-  for (size_t kv = 0; kv < c.num_kv_heads; ++kv) {
-    ATTNKIT_RETURN_IF_ERROR(AttentionWeightsOf(a.Q().Block(row, 1, kv * group * dk, group * dk),
-                                               cache.Keys(0, kv), cache.Values(0, kv), 1, heads, o,
-                                               weights->view().Block(kv * group, group, 0, size)));
-  }
-  return Status::Ok();
 }
 
 }  // namespace model
