@@ -186,6 +186,88 @@ TEST_CASE("AttendCached equals the last rows of full attention over the cached t
   });
 }
 
+TEST_CASE("AttendCached's weights: each query's softmax over the cache, from the same pass",
+          "[kv_cache][attend]") {
+  struct S {
+    size_t h, kvh, batch, T, T_new, d;
+  };
+  // T past kDecodeChunkKeys (256): weights merged from two chunks.
+  const S shapes[] = {{1, 1, 1, 1, 1, 4},
+                      {4, 2, 2, 9, 1, 8},
+                      {4, 2, 2, 9, 3, 5},
+                      {2, 1, 1, 300, 1, 16},
+                      {2, 2, 1, 300, 4, 8}};
+  ForEachTarget([&](int64_t) {
+    uint32_t seed = 12000;
+    for (const S& s : shapes) {
+      for (bool causal : {true, false}) {
+        INFO("h=" << s.h << " kvh=" << s.kvh << " batch=" << s.batch << " T=" << s.T
+                  << " T_new=" << s.T_new << " d=" << s.d << " causal=" << causal);
+        const TestMatrix K = Random(s.batch * s.T, s.kvh * s.d, ++seed);
+        const TestMatrix V = Random(s.batch * s.T, s.kvh * s.d, ++seed);
+        const TestMatrix Qn = Random(s.batch * s.T_new, s.h * s.d, ++seed);
+        KVCache cache;
+        REQUIRE_OK(KVCache::Create(s.batch, s.kvh, s.d, s.d, s.T, &cache));
+        REQUIRE_OK(cache.Append(K, V));
+        AttentionOptions o;
+        o.causal = causal;
+        TestMatrix plain(s.batch * s.T_new, s.h * s.d), out(s.batch * s.T_new, s.h * s.d);
+        TestMatrix weights(s.batch * s.h * s.T_new, s.T, Layout::kStrided);
+        REQUIRE_OK(attnkit::AttendCached(Qn, cache, s.h, o, plain));
+        REQUIRE_OK(attnkit::AttendCached(Qn, cache, s.h, o, out, weights));
+        CHECK(weights.PaddingIntact());
+        const AttnTol tol = AttentionTol(s.d, s.T, 1, 1, 1, 1.0 / std::sqrt(double(s.d)));
+        if (s.T_new == 1) {
+          // One query per head takes split-K either way: the same output.
+          CHECK(std::equal(out.data(), out.data() + out.rows() * out.cols(), plain.data()));
+        } else {
+          CHECK_CLOSE(out, plain.ToRef(), tol.output);
+        }
+        // The reference: softmax(q k_j / sqrt(d)) in double over the keys the
+        // query sees (causal: up to its own token, the cache's T - T_new + t).
+        for (size_t b = 0; b < s.batch; ++b) {
+          for (size_t head = 0; head < s.h; ++head) {
+            const size_t g = head / (s.h / s.kvh);
+            for (size_t t = 0; t < s.T_new; ++t) {
+              const size_t seen = causal ? s.T - s.T_new + t + 1 : s.T;
+              std::vector<double> p(s.T, 0.0);
+              double max = -INFINITY, sum = 0;
+              for (size_t j = 0; j < seen; ++j) {
+                double dot = 0;
+                for (size_t c = 0; c < s.d; ++c)
+                  dot += double(Qn(b * s.T_new + t, head * s.d + c)) * K(b * s.T + j, g * s.d + c);
+                p[j] = dot / std::sqrt(double(s.d));
+                max = std::max(max, p[j]);
+              }
+              for (size_t j = 0; j < seen; ++j) sum += (p[j] = std::exp(p[j] - max));
+              const size_t row = (b * s.h + head) * s.T_new + t;
+              for (size_t j = 0; j < s.T; ++j) {
+                CHECK(std::abs(weights(row, j) - (j < seen ? p[j] / sum : 0.0)) <= 1e-5);
+              }
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+TEST_CASE("AttendCached checks its weights' shape and memory", "[kv_cache][attend][errors]") {
+  KVCache cache;
+  REQUIRE_OK(KVCache::Create(1, 1, 4, 4, 8, &cache));
+  REQUIRE_OK(cache.Append(Random(5, 4, 1), Random(5, 4, 2)));
+  // Q_new [1, 8] at the start of a buffer of 16 floats.
+  TestMatrix buffer = Random(1, 16, 3), out(1, 8), weights(2, 5), short_weights(2, 4);
+  const attnkit::ConstMatrixView Q(buffer.data(), 1, 8);
+  CHECK_ERROR(attnkit::AttendCached(Q, cache, 2, AttentionOptions(), out, short_weights),
+              Err(ErrorCode::kShapeMismatch).Name("weights").Num(5));
+  // weights [2, 5] over Q_new's last 4 floats.
+  CHECK_ERROR(attnkit::AttendCached(Q, cache, 2, AttentionOptions(), out,
+                                    attnkit::MatrixView(buffer.data() + 4, 2, 5)),
+              Err(ErrorCode::kInvalidArgument).Name("weights"));
+  REQUIRE_OK(attnkit::AttendCached(Q, cache, 2, AttentionOptions(), out, weights));
+}
+
 struct DecodeShape {
   size_t h, kvh, batch;
 };

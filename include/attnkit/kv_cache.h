@@ -71,8 +71,12 @@ class KVCache {
 // own tokens must already be appended): Q_new [batch*T_new, num_heads*d_k]
 // -> out [batch*T_new, num_heads*d_v]. Causal by default with offset
 // size - T_new, so row t equals row (size - T_new + t) of full causal attention.
+// With `weights` (not empty), also the softmax weights of every query over
+// the cache, in the same pass: weights [batch*num_heads*T_new, size], the
+// block of (item b, head h) at row (b num_heads + h) T_new.
 Status AttendCached(ConstMatrixView Q_new, const KVCache& cache, size_t num_heads,
-                    const AttentionOptions& options, MatrixView out);
+                    const AttentionOptions& options, MatrixView out,
+                    MatrixView weights = MatrixView());
 
 // One decoding step of multi-head self-attention: projects X_new
 // [batch*T_new, d_model] to Q, K, V, appends K and V to the cache, attends the

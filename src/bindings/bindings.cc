@@ -277,13 +277,32 @@ int TraceQKVJs(uintptr_t args) {
   const ConstMatrixView Q = a.In(), K = a.In(), V = a.In();
   return Report(TraceAttentionQKV(Q, K, V, a.Options(), &LastTrace()));
 }
-// The trace's matrices in the order traceMatrix(index) reads them, under the
-// names the JS result uses: the one source of that protocol (traceMatrixNames).
+// A trace's matrices in the order its reader (traceMatrix(index),
+// backwardTraceMatrix(index)) reads them, under the names the JS result uses:
+// the one source of that protocol (traceMatrixNames, backwardTraceMatrixNames).
+template <typename Trace>
 struct TraceEntry {
   const char* name;
-  Matrix AttentionTrace::*matrix;
+  Matrix Trace::*matrix;
 };
-constexpr TraceEntry kTraceMatrices[] = {
+// The names of a trace's matrices, comma-separated, index order.
+template <typename Trace, size_t N>
+std::string EntryNames(const TraceEntry<Trace> (&entries)[N]) {
+  std::string names;
+  for (const TraceEntry<Trace>& e : entries) {
+    if (!names.empty()) names += ',';
+    names += e.name;
+  }
+  return names;
+}
+// Matrix `index` of `trace` (an empty Mat out of range).
+template <typename Trace, size_t N>
+Mat EntryMatrix(const TraceEntry<Trace> (&entries)[N], const Trace& trace, int index) {
+  if (index < 0 || index >= static_cast<int>(N)) return Mat();
+  return ToMat((trace.*entries[index].matrix).view());
+}
+
+constexpr TraceEntry<AttentionTrace> kTraceMatrices[] = {
     {"X", &AttentionTrace::X},
     {"Q", &AttentionTrace::Q},
     {"K", &AttentionTrace::K},
@@ -292,24 +311,10 @@ constexpr TraceEntry kTraceMatrices[] = {
     {"scaledScores", &AttentionTrace::scaled_scores},
     {"maskedScores", &AttentionTrace::masked_scores},
     {"weights", &AttentionTrace::weights},
-    {"output", &AttentionTrace::output},
-};
-constexpr int kTraceMatrixCount = static_cast<int>(std::size(kTraceMatrices));
-
-// The names of the trace's matrices, comma-separated, index order.
-std::string TraceMatrixNames() {
-  std::string names;
-  for (const TraceEntry& e : kTraceMatrices) {
-    if (!names.empty()) names += ',';
-    names += e.name;
-  }
-  return names;
-}
-// Matrix `index` of the last trace (an empty Mat out of range).
-Mat TraceMatrix(int index) {
-  if (index < 0 || index >= kTraceMatrixCount) return Mat();
-  return ToMat((LastTrace().*kTraceMatrices[index].matrix).view());
-}
+    {"output", &AttentionTrace::output}};
+std::string TraceMatrixNames() { return EntryNames(kTraceMatrices); }
+// Matrix `index` of the last trace.
+Mat TraceMatrix(int index) { return EntryMatrix(kTraceMatrices, LastTrace(), index); }
 float TraceScale() { return LastTrace().scale; }
 void TraceClear() { LastTrace() = AttentionTrace(); }
 
@@ -338,13 +343,7 @@ int TraceBackwardQKVJs(uintptr_t args) {
   return KeepBackwardTrace(
       TraceAttentionBackwardQKV(Q, K, V, dO, a.Options(), &LastBackwardTrace()));
 }
-// The backward trace's matrices in the order backwardTraceMatrix(index) reads
-// them, under the names of the JS result (backwardTraceMatrixNames).
-struct BackwardTraceEntry {
-  const char* name;
-  Matrix AttentionBackwardTrace::*matrix;
-};
-constexpr BackwardTraceEntry kBackwardTraceMatrices[] = {
+constexpr TraceEntry<AttentionBackwardTrace> kBackwardTraceMatrices[] = {
     {"dO", &AttentionBackwardTrace::dO},
     {"dV", &AttentionBackwardTrace::dV},
     {"dWeights", &AttentionBackwardTrace::d_weights},
@@ -356,20 +355,10 @@ constexpr BackwardTraceEntry kBackwardTraceMatrices[] = {
     {"dX", &AttentionBackwardTrace::dX},
     {"dW_Q", &AttentionBackwardTrace::dW_Q},
     {"dW_K", &AttentionBackwardTrace::dW_K},
-    {"dW_V", &AttentionBackwardTrace::dW_V},
-};
-constexpr int kBackwardTraceMatrixCount = static_cast<int>(std::size(kBackwardTraceMatrices));
-std::string BackwardTraceMatrixNames() {
-  std::string names;
-  for (const BackwardTraceEntry& e : kBackwardTraceMatrices) {
-    if (!names.empty()) names += ',';
-    names += e.name;
-  }
-  return names;
-}
+    {"dW_V", &AttentionBackwardTrace::dW_V}};
+std::string BackwardTraceMatrixNames() { return EntryNames(kBackwardTraceMatrices); }
 Mat BackwardTraceMatrix(int index) {
-  if (index < 0 || index >= kBackwardTraceMatrixCount) return Mat();
-  return ToMat((LastBackwardTrace().*kBackwardTraceMatrices[index].matrix).view());
+  return EntryMatrix(kBackwardTraceMatrices, LastBackwardTrace(), index);
 }
 void BackwardTraceClear() {
   LastBackwardTrace() = AttentionBackwardTrace();

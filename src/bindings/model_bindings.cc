@@ -15,6 +15,7 @@
 #include "attnkit/tasks.h"
 #include "attnkit/text.h"
 #include "attnkit/thread_pool.h"
+#include "src/bindings/functions.h"
 
 namespace attnkit {
 namespace bindings {
@@ -326,30 +327,10 @@ model::Model* ModelOf(uintptr_t handle) { return &AsModel(handle)->model; }
 }  // namespace attnkit
 
 EMSCRIPTEN_BINDINGS(attnkit_model) {
-  using namespace emscripten;
   using namespace attnkit::bindings;
-  function("modelCreate", &ModelCreate);
-  function("modelImport", &ModelImport);
-  function("modelFree", &ModelFree);
-  function("modelSetVocabulary", &ModelSetVocabulary);
-  function("modelVocabulary", &ModelVocabulary);
-  function("modelInfo", &ModelInfo);
-  function("modelTrainedSteps", &ModelTrainedSteps);
-  function("modelExport", &ModelExport);
-  function("modelForward", &ModelForward);
-  function("modelAttention", &ModelAttention);
-  function("modelTensorNames", &ModelTensorNames);
-  function("modelTensor", &ModelTensor);
-  function("modelInspect", &ModelInspect);
-  function("modelInspectLayer", &ModelInspectLayer);
-  function("modelInspectClear", &ModelInspectClear);
-  function("trainerCreate", &TrainerCreate);
-  function("trainerFree", &TrainerFree);
-  function("trainerSteps", &TrainerSteps);
-  function("trainerLearningRate", &TrainerLearningRate);
-  function("trainerStep", &TrainerStep);
-  function("generatorCreate", &GeneratorCreate);
-  function("generatorFree", &GeneratorFree);
-  function("generatorNext", &GeneratorNext);
-  function("taskInfo", &TaskInfo);
+  ATTNKIT_FUNCTIONS(
+      ModelCreate, ModelImport, ModelFree, ModelSetVocabulary, ModelVocabulary, ModelInfo,
+      ModelTrainedSteps, ModelExport, ModelForward, ModelAttention, ModelTensorNames, ModelTensor,
+      ModelInspect, ModelInspectLayer, ModelInspectClear, TrainerCreate, TrainerFree, TrainerSteps,
+      TrainerLearningRate, TrainerStep, GeneratorCreate, GeneratorFree, GeneratorNext, TaskInfo);
 }

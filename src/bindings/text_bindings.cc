@@ -17,6 +17,7 @@
 #include "attnkit/generate.h"
 #include "attnkit/model.h"
 #include "attnkit/text.h"
+#include "src/bindings/functions.h"
 
 namespace attnkit {
 namespace bindings {
@@ -214,19 +215,8 @@ int SamplerNext(uintptr_t h, uintptr_t args) {
 }  // namespace attnkit
 
 EMSCRIPTEN_BINDINGS(attnkit_text) {
-  using namespace emscripten;
   using namespace attnkit::bindings;
-  function("tokenizerBuild", &TokenizerBuild);
-  function("tokenizerEncode", &TokenizerEncode);
-  function("tokenizerDecode", &TokenizerDecode);
-  function("textClear", &TextClear);
-  function("datasetCreate", &DatasetCreate);
-  function("datasetFree", &DatasetFree);
-  function("datasetInfo", &DatasetInfo);
-  function("datasetNext", &DatasetNext);
-  function("datasetValidationBatch", &DatasetValidationBatch);
-  function("datasetValidationLoss", &DatasetValidationLoss);
-  function("samplerCreate", &SamplerCreate);
-  function("samplerFree", &SamplerFree);
-  function("samplerNext", &SamplerNext);
+  ATTNKIT_FUNCTIONS(TokenizerBuild, TokenizerEncode, TokenizerDecode, TextClear, DatasetCreate,
+                    DatasetFree, DatasetInfo, DatasetNext, DatasetValidationBatch,
+                    DatasetValidationLoss, SamplerCreate, SamplerFree, SamplerNext);
 }

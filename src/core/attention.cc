@@ -130,24 +130,18 @@ Status RunProjected(ProjectionNames names, ConstMatrixView X_q, ConstMatrixView 
 Status Attention(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                  const AttentionOptions& options, MatrixView out) {
   // Small calls: the lean path (plan.h), one dispatch and no allocation.
-  if (internal::UseSmallPath(Q, K, V, options, out)) {
-    const bool small_kernel = internal::UseSmallKernelForAttention(Q.rows, K.rows, Q.cols, V.cols);
-    switch (internal::RunSmallAttention(internal::OneHead(Q, K, V, options, out),
-                                        ScoreParamsOf(options, Q.cols), /*check_inputs=*/true,
-                                        small_kernel)) {
-      case internal::SmallResult::kOk:
-        return Status::Ok();
-      case internal::SmallResult::kOverflow:        // the general path judges the outputs
-      case internal::SmallResult::kNonFiniteInput:  // the checks below name the input
-        break;
-    }
+  if (internal::UseSmallPath(Q, K, V, options, out) &&
+      internal::LeanPathDone(internal::RunSmallAttention(
+          internal::OneHead(Q, K, V, options, out), ScoreParamsOf(options, Q.cols),
+          /*check_inputs=*/true,
+          internal::UseSmallKernelForAttention(Q.rows, K.rows, Q.cols, V.cols)))) {
+    return Status::Ok();
   }
   ATTNKIT_RETURN_IF_ERROR(CheckQKV(Q, K, V));
   ATTNKIT_RETURN_IF_ERROR(
       CheckShape("out", out, Q.rows, V.cols, "T_q, the rows of Q", "d_v, the columns of V"));
-  for (auto [name, in] : {std::pair<const char*, ConstMatrixView>{"Q", Q}, {"K", K}, {"V", V}}) {
-    ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, name, in));
-  }
+  ATTNKIT_RETURN_IF_ERROR(
+      internal::CheckOutputsApart({{"out", out}}, {{"Q", Q}, {"K", K}, {"V", V}}));
   return RunQKV("Q", "V", Q, K, V, options, Q.cols, out, nullptr);
 }
 

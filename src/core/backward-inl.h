@@ -132,123 +132,61 @@ enum class TileGrads { kAll, kKeys, kQueries };
 
 // One tile of the backward: query rows [i0, i0 + rows) (rows <=
 // kGradQueries) against keys [j0, j0 + cols) (cols <= kGradKeys, whole
-// vectors), and the thread's scratch: s and dp [rows, kGradKeys], slope
-// [rows, kGradKeys], dK and dV of the key block [cols, dk_p], [cols, dv_p].
+// vectors), the thread's tiles, the operands the GEMMs read and the
+// gradients they add to. BackwardTile takes them from the layout (packed and
+// padded, dK and dV into the thread's key-block sums); SmallBackward, a head
+// that is one tile, reads them where they are and adds to dQ, dK, dV
+// themselves, over `key_rows` <= cols rows (the keys any query sees).
 struct GradTile {
   const internal::GradTask& task;
   size_t i0, rows, j0, cols;
-  float* s;      // S, then P
-  float* dp;     // dP, then dS
-  float* slope;  // 1 - tanh^2 (with a softcap)
-  float* dkb;
-  float* dvb;
-
-  const float* Workspace(size_t at) const { return task.workspace + at; }
-  // Q rows [rows, dk_p] (Q itself, or its padded copy) and their stride.
-  ConstMatrixView QRows() const {
-    const internal::GradLayout& w = task.layout;
-    if (w.q_in_place) return task.head.Q.Block(i0, rows, 0, task.head.Q.cols);
-    return ConstMatrixView(Workspace(w.qp) + i0 * w.dk_p, rows, w.dk_p);
-  }
-  // dO rows [rows, dv_p], likewise.
-  ConstMatrixView dORows() const {
-    const internal::GradLayout& w = task.layout;
-    if (w.do_in_place) return task.dO.Block(i0, rows, 0, task.dO.cols);
-    return ConstMatrixView(Workspace(w.dop) + i0 * w.dv_p, rows, w.dv_p);
-  }
+  float* s;            // [rows, kGradKeys]  S, then P
+  float* dp;           // [rows, kGradKeys]  dP, then dS
+  float* slope;        // [rows, kGradKeys]  1 - tanh^2 (with a softcap), else null
+  ConstMatrixView kt;  // [d_k, cols]  K^T * scale of the tile's keys
+  ConstMatrixView vt;  // [d_v, cols]  V^T
+  ConstMatrixView K;   // [key_rows, dQ.cols]  the keys, for dQ
+  ConstMatrixView Q;   // [rows, dK.cols]  the query rows, for dK
+  ConstMatrixView dO;  // [rows, dV.cols]  their output gradients, for dV
+  MatrixView dQ;       // [rows, >= d_k]  added to
+  MatrixView dK;       // [key_rows, >= d_k]  added to
+  MatrixView dV;       // [key_rows, >= d_v]  added to
 };
 
 // Scores, recomputed: S [rows, cols] = Q rows [rows, d_k] K_block^T [d_k,
-// cols] (K^T packed times the scale: S is already scaled).
+// cols] (K^T packed times the scale: S is already scaled). kUnroll: the
+// GEMM's k steps per pointer advance (kGemmUnroll for a long d).
+template <size_t kUnroll>
 HWY_INLINE void RecomputeScores(const GradTile& t) {
-  const internal::GradLayout& w = t.task.layout;
   const size_t d_k = t.task.head.Q.cols;
-  MatMul<false, GemmARows, GemmARows, kGemmShortK>(
-      t.task.head.Q.Block(t.i0, t.rows, 0, d_k),
-      Operand(t.Workspace(w.kt) + t.j0 * d_k, d_k, t.cols, w.kb),
-      MatrixView(t.s, t.rows, t.cols, kGradKeys));
+  MatMul<false, GemmARows, GemmARows, kUnroll>(t.task.head.Q.Block(t.i0, t.rows, 0, d_k),
+                                               Operand(t.kt.data, d_k, t.cols, t.kt.stride),
+                                               MatrixView(t.s, t.rows, t.cols, kGradKeys));
 }
 
 // WeightedSumVGrad, dP [rows, cols] = dO rows [rows, d_v] V_block^T [d_v,
 // cols] (O = P V seen from the weights).
+template <size_t kUnroll>
 HWY_INLINE void WeightedSumVGradP(const GradTile& t) {
-  const internal::GradLayout& w = t.task.layout;
   const size_t d_v = t.task.head.V.cols;
-  MatMul<false, GemmARows, GemmARows, kGemmShortK>(
-      t.task.dO.Block(t.i0, t.rows, 0, d_v),
-      Operand(t.Workspace(w.vt) + t.j0 * d_v, d_v, t.cols, w.kb),
-      MatrixView(t.dp, t.rows, t.cols, kGradKeys));
+  MatMul<false, GemmARows, GemmARows, kUnroll>(t.task.dO.Block(t.i0, t.rows, 0, d_v),
+                                               Operand(t.vt.data, d_v, t.cols, t.vt.stride),
+                                               MatrixView(t.dp, t.rows, t.cols, kGradKeys));
 }
 
-// WeightedSumVGrad, dV_block [cols, d_v] += P^T [cols, rows] dO rows [rows,
-// d_v]: each value row collects the output gradients of the queries that
-// weighted it.
-HWY_INLINE void WeightedSumVGradV(const GradTile& t) {
-  const ConstMatrixView dO = t.dORows();
-  const size_t dv_n = WholeVectors(t.task.head.V.cols);  // columns past hold zeros
-  MatMul<true, GemmARows, TileTransposedA, kGemmShortK>(
-      ConstMatrixView(t.s, t.cols, t.rows), Operand(dO.data, t.rows, dv_n, dO.stride),
-      MatrixView(t.dvb, t.cols, dv_n, t.task.layout.dv_p));
-}
-
-// ScoresGrad, dK_block [cols, d_k] += dS^T [cols, rows] Q rows [rows, d_k]
-// (the scale is in dS).
-HWY_INLINE void ScoresGradK(const GradTile& t) {
-  const ConstMatrixView Q = t.QRows();
-  const size_t dk_n = WholeVectors(t.task.head.Q.cols);
-  MatMul<true, GemmARows, TileTransposedA, kGemmShortK>(
-      ConstMatrixView(t.dp, t.cols, t.rows), Operand(Q.data, t.rows, dk_n, Q.stride),
-      MatrixView(t.dkb, t.cols, dk_n, t.task.layout.dk_p));
-}
-
-// ScoresGrad, dQ rows [rows, d_k] += dS [rows, cols] K_block [cols, d_k]
-// (summed in dQ itself, or in its padded accumulator).
-HWY_INLINE void ScoresGradQ(const GradTile& t) {
+// The tile's P and dS, row by row: P = exp(S' - lse) (RecomputeWeights),
+// then SoftmaxGrad and ScaleSoftcapGrad, dS = P (dP - D_i) (1 - tanh^2)
+// scale. visible[r]: the keys query i0 + r sees; D [T_q]: SoftmaxGrad's D.
+HWY_INLINE void WeightGrads(const GradTile& t, const size_t* visible, const float* HWY_RESTRICT D) {
   const internal::GradTask& task = t.task;
-  const internal::GradLayout& w = task.layout;
-  const size_t dk_n = WholeVectors(task.head.Q.cols);
-  const MatrixView dQ =
-      w.q_in_place ? MatrixView(task.dQ.Row(t.i0), t.rows, dk_n, task.dQ.stride)
-                   : MatrixView(task.workspace + w.dqp + t.i0 * w.dk_p, t.rows, dk_n, w.dk_p);
-  MatMul<true, GemmARows, TileA, kGemmShortK>(
-      ConstMatrixView(t.dp, t.rows, t.cols, kGradKeys),
-      Operand(t.Workspace(w.kp) + t.j0 * w.dk_p, t.cols, dk_n, w.dk_p), dQ);
-}
-
-// Query rows [i0, i0 + rows) against the key block at j0 of the backward:
-// adds to the block's dK and dV (the thread's dkb, dvb) and to the rows' dQ,
-// as `grads` says. `scratch` is the thread's block of the workspace.
-HWY_INLINE void BackwardTile(const internal::GradTask& task, float* HWY_RESTRICT scratch, size_t i0,
-                             size_t rows, size_t j0, TileGrads grads) {
-  const internal::GradLayout& w = task.layout;
-  size_t visible[kGradQueries];
-  size_t keys = 0;
-  for (size_t r = 0; r < rows; ++r) {
-    visible[r] = VisibleKeys(task.head, task.params, i0 + r);
-    keys = std::max(keys, visible[r]);
-  }
-  if (keys <= j0) return;  // no row of the block sees a key of this block
-  const bool softcap = task.params.softcap > 0.0f;
-  const GradTile t{task,
-                   i0,
-                   rows,
-                   j0,
-                   TileCols(keys, j0),
-                   scratch + w.s,
-                   scratch + w.dp,
-                   softcap ? scratch + w.g : nullptr,
-                   scratch + w.dkb,
-                   scratch + w.dvb};
-  RecomputeScores(t);
-  WeightedSumVGradP(t);
   const DF d;
   const size_t N = hn::Lanes(d);
   const auto scale = hn::Set(d, task.params.scale);
-  for (size_t r = 0; r < rows; ++r) {
-    const size_t i = i0 + r;
+  for (size_t r = 0; r < t.rows; ++r) {
+    const size_t i = t.i0 + r;
     float* HWY_RESTRICT p = t.s + r * kGradKeys;
     float* HWY_RESTRICT ds = t.dp + r * kGradKeys;
-    const size_t n = visible[r] > j0 ? std::min(t.cols, visible[r] - j0) : 0;
+    const size_t n = visible[r] > t.j0 ? std::min(t.cols, visible[r] - t.j0) : 0;
     const float lse = task.head.lse(i, 0);
     if (n == 0 || lse == -std::numeric_limits<float>::infinity()) {
       // The row sees no key here: P = dS = 0.
@@ -256,14 +194,83 @@ HWY_INLINE void BackwardTile(const internal::GradTask& task, float* HWY_RESTRICT
       ZeroRow(ds, t.cols);
       continue;
     }
-    float* HWY_RESTRICT slope = softcap ? t.slope + r * kGradKeys : nullptr;
-    RecomputeWeights(task, i, j0, n, t.cols, lse, p, slope);
-    const auto D_i = hn::Set(d, task.workspace[w.D + i]);
+    float* HWY_RESTRICT slope = t.slope ? t.slope + r * kGradKeys : nullptr;
+    RecomputeWeights(task, i, t.j0, n, t.cols, lse, p, slope);
+    const auto D_i = hn::Set(d, D[i]);
     for (size_t j = 0; j < t.cols; j += N) {
       const auto dS = SoftmaxGrad(hn::LoadU(d, p + j), hn::LoadU(d, ds + j), D_i);
       hn::StoreU(ScaleSoftcapGrad(d, dS, slope ? slope + j : nullptr, scale), d, ds + j);
     }
   }
+}
+
+// WeightedSumVGrad, dV [key_rows, d_v] += P^T [key_rows, rows] dO rows
+// [rows, d_v]: each value row collects the output gradients of the queries
+// that weighted it. Returns true if every sum is finite.
+HWY_INLINE bool WeightedSumVGradV(const GradTile& t) {
+  return MatMul<true, GemmARows, TileTransposedA, kGemmShortK>(
+      ConstMatrixView(t.s, t.dV.rows, t.rows), Operand(t.dO.data, t.rows, t.dV.cols, t.dO.stride),
+      t.dV);
+}
+
+// ScoresGrad, dK [key_rows, d_k] += dS^T [key_rows, rows] Q rows [rows, d_k]
+// (the scale is in dS).
+HWY_INLINE bool ScoresGradK(const GradTile& t) {
+  return MatMul<true, GemmARows, TileTransposedA, kGemmShortK>(
+      ConstMatrixView(t.dp, t.dK.rows, t.rows), Operand(t.Q.data, t.rows, t.dK.cols, t.Q.stride),
+      t.dK);
+}
+
+// ScoresGrad, dQ rows [rows, d_k] += dS [rows, key_rows] K [key_rows, d_k].
+HWY_INLINE bool ScoresGradQ(const GradTile& t) {
+  return MatMul<true, GemmARows, TileA, kGemmShortK>(
+      ConstMatrixView(t.dp, t.rows, t.K.rows, kGradKeys),
+      Operand(t.K.data, t.K.rows, t.dQ.cols, t.K.stride), t.dQ);
+}
+
+// Query rows [i0, i0 + rows) against the key block at j0 of the backward:
+// adds to the block's dK and dV (the thread's dkb, dvb) and to the rows' dQ,
+// as `grads` says. `scratch` is the thread's block of the workspace. The
+// operands are the layout's: K^T, V^T and K packed, Q and dO in place or
+// padded, dQ in place or its padded accumulator; the GEMMs that add to the
+// padded sums run over whole vectors of d (the columns past hold zeros).
+HWY_INLINE void BackwardTile(const internal::GradTask& task, float* HWY_RESTRICT scratch, size_t i0,
+                             size_t rows, size_t j0, TileGrads grads) {
+  const internal::GradLayout& w = task.layout;
+  const internal::HeadTask& h = task.head;
+  size_t visible[kGradQueries];
+  size_t keys = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    visible[r] = VisibleKeys(h, task.params, i0 + r);
+    keys = std::max(keys, visible[r]);
+  }
+  if (keys <= j0) return;  // no row of the block sees a key of this block
+  const size_t d_k = h.Q.cols, d_v = h.V.cols, cols = TileCols(keys, j0);
+  const size_t dk_n = WholeVectors(d_k), dv_n = WholeVectors(d_v);
+  const float* ws = task.workspace;
+  const GradTile t{task,
+                   i0,
+                   rows,
+                   j0,
+                   cols,
+                   scratch + w.s,
+                   scratch + w.dp,
+                   task.params.softcap > 0.0f ? scratch + w.g : nullptr,
+                   ConstMatrixView(ws + w.kt + j0 * d_k, d_k, cols, w.kb),
+                   ConstMatrixView(ws + w.vt + j0 * d_v, d_v, cols, w.kb),
+                   ConstMatrixView(ws + w.kp + j0 * w.dk_p, cols, dk_n, w.dk_p),
+                   w.q_in_place ? h.Q.Block(i0, rows, 0, d_k)
+                                : ConstMatrixView(ws + w.qp + i0 * w.dk_p, rows, dk_n, w.dk_p),
+                   w.do_in_place ? task.dO.Block(i0, rows, 0, d_v)
+                                 : ConstMatrixView(ws + w.dop + i0 * w.dv_p, rows, dv_n, w.dv_p),
+                   w.q_in_place
+                       ? MatrixView(task.dQ.Row(i0), rows, dk_n, task.dQ.stride)
+                       : MatrixView(task.workspace + w.dqp + i0 * w.dk_p, rows, dk_n, w.dk_p),
+                   MatrixView(scratch + w.dkb, cols, dk_n, w.dk_p),
+                   MatrixView(scratch + w.dvb, cols, dv_n, w.dv_p)};
+  RecomputeScores<kGemmShortK>(t);
+  WeightedSumVGradP<kGemmShortK>(t);
+  WeightGrads(t, visible, ws + w.D);
   if (grads != TileGrads::kQueries) {
     WeightedSumVGradV(t);
     ScoresGradK(t);
@@ -341,7 +348,7 @@ HWY_INLINE void WriteQueryGradients(const internal::GradTask& task) {
 
 // SmallBackward: the backward of a head that is one tile (T_q <=
 // kGradQueries, T_k <= kGradKeys, d_k and d_v <= kSmallMaxDim; see
-// UseSmallBackward), BackwardTile's steps with the same sums in the same
+// UseSmallBackward): BackwardTile's steps with the same sums in the same
 // order (bit for bit), without a layout and with nothing packed but K^T
 // and V^T [d, tk] (tk: the keys any query sees, in whole vectors): the GEMMs
 // read Q, K, dO in place and write dQ, dK, dV where they are, each over
@@ -350,10 +357,10 @@ HWY_INLINE void WriteQueryGradients(const internal::GradTask& task) {
 // dS) and slope [kGradQueries, kGradKeys]. Returns false if a gradient
 // overflowed.
 HWY_NOINLINE bool SmallBackward(const internal::GradTask& task) {
-  const internal::HeadTask& t = task.head;
-  const size_t T_q = t.Q.rows, T_k = t.K.rows, d_k = t.Q.cols, d_v = t.V.cols;
+  const internal::HeadTask& h = task.head;
+  const size_t T_q = h.Q.rows, T_k = h.K.rows, d_k = h.Q.cols, d_v = h.V.cols;
   // Keys no query sees get no gradient; nothing past them is packed or read.
-  const size_t keys = VisibleKeys(t, task.params, T_q - 1);
+  const size_t keys = VisibleKeys(h, task.params, T_q - 1);
   for (size_t j = 0; j < T_k; ++j) {
     ZeroRow(task.dK.Row(j), d_k);
     ZeroRow(task.dV.Row(j), d_v);
@@ -365,48 +372,38 @@ HWY_NOINLINE bool SmallBackward(const internal::GradTask& task) {
   float* HWY_RESTRICT vt = kt + internal::kSmallMaxDim * kGradKeys;
   float* HWY_RESTRICT s = vt + internal::kSmallMaxDim * kGradKeys;
   float* HWY_RESTRICT dp = s + kGradQueries * kGradKeys;
-  const bool softcap = task.params.softcap > 0.0f;
-  float* HWY_RESTRICT slope = softcap ? dp + kGradQueries * kGradKeys : nullptr;
-  PackTransposed(t.K.Block(0, keys, 0, d_k), task.params.scale, tk, kt);
-  PackTransposed(t.V.Block(0, keys, 0, d_v), 1.0f, tk, vt);
-  // Scores, recomputed: S [T_q, tk] = Q kt (K^T times the scale), and
-  // WeightedSumVGrad, dP [T_q, tk] = dO V^T. Their K is d, which may be
-  // long: the GEMM's four steps per pointer advance (kGemmUnroll; the same
-  // sums).
-  MatMul(t.Q, Operand(kt, d_k, tk, tk), MatrixView(s, T_q, tk, kGradKeys));
-  MatMul(task.dO, Operand(vt, d_v, tk, tk), MatrixView(dp, T_q, tk, kGradKeys));
-  // Per row: P, then SoftmaxGrad and ScaleSoftcapGrad into dS (as BackwardTile).
-  const DF d;
-  const size_t N = hn::Lanes(d);
-  const auto scale = hn::Set(d, task.params.scale);
+  PackTransposed(h.K.Block(0, keys, 0, d_k), task.params.scale, tk, kt);
+  PackTransposed(h.V.Block(0, keys, 0, d_v), 1.0f, tk, vt);
+  size_t visible[kGradQueries];
+  float D[kGradQueries];
   for (size_t i = 0; i < T_q; ++i) {
-    float* HWY_RESTRICT p = s + i * kGradKeys;
-    float* HWY_RESTRICT ds = dp + i * kGradKeys;
-    const size_t n = VisibleKeys(t, task.params, i);
-    const float lse = t.lse(i, 0);
-    if (n == 0 || lse == -std::numeric_limits<float>::infinity()) {
-      ZeroRow(p, tk);
-      ZeroRow(ds, tk);
-      continue;
-    }
-    float* HWY_RESTRICT g = softcap ? slope + i * kGradKeys : nullptr;
-    RecomputeWeights(task, i, 0, n, tk, lse, p, g);
-    const auto D_i = hn::Set(d, SoftmaxGradD(task.dO.Row(i), t.out.Row(i), d_v));
-    for (size_t j = 0; j < tk; j += N) {
-      const auto dS = SoftmaxGrad(hn::LoadU(d, p + j), hn::LoadU(d, ds + j), D_i);
-      hn::StoreU(ScaleSoftcapGrad(d, dS, g ? g + j : nullptr, scale), d, ds + j);
-    }
+    visible[i] = VisibleKeys(h, task.params, i);
+    D[i] = SoftmaxGradD(task.dO.Row(i), h.out.Row(i), d_v);
   }
-  // WeightedSumVGrad, dV [keys, d_v] += P^T dO; ScoresGrad, dK [keys, d_k]
-  // += dS^T Q and dQ [T_q, d_k] += dS K (the scale is in dS).
-  bool finite = MatMul<true, GemmARows, TileTransposedA, kGemmShortK>(
-      ConstMatrixView(s, keys, T_q), Operand(task.dO.data, T_q, d_v, task.dO.stride),
-      task.dV.Block(0, keys, 0, d_v));
-  finite &= MatMul<true, GemmARows, TileTransposedA, kGemmShortK>(
-      ConstMatrixView(dp, keys, T_q), Operand(t.Q.data, T_q, d_k, t.Q.stride),
-      task.dK.Block(0, keys, 0, d_k));
-  finite &= MatMul<true, GemmARows, TileA, kGemmShortK>(
-      ConstMatrixView(dp, T_q, keys, kGradKeys), Operand(t.K.data, keys, d_k, t.K.stride), task.dQ);
+  const GradTile t{task,
+                   0,
+                   T_q,
+                   0,
+                   tk,
+                   s,
+                   dp,
+                   task.params.softcap > 0.0f ? dp + kGradQueries * kGradKeys : nullptr,
+                   ConstMatrixView(kt, d_k, tk),
+                   ConstMatrixView(vt, d_v, tk),
+                   h.K.Block(0, keys, 0, d_k),
+                   h.Q,
+                   task.dO,
+                   task.dQ,
+                   task.dK.Block(0, keys, 0, d_k),
+                   task.dV.Block(0, keys, 0, d_v)};
+  // The scores' and dP's K is d, which may be long: the GEMM's four steps
+  // per pointer advance (kGemmUnroll; the same sums).
+  RecomputeScores<kGemmUnroll>(t);
+  WeightedSumVGradP<kGemmUnroll>(t);
+  WeightGrads(t, visible, D);
+  bool finite = WeightedSumVGradV(t);
+  finite &= ScoresGradK(t);
+  finite &= ScoresGradQ(t);
   return finite;
 }
 

@@ -68,27 +68,8 @@ using internal::CheckQKV;
 using internal::CheckShape;
 using internal::CheckView;
 
-struct Named {
-  const char* name;
-  ConstMatrixView view;
-};
-
-// Every output against every input, and the outputs against each other.
-Status CheckOutputs(std::initializer_list<std::pair<const char*, MatrixView>> outputs,
-                    std::initializer_list<Named> inputs) {
-  // A Status is built only for an overlap: a small call's dozens of checks
-  // cost comparisons.
-  for (const auto& [name, out] : outputs) {
-    for (const Named& in : inputs) {
-      if (!internal::Disjoint(out, in.view)) return CheckNoOverlap(name, out, in.name, in.view);
-    }
-    for (const auto& [other_name, other] : outputs) {
-      if (other.data == out.data && other_name == name) continue;
-      if (!internal::Disjoint(out, other)) return CheckNoOverlap(name, out, other_name, other);
-    }
-  }
-  return Status::Ok();
-}
+using internal::CheckOutputsApart;
+using internal::NamedView;
 
 // Q, K, V (CheckQKV), dO [T_q, d_v] finite, and the shapes of dQ [T_q, d_k],
 // dK [T_k, d_k] and dV [T_k, d_v]: what both backward overloads take.
@@ -113,12 +94,11 @@ Status CheckGradientArgs(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V
 // without a job, a plan or an allocation).
 Status RunForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                       const AttentionOptions& options, MatrixView out, MatrixView lse) {
-  if (internal::UseSmallKernel(Q.rows, K.rows, Q.cols, V.cols)) {
-    const internal::SmallResult result = internal::RunSmallAttention(
-        internal::OneHead(Q, K, V, options, out, lse), internal::ScoreParamsOf(options, Q.cols),
-        /*check_inputs=*/false, /*small_kernel=*/true);
-    // An overflow goes on to the job below, which judges the outputs.
-    if (result == internal::SmallResult::kOk) return Status::Ok();
+  if (internal::UseSmallKernel(Q.rows, K.rows, Q.cols, V.cols) &&
+      internal::LeanPathDone(internal::RunSmallAttention(
+          internal::OneHead(Q, K, V, options, out, lse), internal::ScoreParamsOf(options, Q.cols),
+          /*check_inputs=*/false, /*small_kernel=*/true))) {
+    return Status::Ok();
   }
   internal::AttentionJob job;
   job.params = internal::ScoreParamsOf(options, Q.cols);
@@ -138,59 +118,31 @@ float* SmallWorkspace() {
 }
 
 // The lean paths of small calls, as Attention's (plan.h, UseSmallPath): true
-// if every check of the call but its inputs' finiteness passes (usable views
-// of the expected shapes, outputs apart from the inputs and each other, the
-// options) and the small kernels take it, tested without building a Status
-// per check. The one dispatch then checks the inputs' finiteness; any
+// if every check of the call but its inputs' finiteness would pass (the
+// checks' twins of validate.h, in the checked path's order) and the small
+// kernels take it. The one dispatch then checks the inputs' finiteness; any
 // failure goes to the checked path, which names it in its own order.
-bool Usable(std::initializer_list<ConstMatrixView> views) {
-  for (const ConstMatrixView& v : views) {
-    if (!internal::ViewUsable(v)) return false;
-  }
-  return true;
-}
-bool Shaped(ConstMatrixView v, size_t rows, size_t cols) {
-  return v.rows == rows && v.cols == cols;
-}
-// Whether two views share no element: their spans of memory apart, else the
-// exact test (strided views may interleave).
-bool Apart(ConstMatrixView a, ConstMatrixView b) {
-  const float* a_end = a.data + (a.rows - 1) * a.stride + a.cols;
-  const float* b_end = b.data + (b.rows - 1) * b.stride + b.cols;
-  return a_end <= b.data || b_end <= a.data ||
-         internal::Disjoint(MatrixView(const_cast<float*>(a.data), a.rows, a.cols, a.stride), b);
-}
-bool Apart(std::initializer_list<MatrixView> outputs,
-           std::initializer_list<ConstMatrixView> inputs) {
-  for (const MatrixView& out : outputs) {
-    for (const ConstMatrixView& in : inputs) {
-      if (!Apart(out, in)) return false;
-    }
-    for (const MatrixView& other : outputs) {
-      if (&other != &out && !Apart(out, other)) return false;
-    }
-  }
-  return true;
-}
-
 bool UseLeanTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                      const AttentionOptions& options, MatrixView out, MatrixView lse) {
+  using internal::ShapeUsable;
   const size_t T_q = Q.rows, T_k = K.rows, d_k = Q.cols, d_v = V.cols;
-  return Usable({Q, K, V, out, lse}) && Shaped(K, T_k, d_k) && Shaped(V, T_k, d_v) &&
-         Shaped(out, T_q, d_v) && Shaped(lse, T_q, 1) &&
-         internal::UseSmallKernel(T_q, T_k, d_k, d_v) && Apart({out, lse}, {Q, K, V}) &&
+  return internal::QKVUsable(Q, K, V) && ShapeUsable(out, T_q, d_v) && ShapeUsable(lse, T_q, 1) &&
+         internal::UseSmallKernel(T_q, T_k, d_k, d_v) &&
+         internal::OutputsApart({{"out", out}, {"lse", lse}}, {{"Q", Q}, {"K", K}, {"V", V}}) &&
          internal::CheckOptions(options, T_q, T_k, /*batched=*/false, 1, 1).ok();
 }
 
 bool UseLeanBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, ConstMatrixView O,
                      ConstMatrixView dO, ConstMatrixView lse, const AttentionOptions& options,
                      MatrixView dQ, MatrixView dK, MatrixView dV) {
+  using internal::ShapeUsable;
   const size_t T_q = Q.rows, T_k = K.rows, d_k = Q.cols, d_v = V.cols;
-  return Usable({Q, K, V, O, dO, lse, dQ, dK, dV}) && Shaped(K, T_k, d_k) && Shaped(V, T_k, d_v) &&
-         Shaped(O, T_q, d_v) && Shaped(dO, T_q, d_v) && Shaped(lse, T_q, 1) &&
-         Shaped(dQ, T_q, d_k) && Shaped(dK, T_k, d_k) && Shaped(dV, T_k, d_v) &&
-         internal::UseSmallBackward(T_q, T_k, d_k, d_v) &&
-         Apart({dQ, dK, dV}, {Q, K, V, O, dO, lse}) &&
+  return internal::QKVUsable(Q, K, V) && ShapeUsable(dO, T_q, d_v) && ShapeUsable(dQ, T_q, d_k) &&
+         ShapeUsable(dK, T_k, d_k) && ShapeUsable(dV, T_k, d_v) && ShapeUsable(O, T_q, d_v) &&
+         ShapeUsable(lse, T_q, 1) && internal::UseSmallBackward(T_q, T_k, d_k, d_v) &&
+         internal::OutputsApart(
+             {{"dQ", dQ}, {"dK", dK}, {"dV", dV}},
+             {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"dO", dO}, {"lse", lse}}) &&
          internal::CheckOptions(options, T_q, T_k, /*batched=*/false, 1, 1).ok();
 }
 
@@ -240,9 +192,8 @@ Status RunBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, Matr
   }
   // The small backward through its own entry (inputs checked again, in one
   // pass each), so that its kernel is compiled once.
-  const bool ok = task.small
-                      ? ATTNKIT_GRAD_DISPATCH(SmallBackwardT)(task) == internal::SmallResult::kOk
-                      : ATTNKIT_GRAD_DISPATCH(AttentionBackwardT)(task);
+  const bool ok = task.small ? internal::LeanPathDone(ATTNKIT_GRAD_DISPATCH(SmallBackwardT)(task))
+                             : ATTNKIT_GRAD_DISPATCH(AttentionBackwardT)(task);
   if (!ok) return internal::OverflowStatus("dO", "the gradients dQ, dK and dV");
   return Status::Ok();
 }
@@ -251,16 +202,11 @@ Status RunBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, Matr
 
 Status AttentionForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                             const AttentionOptions& options, MatrixView out, MatrixView lse) {
-  if (UseLeanTraining(Q, K, V, options, out, lse)) {
-    switch (internal::RunSmallAttention(internal::OneHead(Q, K, V, options, out, lse),
-                                        internal::ScoreParamsOf(options, Q.cols),
-                                        /*check_inputs=*/true, /*small_kernel=*/true)) {
-      case internal::SmallResult::kOk:
-        return Status::Ok();
-      case internal::SmallResult::kOverflow:        // the job below judges the outputs
-      case internal::SmallResult::kNonFiniteInput:  // the checks below name the input
-        break;
-    }
+  if (UseLeanTraining(Q, K, V, options, out, lse) &&
+      internal::LeanPathDone(internal::RunSmallAttention(
+          internal::OneHead(Q, K, V, options, out, lse), internal::ScoreParamsOf(options, Q.cols),
+          /*check_inputs=*/true, /*small_kernel=*/true))) {
+    return Status::Ok();
   }
   ATTNKIT_RETURN_IF_ERROR(CheckQKV(Q, K, V));
   ATTNKIT_RETURN_IF_ERROR(
@@ -268,7 +214,7 @@ Status AttentionForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixVie
   ATTNKIT_RETURN_IF_ERROR(
       CheckShape("lse", lse, Q.rows, 1, "T_q, the rows of Q", "one log-sum-exp per row"));
   ATTNKIT_RETURN_IF_ERROR(
-      CheckOutputs({{"out", out}, {"lse", lse}}, {{"Q", Q}, {"K", K}, {"V", V}}));
+      CheckOutputsApart({{"out", out}, {"lse", lse}}, {{"Q", Q}, {"K", K}, {"V", V}}));
   ATTNKIT_RETURN_IF_ERROR(internal::CheckOptions(options, Q.rows, K.rows, /*batched=*/false, 1, 1));
   return RunForTraining(Q, K, V, options, out, lse);
 }
@@ -289,14 +235,7 @@ Status AttentionBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V
     task.dV = dV;
     task.small = true;
     task.workspace = SmallWorkspace();
-    switch (ATTNKIT_GRAD_DISPATCH(SmallBackwardT)(task)) {
-      case internal::SmallResult::kOk:
-        return Status::Ok();
-      case internal::SmallResult::kOverflow:
-        return internal::OverflowStatus("dO", "the gradients dQ, dK and dV");
-      case internal::SmallResult::kNonFiniteInput:
-        break;  // the checks below name the input
-    }
+    if (internal::LeanPathDone(ATTNKIT_GRAD_DISPATCH(SmallBackwardT)(task))) return Status::Ok();
   }
   ATTNKIT_RETURN_IF_ERROR(CheckGradientArgs(Q, K, V, dO, dQ, dK, dV));
   const size_t T_q = Q.rows, d_v = V.cols;
@@ -308,8 +247,8 @@ Status AttentionBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V
   // A fully masked row's log-sum-exp is -inf.
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("lse", lse, /*allow_neg_inf=*/true));
   ATTNKIT_RETURN_IF_ERROR(
-      CheckOutputs({{"dQ", dQ}, {"dK", dK}, {"dV", dV}},
-                   {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"dO", dO}, {"lse", lse}}));
+      CheckOutputsApart({{"dQ", dQ}, {"dK", dK}, {"dV", dV}},
+                        {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"dO", dO}, {"lse", lse}}));
   // The kernel only reads O and lse: the views are mutable for the overload
   // that computes them.
   return RunBackward(Q, K, V, MatrixView(const_cast<float*>(O.data), O.rows, O.cols, O.stride), dO,
@@ -322,8 +261,8 @@ Status AttentionBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V
                          MatrixView dK, MatrixView dV) {
   ATTNKIT_RETURN_IF_ERROR(CheckGradientArgs(Q, K, V, dO, dQ, dK, dV));
   const size_t T_q = Q.rows, d_v = V.cols;
-  ATTNKIT_RETURN_IF_ERROR(CheckOutputs({{"dQ", dQ}, {"dK", dK}, {"dV", dV}},
-                                       {{"Q", Q}, {"K", K}, {"V", V}, {"dO", dO}}));
+  ATTNKIT_RETURN_IF_ERROR(CheckOutputsApart({{"dQ", dQ}, {"dK", dK}, {"dV", dV}},
+                                            {{"Q", Q}, {"K", K}, {"V", V}, {"dO", dO}}));
   Matrix O, lse;
   ATTNKIT_RETURN_IF_ERROR(internal::Allocate("Q", "O [T_q, d_v]", T_q, d_v, &O));
   ATTNKIT_RETURN_IF_ERROR(internal::Allocate("Q", "lse [T_q, 1]", T_q, 1, &lse));
@@ -484,10 +423,11 @@ Status SelfAttentionBackward(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrix
   ATTNKIT_RETURN_IF_ERROR(CheckShape("dW_Q", grads.dW_Q, d_model, d_k, "d_model", "d_k"));
   ATTNKIT_RETURN_IF_ERROR(CheckShape("dW_K", grads.dW_K, d_model, d_k, "d_model", "d_k"));
   ATTNKIT_RETURN_IF_ERROR(CheckShape("dW_V", grads.dW_V, d_model, d_v, "d_model", "d_v"));
-  for (const Named& in : {Named{"X", X}, {"W_Q", W_Q}, {"W_K", W_K}, {"W_V", W_V}, {"dO", dO}}) {
+  for (const NamedView& in :
+       {NamedView{"X", X}, {"W_Q", W_Q}, {"W_K", W_K}, {"W_V", W_V}, {"dO", dO}}) {
     ATTNKIT_RETURN_IF_ERROR(CheckFinite(in.name, in.view));
   }
-  ATTNKIT_RETURN_IF_ERROR(CheckOutputs(
+  ATTNKIT_RETURN_IF_ERROR(CheckOutputsApart(
       {{"dX", grads.dX}, {"dW_Q", grads.dW_Q}, {"dW_K", grads.dW_K}, {"dW_V", grads.dW_V}},
       {{"X", X}, {"W_Q", W_Q}, {"W_K", W_K}, {"W_V", W_V}, {"dO", dO}}));
   Matrix Q, K, V, O, lse, dQ, dK, dV;
@@ -522,7 +462,7 @@ Status MultiHeadAttentionQKVForTraining(ConstMatrixView Q, ConstMatrixView K, Co
   ATTNKIT_RETURN_IF_ERROR(CheckShape("lse", lse, m.query_head_rows, 1, "batch * num_heads * T_q",
                                      "one log-sum-exp per row"));
   ATTNKIT_RETURN_IF_ERROR(
-      CheckOutputs({{"out", out}, {"lse", lse}}, {{"Q", Q}, {"K", K}, {"V", V}}));
+      CheckOutputsApart({{"out", out}, {"lse", lse}}, {{"Q", Q}, {"K", K}, {"V", V}}));
   return RunMultiForTraining(Q, K, V, out, lse, m, options);
 }
 
@@ -541,8 +481,8 @@ Status MultiHeadAttentionQKVBackward(ConstMatrixView Q, ConstMatrixView K, Const
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("O", O));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("lse", lse, /*allow_neg_inf=*/true));
   ATTNKIT_RETURN_IF_ERROR(
-      CheckOutputs({{"dQ", dQ}, {"dK", dK}, {"dV", dV}},
-                   {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"dO", dO}, {"lse", lse}}));
+      CheckOutputsApart({{"dQ", dQ}, {"dK", dK}, {"dV", dV}},
+                        {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"dO", dO}, {"lse", lse}}));
   // The kernel only reads O and lse without `recompute`.
   return RunMultiBackward(Q, K, V, Mutable(O), dO, Mutable(lse), /*recompute=*/false, m, options,
                           "dO", dQ, dK, dV);
@@ -555,8 +495,8 @@ Status MultiHeadAttentionQKVBackward(ConstMatrixView Q, ConstMatrixView K, Const
   MultiShape m;
   ATTNKIT_RETURN_IF_ERROR(CheckMultiQKV(Q, K, V, batch, config, options, &m));
   ATTNKIT_RETURN_IF_ERROR(CheckMultiGradients(Q, K, V, dO, "dO", m, dQ, dK, dV));
-  ATTNKIT_RETURN_IF_ERROR(CheckOutputs({{"dQ", dQ}, {"dK", dK}, {"dV", dV}},
-                                       {{"Q", Q}, {"K", K}, {"V", V}, {"dO", dO}}));
+  ATTNKIT_RETURN_IF_ERROR(CheckOutputsApart({{"dQ", dQ}, {"dK", dK}, {"dV", dV}},
+                                            {{"Q", Q}, {"K", K}, {"V", V}, {"dO", dO}}));
   Matrix O, lse;
   ATTNKIT_RETURN_IF_ERROR(
       internal::Allocate("Q", "O, shaped as the output", Q.rows, m.OutCols(), &O));
@@ -583,9 +523,9 @@ Status CheckLayerGradients(ConstMatrixView X, const MultiHeadWeights& w, size_t 
       CheckShape("dW_K", g.dW_K, w.W_K.rows, w.W_K.cols, "the rows of W_K", "the columns of W_K"));
   ATTNKIT_RETURN_IF_ERROR(
       CheckShape("dW_V", g.dW_V, w.W_V.rows, w.W_V.cols, "the rows of W_V", "the columns of W_V"));
-  std::vector<std::pair<const char*, MatrixView>> outputs = {
+  std::vector<NamedView> outputs = {
       {"dX", g.dX}, {"dW_Q", g.dW_Q}, {"dW_K", g.dW_K}, {"dW_V", g.dW_V}};
-  std::vector<Named> inputs = {
+  std::vector<NamedView> inputs = {
       {"X", X}, {"W_Q", w.W_Q}, {"W_K", w.W_K}, {"W_V", w.W_V}, {"dOut", dOut}};
   if (w.W_O.empty()) {
     if (!g.dW_O.empty()) {
@@ -599,16 +539,8 @@ Status CheckLayerGradients(ConstMatrixView X, const MultiHeadWeights& w, size_t 
     outputs.push_back({"dW_O", g.dW_O});
     inputs.push_back({"W_O", w.W_O});
   }
-  for (const auto& [name, out] : outputs) {
-    for (const Named& in : inputs) {
-      ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap(name, out, in.name, in.view));
-    }
-    for (const auto& [other_name, other] : outputs) {
-      if (other_name == name) continue;
-      ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap(name, out, other_name, other));
-    }
-  }
-  return Status::Ok();
+  return CheckOutputsApart(outputs.data(), outputs.data() + outputs.size(), inputs.data(),
+                           inputs.data() + inputs.size());
 }
 
 }  // namespace

@@ -52,6 +52,10 @@ HWY_INLINE bool DecodeChunk(const internal::HeadTask& t, const internal::ScorePa
     part[0] = -std::numeric_limits<float>::infinity();
     part[1] = 0.0f;
     ZeroRow(o, d_v);
+    // The chunk's weights: exp(s - m) here, normalised by MergeChunks; 0
+    // for the keys the row does not see.
+    float* HWY_RESTRICT w = t.weights.empty() ? nullptr : t.weights.Row(i) + j0;
+    if (w) ZeroRow(w, j1 - j0);
     const size_t visible = VisibleKeys(t, p, i);
     const size_t n = visible > j0 ? std::min(j1, visible) - j0 : 0;
     if (n == 0) continue;
@@ -65,15 +69,18 @@ HWY_INLINE bool DecodeChunk(const internal::HeadTask& t, const internal::ScorePa
     if (max == -std::numeric_limits<float>::infinity()) continue;
     part[0] = max;
     part[1] = SoftmaxUnnormalised(s, n, max);
+    if (w) CopyRow(s, n, w);
     WeightedSumV(t, s, j0, n, o);
   }
   return true;
 }
 
-// out row i of head t = the merge of its `chunks` partial results.
+// out row i of head t = the merge of its `chunks` partial results; with
+// t.weights, each chunk's exp(s - m) times exp(m - M) / L, the row's softmax.
 HWY_INLINE void MergeChunks(const internal::HeadTask& t, size_t chunks,
                             const float* HWY_RESTRICT partials) {
   const size_t d_v = t.V.cols, row_floats = 2 + d_v, chunk_floats = t.Q.rows * row_floats;
+  const size_t T_k = t.K.rows, C = internal::kDecodeChunkKeys;
   for (size_t i = 0; i < t.Q.rows; ++i) {
     float* HWY_RESTRICT out = t.out.Row(i);
     ZeroRow(out, d_v);
@@ -91,6 +98,17 @@ HWY_INLINE void MergeChunks(const internal::HeadTask& t, size_t chunks,
       MulAddRow(w, part + 2, out, d_v);
     }
     ScaleRow(out, d_v, 1.0f / L, 0.0f);  // L >= 1: the chunk with m = M has l >= 1
+    if (t.weights.empty()) continue;
+    for (size_t c = 0; c < chunks; ++c) {
+      const float x = partials[c * chunk_floats + i * row_floats] - M;
+      float* HWY_RESTRICT w = t.weights.Row(i) + c * C;
+      const size_t n = std::min(T_k, (c + 1) * C) - c * C;
+      if (!(x >= kExpFlushBelow)) {
+        ZeroRow(w, n);
+      } else {
+        ScaleRow(w, n, std::exp(x) / L, 0.0f);
+      }
+    }
   }
 }
 

@@ -361,81 +361,8 @@ HWY_INLINE bool FlashHead(const internal::HeadTask& t, const internal::ScorePara
 }
 
 // The small-shape kernel (SmallHead below) keeps every row of scores in
-// whole vectors, [keys] with room for WholeVectors(keys). Its row steps equal
-// the fused kernel's bit for bit, in whole vectors where those take the
-// short rows of small heads one lane at a time:
-// SmallRowMax = RowMax</*kAllowNegInf=*/false>, SmallSoftmax =
-// SoftmaxUnnormalised</*kViaExp2=*/true> and ZeroRow, ScaleShortRow =
-// ScaleRow.
-
-// The max of row [n] into *max (-inf for n = 0); false if one of them is NaN
-// or +-inf (an overflowed score: an error, never a mask). Reads the row's
-// whole vectors; lanes past n are ignored.
-HWY_INLINE bool SmallRowMax(const float* HWY_RESTRICT row, size_t n, float* max) {
-  const DF d;
-  const size_t N = hn::Lanes(d);
-  const auto neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
-  const auto zero = hn::Zero(d);
-  auto vmax = neg_inf, bad = zero;
-  for (size_t j = 0; j < n; j += N) {
-    const auto visible = hn::FirstN(d, std::min(N, n - j));
-    const auto v = hn::LoadU(d, row + j);
-    // 0 * v is NaN for v = NaN or +-inf, else 0.
-    bad = hn::MulAdd(hn::IfThenElseZero(visible, v), zero, bad);
-    vmax = hn::Max(vmax, hn::IfThenElse(visible, v, neg_inf));
-  }
-  if (!hn::AllTrue(d, hn::Eq(bad, zero))) return false;
-  // "All -inf" decided on the lanes (EMU128's MaxOfLanes starts from the
-  // lowest finite float, see RowMax).
-  *max = hn::AllTrue(d, hn::Eq(vmax, neg_inf)) ? -std::numeric_limits<float>::infinity()
-                                               : hn::GetLane(hn::MaxOfLanes(d, vmax));
-  return true;
-}
-
-// row [keys]: P = exp(row - max) for its first n (ExpViaExp2), 0 for the
-// rest; returns rowsum(P), summed in the order of SoftmaxUnnormalised (whole
-// vectors, then the last lanes one by one), so that l is the fused kernel's.
-HWY_INLINE float SmallSoftmax(float* HWY_RESTRICT row, size_t n, size_t keys, float max) {
-  const DF d;
-  const size_t N = hn::Lanes(d);
-  const auto vmax = hn::Set(d, max);
-  for (size_t j = 0; j < keys; j += N) {
-    const auto visible = hn::FirstN(d, j < n ? std::min(N, n - j) : 0);
-    hn::StoreU(hn::IfThenElseZero(visible, ExpViaExp2(d, hn::Sub(hn::LoadU(d, row + j), vmax))), d,
-               row + j);
-  }
-  auto vsum = hn::Zero(d);
-  size_t j = 0;
-  for (; j + N <= n; j += N) vsum = hn::Add(vsum, hn::LoadU(d, row + j));
-  float tail = 0.0f;
-  for (; j < n; ++j) tail += row[j];
-  return hn::GetLane(hn::SumOfLanes(d, vsum)) + tail;
-}
-
-// x [n] *= scale: whole vectors, then 8 and 4 lanes where the target's are
-// wider, then single lanes (ScaleRow takes every lane past the last whole
-// vector one at a time: all 8 of d_v = 8 with AVX-512).
-HWY_INLINE void ScaleShortRow(float* HWY_RESTRICT x, size_t n, float scale) {
-  const DF d;
-  const size_t N = hn::Lanes(d);
-  size_t i = 0;
-  for (; i + N <= n; i += N) hn::StoreU(hn::Mul(hn::LoadU(d, x + i), hn::Set(d, scale)), d, x + i);
-  if constexpr (HWY_LANES(float) > 8) {
-    const hn::CappedTag<float, 8> d8;
-    if (i + 8 <= n) {
-      hn::StoreU(hn::Mul(hn::LoadU(d8, x + i), hn::Set(d8, scale)), d8, x + i);
-      i += 8;
-    }
-  }
-  if constexpr (HWY_LANES(float) > 4) {
-    const hn::CappedTag<float, 4> d4;
-    if (i + 4 <= n) {
-      hn::StoreU(hn::Mul(hn::LoadU(d4, x + i), hn::Set(d4, scale)), d4, x + i);
-      i += 4;
-    }
-  }
-  for (; i < n; ++i) x[i] *= scale;
-}
+// whole vectors, [keys] with room for WholeVectors(keys), and takes the fused
+// kernel's row steps on whole vectors (kWholeVectors): the same sums.
 
 // SmallHead: a whole head small enough for the small-shape kernel (Q
 // [T_q <= kSmallMaxQueries, d_k], K [T_k <= kSmallMaxKeys, d_k], V [T_k,
@@ -445,7 +372,7 @@ HWY_INLINE void ScaleShortRow(float* HWY_RESTRICT x, size_t n, float scale) {
 //   kt [d_k, tk] = K^T * scale, the keys any query sees (tk: whole vectors)
 //   ScoresTile     S [T_q, tk] = Q kt, one GEMM reading Q in place
 //   per row        softcap, VisibleKeys and ApplyMasks, P = exp(S - max),
-//                  l = rowsum(P) (SmallRowMax, SmallSoftmax)
+//                  l = rowsum(P) (RowMax, SoftmaxUnnormalised)
 //   WeightedSumVTile   O [T_q, d_v] = P V, one GEMM reading V in place; O /= l
 // and with t.lse, lse = max + log l per row (-inf for a row that sees no
 // key). kt and s are scratch, [kSmallMaxDim * kSmallMaxKeys] and
@@ -468,7 +395,7 @@ HWY_INLINE bool SmallHead(const internal::HeadTask& t, const internal::ScorePara
   PackTransposed(t.K.Block(0, keys, 0, d_k), p.scale, tk, kt);
   const MatrixView S(s, T_q, tk, internal::kSmallMaxKeys);
   // Scores of keys no query sees may overflow: only the visible ones are
-  // checked (SmallRowMax), as the fused kernel checks them.
+  // checked (RowMax), as the fused kernel checks them.
   (void)MatMul(t.Q, PanelView::Whole(ConstMatrixView(kt, d_k, tk)), S);
   const bool masks = !t.bool_mask.empty() || !t.additive_mask.empty();
   float m[internal::kSmallMaxQueries], l[internal::kSmallMaxQueries];
@@ -477,18 +404,20 @@ HWY_INLINE bool SmallHead(const internal::HeadTask& t, const internal::ScorePara
     size_t n = VisibleKeys(t, p, i);
     // The scale is already in K^T; softcap after it.
     if (p.softcap > 0.0f) ScaleSoftcap(row, n, 1.0f, p.softcap);
-    if (!SmallRowMax(row, n, &m[i])) return false;
+    if (!RowMax</*kAllowNegInf=*/false, /*kWholeVectors=*/true>(row, n, &m[i])) return false;
     if (masks) {
       ApplyMasks(t, i, 0, row, n);
       if (!RowMax(row, n, &m[i])) return false;  // +inf from the additive mask
     }
     if (m[i] == kNegInf) n = 0;  // nothing visible: P row = 0
-    l[i] = SmallSoftmax(row, n, keys, m[i]);
+    l[i] = SoftmaxUnnormalised</*kViaExp2=*/true, /*kWholeVectors=*/true>(row, n, m[i]);
+    const size_t written = WholeVectors(n);  // zeros past n
+    if (written < tk) ZeroRow(row + written, tk - written);
   }
   const bool finite = MatMul(ConstMatrixView(s, T_q, keys, internal::kSmallMaxKeys),
                              PanelView::Whole(t.V.Block(0, keys, 0, d_v)), t.out);
   for (size_t i = 0; i < T_q; ++i) {
-    if (l[i] > 0.0f) ScaleShortRow(t.out.Row(i), d_v, 1.0f / l[i]);
+    if (l[i] > 0.0f) ScaleRow(t.out.Row(i), d_v, 1.0f / l[i], 0.0f);
     if (!t.lse.empty()) t.lse(i, 0) = l[i] > 0.0f ? m[i] + std::log(l[i]) : kNegInf;
   }
   return finite;

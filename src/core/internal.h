@@ -41,6 +41,10 @@ struct HeadTask {
   MaskView bool_mask;
   ConstMatrixView additive_mask;
   MatrixView scores;
+  // The softmax weights [T_q, T_k] as a by-product (split-K: DecodeChunk
+  // keeps each chunk's exp, MergeChunks normalises them), or empty. A head
+  // that keeps them takes the split-K path.
+  MatrixView weights;
 };
 
 // dst = src W: src [M, K], W [K, N], dst [M, N]. With M >= kPackMinRows
@@ -169,6 +173,14 @@ Status ForceFromEnvironment();
 
 // *t = m^T, allocated (errors name `parameter` and `what`).
 Status Transpose(const char* parameter, const char* what, ConstMatrixView m, Matrix* t);
+
+// The stable name of enum value `e`: names[e] for values counted from 0,
+// "unknown" past the table (a value cast from an out-of-range integer).
+template <typename E, size_t N>
+const char* EnumName(const char* const (&names)[N], E e) {
+  const auto i = static_cast<size_t>(e);
+  return i < N ? names[i] : "unknown";
+}
 
 }  // namespace internal
 }  // namespace attnkit

@@ -188,7 +188,7 @@ void AddCachedTasks(ConstMatrixView Q, MatrixView out, const KVCache& cache, siz
 }  // namespace
 
 Status AttendCached(ConstMatrixView Q_new, const KVCache& cache, size_t num_heads,
-                    const AttentionOptions& options, MatrixView out) {
+                    const AttentionOptions& options, MatrixView out, MatrixView weights) {
   ATTNKIT_RETURN_IF_ERROR(CheckCreated(cache));
   ATTNKIT_RETURN_IF_ERROR(CheckView("Q_new", Q_new));
   HeadConfig config;
@@ -211,7 +211,14 @@ Status AttendCached(ConstMatrixView Q_new, const KVCache& cache, size_t num_head
                                      "batch * T_new", "num_heads * d_k of the cache"));
   ATTNKIT_RETURN_IF_ERROR(CheckShape("out", out, Q_new.rows, num_heads * cache.d_v(),
                                      "batch * T_new, the rows of Q_new", "num_heads * d_v"));
-  ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, "Q_new", Q_new));
+  if (weights.empty()) {
+    ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, "Q_new", Q_new));
+  } else {
+    ATTNKIT_RETURN_IF_ERROR(CheckShape("weights", weights, Q_new.rows * num_heads, cache.size(),
+                                       "batch * num_heads * T_new", "the cache's size"));
+    ATTNKIT_RETURN_IF_ERROR(
+        internal::CheckOutputsApart({{"out", out}, {"weights", weights}}, {{"Q_new", Q_new}}));
+  }
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("Q_new", Q_new));
   ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, cache.batch()));
   internal::AttentionJob job;
@@ -222,6 +229,12 @@ Status AttendCached(ConstMatrixView Q_new, const KVCache& cache, size_t num_head
   job.params = internal::ScoreParamsOf(options, cache.d_k());
   job.pool = options.pool;
   AddCachedTasks(Q_new, out, cache, T_new, cache.size(), heads, options, &job.heads);
+  if (!weights.empty()) {
+    // Tasks in (item, head) order: task k's queries are rows [k T_new, +T_new).
+    for (size_t k = 0; k < job.heads.size(); ++k) {
+      job.heads[k].weights = weights.Block(k * T_new, T_new, 0, cache.size());
+    }
+  }
   return internal::RunAttentionJob(job);
 }
 

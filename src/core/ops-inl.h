@@ -234,32 +234,39 @@ HWY_INLINE V ScaleCap(D d, V v, float scale, float softcap, V* slope = nullptr) 
 
 // x [n] in place: x * scale, then soft-capped when softcap > 0. With slope
 // [n] (not null), also the softcap's derivative 1 - tanh^2 per entry, which
-// the backward's ScaleSoftcapGrad multiplies in.
+// the backward's ScaleSoftcapGrad multiplies in. Whole vectors, then 8 and 4
+// lanes where the target's vectors are wider (the short rows of small heads:
+// d_v = 8 with AVX-512), then single lanes; every lane the same sums.
 HWY_INLINE void ScaleRow(float* HWY_RESTRICT x, size_t n, float scale, float softcap,
                          float* HWY_RESTRICT slope = nullptr) {
-  const DF d;
-  const size_t N = hn::Lanes(d);
   size_t i = 0;
-  hn::Vec<DF> g;
-  for (; i + N <= n; i += N) {
-    hn::StoreU(ScaleCap(d, hn::LoadU(d, x + i), scale, softcap, slope ? &g : nullptr), d, x + i);
-    if (slope) hn::StoreU(g, d, slope + i);
-  }
-  const DF1 d1;
-  hn::Vec<DF1> g1;
-  for (; i < n; ++i) {
-    hn::StoreU(ScaleCap(d1, hn::LoadU(d1, x + i), scale, softcap, slope ? &g1 : nullptr), d1,
-               x + i);
-    if (slope) hn::StoreU(g1, d1, slope + i);
-  }
+  // Lanes [i, i + Lanes(d)) while they fit.
+  const auto steps = [&](auto d, bool repeat) HWY_ATTR {
+    const size_t N = hn::Lanes(d);
+    hn::Vec<decltype(d)> g;
+    while (i + N <= n) {
+      hn::StoreU(ScaleCap(d, hn::LoadU(d, x + i), scale, softcap, slope ? &g : nullptr), d, x + i);
+      if (slope) hn::StoreU(g, d, slope + i);
+      i += N;
+      if (!repeat) break;
+    }
+  };
+  steps(DF(), true);
+  if constexpr (HWY_LANES(float) > 8) steps(hn::CappedTag<float, 8>(), false);
+  if constexpr (HWY_LANES(float) > 4) steps(hn::CappedTag<float, 4>(), false);
+  steps(DF1(), true);
 }
 
 // The max of x [n] into *max (-inf for n = 0). Returns false if x holds NaN
-// or +inf, or, unless kAllowNegInf, -inf. Out of line in wasm: inlined in the
-// fused kernel, which has more live values than V8's 15 vector registers,
-// its accumulators would live on the stack.
-template <bool kAllowNegInf = true>
+// or +inf, or, unless kAllowNegInf, -inf. With kWholeVectors, x has room for
+// whole vectors (the short rows of the small-shape kernel): its last lanes
+// are read as one vector, those past n ignored, instead of one at a time.
+// Out of line in wasm: inlined in the fused kernel, which has more live
+// values than V8's 15 vector registers, its accumulators would live on the
+// stack.
+template <bool kAllowNegInf = true, bool kWholeVectors = false>
 ATTNKIT_OUT_OF_LINE_IN_WASM bool RowMax(const float* HWY_RESTRICT x, size_t n, float* max) {
+  static_assert(!(kAllowNegInf && kWholeVectors), "whole vectors take the test 0 * v below");
   const DF d;
   const DF1 d1;
   const size_t N = hn::Lanes(d);
@@ -276,6 +283,13 @@ ATTNKIT_OUT_OF_LINE_IN_WASM bool RowMax(const float* HWY_RESTRICT x, size_t n, f
       const auto v = hn::LoadU(d, x + i);
       bad = hn::MulAdd(v, zero, bad);
       vmax = hn::Max(vmax, v);
+    }
+    if (kWholeVectors && i < n) {
+      const auto visible = hn::FirstN(d, n - i);
+      const auto v = hn::LoadU(d, x + i);
+      bad = hn::MulAdd(hn::IfThenElseZero(visible, v), zero, bad);
+      vmax = hn::Max(vmax, hn::IfThenElse(visible, v, hn::Set(d, -kInf)));
+      i = n;
     }
     if (!hn::AllTrue(d, hn::Eq(bad, zero))) return false;
   }
@@ -370,9 +384,11 @@ HWY_INLINE V ExpViaExp2(D d, V v) {
 }
 
 // x [n] = exp(x - max) in place (ExpFlushed, or with kViaExp2 ExpViaExp2),
-// flushed to 0 below kExpFlushBelow; returns the sum. exp(-inf) = 0 exactly.
-// (XNNPACK calls this raddstoreexpminusmax.)
-template <bool kViaExp2 = false>
+// flushed to 0 below kExpFlushBelow; returns the sum: whole vectors, then the
+// last lanes one by one. exp(-inf) = 0 exactly. With kWholeVectors, x has
+// room for whole vectors: the last lanes are computed as one vector, zeros
+// past n. (XNNPACK calls this raddstoreexpminusmax.)
+template <bool kViaExp2 = false, bool kWholeVectors = false>
 HWY_INLINE float ExpSubtractSum(float* HWY_RESTRICT x, size_t n, float max) {
   const auto exp = [](auto d, auto v) HWY_ATTR {
     if constexpr (kViaExp2) {
@@ -391,6 +407,11 @@ HWY_INLINE float ExpSubtractSum(float* HWY_RESTRICT x, size_t n, float max) {
     const auto e = exp(d, hn::Sub(hn::LoadU(d, x + i), hn::Set(d, max)));
     vsum = hn::Add(vsum, e);
     hn::StoreU(e, d, x + i);
+  }
+  if (kWholeVectors && i < n) {
+    const auto e = exp(d, hn::Sub(hn::LoadU(d, x + i), hn::Set(d, max)));
+    hn::StoreU(hn::IfThenElseZero(hn::FirstN(d, n - i), e), d, x + i);
+    for (; i < n; ++i) vsum1 = hn::Add(vsum1, hn::LoadU(d1, x + i));
   }
   for (; i < n; ++i) {
     const auto e = exp(d1, hn::Sub(hn::LoadU(d1, x + i), hn::Set(d1, max)));

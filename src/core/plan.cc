@@ -36,9 +36,11 @@ Status PlanHead(const AttentionJob& job, size_t h, AttentionPlan* plan, size_t* 
   // the backward recomputes P = exp(S - lse) with the fused kernel's GEMM and
   // exp, so lse must come from the same sums, or large logits give P != 1.
   const bool training = !t.lse.empty();
+  // A head that keeps its weights takes split-K, where they are a by-product.
   const bool fused =
-      !rows && (training || (forced_path ? *forced_path == HeadPath::kFused
-                                         : UseFusedPath(t.Q.rows, t.K.rows, t.K.cols, t.V.cols)));
+      !rows && (training || (t.weights.empty() &&
+                             (forced_path ? *forced_path == HeadPath::kFused
+                                          : UseFusedPath(t.Q.rows, t.K.rows, t.K.cols, t.V.cols))));
   if (rows) {
     plan->heads[h].path = HeadPath::kRows;
     *floats = t.K.rows;
@@ -110,16 +112,15 @@ bool UseSmallBackward(size_t T_q, size_t T_k, size_t d_k, size_t d_v) {
 bool UseSmallPath(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                   const AttentionOptions& options, MatrixView out) {
   if (forced_path) return false;  // a test asked for a path of the general one
-  if (!ViewUsable(Q) || !ViewUsable(K) || !ViewUsable(V) || !ViewUsable(out)) return false;
   const size_t T_q = Q.rows, T_k = K.rows, d_k = Q.cols, d_v = V.cols;
-  if (K.cols != d_k || V.rows != T_k || out.rows != T_q || out.cols != d_v) return false;
+  if (!QKVUsable(Q, K, V) || !ShapeUsable(out, T_q, d_v)) return false;
   // The small-shape kernel, or else split-K with one chunk where the general
   // path would take it, its partials within their room.
   const bool small = UseSmallKernelForAttention(T_q, T_k, d_k, d_v);
   if (!small && (T_k > kDecodeChunkKeys || UseFusedPath(T_q, T_k, d_k, d_v))) return false;
   if (!small && T_q > kSmallPartialFloats / (2 + d_v)) return false;
-  if (!Disjoint(out, Q) || !Disjoint(out, K) || !Disjoint(out, V)) return false;
-  return CheckOptions(options, T_q, T_k, /*batched=*/false, 1, 1).ok();
+  return OutputsApart({{"out", out}}, {{"Q", Q}, {"K", K}, {"V", V}}) &&
+         CheckOptions(options, T_q, T_k, /*batched=*/false, 1, 1).ok();
 }
 
 Status PlanAttention(const AttentionJob& job, AttentionPlan* plan) {

@@ -128,10 +128,15 @@ inline bool UseSmallKernelForAttention(size_t T_q, size_t T_k, size_t d_k, size_
          UseSmallKernel(T_q, T_k, d_k, d_v);
 }
 
-// What the lean path found: kNonFiniteInput before computing anything (the
-// general path then names the input), kOverflow if a score or an output
-// overflowed float.
+// What the lean path found: kNonFiniteInput before computing anything,
+// kOverflow if a score, an output or a gradient overflowed float.
 enum class SmallResult { kOk, kNonFiniteInput, kOverflow };
+
+// Whether a lean path finished its call (kOk). Otherwise the call's checked
+// path runs from the start: after kNonFiniteInput its checks name the input;
+// after kOverflow every check passes and the general path computes again and
+// reports the overflow as it always does (naming the input at fault).
+inline bool LeanPathDone(SmallResult result) { return result == SmallResult::kOk; }
 
 // Runs one checked head task on the lean path (dispatch.cc): with
 // `check_inputs`, Q, K and V checked finite first; then with `small_kernel`

@@ -1,10 +1,11 @@
 // attnkit: the backward of the projections (ProjectionBackward in
-// backward.h), used by every backward of the core that projects:
-// SelfAttentionBackward, MultiHeadAttentionBackward and the backward trace.
-// The model keeps W_Q | W_K | W_V side by side and differentiates them as one
-// product (AttentionBlockBackward in src/model/blocks.h says why). Plain C++
-// on the dispatched GEMMs (RunMatMul, RunMatMulTransposed).
+// backward.h), used by every backward that projects: SelfAttentionBackward,
+// MultiHeadAttentionBackward, the backward trace, and the model's attention
+// block (AttentionBlockBackward, src/model/blocks.h), which keeps W_Q | W_K |
+// W_V side by side and so takes the fused form below. Plain C++ on the
+// dispatched GEMMs (RunMatMul, RunMatMulTransposed, RunMatMulTransposedA).
 #include <algorithm>
+#include <iterator>
 #include <utility>
 #include <vector>
 
@@ -16,38 +17,78 @@
 namespace attnkit {
 namespace internal {
 
-Status Product(ConstMatrixView A, ConstMatrixView B, MatrixView C, bool transposed,
-               const char* source, const char* what, ThreadPool* pool) {
-  pool = PoolFor(pool, double(A.rows) * A.cols * C.cols);
+namespace {
+
+// What a banded product computes from A and B.
+enum class ProductKind { kAB, kABt, kAtB };
+
+// C = A B, A B^T or A^T B (see Product), bands of C's rows over the threads.
+Status BandedProduct(ProductKind kind, ConstMatrixView A, ConstMatrixView B, MatrixView C,
+                     const char* source, const char* what, ThreadPool* pool) {
+  // A's rows (A^T B: its columns) are C's.
+  const size_t K = kind == ProductKind::kAtB ? A.rows : A.cols;
+  pool = PoolFor(pool, double(C.rows) * K * C.cols);
   const size_t threads = pool ? pool->num_threads() : 1;
-  const size_t band = std::max<size_t>(8, (A.rows + threads - 1) / threads);
-  const size_t bands = std::max<size_t>(1, (A.rows + band - 1) / band);
-  // Whether B is packed in panels is decided for all of A, as the public
+  const size_t band = std::max<size_t>(8, (C.rows + threads - 1) / threads);
+  const size_t bands = std::max<size_t>(1, (C.rows + band - 1) / band);
+  // Whether B is packed in panels is decided for all of C, as the public
   // MatMul decides it, never per band: the packed path sums in another
   // order, and the result must not depend on the thread count.
   size_t room = 0;  // per band: B (B^T) in panels
   FloatBuffer packed;
-  if (A.rows >= kPackMinRows) {
-    const size_t rows = transposed ? B.cols : B.rows, cols = transposed ? B.rows : B.cols;
+  if (C.rows >= kPackMinRows) {
+    const bool bt = kind == ProductKind::kABt;
+    const size_t rows = bt ? B.cols : B.rows, cols = bt ? B.rows : B.cols;
     size_t all;
     ATTNKIT_RETURN_IF_ERROR(
         CheckedProduct(source, "B packed in panels", rows, RoundUp(cols, kMaxPanel), &room));
     ATTNKIT_RETURN_IF_ERROR(CheckedProduct(source, "B packed in panels", room, bands, &all));
-    if (!packed.Allocate(all)) return OutOfMemory(source, "B packed in panels", all);
+    // Every float the kernels read is written by the packing.
+    if (!packed.AllocateUninitialized(all)) return OutOfMemory(source, "B packed in panels", all);
   }
   std::vector<char> ok(bands, 0);
   auto run = [&](size_t b, size_t) {
-    const size_t r0 = b * band, rows = std::min(band, A.rows - r0);
-    const ConstMatrixView a(A.data + r0 * A.stride, rows, A.cols, A.stride);
+    const size_t r0 = b * band, rows = std::min(band, C.rows - r0);
     const MatrixView c(C.data + r0 * C.stride, rows, C.cols, C.stride);
     float* room_b = room ? packed.data() + b * room : nullptr;
-    ok[b] = transposed ? RunMatMulTransposed(a, B, c, room_b) : RunMatMul(a, B, c, room_b);
+    switch (kind) {
+      case ProductKind::kAB:
+        ok[b] = RunMatMul(A.Block(r0, rows, 0, A.cols), B, c, room_b);
+        break;
+      case ProductKind::kABt:
+        ok[b] = RunMatMulTransposed(A.Block(r0, rows, 0, A.cols), B, c, room_b);
+        break;
+      case ProductKind::kAtB:
+        ok[b] = RunMatMulTransposedA(A.Block(0, A.rows, r0, rows), B, c, room_b);
+        break;
+    }
   };
   ParallelFor(pool, bands, run);
   for (char band_ok : ok) {
     if (!band_ok) return OverflowStatus(source, what);
   }
   return Status::Ok();
+}
+
+// Whether a, b, c are column blocks side by side of one matrix (one stride,
+// the same rows, each starting where the one before ends).
+bool SideBySide(ConstMatrixView a, ConstMatrixView b, ConstMatrixView c) {
+  return a.stride == b.stride && b.stride == c.stride && a.rows == b.rows && b.rows == c.rows &&
+         b.data == a.data + a.cols && c.data == b.data + b.cols;
+}
+
+// The view spanning side-by-side blocks a | b | c.
+template <typename T>
+MatrixViewT<T> Joined(MatrixViewT<T> a, MatrixViewT<T> b, MatrixViewT<T> c) {
+  return MatrixViewT<T>(a.data, a.rows, a.cols + b.cols + c.cols, a.stride);
+}
+
+}  // namespace
+
+Status Product(ConstMatrixView A, ConstMatrixView B, MatrixView C, bool transposed,
+               const char* source, const char* what, ThreadPool* pool) {
+  return BandedProduct(transposed ? ProductKind::kABt : ProductKind::kAB, A, B, C, source, what,
+                       pool);
 }
 
 Status Transpose(const char* parameter, const char* what, ConstMatrixView m, Matrix* t) {
@@ -62,11 +103,23 @@ Status RunProjectionBackward(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrix
                              ConstMatrixView W_V, ConstMatrixView dQ, ConstMatrixView dK,
                              ConstMatrixView dV, const char* source, ThreadPool* pool,
                              MatrixView dX, MatrixView dW_Q, MatrixView dW_K, MatrixView dW_V) {
-  Matrix Xt, part;
-  ATTNKIT_RETURN_IF_ERROR(Transpose("X", "X^T [d_model, rows of X]", X, &Xt));
-  ATTNKIT_RETURN_IF_ERROR(Product(Xt, dQ, dW_Q, false, source, "dW_Q = X^T dQ", pool));
-  ATTNKIT_RETURN_IF_ERROR(Product(Xt, dK, dW_K, false, source, "dW_K = X^T dK", pool));
-  ATTNKIT_RETURN_IF_ERROR(Product(Xt, dV, dW_V, false, source, "dW_V = X^T dV", pool));
+  // dW = X^T dY reads X^T in place (the same sums as a product with X
+  // transposed first).
+  if (SideBySide(W_Q, W_K, W_V) && SideBySide(dQ, dK, dV) && SideBySide(dW_Q, dW_K, dW_V)) {
+    // W = W_Q | W_K | W_V: dW = X^T dY and dX = dY W^T, one product each,
+    // dX summed over all of Q, K and V's columns in one pass.
+    const ConstMatrixView W = Joined(W_Q, W_K, W_V), dY = Joined(dQ, dK, dV);
+    ATTNKIT_RETURN_IF_ERROR(BandedProduct(ProductKind::kAtB, X, dY, Joined(dW_Q, dW_K, dW_V),
+                                          source, "dW = X^T (dQ | dK | dV)", pool));
+    return BandedProduct(ProductKind::kABt, dY, W, dX, source, "dX = (dQ | dK | dV) W^T", pool);
+  }
+  const std::pair<ConstMatrixView, MatrixView> dW[] = {{dQ, dW_Q}, {dK, dW_K}, {dV, dW_V}};
+  const char* what[] = {"dW_Q = X^T dQ", "dW_K = X^T dK", "dW_V = X^T dV"};
+  for (size_t i = 0; i < 3; ++i) {
+    ATTNKIT_RETURN_IF_ERROR(
+        BandedProduct(ProductKind::kAtB, X, dW[i].first, dW[i].second, source, what[i], pool));
+  }
+  Matrix part;
   ATTNKIT_RETURN_IF_ERROR(Allocate("X", "dX [rows of X, d_model]", X.rows, X.cols, &part));
   ATTNKIT_RETURN_IF_ERROR(Product(dQ, W_Q, dX, true, source, "dX = dQ W_Q^T", pool));
   for (const auto& [d, W] : {std::pair<ConstMatrixView, ConstMatrixView>{dK, W_K}, {dV, W_V}}) {
@@ -104,22 +157,15 @@ Status ProjectionBackward(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrixVie
   ATTNKIT_RETURN_IF_ERROR(CheckShape("dW_Q", grads.dW_Q, d_model, d_k, "d_model", "d_k"));
   ATTNKIT_RETURN_IF_ERROR(CheckShape("dW_K", grads.dW_K, d_model, W_K.cols, "d_model", "d_k"));
   ATTNKIT_RETURN_IF_ERROR(CheckShape("dW_V", grads.dW_V, d_model, d_v, "d_model", "d_v"));
-  const std::pair<const char*, ConstMatrixView> inputs[] = {
-      {"X", X}, {"W_Q", W_Q}, {"W_K", W_K}, {"W_V", W_V}, {"dQ", dQ}, {"dK", dK}, {"dV", dV}};
-  const std::pair<const char*, MatrixView> outputs[] = {
+  const internal::NamedView inputs[] = {{"X", X},   {"W_Q", W_Q}, {"W_K", W_K}, {"W_V", W_V},
+                                        {"dQ", dQ}, {"dK", dK},   {"dV", dV}};
+  const internal::NamedView outputs[] = {
       {"dX", grads.dX}, {"dW_Q", grads.dW_Q}, {"dW_K", grads.dW_K}, {"dW_V", grads.dW_V}};
   for (const auto& [name, in] : inputs) {
     ATTNKIT_RETURN_IF_ERROR(internal::CheckFinite(name, in));
   }
-  for (const auto& [name, out] : outputs) {
-    for (const auto& [in_name, in] : inputs) {
-      ATTNKIT_RETURN_IF_ERROR(internal::CheckNoOverlap(name, out, in_name, in));
-    }
-    for (const auto& [other_name, other] : outputs) {
-      if (other_name == name) continue;
-      ATTNKIT_RETURN_IF_ERROR(internal::CheckNoOverlap(name, out, other_name, other));
-    }
-  }
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckOutputsApart(std::begin(outputs), std::end(outputs),
+                                                      std::begin(inputs), std::end(inputs)));
   return internal::RunProjectionBackward(X, W_Q, W_K, W_V, dQ, dK, dV, "dQ", pool, grads.dX,
                                          grads.dW_Q, grads.dW_K, grads.dW_V);
 }

@@ -1,23 +1,18 @@
 #include "attnkit/status.h"
 
+#include <iterator>
+
+#include "src/core/internal.h"
+
 namespace attnkit {
 
 const char* ErrorCodeName(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kOk:
-      return "ok";
-    case ErrorCode::kInvalidArgument:
-      return "invalid_argument";
-    case ErrorCode::kShapeMismatch:
-      return "shape_mismatch";
-    case ErrorCode::kNonFinite:
-      return "non_finite";
-    case ErrorCode::kOverflow:
-      return "overflow";
-    case ErrorCode::kCapacity:
-      return "capacity";
-  }
-  return "unknown";
+  // In the order of ErrorCode.
+  static constexpr const char* kNames[] = {"ok",         "invalid_argument", "shape_mismatch",
+                                           "non_finite", "overflow",         "capacity"};
+  static_assert(std::size(kNames) == static_cast<size_t>(ErrorCode::kCapacity) + 1,
+                "a name per error code");
+  return internal::EnumName(kNames, code);
 }
 
 std::string Status::ToString() const {

@@ -179,10 +179,11 @@ HWY_INLINE void ApplyMasks(const internal::HeadTask& t, size_t i, size_t j0, flo
 
 // SoftmaxUnnormalised: s [n] = exp(s - max) in place (0 below
 // kExpFlushBelow); returns the sum. The online softmax of the fused and
-// split-K paths keeps max and sum per row and divides once at the end.
-template <bool kViaExp2 = false>
+// split-K paths keeps max and sum per row and divides once at the end. With
+// kWholeVectors, s has room for whole vectors (ExpSubtractSum).
+template <bool kViaExp2 = false, bool kWholeVectors = false>
 HWY_INLINE float SoftmaxUnnormalised(float* HWY_RESTRICT s, size_t n, float max) {
-  return ExpSubtractSum<kViaExp2>(s, n, max);
+  return ExpSubtractSum<kViaExp2, kWholeVectors>(s, n, max);
 }
 
 // WeightedSumV: o [d_v] += sum_j w[j - j0] v_j for keys j in [j0, j0 + n) of

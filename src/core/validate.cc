@@ -142,7 +142,7 @@ Status CheckQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V) {
   return CheckFinite("V", V);
 }
 
-Status CheckNoOverlap(const char* out_name, MatrixView out, const char* in_name,
+Status CheckNoOverlap(const char* out_name, ConstMatrixView out, const char* in_name,
                       ConstMatrixView in) {
   if (Disjoint(out, in)) return Status::Ok();
   return Status(
@@ -150,18 +150,18 @@ Status CheckNoOverlap(const char* out_name, MatrixView out, const char* in_name,
       std::string("expected memory separate from ") + in_name + ", got an overlapping view");
 }
 
-bool Disjoint(MatrixView out, ConstMatrixView in) {
-  const float* o0 = out.data;
-  const float* o1 = out.data + (out.rows - 1) * out.stride + out.cols;
-  const float* i0 = in.data;
-  const float* i1 = in.data + (in.rows - 1) * in.stride + in.cols;
-  // Compare as integers: pointers into different arrays are not ordered.
-  const auto a0 = reinterpret_cast<uintptr_t>(o0), a1 = reinterpret_cast<uintptr_t>(o1);
-  const auto b0 = reinterpret_cast<uintptr_t>(i0), b1 = reinterpret_cast<uintptr_t>(i1);
-  if (!(a0 < b1 && b0 < a1)) return true;  // disjoint address ranges
+Status CheckOutputsApart(const NamedView* out_begin, const NamedView* out_end,
+                         const NamedView* in_begin, const NamedView* in_end) {
+  const Overlap o = FirstOverlap(out_begin, out_end, in_begin, in_end);
+  if (o.out == nullptr) return Status::Ok();
+  return CheckNoOverlap(o.out->name, o.out->view, o.with->name, o.with->view);
+}
+
+bool DisjointInterleaved(ConstMatrixView out, ConstMatrixView in) {
   // Views with one row stride that take disjoint column ranges of the same
   // rows (e.g. Q, K and V as column blocks of one [T, 3d] buffer) never share
   // an element, even though their address ranges interleave.
+  const auto a0 = reinterpret_cast<uintptr_t>(out.data), b0 = reinterpret_cast<uintptr_t>(in.data);
   if (out.stride == in.stride && a0 % sizeof(float) == 0 && b0 % sizeof(float) == 0) {
     // Column positions on a circle of length s: `in` starts d after `out`.
     const size_t s = out.stride;

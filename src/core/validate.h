@@ -4,6 +4,8 @@
 #define ATTNKIT_VALIDATE_H_
 
 #include <cstddef>
+#include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "attnkit/matrix.h"
@@ -58,19 +60,84 @@ Status CheckFinite(const char* name, ConstMatrixView v, bool allow_neg_inf = fal
 // Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v] of one head: shapes and finite values.
 Status CheckQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V);
 
-// True if CheckView would pass: no Status built, for the lean path's test.
+// The lean paths' twins of the checks above: true where the check would
+// pass, with no Status built (a small call makes dozens of them); a lean path
+// runs only when every twin holds, and otherwise the checks name the failure.
+
+// CheckView would pass: non-null, rows and cols > 0, stride >= cols, size in
+// range.
 template <typename T>
 bool ViewUsable(MatrixViewT<T> v) {
   return v.rows != 0 && v.cols != 0 && v.data != nullptr && v.stride >= v.cols &&
          v.rows <= kMaxElements / v.stride;
 }
 
-// True if `out` and `in` share no element (CheckNoOverlap passes).
-bool Disjoint(MatrixView out, ConstMatrixView in);
+// CheckShape would pass.
+template <typename T>
+bool ShapeUsable(MatrixViewT<T> v, size_t rows, size_t cols) {
+  return ViewUsable(v) && v.rows == rows && v.cols == cols;
+}
+
+// CheckQKV's shapes would pass (its finiteness is not tested).
+inline bool QKVUsable(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V) {
+  return ViewUsable(Q) && ShapeUsable(K, K.rows, Q.cols) && ShapeUsable(V, K.rows, V.cols);
+}
+
+// a and b (usable views) share no element when their address ranges do not
+// meet, tested here, else the exact test (strided views may interleave).
+bool DisjointInterleaved(ConstMatrixView a, ConstMatrixView b);
+inline bool Disjoint(ConstMatrixView a, ConstMatrixView b) {
+  // Compare as integers: pointers into different arrays are not ordered.
+  const auto a0 = reinterpret_cast<uintptr_t>(a.data), b0 = reinterpret_cast<uintptr_t>(b.data);
+  const auto a1 = reinterpret_cast<uintptr_t>(a.data + (a.rows - 1) * a.stride + a.cols);
+  const auto b1 = reinterpret_cast<uintptr_t>(b.data + (b.rows - 1) * b.stride + b.cols);
+  return !(a0 < b1 && b0 < a1) || DisjointInterleaved(a, b);
+}
 
 // `out` must not share memory with `in`.
-Status CheckNoOverlap(const char* out_name, MatrixView out, const char* in_name,
+Status CheckNoOverlap(const char* out_name, ConstMatrixView out, const char* in_name,
                       ConstMatrixView in);
+
+// A view under its parameter's name.
+struct NamedView {
+  const char* name;
+  ConstMatrixView view;
+};
+
+// The first output of [out_begin, out_end) that shares memory with an input
+// or another output, and that view (nulls if none).
+struct Overlap {
+  const NamedView* out = nullptr;
+  const NamedView* with = nullptr;
+};
+inline Overlap FirstOverlap(const NamedView* out_begin, const NamedView* out_end,
+                            const NamedView* in_begin, const NamedView* in_end) {
+  for (const NamedView* out = out_begin; out != out_end; ++out) {
+    for (const NamedView* in = in_begin; in != in_end; ++in) {
+      if (!Disjoint(out->view, in->view)) return {out, in};
+    }
+    for (const NamedView* other = out_begin; other != out_end; ++other) {
+      if (other != out && !Disjoint(out->view, other->view)) return {out, other};
+    }
+  }
+  return {};
+}
+
+// Every output apart from every input and from the other outputs
+// (CheckOutputsApart would pass).
+inline bool OutputsApart(std::initializer_list<NamedView> outputs,
+                         std::initializer_list<NamedView> inputs) {
+  return FirstOverlap(outputs.begin(), outputs.end(), inputs.begin(), inputs.end()).out == nullptr;
+}
+
+// Every output apart from every input and from the other outputs: else
+// kInvalidArgument naming the first output that overlaps (CheckNoOverlap).
+Status CheckOutputsApart(const NamedView* out_begin, const NamedView* out_end,
+                         const NamedView* in_begin, const NamedView* in_end);
+inline Status CheckOutputsApart(std::initializer_list<NamedView> outputs,
+                                std::initializer_list<NamedView> inputs) {
+  return CheckOutputsApart(outputs.begin(), outputs.end(), inputs.begin(), inputs.end());
+}
 
 // Checks options against the shapes of one head [T_q, T_k], `batch` items
 // and `num_heads` query heads (1 and 1 for single-head calls). `batched`:

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "attnkit/backward.h"
+#include "src/core/internal.h"
 #include "src/model/kernels.h"
 
 namespace attnkit {
@@ -86,7 +87,7 @@ Status FuseQKV(const LayerParameters& p, Matrix* W_QKV) {
 
 Status AttentionBlock(const ModelConfig& c, const LayerParameters& p, const Matrix& x, size_t batch,
                       const AttentionOptions& options, KVCache* cache, BlockActivations* a,
-                      Matrix* x_out) {
+                      Matrix* x_out, MatrixView weights) {
   const size_t N = x.rows(), d = c.d_model;
   const size_t hd = c.num_heads * c.d_k, gd = c.num_kv_heads * c.d_k;
   if (c.layer_norm) ATTNKIT_RETURN_IF_ERROR(LayerNormForward(x, p.ln_gain, p.ln_bias, &a->norm));
@@ -97,7 +98,7 @@ Status AttentionBlock(const ModelConfig& c, const LayerParameters& p, const Matr
   ATTNKIT_RETURN_IF_ERROR(MatMul(Normed(c, x, a->norm), a->W_QKV, a->QKV, kFinite));
   if (cache) {
     ATTNKIT_RETURN_IF_ERROR(cache->Append(a->K(), a->V()));
-    ATTNKIT_RETURN_IF_ERROR(AttendCached(a->Q(), *cache, c.num_heads, options, a->z));
+    ATTNKIT_RETURN_IF_ERROR(AttendCached(a->Q(), *cache, c.num_heads, options, a->z, weights));
   } else {
     ATTNKIT_RETURN_IF_ERROR(Shape(&a->lse, c.num_heads * N, 1));
     ATTNKIT_RETURN_IF_ERROR(MultiHeadAttentionQKVForTraining(a->Q(), a->K(), a->V(), batch,
@@ -128,13 +129,21 @@ Status AttentionBlockBackward(const ModelConfig& c, const LayerParameters& p, co
       dQKV.view().Block(0, N, 0, hd), dQKV.view().Block(0, N, hd, gd),
       dQKV.view().Block(0, N, hd + gd, gd)));
   if (dz) *dz = s->dz;
+  // The core's projection backward: with W_Q | W_K | W_V, dQ | dK | dV and
+  // dW_Q | dW_K | dW_V side by side it takes dW_QKV = a^T dQKV and da = dQKV
+  // W_QKV^T as one product each.
   ATTNKIT_RETURN_IF_ERROR(Shape(&s->dW_QKV, d, hd + 2 * gd));
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(Normed(c, x, a.norm), dQKV, s->dW_QKV, kFinite));
-  CopyBlock(s->dW_QKV.view().Block(0, d, 0, hd), g->W_Q);
-  CopyBlock(s->dW_QKV.view().Block(0, d, hd, gd), g->W_K);
-  CopyBlock(s->dW_QKV.view().Block(0, d, hd + gd, gd), g->W_V);
   ATTNKIT_RETURN_IF_ERROR(Shape(&s->da, N, d));
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(dQKV, a.W_QKV, s->da, kFinite));
+  const ConstMatrixView W = a.W_QKV.view(), dY = dQKV.view();
+  const MatrixView dW = s->dW_QKV.view();
+  ATTNKIT_RETURN_IF_ERROR(internal::RunProjectionBackward(
+      Normed(c, x, a.norm), W.Block(0, d, 0, hd), W.Block(0, d, hd, gd), W.Block(0, d, hd + gd, gd),
+      dY.Block(0, N, 0, hd), dY.Block(0, N, hd, gd), dY.Block(0, N, hd + gd, gd), "dx",
+      options.pool, s->da, dW.Block(0, d, 0, hd), dW.Block(0, d, hd, gd),
+      dW.Block(0, d, hd + gd, gd)));
+  CopyBlock(dW.Block(0, d, 0, hd), g->W_Q);
+  CopyBlock(dW.Block(0, d, hd, gd), g->W_K);
+  CopyBlock(dW.Block(0, d, hd + gd, gd), g->W_V);
   if (c.layer_norm) {
     kernels::LayerNormBackward(x, a.norm.mean.data(), a.norm.rstd.data(), p.ln_gain.data(), s->da,
                                *dx, g->ln_gain.data(), g->ln_bias.data());
@@ -243,27 +252,6 @@ Status AttentionWeightsOf(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView 
   extras.scores_stage = ScoresStage::kWeights;
   extras.scores = weights;
   return MultiHeadAttentionQKV(Q, K, V, batch, heads, options, extras, out);
-}
-
-Status CachedAttentionWeights(const ModelConfig& c, const BlockActivations& a, size_t row,
-                              const KVCache& cache, const AttentionOptions& options,
-                              Matrix* weights) {
-  const size_t size = cache.size(), dk = c.d_k;
-  const size_t group = c.num_heads / c.num_kv_heads;  // query heads per K/V head
-  ATTNKIT_RETURN_IF_ERROR(Alloc(weights, c.num_heads, size));
-  HeadConfig heads = Heads(c);
-  heads.num_heads = group;
-  heads.num_kv_heads = 1;
-  // The row's query is the cache's newest token: it sees every cached key,
-  // so no mask (a causal one would align the one query with the first key).
-  AttentionOptions o = options;
-  o.causal = false;
-  for (size_t kv = 0; kv < c.num_kv_heads; ++kv) {
-    ATTNKIT_RETURN_IF_ERROR(AttentionWeightsOf(a.Q().Block(row, 1, kv * group * dk, group * dk),
-                                               cache.Keys(0, kv), cache.Values(0, kv), 1, heads, o,
-                                               weights->view().Block(kv * group, group, 0, size)));
-  }
-  return Status::Ok();
 }
 
 }  // namespace model

@@ -74,18 +74,18 @@ Status FuseQKV(const LayerParameters& p, Matrix* W_QKV);
 // Q | K | V = a W_QKV (a->W_QKV from FuseQKV), a = LayerNorm(x).
 // Without a cache: the N rows are `batch` sequences, each attending causally
 // to itself, and a->lse [B h T, 1] is kept for the backward. With a cache
-// (batch 1): K and V join it and the rows' queries attend everything cached.
+// (batch 1): K and V join it and the rows' queries attend everything cached,
+// writing their softmax weights [h N, size] into `weights` unless it is empty
+// (AttendCached: head h's block at row h N).
 // Fills a's norm, QKV, z (and lse); x_out must not be x.
 Status AttentionBlock(const ModelConfig& c, const LayerParameters& p, const Matrix& x, size_t batch,
                       const AttentionOptions& options, KVCache* cache, BlockActivations* a,
-                      Matrix* x_out);
+                      Matrix* x_out, MatrixView weights = MatrixView());
 // dx [N, d]: d loss / d x_out in, d loss / d x out; grads' ln_gain, ln_bias
 // += and W_Q, W_K, W_V, W_O = theirs. dz (optional) receives d loss / d z.
-// The projection's backward is the fused one here, not the core's
-// ProjectionBackward: with Q | K | V side by side dW_QKV = a^T dQKV and
-// da = dQKV W_QKV^T are one product each, where the core's takes dQ, dK, dV
-// apart (six products, a transpose of a and two sums into dX), which is
-// slower and sums da in another order.
+// The projection's backward is the core's (RunProjectionBackward), which
+// takes Q | K | V side by side as one projection: dW_QKV = a^T dQKV and
+// da = dQKV W_QKV^T are one product each.
 Status AttentionBlockBackward(const ModelConfig& c, const LayerParameters& p, const Matrix& x,
                               const BlockActivations& a, size_t batch,
                               const AttentionOptions& options, LayerParameters* g,
@@ -122,16 +122,10 @@ Status Loss(const Batch& batch, const Matrix& logits, Metrics* m, Matrix* dlogit
 
 // weights [B h T_q, T_k] = softmax(scale Q K^T) of every (item, head), block
 // (b, head) at row (b h + head) T_q, from the core's MultiHeadAttentionQKV
-// (ScoresStage::kWeights): Model::AttentionWeights and generation's.
+// (ScoresStage::kWeights), for Model::AttentionWeights.
 Status AttentionWeightsOf(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, size_t batch,
                           const HeadConfig& heads, const AttentionOptions& options,
                           MatrixView weights);
-// weights [h, size]: each head's attention over the cache for the query of
-// row `row` of a.Q(), the cache's newest token (as AttendCached computed it).
-Status CachedAttentionWeights(const ModelConfig& c, const BlockActivations& a, size_t row,
-                              const KVCache& cache, const AttentionOptions& options,
-                              Matrix* weights);
-
 }  // namespace model
 }  // namespace attnkit
 

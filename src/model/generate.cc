@@ -68,13 +68,24 @@ Status Generator::Advance(size_t from) {
   Matrix x, next;
   ATTNKIT_RETURN_IF_ERROR(Alloc(&x, n, d));
   Embed(params, context_.data() + from, n, from, x);
+  // Each layer's heads' weights over the cache for the last new token, rows
+  // n - 1 of the heads' blocks [n, size] of the attention's weights (written
+  // straight into weights_ for one new token).
   weights_.assign(c.num_layers, Matrix());
+  Matrix all_weights;
   for (size_t l = 0; l < c.num_layers; ++l) {
     const LayerParameters& p = params.layers[l];
     BlockActivations& a = blocks_[l];
-    ATTNKIT_RETURN_IF_ERROR(
-        AttentionBlock(c, p, x, 1, options, &caches_[l], &a, c.d_ff > 0 ? &a.mid : &next));
-    ATTNKIT_RETURN_IF_ERROR(CachedAttentionWeights(c, a, n - 1, caches_[l], options, &weights_[l]));
+    const size_t size = caches_[l].size() + n;
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&weights_[l], c.num_heads, size));
+    if (n > 1) ATTNKIT_RETURN_IF_ERROR(Shape(&all_weights, c.num_heads * n, size));
+    ATTNKIT_RETURN_IF_ERROR(AttentionBlock(c, p, x, 1, options, &caches_[l], &a,
+                                           c.d_ff > 0 ? &a.mid : &next,
+                                           n > 1 ? all_weights.view() : weights_[l].view()));
+    for (size_t head = 0; n > 1 && head < c.num_heads; ++head) {
+      const float* row = all_weights.data() + (head * n + n - 1) * size;
+      std::copy(row, row + size, weights_[l].data() + head * size);
+    }
     if (c.d_ff > 0) ATTNKIT_RETURN_IF_ERROR(MlpBlock(c, p, a.mid, &a, &next));
     std::swap(x, next);
   }

@@ -2,6 +2,7 @@
 #include "src/core/validate.h"
 
 #include <algorithm>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -9,19 +10,11 @@ namespace attnkit {
 namespace model {
 
 const char* TaskName(TaskKind kind) {
-  switch (kind) {
-    case TaskKind::kCopy:
-      return "copy";
-    case TaskKind::kReverse:
-      return "reverse";
-    case TaskKind::kSort:
-      return "sort";
-    case TaskKind::kInduction:
-      return "induction";
-    case TaskKind::kMajority:
-      return "majority";
-  }
-  return "unknown";
+  // In the order of TaskKind.
+  static constexpr const char* kNames[] = {"copy", "reverse", "sort", "induction", "majority"};
+  static_assert(std::size(kNames) == static_cast<size_t>(TaskKind::kMajority) + 1,
+                "a name per task");
+  return internal::EnumName(kNames, kind);
 }
 
 size_t TaskSeqLen(const TaskConfig& task) {
