@@ -4,8 +4,9 @@
 // every layer's attention per character. Texts go to wasm as UTF-8; the core
 // checks and tokenizes them, so JS and C++ users get the same tokens.
 import { AttnkitTypeError, describe, rangeError, typeError } from "./errors.js";
-import { checkCount, checkKeys, isObject } from "./convert.js";
-import { bitsFloat, floatBits } from "./marshal.js";
+import { checkCount } from "./convert.js";
+import { bitsFloat, scalarWord } from "./marshal.js";
+import { SAMPLING_OPTIONS, checkObject, coreNames, resolveOptions } from "./options.js";
 import { brand } from "./handles.js";
 
 // The core's limits (text.h): UTF-8 bytes of a text, distinct characters.
@@ -71,11 +72,10 @@ export function readsVocabulary(model, vocabulary) {
 /** Characters of code points (a vocabulary the core has checked). */
 const characters = (codes) => Object.freeze(Array.from(codes, (c) => String.fromCodePoint(c)));
 
+/** Options with only `keys` ({} when absent): else an error naming `shape` or the unknown key. */
 function checkOptions(name, options, keys, shape) {
   if (options === undefined) return {};
-  if (!isObject(options) || Array.isArray(options))
-    throw typeError(name, `an object ${shape}`, options);
-  checkKeys(name, options, keys);
+  checkObject(name, options, keys, shape);
   return options;
 }
 
@@ -274,27 +274,18 @@ export function languageContext(ctx, seedWords) {
     }
   }
 
-  /** Sampling options, checked: {temperature, topK, seed}. */
+  /** Sampling options, checked: {temperature, topK} (SAMPLING_OPTIONS) and the seed's words. */
   function checkSampling(options, keys, shape) {
     const o = checkOptions("options", options, keys, shape);
-    const temperature = o.temperature === undefined ? 1 : o.temperature;
-    if (typeof temperature !== "number")
-      throw typeError("options.temperature", "a number", temperature);
-    if (!Number.isFinite(temperature) || temperature < 0)
-      throw rangeError("options.temperature", "a finite number >= 0", describe(temperature));
+    const { temperature, topK } = resolveOptions(SAMPLING_OPTIONS, o);
     return {
       o,
       temperature,
-      topK: o.topK === undefined ? 0 : checkCount("options.topK", o.topK, { allowZero: true }),
+      topK,
       seed: o.seed === undefined ? [0, 0] : seedWords("options.seed", o.seed),
     };
   }
-  const SAMPLE_NAMES = {
-    prompt: "prompt",
-    model: "model",
-    temperature: "options.temperature",
-    top_k: "options.topK",
-  };
+  const SAMPLE_NAMES = { prompt: "prompt", model: "model", ...coreNames(SAMPLING_OPTIONS) };
 
   class Sampler {
     constructor(model, modelHandle, prompt, options) {
@@ -344,7 +335,12 @@ export function languageContext(ctx, seedWords) {
     const handle = objects.live(sampler, "Sampler", "sampler");
     objects.live(sampler.model, "Model", "sampler.model");
     const at = ctx.scratch(0, "sampler");
-    M.HEAPU32.set([floatBits(sampler.options.temperature), sampler.options.topK], at >> 2);
+    // Read by kSamplingOptions in text_bindings.cc, one word per option.
+    const o = sampler.options;
+    M.HEAPU32.set(
+      SAMPLING_OPTIONS.map((e) => scalarWord(e, o[e.name])),
+      at >> 2,
+    );
     if (M.samplerNext(handle, at) !== 0) ctx.fail(SAMPLE_NAMES);
     const [token, text, size, logits, count, layers] = words(at + 8, 6);
     const character = decoder.decode(M.HEAPU8.subarray(text, text + size));

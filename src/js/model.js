@@ -7,7 +7,8 @@
 // Worker.
 import { AttnkitError, describe, rangeError, typeError } from "./errors.js";
 import { checkCount, checkKeys, isObject } from "./convert.js";
-import { bitsFloat, floatBits } from "./marshal.js";
+import { bitsFloat, scalarWord } from "./marshal.js";
+import { TRAINER_OPTIONS, checkObject, coreNames, resolveOptions } from "./options.js";
 import { handles } from "./handles.js";
 import { intArray, readsVocabulary, languageContext, vocabularyCodePoints } from "./language.js";
 import { referenceLosses } from "./text-stats.js";
@@ -43,17 +44,7 @@ function configFromWords(w) {
   return c;
 }
 const TASK_KEYS = ["kind", "length", "vocabSize", "padding"];
-const TRAINER_KEYS = [
-  "learningRate",
-  "beta1",
-  "beta2",
-  "epsilon",
-  "weightDecay",
-  "warmupSteps",
-  "clipNorm",
-  "decaySteps",
-  "minLearningRate",
-];
+const TRAINER_KEYS = TRAINER_OPTIONS.map((e) => e.name);
 // Core parameter names -> the JS names users wrote (Marshal.check falls back
 // to the attention layer's names).
 const CORE_NAMES = {
@@ -73,15 +64,7 @@ const CORE_NAMES = {
   seq_len: "batch.seqLen",
   tokens: "batch.tokens",
   targets: "batch.targets",
-  learning_rate: "options.learningRate",
-  beta1: "options.beta1",
-  beta2: "options.beta2",
-  epsilon: "options.epsilon",
-  weight_decay: "options.weightDecay",
-  clip_norm: "options.clipNorm",
-  warmup_steps: "options.warmupSteps",
-  decay_steps: "options.decaySteps",
-  min_learning_rate: "options.minLearningRate",
+  ...coreNames(TRAINER_OPTIONS),
   vocabulary: "options.vocabulary",
   memory: "memory",
   weights: "weights",
@@ -111,21 +94,9 @@ function seedWords(name, seed) {
   return [seed >>> 0, Math.floor(seed / 2 ** 32)];
 }
 
-function checkObject(name, value, keys, shape) {
-  if (!isObject(value) || Array.isArray(value)) throw typeError(name, `an object ${shape}`, value);
-  checkKeys(name, value, keys);
-}
-
 function checkBool(name, value, fallback) {
   if (value === undefined) return fallback;
   if (typeof value !== "boolean") throw typeError(name, "a boolean", value);
-  return value;
-}
-
-function checkNumber(name, value, fallback) {
-  if (value === undefined) return fallback;
-  if (typeof value !== "number") throw typeError(name, "a number", value);
-  if (!Number.isFinite(value)) throw rangeError(name, "a finite number", describe(value));
   return value;
 }
 
@@ -471,29 +442,12 @@ function defineModel(ctx, language) {
   };
 }
 
-/** A trainer's options, checked, with their defaults. */
+/** A trainer's options, checked, with their defaults (TRAINER_OPTIONS). */
 function checkTrainerOptions(options) {
   if (options !== undefined) {
     checkObject("options", options, TRAINER_KEYS, "{learningRate?, warmupSteps?, ...}");
   }
-  const o = options ?? {};
-  return {
-    learningRate: checkNumber("options.learningRate", o.learningRate, 1e-3),
-    beta1: checkNumber("options.beta1", o.beta1, 0.9),
-    beta2: checkNumber("options.beta2", o.beta2, 0.98),
-    epsilon: checkNumber("options.epsilon", o.epsilon, 1e-8),
-    weightDecay: checkNumber("options.weightDecay", o.weightDecay, 0.01),
-    warmupSteps:
-      o.warmupSteps === undefined
-        ? 0
-        : checkCount("options.warmupSteps", o.warmupSteps, { allowZero: true }),
-    clipNorm: checkNumber("options.clipNorm", o.clipNorm, 1),
-    decaySteps:
-      o.decaySteps === undefined
-        ? 0
-        : checkCount("options.decaySteps", o.decaySteps, { allowZero: true }),
-    minLearningRate: checkNumber("options.minLearningRate", o.minLearningRate, 0),
-  };
+  return resolveOptions(TRAINER_OPTIONS, options ?? {});
 }
 
 /**
@@ -521,14 +475,9 @@ function defineTrainer(ctx) {
       const modelHandle = objects.live(model, "Model", "model");
       const r = checkTrainerOptions(options);
       const at = ctx.scratch(0, "options");
+      // Read by kTrainerOptions in model_bindings.cc, one word per option.
       M.HEAPU32.set(
-        [
-          ...[r.learningRate, r.beta1, r.beta2, r.epsilon, r.weightDecay].map(floatBits),
-          r.warmupSteps,
-          floatBits(r.clipNorm),
-          r.decaySteps,
-          floatBits(r.minLearningRate),
-        ],
+        TRAINER_OPTIONS.map((e) => scalarWord(e, r[e.name])),
         at >> 2,
       );
       const handle = M.trainerCreate(modelHandle, at);
