@@ -450,6 +450,10 @@ function checkTrainerOptions(options) {
   return resolveOptions(TRAINER_OPTIONS, options ?? {});
 }
 
+// A float option of the trainer and its number in a Status detail ("learningRate 0.001000").
+const FLOAT_NAMES = TRAINER_OPTIONS.filter((e) => e.word === "f32").map((e) => e.name);
+const FLOAT_IN_DETAIL = new RegExp(String.raw`\b(${FLOAT_NAMES.join("|")}) -?\d+\.\d+`);
+
 /**
  * Throws a refused trainer's Status with the options' numbers as the caller
  * wrote them (the core prints floats as "-1.000000").
@@ -461,7 +465,7 @@ function failWithOptions(ctx, options) {
     const key = e.parameter.replace(/^options\./, "");
     const given = (name) => (typeof options[name] === "number" ? String(options[name]) : null);
     e.message = e.message
-      .replace(/\b(learningRate) -?\d+\.\d+/, (m, name) => `${name} ${given(name) ?? m}`)
+      .replace(FLOAT_IN_DETAIL, (m, name) => `${name} ${given(name) ?? m}`)
       .replace(/got -?\d+\.\d+$/, (m) => (given(key) === null ? m : `got ${given(key)}`));
     throw e;
   }

@@ -282,7 +282,8 @@ export function resolveOptions(schema, o) {
   const resolved = {};
   for (const e of schema) {
     const v = o[e.name];
-    if (v !== undefined) (e.check ?? WORD_CHECKS[e.word])(`options.${e.name}`, v);
+    if (v !== undefined && e.check) e.check(v, o);
+    else if (v !== undefined) WORD_CHECKS[e.word](`options.${e.name}`, v);
     resolved[e.name] = v === undefined ? e.default : v;
   }
   return resolved;
