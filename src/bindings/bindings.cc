@@ -11,12 +11,14 @@
 #include <cstdint>
 #include <cstring>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "attnkit/attnkit.h"
 #include "attnkit/backward_trace.h"
+#include "src/bindings/options.h"
 
 namespace attnkit {
 namespace bindings {
@@ -47,7 +49,7 @@ std::unique_ptr<ThreadPool>& Pool() {
 // Every call reads its arguments from one block of 32-bit words that the JS
 // layer (src/js/api.js, args()) writes into wasm memory, in the order each
 // function lists: a matrix is 3 words [address, rows, cols] (address 0 =
-// none), a count 1 word, options 12 words (see Options()). One integer
+// none), a count 1 word, options the words of kAttentionOptions. One integer
 // crosses the JS boundary per call, so a small call costs no Embind object
 // conversions or allocations.
 class Args {
@@ -69,35 +71,8 @@ class Args {
   ConstMatrixView In() { return View<const float>(); }
   MatrixView Out() { return View<float>(); }
 
-  // [flags (1 causal, 2 scale given, 4 upper-left causal alignment), scale,
-  //  softcap, key_length (-1 = all), key_lengths address (uint32), count,
-  //  bool_mask (uint8 matrix), its layout's batch, heads, additive_mask
-  //  (matrix), its layout's batch, heads, causal_offset (int32),
-  //  causal_offsets address (int32), count]
-  AttentionOptions Options() {
-    AttentionOptions a;
-    a.pool = Pool().get();
-    const uint32_t flags = Word();
-    a.causal = (flags & 1) != 0;
-    const float scale = Float();
-    if (flags & 2) a.scale = scale;
-    if (flags & 4) a.causal_alignment = CausalAlignment::kUpperLeft;
-    a.softcap = Float();
-    const int32_t key_length = static_cast<int32_t>(Word());
-    if (key_length >= 0) a.key_length = static_cast<size_t>(key_length);
-    const uint32_t* lengths = reinterpret_cast<const uint32_t*>(Word());
-    const uint32_t count = Word();
-    a.key_lengths.assign(lengths, lengths + count);
-    a.bool_mask = View<const uint8_t>();
-    a.bool_mask_layout = Layout();
-    a.additive_mask = In();
-    a.additive_mask_layout = Layout();
-    a.causal_offset = static_cast<int32_t>(Word());
-    const int32_t* offsets = reinterpret_cast<const int32_t*>(Word());
-    const uint32_t offset_count = Word();
-    a.causal_offsets.assign(offsets, offsets + offset_count);
-    return a;
-  }
+  // The options' words, read by kAttentionOptions.
+  AttentionOptions Options();
 
   // [batch, heads] of a mask tensor
   MaskLayout Layout() {
@@ -128,6 +103,96 @@ class Args {
  private:
   const uint32_t* w_;
 };
+
+// An attention option: the names of its words (comma-separated, as the JS
+// schema's `words`) and how they are read into AttentionOptions.
+struct AttentionOption {
+  const char* words;
+  void (*read)(Args& a, AttentionOptions* o);
+};
+// The attention options in the order of ATTENTION_OPTIONS in src/js/options.js
+// (tests/js/option-layout.test.js compares the words). Absent options arrive
+// as their defaults: scale 0 (derived from d_k), key_length -1 (all keys),
+// views and arrays at address 0, mask layouts 1 x 1.
+constexpr AttentionOption kAttentionOptions[] = {
+    {"scale",
+     [](Args& a, AttentionOptions* o) {
+       const float scale = a.Float();
+       if (scale > 0) o->scale = scale;
+     }},
+    {"softcap", [](Args& a, AttentionOptions* o) { o->softcap = a.Float(); }},
+    {"causal", [](Args& a, AttentionOptions* o) { o->causal = a.Word() != 0; }},
+    {"causal_alignment",
+     [](Args& a, AttentionOptions* o) {
+       o->causal_alignment =
+           a.Word() != 0 ? CausalAlignment::kUpperLeft : CausalAlignment::kLowerRight;
+     }},
+    {"causal_offset",
+     [](Args& a, AttentionOptions* o) { o->causal_offset = static_cast<int32_t>(a.Word()); }},
+    {"causal_offsets,causal_offsets.count",
+     [](Args& a, AttentionOptions* o) {
+       const int32_t* offsets = reinterpret_cast<const int32_t*>(a.Word());
+       const uint32_t count = a.Word();
+       o->causal_offsets.assign(offsets, offsets + count);
+     }},
+    {"key_length",
+     [](Args& a, AttentionOptions* o) {
+       const int32_t key_length = static_cast<int32_t>(a.Word());
+       if (key_length >= 0) o->key_length = static_cast<size_t>(key_length);
+     }},
+    {"key_lengths,key_lengths.count",
+     [](Args& a, AttentionOptions* o) {
+       const uint32_t* lengths = reinterpret_cast<const uint32_t*>(a.Word());
+       const uint32_t count = a.Word();
+       o->key_lengths.assign(lengths, lengths + count);
+     }},
+    {"bool_mask,bool_mask.rows,bool_mask.cols,bool_mask_layout.batch,bool_mask_layout.heads",
+     [](Args& a, AttentionOptions* o) {
+       o->bool_mask = a.View<const uint8_t>();
+       o->bool_mask_layout = a.Layout();
+     }},
+    {"additive_mask,additive_mask.rows,additive_mask.cols,additive_mask_layout.batch,"
+     "additive_mask_layout.heads",
+     [](Args& a, AttentionOptions* o) {
+       o->additive_mask = a.In();
+       o->additive_mask_layout = a.Layout();
+     }},
+};
+
+AttentionOptions Args::Options() {
+  AttentionOptions o;
+  o.pool = Pool().get();
+  for (const AttentionOption& option : kAttentionOptions) option.read(*this, &o);
+  return o;
+}
+
+// The option tables' word names and default words by call kind.
+struct OptionTable {
+  std::string layout;
+  std::string defaults;
+};
+std::map<std::string, OptionTable>& OptionTables() {
+  static std::map<std::string, OptionTable> tables;
+  return tables;
+}
+// The words of kind's options, comma-separated ("" for an unknown kind).
+std::string OptionLayout(const std::string& kind) {
+  if (kind == "attention") {
+    std::string layout;
+    for (const AttentionOption& option : kAttentionOptions) {
+      if (!layout.empty()) layout += ',';
+      layout += option.words;
+    }
+    return layout;
+  }
+  const auto it = OptionTables().find(kind);
+  return it == OptionTables().end() ? "" : it->second.layout;
+}
+// The words of kind's default options (the C++ struct's), comma-separated.
+std::string OptionDefaults(const std::string& kind) {
+  const auto it = OptionTables().find(kind);
+  return it == OptionTables().end() ? "" : it->second.defaults;
+}
 
 // A matrix handed back to JS (a trace matrix, a cache block).
 struct Mat {
@@ -515,6 +580,10 @@ double HeapBytesInUse() { return static_cast<double>(mallinfo().uordblks); }
 // The pool for the model's bindings (model_bindings.cc).
 ThreadPool* CurrentPool() { return Pool().get(); }
 
+void RegisterOptions(const std::string& kind, std::string layout, std::string defaults) {
+  OptionTables()[kind] = OptionTable{std::move(layout), std::move(defaults)};
+}
+
 }  // namespace bindings
 }  // namespace attnkit
 
@@ -572,4 +641,6 @@ EMSCRIPTEN_BINDINGS(attnkit) {
   function("target", &Target);
   function("heapBytesInUse", &HeapBytesInUse);
   function("setThreads", &SetThreads);
+  function("optionLayout", &OptionLayout);
+  function("optionDefaults", &OptionDefaults);
 }

@@ -16,6 +16,7 @@
 #include "attnkit/text.h"
 #include "attnkit/thread_pool.h"
 #include "src/bindings/functions.h"
+#include "src/bindings/options.h"
 
 namespace attnkit {
 namespace bindings {
@@ -41,11 +42,6 @@ using model::TaskGenerator;
 using model::TaskKind;
 
 uint32_t* Words(uintptr_t address) { return reinterpret_cast<uint32_t*>(address); }
-float AsFloat(uint32_t w) {
-  float f;
-  std::memcpy(&f, &w, sizeof(f));
-  return f;
-}
 uint64_t Seed(uint32_t lo, uint32_t hi) { return uint64_t(hi) << 32 | lo; }
 
 struct ModelHandle {
@@ -250,20 +246,23 @@ void ModelInspectLayer(uintptr_t h, uint32_t layer, uintptr_t out) {
 }
 void ModelInspectClear(uintptr_t h) { AsModel(h)->inspection = Inspection(); }
 
-// [learning_rate, beta1, beta2, epsilon, weight_decay (f32), warmup_steps,
-//  clip_norm (f32), decay_steps, min_learning_rate (f32)]; 0 on error.
+// The trainer's options, one word each, in the order of TRAINER_OPTIONS in
+// src/js/options.js (tests/js/option-layout.test.js compares them).
+constexpr WordOption<AdamWConfig> kTrainerOptions[] = {
+    {"learning_rate", &AdamWConfig::learning_rate, nullptr},
+    {"beta1", &AdamWConfig::beta1, nullptr},
+    {"beta2", &AdamWConfig::beta2, nullptr},
+    {"epsilon", &AdamWConfig::epsilon, nullptr},
+    {"weight_decay", &AdamWConfig::weight_decay, nullptr},
+    {"warmup_steps", nullptr, &AdamWConfig::warmup_steps},
+    {"clip_norm", &AdamWConfig::clip_norm, nullptr},
+    {"decay_steps", nullptr, &AdamWConfig::decay_steps},
+    {"min_learning_rate", &AdamWConfig::min_learning_rate, nullptr},
+};
+
+// The options (kTrainerOptions); 0 on error.
 uintptr_t TrainerCreate(uintptr_t model, uintptr_t args) {
-  const uint32_t* w = Words(args);
-  AdamWConfig c;
-  c.learning_rate = AsFloat(w[0]);
-  c.beta1 = AsFloat(w[1]);
-  c.beta2 = AsFloat(w[2]);
-  c.epsilon = AsFloat(w[3]);
-  c.weight_decay = AsFloat(w[4]);
-  c.warmup_steps = w[5];
-  c.clip_norm = AsFloat(w[6]);
-  c.decay_steps = w[7];
-  c.min_learning_rate = AsFloat(w[8]);
+  const AdamWConfig c = ReadWordOptions(kTrainerOptions, Words(args));
   auto t = std::make_unique<TrainerHandle>();
   if (Report(t->adam.Init(c, AsModel(model)->model.params())) != 0) return 0;
   return reinterpret_cast<uintptr_t>(t.release());
@@ -323,6 +322,10 @@ int TaskInfo(uintptr_t args) {
 
 model::Model* ModelOf(uintptr_t handle) { return &AsModel(handle)->model; }
 
+void RegisterTrainerOptions() {
+  RegisterOptions("trainer", WordOptionNames(kTrainerOptions), WordOptionDefaults(kTrainerOptions));
+}
+
 }  // namespace bindings
 }  // namespace attnkit
 
@@ -333,4 +336,5 @@ EMSCRIPTEN_BINDINGS(attnkit_model) {
       ModelTrainedSteps, ModelExport, ModelForward, ModelAttention, ModelTensorNames, ModelTensor,
       ModelInspect, ModelInspectLayer, ModelInspectClear, TrainerCreate, TrainerFree, TrainerSteps,
       TrainerLearningRate, TrainerStep, GeneratorCreate, GeneratorFree, GeneratorNext, TaskInfo);
+  RegisterTrainerOptions();
 }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "attnkit/model.h"
 #include "attnkit/text.h"
 #include "src/bindings/functions.h"
+#include "src/bindings/options.h"
 
 namespace attnkit {
 namespace bindings {
@@ -183,18 +185,23 @@ uintptr_t SamplerCreate(uintptr_t model, uintptr_t args) {
   return reinterpret_cast<uintptr_t>(h.release());
 }
 void SamplerFree(uintptr_t h) { delete AsSampler(h); }
-// [temperature (f32), top_k] -> status; writes after them [token, UTF-8
+// The sampling options, one word each, in the order of SAMPLING_OPTIONS in
+// src/js/options.js (tests/js/option-layout.test.js compares them).
+constexpr WordOption<model::SampleOptions> kSamplingOptions[] = {
+    {"temperature", &model::SampleOptions::temperature, nullptr},
+    {"top_k", nullptr, &model::SampleOptions::top_k},
+};
+
+// The options (kSamplingOptions) -> status; writes after them [token, UTF-8
 // address, size, logits address, count, layers, then per layer the weights'
 // address, rows (heads), cols (cache length)].
 int SamplerNext(uintptr_t h, uintptr_t args) {
   SamplerHandle* s = AsSampler(h);
   uint32_t* w = Words(args);
-  model::SampleOptions options;
-  std::memcpy(&options.temperature, &w[0], sizeof(float));
-  options.top_k = w[1];
+  const model::SampleOptions options = ReadWordOptions(kSamplingOptions, w);
   if (Report(s->generator.Next(options, &s->token)) != 0) return 1;
   if (Report(s->tokenizer.Decode(&s->token.token, 1, &s->text)) != 0) return 1;
-  uint32_t* o = w + 2;
+  uint32_t* o = w + std::size(kSamplingOptions);
   o[0] = s->token.token;
   o[1] = Address(s->text.data());
   o[2] = s->text.size();
@@ -211,6 +218,12 @@ int SamplerNext(uintptr_t h, uintptr_t args) {
 }
 
 }  // namespace
+
+void RegisterSamplingOptions() {
+  RegisterOptions("sampling", WordOptionNames(kSamplingOptions),
+                  WordOptionDefaults(kSamplingOptions));
+}
+
 }  // namespace bindings
 }  // namespace attnkit
 
@@ -219,4 +232,5 @@ EMSCRIPTEN_BINDINGS(attnkit_text) {
   ATTNKIT_FUNCTIONS(TokenizerBuild, TokenizerEncode, TokenizerDecode, TextClear, DatasetCreate,
                     DatasetFree, DatasetInfo, DatasetNext, DatasetValidationBatch,
                     DatasetValidationLoss, SamplerCreate, SamplerFree, SamplerNext);
+  RegisterSamplingOptions();
 }

@@ -3,29 +3,17 @@
 // into wasm. Every error names the JS parameter, what was expected and what
 // was given.
 import { AttnkitTypeError, describe, kindOf, rangeError, typeError } from "./errors.js";
-import {
-  checkCount,
-  checkKeys,
-  count,
-  isObject,
-  toMaskTensor,
-  toMatrix,
-  toTensor,
-} from "./convert.js";
+import { checkCount, checkKeys, count, isObject, toMatrix, toTensor } from "./convert.js";
+import { ATTENTION_OPTIONS, attentionBits, givenOptions, lowestBit } from "./options.js";
 
-const OPTION_KEYS = [
-  "scale",
-  "softcap",
-  "causal",
-  "causalAlignment",
-  "causalOffset",
-  "causalOffsets",
-  "keyLength",
-  "keyLengths",
-  "boolMask",
-  "additiveMask",
-  "out",
-];
+// The options every attention call takes, in the schema's order (options.js).
+const OPTION_KEYS = ATTENTION_OPTIONS.map((e) => e.name);
+const CHECKED = attentionBits((e) => e.check);
+const INPUTS = attentionBits((e) => e.input);
+const isArray = (e) => e.word === "array" || e.word === "mask";
+const ARRAYS = ATTENTION_OPTIONS.filter(isArray);
+/** The options with inputs in wasm memory ("array" and "mask"), in optionInputs()' order. */
+export const ARRAY_OPTIONS = ARRAYS;
 // Options of other calls, named as such when given to a call without them
 // (an edit distance would suggest an unrelated option).
 const OTHER_CALLS_OPTIONS = {
@@ -61,69 +49,12 @@ export function checkOptions(options, extraKeys = [], outKeys = null) {
     );
   }
   checkKeys("options", options, valid, "option");
-  for (const key of ["scale", "softcap"]) {
-    const v = options[key];
-    if (v === undefined) continue;
-    if (typeof v !== "number") throw typeError(`options.${key}`, "a number", v);
-    // Checked here, not only in the core, so the message shows the value given:
-    // the core sees float32, where 1e40 is inf and 1e-50 is 0.
-    const f = Math.fround(v);
-    if (key === "scale" && !(Number.isFinite(f) && f > 0)) {
-      throw rangeError("options.scale", "a finite number > 0 (as float32)", describe(v));
-    }
-    if (key === "softcap" && !(Number.isFinite(f) && f >= 0)) {
-      throw rangeError(
-        "options.softcap",
-        "0 (off) or a finite number > 0 (as float32)",
-        describe(v),
-      );
-    }
-  }
-  if (options.causal !== undefined && typeof options.causal !== "boolean") {
-    throw typeError("options.causal", "a boolean", options.causal);
-  }
-  const alignment = options.causalAlignment;
-  if (alignment !== undefined && alignment !== "lowerRight" && alignment !== "upperLeft") {
-    throw rangeError("options.causalAlignment", '"lowerRight" or "upperLeft"', describe(alignment));
-  }
-  const offset = options.causalOffset;
-  if (offset !== undefined && !(Number.isInteger(offset) && Math.abs(offset) < 2 ** 31)) {
-    throw rangeError("options.causalOffset", "an integer (may be negative)", describe(offset));
-  }
-  // An offset moves the upper-left frontier only: without that alignment it
-  // would be ignored, so it is refused with what to add.
-  for (const key of ["causalOffset", "causalOffsets"]) {
-    const given = options[key];
-    if (given === undefined || alignment === "upperLeft") continue;
-    if (key === "causalOffset" && given === 0) continue;
-    throw rangeError(
-      `options.${key}`,
-      `causalAlignment: "upperLeft" beside it (${key} moves the upper-left frontier, key j <= i + offset; ` +
-        `the default "lowerRight" alignment has no offset)`,
-      alignment === undefined ? "no causalAlignment" : `causalAlignment ${describe(alignment)}`,
-    );
-  }
-  if (outKeys) {
-    checkGradientOut(options.out, outKeys);
-  } else if (options.out !== undefined && !(options.out instanceof Float32Array)) {
-    throw typeError("options.out", "a Float32Array", options.out);
+  // In the schema's order, whatever the order of the keys given.
+  for (let bits = givenOptions(options) & CHECKED; bits !== 0; bits &= bits - 1) {
+    const e = ATTENTION_OPTIONS[lowestBit(bits)];
+    e.check(options[e.name], options, outKeys);
   }
   return options;
-}
-
-/** A backward call's options.out: { [gradient]?: Float32Array } under `keys`. */
-function checkGradientOut(out, keys) {
-  if (out === undefined) return;
-  const expected = `an object {${keys.map((k) => `${k}?`).join(", ")}} of Float32Arrays`;
-  if (!isObject(out) || Array.isArray(out) || ArrayBuffer.isView(out)) {
-    throw typeError("options.out", expected, out);
-  }
-  checkKeys("options.out", out, keys);
-  for (const key of keys) {
-    if (out[key] !== undefined && !(out[key] instanceof Float32Array)) {
-      throw typeError(`options.out.${key}`, "a Float32Array", out[key]);
-    }
-  }
 }
 
 /**
@@ -164,66 +95,20 @@ export function savedInputs(options, convert) {
   return [convert("options.saved.out", saved.out), convert("options.saved.lse", saved.lse)];
 }
 
-/** options.keyLengths as a Uint32Array, or null. */
-function keyLengthsOf(o) {
-  if (o.keyLengths === undefined) return null;
-  if (!Array.isArray(o.keyLengths) && !ArrayBuffer.isView(o.keyLengths)) {
-    throw typeError("options.keyLengths", "an array of non-negative integers", o.keyLengths);
-  }
-  const lengths = Uint32Array.from(o.keyLengths, (v, i) =>
-    checkCount(`options.keyLengths[${i}]`, v, { allowZero: true }),
-  );
-  if (lengths.length === 0) {
-    throw rangeError(
-      "options.keyLengths",
-      "one length per batch item (omit it for no padding)",
-      "an empty array",
-    );
-  }
-  return lengths;
-}
-
-/** options.causalOffsets as an Int32Array, or null. */
-function causalOffsetsOf(o) {
-  if (o.causalOffsets === undefined) return null;
-  if (!Array.isArray(o.causalOffsets) && !ArrayBuffer.isView(o.causalOffsets)) {
-    throw typeError("options.causalOffsets", "an array of integers", o.causalOffsets);
-  }
-  const offsets = Int32Array.from(o.causalOffsets, (v, i) => {
-    if (!Number.isInteger(v) || Math.abs(v) >= 2 ** 31) {
-      throw rangeError(`options.causalOffsets[${i}]`, "an integer", describe(v));
-    }
-    return v;
-  });
-  if (offsets.length === 0) {
-    throw rangeError(
-      "options.causalOffsets",
-      "one offset per batch item (omit it for one offset)",
-      "an empty array",
-    );
-  }
-  return offsets;
-}
-
 /**
- * The options' arrays, checked, as call inputs (null when absent): [boolMask,
- * additiveMask, keyLengths, causalOffsets].
+ * The options' arrays, checked, as call inputs (null when absent), in the
+ * order of ARRAY_OPTIONS; the other options checked at this point
+ * (keyLength) too, all in the schema's order.
  */
 export function optionInputs(options) {
-  const o = options ?? {};
-  const keyLengths = keyLengthsOf(o);
-  if (o.keyLength !== undefined) {
-    checkCount("options.keyLength", o.keyLength, { allowZero: true });
+  const inputs = ARRAYS.map(() => null);
+  if (options === undefined) return inputs;
+  for (let bits = givenOptions(options) & INPUTS; bits !== 0; bits &= bits - 1) {
+    const e = ATTENTION_OPTIONS[lowestBit(bits)];
+    const input = e.input(options[e.name]);
+    if (isArray(e)) inputs[ARRAYS.indexOf(e)] = input;
   }
-  const offsets = causalOffsetsOf(o);
-  return [
-    o.boolMask !== undefined ? toMaskTensor("options.boolMask", o.boolMask, true) : null,
-    o.additiveMask !== undefined
-      ? toMaskTensor("options.additiveMask", o.additiveMask, false)
-      : null,
-    keyLengths,
-    offsets,
-  ];
+  return inputs;
 }
 
 /** W_Q, W_K, W_V (and W_O or null, `withOutput`) as matrices. */

@@ -4,8 +4,9 @@
 // every layer's attention per character. Texts go to wasm as UTF-8; the core
 // checks and tokenizes them, so JS and C++ users get the same tokens.
 import { AttnkitTypeError, describe, rangeError, typeError } from "./errors.js";
-import { checkCount, checkKeys, isObject } from "./convert.js";
-import { CORE_NAMES, floatBits, names, seedWords } from "./marshal.js";
+import { checkCount } from "./convert.js";
+import { CORE_NAMES, names, scalarWord, seedWords } from "./marshal.js";
+import { SAMPLING_OPTIONS, checkObject, coreNames, resolveOptions } from "./options.js";
 import { brand } from "./handles.js";
 
 // The core's limits (text.h): UTF-8 bytes of a text, distinct characters.
@@ -69,11 +70,10 @@ export function readsVocabulary(model, vocabulary) {
 /** Characters of code points (a vocabulary the core has checked). */
 const characters = (codes) => Object.freeze(Array.from(codes, (c) => String.fromCodePoint(c)));
 
+/** Options with only `keys` ({} when absent): else an error naming `shape` or the unknown key. */
 function checkOptions(name, options, keys, shape) {
   if (options === undefined) return {};
-  if (!isObject(options) || Array.isArray(options))
-    throw typeError(name, `an object ${shape}`, options);
-  checkKeys(name, options, keys);
+  checkObject(name, options, keys, shape);
   return options;
 }
 
@@ -286,23 +286,19 @@ export class TextDataset {
   }
 }
 
-/** Sampling options, checked: {temperature, topK, seed}. */
+/** Sampling options, checked: {temperature, topK} (SAMPLING_OPTIONS) and the seed's words. */
 function checkSampling(options, keys, shape) {
   const o = checkOptions("options", options, keys, shape);
-  const temperature = o.temperature === undefined ? 1 : o.temperature;
-  if (typeof temperature !== "number")
-    throw typeError("options.temperature", "a number", temperature);
-  if (!Number.isFinite(temperature) || temperature < 0)
-    throw rangeError("options.temperature", "a finite number >= 0", describe(temperature));
+  const { temperature, topK } = resolveOptions(SAMPLING_OPTIONS, o);
   return {
     o,
     temperature,
-    topK: o.topK === undefined ? 0 : checkCount("options.topK", o.topK, { allowZero: true }),
+    topK,
     seed: o.seed === undefined ? [0, 0] : seedWords("options.seed", o.seed),
   };
 }
 // A sampler's Status names its options.
-const SAMPLE_NAMES = names({ temperature: "options.temperature", top_k: "options.topK" });
+const SAMPLE_NAMES = names(coreNames(SAMPLING_OPTIONS));
 
 export class Sampler {
   constructor(ctx, model, modelHandle, prompt, options) {
@@ -352,8 +348,9 @@ export class Sampler {
 function sample(ctx, sampler, full) {
   const handle = ctx.objects.live(sampler, "Sampler", "sampler");
   ctx.objects.live(sampler.model, "Model", "sampler.model");
-  const { temperature, topK } = sampler.options;
-  const args = ctx.args("sampler").put(floatBits(temperature), topK);
+  // Read by kSamplingOptions in text_bindings.cc, one word per option.
+  const o = sampler.options;
+  const args = ctx.args("sampler").put(...SAMPLING_OPTIONS.map((e) => scalarWord(e, o[e.name])));
   if (ctx.M.samplerNext(handle, args.start) !== 0) ctx.fail(SAMPLE_NAMES);
   const token = args.word();
   const character = decoder.decode(args.bytes());

@@ -3,9 +3,18 @@
 // block of 32-bit words (read by Args in src/bindings/bindings.cc), outputs are
 // copied out into JS-owned Float32Arrays, and a non-zero status becomes an
 // AttnkitError named from the core Status's parameter.
-import { AttnkitError, describe, jsDetail, rangeError, typeError } from "./errors.js";
+import { AttnkitError, describe, rangeError, typeError } from "./errors.js";
+import { jsDetail } from "./details.js";
 import { MAX_ELEMENTS, checkElements, count } from "./convert.js";
-import { optionInputs } from "./arguments.js";
+import { ARRAY_OPTIONS, optionInputs } from "./arguments.js";
+import {
+  ATTENTION_OPTIONS,
+  attentionBits,
+  coreNames,
+  givenOptions,
+  lowestBit,
+  wordLayout,
+} from "./options.js";
 
 const CODES = ["ok", "invalid_argument", "shape_mismatch", "non_finite", "overflow", "capacity"];
 /**
@@ -19,12 +28,7 @@ export const names = (entries, base = CORE_NAMES) =>
 // The attention layer's names: the base of every other table.
 export const CORE_NAMES = names(
   {
-    scale: "options.scale",
-    softcap: "options.softcap",
-    key_length: "options.keyLength",
-    key_lengths: "options.keyLengths",
-    bool_mask: "options.boolMask",
-    additive_mask: "options.additiveMask",
+    ...coreNames(ATTENTION_OPTIONS),
     num_heads: "config.numHeads",
     num_kv_heads: "config.numKvHeads",
     d_k: "config.dK",
@@ -40,8 +44,6 @@ export const CORE_NAMES = names(
     K_new: "K",
     V_new: "V",
     size: "size",
-    causal_offset: "options.causalOffset",
-    causal_offsets: "options.causalOffsets",
     past_K: "options.pastKey",
     past_V: "options.pastValue",
     present_K: "options.present",
@@ -196,75 +198,82 @@ export function seedWords(name, seed) {
 /** The words of a head configuration: [num_heads, num_kv_heads, d_k, d_v] (0 = derive). */
 export const headWords = (h) => [h.numHeads, h.numKvHeads, h.dK, h.dV];
 
-/**
- * The options' words of an argument block (see Args::Options in bindings.cc)
- * from checked options, their input views and the inputs they came from.
- */
-function optionWords(options, [boolMask, additiveMask, keyLengths, offsets], masks, defaultCausal) {
-  const o = options ?? {};
-  const [bool, additive] = masks;
-  return [
-    ((o.causal ?? defaultCausal) ? 1 : 0) |
-      (o.scale !== undefined ? 2 : 0) |
-      (o.causalAlignment === "upperLeft" ? 4 : 0),
-    floatBits(o.scale ?? 0),
-    floatBits(o.softcap ?? 0),
-    o.keyLength ?? -1,
-    keyLengths.ptr,
-    keyLengths.count ?? 0,
-    boolMask.ptr,
-    boolMask.rows,
-    boolMask.cols,
-    bool?.batch ?? 1,
-    bool?.heads ?? 1,
-    additiveMask.ptr,
-    additiveMask.rows,
-    additiveMask.cols,
-    additive?.batch ?? 1,
-    additive?.heads ?? 1,
-    o.causalOffset ?? 0,
-    offsets.ptr,
-    offsets.count ?? 0,
-  ];
+/** The word of a scalar option's value (options.js's word kinds). */
+export function scalarWord(e, v) {
+  if (e.word === "f32") return floatBits(v);
+  if (e.word === "bool") return v ? 1 : 0;
+  if (e.word === "enum") return e.values.indexOf(v);
+  return v; // "int", "count"
+}
+/** The word of an absent scalar option: its `none`, else its default's (0 without one). */
+const noneWord = (e) => e.none ?? (e.default === undefined ? 0 : scalarWord(e, e.default));
+// Where each option's first word is in the options' words (by schema index).
+const WORD_AT = ATTENTION_OPTIONS.map((e, i) => wordLayout(ATTENTION_OPTIONS.slice(0, i)).length);
+const ARRAY_AT = ARRAY_OPTIONS.map((e) => WORD_AT[ATTENTION_OPTIONS.indexOf(e)]);
+
+// The options of one word each ("f32", "bool", "enum", "int"), and those checked when laid out.
+const SCALARS = attentionBits((e) => e.words?.length === 1);
+const INPUTS = attentionBits((e) => e.input);
+
+/** The words of `options`' scalar options, the others' words as absent. */
+function scalarWords(options, given) {
+  const words = NO_WORDS.slice();
+  for (let bits = given & SCALARS; bits !== 0; bits &= bits - 1) {
+    const i = lowestBit(bits);
+    const e = ATTENTION_OPTIONS[i];
+    words[WORD_AT[i]] = scalarWord(e, options[e.name]);
+  }
+  return words;
 }
 
+/**
+ * The options' words of an argument block (read by kAttentionOptions in
+ * bindings.cc) from checked options, their input views and the inputs they
+ * came from (ARRAY_OPTIONS' order). `defaultCausal`: options.causal when absent.
+ */
+function optionWords(options, views, inputs, defaultCausal) {
+  const words =
+    options === undefined ? NO_WORDS.slice() : scalarWords(options, givenOptions(options));
+  if (options?.causal === undefined && defaultCausal) words[CAUSAL_AT] = 1;
+  ARRAY_OPTIONS.forEach((e, a) => {
+    const v = views[a];
+    const arrayWords =
+      e.word === "array"
+        ? [v.ptr, v.count ?? 0]
+        : [v.ptr, v.rows, v.cols, inputs[a]?.batch ?? 1, inputs[a]?.heads ?? 1];
+    words.splice(ARRAY_AT[a], arrayWords.length, ...arrayWords);
+  });
+  return words;
+}
+
+// The words of no options: each option's absent word, 0 for arrays and
+// views, 1 for a mask layout's batch and heads.
+const NO_WORDS = ATTENTION_OPTIONS.flatMap((e) => {
+  if (e.word === "mask") return [0, 0, 0, 1, 1];
+  if (e.word === "array") return [0, 0];
+  return e.word ? [noneWord(e)] : [];
+});
+const CAUSAL_AT = WORD_AT[ATTENTION_OPTIONS.findIndex((e) => e.name === "causal")];
 // The option words of a call without options (or whose options need no arrays).
-const NO_ARRAYS = [NONE, NONE, NONE, NONE];
-const NO_MASKS = [null, null];
-const NO_OPTION_WORDS = Uint32Array.from(optionWords(undefined, NO_ARRAYS, NO_MASKS, false));
+const NO_OPTION_WORDS = Uint32Array.from(NO_WORDS);
 // The most floats the lean path lays out (64 MiB): past it, run() sizes the call.
 const LEAN_MAX_FLOATS = 1 << 24;
 
 /**
  * The option words of `options`, checked by checkOptions(), if they need no
- * array in wasm memory (no masks, key lengths or causal offsets) and name no
+ * array in wasm memory (no "array" or "mask" option given) and name no
  * gradient outputs (a backward call's options.out), else null.
  * Runs the same checks as runWithOptions() in the same order.
  */
 export function leanOptionWords(options) {
   if (options === undefined) return NO_OPTION_WORDS;
-  const o = options;
-  // Only a backward call's saved (or nothing): the words of no options.
-  if (
-    o.scale === undefined &&
-    o.softcap === undefined &&
-    o.causal === undefined &&
-    o.causalAlignment === undefined &&
-    o.causalOffset === undefined &&
-    o.causalOffsets === undefined &&
-    o.keyLength === undefined &&
-    o.keyLengths === undefined &&
-    o.boolMask === undefined &&
-    o.additiveMask === undefined &&
-    o.out === undefined
-  ) {
-    return NO_OPTION_WORDS;
-  }
   // A forward call's options.out (a Float32Array) is the lean path's `into`.
-  if (options.out !== undefined && !(options.out instanceof Float32Array)) return null;
-  const [bool, additive, lengths, offsets] = optionInputs(options);
-  if (bool || additive || lengths || offsets) return null;
-  return optionWords(options, NO_ARRAYS, NO_MASKS, false);
+  const out = options.out;
+  if (out !== undefined && !(out instanceof Float32Array)) return null;
+  const given = givenOptions(options);
+  if ((given & (SCALARS | INPUTS)) === 0) return NO_OPTION_WORDS;
+  if ((given & INPUTS) !== 0 && optionInputs(options).some((x) => x !== null)) return null;
+  return scalarWords(options, given);
 }
 
 /** The calls of one Embind module M: its scratch block, argument blocks and errors. */

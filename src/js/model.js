@@ -7,7 +7,8 @@
 // Worker.
 import { AttnkitError, describe, rangeError, typeError } from "./errors.js";
 import { checkCount, checkKeys, isObject } from "./convert.js";
-import { CORE_NAMES, floatBits, names, seedWords } from "./marshal.js";
+import { CORE_NAMES, names, scalarWord, seedWords } from "./marshal.js";
+import { TRAINER_OPTIONS, checkObject, coreNames, resolveOptions } from "./options.js";
 import { handles } from "./handles.js";
 import { intArray, readsVocabulary, languageContext, vocabularyCodePoints } from "./language.js";
 import { referenceLosses } from "./text-stats.js";
@@ -43,35 +44,13 @@ function configFromWords(w) {
   return c;
 }
 const TASK_KEYS = ["kind", "length", "vocabSize", "padding"];
-const TRAINER_KEYS = [
-  "learningRate",
-  "beta1",
-  "beta2",
-  "epsilon",
-  "weightDecay",
-  "warmupSteps",
-  "clipNorm",
-  "decaySteps",
-  "minLearningRate",
-];
+const TRAINER_KEYS = TRAINER_OPTIONS.map((e) => e.name);
 // A task's fields: the core's name -> the JS key.
 const TASK_FIELDS = { kind: "kind", length: "length", vocab_size: "vocabSize", padding: "padding" };
 const taskNames = (prefix) =>
   Object.fromEntries(Object.entries(TASK_FIELDS).map(([c, js]) => [prefix + c, `task.${js}`]));
 // A task's own Status names its fields (taskInfo, a task generator).
 const TASK_NAMES = names(taskNames(""));
-// A trainer's options: the core's names -> the JS names.
-const TRAINER_OPTION_NAMES = {
-  learning_rate: "options.learningRate",
-  beta1: "options.beta1",
-  beta2: "options.beta2",
-  epsilon: "options.epsilon",
-  weight_decay: "options.weightDecay",
-  clip_norm: "options.clipNorm",
-  warmup_steps: "options.warmupSteps",
-  decay_steps: "options.decaySteps",
-  min_learning_rate: "options.minLearningRate",
-};
 // The model layer's names, over the attention layer's (CORE_NAMES: the
 // heads' sizes are there).
 const MODEL_NAMES = names({
@@ -85,25 +64,13 @@ const MODEL_NAMES = names({
   seq_len: "batch.seqLen",
   tokens: "batch.tokens",
   targets: "batch.targets",
-  ...TRAINER_OPTION_NAMES,
+  ...coreNames(TRAINER_OPTIONS),
   vocabulary: "options.vocabulary",
 });
-
-function checkObject(name, value, keys, shape) {
-  if (!isObject(value) || Array.isArray(value)) throw typeError(name, `an object ${shape}`, value);
-  checkKeys(name, value, keys);
-}
 
 function checkBool(name, value, fallback) {
   if (value === undefined) return fallback;
   if (typeof value !== "boolean") throw typeError(name, "a boolean", value);
-  return value;
-}
-
-function checkNumber(name, value, fallback) {
-  if (value === undefined) return fallback;
-  if (typeof value !== "number") throw typeError(name, "a number", value);
-  if (!Number.isFinite(value)) throw rangeError(name, "a finite number", describe(value));
   return value;
 }
 
@@ -442,30 +409,17 @@ function defineModel(ctx, language) {
   };
 }
 
-/** A trainer's options, checked, with their defaults. */
+/** A trainer's options, checked, with their defaults (TRAINER_OPTIONS). */
 function checkTrainerOptions(options) {
   if (options !== undefined) {
     checkObject("options", options, TRAINER_KEYS, "{learningRate?, warmupSteps?, ...}");
   }
-  const o = options ?? {};
-  return {
-    learningRate: checkNumber("options.learningRate", o.learningRate, 1e-3),
-    beta1: checkNumber("options.beta1", o.beta1, 0.9),
-    beta2: checkNumber("options.beta2", o.beta2, 0.98),
-    epsilon: checkNumber("options.epsilon", o.epsilon, 1e-8),
-    weightDecay: checkNumber("options.weightDecay", o.weightDecay, 0.01),
-    warmupSteps:
-      o.warmupSteps === undefined
-        ? 0
-        : checkCount("options.warmupSteps", o.warmupSteps, { allowZero: true }),
-    clipNorm: checkNumber("options.clipNorm", o.clipNorm, 1),
-    decaySteps:
-      o.decaySteps === undefined
-        ? 0
-        : checkCount("options.decaySteps", o.decaySteps, { allowZero: true }),
-    minLearningRate: checkNumber("options.minLearningRate", o.minLearningRate, 0),
-  };
+  return resolveOptions(TRAINER_OPTIONS, options ?? {});
 }
+
+// A float option of the trainer and its number in a Status detail ("learningRate 0.001000").
+const FLOAT_NAMES = TRAINER_OPTIONS.filter((e) => e.word === "f32").map((e) => e.name);
+const FLOAT_IN_DETAIL = new RegExp(String.raw`\b(${FLOAT_NAMES.join("|")}) -?\d+\.\d+`);
 
 /**
  * Throws a refused trainer's Status with the options' numbers as the caller
@@ -478,7 +432,7 @@ function failWithOptions(ctx, options) {
     const key = e.parameter.replace(/^options\./, "");
     const given = (name) => (typeof options[name] === "number" ? String(options[name]) : null);
     e.message = e.message
-      .replace(/\b(learningRate) -?\d+\.\d+/, (m, name) => `${name} ${given(name) ?? m}`)
+      .replace(FLOAT_IN_DETAIL, (m, name) => `${name} ${given(name) ?? m}`)
       .replace(/got -?\d+\.\d+$/, (m) => (given(key) === null ? m : `got ${given(key)}`));
     throw e;
   }
@@ -492,14 +446,9 @@ function defineTrainer(ctx) {
       const modelHandle = objects.live(model, "Model", "model");
       const r = checkTrainerOptions(options);
       const at = ctx.args("options").start;
+      // Read by kTrainerOptions in model_bindings.cc, one word per option.
       M.HEAPU32.set(
-        [
-          ...[r.learningRate, r.beta1, r.beta2, r.epsilon, r.weightDecay].map(floatBits),
-          r.warmupSteps,
-          floatBits(r.clipNorm),
-          r.decaySteps,
-          floatBits(r.minLearningRate),
-        ],
+        TRAINER_OPTIONS.map((e) => scalarWord(e, r[e.name])),
         at >> 2,
       );
       const handle = M.trainerCreate(modelHandle, at);
