@@ -28,6 +28,9 @@ inline double CpuSeconds() {
   return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
+// Milliseconds of CPU time of this process.
+inline double CpuMs() { return 1e3 * CpuSeconds(); }
+
 // Seconds of CPU time of the calling thread.
 inline double ThreadCpuSeconds() {
   timespec t;

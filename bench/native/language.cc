@@ -1,5 +1,5 @@
 // attnkit_language_bench: the language model's benchmark, native side (npm run
-// bench -- --language). attnkit's GPT trained by the C++ API on a text
+// bench -- --only language). attnkit's GPT trained by the C++ API on a text
 // (Moby-Dick, written by bench/wasm/language.mjs --write-text), one thread.
 // bench/language_torch.py drives it as a child process (--serve) so that it
 // and PyTorch step in turns, one JSON line per command on stdin:
@@ -91,7 +91,7 @@ constexpr uint64_t kModelSeed = 1, kDataSeed = 1234;
 constexpr size_t kValidationWindows = 128, kValidationChunk = 32, kMinSteps = 20;
 constexpr float kStopLoss = 2.0f;
 
-double CpuMs() { return 1e3 * harness::CpuSeconds(); }
+using harness::CpuMs;
 
 // The FMA peak per CPU second (the engines' times are CPU times too): the
 // loop's GFLOP/s per wall second scaled by its wall / CPU time, so that turns

@@ -8,7 +8,7 @@
 // (each round times every engine once, in a rotating order) and the median of the
 // rounds is reported. GFLOP/s counts 4 * T * T * d per head, also for causal runs.
 // The same run measures the wasm machine limit: the SIMD128 mul + add loop of
-// bench/wasm/peak.cc (built by scripts/bench.sh into build/bench-wasm/peak.wasm).
+// bench/wasm/peak.cc (built by bench/CMakeLists.txt into build/bench-wasm/peak.wasm).
 // Then each (engine, T, causal) runs once more in a fresh Node process to measure
 // its peak memory: growth of the resident set (VmHWM, reset just before) over the
 // process with the engine loaded and warmed up (one call at T = 16) and the inputs
