@@ -10,7 +10,7 @@
 // of CPU), at its CPU budget or at its step cap.
 //
 // Usage: node bench/wasm/language-sweep.mjs [--only name,name] [--cpu-core 1] [--budget S] [--go-on]
-//          > bench/results/language-sweep.json
+//          > build/language-sweep.json  (a dated record of a run goes to bench/results/history.md)
 //        node --single-threaded-gc bench/wasm/language-sweep.mjs --run name   (one, JSON out)
 import os from "node:os";
 import { execFileSync } from "node:child_process";

