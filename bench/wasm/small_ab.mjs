@@ -12,7 +12,7 @@
 // Usage: node --single-threaded-gc bench/wasm/small_ab.mjs DIR_A DIR_B [ROUNDS]
 import { callsPerBatch, loadBuilds, pairedRounds, speed } from "../lib/paired.mjs";
 import { maxDiff, median, random } from "../lib/stats.mjs";
-import { jsAttention, plainBackward, plainForTraining } from "./plain.mjs";
+import { jsAttention, plainBackward, plainForTraining, plainWorkspace } from "./plain.mjs";
 
 const [dirA, dirB, roundsArg] = process.argv.slice(2);
 const ROUNDS = Number(roundsArg ?? 21);
@@ -32,14 +32,7 @@ for (const d of [8, 64]) {
       K = { data: k, rows: T, cols: d },
       V = { data: v, rows: T, cols: d },
       G = { data: g, rows: T, cols: d };
-    const ws = {
-      out: new Float32Array(T * d),
-      lse: new Float64Array(T),
-      row: new Float64Array(T),
-      dQ: new Float32Array(T * d),
-      dK: new Float32Array(T * d),
-      dV: new Float32Array(T * d),
-    };
+    const ws = plainWorkspace(T, d);
     const out = new Float32Array(T * d);
     const savedA = akA.attentionForTraining(Q, K, V),
       savedB = akB.attentionForTraining(Q, K, V);
