@@ -1,4 +1,4 @@
-"""The language model's native benchmark (npm run bench -- --language): attnkit's
+"""The language model's native benchmark (npm run bench -- --only language): attnkit's
 GPT trained by its C++ API (bench/native/language.cc, attnkit_language_bench,
 driven here as a child process) and the same model in PyTorch on the CPU, one
 thread each, stepping in turns so that both meet the same load on a shared

@@ -16,7 +16,7 @@ esac
 
 shopt -s nullglob
 mapfile -t cxx < <(find include src tests bench/native bench/wasm examples -type f \( -name '*.cc' -o -name '*.h' \) | sort)
-js=(src/js tests/*.mjs tests/js tests/browser web/src web/index.html web/vite.config.ts bench/*.mjs bench/wasm/*.mjs scripts/*.mjs examples)
+js=(src/js tests/*.mjs tests/js tests/browser web/src web/index.html web/vite.config.ts bench/*.mjs bench/wasm/*.mjs bench/lib bench/ab scripts/*.mjs examples)
 prettier=node_modules/.bin/prettier
 command -v clang-format >/dev/null || { echo "format: clang-format is missing (bash scripts/setup.sh)" >&2; exit 1; }
 [[ -x $prettier ]] || { echo "format: $prettier is missing (bash scripts/setup.sh)" >&2; exit 1; }

@@ -1,8 +1,7 @@
-// One round of the backward's A/B (bench/ab/run.sh): times each shape once
-// and prints "name us_per_call", CPU time of this process (one thread), so
-// that a driver can alternate two builds of attnkit, round by round, and take
-// the median of the per-round ratios. Built against each build's
-// libattnkit_core.a; only the public API, which both builds share.
+// One round of the backward's A/B (scripts/bench.sh --ab REV --only backward): times each shape
+// once and prints "name us_per_call", CPU time of this process (one thread), so that a driver can
+// alternate two builds of attnkit, round by round, and take the median of the per-round ratios.
+// Built against each build's libattnkit_core.a; only the public API, which both builds share.
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -11,13 +10,13 @@
 #include "attnkit/attnkit.h"
 #include "attnkit/model.h"
 #include "attnkit/tasks.h"
-#include "bench/ab/paired.h"
+#include "bench/native/harness.h"
 
 namespace {
 
-using ab::Random;
+using harness::Random;
 
-const auto& Time = ab::PrintTime;
+const auto& Time = harness::PrintTime;
 
 struct Head {
   size_t T, d;
@@ -60,7 +59,7 @@ struct Head {
 
 // --pool: where a pool of 2 starts to pay. Causal heads of d 64 by T and a
 // model's training step, each with no pool ("pool0") and a pool of 2
-// ("pool2"), the best wall time of a call. Between two builds (pair.py) it shows the
+// ("pool2"), the best wall time of a call. Between two builds (bench/ab/pair.mjs) it shows the
 // cut-off's effect (internal::kPoolMinMultiplyAdds); within one, where the
 // pool gains.
 int Pool() {
@@ -74,10 +73,10 @@ int Pool() {
       o.pool = pool;
       const std::string shape =
           "d=64_T=" + std::to_string(T) + "_causal_" + (pool ? "pool2" : "pool0");
-      ab::PrintBestWallTime("attention_" + shape, budget, [&] { return h.Attention(o); });
-      ab::PrintBestWallTime("train_fwd_" + shape, budget, [&] { return h.Forward(o); });
+      harness::PrintBestWallTime("attention_" + shape, budget, [&] { return h.Attention(o); });
+      harness::PrintBestWallTime("train_fwd_" + shape, budget, [&] { return h.Forward(o); });
       h.Forward(o);
-      ab::PrintBestWallTime("bwd_saved_" + shape, budget, [&] { return h.Backward(o); });
+      harness::PrintBestWallTime("bwd_saved_" + shape, budget, [&] { return h.Backward(o); });
     }
   }
   using namespace attnkit::model;
@@ -102,8 +101,9 @@ int Pool() {
   }
   for (attnkit::ThreadPool* pool : {static_cast<attnkit::ThreadPool*>(nullptr), &pool2}) {
     trainer.model().set_pool(pool);
-    ab::PrintBestWallTime(std::string("model_train_step_induction_") + (pool ? "pool2" : "pool0"),
-                          budget, [&] { return trainer.Step(batch, &m).ok(); });
+    harness::PrintBestWallTime(
+        std::string("model_train_step_induction_") + (pool ? "pool2" : "pool0"), budget,
+        [&] { return trainer.Step(batch, &m).ok(); });
   }
   return 0;
 }

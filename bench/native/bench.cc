@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "attnkit/attnkit.h"
+#include "bench/native/harness.h"
 #include "bench/native/plain_head.h"
 #include "src/core/plan.h"
 
@@ -49,19 +50,13 @@ namespace {
 
 constexpr size_t kD = 64;
 
-std::vector<float> RandomVector(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
+using harness::Random;
 
 // A weight of the multi-head layer [512, 512]: uniform in +-1/sqrt(512), so
 // that projections keep the scale of x (unscaled, the scores reach ~100 and the
 // softmax underflows into subnormals, which OpenBLAS then multiplies slowly).
 std::vector<float> LayerWeight(uint32_t seed) {
-  std::vector<float> w = RandomVector(512 * 512, seed);
+  std::vector<float> w = Random(512 * 512, seed);
   for (float& x : w) x /= std::sqrt(512.0f);
   return w;
 }
@@ -70,11 +65,7 @@ struct Head {
   size_t T;
   std::vector<float> q, k, v, out;
   explicit Head(size_t t)
-      : T(t),
-        q(RandomVector(t * kD, 1)),
-        k(RandomVector(t * kD, 2)),
-        v(RandomVector(t * kD, 3)),
-        out(t * kD) {}
+      : T(t), q(Random(t * kD, 1)), k(Random(t * kD, 2)), v(Random(t * kD, 3)), out(t * kD) {}
 };
 
 void SetFlops(benchmark::State& state, double flops_per_iteration) {
@@ -181,8 +172,8 @@ void BM_Loop(benchmark::State& state) {
 // weights are; without, every call checks and packs them.
 void MultiHeadLayer(benchmark::State& state, bool packed) {
   const size_t T = 512, dm = 512, h = 8;
-  const auto X = RandomVector(T * dm, 4), wq = LayerWeight(5), wk = LayerWeight(6),
-             wv = LayerWeight(7), wo = LayerWeight(8);
+  const auto X = Random(T * dm, 4), wq = LayerWeight(5), wk = LayerWeight(6), wv = LayerWeight(7),
+             wo = LayerWeight(8);
   std::vector<float> out(T * dm);
   attnkit::MultiHeadWeights w{
       attnkit::ConstMatrixView(wq.data(), dm, dm), attnkit::ConstMatrixView(wk.data(), dm, dm),
@@ -215,14 +206,14 @@ void BM_AttnkitDecode(benchmark::State& state) {
   attnkit::KVCache cache;
   if (!attnkit::KVCache::Create(1, h, kD, kD, tokens, &cache).ok())
     return state.SkipWithError("cache");
-  const auto kv = RandomVector(tokens * h * kD, 9);
+  const auto kv = Random(tokens * h * kD, 9);
   if (!cache
            .Append(attnkit::ConstMatrixView(kv.data(), tokens, h * kD),
                    attnkit::ConstMatrixView(kv.data(), tokens, h * kD))
            .ok()) {
     return state.SkipWithError("append");
   }
-  const auto q = RandomVector(h * kD, 10);
+  const auto q = Random(h * kD, 10);
   std::vector<float> out(h * kD);
   attnkit::ThreadPool pool(state.range(1));
   attnkit::DecodeOptions options;
@@ -241,8 +232,8 @@ void BM_AttnkitDecode(benchmark::State& state) {
 // OpenBlasHead on each head's columns, sgemm with W_O.
 void BM_OpenBlasMultiHead(benchmark::State& state) {
   const size_t T = 512, dm = 512, h = 8;
-  const auto X = RandomVector(T * dm, 4), wq = LayerWeight(5), wk = LayerWeight(6),
-             wv = LayerWeight(7), wo = LayerWeight(8);
+  const auto X = Random(T * dm, 4), wq = LayerWeight(5), wk = LayerWeight(6), wv = LayerWeight(7),
+             wo = LayerWeight(8);
   std::vector<float> q(T * dm), k(T * dm), v(T * dm), heads(T * dm), out(T * dm), s(64 * T);
   const auto project = [&](const float* x, const std::vector<float>& w, float* y) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dm, dm, 1.0f, x, dm, w.data(), dm,
@@ -266,8 +257,8 @@ void BM_OpenBlasMultiHead(benchmark::State& state) {
 // one query row on each head's columns of the cache [tokens, 8 * 64].
 void BM_OpenBlasDecode(benchmark::State& state) {
   const size_t tokens = state.range(0), h = 8;
-  const auto kv = RandomVector(tokens * h * kD, 9);
-  const auto q = RandomVector(h * kD, 10);
+  const auto kv = Random(tokens * h * kD, 9);
+  const auto q = Random(h * kD, 10);
   std::vector<float> out(h * kD), s(tokens);
   for (auto _ : state) {
     for (size_t i = 0; i < h; ++i) {
@@ -291,7 +282,7 @@ double TrainFlops(size_t T, bool causal, bool forward) {
 struct TrainHead : Head {
   std::vector<float> lse, dout, dq, dk, dv;
   explicit TrainHead(size_t t)
-      : Head(t), lse(t), dout(RandomVector(t * kD, 4)), dq(t * kD), dk(t * kD), dv(t * kD) {}
+      : Head(t), lse(t), dout(Random(t * kD, 4)), dq(t * kD), dk(t * kD), dv(t * kD) {}
   attnkit::Status Forward(const attnkit::AttentionOptions& o) {
     return attnkit::AttentionForTraining(View(q), View(k), View(v), o,
                                          attnkit::MatrixView(out.data(), T, kD),
@@ -340,8 +331,8 @@ void BM_AttnkitBwd(benchmark::State& state) {
 // backward twice the projections' plus 10 T^2 d per head.
 void BM_AttnkitMultiHeadTrain(benchmark::State& state) {
   const size_t T = 512, dm = 512, h = 8;
-  const auto X = RandomVector(T * dm, 4), wq = LayerWeight(5), wk = LayerWeight(6),
-             wv = LayerWeight(7), wo = LayerWeight(8), dout = RandomVector(T * dm, 9);
+  const auto X = Random(T * dm, 4), wq = LayerWeight(5), wk = LayerWeight(6), wv = LayerWeight(7),
+             wo = LayerWeight(8), dout = Random(T * dm, 9);
   std::vector<float> out(T * dm), dx(T * dm), dw[4];
   for (auto& g : dw) g.resize(dm * dm);
   const auto M = [&](const std::vector<float>& m, size_t rows) {
@@ -370,17 +361,12 @@ void BM_AttnkitMultiHeadTrain(benchmark::State& state) {
 // shared core the wall time also counts other processes' turns).
 void BM_FmaPeak(benchmark::State& state) {
   double gflops = 0, cpu_gflops = 0;
-  const auto cpu_seconds = [] {
-    timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-  };
   for (auto _ : state) {
-    const double cpu0 = cpu_seconds();
+    const double cpu0 = harness::ThreadCpuSeconds();
     const auto t0 = std::chrono::steady_clock::now();
     gflops = attnkit_bench::FmaPeakGflops(200000000);
     const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - t0;
-    cpu_gflops = gflops * wall.count() / (cpu_seconds() - cpu0);
+    cpu_gflops = gflops * wall.count() / (harness::ThreadCpuSeconds() - cpu0);
   }
   state.counters["GFLOPs"] = gflops;
   state.counters["GFLOPsCpu"] = cpu_gflops;
@@ -460,13 +446,6 @@ int ListTargets() {
   for (const int64_t t : attnkit::targets::Available())
     std::cout << attnkit::targets::Name(t) << " " << TargetBits(t) << std::endl;
   return 0;
-}
-
-// CPU time of the calling thread, in milliseconds.
-double CpuMilliseconds() {
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
 }
 
 // attnkit_bench --serve: attnkit native for bench/wasm/bench.mjs, which times it
@@ -593,11 +572,12 @@ int Serve(const std::string& target_name, bool openblas) {
     } else if (command == "time" && call) {
       size_t reps = 1;
       words >> reps;
-      const double cpu0 = CpuMilliseconds();
+      const double cpu0 = 1e3 * harness::ThreadCpuSeconds();
       const auto t0 = std::chrono::steady_clock::now();
       for (size_t i = 0; i < reps; ++i) (void)call();  // the load checked this shape
       const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - t0;
-      std::cout << ms.count() / reps << " " << (CpuMilliseconds() - cpu0) / reps << std::endl;
+      std::cout << ms.count() / reps << " " << (1e3 * harness::ThreadCpuSeconds() - cpu0) / reps
+                << std::endl;
     } else if (command == "peak") {
       size_t peak_bits = bits;
       words >> peak_bits;
@@ -629,8 +609,8 @@ int Queries(int rounds) {
   std::cout << "{\"sweep\": [";
   const char* sep = "";
   for (size_t T_k : {64, 256, 1024}) {
-    const auto k = RandomVector(T_k * kD, 2), v = RandomVector(T_k * kD, 3);
-    const auto q = RandomVector(kMaxQueries * kD, 1);
+    const auto k = Random(T_k * kD, 2), v = Random(T_k * kD, 3);
+    const auto q = Random(kMaxQueries * kD, 1);
     std::vector<float> out(kMaxQueries * kD);
     const attnkit::AttentionOptions o;
     const auto call = [&](size_t T_q) {
@@ -661,9 +641,8 @@ int Queries(int rounds) {
       }
     }
     for (size_t T_q = 1; T_q <= kMaxQueries; ++T_q) {
-      std::sort(times[T_q].begin(), times[T_q].end());
       std::cout << sep << "{\"T_q\": " << T_q << ", \"keys\": " << T_k
-                << ", \"us\": " << times[T_q][times[T_q].size() / 2] << "}";
+                << ", \"us\": " << harness::Median(times[T_q]) << "}";
       sep = ", ";
     }
   }
@@ -689,8 +668,7 @@ int Small(int rounds) {
   for (size_t d : {8, 64}) {
     for (size_t T : {1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48, 64}) {
       const size_t n = T * d;
-      const auto q = RandomVector(n, 1), k = RandomVector(n, 2), v = RandomVector(n, 3),
-                 dO = RandomVector(n, 4);
+      const auto q = Random(n, 1), k = Random(n, 2), v = Random(n, 3), dO = Random(n, 4);
       std::vector<float> out(n), lse(T), dQ(n), dK(n), dV(n);
       std::vector<float> ref_out(n), ref_lse(T), ref_dQ(n), ref_dK(n), ref_dV(n);
       PlainHead plain(T, d);
@@ -794,10 +772,9 @@ int Small(int rounds) {
         }
       }
       for (size_t e = 0; e < engines.size(); ++e) {
-        std::sort(times[e].begin(), times[e].end());
         std::cout << sep << "{\"op\": \"" << engines[e].op << "\", \"engine\": \""
                   << engines[e].engine << "\", \"d\": " << d << ", \"T\": " << T
-                  << ", \"us\": " << times[e][times[e].size() / 2] << "}";
+                  << ", \"us\": " << harness::Median(times[e]) << "}";
         sep = ", ";
       }
     }

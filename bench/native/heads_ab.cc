@@ -1,6 +1,6 @@
-// One round of the head layouts' A/B (bench/ab/heads.sh): 32 heads of d = 64
+// One round of the head layouts' A/B (scripts/bench.sh --ab REV --only heads): 32 heads of d = 64
 // at T = 64 and T = 512, batch 1, one thread. Prints "name value" lines, CPU
-// time of this process, for a driver (bench/ab/pair.py) that alternates two
+// time of this process, for a driver (bench/ab/pair.mjs) that alternates two
 // builds round by round:
 //   attention_T / bwd_attention_T       one head: Attention, AttentionBackward
 //                                       (saved forward), us per call, the
@@ -15,9 +15,6 @@
 //   ratio_*                             a multi-head time per head over the
 //                                       single-head time (one head: ratio_*_one)
 //                                       of the same round
-// ATTNKIT_AB_OLD_API: the build has no HeadLayout; a head-major caller then
-// reorders its tensors to [T, 32 * 64] with MergeHeads and the results back
-// with SplitHeads, as it had to.
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -26,14 +23,14 @@
 #include <vector>
 
 #include "attnkit/attnkit.h"
-#include "bench/ab/paired.h"
+#include "bench/native/harness.h"
 
 namespace {
 
 using attnkit::ConstMatrixView;
 using attnkit::MatrixView;
 
-using ab::Random;
+using harness::Random;
 
 // Checks fn's first call; the mean CPU microseconds per call over `per`.
 double Time(double budget, double per, const std::function<bool()>& fn) {
@@ -41,7 +38,7 @@ double Time(double budget, double per, const std::function<bool()>& fn) {
     std::fprintf(stderr, "a call failed\n");
     std::exit(1);
   }
-  return ab::MicrosPerCall(budget, [&] { fn(); }) / per;
+  return harness::MicrosPerCall(budget, [&] { fn(); }) / per;
 }
 
 constexpr size_t kHeads = 32, kD = 64;
@@ -51,7 +48,6 @@ struct Tensors {
   size_t T;
   std::vector<float> q, k, v, dout, out, lse, dq, dk, dv;     // bshd (lse: [H*T, 1])
   std::vector<float> hq, hk, hv, hdout, hout, hdq, hdk, hdv;  // bhsd
-  std::vector<float> scratch[8];                              // old API: reordered copies
   explicit Tensors(size_t T_)
       : T(T_),
         q(Random(T * kHeads * kD, 1)),
@@ -71,7 +67,6 @@ struct Tensors {
         hdq(q.size()),
         hdk(q.size()),
         hdv(q.size()) {
-    for (auto& s : scratch) s.resize(q.size());
     // bhsd copies of the same values.
     ToHeads(q, &hq);
     ToHeads(k, &hk);
@@ -89,18 +84,11 @@ struct Tensors {
   void ToHeads(const std::vector<float>& m, std::vector<float>* h) const {
     if (!attnkit::SplitHeads(Seq(m), kHeads, Head(*h)).ok()) std::exit(1);
   }
-  void ToSeq(const std::vector<float>& h, std::vector<float>* m) const {
-    if (!attnkit::MergeHeads(Head(h), kHeads, Seq(*m)).ok()) std::exit(1);
-  }
   attnkit::HeadConfig Config(bool head_major) const {
     attnkit::HeadConfig c;
     c.num_heads = kHeads;
     c.num_kv_heads = kHeads;
-#ifndef ATTNKIT_AB_OLD_API
     if (head_major) c.layout = attnkit::HeadLayout::kBHSD;
-#else
-    (void)head_major;
-#endif
     return c;
   }
   bool ForwardSeq(const attnkit::AttentionOptions& o) {
@@ -119,7 +107,6 @@ struct Tensors {
                                                   Config(false), o, Seq(dq), Seq(dk), Seq(dv))
         .ok();
   }
-#ifndef ATTNKIT_AB_OLD_API
   bool ForwardHeads(const attnkit::AttentionOptions& o) {
     return attnkit::MultiHeadAttentionQKV(Head(hq), Head(hk), Head(hv), 1, Config(true), o,
                                           Head(hout))
@@ -132,36 +119,6 @@ struct Tensors {
                                                   Config(true), o, Head(hdq), Head(hdk), Head(hdv))
         .ok();
   }
-#else
-  // The old API: reorder the head-major inputs, call, reorder the results.
-  bool ForwardHeads(const attnkit::AttentionOptions& o) {
-    ToSeq(hq, &scratch[0]);
-    ToSeq(hk, &scratch[1]);
-    ToSeq(hv, &scratch[2]);
-    const bool ok =
-        attnkit::MultiHeadAttentionQKV(Seq(scratch[0]), Seq(scratch[1]), Seq(scratch[2]), 1,
-                                       Config(true), o, Seq(scratch[3]))
-            .ok();
-    ToHeads(scratch[3], &hout);
-    return ok;
-  }
-  bool BackwardHeads(const attnkit::AttentionOptions& o) {
-    ToSeq(hq, &scratch[0]);
-    ToSeq(hk, &scratch[1]);
-    ToSeq(hv, &scratch[2]);
-    ToSeq(hout, &scratch[3]);
-    ToSeq(hdout, &scratch[4]);
-    const bool ok = attnkit::MultiHeadAttentionQKVBackward(
-                        Seq(scratch[0]), Seq(scratch[1]), Seq(scratch[2]), Seq(scratch[3]),
-                        Seq(scratch[4]), ConstMatrixView(lse.data(), kHeads * T, 1), 1,
-                        Config(true), o, Seq(scratch[5]), Seq(scratch[6]), Seq(scratch[7]))
-                        .ok();
-    ToHeads(scratch[5], &hdq);
-    ToHeads(scratch[6], &hdk);
-    ToHeads(scratch[7], &hdv);
-    return ok;
-  }
-#endif
   // One head: head h's block of the bhsd tensors.
   ConstMatrixView One(const std::vector<float>& m, size_t h = 0) const {
     return ConstMatrixView(m.data() + h * T * kD, T, kD);

@@ -1,5 +1,5 @@
 // attnkit_language_bench: the language model's benchmark, native side (npm run
-// bench -- --language). attnkit's GPT trained by the C++ API on a text
+// bench -- --only language). attnkit's GPT trained by the C++ API on a text
 // (Moby-Dick, written by bench/wasm/language.mjs --write-text), one thread.
 // bench/language_torch.py drives it as a child process (--serve) so that it
 // and PyTorch step in turns, one JSON line per command on stdin:
@@ -24,7 +24,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -35,6 +34,7 @@
 #include "attnkit/model.h"
 #include "attnkit/ops.h"
 #include "attnkit/text.h"
+#include "bench/native/harness.h"
 
 namespace attnkit_bench {
 double FmaPeakGflops(size_t iterations);
@@ -91,11 +91,7 @@ constexpr uint64_t kModelSeed = 1, kDataSeed = 1234;
 constexpr size_t kValidationWindows = 128, kValidationChunk = 32, kMinSteps = 20;
 constexpr float kStopLoss = 2.0f;
 
-double CpuMs() {
-  timespec t;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
+using harness::CpuMs;
 
 // The FMA peak per CPU second (the engines' times are CPU times too): the
 // loop's GFLOP/s per wall second scaled by its wall / CPU time, so that turns
@@ -310,9 +306,8 @@ int Alone(Bench& b) {
       if (to_20 && step >= kMinSteps) break;
     }
   }
-  std::vector<double> timed(cpu_ms.begin() + std::min<size_t>(20, cpu_ms.size() - 1), cpu_ms.end());
-  std::sort(timed.begin(), timed.end());
-  const double ms = timed[timed.size() / 2];
+  const double ms =
+      harness::Median({cpu_ms.begin() + std::min<size_t>(20, cpu_ms.size() - 1), cpu_ms.end()});
   double s22 = 0, s20 = 0;
   for (size_t i = 0; i < cpu_ms.size(); ++i) {
     if (i < to_22) s22 += cpu_ms[i] / 1e3;

@@ -1,15 +1,14 @@
-// The multi-head layer's A/B and time split (bench/ab/layer.sh): B = 1,
+// The multi-head layer's A/B and time split (scripts/bench.sh --ab REV --only layer): B = 1,
 // d_model = 512, 8 heads of 64, W_Q, W_K, W_V and W_O, one thread. Times each
 // part once and prints "name us_per_call" (CPU time of this process), so that
-// bench/ab/pair.py can alternate two builds round by round:
+// bench/ab/pair.mjs can alternate two builds round by round:
 //   layer_T=N           the layer as a model runs it: weights packed once
-//                       (PackMultiHeadWeights) where the build has it, else
-//                       passed in plain to every call (the only way there)
+//                       (PackMultiHeadWeights)
 //   layer_per_call_T=N  the layer with its weights passed in plain to every call
 //   matmul_x4_T=N       its four projections alone, four MatMul [N, 512] x [512, 512]
 //                       (each packs its W first from 128 rows on, as the layer does)
 //   attention_T=N       its attention alone, MultiHeadAttentionQKV on Q, K, V [N, 512]
-//   pack_weights        PackMultiHeadWeights itself (builds that have it)
+//   pack_weights        PackMultiHeadWeights itself
 // Built against each build's libattnkit_core.a; only the public API.
 #include <cstdio>
 #include <functional>
@@ -17,19 +16,13 @@
 #include <vector>
 
 #include "attnkit/attnkit.h"
-#include "bench/ab/paired.h"
-
-#if __has_include("attnkit/packed_weights.h")
-#define LAYER_AB_HAS_PACK 1
-#else
-#define LAYER_AB_HAS_PACK 0
-#endif
+#include "bench/native/harness.h"
 
 namespace {
 
-using ab::Random;
+using harness::Random;
 
-const auto& Time = ab::PrintTime;
+const auto& Time = harness::PrintTime;
 
 }  // namespace
 
@@ -46,11 +39,9 @@ int main() {
   const attnkit::MultiHeadWeights weights{W(wq), W(wk), W(wv), W(wo)};
   const attnkit::HeadConfig config{kHeads, kHeads, 0, 0};
   const attnkit::AttentionOptions options;
-#if LAYER_AB_HAS_PACK
   attnkit::PackedMultiHeadWeights packed;
   Time("pack_weights", budget,
        [&] { return attnkit::PackMultiHeadWeights(weights, config, &packed).ok(); });
-#endif
   for (const size_t T : {size_t{32}, size_t{512}}) {
     const std::string t = "_T=" + std::to_string(T);
     const auto X = Random(T * kModel, 4);
@@ -61,12 +52,8 @@ int main() {
     const auto per_call = [&] {
       return attnkit::MultiHeadAttention(x, 1, weights, config, options, o).ok();
     };
-#if LAYER_AB_HAS_PACK
     Time("layer" + t, budget,
          [&] { return attnkit::MultiHeadAttention(x, 1, packed, config, options, o).ok(); });
-#else
-    Time("layer" + t, budget, per_call);
-#endif
     Time("layer_per_call" + t, budget, per_call);
     Time("matmul_x4" + t, budget, [&] {
       bool ok = true;

@@ -4,27 +4,15 @@
 // 256 or 128 bits, each run with that target's FMA instructions), so that every
 // forced target is compared with the peak of its own width. GFLOP/s count 2
 // flops per lane per FMA.
-#include <time.h>
-
 #include <chrono>
 #include <cstddef>
+
+#include "bench/native/harness.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "bench/native/peak.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
-
-#ifndef ATTNKIT_BENCH_PEAK_ONCE
-#define ATTNKIT_BENCH_PEAK_ONCE
-namespace attnkit_bench {
-// Seconds of CPU time of the calling thread.
-inline double ThreadCpuSeconds() {
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return t.tv_sec + t.tv_nsec * 1e-9;
-}
-}  // namespace attnkit_bench
-#endif
 
 HWY_BEFORE_NAMESPACE();
 namespace attnkit_bench {
@@ -40,13 +28,13 @@ double FmaLoop(D d, size_t iterations, bool cpu_time) {
   V acc[16];
   for (int i = 0; i < 16; ++i) acc[i] = hn::Set(d, 1.0f + i * 1e-3f);
   const V a = hn::Set(d, 0.999999f), b = hn::Set(d, 1e-7f);
-  const double cpu0 = ThreadCpuSeconds();
+  const double cpu0 = harness::ThreadCpuSeconds();
   const auto start = std::chrono::steady_clock::now();
   for (size_t it = 0; it < iterations; ++it) {
     for (int i = 0; i < 16; ++i) acc[i] = hn::MulAdd(acc[i], a, b);
   }
   const double seconds =
-      cpu_time ? ThreadCpuSeconds() - cpu0
+      cpu_time ? harness::ThreadCpuSeconds() - cpu0
                : std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   V sum = acc[0];
   for (int i = 1; i < 16; ++i) sum = hn::Add(sum, acc[i]);

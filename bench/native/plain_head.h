@@ -1,5 +1,5 @@
 // The small calls' baseline of the native benchmarks (bench.cc --small,
-// bench/ab/small_ab.cc): a plain C++ loop over one head.
+// small_ab.cc): a plain C++ loop over one head.
 #ifndef ATTNKIT_BENCH_NATIVE_PLAIN_HEAD_H_
 #define ATTNKIT_BENCH_NATIVE_PLAIN_HEAD_H_
 

@@ -17,7 +17,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +25,7 @@
 #include "attnkit/ops.h"
 #include "attnkit/tasks.h"
 #include "attnkit/thread_pool.h"
+#include "bench/native/harness.h"
 
 namespace {
 
@@ -54,17 +54,9 @@ struct Result {
   std::string error;
 };
 
-double CpuMs() {
-  timespec t;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
+using harness::CpuMs;
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using harness::Median;
 
 Result Train(const Setting& s, attnkit::ThreadPool* pool) {
   Result r;

@@ -9,10 +9,13 @@
 // median over rounds of a batch's mean, in microseconds. The worker and the
 // caller each need a core.
 //
-// Usage: node bench/wasm/async-parts.mjs [--quick] [--no-browser] > bench/results/async-parts.json
+// Usage: node bench/wasm/async-parts.mjs [--quick] [--no-browser] > build/async-parts.json
+// (a dated record of a run goes to bench/results/history.md)
+import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { Worker } from "node:worker_threads";
 import { ARGS, CHROMIUM } from "../../tests/chromium.mjs";
+import * as stats from "../lib/stats.mjs";
 
 const quick = process.argv.includes("--quick");
 const browser = !process.argv.includes("--no-browser");
@@ -95,10 +98,11 @@ function workerMain(post, listen) {
   });
 }
 
-// The caller's side: every part's median microseconds. `w` = { post, next }:
-// next() resolves with the worker's next message.
-async function parts(w, rounds) {
-  const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+// The caller's side: every part's median microseconds. `stats`:
+// bench/lib/stats.mjs; `w` = { post, next }: next() resolves with the worker's
+// next message. Self-contained (its source also runs in the page).
+async function parts(stats, w, rounds) {
+  const { median } = stats;
   const time = async (n, fn) => {
     for (let i = 0; i < 3; ++i) await fn();
     const per = [];
@@ -204,7 +208,7 @@ const nodeSide = {
   post: (m, t) => nodeWorker.postMessage(m, t),
   next: () => new Promise((resolve) => nodeWorker.once("message", resolve)),
 };
-const node = await parts(nodeSide, ROUNDS);
+const node = await parts(stats, nodeSide, ROUNDS);
 console.error("node", node);
 await nodeWorker.terminate();
 
@@ -220,16 +224,19 @@ window.side = {
   next: () => new Promise((resolve) =>
     worker.addEventListener("message", (e) => resolve(e.data), { once: true })),
 };
+window.stats = await import("/lib/stats.mjs");
 window.ready = true;
 </script></body></html>`;
+  const statsSource = readFileSync(new URL("../lib/stats.mjs", import.meta.url));
   const server = createServer((req, res) => {
+    const lib = req.url === "/lib/stats.mjs";
     res
       .writeHead(200, {
         "cross-origin-opener-policy": "same-origin",
         "cross-origin-embedder-policy": "require-corp",
-        "content-type": "text/html",
+        "content-type": lib ? "text/javascript" : "text/html",
       })
-      .end(page);
+      .end(lib ? statsSource : page);
   });
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { chromium: launcher } = await import("playwright-core");
@@ -239,7 +246,7 @@ window.ready = true;
     await p.goto(`http://127.0.0.1:${server.address().port}/`);
     await p.waitForFunction(() => window.ready === true);
     const isolated = await p.evaluate(() => self.crossOriginIsolated);
-    const results = await p.evaluate(`(${parts})(window.side, ${ROUNDS})`);
+    const results = await p.evaluate(`(${parts})(window.stats, window.side, ${ROUNDS})`);
     console.error("chromium", results);
     chromium = { version: b.version(), crossOriginIsolated: isolated, results };
   } finally {

@@ -19,6 +19,7 @@ import { fileURLToPath } from "node:url";
 import { createAttnkit } from "../../dist/attnkit.node.mjs";
 import { createAttnkitWorker } from "../../dist/worker.node.mjs";
 import { ARGS, CHROMIUM } from "../../tests/chromium.mjs";
+import * as stats from "../lib/stats.mjs";
 
 const quick = process.argv.includes("--quick");
 const browser = !process.argv.includes("--no-browser");
@@ -29,18 +30,10 @@ const SHAPES = [
 ];
 
 // One shape's paired rounds, on the synchronous module `attn` and the worker
-// `worker`. Self-contained (its source also runs in the page).
-async function measure(attn, worker, T, d, transfer, rounds) {
-  const random = (n, seed) => {
-    let s = seed >>> 0;
-    const out = new Float32Array(n);
-    for (let i = 0; i < n; ++i) {
-      s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-      out[i] = s / 2 ** 31 - 1;
-    }
-    return out;
-  };
-  const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+// `worker`; `stats`: bench/lib/stats.mjs. Self-contained (its source also runs
+// in the page, which imports its own `stats`).
+async function measure(stats, attn, worker, T, d, transfer, rounds) {
+  const { median, random } = stats;
   const inputs = () => [0, 1, 2].map((i) => ({ data: random(T * d, 7 + i), rows: T, cols: d }));
   const fixed = inputs();
   const call = worker.with({ transfer });
@@ -100,7 +93,7 @@ const worker = await createAttnkitWorker({ simd: true });
 const node = [];
 for (const [T, d] of SHAPES) {
   for (const transfer of [false, true]) {
-    const r = await measure(attn, worker, T, d, transfer, ROUNDS);
+    const r = await measure(stats, attn, worker, T, d, transfer, ROUNDS);
     node.push(r);
     report("node", r);
   }
@@ -117,6 +110,7 @@ if (browser) {
 <title>attnkit/worker bench</title></head><body><script type="module">
 import { createAttnkitWorker } from "/dist/worker.mjs";
 import createAttnkit from "/dist/attnkit.mjs";
+window.stats = await import("/lib/stats.mjs");
 window.attn = await createAttnkit({ simd: true });
 window.worker = await createAttnkitWorker({ simd: true });
 window.ready = true;
@@ -137,8 +131,9 @@ window.ready = true;
       res.writeHead(200, { ...headers, "content-type": "text/html" }).end(page);
       return;
     }
-    const file = path.join(root, "dist", path.basename(url.pathname));
-    if (!url.pathname.startsWith("/dist/")) return void res.writeHead(404).end();
+    const folder = url.pathname.startsWith("/dist/") ? "dist" : "bench/lib";
+    const file = path.join(root, folder, path.basename(url.pathname));
+    if (!/^\/(dist|lib)\//.test(url.pathname)) return void res.writeHead(404).end();
     try {
       const body = await readFile(file);
       res.writeHead(200, { ...headers, "content-type": TYPES[path.extname(file)] ?? "" });
@@ -161,7 +156,7 @@ window.ready = true;
     for (const [T, d] of SHAPES) {
       for (const transfer of [false, true]) {
         const r = await p.evaluate(
-          `(${measure})(window.attn, window.worker, ${T}, ${d}, ${transfer}, ${ROUNDS})`,
+          `(${measure})(window.stats, window.attn, window.worker, ${T}, ${d}, ${transfer}, ${ROUNDS})`,
         );
         results.push(r);
         report("chromium", r);

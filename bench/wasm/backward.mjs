@@ -3,7 +3,7 @@
 //   attnkit (wasm SIMD128)  the npm package from dist/: attentionForTraining,
 //                           then attentionBackward with its saved { out, lse }
 //   tfjs-backend-wasm       tf.grads (tfjs-core's own gradients, bundled by esbuild)
-//                           of the forward formulation bench/peers.mjs
+//                           of the forward formulation bench/lib/peers.mjs
 //                           times (Q*scale @ K^T by matMul(transposeB) or by an
 //                           explicit tf.transpose(K), + a -1e9 band when causal,
 //                           softmax, @ V), the faster of the two per shape
@@ -28,14 +28,12 @@
 //          > bench/results/backward.json
 //   (internal) node bench/wasm/backward.mjs --big T
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
 // The built package's Node entry (what `import "attnkit"` resolves to in Node).
 import { createAttnkit } from "../../dist/attnkit.node.mjs";
 import { jsAttentionFwdBwd } from "./plain.mjs";
-import { loadTfjsWithGradients } from "./tfjs-grads.mjs";
+import { loadTfjs } from "../lib/engines.mjs";
 import { median, random } from "../lib/stats.mjs";
 
 const args = process.argv.slice(2);
@@ -66,7 +64,7 @@ function relDiff(a, b) {
   return m / scale;
 }
 
-function attnkitEngine(ak) {
+function attnkitBackward(ak) {
   return {
     name: ATTNKIT,
     setup(T, causal, q, k, v, dO) {
@@ -92,17 +90,9 @@ const plainEngine = {
   }),
 };
 
-// tfjs-backend-wasm as bench/peers.mjs loads it (single-threaded SIMD build).
-async function tfjsEngine() {
-  const require = createRequire(new URL("../package.json", import.meta.url));
-  const tf = await loadTfjsWithGradients();
-  tf.env().set("WASM_HAS_MULTITHREAD_SUPPORT", false);
-  tf.setThreadsCount(1);
-  if (!(await tf.setBackend("wasm"))) throw new Error("tfjs: the wasm backend did not initialise");
-  await tf.ready();
-  const version = JSON.parse(
-    readFileSync(require.resolve("@tensorflow/tfjs-backend-wasm/package.json"), "utf8"),
-  ).version;
+// tfjs-backend-wasm with its gradients, one thread (bench/lib/engines.mjs).
+async function tfjsBackward() {
+  const { tf, version } = await loadTfjs();
   return {
     name: TFJS,
     version,
@@ -246,7 +236,7 @@ async function big(T) {
     v = random(T * D, 3),
     dO = random(T * D, 4);
   const before = ak.memoryBytes();
-  const s = attnkitEngine(ak).setup(T, true, q, k, v, dO);
+  const s = attnkitBackward(ak).setup(T, true, q, k, v, dO);
   const t0 = performance.now(),
     c0 = process.cpuUsage();
   const g = s.run();
@@ -325,10 +315,10 @@ function smallCalls(ak) {
 
 async function main() {
   const ak = await createAttnkit();
-  const engines = [plainEngine, attnkitEngine(ak)];
+  const engines = [plainEngine, attnkitBackward(ak)];
   const info = { [ATTNKIT]: { target: ak.target }, node: process.version };
   if (!args.includes("--no-peers")) {
-    const tfjs = await tfjsEngine();
+    const tfjs = await tfjsBackward();
     engines.push(tfjs);
     info[TFJS] = { version: tfjs.version };
   }

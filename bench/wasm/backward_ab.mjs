@@ -1,4 +1,4 @@
-// The backward's A/B in WebAssembly (bench/ab/run.sh): two builds of the
+// The backward's A/B in WebAssembly (npm run bench -- --ab REV --only backward): two builds of the
 // package's SIMD128 Node module, each beside the same JS layer (DIR_A, DIR_B:
 // attnkit.node.cjs + attnkit-simd.node.cjs), loaded in one Node process.
 // Each round times every shape on A and on B (the order reversed every other
@@ -6,8 +6,8 @@
 // shape the medians and the median of the per-round ratios A / B (B's speed:
 // above 1, B is faster) with quartiles. A and B's gradients are compared.
 // Usage: node --single-threaded-gc bench/wasm/backward_ab.mjs DIR_A DIR_B [ROUNDS]
-import { maxDiff } from "../lib/stats.mjs";
-import { loadBuilds, pairedRounds, random, callsPerBatch, row } from "../ab/paired.mjs";
+import { callsPerBatch, loadBuilds, pairedRounds, row } from "../lib/paired.mjs";
+import { maxDiff, random } from "../lib/stats.mjs";
 
 const [dirA, dirB, roundsArg] = process.argv.slice(2);
 const ROUNDS = Number(roundsArg ?? 21);

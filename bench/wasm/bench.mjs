@@ -1,6 +1,6 @@
 // Benchmarks run in Node: attnkit's WebAssembly SIMD128 build against its own
 // scalar build, a straightforward JS implementation and the peers of
-// bench/peers.mjs (onnxruntime-node, onnxruntime-web, tfjs-backend-wasm), one
+// bench/lib/peers.mjs (onnxruntime-node, onnxruntime-web, tfjs-backend-wasm), one
 // head, d = 64, then a multi-head layer and decoding against a KV cache (see
 // otherShapes), the same inputs in the same run, one thread each. Every engine's
 // output is checked against attnkit SIMD's before timing, then each is warmed up
@@ -8,7 +8,7 @@
 // (each round times every engine once, in a rotating order) and the median of the
 // rounds is reported. GFLOP/s counts 4 * T * T * d per head, also for causal runs.
 // The same run measures the wasm machine limit: the SIMD128 mul + add loop of
-// bench/wasm/peak.cc (built by scripts/bench.sh into build/bench-wasm/peak.wasm).
+// bench/wasm/peak.cc (built by bench/CMakeLists.txt into build/bench-wasm/peak.wasm).
 // Then each (engine, T, causal) runs once more in a fresh Node process to measure
 // its peak memory: growth of the resident set (VmHWM, reset just before) over the
 // process with the engine loaded and warmed up (one call at T = 16) and the inputs
@@ -26,7 +26,7 @@
 // Every time is CPU time, beside the wall time: a child's, of its timed
 // thread; in Node, of the Node process (process.cpuUsage: onnxruntime-node
 // runs its calls on a thread of libuv's pool; every thread is pinned to the
-// one core; see cpuNow). Each result keeps its rounds (cpuMsRounds, peakRounds), in the same
+// one core; see cpuMs in bench/lib/stats.mjs). Each result keeps its rounds (cpuMsRounds, peakRounds), in the same
 // order for every engine of a shape, for per-round ratios in bench/report.mjs.
 //
 // Usage: node --expose-gc --single-threaded-gc bench/wasm/bench.mjs [--quick] [--no-peers]
@@ -44,7 +44,8 @@ import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
 // The built package's Node entry (what `import "attnkit"` resolves to in Node).
 import { createAttnkit } from "../../dist/attnkit.node.mjs";
-import { maxDiff, median, random } from "../lib/stats.mjs";
+import { cpuModel, wasmPeak } from "../lib/engines.mjs";
+import { cpuMs, maxDiff, median, random } from "../lib/stats.mjs";
 import { jsAttention } from "./plain.mjs";
 
 const args = process.argv.slice(2);
@@ -63,7 +64,6 @@ const NATIVE = "attnkit (native, in Node's rounds)";
 const WASM_PER_CALL = "attnkit (wasm SIMD128, weights packed per call)";
 const NATIVE_PER_CALL = "attnkit (native, weights packed per call)";
 const nativeBench = fileURLToPath(new URL("../../build/bench/attnkit_bench", import.meta.url));
-const peakUrl = new URL("../../build/bench-wasm/peak.wasm", import.meta.url);
 
 // The plain JS engine (jsAttention, d = 64 here) and the inputs (random) are
 // shared with bench/wasm/small.mjs.
@@ -354,77 +354,10 @@ async function allEngines(withPeers) {
       `${nativeBench} is missing (scripts/bench.sh builds it): attnkit native is not timed in Node`,
     );
   if (withPeers) {
-    const { peerEngines } = await import("../peers.mjs");
+    const { peerEngines } = await import("../lib/peers.mjs");
     engines.push(...peerEngines().filter((e) => !nativeOnly || e.platform === "native"));
   }
   return engines;
-}
-
-// CPU time of this process in ms (every thread: onnxruntime-node runs its calls
-// on a thread of libuv's pool; all of them share the one core of the run).
-const cpuNow = () => {
-  const { user, system } = process.cpuUsage();
-  return (user + system) / 1e3;
-};
-// Not the main thread's alone: Node has no precise per-thread CPU clock, and
-// /proc/thread-self/schedstat advances at scheduler ticks, too coarse for
-// batches of a few ms. Time on V8's and libuv's other threads is counted; a
-// round in which they ran shows as a low peak, which bench/fitness.mjs sees.
-
-// SIMD128 mul + add throughput: the best of the loop variants and repetitions;
-// best.measure() then times the best variant three times more (~7 ms each)
-// over this process's CPU time and keeps the best, for a peak in every round:
-// V8's concurrent GC threads, still collecting after an engine that allocates
-// (tfjs, plain JS), count in this process's CPU time and lower one short
-// repetition, rarely three in a row; a core taken by another program lowers all.
-function wasmPeak() {
-  if (!existsSync(peakUrl)) return null;
-  const { exports } = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(peakUrl)), {});
-  let best = null;
-  for (const n of [8, 10, 12, 14]) {
-    const f = exports[`muladd${n}`];
-    for (let w = 0; w < 100; ++w) f(1e5, 0.999999, 1e-7); // let V8 tier up to its optimising compiler
-    for (let r = 0; r < 5; ++r) {
-      const iterations = 2e7;
-      const t0 = cpuNow();
-      f(iterations, 0.999999, 1e-7);
-      const gflops = (8 * n * iterations) / ((cpuNow() - t0) * 1e6);
-      if (!best || gflops > best.gflops) best = { gflops, accumulators: n };
-    }
-  }
-  const f = exports[`muladd${best.accumulators}`],
-    iterations = Math.round((7 * best.gflops * 1e6) / (8 * best.accumulators));
-  best.measure = () => {
-    let top = 0;
-    for (let k = 0; k < 3; ++k) {
-      const c0 = cpuNow();
-      f(iterations, 0.999999, 1e-7);
-      top = Math.max(top, (8 * best.accumulators * iterations) / ((cpuNow() - c0) * 1e6));
-    }
-    return top;
-  };
-  return best;
-}
-
-// The CPU's model name and the SIMD extensions the engines may pick from.
-function cpuModel() {
-  try {
-    const text = readFileSync("/proc/cpuinfo", "utf8");
-    const model = text.match(/^model name\s*:\s*(.*)$/m)?.[1] ?? "?";
-    const flags = new Set(text.match(/^flags\s*:\s*(.*)$/m)?.[1].split(" ") ?? []);
-    const family = text.match(/^cpu family\s*:\s*(\d+)/m)?.[1],
-      m = text.match(/^model\s*:\s*(\d+)/m)?.[1];
-    return {
-      model,
-      family: family && +family,
-      modelNumber: m && +m,
-      simd: ["avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile"].filter((f) =>
-        flags.has(f),
-      ),
-    };
-  } catch {
-    return null;
-  }
 }
 
 function procStatusKb(field) {
@@ -569,11 +502,11 @@ async function timeShape(
         if (a.s.peak) a.peaks.push(await a.s.peak());
         continue;
       }
-      const c0 = cpuNow(),
+      const c0 = cpuMs(),
         t0 = performance.now();
       for (let j = 0; j < reps; ++j) await a.s.run();
       a.times.push((performance.now() - t0) / reps);
-      a.cpuTimes.push((cpuNow() - c0) / reps);
+      a.cpuTimes.push((cpuMs() - c0) / reps);
     }
   }
   for (const a of active) {
@@ -640,7 +573,7 @@ async function main() {
   };
   const peakBefore = wasmPeak();
   if (!peakBefore)
-    console.error(`wasm peak: ${fileURLToPath(peakUrl)} is missing (scripts/bench.sh builds it)`);
+    console.error("wasm peak: build/bench-wasm/peak.wasm is missing (scripts/bench.sh builds it)");
   const results = [];
   const skipped = [];
   const slow = new Set(); // engines that took > 60 s per shape: not run at larger shapes

@@ -1,4 +1,4 @@
-// The head layouts' A/B in WebAssembly (bench/ab/heads.sh): two builds of the
+// The head layouts' A/B in WebAssembly (npm run bench -- --ab REV --only heads): two builds of the
 // package (DIR_A, DIR_B: each its own bundled JS layer attnkit.node.cjs beside
 // its SIMD128 module attnkit-simd.node.cjs), loaded in one Node process. 32
 // heads of d = 64 at T = 64 and T = 512, batch 1, one thread:
@@ -14,7 +14,8 @@
 // entry the medians and the median of the per-round ratios A / B (B's speed:
 // above 1, B is faster) with quartiles. A's and B's outputs are compared.
 // Usage: node --single-threaded-gc bench/wasm/heads_ab.mjs DIR_A DIR_B [ROUNDS]
-import { callsPerBatch, loadBuilds, pairedRounds, random, row } from "../ab/paired.mjs";
+import { callsPerBatch, loadBuilds, pairedRounds, row } from "../lib/paired.mjs";
+import { random } from "../lib/stats.mjs";
 
 const [dirA, dirB, roundsArg] = process.argv.slice(2);
 const ROUNDS = Number(roundsArg ?? 11);

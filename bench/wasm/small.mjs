@@ -33,7 +33,7 @@ import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
 // The built package's Node entry (what `import "attnkit"` resolves to in Node).
 import { createAttnkit } from "../../dist/attnkit.node.mjs";
-import { jsAttention, plainBackward, plainForTraining } from "./plain.mjs";
+import { jsAttention, plainBackward, plainForTraining, plainWorkspace } from "./plain.mjs";
 import { maxDiff, median, random } from "../lib/stats.mjs";
 
 const quick = process.argv.includes("--quick");
@@ -132,14 +132,7 @@ for (const d of DIMS) {
       K = { data: k, rows: T, cols: d },
       V = { data: v, rows: T, cols: d },
       G = { data: dO, rows: T, cols: d };
-    const ws = {
-      out: new Float32Array(T * d),
-      lse: new Float64Array(T),
-      row: new Float64Array(T),
-      dQ: new Float32Array(T * d),
-      dK: new Float32Array(T * d),
-      dV: new Float32Array(T * d),
-    };
+    const ws = plainWorkspace(T, d);
     const saved = attn.attentionForTraining(Q, K, V);
     plainForTraining(q, k, v, T, d, ws);
     const times = timeShape(

@@ -23,8 +23,9 @@
 // narrower last panel takes 1-vector tiles, as GemmRowsInline does. One call
 // runs `blocks` blocks of kRows query rows, each on its own rows of A and C.
 //
-// Built by scripts/bench.sh: emcc -std=c++17 -O3 -msimd128 --no-entry, wasm-opt
-// told not to inline single-caller functions (as src/bindings does), with
+// Built by bench/CMakeLists.txt (emcmake, scripts/bench.sh): -O3 -msimd128
+// --no-entry, wasm-opt told not to inline single-caller functions (as
+// src/bindings does), with
 // --profiling-funcs (a name section only, the code is the same) so that
 // tiles.mjs finds each kernel in V8's code -> build/bench-wasm/tiles.wasm.
 #include <wasm_simd128.h>

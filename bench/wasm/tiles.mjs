@@ -15,7 +15,7 @@
 // this very file (and bench/lib/stats.mjs); Node times CPU time of the process, the page
 // performance.now() (the page is cross-origin isolated: 5 us resolution),
 // each the shortest of a few short batches (see sweep).
-import { median } from "../lib/stats.mjs";
+import { cpuMs, fillRandom, median, random } from "../lib/stats.mjs";
 
 const CASES = {
   // flops per block of R rows: 2 * R * n * K, n * K = 128 * 64 for both.
@@ -24,54 +24,36 @@ const CASES = {
 };
 const kRowsMax = 64;
 
-// Deterministic inputs in [lo, hi).
-function fill(array, seed, lo, hi) {
-  let s = seed >>> 0;
-  for (let i = 0; i < array.length; ++i) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    array[i] = lo + ((hi - lo) * s) / 2 ** 32;
-  }
-}
-
 // 4x2: 4 rows x 2 vectors; 4x2x2: two partial sums (even and odd k); 4x2u2:
 // two k steps per loop iteration (split 3 in tiles.cc).
 const tileName = (rows, cols, split) =>
   `${rows}x${cols}${split === 2 ? "x2" : split === 3 ? "u2" : ""}`;
 
-// The sweep: { peak: {gflops, accumulators, rounds}, results: [{ case, rows, cols,
-// split, chains, gflops, share, shareMin, shareMax }] }. `now` returns ms.
-// Each timing is the shortest of `batches` back-to-back batches of ~batchMs:
-// on a core shared with other processes a batch that was descheduled only
-// comes out longer, so the shortest is the machine's (in a page there is no
-// CPU-time clock to exclude it otherwise).
-export async function sweep({
-  peakBytes,
-  tilesBytes,
-  now,
-  rounds = 9,
-  batchMs = 2,
-  batches = 5,
-  calls = [],
-  log = () => {},
-}) {
-  const peak = (await WebAssembly.instantiate(peakBytes, {})).instance.exports;
-  const tiles = (await WebAssembly.instantiate(tilesBytes, {})).instance.exports;
-  const timeOnce = (f) => {
+// A timer over `now` (ms): once(f), and best(f), the shortest of `batches`
+// back-to-back runs of f: on a core shared with other processes a batch that
+// was descheduled only comes out longer, so the shortest is the machine's (in
+// a page there is no CPU-time clock to exclude it otherwise).
+function timer(now, batches) {
+  const once = (f) => {
     const t0 = now();
     f();
     return now() - t0;
   };
-  const timeIt = (f) => {
-    let best = Infinity;
-    for (let b = 0; b < batches; ++b) best = Math.min(best, timeOnce(f));
-    return best;
+  const best = (f) => {
+    let shortest = Infinity;
+    for (let b = 0; b < batches; ++b) shortest = Math.min(shortest, once(f));
+    return shortest;
   };
+  return { once, best };
+}
 
-  // The peak loop: the best number of accumulators, then one measurement of
-  // it (batches of ~batchMs) per round.
-  // V8 compiles the optimised code on a background thread: on a single core
-  // it only runs when this thread waits, hence the pauses after warm-ups.
-  const yieldToCompiler = () => new Promise((resolve) => setTimeout(resolve, 100));
+// V8 compiles the optimised code on a background thread: on a single core it
+// only runs when this thread waits, hence the pauses after warm-ups.
+const yieldToCompiler = () => new Promise((resolve) => setTimeout(resolve, 100));
+
+// The peak loop of peak.wasm: the best number of accumulators, and measure(),
+// one measurement of it (batches of ~batchMs), for each round.
+async function peakLoop(peak, time, batchMs) {
   for (const n of [8, 10, 12, 14]) {
     for (let w = 0; w < 100; ++w) peak[`muladd${n}`](1e5, 0.999999, 1e-7); // tier up
   }
@@ -81,99 +63,107 @@ export async function sweep({
     const f = peak[`muladd${n}`];
     for (let r = 0; r < 3; ++r) {
       const iterations = 2e6;
-      const gflops = (8 * n * iterations) / (timeIt(() => f(iterations, 0.999999, 1e-7)) * 1e6);
+      const gflops = (8 * n * iterations) / (time.best(() => f(iterations, 0.999999, 1e-7)) * 1e6);
       if (!best || gflops > best.gflops) best = { gflops, accumulators: n };
     }
   }
-  const peakLoop = peak[`muladd${best.accumulators}`];
-  const peakIterations = Math.round((batchMs * best.gflops * 1e6) / (8 * best.accumulators));
-  const measurePeak = () =>
-    (8 * best.accumulators * peakIterations) /
-    (timeIt(() => peakLoop(peakIterations, 0.999999, 1e-7)) * 1e6);
+  const loop = peak[`muladd${best.accumulators}`];
+  const iterations = Math.round((batchMs * best.gflops * 1e6) / (8 * best.accumulators));
+  best.measure = () =>
+    (8 * best.accumulators * iterations) /
+    (time.best(() => loop(iterations, 0.999999, 1e-7)) * 1e6);
+  return best;
+}
 
-  // Inputs: Q, K, V in [-1, 1), P in [0, 1/64) (weights of a softmax row).
+// tiles.wasm's buffers, Q, K, V in [-1, 1) and P in [0, 1/64) (weights of a
+// softmax row), and its kernels: one entry per exported scores_/values_ tile.
+function tileKernels(tiles) {
   const view = (which, n) => new Float32Array(tiles.memory.buffer, tiles.buffer(which), n);
-  const Q = view(0, kRowsMax * 64),
-    P = view(1, kRowsMax * 128),
-    K = view(2, 128 * 64),
-    V = view(3, 128 * 64),
-    S = view(4, kRowsMax * 128),
-    O = view(5, kRowsMax * 64);
-  fill(Q, 1, -1, 1);
-  fill(P, 2, 0, 1 / 64);
-  fill(K, 3, -1, 1);
-  fill(V, 4, -1, 1);
-
+  const m = {
+    Q: view(0, kRowsMax * 64),
+    P: view(1, kRowsMax * 128),
+    K: view(2, 128 * 64),
+    V: view(3, 128 * 64),
+    S: view(4, kRowsMax * 128),
+    O: view(5, kRowsMax * 64),
+  };
+  fillRandom(m.Q, 1, -1, 1);
+  fillRandom(m.P, 2, 0, 1 / 64);
+  fillRandom(m.K, 3, -1, 1);
+  fillRandom(m.V, 4, -1, 1);
   const kernels = [];
   for (const name of Object.keys(tiles)) {
-    const m = name.match(/^(scores|values)_(\d+)x(\d+)x(\d+)$/);
-    if (!m) continue;
-    const [rows, cols, split] = [+m[2], +m[3], +m[4]];
+    const match = name.match(/^(scores|values)_(\d+)x(\d+)x(\d+)$/);
+    if (!match) continue;
+    const [rows, cols, split] = [+match[2], +match[3], +match[4]];
     const blocks = Math.floor(kRowsMax / rows);
     kernels.push({
       name,
-      case: m[1],
+      case: match[1],
       rows,
       cols,
       split,
       chains: rows * cols * (split === 2 ? 2 : 1),
       blocks,
-      flopsPerCall: 2 * rows * blocks * CASES[m[1]].n * CASES[m[1]].K,
+      flopsPerCall: 2 * rows * blocks * CASES[match[1]].n * CASES[match[1]].K,
       run: tiles[name],
       pack: () => tiles.pack(4 * cols, rows, 64, 128),
     });
   }
+  return { kernels, m };
+}
 
-  // Each kernel's output against a float64 reference, before any timing.
-  for (const k of kernels) {
-    k.pack();
-    S.fill(NaN);
-    O.fill(0);
-    const finite = k.run(k.blocks, 1);
-    const rowsDone = k.rows * k.blocks;
-    let worst = 0;
-    const n = CASES[k.case].n;
-    for (let i = 0; i < rowsDone; ++i) {
-      for (let j = 0; j < n; ++j) {
-        let ref = 0,
-          mag = 0;
-        if (k.case === "scores") {
-          for (let c = 0; c < 64; ++c)
-            ((ref += Q[i * 64 + c] * K[j * 64 + c]),
-              (mag += Math.abs(Q[i * 64 + c] * K[j * 64 + c])));
-        } else {
-          for (let t = 0; t < 128; ++t)
-            ((ref += P[i * 128 + t] * V[t * 64 + j]),
-              (mag += Math.abs(P[i * 128 + t] * V[t * 64 + j])));
-        }
-        const got = k.case === "scores" ? S[i * 128 + j] : O[i * 64 + j];
-        worst = Math.max(worst, Math.abs(got - ref) / mag);
+// Kernel k's output against a float64 reference: the largest error relative
+// to the sum of |products|; throws where it is not within float32's reach.
+function checkKernel(k, { Q, P, K, V, S, O }) {
+  k.pack();
+  S.fill(NaN);
+  O.fill(0);
+  const finite = k.run(k.blocks, 1);
+  const rowsDone = k.rows * k.blocks;
+  let worst = 0;
+  const n = CASES[k.case].n;
+  for (let i = 0; i < rowsDone; ++i) {
+    for (let j = 0; j < n; ++j) {
+      let ref = 0,
+        mag = 0;
+      if (k.case === "scores") {
+        for (let c = 0; c < 64; ++c)
+          ((ref += Q[i * 64 + c] * K[j * 64 + c]),
+            (mag += Math.abs(Q[i * 64 + c] * K[j * 64 + c])));
+      } else {
+        for (let t = 0; t < 128; ++t)
+          ((ref += P[i * 128 + t] * V[t * 64 + j]),
+            (mag += Math.abs(P[i * 128 + t] * V[t * 64 + j])));
       }
+      const got = k.case === "scores" ? S[i * 128 + j] : O[i * 64 + j];
+      worst = Math.max(worst, Math.abs(got - ref) / mag);
     }
-    // float32 sums of 64 or 128 products: relative to the sum of |products|,
-    // within a few units of 2^-24 times the length.
-    if (!(worst < 1e-5) || finite !== k.blocks)
-      throw new Error(
-        `${k.name}: max error ${worst} relative to sum |a b| (finite blocks ${finite}/${k.blocks})`,
-      );
-    k.maxError = worst;
   }
+  // float32 sums of 64 or 128 products: relative to the sum of |products|,
+  // within a few units of 2^-24 times the length.
+  if (!(worst < 1e-5) || finite !== k.blocks)
+    throw new Error(
+      `${k.name}: max error ${worst} relative to sum |a b| (finite blocks ${finite}/${k.blocks})`,
+    );
+  k.maxError = worst;
+}
 
-  // Whole calls of the package (attentionCalls below), timed in the same
-  // rounds against the same peak: the share a user's call reaches.
-  for (const c of calls)
-    kernels.push({
-      name: c.name,
-      case: "call",
-      blocks: 1,
-      flopsPerCall: c.flops,
-      run: (_, reps) => {
-        for (let i = 0; i < reps; ++i) c.run();
-      },
-      pack: () => {},
-    });
+// Whole calls of the package (attentionCalls below) as kernels, timed in the
+// same rounds against the same peak: the share a user's call reaches.
+const callKernel = (c) => ({
+  name: c.name,
+  case: "call",
+  blocks: 1,
+  flopsPerCall: c.flops,
+  run: (_, reps) => {
+    for (let i = 0; i < reps; ++i) c.run();
+  },
+  pack: () => {},
+});
 
-  // Warm-up (tier up), then reps per call so that a call takes ~batchMs.
+// Warm-up (tier up), then reps per call so that a call takes ~batchMs.
+async function calibrate(kernels, time, batchMs) {
   for (const k of kernels) {
     k.pack();
     for (let w = 0; w < 20; ++w) k.run(k.blocks, 5);
@@ -181,60 +171,45 @@ export async function sweep({
   await yieldToCompiler();
   for (const k of kernels) {
     k.pack();
-    const ms = timeOnce(() => k.run(k.blocks, 50)) / 50;
+    const ms = time.once(() => k.run(k.blocks, 50)) / 50;
     k.reps = Math.max(1, Math.round(batchMs / ms));
   }
-  log(
-    `peak: ${best.gflops.toFixed(1)} GFLOP/s (${best.accumulators} accumulators); ${kernels.length} kernels, ${rounds} rounds`,
-  );
+}
 
-  // Rounds: the peak, then every kernel, in an order rotated each round.
+// Rounds: the peak, then every kernel, in an order rotated each round. Each
+// kernel gets k.rounds [{ gflops, peak }]; returns the peaks.
+function timeRounds({ kernels, peak, time, O, rounds, log }) {
   const peaks = [];
   for (const k of kernels) k.rounds = [];
   for (let round = 0; round < rounds; ++round) {
-    const p = measurePeak();
+    const p = peak.measure();
     peaks.push(p);
     for (let i = 0; i < kernels.length; ++i) {
       const k = kernels[(i + round * 7) % kernels.length];
       k.pack();
       O.fill(0);
-      const ms = timeIt(() => k.run(k.blocks, k.reps));
+      const ms = time.best(() => k.run(k.blocks, k.reps));
       k.rounds.push({ gflops: (k.flopsPerCall * k.reps) / (ms * 1e6), peak: p });
     }
     log(`round ${round + 1}/${rounds}: peak ${p.toFixed(1)} GFLOP/s`);
   }
-  const shareStats = (k) => {
-    const shares = k.rounds.map((r) => r.gflops / r.peak);
-    return {
-      gflops: +median(k.rounds.map((r) => r.gflops)).toFixed(2),
-      share: +median(shares).toFixed(3),
-      shareMin: +Math.min(...shares).toFixed(3),
-      shareMax: +Math.max(...shares).toFixed(3),
-    };
+  return peaks;
+}
+
+// A kernel's median GFLOP/s and its share of each round's peak: median, lowest, highest.
+function shareStats(k) {
+  const shares = k.rounds.map((r) => r.gflops / r.peak);
+  return {
+    gflops: +median(k.rounds.map((r) => r.gflops)).toFixed(2),
+    share: +median(shares).toFixed(3),
+    shareMin: +Math.min(...shares).toFixed(3),
+    shareMax: +Math.max(...shares).toFixed(3),
   };
-  const callResults = kernels
-    .filter((k) => k.case === "call")
-    .map((k) => ({ call: k.name, ...shareStats(k) }));
-  const results = kernels
-    .filter((k) => k.case !== "call")
-    .map((k) => {
-      const shares = k.rounds.map((r) => r.gflops / r.peak);
-      return {
-        case: k.case,
-        tile: tileName(k.rows, k.cols, k.split),
-        rows: k.rows,
-        cols: k.cols,
-        split: k.split,
-        chains: k.chains,
-        gflops: +median(k.rounds.map((r) => r.gflops)).toFixed(2),
-        share: +median(shares).toFixed(3),
-        shareMin: +Math.min(...shares).toFixed(3),
-        shareMax: +Math.max(...shares).toFixed(3),
-        maxError: +k.maxError.toPrecision(2),
-      };
-    });
-  // Both products of a key tile with one tile shape: their flops over the sum
-  // of their median times (equal flops: the harmonic mean of the two rates).
+}
+
+// Both products of a key tile with one tile shape: their flops over the sum
+// of their median times (equal flops: the harmonic mean of the two rates).
+function bothProducts(results) {
   const both = [];
   for (const s of results.filter((r) => r.case === "scores")) {
     const v = results.find((r) => r.case === "values" && r.tile === s.tile);
@@ -250,17 +225,62 @@ export async function sweep({
       share: +(2 / (1 / s.share + 1 / v.share)).toFixed(3),
     });
   }
-  const peakSpread = Math.max(...peaks) / Math.min(...peaks);
+  return both;
+}
+
+// The sweep: { peak: {gflops, accumulators, spread, rounds}, cases, results: [{ case,
+// tile, rows, cols, split, chains, gflops, share, shareMin, shareMax, maxError }],
+// calls }. `now` returns ms; each timing is the shortest of `batches`
+// back-to-back batches of ~batchMs (timer above).
+export async function sweep({
+  peakBytes,
+  tilesBytes,
+  now,
+  rounds = 9,
+  batchMs = 2,
+  batches = 5,
+  calls = [],
+  log = () => {},
+}) {
+  const time = timer(now, batches);
+  const peak = await peakLoop(
+    (await WebAssembly.instantiate(peakBytes, {})).instance.exports,
+    time,
+    batchMs,
+  );
+  const tiles = (await WebAssembly.instantiate(tilesBytes, {})).instance.exports;
+  const { kernels, m } = tileKernels(tiles);
+  for (const k of kernels) checkKernel(k, m);
+  kernels.push(...calls.map(callKernel));
+  await calibrate(kernels, time, batchMs);
+  log(
+    `peak: ${peak.gflops.toFixed(1)} GFLOP/s (${peak.accumulators} accumulators); ${kernels.length} kernels, ${rounds} rounds`,
+  );
+  const peaks = timeRounds({ kernels, peak, time, O: m.O, rounds, log });
+  const results = kernels
+    .filter((k) => k.case !== "call")
+    .map((k) => ({
+      case: k.case,
+      tile: tileName(k.rows, k.cols, k.split),
+      rows: k.rows,
+      cols: k.cols,
+      split: k.split,
+      chains: k.chains,
+      ...shareStats(k),
+      maxError: +k.maxError.toPrecision(2),
+    }));
   return {
     peak: {
       gflops: +median(peaks).toFixed(2),
-      accumulators: best.accumulators,
-      spread: +peakSpread.toFixed(3),
+      accumulators: peak.accumulators,
+      spread: +(Math.max(...peaks) / Math.min(...peaks)).toFixed(3),
       rounds: peaks.map((g) => +g.toFixed(2)),
     },
     cases: CASES,
-    results: [...results, ...both],
-    calls: callResults,
+    results: [...results, ...bothProducts(results)],
+    calls: kernels
+      .filter((k) => k.case === "call")
+      .map((k) => ({ call: k.name, ...shareStats(k) })),
   };
 }
 
@@ -272,11 +292,7 @@ export async function sweep({
 export function attentionCalls(attn, Ts = [512, 2048]) {
   const calls = [];
   for (const T of Ts) {
-    const [Q, K, V] = [1, 2, 3].map((seed) => {
-      const data = new Float32Array(T * 64);
-      fill(data, seed, -1, 1);
-      return { data, rows: T, cols: 64 };
-    });
+    const [Q, K, V] = [1, 2, 3].map((seed) => ({ data: random(T * 64, seed), rows: T, cols: 64 }));
     for (const causal of [false, true])
       calls.push({
         name: `attention T=${T}${causal ? " causal" : ""}`,
@@ -544,17 +560,10 @@ if (isMain) {
     process.exit(0);
   }
   const log = (s) => console.error(`tiles: ${s}`);
-  const cpuMs = () => {
-    const { user, system } = process.cpuUsage();
-    return (user + system) / 1e3;
-  };
-  const cpuinfo = readFileSync("/proc/cpuinfo", "utf8");
+  // bench/lib/engines.mjs reads Node's files: imported here, not by the page.
+  const cpu = (await import("../lib/engines.mjs")).cpuModel();
   const out = {
-    host: {
-      cpu: cpuinfo.match(/^model name\s*:\s*(.*)$/m)?.[1] ?? "?",
-      family: +(cpuinfo.match(/^cpu family\s*:\s*(\d+)/m)?.[1] ?? NaN),
-      model: +(cpuinfo.match(/^model\s*:\s*(\d+)/m)?.[1] ?? NaN),
-    },
+    host: { cpu: cpu?.model ?? "?", family: cpu?.family ?? NaN, model: cpu?.modelNumber ?? NaN },
     engines: {},
   };
   log(`Node ${process.version} (V8 ${process.versions.v8}), CPU time of the process`);

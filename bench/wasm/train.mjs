@@ -36,14 +36,12 @@
 //
 // Usage: node --expose-gc --single-threaded-gc bench/wasm/train.mjs [--quick]
 //          > bench/results/train.json
-import { readFileSync } from "node:fs";
 import os from "node:os";
-import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
 // The built package's Node entry (what `import "attnkit"` resolves to in Node).
 import { createAttnkit } from "../../dist/attnkit.node.mjs";
-import { loadTfjsWithGradients } from "./tfjs-grads.mjs";
 import { readWeights } from "./weights.mjs";
+import { loadTfjs } from "../lib/engines.mjs";
 import { median } from "../lib/stats.mjs";
 
 const args = process.argv.slice(2);
@@ -81,7 +79,7 @@ const ATTNKIT = "attnkit (wasm SIMD128)",
 
 const sum = (xs) => xs.reduce((a, b) => a + b, 0);
 
-function attnkitEngine(ak, setting) {
+function attnkitTrainer(ak, setting) {
   const config = {
     vocabSize: setting.task.vocabSize,
     maxSeqLen: ak.taskSeqLen(setting.task),
@@ -104,7 +102,7 @@ function attnkitEngine(ak, setting) {
 }
 
 // The same model in tfjs, from attnkit's initial weights.
-function tfjsEngine(tf, setting, resolved, weightsFile, adamW) {
+function tfjsTrainer(tf, setting, resolved, weightsFile, adamW) {
   const { weights, scaled, layerNorm } = readWeights(weightsFile);
   if (layerNorm) throw new Error("weights: this benchmark's tfjs model has no LayerNorm");
   const { vocabSize: V, dModel: D, numHeads: h, numKvHeads: g, dK } = resolved;
@@ -225,24 +223,11 @@ function tfjsEngine(tf, setting, resolved, weightsFile, adamW) {
   };
 }
 
-async function loadTfjs() {
-  const tf = await loadTfjsWithGradients();
-  tf.env().set("WASM_HAS_MULTITHREAD_SUPPORT", false);
-  tf.setThreadsCount(1);
-  if (!(await tf.setBackend("wasm"))) throw new Error("tfjs: the wasm backend did not initialise");
-  await tf.ready();
-  const require = createRequire(new URL("../package.json", import.meta.url));
-  const version = JSON.parse(
-    readFileSync(require.resolve("@tensorflow/tfjs-backend-wasm/package.json"), "utf8"),
-  ).version;
-  return { tf, version };
-}
-
 async function runSetting(ak, tf, setting) {
-  const a = attnkitEngine(ak, setting);
+  const a = attnkitTrainer(ak, setting);
   const weights = a.model.exportWeights();
-  const t = tfjsEngine(tf, setting, a.model.config, weights, true);
-  const plain = tfjsEngine(tf, setting, a.model.config, weights, false);
+  const t = tfjsTrainer(tf, setting, a.model.config, weights, true);
+  const plain = tfjsTrainer(tf, setting, a.model.config, weights, false);
   const data = ak.createTaskGenerator(setting.task, { seed: DATA_SEED });
   const held = ak.makeBatch(setting.task, { batch: EVAL_BATCH, seed: EVAL_SEED });
   const loads = [os.loadavg()[0]];

@@ -1,4 +1,4 @@
-// The small calls' A/B in WebAssembly (bench/ab/small.sh): two builds of the
+// The small calls' A/B in WebAssembly (npm run bench -- --ab REV --only small): two builds of the
 // package's SIMD128 Node module, each beside the same JS layer (DIR_A, DIR_B:
 // attnkit.node.cjs + attnkit-simd.node.cjs), loaded in one Node process, and
 // the plain JS engines of bench/wasm/plain.mjs (the baseline of issue #35).
@@ -9,10 +9,10 @@
 // the medians, the median of the per-round ratios A / B (B's speed: above 1,
 // B is faster) with quartiles, and plain JS's median over B's (above 1,
 // attnkit is faster than plain JS). A's and B's results are compared first.
-// Usage: node --single-threaded-gc bench/ab/small_ab.mjs DIR_A DIR_B [ROUNDS]
-import { callsPerBatch, loadBuilds, median, pairedRounds, speed } from "./paired.mjs";
-import { maxDiff, random } from "../lib/stats.mjs";
-import { jsAttention, plainBackward, plainForTraining } from "../wasm/plain.mjs";
+// Usage: node --single-threaded-gc bench/wasm/small_ab.mjs DIR_A DIR_B [ROUNDS]
+import { callsPerBatch, loadBuilds, pairedRounds, speed } from "../lib/paired.mjs";
+import { maxDiff, median, random } from "../lib/stats.mjs";
+import { jsAttention, plainBackward, plainForTraining, plainWorkspace } from "./plain.mjs";
 
 const [dirA, dirB, roundsArg] = process.argv.slice(2);
 const ROUNDS = Number(roundsArg ?? 21);
@@ -32,14 +32,7 @@ for (const d of [8, 64]) {
       K = { data: k, rows: T, cols: d },
       V = { data: v, rows: T, cols: d },
       G = { data: g, rows: T, cols: d };
-    const ws = {
-      out: new Float32Array(T * d),
-      lse: new Float64Array(T),
-      row: new Float64Array(T),
-      dQ: new Float32Array(T * d),
-      dK: new Float32Array(T * d),
-      dV: new Float32Array(T * d),
-    };
+    const ws = plainWorkspace(T, d);
     const out = new Float32Array(T * d);
     const savedA = akA.attentionForTraining(Q, K, V),
       savedB = akB.attentionForTraining(Q, K, V);

@@ -1,7 +1,7 @@
-// Paired A/B rounds in one Node process, shared by the wasm A/B harnesses
-// (bench/wasm/backward_ab.mjs, heads_ab.mjs, layer_ab.mjs, bench/ab/small_ab.mjs):
-// two builds of the package, each its bundled JS layer attnkit.node.cjs beside
-// its SIMD128 module (bench/ab/*.sh make the folders), timed on the same
+// Paired A/B rounds in one Node process, shared by the wasm A/B questions
+// (bench/wasm/{backward,heads,layer,small}_ab.mjs): two builds of the package,
+// each its bundled JS layer attnkit.node.cjs beside its SIMD128 module
+// (bench/ab/ab.sh makes the folders), timed on the same
 // entries in rounds whose order turns every round, so that both builds meet
 // the same machine. Times are process CPU time (Node runs with
 // --single-threaded-gc, so no GC thread adds to it) in batches of at least
@@ -11,8 +11,7 @@ import path from "node:path";
 
 const require = createRequire(import.meta.url);
 
-export { cpuMs, median, quartile, random } from "../lib/stats.mjs";
-import { cpuMs, median, quartile } from "../lib/stats.mjs";
+import { cpuMs, median, quartile } from "./stats.mjs";
 
 /** The SIMD128 module of each build folder, loaded through its own JS layer. */
 export async function loadBuilds(...dirs) {

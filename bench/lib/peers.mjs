@@ -26,6 +26,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
+import { packageVersion, useTfjsWasm } from "./engines.mjs";
 
 const require = createRequire(import.meta.url);
 // The peers' packages come from bench/package-lock.json (scripts/bench.sh runs npm ci in bench/).
@@ -44,15 +45,12 @@ const need = (name) => {
 const D = 64,
   HEADS = 8,
   D_MODEL = HEADS * D;
-const modelsDir = fileURLToPath(new URL("./models/", import.meta.url));
-const packageVersion = (name) =>
-  JSON.parse(readFileSync(new URL(`./node_modules/${name}/package.json`, import.meta.url), "utf8"))
-    .version;
+const modelsDir = fileURLToPath(new URL("../models/", import.meta.url));
 // Whether Node's V8, with its default features (no relaxed SIMD in Node 20),
 // accepts a peer's wasm binary: if it does, the binary uses at most
 // fixed-width SIMD128.
 const validates = (file) =>
-  WebAssembly.validate(readFileSync(new URL(`./node_modules/${file}`, import.meta.url)));
+  WebAssembly.validate(readFileSync(new URL(`../node_modules/${file}`, import.meta.url)));
 
 // Some engines have more than one way to state the same computation; each keeps
 // the fastest for each shape (a short timing of every candidate; maxDiff checks
@@ -214,13 +212,7 @@ function tfjsEngine() {
       if (tf) return;
       tf = need("@tensorflow/tfjs-core");
       const wasm = need("@tensorflow/tfjs-backend-wasm");
-      // The threaded build does not initialise under Node; the single-threaded SIMD
-      // build is the one-core engine anyway.
-      tf.env().set("WASM_HAS_MULTITHREAD_SUPPORT", false);
-      wasm.setThreadsCount(1);
-      if (!(await tf.setBackend("wasm")))
-        throw new Error("tfjs: the wasm backend did not initialise");
-      await tf.ready();
+      await useTfjsWasm(tf, wasm.setThreadsCount);
       if (!(await tf.env().getAsync("WASM_HAS_SIMD_SUPPORT"))) throw new Error("tfjs: no SIMD");
     },
     async info() {

@@ -1,44 +1,66 @@
-// The pieces every native A/B harness shares (bench/native/backward_ab.cc,
-// heads_ab.cc, layer_ab.cc, bench/ab/small_ab.cc): each is one round, printing
-// "name us_per_call" for bench/ab/pair.py to alternate two builds, round by
-// round; times are CPU time of this process (one thread), or the best wall
-// time of a call where a pool's threads work too (BestWallMicros).
-#ifndef ATTNKIT_BENCH_AB_PAIRED_H_
-#define ATTNKIT_BENCH_AB_PAIRED_H_
+// The native benchmarks' harness: clocks, seeded inputs, the median and the
+// timing loops, one copy for every program in bench/native (bench.cc,
+// train.cc, language.cc, peak.cc and the A/B rounds *_ab.cc). An A/B program
+// is one round, printing "name us_per_call" for bench/ab/pair.mjs to alternate
+// two builds round by round; its times are CPU time of this process (one
+// thread), or the best wall time of a call where a pool's threads work too
+// (BestWallMicros).
+#ifndef ATTNKIT_BENCH_NATIVE_HARNESS_H_
+#define ATTNKIT_BENCH_NATIVE_HARNESS_H_
 
 #include <time.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
-namespace ab {
+namespace harness {
 
+// Seconds of CPU time of this process (every thread of it).
 inline double CpuSeconds() {
   timespec t;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
-// For calls that use a pool: the workers' time is not the caller's.
+// Milliseconds of CPU time of this process.
+inline double CpuMs() { return 1e3 * CpuSeconds(); }
+
+// Seconds of CPU time of the calling thread.
+inline double ThreadCpuSeconds() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+// Seconds of a monotonic wall clock: for calls that use a pool (the workers'
+// time is not the caller's) and for rates a user sees.
 inline double WallSeconds() {
   timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
-// Uniform in [-scale, scale), seeded.
+// n values uniform in [-scale, scale), seeded.
 inline std::vector<float> Random(size_t n, uint32_t seed, float scale = 1.0f) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-scale, scale);
   std::vector<float> v(n);
   for (float& x : v) x = u(rng);
   return v;
+}
+
+// The median as the upper middle element for an even count (0 when empty), as
+// bench/lib/stats.mjs takes it.
+inline double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
 // Mean microseconds of CPU time per call of fn: one untimed call, then
@@ -64,6 +86,7 @@ inline void PrintTime(const std::string& name, double budget, const std::functio
   }
   std::printf("%s %.3f\n", name.c_str(), MicrosPerCall(budget, [&] { fn(); }));
 }
+
 // The fewest microseconds of wall time one call of fn took, over calls for
 // `budget` seconds: on a shared machine the mean of a call that needs two
 // threads at once mostly measures the other programs; its best does not.
@@ -89,6 +112,6 @@ inline void PrintBestWallTime(const std::string& name, double budget,
   std::printf("%s %.3f\n", name.c_str(), BestWallMicros(budget, [&] { fn(); }));
 }
 
-}  // namespace ab
+}  // namespace harness
 
-#endif  // ATTNKIT_BENCH_AB_PAIRED_H_
+#endif  // ATTNKIT_BENCH_NATIVE_HARNESS_H_

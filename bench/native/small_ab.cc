@@ -1,10 +1,10 @@
-// One round of the small calls' A/B (bench/ab/small.sh): times Attention,
+// One round of the small calls' A/B (scripts/bench.sh --ab REV --only small): times Attention,
 // AttentionForTraining and AttentionBackward (with the forward's O and lse)
 // through the C++ API, and the plain C++ loop doing the same (PlainHead, the
 // baseline of issue #35: the same code in A and B, so its ratio shows the
 // noise), at d = 8 and 64, T = T_q = T_k = 1..64, once each, and prints
 // "name us_per_call" (CPU time of this process, one thread), so that
-// bench/ab/pair.py can alternate two builds round by round. Built against
+// bench/ab/pair.mjs can alternate two builds round by round. Built against
 // each build's libattnkit_core.a; only the public API, which both share.
 #include <cstdio>
 #include <functional>
@@ -12,16 +12,16 @@
 #include <vector>
 
 #include "attnkit/attnkit.h"
-#include "bench/ab/paired.h"
+#include "bench/native/harness.h"
 #include "bench/native/plain_head.h"
 
 namespace {
 
-using ab::Random;
+using harness::Random;
 
 // Prints "name us_per_call", timed in batches of 16 calls (small calls).
 void Time(const std::string& name, double budget, const std::function<void()>& fn) {
-  std::printf("%s %.4f\n", name.c_str(), ab::MicrosPerCall(budget, fn, 16));
+  std::printf("%s %.4f\n", name.c_str(), harness::MicrosPerCall(budget, fn, 16));
 }
 
 }  // namespace
