@@ -274,5 +274,7 @@ export async function stateWalk({ evaluate, problems, seed, steps = 200, label =
       );
     }
   }
-  return { done, ms: Date.now() - t0, log };
+  // Fresh loads made: one per distinct URL the walk reached.
+  const loads = await evaluate(() => window.__walkFreshLoads?.size ?? 0);
+  return { done, ms: Date.now() - t0, log, loads };
 }
