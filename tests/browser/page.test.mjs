@@ -429,14 +429,40 @@ async function until(p, t) {
   await p.evaluate(() => new Promise((r) => requestAnimationFrame(() => r())));
 }
 
+/**
+ * Run in the page: waits for the first animation frame at or after page-clock time t, and
+ * reads in it what the mid-way checks need: the opacity of the cells of Q and of the
+ * scores, of the column outline, of the last attention map and of the output, and the
+ * transforms of the slices Q_h.
+ */
+function midwayReads(t) {
+  // NaN for an element not there: every check on it then fails.
+  const opacity = (el) => (el ? Number(el.getAttribute("opacity") ?? 1) : NaN);
+  const read = () => ({
+    cells: Object.fromEntries(
+      ["Q", "scores"].map((id) => [
+        id,
+        [...document.querySelectorAll(`[data-testid="matrix-${id}"] g.c`)].map(opacity),
+      ]),
+    ),
+    colOutline: opacity(document.querySelector('[data-testid="item-0"] rect.hl-col')),
+    transforms: [0, 1, 2, 3].map((h) =>
+      document.querySelector(`[data-testid="matrix-Qh-${h}"]`)?.getAttribute("transform"),
+    ),
+    headmap3: opacity(document.querySelector('[data-testid="matrix-headmap-3"]')),
+    out: opacity(document.querySelector('[data-testid="matrix-out"]')),
+  });
+  return new Promise((resolve) => {
+    const tick = () => (performance.now() >= t ? resolve(read()) : requestAnimationFrame(tick));
+    requestAnimationFrame(tick);
+  });
+}
+
 /** Opacity of every SVG cell of a matrix. */
 const cellOpacities = (p, id) =>
   p.$$eval(`[data-testid="matrix-${id}"] g.c`, (gs) =>
     gs.map((g) => Number(g.getAttribute("opacity") ?? 1)),
   );
-
-/** The opacity attribute of an element (1 when absent). */
-const opacityOf = (p, sel) => p.$eval(sel, (el) => Number(el.getAttribute("opacity") ?? 1));
 
 /** A screenshot of the scene's <svg>. */
 async function sceneShot(p) {
@@ -507,51 +533,39 @@ test("animations with motion: steps 2, 3 and 8 mid-way and at the end, equal to 
   // The same state with reduced motion: each step drawn at once in its end state.
   await page.goto(`${server.url}?${MOTION_URL}&st=1`);
   await ready();
+  // The mid-way checks read the page within one animation frame (midwayReads): reads made one
+  // by one could land far later in the animation on a busy machine.
   const mid = {
     // Step 2: x_i times W^Q fills q_i cell by cell; a column outline walks over W^Q.
-    2: async () => {
-      const op = await cellOpacities(p, "Q");
+    2: async (r) => {
+      const op = r.cells.Q;
       const shown = op.filter((o) => o >= 0.99).length;
       assert.ok(
         shown > 0 && shown < op.length,
         `step 2 mid-way: ${shown} of ${op.length} cells of Q shown`,
       );
-      assert.ok(
-        (await opacityOf(p, '[data-testid="item-0"] rect.hl-col')) > 0,
-        "step 2 mid-way: the column outline over W^Q is visible",
-      );
+      assert.ok(r.colOutline > 0, "step 2 mid-way: the column outline over W^Q is visible");
     },
     // Step 3: q_i · k_j fills the query's row of scores; a column outline walks over K^T.
-    3: async () => {
-      const op = await cellOpacities(p, "scores");
+    3: async (r) => {
+      const op = r.cells.scores;
       const shown = op.filter((o) => o >= 0.99).length;
       assert.ok(
         shown > 0 && shown < op.length,
         `step 3 mid-way: ${shown} of ${op.length} scores shown`,
       );
-      assert.ok(
-        (await opacityOf(p, '[data-testid="item-0"] rect.hl-col')) > 0,
-        "step 3 mid-way: the column outline over Kᵀ is visible",
-      );
+      assert.ok(r.colOutline > 0, "step 3 mid-way: the column outline over Kᵀ is visible");
     },
     // Step 8: the slices Q_h slide from their columns of Q; the maps and concat × W^O come later.
-    8: async () => {
+    8: async (r) => {
       const moved = [];
       for (let h = 1; h < 4; h++) {
         const sel = `[data-testid="matrix-Qh-${h}"]`;
-        moved.push(
-          (await p.getAttribute(sel, "transform")) !== (await page.getAttribute(sel, "transform")),
-        );
+        moved.push(r.transforms[h] !== (await page.getAttribute(sel, "transform")));
       }
       assert.ok(moved.some(Boolean), "step 8 mid-way: a slice Q_h is still on its way");
-      assert.ok(
-        (await opacityOf(p, '[data-testid="matrix-headmap-3"]')) < 0.01,
-        "step 8 mid-way: the last attention map is not shown yet",
-      );
-      assert.ok(
-        (await opacityOf(p, '[data-testid="matrix-out"]')) < 0.01,
-        "step 8 mid-way: the output is not shown yet",
-      );
+      assert.ok(r.headmap3 < 0.01, "step 8 mid-way: the last attention map is not shown yet");
+      assert.ok(r.out < 0.01, "step 8 mid-way: the output is not shown yet");
     },
   };
   const ids = {
@@ -563,8 +577,7 @@ test("animations with motion: steps 2, 3 and 8 mid-way and at the end, equal to 
     await gotoStep(n);
     await p.click(`[data-testid="step-${n}"]`);
     const a = await animationOf(p, n);
-    await until(p, a.startedAt + 0.3 * a.durationMs);
-    await mid[n]();
+    await mid[n](await p.evaluate(midwayReads, a.startedAt + 0.3 * a.durationMs));
     await shot(`motion-step${n}-mid`, p);
     await until(p, a.startedAt + a.durationMs + 150);
     await shot(`motion-step${n}-end`, p);
