@@ -1,6 +1,6 @@
 // The web page (web/dist) in Debian's Firefox ESR, headless, driven over
 // WebDriver BiDi by puppeteer-core (no browser download: it launches
-// /usr/bin/firefox-esr), one browser for the file. The smoke steps are in
+// /usr/bin/firefox-esr), a browser for each of the three suites. The smoke steps are in
 // lib/smoke.mjs, the Train view's in lib/smoke-train.mjs, the Language view's in
 // lib/smoke-language.mjs.
 import { existsSync } from "node:fs";
@@ -53,7 +53,6 @@ async function openFirefox(origin) {
   };
 }
 
-const firefox = useDriver("firefox", openFirefox);
-smokeTests(firefox);
-trainSmoke(firefox);
-languageSmoke(firefox);
+smokeTests(useDriver("firefox", openFirefox));
+trainSmoke("firefox", openFirefox);
+languageSmoke("firefox", openFirefox);

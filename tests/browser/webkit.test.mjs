@@ -6,7 +6,7 @@
 // which records console errors and warnings, uncaught errors and failed loads.
 // If MiniBrowser dies mid-suite, the test it died in is reported with what
 // MiniBrowser and the driver printed, and runs once more in a new browser.
-// One browser for the file. The smoke steps are in lib/smoke.mjs, the Train view's in
+// A browser for each of the three suites. The smoke steps are in lib/smoke.mjs, the Train view's in
 // lib/smoke-train.mjs, the Language view's in lib/smoke-language.mjs.
 import { execFileSync, spawn } from "node:child_process";
 import {
@@ -263,9 +263,7 @@ exit $status
   };
 }
 
-const webkit = useDriver("webkit", openWebKit, {
-  serveDist: (dir) => serveWithScript(dir, CONSOLE_HOOK),
-});
-smokeTests(webkit);
-trainSmoke(webkit);
-languageSmoke(webkit);
+const options = { serveDist: (dir) => serveWithScript(dir, CONSOLE_HOOK) };
+smokeTests(useDriver("webkit", openWebKit, options));
+trainSmoke("webkit", openWebKit, options);
+languageSmoke("webkit", openWebKit, options);

@@ -1,18 +1,20 @@
 // The Language view in the browsers without Playwright (firefox.test.mjs, webkit.test.mjs),
-// on the driver of smoke.mjs's useDriver (the file's one browser): the small preset trained on Moby-Dick in
+// in a browser of its own behind smoke.mjs's driver interface: the small preset trained on Moby-Dick in
 // the page's worker below a measured validation loss, its sample, and a generation whose
 // cache equals the full forward; screenshots before and after.
 import assert from "node:assert/strict";
 import { describe } from "node:test";
+import { useDriver } from "./smoke.mjs";
 import { poll } from "./wait.mjs";
 
 // Measured in Chromium: 2.45 to 2.48 nats/char at step 200 (the bigram model's 2.44 is near).
 const STEPS = 200;
 const THRESHOLD = 2.6;
 
-export function languageSmoke(s) {
-  const { name } = s;
+/** Registers the Language view's smoke test: a browser of its own (useDriver's `open`, `options`). */
+export function languageSmoke(name, open, options) {
   describe(`${name}: the Language view`, () => {
+    const s = useDriver(name, open, options);
     const hook = () => s.d.evaluate(() => window.__attnkit.language());
 
     s.test(

@@ -1,14 +1,16 @@
 // The Train view in the browsers without Playwright (firefox.test.mjs, webkit.test.mjs),
-// on the driver of smoke.mjs's useDriver (the file's one browser): induction trained to 90% in the page's
+// in a browser of its own behind smoke.mjs's driver interface: induction trained to 90% in the page's
 // worker, with screenshots before and after. These browsers have no Long Tasks API, so
 // responsiveness is the lateness of a 20 ms timer on the main thread while it trains.
 import assert from "node:assert/strict";
 import { describe } from "node:test";
+import { useDriver } from "./smoke.mjs";
 import { poll } from "./wait.mjs";
 
-export function trainSmoke(s) {
-  const { name } = s;
+/** Registers the Train view's smoke test: a browser of its own (useDriver's `open`, `options`). */
+export function trainSmoke(name, open, options) {
   describe(`${name}: the Train view`, () => {
+    const s = useDriver(name, open, options);
     s.test(
       `${name}: induction trains to >= 90% in the Train view; the main thread stays responsive`,
       { timeout: 400000 },

@@ -1,6 +1,6 @@
-// The cross-browser suites (firefox.test.mjs, webkit.test.mjs): one browser per
-// file behind a small driver interface, the page served once, and the smoke
-// steps every browser runs against it. Every page read goes through `evaluate`
+// The cross-browser suites (firefox.test.mjs, webkit.test.mjs): a browser behind
+// a small driver interface with the page served, and the smoke steps every
+// browser runs against it. Every page read goes through `evaluate`
 // (a function run in the page), so the steps are the same over WebDriver BiDi
 // and classic WebDriver.
 import assert from "node:assert/strict";
@@ -36,7 +36,8 @@ import { stateWalk } from "./walk.mjs";
 import { poll } from "./wait.mjs";
 
 /**
- * One browser for a file's suites, as node:test hooks: before them the page
+ * A browser for the suite registered in the current scope (the file, or a
+ * describe block), as node:test hooks: before them the page
  * served (`serveDist(dir)`, default server.mjs's serve) and the browser started;
  * after them both closed. `open(serverUrl)` starts the browser and resolves to a
  * driver:
