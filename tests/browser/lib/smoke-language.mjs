@@ -14,14 +14,13 @@ const THRESHOLD = 2.6;
 /** Registers the Language view's smoke test: a browser of its own (useDriver's `open`, `options`). */
 export function languageSmoke(name, open, options) {
   describe(`${name}: the Language view`, () => {
-    const s = useDriver(name, open, options);
+    const s = useDriver(name, open, { ...options, firstPage: false });
     const hook = () => s.d.evaluate(() => window.__attnkit.language());
 
     s.test(
       `${name}: the small preset learns Moby-Dick, samples and generates through the cache`,
       { timeout: 400000 },
       async () => {
-        await s.d.viewport(1280, 800);
         await s.d.goto(`${s.server.url}?v=language&lp=small`);
         await poll(
           () => s.d.evaluate(() => !!window.__attnkit?.language().sentence),

@@ -10,12 +10,11 @@ import { poll } from "./wait.mjs";
 /** Registers the Train view's smoke test: a browser of its own (useDriver's `open`, `options`). */
 export function trainSmoke(name, open, options) {
   describe(`${name}: the Train view`, () => {
-    const s = useDriver(name, open, options);
+    const s = useDriver(name, open, { ...options, firstPage: false });
     s.test(
       `${name}: induction trains to >= 90% in the Train view; the main thread stays responsive`,
       { timeout: 400000 },
       async () => {
-        await s.d.viewport(1280, 800);
         await s.d.goto(`${s.server.url}?v=train`);
         await poll(
           () => s.d.evaluate(() => !!window.__attnkit?.train().ready),
@@ -36,8 +35,8 @@ export function trainSmoke(name, open, options) {
         await s.d.click('[data-testid="train-go"]');
         const h = await poll(
           async () => {
-            const s = await s.d.evaluate(() => window.__attnkit.train());
-            return s.lastEval && s.lastEval.accuracy >= 0.9 && s;
+            const t = await s.d.evaluate(() => window.__attnkit.train());
+            return t.lastEval && t.lastEval.accuracy >= 0.9 && t;
           },
           "held-out accuracy >= 90%",
           300000,

@@ -52,10 +52,11 @@ import { poll } from "./wait.mjs";
  * alive it resolves to null and the error stands. A test whose browser died
  * runs once more on a freshly loaded page, and the report is printed: a page
  * that kills the browser again fails.
+ * Unless `firstPage` is false, the browser then opens the page and reports its timing.
  * Resolves to the suite `s`: s.d the driver, s.server, s.attn (the package) and
  * the driver's actions (driverActions).
  */
-export function useDriver(name, open, { serveDist = serve } = {}) {
+export function useDriver(name, open, { serveDist = serve, firstPage = true } = {}) {
   const s = { name };
   Object.assign(s, driverActions(s));
   before(async () => {
@@ -64,6 +65,7 @@ export function useDriver(name, open, { serveDist = serve } = {}) {
     s.server = await serveDist(dist);
     const t0 = Date.now();
     s.d = await open(s.server.url);
+    if (!firstPage) return;
     const t1 = Date.now();
     await s.d.goto(s.server.url);
     await s.ready();
