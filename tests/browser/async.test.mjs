@@ -8,8 +8,9 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
-import { ARGS, CHROMIUM, root } from "./helpers.mjs";
-import { serve } from "./server.mjs";
+import { ARGS, CHROMIUM } from "./lib/launch.mjs";
+import { root } from "./lib/paths.mjs";
+import { serve } from "./lib/server.mjs";
 
 const PAGE = `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,">
 <title>attnkit/worker</title></head><body><script type="module">

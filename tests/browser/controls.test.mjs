@@ -3,15 +3,16 @@
 // playwright-core, and check the page against the one loaded fresh from its own
 // URL.
 import assert from "node:assert/strict";
-import path from "node:path";
 import { test } from "node:test";
-import { shots, stateWalk, watch, usePage } from "./helpers.mjs";
+import { watch } from "./lib/launch.mjs";
+import { usePage } from "./lib/page.mjs";
+import { stateWalk } from "./lib/walk.mjs";
 
 let server, browser, context, page, problems;
-
-const ready = (p = page) => p.waitForSelector("body[data-ready='1']", { timeout: 15000 });
-const state = (p = page) => p.evaluate(() => window.__attnkit.state());
-const shot = (name) => page.screenshot({ path: path.join(shots, `controls-${name}.png`) });
+const { ready, state, shot, gotoStep, typeInto, settledSearch } = usePage(
+  (s) => ({ server, browser, context, page, problems } = s),
+  { onPage: (p) => p.goto(server.url).then(() => ready(p)), prefix: "controls-" },
+);
 
 /** Everything the stage and caption show: every matrix's size and numbers, and the caption's text. */
 function snapshot(p = page) {
@@ -43,7 +44,7 @@ function snapshot(p = page) {
 
 /** The page loaded fresh from the current page's URL shows the same. */
 async function sameAsFreshLoad(what) {
-  await page.waitForTimeout(200); // the URL follows the state within 120 ms
+  await settledSearch();
   const here = await snapshot();
   const fresh = await context.newPage();
   const freshProblems = [];
@@ -60,18 +61,6 @@ async function sameAsFreshLoad(what) {
   } finally {
     await fresh.close();
   }
-}
-
-async function gotoStep(n) {
-  await page.click(`[data-testid="step-${n}"]`);
-  await page.waitForSelector(`svg[data-testid="scene-svg"][data-step="${n}"][data-view="steps"]`);
-}
-
-/** Types `text` into a number field and commits it (Enter), as a person does. */
-async function typeInto(sel, text) {
-  await page.fill(sel, "");
-  await page.type(sel, text);
-  await page.press(sel, "Enter");
 }
 
 /** Clicks cell (r, c) of a matrix on screen (at its centre, where a mouse would). */
@@ -91,13 +80,6 @@ async function cellValue(id, r, c) {
     ),
   );
 }
-
-usePage((s) => ({ server, browser, context, page, problems } = s), {
-  open: async () => {
-    await page.goto(server.url);
-    await ready();
-  },
-});
 
 test("mask = padding chosen on the default page: 9 x 9 matrices, -inf in M, decoding works, same as a reload", async () => {
   await page.selectOption('[data-testid="mask"]', "padding");
@@ -253,7 +235,8 @@ test("adjusted settings: the field shows the value used and the reason sits next
 
 test(
   "state consistency: 200 seeded random control changes, each page equal to its fresh load",
-  { timeout: 300000 },
+  // A guard against a hang only: the walk's time grows with the machine's load.
+  { timeout: 600000 },
   async () => {
     const seed = Number(process.env.WALK_SEED ?? Date.now() % 100000);
     console.log(`# state walk seed ${seed} (replay: WALK_SEED=${seed})`);
@@ -262,10 +245,9 @@ test(
       problems: async () => problems,
       seed,
       steps: 200,
-      budgetMs: 200000,
       label: "Chromium",
     });
-    console.log(`# Chromium: ${r.done} changes in ${r.ms} ms`);
-    assert.ok(r.done >= 200, `only ${r.done} changes within the time budget`);
+    console.log(`# Chromium: ${r.done} changes (${r.loads} fresh loads) in ${r.ms} ms`);
+    assert.ok(r.done >= 200, `only ${r.done} of ${3 * 200} actions changed a control`);
   },
 );

@@ -1,12 +1,13 @@
 // The web page (web/dist) in Debian's Firefox ESR, headless, driven over
 // WebDriver BiDi by puppeteer-core (no browser download: it launches
-// /usr/bin/firefox-esr). The suite itself is in helpers.mjs; the Train view's in
-// train-smoke.mjs, the Language view's in language-smoke.mjs.
+// /usr/bin/firefox-esr), a browser for each of the three suites. The smoke steps are in
+// lib/smoke.mjs, the Train view's in lib/smoke-train.mjs, the Language view's in
+// lib/smoke-language.mjs.
 import { existsSync } from "node:fs";
 import puppeteer from "puppeteer-core";
-import { smokeTests } from "./helpers.mjs";
-import { languageSmoke } from "./language-smoke.mjs";
-import { trainSmoke } from "./train-smoke.mjs";
+import { smokeTests, useDriver } from "./lib/smoke.mjs";
+import { languageSmoke } from "./lib/smoke-language.mjs";
+import { trainSmoke } from "./lib/smoke-train.mjs";
 
 const FIREFOX = process.env.FIREFOX ?? "/usr/bin/firefox-esr";
 
@@ -52,6 +53,6 @@ async function openFirefox(origin) {
   };
 }
 
-smokeTests("firefox", openFirefox);
+smokeTests(useDriver("firefox", openFirefox));
 trainSmoke("firefox", openFirefox);
 languageSmoke("firefox", openFirefox);

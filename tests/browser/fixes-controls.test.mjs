@@ -3,33 +3,16 @@
 // Train view and after a checkbox, links with bad values, and notes by number fields.
 // Debian's Chromium through playwright-core.
 import assert from "node:assert/strict";
-import path from "node:path";
 import { test } from "node:test";
-import { poll, shots, usePage } from "./helpers.mjs";
+import { usePage } from "./lib/page.mjs";
+import { poll } from "./lib/wait.mjs";
 
 let server, browser, context, page, problems;
 
-const ready = (p = page) => p.waitForSelector("body[data-ready='1']", { timeout: 15000 });
-const state = () => page.evaluate(() => window.__attnkit.state());
-const shot = (name) => page.screenshot({ path: path.join(shots, `fixes-controls-${name}.png`) });
-
-async function open(query = "") {
-  await page.goto(`${server.url}${query ? `?${query}` : ""}`);
-  await ready();
-}
-
-async function gotoStep(n) {
-  await page.click(`[data-testid="step-${n}"]`);
-  await page.waitForSelector(`svg[data-testid="scene-svg"][data-step="${n}"][data-view="steps"]`);
-}
-
-/** Types `text` into a number field and commits it (Enter), as a person does. */
-async function typeInto(id, text) {
-  const sel = `[data-testid="${id}"]`;
-  await page.fill(sel, "");
-  await page.type(sel, text);
-  await page.press(sel, "Enter");
-}
+const { open, ready, state, shot, gotoStep, typeInto, settledSearch } = usePage(
+  (s) => ({ server, browser, context, page, problems } = s),
+  { prefix: "fixes-controls-" },
+);
 
 const note = async (id) => (await page.textContent(`[data-testid="adj-${id}"]`)).trim();
 
@@ -38,14 +21,6 @@ async function rowsOf(id, nth = 0) {
   const m = await page.evaluate(([id, nth]) => window.__attnkit.matrix(id, nth), [id, nth]);
   return Array.from({ length: m.rows }, (_, r) => m.values.slice(r * m.cols, (r + 1) * m.cols));
 }
-
-/** The address, once it follows the state (within 120 ms of a change). */
-async function settledSearch() {
-  await page.waitForFunction(() => location.search.slice(1) === window.__attnkit.query());
-  return new URLSearchParams(await page.evaluate(() => location.search));
-}
-
-usePage((s) => ({ server, browser, context, page, problems } = s));
 
 test("batch, causal, a click on the second sentence's M: each sentence keeps its whole causal mask", async () => {
   await open();
@@ -216,17 +191,17 @@ test("a link with bad values: a note names each, the page uses defaults or the n
 
 test("notes by number fields speak of the value shown: heads 3 -> 2 then 2; kv heads equal to heads", async () => {
   await open();
-  await typeInto("heads", "3");
+  await typeInto('[data-testid="heads"]', "3");
   await page.waitForFunction(() => /3 → 2/.test(document.querySelector("#adj-heads").textContent));
   assert.equal(await page.inputValue('[data-testid="heads"]'), "2");
   assert.match(await note("heads"), /3 → 2: heads must divide d_model = 16/);
-  await typeInto("heads", "2");
+  await typeInto('[data-testid="heads"]', "2");
   assert.equal(await note("heads"), "", "typing the value shown clears the note");
   assert.equal((await state()).heads, 2, "the state holds the heads used");
   assert.equal((await settledSearch()).get("h"), "2", "the address holds the heads used");
 
   await open("w=random");
-  await typeInto("heads", "20");
+  await typeInto('[data-testid="heads"]', "20");
   await page.waitForFunction(() => window.__attnkit.state().heads === 16);
   assert.equal((await state()).kvHeads, 16, "kv heads follow heads");
   assert.match(await note("heads"), /20 → 16: a whole number from 1 to 16/);
@@ -238,7 +213,7 @@ test("notes by number fields speak of the value shown: heads 3 -> 2 then 2; kv h
   );
   await shot("heads-notes");
   // Another change of the settings: the notes are about it, not the earlier entry.
-  await typeInto("kvHeads", "3");
+  await typeInto('[data-testid="kvHeads"]', "3");
   await page.waitForFunction(() => window.__attnkit.state().kvHeads === 2);
   assert.match(await note("kvHeads"), /3 → 2: kv heads must divide heads = 16/);
   assert.equal(await note("heads"), "", "the heads note is gone");
@@ -247,7 +222,7 @@ test("notes by number fields speak of the value shown: heads 3 -> 2 then 2; kv h
 
 test("reroll at the last seed goes back to the first, and the page equals its fresh load", async () => {
   await open("w=random");
-  await typeInto("seed", "99999");
+  await typeInto('[data-testid="seed"]', "99999");
   assert.equal((await state()).seed, 99999);
   await page.click('[data-testid="reroll"]');
   assert.equal((await state()).seed, 0, "the seed after 99999");

@@ -5,7 +5,7 @@
 // score may reach the threshold that names a head.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { pageModule } from "./helpers.mjs";
+import { pageModule } from "./lib/paths.mjs";
 
 const { headScores, headKind, wordStart, LABEL_AT, HEAD_NAMES } = await pageModule(
   "web/src/language/heads.ts",

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
-import { root } from "./helpers.mjs";
+import { root } from "./lib/paths.mjs";
 
 const src = path.join(root, "web/src");
 

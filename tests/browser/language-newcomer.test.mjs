@@ -9,34 +9,21 @@
 // Screenshots: tests/artifacts/screenshots/lang-newcomer-*.png.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import path from "node:path";
 import { test } from "node:test";
 import { createAttnkit } from "attnkit";
-import { clickMatrixCell, phonePage, poll, shots, usePage } from "./helpers.mjs";
+import { phonePage } from "./lib/launch.mjs";
+import { clickMatrixCell, usePage } from "./lib/page.mjs";
+import { poll } from "./lib/wait.mjs";
 
 let server, browser, p, problems;
-usePage((s) => ({ server, browser, page: p, problems } = s));
+const {
+  openLanguage: open,
+  language: hook,
+  languageReady: waitReady,
+  shot,
+} = usePage((s) => ({ server, browser, page: p, problems } = s), { prefix: "lang-newcomer-" });
 
-const hook = (page = p) => page.evaluate(() => window.__attnkit.language());
-const shot = (name, page = p, fullPage = false) =>
-  page.screenshot({ path: path.join(shots, `lang-newcomer-${name}.png`), fullPage });
 const text = (id, page = p) => page.textContent(`[data-testid="${id}"]`);
-
-function waitReady(page = p, what = "the model to be ready") {
-  return poll(
-    async () => {
-      const h = await hook(page);
-      return h.ready && h.sentence && !h.training && !h.textPending && h;
-    },
-    what,
-    60000,
-  );
-}
-
-async function open(query = "&lp=small", page = p) {
-  await page.goto(`${server.url}?v=language${query}`);
-  return waitReady(page);
-}
 
 /** Presses Step `n` times, each answered before the next. */
 async function steps(n, page = p) {
@@ -82,7 +69,7 @@ test("15: weights downloaded and loaded back keep their step; an older file load
     buffer: readFileSync(file),
   });
   const back = await poll(async () => {
-    const x = await waitReady(p, "the loaded weights");
+    const x = await waitReady("the loaded weights");
     return x.step === 3 && x.sentence.step === 3 && x.sample?.step === 3 && x;
   }, "the loaded model at step 3");
   assert.deepEqual(back.sentence.layers, h.sentence.layers);
@@ -118,7 +105,7 @@ test("15: weights downloaded and loaded back keep their step; an older file load
     buffer: Buffer.from(rehash(v2)),
   });
   const older = await poll(async () => {
-    const x = await waitReady(p, "the older file");
+    const x = await waitReady("the older file");
     return x.step === 0 && x.sentence.step === 0 && x;
   }, "the older file at step 0");
   assert.deepEqual(older.sentence.layers, h.sentence.layers);
@@ -178,7 +165,7 @@ test("18: characters/s is the current stretch's: none after Reset, a new text, o
   await poll(async () => !(await hook()).training && !(await rate()), "paused, without a rate");
   await p.click('[data-testid="lang-reset"]');
   const fresh = await poll(async () => {
-    const x = await waitReady(p, "the reset model");
+    const x = await waitReady("the reset model");
     return x.step === 0 && x;
   }, "the reset model");
   assert.equal(fresh.tokensPerSecond, 0);
@@ -195,7 +182,7 @@ test("18: characters/s is the current stretch's: none after Reset, a new text, o
   await p.click('[data-testid="lang-own-use"]');
   await p.click('[data-testid="lang-confirm-yes"]');
   const own = await poll(async () => {
-    const x = await waitReady(p, "the new text's model");
+    const x = await waitReady("the new text's model");
     return x.text.source === "own" && x;
   }, "the new text");
   assert.equal(own.tokensPerSecond, 0);
@@ -254,7 +241,7 @@ test("19: a change that would discard a trained run asks first, in the Train vie
   assert.match(await p.textContent(box), /Training is paused\./);
   await p.click('[data-testid="lang-confirm-yes"]');
   h = await poll(async () => {
-    const x = await waitReady(p, "the new run");
+    const x = await waitReady("the new run");
     return x.step === 0 && x.config.batch === 20 && x;
   }, "the new run of batch 20");
   assert.equal(await p.isHidden(box), true);
@@ -405,7 +392,7 @@ test("22: generation's maps in sight, the head view brought to sight, the help, 
   await p.click('[data-testid="lang-own-use"]');
   await p.click('[data-testid="lang-confirm-yes"]');
   const own = await poll(async () => {
-    const x = await waitReady(p, "the own text's model");
+    const x = await waitReady("the own text's model");
     return x.text.source === "own" && x.sample && x;
   }, "the own text's sample");
   assert.equal(own.sample.prompt, "She sells ");

@@ -9,17 +9,24 @@
 // tests/artifacts/screenshots (language-*.png).
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import path from "node:path";
 import { test } from "node:test";
 import { createAttnkit } from "attnkit";
-import { pageModule, phoneFit, phonePage, poll, shots, usePage } from "./helpers.mjs";
+import { phonePage, watch } from "./lib/launch.mjs";
+import { usePage } from "./lib/page.mjs";
+import { pageModule } from "./lib/paths.mjs";
+import { phoneFit } from "./lib/reads.mjs";
+import { poll } from "./lib/wait.mjs";
 
 let server, browser, context, p, problems;
-usePage((s) => ({ server, browser, context, page: p, problems } = s));
-
-const hook = (page = p) => page.evaluate(() => window.__attnkit.language());
-const shot = (name, page = p) =>
-  page.screenshot({ path: path.join(shots, `language-${name}.png`), fullPage: true });
+const {
+  openLanguage: open,
+  language: hook,
+  languageReady: waitReady,
+  shot,
+} = usePage((s) => ({ server, browser, context, page: p, problems } = s), {
+  prefix: "language-",
+  fullPage: true,
+});
 
 // Steps of the default preset the first test trains, and the validation loss it must reach.
 // Measured in Chromium (and the same run through the package in Node): 2.2364 nats/char at
@@ -58,23 +65,6 @@ async function assertGenerationOnTop(page = p) {
   assert.ok(gen < sentence, `the generation's maps at y ${gen}, the sentence's at ${sentence}`);
 }
 
-/** Opens the view (`query` after ?v=language) and waits for its text and untrained model. */
-async function open(query = "&lp=small", page = p) {
-  await page.goto(`${server.url}?v=language${query}`);
-  return waitReady(page);
-}
-
-function waitReady(page = p, what = "the model to be ready") {
-  return poll(
-    async () => {
-      const h = await hook(page);
-      return h.ready && h.sentence && !h.training && !h.textPending && h;
-    },
-    what,
-    60000,
-  );
-}
-
 /** Trains until step `n` (pausing there) and returns the hook; `onWay` runs at step n / 3. */
 async function trainTo(n, page = p, onWay = async () => {}) {
   await page.click('[data-testid="lang-go"]');
@@ -103,6 +93,51 @@ async function dropFile(name, bytes, type = "text/plain") {
     },
     [name, Array.from(bytes), type],
   );
+}
+
+/**
+ * The small preset trained to 200 steps, once per file on a page of its own: its hook at
+ * the pause and its weights file as the page downloads it. For the tests about a trained
+ * model rather than about training, which load the file through the page's own weights
+ * field (loadTrained).
+ */
+let small200;
+function trainedSmall() {
+  small200 ??= (async () => {
+    const page = await context.newPage();
+    const seen = [];
+    watch(page, seen);
+    try {
+      await open("&lp=small", page);
+      const trained = await trainTo(200, page);
+      const [download] = await Promise.all([
+        page.waitForEvent("download"),
+        page.click('[data-testid="lang-download"]'),
+      ]);
+      assert.equal(download.suggestedFilename(), `attnkit-language-step${trained.step}.atkmodel`);
+      const bytes = readFileSync(await download.path());
+      assert.deepEqual(seen, [], "the training page's problems");
+      return { trained, bytes, name: download.suggestedFilename() };
+    } finally {
+      await page.close();
+    }
+  })();
+  return small200;
+}
+
+/** Loads trainedSmall()'s weights file into the view on page p; resolves to its hook. */
+async function loadTrained() {
+  const { trained, bytes, name } = await trainedSmall();
+  await p.setInputFiles('[data-testid="lang-weights-file"]', {
+    name,
+    mimeType: "application/octet-stream",
+    buffer: bytes,
+  });
+  await poll(async () => {
+    const x = await waitReady("the trained weights");
+    return x.step === trained.step && x.sentence.step === trained.step && x;
+  }, `the trained model at step ${trained.step}`);
+  return trained;
 }
 
 test("the default preset learns Moby-Dick below the measured threshold and shows its sample", async () => {
@@ -206,7 +241,7 @@ test("the default preset learns Moby-Dick below the measured threshold and shows
 
 test("the sentence view's maps are the package's Model.inspect of the downloaded weights", async () => {
   await open();
-  await trainTo(150);
+  await loadTrained();
   const sentence = "the cat sat on the mat";
   await p.fill('[data-testid="lang-sentence"]', sentence);
   const h = await poll(async () => {
@@ -291,7 +326,7 @@ test("the sentence view's maps are the package's Model.inspect of the downloaded
   // The file loads back: the same model, the same maps.
   await p.setInputFiles('[data-testid="lang-weights-file"]', await download.path());
   const back = await poll(async () => {
-    const x = await waitReady(p, "the loaded weights");
+    const x = await waitReady("the loaded weights");
     return x.sentence?.text === sentence && x;
   }, "the loaded model's sentence");
   // The file carries its step: the run goes on from it.
@@ -314,7 +349,7 @@ test("the sentence view's maps are the package's Model.inspect of the downloaded
 
 test("generation through the cache equals the full forward", async () => {
   await open();
-  const trained = await trainTo(200);
+  const trained = await loadTrained();
   // The small preset learns too: its validation loss at step 200.
   const v200 = trained.validation.find(([s]) => s === 200);
   assert.ok(v200 && v200[1] < SMALL_200, `small preset: ${JSON.stringify(v200)}`);
@@ -388,7 +423,7 @@ test("a dropped text trains and generates; each bad text is named at the field a
   await p.click('[data-testid="lang-confirm-yes"]');
   // The file is read before it reaches the worker: wait for its model, not the one still there.
   await poll(async () => (await hook()).text?.name === "shells.txt", "the dropped text");
-  h = await waitReady(p, "the dropped text's model");
+  h = await waitReady("the dropped text's model");
   assert.equal(h.text.source, "own");
   assert.equal(h.text.name, "shells.txt");
   assert.equal(h.text.characters, own.length);
@@ -423,7 +458,9 @@ test("the settings live in the URL and a link restores them", async () => {
   assert.equal(h.config.dModel, 63);
   assert.match(await p.textContent('[data-testid="lang-dmodel-note"]'), /64 → 63/);
   await p.fill('[data-testid="lang-sentence"]', "a whale of a tale");
-  await p.waitForTimeout(300);
+  await p.waitForFunction(
+    () => new URLSearchParams(location.search).get("ls") === "a whale of a tale",
+  );
   const url = p.url();
   assert.match(url, /v=language/);
   assert.match(url, /lp=small/);
@@ -435,7 +472,7 @@ test("the settings live in the URL and a link restores them", async () => {
   // A preset picked from the list: its settings in the fields, the model and the URL.
   await p.selectOption('[data-testid="lang-preset"]', "large");
   const large = await poll(async () => {
-    const x = await waitReady(p, "the large preset's model");
+    const x = await waitReady("the large preset's model");
     return x.config.dModel === 128 && x;
   }, "the large preset");
   assert.deepEqual(
@@ -512,9 +549,9 @@ test("a phone: the view fits 390 px, trains and generates by touch", async () =>
     await shot("phone", page);
     // What the phone's screen shows: the panel's top, then the maps.
     await page.evaluate(() => scrollTo(0, 0));
-    await page.screenshot({ path: path.join(shots, "language-phone-top.png") });
+    await shot("phone-top", page, false);
     await page.evaluate(() => document.getElementById("stage").scrollIntoView());
-    await page.screenshot({ path: path.join(shots, "language-phone-stage.png") });
+    await shot("phone-stage", page, false);
   } finally {
     await phone.close();
   }
@@ -638,7 +675,7 @@ test("as a person uses the panel: Step, Enter in the prompt, Reset, paste a text
   // Reset: a new untrained model of the same settings; its curves, maps and text start over.
   await p.click('[data-testid="lang-reset"]');
   const fresh = await poll(async () => {
-    const x = await waitReady(p, "the reset model");
+    const x = await waitReady("the reset model");
     return x.step === 0 && x.sentence.step === 0 && x;
   }, "the reset model");
   assert.equal(fresh.validation.length, 1);
@@ -655,7 +692,7 @@ test("as a person uses the panel: Step, Enter in the prompt, Reset, paste a text
   await p.fill('[data-testid="lang-own"]', pasted);
   await p.click('[data-testid="lang-own-use"]');
   let h = await poll(async () => {
-    const x = await waitReady(p, "the pasted text's model");
+    const x = await waitReady("the pasted text's model");
     return x.text.source === "own" && x;
   }, "the pasted text in use");
   assert.equal(h.text.name, "your text");
@@ -669,7 +706,7 @@ test("as a person uses the panel: Step, Enter in the prompt, Reset, paste a text
     buffer: Buffer.from(own),
   });
   h = await poll(async () => {
-    const x = await waitReady(p, "the opened file's model");
+    const x = await waitReady("the opened file's model");
     return x.text.name === "hamlet.txt" && x;
   }, "the opened .txt in use");
   assert.equal(h.text.characters, own.length);

@@ -3,34 +3,18 @@
 // a phone-sized screen, the keyboard, and text input. Debian's Chromium through
 // playwright-core.
 import assert from "node:assert/strict";
-import path from "node:path";
 import { test } from "node:test";
-import {
-  PHONE_PAGES,
-  assertPhoneFit,
-  phoneFit,
-  shots,
-  watch,
-  usePage,
-  phonePage,
-} from "./helpers.mjs";
+import { assertPhoneFit } from "./lib/assert.mjs";
+import { phonePage, watch } from "./lib/launch.mjs";
+import { usePage } from "./lib/page.mjs";
+import { PHONE_PAGES, phoneFit } from "./lib/reads.mjs";
 
 let server, browser, context, page, problems;
 
-const ready = (p = page) => p.waitForSelector("body[data-ready='1']", { timeout: 15000 });
-const shot = (name, p = page) => p.screenshot({ path: path.join(shots, `newcomer-${name}.png`) });
-
-async function open(query = "", p = page) {
-  await p.goto(`${server.url}${query ? `?${query}` : ""}`);
-  await ready(p);
-}
-
-async function gotoStep(n, p = page) {
-  await p.click(`[data-testid="step-${n}"]`);
-  await p.waitForSelector(`svg[data-testid="scene-svg"][data-step="${n}"][data-view="steps"]`);
-}
-
-usePage((s) => ({ server, browser, context, page, problems } = s));
+const { open, gotoStep, shot } = usePage(
+  (s) => ({ server, browser, context, page, problems } = s),
+  { prefix: "newcomer-" },
+);
 
 test("the default page opens on several designed heads that differ, their names shown", async () => {
   await open();

@@ -7,18 +7,16 @@
 import assert from "node:assert/strict";
 import path from "node:path";
 import { test } from "node:test";
-import { shots, usePage, phonePage, clickMatrixCell } from "./helpers.mjs";
+import { phonePage } from "./lib/launch.mjs";
+import { usePage } from "./lib/page.mjs";
+import { shots } from "./lib/paths.mjs";
 
 let server, browser, context, page, problems;
 
-usePage((s) => ({ server, browser, context, page, problems } = s), { perTest: false });
-
-async function open(query, p = page) {
-  await p.goto(`${server.url}?${query}`);
-  await p.waitForSelector("body[data-ready='1']", { timeout: 15000 });
-}
-
-const shot = (name, p = page) => p.screenshot({ path: path.join(shots, `${name}.png`) });
+const { open, shot, clickCell } = usePage(
+  (s) => ({ server, browser, context, page, problems } = s),
+  { perTest: false },
+);
 
 // Presets as their URLs hold them (a URL gives the state, not the preset's settings).
 const FOX = "The%20quick%20brown%20fox%20jumped%20over%20the%20lazy%20dog";
@@ -42,9 +40,6 @@ const svgMatrices = (p = page) =>
 
 /** The numbers of a drawn matrix as the page computed them with attnkit (the test hook). */
 const drawn = (id, p = page) => p.evaluate((id) => window.__attnkit.matrix(id), id);
-
-/** Clicks the centre of cell (r, c) of a drawn matrix. */
-const clickCell = (id, r, c, p = page) => clickMatrixCell(p, id, r, c);
 
 /** The worked-arithmetic panel: its terms (label, a, b, product as written) and its total. */
 async function worked(p = page) {

@@ -6,16 +6,11 @@ import { writeFileSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 import { createAttnkit } from "attnkit";
-import {
-  PRESETS,
-  SEED001,
-  assertClose,
-  assertUpperTriangleZero,
-  checkSeed001,
-  shots,
-  usePage,
-  watch,
-} from "./helpers.mjs";
+import { assertClose, assertUpperTriangleZero, checkSeed001, SEED001 } from "./lib/assert.mjs";
+import { watch } from "./lib/launch.mjs";
+import { usePage } from "./lib/page.mjs";
+import { shots } from "./lib/paths.mjs";
+import { drawerOpen, PRESETS } from "./lib/reads.mjs";
 
 const { X, WQ, KT, V } = SEED001;
 
@@ -41,7 +36,7 @@ function readCanvasScript() {
   };
 }
 
-/** watch() of helpers.mjs, and every request that fails or leaves the page's server. */
+/** watch() of lib/launch.mjs, and every request that fails or leaves the page's server. */
 function watchAll(p) {
   watch(p, problems);
   watchRequests(p);
@@ -53,10 +48,6 @@ function watchRequests(p) {
     if (!u.startsWith(server.url) && !u.startsWith("data:") && !u.startsWith("blob:"))
       problems.push(`network request outside the page: ${u}`);
   });
-}
-
-async function ready(p = page) {
-  await p.waitForSelector("body[data-ready='1']", { timeout: 15000 });
 }
 
 /**
@@ -90,29 +81,27 @@ async function urlHas(fragment, p = page) {
   await p.waitForFunction((f) => location.search.includes(f), fragment, { timeout: 3000 });
 }
 
-async function gotoStep(n) {
-  await page.click(`[data-testid="step-${n}"]`);
-  await page.waitForSelector(`svg[data-testid="scene-svg"][data-step="${n}"][data-view="steps"]`);
-}
-
-usePage((s) => ({ server, browser, context, page, problems } = s), {
-  perTest: false,
-  context: { viewport: { width: 1280, height: 800 }, acceptDownloads: true },
-  setUp: async () => {
-    attn = await createAttnkit();
+const { ready, gotoStep, shot } = usePage(
+  (s) => ({ server, browser, context, page, problems } = s),
+  {
+    perTest: false,
+    context: { viewport: { width: 1280, height: 800 }, acceptDownloads: true },
+    setUp: async () => {
+      attn = await createAttnkit();
+    },
+    onPage: async () => {
+      await context.addInitScript(readCanvasScript);
+      watchRequests(page);
+      const t0 = Date.now();
+      await page.goto(server.url);
+      await ready();
+      const timing = await page.evaluate(() => window.__attnkit.timing);
+      console.log(
+        `# first render: ${timing.firstRenderMs.toFixed(0)} ms after navigation start (wasm load ${timing.loadMs.toFixed(0)} ms; wall ${Date.now() - t0} ms)`,
+      );
+    },
   },
-  open: async () => {
-    await context.addInitScript(readCanvasScript);
-    watchRequests(page);
-    const t0 = Date.now();
-    await page.goto(server.url);
-    await ready();
-    const timing = await page.evaluate(() => window.__attnkit.timing);
-    console.log(
-      `# first render: ${timing.firstRenderMs.toFixed(0)} ms after navigation start (wasm load ${timing.loadMs.toFixed(0)} ms; wall ${Date.now() - t0} ms)`,
-    );
-  },
-});
+);
 
 test("the page loads with no console errors or warnings and no outside requests", async () => {
   assert.match(await page.textContent('[data-testid="status"]'), /attnkit/);
@@ -131,13 +120,13 @@ test("every step of every preset renders (screenshots saved)", async () => {
         .locator('[data-testid="scene-svg"] rect.cell, [data-testid="scene-svg"] canvas')
         .count();
       assert.ok(cells > 0, `${preset} step ${n}: no cells drawn`);
-      await page.screenshot({ path: path.join(shots, `${preset}-step${n}.png`) });
+      await shot(`${preset}-step${n}`);
     }
   }
   for (const view of ["headview", "grid", "saturation", "decoding"]) {
     await page.click(`[data-testid="view-${view}"]`);
     await page.waitForSelector(`svg[data-testid="scene-svg"][data-view="${view}"]`);
-    await page.screenshot({ path: path.join(shots, `fox-${view}.png`) });
+    await shot(`fox-${view}`);
   }
   assert.deepEqual(problems, []);
 });
@@ -161,7 +150,7 @@ test("the causal mask puts 0 in every upper-triangle weight", async () => {
   await page.selectOption('[data-testid="mask"]', "causal");
   await gotoStep(6);
   const upper = assertUpperTriangleZero(await matrix("weights"));
-  await page.screenshot({ path: path.join(shots, "train-causal-step6.png") });
+  await shot("train-causal-step6");
   await gotoStep(5);
   const M = await matrix("M");
   assert.equal(M.values.filter((v) => v === -Infinity).length, upper);
@@ -175,11 +164,11 @@ test("four heads give four attention maps", async () => {
   await gotoStep(8);
   assert.equal(await page.locator('[data-testid^="matrix-headmap-"]').count(), 4);
   assert.match(await page.textContent('[data-testid="mha-check"]'), /✓/);
-  await page.screenshot({ path: path.join(shots, "train-4heads-step8.png") });
+  await shot("train-4heads-step8");
   await page.click('[data-testid="view-grid"]');
   await page.waitForSelector('svg[data-view="grid"]');
   assert.equal(await page.locator('[data-testid^="matrix-grid-"]').count(), 4);
-  await page.screenshot({ path: path.join(shots, "train-4heads-grid.png") });
+  await shot("train-4heads-grid");
   assert.deepEqual(problems, []);
 });
 
@@ -196,7 +185,7 @@ test("decoding with the KV cache runs to the end and matches the full causal row
   const decoded = await matrix("decoded");
   const full = await matrix("fullCausal");
   assertClose(decoded.values, full.values, 1e-5, "decoded vs full causal");
-  await page.screenshot({ path: path.join(shots, "decoding-end.png") });
+  await shot("decoding-end");
   assert.deepEqual(problems, []);
 });
 
@@ -268,7 +257,7 @@ test("softcap: options.softcap changes the scores and weights as the core comput
     "no capped score exceeds the cap",
   );
   assert.match(await page.textContent('[data-testid="caption"]'), /soft-capped/);
-  await page.screenshot({ path: path.join(shots, "seed001-softcap-step4.png") });
+  await shot("seed001-softcap-step4");
   await urlHas("cap=2");
   await page.locator('[data-testid="softcap"]').fill("0");
   await page.waitForFunction(() => window.__attnkit.state().softcap === 0);
@@ -290,7 +279,7 @@ test("head view: hidden heads live in the URL", async () => {
   await ready(p2);
   assert.equal(await p2.getAttribute('[data-testid="head-chip-1"]', "aria-pressed"), "false");
   assert.equal(await p2.getAttribute('[data-testid="hv-lines"]', "data-heads"), "0");
-  await p2.screenshot({ path: path.join(shots, "flies-headview-hidden1.png") });
+  await shot("flies-headview-hidden1", p2);
   await p2.close();
   assert.deepEqual(problems, []);
 });
@@ -309,7 +298,7 @@ test("batch: both sentences in one batched multiHeadAttention call, the shorter 
   assert.match(check, /keyLengths \[5, 2\]/);
   const pad = await page.evaluate(() => window.__attnkit.matrix("padmask", 1));
   assert.deepEqual(pad.values, [1, 1, 0, 0, 0]);
-  await page.screenshot({ path: path.join(shots, "flies-batch-padded-step8.png"), fullPage: true });
+  await shot("flies-batch-padded-step8", page, true);
   await gotoStep(5);
   const M = await page.evaluate(() => window.__attnkit.matrix("M", 1));
   for (let i = 0; i < 5; i++)
@@ -319,7 +308,7 @@ test("batch: both sentences in one batched multiHeadAttention call, the shorter 
         j < 2 ? 0 : -Infinity,
         `M[${i}, ${j}] of the padded sentence`,
       );
-  await page.screenshot({ path: path.join(shots, "flies-batch-padded-step5.png") });
+  await shot("flies-batch-padded-step5");
   assert.deepEqual(problems, []);
 });
 
@@ -335,12 +324,11 @@ test("narrow screen (420 px): the scene shows first; the settings are a drawer",
   const stage = await p.locator('[data-testid="stage"]').boundingBox();
   assert.ok(stage && stage.y < 700, `the scene starts within the first screen (y = ${stage?.y})`);
   assert.equal(await p.isVisible('[data-testid="preset"]'), false, "settings closed at first");
-  await p.screenshot({ path: path.join(shots, "narrow-420-step6.png") });
+  await shot("narrow-420-step6", p);
   await p.click('[data-testid="controls-toggle"]');
-  await p.waitForFunction(() => document.body.classList.contains("controls-open"));
-  await p.waitForTimeout(300);
+  await p.waitForFunction(drawerOpen);
   assert.equal(await p.isVisible('[data-testid="preset"]'), true, "settings open");
-  await p.screenshot({ path: path.join(shots, "narrow-420-drawer.png") });
+  await shot("narrow-420-drawer", p);
   await p.click('[data-testid="controls-toggle"]');
   await p.waitForFunction(() => !document.body.classList.contains("controls-open"));
   await narrow.close();
@@ -387,7 +375,7 @@ test("step 8 at 8 heads fits 1280x800: no sideways scroll, no overlapping titles
     await page.goto(`${server.url}?${query}&st=8`);
     await ready();
     const r = await fit(page);
-    await page.screenshot({ path: path.join(shots, `${name}-step8.png`) });
+    await shot(`${name}-step8`);
     assert.ok(
       r.scrollW <= r.clientW,
       `${name}: the scene fits the stage's width (${r.scrollW} > ${r.clientW})`,
@@ -410,7 +398,7 @@ test("step 8 at 8 heads fits 1280x800: no sideways scroll, no overlapping titles
   await p.goto(`${server.url}?p=train&w=random&h=8&kvh=8&st=8`);
   await ready(p);
   const r = await fit(p);
-  await p.screenshot({ path: path.join(shots, "narrow-420-8heads-step8.png") });
+  await shot("narrow-420-8heads-step8", p);
   assert.ok(r.docW <= 420, `narrow: the page does not scroll sideways, the stage does (${r.docW})`);
   assert.deepEqual(r.overlaps, [], "narrow: titles overlap");
   await narrow.close();
@@ -441,14 +429,40 @@ async function until(p, t) {
   await p.evaluate(() => new Promise((r) => requestAnimationFrame(() => r())));
 }
 
+/**
+ * Run in the page: waits for the first animation frame at or after page-clock time t, and
+ * reads in it what the mid-way checks need: the opacity of the cells of Q and of the
+ * scores, of the column outline, of the last attention map and of the output, and the
+ * transforms of the slices Q_h.
+ */
+function midwayReads(t) {
+  // NaN for an element not there: every check on it then fails.
+  const opacity = (el) => (el ? Number(el.getAttribute("opacity") ?? 1) : NaN);
+  const read = () => ({
+    cells: Object.fromEntries(
+      ["Q", "scores"].map((id) => [
+        id,
+        [...document.querySelectorAll(`[data-testid="matrix-${id}"] g.c`)].map(opacity),
+      ]),
+    ),
+    colOutline: opacity(document.querySelector('[data-testid="item-0"] rect.hl-col')),
+    transforms: [0, 1, 2, 3].map((h) =>
+      document.querySelector(`[data-testid="matrix-Qh-${h}"]`)?.getAttribute("transform"),
+    ),
+    headmap3: opacity(document.querySelector('[data-testid="matrix-headmap-3"]')),
+    out: opacity(document.querySelector('[data-testid="matrix-out"]')),
+  });
+  return new Promise((resolve) => {
+    const tick = () => (performance.now() >= t ? resolve(read()) : requestAnimationFrame(tick));
+    requestAnimationFrame(tick);
+  });
+}
+
 /** Opacity of every SVG cell of a matrix. */
 const cellOpacities = (p, id) =>
   p.$$eval(`[data-testid="matrix-${id}"] g.c`, (gs) =>
     gs.map((g) => Number(g.getAttribute("opacity") ?? 1)),
   );
-
-/** The opacity attribute of an element (1 when absent). */
-const opacityOf = (p, sel) => p.$eval(sel, (el) => Number(el.getAttribute("opacity") ?? 1));
 
 /** A screenshot of the scene's <svg>. */
 async function sceneShot(p) {
@@ -519,51 +533,39 @@ test("animations with motion: steps 2, 3 and 8 mid-way and at the end, equal to 
   // The same state with reduced motion: each step drawn at once in its end state.
   await page.goto(`${server.url}?${MOTION_URL}&st=1`);
   await ready();
+  // The mid-way checks read the page within one animation frame (midwayReads): reads made one
+  // by one could land far later in the animation on a busy machine.
   const mid = {
     // Step 2: x_i times W^Q fills q_i cell by cell; a column outline walks over W^Q.
-    2: async () => {
-      const op = await cellOpacities(p, "Q");
+    2: async (r) => {
+      const op = r.cells.Q;
       const shown = op.filter((o) => o >= 0.99).length;
       assert.ok(
         shown > 0 && shown < op.length,
         `step 2 mid-way: ${shown} of ${op.length} cells of Q shown`,
       );
-      assert.ok(
-        (await opacityOf(p, '[data-testid="item-0"] rect.hl-col')) > 0,
-        "step 2 mid-way: the column outline over W^Q is visible",
-      );
+      assert.ok(r.colOutline > 0, "step 2 mid-way: the column outline over W^Q is visible");
     },
     // Step 3: q_i · k_j fills the query's row of scores; a column outline walks over K^T.
-    3: async () => {
-      const op = await cellOpacities(p, "scores");
+    3: async (r) => {
+      const op = r.cells.scores;
       const shown = op.filter((o) => o >= 0.99).length;
       assert.ok(
         shown > 0 && shown < op.length,
         `step 3 mid-way: ${shown} of ${op.length} scores shown`,
       );
-      assert.ok(
-        (await opacityOf(p, '[data-testid="item-0"] rect.hl-col')) > 0,
-        "step 3 mid-way: the column outline over Kᵀ is visible",
-      );
+      assert.ok(r.colOutline > 0, "step 3 mid-way: the column outline over Kᵀ is visible");
     },
     // Step 8: the slices Q_h slide from their columns of Q; the maps and concat × W^O come later.
-    8: async () => {
+    8: async (r) => {
       const moved = [];
       for (let h = 1; h < 4; h++) {
         const sel = `[data-testid="matrix-Qh-${h}"]`;
-        moved.push(
-          (await p.getAttribute(sel, "transform")) !== (await page.getAttribute(sel, "transform")),
-        );
+        moved.push(r.transforms[h] !== (await page.getAttribute(sel, "transform")));
       }
       assert.ok(moved.some(Boolean), "step 8 mid-way: a slice Q_h is still on its way");
-      assert.ok(
-        (await opacityOf(p, '[data-testid="matrix-headmap-3"]')) < 0.01,
-        "step 8 mid-way: the last attention map is not shown yet",
-      );
-      assert.ok(
-        (await opacityOf(p, '[data-testid="matrix-out"]')) < 0.01,
-        "step 8 mid-way: the output is not shown yet",
-      );
+      assert.ok(r.headmap3 < 0.01, "step 8 mid-way: the last attention map is not shown yet");
+      assert.ok(r.out < 0.01, "step 8 mid-way: the output is not shown yet");
     },
   };
   const ids = {
@@ -575,11 +577,10 @@ test("animations with motion: steps 2, 3 and 8 mid-way and at the end, equal to 
     await gotoStep(n);
     await p.click(`[data-testid="step-${n}"]`);
     const a = await animationOf(p, n);
-    await until(p, a.startedAt + 0.3 * a.durationMs);
-    await mid[n]();
-    await p.screenshot({ path: path.join(shots, `motion-step${n}-mid.png`) });
+    await mid[n](await p.evaluate(midwayReads, a.startedAt + 0.3 * a.durationMs));
+    await shot(`motion-step${n}-mid`, p);
     await until(p, a.startedAt + a.durationMs + 150);
-    await p.screenshot({ path: path.join(shots, `motion-step${n}-end.png`) });
+    await shot(`motion-step${n}-end`, p);
     for (const id of ids[n]) {
       const [m, r] = [await matrix(id, p), await matrix(id)];
       assert.deepEqual(
@@ -626,7 +627,7 @@ test("animations with motion: steps 2, 3 and 8 mid-way and at the end, equal to 
       if (Math.abs(S.values[q * S.cols + c]) > Math.abs(S.values[q * S.cols + best])) best = c;
     return { q, row: at(q, best), other: at(q === 40 ? 41 : 40, 40) };
   });
-  await p.screenshot({ path: path.join(shots, "motion-t64-step3-mid.png") });
+  await shot("motion-t64-step3-mid", p);
   assert.notDeepEqual(
     probe.row,
     [255, 255, 255],
@@ -655,7 +656,7 @@ test("animations with motion: steps 2, 3 and 8 mid-way and at the end, equal to 
   await p.click('[data-testid="play"]');
   for (let n = 1; n <= 8; n++) seen.push((await animationOf(p, n)).step);
   await p.waitForFunction(() => !window.__attnkit.playing(), null, { timeout: 30000 });
-  await p.screenshot({ path: path.join(shots, "motion-play-end.png") });
+  await shot("motion-play-end", p);
   assert.deepEqual(seen, [1, 2, 3, 4, 5, 6, 7, 8]);
   assert.equal(await p.getAttribute('svg[data-testid="scene-svg"]', "data-step"), "8");
   assert.equal(await p.getAttribute('[data-testid="play"]', "aria-label"), "play");
@@ -814,7 +815,7 @@ test("timing: control changes at T = 64, d_model = 128, 8 heads (printed and sav
     await page.goto(`${server.url}?${BIG}&st=${step}`);
     await ready();
     for (const [name, sel, values] of scenarios) await measure(`step${step}/${name}`, sel, values);
-    await page.screenshot({ path: path.join(shots, `t64-step${step}.png`) });
+    await shot(`t64-step${step}`);
   }
   for (const view of ["grid", "headview", "decoding", "saturation"]) {
     await page.goto(`${server.url}?${BIG}&v=${view}`);
@@ -833,7 +834,7 @@ test("timing: control changes at T = 64, d_model = 128, 8 heads (printed and sav
         "90",
         "1",
       ]);
-    await page.screenshot({ path: path.join(shots, `t64-${view}.png`) });
+    await shot(`t64-${view}`);
   }
   for (const [k, r] of Object.entries(results)) {
     console.log(

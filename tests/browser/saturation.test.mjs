@@ -4,14 +4,12 @@
 // numbers are checked against attnkit's backward called directly here in Node, one c
 // at a time, and against dS = P (e_t - P_t) from attnkit's softmax.
 import assert from "node:assert/strict";
-import path from "node:path";
 import { test } from "node:test";
 import { createAttnkit } from "attnkit";
-import { shots, usePage } from "./helpers.mjs";
+import { usePage } from "./lib/page.mjs";
 
 let server, browser, context, page, problems, attn;
 
-const ready = (p = page) => p.waitForSelector("body[data-ready='1']", { timeout: 15000 });
 const experiment = () => page.evaluate(() => window.__attnkit.saturation());
 const readout = () =>
   page.$eval('[data-testid="sat-grad"]', (el) => ({
@@ -59,14 +57,11 @@ function directNorm(z, t, c, scale) {
   return Math.sqrt(tr.dScores.data.reduce((a, v) => a + v * v, 0));
 }
 
-usePage((s) => ({ server, browser, context, page, problems } = s), {
+const { open, shot } = usePage((s) => ({ server, browser, context, page, problems } = s), {
   setUp: async () => {
     attn = await createAttnkit();
   },
-  open: async () => {
-    await page.goto(`${server.url}?v=saturation`);
-    await ready();
-  },
+  onPage: () => open("v=saturation"),
 });
 
 test("moving the c slider moves the marked gradient", async () => {
@@ -86,7 +81,7 @@ test("moving the c slider moves the marked gradient", async () => {
   const x60 = await dot();
   await slide(5);
   assert.ok((await dot()) < x60, "the marker's dot moved left with c");
-  await page.screenshot({ path: path.join(shots, "saturation-gradient.png"), fullPage: true });
+  await shot("saturation-gradient", page, true);
   assert.deepEqual(problems, []);
 });
 

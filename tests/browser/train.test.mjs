@@ -8,25 +8,24 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
-import { poll, shots, watch, usePage } from "./helpers.mjs";
+import { watch } from "./lib/launch.mjs";
+import { usePage } from "./lib/page.mjs";
+import { shots } from "./lib/paths.mjs";
+import { poll } from "./lib/wait.mjs";
 
 let server, browser, context, p, problems;
-const hook = () => p.evaluate(() => window.__attnkit.train());
+const {
+  ready,
+  shot,
+  train: hook,
+  trainReady: waitReady,
+} = usePage((s) => ({ server, browser, context, page: p, problems } = s), {
+  perTest: false,
+  onPage: () => p.goto(`${server.url}?v=train`).then(() => ready()),
+  prefix: "train-",
+  fullPage: true,
+});
 const inspection = () => p.evaluate(() => window.__attnkit.trainInspection());
-const shot = (name) =>
-  p.screenshot({ path: path.join(shots, `train-${name}.png`), fullPage: true });
-
-/** Waits for the worker to report a fresh run of `steps` steps (0: just reset). */
-async function waitReady(what = "the run to be ready") {
-  return poll(
-    async () => {
-      const h = await hook();
-      return h.ready && h.inspectionStep !== null && !h.training && h;
-    },
-    what,
-    60000,
-  );
-}
 
 /** Mean weight of head h ([H, T, T] flat) on column pick(t) over the rows where pick gives >= 0. */
 function headScore(layer, h, pick) {
@@ -157,14 +156,6 @@ function assertResponsive({ long, modelOnMain }) {
   const longest = Math.max(0, ...long);
   assert.ok(longest < 1000, `a main-thread task of ${longest} ms while training`);
 }
-
-usePage((s) => ({ server, browser, context, page: p, problems } = s), {
-  perTest: false,
-  open: async () => {
-    await p.goto(`${server.url}?v=train`);
-    await poll(() => p.evaluate(() => document.body.dataset.ready === "1"), "the page", 30000);
-  },
-});
 
 test("the Train tab opens the Train view with induction's settings, before training", async () => {
   const h = await waitReady();
@@ -446,32 +437,19 @@ async function openTrain(query, opts = {}) {
   const seen = [];
   watch(q, seen);
   await q.goto(`${server.url}?${query}`);
-  await q.waitForSelector("body[data-ready='1']", { timeout: 30000 });
-  await readyOn(q);
+  await ready(q);
+  await waitReady(undefined, q);
   // ... and drawn.
   await q.waitForSelector('[data-testid="matrix-train-attn-0-0"]');
   return { q, seen, close: () => (ctx === context ? q.close() : ctx.close()) };
 }
 
-const hookOn = (q) => q.evaluate(() => window.__attnkit.train());
-
-function readyOn(q) {
-  return poll(
-    async () => {
-      const h = await hookOn(q);
-      return h.ready && h.inspectionStep !== null && !h.training && h;
-    },
-    "the run to be ready",
-    60000,
-  );
-}
-
 /** Presses Step n times, each waited for. */
 async function stepOn(q, n) {
-  const from = (await hookOn(q)).step;
+  const from = (await hook(q)).step;
   for (let i = 1; i <= n; i++) {
     await q.click('[data-testid="train-step"]');
-    await poll(async () => (await hookOn(q)).inspectionStep === from + i, `step ${from + i}`);
+    await poll(async () => (await hook(q)).inspectionStep === from + i, `step ${from + i}`);
   }
 }
 
@@ -498,12 +476,12 @@ test("a number field says which value it used and why: 99 layers, 0 heads, an em
     await note("train-dk"),
     /not a number: d_k is a whole number from 1 to 64\. Kept 16/,
   );
-  const h = await readyOn(q);
+  const h = await waitReady(undefined, q);
   const ins = await q.evaluate(() => window.__attnkit.trainInspection());
   assert.equal(ins.layers.length, 4, "the run has the 4 layers the field shows");
   assert.equal(ins.layers[0].shape[0], 1, "and 1 head");
   assert.equal(h.step, 0);
-  await q.screenshot({ path: path.join(shots, "train-field-notes.png") });
+  await shot("field-notes", q, false);
   // A value the field takes as typed clears its note.
   await q.fill('[data-testid="train-layers"]', "2");
   await q.press('[data-testid="train-layers"]', "Tab");
@@ -534,7 +512,7 @@ test("the settings are in the URL: a link opens them, with a note for a value it
   assert.equal(ins.layers.length, 4);
   assert.equal(ins.layers[0].shape[0], 4);
   assert.equal(ins.tokens.length, 12, "sort's sequences");
-  assert.equal((await hookOn(q)).runs, 2, "compare: two runs");
+  assert.equal((await hook(q)).runs, 2, "compare: two runs");
   // The address holds the values used, not the link's bad ones.
   const params = () => q.evaluate(() => Object.fromEntries(new URLSearchParams(location.search)));
   const p0 = await poll(async () => {
@@ -543,14 +521,14 @@ test("the settings are in the URL: a link opens them, with a note for a value it
   }, "the URL's tl=4");
   assert.equal(p0.tb, undefined);
   assert.equal(p0.tt, "sort");
-  await q.screenshot({ path: path.join(shots, "train-url-notes.png") });
+  await shot("url-notes", q, false);
   // A change goes to the URL, and a reload brings it back.
   await q.fill('[data-testid="train-batch"]', "64");
   await q.press('[data-testid="train-batch"]', "Tab");
   await poll(async () => (await params()).tb === "64", "tb=64 in the URL");
   await q.reload();
   await q.waitForSelector("body[data-ready='1']");
-  await readyOn(q);
+  await waitReady(undefined, q);
   assert.equal(await value("train-batch"), "64");
   assert.equal(await value("train-layers"), "4");
   assert.equal(await q.textContent('[data-testid="train-layers-note"]'), "");
@@ -569,10 +547,10 @@ test("a loaded weights file shows the step it was saved at and says its curves a
   const file = path.join(shots, "..", download.suggestedFilename());
   await download.saveAs(file);
   await q.click('[data-testid="train-reset"]');
-  await poll(async () => (await hookOn(q)).step === 0 && (await hookOn(q)).ready, "reset");
+  await poll(async () => (await hook(q)).step === 0 && (await hook(q)).ready, "reset");
   await q.setInputFiles('[data-testid="train-file"]', file);
   const h = await poll(async () => {
-    const s = await hookOn(q);
+    const s = await hook(q);
     return s.ready && s.inspectionStep === 3 && s;
   }, "the loaded weights at step 3");
   assert.equal(h.step, 3);
@@ -588,10 +566,10 @@ test("a loaded weights file shows the step it was saved at and says its curves a
     await q.textContent('[data-testid="train-loss"] [data-testid="chart-missing"]'),
     /not in the file/,
   );
-  await q.screenshot({ path: path.join(shots, "train-loaded.png") });
+  await shot("loaded", q, false);
   // Training goes on from step 3.
   await stepOn(q, 1);
-  assert.equal((await hookOn(q)).step, 4);
+  assert.equal((await hook(q)).step, 4);
   assert.deepEqual(seen, []);
   await close();
 });
@@ -599,9 +577,9 @@ test("a loaded weights file shows the step it was saved at and says its curves a
 test("the charts mark the step of the snapshot on screen", async () => {
   const { q, seen, close } = await openTrain("v=train&tt=majority&tl=1&tb=8");
   await q.click('[data-testid="train-go"]');
-  await poll(async () => (await hookOn(q)).snapshots.length >= 3, "three snapshots", 60000);
+  await poll(async () => (await hook(q)).snapshots.length >= 3, "three snapshots", 60000);
   await q.click('[data-testid="train-pause"]');
-  await poll(async () => !(await hookOn(q)).training, "paused");
+  await poll(async () => !(await hook(q)).training, "paused");
   const marks = () =>
     q.$$eval('[data-testid="train-charts"] .chart-snapshot', (gs) =>
       gs.map((g) => [g.closest(".train-chart").dataset.testid, g.dataset.step, g.textContent]),
@@ -610,7 +588,7 @@ test("the charts mark the step of the snapshot on screen", async () => {
   await q.focus('[data-testid="train-scrub"]');
   await q.keyboard.press("Home");
   await q.keyboard.press("ArrowRight");
-  await poll(async () => (await hookOn(q)).inspectionStep === 25, "the snapshot at step 25");
+  await poll(async () => (await hook(q)).inspectionStep === 25, "the snapshot at step 25");
   const m = await poll(async () => {
     const ms = await marks();
     return ms.length === 2 && ms[0][1] === "25" && ms;
@@ -628,7 +606,7 @@ test("the charts mark the step of the snapshot on screen", async () => {
     return mark - x0;
   });
   assert.ok(at > 5, `the mark is ${at} px right of step 0`);
-  await q.screenshot({ path: path.join(shots, "train-snapshot-mark.png") });
+  await shot("snapshot-mark", q, false);
   await q.keyboard.press("End");
   await poll(async () => (await marks()).length === 0, "no mark on the live model");
   assert.deepEqual(seen, []);
@@ -651,14 +629,14 @@ test("compare: every tick label fits in the charts; the held-out dots say whose 
   }
   await q.check('[data-testid="train-compare"]');
   await poll(async () => {
-    const h = await hookOn(q);
+    const h = await hook(q);
     return h.ready && h.runs === 2 && !h.training && h.inspectionStep === 0;
   }, "the two small runs");
   await q.click('[data-testid="train-go"]');
   // Past step 1000 the x axis ends on a four-digit tick ("1,500").
-  await poll(async () => (await hookOn(q)).step > 1000, "step 1000", 120000, 250);
+  await poll(async () => (await hook(q)).step > 1000, "step 1000", 120000, 250);
   await q.click('[data-testid="train-pause"]');
-  await poll(async () => !(await hookOn(q)).training, "paused");
+  await poll(async () => !(await hook(q)).training, "paused");
   await new Promise((r) => setTimeout(r, 400)); // the last curves' redraw
   const out = await q.evaluate(() => {
     const svg = document.querySelector('[data-testid="train-charts"]').getBoundingClientRect();
@@ -674,7 +652,7 @@ test("compare: every tick label fits in the charts; the held-out dots say whose 
     gs.map((g) => g.dataset.series),
   );
   assert.ok(series.includes("256 held-out sequences, scaled ÷√dₖ run"), series.join("; "));
-  await q.screenshot({ path: path.join(shots, "train-compare-long.png") });
+  await shot("compare-long", q, false);
   assert.deepEqual(seen, []);
   await close();
 });
@@ -705,7 +683,7 @@ test("the query/key maps have axes, token labels and a tooltip naming the point"
   const text = await tip.textContent();
   assert.match(text, /^(query|key) /);
   assert.ok(text.includes(`“${pt.label}”`), `${text} names ${pt.label}`);
-  await q.screenshot({ path: path.join(shots, "train-qk-tooltip.png") });
+  await shot("qk-tooltip", q, false);
   assert.deepEqual(seen, []);
   await close();
 });
@@ -748,7 +726,7 @@ test("changing the task while training pauses and asks; keeping the run keeps it
   const { q, seen, close } = await openTrain("v=train&tt=majority&tl=1&tb=8");
   const T = (await q.evaluate(() => window.__attnkit.trainInspection())).tokens.length;
   await q.click('[data-testid="train-go"]');
-  await poll(async () => (await hookOn(q)).step >= 5, "training");
+  await poll(async () => (await hook(q)).step >= 5, "training");
   await q.selectOption('[data-testid="train-task"]', "sort");
   const confirm = await q.waitForSelector('[data-testid="train-confirm"]', { state: "visible" });
   assert.match(
@@ -756,23 +734,23 @@ test("changing the task while training pauses and asks; keeping the run keeps it
     /Changing the task majority → sort starts a new run: the \d+ steps trained so far/,
   );
   const h = await poll(async () => {
-    const s = await hookOn(q);
+    const s = await hook(q);
     return !s.training && s;
   }, "training paused");
   assert.ok(h.step >= 5, "the run is kept meanwhile");
   assert.equal(await q.isDisabled('[data-testid="train-go"]'), true, "Train waits for an answer");
-  await q.screenshot({ path: path.join(shots, "train-confirm.png") });
+  await shot("confirm", q, false);
   await q.click('[data-testid="train-confirm-no"]');
   assert.equal(await q.isVisible('[data-testid="train-confirm"]'), false);
   assert.equal(await q.inputValue('[data-testid="train-task"]'), "majority");
   await new Promise((r) => setTimeout(r, 300));
-  assert.equal((await hookOn(q)).step, h.step, "the run kept its steps");
+  assert.equal((await hook(q)).step, h.step, "the run kept its steps");
   assert.equal((await q.evaluate(() => window.__attnkit.trainInspection())).tokens.length, T);
   // Asked again, and this time the new run starts.
   await q.selectOption('[data-testid="train-task"]', "sort");
   await q.click('[data-testid="train-confirm-yes"]');
   await poll(async () => {
-    const s = await hookOn(q);
+    const s = await hook(q);
     const ins = s.ready && (await q.evaluate(() => window.__attnkit.trainInspection()));
     return ins && s.step === 0 && ins.tokens.length === 12;
   }, "the sort run");
@@ -811,7 +789,7 @@ test("phone 390 px, touch: the maps use the width at scale 1, labels at least 9 
   assert.ok(r.attn >= 0.75 * r.stage, `an attention map is ${r.attn} px of ${r.stage}`);
   assert.ok(r.qk >= 0.75 * r.stage, `a query/key map is ${r.qk} px of ${r.stage}`);
   assert.ok(r.smallest >= 9, `labels ${r.smallest} px high`);
-  await q.screenshot({ path: path.join(shots, "train-phone-390.png"), fullPage: true });
+  await shot("phone-390", q);
   assert.deepEqual(seen, []);
   await close();
 });

@@ -11,15 +11,16 @@
 import assert from "node:assert/strict";
 import path from "node:path";
 import { test } from "node:test";
-import { assertPhoneFit, phoneFit, prng, shots, watch, usePage } from "./helpers.mjs";
+import { assertPhoneFit } from "./lib/assert.mjs";
+import { watch } from "./lib/launch.mjs";
+import { usePage } from "./lib/page.mjs";
+import { phoneFit } from "./lib/reads.mjs";
+import { prng } from "./lib/walk.mjs";
 
 let server, browser, context, page, problems;
 /** The TrainedLayer as plain arrays. */
 let layer;
 
-const ready = (p = page) => p.waitForSelector("body[data-ready='1']", { timeout: 15000 });
-const state = () => page.evaluate(() => window.__attnkit.state());
-const shot = (name) => page.screenshot({ path: path.join(shots, `trained-${name}.png`) });
 const SUB = "₀₁₂₃₄₅₆₇₈₉";
 const sub = (i) => [...String(i)].map((d) => SUB[Number(d)]).join("");
 const label = (id) => (id === 0 ? "|" : String(id));
@@ -160,11 +161,6 @@ async function openLayer(t = layer) {
   await page.waitForSelector('svg[data-testid="scene-svg"][data-view="steps"][data-step="1"]');
 }
 
-async function gotoStep(n) {
-  await page.click(`[data-testid="step-${n}"]`);
-  await page.waitForSelector(`svg[data-testid="scene-svg"][data-step="${n}"][data-view="steps"]`);
-}
-
 function assertNear(actual, expected, tol, what) {
   assert.equal(actual.length, expected.length, `${what}: length`);
   let worst = 0;
@@ -173,15 +169,16 @@ function assertNear(actual, expected, tol, what) {
   assert.ok(worst <= tol, `${what}: largest difference ${worst} > ${tol}`);
 }
 
-usePage((s) => ({ server, browser, context, page, problems } = s), {
-  setUp: async () => {
-    layer = modelLayer(await loadModelPackage());
+const { open, ready, state, shot, gotoStep } = usePage(
+  (s) => ({ server, browser, context, page, problems } = s),
+  {
+    setUp: async () => {
+      layer = modelLayer(await loadModelPackage());
+    },
+    onPage: () => open(),
+    prefix: "trained-",
   },
-  open: async () => {
-    await page.goto(server.url);
-    await ready();
-  },
-});
+);
 
 test("the page's attention weights of every head equal the trained layer's; the banner says what is shown", async (t) => {
   t.diagnostic(`T = ${layer.tokens.length}, tokens ${layer.tokens.join(" ")}`);
@@ -438,8 +435,7 @@ test("phone 390 x 844: every step and view of a trained layer fits the width, th
         (el) => el.getBoundingClientRect().right,
       );
       assert.ok(banner <= 390.5, `${what}: the banner ends at ${banner} px`);
-      if (patch.step === 6)
-        await p.screenshot({ path: path.join(shots, "trained-phone-step6.png") });
+      if (patch.step === 6) await shot("phone-step6", p);
     }
     assert.deepEqual(seen, []);
   } finally {

@@ -3,22 +3,16 @@
 // size, and checks what the page shows. Debian's Chromium through playwright-core, on the
 // page built by Vite.
 import assert from "node:assert/strict";
-import path from "node:path";
 import { test } from "node:test";
-import { shots, usePage, phonePage, clickMatrixCell } from "./helpers.mjs";
+import { phonePage } from "./lib/launch.mjs";
+import { usePage } from "./lib/page.mjs";
 
 let server, browser, context, page, problems;
 
-usePage((s) => ({ server, browser, context, page, problems } = s), {
-  context: { viewport: { width: 1400, height: 900 } },
-});
-
-async function open(query, p = page) {
-  await p.goto(`${server.url}?${query}`);
-  await p.waitForSelector("body[data-ready='1']", { timeout: 15000 });
-}
-
-const shot = (name, p = page) => p.screenshot({ path: path.join(shots, `${name}.png`) });
+const { open, shot, clickCell } = usePage(
+  (s) => ({ server, browser, context, page, problems } = s),
+  { context: { viewport: { width: 1400, height: 900 } } },
+);
 
 /** A number as the page writes it (− for minus). */
 const num = (t) => Number(t.replace(/−/g, "-"));
@@ -31,9 +25,6 @@ const svgMatrix = (id, p = page) =>
     values: [...g.querySelectorAll("rect.cell")].map((r) => Number(r.dataset.value)),
     texts: [...g.querySelectorAll("text.cell-text")].map((t) => t.textContent),
   }));
-
-/** Clicks the centre of cell (r, c) of a drawn matrix. */
-const clickCell = (id, r, c, p = page) => clickMatrixCell(p, id, r, c);
 
 const overlap = (a, b) =>
   Math.min(a.x + a.width, b.x + b.width) - Math.max(a.x, b.x) > 0.5 &&

@@ -2,12 +2,12 @@
 // MiniBrowser, driven by WebKitWebDriver (package webkit2gtk-driver) over
 // classic WebDriver with selenium-webdriver. MiniBrowser has no headless mode,
 // so it runs on a private Xvfb display. Classic WebDriver reports no console
-// events: the page is served with helpers.mjs's CONSOLE_HOOK first in <head>,
+// events: the page is served with lib/server.mjs's CONSOLE_HOOK first in <head>,
 // which records console errors and warnings, uncaught errors and failed loads.
 // If MiniBrowser dies mid-suite, the test it died in is reported with what
 // MiniBrowser and the driver printed, and runs once more in a new browser.
-// The suite itself is in helpers.mjs; the Train view's in train-smoke.mjs, the Language view's in
-// language-smoke.mjs.
+// A browser for each of the three suites. The smoke steps are in lib/smoke.mjs, the Train view's in
+// lib/smoke-train.mjs, the Language view's in lib/smoke-language.mjs.
 import { execFileSync, spawn } from "node:child_process";
 import {
   existsSync,
@@ -21,9 +21,12 @@ import {
 import { createServer } from "node:net";
 import path from "node:path";
 import { Builder, By } from "selenium-webdriver";
-import { CONSOLE_HOOK, poll, root, serveWithScript, smokeTests } from "./helpers.mjs";
-import { languageSmoke } from "./language-smoke.mjs";
-import { trainSmoke } from "./train-smoke.mjs";
+import { root } from "./lib/paths.mjs";
+import { CONSOLE_HOOK, serveWithScript } from "./lib/server.mjs";
+import { smokeTests, useDriver } from "./lib/smoke.mjs";
+import { languageSmoke } from "./lib/smoke-language.mjs";
+import { trainSmoke } from "./lib/smoke-train.mjs";
+import { poll } from "./lib/wait.mjs";
 
 const DRIVER = process.env.WEBKIT_WEBDRIVER ?? "/usr/bin/WebKitWebDriver";
 const MINIBROWSER =
@@ -261,6 +264,6 @@ exit $status
 }
 
 const options = { serveDist: (dir) => serveWithScript(dir, CONSOLE_HOOK) };
-smokeTests("webkit", openWebKit, options);
+smokeTests(useDriver("webkit", openWebKit, options));
 trainSmoke("webkit", openWebKit, options);
 languageSmoke("webkit", openWebKit, options);

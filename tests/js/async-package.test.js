@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import createAttnkit from "attnkit";
 import { ARGS, CHROMIUM } from "../chromium.mjs";
-import { serve } from "../browser/server.mjs";
+import { serve } from "../browser/lib/server.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 

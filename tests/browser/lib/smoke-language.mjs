@@ -1,45 +1,37 @@
 // The Language view in the browsers without Playwright (firefox.test.mjs, webkit.test.mjs),
-// written against helpers.mjs's driver interface: the small preset trained on Moby-Dick in
+// in a browser of its own behind smoke.mjs's driver interface: the small preset trained on Moby-Dick in
 // the page's worker below a measured validation loss, its sample, and a generation whose
 // cache equals the full forward; screenshots before and after.
 import assert from "node:assert/strict";
-import path from "node:path";
-import { after, before, describe, test } from "node:test";
-import { dist, poll, shots } from "./helpers.mjs";
-import { serve } from "./server.mjs";
+import { describe } from "node:test";
+import { useDriver } from "./smoke.mjs";
+import { poll } from "./wait.mjs";
 
 // Measured in Chromium: 2.45 to 2.48 nats/char at step 200 (the bigram model's 2.44 is near).
 const STEPS = 200;
 const THRESHOLD = 2.6;
 
-export function languageSmoke(name, open, { serveDist = serve } = {}) {
+/** Registers the Language view's smoke test: a browser of its own (useDriver's `open`, `options`). */
+export function languageSmoke(name, open, options) {
   describe(`${name}: the Language view`, () => {
-    let server, d;
-    before(async () => {
-      server = await serveDist(dist);
-      d = await open(server.url);
-    });
-    after(async () => {
-      await d?.close();
-      await server?.close();
-    });
-    const hook = () => d.evaluate(() => window.__attnkit.language());
+    const s = useDriver(name, open, { ...options, firstPage: false });
+    const hook = () => s.d.evaluate(() => window.__attnkit.language());
 
-    test(
+    s.test(
       `${name}: the small preset learns Moby-Dick, samples and generates through the cache`,
       { timeout: 400000 },
       async () => {
-        await d.goto(`${server.url}?v=language&lp=small`);
+        await s.d.goto(`${s.server.url}?v=language&lp=small`);
         await poll(
-          () => d.evaluate(() => !!window.__attnkit?.language().sentence),
+          () => s.d.evaluate(() => !!window.__attnkit?.language().sentence),
           "the Language view's model",
           90000,
           200,
         );
-        await d.screenshot(path.join(shots, `${name}-language-before.png`));
-        await d.click('[data-testid="lang-go"]');
+        await s.shot("language-before");
+        await s.d.click('[data-testid="lang-go"]');
         await poll(async () => (await hook()).step >= STEPS, `${STEPS} steps`, 300000, 500);
-        await d.click('[data-testid="lang-pause"]');
+        await s.d.click('[data-testid="lang-pause"]');
         const h = await poll(
           async () => {
             const s = await hook();
@@ -54,7 +46,7 @@ export function languageSmoke(name, open, { serveDist = serve } = {}) {
         );
         assert.ok(v && v[1] < THRESHOLD, `validation ${JSON.stringify(h.validation.slice(-2))}`);
         assert.equal(h.sample.text.length, 180);
-        await d.click('[data-testid="lang-generate"]');
+        await s.d.click('[data-testid="lang-generate"]');
         const g = await poll(
           async () => {
             const s = await hook();
@@ -67,8 +59,8 @@ export function languageSmoke(name, open, { serveDist = serve } = {}) {
         assert.ok(g.check.checked > 0);
         assert.ok(g.check.maxWeightDelta < 1e-5, `weights max |Δ| ${g.check.maxWeightDelta}`);
         assert.ok(g.check.maxLogitDelta < 1e-3, `logits max |Δ| ${g.check.maxLogitDelta}`);
-        await d.screenshot(path.join(shots, `${name}-language-after.png`));
-        assert.deepEqual(await d.problems(), []);
+        await s.shot("language-after");
+        assert.deepEqual(await s.d.problems(), []);
       },
     );
   });
