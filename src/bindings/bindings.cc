@@ -18,7 +18,7 @@
 
 #include "attnkit/attnkit.h"
 #include "attnkit/backward_trace.h"
-#include "src/bindings/options.h"
+#include "options.h"
 
 namespace attnkit {
 namespace bindings {

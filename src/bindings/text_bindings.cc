@@ -18,8 +18,8 @@
 #include "attnkit/generate.h"
 #include "attnkit/model.h"
 #include "attnkit/text.h"
+#include "options.h"
 #include "src/bindings/functions.h"
-#include "src/bindings/options.h"
 
 namespace attnkit {
 namespace bindings {
