@@ -15,8 +15,8 @@
 #include "attnkit/tasks.h"
 #include "attnkit/text.h"
 #include "attnkit/thread_pool.h"
+#include "functions.h"
 #include "options.h"
-#include "src/bindings/functions.h"
 
 namespace attnkit {
 namespace bindings {

@@ -18,8 +18,8 @@
 #include "attnkit/generate.h"
 #include "attnkit/model.h"
 #include "attnkit/text.h"
+#include "functions.h"
 #include "options.h"
-#include "src/bindings/functions.h"
 
 namespace attnkit {
 namespace bindings {
