@@ -139,14 +139,26 @@ const HELD = [
 ];
 const COUNTERS = ["memoryBytes", "heapBytesInUse", "dispose"];
 
+// The synchronous module and the worker of "attnkit/worker in Node", set by its
+// before hook and used by the tests of its nested describes.
+let attn, worker;
+
 describe("attnkit/worker in Node", () => {
-  let attn, worker;
   before(async () => {
     attn = await createAttnkit({ simd: true, model: true });
     worker = await createAttnkitWorker({ simd: true, model: true });
   });
   after(() => worker?.dispose());
 
+  describe("the calls and their results", callTests);
+  describe("cancelling, terminating and transferring", cancelAndTransferTests);
+  describe("objects held in the worker", heldObjectTests);
+  describe("options and tensors", optionsAndTensorTests);
+  describe("arguments and proxies", proxyTests);
+});
+
+/** Every call's twin: its results, its errors and their order. */
+function callTests() {
   it("loads the build the options pick and tells what it loaded", () => {
     for (const key of ["simd", "threads", "model", "version", "target"]) {
       assert.equal(worker[key], attn[key], key);
@@ -226,7 +238,10 @@ describe("attnkit/worker in Node", () => {
     await Promise.all(calls);
     assert.deepEqual(order, [...Array(24).keys()]);
   });
+}
 
+/** Signals, terminate(), transferred inputs and options.out. */
+function cancelAndTransferTests() {
   it("a queued call cancelled by its signal rejects with an AbortError; the worker serves on", async () => {
     const big = random(1024, 64, 1);
     const running = worker.attention(big, big, big);
@@ -343,7 +358,10 @@ describe("attnkit/worker in Node", () => {
     assert.equal(g.dQ.data, grads);
     assert.deepEqual(grads, attn.attentionBackward(Q, K, V, dO).dQ.data);
   });
+}
 
+/** Packed weights, KV caches, models and language models held in the worker; its heap. */
+function heldObjectTests() {
   it("weights packed in the worker give the synchronous call's numbers; a disposed pack is refused", async () => {
     const want = attn.multiHeadAttention(X3, MW, HEADS, { causal: true });
     const pack = await worker.packWeights(MW, HEADS);
@@ -516,7 +534,10 @@ describe("attnkit/worker in Node", () => {
     assert.equal(e.code, "disposed");
     assert.ok(e instanceof AttnkitError);
   });
+}
 
+/** The worker's own options, and tensors it refuses as the synchronous calls do. */
+function optionsAndTensorTests() {
   it("options.workerUrl: the worker script as a path or a file: URL", async () => {
     const script = fileURLToPath(new URL("../../dist/worker-host.node.cjs", import.meta.url));
     for (const workerUrl of [script, pathToFileURL(script), pathToFileURL(script).href]) {
@@ -611,7 +632,10 @@ describe("attnkit/worker in Node", () => {
       assertSameError(await rejection(worker.attention(...args)), want, "gpu");
     }
   });
+}
 
+/** Uncloneable arguments, foreign proxies, proxies' properties and their lifetime. */
+function proxyTests() {
   it("a function or symbol argument gets the synchronous call's error; an uncloneable object is named", async () => {
     const cases = [
       ["attention", [() => 1, K, V]],
@@ -741,4 +765,4 @@ describe("attnkit/worker in Node", () => {
     syncSampler.dispose();
     syncModel.dispose();
   });
-});
+}

@@ -68,6 +68,15 @@ describe("the float64 reference of the multi-head gradients", () => {
   }
 });
 
+// Batch 2, 4 query heads over 2 K/V heads (GQA), T_q 5, T_k 17.
+const B = 2,
+  h = 4,
+  kvh = 2,
+  Tq = 5,
+  Tk = 17,
+  dk = 3,
+  dv = 2;
+
 const BUILDS = [...VARIANTS, { name: "threads", options: { threads: 2 } }];
 
 for (const build of BUILDS) {
@@ -96,14 +105,6 @@ for (const build of BUILDS) {
       });
     }
 
-    // Batch 2, 4 query heads over 2 K/V heads (GQA), T_q 5, T_k 17.
-    const B = 2,
-      h = 4,
-      kvh = 2,
-      Tq = 5,
-      Tk = 17,
-      dk = 3,
-      dv = 2;
     const cases = [
       ["no options", {}],
       ["causal, key lengths", { causal: true, keyLengths: [17, 9] }],
@@ -187,6 +188,13 @@ for (const build of BUILDS) {
         assertIdentical(g5.dK, g4.dK, "bhsd dK into options.out.dK");
       });
     }
+  });
+
+  describe(`multi-head and self-attention gradients (${build.name} build): masks, W_O and bad input`, () => {
+    let attn;
+    before(async () => {
+      attn = await createAttnkit(build.options);
+    });
 
     it("multiHeadAttentionQKVBackward, mask tensors per item and head, shared rows, short keys", () => {
       const rand = rng(11);

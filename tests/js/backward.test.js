@@ -210,6 +210,13 @@ for (const build of BUILDS) {
       const out = new Float32Array(8);
       assert.equal(attn.attentionForTraining(Q, K, V, { out }).out.data, out);
     });
+  });
+
+  describe(`attentionForTraining and attentionBackward (${build.name} build): bad input and the heap`, () => {
+    let attn;
+    before(async () => {
+      attn = await createAttnkit(build.options);
+    });
 
     it("bad input throws naming the parameter; the module keeps working and leaks nothing", () => {
       const { Q, K, V, dO } = inputs(12, 4, 6, 3, 2);

@@ -74,29 +74,31 @@ main();
 `;
 }
 
-describe("lean bundles from the packed tarball", () => {
-  let tmp, app, dist;
-  // A slice from the middle of each build's embedded wasm (Node) and each
-  // build's wasm reference (browsers): present in a bundle exactly when the
-  // bundle holds that build.
-  const nodeMark = {};
-  const webBuilds = (text) =>
-    [...text.matchAll(/new URL\("attnkit-([a-z-]+)\.wasm",\s*import\.meta\.url\)/g)]
-      .map((m) => m[1])
-      .sort();
-  const nodeBuilds = (text) => BUILDS.filter((b) => text.includes(nodeMark[b])).sort();
-  const gz = (file) => gzipSync(readFileSync(file), { level: 9 }).length;
-  const bytes = (file) => readFileSync(file).length;
-  // What the tests measured: row key -> entry -> { raw, gz } (bytes).
-  const measured = {};
-  const record = (row, entry, files) => {
-    measured[row] ??= {};
-    measured[row][entry] = {
-      raw: files.reduce((n, f) => n + bytes(f), 0),
-      gz: files.reduce((n, f) => n + gz(f), 0),
-    };
+// Set by the before hook of "lean bundles from the packed tarball": its work
+// folder, the app folder and the packed package's dist.
+let tmp, app, dist;
+// A slice from the middle of each build's embedded wasm (Node) and each
+// build's wasm reference (browsers): present in a bundle exactly when the
+// bundle holds that build.
+const nodeMark = {};
+const webBuilds = (text) =>
+  [...text.matchAll(/new URL\("attnkit-([a-z-]+)\.wasm",\s*import\.meta\.url\)/g)]
+    .map((m) => m[1])
+    .sort();
+const nodeBuilds = (text) => BUILDS.filter((b) => text.includes(nodeMark[b])).sort();
+const gz = (file) => gzipSync(readFileSync(file), { level: 9 }).length;
+const bytes = (file) => readFileSync(file).length;
+// What the tests measured: row key -> entry -> { raw, gz } (bytes).
+const measured = {};
+const record = (row, entry, files) => {
+  measured[row] ??= {};
+  measured[row][entry] = {
+    raw: files.reduce((n, f) => n + bytes(f), 0),
+    gz: files.reduce((n, f) => n + gz(f), 0),
   };
+};
 
+describe("lean bundles from the packed tarball", () => {
   before(() => {
     tmp = mkdtempSync(join(tmpdir(), "attnkit-bundles-"));
     const packed = JSON.parse(run("npm", ["pack", "--json", "--pack-destination", tmp], root));
@@ -141,6 +143,13 @@ describe("lean bundles from the packed tarball", () => {
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
+  describe("Node bundles", nodeBundleTests);
+  describe("browser bundles", browserBundleTests);
+  describe("docs/api-js.md", sizeTableTests);
+});
+
+/** esbuild Node bundles of the app: the builds each holds, that it runs, and its size. */
+function nodeBundleTests() {
   for (const { entry, options, builds } of ENTRIES) {
     it(`esbuild Node bundles (ESM, CommonJS) of an app importing ${entry} hold ${builds.join(", ")} and run`, () => {
       const name = entry.replace("/", "-");
@@ -222,7 +231,10 @@ describe("lean bundles from the packed tarball", () => {
       `attnkit/simd bundle: ${size["attnkit/simd"]} bytes`,
     );
   });
+}
 
+/** esbuild browser bundles and Vite apps: what each loads and what each emits. */
+function browserBundleTests() {
   it("esbuild browser bundles hold only their entry point's loaders; the attnkit/simd load is under 150 KB gzipped", () => {
     const loads = [];
     for (const { entry, options, builds } of ENTRIES) {
@@ -303,7 +315,10 @@ describe("lean bundles from the packed tarball", () => {
       );
     }
   });
+}
 
+/** The size table of docs/api-js.md against what the tests above measured. */
+function sizeTableTests() {
   it("the size table of docs/api-js.md states the sizes measured", () => {
     const doc = readFileSync(join(root, "docs/api-js.md"), "utf8").split("\n");
     const header = doc.findIndex((l) => l.startsWith("| app |"));
@@ -355,7 +370,7 @@ describe("lean bundles from the packed tarball", () => {
     });
     assert.deepEqual(wrong, [], `the table as measured:\n${table.join("\n")}`);
   });
-});
+}
 
 describe("the lean entry points refuse options that pick a build they do not hold", () => {
   const CASES = [

@@ -197,6 +197,13 @@ for (const variant of VARIANTS) {
         assertClose(t.output, ref.attention(Q, K, V, { causal: true }), "output");
       });
     });
+  });
+
+  describe(`attnkit (${variant.name} build): masked rows`, () => {
+    let attn;
+    before(async () => {
+      attn = await createAttnkit(variant.options);
+    });
 
     describe("fully masked rows and extreme values", () => {
       it("fully masked rows give zero outputs, never NaN (keyLength 0, boolMask all false, additive all -Infinity)", () => {
@@ -283,6 +290,13 @@ for (const variant of VARIANTS) {
         );
         assert.ok(mh.data.every(Number.isFinite));
       });
+    });
+  });
+
+  describe(`attnkit (${variant.name} build): the attention wrappers`, () => {
+    let attn;
+    before(async () => {
+      attn = await createAttnkit(variant.options);
     });
 
     describe("selfAttention, crossAttention, parameterFreeAttention", () => {
@@ -393,6 +407,13 @@ for (const variant of VARIANTS) {
           );
         }
       });
+    });
+  });
+
+  describe(`attnkit (${variant.name} build): trace and kernels`, () => {
+    let attn;
+    before(async () => {
+      attn = await createAttnkit(variant.options);
     });
 
     describe("trace and traceQKV", () => {
@@ -554,6 +575,13 @@ for (const variant of VARIANTS) {
           assert.deepEqual(merged.data, Float32Array.from(x.flat()), "round trip");
         }
       });
+    });
+  });
+
+  describe(`attnkit (${variant.name} build): multi-head attention`, () => {
+    let attn;
+    before(async () => {
+      attn = await createAttnkit(variant.options);
     });
 
     describe("multiHeadAttention", () => {
@@ -736,6 +764,13 @@ for (const variant of VARIANTS) {
         assertClose(got, ref.multiHeadQKV([Q], [K], [V], 2, 1)[0], "rank 2");
       });
     });
+  });
+
+  describe(`attnkit (${variant.name} build): KV cache`, () => {
+    let attn;
+    before(async () => {
+      attn = await createAttnkit(variant.options);
+    });
 
     describe("KV cache", () => {
       // [numHeads, numKvHeads, batch, T, d_model, dK, dV, d_out (0 = no W_O)]
@@ -907,6 +942,13 @@ for (const variant of VARIANTS) {
           cache.dispose(); // twice is fine
         }
       });
+    });
+  });
+
+  describe(`attnkit (${variant.name} build): worked example`, () => {
+    let attn;
+    before(async () => {
+      attn = await createAttnkit(variant.options);
     });
 
     describe("seed 001 worked example (6 tokens, d = 4)", () => {

@@ -205,6 +205,13 @@ for (const variant of VARIANTS) {
       assert.equal(slices, 0, "rows of bhsd inputs sliced in JS");
       assertIdentical(got, want, "out");
     });
+  });
+
+  describe(`layout "bhsd" (${variant.name} build): out arrays, errors and leaks`, () => {
+    let attn;
+    before(async () => {
+      attn = await createAttnkit(variant.options);
+    });
 
     it("options.out in bhsd: the results are written into the caller's arrays", () => {
       const shape = [2, 3, 5, 4, 2, 4, 2];

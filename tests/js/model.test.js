@@ -384,6 +384,13 @@ for (const variant of VARIANTS) {
         (e) => disposed(e) && e.parameter === "trainer",
       );
     });
+  });
+
+  describe(`model (${variant.name} build): parameters() and inspect()`, () => {
+    let attn;
+    before(async () => {
+      attn = await createAttnkit(variant.options);
+    });
 
     it("parameters(): JS-owned copies of every tensor, in the weights file's order", () => {
       for (const layerNorm of [false, true]) {
@@ -520,6 +527,13 @@ for (const variant of VARIANTS) {
       assert.deepEqual(plain.layers[1].weights, ins.layers[1].weights);
       assert.deepEqual(plain.logits, ins.logits);
       model.dispose();
+    });
+  });
+
+  describe(`model (${variant.name} build): inspect() recomputed, its errors, and the trainer`, () => {
+    let attn;
+    before(async () => {
+      attn = await createAttnkit(variant.options);
     });
 
     it("the default module recomputes inspect()'s weights from input and parameters()", async () => {

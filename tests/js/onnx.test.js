@@ -182,7 +182,9 @@ for (const variant of VARIANTS) {
         }
       }
     });
+  });
 
+  describe(`ONNX Attention semantics (${variant.name}): masked rows and bad options`, () => {
     it("a fully masked row gives zeros, never NaN; the raw scores are Q K^T", async () => {
       const attn = await createAttnkit(variant.options);
       const rand = ref.rng(25);

@@ -145,10 +145,86 @@ function relativeLinks(markdown) {
   ].filter((target) => !/^[a-z][a-z0-9+.-]*:/i.test(target) && !target.startsWith("#"));
 }
 
-describe("the npm package, packed and installed", () => {
-  let tmp, app, tarball, tarballFiles, browser, expected, expectedDQ, expectedModelLoss;
-  const servers = [];
+// Set by the before hook of "the npm package, packed and installed" and used by
+// the tests of its nested describes and the helpers below.
+let tmp, app, tarball, tarballFiles, browser, expected, expectedDQ, expectedModelLoss;
+const servers = [];
 
+/**
+ * Loads `url` in a fresh page, waits for #result and returns it parsed; fails on console errors
+ * other than those `allow` matches.
+ */
+async function loadPage(url, { allow = /^$/ } = {}) {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const problems = [];
+  page.on("console", (m) => {
+    if (m.type() === "error") problems.push(`console.error: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("requestfailed", (r) =>
+    problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`),
+  );
+  page.on("response", (r) => {
+    if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`);
+  });
+  try {
+    await page.goto(url);
+    await page.waitForFunction(() => document.getElementById("result")?.textContent, null, {
+      timeout: 20000,
+    });
+    const text = await page.textContent("#result");
+    assert.deepEqual(
+      problems.filter((p) => !allow.test(p)),
+      [],
+      "no console errors, page errors or failed requests",
+    );
+    return JSON.parse(text);
+  } finally {
+    await context.close();
+  }
+}
+
+function checkResult(r, label, simd) {
+  if (r.failed) assert.fail(`${label}: ${r.failed}`);
+  if (simd !== undefined) assert.equal(r.simd, simd, `${label}: simd`);
+  assert.equal(r.target, r.simd ? "WASM" : r.target);
+  assert.deepEqual([r.rows, r.cols], [3, 2], label);
+  assertClose(r.data, expected, `${label} vs Node`, { abs: 1e-6, rel: 1e-6 });
+  assertClose(r.dQ, expectedDQ, `${label}: dQ vs Node`, { abs: 1e-6, rel: 1e-6 });
+  assert.deepEqual(
+    {
+      attnkit: r.error.attnkit,
+      type: r.error.type,
+      code: r.error.code,
+      parameter: r.error.parameter,
+    },
+    { attnkit: true, type: true, code: "type", parameter: "Q" },
+    `${label}: the error`,
+  );
+  assert.match(r.error.message, /^Q: expected a matrix .*, got string "not a matrix"$/);
+}
+
+/**
+ * The model builds from the installed tarball: the same attention, a tiny model's loss as the
+ * repo's build gives; a default instance's createModel throws the error that says how to load.
+ */
+function checkModel(out, label) {
+  out.withModel.forEach((r, i) => {
+    checkResult(r, `${label} model: true, simd: ${i === 0}`, i === 0);
+    assert.equal(r.model, true);
+    assert.equal(r.loss, expectedModelLoss[i], `${label}: the model's loss`);
+  });
+  assert.equal(out.plainModel?.model, false, `${label}: the default load has no model`);
+  assert.equal(out.plainModel.code, "invalid_argument");
+  assert.equal(out.plainModel.parameter, "createModel");
+  assert.match(
+    out.plainModel.message,
+    /^createModel: expected .*createAttnkit\(\{ model: true \}\)/,
+  );
+}
+
+describe("the npm package, packed and installed", () => {
   before(async () => {
     tmp = mkdtempSync(join(tmpdir(), "attnkit-pack-"));
     const packed = JSON.parse(run("npm", ["pack", "--json", "--pack-destination", tmp], root));
@@ -195,80 +271,14 @@ describe("the npm package, packed and installed", () => {
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
-  /**
-   * Loads `url` in a fresh page, waits for #result and returns it parsed; fails on console errors
-   * other than those `allow` matches.
-   */
-  async function loadPage(url, { allow = /^$/ } = {}) {
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    const problems = [];
-    page.on("console", (m) => {
-      if (m.type() === "error") problems.push(`console.error: ${m.text()}`);
-    });
-    page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-    page.on("requestfailed", (r) =>
-      problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`),
-    );
-    page.on("response", (r) => {
-      if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`);
-    });
-    try {
-      await page.goto(url);
-      await page.waitForFunction(() => document.getElementById("result")?.textContent, null, {
-        timeout: 20000,
-      });
-      const text = await page.textContent("#result");
-      assert.deepEqual(
-        problems.filter((p) => !allow.test(p)),
-        [],
-        "no console errors, page errors or failed requests",
-      );
-      return JSON.parse(text);
-    } finally {
-      await context.close();
-    }
-  }
+  describe("the tarball and its types", tarballTests);
+  describe("Node and browser pages", loadTests);
+  describe("bundlers and worker scripts", bundlerTests);
+  describe("where the wasm loads from, and its size", wasmLocationTests);
+});
 
-  function checkResult(r, label, simd) {
-    if (r.failed) assert.fail(`${label}: ${r.failed}`);
-    if (simd !== undefined) assert.equal(r.simd, simd, `${label}: simd`);
-    assert.equal(r.target, r.simd ? "WASM" : r.target);
-    assert.deepEqual([r.rows, r.cols], [3, 2], label);
-    assertClose(r.data, expected, `${label} vs Node`, { abs: 1e-6, rel: 1e-6 });
-    assertClose(r.dQ, expectedDQ, `${label}: dQ vs Node`, { abs: 1e-6, rel: 1e-6 });
-    assert.deepEqual(
-      {
-        attnkit: r.error.attnkit,
-        type: r.error.type,
-        code: r.error.code,
-        parameter: r.error.parameter,
-      },
-      { attnkit: true, type: true, code: "type", parameter: "Q" },
-      `${label}: the error`,
-    );
-    assert.match(r.error.message, /^Q: expected a matrix .*, got string "not a matrix"$/);
-  }
-
-  /**
-   * The model builds from the installed tarball: the same attention, a tiny model's loss as the
-   * repo's build gives; a default instance's createModel throws the error that says how to load.
-   */
-  function checkModel(out, label) {
-    out.withModel.forEach((r, i) => {
-      checkResult(r, `${label} model: true, simd: ${i === 0}`, i === 0);
-      assert.equal(r.model, true);
-      assert.equal(r.loss, expectedModelLoss[i], `${label}: the model's loss`);
-    });
-    assert.equal(out.plainModel?.model, false, `${label}: the default load has no model`);
-    assert.equal(out.plainModel.code, "invalid_argument");
-    assert.equal(out.plainModel.parameter, "createModel");
-    assert.match(
-      out.plainModel.message,
-      /^createModel: expected .*createAttnkit\(\{ model: true \}\)/,
-    );
-  }
-
+/** The tarball's files, its docs' links, and its types under strict TypeScript. */
+function tarballTests() {
   it("the tarball holds the dist files, README, LICENSE, package.json, docs, examples and the docs' figure only", () => {
     const files = [...tarballFiles].sort();
     // The README links to every doc and example: all of them ship.
@@ -374,7 +384,10 @@ describe("the npm package, packed and installed", () => {
     assert.equal(r.status, 0, `tsc:\n${r.stdout}${r.stderr}`);
     assert.match(r.stdout, /\/app\/node_modules\/attnkit\/dist\/attnkit\.d\.ts$/m);
   });
+}
 
+/** The installed package loaded by Node (ESM, CommonJS) and by pages in Chromium. */
+function loadTests() {
   it('Node ESM: import createAttnkit, { AttnkitError } from "attnkit"', () => {
     const script = `
       import createAttnkit, { AttnkitError, createAttnkit as named } from "attnkit";
@@ -525,7 +538,10 @@ describe("the npm package, packed and installed", () => {
       /^options\.threads: expected 1 unless SharedArrayBuffer is usable .*Cross-Origin-Embedder-Policy: require-corp\), got 2$/,
     );
   });
+}
 
+/** Vite and esbuild builds of apps, and a worker script that is missing. */
+function bundlerTests() {
   it("a Vite app build, in headless Chromium", async () => {
     const site = join(app, "site");
     mkdirSync(site);
@@ -675,7 +691,10 @@ createAttnkit().then((attn) => {
     assert.ok(r.ms < 10000, `rejected after ${r.ms} ms (the timeout was 15000)`);
     assert.equal(r.single, 4);
   });
+}
 
+/** wasmPaths and wasmBinary in Chromium, and the size of the browser load. */
+function wasmLocationTests() {
   it("Chromium: wasmPaths (a base URL, a map) and wasmBinary load the wasm from elsewhere", async () => {
     // The loaders in /lib, the .wasm and the worker in /assets (nothing beside the loaders).
     const site = join(app, "moved");
@@ -778,4 +797,4 @@ createAttnkit().then((attn) => {
       `browser SIMD load is ${kb(simd.gz)} gzipped, budget ${kb(BUDGET_GZIP)}`,
     );
   });
-});
+}
