@@ -9,9 +9,8 @@ import {
   checkConfig,
   checkOptions,
   headsOut,
-  layoutOf,
   qkvExtras,
-  qkvRows,
+  qkvInputs,
   weightMats,
 } from "./arguments.js";
 import { Marshal, NONE, NUM_HEADS_NAMES, headWords } from "./marshal.js";
@@ -312,14 +311,9 @@ function multiHeadAttentionPacked(mem, handleOf, X, weights, config, options) {
 
 function multiHeadAttentionQKV(mem, Q, K, V, config, options) {
   checkOptions(options, QKV_KEYS);
-  const layout = layoutOf(options);
-  const heads = checkConfig(config);
-  const q = toTensor("Q", Q),
-    k = toTensor("K", K),
-    v = toTensor("V", V);
   // Either layout goes to the core as it is (options.out too): each head a
   // block of its rows, read and written in place.
-  const rows = qkvRows(layout, q, k, v, heads);
+  const { heads, rows } = qkvInputs(Q, K, V, config, options);
   const { qm, km, vm, batch, seqQ, out: shaped } = rows;
   const extras = qkvExtras(options, heads, rows);
   const [out, ...more] = mem.runWithOptions(

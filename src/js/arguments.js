@@ -326,6 +326,20 @@ export function layoutOf(options) {
 }
 
 /**
+ * The inputs of a call on Q, K, V (multiHeadAttentionQKV and its training
+ * forward and backward), checked: options.layout, the heads, the tensors and
+ * their rows as the core reads them (qkvRows).
+ */
+export function qkvInputs(Q, K, V, config, options) {
+  const layout = layoutOf(options);
+  const heads = checkConfig(config);
+  const q = toTensor("Q", Q),
+    k = toTensor("K", K),
+    v = toTensor("V", V);
+  return { layout, heads, q, k, v, rows: qkvRows(layout, q, k, v, heads) };
+}
+
+/**
  * Q, K, V of multiHeadAttentionQKV (and its gradients) as the core takes them,
  * their data passed as it is, never copied: "bshd" tensors [batch, seq,
  * heads * d] (or [seq, heads * d]) as rows [batch * seq, heads * d], "bhsd"

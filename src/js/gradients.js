@@ -10,8 +10,7 @@ import {
   checkOptions,
   gradientOutputs,
   headsOut,
-  layoutOf,
-  qkvRows,
+  qkvInputs,
   savedInputs,
   weightMats,
 } from "./arguments.js";
@@ -153,13 +152,8 @@ function multiHeadGradients(mem) {
 /** multiHeadAttentionQKVForTraining. */
 function qkvForTraining(mem, Q, K, V, config, options) {
   checkOptions(options, ["layout"]);
-  const layout = layoutOf(options);
-  const heads = checkConfig(config);
-  const q = toTensor("Q", Q),
-    k = toTensor("K", K),
-    v = toTensor("V", V);
   // Either layout as it is, options.out too (see multiHeadAttentionQKV).
-  const rows = qkvRows(layout, q, k, v, heads);
+  const { heads, rows } = qkvInputs(Q, K, V, config, options);
   const { qm, km, vm, batch, seqQ } = rows;
   const h = heads.numHeads;
   const [out, lse] = mem.runWithOptions(
@@ -180,12 +174,7 @@ function qkvForTraining(mem, Q, K, V, config, options) {
 /** multiHeadAttentionQKVBackward. */
 function qkvBackward(mem, Q, K, V, config, dO, options) {
   checkOptions(options, ["layout", ...BACKWARD_KEYS], QKV_NAMES);
-  const layout = layoutOf(options);
-  const heads = checkConfig(config);
-  const q = toTensor("Q", Q),
-    k = toTensor("K", K),
-    v = toTensor("V", V);
-  const rows = qkvRows(layout, q, k, v, heads);
+  const { layout, heads, q, k, v, rows } = qkvInputs(Q, K, V, config, options);
   const { qm, km, vm, batch, seqQ } = rows;
   const h = heads.numHeads;
   const d = outputRows("dO", dO, layout, rows);
