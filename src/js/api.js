@@ -8,7 +8,7 @@ import {
   asBatchRows,
   checkConfig,
   checkOptions,
-  headsOut,
+  layerInputs,
   qkvExtras,
   qkvInputs,
   weightMats,
@@ -270,12 +270,7 @@ function kernelMethods(mem) {
 
 function multiHeadAttention(mem, X, weights, config, options) {
   checkOptions(options);
-  const x = toTensor("X", X);
-  const mats = weightMats(weights, true);
-  const heads = checkConfig(config);
-  const r = asBatchRows("X", x);
-  const xm = { name: x.name, data: x.data, rows: r.batch * r.seq, cols: r.cols };
-  const dOut = headsOut(heads, r.cols, mats[3], 0);
+  const { x, mats, heads, r, xm, dOut } = layerInputs(X, weights, config);
   const shape = x.shape.length === 3 ? [r.batch, r.seq, dOut] : [r.seq, dOut];
   const [out] = mem.runWithOptions(
     [xm, ...mats],

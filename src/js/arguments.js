@@ -326,6 +326,20 @@ export function layoutOf(options) {
 }
 
 /**
+ * The inputs of a layer's call on X (multiHeadAttention and its training
+ * backward), checked: X [batch?, seq, d_model], the weights, the heads, X's
+ * rows as one matrix (xm) and the heads' output width (dOut).
+ */
+export function layerInputs(X, weights, config) {
+  const x = toTensor("X", X);
+  const mats = weightMats(weights, true);
+  const heads = checkConfig(config);
+  const r = asBatchRows("X", x);
+  const xm = { name: x.name, data: x.data, rows: r.batch * r.seq, cols: r.cols };
+  return { x, mats, heads, r, xm, dOut: headsOut(heads, r.cols, mats[3], 0) };
+}
+
+/**
  * The inputs of a call on Q, K, V (multiHeadAttentionQKV and its training
  * forward and backward), checked: options.layout, the heads, the tensors and
  * their rows as the core reads them (qkvRows).

@@ -6,10 +6,9 @@ import { rangeError } from "./errors.js";
 import { toMatrix, toTensor } from "./convert.js";
 import {
   asBatchRows,
-  checkConfig,
   checkOptions,
   gradientOutputs,
-  headsOut,
+  layerInputs,
   qkvInputs,
   savedInputs,
   weightMats,
@@ -236,12 +235,7 @@ function qkvBackward(mem, Q, K, V, config, dO, options) {
 /** multiHeadAttentionBackward. */
 function projectedBackward(mem, X, weights, config, dO, options) {
   checkOptions(options, [], [...PROJECTION_NAMES, "dW_O"]);
-  const x = toTensor("X", X);
-  const mats = weightMats(weights, true);
-  const heads = checkConfig(config);
-  const r = asBatchRows("X", x);
-  const xm = { name: x.name, data: x.data, rows: r.batch * r.seq, cols: r.cols };
-  const dOut = headsOut(heads, r.cols, mats[3], 0);
+  const { x, mats, heads, r, xm, dOut } = layerInputs(X, weights, config);
   const d = toTensor("dO", dO);
   const rd = asBatchRows("dO", d);
   if (rd.batch !== r.batch || rd.seq !== r.seq) {
