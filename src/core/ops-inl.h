@@ -239,22 +239,23 @@ HWY_INLINE V ScaleCap(D d, V v, float scale, float softcap, V* slope = nullptr) 
 // d_v = 8 with AVX-512), then single lanes; every lane the same sums.
 HWY_INLINE void ScaleRow(float* HWY_RESTRICT x, size_t n, float scale, float softcap,
                          float* HWY_RESTRICT slope = nullptr) {
-  size_t i = 0;
-  // Lanes [i, i + Lanes(d)) while they fit.
-  const auto steps = [&](auto d, bool repeat) HWY_ATTR {
-    const size_t N = hn::Lanes(d);
+  // One vector of tag d at x + i (and slope + i).
+  const auto step = [=](auto d, size_t i) HWY_ATTR {
     hn::Vec<decltype(d)> g;
-    while (i + N <= n) {
-      hn::StoreU(ScaleCap(d, hn::LoadU(d, x + i), scale, softcap, slope ? &g : nullptr), d, x + i);
-      if (slope) hn::StoreU(g, d, slope + i);
-      i += N;
-      if (!repeat) break;
-    }
+    hn::StoreU(ScaleCap(d, hn::LoadU(d, x + i), scale, softcap, slope ? &g : nullptr), d, x + i);
+    if (slope) hn::StoreU(g, d, slope + i);
   };
-  steps(DF(), true);
-  if constexpr (HWY_LANES(float) > 8) steps(hn::CappedTag<float, 8>(), false);
-  if constexpr (HWY_LANES(float) > 4) steps(hn::CappedTag<float, 4>(), false);
-  steps(DF1(), true);
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + N <= n; i += N) step(d, i);
+  if constexpr (HWY_LANES(float) > 8) {
+    if (i + 8 <= n) step(hn::CappedTag<float, 8>(), i), i += 8;
+  }
+  if constexpr (HWY_LANES(float) > 4) {
+    if (i + 4 <= n) step(hn::CappedTag<float, 4>(), i), i += 4;
+  }
+  for (; i < n; ++i) step(DF1(), i);
 }
 
 // The max of x [n] into *max (-inf for n = 0). Returns false if x holds NaN
