@@ -15,18 +15,21 @@
 # and side. Wasm: bench/wasm/QUESTION_ab.mjs loads both modules into one Node
 # process, each beside a bundled JS layer (the side's own for heads and layer,
 # whose JS handles the layouts; this tree's for the others).
-# Usage: bench/ab/ab.sh QUESTION REV [--rounds N] [--native | --wasm]
+# --own-js: each wasm side beside its own JS layer (a REV whose argument
+# words differ from this tree's: the whole call, JS and wasm, is compared).
+# Usage: bench/ab/ab.sh QUESTION REV [--rounds N] [--native | --wasm] [--own-js]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 question=${1:?QUESTION: backward, heads, layer or small} rev=${2:?REV: the revision to compare with}
 shift 2
-rounds='' native=1 wasm=1
+rounds='' native=1 wasm=1 own=0
 while (($#)); do
   case $1 in
     --rounds) rounds=$2; shift ;;
     --native) wasm=0 ;;
     --wasm) native=0 ;;
-    *) echo "ab.sh: unknown option $1 (--rounds N, --native, --wasm)" >&2; exit 2 ;;
+    --own-js) own=1 ;;
+    *) echo "ab.sh: unknown option $1 (--rounds N, --native, --wasm, --own-js)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -83,7 +86,7 @@ if ((native)); then
 fi
 if ((wasm)); then
   js_a=.
-  ((own_js)) && js_a=$src_a
+  ((own_js || own)) && js_a=$src_a
   wasm_side "$commit" "$src_a" "$js_a"
   wasm_side this . .
   echo "## wasm SIMD128 (Node $(node --version)), $rounds paired rounds in one process, load $(load)"
