@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -97,7 +98,7 @@ TEST_CASE("gpt: GELU and its derivative match float64 on every target", "[gpt]")
 }
 
 TEST_CASE("gpt: every gradient matches finite differences of the float64 reference", "[gpt]") {
-  for (const size_t shape : {0, 1}) {
+  for (const size_t shape : {0, 1, 2}) {
     for (const bool scaled : {true, false}) {
       INFO("shape " << shape << " scaled " << scaled);
       ModelConfig config = SmallConfig(true, scaled, 8);
@@ -108,12 +109,18 @@ TEST_CASE("gpt: every gradient matches finite differences of the float64 referen
         config.d_k = 2;
         config.d_ff = 5;
       }
+      if (shape == 2) {  // GPT-2's: biases, a tied unembedding, another epsilon
+        config.bias = true;
+        config.tied_unembedding = true;
+        config.layer_norm_epsilon = 1e-3f;
+      }
       Model m;
       REQUIRE_OK(m.Init(config, 3 + shape));
       Perturb(&m, 17 + shape);
-      // Every kind is there: 2 embeddings, 10 per layer, 2 final LayerNorm, unembedding.
+      // Every kind is there: 2 embeddings, 10 per layer (16 with biases), 2
+      // final LayerNorm, unembedding (untied).
       const std::vector<std::string> names = m.params().Names();
-      CHECK(names.size() == 2 + 10 * config.num_layers + 3);
+      CHECK(names.size() == 2 + (shape == 2 ? 16 : 10) * config.num_layers + (shape == 2 ? 2 : 3));
       CHECK(std::count(names.begin(), names.end(), "layers.0.W_1") == 1);
       CHECK(std::count(names.begin(), names.end(), "layers.1.ln2_bias") == 1);
       RequireGradientsMatchReference(&m, SmallBatch());
@@ -123,52 +130,75 @@ TEST_CASE("gpt: every gradient matches finite differences of the float64 referen
 
 TEST_CASE("gpt: Inspect's weights and dS match the float64 reference", "[gpt][inspect]") {
   // dS = d loss / d S through the MLP blocks after each attention: the
-  // reference's loss moved one score at a time.
+  // reference's loss moved one score at a time; with GPT-2's biases too.
+  for (const bool bias : {false, true}) {
+    INFO("bias " << bias);
+    ModelConfig c = SmallConfig(true, true, 8);
+    c.bias = bias;
+    c.tied_unembedding = bias;
+    Model m;
+    REQUIRE_OK(m.Init(c, 21));
+    Perturb(&m, 22);
+    RequireScoreGradientsMatchReference(&m, {1, 4, 0, 2, 3}, {-1, 0, 3, -1, 1});
+  }
+}
+
+TEST_CASE("gpt: attention-only layers with biases match the float64 reference", "[gpt]") {
+  ModelConfig c = SmallConfig(false, true, 0);
+  c.bias = true;
   Model m;
-  REQUIRE_OK(m.Init(SmallConfig(true, true, 8), 21));
-  Perturb(&m, 22);
-  RequireScoreGradientsMatchReference(&m, {1, 4, 0, 2, 3}, {-1, 0, 3, -1, 1});
+  REQUIRE_OK(m.Init(c, 31));
+  Perturb(&m, 32);
+  const std::vector<std::string> names = m.params().Names();
+  CHECK(std::count(names.begin(), names.end(), "layers.1.b_O") == 1);
+  CHECK(std::count(names.begin(), names.end(), "layers.1.b_1") == 0);
+  RequireGradientsMatchReference(&m, SmallBatch());
 }
 
 TEST_CASE("gpt: loss and gradients agree on every compiled SIMD target", "[gpt]") {
   // The model's kernels (LayerNorm, GELU, softmax-cross-entropy) on each
   // target against the float64 reference's loss, and the gradients against
-  // the best target's within float32 rounding.
-  Model m;
-  ModelConfig config = SmallConfig(true, true, 8);
-  config.d_model = 20;  // rows longer than a vector, with a tail, on every target
-  config.d_k = 10;
-  config.d_ff = 37;
-  config.vocab_size = 23;
-  REQUIRE_OK(m.Init(config, 5));
-  Perturb(&m, 6);
-  Batch batch = SmallBatch();
-  for (int32_t& tok : batch.tokens) tok = (tok * 7 + 3) % 23;
-  const double loss = model_ref::Loss(m.config(), model_ref::FromParameters(m.params()), batch);
-  std::vector<float> best;
-  for (const int64_t target : targets::Available()) {
-    INFO(targets::Name(target));
-    targets::ForceForTest(target);
-    Metrics metrics;
-    Parameters grads;
-    const Status forward = m.Forward(batch, &metrics);
-    const Status backward = m.Backward(&grads);
-    targets::ForceForTest(0);
-    REQUIRE_OK(forward);
-    REQUIRE_OK(backward);
-    CHECK(std::abs(metrics.loss - loss) <= 1e-5 * std::max(1.0, std::abs(loss)));
-    std::vector<float> flat;
-    for (const Matrix* t : static_cast<const Parameters&>(grads).Tensors()) {
-      flat.insert(flat.end(), t->data(), t->data() + t->size());
-    }
-    if (best.empty()) {
-      best = flat;
-      continue;
-    }
-    REQUIRE(flat.size() == best.size());
-    for (size_t k = 0; k < flat.size(); ++k) {
-      if (std::abs(flat[k] - best[k]) > 1e-5 + 1e-4 * std::abs(best[k])) {
-        FAIL_CHECK("gradient " << k << ": " << flat[k] << " against " << best[k]);
+  // the best target's within float32 rounding; with biases, their adds and
+  // column sums too.
+  for (const bool bias : {false, true}) {
+    INFO("bias " << bias);
+    Model m;
+    ModelConfig config = SmallConfig(true, true, 8);
+    config.d_model = 20;  // rows longer than a vector, with a tail, on every target
+    config.d_k = 10;
+    config.d_ff = 37;
+    config.vocab_size = 23;
+    config.bias = bias;
+    REQUIRE_OK(m.Init(config, 5));
+    Perturb(&m, 6);
+    Batch batch = SmallBatch();
+    for (int32_t& tok : batch.tokens) tok = (tok * 7 + 3) % 23;
+    const double loss = model_ref::Loss(m.config(), model_ref::FromParameters(m.params()), batch);
+    std::vector<float> best;
+    for (const int64_t target : targets::Available()) {
+      INFO(targets::Name(target));
+      targets::ForceForTest(target);
+      Metrics metrics;
+      Parameters grads;
+      const Status forward = m.Forward(batch, &metrics);
+      const Status backward = m.Backward(&grads);
+      targets::ForceForTest(0);
+      REQUIRE_OK(forward);
+      REQUIRE_OK(backward);
+      CHECK(std::abs(metrics.loss - loss) <= 1e-5 * std::max(1.0, std::abs(loss)));
+      std::vector<float> flat;
+      for (const Matrix* t : static_cast<const Parameters&>(grads).Tensors()) {
+        flat.insert(flat.end(), t->data(), t->data() + t->size());
+      }
+      if (best.empty()) {
+        best = flat;
+        continue;
+      }
+      REQUIRE(flat.size() == best.size());
+      for (size_t k = 0; k < flat.size(); ++k) {
+        if (std::abs(flat[k] - best[k]) > 1e-5 + 1e-4 * std::abs(best[k])) {
+          FAIL_CHECK("gradient " << k << ": " << flat[k] << " against " << best[k]);
+        }
       }
     }
   }
@@ -278,9 +308,12 @@ TEST_CASE("gpt: the learning rate warms up, then follows the cosine", "[gpt]") {
   CHECK(adam.LearningRate(500) == 1e-3f);
 }
 
-TEST_CASE("gpt: weight decay reaches W_1 and W_2, not the LayerNorms", "[gpt]") {
+TEST_CASE("gpt: weight decay reaches W_1 and W_2, not the LayerNorms or biases", "[gpt]") {
   Model m;
-  REQUIRE_OK(m.Init(SmallConfig(true, true, 8), 2));
+  ModelConfig config = SmallConfig(true, true, 8);
+  config.bias = true;
+  REQUIRE_OK(m.Init(config, 2));
+  Perturb(&m, 3);
   const Parameters before = m.params();
   Parameters zero;
   REQUIRE_OK(zero.Allocate(m.config()));
@@ -295,6 +328,14 @@ TEST_CASE("gpt: weight decay reaches W_1 and W_2, not the LayerNorms", "[gpt]") 
   CHECK(after.layers[1].W_2(5, 1) == Approx(before.layers[1].W_2(5, 1) * 0.95f));
   CHECK(after.layers[1].ln2_gain(0, 1) == before.layers[1].ln2_gain(0, 1));
   CHECK(after.token_embedding(1, 1) == before.token_embedding(1, 1));
+  CHECK(after.unembedding(2, 4) == Approx(before.unembedding(2, 4) * 0.95f));
+  for (const Matrix LayerParameters::*b :
+       {&LayerParameters::b_Q, &LayerParameters::b_K, &LayerParameters::b_V, &LayerParameters::b_O,
+        &LayerParameters::b_1, &LayerParameters::b_2}) {
+    REQUIRE((after.layers[1].*b).size() > 0);
+    CHECK((after.layers[1].*b)(0, 0) == (before.layers[1].*b)(0, 0));
+    CHECK((after.layers[1].*b)(0, 0) != 0.0f);
+  }
 }
 
 // Rewrites the trailing FNV-1a hash after an edit.
@@ -316,9 +357,9 @@ TEST_CASE("gpt: weights v2 carry d_ff and the vocabulary; version 1 still loads"
   m.set_vocabulary(vocabulary);
   std::vector<uint8_t> bytes;
   REQUIRE_OK(ExportWeights(m, &bytes));
-  // magic, version, 9 config words, vocabulary length + 5, trained steps, count, floats, hash
-  CHECK(bytes.size() == 8 + 4 + 36 + 4 + 20 + 4 + 4 + 4 * m.params().Count() + 4);
-  CHECK(bytes[8] == 3);
+  // magic, version, 10 config words, vocabulary length + 5, trained steps, count, floats, hash
+  CHECK(bytes.size() == 8 + 4 + 40 + 4 + 20 + 4 + 4 + 4 * m.params().Count() + 4);
+  CHECK(bytes[8] == 4);
   CHECK(bytes[8 + 4 + 4 * 7] == 8);  // d_ff
   Model back;
   REQUIRE_OK(ImportWeights(bytes.data(), bytes.size(), &back));
@@ -344,7 +385,7 @@ TEST_CASE("gpt: weights v2 carry d_ff and the vocabulary; version 1 still loads"
     CHECK(target.vocabulary().size() == 5);  // unchanged
     CHECK(target.config().scale_by_sqrt_dk);
   };
-  const size_t length_at = 8 + 4 + 36;
+  const size_t length_at = 8 + 4 + 40;
   std::vector<uint8_t> f = bytes;
   f[length_at] = 4;  // 4 code points for 5 tokens
   rejects(Rehash(f), "vocabulary length 4");
@@ -369,8 +410,8 @@ TEST_CASE("gpt: weights v2 carry d_ff and the vocabulary; version 1 still loads"
   PutU32(&v1, 1);
   uint32_t words[kConfigWords];
   ConfigToWords(old.config(), words);
-  for (size_t i = 0; i < kConfigWords; ++i) {
-    if (i != kConfigWords - 2) PutU32(&v1, words[i]);  // leave out d_ff
+  for (size_t i = 0; i <= kConfigSizeWords; ++i) {
+    if (i != kConfigSizeWords - 1) PutU32(&v1, words[i]);  // leave out d_ff (and epsilon)
   }
   PutU32(&v1, uint32_t(old.params().Count()));
   for (const Matrix* t : old.params().Tensors()) {
@@ -388,10 +429,11 @@ TEST_CASE("gpt: weights v2 carry d_ff and the vocabulary; version 1 still loads"
   REQUIRE_OK(old.Forward(SmallBatch(), &a));
   REQUIRE_OK(loaded.Forward(SmallBatch(), &b));
   CHECK(a.loss == b.loss);
-  // Exported again it is a version 3 file.
+  // Exported again it is a version 4 file.
   REQUIRE_OK(ExportWeights(loaded, &again));
-  CHECK(again[8] == 3);
-  CHECK(again.size() == v1.size() + 12);  // d_ff, the vocabulary length, the trained steps
+  CHECK(again[8] == 4);
+  // d_ff, epsilon, the vocabulary length, the trained steps
+  CHECK(again.size() == v1.size() + 16);
 }
 
 TEST_CASE("gpt: weights v3 carry the trained steps; version 2 loads with none", "[gpt]") {
@@ -404,31 +446,91 @@ TEST_CASE("gpt: weights v3 carry the trained steps; version 2 loads with none", 
   CHECK(trainer.model().trained_steps() == 3);
   std::vector<uint8_t> bytes;
   REQUIRE_OK(ExportWeights(trainer.model(), &bytes));
-  const size_t steps_at = 8 + 4 + 36 + 4;  // after an empty vocabulary
+  const size_t epsilon_at = 8 + 4 + 36;    // the last config word
+  const size_t steps_at = 8 + 4 + 40 + 4;  // after an empty vocabulary
   CHECK(bytes[steps_at] == 3);
   Model back;
   REQUIRE_OK(ImportWeights(bytes.data(), bytes.size(), &back));
   CHECK(back.trained_steps() == 3);
   REQUIRE_OK(back.Init(c, 5));
   CHECK(back.trained_steps() == 0);  // a new model has had no update
-  // The same file as version 2 wrote it: no trained steps.
-  std::vector<uint8_t> v2(bytes.begin(), bytes.begin() + steps_at);
+  // The same file as version 3 wrote it: no epsilon word (1e-5 then).
+  std::vector<uint8_t> v3(bytes.begin(), bytes.begin() + epsilon_at);
+  v3[8] = 3;
+  v3.insert(v3.end(), bytes.begin() + epsilon_at + 4, bytes.end());
+  v3 = Rehash(v3);
+  Model v3_model;
+  REQUIRE_OK(ImportWeights(v3.data(), v3.size(), &v3_model));
+  CHECK(v3_model.trained_steps() == 3);
+  CHECK(v3_model.config().layer_norm_epsilon == 1e-5f);
+  // As version 2 wrote it: no trained steps either.
+  std::vector<uint8_t> v2(v3.begin(), v3.begin() + steps_at - 4);
   v2[8] = 2;
-  v2.insert(v2.end(), bytes.begin() + steps_at + 4, bytes.end());
+  v2.insert(v2.end(), v3.begin() + steps_at, v3.end());
   v2 = Rehash(v2);
   Model old;
   REQUIRE_OK(ImportWeights(v2.data(), v2.size(), &old));
   CHECK(old.trained_steps() == 0);
-  Metrics a, b;
+  Metrics a, b, b3;
   REQUIRE_OK(trainer.model().Forward(SmallBatch(), &a));
   REQUIRE_OK(old.Forward(SmallBatch(), &b));
+  REQUIRE_OK(v3_model.Forward(SmallBatch(), &b3));
   CHECK(a.loss == b.loss);
+  CHECK(a.loss == b3.loss);
   // Cut short after the vocabulary: named.
   std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + steps_at + 2);
   PutU32(&cut, 0);
   const Status s = ImportWeights(cut.data(), cut.size(), &old);
   CHECK(s.parameter() == "weights");
   CHECK(s.detail().find("truncated") != std::string::npos);
+}
+
+TEST_CASE("gpt: weights v4 carry bias, a tied unembedding and the LayerNorm epsilon", "[gpt]") {
+  ModelConfig c = SmallConfig(true, true, 8);
+  c.bias = true;
+  c.tied_unembedding = true;
+  c.layer_norm_epsilon = 1e-3f;
+  Model m;
+  REQUIRE_OK(m.Init(c, 12));
+  // Biases (zero at Init) given values, so that the file must carry them.
+  for (LayerParameters& l : m.params().layers) {
+    for (Matrix* b : {&l.b_Q, &l.b_K, &l.b_V, &l.b_O, &l.b_1, &l.b_2}) {
+      REQUIRE(b->size() > 0);
+      for (size_t k = 0; k < b->size(); ++k) b->data()[k] = 0.01f * float(k + 1);
+    }
+  }
+  CHECK(m.params().unembedding.size() == 0);
+  const std::vector<std::string> names = m.params().Names();
+  CHECK(std::find(names.begin(), names.end(), "unembedding") == names.end());
+  CHECK(std::find(names.begin(), names.end(), "layers.1.b_2") != names.end());
+  std::vector<uint8_t> bytes;
+  REQUIRE_OK(ExportWeights(m, &bytes));
+  CHECK(bytes[8] == 4);
+  CHECK(bytes[8 + 4 + 4 * 8] == (1 | 2 | 4 | 8));  // every flag
+  Model back;
+  REQUIRE_OK(ImportWeights(bytes.data(), bytes.size(), &back));
+  CHECK(back.config().bias);
+  CHECK(back.config().tied_unembedding);
+  CHECK(back.config().layer_norm_epsilon == 1e-3f);
+  const std::vector<const Matrix*> a = static_cast<const Model&>(m).params().Tensors();
+  const std::vector<const Matrix*> b = static_cast<const Model&>(back).params().Tensors();
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO(names[i]);
+    REQUIRE(a[i]->size() == b[i]->size());
+    CHECK(std::memcmp(a[i]->data(), b[i]->data(), 4 * a[i]->size()) == 0);
+  }
+  std::vector<uint8_t> again;
+  REQUIRE_OK(ExportWeights(back, &again));
+  CHECK(again == bytes);
+  // An epsilon that is not > 0 and finite: the config's error, named.
+  for (float bad : {0.0f, -1e-5f, std::numeric_limits<float>::infinity()}) {
+    std::vector<uint8_t> f = bytes;
+    std::memcpy(&f[8 + 4 + 36], &bad, 4);
+    const Status s = ImportWeights(f.data(), f.size(), &back);
+    INFO(s.ToString());
+    CHECK(s.detail().find("layer_norm_epsilon") != std::string::npos);
+  }
 }
 
 // The logits of the last position of a full forward of `tokens`.
@@ -462,10 +564,15 @@ ModelConfig GenerationConfig() {
 TEST_CASE("gpt: cached generation equals a full forward of the same context", "[gpt][generate]") {
   // 30 tokens from a 3-token prompt with max_seq_len 10: the context fills,
   // is re-prefilled from its last 5 tokens, and fills again, several times.
-  for (const size_t d_ff : {0, 48}) {
-    INFO("d_ff " << d_ff);
+  // With GPT-2's biases and tied unembedding too (bias 1).
+  for (const size_t variant : {0, 1, 2, 3}) {
+    const size_t d_ff = variant % 2 ? 48 : 0;
+    const bool bias = variant >= 2;
+    INFO("d_ff " << d_ff << " bias " << bias);
     ModelConfig c = GenerationConfig();
     c.d_ff = d_ff;
+    c.bias = bias;
+    c.tied_unembedding = bias;
     Model m;
     REQUIRE_OK(m.Init(c, 8));
     Perturb(&m, 12);
