@@ -257,6 +257,16 @@ describe("GPT-2 checkpoints", () => {
         hub.fault("tinygpt", "model.safetensors", null);
       }
     });
+    it("a 206 without Content-Range (a browser's view of a server that hides it): the size from a HEAD", async () => {
+      hub.reset();
+      hub.fault("tinygpt", "model.safetensors", { hideContentRange: true });
+      try {
+        await same("tinygpt", { hubUrl: hub.url });
+        assert.ok(hub.requests.some((r) => r.method === "HEAD"));
+      } finally {
+        hub.fault("tinygpt", "model.safetensors", null);
+      }
+    });
     it("no config.json: the shapes give the config, options.numHeads the heads", async () => {
       const bare = folderOf(c, { config: false });
       await rejects(() => attn.openCheckpoint(bare), {
