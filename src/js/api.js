@@ -241,7 +241,7 @@ function kernelMethods(mem) {
       const m = toMatrix("x", x);
       // In place on the copy in wasm memory: the output is the input's slot.
       const [out] = mem.run([], [{ rows: m.rows, cols: m.cols }], (ov) => {
-        M.HEAPF32.set(m.data, ov.ptr >> 2);
+        M.HEAPF32.set(m.data, ov.ptr >>> 2);
         return M.softmax(mem.args(ov));
       });
       return out;

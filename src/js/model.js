@@ -550,7 +550,7 @@ function defineTrainer(ctx) {
       // Read by kTrainerOptions in model_bindings.cc, one word per option.
       M.HEAPU32.set(
         TRAINER_OPTIONS.map((e) => scalarWord(e, r[e.name])),
-        at >> 2,
+        at >>> 2,
       );
       const handle = M.trainerCreate(modelHandle, at);
       if (!handle) failWithOptions(ctx, r);
