@@ -26,7 +26,10 @@ export { AttnkitError, AttnkitTypeError };
  * loaded; `onDispose()` runs when the user disposes the module (the loader
  * forgets it).
  */
-export function wrap(M, { simd, threads = 1, model = false, version = "", onDispose = () => {} }) {
+export function wrap(
+  M,
+  { simd, threads = 1, model = false, version = "", extend, onDispose = () => {} },
+) {
   const mem = new Marshal(M);
   let alive = true;
   const module = {
@@ -71,6 +74,9 @@ export function wrap(M, { simd, threads = 1, model = false, version = "", onDisp
       onDispose();
     },
   };
+  // The entry point's calls over a model module (openCheckpoint ...), kept
+  // out of the lean entry points' bundles.
+  if (model && extend) Object.assign(api, extend(api));
   // Every call but dispose() first checks that the module is alive.
   for (const [key, value] of Object.entries(api)) {
     if (typeof value === "function" && key !== "dispose") {
@@ -235,7 +241,7 @@ function kernelMethods(mem) {
       const m = toMatrix("x", x);
       // In place on the copy in wasm memory: the output is the input's slot.
       const [out] = mem.run([], [{ rows: m.rows, cols: m.cols }], (ov) => {
-        M.HEAPF32.set(m.data, ov.ptr >> 2);
+        M.HEAPF32.set(m.data, ov.ptr >>> 2);
         return M.softmax(mem.args(ov));
       });
       return out;
