@@ -19,6 +19,7 @@
 #include "attnkit/attnkit.h"
 #include "attnkit/backward_trace.h"
 #include "options.h"
+#include "src/core/attention_options.h"
 
 namespace attnkit {
 namespace bindings {
@@ -47,39 +48,26 @@ std::unique_ptr<ThreadPool>& Pool() {
 }
 
 // Every call reads its arguments from one block of 32-bit words that the JS
-// layer (src/js/api.js, args()) writes into wasm memory, in the order each
+// layer (src/js/marshal.js) writes into wasm memory, in the order each
 // function lists: a matrix is 3 words [address, rows, cols] (address 0 =
-// none), a count 1 word, options the words of kAttentionOptions. One integer
-// crosses the JS boundary per call, so a small call costs no Embind object
-// conversions or allocations.
-class Args {
+// none), a count 1 word, options the words of the core's option table
+// (src/core/attention_options.h). One integer crosses the JS boundary per
+// call, so a small call costs no Embind object conversions or allocations.
+class Args : public internal::ArgWords {
  public:
-  explicit Args(uintptr_t address) : w_(reinterpret_cast<const uint32_t*>(address)) {}
+  explicit Args(uintptr_t address) : ArgWords(reinterpret_cast<const uint32_t*>(address)) {}
 
-  uint32_t Word() { return *w_++; }
-  float Float() {
-    float f;
-    std::memcpy(&f, w_++, sizeof(f));
-    return f;
-  }
-  template <typename T>
-  MatrixViewT<T> View() {
-    const uint32_t address = Word(), rows = Word(), cols = Word();
-    if (address == 0) return MatrixViewT<T>();
-    return MatrixViewT<T>(reinterpret_cast<T*>(address), rows, cols);
-  }
   ConstMatrixView In() { return View<const float>(); }
   MatrixView Out() { return View<float>(); }
 
-  // The options' words, read by kAttentionOptions.
-  AttentionOptions Options();
-
-  // [batch, heads] of a mask tensor
-  MaskLayout Layout() {
-    MaskLayout layout;
-    layout.batch = Word();
-    layout.heads = Word();
-    return layout;
+  // The options' words, read by the core's option table.
+  AttentionOptions Options() {
+    AttentionOptions o;
+    o.pool = Pool().get();
+    for (const internal::AttentionOptionEntry& option : internal::AttentionOptionEntries()) {
+      option.read(*this, &o);
+    }
+    return o;
   }
 
   // [num_heads, num_kv_heads, d_k, d_v] (0 = derive)
@@ -99,72 +87,7 @@ class Args {
     h.layout = static_cast<HeadLayout>(Word());
     return h;
   }
-
- private:
-  const uint32_t* w_;
 };
-
-// An attention option: the names of its words (comma-separated, as the JS
-// schema's `words`) and how they are read into AttentionOptions.
-struct AttentionOption {
-  const char* words;
-  void (*read)(Args& a, AttentionOptions* o);
-};
-// The attention options in the order of ATTENTION_OPTIONS in src/js/options.js
-// (tests/js/option-layout.test.js compares the words). Absent options arrive
-// as their defaults: scale 0 (derived from d_k), key_length -1 (all keys),
-// views and arrays at address 0, mask layouts 1 x 1.
-constexpr AttentionOption kAttentionOptions[] = {
-    {"scale",
-     [](Args& a, AttentionOptions* o) {
-       const float scale = a.Float();
-       if (scale > 0) o->scale = scale;
-     }},
-    {"softcap", [](Args& a, AttentionOptions* o) { o->softcap = a.Float(); }},
-    {"causal", [](Args& a, AttentionOptions* o) { o->causal = a.Word() != 0; }},
-    {"causal_alignment",
-     [](Args& a, AttentionOptions* o) {
-       o->causal_alignment =
-           a.Word() != 0 ? CausalAlignment::kUpperLeft : CausalAlignment::kLowerRight;
-     }},
-    {"causal_offset",
-     [](Args& a, AttentionOptions* o) { o->causal_offset = static_cast<int32_t>(a.Word()); }},
-    {"causal_offsets,causal_offsets.count",
-     [](Args& a, AttentionOptions* o) {
-       const int32_t* offsets = reinterpret_cast<const int32_t*>(a.Word());
-       const uint32_t count = a.Word();
-       o->causal_offsets.assign(offsets, offsets + count);
-     }},
-    {"key_length",
-     [](Args& a, AttentionOptions* o) {
-       const int32_t key_length = static_cast<int32_t>(a.Word());
-       if (key_length >= 0) o->key_length = static_cast<size_t>(key_length);
-     }},
-    {"key_lengths,key_lengths.count",
-     [](Args& a, AttentionOptions* o) {
-       const uint32_t* lengths = reinterpret_cast<const uint32_t*>(a.Word());
-       const uint32_t count = a.Word();
-       o->key_lengths.assign(lengths, lengths + count);
-     }},
-    {"bool_mask,bool_mask.rows,bool_mask.cols,bool_mask_layout.batch,bool_mask_layout.heads",
-     [](Args& a, AttentionOptions* o) {
-       o->bool_mask = a.View<const uint8_t>();
-       o->bool_mask_layout = a.Layout();
-     }},
-    {"additive_mask,additive_mask.rows,additive_mask.cols,additive_mask_layout.batch,"
-     "additive_mask_layout.heads",
-     [](Args& a, AttentionOptions* o) {
-       o->additive_mask = a.In();
-       o->additive_mask_layout = a.Layout();
-     }},
-};
-
-AttentionOptions Args::Options() {
-  AttentionOptions o;
-  o.pool = Pool().get();
-  for (const AttentionOption& option : kAttentionOptions) option.read(*this, &o);
-  return o;
-}
 
 // The option tables' word names and default words by call kind.
 struct OptionTable {
@@ -179,7 +102,7 @@ std::map<std::string, OptionTable>& OptionTables() {
 std::string OptionLayout(const std::string& kind) {
   if (kind == "attention") {
     std::string layout;
-    for (const AttentionOption& option : kAttentionOptions) {
+    for (const internal::AttentionOptionEntry& option : internal::AttentionOptionEntries()) {
       if (!layout.empty()) layout += ',';
       layout += option.words;
     }

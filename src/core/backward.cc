@@ -281,7 +281,6 @@ Status CheckMultiQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, si
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("Q", Q));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("K", K));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("V", V));
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, batch));
   return internal::CheckOptions(options, m->T_q, m->T_k, /*batched=*/true, batch,
                                 m->heads.num_heads);
 }
@@ -558,7 +557,6 @@ Status MultiHeadAttentionBackward(ConstMatrixView X, size_t batch, const MultiHe
   ATTNKIT_RETURN_IF_ERROR(internal::CheckMultiHeadWeights(weights, X.cols, m.heads, &d_out));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("X", X));
   ATTNKIT_RETURN_IF_ERROR(CheckLayerGradients(X, weights, d_out, dOut, grads));
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, batch));
   ATTNKIT_RETURN_IF_ERROR(
       internal::CheckOptions(options, m.T_q, m.T_k, /*batched=*/true, batch, m.heads.num_heads));
   const size_t rows = X.rows, hk = m.heads.num_heads * m.heads.d_k;

@@ -1,7 +1,8 @@
 // attnkit: the options of each call, described once. An entry names the JS
 // key, the C++ field a core Status names (`core`), the argument words the
 // bindings read for it (`words`, in the order of the C++ decoder's table in
-// src/bindings: tests/js/option-layout.test.js compares the two), how its
+// src/core/attention_options.cc and src/bindings: tests/js/option-layout.test.js
+// compares the two), how its
 // value becomes them (`word`), its default (the C++ struct's, compared by the
 // same test) and its check. The JS checks, the argument words (marshal.js,
 // model.js, language.js), the C++ -> JS names of errors and the docs' option
@@ -70,7 +71,7 @@ const int32 = (name, v) => {
 
 /**
  * The options of every attention call (AttentionOptions in attention.h; read
- * by the attention option table in src/bindings/bindings.cc). `check(value,
+ * and checked by the core's option table, src/core/attention_options.cc). `check(value,
  * options, outKeys)` runs when the options are checked, `input(value)` when
  * the call lays out its inputs (arrays become inputs in wasm memory).
  */
