@@ -253,6 +253,12 @@ AttentionTrace& LastTrace() {
   static AttentionTrace trace;
   return trace;
 }
+// The last backward trace's own matrices, kept until backwardTraceClear();
+// its forward trace goes to LastTrace(), read as a forward trace's.
+AttentionBackwardTrace& LastBackwardTrace() {
+  static AttentionBackwardTrace trace;
+  return trace;
+}
 // X, W_Q, W_K, W_V, options
 int TraceJs(uintptr_t args) {
   Args a(args);
@@ -265,53 +271,66 @@ int TraceQKVJs(uintptr_t args) {
   const ConstMatrixView Q = a.In(), K = a.In(), V = a.In();
   return Report(TraceAttentionQKV(Q, K, V, a.Options(), &LastTrace()));
 }
-// A trace's matrices in the order its reader (traceMatrix(index),
-// backwardTraceMatrix(index)) reads them, under the names the JS result uses:
-// the one source of that protocol (traceMatrixNames, backwardTraceMatrixNames).
-template <typename Trace>
+// The trace matrices in the order their readers read them, under the names
+// the JS result uses: the one source of that protocol. The forward trace's
+// (traceMatrix(index), traceMatrixNames: the last trace, LastTrace()), then
+// the backward trace's own (backwardTraceMatrix(index),
+// backwardTraceMatrixNames: LastBackwardTrace()).
 struct TraceEntry {
   const char* name;
-  Matrix Trace::*matrix;
+  Matrix AttentionTrace::*forward;           // null: a backward trace's matrix
+  Matrix AttentionBackwardTrace::*backward;  // null: a forward trace's matrix
 };
-// The names of a trace's matrices, comma-separated, index order.
-template <typename Trace, size_t N>
-std::string EntryNames(const TraceEntry<Trace> (&entries)[N]) {
+constexpr TraceEntry kTraceMatrices[] = {
+    {"X", &AttentionTrace::X, nullptr},
+    {"Q", &AttentionTrace::Q, nullptr},
+    {"K", &AttentionTrace::K, nullptr},
+    {"V", &AttentionTrace::V, nullptr},
+    {"rawScores", &AttentionTrace::raw_scores, nullptr},
+    {"scaledScores", &AttentionTrace::scaled_scores, nullptr},
+    {"maskedScores", &AttentionTrace::masked_scores, nullptr},
+    {"weights", &AttentionTrace::weights, nullptr},
+    {"output", &AttentionTrace::output, nullptr},
+    {"dO", nullptr, &AttentionBackwardTrace::dO},
+    {"dV", nullptr, &AttentionBackwardTrace::dV},
+    {"dWeights", nullptr, &AttentionBackwardTrace::d_weights},
+    {"D", nullptr, &AttentionBackwardTrace::D},
+    {"dMaskedScores", nullptr, &AttentionBackwardTrace::d_masked_scores},
+    {"dScores", nullptr, &AttentionBackwardTrace::d_scores},
+    {"dQ", nullptr, &AttentionBackwardTrace::dQ},
+    {"dK", nullptr, &AttentionBackwardTrace::dK},
+    {"dX", nullptr, &AttentionBackwardTrace::dX},
+    {"dW_Q", nullptr, &AttentionBackwardTrace::dW_Q},
+    {"dW_K", nullptr, &AttentionBackwardTrace::dW_K},
+    {"dW_V", nullptr, &AttentionBackwardTrace::dW_V},
+};
+// The names of the forward (or the backward) trace's matrices,
+// comma-separated, index order.
+std::string TraceNames(bool forward) {
   std::string names;
-  for (const TraceEntry<Trace>& e : entries) {
+  for (const TraceEntry& e : kTraceMatrices) {
+    if ((e.forward != nullptr) != forward) continue;
     if (!names.empty()) names += ',';
     names += e.name;
   }
   return names;
 }
-// Matrix `index` of `trace` (an empty Mat out of range).
-template <typename Trace, size_t N>
-Mat EntryMatrix(const TraceEntry<Trace> (&entries)[N], const Trace& trace, int index) {
-  if (index < 0 || index >= static_cast<int>(N)) return Mat();
-  return ToMat((trace.*entries[index].matrix).view());
+// Matrix `index` of the last forward (or backward) trace (an empty Mat out of
+// range).
+Mat LastTraceMatrix(bool forward, int index) {
+  for (const TraceEntry& e : kTraceMatrices) {
+    if ((e.forward != nullptr) != forward || index-- != 0) continue;
+    return ToMat((forward ? LastTrace().*e.forward : LastBackwardTrace().*e.backward).view());
+  }
+  return Mat();
 }
 
-constexpr TraceEntry<AttentionTrace> kTraceMatrices[] = {
-    {"X", &AttentionTrace::X},
-    {"Q", &AttentionTrace::Q},
-    {"K", &AttentionTrace::K},
-    {"V", &AttentionTrace::V},
-    {"rawScores", &AttentionTrace::raw_scores},
-    {"scaledScores", &AttentionTrace::scaled_scores},
-    {"maskedScores", &AttentionTrace::masked_scores},
-    {"weights", &AttentionTrace::weights},
-    {"output", &AttentionTrace::output}};
-std::string TraceMatrixNames() { return EntryNames(kTraceMatrices); }
+std::string TraceMatrixNames() { return TraceNames(/*forward=*/true); }
 // Matrix `index` of the last trace.
-Mat TraceMatrix(int index) { return EntryMatrix(kTraceMatrices, LastTrace(), index); }
+Mat TraceMatrix(int index) { return LastTraceMatrix(/*forward=*/true, index); }
 float TraceScale() { return LastTrace().scale; }
 void TraceClear() { LastTrace() = AttentionTrace(); }
 
-// The last backward trace's own matrices, kept until backwardTraceClear();
-// its forward trace goes to LastTrace(), read as a forward trace's.
-AttentionBackwardTrace& LastBackwardTrace() {
-  static AttentionBackwardTrace trace;
-  return trace;
-}
 int KeepBackwardTrace(const Status& s) {
   LastTrace() = std::move(LastBackwardTrace().forward);
   LastBackwardTrace().forward = AttentionTrace();
@@ -331,23 +350,8 @@ int TraceBackwardQKVJs(uintptr_t args) {
   return KeepBackwardTrace(
       TraceAttentionBackwardQKV(Q, K, V, dO, a.Options(), &LastBackwardTrace()));
 }
-constexpr TraceEntry<AttentionBackwardTrace> kBackwardTraceMatrices[] = {
-    {"dO", &AttentionBackwardTrace::dO},
-    {"dV", &AttentionBackwardTrace::dV},
-    {"dWeights", &AttentionBackwardTrace::d_weights},
-    {"D", &AttentionBackwardTrace::D},
-    {"dMaskedScores", &AttentionBackwardTrace::d_masked_scores},
-    {"dScores", &AttentionBackwardTrace::d_scores},
-    {"dQ", &AttentionBackwardTrace::dQ},
-    {"dK", &AttentionBackwardTrace::dK},
-    {"dX", &AttentionBackwardTrace::dX},
-    {"dW_Q", &AttentionBackwardTrace::dW_Q},
-    {"dW_K", &AttentionBackwardTrace::dW_K},
-    {"dW_V", &AttentionBackwardTrace::dW_V}};
-std::string BackwardTraceMatrixNames() { return EntryNames(kBackwardTraceMatrices); }
-Mat BackwardTraceMatrix(int index) {
-  return EntryMatrix(kBackwardTraceMatrices, LastBackwardTrace(), index);
-}
+std::string BackwardTraceMatrixNames() { return TraceNames(/*forward=*/false); }
+Mat BackwardTraceMatrix(int index) { return LastTraceMatrix(/*forward=*/false, index); }
 void BackwardTraceClear() {
   LastBackwardTrace() = AttentionBackwardTrace();
   LastTrace() = AttentionTrace();
