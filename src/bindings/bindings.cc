@@ -60,15 +60,9 @@ class Args : public internal::ArgWords {
   ConstMatrixView In() { return View<const float>(); }
   MatrixView Out() { return View<float>(); }
 
-  // The options' words, read by the core's option table.
-  AttentionOptions Options() {
-    AttentionOptions o;
-    o.pool = Pool().get();
-    for (const internal::AttentionOptionEntry& option : internal::AttentionOptionEntries()) {
-      option.read(*this, &o);
-    }
-    return o;
-  }
+  // The options' words, read by the core's option table. Not inlined: one
+  // copy serves every call that takes options.
+  __attribute__((noinline)) AttentionOptions Options();
 
   // [num_heads, num_kv_heads, d_k, d_v] (0 = derive)
   HeadConfig Heads() {
@@ -88,6 +82,15 @@ class Args : public internal::ArgWords {
     return h;
   }
 };
+
+AttentionOptions Args::Options() {
+  AttentionOptions o;
+  o.pool = Pool().get();
+  for (const internal::AttentionOptionEntry& option : internal::AttentionOptionEntries()) {
+    option.read(*this, &o);
+  }
+  return o;
+}
 
 // The option tables' word names and default words by call kind.
 struct OptionTable {
