@@ -65,9 +65,9 @@ run_node() {
 }
 
 # The sanitizer build is the longest (clang compiling the backward's kernels
-# for every target with ASan and UBSan) and mostly runs one compiler at a
-# time: it runs in the background at low priority from the start, filling the
-# cores the other suites leave idle, and its tests run once it is done.
+# for every target with ASan and UBSan): it runs in the background at low
+# priority from the start, filling the cores the other suites leave idle, and
+# its tests run once it is done.
 mkdir -p build
 asan_build_start=$SECONDS
 nice -n 15 bash scripts/build.sh asan >build/asan-build.log 2>&1 &

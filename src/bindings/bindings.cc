@@ -19,6 +19,7 @@
 #include "attnkit/attnkit.h"
 #include "attnkit/backward_trace.h"
 #include "options.h"
+#include "src/core/attention_options.h"
 
 namespace attnkit {
 namespace bindings {
@@ -47,40 +48,21 @@ std::unique_ptr<ThreadPool>& Pool() {
 }
 
 // Every call reads its arguments from one block of 32-bit words that the JS
-// layer (src/js/api.js, args()) writes into wasm memory, in the order each
+// layer (src/js/marshal.js) writes into wasm memory, in the order each
 // function lists: a matrix is 3 words [address, rows, cols] (address 0 =
-// none), a count 1 word, options the words of kAttentionOptions. One integer
-// crosses the JS boundary per call, so a small call costs no Embind object
-// conversions or allocations.
-class Args {
+// none), a count 1 word, options the words of the core's option table
+// (src/core/attention_options.h). One integer crosses the JS boundary per
+// call, so a small call costs no Embind object conversions or allocations.
+class Args : public internal::ArgWords {
  public:
-  explicit Args(uintptr_t address) : w_(reinterpret_cast<const uint32_t*>(address)) {}
+  explicit Args(uintptr_t address) : ArgWords(reinterpret_cast<const uint32_t*>(address)) {}
 
-  uint32_t Word() { return *w_++; }
-  float Float() {
-    float f;
-    std::memcpy(&f, w_++, sizeof(f));
-    return f;
-  }
-  template <typename T>
-  MatrixViewT<T> View() {
-    const uint32_t address = Word(), rows = Word(), cols = Word();
-    if (address == 0) return MatrixViewT<T>();
-    return MatrixViewT<T>(reinterpret_cast<T*>(address), rows, cols);
-  }
   ConstMatrixView In() { return View<const float>(); }
   MatrixView Out() { return View<float>(); }
 
-  // The options' words, read by kAttentionOptions.
-  AttentionOptions Options();
-
-  // [batch, heads] of a mask tensor
-  MaskLayout Layout() {
-    MaskLayout layout;
-    layout.batch = Word();
-    layout.heads = Word();
-    return layout;
-  }
+  // The options' words, read by the core's option table. Not inlined: one
+  // copy serves every call that takes options.
+  __attribute__((noinline)) AttentionOptions Options();
 
   // [num_heads, num_kv_heads, d_k, d_v] (0 = derive)
   HeadConfig Heads() {
@@ -99,70 +81,14 @@ class Args {
     h.layout = static_cast<HeadLayout>(Word());
     return h;
   }
-
- private:
-  const uint32_t* w_;
-};
-
-// An attention option: the names of its words (comma-separated, as the JS
-// schema's `words`) and how they are read into AttentionOptions.
-struct AttentionOption {
-  const char* words;
-  void (*read)(Args& a, AttentionOptions* o);
-};
-// The attention options in the order of ATTENTION_OPTIONS in src/js/options.js
-// (tests/js/option-layout.test.js compares the words). Absent options arrive
-// as their defaults: scale 0 (derived from d_k), key_length -1 (all keys),
-// views and arrays at address 0, mask layouts 1 x 1.
-constexpr AttentionOption kAttentionOptions[] = {
-    {"scale",
-     [](Args& a, AttentionOptions* o) {
-       const float scale = a.Float();
-       if (scale > 0) o->scale = scale;
-     }},
-    {"softcap", [](Args& a, AttentionOptions* o) { o->softcap = a.Float(); }},
-    {"causal", [](Args& a, AttentionOptions* o) { o->causal = a.Word() != 0; }},
-    {"causal_alignment",
-     [](Args& a, AttentionOptions* o) {
-       o->causal_alignment =
-           a.Word() != 0 ? CausalAlignment::kUpperLeft : CausalAlignment::kLowerRight;
-     }},
-    {"causal_offset",
-     [](Args& a, AttentionOptions* o) { o->causal_offset = static_cast<int32_t>(a.Word()); }},
-    {"causal_offsets,causal_offsets.count",
-     [](Args& a, AttentionOptions* o) {
-       const int32_t* offsets = reinterpret_cast<const int32_t*>(a.Word());
-       const uint32_t count = a.Word();
-       o->causal_offsets.assign(offsets, offsets + count);
-     }},
-    {"key_length",
-     [](Args& a, AttentionOptions* o) {
-       const int32_t key_length = static_cast<int32_t>(a.Word());
-       if (key_length >= 0) o->key_length = static_cast<size_t>(key_length);
-     }},
-    {"key_lengths,key_lengths.count",
-     [](Args& a, AttentionOptions* o) {
-       const uint32_t* lengths = reinterpret_cast<const uint32_t*>(a.Word());
-       const uint32_t count = a.Word();
-       o->key_lengths.assign(lengths, lengths + count);
-     }},
-    {"bool_mask,bool_mask.rows,bool_mask.cols,bool_mask_layout.batch,bool_mask_layout.heads",
-     [](Args& a, AttentionOptions* o) {
-       o->bool_mask = a.View<const uint8_t>();
-       o->bool_mask_layout = a.Layout();
-     }},
-    {"additive_mask,additive_mask.rows,additive_mask.cols,additive_mask_layout.batch,"
-     "additive_mask_layout.heads",
-     [](Args& a, AttentionOptions* o) {
-       o->additive_mask = a.In();
-       o->additive_mask_layout = a.Layout();
-     }},
 };
 
 AttentionOptions Args::Options() {
   AttentionOptions o;
   o.pool = Pool().get();
-  for (const AttentionOption& option : kAttentionOptions) option.read(*this, &o);
+  for (const internal::AttentionOptionEntry& option : internal::AttentionOptionEntries()) {
+    option.read(*this, &o);
+  }
   return o;
 }
 
@@ -179,7 +105,7 @@ std::map<std::string, OptionTable>& OptionTables() {
 std::string OptionLayout(const std::string& kind) {
   if (kind == "attention") {
     std::string layout;
-    for (const AttentionOption& option : kAttentionOptions) {
+    for (const internal::AttentionOptionEntry& option : internal::AttentionOptionEntries()) {
       if (!layout.empty()) layout += ',';
       layout += option.words;
     }
@@ -330,6 +256,12 @@ AttentionTrace& LastTrace() {
   static AttentionTrace trace;
   return trace;
 }
+// The last backward trace's own matrices, kept until backwardTraceClear();
+// its forward trace goes to LastTrace(), read as a forward trace's.
+AttentionBackwardTrace& LastBackwardTrace() {
+  static AttentionBackwardTrace trace;
+  return trace;
+}
 // X, W_Q, W_K, W_V, options
 int TraceJs(uintptr_t args) {
   Args a(args);
@@ -342,53 +274,66 @@ int TraceQKVJs(uintptr_t args) {
   const ConstMatrixView Q = a.In(), K = a.In(), V = a.In();
   return Report(TraceAttentionQKV(Q, K, V, a.Options(), &LastTrace()));
 }
-// A trace's matrices in the order its reader (traceMatrix(index),
-// backwardTraceMatrix(index)) reads them, under the names the JS result uses:
-// the one source of that protocol (traceMatrixNames, backwardTraceMatrixNames).
-template <typename Trace>
+// The trace matrices in the order their readers read them, under the names
+// the JS result uses: the one source of that protocol. The forward trace's
+// (traceMatrix(index), traceMatrixNames: the last trace, LastTrace()), then
+// the backward trace's own (backwardTraceMatrix(index),
+// backwardTraceMatrixNames: LastBackwardTrace()).
 struct TraceEntry {
   const char* name;
-  Matrix Trace::*matrix;
+  Matrix AttentionTrace::*forward;           // null: a backward trace's matrix
+  Matrix AttentionBackwardTrace::*backward;  // null: a forward trace's matrix
 };
-// The names of a trace's matrices, comma-separated, index order.
-template <typename Trace, size_t N>
-std::string EntryNames(const TraceEntry<Trace> (&entries)[N]) {
+constexpr TraceEntry kTraceMatrices[] = {
+    {"X", &AttentionTrace::X, nullptr},
+    {"Q", &AttentionTrace::Q, nullptr},
+    {"K", &AttentionTrace::K, nullptr},
+    {"V", &AttentionTrace::V, nullptr},
+    {"rawScores", &AttentionTrace::raw_scores, nullptr},
+    {"scaledScores", &AttentionTrace::scaled_scores, nullptr},
+    {"maskedScores", &AttentionTrace::masked_scores, nullptr},
+    {"weights", &AttentionTrace::weights, nullptr},
+    {"output", &AttentionTrace::output, nullptr},
+    {"dO", nullptr, &AttentionBackwardTrace::dO},
+    {"dV", nullptr, &AttentionBackwardTrace::dV},
+    {"dWeights", nullptr, &AttentionBackwardTrace::d_weights},
+    {"D", nullptr, &AttentionBackwardTrace::D},
+    {"dMaskedScores", nullptr, &AttentionBackwardTrace::d_masked_scores},
+    {"dScores", nullptr, &AttentionBackwardTrace::d_scores},
+    {"dQ", nullptr, &AttentionBackwardTrace::dQ},
+    {"dK", nullptr, &AttentionBackwardTrace::dK},
+    {"dX", nullptr, &AttentionBackwardTrace::dX},
+    {"dW_Q", nullptr, &AttentionBackwardTrace::dW_Q},
+    {"dW_K", nullptr, &AttentionBackwardTrace::dW_K},
+    {"dW_V", nullptr, &AttentionBackwardTrace::dW_V},
+};
+// The names of the forward (or the backward) trace's matrices,
+// comma-separated, index order.
+std::string TraceNames(bool forward) {
   std::string names;
-  for (const TraceEntry<Trace>& e : entries) {
+  for (const TraceEntry& e : kTraceMatrices) {
+    if ((e.forward != nullptr) != forward) continue;
     if (!names.empty()) names += ',';
     names += e.name;
   }
   return names;
 }
-// Matrix `index` of `trace` (an empty Mat out of range).
-template <typename Trace, size_t N>
-Mat EntryMatrix(const TraceEntry<Trace> (&entries)[N], const Trace& trace, int index) {
-  if (index < 0 || index >= static_cast<int>(N)) return Mat();
-  return ToMat((trace.*entries[index].matrix).view());
+// Matrix `index` of the last forward (or backward) trace (an empty Mat out of
+// range).
+Mat LastTraceMatrix(bool forward, int index) {
+  for (const TraceEntry& e : kTraceMatrices) {
+    if ((e.forward != nullptr) != forward || index-- != 0) continue;
+    return ToMat((forward ? LastTrace().*e.forward : LastBackwardTrace().*e.backward).view());
+  }
+  return Mat();
 }
 
-constexpr TraceEntry<AttentionTrace> kTraceMatrices[] = {
-    {"X", &AttentionTrace::X},
-    {"Q", &AttentionTrace::Q},
-    {"K", &AttentionTrace::K},
-    {"V", &AttentionTrace::V},
-    {"rawScores", &AttentionTrace::raw_scores},
-    {"scaledScores", &AttentionTrace::scaled_scores},
-    {"maskedScores", &AttentionTrace::masked_scores},
-    {"weights", &AttentionTrace::weights},
-    {"output", &AttentionTrace::output}};
-std::string TraceMatrixNames() { return EntryNames(kTraceMatrices); }
+std::string TraceMatrixNames() { return TraceNames(/*forward=*/true); }
 // Matrix `index` of the last trace.
-Mat TraceMatrix(int index) { return EntryMatrix(kTraceMatrices, LastTrace(), index); }
+Mat TraceMatrix(int index) { return LastTraceMatrix(/*forward=*/true, index); }
 float TraceScale() { return LastTrace().scale; }
 void TraceClear() { LastTrace() = AttentionTrace(); }
 
-// The last backward trace's own matrices, kept until backwardTraceClear();
-// its forward trace goes to LastTrace(), read as a forward trace's.
-AttentionBackwardTrace& LastBackwardTrace() {
-  static AttentionBackwardTrace trace;
-  return trace;
-}
 int KeepBackwardTrace(const Status& s) {
   LastTrace() = std::move(LastBackwardTrace().forward);
   LastBackwardTrace().forward = AttentionTrace();
@@ -408,23 +353,8 @@ int TraceBackwardQKVJs(uintptr_t args) {
   return KeepBackwardTrace(
       TraceAttentionBackwardQKV(Q, K, V, dO, a.Options(), &LastBackwardTrace()));
 }
-constexpr TraceEntry<AttentionBackwardTrace> kBackwardTraceMatrices[] = {
-    {"dO", &AttentionBackwardTrace::dO},
-    {"dV", &AttentionBackwardTrace::dV},
-    {"dWeights", &AttentionBackwardTrace::d_weights},
-    {"D", &AttentionBackwardTrace::D},
-    {"dMaskedScores", &AttentionBackwardTrace::d_masked_scores},
-    {"dScores", &AttentionBackwardTrace::d_scores},
-    {"dQ", &AttentionBackwardTrace::dQ},
-    {"dK", &AttentionBackwardTrace::dK},
-    {"dX", &AttentionBackwardTrace::dX},
-    {"dW_Q", &AttentionBackwardTrace::dW_Q},
-    {"dW_K", &AttentionBackwardTrace::dW_K},
-    {"dW_V", &AttentionBackwardTrace::dW_V}};
-std::string BackwardTraceMatrixNames() { return EntryNames(kBackwardTraceMatrices); }
-Mat BackwardTraceMatrix(int index) {
-  return EntryMatrix(kBackwardTraceMatrices, LastBackwardTrace(), index);
-}
+std::string BackwardTraceMatrixNames() { return TraceNames(/*forward=*/false); }
+Mat BackwardTraceMatrix(int index) { return LastTraceMatrix(/*forward=*/false, index); }
 void BackwardTraceClear() {
   LastBackwardTrace() = AttentionBackwardTrace();
   LastTrace() = AttentionTrace();

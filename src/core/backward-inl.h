@@ -1,11 +1,10 @@
 // attnkit: the backward of one attention head (see backward.h for the maths),
-// per target (toggled include guard), compiled by backward.cc. It runs the
-// forward's steps (steps-inl.h) and GEMM (ops-inl.h) on [kGradQueryBlock,
-// kGradKeyBlock] tiles of scores and never holds a [T_q, T_k] matrix (Dao
-// 2023, FlashAttention-2). The training forward, which saves O and each
-// row's log-sum-exp lse, is the fused kernel itself (flash-inl.h, with
-// HeadTask::lse). Per key block, per query block, for Q [T_q, d_k],
-// K [T_k, d_k], V [T_k, d_v], O and dO [T_q, d_v]:
+// per target (toggled include guard), compiled by the backward's kernel files
+// (backward-kernels-inl.h). It runs the forward's steps (steps-inl.h) and
+// GEMM (ops-inl.h) on [kGradQueryBlock, kGradKeyBlock] tiles of scores and
+// never holds a [T_q, T_k] matrix (Dao 2023, FlashAttention-2). The training forward, which saves O
+// and each row's log-sum-exp lse, is the fused kernel itself (flash-inl.h, with HeadTask::lse). Per
+// key block, per query block, for Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v], O and dO [T_q, d_v]:
 //   the forward's steps, recomputed:
 //     Scores, ScaleSoftcap  S = Q K^T scale (K^T packed times the scale), then
 //                           softcap, keeping its slope 1 - tanh^2
@@ -356,7 +355,7 @@ HWY_INLINE void WriteQueryGradients(const internal::GradTask& task) {
 // (kSmallGradFloats): kt, vt, then the tiles s (S, then P), dp (dP, then
 // dS) and slope [kGradQueries, kGradKeys]. Returns false if a gradient
 // overflowed.
-HWY_NOINLINE bool SmallBackward(const internal::GradTask& task) {
+inline HWY_NOINLINE bool SmallBackward(const internal::GradTask& task) {
   const internal::HeadTask& h = task.head;
   const size_t T_q = h.Q.rows, T_k = h.K.rows, d_k = h.Q.cols, d_v = h.V.cols;
   // Keys no query sees get no gradient; nothing past them is packed or read.

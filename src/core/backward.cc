@@ -2,7 +2,8 @@
 // argument, then computes through one dispatch to the best SIMD target per
 // pass: the training forward is the fused kernel of dispatch.cc (an
 // AttentionJob whose heads keep their log-sum-exp); the backward's kernels
-// (backward-inl.h) compile here, for every target.
+// (backward-inl.h) compile for every target in files of their own
+// (backward-kernels-inl.h), whose entry points this file's tables dispatch to.
 #include "attnkit/backward.h"
 
 #include <algorithm>
@@ -21,30 +22,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
 #include "hwy/highway.h"
-#include "src/core/backward-inl.h"
-
-HWY_BEFORE_NAMESPACE();
-namespace attnkit {
-namespace HWY_NAMESPACE {
-
-bool AttentionBackwardT(const internal::GradTask& task) { return Backward(task); }
-
-bool MultiHeadBackwardT(const internal::MultiGradTask& job) { return MultiBackward(job); }
-
-// The lean path of a small backward (task.small): its inputs checked finite
-// (lse may hold -inf), then SmallBackward, in one dispatch.
-internal::SmallResult SmallBackwardT(const internal::GradTask& task) {
-  const internal::HeadTask& t = task.head;
-  if (!AllFiniteFlat(t.Q) || !AllFiniteFlat(t.K) || !AllFiniteFlat(t.V) ||
-      !AllFiniteFlat(task.dO) || !AllFiniteFlat(t.out) || !AllFiniteFlat<true>(t.lse)) {
-    return internal::SmallResult::kNonFiniteInput;
-  }
-  return SmallBackward(task) ? internal::SmallResult::kOk : internal::SmallResult::kOverflow;
-}
-
-}  // namespace HWY_NAMESPACE
-}  // namespace attnkit
-HWY_AFTER_NAMESPACE();
+#include "src/core/backward-kernels-inl.h"
 
 #if HWY_ONCE
 namespace attnkit {
@@ -281,7 +259,6 @@ Status CheckMultiQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, si
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("Q", Q));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("K", K));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("V", V));
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, batch));
   return internal::CheckOptions(options, m->T_q, m->T_k, /*batched=*/true, batch,
                                 m->heads.num_heads);
 }
@@ -558,7 +535,6 @@ Status MultiHeadAttentionBackward(ConstMatrixView X, size_t batch, const MultiHe
   ATTNKIT_RETURN_IF_ERROR(internal::CheckMultiHeadWeights(weights, X.cols, m.heads, &d_out));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("X", X));
   ATTNKIT_RETURN_IF_ERROR(CheckLayerGradients(X, weights, d_out, dOut, grads));
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, batch));
   ATTNKIT_RETURN_IF_ERROR(
       internal::CheckOptions(options, m.T_q, m.T_k, /*batched=*/true, batch, m.heads.num_heads));
   const size_t rows = X.rows, hk = m.heads.num_heads * m.heads.d_k;

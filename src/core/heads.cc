@@ -165,15 +165,6 @@ Status CheckMultiHeadQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V
                     "num_kv_heads * d_v");
 }
 
-Status CheckKeyLengthCount(const AttentionOptions& options, size_t batch) {
-  if (!options.key_lengths.empty() && options.key_lengths.size() != batch) {
-    return Status(ErrorCode::kInvalidArgument, "key_lengths",
-                  "expected batch = " + std::to_string(batch) + " lengths (or none), got " +
-                      std::to_string(options.key_lengths.size()));
-  }
-  return Status::Ok();
-}
-
 void AddHeadTasks(ConstMatrixView Q, MatrixView out, size_t batch, size_t T_q, size_t T_k,
                   const Heads& heads, const AttentionOptions& options,
                   const std::function<void(size_t, size_t, ConstMatrixView*, ConstMatrixView*)>& kv,

@@ -51,9 +51,6 @@ Status ResolveHeads(const HeadConfig& config, size_t q_cols, const char* q_cols_
 // rows / batch, checking batch > 0 and that it divides rows.
 Status SequenceLength(const char* name, size_t rows, size_t batch, size_t* seq_len);
 
-// Checks options.key_lengths has 0 or `batch` entries.
-Status CheckKeyLengthCount(const AttentionOptions& options, size_t batch);
-
 // The shapes of a multi-head call on projected heads, in heads.layout.
 struct MultiHeadShape {
   Heads heads;

@@ -220,7 +220,6 @@ Status AttendCached(ConstMatrixView Q_new, const KVCache& cache, size_t num_head
         internal::CheckOutputsApart({{"out", out}, {"weights", weights}}, {{"Q_new", Q_new}}));
   }
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("Q_new", Q_new));
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, cache.batch()));
   internal::AttentionJob job;
   job.source = "Q_new";
   job.values = "cache";
@@ -257,7 +256,6 @@ Status MultiHeadDecode(ConstMatrixView X_new, const MultiHeadWeights& weights,
   ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, "X_new", X_new));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("X_new", X_new));
   ATTNKIT_RETURN_IF_ERROR(CheckRoom("X_new", *cache, T_new));
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, cache->batch()));
   const size_t T_k = cache->size() + T_new;
   internal::AttentionJob job;
   job.source = "X_new";

@@ -239,7 +239,6 @@ Status MultiHeadAttentionQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixVi
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("Q", Q));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("K", K));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("V", V));
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, batch));
   internal::AttentionJob job;
   ATTNKIT_RETURN_IF_ERROR(
       internal::CheckOptions(options, T_q, T_total, /*batched=*/true, batch, heads.num_heads));
@@ -299,7 +298,6 @@ Status MultiHeadLayer(ConstMatrixView X, size_t batch, size_t T, const internal:
                  weights.W_O.empty() ? "num_heads * d_v" : "the columns of W_O"));
   ATTNKIT_RETURN_IF_ERROR(CheckNoOverlap("out", out, "X", X));
   ATTNKIT_RETURN_IF_ERROR(CheckFinite("X", X));
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckKeyLengthCount(options, batch));
   internal::AttentionJob job;
   job.source = "X";
   ATTNKIT_RETURN_IF_ERROR(

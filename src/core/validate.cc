@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "attnkit/attention.h"
+#include "src/core/attention_options.h"
 #include "src/core/internal.h"
 
 namespace attnkit {
@@ -16,9 +17,6 @@ namespace internal {
 namespace {
 
 std::string Str(size_t v) { return std::to_string(v); }
-
-// "1 row", "3 rows".
-std::string Count(size_t n, const char* noun) { return Str(n) + " " + noun + (n == 1 ? "" : "s"); }
 
 // True if no value of row [n] is NaN or +-inf (all exponent bits set). Written
 // on the bits, without branches, so that the compiler vectorises it. Only
@@ -41,6 +39,10 @@ std::string FloatString(float v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%g", static_cast<double>(v));
   return buf;
+}
+
+std::string CountString(size_t n, const char* noun) {
+  return Str(n) + " " + noun + (n == 1 ? "" : "s");
 }
 
 std::string ShapeString(size_t rows, size_t cols) {
@@ -97,13 +99,13 @@ Status CheckShape(const char* name, MatrixViewT<T> v, size_t rows, size_t cols,
   const std::string n(name);
   if (v.rows != rows) {
     return Status(ErrorCode::kShapeMismatch, n,
-                  "expected " + Count(rows, "row") + " (" + rows_note + "), got " + Str(v.rows) +
-                      " (shape " + ShapeString(v.rows, v.cols) + ")");
+                  "expected " + CountString(rows, "row") + " (" + rows_note + "), got " +
+                      Str(v.rows) + " (shape " + ShapeString(v.rows, v.cols) + ")");
   }
   if (v.cols != cols) {
     return Status(ErrorCode::kShapeMismatch, n,
-                  "expected " + Count(cols, "column") + " (" + cols_note + "), got " + Str(v.cols) +
-                      " (shape " + ShapeString(v.rows, v.cols) + ")");
+                  "expected " + CountString(cols, "column") + " (" + cols_note + "), got " +
+                      Str(v.cols) + " (shape " + ShapeString(v.rows, v.cols) + ")");
   }
   return Status::Ok();
 }
@@ -175,43 +177,7 @@ bool DisjointInterleaved(ConstMatrixView out, ConstMatrixView in) {
 
 namespace {
 
-// A mask [batch * heads * (T_q or 1), keys <= T_k] laid out as `layout` says
-// (see MaskLayout); checked here once so that SetHeadMasks can slice it.
-template <typename T>
-Status CheckMask(const char* name, const char* layout_name, MatrixViewT<T> m, MaskLayout layout,
-                 size_t T_q, size_t T_k, size_t batch, size_t num_heads) {
-  ATTNKIT_RETURN_IF_ERROR(CheckView(name, m));
-  const std::string ln(layout_name);
-  if (layout.batch != 1 && layout.batch != batch) {
-    return Status(ErrorCode::kShapeMismatch, name,
-                  "expected a batch extent (" + ln + ".batch) of 1 or batch = " + Str(batch) +
-                      ", got " + Str(layout.batch));
-  }
-  if (layout.heads != 1 && layout.heads != num_heads) {
-    return Status(ErrorCode::kShapeMismatch, name,
-                  "expected a head extent (" + ln + ".heads) of 1 or num_heads = " +
-                      Str(num_heads) + ", got " + Str(layout.heads));
-  }
-  const size_t blocks = layout.batch * layout.heads;  // both small: checked above
-  size_t rows;
-  ATTNKIT_RETURN_IF_ERROR(CheckedProduct(name, blocks, T_q, &rows));
-  if (m.rows != rows && m.rows != blocks) {
-    return Status(ErrorCode::kShapeMismatch, name,
-                  "expected " + Str(rows) + " rows (" + ln + ".batch " + Str(layout.batch) + " * " +
-                      ln + ".heads " + Str(layout.heads) + " * T_q " + Str(T_q) + ") or " +
-                      Str(blocks) + " (one row shared by every query), got " + Str(m.rows) +
-                      " (shape " + ShapeString(m.rows, m.cols) + ")");
-  }
-  if (m.cols > T_k) {
-    return Status(ErrorCode::kShapeMismatch, name,
-                  "expected at most T_k = " + Str(T_k) +
-                      " columns (the key count; keys past a shorter mask are masked), got " +
-                      Str(m.cols) + " (shape " + ShapeString(m.rows, m.cols) + ")");
-  }
-  return Status::Ok();
-}
-
-// The rows of (item, head) of a mask checked by CheckMask: [T_q, cols], with
+// The rows of (item, head) of a mask checked by CheckOptions: [T_q, cols], with
 // row stride 0 when one row serves every query.
 template <typename T>
 MatrixViewT<T> MaskSlice(MatrixViewT<T> m, MaskLayout layout, size_t item, size_t head,
@@ -238,70 +204,9 @@ ScoreParams ScoreParamsOf(const AttentionOptions& o, size_t default_scale_dim) {
 
 Status CheckOptions(const AttentionOptions& o, size_t T_q, size_t T_k, bool batched, size_t batch,
                     size_t num_heads) {
-  if (o.scale.has_value()) {
-    const float s = *o.scale;
-    if (!std::isfinite(s) || !(s > 0.0f)) {
-      return Status(ErrorCode::kInvalidArgument, "scale",
-                    "expected a finite number > 0, got " + FloatString(s));
-    }
-  }
-  if (!std::isfinite(o.softcap) || o.softcap < 0.0f) {
-    return Status(ErrorCode::kInvalidArgument, "softcap",
-                  "expected 0 (off) or a finite number > 0, got " + FloatString(o.softcap));
-  }
-  if (o.key_length.has_value() && *o.key_length > T_k) {
-    return Status(ErrorCode::kInvalidArgument, "key_length",
-                  "expected at most T_k = " + Str(T_k) + ", got " + Str(*o.key_length));
-  }
-  if (!o.key_lengths.empty() && !batched) {
-    return Status(ErrorCode::kInvalidArgument, "key_lengths",
-                  "expected empty for a single sequence (use key_length), got " +
-                      Count(o.key_lengths.size(), "length"));
-  }
-  for (size_t b = 0; b < o.key_lengths.size(); ++b) {
-    if (o.key_lengths[b] > T_k) {
-      return Status(ErrorCode::kInvalidArgument, "key_lengths[" + Str(b) + "]",
-                    "expected at most T_k = " + Str(T_k) + ", got " + Str(o.key_lengths[b]));
-    }
-  }
-  if (o.causal_alignment != CausalAlignment::kLowerRight &&
-      o.causal_alignment != CausalAlignment::kUpperLeft) {
-    return Status(ErrorCode::kInvalidArgument, "causal_alignment",
-                  "expected kLowerRight (0) or kUpperLeft (1), got " +
-                      std::to_string(static_cast<int>(o.causal_alignment)));
-  }
-  if (o.causal_offset != 0 && o.causal_alignment != CausalAlignment::kUpperLeft) {
-    return Status(ErrorCode::kInvalidArgument, "causal_offset",
-                  "expected 0 with causal_alignment kLowerRight (the offset moves the kUpperLeft "
-                  "frontier: set causal_alignment = kUpperLeft), got " +
-                      std::to_string(o.causal_offset));
-  }
-  if (!o.causal_offsets.empty()) {
-    if (!batched) {
-      return Status(ErrorCode::kInvalidArgument, "causal_offsets",
-                    "expected empty for a single sequence (use causal_offset), got " +
-                        Count(o.causal_offsets.size(), "offset"));
-    }
-    if (o.causal_alignment != CausalAlignment::kUpperLeft) {
-      return Status(ErrorCode::kInvalidArgument, "causal_offsets",
-                    "expected empty with causal_alignment kLowerRight (offsets apply to "
-                    "kUpperLeft), got " +
-                        Count(o.causal_offsets.size(), "offset"));
-    }
-    if (o.causal_offsets.size() != batch) {
-      return Status(ErrorCode::kInvalidArgument, "causal_offsets",
-                    "expected batch = " + Str(batch) + " offsets (or none), got " +
-                        Str(o.causal_offsets.size()));
-    }
-  }
-  if (!o.bool_mask.empty()) {
-    ATTNKIT_RETURN_IF_ERROR(CheckMask("bool_mask", "bool_mask_layout", o.bool_mask,
-                                      o.bool_mask_layout, T_q, T_k, batch, num_heads));
-  }
-  if (!o.additive_mask.empty()) {
-    ATTNKIT_RETURN_IF_ERROR(CheckMask("additive_mask", "additive_mask_layout", o.additive_mask,
-                                      o.additive_mask_layout, T_q, T_k, batch, num_heads));
-    ATTNKIT_RETURN_IF_ERROR(CheckFinite("additive_mask", o.additive_mask, /*allow_neg_inf=*/true));
+  const OptionShapes shapes{T_q, T_k, batched, batch, num_heads};
+  for (const AttentionOptionEntry& option : AttentionOptionEntries()) {
+    if (option.check) ATTNKIT_RETURN_IF_ERROR(option.check(o, shapes));
   }
   return Status::Ok();
 }

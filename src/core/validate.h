@@ -23,6 +23,9 @@ namespace internal {
 // exhausting memory.
 constexpr size_t kMaxElements = size_t{1} << 28;
 
+// "1 row", "3 rows"
+std::string CountString(size_t n, const char* noun);
+
 // "[3, 4]"
 std::string ShapeString(size_t rows, size_t cols);
 
@@ -140,8 +143,10 @@ inline Status CheckOutputsApart(std::initializer_list<NamedView> outputs,
 }
 
 // Checks options against the shapes of one head [T_q, T_k], `batch` items
-// and `num_heads` query heads (1 and 1 for single-head calls). `batched`:
-// whether options.key_lengths and causal_offsets may be used.
+// and `num_heads` query heads (1 and 1 for single-head calls): each option's
+// check (attention_options.h), in the table's order. `batched`: whether
+// options.key_lengths and causal_offsets may be used (key_lengths: 0 or
+// `batch` of them).
 Status CheckOptions(const AttentionOptions& options, size_t T_q, size_t T_k, bool batched,
                     size_t batch, size_t num_heads);
 

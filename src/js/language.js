@@ -6,7 +6,16 @@
 import { AttnkitTypeError, describe, rangeError, typeError } from "./errors.js";
 import { checkCount } from "./convert.js";
 import { CORE_NAMES, names, scalarWord, seedWords } from "./marshal.js";
-import { SAMPLING_OPTIONS, checkObject, coreNames, resolveOptions } from "./options.js";
+import {
+  DATASET_OPTIONS,
+  GENERATE_KEYS,
+  GENERATE_OPTIONS,
+  SAMPLING_OPTIONS,
+  checkObject,
+  coreNames,
+  optionShape,
+  resolveOptions,
+} from "./options.js";
 import { brand } from "./handles.js";
 
 // The core's limits (text.h): UTF-8 bytes of a text, distinct characters.
@@ -17,10 +26,6 @@ export const UNKNOWN = "\uFFFD";
 // Windows per forward of TextDataset.validationLoss: at most a training
 // batch's rows, so that the model's forward buffers never grow for it.
 const VALIDATION_CHUNK = 8;
-// The most characters one model.generate call samples (with its steps, each
-// keeps its logits and every layer's attention): a longer text comes from a
-// sampler, one next() at a time.
-export const MAX_GENERATE_LENGTH = 65536;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: true });
@@ -171,11 +176,9 @@ function createTokenizer(ctx, text) {
 }
 
 // A dataset's Status names its options.
-const DATASET_NAMES = names({
-  vocabulary: "options.vocabulary",
-  seq_len: "options.seqLen",
-  validation_windows: "options.validationWindows",
-});
+const DATASET_NAMES = names(coreNames(DATASET_OPTIONS));
+// The conversions of the options schemas' `convert` entries.
+const CONVERTS = { seed: seedWords, vocabulary: vocabularyCodePoints };
 
 export class TextDataset {
   constructor(ctx, text, options) {
@@ -183,21 +186,13 @@ export class TextDataset {
     const o = checkOptions(
       "options",
       options,
-      ["seqLen", "seed", "validationWindows", "vocabulary"],
-      "{seqLen, seed?, validationWindows?, vocabulary?}",
+      DATASET_OPTIONS.map((e) => e.name),
+      optionShape(DATASET_OPTIONS),
     );
     if (options === undefined)
       throw typeError("options", "an object {seqLen, seed?, ...}", options);
-    const seqLen = checkCount("options.seqLen", o.seqLen);
-    const seed = o.seed === undefined ? [0, 0] : seedWords("options.seed", o.seed);
-    const windows =
-      o.validationWindows === undefined
-        ? 128
-        : checkCount("options.validationWindows", o.validationWindows);
-    const codes =
-      o.vocabulary === undefined
-        ? new Uint32Array(0)
-        : vocabularyCodePoints("options.vocabulary", o.vocabulary);
+    const resolved = resolveOptions(DATASET_OPTIONS, o, CONVERTS);
+    const { seqLen, seed, validationWindows: windows, vocabulary: codes } = resolved;
     let handle = 0;
     const args = textCall(ctx, "text", DATASET_NAMES, [bytes, codes], (a, [t, v]) => {
       handle = ctx.M.datasetCreate(
@@ -398,20 +393,10 @@ function generate(ctx, model, modelHandle, prompt, options) {
   const o = checkOptions(
     "options",
     options,
-    ["length", "steps", "temperature", "topK", "seed"],
-    "{length?, steps?, temperature?, topK?, seed?}",
+    GENERATE_KEYS.map((e) => e.name),
+    optionShape(GENERATE_KEYS),
   );
-  const length = o.length === undefined ? 100 : checkCount("options.length", o.length);
-  if (length > MAX_GENERATE_LENGTH) {
-    throw rangeError(
-      "options.length",
-      `at most ${MAX_GENERATE_LENGTH} characters per generate call (more: model.sampler() and next())`,
-      `${length}`,
-    );
-  }
-  if (o.steps !== undefined && typeof o.steps !== "boolean")
-    throw typeError("options.steps", "a boolean", o.steps);
-  const full = o.steps !== false;
+  const { length, steps: full } = resolveOptions(GENERATE_OPTIONS, o);
   const { length: _, steps: __, ...sampling } = o;
   const sampler = new Sampler(ctx, model, modelHandle, prompt, sampling);
   try {

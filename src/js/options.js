@@ -1,11 +1,14 @@
 // attnkit: the options of each call, described once. An entry names the JS
 // key, the C++ field a core Status names (`core`), the argument words the
 // bindings read for it (`words`, in the order of the C++ decoder's table in
-// src/bindings: tests/js/option-layout.test.js compares the two), how its
+// src/core/attention_options.cc and src/bindings: tests/js/option-layout.test.js
+// compares the two), how its
 // value becomes them (`word`), its default (the C++ struct's, compared by the
 // same test) and its check. The JS checks, the argument words (marshal.js,
 // model.js, language.js), the C++ -> JS names of errors and the docs' option
-// tables are derived from these lists.
+// tables are derived from these lists. An entry that `convert`s its value
+// names a conversion its caller supplies (language.js: "seed" -> words,
+// "vocabulary" -> code points); `required` entries are checked when absent.
 //
 // Word kinds: "f32" (the float32's bits), "bool" (0 or 1), "enum" (the index
 // of the value in `values`), "int" (a 32-bit integer, `none` when absent),
@@ -70,7 +73,7 @@ const int32 = (name, v) => {
 
 /**
  * The options of every attention call (AttentionOptions in attention.h; read
- * by the attention option table in src/bindings/bindings.cc). `check(value,
+ * and checked by the core's option table, src/core/attention_options.cc). `check(value,
  * options, outKeys)` runs when the options are checked, `input(value)` when
  * the call lays out its inputs (arrays become inputs in wasm memory).
  */
@@ -268,6 +271,65 @@ export const SAMPLING_OPTIONS = [
   { name: "topK", core: "top_k", word: "count", words: ["top_k"], default: 0 },
 ];
 
+// The most characters one model.generate call samples (with its steps, each
+// keeps its logits and every layer's attention): a longer text comes from a
+// sampler, one next() at a time.
+export const MAX_GENERATE_LENGTH = 65536;
+
+/** A seed: the [lo, hi] words of a non-negative safe integer or a BigInt (0 when absent). */
+const SEED_OPTION = { name: "seed", convert: "seed", default: [0, 0] };
+
+/**
+ * TextDataset's options (TextDataset::Create in text.h, whose Status names
+ * `core`): a window's length, the seed of its windows, the validation
+ * windows and a fixed vocabulary (characters, "\uFFFD" first).
+ */
+export const DATASET_OPTIONS = [
+  {
+    name: "seqLen",
+    core: "seq_len",
+    required: true,
+    check: (v) => void checkCount("options.seqLen", v),
+  },
+  SEED_OPTION,
+  {
+    name: "validationWindows",
+    core: "validation_windows",
+    default: 128,
+    check: (v) => void checkCount("options.validationWindows", v),
+  },
+  { name: "vocabulary", core: "vocabulary", convert: "vocabulary", default: new Uint32Array(0) },
+];
+
+/**
+ * model.generate's own options: how many characters, and whether each
+ * step's logits and attention come back; the sampling options and the seed
+ * go to its sampler.
+ */
+export const GENERATE_OPTIONS = [
+  {
+    name: "length",
+    default: 100,
+    check(v) {
+      checkCount("options.length", v);
+      if (v > MAX_GENERATE_LENGTH) {
+        throw rangeError(
+          "options.length",
+          `at most ${MAX_GENERATE_LENGTH} characters per generate call (more: model.sampler() and next())`,
+          `${v}`,
+        );
+      }
+    },
+  },
+  { name: "steps", default: true, check: (v) => checkBoolean("options.steps", v) },
+];
+/** Every key model.generate takes: its own, then its sampler's. */
+export const GENERATE_KEYS = [...GENERATE_OPTIONS, ...SAMPLING_OPTIONS, SEED_OPTION];
+
+/** The keys of `schema` as an object's shape for errors: "{seqLen, seed?}". */
+export const optionShape = (schema) =>
+  `{${schema.map((e) => (e.required ? e.name : `${e.name}?`)).join(", ")}}`;
+
 // A trainer's and a sampler's words checked by kind (attention's have their own checks).
 const WORD_CHECKS = { f32: checkFinite, count: checkCountOrZero };
 
@@ -277,13 +339,20 @@ export function checkObject(name, value, keys, shape) {
   checkKeys(name, value, keys);
 }
 
-/** The options of `schema`, checked, every one resolved to its value or default. */
-export function resolveOptions(schema, o) {
+/**
+ * The options of `schema`, checked, every one resolved to its value or
+ * default; `converts` maps an entry's `convert` to its check and conversion,
+ * (name, value) -> the value's form for the call.
+ */
+export function resolveOptions(schema, o, converts = {}) {
   const resolved = {};
   for (const e of schema) {
-    const v = o[e.name];
-    if (v !== undefined && e.check) e.check(v, o);
-    else if (v !== undefined) WORD_CHECKS[e.word](`options.${e.name}`, v);
+    let v = o[e.name];
+    if (v !== undefined || e.required) {
+      if (e.check) e.check(v, o);
+      else if (e.convert) v = converts[e.convert](`options.${e.name}`, v);
+      else WORD_CHECKS[e.word](`options.${e.name}`, v);
+    }
     resolved[e.name] = v === undefined ? e.default : v;
   }
   return resolved;

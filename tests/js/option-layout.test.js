@@ -1,6 +1,6 @@
 // The options' two sides (issue #43): each call kind's JS schema
 // (src/js/options.js) against the C++ table that reads its words
-// (src/bindings: optionLayout, optionDefaults), and the option tables of the
+// (src/core, src/bindings: optionLayout, optionDefaults), and the option tables of the
 // docs and the .d.ts against the schema, so that an option added, moved or
 // given a new default on one side only fails here.
 import { describe, it, before } from "node:test";
@@ -10,6 +10,8 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import {
   ATTENTION_OPTIONS,
+  DATASET_OPTIONS,
+  GENERATE_OPTIONS,
   SAMPLING_OPTIONS,
   TRAINER_OPTIONS,
   wordLayout,
@@ -98,6 +100,25 @@ describe("the docs' and the types' option tables against the schemas", () => {
       assert.deepEqual(
         members.map((m) => [m.key, statedDefault(m.doc)]),
         schema.map((e) => [e.name, e.default]),
+      );
+    });
+  }
+
+  // The text calls' options stay in JS: their keys and numeric defaults.
+  for (const [name, schema] of [
+    ["TextDatasetOptions", DATASET_OPTIONS],
+    ["GenerateOptions", GENERATE_OPTIONS],
+  ]) {
+    it(`${name} in the .d.ts has the schema's optional keys and numeric defaults`, () => {
+      const optional = schema.filter((e) => !e.required);
+      assert.deepEqual(
+        interfaceMembers(dts, name).map((m) => [
+          m.key,
+          typeof optional.find((e) => e.name === m.key)?.default === "number"
+            ? statedDefault(m.doc)
+            : undefined,
+        ]),
+        optional.map((e) => [e.name, typeof e.default === "number" ? e.default : undefined]),
       );
     });
   }
