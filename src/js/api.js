@@ -18,6 +18,7 @@ import { defineKVCache } from "./kv-cache.js";
 import { definePackedWeights, isPackedWeights } from "./packed-weights.js";
 import { gradientMethods } from "./gradients.js";
 import { modelMethods } from "./model.js";
+import { withHeadScores } from "./head-scores.js";
 
 export { AttnkitError, AttnkitTypeError };
 
@@ -60,7 +61,7 @@ export function wrap(M, { simd, threads = 1, model = false, version = "", onDisp
     multiHeadAttentionQKV: (Q, K, V, config, options) =>
       multiHeadAttentionQKV(mem, Q, K, V, config, options),
     createKVCache: (config) => new KVCache(config),
-    ...modelMethods(mem, module),
+    ...withHeadScores(modelMethods(mem, module)),
     memoryBytes: () => M.HEAPU8.length,
     heapBytesInUse: () => M.heapBytesInUse(),
     dispose() {

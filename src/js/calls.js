@@ -50,6 +50,7 @@ export const MODULE_CALLS = Object.freeze({
   createTokenizer: returns("Tokenizer", MODEL),
   createTextDataset: returns("TextDataset", MODEL),
   referenceLosses: MODEL,
+  headScores: MODEL,
   memoryBytes: PLAIN,
   heapBytesInUse: PLAIN,
   dispose: PLAIN,
