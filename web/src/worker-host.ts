@@ -122,3 +122,51 @@ export function trainingLoop(o: {
     },
   };
 }
+
+/** One generated token as a view's worker keeps it for cacheCheck. */
+export interface KeptStep {
+  token: number;
+  logits: Float32Array;
+  /** Per layer, [numHeads, context]. */
+  weights: Tensor[];
+}
+
+/**
+ * The check of a generation through the KV cache: the same model's one full forward
+ * (Model.inspect) over the prompt and the generated tokens gives, at the position before
+ * each token, the logits it was sampled from and each head's attention over the cache.
+ * Tokens whose context went past maxSeqLen (the cache was rebuilt) are not checked.
+ */
+export function cacheCheck(
+  m: Model,
+  prompt: readonly number[],
+  steps: readonly KeptStep[],
+): { checked: number; maxLogitDelta: number; maxWeightDelta: number } {
+  const T = m.config.maxSeqLen;
+  const V = m.config.vocabSize;
+  const all = [...prompt, ...steps.map((s) => s.token)].slice(0, T);
+  const r = m.inspect(all);
+  const n = all.length;
+  let checked = 0,
+    maxLogitDelta = 0,
+    maxWeightDelta = 0;
+  steps.forEach((s, i) => {
+    // Token i was sampled at position prompt + i - 1, its context prompt + i tokens.
+    const pos = prompt.length + i - 1;
+    if (prompt.length + i > T || pos >= n) return;
+    checked++;
+    for (let v = 0; v < V; v++)
+      maxLogitDelta = Math.max(maxLogitDelta, Math.abs(r.logits.data[pos * V + v] - s.logits[v]));
+    s.weights.forEach((w, l) => {
+      const [H, C] = w.shape;
+      const full = r.layers[l].weights;
+      for (let h = 0; h < H; h++)
+        for (let c = 0; c < C; c++)
+          maxWeightDelta = Math.max(
+            maxWeightDelta,
+            Math.abs(w.data[h * C + c] - full.data[(h * n + pos) * n + c]),
+          );
+    });
+  });
+  return { checked, maxLogitDelta, maxWeightDelta };
+}

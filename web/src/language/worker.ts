@@ -4,7 +4,7 @@
 // every VALIDATE_EVERY steps and, at most every SAMPLE_MS, a sample paragraph from a fixed
 // prompt and seed.
 import type { AttnkitWithModel, Model, Sampler, Tensor, TextDataset, Trainer } from "attnkit";
-import { copyT, errorMessage, serve, trainingLoop, withSnapshot } from "../worker-host";
+import { cacheCheck, copyT, errorMessage, serve, trainingLoop, withSnapshot } from "../worker-host";
 import {
   SAMPLE,
   samplePrompt,
@@ -330,42 +330,11 @@ function generate(id: number, o: GenOptions, index: number, delayMs: number): vo
   gen.timer = setTimeout(next, 0);
 }
 
-/**
- * The page's check of the cache: the same model's one full forward (Model.inspect) over the
- * prompt and the generated characters gives, at the position before each character, the
- * logits it was sampled from and each head's attention over the cache.
- */
+/** The page's check of the cache against one full forward (worker-host.ts), then the end. */
 function finishGenerate(): void {
   const g = gen!;
-  const m = g.model;
-  const T = m.config.maxSeqLen;
-  const V = m.config.vocabSize;
-  const prompt = Array.from(m.tokenizer!.encode(g.options.prompt));
-  const all = [...prompt, ...g.steps.map((s) => s.token)].slice(0, T);
-  const r = m.inspect(all);
-  const n = all.length;
-  let checked = 0,
-    maxLogitDelta = 0,
-    maxWeightDelta = 0;
-  g.steps.forEach((s, i) => {
-    // Character i was sampled at position prompt + i - 1, its context prompt + i characters.
-    const pos = prompt.length + i - 1;
-    if (prompt.length + i > T || pos >= n) return;
-    checked++;
-    for (let v = 0; v < V; v++)
-      maxLogitDelta = Math.max(maxLogitDelta, Math.abs(r.logits.data[pos * V + v] - s.logits[v]));
-    s.weights.forEach((w, l) => {
-      const [H, C] = w.shape;
-      const full = r.layers[l].weights;
-      for (let h = 0; h < H; h++)
-        for (let c = 0; c < C; c++)
-          maxWeightDelta = Math.max(
-            maxWeightDelta,
-            Math.abs(w.data[h * C + c] - full.data[(h * n + pos) * n + c]),
-          );
-    });
-  });
-  post({ type: "gen-done", check: { id: g.id, checked, maxLogitDelta, maxWeightDelta } });
+  const prompt = Array.from(g.model.tokenizer!.encode(g.options.prompt));
+  post({ type: "gen-done", check: { id: g.id, ...cacheCheck(g.model, prompt, g.steps) } });
   stopGenerate();
 }
 

@@ -1,0 +1,317 @@
+// The GPT-2 view (web/src/gpt2) in Chromium: its code loads only when it opens; a
+// learner's own language model (a Language-view weights file) and tiny GPT-2 checkpoints
+// (dropped, and fetched from a local stand-in of the Hugging Face Hub, never the real one)
+// open after the learner confirms what they hold; the grid and the head drawn equal the
+// package's inspect (1e-6); the scores and the induction heads are the package's
+// headScores; generation through the cache; the steps view with the head's real numbers;
+// saves; URL state; keyboard; a refused file, a failed download, the memory message and a
+// phone's refusal. Clicks and typing as a person does.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { gzipSync } from "node:zlib";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { createAttnkit } from "attnkit";
+import { phonePage } from "./lib/launch.mjs";
+import { usePage, viewShown } from "./lib/page.mjs";
+import { dist } from "./lib/paths.mjs";
+import { poll } from "./lib/wait.mjs";
+
+let server, browser, context, p, problems;
+const { ready, open, shot, typeInto } = usePage(
+  (s) => ({ server, browser, context, page: p, problems } = s),
+  { prefix: "gpt2-" },
+);
+
+let attn;
+before(async () => {
+  attn = await createAttnkit({ model: true });
+});
+after(() => attn?.dispose());
+
+const hook = (page = p) => page.evaluate(() => window.__attnkit.gpt2());
+const SENTENCE = "When Mary and John went to the store, John gave a drink to";
+
+/** A language model of the Language view's kind (characters), as its weights file. */
+function languageWeights(seed = 1) {
+  const text = "When Mary and John went to the store, John gave a drink to Mary. ".repeat(4);
+  const { vocabulary } = attn.createTokenizer(text);
+  const m = attn.createModel(
+    { maxSeqLen: 64, dModel: 32, numLayers: 2, numHeads: 4, dFF: 64, layerNorm: true },
+    { seed, vocabulary },
+  );
+  const bytes = m.exportWeights();
+  m.dispose();
+  return bytes;
+}
+
+/** Drops a file named `name` holding `bytes` on the view's panel, as a person drags one. */
+async function dropFile(name, bytes, page = p) {
+  await page.evaluate(
+    ([name, data]) => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([Uint8Array.from(data)], name));
+      document
+        .getElementById("gpt2")
+        .dispatchEvent(
+          new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }),
+        );
+    },
+    [name, Array.from(bytes)],
+  );
+}
+
+/** Opens the view (clicking its button) and waits for its panel. */
+async function openView(query = "", page = p) {
+  await open(query, page);
+  await page.click('[data-testid="view-gpt2"]');
+  await page.waitForSelector('[data-testid="gpt2-source"]');
+}
+
+/** Waits for the confirm box to state what the source holds; its text. */
+async function confirmText(page = p) {
+  await page.waitForSelector('[data-testid="gpt2-confirm"]:not([hidden])');
+  return poll(
+    async () => {
+      const t = await page.textContent('[data-testid="gpt2-confirm-text"]');
+      return !/Reading/.test(t) && t;
+    },
+    "what the source holds",
+    30000,
+  );
+}
+
+/** Confirms and waits for the model and the sentence's maps; the hook. */
+async function confirmAndWait(page = p, what = "the model and its sentence") {
+  await page.click('[data-testid="gpt2-confirm-yes"]');
+  return poll(
+    async () => {
+      const h = await hook(page);
+      return h.model && h.sentence && !h.loading && h;
+    },
+    what,
+    60000,
+  );
+}
+
+/** Asserts the page's maps (hook and drawn) equal the model's own inspect of the sentence, 1e-6. */
+async function assertMapsEqual(model, h, page = p) {
+  const tokens = Array.from(model.tokenizer.encode(h.sentence.text)).slice(
+    0,
+    model.config.maxSeqLen,
+  );
+  assert.deepEqual(h.sentence.tokens, tokens);
+  const r = model.inspect(tokens);
+  const T = tokens.length;
+  let worst = 0;
+  r.layers.forEach((L, l) => {
+    const got = h.sentence.layers[l].weights;
+    for (let i = 0; i < L.weights.data.length; i++)
+      worst = Math.max(worst, Math.abs(got[i] - L.weights.data[i]));
+  });
+  assert.ok(worst <= 1e-6, `hook maps max |Δ| ${worst}`);
+  // What is drawn: every small map of the grid and the head shown large.
+  const H = model.config.numHeads;
+  const drawn = await page.evaluate(
+    ([L, H]) => {
+      const out = {};
+      for (let l = 0; l < L; l++)
+        for (let h = 0; h < H; h++)
+          out[`${l}:${h}`] = window.__attnkit.matrix(`gpt2-grid-${l}-${h}`);
+      out.head = window.__attnkit.matrix("gpt2-head");
+      return out;
+    },
+    [model.config.numLayers, H],
+  );
+  worst = 0;
+  for (let l = 0; l < model.config.numLayers; l++)
+    for (let hd = 0; hd < H; hd++) {
+      const m = drawn[`${l}:${hd}`];
+      assert.equal(m.rows, T);
+      const w = r.layers[l].weights.data;
+      for (let i = 0; i < T * T; i++)
+        worst = Math.max(worst, Math.abs(m.values[i] - w[hd * T * T + i]));
+    }
+  const { layer, head } = h.settings;
+  const w = r.layers[layer].weights.data;
+  for (let i = 0; i < T * T; i++)
+    worst = Math.max(worst, Math.abs(drawn.head.values[i] - w[head * T * T + i]));
+  assert.ok(worst <= 1e-6, `drawn maps max |Δ| ${worst}`);
+}
+
+/** Asserts the scores and the induction heads are the package's headScores. */
+function assertScores(model, h) {
+  const s = attn.headScores(model);
+  for (const k of ["induction", "previousToken", "duplicateToken"])
+    s[k].forEach((row, l) =>
+      row.forEach((v, hd) =>
+        assert.ok(Math.abs(h.model.scores[k][l][hd] - v) < 1e-9, `${k} L${l} h${hd}`),
+      ),
+    );
+  const named = [];
+  s.induction.forEach((row, l) => row.forEach((v, hd) => v >= 0.3 && named.push([l, hd])));
+  assert.deepEqual(h.inductionHeads.map(([l, hd]) => [l, hd]).sort(), named.sort());
+}
+
+test("the page's first load holds none of the view's code; the view loads when it opens", async () => {
+  const loaded = [];
+  p.on("request", (r) => loaded.push(new URL(r.url()).pathname));
+  await open();
+  const js = loaded.filter((u) => u.endsWith(".js"));
+  assert.ok(!loaded.some((u) => /\/view-|worker/.test(u)), `first load: ${loaded.join(", ")}`);
+  const gz = js.reduce((n, u) => n + gzipSync(readFileSync(path.join(dist, u))).length, 0);
+  assert.ok(gz <= 150 * 1024, `the first load's JavaScript is ${gz} bytes gzipped`);
+  console.log(`# the first load's JavaScript: ${(gz / 1024).toFixed(1)} KB gzipped`);
+  await p.click('[data-testid="view-gpt2"]');
+  await p.waitForSelector('[data-testid="gpt2-source"]');
+  assert.ok(
+    loaded.some((u) => /\/view-/.test(u)),
+    "the view's code loaded when it opened",
+  );
+  await p.waitForSelector(viewShown("gpt2"));
+  assert.match(await p.textContent('[data-testid="gpt2-empty"]'), /No model yet/);
+  assert.deepEqual(problems, []);
+});
+
+test("the learner's own language model: confirmed, drawn equal to inspect, scored, generated, stepped through", async () => {
+  const bytes = languageWeights();
+  const model = attn.loadModel(bytes);
+  try {
+    await openView();
+    await dropFile("my-model.attnkit", bytes);
+    const text = await confirmText();
+    assert.match(text, /the file my-model\.attnkit/);
+    assert.match(text, /2 layers × 4 heads/);
+    assert.match(text, /Download .* and open it/);
+    const h = await confirmAndWait();
+    await shot("own-model");
+    assert.equal(h.sentence.text, SENTENCE);
+    await assertMapsEqual(model, h);
+    assertScores(model, h);
+    // Tokens shown with their spaces visible.
+    assert.equal(await p.textContent('[data-testid="gpt2-token-4"]'), "␣");
+    // The top next tokens are the model's softmax of the last logits.
+    const r = model.inspect(h.sentence.tokens);
+    const V = model.config.vocabSize;
+    const last = r.logits.data.slice((h.sentence.tokens.length - 1) * V);
+    const max = Math.max(...last);
+    const z = last.reduce((s, v) => s + Math.exp(v - max), 0);
+    const best = last.indexOf(max);
+    assert.equal(h.sentence.top[0].token, best);
+    assert.ok(Math.abs(h.sentence.top[0].p - Math.exp(0) / z) < 1e-6);
+
+    // Another head, with the keyboard: → and ↓ move the head shown large.
+    await p.click('[data-testid="gpt2-grid-title"]');
+    await p.keyboard.press("ArrowRight");
+    await p.keyboard.press("ArrowDown");
+    let h2 = await poll(async () => {
+      const x = await hook();
+      return x.settings.head === 1 && x.settings.layer === 1 && x;
+    }, "the head moved by the keys");
+    await assertMapsEqual(model, h2);
+    // A click on a small map shows it large.
+    const box = await p.locator('[data-hit="gpt2-grid-0-2"]').boundingBox();
+    await p.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
+    h2 = await poll(async () => {
+      const x = await hook();
+      return x.settings.head === 2 && x.settings.layer === 0 && x;
+    }, "the clicked head");
+    await assertMapsEqual(model, h2);
+    const q = new URLSearchParams(await p.evaluate(() => location.search));
+    assert.equal(q.get("v"), "gpt2");
+    assert.equal(q.get("gh"), "2");
+
+    // A new sentence, typed.
+    await typeInto('[data-testid="gpt2-sentence"]', "John gave a drink to John");
+    const h3 = await poll(async () => {
+      const x = await hook();
+      return x.sentence?.text === "John gave a drink to John" && x;
+    }, "the new sentence");
+    await assertMapsEqual(model, h3);
+
+    // Generation through the cache, greedy: the package's own greedy text.
+    await p.fill('[data-testid="gpt2-gen-length"]', "12");
+    await p.fill('[data-testid="gpt2-temp"]', "0");
+    await p.click('[data-testid="gpt2-generate"]');
+    const done = await poll(
+      async () => {
+        const x = await hook();
+        return (x.error || (!x.gen.running && x.gen.check)) && x;
+      },
+      "a generation and its check",
+      60000,
+    );
+    assert.equal(done.error, "");
+    const g = done.gen;
+    const want = model.generate("John gave a drink to John", { length: 12, temperature: 0 });
+    assert.deepEqual(g.tokens, Array.from(want.tokens));
+    assert.ok(g.check.checked > 0);
+    assert.ok(g.check.maxWeightDelta < 1e-5, `weights |Δ| ${g.check.maxWeightDelta}`);
+    assert.ok(g.check.maxLogitDelta < 1e-3, `logits |Δ| ${g.check.maxLogitDelta}`);
+    await p.waitForSelector('[data-testid="matrix-gpt2-gen-1"]');
+    await shot("generated");
+
+    // The 8 steps of attention with the head's real Q, K, V: the page's own weights equal the model's.
+    await p.click('[data-testid="gpt2-steps"]');
+    await p.waitForSelector(viewShown("steps"));
+    const w = await p.evaluate(() => window.__attnkit.trained.headWeights());
+    const L0 = model.inspect(h3.sentence.tokens).layers[0].weights.data;
+    const T = h3.sentence.tokens.length;
+    let worst = 0;
+    w.forEach((hw, hd) =>
+      hw.forEach((v, i) => (worst = Math.max(worst, Math.abs(v - L0[hd * T * T + i])))),
+    );
+    assert.ok(worst < 1e-5, `steps view weights |Δ| ${worst}`);
+    await shot("steps");
+    assert.deepEqual(problems, []);
+  } finally {
+    model.dispose();
+  }
+});
+
+test("saves the grid and a head as PNG and SVG", async () => {
+  await openView();
+  await dropFile("my-model.attnkit", languageWeights(2));
+  await confirmText();
+  await confirmAndWait();
+  for (const [part, kind] of [
+    ["grid", "png"],
+    ["grid", "svg"],
+    ["head", "png"],
+    ["head", "svg"],
+  ]) {
+    const [download] = await Promise.all([
+      p.waitForEvent("download"),
+      p.click(`[data-testid="gpt2-save-${part}-${kind}"]`),
+    ]);
+    const file = await download.path();
+    const data = readFileSync(file);
+    assert.match(download.suggestedFilename(), new RegExp(`^attnkit-gpt2-.*\\.${kind}$`));
+    if (kind === "png") assert.deepEqual([...data.subarray(1, 4)], [0x50, 0x4e, 0x47]);
+    else {
+      const svg = data.toString("utf8");
+      assert.match(svg, /^<svg/);
+      // The maps' canvases became images of their pixels.
+      assert.match(svg, /<image[^>]+href="data:image\/png;base64,/);
+      assert.match(svg, part === "grid" ? /every head of/ : /layer 0, head 0/);
+    }
+  }
+  assert.deepEqual(problems, []);
+});
+
+test("a file that is no model is refused with a reason; the view works after", async () => {
+  await openView();
+  await dropFile("notes.txt", new TextEncoder().encode("just some notes, not a checkpoint"));
+  await poll(
+    async () => (await p.textContent('[data-testid="gpt2-refused"]')).length > 0,
+    "the refusal",
+  );
+  const why = await p.textContent('[data-testid="gpt2-refused"]');
+  assert.ok(why.length > 10, why);
+  await shot("refused-file");
+  await dropFile("my-model.attnkit", languageWeights());
+  await confirmText();
+  const h = await confirmAndWait();
+  assert.equal(h.refused, "");
+  assert.deepEqual(problems, []);
+});
