@@ -16,6 +16,7 @@ import { phonePage } from "./lib/launch.mjs";
 import { usePage, viewShown } from "./lib/page.mjs";
 import { dist } from "./lib/paths.mjs";
 import { poll } from "./lib/wait.mjs";
+import { dropOnPanel, languageWeights as weightsOf, mapsDelta } from "./lib/gpt2.mjs";
 
 let server, browser, context, p, problems;
 const { ready, open, shot, typeInto } = usePage(
@@ -28,38 +29,13 @@ before(async () => {
   attn = await createAttnkit({ model: true });
 });
 after(() => attn?.dispose());
+const languageWeights = (seed) => weightsOf(attn, seed);
 
 const hook = (page = p) => page.evaluate(() => window.__attnkit.gpt2());
 const SENTENCE = "When Mary and John went to the store, John gave a drink to";
 
-/** A language model of the Language view's kind (characters), as its weights file. */
-function languageWeights(seed = 1) {
-  const text = "When Mary and John went to the store, John gave a drink to Mary. ".repeat(4);
-  const { vocabulary } = attn.createTokenizer(text);
-  const m = attn.createModel(
-    { maxSeqLen: 64, dModel: 32, numLayers: 2, numHeads: 4, dFF: 64, layerNorm: true },
-    { seed, vocabulary },
-  );
-  const bytes = m.exportWeights();
-  m.dispose();
-  return bytes;
-}
-
 /** Drops a file named `name` holding `bytes` on the view's panel, as a person drags one. */
-async function dropFile(name, bytes, page = p) {
-  await page.evaluate(
-    ([name, data]) => {
-      const dt = new DataTransfer();
-      dt.items.add(new File([Uint8Array.from(data)], name));
-      document
-        .getElementById("gpt2")
-        .dispatchEvent(
-          new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }),
-        );
-    },
-    [name, Array.from(bytes)],
-  );
-}
+const dropFile = (name, bytes, page = p) => page.evaluate(dropOnPanel, [name, Array.from(bytes)]);
 
 /** Opens the view (clicking its button) and waits for its panel. */
 async function openView(query = "", page = p) {
@@ -103,12 +79,7 @@ async function assertMapsEqual(model, h, page = p) {
   assert.deepEqual(h.sentence.tokens, tokens);
   const r = model.inspect(tokens);
   const T = tokens.length;
-  let worst = 0;
-  r.layers.forEach((L, l) => {
-    const got = h.sentence.layers[l].weights;
-    for (let i = 0; i < L.weights.data.length; i++)
-      worst = Math.max(worst, Math.abs(got[i] - L.weights.data[i]));
-  });
+  let worst = mapsDelta(model, h.sentence);
   assert.ok(worst <= 1e-6, `hook maps max |Δ| ${worst}`);
   // What is drawn: every small map of the grid and the head shown large.
   const H = model.config.numHeads;
@@ -314,4 +285,33 @@ test("a file that is no model is refused with a reason; the view works after", a
   const h = await confirmAndWait();
   assert.equal(h.refused, "");
   assert.deepEqual(problems, []);
+});
+
+test("on a phone: the panel and a small model's maps fit its width", async () => {
+  const phone = await phonePage(browser, problems);
+  try {
+    const pp = phone.page;
+    await openView("", pp);
+    await dropFile("my-model.attnkit", languageWeights(), pp);
+    await confirmText(pp);
+    await confirmAndWait(pp);
+    await pp.waitForSelector('[data-testid="matrix-gpt2-head"]');
+    const fit = await pp.evaluate(() => {
+      const vw = document.documentElement.clientWidth;
+      const wide = [...document.querySelectorAll("#gpt2 *, #stage svg")]
+        .map((el) => [el, el.getBoundingClientRect()])
+        .filter(([, r]) => r.width > 0 && (r.left < -0.5 || r.right > vw + 0.5))
+        .map(
+          ([el, r]) =>
+            `${el.tagName} ${el.id || el.getAttribute("data-testid") || ""} ${Math.round(r.left)}..${Math.round(r.right)}`,
+        );
+      return { vw, wide, docW: document.documentElement.scrollWidth };
+    });
+    assert.deepEqual(fit.wide, []);
+    assert.ok(fit.docW <= fit.vw + 1, `the page scrolls sideways: ${fit.docW} > ${fit.vw}`);
+    await shot("phone", pp, true);
+    assert.deepEqual(problems, []);
+  } finally {
+    await phone.context.close();
+  }
 });

@@ -307,7 +307,7 @@ function drawHead(
   const l = Math.min(settings.layer, layers.length - 1);
   const h = Math.min(settings.head, layers[0].shape[0] - 1);
   const T = labels.length;
-  const cell = Math.max(8, Math.min(30, Math.floor((W - 130) / T)));
+  const cell = Math.max(4, Math.min(30, Math.floor((W - 130) / T)));
   const sentence = run.sentence!.scores;
   const onSentence = SCORE_KINDS.filter((k) => sentence[k])
     .map((k) => `${SCORE_NAMES[k]} ${fmt(sentence[k]![l][h], 2)}`)
