@@ -165,10 +165,11 @@ int DatasetValidationLoss(uintptr_t h, uintptr_t model, uint32_t chunk, uintptr_
 }
 
 struct SamplerHandle {
-  Tokenizer tokenizer;
+  Tokenizer tokenizer;  // the model's characters; unused with a JS tokenizer
+  bool characters = true;
   Generator generator;
   GeneratedToken token;  // the last next
-  std::string text;      // its character as UTF-8
+  std::string text;      // its character as UTF-8 (empty with a JS tokenizer)
 };
 SamplerHandle* AsSampler(uintptr_t h) { return reinterpret_cast<SamplerHandle*>(h); }
 
@@ -182,6 +183,19 @@ uintptr_t SamplerCreate(uintptr_t model, uintptr_t args) {
   std::vector<int32_t> prompt;
   if (Report(h->tokenizer.Encode(Text(w[0], w[1]), &prompt, "prompt")) != 0) return 0;
   if (Report(h->generator.Start(m, prompt, uint64_t(w[3]) << 32 | w[2])) != 0) return 0;
+  return reinterpret_cast<uintptr_t>(h.release());
+}
+// [tokens address, count, seed lo, seed hi]: a prompt the JS layer's own
+// tokenizer encoded (a model without a character vocabulary: GPT-2's BPE),
+// whose pieces the JS layer also shows. 0 on error.
+uintptr_t SamplerCreateTokens(uintptr_t model, uintptr_t args) {
+  const uint32_t* w = Words(args);
+  const int32_t* tokens = reinterpret_cast<const int32_t*>(uintptr_t(w[0]));
+  auto h = std::make_unique<SamplerHandle>();
+  h->characters = false;
+  const std::vector<int32_t> prompt(tokens, tokens + w[1]);
+  if (Report(h->generator.Start(*ModelOf(model), prompt, uint64_t(w[3]) << 32 | w[2])) != 0)
+    return 0;
   return reinterpret_cast<uintptr_t>(h.release());
 }
 void SamplerFree(uintptr_t h) { delete AsSampler(h); }
@@ -200,7 +214,7 @@ int SamplerNext(uintptr_t h, uintptr_t args) {
   uint32_t* w = Words(args);
   const model::SampleOptions options = ReadWordOptions(kSamplingOptions, w);
   if (Report(s->generator.Next(options, &s->token)) != 0) return 1;
-  if (Report(s->tokenizer.Decode(&s->token.token, 1, &s->text)) != 0) return 1;
+  if (s->characters && Report(s->tokenizer.Decode(&s->token.token, 1, &s->text)) != 0) return 1;
   uint32_t* o = w + std::size(kSamplingOptions);
   o[0] = s->token.token;
   o[1] = Address(s->text.data());
@@ -231,6 +245,7 @@ EMSCRIPTEN_BINDINGS(attnkit_text) {
   using namespace attnkit::bindings;
   ATTNKIT_FUNCTIONS(TokenizerBuild, TokenizerEncode, TokenizerDecode, TextClear, DatasetCreate,
                     DatasetFree, DatasetInfo, DatasetNext, DatasetValidationBatch,
-                    DatasetValidationLoss, SamplerCreate, SamplerFree, SamplerNext);
+                    DatasetValidationLoss, SamplerCreate, SamplerCreateTokens, SamplerFree,
+                    SamplerNext);
   RegisterSamplingOptions();
 }

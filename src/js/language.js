@@ -299,6 +299,16 @@ function checkSampling(options, keys, shape) {
 }
 // A sampler's Status names its options.
 const SAMPLE_NAMES = names(coreNames(SAMPLING_OPTIONS));
+// The tokenizer of a sampler whose model reads tokens of a JS tokenizer
+// (GPT-2's BPE, bpe.js) rather than characters: it encodes the prompt, and
+// each step's text is its token's piece.
+const jsTokenizers = new WeakMap();
+
+/** The model's tokenizer if it is a JS one (not the character Tokenizer), else null. */
+function jsTokenizerOf(model) {
+  const t = model.tokenizer;
+  return t && !(t instanceof Tokenizer) ? t : null;
+}
 
 export class Sampler {
   constructor(ctx, model, modelHandle, prompt, options) {
@@ -316,11 +326,21 @@ export class Sampler {
       );
     }
     let handle = 0;
-    textCall(ctx, "prompt", SAMPLE_NAMES, [bytes], (args, [p]) => {
-      handle = ctx.M.samplerCreate(modelHandle, args.put(p, bytes.length, s.seed).start);
-      return handle ? 0 : 1;
-    });
+    const tokenizer = jsTokenizerOf(model);
+    if (tokenizer) {
+      const tokens = tokenizer.encode(prompt);
+      textCall(ctx, "prompt", SAMPLE_NAMES, [tokens], (args, [p]) => {
+        handle = ctx.M.samplerCreateTokens(modelHandle, args.put(p, tokens.length, s.seed).start);
+        return handle ? 0 : 1;
+      });
+    } else {
+      textCall(ctx, "prompt", SAMPLE_NAMES, [bytes], (args, [p]) => {
+        handle = ctx.M.samplerCreate(modelHandle, args.put(p, bytes.length, s.seed).start);
+        return handle ? 0 : 1;
+      });
+    }
     ctx.mem.trim();
+    if (tokenizer) jsTokenizers.set(this, tokenizer);
     Object.defineProperties(this, {
       model: { value: model, enumerable: true },
       options: {
@@ -332,7 +352,10 @@ export class Sampler {
     ctx.objects.track(this, "Sampler", handle);
   }
   #ctx;
-  /** The next character: its token, text, logits and each layer's attention over the context. */
+  /**
+   * The next character (a BPE model's: token, its piece as `character`): its
+   * token, text, logits and each layer's attention over the context.
+   */
   next() {
     return sample(this.#ctx, this, true);
   }
@@ -344,7 +367,10 @@ export class Sampler {
   }
 }
 
-/** A sampler's next character: {token, character}, with its logits and weights if `full`. */
+/**
+ * A sampler's next character: {token, character}, with its logits and
+ * weights if `full`. A JS tokenizer's token reads as its piece.
+ */
 function sample(ctx, sampler, full) {
   const handle = ctx.objects.live(sampler, "Sampler", "sampler");
   ctx.objects.live(sampler.model, "Model", "sampler.model");
@@ -353,7 +379,9 @@ function sample(ctx, sampler, full) {
   const args = ctx.args("sampler").put(...SAMPLING_OPTIONS.map((e) => scalarWord(e, o[e.name])));
   if (ctx.M.samplerNext(handle, args.start) !== 0) ctx.fail(SAMPLE_NAMES);
   const token = args.word();
-  const character = decoder.decode(args.bytes());
+  const bytes = args.bytes();
+  const tokenizer = jsTokenizers.get(sampler);
+  const character = tokenizer ? tokenizer.vocabulary[token] : decoder.decode(bytes);
   if (!full) return { token, character };
   const logits = args.array(Float32Array);
   const layers = args.word();
@@ -388,8 +416,10 @@ function generate(ctx, model, modelHandle, prompt, options) {
   const sampler = new Sampler(ctx, model, modelHandle, prompt, sampling);
   try {
     const steps = Array.from({ length }, () => sample(ctx, sampler, full));
-    const text = steps.map((s) => s.character).join("");
     const tokens = Int32Array.from(steps, (s) => s.token);
+    // A BPE model's pieces may split a character: its text is the tokens' decoding.
+    const tokenizer = jsTokenizers.get(sampler);
+    const text = tokenizer ? tokenizer.decode(tokens) : steps.map((s) => s.character).join("");
     return { text, tokens, steps: full ? steps : [] };
   } finally {
     sampler.dispose();

@@ -79,7 +79,7 @@ function heapOf(M, Type) {
 
 /** A JS-owned Matrix copy of the [rows, cols] matrix at address `ptr` of M (0: empty). */
 export function readMatrix(M, ptr, rows, cols) {
-  const data = ptr ? M.HEAPF32.slice(ptr >> 2, (ptr >> 2) + rows * cols) : new Float32Array(0);
+  const data = ptr ? M.HEAPF32.slice(ptr >>> 2, (ptr >>> 2) + rows * cols) : new Float32Array(0);
   return matrix(data, rows, cols);
 }
 
@@ -113,7 +113,7 @@ export class Cursor {
     this.M = M;
     // The block's address (what a binding is given) and the next word's index.
     this.start = at;
-    this.i = at >> 2;
+    this.i = at >>> 2;
   }
   /** Writes words (see putWords) and moves past them. */
   put(...parts) {
@@ -307,7 +307,8 @@ export class Marshal {
     if (bytes > MAX_CALL_BYTES) throw tooLarge();
     const size = Math.max(bytes, Math.min(2 * this.scratchBytes, SCRATCH_KEEP_BYTES), 1 << 16);
     this.release();
-    this.scratch = this.M._malloc(size);
+    // Unsigned: a model build's addresses reach past 2 GiB.
+    this.scratch = this.M._malloc(size) >>> 0;
     if (!this.scratch) throw tooLarge();
     this.scratchBytes = size;
     return this.scratch;
@@ -359,9 +360,9 @@ export class Marshal {
         if (!x) return views.push(NONE);
         const ptr = base + offsets[i];
         const data = x.data ?? x;
-        if (data instanceof Float32Array) M.HEAPF32.set(data, ptr >> 2);
-        else if (data instanceof Uint32Array) M.HEAPU32.set(data, ptr >> 2);
-        else if (data instanceof Int32Array) M.HEAP32.set(data, ptr >> 2);
+        if (data instanceof Float32Array) M.HEAPF32.set(data, ptr >>> 2);
+        else if (data instanceof Uint32Array) M.HEAPU32.set(data, ptr >>> 2);
+        else if (data instanceof Int32Array) M.HEAP32.set(data, ptr >>> 2);
         else M.HEAPU8.set(data, ptr); // a boolean mask
         views.push(x.data ? { ptr, rows: x.rows, cols: x.cols } : { ptr, count: data.length });
       });
@@ -371,7 +372,7 @@ export class Marshal {
       this.check(fn(...views), names);
       // Read HEAPF32 only now: the call may have grown memory.
       return outputs.map((o, i) => {
-        const start = (base + offsets[inputs.length + i]) >> 2;
+        const start = (base + offsets[inputs.length + i]) >>> 2;
         const n = o.rows * o.cols;
         if (o.into) {
           o.into.set(M.HEAPF32.subarray(start, start + n));
@@ -414,7 +415,7 @@ export class Marshal {
     const base = this.reserve(floats * 4, blame);
     try {
       let at = base + ARG_BYTES;
-      let w = base >> 2;
+      let w = base >>> 2;
       const heap = M.HEAPF32,
         u32 = M.HEAPU32;
       for (let i = 0; i < inputs.length; ++i) {
@@ -423,7 +424,7 @@ export class Marshal {
           u32[w++] = x;
           continue;
         }
-        heap.set(x.data, at >> 2);
+        heap.set(x.data, at >>> 2);
         u32[w++] = x.data.length ? at : 0; // an absent input: address 0
         u32[w++] = x.rows;
         u32[w++] = x.cols;
@@ -444,7 +445,7 @@ export class Marshal {
       for (let i = 0; i < outputs.length; i += 2) {
         const rows = outputs[i],
           cols = outputs[i + 1],
-          start = at >> 2,
+          start = at >>> 2,
           view = M.HEAPF32.subarray(start, start + rows * cols);
         if (i === 0 && into) into.set(view);
         results.push(matrix(i === 0 && into ? into : view.slice(), rows, cols));
@@ -491,7 +492,7 @@ export class Marshal {
    * the block's address.
    */
   args(...parts) {
-    putWords(this.M.HEAPU32, this.argsAt >> 2, parts);
+    putWords(this.M.HEAPU32, this.argsAt >>> 2, parts);
     return this.argsAt;
   }
 
