@@ -16,7 +16,15 @@ import { phonePage } from "./lib/launch.mjs";
 import { usePage, viewShown } from "./lib/page.mjs";
 import { dist } from "./lib/paths.mjs";
 import { poll } from "./lib/wait.mjs";
-import { dropOnPanel, languageWeights as weightsOf, mapsDelta } from "./lib/gpt2.mjs";
+import {
+  dropOnPanel,
+  languageWeights as weightsOf,
+  largeCheckpoint,
+  mapsDelta,
+  startLargeHub,
+  tinyGpt2,
+} from "./lib/gpt2.mjs";
+import { startHub } from "../js/lib/hub-server.js";
 
 let server, browser, context, p, problems;
 const { ready, open, shot, typeInto } = usePage(
@@ -313,5 +321,208 @@ test("on a phone: the panel and a small model's maps fit its width", async () =>
     assert.deepEqual(problems, []);
   } finally {
     await phone.context.close();
+  }
+});
+
+// ---- GPT-2 checkpoints ----
+
+/** Sets the Hub the page fetches from (the tests' stand-in), now and on the next loads. */
+async function useHub(url, page = p) {
+  await page.addInitScript((u) => (window.__attnkitHubUrl = u), url);
+  await page.evaluate((u) => (window.__attnkitHubUrl = u), url);
+}
+
+/** Types a repository id or URL and looks it up, as a person does. */
+async function lookUp(source, page = p) {
+  await page.fill('[data-testid="gpt2-source"]', "");
+  await page.type('[data-testid="gpt2-source"]', source);
+  await page.click('[data-testid="gpt2-lookup"]');
+}
+
+/** The problems but the browser's own console line for each failed fetch the test caused. */
+const unexpected = (list) => list.filter((x) => !/Failed to load resource/.test(x));
+
+test("a tiny GPT-2 checkpoint dropped: its tokens GPT-2's pieces, its maps equal openCheckpoint's inspect", async () => {
+  const ckpt = tinyGpt2();
+  const model = await attn.openCheckpoint(ckpt.safetensors);
+  try {
+    await openView();
+    await dropFile("model.safetensors", ckpt.safetensors);
+    const text = await confirmText();
+    assert.match(text, /the file model\.safetensors/);
+    assert.match(text, /2 layers × 3 heads/);
+    assert.match(text, /Download \d+(\.\d)? MB and open it \(it needs [\d.]+ MB of memory\)/);
+    const h = await confirmAndWait();
+    await shot("checkpoint");
+    assert.deepEqual(h.sentence.tokens, Array.from(model.tokenizer.encode(SENTENCE)));
+    // GPT-2's pieces, their leading spaces visible: "When", "␣Mary", ...
+    assert.equal(await p.textContent('[data-testid="gpt2-token-0"]'), "When");
+    assert.equal(await p.textContent('[data-testid="gpt2-token-1"]'), "␣Mary");
+    await assertMapsEqual(model, h);
+    assertScores(model, h);
+    // Sorted by the previous-token score, the grid's first map is the best such head.
+    await p.selectOption('[data-testid="gpt2-color"]', "previousToken");
+    await p.check('[data-testid="gpt2-sort"]');
+    await poll(async () => (await hook()).settings.sort, "sorted");
+    const first = await p.evaluate(() => {
+      const g = document.querySelector(
+        '[data-testid="gpt2-grid"] [data-testid^="matrix-gpt2-grid-"]',
+      );
+      return g.getAttribute("data-testid");
+    });
+    const s = attn.headScores(model).previousToken;
+    const best = s
+      .flatMap((row, l) => row.map((v, hd) => [v, l, hd]))
+      .sort((a, b) => b[0] - a[0])[0];
+    assert.equal(first, `matrix-gpt2-grid-${best[1]}-${best[2]}`);
+    await shot("sorted");
+    assert.deepEqual(problems, []);
+  } finally {
+    model.dispose();
+  }
+});
+
+test("from the Hub stand-in by its repository id: nothing downloaded before the learner confirms; a link opens it after confirming", async () => {
+  const hub = await startHub();
+  const ckpt = tinyGpt2();
+  hub.add("tiny/gpt2", { "config.json": ckpt.configJson, "model.safetensors": ckpt.safetensors });
+  const model = await attn.openCheckpoint(ckpt.safetensors);
+  try {
+    await openView();
+    await useHub(hub.url);
+    await lookUp("tiny/gpt2");
+    const text = await confirmText();
+    assert.match(text, /the Hugging Face repository tiny\/gpt2/);
+    const before = hub.served("tiny/gpt2", "model.safetensors");
+    assert.ok(before < ckpt.safetensors.length / 2, `read before confirming: ${before} bytes`);
+    const h = await confirmAndWait();
+    assert.equal(
+      hub.served("tiny/gpt2", "model.safetensors") - before >= ckpt.safetensors.length / 2,
+      true,
+    );
+    await assertMapsEqual(model, h);
+    const q = new URLSearchParams(await p.evaluate(() => location.search));
+    assert.equal(q.get("gm"), "tiny/gpt2");
+
+    // The link: the repository is looked up, and waits for the learner.
+    hub.reset();
+    await p.goto(`${server.url}?${q}`);
+    await ready();
+    const again = await confirmText();
+    assert.match(again, /tiny\/gpt2/);
+    assert.ok(hub.served("tiny/gpt2", "model.safetensors") < ckpt.safetensors.length / 2);
+    assert.equal((await hook()).model, null);
+    await shot("link-confirm");
+    const h2 = await confirmAndWait();
+    await assertMapsEqual(model, h2);
+    assert.deepEqual(problems, []);
+  } finally {
+    model.dispose();
+    await hub.close();
+  }
+});
+
+test("a failed download and a missing repository are named; the model in use stays", async () => {
+  const hub = await startHub();
+  const ckpt = tinyGpt2();
+  hub.add("tiny/gpt2", { "config.json": ckpt.configJson, "model.safetensors": ckpt.safetensors });
+  try {
+    await openView();
+    await useHub(hub.url);
+    await dropFile("mine.attnkit", languageWeights());
+    await confirmText();
+    await confirmAndWait();
+    // Cut mid-body: the download fails after the learner confirmed.
+    await lookUp("tiny/gpt2");
+    await confirmText();
+    hub.fault("tiny/gpt2", "model.safetensors", { cutAfter: 1000 });
+    await p.click('[data-testid="gpt2-confirm-yes"]');
+    const h = await poll(
+      async () => {
+        const x = await hook();
+        return x.refused && !x.loading && x;
+      },
+      "the failed download",
+      30000,
+    );
+    assert.match(h.model.from, /mine\.attnkit/);
+    assert.ok(h.sentence);
+    assert.equal(await p.textContent('[data-testid="gpt2-refused"]'), h.refused);
+    await shot("failed-download");
+    // Not on the Hub: the 404 is said before anything is confirmed.
+    await lookUp("nobody/nothing");
+    const h2 = await poll(
+      async () => {
+        const x = await hook();
+        return x.refused && !x.pending && x;
+      },
+      "the missing repository",
+      30000,
+    );
+    assert.match(h2.refused, /404|not found/i);
+    assert.match(h2.model.from, /mine\.attnkit/);
+    // Not a repository id nor a URL.
+    await lookUp("what is this?");
+    await poll(async () => /neither a repository id/.test((await hook()).refused), "the bad id");
+    assert.deepEqual(unexpected(problems), []);
+  } finally {
+    await hub.close();
+  }
+});
+
+test("a checkpoint larger than a browser can hold is refused before its download; a phone refuses a large one", async () => {
+  const big = await startLargeHub();
+  big.add(
+    "big/xl",
+    largeCheckpoint({
+      numLayers: 48,
+      dModel: 1600,
+      numHeads: 25,
+      vocabSize: 50257,
+      nPositions: 1024,
+    }),
+  );
+  big.add(
+    "mid/medium",
+    largeCheckpoint({
+      numLayers: 24,
+      dModel: 1024,
+      numHeads: 16,
+      vocabSize: 50257,
+      nPositions: 1024,
+    }),
+  );
+  try {
+    await openView();
+    await useHub(big.url);
+    await lookUp("big/xl");
+    const text = await confirmText();
+    assert.match(text, /48 layers × 25 heads/);
+    assert.match(text, /needs [\d.]+ GB of memory: a WebAssembly module holds at most 4 GB/);
+    assert.equal(await p.isHidden('[data-testid="gpt2-confirm-yes"]'), true);
+    await shot("memory");
+    // The medium one fits a computer's browser: it asks.
+    await lookUp("mid/medium");
+    assert.match(await confirmText(), /Download [\d.]+ GB and open it/);
+    await p.click('[data-testid="gpt2-confirm-no"]');
+    assert.ok(
+      big.served("big/xl") < 1024 * 1024,
+      `bytes read of the large one: ${big.served("big/xl")}`,
+    );
+    // A phone refuses the medium one, saying why.
+    const phone = await phonePage(browser, problems);
+    try {
+      await openView("", phone.page);
+      await useHub(big.url, phone.page);
+      await lookUp("mid/medium", phone.page);
+      assert.match(await confirmText(phone.page), /more than a phone's browser gives one tab/);
+      assert.equal(await phone.page.isHidden('[data-testid="gpt2-confirm-yes"]'), true);
+      await shot("phone-refused", phone.page);
+    } finally {
+      await phone.context.close();
+    }
+    assert.deepEqual(problems, []);
+  } finally {
+    await big.close();
   }
 });

@@ -130,6 +130,8 @@ export function confirm(): void {
   const p = run.pending;
   if (!p?.info) return;
   run.pending = null;
+  // The worker stops a generation under way: the module loads nothing else meanwhile.
+  run.gen.running = false;
   run.loading = { id: p.id, from: p.info.from, loadedBytes: 0, totalBytes: p.info.totalBytes };
   worker.send({ type: "open", id: p.id, source: p.source, hubUrl: hubUrl() });
 }

@@ -142,6 +142,8 @@ function loadWeights(s: Source & { kind: "weights" }): Model {
 
 async function open(id: number, s: Source, hubUrl?: string): Promise<void> {
   loading?.abort.abort();
+  // The module takes no other call while a checkpoint loads.
+  stopGenerate();
   const abort = new AbortController();
   loading = { id, abort };
   let m: Model;
@@ -355,13 +357,33 @@ function fail(err: unknown): void {
   post({ type: "error", message: errorMessage(err) });
 }
 
-/** A request that may fail without harm: the model in use stays, the view says why. */
+/**
+ * A request that may fail without harm: the model in use stays, the view says why. Requests
+ * on the model that came meanwhile (the module takes no other call while a checkpoint
+ * loads) are answered after it.
+ */
 function refusable(id: number, work: Promise<void>): void {
-  work.catch((err) => {
-    if (loading?.id === id) loading = null;
-    post({ type: "refused", id, message: err instanceof Error ? err.message : String(err) });
-  });
+  busy++;
+  work
+    .catch((err) => {
+      if (loading?.id === id) loading = null;
+      post({ type: "refused", id, message: err instanceof Error ? err.message : String(err) });
+    })
+    .finally(() => {
+      if (--busy) return;
+      for (const msg of deferred.splice(0)) {
+        try {
+          handle(msg);
+        } catch (err) {
+          fail(err);
+        }
+      }
+    });
 }
+
+/** Reads and loads under way, and the requests on the model that wait for them. */
+let busy = 0;
+const deferred: ToWorker[] = [];
 
 function handle(msg: ToWorker): void {
   switch (msg.type) {
@@ -374,6 +396,10 @@ function handle(msg: ToWorker): void {
     case "cancel":
       if (loading?.id === msg.id) loading.abort.abort();
       return;
+  }
+  if (busy) {
+    deferred.push(msg);
+    return;
   }
   if (!model) throw new Error("there is no model yet: open a checkpoint first");
   switch (msg.type) {
