@@ -3,7 +3,7 @@
 // training in short slices so that messages are answered between them, and a snapshot's
 // model loaded for the time of one call.
 import createAttnkit from "attnkit";
-import type { AttnkitWithModel, Model, Tensor } from "attnkit";
+import type { AttnkitWithModel, GeneratedCharacter, Model, Sampler, Tensor } from "attnkit";
 
 /** An error as the page shows it. */
 export function errorMessage(err: unknown): string {
@@ -123,6 +123,13 @@ export function trainingLoop(o: {
   };
 }
 
+/** A generation's check (cacheCheck): tokens checked, the largest differences. */
+export interface CacheCheck {
+  checked: number;
+  maxLogitDelta: number;
+  maxWeightDelta: number;
+}
+
 /** One generated token as a view's worker keeps it for cacheCheck. */
 export interface KeptStep {
   token: number;
@@ -141,7 +148,7 @@ export function cacheCheck(
   m: Model,
   prompt: readonly number[],
   steps: readonly KeptStep[],
-): { checked: number; maxLogitDelta: number; maxWeightDelta: number } {
+): CacheCheck {
   const T = m.config.maxSeqLen;
   const V = m.config.vocabSize;
   const all = [...prompt, ...steps.map((s) => s.token)].slice(0, T);
@@ -169,4 +176,55 @@ export function cacheCheck(
     });
   });
   return { checked, maxLogitDelta, maxWeightDelta };
+}
+
+/**
+ * Generates `length` tokens of `sampler` (of `model`, from the `prompt` tokens): one per
+ * timer `delayMs` apart, or, without a delay (reduced motion), as many as fit in `sliceMs`,
+ * so that the timers' least interval does not pace them (messages are handled between).
+ * `step(s, weights, index)` takes each token (its weights as plain tensors); at the end
+ * `done` takes the check of the cache against one full forward. An error stops it and goes
+ * to `fail`. stop() stops it; the sampler stays the caller's to dispose.
+ */
+export function runGeneration(o: {
+  model: Model;
+  sampler: Sampler;
+  prompt: readonly number[];
+  length: number;
+  delayMs: number;
+  sliceMs: number;
+  step: (s: GeneratedCharacter, weights: Tensor[], index: number) => void;
+  done: (check: CacheCheck) => void;
+  fail: (err: unknown) => void;
+}): { stop(): void } {
+  const steps: KeptStep[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let stopped = false;
+  const next = () => {
+    if (stopped) return;
+    const t0 = performance.now();
+    try {
+      do {
+        const s = o.sampler.next();
+        const weights = s.weights.map(copyT);
+        steps.push({ token: s.token, logits: Float32Array.from(s.logits), weights });
+        o.step(s, weights, steps.length - 1);
+      } while (o.delayMs === 0 && steps.length < o.length && performance.now() - t0 < o.sliceMs);
+      if (steps.length < o.length) timer = setTimeout(next, o.delayMs);
+      else {
+        stopped = true;
+        o.done(cacheCheck(o.model, o.prompt, steps));
+      }
+    } catch (err) {
+      stopped = true;
+      o.fail(err);
+    }
+  };
+  timer = setTimeout(next, 0);
+  return {
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
 }

@@ -1,6 +1,7 @@
 // The messages between the GPT-2 view (main thread) and its worker (worker.ts). Tensors
 // cross as plain { shape, data } objects.
 import type { Matrix, Tensor } from "attnkit";
+import type { CacheCheck } from "../worker-host";
 import type { ScoreKind } from "./settings";
 
 /** Where a model comes from: a checkpoint (a file, a URL, a Hub repository id) or an attnkit weights file. */
@@ -81,12 +82,7 @@ export interface GenStep {
 }
 
 /** The generation's check: each step's logits and weights against one full forward. */
-export interface GenCheck {
-  id: number;
-  checked: number;
-  maxLogitDelta: number;
-  maxWeightDelta: number;
-}
+export type GenCheck = { id: number } & CacheCheck;
 
 /** What the steps view needs of one layer (trained.ts's TrainedLayer). */
 export interface LayerNumbers {

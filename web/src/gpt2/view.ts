@@ -18,7 +18,7 @@ import { note } from "../draw/text";
 import type { SvgGroup } from "../draw/types";
 import { exportPng, exportSvg } from "../export";
 import { count, escapeHtml, fmt } from "../format";
-import { charLabel } from "../language/view";
+import { charLabel, headMatrix } from "../language/view";
 import { requestWeights, run as languageRun } from "../language/run";
 import { reducedMotion } from "../motion";
 import { saveUrl } from "../page";
@@ -220,11 +220,6 @@ function gridOrder(L: number, H: number): [number, number][] {
 
 /** A score's frame colour: pale for 0, dark red for 1. */
 const scoreColor = (v: number) => d3.interpolateOrRd(0.15 + 0.85 * Math.min(1, Math.max(0, v)));
-
-function headMatrix(t: Tensor, h: number) {
-  const [, T, Tk] = t.shape;
-  return { data: t.data.subarray(h * T * Tk, (h + 1) * T * Tk), rows: T, cols: Tk };
-}
 
 /** Every layer x head as a small map, framed by its score. */
 function drawGrid(

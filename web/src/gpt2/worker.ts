@@ -4,7 +4,7 @@
 // (headScores), and answers the view's requests: a sentence's maps and next tokens, a
 // generation through the KV cache, one layer's numbers for the steps view.
 import type { AttnkitWithModel, Matrix, Model, Sampler } from "attnkit";
-import { cacheCheck, copyT, errorMessage, serve, type KeptStep } from "../worker-host";
+import { copyT, errorMessage, runGeneration, serve } from "../worker-host";
 import type {
   FromWorker,
   GenOptions,
@@ -51,15 +51,8 @@ let model: Model | null = null;
 let from = "";
 /** The download under way and its request id. */
 let loading: { id: number; abort: AbortController } | null = null;
-let gen: {
-  id: number;
-  sampler: Sampler;
-  options: GenOptions;
-  prompt: number[];
-  steps: KeptStep[];
-  context: string[];
-  timer: ReturnType<typeof setTimeout> | undefined;
-} | null = null;
+/** The generation under way. */
+let gen: { sampler: Sampler; run: { stop(): void } } | null = null;
 
 const post = (m: FromWorker, transfer: Transferable[] = []) =>
   (self as unknown as Worker).postMessage(m, transfer);
@@ -304,7 +297,7 @@ function layer(l: number, text: string): LayerNumbers {
 
 function stopGenerate(): void {
   if (!gen) return;
-  clearTimeout(gen.timer);
+  gen.run.stop();
   gen.sampler.dispose();
   gen = null;
 }
@@ -314,43 +307,33 @@ function generate(id: number, o: GenOptions, delayMs: number): void {
   const m = model!;
   const sampler = m.sampler(o.prompt, { temperature: o.temperature, topK: o.topK, seed: o.seed });
   const prompt = Array.from(m.tokenizer!.encode(o.prompt));
-  gen = {
-    id,
+  const context = pieces(m, prompt);
+  const run = runGeneration({
+    model: m,
     sampler,
-    options: o,
     prompt,
-    steps: [],
-    context: pieces(m, prompt),
-    timer: undefined,
-  };
-  const next = () => {
-    const g = gen;
-    if (!g || g.id !== id) return;
-    const t0 = performance.now();
-    try {
-      do {
-        const s = g.sampler.next();
-        const weights = s.weights.map(copyT);
-        g.steps.push({ token: s.token, logits: Float32Array.from(s.logits), weights });
-        const context = g.context.slice(-weights[0].shape[1]);
-        const piece = pieces(m, [s.token])[0];
-        g.context.push(piece);
-        post({
-          type: "gen-step",
-          step: { id, index: g.steps.length - 1, token: s.token, piece, weights, context },
-        });
-      } while (delayMs === 0 && g.steps.length < o.length && performance.now() - t0 < SLICE_MS);
-      if (g.steps.length < o.length) g.timer = setTimeout(next, delayMs);
-      else {
-        post({ type: "gen-done", check: { id, ...cacheCheck(m, g.prompt, g.steps) } });
-        stopGenerate();
-      }
-    } catch (err) {
+    length: o.length,
+    delayMs,
+    sliceMs: SLICE_MS,
+    step: (s, weights, index) => {
+      const shown = context.slice(-weights[0].shape[1]);
+      const piece = pieces(m, [s.token])[0];
+      context.push(piece);
+      post({
+        type: "gen-step",
+        step: { id, index, token: s.token, piece, weights, context: shown },
+      });
+    },
+    done: (check) => {
+      post({ type: "gen-done", check: { id, ...check } });
+      stopGenerate();
+    },
+    fail: (err) => {
       stopGenerate();
       fail(err);
-    }
-  };
-  gen.timer = setTimeout(next, 0);
+    },
+  });
+  gen = { sampler, run };
 }
 
 function fail(err: unknown): void {
