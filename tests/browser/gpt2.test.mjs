@@ -160,8 +160,9 @@ test("the learner's own language model: confirmed, drawn equal to inspect, score
     await dropFile("my-model.attnkit", bytes);
     const text = await confirmText();
     assert.match(text, /the file my-model\.attnkit/);
-    assert.match(text, /2 layers × 4 heads/);
-    assert.match(text, /Download .* and open it/);
+    assert.match(text, /a language model of characters of 2 layers × 4 heads/);
+    assert.match(text, /Read 0\.1 MB and open it/);
+    await shot("confirm");
     const h = await confirmAndWait();
     await shot("own-model");
     assert.equal(h.sentence.text, SENTENCE);
@@ -248,8 +249,10 @@ test("the learner's own language model: confirmed, drawn equal to inspect, score
   }
 });
 
-test("saves the grid and a head as PNG and SVG", async () => {
-  await openView();
+test("saves the grid and a head as PNG and SVG (the view opened by its key, m)", async () => {
+  await open();
+  await p.keyboard.press("m");
+  await p.waitForSelector('[data-testid="gpt2-source"]');
   await dropFile("my-model.attnkit", languageWeights(2));
   await confirmText();
   await confirmAndWait();
@@ -275,6 +278,33 @@ test("saves the grid and a head as PNG and SVG", async () => {
       assert.match(svg, part === "grid" ? /every head of/ : /layer 0, head 0/);
     }
   }
+  assert.deepEqual(problems, []);
+});
+
+test("the model trained in the Language view opens in the view", async () => {
+  await open("v=language&lp=small");
+  await poll(
+    async () => (await p.evaluate(() => window.__attnkit.language())).ready,
+    "the Language view's model",
+    60000,
+  );
+  await p.click('[data-testid="view-gpt2"]');
+  await p.waitForSelector('[data-testid="gpt2-use-language"]:not([disabled])');
+  await p.click('[data-testid="gpt2-use-language"]');
+  assert.match(await confirmText(), /the Language view's model: .*2 layers × 4 heads/);
+  const h = await confirmAndWait();
+  const lang = await p.evaluate(() => window.__attnkit.language());
+  assert.equal(h.model.numLayers, lang.config.numLayers);
+  assert.equal(h.model.dModel, lang.config.dModel);
+  // Its context (32 characters) holds the sentence's start; the page says what is left out.
+  assert.equal(h.sentence.pieces.join(""), SENTENCE.slice(0, lang.config.seqLen));
+  assert.match(
+    await p.textContent('[data-testid="gpt2-tokens"]'),
+    new RegExp(
+      `the first ${lang.config.seqLen}: ${SENTENCE.length - lang.config.seqLen} more do not fit the context`,
+    ),
+  );
+  await shot("language-model");
   assert.deepEqual(problems, []);
 });
 
@@ -350,8 +380,8 @@ test("a tiny GPT-2 checkpoint dropped: its tokens GPT-2's pieces, its maps equal
     await dropFile("model.safetensors", ckpt.safetensors);
     const text = await confirmText();
     assert.match(text, /the file model\.safetensors/);
-    assert.match(text, /2 layers × 3 heads/);
-    assert.match(text, /Download \d+(\.\d)? MB and open it \(it needs [\d.]+ MB of memory\)/);
+    assert.match(text, /a GPT-2-family model of 2 layers × 3 heads/);
+    assert.match(text, /Read \d+(\.\d)? MB and open it \(it needs [\d.]+ MB of memory\)/);
     const h = await confirmAndWait();
     await shot("checkpoint");
     assert.deepEqual(h.sentence.tokens, Array.from(model.tokenizer.encode(SENTENCE)));
@@ -393,6 +423,7 @@ test("from the Hub stand-in by its repository id: nothing downloaded before the 
     await lookUp("tiny/gpt2");
     const text = await confirmText();
     assert.match(text, /the Hugging Face repository tiny\/gpt2/);
+    assert.match(text, /Download [\d.]+ MB and open it/);
     const before = hub.served("tiny/gpt2", "model.safetensors");
     assert.ok(before < ckpt.safetensors.length / 2, `read before confirming: ${before} bytes`);
     const h = await confirmAndWait();

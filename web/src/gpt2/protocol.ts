@@ -15,6 +15,10 @@ export type Source =
 export interface SourceInfo {
   /** Where it comes from, as the page names it. */
   from: string;
+  /** What the model is: "a GPT-2-family model", "a language model of characters". */
+  what: string;
+  /** Read from this device (a file, the Language view's model), not downloaded. */
+  local: boolean;
   totalBytes: number;
   memoryBytes: number;
   parameters: number;

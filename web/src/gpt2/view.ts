@@ -674,12 +674,10 @@ function openLayer(n: LayerNumbers): void {
 }
 
 function confirmText(i: SourceInfo): [string, string] {
-  const what = `${i.from}: a GPT-2-family model of ${i.numLayers} layers × ${i.numHeads} heads, d_model ${i.dModel}, ${count(i.parameters)} weights (${i.dtype}).`;
+  const what = `${i.from}: ${i.what} of ${i.numLayers} layers × ${i.numHeads} heads, d_model ${i.dModel}, ${count(i.parameters)} weights (${i.dtype}).`;
   const refusal = memoryRefusal(i.memoryBytes);
-  return [
-    `${what} ${refusal || `Download ${mb(i.totalBytes)} and open it (it needs ${mb(i.memoryBytes)} of memory)?`}`,
-    refusal,
-  ];
+  const ask = `${i.local ? "Read" : "Download"} ${mb(i.totalBytes)} and open it (it needs ${mb(i.memoryBytes)} of memory)?`;
+  return [`${what} ${refusal || ask}`, refusal];
 }
 
 function syncPanel(): void {
@@ -690,7 +688,9 @@ function syncPanel(): void {
   if (p) {
     const [text, refusal] = p.info ? confirmText(p.info) : [`Reading what the model holds…`, ""];
     $("gpt2-confirm-text").textContent = text;
-    $<HTMLButtonElement>("gpt2-confirm-yes").hidden = !p.info || !!refusal;
+    const yes = $<HTMLButtonElement>("gpt2-confirm-yes");
+    yes.hidden = !p.info || !!refusal;
+    yes.textContent = p.info?.local ? "Open" : "Download and open";
     box.dataset.refused = refusal ? "1" : "";
   }
   const l = run.loading;

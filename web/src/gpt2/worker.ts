@@ -80,6 +80,8 @@ function weightsInfo(s: Source & { kind: "weights" }, m: Model): SourceInfo {
   const c = m.config;
   return {
     from: describe(s),
+    what: "a language model of characters",
+    local: true,
     totalBytes: s.bytes.length,
     memoryBytes: s.bytes.length,
     parameters: m.parameterCount,
@@ -108,6 +110,8 @@ async function info(id: number, s: Source, hubUrl?: string): Promise<void> {
     id,
     info: {
       from: describe(s),
+      what: "a GPT-2-family model",
+      local: s.kind === "file",
       totalBytes: i.totalBytes,
       memoryBytes: i.memoryBytes,
       parameters: i.parameters,
