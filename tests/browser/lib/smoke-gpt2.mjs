@@ -1,6 +1,6 @@
 // The GPT-2 view in the browsers without Playwright (firefox.test.mjs, webkit.test.mjs), in
 // a browser of its own behind smoke.mjs's driver interface: a model file dropped on the
-// panel (a tiny GPT-2 checkpoint, and a Language-view weights file) opens after the
+// panel (a Language-view weights file, then a tiny GPT-2 checkpoint) opens after the
 // confirmation, its maps equal the package's inspect (1e-6), and a generation's cache
 // equals the full forward; a screenshot of each.
 import assert from "node:assert/strict";
@@ -53,19 +53,19 @@ export function gpt2Smoke(name, open, options) {
           60000,
           200,
         );
-        const ckpt = tinyGpt2();
-        const gpt2 = await attn.openCheckpoint(ckpt.safetensors);
-        try {
-          await openAndCheck("model.safetensors", ckpt.safetensors, gpt2, "gpt2-checkpoint");
-        } finally {
-          gpt2.dispose();
-        }
         const bytes = languageWeights(attn);
         const own = attn.loadModel(bytes);
         try {
           await openAndCheck("mine.attnkit", bytes, own, "gpt2-own");
         } finally {
           own.dispose();
+        }
+        const ckpt = tinyGpt2();
+        const gpt2 = await attn.openCheckpoint(ckpt.safetensors);
+        try {
+          await openAndCheck("model.safetensors", ckpt.safetensors, gpt2, "gpt2-checkpoint");
+        } finally {
+          gpt2.dispose();
         }
         await s.d.click('[data-testid="gpt2-generate"]');
         const g = await poll(

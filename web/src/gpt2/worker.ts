@@ -212,14 +212,14 @@ function sentence(text: string): SentenceView {
   const r = m.inspect(tokens);
   const V = m.config.vocabSize;
   const T = tokens.length;
-  // softmax of the last position's logits
-  const row = r.logits.data.subarray((T - 1) * V, T * V);
-  let max = -Infinity;
-  for (const v of row) max = Math.max(max, v);
-  let sum = 0;
-  for (const v of row) sum += Math.exp(v - max);
-  const order = Array.from(row.keys())
-    .sort((a, b) => row[b] - row[a])
+  // The next token's probabilities: the package's softmax of the last position's logits.
+  const p = attn.softmax({
+    data: r.logits.data.subarray((T - 1) * V, T * V),
+    rows: 1,
+    cols: V,
+  }).data;
+  const order = Array.from(p.keys())
+    .sort((a, b) => p[b] - p[a])
     .slice(0, TOP);
   const s = attn.headScores(m, { length: 2, tokens }).sentence!;
   return {
@@ -230,7 +230,7 @@ function sentence(text: string): SentenceView {
     top: order.map((t) => ({
       token: t,
       piece: pieces(m, [t])[0],
-      p: Math.exp(row[t] - max) / sum,
+      p: p[t],
     })),
     scores: Object.fromEntries(SCORE_KINDS.map((k) => [k, s[k]])) as Record<
       ScoreKind,
