@@ -557,3 +557,62 @@ test("a checkpoint larger than a browser can hold is refused before its download
     await big.close();
   }
 });
+
+test("the download's progress shows; Cancel stops it and the model in use stays", async () => {
+  const big = await startLargeHub();
+  // About 64 MB, streamed at 4 MB a second.
+  const slow = largeCheckpoint({
+    numLayers: 4,
+    dModel: 256,
+    numHeads: 4,
+    vocabSize: 50257,
+    nPositions: 256,
+  });
+  big.add("slow/gpt2", slow, { rate: 4 * 1024 * 1024 });
+  try {
+    await openView();
+    await useHub(big.url);
+    await dropFile("mine.attnkit", languageWeights());
+    await confirmText();
+    await confirmAndWait();
+    await lookUp("slow/gpt2");
+    await confirmText();
+    await p.click('[data-testid="gpt2-confirm-yes"]');
+    const during = await poll(
+      async () => {
+        const x = await hook();
+        return x.loading?.loadedBytes > 0 && x;
+      },
+      "the download's progress",
+      30000,
+    );
+    assert.equal(during.loading.totalBytes, slow.size);
+    assert.ok(await p.isVisible('[data-testid="gpt2-progress"]'));
+    assert.match(
+      await p.textContent('[data-testid="gpt2-progress-text"]'),
+      /MB of [\d.]+ MB from the Hugging Face repository slow\/gpt2/,
+    );
+    await shot("progress");
+    await p.click('[data-testid="gpt2-cancel"]');
+    const h = await poll(
+      async () => {
+        const x = await hook();
+        return !x.loading && x.refused && x;
+      },
+      "the cancelled download",
+      30000,
+    );
+    assert.match(h.model.from, /mine\.attnkit/);
+    assert.ok(big.served("slow/gpt2") < slow.size, "the download stopped");
+    assert.equal(await p.isHidden('[data-testid="gpt2-progress"]'), true);
+    // The model in use still answers.
+    await typeInto('[data-testid="gpt2-sentence"]', "John went");
+    await poll(
+      async () => (await hook()).sentence?.text === "John went",
+      "the sentence after the cancel",
+    );
+    assert.deepEqual(unexpected(problems), []);
+  } finally {
+    await big.close();
+  }
+});

@@ -74,6 +74,10 @@ export function largeCheckpoint(sizes) {
   };
 }
 
+/** What the large stand-in sends at a time, and at most without a rate. */
+const CHUNK = 64 * 1024;
+const MAX_SENT = 4 * 1024 * 1024;
+
 const CORS = {
   "access-control-allow-origin": "*",
   "access-control-expose-headers": "content-range, content-length, accept-ranges, x-linked-size",
@@ -82,8 +86,9 @@ const CORS = {
 /**
  * A stand-in Hub holding large checkpoints as largeCheckpoint() describes them:
  * `{url}/{repo}/resolve/main/{config.json|model.safetensors}`, Range honoured, the bytes
- * past the header zeros. `add(repo, checkpoint)`; `served(repo)`: the safetensors bytes
- * sent. Resolves to { url, add, served, close }.
+ * past the header zeros. `add(repo, checkpoint, { rate })`: with a rate (bytes a second)
+ * the whole file streams at that pace; without one a response stops after 4 MB.
+ * `served(repo)`: the safetensors bytes sent. Resolves to { url, add, served, close }.
  */
 export async function startLargeHub() {
   const repos = new Map();
@@ -112,10 +117,6 @@ export async function startLargeHub() {
     const r = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? "");
     const begin = r ? Number(r[1]) : 0;
     const end = r && r[2] ? Math.min(c.size, Number(r[2]) + 1) : c.size;
-    // Whoever reads past the header gets zeros (never more than a few MB: the test does not confirm).
-    const body = new Uint8Array(Math.min(end - begin, 4 * 1024 * 1024));
-    if (begin < c.header.length) body.set(c.header.subarray(begin, Math.min(end, c.header.length)));
-    sent.set(m[1], (sent.get(m[1]) ?? 0) + body.length);
     res.writeHead(r ? 206 : 200, {
       ...CORS,
       "accept-ranges": "bytes",
@@ -124,17 +125,27 @@ export async function startLargeHub() {
       ...(r ? { "content-range": `bytes ${begin}-${end - 1}/${c.size}` } : {}),
     });
     if (req.method === "HEAD") return res.end();
-    if (body.length < end - begin) {
-      // Only the start of a long body: the connection ends there.
-      res.write(body, () => res.socket.destroy());
-      return;
-    }
-    res.end(body);
+    // The header's bytes, then zeros: `rate` bytes a second in chunks of CHUNK; without a
+    // rate at most MAX_SENT bytes, then the connection ends (a test that does not confirm
+    // never reads further).
+    let at = begin;
+    const limit = c.rate ? end : Math.min(end, begin + MAX_SENT);
+    const more = () => {
+      if (res.destroyed) return;
+      if (at >= limit) return at >= end ? res.end() : res.socket.destroy();
+      const chunk = new Uint8Array(Math.min(CHUNK, limit - at));
+      if (at < c.header.length)
+        chunk.set(c.header.subarray(at, Math.min(at + chunk.length, c.header.length)));
+      at += chunk.length;
+      sent.set(m[1], (sent.get(m[1]) ?? 0) + chunk.length);
+      res.write(chunk, () => (c.rate ? setTimeout(more, (1000 * CHUNK) / c.rate) : more()));
+    };
+    more();
   });
   await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
   return {
     url: `http://127.0.0.1:${server.address().port}`,
-    add: (repo, checkpoint) => repos.set(repo, checkpoint),
+    add: (repo, checkpoint, { rate = 0 } = {}) => repos.set(repo, { ...checkpoint, rate }),
     served: (repo) => sent.get(repo) ?? 0,
     close: () =>
       new Promise((ok) => {
