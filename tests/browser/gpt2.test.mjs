@@ -149,6 +149,10 @@ test("the page's first load holds none of the view's code; the view loads when i
   );
   await p.waitForSelector(viewShown("gpt2"));
   assert.match(await p.textContent('[data-testid="gpt2-empty"]'), /No model yet/);
+  // The arrows and Space belong to the view: they do not leave it for the steps.
+  await p.click('[data-testid="gpt2-empty"]');
+  for (const key of ["ArrowRight", "ArrowDown", " "]) await p.keyboard.press(key);
+  assert.equal((await p.evaluate(() => window.__attnkit.state())).view, "gpt2");
   assert.deepEqual(problems, []);
 });
 

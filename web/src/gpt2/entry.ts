@@ -48,8 +48,15 @@ export const gpt2View: Scene = {
   },
 };
 
-/** The view's keys, once its code is in (false: not the view's). */
-export const gpt2Key = (key: string): boolean => view?.gpt2Key(key) ?? false;
+/** The view's own keys: the arrows and [ ] move the head shown large (nothing until a model is in). */
+const VIEW_KEYS = ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "[", "]", " "];
+
+/** Whether `key` is the view's (it then never leaves the view). */
+export function gpt2Key(key: string): boolean {
+  if (!VIEW_KEYS.includes(key)) return false;
+  view?.gpt2Key(key);
+  return true;
+}
 
 /** What the browser tests read (window.__attnkit.gpt2()). */
 export const gpt2Hook = () => view?.gpt2Hook() ?? { loaded: false, failed };
