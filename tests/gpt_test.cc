@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -316,9 +317,9 @@ TEST_CASE("gpt: weights v2 carry d_ff and the vocabulary; version 1 still loads"
   m.set_vocabulary(vocabulary);
   std::vector<uint8_t> bytes;
   REQUIRE_OK(ExportWeights(m, &bytes));
-  // magic, version, 9 config words, vocabulary length + 5, trained steps, count, floats, hash
-  CHECK(bytes.size() == 8 + 4 + 36 + 4 + 20 + 4 + 4 + 4 * m.params().Count() + 4);
-  CHECK(bytes[8] == 3);
+  // magic, version, 10 config words, vocabulary length + 5, trained steps, count, floats, hash
+  CHECK(bytes.size() == 8 + 4 + 40 + 4 + 20 + 4 + 4 + 4 * m.params().Count() + 4);
+  CHECK(bytes[8] == 4);
   CHECK(bytes[8 + 4 + 4 * 7] == 8);  // d_ff
   Model back;
   REQUIRE_OK(ImportWeights(bytes.data(), bytes.size(), &back));
@@ -344,7 +345,7 @@ TEST_CASE("gpt: weights v2 carry d_ff and the vocabulary; version 1 still loads"
     CHECK(target.vocabulary().size() == 5);  // unchanged
     CHECK(target.config().scale_by_sqrt_dk);
   };
-  const size_t length_at = 8 + 4 + 36;
+  const size_t length_at = 8 + 4 + 40;
   std::vector<uint8_t> f = bytes;
   f[length_at] = 4;  // 4 code points for 5 tokens
   rejects(Rehash(f), "vocabulary length 4");
@@ -369,8 +370,8 @@ TEST_CASE("gpt: weights v2 carry d_ff and the vocabulary; version 1 still loads"
   PutU32(&v1, 1);
   uint32_t words[kConfigWords];
   ConfigToWords(old.config(), words);
-  for (size_t i = 0; i < kConfigWords; ++i) {
-    if (i != kConfigWords - 2) PutU32(&v1, words[i]);  // leave out d_ff
+  for (size_t i = 0; i <= kConfigSizeWords; ++i) {
+    if (i != kConfigSizeWords - 1) PutU32(&v1, words[i]);  // leave out d_ff (and epsilon)
   }
   PutU32(&v1, uint32_t(old.params().Count()));
   for (const Matrix* t : old.params().Tensors()) {
@@ -388,10 +389,11 @@ TEST_CASE("gpt: weights v2 carry d_ff and the vocabulary; version 1 still loads"
   REQUIRE_OK(old.Forward(SmallBatch(), &a));
   REQUIRE_OK(loaded.Forward(SmallBatch(), &b));
   CHECK(a.loss == b.loss);
-  // Exported again it is a version 3 file.
+  // Exported again it is a version 4 file.
   REQUIRE_OK(ExportWeights(loaded, &again));
-  CHECK(again[8] == 3);
-  CHECK(again.size() == v1.size() + 12);  // d_ff, the vocabulary length, the trained steps
+  CHECK(again[8] == 4);
+  // d_ff, epsilon, the vocabulary length, the trained steps
+  CHECK(again.size() == v1.size() + 16);
 }
 
 TEST_CASE("gpt: weights v3 carry the trained steps; version 2 loads with none", "[gpt]") {
@@ -404,31 +406,91 @@ TEST_CASE("gpt: weights v3 carry the trained steps; version 2 loads with none", 
   CHECK(trainer.model().trained_steps() == 3);
   std::vector<uint8_t> bytes;
   REQUIRE_OK(ExportWeights(trainer.model(), &bytes));
-  const size_t steps_at = 8 + 4 + 36 + 4;  // after an empty vocabulary
+  const size_t epsilon_at = 8 + 4 + 36;    // the last config word
+  const size_t steps_at = 8 + 4 + 40 + 4;  // after an empty vocabulary
   CHECK(bytes[steps_at] == 3);
   Model back;
   REQUIRE_OK(ImportWeights(bytes.data(), bytes.size(), &back));
   CHECK(back.trained_steps() == 3);
   REQUIRE_OK(back.Init(c, 5));
   CHECK(back.trained_steps() == 0);  // a new model has had no update
-  // The same file as version 2 wrote it: no trained steps.
-  std::vector<uint8_t> v2(bytes.begin(), bytes.begin() + steps_at);
+  // The same file as version 3 wrote it: no epsilon word (1e-5 then).
+  std::vector<uint8_t> v3(bytes.begin(), bytes.begin() + epsilon_at);
+  v3[8] = 3;
+  v3.insert(v3.end(), bytes.begin() + epsilon_at + 4, bytes.end());
+  v3 = Rehash(v3);
+  Model v3_model;
+  REQUIRE_OK(ImportWeights(v3.data(), v3.size(), &v3_model));
+  CHECK(v3_model.trained_steps() == 3);
+  CHECK(v3_model.config().layer_norm_epsilon == 1e-5f);
+  // As version 2 wrote it: no trained steps either.
+  std::vector<uint8_t> v2(v3.begin(), v3.begin() + steps_at - 4);
   v2[8] = 2;
-  v2.insert(v2.end(), bytes.begin() + steps_at + 4, bytes.end());
+  v2.insert(v2.end(), v3.begin() + steps_at, v3.end());
   v2 = Rehash(v2);
   Model old;
   REQUIRE_OK(ImportWeights(v2.data(), v2.size(), &old));
   CHECK(old.trained_steps() == 0);
-  Metrics a, b;
+  Metrics a, b, b3;
   REQUIRE_OK(trainer.model().Forward(SmallBatch(), &a));
   REQUIRE_OK(old.Forward(SmallBatch(), &b));
+  REQUIRE_OK(v3_model.Forward(SmallBatch(), &b3));
   CHECK(a.loss == b.loss);
+  CHECK(a.loss == b3.loss);
   // Cut short after the vocabulary: named.
   std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + steps_at + 2);
   PutU32(&cut, 0);
   const Status s = ImportWeights(cut.data(), cut.size(), &old);
   CHECK(s.parameter() == "weights");
   CHECK(s.detail().find("truncated") != std::string::npos);
+}
+
+TEST_CASE("gpt: weights v4 carry bias, a tied unembedding and the LayerNorm epsilon", "[gpt]") {
+  ModelConfig c = SmallConfig(true, true, 8);
+  c.bias = true;
+  c.tied_unembedding = true;
+  c.layer_norm_epsilon = 1e-3f;
+  Model m;
+  REQUIRE_OK(m.Init(c, 12));
+  // Biases (zero at Init) given values, so that the file must carry them.
+  for (LayerParameters& l : m.params().layers) {
+    for (Matrix* b : {&l.b_Q, &l.b_K, &l.b_V, &l.b_O, &l.b_1, &l.b_2}) {
+      REQUIRE(b->size() > 0);
+      for (size_t k = 0; k < b->size(); ++k) b->data()[k] = 0.01f * float(k + 1);
+    }
+  }
+  CHECK(m.params().unembedding.size() == 0);
+  const std::vector<std::string> names = m.params().Names();
+  CHECK(std::find(names.begin(), names.end(), "unembedding") == names.end());
+  CHECK(std::find(names.begin(), names.end(), "layers.1.b_2") != names.end());
+  std::vector<uint8_t> bytes;
+  REQUIRE_OK(ExportWeights(m, &bytes));
+  CHECK(bytes[8] == 4);
+  CHECK(bytes[8 + 4 + 4 * 8] == (1 | 2 | 4 | 8));  // every flag
+  Model back;
+  REQUIRE_OK(ImportWeights(bytes.data(), bytes.size(), &back));
+  CHECK(back.config().bias);
+  CHECK(back.config().tied_unembedding);
+  CHECK(back.config().layer_norm_epsilon == 1e-3f);
+  const std::vector<const Matrix*> a = static_cast<const Model&>(m).params().Tensors();
+  const std::vector<const Matrix*> b = static_cast<const Model&>(back).params().Tensors();
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO(names[i]);
+    REQUIRE(a[i]->size() == b[i]->size());
+    CHECK(std::memcmp(a[i]->data(), b[i]->data(), 4 * a[i]->size()) == 0);
+  }
+  std::vector<uint8_t> again;
+  REQUIRE_OK(ExportWeights(back, &again));
+  CHECK(again == bytes);
+  // An epsilon that is not > 0 and finite: the config's error, named.
+  for (float bad : {0.0f, -1e-5f, std::numeric_limits<float>::infinity()}) {
+    std::vector<uint8_t> f = bytes;
+    std::memcpy(&f[8 + 4 + 36], &bad, 4);
+    const Status s = ImportWeights(f.data(), f.size(), &back);
+    INFO(s.ToString());
+    CHECK(s.detail().find("layer_norm_epsilon") != std::string::npos);
+  }
 }
 
 // The logits of the last position of a full forward of `tokens`.

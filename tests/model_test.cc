@@ -255,7 +255,7 @@ TEST_CASE("model: the weights file holds the parameters in Tensors() order", "[m
   REQUIRE_OK(m.Init(SmallConfig(true, false), 8));
   std::vector<uint8_t> bytes;
   REQUIRE_OK(ExportWeights(m, &bytes));
-  const size_t header = 8 + 4 + 12 * 4;  // version, 9 config words, vocabulary length 0,
+  const size_t header = 8 + 4 + 13 * 4;  // version, 10 config words, vocabulary length 0,
                                          // trained steps, count
   size_t at = header;
   for (const Matrix* t : m.params().Tensors()) {
@@ -279,7 +279,7 @@ TEST_CASE("model: weights export and import round trip and corrupted files rejec
   REQUIRE_OK(m.Init(SmallConfig(true, false), 21));
   std::vector<uint8_t> bytes;
   REQUIRE_OK(ExportWeights(m, &bytes));
-  CHECK(bytes.size() == 8 + 52 + 4 * m.params().Count() + 4);
+  CHECK(bytes.size() == 8 + 56 + 4 * m.params().Count() + 4);
   CHECK(std::string(bytes.begin(), bytes.begin() + 8) == "ATKMODEL");
   Model back;
   REQUIRE_OK(ImportWeights(bytes.data(), bytes.size(), &back));
@@ -322,8 +322,8 @@ TEST_CASE("model: weights export and import round trip and corrupted files rejec
   f[0] = 'X';
   rejects(f, "magic");
   f = bytes;
-  f[8] = 4;
-  rejects(rehash(f), "version 4");
+  f[8] = 5;
+  rejects(rehash(f), "version 5");
   f = bytes;
   f[8 + 4 + 4 * 5] = 3;  // num_kv_heads 3 does not divide num_heads 2
   rejects(rehash(f), "num_kv_heads");
@@ -331,7 +331,7 @@ TEST_CASE("model: weights export and import round trip and corrupted files rejec
   f[8 + 4 + 4 * 2] = 7;  // d_model 7: the parameter count no longer matches
   rejects(rehash(f), "parameter count");
   f = bytes;
-  f[8 + 4 + 4 * 8] = 4;  // an unknown flag
+  f[8 + 4 + 4 * 8] = 16;  // an unknown flag
   rejects(rehash(f), "flags");
   f = bytes;
   f[100] ^= 0x10;  // one bit of a parameter

@@ -18,6 +18,7 @@
 #include "attnkit/attnkit.h"
 #include "attnkit/backward.h"
 #include "attnkit/backward_trace.h"
+#include "attnkit/checkpoint.h"
 #include "attnkit/generate.h"
 #include "attnkit/kv_cache.h"
 #include "attnkit/model.h"
@@ -83,6 +84,13 @@ std::vector<NullCall> NullCalls() {
       {"packed_weights.h:PackMultiHeadWeights(packed)",
        [w, heads] { return attnkit::PackMultiHeadWeights(w, heads, nullptr); }},
       {"ops.h:ForceByName(name)", [] { return attnkit::targets::ForceByName(nullptr); }},
+      {"checkpoint.h:Load(data)",
+       [] {
+         model::CheckpointLoader loader;
+         REQUIRE(loader.Init(model_test::SmallConfig(false, true)).ok());
+         return loader.Load("wte.weight", model::DType::kF32, {5, 6}, nullptr);
+       }},
+      {"checkpoint.h:Finish(out)", [] { return model::CheckpointLoader().Finish(nullptr); }},
       {"generate.h:Next(out)", [] { return model::Generator().Next({}, nullptr); }},
       {"model.h:ConfigFromWords(words)",
        [] {
@@ -188,6 +196,8 @@ const std::set<std::string>& NotCalledNull() {
       "model.h:Step(metrics)",
       "tasks.h:CheckTask(model)",
       // No Status to return: a documented precondition (non-null).
+      "checkpoint.h:WidenToFloat(data)",
+      "checkpoint.h:WidenToFloat(out)",
       "model.h:ConfigToWords(words)",
       "random.h:SplitMix64(state)",
       "text.h:AppendUtf8(out)",
@@ -320,10 +330,10 @@ std::set<std::string> PointerParameters(const std::string& header, const std::st
 TEST_CASE("Null pointers: the list covers every pointer parameter of the public headers",
           "[errors][pointers]") {
   const std::vector<std::string> headers = {
-      "attention.h", "attnkit.h",  "backward.h",       "backward_trace.h",
-      "generate.h",  "kv_cache.h", "matrix.h",         "model.h",
-      "multihead.h", "ops.h",      "packed_weights.h", "random.h",
-      "status.h",    "tasks.h",    "text.h",           "thread_pool.h"};
+      "attention.h", "attnkit.h",        "backward.h", "backward_trace.h", "checkpoint.h",
+      "generate.h",  "kv_cache.h",       "matrix.h",   "model.h",          "multihead.h",
+      "ops.h",       "packed_weights.h", "random.h",   "status.h",         "tasks.h",
+      "text.h",      "thread_pool.h"};
   std::set<std::string> declared;
   for (const std::string& h : headers) {
     std::ifstream in(HeaderDir() + h);

@@ -1,4 +1,4 @@
-// attnkit's weights file (docs/model.md, "Weights file", versions 2 and 3) read into
+// attnkit's weights file (docs/model.md, "Weights file", versions 2 to 4) read into
 // the tensors the benchmarks' tfjs models start from, in the file's order.
 // One reader for the attention-only model (bench/wasm/train.mjs) and the GPT
 // (bench/wasm/language.mjs).
@@ -14,12 +14,14 @@ export function readWeights(bytes) {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const magic = new TextDecoder().decode(bytes.subarray(0, 8));
   const version = view.getUint32(8, true);
-  if (magic !== "ATKMODEL" || (version !== 2 && version !== 3))
-    throw new Error(`weights: magic ${magic}, version ${version} (expected 2 or 3)`);
+  if (magic !== "ATKMODEL" || version < 2 || version > 4)
+    throw new Error(`weights: magic ${magic}, version ${version} (expected 2 .. 4)`);
   const w32 = (i) => view.getUint32(12 + 4 * i, true);
   const [V, P, D, L, h, g, dK, dFF, flags] = Array.from({ length: 9 }, (_, i) => w32(i));
+  // The peers' models have no biases and an unembedding of their own.
+  if (flags & ~3) throw new Error(`weights: flags ${flags} (expected no bias, untied)`);
   const layerNorm = (flags & 1) !== 0;
-  let at = 48;
+  let at = version >= 4 ? 52 : 48; // after the config (version 4: the epsilon word)
   at += 4 + 4 * view.getUint32(at, true); // the vocabulary
   if (version >= 3) at += 4; // the trained steps
   const count = view.getUint32(at, true);

@@ -9,6 +9,8 @@
 //   per layer l = 1..num_layers:
 //     a   = LayerNorm_l(x) (layer_norm on) or x                  [N, d_model]
 //     Q = a W_Q [N, h d_k], K = a W_K [N, g d_k], V = a W_V [N, g d_k]
+//           (+ b_Q, b_K, b_V with bias; every product below likewise adds
+//           its bias row with bias on)
 //     z   = causal multi-head attention(Q, K, V)                 [N, h d_k]
 //           scale 1/sqrt(d_k) (scale_by_sqrt_dk) or 1
 //     x   = x + z W_O                                            [N, d_model]
@@ -17,10 +19,13 @@
 //     u   = b W_1                                                [N, d_ff]
 //     x   = x + GELU(u) W_2                                      [N, d_model]
 //           GELU(u) = u/2 (1 + tanh(sqrt(2/pi) (u + 0.044715 u^3))), the tanh
-//           approximation of GPT-2 (PyTorch approximate='tanh'); no biases in
-//           the linear layers (nanoGPT's bias=False)
+//           approximation of GPT-2 (PyTorch approximate='tanh'); biases in
+//           the linear layers with bias (GPT-2's), none without (nanoGPT's
+//           bias=False)
 //   f      = LayerNorm_final(x) (layer_norm on) or x
 //   logits = f unembedding                                       [N, vocab_size]
+//            or f token_embedding^T with tied_unembedding (GPT-2's lm_head)
+// Every LayerNorm: (x - mean) / sqrt(var + layer_norm_epsilon) gain + bias.
 //   loss   = mean over the scored positions of -log softmax(logits)[target]
 #ifndef ATTNKIT_MODEL_MODEL_H_
 #define ATTNKIT_MODEL_MODEL_H_
@@ -38,7 +43,7 @@
 namespace attnkit {
 namespace model {
 
-constexpr size_t kMaxLayers = 8;
+constexpr size_t kMaxLayers = 48;
 
 struct ModelConfig {
   size_t vocab_size = 0;
@@ -46,26 +51,40 @@ struct ModelConfig {
   size_t d_model = 0;
   size_t num_layers = 1;  // 1 .. kMaxLayers
   size_t num_heads = 1;
-  size_t num_kv_heads = 0;       // 0 = num_heads; must divide num_heads
-  size_t d_k = 0;                // 0 = d_model / num_heads (which must divide); d_v = d_k
-  size_t d_ff = 0;               // 0 = attention-only layers; > 0 = GPT blocks (needs layer_norm)
-  bool layer_norm = false;       // pre-norm LayerNorm per layer and before the unembedding
-  bool scale_by_sqrt_dk = true;  // false: scores are Q K^T unscaled (the scale experiment)
+  size_t num_kv_heads = 0;        // 0 = num_heads; must divide num_heads
+  size_t d_k = 0;                 // 0 = d_model / num_heads (which must divide); d_v = d_k
+  size_t d_ff = 0;                // 0 = attention-only layers; > 0 = GPT blocks (needs layer_norm)
+  bool layer_norm = false;        // pre-norm LayerNorm per layer and before the unembedding
+  bool scale_by_sqrt_dk = true;   // false: scores are Q K^T unscaled (the scale experiment)
+  bool bias = false;              // every linear layer adds a bias row (b_Q ... b_2; GPT-2's)
+  bool tied_unembedding = false;  // logits = f token_embedding^T; no unembedding tensor
+  float layer_norm_epsilon = 1e-5f;  // every LayerNorm's; > 0 and finite
 };
 
 // A ModelConfig as 32-bit words, the one layout of the weights file's header
-// and of the JS bindings: each of kConfigSizes in order, then the flags
-// (bit 0 layer_norm, bit 1 scale_by_sqrt_dk). A new size field is one more
-// entry of kConfigSizes (and of CONFIG_WORDS in src/js/model.js).
+// and of the JS bindings: each of kConfigSizes in order, then one word of
+// kConfigFlags' bits (bit i = flag i), then each of kConfigFloats as its
+// float's bits. A new field is one more entry of these lists (and of
+// CONFIG_WORDS, CONFIG_FLAGS or CONFIG_FLOATS in src/js/model.js).
 constexpr size_t ModelConfig::*kConfigSizes[] = {
     &ModelConfig::vocab_size, &ModelConfig::max_seq_len, &ModelConfig::d_model,
     &ModelConfig::num_layers, &ModelConfig::num_heads,   &ModelConfig::num_kv_heads,
     &ModelConfig::d_k,        &ModelConfig::d_ff,
 };
-constexpr size_t kConfigWords = sizeof(kConfigSizes) / sizeof(kConfigSizes[0]) + 1;
+constexpr bool ModelConfig::*kConfigFlags[] = {
+    &ModelConfig::layer_norm,
+    &ModelConfig::scale_by_sqrt_dk,
+    &ModelConfig::bias,
+    &ModelConfig::tied_unembedding,
+};
+constexpr float ModelConfig::*kConfigFloats[] = {&ModelConfig::layer_norm_epsilon};
+constexpr size_t kConfigSizeWords = sizeof(kConfigSizes) / sizeof(kConfigSizes[0]);
+constexpr size_t kConfigFloatWords = sizeof(kConfigFloats) / sizeof(kConfigFloats[0]);
+constexpr size_t kConfigFlagCount = sizeof(kConfigFlags) / sizeof(kConfigFlags[0]);
+constexpr size_t kConfigWords = kConfigSizeWords + 1 + kConfigFloatWords;
 // `words` must not be null (no Status to report it).
 void ConfigToWords(const ModelConfig& config, uint32_t words[kConfigWords]);
-// Fails (naming "words") only on unknown flag bits; the sizes are CheckConfig's.
+// Fails (naming "words") only on unknown flag bits; the sizes and floats are CheckConfig's.
 Status ConfigFromWords(const uint32_t words[kConfigWords], ModelConfig* config);
 
 // Checks every field (a Status naming it: "vocab_size", "d_model", ...) and
@@ -81,6 +100,9 @@ struct LayerParameters {
   Matrix ln2_gain, ln2_bias;  // [1, d_model] each; the MLP's LayerNorm; empty with d_ff 0
   Matrix W_1;                 // [d_model, d_ff]; empty with d_ff 0
   Matrix W_2;                 // [d_ff, d_model]; empty with d_ff 0
+  // With bias, each product's bias row (else empty): b_Q [1, h d_k], b_K,
+  // b_V [1, g d_k], b_O [1, d_model]; with d_ff > 0 b_1 [1, d_ff], b_2 [1, d_model].
+  Matrix b_Q, b_K, b_V, b_O, b_1, b_2;
 };
 
 // Every parameter of the model; also the shape of its gradients.
@@ -89,15 +111,16 @@ struct Parameters {
   Matrix position_embedding;  // [max_seq_len, d_model]
   std::vector<LayerParameters> layers;
   Matrix final_gain, final_bias;  // [1, d_model] each; empty without layer_norm
-  Matrix unembedding;             // [d_model, vocab_size]
+  Matrix unembedding;             // [d_model, vocab_size]; empty with tied_unembedding
 
   // Allocates every tensor of `config` (resolved), zero-filled.
   Status Allocate(const ModelConfig& config);
   // The tensors in their fixed order (that of the weights file): token
   // embedding, position embedding, then per layer [ln_gain, ln_bias,] W_Q,
-  // W_K, W_V, W_O[, ln2_gain, ln2_bias, W_1, W_2], then [final_gain,
-  // final_bias,] unembedding. Names as "layers.0.W_Q". Tensors that are empty
-  // (no layer_norm, d_ff 0) are left out.
+  // [b_Q,] W_K, [b_K,] W_V, [b_V,] W_O, [b_O,] [ln2_gain, ln2_bias, W_1,
+  // [b_1,] W_2, [b_2]], then [final_gain, final_bias,] [unembedding]. Names
+  // as "layers.0.W_Q". Tensors that are empty (no layer_norm, d_ff 0, no
+  // bias, a tied unembedding) are left out.
   std::vector<Matrix*> Tensors();
   std::vector<const Matrix*> Tensors() const;
   std::vector<std::string> Names() const;
@@ -110,6 +133,7 @@ struct Parameters {
 //   W_Q, W_K, W_V                  N(0, 1 / d_model)
 //   W_O                            N(0, 1 / (h d_k))
 //   unembedding                    N(0, 1 / d_model)
+//   biases                         0
 // GPT models (d_ff > 0), as GPT-2 and nanoGPT:
 //   every matrix and embedding     N(0, 0.02^2)
 //   but W_O and W_2                N(0, (0.02 / sqrt(2 num_layers))^2)
@@ -189,12 +213,16 @@ class Model {
   // The config is checked (CheckConfig) and the weights initialised from
   // `seed` (InitParameters).
   Status Init(const ModelConfig& config, uint64_t seed);
+  // The config is checked and every weight is zero, with no random draws:
+  // for weights that are filled right after (a checkpoint, a weights file).
+  Status Allocate(const ModelConfig& config);
   const ModelConfig& config() const { return config_; }
   Parameters& params() { return params_; }
   const Parameters& params() const { return params_; }
   // Threads for the attention operations (not owned; null = caller's thread).
   // Results are bit-identical with any pool.
   void set_pool(ThreadPool* pool) { pool_ = pool; }
+  ThreadPool* pool() const { return pool_; }
 
   // Runs the model on the batch and keeps what Backward needs. metrics
   // (optional) receives its loss; logits (optional) receives [batch *
@@ -230,6 +258,9 @@ class Model {
   void set_trained_steps(uint32_t steps) { trained_steps_ = steps; }
 
  private:
+  // Takes config c (checked, resolved) and its weights p; resets the rest.
+  void Adopt(const ModelConfig& c, Parameters&& p);
+
   ModelConfig config_;
   Parameters params_;
   std::vector<uint32_t> vocabulary_;
@@ -255,7 +286,7 @@ class Model {
 //     lr_t = min_learning_rate + (learning_rate - min_learning_rate) (1 + cos(pi p)) / 2
 //   (so lr reaches min_learning_rate at step decay_steps and stays there).
 // Weight decay applies to the matrices (W_Q, W_K, W_V, W_O, W_1, W_2 and the
-// unembedding), not to embeddings or LayerNorm parameters.
+// unembedding), not to embeddings, biases or LayerNorm parameters.
 struct AdamWConfig {
   float learning_rate = 1e-3f;
   float beta1 = 0.9f;
@@ -310,8 +341,9 @@ class Trainer {
 // The weights file (docs/model.md), all integers little-endian:
 //   bytes 0..7   magic "ATKMODEL"
 //   u32          version (kWeightsVersion)
-//   u32 x 9      the config (ConfigToWords: vocab_size, max_seq_len, d_model,
-//                num_layers, num_heads, num_kv_heads, d_k, d_ff, flags)
+//   u32 x 10     the config (ConfigToWords: vocab_size, max_seq_len, d_model,
+//                num_layers, num_heads, num_kv_heads, d_k, d_ff, flags,
+//                layer_norm_epsilon as f32)
 //   u32          vocabulary length (0 or vocab_size)
 //   u32 x length the vocabulary (Model::vocabulary)
 //   u32          trained steps (Model::trained_steps; from version 3)
@@ -319,8 +351,9 @@ class Trainer {
 //   f32 x count  the parameters in Parameters::Tensors() order, row-major
 //   u32          FNV-1a hash of every byte before it
 // Version 1 files (8 config words without d_ff, no vocabulary) still import,
-// as d_ff 0 with an empty vocabulary; version 2 (no trained steps) as 0 steps.
-constexpr uint32_t kWeightsVersion = 3;
+// as d_ff 0 with an empty vocabulary; version 2 (no trained steps) as 0
+// steps; versions 1 .. 3 (no epsilon word) with epsilon 1e-5.
+constexpr uint32_t kWeightsVersion = 4;
 Status ExportWeights(const Model& model, std::vector<uint8_t>* bytes);
 // Checks magic, version, config (as CheckConfig), vocabulary length, size,
 // hash and that every value is finite; on success replaces *model's config,

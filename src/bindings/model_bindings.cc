@@ -5,12 +5,15 @@
 // Status through bindings.cc's lastError*(). Nothing here throws.
 #include <emscripten/bind.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
+#include "attnkit/checkpoint.h"
 #include "attnkit/model.h"
 #include "attnkit/tasks.h"
 #include "attnkit/text.h"
@@ -59,9 +62,17 @@ struct GeneratorHandle {
   Batch batch;
 };
 
+struct CheckpointHandle {
+  model::CheckpointLoader loader;
+  std::unique_ptr<uint8_t[]> staging;  // one tensor's bytes, reused and grown
+  size_t capacity = 0;
+  size_t staged = 0;  // the last staging()'s byte length
+};
+
 ModelHandle* AsModel(uintptr_t h) { return reinterpret_cast<ModelHandle*>(h); }
 TrainerHandle* AsTrainer(uintptr_t h) { return reinterpret_cast<TrainerHandle*>(h); }
 GeneratorHandle* AsGenerator(uintptr_t h) { return reinterpret_cast<GeneratorHandle*>(h); }
+CheckpointHandle* AsCheckpoint(uintptr_t h) { return reinterpret_cast<CheckpointHandle*>(h); }
 
 // [kind, length, vocab_size, padding]
 TaskConfig ReadTask(const uint32_t* w) {
@@ -145,6 +156,61 @@ int ModelExport(uintptr_t h, uintptr_t out) {
   Words(out)[1] = m->file.size();
   return 0;
 }
+
+// ---- Checkpoints: a model filled tensor by tensor (model::CheckpointLoader) ----
+
+// [config (model::kConfigWords)]; 0 on error.
+uintptr_t CheckpointCreate(uintptr_t args) {
+  ModelConfig c;
+  if (Report(model::ConfigFromWords(Words(args), &c)) != 0) return 0;
+  auto h = std::make_unique<CheckpointHandle>();
+  if (Report(h->loader.Init(c)) != 0) return 0;
+  return reinterpret_cast<uintptr_t>(h.release());
+}
+// The address of `bytes` bytes for one tensor (held until the next call);
+// 0 on error. Grown without copying: the old bytes are not kept.
+uintptr_t CheckpointStaging(uintptr_t h, uint32_t bytes) {
+  CheckpointHandle* c = AsCheckpoint(h);
+  if (bytes > c->capacity || !c->staging) {
+    c->staging.reset();
+    c->capacity = 0;
+    c->staging.reset(new (std::nothrow) uint8_t[bytes ? bytes : 1]);
+    if (!c->staging) {
+      Report(Status(
+          ErrorCode::kOverflow, "byteLength",
+          "expected a size that fits in wasm memory, got " + std::to_string(bytes) + " bytes"));
+      return 0;
+    }
+    c->capacity = bytes;
+  }
+  c->staged = bytes;
+  return reinterpret_cast<uintptr_t>(c->staging.get());
+}
+// [dtype (model::DType), staged byte length, ndim, dims...]: the staged bytes
+// as tensor `name`, which they must fill exactly.
+int CheckpointLoad(uintptr_t h, std::string name, uintptr_t args) {
+  CheckpointHandle* c = AsCheckpoint(h);
+  const uint32_t* w = Words(args);
+  const model::DType dtype = static_cast<model::DType>(w[0]);
+  const std::vector<size_t> shape(w + 3, w + 3 + w[2]);
+  uint64_t bytes = model::DTypeBytes(dtype);
+  for (size_t n : shape) bytes = std::min<uint64_t>(bytes * n, uint64_t(1) << 40);
+  if (!c->staging || w[1] != c->staged || bytes != c->staged) {
+    return Report(Status(ErrorCode::kShapeMismatch, name,
+                         std::string("expected the staged bytes to hold the shape's values (") +
+                             std::to_string(bytes) + " bytes of " + model::DTypeName(dtype) +
+                             "), got " + std::to_string(c->staging ? w[1] : 0) + " staged"));
+  }
+  return Report(c->loader.Load(name, dtype, shape, c->staging.get()));
+}
+// The filled model's handle (as ModelCreate's); 0 on error. The loader is
+// freed by CheckpointFree either way.
+uintptr_t CheckpointFinish(uintptr_t h) {
+  auto m = std::make_unique<ModelHandle>();
+  if (Report(AsCheckpoint(h)->loader.Finish(&m->model)) != 0) return 0;
+  return reinterpret_cast<uintptr_t>(m.release());
+}
+void CheckpointFree(uintptr_t h) { delete AsCheckpoint(h); }
 
 // [batch, seq_len, tokens address, count, targets address, count] (int32);
 // Forward checks the counts against batch * seq_len.
@@ -335,6 +401,7 @@ EMSCRIPTEN_BINDINGS(attnkit_model) {
       ModelCreate, ModelImport, ModelFree, ModelSetVocabulary, ModelVocabulary, ModelInfo,
       ModelTrainedSteps, ModelExport, ModelForward, ModelAttention, ModelTensorNames, ModelTensor,
       ModelInspect, ModelInspectLayer, ModelInspectClear, TrainerCreate, TrainerFree, TrainerSteps,
-      TrainerLearningRate, TrainerStep, GeneratorCreate, GeneratorFree, GeneratorNext, TaskInfo);
+      TrainerLearningRate, TrainerStep, GeneratorCreate, GeneratorFree, GeneratorNext, TaskInfo,
+      CheckpointCreate, CheckpointStaging, CheckpointLoad, CheckpointFinish, CheckpointFree);
   RegisterTrainerOptions();
 }

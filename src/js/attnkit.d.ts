@@ -503,7 +503,7 @@ export interface KVCache extends Record<DisposeSymbol, () => void> {
 }
 
 /**
- * A model's configuration (docs/model.md): 1 to 8 layers of causal multi-head
+ * A model's configuration (docs/model.md): 1 to 48 layers of causal multi-head
  * attention over a residual stream; attention-only (dFF 0), or GPT blocks with
  * an MLP of width dFF (docs/language.md).
  */
@@ -513,7 +513,7 @@ export interface ModelConfig {
   /** Positions of the position embedding: the longest sequence. */
   maxSeqLen: number;
   dModel: number;
-  /** 1 .. 8; default 1. */
+  /** 1 .. 48; default 1. */
   numLayers?: number | undefined;
   /** Default 1. */
   numHeads?: number | undefined;
@@ -527,6 +527,12 @@ export interface ModelConfig {
   layerNorm?: boolean | undefined;
   /** Scores scaled by 1/sqrt(dK); false: unscaled (the scale experiment). Default true. */
   scaleBySqrtDk?: boolean | undefined;
+  /** Every linear layer adds a bias (b_Q, b_K, b_V, b_O, b_1, b_2; GPT-2's). Default false. */
+  bias?: boolean | undefined;
+  /** Logits = f tokenEmbedding^T (GPT-2's tied lm_head); no unembedding tensor. Default false. */
+  tiedUnembedding?: boolean | undefined;
+  /** Every LayerNorm's epsilon, finite and > 0, kept as a float32. Default 1e-5. */
+  layerNormEpsilon?: number | undefined;
 }
 
 /** A config with every field resolved (numKvHeads and dK derived). */

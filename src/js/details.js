@@ -49,7 +49,9 @@ const MODEL_WORDS = [
   [/\bd_ff\b/g, "dFF"],
   [/\bvalidation_windows\b/g, "validationWindows"],
   [/\bscale_by_sqrt_dk\b/g, "scaleBySqrtDk"],
+  [/\blayer_norm_epsilon\b/g, "layerNormEpsilon"],
   [/\blayer_norm\b/g, "layerNorm"],
+  [/\btied_unembedding\b/g, "tiedUnembedding"],
 ];
 
 /** A core Status detail in the JS API's words (`model`: the model layer's fields too). */

@@ -7,7 +7,7 @@
 // Worker.
 import { AttnkitError, describe, rangeError, typeError } from "./errors.js";
 import { checkCount, checkKeys, isObject } from "./convert.js";
-import { CORE_NAMES, names, scalarWord, seedWords } from "./marshal.js";
+import { CORE_NAMES, bitsFloat, floatBits, names, scalarWord, seedWords } from "./marshal.js";
 import { TRAINER_OPTIONS, checkObject, coreNames, resolveOptions } from "./options.js";
 import { handles } from "./handles.js";
 import { intArray, readsVocabulary, languageContext, vocabularyCodePoints } from "./language.js";
@@ -15,9 +15,17 @@ import { referenceLosses } from "./text-stats.js";
 import { MODEL_CALLS } from "./calls.js";
 
 export const TASK_KINDS = ["copy", "reverse", "sort", "induction", "majority"];
+// The package's own way to fill a model from a checkpoint (not public):
+// attnkit[FILL](config) -> { staging, load, finish, dispose } (fillModel).
+export const FILL = Symbol("attnkit.fill");
+// A checkpoint tensor's element types, in the order of model::DType.
+const DTYPES = ["F32", "F16", "BF16"];
+// The most dimensions a checkpoint tensor's shape may have here.
+const MAX_DIMS = 8;
 // A config as the core's words (model::ConfigToWords in src/model): these
-// sizes in order, then one word of these flags' bits. A new field is one
-// entry here and one in kConfigSizes.
+// sizes in order, then one word of these flags' bits (bit i = flag i), then
+// these floats' bits. A new field is one entry here and one in kConfigSizes,
+// kConfigFlags or kConfigFloats.
 const CONFIG_WORDS = [
   "vocabSize",
   "maxSeqLen",
@@ -28,19 +36,27 @@ const CONFIG_WORDS = [
   "dK",
   "dFF",
 ];
-const CONFIG_FLAGS = ["layerNorm", "scaleBySqrtDk"];
-const CONFIG_KEYS = [...CONFIG_WORDS, ...CONFIG_FLAGS];
+const CONFIG_FLAGS = ["layerNorm", "scaleBySqrtDk", "bias", "tiedUnembedding"];
+const CONFIG_FLOATS = ["layerNormEpsilon"];
+const CONFIG_KEYS = [...CONFIG_WORDS, ...CONFIG_FLAGS, ...CONFIG_FLOATS];
+const CONFIG_WORD_COUNT = CONFIG_WORDS.length + 1 + CONFIG_FLOATS.length;
 
 /** The words of a checked config. */
 function configWords(c) {
   const flags = CONFIG_FLAGS.reduce((bits, key, i) => bits | (c[key] ? 1 << i : 0), 0);
-  return [...CONFIG_WORDS.map((key) => c[key]), flags];
+  return [
+    ...CONFIG_WORDS.map((key) => c[key]),
+    flags,
+    ...CONFIG_FLOATS.map((key) => floatBits(c[key])),
+  ];
 }
 /** A config from its words. */
 function configFromWords(w) {
   const c = {};
+  const n = CONFIG_WORDS.length;
   CONFIG_WORDS.forEach((key, i) => (c[key] = w[i]));
-  CONFIG_FLAGS.forEach((key, i) => (c[key] = (w[CONFIG_WORDS.length] & (1 << i)) !== 0));
+  CONFIG_FLAGS.forEach((key, i) => (c[key] = (w[n] & (1 << i)) !== 0));
+  CONFIG_FLOATS.forEach((key, i) => (c[key] = bitsFloat(w[n + 1 + i])));
   return c;
 }
 const TASK_KEYS = ["kind", "length", "vocabSize", "padding"];
@@ -59,6 +75,7 @@ const MODEL_NAMES = names({
   d_model: "config.dModel",
   num_layers: "config.numLayers",
   d_ff: "config.dFF",
+  layer_norm_epsilon: "config.layerNormEpsilon",
   ...taskNames("task."),
   batch: "batch.batch",
   seq_len: "batch.seqLen",
@@ -92,7 +109,17 @@ function checkModelConfig(config) {
     dFF: size("dFF", 0),
     layerNorm: checkBool("config.layerNorm", config.layerNorm, false),
     scaleBySqrtDk: checkBool("config.scaleBySqrtDk", config.scaleBySqrtDk, true),
+    bias: checkBool("config.bias", config.bias, false),
+    tiedUnembedding: checkBool("config.tiedUnembedding", config.tiedUnembedding, false),
+    // A float32 in the core (which checks it is finite and > 0).
+    layerNormEpsilon: checkNumber("config.layerNormEpsilon", config.layerNormEpsilon, 1e-5),
   };
+}
+
+function checkNumber(name, value, fallback) {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number") throw typeError(name, "a number", value);
+  return value;
 }
 
 /** A task, checked for types: {kind, length, vocabSize, padding?}. */
@@ -139,6 +166,12 @@ const LAYER_KEYS = {
   ln2_bias: "ln2Bias",
   W_1: "W_1",
   W_2: "W_2",
+  b_Q: "b_Q",
+  b_K: "b_K",
+  b_V: "b_V",
+  b_O: "b_O",
+  b_1: "b_1",
+  b_2: "b_2",
 };
 
 /**
@@ -200,6 +233,7 @@ function modelContext(mem, module) {
     TaskGenerator: M.generatorFree,
     TextDataset: M.datasetFree,
     Sampler: M.samplerFree,
+    CheckpointLoader: M.checkpointFree,
   });
   return {
     M,
@@ -313,7 +347,7 @@ function readParameters(ctx, handle) {
 function modelFields(ctx, language, handle) {
   const info = ctx.args("model");
   ctx.M.modelInfo(handle, info.start);
-  const config = Object.freeze(configFromWords(info.words(CONFIG_WORDS.length + 1)));
+  const config = Object.freeze(configFromWords(info.words(CONFIG_WORD_COUNT)));
   const parameterCount = info.word();
   const vocabulary = ctx.args("model");
   ctx.M.modelVocabulary(handle, vocabulary.start);
@@ -326,6 +360,74 @@ function modelFields(ctx, language, handle) {
     parameterCount: { value: parameterCount, enumerable: true },
     tokenizer: { value: tokenizer, enumerable: true },
     vocabulary: { value: tokenizer ? tokenizer.vocabulary : null, enumerable: true },
+  };
+}
+
+/** A checkpoint tensor's shape: an array of at most MAX_DIMS counts. */
+function checkShape(shape) {
+  if (!Array.isArray(shape) || shape.length > MAX_DIMS)
+    throw typeError("shape", `an array of at most ${MAX_DIMS} sizes`, shape);
+  return shape.map((n, i) => checkCount(`shape[${i}]`, n, { allowZero: true }));
+}
+
+/**
+ * attnkit[FILL](config): a model of `config` filled tensor by tensor from a
+ * Hugging Face GPT-2 checkpoint (model::CheckpointLoader, whose table knows
+ * the names). staging(byteLength) gives a view on module memory for one
+ * tensor's bytes (valid until the next staging() or load()); load(name,
+ * dtype, shape) reads the staged bytes as that tensor; finish() returns the
+ * Model and frees the rest; dispose() gives up. After finish() or dispose()
+ * the loader's calls throw "disposed".
+ */
+function fillModel(ctx, Model, config) {
+  const { M, objects } = ctx;
+  const c = checkModelConfig(config);
+  const created = M.checkpointCreate(ctx.args("config").put(configWords(c)).start);
+  if (!created) ctx.fail();
+  const loader = {};
+  objects.track(loader, "CheckpointLoader", created);
+  const live = () => objects.live(loader, "CheckpointLoader", "loader");
+  let staged = 0;
+  return {
+    staging(byteLength) {
+      const handle = live();
+      checkCount("byteLength", byteLength, { allowZero: true });
+      if (byteLength > 2 ** 31)
+        throw rangeError("byteLength", "at most 2 GiB (wasm memory)", `${byteLength}`, "overflow");
+      const at = M.checkpointStaging(handle, byteLength);
+      if (!at) ctx.fail();
+      staged = byteLength;
+      return M.HEAPU8.subarray(at, at + byteLength);
+    },
+    load(name, dtype, shape) {
+      const handle = live();
+      if (typeof name !== "string") throw typeError("name", "a tensor name (a string)", name);
+      const code = DTYPES.indexOf(dtype);
+      if (code < 0) {
+        const expected = `one of ${DTYPES.map((d) => JSON.stringify(d)).join(", ")}`;
+        throw (typeof dtype === "string" ? rangeError : typeError)(
+          "dtype",
+          expected,
+          typeof dtype === "string" ? describe(dtype) : dtype,
+        );
+      }
+      const dims = checkShape(shape);
+      const args = ctx.args("shape").put(code, staged, dims.length, dims);
+      if (M.checkpointLoad(handle, name, args.start) !== 0) ctx.fail();
+    },
+    finish() {
+      const handle = live();
+      const model = M.checkpointFinish(handle);
+      try {
+        if (!model) ctx.fail();
+      } finally {
+        objects.dispose(loader);
+      }
+      return new Model(model);
+    },
+    dispose() {
+      objects.dispose(loader);
+    },
   };
 }
 
@@ -599,6 +701,7 @@ export function modelMethods(mem, module) {
       if (!handle) ctx.fail();
       return new Model(handle);
     },
+    [FILL]: (config) => fillModel(ctx, Model, config),
     createTrainer: (model, options) => new Trainer(model, options),
     createTaskGenerator: (task, options) => new TaskGenerator(task, options),
     makeBatch(task, options) {

@@ -50,12 +50,12 @@ AttentionOptions CausalOptions(const ModelConfig& c, ThreadPool* pool) {
   return o;
 }
 
-Status LayerNormForward(const Matrix& x, const Matrix& gain, const Matrix& bias,
-                        LayerNormActivations* out) {
+Status LayerNormForward(const ModelConfig& c, const Matrix& x, const Matrix& gain,
+                        const Matrix& bias, LayerNormActivations* out) {
   ATTNKIT_RETURN_IF_ERROR(Shape(&out->y, x.rows(), x.cols()));
   ATTNKIT_RETURN_IF_ERROR(Shape(&out->mean, x.rows(), 1));
   ATTNKIT_RETURN_IF_ERROR(Shape(&out->rstd, x.rows(), 1));
-  kernels::LayerNorm(x, gain.data(), bias.data(), kLayerNormEpsilon, out->y, out->mean.data(),
+  kernels::LayerNorm(x, gain.data(), bias.data(), c.layer_norm_epsilon, out->y, out->mean.data(),
                      out->rstd.data());
   return Status::Ok();
 }
@@ -90,7 +90,7 @@ Status AttentionBlock(const ModelConfig& c, const LayerParameters& p, const Matr
                       Matrix* x_out, MatrixView weights) {
   const size_t N = x.rows(), d = c.d_model;
   const size_t hd = c.num_heads * c.d_k, gd = c.num_kv_heads * c.d_k;
-  if (c.layer_norm) ATTNKIT_RETURN_IF_ERROR(LayerNormForward(x, p.ln_gain, p.ln_bias, &a->norm));
+  if (c.layer_norm) ATTNKIT_RETURN_IF_ERROR(LayerNormForward(c, x, p.ln_gain, p.ln_bias, &a->norm));
   a->q_cols = hd;
   a->kv_cols = gd;
   ATTNKIT_RETURN_IF_ERROR(Shape(&a->QKV, N, hd + 2 * gd));
@@ -156,7 +156,7 @@ Status AttentionBlockBackward(const ModelConfig& c, const LayerParameters& p, co
 Status MlpBlock(const ModelConfig& c, const LayerParameters& p, const Matrix& mid,
                 BlockActivations* a, Matrix* x_out) {
   const size_t N = mid.rows(), d = c.d_model;
-  ATTNKIT_RETURN_IF_ERROR(LayerNormForward(mid, p.ln2_gain, p.ln2_bias, &a->norm2));
+  ATTNKIT_RETURN_IF_ERROR(LayerNormForward(c, mid, p.ln2_gain, p.ln2_bias, &a->norm2));
   ATTNKIT_RETURN_IF_ERROR(Shape(&a->u, N, c.d_ff));
   ATTNKIT_RETURN_IF_ERROR(Shape(&a->act, N, c.d_ff));
   ATTNKIT_RETURN_IF_ERROR(MatMul(a->norm2.y, p.W_1, a->u, kFinite));
@@ -187,7 +187,7 @@ Status MlpBlockBackward(const ModelConfig& c, const LayerParameters& p, const Ma
 Status FinalNorm(const ModelConfig& c, const Parameters& p, const Matrix& x,
                  LayerNormActivations* f) {
   if (!c.layer_norm) return Status::Ok();
-  return LayerNormForward(x, p.final_gain, p.final_bias, f);
+  return LayerNormForward(c, x, p.final_gain, p.final_bias, f);
 }
 
 Status FinalNormBackward(const ModelConfig& c, const Parameters& p, const Matrix& x,

@@ -31,8 +31,6 @@
 namespace attnkit {
 namespace model {
 
-constexpr float kLayerNormEpsilon = 1e-5f;
-
 // The products' inputs are the weights (finite: initialised, imported and
 // updated only when finite) and activations computed from them: the products
 // skip their scans for NaN and inf, and still report an overflow of C.
@@ -49,9 +47,10 @@ Status Shape(Matrix* m, size_t rows, size_t cols);
 HeadConfig Heads(const ModelConfig& c);
 AttentionOptions CausalOptions(const ModelConfig& c, ThreadPool* pool);
 
-// y = LayerNorm(x) [N, d] with gain and bias [1, d]; keeps mean and rstd [N, 1].
-Status LayerNormForward(const Matrix& x, const Matrix& gain, const Matrix& bias,
-                        LayerNormActivations* out);
+// y = LayerNorm(x) [N, d] with gain and bias [1, d] and c's
+// layer_norm_epsilon; keeps mean and rstd [N, 1].
+Status LayerNormForward(const ModelConfig& c, const Matrix& x, const Matrix& gain,
+                        const Matrix& bias, LayerNormActivations* out);
 // What a LayerNorm step hands on: its output with layer_norm, else x itself.
 inline const Matrix& Normed(const ModelConfig& c, const Matrix& x, const LayerNormActivations& n) {
   return c.layer_norm ? n.y : x;

@@ -58,6 +58,11 @@ Status CheckConfig(const ModelConfig& config, ModelConfig* resolved) {
   }
   ATTNKIT_RETURN_IF_ERROR(CheckSize("d_k", c.d_k, 1, kMaxSize));
   ATTNKIT_RETURN_IF_ERROR(CheckSize("d_ff", c.d_ff, 0, kMaxSize));
+  if (!(std::isfinite(c.layer_norm_epsilon) && c.layer_norm_epsilon > 0)) {
+    return Status(
+        ErrorCode::kInvalidArgument, "layer_norm_epsilon",
+        "expected a finite value > 0, got " + internal::FloatString(c.layer_norm_epsilon));
+  }
   if (c.d_ff > 0 && !c.layer_norm) {
     return Status(ErrorCode::kInvalidArgument, "d_ff",
                   "GPT blocks (d_ff " + std::to_string(c.d_ff) +
@@ -65,7 +70,8 @@ Status CheckConfig(const ModelConfig& config, ModelConfig* resolved) {
   }
   // Every tensor's size must fit comfortably in 32 bits (the weights file).
   const double floats =
-      double(c.vocab_size) * c.d_model * 2 + double(c.max_seq_len) * c.d_model +
+      double(c.vocab_size) * c.d_model * (c.tied_unembedding ? 1 : 2) +
+      double(c.max_seq_len) * c.d_model +
       double(c.num_layers) * c.d_model * c.d_k * (2 * c.num_heads + 2 * c.num_kv_heads) +
       double(c.num_layers) * c.d_model * c.d_ff * 2;
   if (floats > double(1u << 30)) {
@@ -84,76 +90,90 @@ Status Parameters::Allocate(const ModelConfig& config) {
   ATTNKIT_RETURN_IF_ERROR(Alloc(&token_embedding, c.vocab_size, d));
   ATTNKIT_RETURN_IF_ERROR(Alloc(&position_embedding, c.max_seq_len, d));
   layers.assign(c.num_layers, LayerParameters());
+  // Each tensor [rows, cols], allocated when `on`.
+  auto alloc_if = [](bool on, Matrix* m, size_t rows, size_t cols) {
+    return on ? Alloc(m, rows, cols) : Status::Ok();
+  };
+  const bool mlp = c.d_ff > 0;
   for (LayerParameters& l : layers) {
-    if (c.layer_norm) {
-      ATTNKIT_RETURN_IF_ERROR(Alloc(&l.ln_gain, 1, d));
-      ATTNKIT_RETURN_IF_ERROR(Alloc(&l.ln_bias, 1, d));
-    }
+    ATTNKIT_RETURN_IF_ERROR(alloc_if(c.layer_norm, &l.ln_gain, 1, d));
+    ATTNKIT_RETURN_IF_ERROR(alloc_if(c.layer_norm, &l.ln_bias, 1, d));
     ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_Q, d, hd));
     ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_K, d, gd));
     ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_V, d, gd));
     ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_O, hd, d));
-    if (c.d_ff > 0) {
-      ATTNKIT_RETURN_IF_ERROR(Alloc(&l.ln2_gain, 1, d));
-      ATTNKIT_RETURN_IF_ERROR(Alloc(&l.ln2_bias, 1, d));
-      ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_1, d, c.d_ff));
-      ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_2, c.d_ff, d));
-    }
+    ATTNKIT_RETURN_IF_ERROR(alloc_if(c.bias, &l.b_Q, 1, hd));
+    ATTNKIT_RETURN_IF_ERROR(alloc_if(c.bias, &l.b_K, 1, gd));
+    ATTNKIT_RETURN_IF_ERROR(alloc_if(c.bias, &l.b_V, 1, gd));
+    ATTNKIT_RETURN_IF_ERROR(alloc_if(c.bias, &l.b_O, 1, d));
+    ATTNKIT_RETURN_IF_ERROR(alloc_if(mlp, &l.ln2_gain, 1, d));
+    ATTNKIT_RETURN_IF_ERROR(alloc_if(mlp, &l.ln2_bias, 1, d));
+    ATTNKIT_RETURN_IF_ERROR(alloc_if(mlp, &l.W_1, d, c.d_ff));
+    ATTNKIT_RETURN_IF_ERROR(alloc_if(mlp, &l.W_2, c.d_ff, d));
+    ATTNKIT_RETURN_IF_ERROR(alloc_if(mlp && c.bias, &l.b_1, 1, c.d_ff));
+    ATTNKIT_RETURN_IF_ERROR(alloc_if(mlp && c.bias, &l.b_2, 1, d));
   }
-  if (c.layer_norm) {
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&final_gain, 1, d));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&final_bias, 1, d));
-  } else {
-    final_gain = Matrix();
-    final_bias = Matrix();
-  }
-  return Alloc(&unembedding, d, c.vocab_size);
+  final_gain = Matrix();
+  final_bias = Matrix();
+  unembedding = Matrix();
+  ATTNKIT_RETURN_IF_ERROR(alloc_if(c.layer_norm, &final_gain, 1, d));
+  ATTNKIT_RETURN_IF_ERROR(alloc_if(c.layer_norm, &final_bias, 1, d));
+  return alloc_if(!c.tied_unembedding, &unembedding, d, c.vocab_size);
 }
 
+namespace {
+
+// A layer's tensors in the weights file's order, by name.
+struct LayerTensor {
+  const char* name;
+  Matrix LayerParameters::*tensor;
+};
+constexpr LayerTensor kLayerTensors[] = {
+    {"ln_gain", &LayerParameters::ln_gain},   {"ln_bias", &LayerParameters::ln_bias},
+    {"W_Q", &LayerParameters::W_Q},           {"b_Q", &LayerParameters::b_Q},
+    {"W_K", &LayerParameters::W_K},           {"b_K", &LayerParameters::b_K},
+    {"W_V", &LayerParameters::W_V},           {"b_V", &LayerParameters::b_V},
+    {"W_O", &LayerParameters::W_O},           {"b_O", &LayerParameters::b_O},
+    {"ln2_gain", &LayerParameters::ln2_gain}, {"ln2_bias", &LayerParameters::ln2_bias},
+    {"W_1", &LayerParameters::W_1},           {"b_1", &LayerParameters::b_1},
+    {"W_2", &LayerParameters::W_2},           {"b_2", &LayerParameters::b_2},
+};
+
+// Calls f(name, tensor) for every tensor of p that is not empty, in the
+// weights file's order (Parameters::Tensors).
+template <typename P, typename F>
+void ForEachTensor(P& p, F f) {
+  auto visit = [&f](const std::string& name, auto& m) {
+    if (m.size()) f(name, m);
+  };
+  visit("token_embedding", p.token_embedding);
+  visit("position_embedding", p.position_embedding);
+  for (size_t i = 0; i < p.layers.size(); ++i) {
+    const std::string prefix = "layers." + std::to_string(i) + ".";
+    for (const LayerTensor& t : kLayerTensors) visit(prefix + t.name, p.layers[i].*t.tensor);
+  }
+  visit("final_gain", p.final_gain);
+  visit("final_bias", p.final_bias);
+  visit("unembedding", p.unembedding);
+}
+
+}  // namespace
+
 std::vector<Matrix*> Parameters::Tensors() {
-  std::vector<Matrix*> out{&token_embedding, &position_embedding};
-  for (LayerParameters& l : layers) {
-    if (l.ln_gain.size()) {
-      out.push_back(&l.ln_gain);
-      out.push_back(&l.ln_bias);
-    }
-    for (Matrix* m : {&l.W_Q, &l.W_K, &l.W_V, &l.W_O}) out.push_back(m);
-    if (l.W_1.size()) {
-      for (Matrix* m : {&l.ln2_gain, &l.ln2_bias, &l.W_1, &l.W_2}) out.push_back(m);
-    }
-  }
-  if (final_gain.size()) {
-    out.push_back(&final_gain);
-    out.push_back(&final_bias);
-  }
-  out.push_back(&unembedding);
+  std::vector<Matrix*> out;
+  ForEachTensor(*this, [&out](const std::string&, Matrix& m) { out.push_back(&m); });
   return out;
 }
 
 std::vector<const Matrix*> Parameters::Tensors() const {
   std::vector<const Matrix*> out;
-  for (Matrix* m : const_cast<Parameters*>(this)->Tensors()) out.push_back(m);
+  ForEachTensor(*this, [&out](const std::string&, const Matrix& m) { out.push_back(&m); });
   return out;
 }
 
 std::vector<std::string> Parameters::Names() const {
-  std::vector<std::string> out{"token_embedding", "position_embedding"};
-  for (size_t i = 0; i < layers.size(); ++i) {
-    const std::string p = "layers." + std::to_string(i) + ".";
-    if (layers[i].ln_gain.size()) {
-      out.push_back(p + "ln_gain");
-      out.push_back(p + "ln_bias");
-    }
-    for (const char* n : {"W_Q", "W_K", "W_V", "W_O"}) out.push_back(p + n);
-    if (layers[i].W_1.size()) {
-      for (const char* n : {"ln2_gain", "ln2_bias", "W_1", "W_2"}) out.push_back(p + n);
-    }
-  }
-  if (final_gain.size()) {
-    out.push_back("final_gain");
-    out.push_back("final_bias");
-  }
-  out.push_back("unembedding");
+  std::vector<std::string> out;
+  ForEachTensor(*this, [&out](const std::string& name, const Matrix&) { out.push_back(name); });
   return out;
 }
 
@@ -180,7 +200,7 @@ Status InitParameters(const ModelConfig& config, uint64_t seed, Parameters* para
       for (size_t k = 0; k < m.size(); ++k) m.data()[k] = 1.0f;
       continue;
     }
-    if (EndsWith(name, "_bias")) continue;
+    if (EndsWith(name, "_bias") || name.find(".b_") != std::string::npos) continue;
     if (c.d_ff > 0) {
       // GPT-2: N(0, 0.02); the projections into the residual stream (W_O,
       // W_2) scaled by 1 / sqrt(2 num_layers), as 2 num_layers of them add up.
@@ -203,12 +223,25 @@ Status Model::Init(const ModelConfig& config, uint64_t seed) {
   ATTNKIT_RETURN_IF_ERROR(CheckConfig(config, &c));
   Parameters p;
   ATTNKIT_RETURN_IF_ERROR(InitParameters(c, seed, &p));
+  Adopt(c, std::move(p));
+  return Status::Ok();
+}
+
+Status Model::Allocate(const ModelConfig& config) {
+  ModelConfig c;
+  ATTNKIT_RETURN_IF_ERROR(CheckConfig(config, &c));
+  Parameters p;
+  ATTNKIT_RETURN_IF_ERROR(p.Allocate(c));
+  Adopt(c, std::move(p));
+  return Status::Ok();
+}
+
+void Model::Adopt(const ModelConfig& c, Parameters&& p) {
   config_ = c;
   params_ = std::move(p);
   vocabulary_.clear();
   trained_steps_ = 0;
   have_forward_ = false;
-  return Status::Ok();
 }
 
 namespace {

@@ -156,8 +156,10 @@ Status Trainer::Step(const Batch& batch, Metrics* metrics) {
 namespace {
 
 constexpr char kMagic[8] = {'A', 'T', 'K', 'M', 'O', 'D', 'E', 'L'};
-// Version 1's config had no d_ff: the words of kConfigSizes but the last, then the flags.
-constexpr size_t kConfigWordsV1 = kConfigWords - 1;
+// Version 1's config had no d_ff: the words of kConfigSizes but the last, then
+// the flags; versions 2 and 3 had every size and the flags, no floats.
+constexpr size_t kConfigWordsV1 = kConfigSizeWords;
+constexpr size_t kConfigWordsV3 = kConfigSizeWords + 1;
 
 uint32_t Fnv1a(const uint8_t* data, size_t size) {
   uint32_t h = 2166136261u;
@@ -183,7 +185,10 @@ Status Bad(const std::string& detail) {
 void ConfigToWords(const ModelConfig& c, uint32_t words[kConfigWords]) {
   size_t i = 0;
   for (size_t ModelConfig::*size : kConfigSizes) words[i++] = uint32_t(c.*size);
-  words[i] = (c.layer_norm ? 1u : 0u) | (c.scale_by_sqrt_dk ? 2u : 0u);
+  uint32_t flags = 0;
+  for (size_t f = 0; f < kConfigFlagCount; ++f) flags |= (c.*kConfigFlags[f] ? 1u : 0u) << f;
+  words[i++] = flags;
+  for (float ModelConfig::*value : kConfigFloats) std::memcpy(&words[i++], &(c.*value), 4);
 }
 
 Status ConfigFromWords(const uint32_t words[kConfigWords], ModelConfig* c) {
@@ -191,13 +196,15 @@ Status ConfigFromWords(const uint32_t words[kConfigWords], ModelConfig* c) {
   ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("config", c));
   size_t i = 0;
   for (size_t ModelConfig::*size : kConfigSizes) c->*size = words[i++];
-  const uint32_t flags = words[i];
-  if (flags & ~3u) {
+  const uint32_t flags = words[i++];
+  const uint32_t all = (1u << kConfigFlagCount) - 1;
+  if (flags & ~all) {
     return Status(ErrorCode::kInvalidArgument, "words",
-                  "expected flags 0 .. 3 in the last word, got " + std::to_string(flags));
+                  "expected flags 0 .. " + std::to_string(all) + " in word " +
+                      std::to_string(kConfigSizeWords) + ", got " + std::to_string(flags));
   }
-  c->layer_norm = flags & 1u;
-  c->scale_by_sqrt_dk = flags & 2u;
+  for (size_t f = 0; f < kConfigFlagCount; ++f) c->*kConfigFlags[f] = (flags >> f) & 1u;
+  for (float ModelConfig::*value : kConfigFloats) std::memcpy(&(c->*value), &words[i++], 4);
   return Status::Ok();
 }
 
@@ -255,13 +262,17 @@ Status ImportWeights(const uint8_t* data, size_t size, Model* model) {
   const uint8_t* at = data + 12;
   const uint8_t* const end = data + size - 4;
   auto words_left = [&] { return size_t(end - at) / 4; };
+  // Older files' configs: the words they lack are the defaults'.
   uint32_t words[kConfigWords];
-  const size_t config_words = version == 1 ? kConfigWordsV1 : kConfigWords;
+  ConfigToWords(ModelConfig(), words);
+  const size_t config_words = version == 1   ? kConfigWordsV1
+                              : version <= 3 ? kConfigWordsV3
+                                             : kConfigWords;
   if (words_left() < config_words + 1) return Bad("truncated: the config is cut short");
   for (size_t i = 0; i < config_words; ++i, at += 4) words[i] = GetU32(at);
   if (version == 1) {
-    words[kConfigWords - 1] = words[kConfigWordsV1 - 1];  // the flags
-    words[kConfigWords - 2] = 0;                          // d_ff
+    words[kConfigSizeWords] = words[kConfigWordsV1 - 1];  // the flags
+    words[kConfigSizeWords - 1] = 0;                      // d_ff
   }
   ModelConfig c;
   const Status flags = ConfigFromWords(words, &c);
@@ -294,8 +305,10 @@ Status ImportWeights(const uint8_t* data, size_t size, Model* model) {
   }
   const uint32_t stored_count = GetU32(at);
   at += 4;
-  Parameters p;
-  ATTNKIT_RETURN_IF_ERROR(p.Allocate(c));
+  // Filled in place, moved into *model once every check has passed.
+  Model loaded;
+  ATTNKIT_RETURN_IF_ERROR(loaded.Allocate(c));
+  Parameters& p = loaded.params();
   const size_t count = p.Count();
   if (stored_count != count) {
     return Bad("parameter count " + std::to_string(stored_count) + " does not match the config's " +
@@ -320,10 +333,10 @@ Status ImportWeights(const uint8_t* data, size_t size, Model* model) {
       tensors[i]->data()[k] = v;
     }
   }
-  ATTNKIT_RETURN_IF_ERROR(model->Init(c, 0));
-  model->params() = std::move(p);
-  model->set_vocabulary(std::move(vocabulary));
-  model->set_trained_steps(trained_steps);
+  loaded.set_vocabulary(std::move(vocabulary));
+  loaded.set_trained_steps(trained_steps);
+  loaded.set_pool(model->pool());
+  *model = std::move(loaded);
   return Status::Ok();
 }
 

@@ -1668,9 +1668,9 @@ export const MODEL_CASES = [
     { parameter: "weights", message: /^weights: truncated/ },
   ],
   [
-    "weights of version 4",
-    (a, h) => a.loadModel(edited(h.bytes, 8, () => 4)),
-    { parameter: "weights", message: /^weights: version 4 is not supported/ },
+    "weights of version 5",
+    (a, h) => a.loadModel(edited(h.bytes, 8, () => 5)),
+    { parameter: "weights", message: /^weights: version 5 is not supported/ },
   ],
   ["weights a plain array", (a) => a.loadModel([1, 2]), { type: true }],
   // ---- configurations
@@ -1684,7 +1684,7 @@ export const MODEL_CASES = [
   badConfig("vocabSize 0", { ...C, vocabSize: 0 }, {}, "config.vocabSize", /got 0/),
   badConfig("maxSeqLen 0", { ...C, maxSeqLen: 0 }, {}, "config.maxSeqLen", /got 0/),
   badConfig("numLayers 0", { ...C, numLayers: 0 }, {}, "config.numLayers", /got 0/),
-  badConfig("numLayers 9", { ...C, numLayers: 9 }, {}, "config.numLayers", /got 9/),
+  badConfig("numLayers 49", { ...C, numLayers: 49 }, {}, "config.numLayers", /got 49/),
   badConfig("numHeads 0", { ...C, numHeads: 0 }, {}, "config.numHeads", /got 0/),
   badConfig(
     "numKvHeads not dividing numHeads",

@@ -276,12 +276,12 @@ describe("language: training, the weights file and generation (simd build)", () 
     );
     loaded.dispose();
     // The vocabulary's length and code points follow the config (docs/model.md,
-    // version 2); one that is no tokenizer's is refused even with a good hash.
+    // version 4); one that is no tokenizer's is refused even with a good hash.
     const view = new DataView(bytes.buffer);
-    assert.equal(view.getUint32(48, true), data.vocabSize);
-    assert.equal(view.getUint32(52, true), 0xfffd);
+    assert.equal(view.getUint32(52, true), data.vocabSize);
+    assert.equal(view.getUint32(56, true), 0xfffd);
     const patched = bytes.slice();
-    new DataView(patched.buffer).setUint32(56, 0xd800, true);
+    new DataView(patched.buffer).setUint32(60, 0xd800, true);
     let hash = 0x811c9dc5;
     for (const b of patched.subarray(0, patched.length - 4))
       hash = Math.imul(hash ^ b, 0x01000193) >>> 0;

@@ -264,12 +264,12 @@ for (const variant of VARIANTS) {
       const { model, trainer, held } = train(attn, { steps: 5 });
       const bytes = model.exportWeights();
       assert.ok(bytes instanceof Uint8Array);
-      // Magic, version, 9 config words, an empty vocabulary's length, the
+      // Magic, version, 10 config words, an empty vocabulary's length, the
       // trained steps, the parameter count, the parameters, the hash
-      // (docs/model.md, version 3).
-      assert.equal(bytes.length, 60 + 4 * model.parameterCount + 4);
+      // (docs/model.md, version 4).
+      assert.equal(bytes.length, 64 + 4 * model.parameterCount + 4);
       assert.equal(new TextDecoder().decode(bytes.subarray(0, 8)), "ATKMODEL");
-      assert.equal(new DataView(bytes.buffer).getUint32(52, true), 5);
+      assert.equal(new DataView(bytes.buffer).getUint32(56, true), 5);
       const loaded = attn.loadModel(bytes);
       // The steps come with the weights; a new trainer counts on from them.
       assert.equal(model.trainedSteps, 5);
@@ -420,9 +420,9 @@ for (const variant of VARIANTS) {
         assert.equal("finalGain" in p, layerNorm);
         if (layerNorm) order.push(p.finalGain, p.finalBias);
         order.push(p.unembedding);
-        // The weights file's floats (after its 60-byte header: no vocabulary; before the hash).
+        // The weights file's floats (after its 64-byte header: no vocabulary; before the hash).
         const bytes = model.exportWeights();
-        const floats = new Float32Array(bytes.slice(60, bytes.length - 4).buffer);
+        const floats = new Float32Array(bytes.slice(64, bytes.length - 4).buffer);
         const joined = new Float32Array(model.parameterCount);
         let at = 0;
         for (const m of order) {

@@ -1,0 +1,290 @@
+#include "attnkit/checkpoint.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "src/core/validate.h"
+
+namespace attnkit {
+namespace model {
+
+size_t DTypeBytes(DType dtype) { return dtype == DType::kF32 ? 4 : 2; }
+
+const char* DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return "F32";
+    case DType::kF16:
+      return "F16";
+    case DType::kBF16:
+      return "BF16";
+  }
+  return "?";
+}
+
+float HalfToFloat(uint16_t bits) {
+  const uint32_t sign = uint32_t(bits >> 15) << 31;
+  const uint32_t exponent = (bits >> 10) & 0x1f;
+  const uint32_t mantissa = bits & 0x3ff;
+  if (exponent == 0) {
+    // Zero or subnormal: mantissa 2^-24, exact in a float.
+    const float magnitude = std::ldexp(float(mantissa), -24);
+    return sign ? -magnitude : magnitude;
+  }
+  // Infinity and NaN keep an all-ones exponent; normals rebias 15 -> 127.
+  const uint32_t e = exponent == 0x1f ? 0xff : exponent - 15 + 127;
+  const uint32_t u = sign | e << 23 | mantissa << 13;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+float BFloat16ToFloat(uint16_t bits) {
+  const uint32_t u = uint32_t(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+void WidenToFloat(DType dtype, const void* data, size_t n, float* out) {
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  if (dtype == DType::kF32) {
+    std::memcpy(out, p, 4 * n);
+    return;
+  }
+  for (size_t k = 0; k < n; ++k) {
+    const uint16_t h = uint16_t(p[2 * k] | p[2 * k + 1] << 8);
+    out[k] = dtype == DType::kF16 ? HalfToFloat(h) : BFloat16ToFloat(h);
+  }
+}
+
+namespace {
+
+// How a checkpoint tensor lies against its attnkit tensor(s).
+enum class Layout {
+  kMatrix,      // [rows, cols] as attnkit's; column blocks side by side
+  kVector,      // [cols]: a row [1, cols]; column blocks side by side
+  kTransposed,  // [cols, rows]: attnkit's transposed
+  kBuffer,      // not a parameter (the attention mask): skipped
+};
+
+// One Hugging Face name (after "h.{i}." for a layer's) and the attnkit
+// tensor(s) it fills: a Parameters member, or up to three LayerParameters
+// members side by side (c_attn's W_Q | W_K | W_V). `needs` says which config
+// has them.
+struct HfTensor {
+  const char* name;
+  bool per_layer;
+  Layout layout;
+  Matrix Parameters::*global;
+  Matrix LayerParameters::*parts[3];
+  const char* needs;
+};
+
+using L = LayerParameters;
+constexpr HfTensor kGpt2Tensors[] = {
+    {"wte.weight", false, Layout::kMatrix, &Parameters::token_embedding, {}, ""},
+    {"wpe.weight", false, Layout::kMatrix, &Parameters::position_embedding, {}, ""},
+    {"h.ln_1.weight", true, Layout::kVector, nullptr, {&L::ln_gain}, "layer_norm on"},
+    {"h.ln_1.bias", true, Layout::kVector, nullptr, {&L::ln_bias}, "layer_norm on"},
+    {"h.attn.c_attn.weight", true, Layout::kMatrix, nullptr, {&L::W_Q, &L::W_K, &L::W_V}, ""},
+    {"h.attn.c_attn.bias", true, Layout::kVector, nullptr, {&L::b_Q, &L::b_K, &L::b_V}, "bias on"},
+    {"h.attn.c_proj.weight", true, Layout::kMatrix, nullptr, {&L::W_O}, ""},
+    {"h.attn.c_proj.bias", true, Layout::kVector, nullptr, {&L::b_O}, "bias on"},
+    {"h.ln_2.weight", true, Layout::kVector, nullptr, {&L::ln2_gain}, "d_ff > 0"},
+    {"h.ln_2.bias", true, Layout::kVector, nullptr, {&L::ln2_bias}, "d_ff > 0"},
+    {"h.mlp.c_fc.weight", true, Layout::kMatrix, nullptr, {&L::W_1}, "d_ff > 0"},
+    {"h.mlp.c_fc.bias", true, Layout::kVector, nullptr, {&L::b_1}, "d_ff > 0 and bias on"},
+    {"h.mlp.c_proj.weight", true, Layout::kMatrix, nullptr, {&L::W_2}, "d_ff > 0"},
+    {"h.mlp.c_proj.bias", true, Layout::kVector, nullptr, {&L::b_2}, "d_ff > 0 and bias on"},
+    {"h.attn.bias", true, Layout::kBuffer, nullptr, {}, ""},
+    {"h.attn.masked_bias", true, Layout::kBuffer, nullptr, {}, ""},
+    {"ln_f.weight", false, Layout::kVector, &Parameters::final_gain, {}, "layer_norm on"},
+    {"ln_f.bias", false, Layout::kVector, &Parameters::final_bias, {}, "layer_norm on"},
+    {"lm_head.weight",
+     false,
+     Layout::kTransposed,
+     &Parameters::unembedding,
+     {},
+     "tied_unembedding off"},
+};
+constexpr size_t kNumGpt2Tensors = sizeof(kGpt2Tensors) / sizeof(kGpt2Tensors[0]);
+
+// An entry's name for layer `layer` ("h.3.attn.c_attn.weight").
+std::string FullName(const HfTensor& t, size_t layer) {
+  if (!t.per_layer) return t.name;
+  return "h." + std::to_string(layer) + (t.name + 1);
+}
+
+// The entry and layer of `name`; false if it names no GPT-2 tensor.
+bool Resolve(const std::string& name, const HfTensor** entry, size_t* layer) {
+  std::string n = name.compare(0, 12, "transformer.") == 0 ? name.substr(12) : name;
+  *layer = 0;
+  std::string key = n;
+  if (n.compare(0, 2, "h.") == 0) {
+    size_t end = 2;
+    size_t value = 0;
+    while (end < n.size() && end < 2 + 6 && n[end] >= '0' && n[end] <= '9') {
+      value = value * 10 + size_t(n[end] - '0');
+      ++end;
+    }
+    if (end == 2 || end >= n.size() || n[end] != '.') return false;
+    *layer = value;
+    key = "h" + n.substr(end);  // "h.attn.c_attn.weight"
+  }
+  for (const HfTensor& t : kGpt2Tensors) {
+    if (key == t.name) {
+      *entry = &t;
+      return true;
+    }
+  }
+  return false;
+}
+
+// The attnkit tensors `t` fills in layer `layer` (empty ones included).
+std::vector<Matrix*> Targets(const HfTensor& t, size_t layer, Parameters* p) {
+  std::vector<Matrix*> out;
+  if (!t.per_layer) {
+    out.push_back(&(p->*t.global));
+    return out;
+  }
+  for (Matrix LayerParameters::*part : t.parts) {
+    if (part) out.push_back(&(p->layers[layer].*part));
+  }
+  return out;
+}
+
+std::string ShapeText(const std::vector<size_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// The checkpoint's shape of the tensor whose attnkit tensors are `targets`.
+std::vector<size_t> ExpectedShape(Layout layout, const std::vector<Matrix*>& targets) {
+  size_t cols = 0;
+  for (const Matrix* m : targets) cols += m->cols();
+  const size_t rows = targets[0]->rows();
+  if (layout == Layout::kVector) return {cols};
+  if (layout == Layout::kTransposed) return {cols, rows};
+  return {rows, cols};
+}
+
+// The first value of out [n] that is not finite, as a Status naming `name`.
+Status CheckFinite(const std::string& name, const float* out, size_t n, size_t first_index) {
+  for (size_t k = 0; k < n; ++k) {
+    if (!std::isfinite(out[k])) {
+      return Status(ErrorCode::kInvalidArgument, name,
+                    "expected finite values, got " + internal::FloatString(out[k]) +
+                        " at element " + std::to_string(first_index + k));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckpointLoader::Init(const ModelConfig& config) {
+  ready_ = false;
+  ATTNKIT_RETURN_IF_ERROR(model_.Allocate(config));
+  loaded_.assign(kNumGpt2Tensors * model_.config().num_layers, 0);
+  ready_ = true;
+  return Status::Ok();
+}
+
+Status CheckpointLoader::Load(const std::string& name, DType dtype,
+                              const std::vector<size_t>& shape, const void* data) {
+  if (!ready_) {
+    return Status(ErrorCode::kInvalidArgument, "loader",
+                  "expected Init before Load, got a loader with no model");
+  }
+  const ModelConfig& c = model_.config();
+  const HfTensor* t = nullptr;
+  size_t layer = 0;
+  if (!Resolve(name, &t, &layer)) {
+    return Status(ErrorCode::kInvalidArgument, name,
+                  "expected a GPT-2 tensor name (wte.weight, wpe.weight, h.{i}.attn.c_attn.weight, "
+                  "ln_f.weight, lm_head.weight, ...), got an unknown name");
+  }
+  if (layer >= c.num_layers) {
+    return Status(ErrorCode::kInvalidArgument, name,
+                  "expected layer 0 .. " + std::to_string(c.num_layers - 1) +
+                      " (num_layers - 1), got layer " + std::to_string(layer));
+  }
+  if (t->layout == Layout::kBuffer) return Status::Ok();
+  if (t->global == &Parameters::unembedding && c.tied_unembedding) return Status::Ok();
+  const std::vector<Matrix*> targets = Targets(*t, layer, &model_.params());
+  if (targets[0]->size() == 0) {
+    return Status(ErrorCode::kInvalidArgument, name,
+                  std::string("expected a config with ") + t->needs +
+                      ", got one without: no tensor of the model takes it");
+  }
+  uint8_t& loaded = loaded_[size_t(t - kGpt2Tensors) * c.num_layers + layer];
+  if (loaded) {
+    return Status(ErrorCode::kInvalidArgument, name,
+                  "expected each tensor once, got this one a second time");
+  }
+  const std::vector<size_t> expected = ExpectedShape(t->layout, targets);
+  if (shape != expected) {
+    return Status(ErrorCode::kShapeMismatch, name,
+                  "expected shape " + ShapeText(expected) + ", got " + ShapeText(shape));
+  }
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("data", data));
+  const uint8_t* src = static_cast<const uint8_t*>(data);
+  const size_t bytes = DTypeBytes(dtype);
+  if (t->layout == Layout::kTransposed) {
+    // Source row j [rows] is column j of the target [rows, cols].
+    Matrix& m = *targets[0];
+    std::vector<float> row(m.rows());
+    for (size_t j = 0; j < m.cols(); ++j) {
+      WidenToFloat(dtype, src + j * m.rows() * bytes, m.rows(), row.data());
+      ATTNKIT_RETURN_IF_ERROR(CheckFinite(name, row.data(), m.rows(), j * m.rows()));
+      for (size_t r = 0; r < m.rows(); ++r) m(r, j) = row[r];
+    }
+  } else {
+    // Each source row holds the targets' rows side by side.
+    const size_t rows = targets[0]->rows();
+    size_t at = 0;
+    for (size_t r = 0; r < rows; ++r) {
+      for (Matrix* m : targets) {
+        float* out = m->data() + r * m->cols();
+        WidenToFloat(dtype, src + at * bytes, m->cols(), out);
+        ATTNKIT_RETURN_IF_ERROR(CheckFinite(name, out, m->cols(), at));
+        at += m->cols();
+      }
+    }
+  }
+  loaded = 1;
+  return Status::Ok();
+}
+
+Status CheckpointLoader::Finish(Model* out) {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("out", out));
+  if (!ready_) {
+    return Status(ErrorCode::kInvalidArgument, "loader",
+                  "expected Init before Finish, got a loader with no model");
+  }
+  const ModelConfig& c = model_.config();
+  for (size_t i = 0; i < kNumGpt2Tensors; ++i) {
+    const HfTensor& t = kGpt2Tensors[i];
+    if (t.layout == Layout::kBuffer) continue;
+    for (size_t layer = 0; layer < (t.per_layer ? c.num_layers : 1); ++layer) {
+      if (Targets(t, layer, &model_.params())[0]->size() == 0) break;  // not in this config
+      if (!loaded_[i * c.num_layers + layer]) {
+        return Status(ErrorCode::kInvalidArgument, FullName(t, layer),
+                      "expected every tensor of the config loaded, got none for this one");
+      }
+    }
+  }
+  model_.set_pool(out->pool());
+  *out = std::move(model_);
+  model_ = Model();
+  loaded_.clear();
+  ready_ = false;
+  return Status::Ok();
+}
+
+}  // namespace model
+}  // namespace attnkit
