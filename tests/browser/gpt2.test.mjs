@@ -42,8 +42,14 @@ const languageWeights = (seed) => weightsOf(attn, seed);
 const hook = (page = p) => page.evaluate(() => window.__attnkit.gpt2());
 const SENTENCE = "When Mary and John went to the store, John gave a drink to";
 
-/** Drops a file named `name` holding `bytes` on the view's panel, as a person drags one. */
-const dropFile = (name, bytes, page = p) => page.evaluate(dropOnPanel, [name, Array.from(bytes)]);
+/** Drops files, each [name, bytes], together on the view's panel, as a person drags them. */
+const dropFiles = (files, page = p) =>
+  page.evaluate(
+    dropOnPanel,
+    files.map(([name, bytes]) => [name, Array.from(bytes)]),
+  );
+/** Drops a file named `name` holding `bytes`. */
+const dropFile = (name, bytes, page = p) => dropFiles([[name, bytes]], page);
 
 /** Opens the view (clicking its button) and waits for its panel. */
 async function openView(query = "", page = p) {
@@ -378,10 +384,27 @@ const unexpected = (list) => list.filter((x) => !/Failed to load resource/.test(
 
 test("a tiny GPT-2 checkpoint dropped: its tokens GPT-2's pieces, its maps equal openCheckpoint's inspect", async () => {
   const ckpt = tinyGpt2();
-  const model = await attn.openCheckpoint(ckpt.safetensors);
+  const model = await attn.openCheckpoint(ckpt.safetensors, { config: ckpt.config });
   try {
     await openView();
+    // Alone, the file cannot say its heads: the page says what it needs.
     await dropFile("model.safetensors", ckpt.safetensors);
+    const why = await poll(
+      async () => (await hook()).refused,
+      "the refusal of a file without its config",
+    );
+    assert.match(why, /numHeads|heads/);
+    assert.match(await p.textContent('[data-testid="gpt2-refused"]'), /config\.json/);
+    // Its heads typed, the same file opens.
+    await typeInto('[data-testid="gpt2-heads"]', "3");
+    assert.match(await confirmText(), /2 layers × 3 heads/);
+    await p.click('[data-testid="gpt2-confirm-no"]');
+    // With its config.json beside it.
+    await p.fill('[data-testid="gpt2-heads"]', "");
+    await dropFiles([
+      ["model.safetensors", ckpt.safetensors],
+      ["config.json", ckpt.configJson],
+    ]);
     const text = await confirmText();
     assert.match(text, /the file model\.safetensors/);
     assert.match(text, /a GPT-2-family model of 2 layers × 3 heads/);
@@ -420,7 +443,7 @@ test("from the Hub stand-in by its repository id: nothing downloaded before the 
   const hub = await startHub();
   const ckpt = tinyGpt2();
   hub.add("tiny/gpt2", { "config.json": ckpt.configJson, "model.safetensors": ckpt.safetensors });
-  const model = await attn.openCheckpoint(ckpt.safetensors);
+  const model = await attn.openCheckpoint(ckpt.safetensors, { config: ckpt.config });
   try {
     await openView();
     await useHub(hub.url);

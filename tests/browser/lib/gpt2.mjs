@@ -180,10 +180,10 @@ export function tinyGpt2() {
   });
 }
 
-/** Run in the page: drops a file named `name` holding `data` (numbers) on the GPT-2 view's panel. */
-export function dropOnPanel([name, data]) {
+/** Run in the page: drops files, each [name, data (numbers)], on the GPT-2 view's panel. */
+export function dropOnPanel(files) {
   const dt = new DataTransfer();
-  dt.items.add(new File([Uint8Array.from(data)], name));
+  for (const [name, data] of files) dt.items.add(new File([Uint8Array.from(data)], name));
   document
     .getElementById("gpt2")
     .dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));

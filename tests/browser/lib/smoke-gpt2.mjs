@@ -20,8 +20,12 @@ export function gpt2Smoke(name, open, options) {
     after(() => attn?.dispose());
 
     /** Drops `bytes` as `file`, confirms, waits for the model; checks its maps against `model`. */
-    async function openAndCheck(file, bytes, model, shot) {
-      await s.d.evaluate(dropOnPanel, [file, Array.from(bytes)]);
+    async function openAndCheck(files, model, shot) {
+      const file = files[0][0];
+      await s.d.evaluate(
+        dropOnPanel,
+        files.map(([name, bytes]) => [name, Array.from(bytes)]),
+      );
       await poll(
         () => s.d.evaluate(() => !document.getElementById("gpt2-confirm-yes")?.hidden),
         "the confirmation",
@@ -56,14 +60,21 @@ export function gpt2Smoke(name, open, options) {
         const bytes = languageWeights(attn);
         const own = attn.loadModel(bytes);
         try {
-          await openAndCheck("mine.attnkit", bytes, own, "gpt2-own");
+          await openAndCheck([["mine.attnkit", bytes]], own, "gpt2-own");
         } finally {
           own.dispose();
         }
         const ckpt = tinyGpt2();
-        const gpt2 = await attn.openCheckpoint(ckpt.safetensors);
+        const gpt2 = await attn.openCheckpoint(ckpt.safetensors, { config: ckpt.config });
         try {
-          await openAndCheck("model.safetensors", ckpt.safetensors, gpt2, "gpt2-checkpoint");
+          await openAndCheck(
+            [
+              ["model.safetensors", ckpt.safetensors],
+              ["config.json", ckpt.configJson],
+            ],
+            gpt2,
+            "gpt2-checkpoint",
+          );
         } finally {
           gpt2.dispose();
         }

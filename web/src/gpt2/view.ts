@@ -22,7 +22,6 @@ import { charLabel, headMatrix } from "../language/view";
 import { requestWeights, run as languageRun } from "../language/run";
 import { reducedMotion } from "../motion";
 import { saveUrl } from "../page";
-import { takeFile } from "../panel";
 import { set } from "../render";
 import { openTrained } from "../trained";
 import type { SceneCtx, SceneResult } from "../scenes/common";
@@ -457,11 +456,13 @@ function panelHtml(): string {
       <input type="text" id="gpt2-source" data-testid="gpt2-source" spellcheck="false"
         placeholder="openai-community/gpt2" aria-describedby="gpt2-refused" /></label>
     <button type="button" id="gpt2-lookup" data-testid="gpt2-lookup">Look up</button>
-    <label class="file-button">open a file
-      <input type="file" id="gpt2-file" data-testid="gpt2-file" accept=".safetensors,.bin,.attnkit" /></label>
+    <label class="file-button">open files
+      <input type="file" id="gpt2-file" data-testid="gpt2-file" multiple accept=".safetensors,.json,.bin,.attnkit" /></label>
+    <label>heads <input type="number" id="gpt2-heads" data-testid="gpt2-heads" min="1" max="128"
+      title="Only for a model.safetensors without its config.json" /></label>
     <button type="button" id="gpt2-use-language" data-testid="gpt2-use-language"
       title="The model trained in the Language view">the Language view's model</button>
-    <p class="hint">or drop a <code>model.safetensors</code> (or a weights file saved by the Language view) on this panel. Nothing is downloaded until you confirm.</p>
+    <p class="hint">or drop a <code>model.safetensors</code> with its <code>config.json</code> (or a weights file saved by the Language view) on this panel; a safetensors file alone needs its number of heads. Nothing is downloaded until you confirm.</p>
     <div id="gpt2-confirm" class="gpt2-confirm" data-testid="gpt2-confirm" role="alertdialog" aria-live="polite" hidden>
       <span id="gpt2-confirm-text" data-testid="gpt2-confirm-text"></span>
       <button type="button" id="gpt2-confirm-yes" data-testid="gpt2-confirm-yes">Download and open</button>
@@ -508,8 +509,14 @@ export function typedSource(raw: string): Source | string {
   return `“${t}” is neither a repository id (owner/name) nor an http(s) URL.`;
 }
 
-/** A file dropped or opened: an attnkit weights file (magic ATKMODEL) or a checkpoint. */
-async function fileSource(f: File): Promise<Source> {
+/**
+ * The files dropped or opened: an attnkit weights file (magic ATKMODEL), or a checkpoint
+ * with, when it came along, its config.json (else the heads typed in the panel, if any).
+ */
+async function fileSource(files: File[]): Promise<Source> {
+  const config = files.find((f) => f.name.endsWith(".json"));
+  const f = files.find((x) => x !== config);
+  if (!f) throw new Error("a config.json alone holds no weights: drop model.safetensors with it");
   const head = new Uint8Array(await f.slice(0, 8).arrayBuffer());
   if (new TextDecoder().decode(head) === "ATKMODEL")
     return {
@@ -517,7 +524,13 @@ async function fileSource(f: File): Promise<Source> {
       bytes: new Uint8Array(await f.arrayBuffer()),
       name: `the file ${f.name}`,
     };
-  return { kind: "file", file: f };
+  const heads = Number($<HTMLInputElement>("gpt2-heads").value);
+  return {
+    kind: "file",
+    file: f,
+    ...(config ? { config: JSON.parse(await config.text()) as object } : {}),
+    ...(Number.isInteger(heads) && heads > 0 ? { numHeads: heads } : {}),
+  };
 }
 
 function showRefused(message: string): void {
@@ -546,14 +559,20 @@ function bindPanel(): void {
     if (e.key === "Enter") lookUp();
   });
   $("gpt2-file").addEventListener("change", () => {
-    const f = takeFile($<HTMLInputElement>("gpt2-file"));
-    if (f) void openFile(f);
+    const input = $<HTMLInputElement>("gpt2-file");
+    const files = [...(input.files ?? [])];
+    input.value = "";
+    if (files.length) void openFiles(files);
   });
   panel.addEventListener("dragover", (e) => e.preventDefault());
   panel.addEventListener("drop", (e) => {
     e.preventDefault();
-    const f = e.dataTransfer?.files[0];
-    if (f) void openFile(f);
+    const files = [...(e.dataTransfer?.files ?? [])];
+    if (files.length) void openFiles(files);
+  });
+  // Heads typed after a safetensors file alone was refused for the lack of them: that file again.
+  $("gpt2-heads").addEventListener("change", () => {
+    if (lastFiles && !run.model?.from.includes(lastFiles[0].name)) void openFiles(lastFiles);
   });
   $("gpt2-use-language").addEventListener("click", () =>
     requestWeights((bytes) => pick({ kind: "weights", bytes, name: "the Language view's model" })),
@@ -577,14 +596,19 @@ function bindPanel(): void {
   if (settings.model) lookUp();
 }
 
-async function openFile(f: File): Promise<void> {
+/** The files last dropped or opened. */
+let lastFiles: File[] | null = null;
+
+async function openFiles(files: File[]): Promise<void> {
+  lastFiles = files;
   settings.model = "";
   $<HTMLInputElement>("gpt2-source").value = "";
   saveUrl();
   try {
-    pick(await fileSource(f));
+    pick(await fileSource(files));
   } catch (err) {
-    showRefused(`${f.name} could not be read: ${err instanceof Error ? err.message : String(err)}`);
+    const names = files.map((f) => f.name).join(", ");
+    showRefused(`${names} could not be read: ${err instanceof Error ? err.message : String(err)}`);
   }
   syncPanel();
 }

@@ -25,6 +25,8 @@ const SLICE_MS = 40;
 /** The checkpoint calls of the model module (attnkit.d.ts). */
 interface CheckpointOptions {
   hubUrl?: string;
+  config?: object;
+  numHeads?: number;
   signal?: AbortSignal;
   onProgress?: (p: { loadedBytes: number; totalBytes: number }) => void;
 }
@@ -75,6 +77,16 @@ function checkpointCalls(): CheckpointApi {
 const sourceArg = (s: Source): unknown =>
   s.kind === "file" ? s.file : s.kind === "url" ? s.url : s.kind === "hub" ? s.repo : s.bytes;
 
+/** The options of a source: the Hub's address, a file's config.json or heads. */
+function sourceOptions(s: Source, hubUrl?: string): CheckpointOptions {
+  if (s.kind === "file")
+    return {
+      ...(s.config ? { config: s.config } : {}),
+      ...(s.numHeads ? { numHeads: s.numHeads } : {}),
+    };
+  return hubUrl ? { hubUrl } : {};
+}
+
 /** A weights file's model, with its config as checkpointInfo gives a checkpoint's. */
 function weightsInfo(s: Source & { kind: "weights" }, m: Model): SourceInfo {
   const c = m.config;
@@ -104,7 +116,7 @@ async function info(id: number, s: Source, hubUrl?: string): Promise<void> {
     }
     return;
   }
-  const i = await checkpointCalls().checkpointInfo(sourceArg(s), hubUrl ? { hubUrl } : {});
+  const i = await checkpointCalls().checkpointInfo(sourceArg(s), sourceOptions(s, hubUrl));
   post({
     type: "info",
     id,
@@ -149,7 +161,7 @@ async function open(id: number, s: Source, hubUrl?: string): Promise<void> {
     post({ type: "progress", id, loadedBytes: s.bytes.length, totalBytes: s.bytes.length });
   } else {
     m = await checkpointCalls().openCheckpoint(sourceArg(s), {
-      ...(hubUrl ? { hubUrl } : {}),
+      ...sourceOptions(s, hubUrl),
       signal: abort.signal,
       onProgress: (p) =>
         post({ type: "progress", id, loadedBytes: p.loadedBytes, totalBytes: p.totalBytes }),
