@@ -121,6 +121,10 @@ JS
         web_builds+=("--external:./attnkit-$b.mjs")
         node_builds+=("--external:./attnkit-$b.node.cjs")
       done
+      # GPT-2's tokenizer (a dependency, imported when a checkpoint opens) stays
+      # the app's to resolve: a bundler that splits loads it only then.
+      web_builds+=("--external:js-tiktoken/*")
+      node_builds+=("--external:js-tiktoken/*")
       for entry in attnkit simd threads model; do
         src=${entry/#attnkit/}
         # Browsers load this file as it is: minified (class and function names

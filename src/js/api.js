@@ -27,7 +27,10 @@ export { AttnkitError, AttnkitTypeError };
  * loaded; `onDispose()` runs when the user disposes the module (the loader
  * forgets it).
  */
-export function wrap(M, { simd, threads = 1, model = false, version = "", onDispose = () => {} }) {
+export function wrap(
+  M,
+  { simd, threads = 1, model = false, version = "", extend, onDispose = () => {} },
+) {
   const mem = new Marshal(M);
   let alive = true;
   const module = {
@@ -72,6 +75,9 @@ export function wrap(M, { simd, threads = 1, model = false, version = "", onDisp
       onDispose();
     },
   };
+  // The entry point's calls over a model module (openCheckpoint ...), kept
+  // out of the lean entry points' bundles.
+  if (model && extend) Object.assign(api, extend(api));
   // Every call but dispose() first checks that the module is alive.
   for (const [key, value] of Object.entries(api)) {
     if (typeof value === "function" && key !== "dispose") {

@@ -805,7 +805,7 @@ export interface Tokenizer {
   /** Token id -> its character; vocabulary[0] is "\uFFFD". */
   readonly vocabulary: readonly string[];
   readonly vocabSize: number;
-  /** 0 */
+  /** 0; -1 for GPT-2's tokenizer, which has none (every byte is a token). */
   readonly unknownToken: number;
   /** One token per code point; characters outside the vocabulary give 0. Errors name "text". */
   encode(text: string): Int32Data;
@@ -880,9 +880,13 @@ export interface GenerateOptions extends SamplerOptions {
   steps?: boolean | undefined;
 }
 
-/** One generated character (JS-owned copies). */
+/** One generated character (JS-owned copies); of a BPE model (GPT-2), one token. */
 export interface GeneratedCharacter {
   token: number;
+  /**
+   * The token's text: its character, or (GPT-2) its piece as the tokenizer's
+   * vocabulary shows it (" world"; a piece of a character as byte-level stand-ins).
+   */
   character: string;
   /** [vocabSize]: the logits it was sampled from. */
   logits: Float32Data;
@@ -948,6 +952,75 @@ export interface HeadScores extends HeadScoreTable {
   induction: number[][];
   /** The scores of options.tokens (when given). */
   sentence?: HeadScoreTable & { tokens: Int32Data };
+}
+
+/**
+ * Where a checkpoint comes from (docs/gpt2.md): a Node path (a folder with
+ * model.safetensors and config.json, or a .safetensors file), an http(s) URL,
+ * a Hugging Face Hub repository id ("openai-community/gpt2", or "gpt2" alone),
+ * bytes, or a Blob / File (read in slices).
+ */
+export type CheckpointSource =
+  string | { readonly href: string } | Uint8Array | ArrayBuffer | BlobLike;
+
+/** A Blob or File (declared by its members: the DOM lib need not be loaded). */
+export interface BlobLike {
+  readonly size: number;
+  slice(start?: number, end?: number): { arrayBuffer(): Promise<ArrayBuffer> };
+}
+
+/** Options of {@link AttnkitWithModel.checkpointInfo}. */
+export interface CheckpointOptions {
+  /** The Hub a repository id is read from; default "https://huggingface.co". */
+  hubUrl?: string | undefined;
+  /** A branch, tag or commit of the repository; default "main". */
+  revision?: string | undefined;
+  /** Cancels the call: it rejects with an AttnkitError (code "aborted") and nothing stays allocated. */
+  signal?: AbortSignalLike | undefined;
+  /** config.json's object, for a source that has none beside it (bytes, a Blob) or to override it. */
+  config?: Record<string, unknown> | undefined;
+  /** The heads, for a checkpoint without config.json (the shapes give every other size). */
+  numHeads?: number | undefined;
+}
+
+/** Options of {@link AttnkitWithModel.openCheckpoint}. */
+export interface OpenCheckpointOptions extends CheckpointOptions {
+  /** Called as the bytes arrive: the file's bytes read so far, its size, the tensor being read. */
+  onProgress?: ((progress: CheckpointProgress) => void) | undefined;
+}
+
+/** What {@link OpenCheckpointOptions.onProgress} is given. */
+export interface CheckpointProgress {
+  loadedBytes: number;
+  totalBytes: number;
+  /** The tensor being read, by its name in the file; null before the first. */
+  tensor: string | null;
+}
+
+/** Where {@link CheckpointInfo} came from. */
+export type CheckpointSourceInfo =
+  | { kind: "hub"; repo: string; revision: string; url: string }
+  | { kind: "url"; url: string }
+  | { kind: "file"; path: string }
+  | { kind: "bytes" }
+  | { kind: "blob"; name: string | null };
+
+/** What {@link AttnkitWithModel.checkpointInfo} reads (config.json and the safetensors header only). */
+export interface CheckpointInfo {
+  /** The model's config as openCheckpoint builds it. */
+  config: ResolvedModelConfig;
+  /** model.safetensors' size in bytes: what a download reads. */
+  totalBytes: number;
+  /** The tensors' dtype ("mixed" if they differ); each is widened to float32. */
+  dtype: "F32" | "F16" | "BF16" | "mixed";
+  /** Floats in the weights (a tied head counted once). */
+  parameters: number;
+  /**
+   * Module memory the model takes, roughly: its float32 weights, the staging of
+   * the largest tensor, and a forward over a full context.
+   */
+  memoryBytes: number;
+  source: CheckpointSourceInfo;
 }
 
 /**
@@ -1220,6 +1293,19 @@ export interface AttnkitWithModel extends Attnkit {
    * "model", "options.length" (2 .. maxSeqLen / 2), "options.seed" and "tokens".
    */
   headScores(model: Model, options?: HeadScoresOptions): HeadScores;
+  /**
+   * A Hugging Face GPT-2 checkpoint (GPT2LMHeadModel: gpt2, distilgpt2, gpt2-medium ...;
+   * model.safetensors in F32, F16 or BF16, with config.json) as a Model with GPT-2's
+   * tokenizer (docs/gpt2.md). Reads tensor by tensor into module memory. Errors
+   * (AttnkitError): "source" (a file that is not a safetensors file, a header that
+   * lies, a dtype other than F32/F16/BF16, a tensor the model lacks or misses, a
+   * download that fails: code "load_failed"; memory the module cannot grow to: code
+   * "capacity"), "config.json ..." (not a GPT-2), "options.numHeads", "options.signal"
+   * (code "aborted").
+   */
+  openCheckpoint(source: CheckpointSource, options?: OpenCheckpointOptions): Promise<Model>;
+  /** What a checkpoint is and takes, from config.json and its header alone (no tensor is read). */
+  checkpointInfo(source: CheckpointSource, options?: CheckpointOptions): Promise<CheckpointInfo>;
 }
 
 /**
@@ -1384,7 +1470,7 @@ export interface CallOptions {
 /** One signature of a call through the worker: proxies taken for held objects, a Promise of the result. */
 export type AsyncSignature<A extends unknown[], R> = (
   ...args: { [I in keyof A]: A[I] | Remote<A[I]> }
-) => Promise<Remote<R>>;
+) => Promise<Remote<Awaited<R>>>;
 
 /**
  * A call through the worker: every overload of `F` (up to four) as an overload

@@ -5,15 +5,19 @@
 // into reused buffers when the table says the call keeps none of them;
 // tests/js/calls.test.js fails when the synchronous API and the table differ.
 //
-// Each call: { pooled?: true, returns?: kind, model?: true }
+// Each call: { pooled?: true, returns?: kind, model?: true, async?: true }
 //   pooled   the call copies its typed-array inputs into wasm memory and keeps
 //            no reference to them (nor hands them back);
 //   returns  the kind of held object the call hands out (a key of HELD_OBJECTS);
-//   model    a call of the model layer: a module loaded without it throws.
+//   model    a call of the model layer: a module loaded without it throws;
+//   async    the call returns a Promise; its options' onProgress and signal
+//            (its second argument's) reach it in the worker: progress comes
+//            back as messages, and an abort stops it while it runs.
 
 const POOLED = Object.freeze({ pooled: true });
 const PLAIN = Object.freeze({});
 const MODEL = Object.freeze({ model: true });
+const MODEL_ASYNC = Object.freeze({ model: true, async: true });
 const returns = (kind, more = {}) => Object.freeze({ returns: kind, ...more });
 
 /** The functions of a module, in the order the module lists them. */
@@ -51,6 +55,8 @@ export const MODULE_CALLS = Object.freeze({
   createTextDataset: returns("TextDataset", MODEL),
   referenceLosses: MODEL,
   headScores: MODEL,
+  openCheckpoint: returns("Model", MODEL_ASYNC),
+  checkpointInfo: MODEL_ASYNC,
   memoryBytes: PLAIN,
   heapBytesInUse: PLAIN,
   dispose: PLAIN,

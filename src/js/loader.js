@@ -116,6 +116,7 @@ function stopWorkers(M) {
  *   builds: for each build the entry point holds ("simd", "scalar", "threads",
  *     "simd-model" or "scalar-model"), a function that returns a promise of
  *     its Emscripten factory. A load whose options pick another build rejects;
+ *   extend(api): more calls for a model module (checkpoint.js's), or undefined;
  *   hardwareThreads(): how many threads the hardware runs at once (the cap);
  *   files(build, wasmPaths): { locateFile?, worker?: { url, parameter }, extra? }: where
  *     the build's files load from (locateFile for the factory, undefined for the
@@ -259,6 +260,7 @@ function loadBuild(platform, build, threads, { wasmPaths, wasmBinary, timeout, m
         threads,
         model,
         version,
+        extend: platform.extend,
         // attn.dispose(): a later createAttnkit() loads a new instance.
         onDispose: () => {
           forget();

@@ -344,7 +344,7 @@ function readParameters(ctx, handle) {
  * The fields of the Model of `handle`: its resolved config, parameter count
  * and (a language model's) tokenizer, as property descriptors.
  */
-function modelFields(ctx, language, handle) {
+function modelFields(ctx, language, handle, given) {
   const info = ctx.args("model");
   ctx.M.modelInfo(handle, info.start);
   const config = Object.freeze(configFromWords(info.words(CONFIG_WORD_COUNT)));
@@ -353,7 +353,8 @@ function modelFields(ctx, language, handle) {
   ctx.M.modelVocabulary(handle, vocabulary.start);
   const codes = vocabulary.array(Uint32Array);
   // A language model's tokenizer (its vocabulary travels in the weights file).
-  const tokenizer = codes.length ? language.tokenizerOf("weights", codes) : null;
+  // A checkpoint's is given (GPT-2's BPE, checkpoint.js).
+  const tokenizer = given ?? (codes.length ? language.tokenizerOf("weights", codes) : null);
   return {
     // The resolved config (numKvHeads and dK filled in), read-only.
     config: { value: config, enumerable: true },
@@ -415,7 +416,7 @@ function fillModel(ctx, Model, config) {
       const args = ctx.args("shape").put(code, staged, dims.length, dims);
       if (M.checkpointLoad(handle, name, args.start) !== 0) ctx.fail();
     },
-    finish() {
+    finish(tokenizer) {
       const handle = live();
       const model = M.checkpointFinish(handle);
       try {
@@ -423,7 +424,7 @@ function fillModel(ctx, Model, config) {
       } finally {
         objects.dispose(loader);
       }
-      return new Model(model);
+      return new Model(model, tokenizer);
     },
     dispose() {
       objects.dispose(loader);
@@ -436,8 +437,8 @@ function defineModel(ctx, language) {
   const { M, objects } = ctx;
   const live = (model) => objects.live(model, "Model", "model");
   return class Model {
-    constructor(handle) {
-      Object.defineProperties(this, modelFields(ctx, language, handle));
+    constructor(handle, tokenizer) {
+      Object.defineProperties(this, modelFields(ctx, language, handle, tokenizer));
       objects.track(this, "Model", handle);
     }
     /** Optimiser updates the weights have had (the weights file carries the count). */

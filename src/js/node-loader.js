@@ -37,12 +37,14 @@ function toPath(url) {
 
 /**
  * createAttnkit for the Node entry point `entry`, which holds `builds` (build
- * name -> a function returning a promise of its Emscripten factory).
+ * name -> a function returning a promise of its Emscripten factory);
+ * `extend(api)` gives a model module's further calls (checkpointMethods).
  */
-export function nodeLoader(entry, builds) {
+export function nodeLoader(entry, builds, extend) {
   return makeLoader({
     entry,
     builds,
+    extend,
     hardwareThreads: () => {
       const os = builtin("node:os");
       return typeof os.availableParallelism === "function"

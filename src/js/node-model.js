@@ -1,13 +1,18 @@
 // attnkit/model for Node: the builds that hold the model layer
 // (createAttnkit({ model: true })), SIMD128 and its scalar fallback, only.
 import { nodeLoader } from "./node-loader.js";
+import { checkpointMethods } from "./checkpoint.js";
 
 export { AttnkitError, AttnkitTypeError, simdSupported, version } from "./node-loader.js";
 
 /** Loads the module once per variant; later calls return the same promise. */
-export const createAttnkit = nodeLoader("attnkit/model", {
-  "simd-model": async () => require("./attnkit-simd-model.node.cjs"),
-  "scalar-model": async () => require("./attnkit-scalar-model.node.cjs"),
-});
+export const createAttnkit = nodeLoader(
+  "attnkit/model",
+  {
+    "simd-model": async () => require("./attnkit-simd-model.node.cjs"),
+    "scalar-model": async () => require("./attnkit-scalar-model.node.cjs"),
+  },
+  checkpointMethods,
+);
 
 export default createAttnkit;

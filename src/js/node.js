@@ -4,17 +4,22 @@
 // build: the lean entry points (node-simd.js, node-threads.js, node-model.js)
 // hold fewer.
 import { nodeLoader } from "./node-loader.js";
+import { checkpointMethods } from "./checkpoint.js";
 
 export { AttnkitError, AttnkitTypeError, simdSupported, version } from "./node-loader.js";
 
 /** Loads the module once per variant; later calls return the same promise. */
-export const createAttnkit = nodeLoader("attnkit", {
-  // Plain require calls with literal paths: esbuild leaves them (external).
-  simd: async () => require("./attnkit-simd.node.cjs"),
-  scalar: async () => require("./attnkit-scalar.node.cjs"),
-  threads: async () => require("./attnkit-threads.node.cjs"),
-  "simd-model": async () => require("./attnkit-simd-model.node.cjs"),
-  "scalar-model": async () => require("./attnkit-scalar-model.node.cjs"),
-});
+export const createAttnkit = nodeLoader(
+  "attnkit",
+  {
+    // Plain require calls with literal paths: esbuild leaves them (external).
+    simd: async () => require("./attnkit-simd.node.cjs"),
+    scalar: async () => require("./attnkit-scalar.node.cjs"),
+    threads: async () => require("./attnkit-threads.node.cjs"),
+    "simd-model": async () => require("./attnkit-simd-model.node.cjs"),
+    "scalar-model": async () => require("./attnkit-scalar-model.node.cjs"),
+  },
+  checkpointMethods,
+);
 
 export default createAttnkit;

@@ -30,12 +30,14 @@ function locate(wasmPaths) {
 
 /**
  * createAttnkit for the browser entry point `entry`, which holds `builds`
- * (build name -> a function returning a promise of its Emscripten factory).
+ * (build name -> a function returning a promise of its Emscripten factory);
+ * `extend(api)` gives a model module's further calls (checkpointMethods).
  */
-export function webLoader(entry, builds) {
+export function webLoader(entry, builds, extend) {
   return makeLoader({
     entry,
     builds,
+    extend,
     hardwareThreads: () => globalThis.navigator?.hardwareConcurrency || 1,
     // Without wasmPaths, no locateFile: the modules' new URL(file, import.meta.url) stays, which bundlers follow.
     files: (build, wasmPaths) => {

@@ -1,15 +1,20 @@
 // attnkit/model for browsers and bundlers: the builds that hold the model layer
 // (createAttnkit({ model: true })), SIMD128 and its scalar fallback, only.
 import { webLoader } from "./web-loader.js";
+import { checkpointMethods } from "./checkpoint.js";
 
 export { AttnkitError, AttnkitTypeError, simdSupported, version } from "./web-loader.js";
 
 const factory = (module) => module.default;
 
 /** Loads the module once per variant; later calls return the same promise. */
-export const createAttnkit = webLoader("attnkit/model", {
-  "simd-model": () => import("./attnkit-simd-model.mjs").then(factory),
-  "scalar-model": () => import("./attnkit-scalar-model.mjs").then(factory),
-});
+export const createAttnkit = webLoader(
+  "attnkit/model",
+  {
+    "simd-model": () => import("./attnkit-simd-model.mjs").then(factory),
+    "scalar-model": () => import("./attnkit-scalar-model.mjs").then(factory),
+  },
+  checkpointMethods,
+);
 
 export default createAttnkit;

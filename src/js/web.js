@@ -6,19 +6,24 @@
 // picked. The lean entry points (web-simd.js, web-threads.js, web-model.js)
 // hold fewer builds.
 import { webLoader } from "./web-loader.js";
+import { checkpointMethods } from "./checkpoint.js";
 
 export { AttnkitError, AttnkitTypeError, simdSupported, version } from "./web-loader.js";
 
 const factory = (module) => module.default;
 
 /** Loads the module once per variant; later calls return the same promise. */
-export const createAttnkit = webLoader("attnkit", {
-  // Literal specifiers, one per build, that bundlers follow.
-  simd: () => import("./attnkit-simd.mjs").then(factory),
-  scalar: () => import("./attnkit-scalar.mjs").then(factory),
-  threads: () => import("./attnkit-threads.mjs").then(factory),
-  "simd-model": () => import("./attnkit-simd-model.mjs").then(factory),
-  "scalar-model": () => import("./attnkit-scalar-model.mjs").then(factory),
-});
+export const createAttnkit = webLoader(
+  "attnkit",
+  {
+    // Literal specifiers, one per build, that bundlers follow.
+    simd: () => import("./attnkit-simd.mjs").then(factory),
+    scalar: () => import("./attnkit-scalar.mjs").then(factory),
+    threads: () => import("./attnkit-threads.mjs").then(factory),
+    "simd-model": () => import("./attnkit-simd-model.mjs").then(factory),
+    "scalar-model": () => import("./attnkit-scalar-model.mjs").then(factory),
+  },
+  checkpointMethods,
+);
 
 export default createAttnkit;

@@ -94,15 +94,7 @@ function checkCallOptions(options) {
   }
   checkKeys("options", options, CALL_KEYS, "option");
   const { signal, transfer } = options;
-  if (
-    signal !== undefined &&
-    !(
-      isObject(signal) &&
-      typeof signal.aborted === "boolean" &&
-      typeof signal.addEventListener === "function" &&
-      typeof signal.removeEventListener === "function"
-    )
-  ) {
+  if (signal !== undefined && !isSignal(signal)) {
     throw typeError("options.signal", "an AbortSignal", signal);
   }
   if (transfer !== undefined && typeof transfer !== "boolean") {
@@ -155,6 +147,37 @@ function uncloneable(args, cause) {
   );
   e.cause = cause;
   return e;
+}
+
+/** Whether `signal` is an AbortSignal (by its members: any realm's). */
+function isSignal(signal) {
+  return (
+    isObject(signal) &&
+    typeof signal.aborted === "boolean" &&
+    typeof signal.addEventListener === "function" &&
+    typeof signal.removeEventListener === "function"
+  );
+}
+
+/**
+ * An async call's arguments as sent (calls.js's `async`): its options'
+ * onProgress and signal stay here, the worker told of them by flags
+ * (`progress`, `abortable`); values of other types go as they are, for the
+ * worker's checks to name.
+ */
+function asyncArgs(args) {
+  // A URL cannot be cloned: its string goes.
+  if (typeof URL === "function" && args[0] instanceof URL) args = [args[0].href, ...args.slice(1)];
+  const options = args[1];
+  if (!isObject(options) || Array.isArray(options) || !isPlain(options)) return { args };
+  const { onProgress, signal, ...rest } = options;
+  const local = {};
+  if (typeof onProgress === "function") local.onProgress = onProgress;
+  else if (onProgress !== undefined) rest.onProgress = onProgress;
+  if (isSignal(signal)) local.signal = signal;
+  else if (signal !== undefined) rest.signal = signal;
+  const flags = { progress: "onProgress" in local, abortable: "signal" in local };
+  return { args: [args[0], rest, ...args.slice(2)], local, flags };
 }
 
 /** An AbortSignal's reason as the call's rejection: an AbortError-like AttnkitError. */
@@ -329,6 +352,10 @@ class WorkerClient {
   receive(message) {
     const job = this.running;
     if (!job || message.id !== job.id) return;
+    if (message.progress) {
+      job.local?.onProgress?.(message.progress);
+      return;
+    }
     this.running = null;
     // The buffers the call's copied inputs went in, back for the next call.
     if (message.spare) for (const b of message.spare) this.pool.give(b);
@@ -382,6 +409,13 @@ class WorkerClient {
    */
   send(job) {
     const message = { id: job.id, op: job.op, target: job.target, method: job.method };
+    if (job.flags) message.flags = job.flags;
+    // An async call's own signal, aborted while it runs, stops it in the worker.
+    const signal = job.local?.signal;
+    if (signal) {
+      job.onRunAbort = () => this.worker.post({ op: "abort", target: job.id }, []);
+      signal.addEventListener("abort", job.onRunAbort, { once: true });
+    }
     const args = job.pool ? copyPooled(job.args, job, this.pool) : job.args;
     message[job.op === "load" ? "options" : "args"] = args;
     if (job.pooled.length) message.pooled = job.pooled;
@@ -420,6 +454,12 @@ class WorkerClient {
       // Copied inputs of a call that keeps none go in reused buffers (when sent).
       job.pooled = [];
       job.pool = !transfer && target === 0 && MODULE_CALLS[method]?.pooled === true;
+      if (target === 0 && MODULE_CALLS[method]?.async === true) {
+        const sent = asyncArgs(args);
+        if (sent.local?.signal?.aborted) return reject(aborted(sent.local.signal));
+        Object.assign(job, { local: sent.local, flags: sent.flags });
+        args = sent.args;
+      }
       try {
         job.args = this.encode(args, job, transfer);
       } catch (e) {
@@ -429,17 +469,22 @@ class WorkerClient {
         job.onAbort = () => this.cancel(job);
         signal.addEventListener("abort", job.onAbort, { once: true });
       }
+      const own = job.local?.signal;
+      if (own && own !== signal) {
+        job.onOwnAbort = () => this.cancel(job, own);
+        own.addEventListener("abort", job.onOwnAbort, { once: true });
+      }
       this.queue.push(job);
       this.pump();
     });
   }
 
-  /** Takes `job` out of the queue, its signal aborted (a running job's result still comes). */
-  cancel(job) {
+  /** Takes `job` out of the queue, `signal` aborted (a running job's result still comes). */
+  cancel(job, signal = job.signal) {
     const at = this.queue.indexOf(job);
     if (at < 0) return;
     this.queue.splice(at, 1);
-    job.reject(aborted(job.signal));
+    settle(job, () => job.reject(aborted(signal)));
     this.markBusy();
   }
 
@@ -536,9 +581,11 @@ class WorkerClient {
   }
 }
 
-/** Runs `fn` (which settles `job`), its abort listener removed. */
+/** Runs `fn` (which settles `job`), its abort listeners removed. */
 function settle(job, fn) {
   if (job.signal) job.signal.removeEventListener("abort", job.onAbort);
+  if (job.onOwnAbort) job.local.signal.removeEventListener("abort", job.onOwnAbort);
+  if (job.onRunAbort) job.local.signal.removeEventListener("abort", job.onRunAbort);
   fn();
 }
 

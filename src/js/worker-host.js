@@ -147,6 +147,8 @@ class Host {
     this.createAttnkit = createAttnkit;
     this.attn = null;
     this.held = new HeldObjects();
+    // The running async calls' AbortControllers, by call id.
+    this.controllers = new Map();
   }
 
   /** Handles one message of the page: forget, load, or a call. */
@@ -154,14 +156,38 @@ class Host {
     const { id, op } = message;
     if (op === "forget") return this.held.forget(message.target);
     if (op === "load") return this.load(message);
+    if (op === "abort") return this.controllers.get(message.target)?.abort();
     try {
       this.call(message);
     } catch (e) {
-      const transfer = [];
-      const answer = { id, ok: false, error: errorToWire(e) };
-      if (message.pooled) answer.spare = spare(message.pooled, transfer);
-      this.port.post(answer, transfer);
+      this.fail(message, e);
     }
+  }
+
+  /** Answers call `message` with its error. */
+  fail({ id, pooled }, e) {
+    this.controllers.delete(id);
+    const transfer = [];
+    const answer = { id, ok: false, error: errorToWire(e) };
+    if (pooled) answer.spare = spare(pooled, transfer);
+    this.port.post(answer, transfer);
+  }
+
+  /**
+   * An async call's options (its second argument) with what stayed on the
+   * page's side (worker-api.js's asyncArgs): onProgress posting progress
+   * messages, a signal the page's abort message aborts.
+   */
+  asyncOptions({ id, flags }, args) {
+    if (!flags || (!flags.progress && !flags.abortable)) return args;
+    const options = { ...args[1] };
+    if (flags.progress) options.onProgress = (progress) => this.port.post({ id, progress }, []);
+    if (flags.abortable) {
+      const controller = new AbortController();
+      this.controllers.set(id, controller);
+      options.signal = controller.signal;
+    }
+    return [args[0], options, ...args.slice(2)];
   }
 
   /** Loads the package with the page's options: answers with its properties (not its calls). */
@@ -179,8 +205,12 @@ class Host {
     );
   }
 
-  /** Runs a call on the module or a held object and answers with its result. */
-  call({ id, target, method, args, pooled }) {
+  /**
+   * Runs a call on the module or a held object and answers with its result
+   * (an async call's once it settles).
+   */
+  call(message) {
+    const { id, target, method, args, pooled } = message;
     const self = target ? this.held.get(target) : this.attn;
     if (!self || typeof self[method] !== "function" || method === "constructor") {
       throw new TypeError(
@@ -189,12 +219,20 @@ class Host {
     }
     const inputs = new Map();
     const held = target ? [self] : [];
-    const value = self[method](...this.fromWire(args, inputs, [], held));
-    const transfer = [];
-    const message = { id, ok: true, value: this.toWire(value, transfer, inputs, held) };
-    if (target) message.state = this.stateToWire(self, transfer, new Map());
-    if (pooled) message.spare = spare(pooled, transfer);
-    this.port.post(message, transfer);
+    const given = this.asyncOptions(message, this.fromWire(args, inputs, [], held));
+    const answer = (value) => {
+      const transfer = [];
+      const out = { id, ok: true, value: this.toWire(value, transfer, inputs, held) };
+      if (target) out.state = this.stateToWire(self, transfer, new Map());
+      if (pooled) out.spare = spare(pooled, transfer);
+      this.port.post(out, transfer);
+    };
+    const value = self[method](...given);
+    if (typeof value?.then !== "function") return answer(value);
+    value
+      .then(answer)
+      .catch((e) => this.fail(message, e))
+      .finally(() => this.controllers.delete(id));
   }
 
   /**
@@ -254,6 +292,8 @@ class Host {
     if (value[TF] === true) return tfFromWire(value);
     if (value[ORT] === true) return ortFromWire(value);
     if (FN in value || SYM in value) return standIn(value);
+    // A value structured clone keeps as it is (a Blob, a File).
+    if (!isPlain(value)) return value;
     if (Array.isArray(value)) {
       return value.map((v, i) => this.fromWire(v, inputs, [...path, i], held));
     }

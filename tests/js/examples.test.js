@@ -5,6 +5,12 @@ import test from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import createAttnkit from "attnkit";
+import { gpt2Checkpoint } from "./lib/gpt2-checkpoint.js";
+import { argmax, gpt2Forward, gpt2Greedy } from "./lib/gpt2-reference.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -56,3 +62,41 @@ test("language.mjs: 30 steps on Moby-Dick lower the validation loss; a sample; t
   assert.ok(Number(after) < Number(before) - 0.5, `${before} -> ${after}`);
   assert.match(out, new RegExp(`reloaded: 84 characters, validation loss ${after}`));
 });
+
+test("gpt2.mjs: a tiny checkpoint's heads, next tokens and greedy text, as the reference has them", async () => {
+  const c = gpt2Checkpoint({ numLayers: 2, dModel: 24, numHeads: 3, vocabSize: 200, seed: 7 });
+  const dir = mkdtempSync(join(tmpdir(), "attnkit-gpt2-example-"));
+  try {
+    writeFileSync(join(dir, "model.safetensors"), c.safetensors);
+    writeFileSync(join(dir, "config.json"), c.configJson);
+    const out = run("gpt2.mjs", dir, "--sentence", "!#%&");
+    assert.match(
+      out,
+      /2 layers, 3 heads, d_model 24, 200 tokens, context 32; \d+ parameters \(F32/,
+    );
+    assert.match(out, /tokens: "!" "#" "%" "&"/);
+    assert.match(out, /layer 0: h0 ".*?" \d\.\d\d, h1 .*, h2 /);
+    assert.match(out, /layer 1: h0 /);
+    // The likeliest next token and the greedy text are the reference's.
+    const tokens = [0, 2, 4, 5];
+    const { logits } = gpt2Forward(c.weights, c.config, tokens);
+    const next = argmax(logits, 3 * 200, 200);
+    const attn = await createAttnkit({ model: true });
+    const model = await attn.openCheckpoint(dir);
+    const { tokenizer } = model;
+    model.dispose();
+    assert.match(
+      out,
+      new RegExp(`next: ${escape(JSON.stringify(tokenizer.vocabulary[next]))} [01]\\.\\d{3}`),
+    );
+    const text = tokenizer.decode(gpt2Greedy(c.weights, c.config, tokens, 20));
+    assert.ok(out.includes(`generated: ${JSON.stringify("!#%&" + text)}`), out);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** `s` with the characters a RegExp reads specially escaped. */
+function escape(s) {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}

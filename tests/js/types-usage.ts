@@ -15,6 +15,10 @@ import createAttnkitDefault, {
 import type {
   Attnkit,
   AttnkitWithModel,
+  CheckpointInfo,
+  CheckpointProgress,
+  CheckpointSourceInfo,
+  OpenCheckpointOptions,
   AttentionBackwardTrace,
   AttentionBackwardOptions,
   AttentionGradients,
@@ -770,6 +774,29 @@ sampler.dispose();
 gptTrainer.dispose();
 gpt.dispose();
 textData.dispose();
+// A Hugging Face GPT-2 checkpoint: from bytes, a path, a URL or a repository id.
+const checkpointOptions: OpenCheckpointOptions = {
+  hubUrl: "http://localhost:8000",
+  revision: "main",
+  onProgress: (p: CheckpointProgress) => use(p.loadedBytes / p.totalBytes, p.tensor),
+};
+const info: CheckpointInfo = await withModel.checkpointInfo(
+  "openai-community/gpt2",
+  checkpointOptions,
+);
+const where: CheckpointSourceInfo = info.source;
+if (where.kind === "hub") use(where.repo, where.revision);
+use(info.totalBytes, info.parameters, info.memoryBytes, info.dtype, info.config.numLayers);
+const gpt2: Model = await withModel.openCheckpoint(new Uint8Array(8), {
+  config: { n_embd: 16 },
+  numHeads: 2,
+});
+const gpt2Pieces: readonly string[] | undefined = gpt2.tokenizer?.vocabulary;
+use(gpt2Pieces, await withModel.openCheckpoint(new ArrayBuffer(8)));
+// @ts-expect-error onprogress is not onProgress
+withModel.openCheckpoint("gpt2", { onprogress: () => {} });
+// @ts-expect-error a source is not a number
+withModel.checkpointInfo(42);
 // @ts-expect-error a task model needs its vocabSize
 withModel.createModel({ maxSeqLen: 4, dModel: 8 }, { seed: 1 });
 // @ts-expect-error a tokenizer's text is a string

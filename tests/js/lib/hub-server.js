@@ -95,12 +95,20 @@ export async function startHub({ host = "127.0.0.1", cdnHost } = {}) {
     if (req.method === "HEAD") return res.end();
     let body = bytes.subarray(begin, sentEnd);
     const cut = fault.cutAfter !== undefined && fault.cutAfter < body.length;
+    const stall = fault.stallAfter !== undefined && fault.stallAfter < body.length;
     if (cut) body = body.subarray(0, fault.cutAfter);
+    if (stall) body = body.subarray(0, fault.stallAfter);
     const k = key(repo, revision, file);
     served.set(k, (served.get(k) ?? 0) + body.length);
     if (cut) {
       // The headers promised more: the connection ends mid-body.
       res.write(body, () => res.socket.destroy());
+      return;
+    }
+    if (stall) {
+      // The rest never comes, until the client gives up.
+      res.write(body);
+      req.on("close", () => res.destroy());
       return;
     }
     res.end(body);
@@ -140,7 +148,8 @@ export async function startHub({ host = "127.0.0.1", cdnHost } = {}) {
     /**
      * A fault for one file (null removes it): {status} (the resolve URL
      * answers it), {cutAfter: n} (the body stops after n bytes and the
-     * connection closes), {shortBy: n} (n bytes fewer than asked), {contentRange:
+     * connection closes), {stallAfter: n} (the body stops after n bytes and
+     * the connection stays open: a download to cancel), {shortBy: n} (n bytes fewer than asked), {contentRange:
      * "bytes a-b/size"} (a Content-Range that lies), {ignoreRange: true}.
      */
     fault(repo, file, fault, { revision = "main" } = {}) {

@@ -48,6 +48,15 @@ export async function overloads(): Promise<void> {
     { vocabulary: ["a", "b", "c"] },
   );
   const scoredInspection = await model.inspect([1, 2], [2, -1]);
+  // An async call of the model module: a held Model, its progress across the worker.
+  const gpt2 = await w.openCheckpoint("openai-community/gpt2", {
+    onProgress: ({ loadedBytes }) => void loadedBytes,
+  });
+  const pieces = await gpt2.tokenizer?.encode(" world");
+  const first: number | undefined = pieces?.[0];
+  const info = await w.checkpointInfo(new Uint8Array(8), { config: {}, numHeads: 2 });
+  const infoBytes: number = info.totalBytes;
+  void [first, infoBytes];
   const loss: number = scoredInspection.loss;
   // Calls through with() keep their overloads.
   const viaWith = await w

@@ -1,0 +1,198 @@
+// attnkit: a Hugging Face GPT-2 checkpoint opened as a Model
+// (attnkit.openCheckpoint, attnkit.checkpointInfo on the model module). The
+// config comes from config.json (or the tensors' shapes), the header from the
+// safetensors file (safetensors.js), the bytes from a source (sources.js);
+// each tensor goes, in file order, into a staging view of module memory and is
+// handed by its Hugging Face name to the model layer's loader (model.js's
+// FILL: it knows GPT-2's names and widens F16/BF16). The tokenizer is GPT-2's
+// (bpe.js), imported on the first open.
+import { AttnkitError, AttnkitTypeError, describe, typeError } from "./errors.js";
+import { checkObject } from "./options.js";
+import { FILL } from "./model.js";
+import { gpt2Tokenizer } from "./bpe.js";
+import {
+  checkpointSizes,
+  configFromJson,
+  configFromShapes,
+  headerLength,
+  isRead,
+  parseHeader,
+} from "./safetensors.js";
+import { aborted, checkAborted, checkpointSource } from "./sources.js";
+
+// The most memory a model build's module can grow to (-sMAXIMUM_MEMORY=4GB).
+export const MAX_MODULE_BYTES = 4 * 2 ** 30;
+const WASM_PAGE = 65536;
+const INFO_KEYS = ["hubUrl", "revision", "signal", "numHeads", "config"];
+const OPEN_KEYS = [...INFO_KEYS, "onProgress"];
+
+/** The options of checkpointInfo / openCheckpoint, checked. */
+function checkOptions(options, keys) {
+  if (options === undefined) return {};
+  checkObject("options", options, keys, `{${keys.map((k) => `${k}?`).join(", ")}}`);
+  const { signal, onProgress, config } = options;
+  if (
+    signal !== undefined &&
+    (signal === null || typeof signal !== "object" || typeof signal.aborted !== "boolean")
+  ) {
+    throw typeError("options.signal", "an AbortSignal", signal);
+  }
+  if (onProgress !== undefined && typeof onProgress !== "function") {
+    throw typeError(
+      "options.onProgress",
+      "a function ({loadedBytes, totalBytes, tensor})",
+      onProgress,
+    );
+  }
+  if (config !== undefined && (config === null || typeof config !== "object")) {
+    throw typeError("options.config", "config.json's object", config);
+  }
+  return options;
+}
+
+/**
+ * Reads what a checkpoint is without its tensors' data: config.json (or
+ * options.config) and the safetensors header. Returns the open source with
+ * the header's tensors, the config and the sizes.
+ */
+async function readHead(source, o) {
+  const signal = o.signal;
+  checkAborted(signal);
+  const src = checkpointSource(source, o);
+  try {
+    const json = o.config ?? (await src.config(signal));
+    const { first, total } = await src.start(signal);
+    const n = headerLength(first, total);
+    const header = new Uint8Array(n);
+    await src.read(8, header, { signal });
+    const { tensors, dataStart } = parseHeader(header, total);
+    const { config, tied } = json ? configFromJson(json) : configFromShapes(tensors, o.numHeads);
+    return {
+      src,
+      tensors,
+      dataStart,
+      total,
+      config,
+      tied,
+      ...checkpointSizes(tensors, config, tied),
+    };
+  } catch (e) {
+    src.close();
+    throw e;
+  }
+}
+
+const GIB = (n) => `${(n / 2 ** 30).toFixed(2)} GiB`;
+
+/**
+ * Refuses a model the module cannot hold before anything is allocated: more
+ * than a wasm module addresses, or more than this engine gives (a probe
+ * memory of the missing size).
+ */
+function checkMemory(attnkit, needed) {
+  const have = attnkit.memoryBytes();
+  const wanted = attnkit.heapBytesInUse() + needed;
+  if (wanted > MAX_MODULE_BYTES) {
+    throw new AttnkitError(
+      `source: expected a model that fits the ${GIB(MAX_MODULE_BYTES)} a wasm module addresses, got one ` +
+        `needing ${needed} bytes (${GIB(needed)}) beside the ${GIB(wanted - needed)} in use`,
+      { code: "capacity", parameter: "source" },
+    );
+  }
+  if (wanted <= have) return;
+  try {
+    new WebAssembly.Memory({ initial: Math.ceil((wanted - have) / WASM_PAGE) });
+  } catch (e) {
+    const err = new AttnkitError(
+      `source: expected this engine to give the module ${wanted - have} more bytes of memory ` +
+        `(${needed} bytes, ${GIB(needed)}, for the model), got a refusal: ${e.message}`,
+      { code: "capacity", parameter: "source" },
+    );
+    err.cause = e;
+    throw err;
+  }
+}
+
+/** checkpointInfo: what the learner confirms before the download. */
+async function checkpointInfo(source, options) {
+  const o = checkOptions(options, INFO_KEYS);
+  const head = await readHead(source, o);
+  head.src.close();
+  return {
+    config: Object.freeze({ ...head.config }),
+    totalBytes: head.total,
+    dtype: head.dtype,
+    parameters: head.parameters,
+    memoryBytes: head.memoryBytes,
+    source: head.src.description,
+  };
+}
+
+/** Streams every tensor the model reads into `fill`, in file order, reporting progress. */
+async function streamTensors(head, fill, o) {
+  const { src, tensors, total, tied } = head;
+  let loaded = head.dataStart;
+  let tensor = null;
+  const report = () => o.onProgress?.({ loadedBytes: loaded, totalBytes: total, tensor });
+  report();
+  src.streamTo?.(total);
+  for (const t of tensors) {
+    checkAborted(o.signal);
+    if (!isRead(t, tied)) {
+      loaded += t.end - t.begin;
+      continue;
+    }
+    tensor = t.name;
+    const view = fill.staging(t.end - t.begin);
+    await src.read(t.begin, view, {
+      signal: o.signal,
+      onBytes: (n) => {
+        loaded += n;
+        report();
+      },
+    });
+    checkAborted(o.signal);
+    fill.load(t.name, t.dtype, t.shape);
+  }
+  if (loaded !== total) {
+    loaded = total;
+    report();
+  }
+}
+
+/** openCheckpoint: the checkpoint as a Model with GPT-2's tokenizer. */
+async function openCheckpoint(attnkit, source, options) {
+  const o = checkOptions(options, OPEN_KEYS);
+  const head = await readHead(source, o);
+  let fill = null;
+  try {
+    checkMemory(attnkit, head.memoryBytes);
+    const tokenizer = await gpt2Tokenizer();
+    checkAborted(o.signal);
+    fill = attnkit[FILL](head.config);
+    await streamTensors(head, fill, o);
+    const model = fill.finish(tokenizer);
+    fill = null;
+    return model;
+  } catch (e) {
+    fill?.dispose();
+    if (o.signal?.aborted && e?.code !== "aborted") throw aborted(o.signal);
+    throw e;
+  } finally {
+    head.src.close();
+  }
+}
+
+/** The checkpoint calls of a model module `attnkit` (its FILL is the model layer's loader). */
+export function checkpointMethods(attnkit) {
+  if (typeof attnkit[FILL] !== "function") {
+    throw new AttnkitTypeError(
+      `attnkit: expected a module with the model layer, got ${describe(attnkit)}`,
+      { parameter: "attnkit" },
+    );
+  }
+  return {
+    openCheckpoint: (source, options) => openCheckpoint(attnkit, source, options),
+    checkpointInfo: (source, options) => checkpointInfo(source, options),
+  };
+}

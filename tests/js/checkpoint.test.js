@@ -1,0 +1,861 @@
+// Hugging Face GPT-2 checkpoints opened by the package (attnkit.openCheckpoint,
+// attnkit.checkpointInfo): tiny random checkpoints written in HF's layout
+// (tests/js/lib/gpt2-checkpoint.js) against a float64 reference of GPT-2's
+// forward (tests/js/lib/gpt2-reference.js), from every kind of source,
+// through a local stand-in of the Hub (tests/js/lib/hub-server.js; never the
+// real one); every bad file, config and download refused by name with the
+// module's heap as it was; GPT-2's tokenizer.
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import {
+  mkdtempSync,
+  mkdirSync,
+  openSync,
+  closeSync,
+  writeSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { ftruncateSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createAttnkit, AttnkitError } from "attnkit";
+import { createAttnkitWorker } from "attnkit/worker";
+import {
+  gpt2Checkpoint,
+  rawSafetensors,
+  safetensorsLayout,
+  writeSafetensors,
+} from "./lib/gpt2-checkpoint.js";
+import { argmax, gpt2Forward, gpt2Greedy } from "./lib/gpt2-reference.js";
+import { startHub } from "./lib/hub-server.js";
+import { assertClose } from "./helpers.js";
+
+// A prompt whose GPT-2 tokens ([0, 2, 4, 5]) every tiny vocabulary holds.
+const PROMPT = "!#%&";
+const PROMPT_TOKENS = [0, 2, 4, 5];
+
+// The checkpoints of the forward tests: every dtype, prefix, buffer and head.
+const CASES = [
+  { numLayers: 1, dModel: 16, numHeads: 2, vocabSize: 100, dtype: "F32", seed: 1 },
+  {
+    numLayers: 2,
+    dModel: 24,
+    numHeads: 3,
+    vocabSize: 200,
+    dtype: "F16",
+    prefix: true,
+    buffers: true,
+    head: "tied",
+    seed: 2,
+  },
+  {
+    numLayers: 2,
+    dModel: 48,
+    numHeads: 4,
+    vocabSize: 300,
+    dtype: "BF16",
+    buffers: true,
+    head: "untied",
+    seed: 3,
+  },
+  {
+    numLayers: 1,
+    dModel: 32,
+    numHeads: 4,
+    vocabSize: 150,
+    dtype: "F32",
+    prefix: true,
+    head: "untied",
+    nInner: 48,
+    epsilon: 1e-3,
+    seed: 4,
+  },
+  {
+    numLayers: 2,
+    dModel: 20,
+    numHeads: 4,
+    vocabSize: 120,
+    dtype: "F32",
+    prefix: true,
+    buffers: true,
+    order: "model",
+    seed: 5,
+  },
+];
+const label = (c) =>
+  `${c.numLayers} layer(s), d ${c.dModel}, ${c.numHeads} heads, ${c.dtype}` +
+  `${c.prefix ? ", transformer." : ""}${c.buffers ? ", buffers" : ""}, head ${c.head ?? "absent"}`;
+
+let tmp;
+const tmpDir = () => (tmp ??= mkdtempSync(join(tmpdir(), "attnkit-checkpoint-")));
+let folders = 0;
+/** A folder holding the checkpoint's files (config.json unless `config` false). */
+function folderOf(c, { config = true } = {}) {
+  const dir = join(tmpDir(), `ckpt-${folders++}`);
+  mkdirSync(dir);
+  writeFileSync(join(dir, "model.safetensors"), c.safetensors);
+  if (config) writeFileSync(join(dir, "config.json"), c.configJson);
+  return dir;
+}
+
+/** Asserts `model`'s logits and attention on `tokens` are the reference's. */
+function assertForward(model, c, tokens, what) {
+  const got = model.inspect(tokens);
+  const want = gpt2Forward(c.weights, c.config, tokens);
+  assertClose(got.logits, want.logits, `${what}: logits`, { abs: 1e-5, rel: 1e-4 });
+  got.layers.forEach((layer, l) =>
+    assertClose(layer.weights, want.attention[l], `${what}: layer ${l} weights`, {
+      abs: 1e-5,
+      rel: 1e-4,
+    }),
+  );
+  return got;
+}
+
+// Heap bytes a failed call may leave: the core keeps the last error message.
+const SLACK = 4096;
+/** Asserts the module's heap is back where it was (but the last error message). */
+function assertHeap(attn, before) {
+  const after = attn.heapBytesInUse();
+  assert.ok(Math.abs(after - before) <= SLACK, `heap ${before} -> ${after} bytes`);
+}
+
+/** Asserts `fn` rejects with an AttnkitError whose code, parameter and message match. */
+async function rejects(fn, { code = "invalid_argument", parameter, message }) {
+  await assert.rejects(fn, (e) => {
+    assert.ok(e instanceof AttnkitError, `an AttnkitError, got ${e?.name}: ${e?.message}`);
+    assert.equal(e.code, code, e.message);
+    if (parameter !== undefined) assert.equal(e.parameter, parameter, e.message);
+    if (message) assert.match(e.message, message);
+    return true;
+  });
+}
+
+describe("GPT-2 checkpoints", () => {
+  let attn, hub;
+  before(async () => {
+    attn = await createAttnkit({ model: true });
+    hub = await startHub();
+  });
+  after(async () => {
+    await hub?.close();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+    tmp = undefined;
+  });
+
+  describe("the forward equals GPT-2's (float64 reference), greedy generation its argmax chain", () => {
+    for (const options of CASES) {
+      it(label(options), async () => {
+        const c = gpt2Checkpoint(options);
+        const model = await attn.openCheckpoint(c.safetensors, { config: c.config });
+        try {
+          const { config } = model;
+          assert.equal(config.numLayers, options.numLayers);
+          assert.equal(config.dModel, options.dModel);
+          assert.equal(config.numHeads, options.numHeads);
+          assert.equal(config.vocabSize, options.vocabSize);
+          assert.equal(config.maxSeqLen, 32);
+          assert.equal(config.dFF, options.nInner ?? 4 * options.dModel);
+          assert.equal(config.tiedUnembedding, options.head !== "untied");
+          const tokens = Array.from({ length: 11 }, (_, i) => (i * 37 + 5) % options.vocabSize);
+          assertForward(model, c, tokens, label(options));
+          const generated = model.generate(PROMPT, { length: 8, temperature: 0 });
+          const want = gpt2Greedy(c.weights, c.config, PROMPT_TOKENS, 8);
+          assert.deepEqual(Array.from(generated.tokens), want);
+          // Each step's text is its token's piece; the text is the tokens' decoding.
+          generated.steps.forEach((s) =>
+            assert.equal(s.character, model.tokenizer.vocabulary[s.token]),
+          );
+          assert.equal(generated.text, model.tokenizer.decode(generated.tokens));
+        } finally {
+          model.dispose();
+        }
+      });
+    }
+  });
+
+  describe("sources", () => {
+    const c = gpt2Checkpoint({ numLayers: 2, dModel: 24, numHeads: 3, vocabSize: 130, seed: 9 });
+    const tokens = [3, 1, 4, 1, 5, 9, 2, 6];
+    let want, dir;
+    before(async () => {
+      const model = await attn.openCheckpoint(c.safetensors, { config: c.config });
+      want = model.inspect(tokens).logits.data;
+      model.dispose();
+      dir = folderOf(c);
+      hub.add("tiny/gpt2-2l", { "config.json": c.configJson, "model.safetensors": c.safetensors });
+      hub.add("tinygpt", { "config.json": c.configJson, "model.safetensors": c.safetensors });
+      hub.add(
+        "tiny/gpt2-2l",
+        { "config.json": c.configJson, "model.safetensors": c.safetensors },
+        { revision: "v1.0" },
+      );
+    });
+    const same = async (source, options) => {
+      const model = await attn.openCheckpoint(source, options);
+      try {
+        assert.deepEqual(model.inspect(tokens).logits.data, want);
+      } finally {
+        model.dispose();
+      }
+    };
+    it("a folder, and the model.safetensors in it (config.json beside it)", async () => {
+      await same(dir);
+      await same(join(dir, "model.safetensors"));
+      await same(`file://${join(dir, "model.safetensors")}`);
+    });
+    it("a Buffer, an ArrayBuffer, a Blob and a File (config from options.config)", async () => {
+      const config = c.config;
+      await same(Buffer.from(c.safetensors), { config });
+      await same(c.safetensors.slice().buffer, { config });
+      await same(new Blob([c.safetensors]), { config });
+      await same(new File([c.safetensors], "model.safetensors"), { config });
+    });
+    it("a Hub repository id (owner/name, name alone, a revision) and a URL, through redirects", async () => {
+      hub.reset();
+      await same("tiny/gpt2-2l", { hubUrl: hub.url });
+      assert.ok(hub.requests.some((r) => r.path === "/tiny/gpt2-2l/resolve/main/config.json"));
+      assert.ok(hub.requests.some((r) => r.path.startsWith("/cdn/tiny/gpt2-2l/main/")));
+      await same("tinygpt", { hubUrl: hub.url });
+      await same("tiny/gpt2-2l", { hubUrl: hub.url, revision: "v1.0" });
+      assert.ok(
+        hub.requests.some((r) => r.path === "/tiny/gpt2-2l/resolve/v1.0/model.safetensors"),
+      );
+      await same(`${hub.url}/tiny/gpt2-2l/resolve/main/model.safetensors`);
+      await same(new URL(`${hub.url}/tiny/gpt2-2l/resolve/main/model.safetensors`));
+    });
+    it("a server that ignores Range: the whole file, read through", async () => {
+      hub.fault("tinygpt", "model.safetensors", { ignoreRange: true });
+      try {
+        await same("tinygpt", { hubUrl: hub.url });
+      } finally {
+        hub.fault("tinygpt", "model.safetensors", null);
+      }
+    });
+    it("no config.json: the shapes give the config, options.numHeads the heads", async () => {
+      const bare = folderOf(c, { config: false });
+      await rejects(() => attn.openCheckpoint(bare), {
+        parameter: "options.numHeads",
+        message: /no config\.json: n_head cannot be read/,
+      });
+      await same(bare, { numHeads: 3 });
+      const info = await attn.checkpointInfo(bare, { numHeads: 3 });
+      assert.equal(info.config.numLayers, 2);
+      assert.equal(info.config.tiedUnembedding, true);
+      // A stored head without config.json: untied.
+      const untied = gpt2Checkpoint({ dModel: 16, numHeads: 2, head: "untied", seed: 12 });
+      const u = await attn.checkpointInfo(untied.safetensors, { numHeads: 2 });
+      assert.equal(u.config.tiedUnembedding, false);
+    });
+    it("a stored head with tie_word_embeddings true is ignored, as Hugging Face does", async () => {
+      const t = gpt2Checkpoint({ dModel: 16, numHeads: 2, head: "untied", seed: 13 });
+      const config = { ...t.config, tie_word_embeddings: true };
+      const model = await attn.openCheckpoint(t.safetensors, { config });
+      try {
+        assert.equal(model.config.tiedUnembedding, true);
+        const got = model.inspect([1, 2, 3]).logits;
+        assertClose(
+          got,
+          gpt2Forward(t.weights, config, [1, 2, 3]).logits,
+          "tied over a stored head",
+        );
+      } finally {
+        model.dispose();
+      }
+    });
+  });
+
+  describe("checkpointInfo", () => {
+    it("reads config.json and the header only: the sizes, the dtype, the memory", async () => {
+      const c = gpt2Checkpoint({
+        numLayers: 2,
+        dModel: 32,
+        numHeads: 4,
+        vocabSize: 250,
+        dtype: "F16",
+        buffers: true,
+        seed: 21,
+      });
+      hub.add("tiny/info", { "config.json": c.configJson, "model.safetensors": c.safetensors });
+      hub.reset();
+      const info = await attn.checkpointInfo("tiny/info", { hubUrl: hub.url });
+      const { headerLength } = safetensorsLayout(c.safetensors);
+      assert.equal(hub.served("tiny/info", "model.safetensors"), 8 + headerLength);
+      assert.equal(hub.served("tiny/info", "config.json"), c.configJson.length);
+      assert.equal(info.totalBytes, c.safetensors.length);
+      assert.equal(info.dtype, "F16");
+      let parameters = 0;
+      for (const v of c.weights.values()) parameters += v.length;
+      assert.equal(info.parameters, parameters);
+      assert.ok(info.memoryBytes >= 4 * parameters, `memoryBytes ${info.memoryBytes}`);
+      assert.deepEqual(info.source, {
+        kind: "hub",
+        repo: "tiny/info",
+        revision: "main",
+        url: `${hub.url}/tiny/info/resolve/main/model.safetensors`,
+      });
+      assert.equal(info.config.dModel, 32);
+      assert.equal(info.config.layerNormEpsilon, 1e-5);
+    });
+  });
+
+  describe("progress and cancellation", () => {
+    const c = gpt2Checkpoint({ numLayers: 2, dModel: 32, numHeads: 4, vocabSize: 200, seed: 31 });
+    it("onProgress: rising loadedBytes up to totalBytes, each tensor named", async () => {
+      const seen = [];
+      const model = await attn.openCheckpoint(c.safetensors, {
+        config: c.config,
+        onProgress: (p) => seen.push(p),
+      });
+      model.dispose();
+      for (let i = 1; i < seen.length; ++i)
+        assert.ok(seen[i].loadedBytes >= seen[i - 1].loadedBytes);
+      assert.equal(seen.at(-1).loadedBytes, c.safetensors.length);
+      assert.ok(seen.every((p) => p.totalBytes === c.safetensors.length));
+      const named = new Set(seen.map((p) => p.tensor).filter(Boolean));
+      assert.deepEqual([...named].sort(), [...c.tensorNames].sort());
+    });
+    for (const kind of ["bytes", "hub"]) {
+      it(`an abort mid-load (${kind}) rejects with AbortError and leaves the heap as it was`, async () => {
+        hub.add("tiny/abort", { "config.json": c.configJson, "model.safetensors": c.safetensors });
+        const heap = attn.heapBytesInUse();
+        const controller = new AbortController();
+        let calls = 0;
+        const source = kind === "bytes" ? c.safetensors : "tiny/abort";
+        await rejects(
+          () =>
+            attn.openCheckpoint(source, {
+              config: kind === "bytes" ? c.config : undefined,
+              hubUrl: hub.url,
+              signal: controller.signal,
+              onProgress: () => {
+                if (++calls === 3) controller.abort();
+              },
+            }),
+          { code: "aborted", parameter: "options.signal" },
+        );
+        assertHeap(attn, heap);
+      });
+    }
+  });
+
+  describe("errors: named, nothing half-loaded, the module working after", () => {
+    const good = gpt2Checkpoint({
+      numLayers: 2,
+      dModel: 16,
+      numHeads: 2,
+      vocabSize: 100,
+      seed: 41,
+    });
+    const { header, dataStart } = safetensorsLayout(good.safetensors);
+    const data = good.safetensors.subarray(dataStart);
+    // The header as an object, edited by `fn`, over the same data.
+    const withHeader = (fn, options) => {
+      const h = structuredClone(header);
+      fn(h);
+      return rawSafetensors(h, data, options);
+    };
+    const entries = () =>
+      good.tensorNames.map((name) => ({
+        name,
+        dtype: "F32",
+        shape: header[name].shape,
+        data: good.weights.get(name),
+      }));
+    const fileCases = [
+      ["an empty file", new Uint8Array(0), /a safetensors file/],
+      [
+        "not a safetensors file",
+        new TextEncoder().encode("<html>not a checkpoint</html>\n"),
+        /header length/,
+      ],
+      [
+        "a header larger than the format's limit",
+        (() => {
+          const b = new Uint8Array(64);
+          new DataView(b.buffer).setBigUint64(0, 200_000_000n, true);
+          return b;
+        })(),
+        /2 \.\. 100000000 bytes/,
+      ],
+      [
+        "a header longer than the file",
+        withHeader(() => {}, { headerLength: 1 << 20 }),
+        /truncated file/,
+      ],
+      [
+        "truncated data",
+        good.safetensors.subarray(0, good.safetensors.length - 10),
+        /truncated file, or a header that lies/,
+      ],
+      [
+        "overlapping offsets",
+        withHeader((h) => {
+          const first = good.tensorNames[1];
+          h[first].data_offsets = h[first].data_offsets.map((o) => o - 4);
+        }),
+        /overlaps|data_offsets|bytes/,
+      ],
+      [
+        "offsets past the end",
+        withHeader((h) => {
+          const last = good.tensorNames.at(-1);
+          h[last].data_offsets[1] += 4;
+        }),
+        /bytes/,
+      ],
+      [
+        "an unknown dtype",
+        writeSafetensors([
+          ...entries(),
+          { name: "h.0.attn.c_attn.extra", dtype: "I64", shape: [2], data: new Uint8Array(16) },
+        ]).bytes,
+        /F32, F16 or BF16.*got I64/,
+      ],
+      [
+        "JSON that does not parse",
+        rawSafetensors({}, new Uint8Array(0)).map((b, i) => (i === 9 ? 0x7b : b)),
+        /JSON|bytes/,
+      ],
+    ];
+    for (const [what, bytes, message] of fileCases) {
+      it(what, async () => {
+        const heap = attn.heapBytesInUse();
+        await rejects(() => attn.openCheckpoint(bytes, { config: good.config }), { message });
+        assertHeap(attn, heap);
+      });
+    }
+    const modelCases = [
+      [
+        "a missing tensor",
+        writeSafetensors(entries().filter((e) => e.name !== "h.1.ln_2.bias")).bytes,
+        good.config,
+        /h\.1\.ln_2\.bias/,
+        "invalid_argument",
+      ],
+      [
+        "an extra layer's tensor",
+        writeSafetensors([
+          ...entries(),
+          { name: "h.2.ln_1.bias", dtype: "F32", shape: [16], data: new Float32Array(16) },
+        ]).bytes,
+        good.config,
+        /h\.2\.ln_1\.bias/,
+        "invalid_argument",
+      ],
+      [
+        "a config that disagrees with the tensors",
+        good.safetensors,
+        { ...good.config, n_embd: 32, n_head: 2 },
+        /h\.0\.attn\.c_attn\.bias: expected shape \[96\], got \[48\]/,
+        "shape_mismatch",
+      ],
+      [
+        "BERT's names",
+        writeSafetensors([
+          {
+            name: "bert.embeddings.word_embeddings.weight",
+            dtype: "F32",
+            shape: [100, 16],
+            data: new Float32Array(1600),
+          },
+        ]).bytes,
+        good.config,
+        /bert\.embeddings/,
+        "invalid_argument",
+      ],
+      [
+        "a non-finite value",
+        (() => {
+          const e = entries();
+          const w = Float32Array.from(e[0].data);
+          w[3] = NaN;
+          e[0] = { ...e[0], data: w };
+          return writeSafetensors(e).bytes;
+        })(),
+        good.config,
+        /h\.0\.attn\.c_attn\.bias: expected finite values, got NaN at element 3/,
+        "invalid_argument",
+      ],
+    ];
+    for (const [what, bytes, config, message, code] of modelCases) {
+      it(what, async () => {
+        const heap = attn.heapBytesInUse();
+        await rejects(() => attn.openCheckpoint(bytes, { config }), { message, code });
+        assertHeap(attn, heap);
+      });
+    }
+    const configCases = [
+      [
+        "another architecture (model_type bert)",
+        { ...good.config, model_type: "bert" },
+        "config.json model_type",
+      ],
+      [
+        "another activation",
+        { ...good.config, activation_function: "relu" },
+        "config.json activation_function",
+      ],
+      ["heads that do not divide n_embd", { ...good.config, n_head: 3 }, "config.json n_head"],
+      ["a missing size", { ...good.config, n_layer: undefined }, "config.json n_layer"],
+    ];
+    for (const [what, config, parameter] of configCases) {
+      it(what, async () => {
+        const heap = attn.heapBytesInUse();
+        await rejects(() => attn.openCheckpoint(good.safetensors, { config }), { parameter });
+        await rejects(() => attn.checkpointInfo(good.safetensors, { config }), { parameter });
+        assertHeap(attn, heap);
+      });
+    }
+    it("bad arguments: a source of another type, unknown options", async () => {
+      await assert.rejects(() => attn.openCheckpoint(42), {
+        name: "AttnkitTypeError",
+        parameter: "source",
+      });
+      await assert.rejects(
+        () => attn.openCheckpoint(good.safetensors, { config: good.config, onprogress: () => {} }),
+        {
+          parameter: "options.onprogress",
+        },
+      );
+      await assert.rejects(() => attn.openCheckpoint(good.safetensors, { onProgress: 3 }), {
+        parameter: "options.onProgress",
+      });
+    });
+    it("a missing file names its path", async () => {
+      await rejects(() => attn.openCheckpoint(join(tmpDir(), "nothing", "model.safetensors")), {
+        code: "load_failed",
+        message: /ENOENT/,
+      });
+    });
+
+    describe("downloads", () => {
+      before(() => {
+        hub.add("tiny/bad", {
+          "config.json": good.configJson,
+          "model.safetensors": good.safetensors,
+        });
+      });
+      const downloads = [
+        [
+          "a repository that is not there (404, the URL named)",
+          "tiny/nothing",
+          null,
+          /tiny\/nothing\/resolve\/main\/config\.json.*HTTP 404/,
+        ],
+        [
+          "a file that is not there",
+          "tiny/bad",
+          { file: "config.json", fault: { status: 404 } },
+          /HTTP 404/,
+        ],
+        [
+          "a connection cut mid-body",
+          "tiny/bad",
+          { fault: { cutAfter: 200 } },
+          /connection cut|end of the response/,
+        ],
+        [
+          "a wrong length (fewer bytes than the range)",
+          "tiny/bad",
+          { fault: { shortBy: 3 } },
+          /Content-Length/,
+        ],
+        [
+          "a Content-Range that lies (the first range, whatever was asked)",
+          "tiny/bad",
+          { fault: { contentRange: `bytes 0-7/${good.safetensors.length}` } },
+          /Content-Range/,
+        ],
+      ];
+      for (const [what, repo, fault, message] of downloads) {
+        it(what, async () => {
+          hub.reset();
+          if (fault) hub.fault(repo, fault.file ?? "model.safetensors", fault.fault);
+          const heap = attn.heapBytesInUse();
+          await rejects(() => attn.openCheckpoint(repo, { hubUrl: hub.url }), {
+            code: "load_failed",
+            parameter: "source",
+            message,
+          });
+          assertHeap(attn, heap);
+          hub.reset();
+          // The module works after: the same repository opens.
+          const model = await attn.openCheckpoint("tiny/bad", { hubUrl: hub.url });
+          model.dispose();
+        });
+      }
+      it("a header longer than the file, over HTTP", async () => {
+        const lying = rawSafetensors(header, data, { headerLength: good.safetensors.length });
+        hub.add("tiny/lying", { "config.json": good.configJson, "model.safetensors": lying });
+        await rejects(() => attn.checkpointInfo("tiny/lying", { hubUrl: hub.url }), {
+          message: /truncated file, or not a safetensors file/,
+        });
+      });
+    });
+
+    it("a model larger than a wasm module addresses: refused before any data is read", async () => {
+      // A sparse file whose header describes 1.25 G floats (5 GB of F32).
+      const V = 50257,
+        E = 1600,
+        L = 48;
+      const shapes = [
+        ["wte.weight", [V, E]],
+        ["wpe.weight", [1024, E]],
+      ];
+      for (let l = 0; l < L; ++l) {
+        shapes.push(
+          [`h.${l}.attn.c_attn.weight`, [E, 3 * E]],
+          [`h.${l}.mlp.c_fc.weight`, [E, 4 * E]],
+        );
+        shapes.push(
+          [`h.${l}.mlp.c_proj.weight`, [4 * E, E]],
+          [`h.${l}.attn.c_proj.weight`, [E, E]],
+        );
+      }
+      const h = {};
+      let at = 0;
+      for (const [name, shape] of shapes) {
+        const n = shape[0] * shape[1] * 4;
+        h[name] = { dtype: "F32", shape, data_offsets: [at, at + n] };
+        at += n;
+      }
+      const head = rawSafetensors(h, new Uint8Array(0));
+      const path = join(tmpDir(), "huge.safetensors");
+      const fd = openSync(path, "w");
+      writeSync(fd, head);
+      ftruncateSync(fd, head.length + at);
+      closeSync(fd);
+      const config = {
+        model_type: "gpt2",
+        n_embd: E,
+        n_layer: L,
+        n_head: 25,
+        n_positions: 1024,
+        vocab_size: V,
+      };
+      const heap = attn.heapBytesInUse();
+      await rejects(() => attn.openCheckpoint(path, { config }), {
+        code: "capacity",
+        parameter: "source",
+        message: /4\.00 GiB a wasm module addresses.*needing \d+ bytes/,
+      });
+      assertHeap(attn, heap);
+    });
+  });
+
+  describe("GPT-2's tokenizer", () => {
+    let tokenizer;
+    before(async () => {
+      const c = gpt2Checkpoint({ seed: 51 });
+      const model = await attn.openCheckpoint(c.safetensors, { config: c.config });
+      tokenizer = model.tokenizer;
+      assert.equal(model.vocabulary, tokenizer.vocabulary);
+      model.dispose();
+    });
+    it('"Hello world" is [15496, 995]; " world" one token; 50,257 tokens', () => {
+      assert.deepEqual(Array.from(tokenizer.encode("Hello world")), [15496, 995]);
+      assert.deepEqual(Array.from(tokenizer.encode(" world")), [995]);
+      assert.equal(tokenizer.vocabSize, 50257);
+      assert.equal(tokenizer.vocabulary.length, 50257);
+      assert.equal(tokenizer.unknownToken, -1);
+    });
+    it("pieces: a leading space as it is, a split character as byte-level stand-ins", () => {
+      assert.equal(tokenizer.vocabulary[995], " world");
+      assert.equal(tokenizer.vocabulary[198], "\n");
+      assert.equal(tokenizer.vocabulary[50256], "<|endoftext|>");
+      const emoji = Array.from(tokenizer.encode("🌍"));
+      assert.ok(emoji.length > 1, "the emoji takes several byte tokens");
+      assert.ok(emoji.every((t) => !tokenizer.vocabulary[t].includes("\uFFFD")));
+    });
+    it("decode(encode(s)) is s for text with accents, CJK, emoji and newlines", () => {
+      const s = "Héllo wörld, 日本語のテキスト 🌍🚀 👩‍👩‍👧\n\ttabs  and   spaces<|endoftext|>";
+      assert.equal(tokenizer.decode(tokenizer.encode(s)), s);
+    });
+    it("errors name text and tokens", () => {
+      assert.throws(() => tokenizer.encode(3), { parameter: "text" });
+      assert.throws(() => tokenizer.decode([50257]), {
+        parameter: "tokens",
+        message: /0 \.\. 50256/,
+      });
+      assert.throws(() => tokenizer.decode("ab"), { parameter: "tokens" });
+    });
+  });
+
+  it("checkpointInfo and openCheckpoint need the model build", async () => {
+    const plain = await createAttnkit();
+    assert.throws(() => plain.openCheckpoint(new Uint8Array(8)), {
+      parameter: "openCheckpoint",
+      message: /createAttnkit\(\{ model: true \}\)/,
+    });
+  });
+});
+
+describe("GPT-2 checkpoints through attnkit/worker", () => {
+  let attn, worker, hub;
+  const c = gpt2Checkpoint({ numLayers: 2, dModel: 24, numHeads: 3, vocabSize: 150, seed: 71 });
+  const tokens = [1, 4, 9, 16, 25];
+  before(async () => {
+    attn = await createAttnkit({ model: true });
+    worker = await createAttnkitWorker({ model: true });
+    hub = await startHub();
+    hub.add("tiny/worker", { "config.json": c.configJson, "model.safetensors": c.safetensors });
+  });
+  after(async () => {
+    await worker?.dispose();
+    await hub?.close();
+  });
+
+  it("checkpointInfo, and openCheckpoint with progress: the model as a proxy, the same numbers", async () => {
+    const options = { hubUrl: hub.url };
+    assert.deepEqual(
+      await worker.checkpointInfo("tiny/worker", options),
+      await attn.checkpointInfo("tiny/worker", options),
+    );
+    const seen = [];
+    const model = await worker.openCheckpoint("tiny/worker", {
+      ...options,
+      onProgress: (p) => seen.push(p),
+    });
+    const local = await attn.openCheckpoint("tiny/worker", options);
+    try {
+      assert.deepEqual((await model.inspect(tokens)).logits, local.inspect(tokens).logits);
+      assert.equal(seen.at(-1).loadedBytes, c.safetensors.length);
+      assert.deepEqual(Array.from(await model.tokenizer.encode("Hello world")), [15496, 995]);
+      assert.equal(model.tokenizer.vocabulary[995], " world");
+      const generated = await model.generate(PROMPT, { length: 4, temperature: 0 });
+      assert.deepEqual(
+        generated.tokens,
+        local.generate(PROMPT, { length: 4, temperature: 0 }).tokens,
+      );
+    } finally {
+      await model.dispose();
+      local.dispose();
+    }
+  });
+
+  it("a path, bytes and a Blob, read in the worker", async () => {
+    const dir = folderOf(c);
+    for (const [source, options] of [
+      [dir, {}],
+      [c.safetensors, { config: c.config }],
+      [new Blob([c.safetensors]), { config: c.config }],
+      [new URL(`${hub.url}/tiny/worker/resolve/main/model.safetensors`), {}],
+    ]) {
+      const model = await worker.openCheckpoint(source, options);
+      assert.equal(model.config.numLayers, 2);
+      await model.dispose();
+    }
+  });
+
+  it("the call's signal stops a running load; errors come back by name; the worker goes on", async () => {
+    // The download stalls after the header and a few bytes: the abort comes while it waits.
+    const { headerLength } = safetensorsLayout(c.safetensors);
+    hub.fault("tiny/worker", "model.safetensors", { stallAfter: headerLength + 100 });
+    const heap = await worker.heapBytesInUse();
+    const controller = new AbortController();
+    let calls = 0;
+    await rejects(
+      () =>
+        worker.openCheckpoint("tiny/worker", {
+          hubUrl: hub.url,
+          signal: controller.signal,
+          onProgress: () => {
+            if (++calls === 2) controller.abort();
+          },
+        }),
+      { code: "aborted", parameter: "options.signal" },
+    );
+    hub.fault("tiny/worker", "model.safetensors", null);
+    await rejects(() => worker.openCheckpoint("tiny/nothing", { hubUrl: hub.url }), {
+      code: "load_failed",
+      message: /HTTP 404/,
+    });
+    assert.equal(await worker.heapBytesInUse(), heap);
+    const model = await worker.openCheckpoint("tiny/worker", { hubUrl: hub.url });
+    await model.dispose();
+  });
+});
+
+describe("a model module past 2 GiB", () => {
+  it("holds a checkpoint's tensors above 2^31 and reads them back right", async () => {
+    const attn = await createAttnkit({ model: true });
+    // A 2.4 GB model of zeros (a sparse F16 file) below, then a tiny random one above it.
+    const E = 1280,
+      L = 24,
+      V = 50257;
+    const h = {};
+    let at = 0;
+    const add = (name, shape) => {
+      const n = shape.reduce((a, b) => a * b, 1) * 2;
+      h[name] = { dtype: "F16", shape, data_offsets: [at, at + n] };
+      at += n;
+    };
+    add("wte.weight", [V, E]);
+    add("wpe.weight", [1024, E]);
+    for (let l = 0; l < L; ++l) {
+      for (const ln of ["ln_1", "ln_2"]) {
+        add(`h.${l}.${ln}.weight`, [E]);
+        add(`h.${l}.${ln}.bias`, [E]);
+      }
+      add(`h.${l}.attn.c_attn.weight`, [E, 3 * E]);
+      add(`h.${l}.attn.c_attn.bias`, [3 * E]);
+      add(`h.${l}.attn.c_proj.weight`, [E, E]);
+      add(`h.${l}.attn.c_proj.bias`, [E]);
+      add(`h.${l}.mlp.c_fc.weight`, [E, 4 * E]);
+      add(`h.${l}.mlp.c_fc.bias`, [4 * E]);
+      add(`h.${l}.mlp.c_proj.weight`, [4 * E, E]);
+      add(`h.${l}.mlp.c_proj.bias`, [E]);
+    }
+    add("ln_f.weight", [E]);
+    add("ln_f.bias", [E]);
+    // A second head, untied, so that the model passes 2 GiB.
+    add("lm_head.weight", [V, E]);
+    const head = rawSafetensors(h, new Uint8Array(0));
+    const path = join(tmpDir(), "big.safetensors");
+    const fd = openSync(path, "w");
+    writeSync(fd, head);
+    ftruncateSync(fd, head.length + at);
+    closeSync(fd);
+    const config = {
+      model_type: "gpt2",
+      n_embd: E,
+      n_layer: L,
+      n_head: 20,
+      n_positions: 1024,
+      vocab_size: V,
+      tie_word_embeddings: false,
+    };
+    const big = await attn.openCheckpoint(path, { config });
+    try {
+      assert.ok(attn.memoryBytes() > 2 ** 31, `memory ${attn.memoryBytes()}`);
+      const c = gpt2Checkpoint({
+        numLayers: 2,
+        dModel: 32,
+        numHeads: 4,
+        vocabSize: 200,
+        head: "untied",
+        seed: 61,
+      });
+      const small = await attn.openCheckpoint(c.safetensors, { config: c.config });
+      try {
+        // Its tensors sit above 2^31: the whole of it reads back right.
+        const p = small.parameters();
+        const wte = c.weights.get("wte.weight");
+        assert.deepEqual(p.tokenEmbedding.data, wte);
+        assertForward(small, c, [5, 6, 7, 8, 9], "above 2 GiB");
+        const { logits } = small.inspect([5, 6, 7]);
+        assert.equal(
+          argmax(logits.data, 2 * 200, 200),
+          argmax(gpt2Forward(c.weights, c.config, [5, 6, 7]).logits, 2 * 200, 200),
+        );
+      } finally {
+        small.dispose();
+      }
+    } finally {
+      big.dispose();
+      attn.dispose();
+    }
+  });
+});
