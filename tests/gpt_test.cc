@@ -98,7 +98,7 @@ TEST_CASE("gpt: GELU and its derivative match float64 on every target", "[gpt]")
 }
 
 TEST_CASE("gpt: every gradient matches finite differences of the float64 reference", "[gpt]") {
-  for (const size_t shape : {0, 1}) {
+  for (const size_t shape : {0, 1, 2}) {
     for (const bool scaled : {true, false}) {
       INFO("shape " << shape << " scaled " << scaled);
       ModelConfig config = SmallConfig(true, scaled, 8);
@@ -109,12 +109,18 @@ TEST_CASE("gpt: every gradient matches finite differences of the float64 referen
         config.d_k = 2;
         config.d_ff = 5;
       }
+      if (shape == 2) {  // GPT-2's: biases, a tied unembedding, another epsilon
+        config.bias = true;
+        config.tied_unembedding = true;
+        config.layer_norm_epsilon = 1e-3f;
+      }
       Model m;
       REQUIRE_OK(m.Init(config, 3 + shape));
       Perturb(&m, 17 + shape);
-      // Every kind is there: 2 embeddings, 10 per layer, 2 final LayerNorm, unembedding.
+      // Every kind is there: 2 embeddings, 10 per layer (16 with biases), 2
+      // final LayerNorm, unembedding (untied).
       const std::vector<std::string> names = m.params().Names();
-      CHECK(names.size() == 2 + 10 * config.num_layers + 3);
+      CHECK(names.size() == 2 + (shape == 2 ? 16 : 10) * config.num_layers + (shape == 2 ? 2 : 3));
       CHECK(std::count(names.begin(), names.end(), "layers.0.W_1") == 1);
       CHECK(std::count(names.begin(), names.end(), "layers.1.ln2_bias") == 1);
       RequireGradientsMatchReference(&m, SmallBatch());
@@ -124,52 +130,75 @@ TEST_CASE("gpt: every gradient matches finite differences of the float64 referen
 
 TEST_CASE("gpt: Inspect's weights and dS match the float64 reference", "[gpt][inspect]") {
   // dS = d loss / d S through the MLP blocks after each attention: the
-  // reference's loss moved one score at a time.
+  // reference's loss moved one score at a time; with GPT-2's biases too.
+  for (const bool bias : {false, true}) {
+    INFO("bias " << bias);
+    ModelConfig c = SmallConfig(true, true, 8);
+    c.bias = bias;
+    c.tied_unembedding = bias;
+    Model m;
+    REQUIRE_OK(m.Init(c, 21));
+    Perturb(&m, 22);
+    RequireScoreGradientsMatchReference(&m, {1, 4, 0, 2, 3}, {-1, 0, 3, -1, 1});
+  }
+}
+
+TEST_CASE("gpt: attention-only layers with biases match the float64 reference", "[gpt]") {
+  ModelConfig c = SmallConfig(false, true, 0);
+  c.bias = true;
   Model m;
-  REQUIRE_OK(m.Init(SmallConfig(true, true, 8), 21));
-  Perturb(&m, 22);
-  RequireScoreGradientsMatchReference(&m, {1, 4, 0, 2, 3}, {-1, 0, 3, -1, 1});
+  REQUIRE_OK(m.Init(c, 31));
+  Perturb(&m, 32);
+  const std::vector<std::string> names = m.params().Names();
+  CHECK(std::count(names.begin(), names.end(), "layers.1.b_O") == 1);
+  CHECK(std::count(names.begin(), names.end(), "layers.1.b_1") == 0);
+  RequireGradientsMatchReference(&m, SmallBatch());
 }
 
 TEST_CASE("gpt: loss and gradients agree on every compiled SIMD target", "[gpt]") {
   // The model's kernels (LayerNorm, GELU, softmax-cross-entropy) on each
   // target against the float64 reference's loss, and the gradients against
-  // the best target's within float32 rounding.
-  Model m;
-  ModelConfig config = SmallConfig(true, true, 8);
-  config.d_model = 20;  // rows longer than a vector, with a tail, on every target
-  config.d_k = 10;
-  config.d_ff = 37;
-  config.vocab_size = 23;
-  REQUIRE_OK(m.Init(config, 5));
-  Perturb(&m, 6);
-  Batch batch = SmallBatch();
-  for (int32_t& tok : batch.tokens) tok = (tok * 7 + 3) % 23;
-  const double loss = model_ref::Loss(m.config(), model_ref::FromParameters(m.params()), batch);
-  std::vector<float> best;
-  for (const int64_t target : targets::Available()) {
-    INFO(targets::Name(target));
-    targets::ForceForTest(target);
-    Metrics metrics;
-    Parameters grads;
-    const Status forward = m.Forward(batch, &metrics);
-    const Status backward = m.Backward(&grads);
-    targets::ForceForTest(0);
-    REQUIRE_OK(forward);
-    REQUIRE_OK(backward);
-    CHECK(std::abs(metrics.loss - loss) <= 1e-5 * std::max(1.0, std::abs(loss)));
-    std::vector<float> flat;
-    for (const Matrix* t : static_cast<const Parameters&>(grads).Tensors()) {
-      flat.insert(flat.end(), t->data(), t->data() + t->size());
-    }
-    if (best.empty()) {
-      best = flat;
-      continue;
-    }
-    REQUIRE(flat.size() == best.size());
-    for (size_t k = 0; k < flat.size(); ++k) {
-      if (std::abs(flat[k] - best[k]) > 1e-5 + 1e-4 * std::abs(best[k])) {
-        FAIL_CHECK("gradient " << k << ": " << flat[k] << " against " << best[k]);
+  // the best target's within float32 rounding; with biases, their adds and
+  // column sums too.
+  for (const bool bias : {false, true}) {
+    INFO("bias " << bias);
+    Model m;
+    ModelConfig config = SmallConfig(true, true, 8);
+    config.d_model = 20;  // rows longer than a vector, with a tail, on every target
+    config.d_k = 10;
+    config.d_ff = 37;
+    config.vocab_size = 23;
+    config.bias = bias;
+    REQUIRE_OK(m.Init(config, 5));
+    Perturb(&m, 6);
+    Batch batch = SmallBatch();
+    for (int32_t& tok : batch.tokens) tok = (tok * 7 + 3) % 23;
+    const double loss = model_ref::Loss(m.config(), model_ref::FromParameters(m.params()), batch);
+    std::vector<float> best;
+    for (const int64_t target : targets::Available()) {
+      INFO(targets::Name(target));
+      targets::ForceForTest(target);
+      Metrics metrics;
+      Parameters grads;
+      const Status forward = m.Forward(batch, &metrics);
+      const Status backward = m.Backward(&grads);
+      targets::ForceForTest(0);
+      REQUIRE_OK(forward);
+      REQUIRE_OK(backward);
+      CHECK(std::abs(metrics.loss - loss) <= 1e-5 * std::max(1.0, std::abs(loss)));
+      std::vector<float> flat;
+      for (const Matrix* t : static_cast<const Parameters&>(grads).Tensors()) {
+        flat.insert(flat.end(), t->data(), t->data() + t->size());
+      }
+      if (best.empty()) {
+        best = flat;
+        continue;
+      }
+      REQUIRE(flat.size() == best.size());
+      for (size_t k = 0; k < flat.size(); ++k) {
+        if (std::abs(flat[k] - best[k]) > 1e-5 + 1e-4 * std::abs(best[k])) {
+          FAIL_CHECK("gradient " << k << ": " << flat[k] << " against " << best[k]);
+        }
       }
     }
   }
@@ -279,9 +308,12 @@ TEST_CASE("gpt: the learning rate warms up, then follows the cosine", "[gpt]") {
   CHECK(adam.LearningRate(500) == 1e-3f);
 }
 
-TEST_CASE("gpt: weight decay reaches W_1 and W_2, not the LayerNorms", "[gpt]") {
+TEST_CASE("gpt: weight decay reaches W_1 and W_2, not the LayerNorms or biases", "[gpt]") {
   Model m;
-  REQUIRE_OK(m.Init(SmallConfig(true, true, 8), 2));
+  ModelConfig config = SmallConfig(true, true, 8);
+  config.bias = true;
+  REQUIRE_OK(m.Init(config, 2));
+  Perturb(&m, 3);
   const Parameters before = m.params();
   Parameters zero;
   REQUIRE_OK(zero.Allocate(m.config()));
@@ -296,6 +328,14 @@ TEST_CASE("gpt: weight decay reaches W_1 and W_2, not the LayerNorms", "[gpt]") 
   CHECK(after.layers[1].W_2(5, 1) == Approx(before.layers[1].W_2(5, 1) * 0.95f));
   CHECK(after.layers[1].ln2_gain(0, 1) == before.layers[1].ln2_gain(0, 1));
   CHECK(after.token_embedding(1, 1) == before.token_embedding(1, 1));
+  CHECK(after.unembedding(2, 4) == Approx(before.unembedding(2, 4) * 0.95f));
+  for (const Matrix LayerParameters::*b :
+       {&LayerParameters::b_Q, &LayerParameters::b_K, &LayerParameters::b_V, &LayerParameters::b_O,
+        &LayerParameters::b_1, &LayerParameters::b_2}) {
+    REQUIRE((after.layers[1].*b).size() > 0);
+    CHECK((after.layers[1].*b)(0, 0) == (before.layers[1].*b)(0, 0));
+    CHECK((after.layers[1].*b)(0, 0) != 0.0f);
+  }
 }
 
 // Rewrites the trailing FNV-1a hash after an edit.
@@ -524,10 +564,15 @@ ModelConfig GenerationConfig() {
 TEST_CASE("gpt: cached generation equals a full forward of the same context", "[gpt][generate]") {
   // 30 tokens from a 3-token prompt with max_seq_len 10: the context fills,
   // is re-prefilled from its last 5 tokens, and fills again, several times.
-  for (const size_t d_ff : {0, 48}) {
-    INFO("d_ff " << d_ff);
+  // With GPT-2's biases and tied unembedding too (bias 1).
+  for (const size_t variant : {0, 1, 2, 3}) {
+    const size_t d_ff = variant % 2 ? 48 : 0;
+    const bool bias = variant >= 2;
+    INFO("d_ff " << d_ff << " bias " << bias);
     ModelConfig c = GenerationConfig();
     c.d_ff = d_ff;
+    c.bias = bias;
+    c.tied_unembedding = bias;
     Model m;
     REQUIRE_OK(m.Init(c, 8));
     Perturb(&m, 12);

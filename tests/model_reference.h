@@ -1,6 +1,6 @@
 // attnkit tests: a float64 reference of the model (include/attnkit/model.h),
-// attention-only or GPT blocks (d_ff > 0), written plainly from the maths, for
-// finite differences.
+// attention-only or GPT blocks (d_ff > 0), with or without biases and a tied
+// unembedding, written plainly from the maths, for finite differences.
 #ifndef ATTNKIT_TESTS_MODEL_REFERENCE_H_
 #define ATTNKIT_TESTS_MODEL_REFERENCE_H_
 
@@ -22,16 +22,16 @@ inline std::vector<Tensor> FromParameters(const attnkit::model::Parameters& p) {
   return out;
 }
 
-// x [N, d] -> LayerNorm rows with gain, bias [d].
+// x [N, d] -> LayerNorm rows with gain, bias [d] and epsilon.
 inline std::vector<double> LayerNorm(const std::vector<double>& x, size_t N, size_t d,
-                                     const Tensor& gain, const Tensor& bias) {
+                                     const Tensor& gain, const Tensor& bias, double epsilon) {
   std::vector<double> y(N * d);
   for (size_t r = 0; r < N; ++r) {
     double mu = 0, var = 0;
     for (size_t c = 0; c < d; ++c) mu += x[r * d + c];
     mu /= double(d);
     for (size_t c = 0; c < d; ++c) var += (x[r * d + c] - mu) * (x[r * d + c] - mu);
-    const double rs = 1.0 / std::sqrt(var / double(d) + 1e-5);
+    const double rs = 1.0 / std::sqrt(var / double(d) + epsilon);
     for (size_t c = 0; c < d; ++c) y[r * d + c] = (x[r * d + c] - mu) * rs * gain[c] + bias[c];
   }
   return y;
@@ -46,6 +46,25 @@ inline std::vector<double> MatMul(const std::vector<double>& A, const Tensor& B,
       for (size_t j = 0; j < m; ++j) C[i * m + j] += A[i * k + p] * B[p * m + j];
   return C;
 }
+
+// A [N, k] B [k, m] + bias [m] on every row (bias null: none).
+inline std::vector<double> Linear(const std::vector<double>& A, const Tensor& B, const Tensor* bias,
+                                  size_t N, size_t k, size_t m) {
+  std::vector<double> C = MatMul(A, B, N, k, m);
+  if (bias)
+    for (size_t i = 0; i < N; ++i)
+      for (size_t j = 0; j < m; ++j) C[i * m + j] += (*bias)[j];
+  return C;
+}
+
+// The tensors in Parameters::Tensors() order, taken one by one.
+struct Tensors {
+  const std::vector<Tensor>& t;
+  size_t at = 0;
+  const Tensor& Next() { return t[at++]; }
+  // The next tensor if `present` (a bias with bias on), else null.
+  const Tensor* NextIf(bool present) { return present ? &t[at++] : nullptr; }
+};
 
 // GELU, the tanh approximation (GPT-2; PyTorch approximate='tanh').
 inline double Gelu(double u) {
@@ -69,9 +88,10 @@ inline double Loss(const attnkit::model::ModelConfig& c, const std::vector<Tenso
                    const ScoreNudge* nudge = nullptr) {
   const size_t B = batch.batch, T = batch.seq_len, N = B * T, d = c.d_model, V = c.vocab_size;
   const size_t h = c.num_heads, g = c.num_kv_heads, dk = c.d_k, group = h / g;
-  size_t at = 0;
-  const Tensor& tok = t[at++];
-  const Tensor& pos = t[at++];
+  Tensors next{t};
+  const Tensor& tok = next.Next();
+  const Tensor& pos = next.Next();
+  const double eps = c.layer_norm_epsilon;
   std::vector<double> x(N * d);
   for (size_t r = 0; r < N; ++r)
     for (size_t k = 0; k < d; ++k)
@@ -80,14 +100,17 @@ inline double Loss(const attnkit::model::ModelConfig& c, const std::vector<Tenso
   for (size_t l = 0; l < c.num_layers; ++l) {
     std::vector<double> a = x;
     if (c.layer_norm) {
-      a = LayerNorm(x, N, d, t[at], t[at + 1]);
-      at += 2;
+      const Tensor& gain = next.Next();
+      a = LayerNorm(x, N, d, gain, next.Next(), eps);
     }
-    const std::vector<double> Q = MatMul(a, t[at], N, d, h * dk);
-    const std::vector<double> K = MatMul(a, t[at + 1], N, d, g * dk);
-    const std::vector<double> Vv = MatMul(a, t[at + 2], N, d, g * dk);
-    const Tensor& W_O = t[at + 3];
-    at += 4;
+    const Tensor& W_Q = next.Next();
+    const std::vector<double> Q = Linear(a, W_Q, next.NextIf(c.bias), N, d, h * dk);
+    const Tensor& W_K = next.Next();
+    const std::vector<double> K = Linear(a, W_K, next.NextIf(c.bias), N, d, g * dk);
+    const Tensor& W_V = next.Next();
+    const std::vector<double> Vv = Linear(a, W_V, next.NextIf(c.bias), N, d, g * dk);
+    const Tensor& W_O = next.Next();
+    const Tensor* b_O = next.NextIf(c.bias);
     std::vector<double> z(N * h * dk, 0.0);
     std::vector<double> w_all;
     for (size_t b = 0; b < B; ++b) {
@@ -122,23 +145,33 @@ inline double Loss(const attnkit::model::ModelConfig& c, const std::vector<Tenso
       }
     }
     if (weights_out) weights_out->push_back(w_all);
-    const std::vector<double> o = MatMul(z, W_O, N, h * dk, d);
+    const std::vector<double> o = Linear(z, W_O, b_O, N, h * dk, d);
     for (size_t k = 0; k < N * d; ++k) x[k] += o[k];
     if (c.d_ff > 0) {
-      // x += GELU(LayerNorm2(x) W_1) W_2
-      const std::vector<double> b = LayerNorm(x, N, d, t[at], t[at + 1]);
-      std::vector<double> u = MatMul(b, t[at + 2], N, d, c.d_ff);
+      // x += GELU(LayerNorm2(x) W_1 + b_1) W_2 + b_2
+      const Tensor& gain = next.Next();
+      const std::vector<double> b = LayerNorm(x, N, d, gain, next.Next(), eps);
+      const Tensor& W_1 = next.Next();
+      std::vector<double> u = Linear(b, W_1, next.NextIf(c.bias), N, d, c.d_ff);
       for (double& v : u) v = Gelu(v);
-      const std::vector<double> mlp = MatMul(u, t[at + 3], N, c.d_ff, d);
-      at += 4;
+      const Tensor& W_2 = next.Next();
+      const std::vector<double> mlp = Linear(u, W_2, next.NextIf(c.bias), N, c.d_ff, d);
       for (size_t k = 0; k < N * d; ++k) x[k] += mlp[k];
     }
   }
   if (c.layer_norm) {
-    x = LayerNorm(x, N, d, t[at], t[at + 1]);
-    at += 2;
+    const Tensor& gain = next.Next();
+    x = LayerNorm(x, N, d, gain, next.Next(), eps);
   }
-  const std::vector<double> logits = MatMul(x, t[at], N, d, V);
+  std::vector<double> logits(N * V, 0.0);
+  if (c.tied_unembedding) {
+    // logits = x token_embedding^T
+    for (size_t r = 0; r < N; ++r)
+      for (size_t v = 0; v < V; ++v)
+        for (size_t k = 0; k < d; ++k) logits[r * V + v] += x[r * d + k] * tok[v * d + k];
+  } else {
+    logits = MatMul(x, next.Next(), N, d, V);
+  }
   double loss = 0;
   size_t scored = 0;
   for (size_t r = 0; r < N; ++r) {

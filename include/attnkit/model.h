@@ -193,7 +193,8 @@ struct BlockActivations {
   Matrix input;               // x before the block [N, d_model] (Model's; unused in generation)
   LayerNormActivations norm;  // a = LayerNorm(x); empty without layer_norm
   Matrix W_QKV;               // W_Q | W_K | W_V side by side [d_model, (h + 2g) d_k]
-  Matrix QKV;                 // a W_QKV: Q | K | V side by side [N, (h + 2g) d_k]
+  Matrix b_QKV;               // b_Q | b_K | b_V side by side [1, (h + 2g) d_k]; with bias
+  Matrix QKV;                 // a W_QKV (+ b_QKV): Q | K | V side by side [N, (h + 2g) d_k]
   size_t q_cols = 0, kv_cols = 0;  // h d_k, g d_k
   ConstMatrixView Q() const { return QKV.view().Block(0, QKV.rows(), 0, q_cols); }
   ConstMatrixView K() const { return QKV.view().Block(0, QKV.rows(), q_cols, kv_cols); }

@@ -625,6 +625,14 @@ export interface LayerParameters {
   W_1?: Matrix;
   /** [dFF, dModel], only with dFF > 0. */
   W_2?: Matrix;
+  /** [1, h * dK], only with bias (as b_K, b_V [1, g * dK] and b_O [1, dModel]). */
+  b_Q?: Matrix;
+  b_K?: Matrix;
+  b_V?: Matrix;
+  b_O?: Matrix;
+  /** [1, dFF] and [1, dModel], only with bias and dFF > 0. */
+  b_1?: Matrix;
+  b_2?: Matrix;
 }
 
 /** Every parameter of a model (JS-owned copies), as {@link Model.parameters} returns them. */
@@ -638,7 +646,7 @@ export interface ModelParameters {
   finalGain?: Matrix;
   /** [1, dModel], only with layerNorm. */
   finalBias?: Matrix;
-  /** [dModel, vocabSize] */
+  /** [dModel, vocabSize]; absent with tiedUnembedding (tokenEmbedding serves). */
   unembedding: Matrix;
 }
 

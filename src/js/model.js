@@ -393,8 +393,6 @@ function fillModel(ctx, Model, config) {
     staging(byteLength) {
       const handle = live();
       checkCount("byteLength", byteLength, { allowZero: true });
-      if (byteLength > 2 ** 31)
-        throw rangeError("byteLength", "at most 2 GiB (wasm memory)", `${byteLength}`, "overflow");
       const at = M.checkpointStaging(handle, byteLength);
       if (!at) ctx.fail();
       staged = byteLength;

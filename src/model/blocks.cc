@@ -76,12 +76,17 @@ void EmbedBackward(const int32_t* tokens, size_t seq_len, ConstMatrixView dx, Pa
   kernels::EmbedBackward(tokens, seq_len, dx, grads->token_embedding, grads->position_embedding);
 }
 
-Status FuseQKV(const LayerParameters& p, Matrix* W_QKV) {
+Status FuseQKV(const LayerParameters& p, BlockActivations* a) {
   const size_t d = p.W_Q.rows(), hd = p.W_Q.cols(), gd = p.W_K.cols();
-  ATTNKIT_RETURN_IF_ERROR(Shape(W_QKV, d, hd + 2 * gd));
-  CopyBlock(p.W_Q, W_QKV->view().Block(0, d, 0, hd));
-  CopyBlock(p.W_K, W_QKV->view().Block(0, d, hd, gd));
-  CopyBlock(p.W_V, W_QKV->view().Block(0, d, hd + gd, gd));
+  ATTNKIT_RETURN_IF_ERROR(Shape(&a->W_QKV, d, hd + 2 * gd));
+  CopyBlock(p.W_Q, a->W_QKV.view().Block(0, d, 0, hd));
+  CopyBlock(p.W_K, a->W_QKV.view().Block(0, d, hd, gd));
+  CopyBlock(p.W_V, a->W_QKV.view().Block(0, d, hd + gd, gd));
+  if (p.b_Q.size() == 0) return Status::Ok();
+  ATTNKIT_RETURN_IF_ERROR(Shape(&a->b_QKV, 1, hd + 2 * gd));
+  CopyBlock(p.b_Q, a->b_QKV.view().Block(0, 1, 0, hd));
+  CopyBlock(p.b_K, a->b_QKV.view().Block(0, 1, hd, gd));
+  CopyBlock(p.b_V, a->b_QKV.view().Block(0, 1, hd + gd, gd));
   return Status::Ok();
 }
 
@@ -96,6 +101,7 @@ Status AttentionBlock(const ModelConfig& c, const LayerParameters& p, const Matr
   ATTNKIT_RETURN_IF_ERROR(Shape(&a->QKV, N, hd + 2 * gd));
   ATTNKIT_RETURN_IF_ERROR(Shape(&a->z, N, hd));
   ATTNKIT_RETURN_IF_ERROR(MatMul(Normed(c, x, a->norm), a->W_QKV, a->QKV, kFinite));
+  if (c.bias) kernels::AddBias(a->b_QKV.data(), a->QKV);
   if (cache) {
     ATTNKIT_RETURN_IF_ERROR(cache->Append(a->K(), a->V()));
     ATTNKIT_RETURN_IF_ERROR(AttendCached(a->Q(), *cache, c.num_heads, options, a->z, weights));
@@ -106,6 +112,7 @@ Status AttentionBlock(const ModelConfig& c, const LayerParameters& p, const Matr
   }
   ATTNKIT_RETURN_IF_ERROR(Shape(x_out, N, d));
   ATTNKIT_RETURN_IF_ERROR(MatMul(a->z, p.W_O, *x_out, kFinite));
+  if (c.bias) kernels::AddBias(p.b_O.data(), *x_out);
   kernels::AddTo(x.data(), x_out->data(), N * d);
   return Status::Ok();
 }
@@ -116,8 +123,9 @@ Status AttentionBlockBackward(const ModelConfig& c, const LayerParameters& p, co
                               BlockBackwardScratch* s, Matrix* dx, Matrix* dz) {
   const size_t N = x.rows(), d = c.d_model;
   const size_t hd = c.num_heads * c.d_k, gd = c.num_kv_heads * c.d_k;
-  // x_out = x + z W_O: dx flows on unchanged and into z W_O.
+  // x_out = x + z W_O + b_O: dx flows on unchanged and into z W_O + b_O.
   ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a.z, *dx, g->W_O, kFinite));
+  if (c.bias) kernels::ColumnSums(*dx, g->b_O.data());
   ATTNKIT_RETURN_IF_ERROR(Shape(&s->dz, N, hd));
   ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(*dx, p.W_O, s->dz, kFinite));
   // dQ | dK | dV side by side, then Q | K | V = a W_QKV backwards in one
@@ -129,6 +137,11 @@ Status AttentionBlockBackward(const ModelConfig& c, const LayerParameters& p, co
       dQKV.view().Block(0, N, 0, hd), dQKV.view().Block(0, N, hd, gd),
       dQKV.view().Block(0, N, hd + gd, gd)));
   if (dz) *dz = s->dz;
+  if (c.bias) {
+    kernels::ColumnSums(dQKV.view().Block(0, N, 0, hd), g->b_Q.data());
+    kernels::ColumnSums(dQKV.view().Block(0, N, hd, gd), g->b_K.data());
+    kernels::ColumnSums(dQKV.view().Block(0, N, hd + gd, gd), g->b_V.data());
+  }
   // The core's projection backward: with W_Q | W_K | W_V, dQ | dK | dV and
   // dW_Q | dW_K | dW_V side by side it takes dW_QKV = a^T dQKV and da = dQKV
   // W_QKV^T as one product each.
@@ -160,9 +173,11 @@ Status MlpBlock(const ModelConfig& c, const LayerParameters& p, const Matrix& mi
   ATTNKIT_RETURN_IF_ERROR(Shape(&a->u, N, c.d_ff));
   ATTNKIT_RETURN_IF_ERROR(Shape(&a->act, N, c.d_ff));
   ATTNKIT_RETURN_IF_ERROR(MatMul(a->norm2.y, p.W_1, a->u, kFinite));
+  if (c.bias) kernels::AddBias(p.b_1.data(), a->u);
   kernels::Gelu(a->u, a->act);
   ATTNKIT_RETURN_IF_ERROR(Shape(x_out, N, d));
   ATTNKIT_RETURN_IF_ERROR(MatMul(a->act, p.W_2, *x_out, kFinite));
+  if (c.bias) kernels::AddBias(p.b_2.data(), *x_out);
   kernels::AddTo(mid.data(), x_out->data(), N * d);
   return Status::Ok();
 }
@@ -173,9 +188,11 @@ Status MlpBlockBackward(const ModelConfig& c, const LayerParameters& p, const Ma
   const size_t N = mid.rows(), d = c.d_model;
   // dx flows on unchanged and back through W_2, GELU, W_1 and LayerNorm2.
   ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a.act, *dx, g->W_2, kFinite));
+  if (c.bias) kernels::ColumnSums(*dx, g->b_2.data());
   ATTNKIT_RETURN_IF_ERROR(Shape(&s->dact, N, c.d_ff));
   ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(*dx, p.W_2, s->dact, kFinite));
   kernels::GeluBackward(a.u, s->dact);  // now du
+  if (c.bias) kernels::ColumnSums(s->dact, g->b_1.data());
   ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a.norm2.y, s->dact, g->W_1, kFinite));
   ATTNKIT_RETURN_IF_ERROR(Shape(&s->db, N, d));
   ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(s->dact, p.W_1, s->db, kFinite));
@@ -203,15 +220,21 @@ Status FinalNormBackward(const ModelConfig& c, const Parameters& p, const Matrix
   return Status::Ok();
 }
 
-Status Unembed(const Parameters& p, const Matrix& f, Matrix* logits) {
-  ATTNKIT_RETURN_IF_ERROR(Alloc(logits, f.rows(), p.unembedding.cols()));
+Status Unembed(const ModelConfig& c, const Parameters& p, const Matrix& f, Matrix* logits) {
+  ATTNKIT_RETURN_IF_ERROR(Alloc(logits, f.rows(), c.vocab_size));
+  if (c.tied_unembedding) return MatMulTransposed(f, p.token_embedding, *logits, kFinite);
   return MatMul(f, p.unembedding, *logits, kFinite);
 }
 
-Status UnembedBackward(const Parameters& p, const Matrix& f, const Matrix& dlogits,
-                       Parameters* grads, Matrix* df) {
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(f, dlogits, grads->unembedding, kFinite));
+Status UnembedBackward(const ModelConfig& c, const Parameters& p, const Matrix& f,
+                       const Matrix& dlogits, Parameters* grads, Matrix* df) {
   ATTNKIT_RETURN_IF_ERROR(Shape(df, f.rows(), f.cols()));
+  if (c.tied_unembedding) {
+    // logits = f E^T: dE = dlogits^T f [V, d], df = dlogits E.
+    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(dlogits, f, grads->token_embedding, kFinite));
+    return MatMul(dlogits, p.token_embedding, *df, kFinite);
+  }
+  ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(f, dlogits, grads->unembedding, kFinite));
   return MatMulTransposed(dlogits, p.unembedding, *df, kFinite);
 }
 

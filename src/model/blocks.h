@@ -4,11 +4,18 @@
 //
 //   step            forward                                         backward
 //   Embed           x = token_embedding[tokens] + position rows     EmbedBackward
-//   AttentionBlock  x' = x + MultiHead(LayerNorm(x) W_QKV) W_O      AttentionBlockBackward
-//   MlpBlock        x'' = x' + GELU(LayerNorm2(x') W_1) W_2         MlpBlockBackward
+//   AttentionBlock  x' = x + MultiHead(LayerNorm(x) W_QKV + b_QKV) W_O + b_O
+//                                                                   AttentionBlockBackward
+//   MlpBlock        x'' = x' + GELU(LayerNorm2(x') W_1 + b_1) W_2 + b_2
+//                                                                   MlpBlockBackward
 //   FinalNorm       f = LayerNorm_final(x)                          FinalNormBackward
-//   Unembed         logits = f unembedding                          UnembedBackward
+//   Unembed         logits = f unembedding (f token_embedding^T     UnembedBackward
+//                   with tied_unembedding)
 //   Loss            mean -log softmax(logits)[target], dlogits      (dlogits is its gradient)
+//
+// The biases are added only with bias on (a pass over the product's output
+// each); without it no step touches them. A bias's gradient is the column
+// sums of its product's output gradient.
 //
 // Training (Model::Forward, Model::Backward), inspection (Model::Inspect) and
 // generation (Generator, the same blocks on the new rows with a KV cache per
@@ -66,11 +73,12 @@ void Embed(const Parameters& p, const int32_t* tokens, size_t seq_len, size_t fi
 // grads' embeddings += dx [N, d] scattered back to the rows Embed read (first_position 0).
 void EmbedBackward(const int32_t* tokens, size_t seq_len, ConstMatrixView dx, Parameters* grads);
 
-// W_QKV [d, (h + 2g) d_k] = W_Q | W_K | W_V side by side: Q | K | V in one product.
-Status FuseQKV(const LayerParameters& p, Matrix* W_QKV);
+// a's W_QKV [d, (h + 2g) d_k] = W_Q | W_K | W_V side by side: Q | K | V in
+// one product; with biases also b_QKV [1, (h + 2g) d_k] = b_Q | b_K | b_V.
+Status FuseQKV(const LayerParameters& p, BlockActivations* a);
 
-// x_out [N, d] = x [N, d] + z W_O, z [N, h d_k] = MultiHead(Q, K, V),
-// Q | K | V = a W_QKV (a->W_QKV from FuseQKV), a = LayerNorm(x).
+// x_out [N, d] = x [N, d] + z W_O (+ b_O), z [N, h d_k] = MultiHead(Q, K, V),
+// Q | K | V = a W_QKV (+ b_QKV) (a->W_QKV, b_QKV from FuseQKV), a = LayerNorm(x).
 // Without a cache: the N rows are `batch` sequences, each attending causally
 // to itself, and a->lse [B h T, 1] is kept for the backward. With a cache
 // (batch 1): K and V join it and the rows' queries attend everything cached,
@@ -81,7 +89,8 @@ Status AttentionBlock(const ModelConfig& c, const LayerParameters& p, const Matr
                       const AttentionOptions& options, KVCache* cache, BlockActivations* a,
                       Matrix* x_out, MatrixView weights = MatrixView());
 // dx [N, d]: d loss / d x_out in, d loss / d x out; grads' ln_gain, ln_bias
-// += and W_Q, W_K, W_V, W_O = theirs. dz (optional) receives d loss / d z.
+// += and W_Q, W_K, W_V, W_O (and b_Q, b_K, b_V, b_O) = theirs. dz
+// (optional) receives d loss / d z.
 // The projection's backward is the core's (RunProjectionBackward), which
 // takes Q | K | V side by side as one projection: dW_QKV = a^T dQKV and
 // da = dQKV W_QKV^T are one product each.
@@ -90,12 +99,13 @@ Status AttentionBlockBackward(const ModelConfig& c, const LayerParameters& p, co
                               const AttentionOptions& options, LayerParameters* g,
                               BlockBackwardScratch* s, Matrix* dx, Matrix* dz);
 
-// x_out [N, d] = mid [N, d] + GELU(u) W_2, u = LayerNorm2(mid) W_1 [N, d_ff].
+// x_out [N, d] = mid [N, d] + GELU(u) W_2 (+ b_2), u = LayerNorm2(mid) W_1
+// (+ b_1) [N, d_ff].
 // Fills a's norm2, u and act; x_out must not be mid.
 Status MlpBlock(const ModelConfig& c, const LayerParameters& p, const Matrix& mid,
                 BlockActivations* a, Matrix* x_out);
 // dx [N, d]: d loss / d x_out in, d loss / d mid out; grads' ln2_gain,
-// ln2_bias += and W_1, W_2 = theirs.
+// ln2_bias += and W_1, W_2 (and b_1, b_2) = theirs.
 Status MlpBlockBackward(const ModelConfig& c, const LayerParameters& p, const Matrix& mid,
                         const BlockActivations& a, LayerParameters* g, BlockBackwardScratch* s,
                         Matrix* dx);
@@ -108,11 +118,14 @@ Status FinalNorm(const ModelConfig& c, const Parameters& p, const Matrix& x,
 Status FinalNormBackward(const ModelConfig& c, const Parameters& p, const Matrix& x,
                          const LayerNormActivations& f, Matrix* df, Parameters* grads, Matrix* dx);
 
-// logits [N, vocab_size] = f [N, d] unembedding (allocated).
-Status Unembed(const Parameters& p, const Matrix& f, Matrix* logits);
-// grads' unembedding = f^T dlogits; df [N, d] = dlogits unembedding^T.
-Status UnembedBackward(const Parameters& p, const Matrix& f, const Matrix& dlogits,
-                       Parameters* grads, Matrix* df);
+// logits [N, vocab_size] = f [N, d] unembedding, or f token_embedding^T
+// with tied_unembedding (allocated).
+Status Unembed(const ModelConfig& c, const Parameters& p, const Matrix& f, Matrix* logits);
+// grads' unembedding = f^T dlogits, df [N, d] = dlogits unembedding^T; tied:
+// grads' token_embedding = dlogits^T f (overwritten: EmbedBackward's
+// scatter adds to it after), df = dlogits token_embedding.
+Status UnembedBackward(const ModelConfig& c, const Parameters& p, const Matrix& f,
+                       const Matrix& dlogits, Parameters* grads, Matrix* df);
 
 // Over the batch's scored positions (target >= 0): the mean cross-entropy and
 // the accuracy of the logits' argmax into *m; dlogits [N, V] = (softmax -

@@ -32,7 +32,7 @@ Status Generator::Start(const Model& model, const std::vector<int32_t>& prompt, 
   for (size_t l = 0; l < c.num_layers; ++l) {
     ATTNKIT_RETURN_IF_ERROR(
         KVCache::Create(1, c.num_kv_heads, c.d_k, c.d_k, c.max_seq_len, &caches[l]));
-    ATTNKIT_RETURN_IF_ERROR(FuseQKV(model.params().layers[l], &blocks[l].W_QKV));
+    ATTNKIT_RETURN_IF_ERROR(FuseQKV(model.params().layers[l], &blocks[l]));
   }
   model_ = &model;
   caches_ = std::move(caches);
@@ -95,7 +95,7 @@ Status Generator::Advance(size_t from) {
   ATTNKIT_RETURN_IF_ERROR(Alloc(&last, 1, d));
   std::copy(x.data() + (n - 1) * d, x.data() + n * d, last.data());
   ATTNKIT_RETURN_IF_ERROR(FinalNorm(c, params, last, &f));
-  ATTNKIT_RETURN_IF_ERROR(Unembed(params, Normed(c, last, f), &logits));
+  ATTNKIT_RETURN_IF_ERROR(Unembed(c, params, Normed(c, last, f), &logits));
   logits_.assign(logits.data(), logits.data() + c.vocab_size);
   return Status::Ok();
 }

@@ -91,6 +91,17 @@ void EmbedBackwardT(const int32_t* HWY_RESTRICT tokens, size_t T, ConstMatrixVie
 
 void AddToT(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, size_t n) { AddRow(x, y, n); }
 
+// y [N, n] += bias [n] on every row.
+void AddBiasT(const float* HWY_RESTRICT bias, MatrixView y) {
+  for (size_t r = 0; r < y.rows; ++r) AddRow(bias, y.Row(r), y.cols);
+}
+
+// sums [n] = sum over r of dy [N, n] row r.
+void ColumnSumsT(ConstMatrixView dy, float* HWY_RESTRICT sums) {
+  std::fill(sums, sums + dy.cols, 0.0f);
+  for (size_t r = 0; r < dy.rows; ++r) AddRow(dy.Row(r), sums, dy.cols);
+}
+
 double SumOfSquaresT(const float* HWY_RESTRICT x, size_t n) {
   return SumOfVectors(n, [&](auto d, size_t i) HWY_ATTR {
     const auto v = hn::LoadU(d, x + i);

@@ -16,6 +16,8 @@ namespace model {
 HWY_EXPORT(EmbedT);
 HWY_EXPORT(EmbedBackwardT);
 HWY_EXPORT(AddToT);
+HWY_EXPORT(AddBiasT);
+HWY_EXPORT(ColumnSumsT);
 HWY_EXPORT(SumOfSquaresT);
 HWY_EXPORT(LayerNormT);
 HWY_EXPORT(LayerNormBackwardT);
@@ -42,6 +44,8 @@ void EmbedBackward(const int32_t* tokens, size_t T, ConstMatrixView dx, MatrixVi
   ATTNKIT_MODEL_DISPATCH(EmbedBackwardT)(tokens, T, dx, token_embedding, position_embedding);
 }
 void AddTo(const float* x, float* y, size_t n) { ATTNKIT_MODEL_DISPATCH(AddToT)(x, y, n); }
+void AddBias(const float* bias, MatrixView y) { ATTNKIT_MODEL_DISPATCH(AddBiasT)(bias, y); }
+void ColumnSums(ConstMatrixView dy, float* sums) { ATTNKIT_MODEL_DISPATCH(ColumnSumsT)(dy, sums); }
 double SumOfSquares(const float* x, size_t n) {
   return ATTNKIT_MODEL_DISPATCH(SumOfSquaresT)(x, n);
 }

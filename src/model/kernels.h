@@ -25,6 +25,10 @@ void EmbedBackward(const int32_t* tokens, size_t T, ConstMatrixView dx, MatrixVi
 
 // y [n] += x [n].
 void AddTo(const float* x, float* y, size_t n);
+// y [N, n] += bias [n] on every row (a linear layer's bias).
+void AddBias(const float* bias, MatrixView y);
+// sums [n] = the sum of dy [N, n]'s rows (a bias's gradient).
+void ColumnSums(ConstMatrixView dy, float* sums);
 // Sum of x [n]^2 (the gradient's norm for clipping).
 double SumOfSquares(const float* x, size_t n);
 

@@ -139,41 +139,43 @@ constexpr LayerTensor kLayerTensors[] = {
     {"W_2", &LayerParameters::W_2},           {"b_2", &LayerParameters::b_2},
 };
 
-// Calls f(name, tensor) for every tensor of p that is not empty, in the
-// weights file's order (Parameters::Tensors).
+// Calls f(layer, name, tensor) for every tensor of p that is not empty, in
+// the weights file's order (Parameters::Tensors); layer is -1 outside the
+// layers (the tensor's name is then `name` alone).
 template <typename P, typename F>
 void ForEachTensor(P& p, F f) {
-  auto visit = [&f](const std::string& name, auto& m) {
-    if (m.size()) f(name, m);
+  auto visit = [&f](int layer, const char* name, auto& m) {
+    if (m.size()) f(layer, name, m);
   };
-  visit("token_embedding", p.token_embedding);
-  visit("position_embedding", p.position_embedding);
+  visit(-1, "token_embedding", p.token_embedding);
+  visit(-1, "position_embedding", p.position_embedding);
   for (size_t i = 0; i < p.layers.size(); ++i) {
-    const std::string prefix = "layers." + std::to_string(i) + ".";
-    for (const LayerTensor& t : kLayerTensors) visit(prefix + t.name, p.layers[i].*t.tensor);
+    for (const LayerTensor& t : kLayerTensors) visit(int(i), t.name, p.layers[i].*t.tensor);
   }
-  visit("final_gain", p.final_gain);
-  visit("final_bias", p.final_bias);
-  visit("unembedding", p.unembedding);
+  visit(-1, "final_gain", p.final_gain);
+  visit(-1, "final_bias", p.final_bias);
+  visit(-1, "unembedding", p.unembedding);
 }
 
 }  // namespace
 
 std::vector<Matrix*> Parameters::Tensors() {
   std::vector<Matrix*> out;
-  ForEachTensor(*this, [&out](const std::string&, Matrix& m) { out.push_back(&m); });
+  ForEachTensor(*this, [&out](int, const char*, Matrix& m) { out.push_back(&m); });
   return out;
 }
 
 std::vector<const Matrix*> Parameters::Tensors() const {
   std::vector<const Matrix*> out;
-  ForEachTensor(*this, [&out](const std::string&, const Matrix& m) { out.push_back(&m); });
+  ForEachTensor(*this, [&out](int, const char*, const Matrix& m) { out.push_back(&m); });
   return out;
 }
 
 std::vector<std::string> Parameters::Names() const {
   std::vector<std::string> out;
-  ForEachTensor(*this, [&out](const std::string& name, const Matrix&) { out.push_back(name); });
+  ForEachTensor(*this, [&out](int layer, const char* name, const Matrix&) {
+    out.push_back(layer < 0 ? name : "layers." + std::to_string(layer) + "." + name);
+  });
   return out;
 }
 
@@ -296,14 +298,14 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
     const LayerParameters& p = params_.layers[l];
     BlockActivations& a = blocks_[l];
     Matrix& next = l + 1 < c.num_layers ? blocks_[l + 1].input : final_input_;
-    ATTNKIT_RETURN_IF_ERROR(FuseQKV(p, &a.W_QKV));
+    ATTNKIT_RETURN_IF_ERROR(FuseQKV(p, &a));
     ATTNKIT_RETURN_IF_ERROR(
         AttentionBlock(c, p, a.input, B, options, nullptr, &a, c.d_ff > 0 ? &a.mid : &next));
     if (c.d_ff > 0) ATTNKIT_RETURN_IF_ERROR(MlpBlock(c, p, a.mid, &a, &next));
   }
   ATTNKIT_RETURN_IF_ERROR(FinalNorm(c, params_, final_input_, &final_norm_));
   Matrix logits;
-  ATTNKIT_RETURN_IF_ERROR(Unembed(params_, Normed(c, final_input_, final_norm_), &logits));
+  ATTNKIT_RETURN_IF_ERROR(Unembed(c, params_, Normed(c, final_input_, final_norm_), &logits));
   Metrics m;
   ATTNKIT_RETURN_IF_ERROR(Loss(batch, logits, &m, &dlogits_));
   if (metrics) *metrics = m;
@@ -346,8 +348,10 @@ Status Model::Backward(Parameters* grads, std::vector<Matrix>* d_attention) {
   const AttentionOptions options = CausalOptions(c, pool_);
   BlockBackwardScratch& s = backward_scratch_;
   // The steps of Forward in reverse; dlogits_ is Loss's gradient.
+  // First: with a tied unembedding it writes token_embedding's gradient,
+  // which EmbedBackward then adds to.
   ATTNKIT_RETURN_IF_ERROR(
-      UnembedBackward(params_, Normed(c, final_input_, final_norm_), dlogits_, grads, &s.df));
+      UnembedBackward(c, params_, Normed(c, final_input_, final_norm_), dlogits_, grads, &s.df));
   ATTNKIT_RETURN_IF_ERROR(
       FinalNormBackward(c, params_, final_input_, final_norm_, &s.df, grads, &s.dx));
   if (d_attention) d_attention->assign(c.num_layers, Matrix());
