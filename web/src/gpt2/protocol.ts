@@ -7,7 +7,7 @@ import type { ScoreKind } from "./settings";
 /** Where a model comes from: a checkpoint (a file, a URL, a Hub repository id) or an attnkit weights file. */
 export type Source =
   /** A safetensors file, with its config.json's object (dropped beside it) or the heads typed. */
-  | { kind: "file"; file: File; config?: object; numHeads?: number }
+  | { kind: "file"; file: File; config?: Record<string, unknown>; numHeads?: number }
   | { kind: "url"; url: string }
   | { kind: "hub"; repo: string }
   | { kind: "weights"; bytes: Uint8Array; name: string };

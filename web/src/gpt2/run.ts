@@ -45,6 +45,9 @@ export const run: Gpt2Run = {
 };
 
 let redraw: () => void = () => {};
+let redrawPanel: () => void = () => {};
+/** A panel redraw asked for in this frame (the download's progress comes in many messages). */
+let panelPending = false;
 let onLayer: ((l: LayerNumbers) => void) | null = null;
 let requests = 0;
 let sentenceId = 0;
@@ -65,7 +68,15 @@ function receive(msg: FromWorker): void {
       if (run.loading?.id !== msg.id) return;
       run.loading.loadedBytes = msg.loadedBytes;
       run.loading.totalBytes = msg.totalBytes;
-      break;
+      // Only the panel's progress bar changes: at most once a frame.
+      if (!panelPending) {
+        panelPending = true;
+        requestAnimationFrame(() => {
+          panelPending = false;
+          redrawPanel();
+        });
+      }
+      return;
     case "ready":
       if (run.loading?.id !== msg.id) return;
       run.loading = null;
@@ -114,8 +125,10 @@ const worker = workerLink<ToWorker, FromWorker>(
   },
 );
 
-export function bindRun(draw: () => void): void {
+/** `draw` redraws the view; `panel` the panel alone (the download's progress). */
+export function bindRun(draw: () => void, panel: () => void): void {
   redraw = draw;
+  redrawPanel = panel;
 }
 
 /** Reads what `source` holds (its size and memory) for the learner to confirm. */

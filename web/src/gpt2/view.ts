@@ -528,7 +528,7 @@ async function fileSource(files: File[]): Promise<Source> {
   return {
     kind: "file",
     file: f,
-    ...(config ? { config: JSON.parse(await config.text()) as object } : {}),
+    ...(config ? { config: JSON.parse(await config.text()) as Record<string, unknown> } : {}),
     ...(Number.isInteger(heads) && heads > 0 ? { numHeads: heads } : {}),
   };
 }
@@ -590,7 +590,7 @@ function bindPanel(): void {
     syncPanel();
   });
   bindSettings();
-  bindRun(() => redrawPage());
+  bindRun(() => redrawPage(), syncPanel);
   setSentence(settings.sentence);
   // A repository id in the link is looked up (its size shown), then waits for the learner's confirmation.
   if (settings.model) lookUp();

@@ -3,7 +3,14 @@
 // (openCheckpoint) or an attnkit weights file (loadModel), measures every head
 // (headScores), and answers the view's requests: a sentence's maps and next tokens, a
 // generation through the KV cache, one layer's numbers for the steps view.
-import type { AttnkitWithModel, Matrix, Model, Sampler } from "attnkit";
+import type {
+  AttnkitWithModel,
+  CheckpointOptions,
+  CheckpointSource,
+  Matrix,
+  Model,
+  Sampler,
+} from "attnkit";
 import { copyT, errorMessage, runGeneration, serve } from "../worker-host";
 import type {
   FromWorker,
@@ -22,33 +29,7 @@ const TOP = 10;
 /** Generation work done before the worker looks at its messages again (no delay). */
 const SLICE_MS = 40;
 
-/** The checkpoint calls of the model module (attnkit.d.ts). */
-interface CheckpointOptions {
-  hubUrl?: string;
-  config?: object;
-  numHeads?: number;
-  signal?: AbortSignal;
-  onProgress?: (p: { loadedBytes: number; totalBytes: number }) => void;
-}
-interface CheckpointInfo {
-  config: {
-    numLayers?: number;
-    numHeads?: number;
-    dModel: number;
-    vocabSize: number;
-    maxSeqLen: number;
-  };
-  totalBytes: number;
-  dtype: string;
-  parameters: number;
-  memoryBytes: number;
-}
-type CheckpointApi = {
-  checkpointInfo(source: unknown, o: CheckpointOptions): Promise<CheckpointInfo>;
-  openCheckpoint(source: unknown, o: CheckpointOptions): Promise<Model>;
-};
-
-let attn: AttnkitWithModel & Partial<CheckpointApi>;
+let attn: AttnkitWithModel;
 let model: Model | null = null;
 let from = "";
 /** The download under way and its request id. */
@@ -67,14 +48,8 @@ function describe(s: Source): string {
   return `the Hugging Face repository ${s.repo}`;
 }
 
-function checkpointCalls(): CheckpointApi {
-  if (typeof attn.openCheckpoint !== "function" || typeof attn.checkpointInfo !== "function")
-    throw new Error("this build of attnkit cannot open checkpoints (no openCheckpoint)");
-  return attn as unknown as CheckpointApi;
-}
-
 /** What openCheckpoint and checkpointInfo take for a source. */
-const sourceArg = (s: Source): unknown =>
+const sourceArg = (s: Source): CheckpointSource =>
   s.kind === "file" ? s.file : s.kind === "url" ? s.url : s.kind === "hub" ? s.repo : s.bytes;
 
 /** The options of a source: the Hub's address, a file's config.json or heads. */
@@ -116,7 +91,7 @@ async function info(id: number, s: Source, hubUrl?: string): Promise<void> {
     }
     return;
   }
-  const i = await checkpointCalls().checkpointInfo(sourceArg(s), sourceOptions(s, hubUrl));
+  const i = await attn.checkpointInfo(sourceArg(s), sourceOptions(s, hubUrl));
   post({
     type: "info",
     id,
@@ -128,8 +103,8 @@ async function info(id: number, s: Source, hubUrl?: string): Promise<void> {
       memoryBytes: i.memoryBytes,
       parameters: i.parameters,
       dtype: i.dtype,
-      numLayers: i.config.numLayers ?? 1,
-      numHeads: i.config.numHeads ?? 1,
+      numLayers: i.config.numLayers,
+      numHeads: i.config.numHeads,
       dModel: i.config.dModel,
       vocabSize: i.config.vocabSize,
       maxSeqLen: i.config.maxSeqLen,
@@ -160,7 +135,7 @@ async function open(id: number, s: Source, hubUrl?: string): Promise<void> {
     m = loadWeights(s);
     post({ type: "progress", id, loadedBytes: s.bytes.length, totalBytes: s.bytes.length });
   } else {
-    m = await checkpointCalls().openCheckpoint(sourceArg(s), {
+    m = await attn.openCheckpoint(sourceArg(s), {
       ...sourceOptions(s, hubUrl),
       signal: abort.signal,
       onProgress: (p) =>
