@@ -121,10 +121,15 @@ JS
         web_builds+=("--external:./attnkit-$b.mjs")
         node_builds+=("--external:./attnkit-$b.node.cjs")
       done
-      # GPT-2's tokenizer (a dependency, imported when a checkpoint opens) stays
-      # the app's to resolve: a bundler that splits loads it only then.
-      web_builds+=("--external:js-tiktoken/*")
-      node_builds+=("--external:js-tiktoken/*")
+      # The checkpoint reader (openCheckpoint's code) is its own file, loaded on
+      # the first call; GPT-2's tokenizer (a dependency) stays the app's to
+      # resolve: a bundler that splits loads each only when a checkpoint opens.
+      web_builds+=("--external:./checkpoint.mjs" "--external:js-tiktoken/*")
+      node_builds+=("--external:./checkpoint.node.cjs" "--external:js-tiktoken/*")
+      npx esbuild src/js/checkpoint.js --bundle --format=esm --log-level=warning "$define" \
+        --minify --keep-names "${web_builds[@]}" --outfile=dist/checkpoint.mjs
+      npx esbuild src/js/checkpoint.js --bundle --format=cjs --platform=node --log-level=warning \
+        "$define" "${node_builds[@]}" --outfile=dist/checkpoint.node.cjs
       for entry in attnkit simd threads model; do
         src=${entry/#attnkit/}
         # Browsers load this file as it is: minified (class and function names

@@ -5,10 +5,11 @@
 // each tensor goes, in file order, into a staging view of module memory and is
 // handed by its Hugging Face name to the model layer's loader (model.js's
 // FILL: it knows GPT-2's names and widens F16/BF16). The tokenizer is GPT-2's
-// (bpe.js), imported on the first open.
-import { AttnkitError, AttnkitTypeError, describe, typeError } from "./errors.js";
+// (bpe.js), imported on the first open. Built as its own file of dist/
+// (checkpoint.mjs, checkpoint.node.cjs), loaded by the entry points on the
+// first call (checkpoint-calls.js), so that no other load carries it.
+import { AttnkitError, typeError } from "./errors.js";
 import { checkObject } from "./options.js";
-import { FILL } from "./model.js";
 import { gpt2Tokenizer } from "./bpe.js";
 import {
   checkpointSizes,
@@ -160,22 +161,25 @@ async function streamTensors(head, fill, o) {
   }
 }
 
-/** openCheckpoint: the checkpoint as a Model with GPT-2's tokenizer. */
-async function openCheckpoint(attnkit, source, options) {
+/**
+ * openCheckpoint: the checkpoint as a Model with GPT-2's tokenizer, filled
+ * through `fill(config)` (the module's FILL).
+ */
+async function openCheckpoint(attnkit, fill, source, options) {
   const o = checkOptions(options, OPEN_KEYS);
   const head = await readHead(source, o);
-  let fill = null;
+  let loader = null;
   try {
     checkMemory(attnkit, head.memoryBytes);
     const tokenizer = await gpt2Tokenizer();
     checkAborted(o.signal);
-    fill = attnkit[FILL](head.config);
-    await streamTensors(head, fill, o);
-    const model = fill.finish(tokenizer);
-    fill = null;
+    loader = fill(head.config);
+    await streamTensors(head, loader, o);
+    const model = loader.finish(tokenizer);
+    loader = null;
     return model;
   } catch (e) {
-    fill?.dispose();
+    loader?.dispose();
     if (o.signal?.aborted && e?.code !== "aborted") throw aborted(o.signal);
     throw e;
   } finally {
@@ -183,16 +187,13 @@ async function openCheckpoint(attnkit, source, options) {
   }
 }
 
-/** The checkpoint calls of a model module `attnkit` (its FILL is the model layer's loader). */
-export function checkpointMethods(attnkit) {
-  if (typeof attnkit[FILL] !== "function") {
-    throw new AttnkitTypeError(
-      `attnkit: expected a module with the model layer, got ${describe(attnkit)}`,
-      { parameter: "attnkit" },
-    );
-  }
+/**
+ * The checkpoint calls of a model module `attnkit`; `fill(config)` is its
+ * model layer's loader (attnkit[FILL]).
+ */
+export function checkpointMethods(attnkit, fill) {
   return {
-    openCheckpoint: (source, options) => openCheckpoint(attnkit, source, options),
+    openCheckpoint: (source, options) => openCheckpoint(attnkit, fill, source, options),
     checkpointInfo: (source, options) => checkpointInfo(source, options),
   };
 }

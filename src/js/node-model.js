@@ -1,7 +1,7 @@
 // attnkit/model for Node: the builds that hold the model layer
 // (createAttnkit({ model: true })), SIMD128 and its scalar fallback, only.
 import { nodeLoader } from "./node-loader.js";
-import { checkpointMethods } from "./checkpoint.js";
+import { checkpointCalls } from "./checkpoint-calls.js";
 
 export { AttnkitError, AttnkitTypeError, simdSupported, version } from "./node-loader.js";
 
@@ -12,7 +12,7 @@ export const createAttnkit = nodeLoader(
     "simd-model": async () => require("./attnkit-simd-model.node.cjs"),
     "scalar-model": async () => require("./attnkit-scalar-model.node.cjs"),
   },
-  checkpointMethods,
+  checkpointCalls(async () => require("./checkpoint.node.cjs")),
 );
 
 export default createAttnkit;

@@ -4,7 +4,7 @@
 // build: the lean entry points (node-simd.js, node-threads.js, node-model.js)
 // hold fewer.
 import { nodeLoader } from "./node-loader.js";
-import { checkpointMethods } from "./checkpoint.js";
+import { checkpointCalls } from "./checkpoint-calls.js";
 
 export { AttnkitError, AttnkitTypeError, simdSupported, version } from "./node-loader.js";
 
@@ -19,7 +19,7 @@ export const createAttnkit = nodeLoader(
     "simd-model": async () => require("./attnkit-simd-model.node.cjs"),
     "scalar-model": async () => require("./attnkit-scalar-model.node.cjs"),
   },
-  checkpointMethods,
+  checkpointCalls(async () => require("./checkpoint.node.cjs")),
 );
 
 export default createAttnkit;

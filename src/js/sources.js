@@ -206,7 +206,7 @@ class HttpFile {
     }
     if (response.status === 416) {
       throw loadFailed(
-        `expected bytes ${init.headers.range} of ${this.url}, got HTTP 416 (the file is shorter)`,
+        `expected ${init.headers?.range} of ${this.url}, got HTTP 416 (the file is shorter)`,
       );
     }
     if (!response.ok) {
@@ -218,54 +218,68 @@ class HttpFile {
     return response;
   }
 
+  /** The file's size from a HEAD request's Content-Length. */
+  async headSize(signal) {
+    const response = await this.fetch({ method: "HEAD" }, signal);
+    const length = response.headers.get("content-length");
+    if (length === null) {
+      throw loadFailed(
+        `expected ${this.url} to give its size (Content-Range or Content-Length), got neither`,
+      );
+    }
+    return Number(length);
+  }
+
   /**
    * A response to bytes [begin, end), checked: a 206 whose Content-Range is
    * the range asked for (a 200 is the whole file), a Content-Length that
-   * agrees, the same total as before. Returns {reader, skip} (skip: bytes to
-   * drop first, for a 200).
+   * agrees, the same total as before. A 206 whose Content-Range a browser
+   * hides (a cross-origin server that does not expose it) takes the size
+   * from a HEAD request. Returns {reader, skip} (skip: bytes to drop first,
+   * for a 200).
    */
   async request(begin, end, signal) {
     const response = await this.fetch({ headers: { range: `bytes=${begin}-${end - 1}` } }, signal);
+    const refuse = (message) => {
+      response.body?.cancel().catch(() => {});
+      return loadFailed(message);
+    };
     const length = response.headers.get("content-length");
+    const rangeHeader = response.headers.get("content-range");
     let total, skip, body;
-    if (response.status === 206) {
-      const range = contentRange(response.headers.get("content-range"));
-      if (!range || range[0] !== begin || (range[2] !== null && range[1] > range[2])) {
-        response.body?.cancel().catch(() => {});
-        throw loadFailed(
-          `expected bytes ${begin}-${end - 1} of ${this.url}, got Content-Range ${describe(response.headers.get("content-range"))}`,
+    if (response.status === 206 && rangeHeader === null) {
+      total = this.total ?? (await this.headSize(signal));
+      skip = 0;
+      body = Math.min(end, total) - begin;
+    } else if (response.status === 206) {
+      const range = contentRange(rangeHeader);
+      total = range?.[2] ?? null;
+      // The range asked for, or fewer bytes only where the file ends.
+      const inside = range && (total === null || range[1] <= total);
+      if (!inside || range[0] !== begin || (range[1] !== end && range[1] !== total)) {
+        throw refuse(
+          `expected bytes ${begin}-${end - 1} of ${this.url}, got Content-Range ${describe(rangeHeader)}`,
         );
       }
-      total = range[2];
       skip = 0;
       body = range[1] - range[0];
-      // Fewer than asked only where the file ends.
-      if (range[1] !== end && range[1] !== total) {
-        response.body?.cancel().catch(() => {});
-        throw loadFailed(
-          `expected bytes ${begin}-${end - 1} of ${this.url}, got Content-Range ${response.headers.get("content-range")}`,
-        );
-      }
     } else {
       total = length === null ? null : Number(length);
       skip = begin;
       body = total;
     }
     if (length !== null && body !== null && Number(length) !== body) {
-      response.body?.cancel().catch(() => {});
-      throw loadFailed(
-        `expected a Content-Length of ${body} from ${this.url} (its Content-Range), got ${length}`,
+      throw refuse(
+        `expected a Content-Length of ${body} from ${this.url} (the range's), got ${length}`,
       );
     }
     if (total === null) {
-      response.body?.cancel().catch(() => {});
-      throw loadFailed(
+      throw refuse(
         `expected ${this.url} to give its size (Content-Range or Content-Length), got neither`,
       );
     }
     if (this.total !== null && total !== this.total) {
-      response.body?.cancel().catch(() => {});
-      throw loadFailed(
+      throw refuse(
         `expected ${this.url} to hold ${this.total} bytes as before, got ${total} (it changed)`,
       );
     }

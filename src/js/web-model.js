@@ -1,7 +1,7 @@
 // attnkit/model for browsers and bundlers: the builds that hold the model layer
 // (createAttnkit({ model: true })), SIMD128 and its scalar fallback, only.
 import { webLoader } from "./web-loader.js";
-import { checkpointMethods } from "./checkpoint.js";
+import { checkpointCalls } from "./checkpoint-calls.js";
 
 export { AttnkitError, AttnkitTypeError, simdSupported, version } from "./web-loader.js";
 
@@ -14,7 +14,7 @@ export const createAttnkit = webLoader(
     "simd-model": () => import("./attnkit-simd-model.mjs").then(factory),
     "scalar-model": () => import("./attnkit-scalar-model.mjs").then(factory),
   },
-  checkpointMethods,
+  checkpointCalls(() => import("./checkpoint.mjs")),
 );
 
 export default createAttnkit;

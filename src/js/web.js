@@ -6,7 +6,7 @@
 // picked. The lean entry points (web-simd.js, web-threads.js, web-model.js)
 // hold fewer builds.
 import { webLoader } from "./web-loader.js";
-import { checkpointMethods } from "./checkpoint.js";
+import { checkpointCalls } from "./checkpoint-calls.js";
 
 export { AttnkitError, AttnkitTypeError, simdSupported, version } from "./web-loader.js";
 
@@ -23,7 +23,7 @@ export const createAttnkit = webLoader(
     "simd-model": () => import("./attnkit-simd-model.mjs").then(factory),
     "scalar-model": () => import("./attnkit-scalar-model.mjs").then(factory),
   },
-  checkpointMethods,
+  checkpointCalls(() => import("./checkpoint.mjs")),
 );
 
 export default createAttnkit;

@@ -158,8 +158,21 @@ function nodeBundleTests() {
       // The bundle holds the entry point's JS layer and its builds' loaders (wasm embedded),
       // reindented by esbuild (a few %), nothing else.
       const entryFile = entry === "attnkit" ? "attnkit" : entry.slice("attnkit/".length);
+      // An entry point with the model builds also holds the checkpoint reader and,
+      // after it, GPT-2's tokenizer (js-tiktoken's ranks), loaded by openCheckpoint.
+      const checkpoint = builds.some((b) => b.endsWith("-model"))
+        ? [
+            join(dist, "checkpoint.node.cjs"),
+            ...["dist/lite.cjs", "dist/ranks/gpt2.cjs"].map((f) =>
+              join(app, "node_modules/js-tiktoken", f),
+            ),
+            join(app, "node_modules/base64-js/index.js"),
+          ]
+        : [];
       const most = [`${entryFile}.node.cjs`, ...builds.map((b) => `attnkit-${b}.node.cjs`)]
-        .map((f) => bytes(join(dist, f)))
+        .map((f) => join(dist, f))
+        .concat(checkpoint)
+        .map((f) => bytes(f))
         .reduce((a, b) => a + b, 0);
       for (const format of ["esm", "cjs"]) {
         const dir = join(app, "out", `${name}-node-${format}`);

@@ -8,19 +8,12 @@
 // padded with spaces to a multiple of 8, then the data; offsets count from the
 // first byte after the header.
 
+import { rng } from "../reference.js";
+
 const encoder = new TextEncoder();
 
-/** A seeded uniform generator on [0, 1) (mulberry32). */
-export function seededRandom(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded uniform generator on [0, 1) (mulberry32, the tests' own). */
+export const seededRandom = rng;
 
 /** A seeded standard normal generator (Box-Muller over seededRandom). */
 export function seededNormal(seed) {
@@ -179,11 +172,45 @@ function randomArray(normal, n, scale) {
 }
 
 /**
+ * GPT-2's tensors as [name, shape] (Hugging Face's names without the
+ * "transformer." prefix, in the module's order; Conv1D weights [in, out])
+ * for config.json's sizes; with `untied`, lm_head.weight [vocab, n_embd] last.
+ */
+export function gpt2Shapes(
+  { n_embd: E, n_layer: L, n_positions: P, vocab_size: V, n_inner },
+  { untied = false } = {},
+) {
+  const F = n_inner ?? 4 * E;
+  const shapes = [
+    ["wte.weight", [V, E]],
+    ["wpe.weight", [P, E]],
+  ];
+  for (let l = 0; l < L; ++l) {
+    const h = `h.${l}`;
+    shapes.push(
+      [`${h}.ln_1.weight`, [E]],
+      [`${h}.ln_1.bias`, [E]],
+      [`${h}.attn.c_attn.weight`, [E, 3 * E]],
+      [`${h}.attn.c_attn.bias`, [3 * E]],
+      [`${h}.attn.c_proj.weight`, [E, E]],
+      [`${h}.attn.c_proj.bias`, [E]],
+      [`${h}.ln_2.weight`, [E]],
+      [`${h}.ln_2.bias`, [E]],
+      [`${h}.mlp.c_fc.weight`, [E, F]],
+      [`${h}.mlp.c_fc.bias`, [F]],
+      [`${h}.mlp.c_proj.weight`, [F, E]],
+      [`${h}.mlp.c_proj.bias`, [E]],
+    );
+  }
+  shapes.push(["ln_f.weight", [E]], ["ln_f.bias", [E]]);
+  if (untied) shapes.push(["lm_head.weight", [V, E]]);
+  return shapes;
+}
+
+/**
  * A tiny GPT-2's weights, seeded: {config (config.json's object), tensors:
- * [{name, shape, data}]} by Hugging Face's names without the `transformer.`
- * prefix ("wte.weight", "h.0.attn.c_attn.weight", ...), Conv1D weights
- * [in, out]; with `untied`, an `lm_head.weight` [vocab, dModel] of its own.
- * LayerNorm gains are near 1 and biases small, so that every part matters.
+ * [{name, shape, data}]} as gpt2Shapes names them. LayerNorm gains are near 1
+ * and biases small, so that every part matters.
  */
 export function gpt2Weights({
   numLayers = 1,
@@ -197,51 +224,11 @@ export function gpt2Weights({
   untied = false,
   scale = 0.3,
 } = {}) {
-  const normal = seededNormal(seed);
-  const E = dModel,
-    F = nInner ?? 4 * E;
-  const tensors = [];
-  const add = (name, shape, data) => tensors.push({ name, shape, data });
-  const weight = (name, shape, s = scale) =>
-    add(
-      name,
-      shape,
-      randomArray(
-        normal,
-        shape.reduce((a, b) => a * b, 1),
-        s,
-      ),
-    );
-  const gain = (name) => {
-    const g = randomArray(normal, E, 0.1);
-    for (let i = 0; i < E; ++i) g[i] += 1;
-    add(name, [E], g);
-  };
-  weight("wte.weight", [vocabSize, E], 0.5);
-  weight("wpe.weight", [nPositions, E], 0.2);
-  for (let l = 0; l < numLayers; ++l) {
-    const h = `h.${l}`;
-    gain(`${h}.ln_1.weight`);
-    weight(`${h}.ln_1.bias`, [E], 0.1);
-    weight(`${h}.attn.c_attn.weight`, [E, 3 * E], scale);
-    weight(`${h}.attn.c_attn.bias`, [3 * E], 0.1);
-    weight(`${h}.attn.c_proj.weight`, [E, E], scale);
-    weight(`${h}.attn.c_proj.bias`, [E], 0.1);
-    gain(`${h}.ln_2.weight`);
-    weight(`${h}.ln_2.bias`, [E], 0.1);
-    weight(`${h}.mlp.c_fc.weight`, [E, F], scale);
-    weight(`${h}.mlp.c_fc.bias`, [F], 0.1);
-    weight(`${h}.mlp.c_proj.weight`, [F, E], scale);
-    weight(`${h}.mlp.c_proj.bias`, [E], 0.1);
-  }
-  gain("ln_f.weight");
-  weight("ln_f.bias", [E], 0.1);
-  if (untied) weight("lm_head.weight", [vocabSize, E], 0.5);
   const config = {
     architectures: ["GPT2LMHeadModel"],
     model_type: "gpt2",
     activation_function: "gelu_new",
-    n_embd: E,
+    n_embd: dModel,
     n_layer: numLayers,
     n_head: numHeads,
     n_positions: nPositions,
@@ -254,6 +241,20 @@ export function gpt2Weights({
     bos_token_id: vocabSize - 1,
     eos_token_id: vocabSize - 1,
   };
+  const normal = seededNormal(seed);
+  // Each tensor's spread: embeddings and head 0.5 / 0.2, biases 0.1, gains 1 + N(0, 0.1^2).
+  const SPREAD = { "wte.weight": 0.5, "wpe.weight": 0.2, "lm_head.weight": 0.5 };
+  const tensors = gpt2Shapes(config, { untied }).map(([name, shape]) => {
+    const gain = /(^|\.)ln_[12f]\.weight$/.test(name);
+    const spread = SPREAD[name] ?? (gain || name.endsWith(".bias") ? 0.1 : scale);
+    const data = randomArray(
+      normal,
+      shape.reduce((a, b) => a * b, 1),
+      spread,
+    );
+    if (gain) for (let i = 0; i < data.length; ++i) data[i] += 1;
+    return { name, shape, data };
+  });
   return { config, tensors };
 }
 

@@ -90,7 +90,8 @@ export async function startHub({ host = "127.0.0.1", cdnHost } = {}) {
       "content-length": String(sentEnd - begin),
       etag: `"${size}"`,
     };
-    if (range) headers["content-range"] = fault.contentRange ?? `bytes ${begin}-${end - 1}/${size}`;
+    if (range && !fault.hideContentRange)
+      headers["content-range"] = fault.contentRange ?? `bytes ${begin}-${end - 1}/${size}`;
     res.writeHead(range ? 206 : 200, headers);
     if (req.method === "HEAD") return res.end();
     let body = bytes.subarray(begin, sentEnd);
@@ -150,7 +151,9 @@ export async function startHub({ host = "127.0.0.1", cdnHost } = {}) {
      * answers it), {cutAfter: n} (the body stops after n bytes and the
      * connection closes), {stallAfter: n} (the body stops after n bytes and
      * the connection stays open: a download to cancel), {shortBy: n} (n bytes fewer than asked), {contentRange:
-     * "bytes a-b/size"} (a Content-Range that lies), {ignoreRange: true}.
+     * "bytes a-b/size"} (a Content-Range that lies), {hideContentRange: true} (a
+     * 206 without it, as a browser sees a server that does not expose it),
+     * {ignoreRange: true}.
      */
     fault(repo, file, fault, { revision = "main" } = {}) {
       if (fault) faults.set(key(repo, revision, file), fault);
