@@ -433,6 +433,36 @@ test("a tiny GPT-2 checkpoint dropped: its tokens GPT-2's pieces, its maps equal
       .sort((a, b) => b[0] - a[0])[0];
     assert.equal(first, `matrix-gpt2-grid-${best[1]}-${best[2]}`);
     await shot("sorted");
+    // Greedy generation through the cache: the package's own greedy tokens.
+    await p.fill('[data-testid="gpt2-gen-length"]', "8");
+    await p.fill('[data-testid="gpt2-temp"]', "0");
+    await p.click('[data-testid="gpt2-generate"]');
+    const done = await poll(
+      async () => {
+        const x = await hook();
+        return (x.error || (!x.gen.running && x.gen.check)) && x;
+      },
+      "a generation and its check",
+      60000,
+    );
+    assert.equal(done.error, "");
+    const want = model.generate(SENTENCE, { length: 8, temperature: 0 });
+    assert.deepEqual(done.gen.tokens, Array.from(want.tokens));
+    assert.ok(done.gen.check.maxWeightDelta < 1e-5, `weights |Δ| ${done.gen.check.maxWeightDelta}`);
+    // The steps view on layer 1 with its biases (a column of ones in X): the model's own weights.
+    await p.keyboard.press("ArrowDown");
+    await poll(async () => (await hook()).settings.layer === 1, "layer 1");
+    await p.click('[data-testid="gpt2-steps"]');
+    await p.waitForSelector(viewShown("steps"));
+    const w = await p.evaluate(() => window.__attnkit.trained.headWeights());
+    const L1 = model.inspect(h.sentence.tokens).layers[1].weights.data;
+    const T = h.sentence.tokens.length;
+    let worst = 0;
+    w.forEach((hw, hd) =>
+      hw.forEach((v, i) => (worst = Math.max(worst, Math.abs(v - L1[hd * T * T + i])))),
+    );
+    assert.ok(worst < 1e-5, `steps view weights |Δ| ${worst}`);
+    await shot("checkpoint-steps");
     assert.deepEqual(problems, []);
   } finally {
     model.dispose();
