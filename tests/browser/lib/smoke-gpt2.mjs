@@ -27,7 +27,13 @@ export function gpt2Smoke(name, open, options) {
         files.map(([name, bytes]) => [name, Array.from(bytes)]),
       );
       await poll(
-        () => s.d.evaluate(() => !document.getElementById("gpt2-confirm-yes")?.hidden),
+        () =>
+          s.d.evaluate(
+            () =>
+              !document.getElementById("gpt2-confirm")?.hidden &&
+              !document.getElementById("gpt2-confirm-yes").hidden &&
+              !/Reading/.test(document.getElementById("gpt2-confirm-text").textContent),
+          ),
         "the confirmation",
         30000,
       );
