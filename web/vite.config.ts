@@ -21,6 +21,9 @@ export default defineConfig({
     target: "es2022",
     chunkSizeWarningLimit: 1024,
   },
+  // The workers are module workers (new Worker(url, { type: "module" })): ES modules, so
+  // that what they import on demand (GPT-2's tokenizer) splits into chunks of its own.
+  worker: { format: "es" },
   preview: { host: "127.0.0.1", port: 4173 },
   server: { host: "127.0.0.1" },
 });

@@ -18,6 +18,7 @@ import { defineKVCache } from "./kv-cache.js";
 import { definePackedWeights, isPackedWeights } from "./packed-weights.js";
 import { gradientMethods } from "./gradients.js";
 import { modelMethods } from "./model.js";
+import { withHeadScores } from "./head-scores.js";
 
 export { AttnkitError, AttnkitTypeError };
 
@@ -63,7 +64,7 @@ export function wrap(
     multiHeadAttentionQKV: (Q, K, V, config, options) =>
       multiHeadAttentionQKV(mem, Q, K, V, config, options),
     createKVCache: (config) => new KVCache(config),
-    ...modelMethods(mem, module),
+    ...withHeadScores(modelMethods(mem, module)),
     memoryBytes: () => M.HEAPU8.length,
     heapBytesInUse: () => M.heapBytesInUse(),
     dispose() {

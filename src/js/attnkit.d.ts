@@ -923,6 +923,45 @@ export interface Sampler extends Record<DisposeSymbol, () => void> {
   dispose(): void;
 }
 
+/** Options of {@link AttnkitWithModel.headScores}. */
+export interface HeadScoresOptions {
+  /** Tokens in each half of the repeated sequence; default min(50, floor(maxSeqLen / 2)). */
+  length?: number | undefined;
+  /** The random tokens' seed (a non-negative safe integer or a BigInt below 2^64); default 0. */
+  seed?: number | bigint | undefined;
+  /** A sequence of the caller's own (a sentence's tokens) to score as well. */
+  tokens?: Int32Array | readonly number[] | undefined;
+}
+
+/**
+ * Three scores per head, each [numLayers][numHeads], a mean weight in 0 .. 1 over the
+ * positions where it is defined (null where it is defined at none):
+ * previousToken: on the token before (t - 1); duplicateToken: on earlier positions that
+ * hold the same token; induction: on the token after each earlier copy of the token.
+ */
+export interface HeadScoreTable {
+  previousToken: number[][] | null;
+  duplicateToken: number[][] | null;
+  induction: number[][] | null;
+}
+
+/** What {@link AttnkitWithModel.headScores} returns. */
+export interface HeadScores extends HeadScoreTable {
+  numLayers: number;
+  numHeads: number;
+  /** Tokens in each half of the repeated sequence. */
+  length: number;
+  seed: number | bigint;
+  /** The repeated random sequence scored: [2 length]. */
+  tokens: Int32Data;
+  /** On the repeated sequence every score is defined. */
+  previousToken: number[][];
+  duplicateToken: number[][];
+  induction: number[][];
+  /** The scores of options.tokens (when given). */
+  sentence?: HeadScoreTable & { tokens: Int32Data };
+}
+
 /**
  * Where a checkpoint comes from (docs/gpt2.md): a Node path (a folder with
  * model.safetensors and config.json, or a .safetensors file), an http(s) URL,
@@ -1254,6 +1293,14 @@ export interface AttnkitWithModel extends Attnkit {
    * dataset's own text. Errors name "dataset" and "text".
    */
   referenceLosses(dataset: TextDataset, text: string): { unigram: number; bigram: number };
+  /**
+   * What each head measurably does (docs/heads.md): per layer and head a previous-token,
+   * a duplicate-token and an induction score (Olsson et al. 2022), from `model.inspect` of
+   * `options.length` random tokens (distinct when the vocabulary allows) repeated twice;
+   * with `options.tokens`, the same scores of those tokens too (`sentence`). Errors name
+   * "model", "options.length" (2 .. maxSeqLen / 2), "options.seed" and "tokens".
+   */
+  headScores(model: Model, options?: HeadScoresOptions): HeadScores;
   /**
    * A Hugging Face GPT-2 checkpoint (GPT2LMHeadModel: gpt2, distilgpt2, gpt2-medium ...;
    * model.safetensors in F32, F16 or BF16, with config.json) as a Model with GPT-2's

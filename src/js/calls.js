@@ -54,6 +54,7 @@ export const MODULE_CALLS = Object.freeze({
   createTokenizer: returns("Tokenizer", MODEL),
   createTextDataset: returns("TextDataset", MODEL),
   referenceLosses: MODEL,
+  headScores: MODEL,
   openCheckpoint: returns("Model", MODEL_ASYNC),
   checkpointInfo: MODEL_ASYNC,
   memoryBytes: PLAIN,

@@ -25,6 +25,7 @@ const REPO_ID = /^(?:[A-Za-z0-9][\w.-]*\/)?[A-Za-z0-9][\w.-]*$/;
 function nodeBuiltin(name) {
   const p = globalThis.process;
   if (typeof p?.getBuiltinModule === "function") return p.getBuiltinModule(name);
+  if (!p?.versions?.node) return null;
   return typeof require === "function" ? require(name) : null;
 }
 

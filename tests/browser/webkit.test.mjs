@@ -6,8 +6,9 @@
 // which records console errors and warnings, uncaught errors and failed loads.
 // If MiniBrowser dies mid-suite, the test it died in is reported with what
 // MiniBrowser and the driver printed, and runs once more in a new browser.
-// A browser for each of the three suites. The smoke steps are in lib/smoke.mjs, the Train view's in
-// lib/smoke-train.mjs, the Language view's in lib/smoke-language.mjs.
+// A browser for each of the four suites. The smoke steps are in lib/smoke.mjs, the Train view's in
+// lib/smoke-train.mjs, the Language view's in lib/smoke-language.mjs, the GPT-2 view's in
+// lib/smoke-gpt2.mjs.
 import { execFileSync, spawn } from "node:child_process";
 import {
   existsSync,
@@ -25,6 +26,7 @@ import { root } from "./lib/paths.mjs";
 import { CONSOLE_HOOK, serveWithScript } from "./lib/server.mjs";
 import { smokeTests, useDriver } from "./lib/smoke.mjs";
 import { languageSmoke } from "./lib/smoke-language.mjs";
+import { gpt2Smoke } from "./lib/smoke-gpt2.mjs";
 import { trainSmoke } from "./lib/smoke-train.mjs";
 import { poll } from "./lib/wait.mjs";
 
@@ -267,3 +269,4 @@ const options = { serveDist: (dir) => serveWithScript(dir, CONSOLE_HOOK) };
 smokeTests(useDriver("webkit", openWebKit, options));
 trainSmoke("webkit", openWebKit, options);
 languageSmoke("webkit", openWebKit, options);
+gpt2Smoke("webkit", openWebKit, options);

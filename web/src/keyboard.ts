@@ -6,6 +6,7 @@ import { goto, togglePlay } from "./playback";
 import { render, set } from "./render";
 import type { ViewId } from "./state";
 import { scrubLanguageBy } from "./language/view";
+import { gpt2Key } from "./gpt2/entry";
 import { runKey } from "./panel";
 import { scrubBy } from "./train/view";
 
@@ -17,6 +18,7 @@ const VIEW_KEYS: Record<string, ViewId> = {
   d: "decoding",
   t: "train",
   l: "language",
+  m: "gpt2",
 };
 
 const PAGE_KEYS = ["Home", "End", "PageUp", "PageDown"];
@@ -61,6 +63,8 @@ export function bindKeys(): void {
       // the Train view's own key
     } else if (state.view === "language" && runKey(e.key, "lang", "Language", scrubLanguageBy)) {
       // the Language view's own key
+    } else if (state.view === "gpt2" && gpt2Key(e.key)) {
+      // the GPT-2 view's own key
     } else if (e.key === "ArrowRight") goto(state.step + 1);
     else if (e.key === "ArrowLeft") goto(state.step - 1);
     else if (e.key === " ") togglePlay();

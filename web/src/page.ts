@@ -6,6 +6,7 @@ import type { Model } from "./model";
 import { DISPLAY_FIELDS, fromQuery, omitFields, toQuery, unknownParams, type State } from "./state";
 import { LANGUAGE_PARAMS } from "./language/settings";
 import { TRAIN_PARAMS } from "./train/settings";
+import { GPT2_PARAMS } from "./gpt2/settings";
 import { fallbackState, pinTrained, trainedKey } from "./trained";
 
 export interface Timing {
@@ -49,7 +50,11 @@ export interface Page {
 
 const urlDropped: string[] = [];
 const fromUrl = fromQuery(location.search.slice(1), urlDropped);
-unknownParams(location.search.slice(1), [...TRAIN_PARAMS, ...LANGUAGE_PARAMS], urlDropped);
+unknownParams(
+  location.search.slice(1),
+  [...TRAIN_PARAMS, ...LANGUAGE_PARAMS, ...GPT2_PARAMS],
+  urlDropped,
+);
 const trainedFallback = fromUrl.weights === "trained";
 let initial = trainedFallback ? fallbackState(fromUrl) : fromUrl;
 if (!location.search || trainedFallback)

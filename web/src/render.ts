@@ -25,6 +25,7 @@ import { headView } from "./views/headview";
 import { saturationView } from "./views/saturation";
 import { setTrainRedraw, trainView } from "./train/view";
 import { languageView, setLanguageRedraw } from "./language/view";
+import { gpt2View, setGpt2Redraw } from "./gpt2/entry";
 
 const VIEWS: Record<Exclude<ViewId, "steps">, Scene> = {
   headview: headView,
@@ -33,10 +34,14 @@ const VIEWS: Record<Exclude<ViewId, "steps">, Scene> = {
   decoding: decodingView,
   train: trainView,
   language: languageView,
+  gpt2: gpt2View,
 };
 
 setTrainRedraw(() => render(false));
 setLanguageRedraw(() => render(false));
+setGpt2Redraw(() => {
+  if (page.state.view === "gpt2") render(false);
+});
 
 /** The smallest scale a scene is shown at before the stage scrolls instead. */
 const MIN_SCALE = 0.5;

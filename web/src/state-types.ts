@@ -7,7 +7,7 @@ export type EmbeddingKind = "features" | "random";
 export type WeightKind = "random" | "identity" | "designed" | "seed" | "trained";
 export type MaskKind = "none" | "causal" | "padding" | "custom";
 export type ViewId =
-  "steps" | "headview" | "grid" | "saturation" | "decoding" | "train" | "language";
+  "steps" | "headview" | "grid" | "saturation" | "decoding" | "train" | "language" | "gpt2";
 
 export interface State {
   preset: string;

@@ -164,7 +164,7 @@ const CHOICES: Partial<Record<Key, readonly string[]>> = {
   emb: ["features", "random"],
   weights: ["random", "identity", "designed", "seed", "trained"],
   mask: ["none", "causal", "padding", "custom"],
-  view: ["steps", "headview", "grid", "saturation", "decoding", "train", "language"],
+  view: ["steps", "headview", "grid", "saturation", "decoding", "train", "language", "gpt2"],
   role: ["Q", "K", "V"],
   satSource: ["random", "query"],
   speed: ["0.5", "1", "2", "4"],

@@ -7,6 +7,7 @@ import { page } from "./page";
 import { toQuery } from "./state";
 import { trainHook, trainInspectionHook } from "./train/view";
 import { languageHook } from "./language/view";
+import { gpt2Hook } from "./gpt2/entry";
 
 export function installTestHooks(): void {
   (window as unknown as { __attnkit: unknown }).__attnkit = {
@@ -33,6 +34,8 @@ export function installTestHooks(): void {
     trainInspection: () => trainInspectionHook(),
     /** The Language view's run: text, losses, sample, sentence maps, generation. */
     language: () => languageHook(),
+    /** The GPT-2 view: the checkpoint picked, the download, the model, the sentence's maps, generation. */
+    gpt2: () => gpt2Hook(),
   };
 }
 

@@ -193,12 +193,13 @@ export function fallbackState(s: State): State {
 
 /** A one-line description: "Trained on induction, step 250, layer 2 of 2". */
 export function trainedTitle(t: ShownLayer): string {
+  if (t.task === "gpt2") return `The GPT-2 view's model, layer ${t.layer + 1} of ${t.numLayers}`;
   return `Trained on ${t.task}, step ${t.step}, layer ${t.layer + 1} of ${t.numLayers}`;
 }
 
 /** The view that trained the layer, as the page names it. */
 export function trainedBy(t: Pick<ShownLayer, "task">): string {
-  return t.task === "language" ? "Language view" : "Train view";
+  return t.task === "language" ? "Language view" : t.task === "gpt2" ? "GPT-2 view" : "Train view";
 }
 
 /** What the banner says of the tokens and the fixed settings. */
@@ -206,7 +207,9 @@ function bannerMore(t: ShownLayer): string {
   const tokens =
     t.task === "language"
       ? "Tokens are the sentence's characters (␣ a space)"
-      : "Tokens are the task's token ids (the separator 0 shows as “|”)";
+      : t.task === "gpt2"
+        ? "Tokens are the sentence's text pieces (␣ a space); with biases, X ends in a column of ones and each W in a row holding its bias"
+        : "Tokens are the task's token ids (the separator 0 shows as “|”)";
   return `${tokens}; X is what the layer's attention reads. The inputs, weights, mask and scale are the trained model's (${trainedBy(t)}), so their settings are fixed.`;
 }
 
@@ -217,7 +220,7 @@ function bannerMore(t: ShownLayer): string {
 export function syncTrainedBanner(s: State): void {
   const banner = document.getElementById("trained-banner");
   if (!banner) return;
-  const t = s.view === "train" || s.view === "language" ? null : trainedOf(s);
+  const t = ["train", "language", "gpt2"].includes(s.view) ? null : trainedOf(s);
   if (banner.hidden !== !t) banner.hidden = !t;
   if (!t) return;
   const more = banner.querySelector<HTMLElement>(".trained-more")!;

@@ -3,7 +3,7 @@
 // training in short slices so that messages are answered between them, and a snapshot's
 // model loaded for the time of one call.
 import createAttnkit from "attnkit";
-import type { AttnkitWithModel, Model, Tensor } from "attnkit";
+import type { AttnkitWithModel, GeneratedCharacter, Model, Sampler, Tensor } from "attnkit";
 
 /** An error as the page shows it. */
 export function errorMessage(err: unknown): string {
@@ -119,6 +119,112 @@ export function trainingLoop(o: {
     },
     hurry() {
       if (timer !== undefined) later();
+    },
+  };
+}
+
+/** A generation's check (cacheCheck): tokens checked, the largest differences. */
+export interface CacheCheck {
+  checked: number;
+  maxLogitDelta: number;
+  maxWeightDelta: number;
+}
+
+/** One generated token as a view's worker keeps it for cacheCheck. */
+export interface KeptStep {
+  token: number;
+  logits: Float32Array;
+  /** Per layer, [numHeads, context]. */
+  weights: Tensor[];
+}
+
+/**
+ * The check of a generation through the KV cache: the same model's one full forward
+ * (Model.inspect) over the prompt and the generated tokens gives, at the position before
+ * each token, the logits it was sampled from and each head's attention over the cache.
+ * Tokens whose context went past maxSeqLen (the cache was rebuilt) are not checked.
+ */
+export function cacheCheck(
+  m: Model,
+  prompt: readonly number[],
+  steps: readonly KeptStep[],
+): CacheCheck {
+  const T = m.config.maxSeqLen;
+  const V = m.config.vocabSize;
+  const all = [...prompt, ...steps.map((s) => s.token)].slice(0, T);
+  const r = m.inspect(all);
+  const n = all.length;
+  let checked = 0,
+    maxLogitDelta = 0,
+    maxWeightDelta = 0;
+  steps.forEach((s, i) => {
+    // Token i was sampled at position prompt + i - 1, its context prompt + i tokens.
+    const pos = prompt.length + i - 1;
+    if (prompt.length + i > T || pos >= n) return;
+    checked++;
+    for (let v = 0; v < V; v++)
+      maxLogitDelta = Math.max(maxLogitDelta, Math.abs(r.logits.data[pos * V + v] - s.logits[v]));
+    s.weights.forEach((w, l) => {
+      const [H, C] = w.shape;
+      const full = r.layers[l].weights;
+      for (let h = 0; h < H; h++)
+        for (let c = 0; c < C; c++)
+          maxWeightDelta = Math.max(
+            maxWeightDelta,
+            Math.abs(w.data[h * C + c] - full.data[(h * n + pos) * n + c]),
+          );
+    });
+  });
+  return { checked, maxLogitDelta, maxWeightDelta };
+}
+
+/**
+ * Generates `length` tokens of `sampler` (of `model`, from the `prompt` tokens): one per
+ * timer `delayMs` apart, or, without a delay (reduced motion), as many as fit in `sliceMs`,
+ * so that the timers' least interval does not pace them (messages are handled between).
+ * `step(s, weights, index)` takes each token (its weights as plain tensors); at the end
+ * `done` takes the check of the cache against one full forward. An error stops it and goes
+ * to `fail`. stop() stops it; the sampler stays the caller's to dispose.
+ */
+export function runGeneration(o: {
+  model: Model;
+  sampler: Sampler;
+  prompt: readonly number[];
+  length: number;
+  delayMs: number;
+  sliceMs: number;
+  step: (s: GeneratedCharacter, weights: Tensor[], index: number) => void;
+  done: (check: CacheCheck) => void;
+  fail: (err: unknown) => void;
+}): { stop(): void } {
+  const steps: KeptStep[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let stopped = false;
+  const next = () => {
+    if (stopped) return;
+    const t0 = performance.now();
+    try {
+      do {
+        const s = o.sampler.next();
+        const weights = s.weights.map(copyT);
+        steps.push({ token: s.token, logits: Float32Array.from(s.logits), weights });
+        o.step(s, weights, steps.length - 1);
+      } while (o.delayMs === 0 && steps.length < o.length && performance.now() - t0 < o.sliceMs);
+      if (steps.length < o.length) timer = setTimeout(next, o.delayMs);
+      else {
+        stopped = true;
+        o.done(cacheCheck(o.model, o.prompt, steps));
+      }
+    } catch (err) {
+      stopped = true;
+      o.fail(err);
+    }
+  };
+  timer = setTimeout(next, 0);
+  return {
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
     },
   };
 }

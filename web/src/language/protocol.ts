@@ -1,6 +1,7 @@
 // The messages between the Language view (main thread) and its worker (worker.ts), and
 // the presets of the model it trains. Tensors cross as plain { shape, data } objects.
 import type { Matrix, Tensor } from "attnkit";
+import type { CacheCheck } from "../worker-host";
 
 /** What one run trains: the model's size and the optimiser's settings. */
 export interface LangConfig {
@@ -111,13 +112,7 @@ export interface GenStep {
 }
 
 /** The check of a generation: the cache's logits and weights against one full forward. */
-export interface GenCheck {
-  id: number;
-  /** Characters checked (those whose context fits maxSeqLen without a rebuild of the cache). */
-  checked: number;
-  maxLogitDelta: number;
-  maxWeightDelta: number;
-}
+export type GenCheck = { id: number } & CacheCheck;
 
 /** What "open in steps view" needs of a layer (as the Train view's LayerWeights). */
 export interface LangLayer {

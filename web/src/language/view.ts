@@ -305,7 +305,8 @@ function best(s: HeadScores): HeadKind {
   return (Object.keys(s) as HeadKind[]).reduce((a, k) => (s[k] > s[a] ? k : a));
 }
 
-function headMatrix(t: Tensor, h: number) {
+/** Head h's map [T, T] of a layer's weights [H, T, T] (a view, not a copy). */
+export function headMatrix(t: Tensor, h: number) {
   const [, T, Tk] = t.shape;
   return { data: t.data.subarray(h * T * Tk, (h + 1) * T * Tk), rows: T, cols: Tk };
 }

@@ -3,8 +3,15 @@
 // a generation) are answered between them, and posts each step's loss, a validation loss
 // every VALIDATE_EVERY steps and, at most every SAMPLE_MS, a sample paragraph from a fixed
 // prompt and seed.
-import type { AttnkitWithModel, Model, Sampler, Tensor, TextDataset, Trainer } from "attnkit";
-import { copyT, errorMessage, serve, trainingLoop, withSnapshot } from "../worker-host";
+import type { AttnkitWithModel, Model, Sampler, TextDataset, Trainer } from "attnkit";
+import {
+  copyT,
+  errorMessage,
+  runGeneration,
+  serve,
+  trainingLoop,
+  withSnapshot,
+} from "../worker-host";
 import {
   SAMPLE,
   samplePrompt,
@@ -41,15 +48,7 @@ let config: LangConfig | null = null;
 let snapshots: { step: number; bytes: Uint8Array }[] = [];
 let lastSample = 0;
 /** The generation under way: its own copy of the model, so that training may go on. */
-let gen: {
-  id: number;
-  model: Model;
-  sampler: Sampler;
-  options: GenOptions;
-  steps: { token: number; logits: Float32Array; weights: Tensor[] }[];
-  context: string[];
-  timer: ReturnType<typeof setTimeout> | undefined;
-} | null = null;
+let gen: { model: Model; sampler: Sampler; run: { stop(): void } } | null = null;
 
 const post = (m: FromWorker, transfer: Transferable[] = []) =>
   (self as unknown as Worker).postMessage(m, transfer);
@@ -282,7 +281,7 @@ function layer(l: number, s: string, index: number): LangLayer {
 
 function stopGenerate(): void {
   if (!gen) return;
-  clearTimeout(gen.timer);
+  gen.run.stop();
   gen.sampler.dispose();
   gen.model.dispose();
   gen = null;
@@ -300,73 +299,34 @@ function generate(id: number, o: GenOptions, index: number, delayMs: number): vo
     m.dispose();
     throw err;
   }
-  const prompt = Array.from(m.tokenizer!.encode(o.prompt), (t) => m.vocabulary![t]);
-  gen = { id, model: m, sampler, options: o, steps: [], context: prompt, timer: undefined };
-  // One character per timer with a delay; without one (reduced motion), as many as fit in
-  // a slice, so that the timers' least interval does not pace them.
-  const next = () => {
-    const g = gen;
-    if (!g || g.id !== id) return;
-    const t0 = performance.now();
-    try {
-      do {
-        const s = g.sampler.next();
-        const weights = s.weights.map(copyT);
-        g.steps.push({ token: s.token, logits: Float32Array.from(s.logits), weights });
-        const context = g.context.slice(-weights[0].shape[1]);
-        g.context.push(s.character);
-        post({
-          type: "gen-step",
-          step: { id, index: g.steps.length - 1, character: s.character, weights, context },
-        });
-      } while (delayMs === 0 && g.steps.length < o.length && performance.now() - t0 < SLICE_MS);
-      if (g.steps.length < o.length) g.timer = setTimeout(next, delayMs);
-      else finishGenerate();
-    } catch (err) {
+  const prompt = Array.from(m.tokenizer!.encode(o.prompt));
+  const context = prompt.map((t) => m.vocabulary![t]);
+  const run = runGeneration({
+    model: m,
+    sampler,
+    prompt,
+    length: o.length,
+    delayMs,
+    sliceMs: SLICE_MS,
+    step: (s, weights, index) => {
+      const shown = context.slice(-weights[0].shape[1]);
+      context.push(s.character);
+      post({
+        type: "gen-step",
+        step: { id, index, character: s.character, weights, context: shown },
+      });
+    },
+    // The page's check of the cache against one full forward (worker-host.ts), then the end.
+    done: (check) => {
+      post({ type: "gen-done", check: { id, ...check } });
+      stopGenerate();
+    },
+    fail: (err) => {
       stopGenerate();
       fail(err);
-    }
-  };
-  gen.timer = setTimeout(next, 0);
-}
-
-/**
- * The page's check of the cache: the same model's one full forward (Model.inspect) over the
- * prompt and the generated characters gives, at the position before each character, the
- * logits it was sampled from and each head's attention over the cache.
- */
-function finishGenerate(): void {
-  const g = gen!;
-  const m = g.model;
-  const T = m.config.maxSeqLen;
-  const V = m.config.vocabSize;
-  const prompt = Array.from(m.tokenizer!.encode(g.options.prompt));
-  const all = [...prompt, ...g.steps.map((s) => s.token)].slice(0, T);
-  const r = m.inspect(all);
-  const n = all.length;
-  let checked = 0,
-    maxLogitDelta = 0,
-    maxWeightDelta = 0;
-  g.steps.forEach((s, i) => {
-    // Character i was sampled at position prompt + i - 1, its context prompt + i characters.
-    const pos = prompt.length + i - 1;
-    if (prompt.length + i > T || pos >= n) return;
-    checked++;
-    for (let v = 0; v < V; v++)
-      maxLogitDelta = Math.max(maxLogitDelta, Math.abs(r.logits.data[pos * V + v] - s.logits[v]));
-    s.weights.forEach((w, l) => {
-      const [H, C] = w.shape;
-      const full = r.layers[l].weights;
-      for (let h = 0; h < H; h++)
-        for (let c = 0; c < C; c++)
-          maxWeightDelta = Math.max(
-            maxWeightDelta,
-            Math.abs(w.data[h * C + c] - full.data[(h * n + pos) * n + c]),
-          );
-    });
+    },
   });
-  post({ type: "gen-done", check: { id: g.id, checked, maxLogitDelta, maxWeightDelta } });
-  stopGenerate();
+  gen = { model: m, sampler, run };
 }
 
 function fail(err: unknown): void {
