@@ -136,6 +136,7 @@ const HELD = [
   "createTokenizer",
   "createTextDataset",
   "referenceLosses",
+  "headScores",
 ];
 const COUNTERS = ["memoryBytes", "heapBytesInUse", "dispose"];
 // Through the worker in checkpoint.test.js.
@@ -493,6 +494,7 @@ function heldObjectTests() {
         losses,
         validation: await data.validationLoss(model),
         references: await api.referenceLosses(data, text),
+        scores: await api.headScores(model, { length: 8, seed: 4 }),
         generated: (await model.generate("the ", { length: 8, seed: 2 })).text,
         sampled: sampled.join(""),
       };
@@ -502,7 +504,7 @@ function heldObjectTests() {
     for (const key of ["encoded", "decoded", "vocabulary", "losses", "validation"]) {
       assert.deepStrictEqual(got[key], want[key], key);
     }
-    for (const key of ["references", "generated", "sampled"]) {
+    for (const key of ["references", "scores", "generated", "sampled"]) {
       assert.deepStrictEqual(got[key], want[key], key);
     }
     assert.ok(got.losses[4] < got.losses[0], `${got.losses}`);
