@@ -45,7 +45,19 @@ async function openFirefox(origin) {
     label: `Firefox ${(await browser.version()).replace(/^firefox\//, "")}`,
     goto: (url) => page.goto(url),
     evaluate: (fn, arg) => page.evaluate(fn, arg),
-    click: (sel) => page.click(sel),
+    // A click where a person clicks: on a loaded machine the page may still be laying out
+    // when the click comes (Firefox then gives the element no clickable point), so it is
+    // tried again for up to 5 s; any other error, or a button never clickable, fails.
+    click: async (sel) => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await page.click(sel);
+        } catch (e) {
+          if (attempt >= 20 || !/not clickable/.test(String(e?.message))) throw e;
+          await new Promise((resolve) => setTimeout(resolve, 250));
+        }
+      }
+    },
     select: (sel, value) => page.select(sel, value),
     viewport: (width, height) => page.setViewport({ width, height }),
     screenshot: (file) => page.screenshot({ path: file }),

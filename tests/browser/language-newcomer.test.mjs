@@ -89,13 +89,15 @@ test("15: weights downloaded and loaded back keep their step; an older file load
   await p.click('[data-testid="lang-open-0"]');
   await p.waitForSelector('svg[data-testid="scene-svg"][data-view="steps"]');
   assert.match(await text("trained-title"), /^Trained on language, step 4, layer 1 of 2/);
-  // A file of the format's previous version (no step) still loads, at step 0.
-  const v3 = new Uint8Array(readFileSync(file));
-  const V = new DataView(v3.buffer).getUint32(48, true);
-  const at = 52 + 4 * V;
-  const v2 = new Uint8Array(v3.length - 4);
-  v2.set(v3.subarray(0, at));
-  v2.set(v3.subarray(at + 4), at);
+  // A file of the format's version 2 (no epsilon word, no step) still loads, at step 0:
+  // the downloaded version 4 without its epsilon word (byte 48) and its steps word.
+  const v4 = new Uint8Array(readFileSync(file));
+  const V = new DataView(v4.buffer).getUint32(52, true);
+  const stepsAt = 56 + 4 * V;
+  const v2 = new Uint8Array(v4.length - 8);
+  v2.set(v4.subarray(0, 48));
+  v2.set(v4.subarray(52, stepsAt), 48);
+  v2.set(v4.subarray(stepsAt + 4), stepsAt - 4);
   new DataView(v2.buffer).setUint32(8, 2, true);
   await p.keyboard.press("l");
   await waitReady();

@@ -84,6 +84,7 @@ const CASES = [
     order: "model",
     seed: 5,
   },
+  { numLayers: 13, dModel: 18, numHeads: 3, vocabSize: 110, dtype: "F16", head: "tied", seed: 6 },
 ];
 const label = (c) =>
   `${c.numLayers} layer(s), d ${c.dModel}, ${c.numHeads} heads, ${c.dtype}` +
