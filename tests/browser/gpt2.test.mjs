@@ -138,6 +138,18 @@ function assertScores(model, h) {
   assert.deepEqual(h.inductionHeads.map(([l, hd]) => [l, hd]).sort(), named.sort());
 }
 
+/** The steps view's weights (the page's own) equal layer `layer`'s of the model's inspect (1e-5). */
+async function assertStepsWeights(model, tokens, layer) {
+  const w = await p.evaluate(() => window.__attnkit.trained.headWeights());
+  const want = model.inspect(tokens).layers[layer].weights.data;
+  const T = tokens.length;
+  let worst = 0;
+  w.forEach((hw, hd) =>
+    hw.forEach((v, i) => (worst = Math.max(worst, Math.abs(v - want[hd * T * T + i])))),
+  );
+  assert.ok(worst < 1e-5, `steps view weights |Δ| ${worst}`);
+}
+
 test("the page's first load holds none of the view's code; the view loads when it opens", async () => {
   const loaded = [];
   p.on("request", (r) => loaded.push(new URL(r.url()).pathname));
@@ -244,14 +256,7 @@ test("the learner's own language model: confirmed, drawn equal to inspect, score
     // The 8 steps of attention with the head's real Q, K, V: the page's own weights equal the model's.
     await p.click('[data-testid="gpt2-steps"]');
     await p.waitForSelector(viewShown("steps"));
-    const w = await p.evaluate(() => window.__attnkit.trained.headWeights());
-    const L0 = model.inspect(h3.sentence.tokens).layers[0].weights.data;
-    const T = h3.sentence.tokens.length;
-    let worst = 0;
-    w.forEach((hw, hd) =>
-      hw.forEach((v, i) => (worst = Math.max(worst, Math.abs(v - L0[hd * T * T + i])))),
-    );
-    assert.ok(worst < 1e-5, `steps view weights |Δ| ${worst}`);
+    await assertStepsWeights(model, h3.sentence.tokens, 0);
     await shot("steps");
     assert.deepEqual(problems, []);
   } finally {
@@ -454,14 +459,7 @@ test("a tiny GPT-2 checkpoint dropped: its tokens GPT-2's pieces, its maps equal
     await poll(async () => (await hook()).settings.layer === 1, "layer 1");
     await p.click('[data-testid="gpt2-steps"]');
     await p.waitForSelector(viewShown("steps"));
-    const w = await p.evaluate(() => window.__attnkit.trained.headWeights());
-    const L1 = model.inspect(h.sentence.tokens).layers[1].weights.data;
-    const T = h.sentence.tokens.length;
-    let worst = 0;
-    w.forEach((hw, hd) =>
-      hw.forEach((v, i) => (worst = Math.max(worst, Math.abs(v - L1[hd * T * T + i])))),
-    );
-    assert.ok(worst < 1e-5, `steps view weights |Δ| ${worst}`);
+    await assertStepsWeights(model, h.sentence.tokens, 1);
     await shot("checkpoint-steps");
     assert.deepEqual(problems, []);
   } finally {
