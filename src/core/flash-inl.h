@@ -417,7 +417,7 @@ HWY_INLINE bool SmallHead(const internal::HeadTask& t, const internal::ScorePara
   const bool finite = MatMul(ConstMatrixView(s, T_q, keys, internal::kSmallMaxKeys),
                              PanelView::Whole(t.V.Block(0, keys, 0, d_v)), t.out);
   for (size_t i = 0; i < T_q; ++i) {
-    if (l[i] > 0.0f) ScaleRow(t.out.Row(i), d_v, 1.0f / l[i], 0.0f);
+    if (l[i] > 0.0f) ScaleRow</*kShortRows=*/true>(t.out.Row(i), d_v, 1.0f / l[i], 0.0f);
     if (!t.lse.empty()) t.lse(i, 0) = l[i] > 0.0f ? m[i] + std::log(l[i]) : kNegInf;
   }
   return finite;

@@ -234,28 +234,50 @@ HWY_INLINE V ScaleCap(D d, V v, float scale, float softcap, V* slope = nullptr) 
 
 // x [n] in place: x * scale, then soft-capped when softcap > 0. With slope
 // [n] (not null), also the softcap's derivative 1 - tanh^2 per entry, which
-// the backward's ScaleSoftcapGrad multiplies in. Whole vectors, then 8 and 4
-// lanes where the target's vectors are wider (the short rows of small heads:
-// d_v = 8 with AVX-512), then single lanes; every lane the same sums.
+// the backward's ScaleSoftcapGrad multiplies in. Whole vectors, then single
+// lanes; with kShortRows (the short rows of small heads: d_v = 8 with
+// AVX-512) 8 and 4 lanes before single ones where the vectors are wider.
+// Every lane the same product either way. The long rows keep two plain
+// loops: the fused kernel rescales its output rows once per key tile, and the
+// extra steps there slowed its inner loop.
+template <bool kShortRows = false>
 HWY_INLINE void ScaleRow(float* HWY_RESTRICT x, size_t n, float scale, float softcap,
                          float* HWY_RESTRICT slope = nullptr) {
-  // One vector of tag d at x + i (and slope + i).
-  const auto step = [=](auto d, size_t i) HWY_ATTR {
-    hn::Vec<decltype(d)> g;
-    hn::StoreU(ScaleCap(d, hn::LoadU(d, x + i), scale, softcap, slope ? &g : nullptr), d, x + i);
-    if (slope) hn::StoreU(g, d, slope + i);
-  };
   const DF d;
   const size_t N = hn::Lanes(d);
   size_t i = 0;
-  for (; i + N <= n; i += N) step(d, i);
-  if constexpr (HWY_LANES(float) > 8) {
-    if (i + 8 <= n) step(hn::CappedTag<float, 8>(), i), i += 8;
+  hn::Vec<DF> g;
+  for (; i + N <= n; i += N) {
+    hn::StoreU(ScaleCap(d, hn::LoadU(d, x + i), scale, softcap, slope ? &g : nullptr), d, x + i);
+    if (slope) hn::StoreU(g, d, slope + i);
   }
-  if constexpr (HWY_LANES(float) > 4) {
-    if (i + 4 <= n) step(hn::CappedTag<float, 4>(), i), i += 4;
+  if constexpr (kShortRows && HWY_LANES(float) > 8) {
+    const hn::CappedTag<float, 8> d8;
+    hn::Vec<decltype(d8)> g8;
+    if (i + 8 <= n) {
+      hn::StoreU(ScaleCap(d8, hn::LoadU(d8, x + i), scale, softcap, slope ? &g8 : nullptr), d8,
+                 x + i);
+      if (slope) hn::StoreU(g8, d8, slope + i);
+      i += 8;
+    }
   }
-  for (; i < n; ++i) step(DF1(), i);
+  if constexpr (kShortRows && HWY_LANES(float) > 4) {
+    const hn::CappedTag<float, 4> d4;
+    hn::Vec<decltype(d4)> g4;
+    if (i + 4 <= n) {
+      hn::StoreU(ScaleCap(d4, hn::LoadU(d4, x + i), scale, softcap, slope ? &g4 : nullptr), d4,
+                 x + i);
+      if (slope) hn::StoreU(g4, d4, slope + i);
+      i += 4;
+    }
+  }
+  const DF1 d1;
+  hn::Vec<DF1> g1;
+  for (; i < n; ++i) {
+    hn::StoreU(ScaleCap(d1, hn::LoadU(d1, x + i), scale, softcap, slope ? &g1 : nullptr), d1,
+               x + i);
+    if (slope) hn::StoreU(g1, d1, slope + i);
+  }
 }
 
 // The max of x [n] into *max (-inf for n = 0). Returns false if x holds NaN
