@@ -70,9 +70,7 @@ wasm_side() {
   cmake --build "$dir" -j"$(nproc)" --target attnkit_module_node >/dev/null
   mkdir -p "$dir/side"
   npx esbuild "$3/src/js/node.js" --bundle --format=cjs --platform=node --log-level=warning \
-    '--define:__ATTNKIT_VERSION__="ab"' --external:./attnkit-simd.node.cjs \
-    --external:./attnkit-scalar.node.cjs --external:./attnkit-threads.node.cjs \
-    --external:./attnkit-simd-model.node.cjs --external:./attnkit-scalar-model.node.cjs \
+    '--define:__ATTNKIT_VERSION__="ab"' '--external:./*.node.cjs' \
     --outfile="$dir/side/attnkit.node.cjs"
   cp "$dir/src/bindings/attnkit-simd.node.cjs" "$dir/side/"
 }
