@@ -224,6 +224,18 @@ ModelConfig OddGpt2() {
   return c;
 }
 
+// GPT-2 small's config (openai-community/gpt2).
+void RequireGpt2Small(const ModelConfig& c) {
+  CHECK(c.vocab_size == 50257);
+  CHECK(c.max_seq_len == 1024);
+  CHECK(c.d_model == 768);
+  CHECK(c.num_layers == 12);
+  CHECK(c.num_heads == 12);
+  CHECK(c.d_ff == 3072);
+  CHECK(c.layer_norm_epsilon == 1e-5f);
+  CHECK((c.bias && c.layer_norm && c.scale_by_sqrt_dk && c.tied_unembedding));
+}
+
 TEST_CASE("Checkpoint files: a tiny GPT-2 opens as the loader fills it, bit for bit",
           "[model][checkpoint]") {
   ModelConfig deep = TinyGpt2(false);
@@ -343,14 +355,7 @@ TEST_CASE("Checkpoint files: config.json by GPT-2's rules", "[model][checkpoint]
 })";
   ModelConfig c;
   REQUIRE_OK(ConfigFromJson(gpt2, &c));
-  CHECK(c.vocab_size == 50257);
-  CHECK(c.max_seq_len == 1024);
-  CHECK(c.d_model == 768);
-  CHECK(c.num_layers == 12);
-  CHECK(c.num_heads == 12);
-  CHECK(c.d_ff == 3072);
-  CHECK(c.layer_norm_epsilon == 1e-5f);
-  CHECK((c.bias && c.layer_norm && c.scale_by_sqrt_dk && c.tied_unembedding));
+  RequireGpt2Small(c);
 
   // The smallest config: every default.
   const std::string sizes =
@@ -443,14 +448,7 @@ TEST_CASE("Checkpoint files: ConfigFromShapes reads GPT-2's sizes off the tensor
       {"transformer.h.3.attn.bias", {1, 1, 1024, 1024}}};
   ModelConfig c;
   REQUIRE_OK(ConfigFromShapes(shapes, 12, &c));
-  CHECK(c.vocab_size == 50257);
-  CHECK(c.max_seq_len == 1024);
-  CHECK(c.d_model == 768);
-  CHECK(c.num_layers == 12);
-  CHECK(c.num_heads == 12);
-  CHECK(c.d_ff == 3072);
-  CHECK(c.tied_unembedding);
-  CHECK(c.layer_norm_epsilon == 1e-5f);
+  RequireGpt2Small(c);
   shapes["lm_head.weight"] = {50257, 768};
   REQUIRE_OK(ConfigFromShapes(shapes, 12, &c));
   CHECK(!c.tied_unembedding);
@@ -496,6 +494,9 @@ TEST_CASE("Checkpoint files: every bad file is a named error, the library keeps 
     CHECK(s.detail().find(detail) != std::string::npos);
     REQUIRE(BitEqual(Logits(&m), logits));
   };
+  // Another architecture's tensor.
+  const std::vector<Entry> bert = {
+      {"bert.embeddings.word_embeddings.weight", "F32", {7, 4}, std::string(112, '\0')}};
   auto header = [&](const std::string& json, const std::string& data = "") {
     return Raw(json.size(), json, data);
   };
@@ -576,8 +577,6 @@ TEST_CASE("Checkpoint files: every bad file is a named error, the library keeps 
   SECTION("tensors the model lacks, misses, or of the wrong shape; values not finite") {
     std::vector<Entry> entries = good;
     // Another architecture's names.
-    std::vector<Entry> bert = {
-        {"bert.embeddings.word_embeddings.weight", "F32", {7, 4}, std::string(112, '\0')}};
     fails(Safetensors(bert), tensor("bert.embeddings.word_embeddings.weight"),
           "expected a GPT-2 tensor name");
     // A tensor missing: named when the rest has arrived.
@@ -624,8 +623,6 @@ TEST_CASE("Checkpoint files: every bad file is a named error, the library keeps 
     options.num_heads = 3;
     fails(Safetensors(good), "options.num_heads", "expected a divisor of d_model 4", options);
     options.num_heads = 2;
-    std::vector<Entry> bert = {
-        {"bert.embeddings.word_embeddings.weight", "F32", {7, 4}, std::string(112, '\0')}};
     fails(Safetensors(bert), tensor("wte.weight"), "bert.embeddings.word_embeddings.weight",
           options);
     std::vector<Entry> flat = good;
