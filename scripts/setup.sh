@@ -9,8 +9,9 @@ cd "$(dirname "$0")/.."
 # chromium, firefox-esr and webkit2gtk-driver (WebKitWebDriver; its dependency
 # libwebkit2gtk-4.1-0 ships MiniBrowser) + xvfb: the page's browser tests.
 # clang-format: the C++ half of the format check (scripts/format.sh).
-packages=(cmake make g++ clang clang-format libclang-rt-14-dev emscripten libhwy-dev catch2 chromium firefox-esr
-  webkit2gtk-driver xvfb)
+# nlohmann-json3-dev: the JSON of checkpoint files (src/model/checkpoint_file.cc).
+packages=(cmake make g++ clang clang-format libclang-rt-14-dev emscripten libhwy-dev nlohmann-json3-dev
+  catch2 chromium firefox-esr webkit2gtk-driver xvfb)
 missing=()
 for pkg in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

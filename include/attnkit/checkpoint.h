@@ -1,8 +1,9 @@
 // attnkit model: GPT-2's checkpoint layout. A Hugging Face GPT2LMHeadModel
 // (model.safetensors) names its tensors after PyTorch modules; this is the one
 // place that maps those names onto a model's Parameters, tensor by tensor, in
-// any order. Reading the file (its header, its byte ranges) is the caller's:
-// the JS package hands the bytes of each tensor over as it fetches them.
+// any order. Reading the file (its header, its byte ranges) is
+// checkpoint_file.h's natively; the JS package hands the bytes of each tensor
+// over as it fetches them.
 //
 // The names, with or without the "transformer." prefix (d = d_model, V =
 // vocab_size, P = max_seq_len, i = 0 .. num_layers - 1):
@@ -27,6 +28,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,10 @@ namespace model {
 enum class DType { kF32, kF16, kBF16 };
 size_t DTypeBytes(DType dtype);
 const char* DTypeName(DType dtype);  // "F32", "F16", "BF16"
+// A tensor's shape as errors show it: "[768, 2304]", "[]" for a scalar.
+std::string ShapeText(const std::vector<size_t>& shape);
+// The dtype named `name` ("F32", "F16", "BF16"); false for any other name.
+bool DTypeFromName(const std::string& name, DType* dtype);
 
 // IEEE 754 binary16 to float, exactly: subnormals, infinities and NaN too.
 float HalfToFloat(uint16_t bits);
@@ -48,6 +54,22 @@ float BFloat16ToFloat(uint16_t bits);
 // out[k] = value k of the n values of `dtype` at data (little-endian, any
 // alignment), widened to float.
 void WidenToFloat(DType dtype, const void* data, size_t n, float* out);
+
+// Whether `name` is a causal-mask buffer (h.{i}.attn.bias or
+// h.{i}.attn.masked_bias, with or without "transformer."): not a parameter,
+// skipped by CheckpointLoader::Load whatever its dtype and shape.
+bool IsMaskBuffer(const std::string& name);
+
+// The config of a GPT-2 checkpoint without config.json, read off the shapes
+// of its tensors (name -> shape, names with or without "transformer."):
+// wte.weight [vocab_size, d_model], wpe.weight [max_seq_len, d_model],
+// h.0.mlp.c_fc.weight [d_model, d_ff], num_layers = the highest h.{i} + 1,
+// tied_unembedding unless lm_head.weight is there; GPT-2's bias, LayerNorm
+// (epsilon 1e-5) and 1/sqrt(d_k) scale. The heads are not in the shapes:
+// num_heads gives them (a divisor of d_model). Errors name the tensor that
+// is missing or of the wrong rank, "num_heads", or CheckConfig's field.
+Status ConfigFromShapes(const std::map<std::string, std::vector<size_t>>& shapes, size_t num_heads,
+                        ModelConfig* config);
 
 // Fills a model of the GPT-2 family from a checkpoint, tensor by tensor, in
 // any order; Finish hands the model over once every tensor has arrived.
@@ -64,6 +86,11 @@ class CheckpointLoader {
   // not loaded (it may be loaded again).
   Status Load(const std::string& name, DType dtype, const std::vector<size_t>& shape,
               const void* data);
+  // Whether Load reads the data of `name`: false for the mask buffers and,
+  // with tied_unembedding, lm_head.weight (which Load skips), so that a
+  // reader need not fetch their bytes; true for any other name (Load then
+  // checks it).
+  bool Reads(const std::string& name) const;
   // Every tensor the config needs arrived exactly once (else the first
   // missing one is named): moves the model into *out; the loader then needs
   // Init again.

@@ -1,7 +1,9 @@
 #include "attnkit/checkpoint.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,22 @@ const char* DTypeName(DType dtype) {
       return "BF16";
   }
   return "?";
+}
+
+std::string ShapeText(const std::vector<size_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+bool DTypeFromName(const std::string& name, DType* dtype) {
+  for (DType d : {DType::kF32, DType::kF16, DType::kBF16}) {
+    if (name == DTypeName(d)) {
+      *dtype = d;
+      return true;
+    }
+  }
+  return false;
 }
 
 float HalfToFloat(uint16_t bits) {
@@ -156,12 +174,6 @@ std::vector<Matrix*> Targets(const HfTensor& t, size_t layer, Parameters* p) {
   return out;
 }
 
-std::string ShapeText(const std::vector<size_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 // The checkpoint's shape of the tensor whose attnkit tensors are `targets`.
 std::vector<size_t> ExpectedShape(Layout layout, const std::vector<Matrix*>& targets) {
   size_t cols = 0;
@@ -185,6 +197,76 @@ Status CheckFinite(const std::string& name, const float* out, size_t n, size_t f
 }
 
 }  // namespace
+
+bool IsMaskBuffer(const std::string& name) {
+  const HfTensor* t = nullptr;
+  size_t layer = 0;
+  return Resolve(name, &t, &layer) && t->layout == Layout::kBuffer;
+}
+
+Status ConfigFromShapes(const std::map<std::string, std::vector<size_t>>& shapes, size_t num_heads,
+                        ModelConfig* config) {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("config", config));
+  size_t num_layers = 0;
+  bool head = false;
+  for (const auto& entry : shapes) {
+    const HfTensor* t = nullptr;
+    size_t layer = 0;
+    if (!Resolve(entry.first, &t, &layer)) continue;
+    if (t->per_layer) num_layers = std::max(num_layers, layer + 1);
+    if (t->global == &Parameters::unembedding) head = true;
+  }
+  // The [rows, cols] of the tensor `key` (with or without the prefix).
+  auto matrix = [&](const std::string& key, size_t* rows, size_t* cols) {
+    auto it = shapes.find(key);
+    if (it == shapes.end()) it = shapes.find("transformer." + key);
+    if (it == shapes.end()) {
+      std::string some;  // the first four names
+      size_t listed = 0;
+      for (auto n = shapes.begin(); n != shapes.end() && listed < 4; ++n, ++listed)
+        some += (listed ? ", " : "") + n->first;
+      return Status(ErrorCode::kInvalidArgument, key,
+                    "expected this tensor (with or without \"transformer.\") in a GPT-2 "
+                    "checkpoint without config.json, got none among " +
+                        std::to_string(shapes.size()) + " tensors" +
+                        (some.empty() ? std::string() : " (" + some + " ...)"));
+    }
+    if (it->second.size() != 2) {
+      return Status(ErrorCode::kShapeMismatch, it->first,
+                    "expected a matrix [rows, cols], got shape " + ShapeText(it->second));
+    }
+    *rows = it->second[0];
+    *cols = it->second[1];
+    return Status::Ok();
+  };
+  ModelConfig c;
+  size_t d = 0;
+  ATTNKIT_RETURN_IF_ERROR(matrix("wte.weight", &c.vocab_size, &c.d_model));
+  ATTNKIT_RETURN_IF_ERROR(matrix("wpe.weight", &c.max_seq_len, &d));
+  ATTNKIT_RETURN_IF_ERROR(matrix("h.0.mlp.c_fc.weight", &d, &c.d_ff));
+  if (num_heads == 0) {
+    return Status(ErrorCode::kInvalidArgument, "num_heads",
+                  "expected the number of heads (without config.json, n_head is not in the "
+                  "tensors' shapes), got 0");
+  }
+  if (c.d_model % num_heads != 0) {
+    return Status(ErrorCode::kInvalidArgument, "num_heads",
+                  "expected a divisor of d_model " + std::to_string(c.d_model) +
+                      " (wte.weight's "
+                      "columns), got " +
+                      std::to_string(num_heads));
+  }
+  c.num_layers = num_layers;
+  c.num_heads = num_heads;
+  c.layer_norm = true;
+  c.scale_by_sqrt_dk = true;
+  c.bias = true;
+  c.tied_unembedding = !head;
+  c.layer_norm_epsilon = 1e-5f;
+  ATTNKIT_RETURN_IF_ERROR(CheckConfig(c, nullptr));
+  *config = c;
+  return Status::Ok();
+}
 
 Status CheckpointLoader::Init(const ModelConfig& config) {
   ready_ = false;
@@ -258,6 +340,14 @@ Status CheckpointLoader::Load(const std::string& name, DType dtype,
   }
   loaded = 1;
   return Status::Ok();
+}
+
+bool CheckpointLoader::Reads(const std::string& name) const {
+  const HfTensor* t = nullptr;
+  size_t layer = 0;
+  if (!Resolve(name, &t, &layer)) return true;
+  if (t->layout == Layout::kBuffer) return false;
+  return !(ready_ && t->global == &Parameters::unembedding && model_.config().tied_unembedding);
 }
 
 Status CheckpointLoader::Finish(Model* out) {
