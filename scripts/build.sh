@@ -9,8 +9,8 @@
 #   wasm-threads build/wasm-threads  SIMD128 + -pthread (the package's threads build)
 #   package dist/         the npm package: wasm (SIMD128), wasm-scalar and
 #                         wasm-threads modules for browsers and Node, the
-#                         SIMD128 and scalar model modules (createAttnkit({
-#                         model: true })), the JS layer, the .d.ts
+#                         SIMD128, scalar and threads model modules
+#                         (createAttnkit({ model: true })), the JS layer, the .d.ts
 # Usage: scripts/build.sh [native|asan|wasm|wasm-scalar|wasm-threads|fuzz|package]...
 #        (default: native)
 set -euo pipefail
@@ -57,18 +57,20 @@ build() {
       build wasm-scalar
       build wasm-threads
       mkdir -p dist
-      # Each tree links its default module and (simd, scalar) its model module
-      # from the same objects.
-      for v in simd scalar threads simd-model scalar-model; do
+      # Each tree links its default module and its model module from the same
+      # objects.
+      for v in simd scalar threads simd-model scalar-model threads-model; do
         dir=build/wasm; [[ $v == scalar* ]] && dir=build/wasm-scalar
-        [[ $v == threads ]] && dir=build/wasm-threads
+        [[ $v == threads* ]] && dir=build/wasm-threads
         cp "$dir/src/bindings/attnkit-$v.mjs" "$dir/src/bindings/attnkit-$v.wasm" \
            "$dir/src/bindings/attnkit-$v.node.cjs" dist/
       done
-      # The threads build's workers. Node's is CommonJS in a "type": "module"
+      # The threads builds' workers. Node's are CommonJS in a "type": "module"
       # package, hence .cjs (the Node loader's locateFile asks for that name).
-      cp build/wasm-threads/src/bindings/attnkit-threads.worker.js dist/
-      cp build/wasm-threads/src/bindings/attnkit-threads.node.worker.js dist/attnkit-threads.node.worker.cjs
+      for v in threads threads-model; do
+        cp "build/wasm-threads/src/bindings/attnkit-$v.worker.js" dist/
+        cp "build/wasm-threads/src/bindings/attnkit-$v.node.worker.js" "dist/attnkit-$v.node.worker.cjs"
+      done
       # Emscripten's Node loaders, made safe to bundle and to share a process
       # with (#18). Each edit must apply exactly once, or the build stops.
       #  - scriptDirectory = __dirname: an ES module bundle has no __dirname
@@ -79,7 +81,7 @@ build() {
       #  - global.Worker = worker_threads.Worker (threads): a process-wide
       #    global that tells other code it runs in a browser; a local instead.
       #  - quit_'s process.exit (never called: no main, no exit()): a throw.
-      node - dist/attnkit-{simd,scalar,threads,simd-model,scalar-model}.node.cjs <<'JS'
+      node - dist/attnkit-{simd,scalar,threads,simd-model,scalar-model,threads-model}.node.cjs <<'JS'
 const fs = require("node:fs");
 for (const file of process.argv.slice(2)) {
   let text = fs.readFileSync(file, "utf8");
@@ -100,7 +102,7 @@ for (const file of process.argv.slice(2)) {
 JS
       # The browser loaders record the URL they fetch their .wasm from
       # (Module.attnkitWasmUrl), so that a failed load can name it.
-      node - dist/attnkit-{simd,scalar,threads,simd-model,scalar-model}.mjs <<'JS'
+      node - dist/attnkit-{simd,scalar,threads,simd-model,scalar-model,threads-model}.mjs <<'JS'
 const fs = require("node:fs");
 for (const file of process.argv.slice(2)) {
   const text = fs.readFileSync(file, "utf8");
@@ -117,7 +119,7 @@ JS
       # The package's version, exported as `version` by every entry point.
       local define="--define:__ATTNKIT_VERSION__=$(node -p 'JSON.stringify(require("./package.json").version)')"
       local web_builds=() node_builds=() b entry src
-      for b in simd scalar threads simd-model scalar-model; do
+      for b in simd scalar threads simd-model scalar-model threads-model; do
         web_builds+=("--external:./attnkit-$b.mjs")
         node_builds+=("--external:./attnkit-$b.node.cjs")
       done

@@ -1366,8 +1366,8 @@ export interface LoadOptions {
   /**
    * Load the build that also holds the model layer (createModel, createTrainer,
    * ...; docs/model.md): attnkit-simd-model or attnkit-scalar-model, chosen as
-   * `simd` says. Single-threaded: with `threads` > 1 the load rejects (parameter
-   * "options.model"). Default false: the smaller builds without the model.
+   * `simd` says, or attnkit-threads-model with `threads` > 1. Default false: the
+   * smaller builds without the model.
    */
   model?: boolean | undefined;
   /**

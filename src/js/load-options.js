@@ -20,7 +20,7 @@ export const LOAD_OPTION_KEYS = Object.freeze([
  * wasmPaths?: string | Record<string, string>, wasmBinary?: ArrayBuffer |
  * Uint8Array, timeout?: number }. Returns the build to load, "simd", "scalar" or
  * "threads" (SIMD128 + -pthread), the thread count asked for, whether the build
- * has the model layer (model: true; single-threaded only), and the checked
+ * has the model layer (model: true), and the checked
  * wasmPaths, wasmBinary and timeout (ms, default 30000; Infinity waits for ever). `env` tells what the
  * engine has: { simd(): boolean, sharedMemory: boolean } (sharedMemory:
  * SharedArrayBuffer is usable, i.e. Node or a cross-origin isolated page).
@@ -37,6 +37,11 @@ export function loaderVariant(options, env) {
     "attnkit-threads.mjs",
     "attnkit-threads.node.worker.cjs",
     "attnkit-threads.node.cjs",
+    "attnkit-threads-model.wasm",
+    "attnkit-threads-model.worker.js",
+    "attnkit-threads-model.mjs",
+    "attnkit-threads-model.node.worker.cjs",
+    "attnkit-threads-model.node.cjs",
   ];
   // An unknown key: an invalid_argument error naming it and the closest valid one.
   const unknown = (name, key, valid, what) => {
@@ -108,14 +113,6 @@ export function loaderVariant(options, env) {
     options.threads === undefined ? 1 : checkCount("options.threads", options.threads);
   if (threads > MAX_THREADS)
     throw rangeError("options.threads", `at most ${MAX_THREADS}`, String(threads));
-  // The model builds are single-threaded (the page trains on one core, in a worker).
-  if (model && threads > 1) {
-    throw rangeError(
-      "options.model",
-      "threads: 1 with model: true (the model builds are single-threaded)",
-      `threads: ${threads}`,
-    );
-  }
   const simd = options.simd ?? env.simd();
   if (threads === 1) return { build: simd ? "simd" : "scalar", threads, ...files };
   if (!simd) {

@@ -1,7 +1,7 @@
 // attnkit: the loader shared by the browser and Node entry points. Checks the
 // options, picks the build (SIMD128 where the engine validates it, scalar
-// otherwise, SIMD128 + threads when asked; with { model: true } the SIMD128 or
-// scalar build that also holds the model layer), loads each once per thread
+// otherwise, SIMD128 + threads when asked; with { model: true } the one of
+// these that also holds the model layer), loads each once per thread
 // count and model flag and wraps it in the JS API. A load that fails (a missing worker script, bad
 // wasm bytes, the timeout) rejects with an AttnkitError and may be retried.
 //
@@ -86,8 +86,9 @@ function missingBuild({ entry, builds }, { build, threads, model }) {
   const wanted = model ? `${build}-model` : build;
   if (wanted in builds) return null;
   const holds = Object.keys(builds).join(", ");
+  const holdsModel = Object.keys(builds).some((b) => b.endsWith("-model"));
   const [parameter, expected, given, other] =
-    build === "threads"
+    build === "threads" && (holdsModel || !model)
       ? ["options.threads", "1", String(threads), `"attnkit/threads" or "attnkit" for threads`]
       : model
         ? ["options.model", "false", "true", `"attnkit/model" or "attnkit" for the model`]
@@ -114,13 +115,13 @@ function stopWorkers(M) {
  * createAttnkit for one entry point in one environment. `platform` gives:
  *   entry: the entry point's import specifier ("attnkit", "attnkit/simd", ...);
  *   builds: for each build the entry point holds ("simd", "scalar", "threads",
- *     "simd-model" or "scalar-model"), a function that returns a promise of
+ *     "simd-model", "scalar-model" or "threads-model"), a function that returns a promise of
  *     its Emscripten factory. A load whose options pick another build rejects;
  *   extend(api): more calls for a model module (checkpoint.js's), or undefined;
  *   hardwareThreads(): how many threads the hardware runs at once (the cap);
  *   files(build, wasmPaths): { locateFile?, worker?: { url, parameter }, extra? }: where
  *     the build's files load from (locateFile for the factory, undefined for the
- *     default) and, for the threads build, its worker script's URL or path and
+ *     default) and, for a threads build, its worker script's URL or path and
  *     the option that set it (for messages); extra: more factory arguments;
  *   checkWorker(worker): resolves if the worker script can load, else rejects
  *     with an AttnkitError (Node: the file exists);
@@ -182,7 +183,7 @@ function loadBuild(platform, build, threads, { wasmPaths, wasmBinary, timeout, m
   if (wasmBinary) args.wasmBinary = wasmBinary;
   // The threads build starts its workers with the module (threads - 1 of
   // them), so that the core's pool never waits for one to load.
-  if (build === "threads") args.attnkitWorkers = threads - 1;
+  if (build.startsWith("threads")) args.attnkitWorkers = threads - 1;
   // What Emscripten would print (an abort's lines) goes into the error, not
   // onto the program's console.
   const printed = [];
@@ -251,7 +252,7 @@ function loadBuild(platform, build, threads, { wasmPaths, wasmBinary, timeout, m
         return;
       }
       if (wasmBinary) checkBuild(M, build);
-      if (build === "threads") {
+      if (build.startsWith("threads")) {
         M.setThreads(threads);
         platform.started(M);
       }

@@ -1,16 +1,13 @@
 // attnkit's Node loader, shared by the Node entry points (node.js and the
 // lean ones, node-simd.js ...), each bundled with its own copy of it. The wasm is
-// embedded in each build's loader (-sSINGLE_FILE); the threads build's worker is
-// a file, attnkit-threads.node.worker.cjs, beside the entry point (or where
-// options.wasmPaths says).
+// embedded in each build's loader (-sSINGLE_FILE); a threads build's worker is
+// a file, attnkit-threads.node.worker.cjs (attnkit-threads-model.node.worker.cjs),
+// beside the entry point (or where options.wasmPaths says).
 import { AttnkitError, AttnkitTypeError } from "./api.js";
 import { makeLoader, version } from "./loader.js";
 import { simdSupported } from "./simd.js";
 
 export { AttnkitError, AttnkitTypeError, simdSupported, version };
-
-const WORKER = "attnkit-threads.node.worker.cjs";
-const MAIN = "attnkit-threads.node.cjs";
 
 // Node's builtins, from process.getBuiltinModule where Node has it (20.16+): an
 // ES module bundle of an app turns require into a shim that throws.
@@ -27,6 +24,9 @@ function here() {
   if (typeof __dirname === "string") return __dirname;
   return process.argv[1] ? dirname(resolve(process.argv[1])) : process.cwd();
 }
+
+// The file name of a path.
+const base = (file) => builtin("node:path").basename(file);
 
 // A path or file: URL from wasmPaths (a base ending in "/", or a map).
 function toPath(url) {
@@ -52,7 +52,9 @@ export function nodeLoader(entry, builds, extend) {
         : os.cpus().length || 1;
     },
     files: (build, wasmPaths) => {
-      if (build !== "threads") return {};
+      if (!build.startsWith("threads")) return {};
+      const WORKER = `attnkit-${build}.node.worker.cjs`;
+      const MAIN = `attnkit-${build}.node.cjs`;
       // The worker script, and the threads loader it loads (in an app bundle,
       // both must be copied beside the bundle from attnkit's dist/).
       const where = (name) =>
@@ -80,7 +82,7 @@ export function nodeLoader(entry, builds, extend) {
         if (!builtin("node:fs").existsSync(file)) {
           throw new AttnkitError(
             `${parameter}: expected the threads build's ${file === files[0] ? "worker script" : "loader"} ` +
-              `at ${file}, got no such file (an app bundle must ship ${WORKER} and ${MAIN} from attnkit's dist/ ` +
+              `at ${file}, got no such file (an app bundle must ship ${files.map(base).join(" and ")} from attnkit's dist/ ` +
               "beside it, or pass wasmPaths)",
             { code: "load_failed", parameter },
           );

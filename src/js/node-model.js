@@ -1,5 +1,6 @@
 // attnkit/model for Node: the builds that hold the model layer
-// (createAttnkit({ model: true })), SIMD128 and its scalar fallback, only.
+// (createAttnkit({ model: true })): SIMD128, its scalar fallback and SIMD128 +
+// threads ({ model: true, threads: n > 1 }), only.
 import { nodeLoader } from "./node-loader.js";
 import { checkpointCalls } from "./checkpoint-calls.js";
 
@@ -11,6 +12,7 @@ export const createAttnkit = nodeLoader(
   {
     "simd-model": async () => require("./attnkit-simd-model.node.cjs"),
     "scalar-model": async () => require("./attnkit-scalar-model.node.cjs"),
+    "threads-model": async () => require("./attnkit-threads-model.node.cjs"),
   },
   checkpointCalls(async () => require("./checkpoint.node.cjs")),
 );

@@ -18,6 +18,7 @@ export const createAttnkit = nodeLoader(
     threads: async () => require("./attnkit-threads.node.cjs"),
     "simd-model": async () => require("./attnkit-simd-model.node.cjs"),
     "scalar-model": async () => require("./attnkit-scalar-model.node.cjs"),
+    "threads-model": async () => require("./attnkit-threads-model.node.cjs"),
   },
   checkpointCalls(async () => require("./checkpoint.node.cjs")),
 );

@@ -2,15 +2,14 @@
 // bundlers (web.js and the lean ones, web-simd.js ...), each bundled with its
 // own copy of it. Each build's .wasm sits beside its loader and is found
 // through import.meta.url, which bundlers follow; options.wasmPaths (a base URL
-// ending in "/", or a map from file name to URL) moves them. The threads
-// build's workers run attnkit-threads.worker.js, beside attnkit-threads.mjs.
+// ending in "/", or a map from file name to URL) moves them. A threads build's
+// workers run attnkit-threads.worker.js (attnkit-threads-model.worker.js),
+// beside attnkit-threads.mjs (attnkit-threads-model.mjs).
 import { AttnkitError, AttnkitTypeError } from "./api.js";
 import { makeLoader, version } from "./loader.js";
 import { simdSupported } from "./simd.js";
 
 export { AttnkitError, AttnkitTypeError, simdSupported, version };
-
-const WORKER = "attnkit-threads.worker.js";
 
 // Where dist/ is, for messages only (a name, not a literal bundlers would
 // follow: the threads module itself points bundlers at its worker).
@@ -42,11 +41,13 @@ export function webLoader(entry, builds, extend) {
     // Without wasmPaths, no locateFile: the modules' new URL(file, import.meta.url) stays, which bundlers follow.
     files: (build, wasmPaths) => {
       const locateFile = wasmPaths === undefined ? undefined : locate(wasmPaths);
-      if (build !== "threads") return { locateFile };
+      if (!build.startsWith("threads")) return { locateFile };
+      const WORKER = `attnkit-${build}.worker.js`;
+      const MAIN = `attnkit-${build}.mjs`;
       const mapped = typeof wasmPaths === "string" || wasmPaths?.[WORKER] !== undefined;
       const url = mapped ? locateFile(WORKER, "") : besideThisModule(WORKER);
-      // A moved worker imports attnkit-threads.mjs from beside itself unless told where it is.
-      const main = wasmPaths?.["attnkit-threads.mjs"] ?? besideThisModule("attnkit-threads.mjs");
+      // A moved worker imports its loader from beside itself unless told where it is.
+      const main = wasmPaths?.[MAIN] ?? besideThisModule(MAIN);
       return {
         locateFile,
         worker: { url, parameter: mapped ? "options.wasmPaths" : "options.threads" },

@@ -1,5 +1,6 @@
 // attnkit/model for browsers and bundlers: the builds that hold the model layer
-// (createAttnkit({ model: true })), SIMD128 and its scalar fallback, only.
+// (createAttnkit({ model: true })): SIMD128, its scalar fallback and SIMD128 +
+// threads ({ model: true, threads: n > 1 }), only.
 import { webLoader } from "./web-loader.js";
 import { checkpointCalls } from "./checkpoint-calls.js";
 
@@ -13,6 +14,7 @@ export const createAttnkit = webLoader(
   {
     "simd-model": () => import("./attnkit-simd-model.mjs").then(factory),
     "scalar-model": () => import("./attnkit-scalar-model.mjs").then(factory),
+    "threads-model": () => import("./attnkit-threads-model.mjs").then(factory),
   },
   checkpointCalls(() => import("./checkpoint.mjs")),
 );

@@ -1,7 +1,7 @@
 // attnkit for browsers and bundlers, every build: the SIMD128 build where the
 // engine validates SIMD128, else the scalar one; with { threads: n > 1 }, on a
 // cross-origin isolated page, the SIMD128 + pthreads build; with { model: true },
-// the SIMD128 or scalar build that also holds the model layer. Each build is a
+// the one of these that also holds the model layer. Each build is a
 // dynamic import of its own, which bundlers that split (Vite) load only when
 // picked. The lean entry points (web-simd.js, web-threads.js, web-model.js)
 // hold fewer builds.
@@ -22,6 +22,7 @@ export const createAttnkit = webLoader(
     threads: () => import("./attnkit-threads.mjs").then(factory),
     "simd-model": () => import("./attnkit-simd-model.mjs").then(factory),
     "scalar-model": () => import("./attnkit-scalar-model.mjs").then(factory),
+    "threads-model": () => import("./attnkit-threads-model.mjs").then(factory),
   },
   checkpointCalls(() => import("./checkpoint.mjs")),
 );

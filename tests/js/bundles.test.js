@@ -1,7 +1,7 @@
 // Lean bundles: the packed tarball installed into a fresh project, a minimal app
 // bundled by esbuild for Node and for browsers from each entry point. An app
 // that imports a lean entry point (attnkit/simd, attnkit/threads, attnkit/model)
-// holds only that entry point's builds; "attnkit" holds all five. The Node
+// holds only that entry point's builds; "attnkit" holds all six. The Node
 // bundles run and print the right number. The sizes measured (and those of a
 // Vite app) are the table of docs/api-js.md, which a test keeps true. Also the
 // lean entry points' refusals of options that pick a build they do not hold.
@@ -25,7 +25,7 @@ import { AttnkitError } from "attnkit";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const esbuild = join(root, "node_modules/.bin/esbuild");
-const BUILDS = ["simd", "scalar", "threads", "simd-model", "scalar-model"];
+const BUILDS = ["simd", "scalar", "threads", "simd-model", "scalar-model", "threads-model"];
 // The model layer's JS (model.js, language.js, head-scores.js) is in every
 // entry point's bundle until it loads with the model builds only.
 const BUDGET_GZIP = 155 * 1024;
@@ -46,7 +46,11 @@ const TABLE_TOLERANCE = { relative: 0.02, absolute: 2 * 1024 };
 const ENTRIES = [
   { entry: "attnkit/simd", options: {}, builds: ["simd", "scalar"] },
   { entry: "attnkit/threads", options: { threads: 2 }, builds: ["simd", "scalar", "threads"] },
-  { entry: "attnkit/model", options: { model: true }, builds: ["simd-model", "scalar-model"] },
+  {
+    entry: "attnkit/model",
+    options: { model: true },
+    builds: ["simd-model", "scalar-model", "threads-model"],
+  },
   { entry: "attnkit", options: {}, builds: BUILDS },
 ];
 
@@ -411,7 +415,7 @@ describe("the lean entry points refuse options that pick a build they do not hol
       "attnkit/model",
       {},
       "options.model",
-      /^options\.model: expected true with attnkit\/model, which holds the builds simd-model, scalar-model only \(import "attnkit\/simd" or "attnkit" without the model\), got false$/,
+      /^options\.model: expected true with attnkit\/model, which holds the builds simd-model, scalar-model, threads-model only \(import "attnkit\/simd" or "attnkit" without the model\), got false$/,
     ],
     [
       "attnkit/model",

@@ -1,15 +1,17 @@
 // The model layer in JS (src/js/model.js), loaded with createAttnkit({ model:
 // true }): training induction to its target with the induction and
-// previous-token heads it must form, the SIMD and scalar builds' loss curves
-// (bit-identity across thread counts is native: tests/model_test.cc; the model
-// builds are single-threaded), parameters() and inspect() (evaluate's weights,
+// previous-token heads it must form, the SIMD and scalar builds' loss curves,
+// the threads model build's training against one thread's (bit for bit; also
+// native: tests/model_test.cc), parameters() and inspect() (evaluate's weights,
 // dS's rows), the weights file's round trip and corruption,
 // every bad configuration's error, no leaks and no use after dispose.
 import { describe, it, before } from "node:test";
 import assert from "node:assert/strict";
 import { createAttnkit, AttnkitError, AttnkitTypeError } from "attnkit";
+import { createAttnkitWorker } from "attnkit/worker";
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
 import { fileURLToPath } from "node:url";
 import { VARIANTS as BUILDS } from "./helpers.js";
@@ -153,17 +155,54 @@ describe("model: determinism and builds", () => {
       );
     }
     await assert.rejects(
-      createAttnkit({ model: true, threads: 2 }),
-      (e) =>
-        e instanceof AttnkitError &&
-        e.code === "invalid_argument" &&
-        e.parameter === "options.model" &&
-        /expected threads: 1 with model: true .*, got threads: 2$/.test(e.message),
-    );
-    await assert.rejects(
       createAttnkit({ model: "yes" }),
       (e) => e instanceof AttnkitTypeError && e.parameter === "options.model",
     );
+  });
+
+  it("the threads model build ({ model: true, threads: 2 }) trains as one thread, bit for bit", async () => {
+    const one = await createAttnkit({ model: true });
+    const two = await createAttnkit({ model: true, threads: 2 });
+    assert.equal(two.model, true);
+    assert.equal(two.threads, Math.min(2, availableParallelism()));
+    // Large enough that the core splits its attention and products over the pool (its
+    // cut-off is 1e8 multiply-adds a call: here 8 x 4 heads x 256^2 x 64 in attention).
+    const config = { vocabSize: 32, maxSeqLen: 256, dModel: 128, numLayers: 1, numHeads: 4 };
+    const rng = (seed) => () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) % 32;
+    const next = rng(7);
+    const tokens = Int32Array.from({ length: 8 * 256 }, next);
+    const batch = {
+      batch: 8,
+      seqLen: 256,
+      tokens,
+      targets: tokens.map((t, i) => tokens[i + 1] ?? -1),
+    };
+    const losses = (attn) => {
+      const model = attn.createModel(config, { seed: MODEL_SEED });
+      const trainer = attn.createTrainer(model, ADAM);
+      const out = [0, 1, 2].map(() => trainer.step(batch).loss);
+      const weights = model.exportWeights();
+      trainer.dispose();
+      model.dispose();
+      return { out, weights };
+    };
+    const a = losses(one),
+      b = losses(two);
+    assert.deepEqual(b.out, a.out);
+    assert.deepEqual(b.weights, a.weights);
+    two.dispose();
+    // attnkit/worker loads the same build with the same options.
+    const w = await createAttnkitWorker({ model: true, threads: 2 });
+    try {
+      assert.equal(w.threads, Math.min(2, availableParallelism()));
+      const trainer = await w.createTrainer(
+        await w.createModel(config, { seed: MODEL_SEED }),
+        ADAM,
+      );
+      assert.equal((await trainer.step(batch)).loss, a.out[0]);
+    } finally {
+      await w.dispose();
+    }
   });
 
   it("the first 50 losses agree with the scalar build's and the native library's", async () => {
