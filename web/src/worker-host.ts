@@ -1,21 +1,45 @@
-// What the Train and Language views' workers share: attnkit with the model loaded once, the
-// page's messages handled in order once it is (a handler's error posted back as a message),
-// training in short slices so that messages are answered between them, and a snapshot's
-// model loaded for the time of one call.
+// What the Train, Language and GPT-2 views' workers share: attnkit with the model loaded once
+// (on the threads the page asks for), the page's messages handled in order once it is (a
+// handler's error posted back as a message), training in short slices so that messages are
+// answered between them, and a snapshot's model loaded for the time of one call.
 import createAttnkit from "attnkit";
 import type { AttnkitWithModel, GeneratedCharacter, Model, Sampler, Tensor } from "attnkit";
+import type { Engine, WorkerStart } from "./threads";
 
 /** An error as the page shows it. */
 export function errorMessage(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
 }
 
+/** What runs the model, as the views state it (engineText, threads.ts). */
+export const engineOf = (attn: AttnkitWithModel): Engine => ({
+  target: attn.target,
+  simd: attn.simd,
+  threads: attn.threads,
+});
+
 /** A Tensor as a plain { shape, data } object (what crosses to the page). */
 export const copyT = (t: Tensor): Tensor => ({ shape: [...t.shape], data: t.data });
 
 /**
- * Loads attnkit with the model, then hands each message to `handle` in the order it came
- * (those that came meanwhile wait); `fail` posts what went wrong, the load's or a handler's.
+ * attnkit with the model on `threads` threads (the threads build), or on one thread where
+ * that build does not load (the page then shows the count it got, attn.threads).
+ */
+async function loadAttnkit(threads: number): Promise<AttnkitWithModel> {
+  if (threads > 1) {
+    try {
+      return await createAttnkit({ model: true, threads });
+    } catch (err) {
+      console.warn(`attnkit: ${threads} threads did not load, one instead: ${errorMessage(err)}`);
+    }
+  }
+  return createAttnkit({ model: true });
+}
+
+/**
+ * Once the page's first message (WorkerStart) says how many threads, loads attnkit with the
+ * model, then hands each message to `handle` in the order it came (those that came meanwhile
+ * wait); `fail` posts what went wrong, the load's or a handler's.
  */
 export function serve<In>(
   loaded: (attn: AttnkitWithModel) => void,
@@ -24,6 +48,7 @@ export function serve<In>(
 ): void {
   const queue: In[] = [];
   let ready = false;
+  let starting = false;
   const drain = () => {
     while (queue.length) {
       try {
@@ -33,15 +58,20 @@ export function serve<In>(
       }
     }
   };
-  self.onmessage = (e: MessageEvent<In>) => {
-    queue.push(e.data);
+  self.onmessage = (e: MessageEvent<In | WorkerStart>) => {
+    const msg = e.data;
+    if (!starting && (msg as WorkerStart).type === "start") {
+      starting = true;
+      loadAttnkit((msg as WorkerStart).threads).then((a) => {
+        loaded(a);
+        ready = true;
+        drain();
+      }, fail);
+      return;
+    }
+    queue.push(msg as In);
     if (ready) drain();
   };
-  createAttnkit({ model: true }).then((a) => {
-    loaded(a);
-    ready = true;
-    drain();
-  }, fail);
 }
 
 /** Runs `fn` on a snapshot's model, loaded from its bytes and disposed after. */

@@ -133,6 +133,8 @@ export function bindRun(draw: () => void, panel: () => void): void {
 
 /** Reads what `source` holds (its size and memory) for the learner to confirm. */
 export function pick(source: Source): void {
+  // A new thread count loads with the first model (a model in use stays in its worker).
+  if (worker.stale() && !run.model && !run.loading) worker.restart();
   run.refused = "";
   run.pending = { id: ++requests, source, info: null };
   worker.send({ type: "info", id: run.pending.id, source, hubUrl: hubUrl() });

@@ -11,7 +11,8 @@ import type {
   Model,
   Sampler,
 } from "attnkit";
-import { copyT, errorMessage, runGeneration, serve } from "../worker-host";
+import { engineText } from "../threads";
+import { copyT, engineOf, errorMessage, runGeneration, serve } from "../worker-host";
 import type {
   FromWorker,
   GenOptions,
@@ -175,7 +176,7 @@ function summary(m: Model): ModelSummary {
       duplicateToken: s.duplicateToken,
     },
     scoreLength: s.length,
-    target: `${attn.target}${attn.simd ? ", SIMD128" : ""}`,
+    target: engineText(engineOf(attn)),
   };
 }
 

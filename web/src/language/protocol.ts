@@ -1,6 +1,7 @@
 // The messages between the Language view (main thread) and its worker (worker.ts), and
 // the presets of the model it trains. Tensors cross as plain { shape, data } objects.
 import type { Matrix, Tensor } from "attnkit";
+import type { Engine } from "../threads";
 import type { CacheCheck } from "../worker-host";
 
 /** What one run trains: the model's size and the optimiser's settings. */
@@ -164,8 +165,7 @@ export type FromWorker =
       id: number;
       config: LangConfig;
       parameterCount: number;
-      target: string;
-      simd: boolean;
+      engine: Engine;
       validationLoss: number;
       /** The model's trained steps (a loaded file's). */
       step: number;

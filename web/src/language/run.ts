@@ -12,6 +12,7 @@ import type {
   TextInfo,
   ToWorker,
 } from "./protocol";
+import { engineText } from "../threads";
 import { workerLink } from "../worker-link";
 
 export interface LangRun {
@@ -23,6 +24,8 @@ export interface LangRun {
   textError: string;
   ready: { parameterCount: number } | null;
   target: string;
+  /** The threads the worker's module runs (0 until it is ready). */
+  threads: number;
   curve: { step: number[]; loss: number[] };
   validation: { step: number[]; loss: number[] };
   tokensPerSecond: number;
@@ -63,6 +66,7 @@ export const run: LangRun = {
   textError: "",
   ready: null,
   target: "",
+  threads: 0,
   curve: { step: [], loss: [] },
   validation: { step: [], loss: [] },
   tokensPerSecond: 0,
@@ -136,7 +140,8 @@ function receive(msg: FromWorker): void {
       if (msg.id !== runId) return;
       run.config = msg.config;
       run.ready = { parameterCount: msg.parameterCount };
-      run.target = `${msg.target}${msg.simd ? ", SIMD128" : ""}`;
+      run.target = engineText(msg.engine);
+      run.threads = msg.engine.threads;
       run.curve = { step: [], loss: [] };
       run.validation = { step: [msg.step], loss: [msg.validationLoss] };
       run.snapshots = [];
@@ -238,6 +243,33 @@ const worker = workerLink<ToWorker, FromWorker>(
 );
 const send = worker.send;
 
+/** Whether the page's thread count waits for the next run (the worker runs another). */
+export const threadsPending = () => worker.stale();
+
+/**
+ * The learner picked another thread count: an untrained run starts again on it at once (a
+ * new worker, given the text again); a trained one keeps its worker until the next reset.
+ */
+export function threadsChanged(): void {
+  if (worker.stale() && !run.training && run.step === 0) {
+    if (run.text) reset(run.config);
+    else if (lastText) restartWorker();
+  }
+  schedule(true);
+}
+
+/** The text last offered, given again to a new worker. */
+let lastText: { text: string; source: TextInfo["source"]; name: string } | null = null;
+
+/**
+ * A new worker on the page's thread count, given the text: with its request's id while the
+ * text is being read (its answer then starts the run), else as the text in use.
+ */
+function restartWorker(): void {
+  worker.restart();
+  if (lastText) send({ type: "text", id: run.textPending ? textId : 0, ...lastText });
+}
+
 /**
  * `draw(full)` redraws the view (full: the stage too); `textReady` runs when a new text is
  * in, `textRefused` when the package refused the text named `name`.
@@ -254,6 +286,7 @@ export function bindRun(
 
 export function offerText(text: string, source: TextInfo["source"], name: string): void {
   textId = ++requests;
+  lastText = { text, source, name };
   run.textPending = name;
   run.textError = "";
   send({ type: "text", id: textId, text, source, name });
@@ -266,6 +299,8 @@ export function reset(config: LangConfig): void {
   run.sample = null;
   run.training = false;
   run.config = config;
+  // A run starts on the page's thread count (threads.ts): a new worker if it changed.
+  if (worker.stale()) restartWorker();
   runId = ++requests;
   send({ type: "reset", id: runId, config });
 }

@@ -1,5 +1,5 @@
 // The Language view: a small GPT (attnkit's model layer) learns a book or the learner's own
-// text, in a Web Worker (worker.ts) on one core. The panel (#language in index.html) holds
+// text, in a Web Worker (worker.ts) on the page's threads (threads.ts). The panel (#language in index.html) holds
 // the text, the settings, the buttons, the loss curves with the text's letter-frequency
 // losses as reference lines, the sample paragraph, the sentence and the generation's
 // fields; the stage shows each head's attention over the cache for the character being
@@ -46,8 +46,18 @@ import {
   setSentence,
   step,
   stopGenerate,
+  threadsChanged,
+  threadsPending,
   train,
 } from "./run";
+import {
+  bindThreadsControl,
+  onThreadsChange,
+  syncThreadsControl,
+  threadChoice,
+  threadsControlHtml,
+  threadsText,
+} from "../threads";
 import {
   confirmHtml,
   downloadBytes,
@@ -126,7 +136,7 @@ export const languageView: Scene = {
   caption: () => {
     const c = run.config;
     const t = run.text;
-    return `<p>A small GPT (${c.numLayers} layers of ${c.numHeads} heads, d<sub>model</sub> ${c.dModel}, d<sub>ff</sub> ${c.dFF}, context ${c.seqLen}${run.ready ? `, ${count(run.ready.parameterCount)} weights` : ""}) learns to predict the next character of ${t ? (t.source === "moby-dick" ? "<i>Moby-Dick</i>" : escapeHtml(t.name)) : "a text"}, trained by attnkit in a Web Worker on one core.
+    return `<p>A small GPT (${c.numLayers} layers of ${c.numHeads} heads, d<sub>model</sub> ${c.dModel}, d<sub>ff</sub> ${c.dFF}, context ${c.seqLen}${run.ready ? `, ${count(run.ready.parameterCount)} weights` : ""}) learns to predict the next character of ${t ? (t.source === "moby-dick" ? "<i>Moby-Dick</i>" : escapeHtml(t.name)) : "a text"}, trained by attnkit in a Web Worker on ${threadsText(run.threads || threadChoice.count)}.
       Below, on the sentence you type: every head's attention, named by what it measurably does; a head view of one layer; and, while text is generated, each head's attention over the cache for the character being generated.</p>`;
   },
   render: (g) => {
@@ -700,10 +710,13 @@ function buildPanel(): void {
     loadId: "lang-weights-file",
   });
   $("lang-scrub-row").innerHTML = scrubHtml("lang");
+  $("lang-run").insertAdjacentHTML("beforeend", threadsControlHtml("lang"));
 }
 
 function bindPanel(): void {
   buildPanel();
+  bindThreadsControl("lang");
+  onThreadsChange(threadsChanged);
   fillPanel();
   bindRun(
     (full) => {
@@ -1004,6 +1017,7 @@ export function scrubLanguageBy(delta: number): void {
 function syncPanel(): void {
   if (!bound) return;
   const ready = !!run.ready;
+  syncThreadsControl("lang", run.threads, threadsPending());
   syncRunButtons("lang", run, ready);
   setDisabled("lang-reset", !run.text);
   setDisabled("lang-download", !ready);
@@ -1092,6 +1106,8 @@ export function languageHook() {
     ready: !!run.ready,
     training: run.training,
     step: run.step,
+    /** The threads the worker's module runs (0 until ready). */
+    threads: run.threads,
     error: run.error,
     text: run.text,
     textPending: run.textPending,
@@ -1099,6 +1115,7 @@ export function languageHook() {
     config: run.config,
     validation: run.validation.step.map((s, i) => [s, run.validation.loss[i]]),
     lastLoss: run.curve.loss[run.curve.loss.length - 1] ?? null,
+    losses: run.curve.loss.slice(),
     tokensPerSecond: run.tokensPerSecond,
     trainingMs: elapsed(),
     reached2Ms: run.reached2Ms,

@@ -6,6 +6,7 @@
 import type { AttnkitWithModel, Model, Sampler, TextDataset, Trainer } from "attnkit";
 import {
   copyT,
+  engineOf,
   errorMessage,
   runGeneration,
   serve,
@@ -153,8 +154,7 @@ function reset(id: number, c: LangConfig, loaded?: Model): void {
     id,
     config: c,
     parameterCount: model.parameterCount,
-    target: attn.target,
-    simd: attn.simd,
+    engine: engineOf(attn),
     validationLoss: dataset.validationLoss(model),
     step: steps(),
     loaded: !!loaded,

@@ -1,6 +1,7 @@
 // The messages between the Train view (main thread) and its training worker (worker.ts).
 // Matrices cross as plain { rows, cols, data } / { shape, data } objects.
 import type { Matrix, TaskKind, Tensor } from "attnkit";
+import type { Engine } from "../threads";
 import type { QKMap } from "./qk";
 
 /** What one run trains: the task, the model's size and the optimiser's settings. */
@@ -106,8 +107,7 @@ export type FromWorker =
       shape: TaskShape;
       parameterCount: number;
       runs: number;
-      target: string;
-      simd: boolean;
+      engine: Engine;
     }
   | { type: "metrics"; m: StepMetrics }
   | { type: "inspection"; view: InspectionView }

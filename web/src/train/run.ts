@@ -9,6 +9,7 @@ import type {
   TaskShape,
   ToWorker,
 } from "./protocol";
+import { engineText } from "../threads";
 import { workerLink } from "../worker-link";
 
 /** The defaults train induction to >= 90% (docs/model.md, "Settings that train"). */
@@ -43,6 +44,8 @@ export interface TrainRun {
   compare: boolean;
   ready: { seqLen: number; shape: TaskShape; parameterCount: number; runs: number } | null;
   target: string;
+  /** The threads the worker's module runs (0 until it is ready). */
+  threads: number;
   /** Per run: every step's metrics on its training batch. */
   curves: Curve[];
   /** The fixed evaluation batch's accuracy at each inspection of the live model. */
@@ -74,6 +77,7 @@ export const run: TrainRun = {
   compare: false,
   ready: null,
   target: "",
+  threads: 0,
   curves: [],
   evals: [],
   inspection: null,
@@ -155,7 +159,8 @@ function receive(msg: FromWorker): void {
         parameterCount: msg.parameterCount,
         runs: msg.runs,
       };
-      run.target = `${msg.target}${msg.simd ? ", SIMD128" : ""}`;
+      run.target = engineText(msg.engine);
+      run.threads = msg.engine.threads;
       run.step = msg.step;
       run.loaded = loading && loading.id === msg.id ? loading.file : null;
       loading = null;
@@ -238,6 +243,15 @@ const worker = workerLink<ToWorker, FromWorker>(
 );
 const send = worker.send;
 
+/** Whether the page's thread count waits for the next run (the worker runs another). */
+export const threadsPending = () => worker.stale();
+
+/** The learner picked another thread count: an untrained run starts again on it at once. */
+export function threadsChanged(): void {
+  if (worker.stale() && !run.training && run.step === 0 && !run.loaded) reset();
+  scheduleRedraw(true);
+}
+
 /** Starts the worker (once); `draw` redraws the view, `drawCurves` its curves, `configChanged` its settings. */
 export function startRuns(
   draw: () => void,
@@ -259,6 +273,8 @@ let awaiting = 0;
 let loading: { id: number; file: { name: string; step: number | null } } | null = null;
 
 export function reset(): void {
+  // A run starts on the page's thread count (threads.ts): a new worker if it changed.
+  if (worker.stale()) worker.restart();
   run.ready = null;
   run.inspection = null;
   run.training = false;

@@ -28,6 +28,14 @@ import {
 } from "./charts";
 import type { InspectionView, LayerWeights, RunConfig } from "./protocol";
 import {
+  bindThreadsControl,
+  onThreadsChange,
+  syncThreadsControl,
+  threadChoice,
+  threadsControlHtml,
+  threadsText,
+} from "../threads";
+import {
   DEFAULT_CONFIG,
   loadWeights,
   pause,
@@ -39,6 +47,8 @@ import {
   setConfig,
   startRuns,
   step,
+  threadsChanged,
+  threadsPending,
   train,
 } from "./run";
 import { drawSample } from "./sample";
@@ -214,7 +224,7 @@ export const trainView: Scene = {
   title: "Train: watch attention learn",
   caption: () => {
     const c = run.config;
-    return `<p>A small attention-only transformer (${c.numLayers} layer${c.numLayers > 1 ? "s" : ""} of ${c.numHeads} head${c.numHeads > 1 ? "s" : ""}, d<sub>model</sub> ${c.dModel}, d<sub>k</sub> ${c.dK}${run.ready ? `, ${count(run.ready.parameterCount)} weights` : ""}) learns the <b>${c.task}</b> task, trained by attnkit's forward and backward passes and AdamW in a Web Worker, on one core.
+    return `<p>A small attention-only transformer (${c.numLayers} layer${c.numLayers > 1 ? "s" : ""} of ${c.numHeads} head${c.numHeads > 1 ? "s" : ""}, d<sub>model</sub> ${c.dModel}, d<sub>k</sub> ${c.dK}${run.ready ? `, ${count(run.ready.parameterCount)} weights` : ""}) learns the <b>${c.task}</b> task, trained by attnkit's forward and backward passes and AdamW in a Web Worker, on ${threadsText(run.threads || threadChoice.count)}.
       Below: the loss and accuracy, and, on one sample sequence, each head's attention weights, its queries and keys (a query's line goes to the key it weights most) and the gradient dS = ∂loss/∂scores of one head (where the learning signal goes).</p>
       <p class="shapes">sample ${shape("T", "T")} = ${shape(run.ready?.seqLen ?? "T", run.ready?.seqLen ?? "T")} per head; Q, K ${shape("h", "T", "d_k")}; ${run.config.scaled ? "scores ÷ √d<sub>k</sub>" : "scores not scaled"}</p>`;
   },
@@ -526,10 +536,13 @@ function buildPanel(): void {
     loadId: "train-file",
   });
   $("train-scrub-row").insertAdjacentHTML("afterbegin", scrubHtml("train"));
+  $("train-run").insertAdjacentHTML("beforeend", threadsControlHtml("train"));
 }
 
 function bindPanel(): void {
   buildPanel();
+  bindThreadsControl("train");
+  onThreadsChange(threadsChanged);
   setOptions(
     "train-task",
     TASKS.map((t) => [t, t]),
@@ -658,6 +671,7 @@ export function scrubBy(delta: number): void {
 /** Buttons, slider, lists and status as the run says. */
 function syncPanel(): void {
   const ready = !!run.ready;
+  syncThreadsControl("train", run.threads, threadsPending());
   syncRunButtons("train", run, ready && !pending);
   setDisabled("train-download", !ready);
   syncScrub("train", run);
@@ -703,6 +717,7 @@ export function trainHook() {
     training: run.training,
     step: run.step,
     ready: !!run.ready,
+    threads: run.threads,
     error: run.error,
     runs: run.curves.length,
     curves: run.curves.map((c) => ({

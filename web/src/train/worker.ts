@@ -3,7 +3,7 @@
 // are answered between them, and posts every step's metrics and, at most every
 // INSPECT_MS, an inspection of one fixed sample sequence.
 import type { AttnkitWithModel, Model, TaskBatch, TaskConfig, Trainer } from "attnkit";
-import { copyT, errorMessage, serve, trainingLoop, withSnapshot } from "../worker-host";
+import { copyT, engineOf, errorMessage, serve, trainingLoop, withSnapshot } from "../worker-host";
 import {
   SNAPSHOT_EVERY,
   taskShape,
@@ -111,8 +111,7 @@ function reset(id: number, c: RunConfig, compare: boolean, loaded?: Model, from 
     shape: s,
     parameterCount: runs[0].model.parameterCount,
     runs: runs.length,
-    target: attn.target,
-    simd: attn.simd,
+    engine: engineOf(attn),
   });
   keepSnapshot();
   inspect(-1);
