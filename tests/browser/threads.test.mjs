@@ -7,17 +7,21 @@
 // and is isolated. Screenshots: tests/artifacts/screenshots/threads-*.png.
 import assert from "node:assert/strict";
 import { rmSync } from "node:fs";
-import path from "node:path";
 import { after, before, test } from "node:test";
 import { chromium } from "playwright-core";
 import { ARGS, CHROMIUM, watch } from "./lib/launch.mjs";
-import { dist, requireBuiltPage, shots } from "./lib/paths.mjs";
+import { pageActions } from "./lib/page.mjs";
+import { dist, requireBuiltPage } from "./lib/paths.mjs";
 import { serve } from "./lib/server.mjs";
 import { buildWithServiceWorker, serveIsolated } from "./lib/threads.mjs";
 import { poll } from "./lib/wait.mjs";
 
 // Steps each run takes with the Step button (each one step, then the sentence's maps).
-const STEPS = 6;
+const STEPS = 4;
+// The isolated runs' model: the small preset with one layer, d_model 128 and a context of 256,
+// so that each attention call (12 x 4 heads x 256^2 x 64 multiply-adds) is past the core's
+// cut-off for its pool and 2 threads really split it.
+const POOLED = "v=language&lp=small&ll=1&ldm=128&lctx=256&lb=12";
 
 let browser;
 const servers = [];
@@ -33,6 +37,19 @@ after(async () => {
   for (const f of folders) rmSync(f, { recursive: true, force: true });
 });
 
+// The page of the test running, and the suites' actions on it (lib/page.mjs).
+let current;
+const {
+  language: hook,
+  languageReady,
+  trainReady,
+  shot,
+} = pageActions(
+  () => current,
+  () => "",
+  { prefix: "threads-", fullPage: true },
+);
+
 /** A page of a new context at `url` with its problems collected; the context's options. */
 async function openPage(url, options = {}) {
   const context = await browser.newContext({
@@ -43,24 +60,10 @@ async function openPage(url, options = {}) {
   const page = await context.newPage();
   const problems = [];
   watch(page, problems);
+  current = page;
   await page.goto(url);
   return { context, page, problems };
 }
-
-const hook = (p) => p.evaluate(() => window.__attnkit.language());
-const shot = (p, name) =>
-  p.screenshot({ path: path.join(shots, `threads-${name}.png`), fullPage: true });
-
-/** The Language view's hook once its model is ready, its sentence drawn, nothing training. */
-const languageReady = (p, what) =>
-  poll(
-    async () => {
-      const h = await hook(p);
-      return h.ready && h.sentence && !h.training && !h.textPending && h;
-    },
-    what,
-    60000,
-  );
 
 /** STEPS presses of Step, as a person does: the run's losses and its sentence's maps after. */
 async function stepRun(p) {
@@ -82,15 +85,16 @@ async function stepRun(p) {
 test("served isolated: 2 threads stated, then 1 picked in the control; losses and maps equal bit for bit", async () => {
   const server = await serveIsolated(dist);
   servers.push(server);
-  const { context, page: p, problems } = await openPage(`${server.url}?v=language&lp=small`);
+  const { context, page: p, problems } = await openPage(`${server.url}?${POOLED}`);
   assert.equal(await p.evaluate(() => crossOriginIsolated), true);
-  let h = await languageReady(p, "the model on 2 threads");
+  let h = await languageReady("the model on 2 threads");
   assert.equal(h.threads, 2, "the worker loaded the threads build with 2 threads");
+  assert.deepEqual([h.config.numLayers, h.config.dModel, h.config.seqLen], [1, 128, 256]);
   assert.equal(await p.inputValue('[data-testid="lang-threads"]'), "2");
   const status = await p.locator("#lang-status").textContent();
   assert.match(status, /2 threads in a worker/, `the page states it: ${status}`);
   const two = await stepRun(p);
-  await shot(p, "isolated-2");
+  await shot("isolated-2");
 
   // The learner picks 1 thread: the trained run keeps its worker until Reset.
   await p.selectOption('[data-testid="lang-threads"]', "1");
@@ -98,7 +102,7 @@ test("served isolated: 2 threads stated, then 1 picked in the control; losses an
   await p.click('[data-testid="lang-reset"]');
   h = await poll(
     async () => {
-      const x = await languageReady(p, "the model on 1 thread");
+      const x = await languageReady("the model on 1 thread");
       return x.threads === 1 && x.step === 0 && x;
     },
     "the new run on 1 thread",
@@ -108,23 +112,19 @@ test("served isolated: 2 threads stated, then 1 picked in the control; losses an
   const one = await stepRun(p);
   assert.deepEqual(one.losses, two.losses, "the losses of 1 and 2 threads");
   assert.deepEqual(one.maps, two.maps, "the sentence's maps of 1 and 2 threads");
-  await shot(p, "isolated-1");
+  await shot("isolated-1");
 
   // The Train view's worker starts on the count picked; back to 2, its untrained run follows.
   await p.click('[data-testid="view-train"]');
-  const train = () => p.evaluate(() => window.__attnkit.train());
-  await poll(async () => (await train()).threads === 1, "the Train view on 1 thread", 60000);
+  assert.equal((await trainReady("the Train view's run")).threads, 1);
   await p.selectOption('[data-testid="train-threads"]', "2");
   await poll(
-    async () => {
-      const t = await train();
-      return t.threads === 2 && t.inspectionStep !== null;
-    },
+    async () => (await trainReady("the Train view's new run")).threads === 2,
     "the Train view's run on 2 threads",
     60000,
   );
   assert.match(await p.locator("#caption").textContent(), /on 2 threads/);
-  await shot(p, "isolated-train");
+  await shot("isolated-train");
   assert.deepEqual(problems, []);
   await context.close();
 });
@@ -134,7 +134,7 @@ test("served without COOP/COEP: one thread, the page says why, and trains", asyn
   servers.push(server);
   const { context, page: p, problems } = await openPage(`${server.url}?v=language&lp=small`);
   assert.equal(await p.evaluate(() => crossOriginIsolated), false);
-  const h = await languageReady(p, "the model on 1 thread");
+  const h = await languageReady("the model on 1 thread");
   assert.equal(h.threads, 1);
   assert.equal(await p.isDisabled('[data-testid="lang-threads"]'), true);
   const note = p.locator('[data-testid="lang-threads-note"]');
@@ -142,7 +142,7 @@ test("served without COOP/COEP: one thread, the page says why, and trains", asyn
   assert.match(await note.locator("a").getAttribute("href"), /#deploying-the-page$/);
   const run = await stepRun(p);
   assert.ok(run.losses.every(Number.isFinite), "it trains");
-  await shot(p, "not-isolated");
+  await shot("not-isolated");
   assert.deepEqual(problems, []);
   await context.close();
 });
@@ -158,9 +158,9 @@ test("built with the service worker, served without headers: isolated after one 
     "the page isolated by its service worker",
     30000,
   );
-  const h = await languageReady(p, "the model on 2 threads");
+  const h = await languageReady("the model on 2 threads");
   assert.equal(h.threads, 2);
-  await shot(p, "service-worker");
+  await shot("service-worker");
   assert.deepEqual(problems, []);
   await context.close();
 });

@@ -12,10 +12,12 @@ export interface WorkerStart {
 }
 
 /**
- * The default's cap. The core splits a call over its pool only from 1e8 multiply-adds
- * (kPoolMinMultiplyAdds, src/core/internal.h); every call of the page's presets is smaller,
- * so a pool's threads wait and more of them only cost each a worker's memory and start-up
- * (docs/page.md, "Threads", has the measurement).
+ * The default's cap, the count measured (bench/results/history.md, "threads in the page"):
+ * a training step of the page's presets takes as long on 2 threads as on 1, since the core
+ * splits a call over its pool only from kPoolMinMultiplyAdds multiply-adds
+ * (src/core/internal.h) and only the validation pass reaches it; more threads would idle the
+ * same way, each costing a worker's memory and start-up. To be measured again once the
+ * training step itself splits over threads.
  */
 export const DEFAULT_THREADS_CAP = 2;
 
