@@ -19,7 +19,10 @@ export const createAttnkit = nodeLoader(
     "simd-model": async () => require("./attnkit-simd-model.node.cjs"),
     "scalar-model": async () => require("./attnkit-scalar-model.node.cjs"),
   },
-  checkpointCalls(async () => require("./checkpoint.node.cjs")),
+  {
+    layer: async () => require("./model-layer.node.cjs"),
+    extend: checkpointCalls(async () => require("./checkpoint.node.cjs")),
+  },
 );
 
 export default createAttnkit;

@@ -14,7 +14,10 @@ export const createAttnkit = webLoader(
     "simd-model": () => import("./attnkit-simd-model.mjs").then(factory),
     "scalar-model": () => import("./attnkit-scalar-model.mjs").then(factory),
   },
-  checkpointCalls(() => import("./checkpoint.mjs")),
+  {
+    layer: () => import("./model-layer.mjs"),
+    extend: checkpointCalls(() => import("./checkpoint.mjs")),
+  },
 );
 
 export default createAttnkit;
