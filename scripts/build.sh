@@ -118,20 +118,28 @@ JS
       # (dist/simd.*, dist/threads.*, dist/model.*). The builds stay external.
       # The package's version, exported as `version` by every entry point.
       local define="--define:__ATTNKIT_VERSION__=$(node -p 'JSON.stringify(require("./package.json").version)')"
-      local web_builds=() node_builds=() b entry src
+      local web_builds=() node_builds=() b entry src part
       for b in simd scalar threads simd-model scalar-model threads-model; do
         web_builds+=("--external:./attnkit-$b.mjs")
         node_builds+=("--external:./attnkit-$b.node.cjs")
       done
-      # The checkpoint reader (openCheckpoint's code) is its own file, loaded on
-      # the first call; GPT-2's tokenizer (a dependency) stays the app's to
-      # resolve: a bundler that splits loads each only when a checkpoint opens.
-      web_builds+=("--external:./checkpoint.mjs" "--external:js-tiktoken/*")
-      node_builds+=("--external:./checkpoint.node.cjs" "--external:js-tiktoken/*")
-      npx esbuild src/js/checkpoint.js --bundle --format=esm --log-level=warning "$define" \
-        --minify --keep-names "${web_builds[@]}" --outfile=dist/checkpoint.mjs
-      npx esbuild src/js/checkpoint.js --bundle --format=cjs --platform=node --log-level=warning \
-        "$define" "${node_builds[@]}" --outfile=dist/checkpoint.node.cjs
+      # The model layer's JS is its own file, loaded with a model build; the
+      # checkpoint reader (openCheckpoint's code) another, loaded on the first
+      # call; GPT-2's tokenizer (a dependency) stays the app's to resolve: a
+      # bundler that splits loads each only when it is used. In browsers the
+      # tokenizer's ranks are a file the reader fetches (gpt2-ranks.json, from
+      # js-tiktoken's), which no bundle holds.
+      web_builds+=("--external:./model-layer.mjs" "--external:./checkpoint.mjs" "--external:js-tiktoken/*")
+      node_builds+=("--external:./model-layer.node.cjs" "--external:./checkpoint.node.cjs" "--external:js-tiktoken/*")
+      for part in model-layer checkpoint; do
+        src=$part.js; [[ $part == checkpoint ]] && src=web-checkpoint.js
+        npx esbuild "src/js/$src" --bundle --format=esm --log-level=warning "$define" \
+          --minify --keep-names "${web_builds[@]}" --outfile="dist/$part.mjs"
+        src=$part.js; [[ $part == checkpoint ]] && src=node-checkpoint.js
+        npx esbuild "src/js/$src" --bundle --format=cjs --platform=node --log-level=warning \
+          "$define" "${node_builds[@]}" --outfile="dist/$part.node.cjs"
+      done
+      node -e 'require("fs").writeFileSync("dist/gpt2-ranks.json", JSON.stringify(require("js-tiktoken/ranks/gpt2")))'
       for entry in attnkit simd threads model; do
         src=${entry/#attnkit/}
         # Browsers load this file as it is: minified (class and function names

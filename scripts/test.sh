@@ -19,34 +19,57 @@ declare -a names results times
 total_pass=0
 total_fail=0
 
-# Seconds since the last suite was recorded: each suite's build and run.
-suite_start=$SECONDS
-record() {
-  names+=("$1"); results+=("$2"); times+=("$((SECONDS - suite_start))s")
-  suite_start=$SECONDS
+# Sets cpu to the CPU seconds (user + system) of this script's finished
+# children so far: the machine's work (on two cores the run takes at least
+# half of it). `times` runs in this shell: a subshell, $(...) or a pipeline,
+# has no children.
+cpu=0
+cpu_seconds() {
+  times >build/times.txt
+  cpu=$(awk 'END { t = 0; for (i = 1; i <= NF; i++) { split($i, a, "m"); t += a[1] * 60 + a[2] } printf "%d", t }' \
+    build/times.txt)
 }
 
-# Runs ctest in build/$1 and records its counts.
-run_ctest() {
-  local variant=$1 log="build/ctest-$1.log"
-  echo "== test $variant"
-  if ! bash scripts/build.sh "$variant"; then
-    record "$variant" "BUILD FAILED"; total_fail=$((total_fail + 1)); return
-  fi
+# Each suite's build and run since the last suite was recorded: wall and CPU seconds.
+suite_start=$SECONDS
+suite_cpu=0
+record() {
+  cpu_seconds
+  names+=("$1"); results+=("$2"); times+=("$((SECONDS - suite_start))s, CPU $((cpu - suite_cpu))s")
+  suite_start=$SECONDS; suite_cpu=$cpu
+}
+
+# Runs build/$1's CTest suite into the log $2.
+ctest_suite() {
   # glibc fills each allocation with a byte pattern: a kernel that reads a
   # workspace it never wrote (they are not zeroed) gets garbage, not zeros.
-  MALLOC_PERTURB_=165 ctest --test-dir "build/$variant" --output-on-failure -j"$(nproc)" 2>&1 \
-    | tee "$log"
+  MALLOC_PERTURB_=165 ctest --test-dir "build/$1" --output-on-failure -j"$(nproc)" >"$2" 2>&1
+}
+
+# Records the counts of the CTest log $2 as suite $1.
+record_ctest() {
   local line pass=0 fail=0
-  line=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1)
+  line=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$2" | tail -1)
   if [[ $line =~ ([0-9]+)\ tests?\ failed\ out\ of\ ([0-9]+) ]]; then
     fail=${BASH_REMATCH[1]}
     pass=$((BASH_REMATCH[2] - fail))
   else
     fail=1  # ctest found no tests or did not finish
   fi
-  record "$variant" "$pass passed, $fail failed"
+  record "$1" "$pass passed, $fail failed"
   total_pass=$((total_pass + pass)); total_fail=$((total_fail + fail))
+}
+
+# Builds and runs build/$1's CTest suite and records its counts.
+run_ctest() {
+  local variant=$1 log="build/ctest-$1.log"
+  echo "== test $variant"
+  if ! bash scripts/build.sh "$variant"; then
+    record "$variant" "BUILD FAILED"; total_fail=$((total_fail + 1)); return
+  fi
+  ctest_suite "$variant" "$log"
+  cat "$log"
+  record_ctest "$variant" "$log"
 }
 
 # Runs `node --test` on a folder and records its counts (TAP "# pass N").
@@ -67,11 +90,18 @@ run_node() {
 # The sanitizer build is the longest (clang compiling the backward's kernels
 # for every target with ASan and UBSan): it runs in the background at low
 # priority from the start, filling the cores the other suites leave idle, and
-# its tests run once it is done.
+# its tests run there as soon as it is done (the same priority: the other
+# suites' pages are never slowed by them); their counts are read at the end.
 mkdir -p build
 asan_build_start=$SECONDS
-nice -n 15 bash scripts/build.sh asan >build/asan-build.log 2>&1 &
-asan_build_pid=$!
+(
+  renice -n 15 -p "$BASHPID" >/dev/null
+  bash scripts/build.sh asan >build/asan-build.log 2>&1 || exit 1
+  echo "asan build finished $((SECONDS - asan_build_start))s after it started" >>build/asan-build.log
+  ctest_suite asan build/ctest-asan.log
+  exit 0
+) &
+asan_pid=$!
 
 echo "== test format"
 if bash scripts/format.sh --check; then
@@ -97,12 +127,12 @@ else
   record node "BUILD FAILED"; total_fail=$((total_fail + 1))
 fi
 
-# The sanitizer suite: its build ran in the background (see above).
-echo "== build asan (background, started ${asan_build_start}s into the run)"
-if wait "$asan_build_pid"; then
-  asan_build_time=$((SECONDS - asan_build_start))
-  echo "asan build finished ${asan_build_time}s after it started"
-  run_ctest asan
+# The sanitizer suite: built and run in the background (see above).
+echo "== test asan (in the background from ${asan_build_start}s into the run)"
+if wait "$asan_pid"; then
+  tail -1 build/asan-build.log
+  cat build/ctest-asan.log
+  record_ctest asan build/ctest-asan.log
 else
   tail -40 build/asan-build.log
   record asan "BUILD FAILED"; total_fail=$((total_fail + 1))
@@ -118,7 +148,8 @@ fi
 echo
 echo "== summary"
 for i in "${!names[@]}"; do printf '  %-8s %-24s %s\n' "${names[$i]}" "${results[$i]}" "${times[$i]}"; done
-echo "  (the asan build ran in the background for ${asan_build_time:-?}s; its row is the wait and the tests)"
-echo "  total    $((SECONDS / 60)) min $((SECONDS % 60)) s"
+echo "  (asan: built and run in the background; its row is the wait for it, and all of its CPU)"
+cpu_seconds
+echo "  total    $((SECONDS / 60)) min $((SECONDS % 60)) s, CPU ${cpu}s"
 echo "summary: $total_pass passed, $total_fail failed"
 ((total_fail == 0))

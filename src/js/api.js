@@ -17,19 +17,19 @@ import { Marshal, NONE, NUM_HEADS_NAMES, headWords } from "./marshal.js";
 import { defineKVCache } from "./kv-cache.js";
 import { definePackedWeights, isPackedWeights } from "./packed-weights.js";
 import { gradientMethods } from "./gradients.js";
-import { modelMethods } from "./model.js";
-import { withHeadScores } from "./head-scores.js";
+import { MODEL_CALLS } from "./calls.js";
 
 export { AttnkitError, AttnkitTypeError };
 
 /**
  * The JS API over an Embind module M. `simd`, `threads`, `model`: what was
- * loaded; `onDispose()` runs when the user disposes the module (the loader
- * forgets it).
+ * loaded; `modelLayer(mem, module)`: a model build's model layer functions
+ * (model-layer.js, loaded with it), undefined for the other builds;
+ * `onDispose()` runs when the user disposes the module (the loader forgets it).
  */
 export function wrap(
   M,
-  { simd, threads = 1, model = false, version = "", extend, onDispose = () => {} },
+  { simd, threads = 1, model = false, version = "", modelLayer, extend, onDispose = () => {} },
 ) {
   const mem = new Marshal(M);
   let alive = true;
@@ -64,7 +64,7 @@ export function wrap(
     multiHeadAttentionQKV: (Q, K, V, config, options) =>
       multiHeadAttentionQKV(mem, Q, K, V, config, options),
     createKVCache: (config) => new KVCache(config),
-    ...withHeadScores(modelMethods(mem, module)),
+    ...(modelLayer ? modelLayer(mem, module) : withoutModel()),
     memoryBytes: () => M.HEAPU8.length,
     heapBytesInUse: () => M.heapBytesInUse(),
     dispose() {
@@ -89,6 +89,22 @@ export function wrap(
   }
   // One object is shared by every importer of the module: none may change it.
   return Object.freeze(api);
+}
+
+/** The model layer's functions of a module loaded without it: each throws, saying how to load one with it. */
+function withoutModel() {
+  return Object.fromEntries(
+    MODEL_CALLS.map((name) => [
+      name,
+      () => {
+        throw new AttnkitError(
+          `${name}: expected a module loaded with createAttnkit({ model: true }) (the model ` +
+            "layer is in its own build), got one loaded without the model",
+          { code: "invalid_argument", parameter: name },
+        );
+      },
+    ]),
+  );
 }
 
 /** attention, selfAttention, crossAttention and parameterFreeAttention. */

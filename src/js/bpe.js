@@ -1,6 +1,7 @@
 // attnkit: GPT-2's tokenizer (byte-level BPE, 50,257 tokens) over js-tiktoken's
-// "gpt2" ranks, imported only when a GPT-2 model is opened (the ranks are half
-// a megabyte; bundlers that split keep them out of every other load). Encoding
+// "gpt2" ranks, loaded only when a GPT-2 model is opened (the ranks are half a
+// megabyte: web-checkpoint.js fetches them from a file beside the reader, so
+// that no bundle holds them; node-checkpoint.js requires js-tiktoken's). Encoding
 // is js-tiktoken's; the vocabulary and decoding come from the same ranks' bytes.
 import { rangeError } from "./errors.js";
 import { brand } from "./handles.js";
@@ -100,13 +101,13 @@ export class Gpt2Tokenizer {
 
 let loading = null;
 
-/** GPT-2's tokenizer, made once per JS realm (the ranks are imported on the first call). */
-export function gpt2Tokenizer() {
-  loading ??= Promise.all([import("js-tiktoken/lite"), import("js-tiktoken/ranks/gpt2")]).then(
-    ([lite, ranks]) => {
-      const r = ranks.default ?? ranks;
-      return new Gpt2Tokenizer(new lite.Tiktoken(r), tokenBytes(r));
-    },
+/**
+ * GPT-2's tokenizer, made once per JS realm over `loadRanks()` (a promise of
+ * js-tiktoken's "gpt2" ranks object), called on the first call.
+ */
+export function gpt2Tokenizer(loadRanks) {
+  loading ??= Promise.all([import("js-tiktoken/lite"), loadRanks()]).then(
+    ([lite, ranks]) => new Gpt2Tokenizer(new lite.Tiktoken(ranks), tokenBytes(ranks)),
     (e) => {
       loading = null;
       throw e;

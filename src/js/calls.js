@@ -67,6 +67,12 @@ export const MODEL_CALLS = Object.freeze(
   Object.keys(MODULE_CALLS).filter((name) => MODULE_CALLS[name].model === true),
 );
 
+// The package's own way to fill a model from a checkpoint (not public): a model
+// module's attnkit[FILL](config) -> { staging, load, finish, dispose }. The model
+// layer and the checkpoint reader are files of their own, each with its copy of
+// this one: Symbol.for gives them the same key.
+export const FILL = Symbol.for("attnkit.fill");
+
 /**
  * The held objects by kind (their class's name): { calls, properties }, each
  * one's methods and readable properties (own values and getters). A held

@@ -4,7 +4,7 @@
 // tokenizer after it, out of every other load. The entry points that hold the
 // model builds give this to their loader (`extend`).
 import { AttnkitError } from "./errors.js";
-import { FILL } from "./model.js";
+import { FILL } from "./calls.js";
 
 /**
  * The checkpoint calls of a model module `api`, over `load()`: a promise of

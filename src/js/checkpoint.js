@@ -5,9 +5,10 @@
 // each tensor goes, in file order, into a staging view of module memory and is
 // handed by its Hugging Face name to the model layer's loader (model.js's
 // FILL: it knows GPT-2's names and widens F16/BF16). The tokenizer is GPT-2's
-// (bpe.js), imported on the first open. Built as its own file of dist/
-// (checkpoint.mjs, checkpoint.node.cjs), loaded by the entry points on the
-// first call (checkpoint-calls.js), so that no other load carries it.
+// (bpe.js), made on the first open. Built as its own file of dist/ for each
+// platform (web-checkpoint.js as checkpoint.mjs, node-checkpoint.js as
+// checkpoint.node.cjs), loaded by the entry points on the first call
+// (checkpoint-calls.js), so that no other load carries it.
 import { AttnkitError, typeError } from "./errors.js";
 import { checkObject } from "./options.js";
 import { gpt2Tokenizer } from "./bpe.js";
@@ -162,16 +163,16 @@ async function streamTensors(head, fill, o) {
 }
 
 /**
- * openCheckpoint: the checkpoint as a Model with GPT-2's tokenizer, filled
- * through `fill(config)` (the module's FILL).
+ * openCheckpoint: the checkpoint as a Model with GPT-2's tokenizer (over
+ * `loadRanks`'s ranks), filled through `fill(config)` (the module's FILL).
  */
-async function openCheckpoint(attnkit, fill, source, options) {
+async function openCheckpoint(attnkit, fill, loadRanks, source, options) {
   const o = checkOptions(options, OPEN_KEYS);
   const head = await readHead(source, o);
   let loader = null;
   try {
     checkMemory(attnkit, head.memoryBytes);
-    const tokenizer = await gpt2Tokenizer();
+    const tokenizer = await gpt2Tokenizer(loadRanks);
     checkAborted(o.signal);
     loader = fill(head.config);
     await streamTensors(head, loader, o);
@@ -188,12 +189,15 @@ async function openCheckpoint(attnkit, fill, source, options) {
 }
 
 /**
- * The checkpoint calls of a model module `attnkit`; `fill(config)` is its
+ * The checkpoint reader over `loadRanks()`, a promise of GPT-2's byte-pair
+ * ranks (js-tiktoken's "gpt2" object), which each platform's file gives
+ * (web-checkpoint.js, node-checkpoint.js): `checkpointMethods(attnkit, fill)`,
+ * the checkpoint calls of a model module `attnkit`, `fill(config)` being its
  * model layer's loader (attnkit[FILL]).
  */
-export function checkpointMethods(attnkit, fill) {
-  return {
-    openCheckpoint: (source, options) => openCheckpoint(attnkit, fill, source, options),
+export function checkpointReader(loadRanks) {
+  return (attnkit, fill) => ({
+    openCheckpoint: (source, options) => openCheckpoint(attnkit, fill, loadRanks, source, options),
     checkpointInfo: (source, options) => checkpointInfo(source, options),
-  };
+  });
 }

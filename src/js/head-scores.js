@@ -144,11 +144,3 @@ export function headScores(model, options = {}) {
   }
   return result;
 }
-
-/**
- * The model layer's functions with headScores: a module built with the model layer gets
- * it; one without keeps the function of `methods` that refuses it, as its other calls.
- */
-export function withHeadScores(methods) {
-  return "headScores" in methods ? methods : { ...methods, headScores };
-}

@@ -100,6 +100,23 @@ function missingBuild({ entry, builds }, { build, threads, model }) {
   );
 }
 
+/**
+ * The model layer's functions (model-layer.js's modelLayer) through `model.layer()`,
+ * the entry point's import or require of its file; a file that does not load
+ * rejects with load_failed.
+ */
+async function loadModelLayer(model) {
+  try {
+    return (await model.layer()).modelLayer;
+  } catch (e) {
+    throw loadFailed(
+      "options.model",
+      "expected attnkit's model layer (model-layer.mjs or model-layer.node.cjs, beside the " +
+        `entry point: a bundle or a copy of dist/ must keep it) to load, got: ${String(e?.message ?? e).split("\n")[0]}`,
+    );
+  }
+}
+
 /** Stops a threads build's workers (started, or still loading). */
 function stopWorkers(M) {
   const P = M?.PThread;
@@ -117,7 +134,10 @@ function stopWorkers(M) {
  *   builds: for each build the entry point holds ("simd", "scalar", "threads",
  *     "simd-model", "scalar-model" or "threads-model"), a function that returns a promise of
  *     its Emscripten factory. A load whose options pick another build rejects;
- *   extend(api): more calls for a model module (checkpoint.js's), or undefined;
+ *   model: for an entry point holding the model builds, { layer, extend }:
+ *     layer() returns a promise of the model layer's module (model-layer.js,
+ *     its own file: loaded with a model build only), extend(api) gives a model
+ *     module's further calls (checkpoint-calls.js); undefined for the others;
  *   hardwareThreads(): how many threads the hardware runs at once (the cap);
  *   files(build, wasmPaths): { locateFile?, worker?: { url, parameter }, extra? }: where
  *     the build's files load from (locateFile for the factory, undefined for the
@@ -177,6 +197,9 @@ export function makeLoader(platform) {
  */
 function loadBuild(platform, build, threads, { wasmPaths, wasmBinary, timeout, model }, forget) {
   const { locateFile, worker, extra } = platform.files(build, wasmPaths);
+  // A model build's JS layer loads beside its module.
+  const layer = model ? loadModelLayer(platform.model) : null;
+  layer?.catch(() => {}); // awaited below, once the module is in
   // The factory's Module object (MODULARIZE fills in the one it is given).
   const args = { ...extra };
   if (locateFile) args.locateFile = locateFile;
@@ -252,6 +275,8 @@ function loadBuild(platform, build, threads, { wasmPaths, wasmBinary, timeout, m
         return;
       }
       if (wasmBinary) checkBuild(M, build);
+      const modelLayer = model ? await layer : undefined;
+      if (failed) return;
       if (build.startsWith("threads")) {
         M.setThreads(threads);
         platform.started(M);
@@ -261,7 +286,8 @@ function loadBuild(platform, build, threads, { wasmPaths, wasmBinary, timeout, m
         threads,
         model,
         version,
-        extend: platform.extend,
+        modelLayer,
+        extend: platform.model?.extend,
         // attn.dispose(): a later createAttnkit() loads a new instance.
         onDispose: () => {
           forget();

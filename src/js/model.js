@@ -5,19 +5,16 @@
 // objects in wasm memory (dispose() frees them, like KVCache); every result
 // is a JS-owned copy, and no call touches the DOM, so all of it runs in a Web
 // Worker.
-import { AttnkitError, describe, rangeError, typeError } from "./errors.js";
+import { describe, rangeError, typeError } from "./errors.js";
 import { checkCount, checkKeys, isObject } from "./convert.js";
 import { CORE_NAMES, bitsFloat, floatBits, names, scalarWord, seedWords } from "./marshal.js";
 import { TRAINER_OPTIONS, checkObject, coreNames, resolveOptions } from "./options.js";
 import { handles } from "./handles.js";
 import { intArray, readsVocabulary, languageContext, vocabularyCodePoints } from "./language.js";
 import { referenceLosses } from "./text-stats.js";
-import { MODEL_CALLS } from "./calls.js";
+import { FILL } from "./calls.js";
 
 export const TASK_KINDS = ["copy", "reverse", "sort", "induction", "majority"];
-// The package's own way to fill a model from a checkpoint (not public):
-// attnkit[FILL](config) -> { staging, load, finish, dispose } (fillModel).
-export const FILL = Symbol("attnkit.fill");
 // A checkpoint tensor's element types, in the order of model::DType.
 const DTYPES = ["F32", "F16", "BF16"];
 // The most dimensions a checkpoint tensor's shape may have here.
@@ -629,26 +626,12 @@ function defineTaskGenerator(ctx) {
 
 /**
  * createModel, loadModel, createTrainer, createTaskGenerator, makeBatch,
- * taskSeqLen, taskMinVocab, createTokenizer, createTextDataset over the module of `mem` (its Marshal); `module`
- * tells whether the module is live. A module built without the model layer
- * gets functions that throw, saying how to load one with it.
+ * taskSeqLen, taskMinVocab, createTokenizer, createTextDataset and the module's
+ * FILL over a model build's module of `mem` (its Marshal); `module` tells
+ * whether the module is live.
  */
 export function modelMethods(mem, module) {
   const M = mem.M;
-  if (typeof M.modelCreate !== "function") {
-    return Object.fromEntries(
-      MODEL_CALLS.map((name) => [
-        name,
-        () => {
-          throw new AttnkitError(
-            `${name}: expected a module loaded with createAttnkit({ model: true }) (the model ` +
-              "layer is in its own build), got one loaded without the model",
-            { code: "invalid_argument", parameter: name },
-          );
-        },
-      ]),
-    );
-  }
   const ctx = modelContext(mem, module);
   const language = languageContext(ctx);
   const Model = defineModel(ctx, language);

@@ -38,13 +38,14 @@ function toPath(url) {
 /**
  * createAttnkit for the Node entry point `entry`, which holds `builds` (build
  * name -> a function returning a promise of its Emscripten factory);
- * `extend(api)` gives a model module's further calls (checkpointMethods).
+ * `model`, for an entry point with the model builds: { layer, extend }, the
+ * model layer's file and a model module's further calls (loader.js's makeLoader).
  */
-export function nodeLoader(entry, builds, extend) {
+export function nodeLoader(entry, builds, model) {
   return makeLoader({
     entry,
     builds,
-    extend,
+    model,
     hardwareThreads: () => {
       const os = builtin("node:os");
       return typeof os.availableParallelism === "function"

@@ -20,7 +20,10 @@ export const createAttnkit = nodeLoader(
     "scalar-model": async () => require("./attnkit-scalar-model.node.cjs"),
     "threads-model": async () => require("./attnkit-threads-model.node.cjs"),
   },
-  checkpointCalls(async () => require("./checkpoint.node.cjs")),
+  {
+    layer: async () => require("./model-layer.node.cjs"),
+    extend: checkpointCalls(async () => require("./checkpoint.node.cjs")),
+  },
 );
 
 export default createAttnkit;

@@ -30,13 +30,14 @@ function locate(wasmPaths) {
 /**
  * createAttnkit for the browser entry point `entry`, which holds `builds`
  * (build name -> a function returning a promise of its Emscripten factory);
- * `extend(api)` gives a model module's further calls (checkpointMethods).
+ * `model`, for an entry point with the model builds: { layer, extend }, the
+ * model layer's file and a model module's further calls (loader.js's makeLoader).
  */
-export function webLoader(entry, builds, extend) {
+export function webLoader(entry, builds, model) {
   return makeLoader({
     entry,
     builds,
-    extend,
+    model,
     hardwareThreads: () => globalThis.navigator?.hardwareConcurrency || 1,
     // Without wasmPaths, no locateFile: the modules' new URL(file, import.meta.url) stays, which bundlers follow.
     files: (build, wasmPaths) => {

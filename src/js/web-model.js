@@ -16,7 +16,10 @@ export const createAttnkit = webLoader(
     "scalar-model": () => import("./attnkit-scalar-model.mjs").then(factory),
     "threads-model": () => import("./attnkit-threads-model.mjs").then(factory),
   },
-  checkpointCalls(() => import("./checkpoint.mjs")),
+  {
+    layer: () => import("./model-layer.mjs"),
+    extend: checkpointCalls(() => import("./checkpoint.mjs")),
+  },
 );
 
 export default createAttnkit;

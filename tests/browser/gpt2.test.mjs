@@ -17,6 +17,7 @@ import { usePage, viewShown } from "./lib/page.mjs";
 import { dist } from "./lib/paths.mjs";
 import { poll } from "./lib/wait.mjs";
 import {
+  dropArgs,
   dropOnPanel,
   languageWeights as weightsOf,
   largeCheckpoint,
@@ -43,11 +44,7 @@ const hook = (page = p) => page.evaluate(() => window.__attnkit.gpt2());
 const SENTENCE = "When Mary and John went to the store, John gave a drink to";
 
 /** Drops files, each [name, bytes], together on the view's panel, as a person drags them. */
-const dropFiles = (files, page = p) =>
-  page.evaluate(
-    dropOnPanel,
-    files.map(([name, bytes]) => [name, Array.from(bytes)]),
-  );
+const dropFiles = (files, page = p) => page.evaluate(dropOnPanel, dropArgs(server, files));
 /** Drops a file named `name` holding `bytes`. */
 const dropFile = (name, bytes, page = p) => dropFiles([[name, bytes]], page);
 

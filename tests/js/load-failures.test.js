@@ -103,6 +103,34 @@ test("a build's loader missing beside the entry point: load_failed naming the fi
   assert.deepEqual(out[2], { stillWorks: 3 });
 });
 
+test("the model layer's JS missing beside the entry point: { model: true } rejects with load_failed naming it; the other builds load", () => {
+  const LAYER = "model-layer.node.cjs";
+  const bare = join(tmp, "nomodellayer");
+  cpSync(dist, bare, { recursive: true, filter: (src) => !src.endsWith(LAYER) });
+  const { out } = child(
+    bare,
+    `
+    for (let i = 0; i < 2; ++i) {
+      try { await attnkit.createAttnkit({ model: true }); report({ loaded: true }); }
+      catch (e) { report(describeError(e)); }
+    }
+    const plain = await attnkit.createAttnkit();
+    report({ stillWorks: plain.attention([[1]], [[1]], [[3]]).data[0] });`,
+  );
+  assert.equal(out.length, 3, JSON.stringify(out));
+  for (const e of out.slice(0, 2)) {
+    assert.deepEqual(
+      { ...e, message: undefined },
+      { attnkit: true, code: "load_failed", parameter: "options.model", message: undefined },
+    );
+    assert.match(
+      e.message,
+      /^options\.model: expected attnkit's model layer \(model-layer\.mjs or model-layer\.node\.cjs, /,
+    );
+  }
+  assert.deepEqual(out[2], { stillWorks: 3 });
+});
+
 test("wasmPaths in Node: a base path or a map entry for the worker script", () => {
   const { out } = child(
     copy,

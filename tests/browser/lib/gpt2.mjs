@@ -180,15 +180,27 @@ export function tinyGpt2() {
   });
 }
 
-/** Run in the page: drops files, each [name, data (numbers)], on the GPT-2 view's panel. */
-export function dropOnPanel(files) {
+/**
+ * Run in the page: fetches files, each [name, url], and drops them together on the GPT-2
+ * view's panel. Their bytes come from the page's own server (dropArgs), not through the
+ * driver: a checkpoint of GPT-2's vocabulary is megabytes.
+ */
+export async function dropOnPanel(files) {
   const dt = new DataTransfer();
-  for (const [name, data] of files) dt.items.add(new File([Uint8Array.from(data)], name));
+  for (const [name, url] of files) {
+    const r = await fetch(url);
+    if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
+    dt.items.add(new File([await r.blob()], name));
+  }
   document
     .getElementById("gpt2")
     .dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
   return true;
 }
+
+/** dropOnPanel's argument for files, each [name, bytes]: each served by `server` (serve()'s add). */
+export const dropArgs = (server, files) =>
+  files.map(([name, bytes]) => [name, server.add(name, bytes)]);
 
 /** The largest |Δ| between the page's maps (its hook) and the model's inspect of the same tokens. */
 export function mapsDelta(model, sentence) {

@@ -15,10 +15,26 @@ const TYPES = {
   ".json": "application/json",
 };
 
-/** Serves `root`; resolves to { url, close }. Port 0 = any free port. */
+/**
+ * Serves `root`, and the files a test hands it with `add(name, bytes)` (kept in memory,
+ * resolves to their URL on this server: a page fetches a test's input from its own
+ * origin); resolves to { url, add, close }. Port 0 = any free port.
+ */
 export function serve(root, port = 0) {
+  // The files given to add(), by their path (as the request gives it, encoded).
+  const held = new Map();
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
+    const bytes = held.get(url.pathname);
+    if (bytes) {
+      res.writeHead(200, {
+        "content-type": "application/octet-stream",
+        "content-length": String(bytes.length),
+        "cache-control": "no-store",
+      });
+      res.end(bytes);
+      return;
+    }
     let file = path.join(root, decodeURIComponent(url.pathname));
     if (!file.startsWith(root)) {
       res.writeHead(403).end();
@@ -38,7 +54,16 @@ export function serve(root, port = 0) {
   return new Promise((resolve) => {
     server.listen(port, "127.0.0.1", () => {
       const { port: p } = server.address();
-      resolve({ url: `http://127.0.0.1:${p}/`, close: () => new Promise((r) => server.close(r)) });
+      const base = `http://127.0.0.1:${p}/`;
+      resolve({
+        url: base,
+        add(name, data) {
+          const at = `/held/${held.size + 1}/${encodeURIComponent(name)}`;
+          held.set(at, data);
+          return new URL(at, base).href;
+        },
+        close: () => new Promise((r) => server.close(r)),
+      });
     });
   });
 }
@@ -70,7 +95,7 @@ export const CONSOLE_HOOK = `(() => {
 
 /**
  * serve() behind a pass-through server that inserts `script` at
- * the start of every HTML page's <head>. Resolves to { url, close }.
+ * the start of every HTML page's <head>. Resolves to { url, add, close }.
  */
 export async function serveWithScript(dir, script) {
   const inner = await serve(dir);
@@ -89,8 +114,11 @@ export async function serveWithScript(dir, script) {
     }
   });
   await new Promise((r) => outer.listen(0, "127.0.0.1", r));
+  const url = `http://127.0.0.1:${outer.address().port}/`;
   return {
-    url: `http://127.0.0.1:${outer.address().port}/`,
+    url,
+    // Served through this server, as every other file.
+    add: (name, data) => new URL(new URL(inner.add(name, data)).pathname, url).href,
     close: async () => {
       outer.closeAllConnections?.();
       await new Promise((r) => outer.close(r));

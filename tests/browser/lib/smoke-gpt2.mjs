@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe } from "node:test";
 import { createAttnkit } from "attnkit";
-import { dropOnPanel, languageWeights, mapsDelta, tinyGpt2 } from "./gpt2.mjs";
+import { dropArgs, dropOnPanel, languageWeights, mapsDelta, tinyGpt2 } from "./gpt2.mjs";
 import { useDriver } from "./smoke.mjs";
 import { poll } from "./wait.mjs";
 
@@ -22,10 +22,7 @@ export function gpt2Smoke(name, open, options) {
     /** Drops `bytes` as `file`, confirms, waits for the model; checks its maps against `model`. */
     async function openAndCheck(files, model, shot) {
       const file = files[0][0];
-      await s.d.evaluate(
-        dropOnPanel,
-        files.map(([name, bytes]) => [name, Array.from(bytes)]),
-      );
+      await s.d.evaluate(dropOnPanel, dropArgs(s.server, files));
       await poll(
         () =>
           s.d.evaluate(
