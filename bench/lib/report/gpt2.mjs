@@ -68,6 +68,7 @@ function chromiumSection(c) {
     `| the module's wasm memory, growth | ${MB(c.wasm.growthBytes)} (${MB(c.wasm.beforeBytes)} → ${MB(c.wasm.afterBytes)}) | ${(c.wasm.growthBytes / c.fileBytes).toFixed(3)}× |\n` +
     `| the peak beyond the wasm memory's growth | ${MB(c.renderer.peakGrowthBytes - c.wasm.growthBytes)} | ${c.peakBeyondWasmOverFile.toFixed(3)}× |\n` +
     `| JS heap (V8), largest sample during the load | ${MB(c.jsHeap.peakUsedSampledBytes)} | ${(c.jsHeap.peakUsedSampledBytes / c.fileBytes).toFixed(3)}× |\n` +
+    `| ArrayBuffers' backing stores (the response's chunks), largest sample | ${MB(c.jsHeap.peakBackingSampledBytes)} | ${(c.jsHeap.peakBackingSampledBytes / c.fileBytes).toFixed(3)}× |\n` +
     `| renderer's resident set after the load | ${MB(c.renderer.rssAfterBytes)} | |\n\n` +
     `In the page (wall time, one core): prefill of ${s.prefill16.T} tokens ${rate(s.prefill16.ms, s.prefill16.T)} tokens/s, ` +
     `of ${s.prefill128.T} tokens ${rate(s.prefill128.ms, s.prefill128.T)} tokens/s; ${s.generate16.tokens} tokens after ` +
