@@ -3,19 +3,21 @@
 // (bench/results/results.md, also copied into docs/benchmarks.md between the
 // bench markers, and the README's performance table between the perf markers)
 // and an SVG plot of GFLOP/s against T for every engine; then the backward's,
-// the training's and the language model's sections from their own JSON. Only a
+// the training's, the language model's and GPT-2's sections from their own JSON. Only a
 // fit run (bench/fitness.mjs) is written into the README and docs; an unfit one
 // goes to bench/results/ alone, as a record, and the reasons are printed. Each
 // section is a module of bench/lib/report.
 //
 // Usage: node bench/report.mjs [--results DIR] [--docs FILE] [--readme FILE] [--language]
+//          [--gpt2]
 //   (defaults: bench/results/, docs/benchmarks.md, README.md; --language: only
-//   bench/results/language.md)
+//   bench/results/language.md; --gpt2: only bench/results/gpt2.md and docs/gpt2.md's table)
 import { writeFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 import { backwardMarkdown } from "./lib/report/backward.mjs";
 import { appendSection, publisher } from "./lib/report/format.mjs";
 import { forwardMarkdown, forwardRun } from "./lib/report/forward.mjs";
+import { gpt2Report } from "./lib/report/gpt2.mjs";
 import { languageReport } from "./lib/report/language.mjs";
 import { forwardReadmeRows, publishReadme } from "./lib/report/readme.mjs";
 import { smallMarkdown } from "./lib/report/small.mjs";
@@ -31,6 +33,7 @@ const dir = new URL(
 );
 const docsUrl = option("--docs", new URL("../docs/benchmarks.md", import.meta.url));
 const readmeUrl = option("--readme", new URL("../README.md", import.meta.url));
+const gpt2DocsUrl = new URL("../docs/gpt2.md", import.meta.url);
 
 /** The whole report: results.md, gflops.svg, fitness.json, language.md and, for a fit run, the docs. */
 function report() {
@@ -60,6 +63,7 @@ function report() {
     publish(docsUrl, `<!-- ${marker}:start -->`, `<!-- ${marker}:end -->`, section.md);
     console.log(section.md);
   }
+  gpt2Report(dir, gpt2DocsUrl);
   const languageRow = languageReport(dir);
   if (languageRow) readmeRows.push(languageRow);
   publishReadme(f, readmeRows, readmeUrl, publish);
@@ -72,4 +76,5 @@ function report() {
 }
 
 if (process.argv.includes("--language")) languageReport(dir);
+else if (process.argv.includes("--gpt2")) gpt2Report(dir, gpt2DocsUrl);
 else report();

@@ -9,6 +9,8 @@ usage() {
 Usage: npm run bench [-- FLAGS]   (or bash scripts/bench.sh FLAGS)
 
   --quick          fewer shapes, repetitions and rounds (npm run bench --quick too)
+  --full           gpt2: every shape of issue 44 (prefill of 16 to 1024 tokens,
+                   generation after 16 and 512; several minutes more)
   --only PARTS     run only these parts (comma-separated), then the report:
                      native    attnkit against OpenBLAS and a C++ loop (Google Benchmark):
                                native.json
@@ -25,6 +27,9 @@ Usage: npm run bench [-- FLAGS]   (or bash scripts/bench.sh FLAGS)
                                train.json
                      language  the GPT on Moby-Dick against PyTorch and tfjs:
                                language-native.json, language-wasm.json, language.md
+                     gpt2      GPT-2 small (random weights) against PyTorch and
+                               onnxruntime-web, prefill and generation; opening it in
+                               Chromium (memory): gpt2.json, gpt2-chromium.json, gpt2.md
                    (default: all of them, then bench/report.mjs)
   --ab REV         the paired A/B of revision REV (A) against this tree (B), natively
                    and in wasm (bench/ab/ab.sh); --only names the question:
@@ -35,15 +40,17 @@ Usage: npm run bench [-- FLAGS]   (or bash scripts/bench.sh FLAGS)
 
 Examples:
   npm run bench -- --quick --only small          the small calls, fewer rounds
+  npm run bench -- --only gpt2 --full             GPT-2 small, every shape
   npm run bench -- --ab main --only layer        the layer, main against this tree
   node bench/report.mjs                          the report again from bench/results/*.json
 USAGE
 }
-quick=0 only='' ab='' rounds='' platform=()
+quick=0 full=0 only='' ab='' rounds='' platform=()
 [[ ${npm_config_quick:-} == true ]] && quick=1
 while (($#)); do
   case $1 in
     --quick) quick=1 ;;
+    --full) full=1 ;;
     --only) only=${2:?--only: expected a comma-separated list}; shift ;;
     --ab) ab=${2:?--ab: expected a revision}; shift ;;
     --rounds) rounds=${2:?--rounds: expected a number}; shift ;;
@@ -57,7 +64,7 @@ if [[ -n $ab ]]; then
   ((quick)) && rounds=${rounds:-3}
   exec bash bench/ab/ab.sh "${only:-small}" "$ab" ${rounds:+--rounds "$rounds"} "${platform[@]}"
 fi
-parts=(native node queries small tiles async backward train language)
+parts=(native node queries small tiles async backward train language gpt2)
 for part in ${only//,/ }; do
   [[ " ${parts[*]} " == *" $part "* ]] ||
     { echo "bench: --only: unknown part '$part' (${parts[*]})" >&2; exit 2; }
@@ -213,9 +220,22 @@ part_language() {
   taskset -c "$cpu" node --expose-gc --single-threaded-gc bench/wasm/language.mjs \
     $(quick_flag) > bench/results/language-wasm.json
 }
+part_gpt2() {
+  echo "== gpt2: GPT-2 small, attnkit wasm and native, onnxruntime-web, PyTorch (1 and every thread), in turns"
+  # Pinned as the other Node runs; the script widens PyTorch's all-threads child to every core.
+  local args=(); ((full)) && args+=(--full)
+  taskset -c "$cpu" node --expose-gc --single-threaded-gc bench/wasm/gpt2.mjs $(quick_flag) "${args[@]}" \
+    > bench/results/gpt2.json
+  echo "== gpt2: opening its checkpoint in Chromium (memory), its prefill and generation in the page"
+  taskset -c "$cpu" node bench/wasm/gpt2-chromium.mjs > bench/results/gpt2-chromium.json
+}
 for part in "${parts[@]}"; do
   wants "$part" || continue
   "part_$part"
 done
-# The report: only language.md when only the language model ran.
-if [[ $only == language ]]; then node bench/report.mjs --language; else node bench/report.mjs; fi
+# The report: only language.md (gpt2.md) when only the language model (GPT-2) ran.
+case $only in
+  language) node bench/report.mjs --language ;;
+  gpt2) node bench/report.mjs --gpt2 ;;
+  *) node bench/report.mjs ;;
+esac

@@ -185,12 +185,14 @@ const ortNodeOptions = () => ({
 });
 const loadOrtNode = async () => need("onnxruntime-node");
 
-const ortWebOptions = () => ({
+/** onnxruntime-web's session options: its wasm execution provider, every graph optimisation. */
+export const ortWebOptions = () => ({
   executionProviders: ["wasm"],
   executionMode: "sequential",
   graphOptimizationLevel: "all",
 });
-async function loadOrtWeb() {
+/** onnxruntime-web in Node: its wasm execution provider, one thread, SIMD128. */
+export async function loadOrtWeb() {
   // Node resolves onnxruntime-web to its Node build (ort.node.min.*), which runs the
   // wasm execution provider with its own copy of onnxruntime-common.
   const ort = await import("onnxruntime-web").catch((err) => {
@@ -200,6 +202,18 @@ async function loadOrtWeb() {
   ort.env.wasm.simd = true; // fixed-width SIMD128 (the only wasm binary 1.30 ships)
   return ort;
 }
+
+/** How onnxruntime-web (`ort`, from loadOrtWeb) runs: {version, kernel, how}. */
+export const ortWebInfo = async (ort) => {
+  const file = "onnxruntime-web/dist/ort-wasm-simd-threaded.wasm";
+  return {
+    version: packageVersion("onnxruntime-web"),
+    kernel:
+      `ort-wasm-simd-threaded.wasm (MLAS wasm SIMD128 kernels), env.wasm.simd = ${ort.env.wasm.simd}, ` +
+      `numThreads = ${ort.env.wasm.numThreads}; it ${validates(file) ? "validates" : "does not validate"} in Node's V8 without relaxed SIMD`,
+    how: "ort.env.wasm; the binary checked with WebAssembly.validate",
+  };
+};
 
 // --- tfjs-backend-wasm ------------------------------------------------------------
 function tfjsEngine() {
@@ -336,16 +350,6 @@ export function peerEngines() {
       kernel:
         "MLAS CPU kernels chosen at load from CPUID/XGETBV (not exposed; on a CPU with AVX-512F its AVX-512F SGEMM)",
       how: "onnxruntime's MLAS source (platform.cpp); not observable through the API",
-    };
-  };
-  const ortWebInfo = async (ort) => {
-    const file = "onnxruntime-web/dist/ort-wasm-simd-threaded.wasm";
-    return {
-      version: packageVersion("onnxruntime-web"),
-      kernel:
-        `ort-wasm-simd-threaded.wasm (MLAS wasm SIMD128 kernels), env.wasm.simd = ${ort.env.wasm.simd}, ` +
-        `numThreads = ${ort.env.wasm.numThreads}; it ${validates(file) ? "validates" : "does not validate"} in Node's V8 without relaxed SIMD`,
-      how: "ort.env.wasm; the binary checked with WebAssembly.validate",
     };
   };
   const mhaWorkloads = { layer: "mha_layer", decode: "mha_decode" };

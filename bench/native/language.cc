@@ -35,6 +35,7 @@
 #include "attnkit/ops.h"
 #include "attnkit/text.h"
 #include "bench/native/harness.h"
+#include "bench/native/serve.h"
 
 namespace attnkit_bench {
 double FmaPeakGflops(size_t iterations);
@@ -110,15 +111,8 @@ double PeakGflops() {
   return best;
 }
 
-void Fail(const std::string& what) {
-  std::printf("{\"error\": \"%s\"}\n", what.c_str());
-  std::fflush(stdout);
-  std::exit(1);
-}
-
-void Check(const attnkit::Status& s, const char* step) {
-  if (!s.ok()) Fail(std::string(step) + ": " + s.ToString());
-}
+using serve::Check;
+using serve::Fail;
 
 struct Bench {
   Preset preset;

@@ -1,0 +1,248 @@
+// GPT-2 small in Chromium (npm run bench -- --only gpt2): the memory of opening its
+// checkpoint (issue #44: no more than 1.1x the checkpoint's size in peak memory beyond
+// the module's, no second whole copy of it in JS), then its prefill and generation in
+// the page. The page is the package in a plain page
+// (dist/attnkit.mjs bundled by esbuild with js-tiktoken, as a bundler user has it),
+// served from 127.0.0.1 under Playwright with Debian's Chromium; the checkpoint
+// (bench/lib/gpt2.mjs: 12 layers, d_model 768, vocabulary 50,257, F32, seeded random
+// weights) comes from the tests' local stand-in of the Hub (tests/js/lib/hub-server.js:
+// resolve URLs, a redirect, Range requests), opened by its repository id as a learner
+// opens one: createAttnkit({ model: true }), then openCheckpoint(repo, { hubUrl }).
+// Measured: the renderer process's resident set (/proc/PID/status, the process found
+// among this script's descendants by --type=renderer) before the load and its peak
+// during it (VmHWM after /proc/PID/clear_refs reset it at the start of the load), with
+// its samples every 100 ms; the JS heap (CDP Runtime.getHeapUsage: V8's heap, and
+// where Chromium reports it the ArrayBuffers' backing stores) before, sampled during
+// and after; the module's wasm memory (attn.memoryBytes()) before and after; the load's
+// time. Then, by the page's wall clock (pinned as Node, which bench.sh runs on one
+// core), the prefill of 16 and 128 tokens (3 samplers each, as bench/wasm/gpt2.mjs
+// times them in Node; the prompts cut from Moby-Dick at as many GPT-2 tokens) and 32
+// greedy tokens after the 16.
+//
+// Usage: node bench/wasm/gpt2-chromium.mjs > bench/results/gpt2-chromium.json
+import { createServer } from "node:http";
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync, mkdirSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { ARGS, CHROMIUM } from "../../tests/chromium.mjs";
+import { startHub } from "../../tests/js/lib/hub-server.js";
+import { mobyDick } from "../lib/engines.mjs";
+import { gpt2Checkpoint124M, gpt2Dir } from "../lib/gpt2.mjs";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const log = (...xs) => console.error("gpt2 chromium:", ...xs);
+const REPO = "bench/gpt2-small";
+
+// --- the page: the package bundled with its tokenizer ------------------------------------
+const pageDir = `${gpt2Dir}page/`;
+mkdirSync(pageDir, { recursive: true });
+writeFileSync(
+  `${pageDir}entry.mjs`,
+  `import createAttnkit from ${JSON.stringify(`${root}dist/attnkit.mjs`)};\nwindow.createAttnkit = createAttnkit;\n`,
+);
+const { build } = await import("esbuild");
+await build({
+  entryPoints: [`${pageDir}entry.mjs`],
+  bundle: true,
+  splitting: true,
+  format: "esm",
+  platform: "browser",
+  outdir: `${pageDir}out`,
+  nodePaths: [path.join(root, "node_modules")],
+  logLevel: "warning",
+});
+const html = `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,">
+<title>attnkit GPT-2 memory</title></head><body><script type="module">
+import "/out/entry.js";
+window.attn = await window.createAttnkit({ model: true });
+window.ready = true;
+</script></body></html>`;
+const TYPES = { ".js": "text/javascript", ".wasm": "application/wasm" };
+// /out/* the bundle; the wasm modules beside it, as the package's loader asks for them.
+const server = createServer((req, res) => {
+  const name = path.basename(new URL(req.url ?? "/", "http://x").pathname);
+  if (req.url === "/") return void res.writeHead(200, { "content-type": "text/html" }).end(html);
+  const file = name.endsWith(".wasm") ? `${root}dist/${name}` : `${pageDir}out/${name}`;
+  if (!existsSync(file)) return void res.writeHead(404).end();
+  res.writeHead(200, {
+    "content-type": TYPES[path.extname(file)] ?? "",
+    "cache-control": "no-store",
+  });
+  res.end(readFileSync(file));
+});
+await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+
+// --- the checkpoint on the stand-in Hub --------------------------------------------------
+const dir = gpt2Checkpoint124M();
+const fileBytes = statSync(`${dir}model.safetensors`).size;
+const hub = await startHub();
+hub.add(REPO, {
+  "config.json": readFileSync(`${dir}config.json`),
+  "model.safetensors": readFileSync(`${dir}model.safetensors`),
+});
+
+// --- the renderer's memory from /proc -----------------------------------------------------
+const status = (pid) => {
+  const text = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = (key) =>
+    Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? NaN) * 1024;
+  return { rss: kb("VmRSS"), hwm: kb("VmHWM") };
+};
+const parentOf = (pid) => {
+  try {
+    return Number(
+      readFileSync(`/proc/${pid}/stat`, "utf8")
+        .replace(/^.*\) /, "")
+        .split(" ")[1],
+    );
+  } catch {
+    return 0;
+  }
+};
+/** Chromium's renderer processes started under this script. */
+function renderers() {
+  const out = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let cmd;
+    try {
+      cmd = readFileSync(`/proc/${entry}/cmdline`, "utf8");
+    } catch {
+      continue;
+    }
+    if (!cmd.includes("--type=renderer")) continue;
+    for (let p = Number(entry); p > 1; p = parentOf(p)) {
+      if (p === process.pid) {
+        out.push(Number(entry));
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+const { chromium } = await import("playwright-core");
+const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+let result;
+try {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(`http://127.0.0.1:${server.address().port}/`);
+  await page.waitForFunction(() => window.ready === true, null, { timeout: 120_000 });
+  const cdp = await page.context().newCDPSession(page);
+  const heap = () => cdp.send("Runtime.getHeapUsage");
+  await cdp.send("HeapProfiler.collectGarbage");
+  const pids = renderers();
+  if (!pids.length) throw new Error("no renderer process found under this script");
+  const before = {
+    heap: await heap(),
+    wasmBytes: await page.evaluate(() => window.attn.memoryBytes()),
+    rss: Object.fromEntries(pids.map((p) => [p, status(p).rss])),
+  };
+  // The peak resident set from here on: writing 5 to clear_refs resets VmHWM to VmRSS.
+  for (const p of pids) writeFileSync(`/proc/${p}/clear_refs`, "5");
+  const samples = [];
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      const t = performance.now();
+      const h = await heap().catch(() => null);
+      samples.push({
+        ms: t,
+        rss: Math.max(...pids.map((p) => status(p).rss)),
+        jsUsed: h?.usedSize ?? null,
+        jsBacking: h?.backingStorageSize ?? null,
+      });
+      await new Promise((ok) => setTimeout(ok, 100));
+    }
+  })();
+  const t0 = performance.now();
+  const load = await page.evaluate(
+    async ({ repo, hubUrl }) => {
+      const t = performance.now();
+      window.model = await window.attn.openCheckpoint(repo, { hubUrl });
+      return { ms: performance.now() - t, wasmBytes: window.attn.memoryBytes() };
+    },
+    { repo: REPO, hubUrl: hub.url },
+  );
+  sampling = false;
+  await sampler;
+  for (const s of samples) s.ms -= t0;
+  const peaks = Object.fromEntries(pids.map((p) => [p, status(p)]));
+  // The page's renderer: the one whose peak grew the most.
+  const pid = pids.reduce((a, b) =>
+    peaks[b].hwm - before.rss[b] > peaks[a].hwm - before.rss[a] ? b : a,
+  );
+  await cdp.send("HeapProfiler.collectGarbage");
+  const after = { heap: await heap(), rss: status(pid).rss };
+  // Prefill and generation in the page, as bench/wasm/gpt2.mjs runs them in Node.
+  const speed = await page.evaluate(
+    ({ text, n }) => {
+      const m = window.model,
+        tok = m.tokenizer;
+      const cut = (T) => {
+        const prompt = tok.decode(tok.encode(text).slice(0, T));
+        return { text: prompt, T: tok.encode(prompt).length };
+      };
+      const out = {};
+      for (const T of [16, 128]) {
+        const p = cut(T),
+          ms = [];
+        for (let r = 0; r < 3; ++r) {
+          const t = performance.now();
+          m.sampler(p.text, { temperature: 0 }).dispose();
+          ms.push(performance.now() - t);
+        }
+        out[`prefill${T}`] = { T: p.T, ms };
+      }
+      const p = cut(16),
+        s = m.sampler(p.text, { temperature: 0 }),
+        t = performance.now();
+      for (let i = 0; i < n; ++i) s.next();
+      out.generate16 = { T: p.T, tokens: n, ms: performance.now() - t };
+      s.dispose();
+      return out;
+    },
+    { text: mobyDick().slice(20000, 30000), n: 32 },
+  );
+  if (errors.length) throw new Error(`the page failed: ${errors.join("; ")}`);
+  const peakGrowth = peaks[pid].hwm - before.rss[pid];
+  const wasmGrowth = load.wasmBytes - before.wasmBytes;
+  result = {
+    chromium: browser.version(),
+    fileBytes,
+    served: hub.served(REPO, "model.safetensors"),
+    loadMs: load.ms,
+    megabytesPerSecond: fileBytes / 1e6 / (load.ms / 1e3),
+    wasm: { beforeBytes: before.wasmBytes, afterBytes: load.wasmBytes, growthBytes: wasmGrowth },
+    renderer: {
+      pid,
+      rssBeforeBytes: before.rss[pid],
+      peakRssBytes: peaks[pid].hwm,
+      rssAfterBytes: after.rss,
+      peakGrowthBytes: peakGrowth,
+    },
+    jsHeap: {
+      before: before.heap,
+      after: after.heap,
+      peakUsedSampledBytes: Math.max(...samples.map((s) => s.jsUsed ?? 0)),
+      peakBackingSampledBytes: Math.max(...samples.map((s) => s.jsBacking ?? 0)),
+    },
+    // The targets' quantities, over the file's size.
+    peakGrowthOverFile: peakGrowth / fileBytes,
+    peakBeyondWasmOverFile: (peakGrowth - wasmGrowth) / fileBytes,
+    speed,
+    samples: samples.map((s) => ({ ...s, ms: Math.round(s.ms) })),
+  };
+  log(
+    `${(fileBytes / 1e6).toFixed(0)} MB in ${(load.ms / 1e3).toFixed(1)} s; renderer peak +${(peakGrowth / 1e6).toFixed(0)} MB ` +
+      `(${result.peakGrowthOverFile.toFixed(3)}x the file), wasm memory +${(wasmGrowth / 1e6).toFixed(0)} MB, ` +
+      `beyond it ${((peakGrowth - wasmGrowth) / 1e6).toFixed(0)} MB; JS heap peak ${(result.jsHeap.peakUsedSampledBytes / 1e6).toFixed(1)} MB`,
+  );
+} finally {
+  await browser.close();
+  await hub.close();
+  server.close();
+}
+console.log(JSON.stringify(result, null, 1));
