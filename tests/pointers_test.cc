@@ -19,6 +19,9 @@
 #include "attnkit/backward.h"
 #include "attnkit/backward_trace.h"
 #include "attnkit/checkpoint.h"
+#if !defined(__EMSCRIPTEN__)
+#include "attnkit/checkpoint_file.h"
+#endif
 #include "attnkit/generate.h"
 #include "attnkit/kv_cache.h"
 #include "attnkit/model.h"
@@ -65,7 +68,7 @@ std::vector<NullCall> NullCalls() {
   attnkit::HeadConfig heads;
   heads.num_heads = 1;
   const uint32_t words[model::kConfigWords] = {};
-  return {
+  std::vector<NullCall> calls = {
       {"attention.h:TraceAttention(trace)",
        [] { return attnkit::TraceAttention(X, X, X, X, options, nullptr); }},
       {"attention.h:TraceAttentionQKV(trace)",
@@ -178,7 +181,26 @@ std::vector<NullCall> NullCalls() {
          model::Model m;
          return model::TextDataset().ValidationLoss(&m, 1, nullptr);
        }},
+      {"checkpoint.h:ConfigFromShapes(config)",
+       [] { return model::ConfigFromShapes({}, 1, nullptr); }},
   };
+#if !defined(__EMSCRIPTEN__)
+  // Checkpoint files are native only (src/model/checkpoint_file.cc).
+  const std::vector<NullCall> files = {
+      {"checkpoint_file.h:Read(bytes)",
+       [] { return model::SafetensorsFile().Read(model::SafetensorsTensor(), nullptr); }},
+      {"checkpoint_file.h:ConfigFromJson(config)",
+       [] { return model::ConfigFromJson("{}", nullptr); }},
+      {"checkpoint_file.h:ReadConfigJson(config)",
+       [] { return model::ReadConfigJson("config.json", nullptr); }},
+      {"checkpoint_file.h:OpenCheckpoint(out)",
+       [] {
+         return model::OpenCheckpoint("model.safetensors", model::CheckpointOptions(), nullptr);
+       }},
+  };
+  calls.insert(calls.end(), files.begin(), files.end());
+#endif
+  return calls;
 }
 
 // Pointer parameters where null is not an error, or that need no Status.
@@ -195,6 +217,8 @@ const std::set<std::string>& NotCalledNull() {
       "model.h:TrainStep(metrics)",
       "model.h:Step(metrics)",
       "tasks.h:CheckTask(model)",
+      // No Status to return: false for a null pointer (checked below).
+      "checkpoint.h:DTypeFromName(dtype)",
       // No Status to return: a documented precondition (non-null).
       "checkpoint.h:WidenToFloat(data)",
       "checkpoint.h:WidenToFloat(out)",
@@ -238,6 +262,8 @@ TEST_CASE("Null pointers: the optional ones are accepted", "[errors][pointers]")
   model::Trainer trainer;
   REQUIRE_OK(trainer.Init(model_test::SmallConfig(false, true), 1, {}));
   REQUIRE_OK(trainer.Step(model_test::SmallBatch(), nullptr));
+  // DTypeFromName has no Status: a null dtype is a name not read.
+  CHECK_FALSE(model::DTypeFromName("F32", nullptr));
   model::TaskConfig task;
   task.kind = model::TaskKind::kCopy;
   task.length = 2;
@@ -330,10 +356,27 @@ std::set<std::string> PointerParameters(const std::string& header, const std::st
 TEST_CASE("Null pointers: the list covers every pointer parameter of the public headers",
           "[errors][pointers]") {
   const std::vector<std::string> headers = {
-      "attention.h", "attnkit.h",        "backward.h", "backward_trace.h", "checkpoint.h",
-      "generate.h",  "kv_cache.h",       "matrix.h",   "model.h",          "multihead.h",
-      "ops.h",       "packed_weights.h", "random.h",   "status.h",         "tasks.h",
-      "text.h",      "thread_pool.h"};
+    "attention.h",
+    "attnkit.h",
+    "backward.h",
+    "backward_trace.h",
+    "checkpoint.h",
+    "generate.h",
+    "kv_cache.h",
+    "matrix.h",
+    "model.h",
+    "multihead.h",
+    "ops.h",
+    "packed_weights.h",
+    "random.h",
+    "status.h",
+    "tasks.h",
+    "text.h",
+    "thread_pool.h",
+#if !defined(__EMSCRIPTEN__)
+    "checkpoint_file.h",
+#endif
+  };
   std::set<std::string> declared;
   for (const std::string& h : headers) {
     std::ifstream in(HeaderDir() + h);

@@ -44,7 +44,8 @@ size_t DTypeBytes(DType dtype);
 const char* DTypeName(DType dtype);  // "F32", "F16", "BF16"
 // A tensor's shape as errors show it: "[768, 2304]", "[]" for a scalar.
 std::string ShapeText(const std::vector<size_t>& shape);
-// The dtype named `name` ("F32", "F16", "BF16"); false for any other name.
+// The dtype named `name` ("F32", "F16", "BF16"); false for any other name
+// (and for a null dtype).
 bool DTypeFromName(const std::string& name, DType* dtype);
 
 // IEEE 754 binary16 to float, exactly: subnormals, infinities and NaN too.

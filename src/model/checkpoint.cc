@@ -33,6 +33,7 @@ std::string ShapeText(const std::vector<size_t>& shape) {
 }
 
 bool DTypeFromName(const std::string& name, DType* dtype) {
+  if (dtype == nullptr) return false;
   for (DType d : {DType::kF32, DType::kF16, DType::kBF16}) {
     if (name == DTypeName(d)) {
       *dtype = d;
