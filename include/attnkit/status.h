@@ -3,8 +3,8 @@
 #ifndef ATTNKIT_STATUS_H_
 #define ATTNKIT_STATUS_H_
 
+#include <memory>
 #include <string>
-#include <utility>
 
 namespace attnkit {
 
@@ -28,24 +28,27 @@ const char* ErrorCodeName(ErrorCode code);
 class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
-  Status(ErrorCode code, std::string parameter, std::string detail)
-      : code_(code), parameter_(std::move(parameter)), detail_(std::move(detail)) {
-    message_ = parameter_ + ": " + detail_;
-  }
+  Status(ErrorCode code, std::string parameter, std::string detail);
 
   static Status Ok() { return Status(); }
 
-  bool ok() const { return code_ == ErrorCode::kOk; }
-  ErrorCode code() const { return code_; }
-  const std::string& parameter() const { return parameter_; }
-  const std::string& detail() const { return detail_; }
-  const std::string& message() const { return message_; }
+  bool ok() const { return rep_ == nullptr; }
+  ErrorCode code() const { return rep_ ? rep_->code : ErrorCode::kOk; }
+  const std::string& parameter() const { return rep_ ? rep_->parameter : Empty(); }
+  const std::string& detail() const { return rep_ ? rep_->detail : Empty(); }
+  const std::string& message() const { return rep_ ? rep_->message : Empty(); }
   // "shape_mismatch: W_Q: expected ..." or "ok".
   std::string ToString() const;
 
  private:
-  ErrorCode code_ = ErrorCode::kOk;
-  std::string parameter_, detail_, message_;
+  struct Rep {
+    ErrorCode code;
+    std::string parameter, detail, message;
+  };
+  static const std::string& Empty();
+  // Null when OK: an OK Status is one pointer that is never followed, so the
+  // checks a small call makes by the dozen cost nothing when they pass.
+  std::shared_ptr<const Rep> rep_;
 };
 
 }  // namespace attnkit

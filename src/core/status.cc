@@ -1,6 +1,7 @@
 #include "attnkit/status.h"
 
 #include <iterator>
+#include <utility>
 
 #include "src/core/internal.h"
 
@@ -15,9 +16,21 @@ const char* ErrorCodeName(ErrorCode code) {
   return internal::EnumName(kNames, code);
 }
 
+Status::Status(ErrorCode code, std::string parameter, std::string detail) {
+  if (code == ErrorCode::kOk) return;
+  std::string message = parameter + ": " + detail;
+  rep_ = std::make_shared<const Rep>(
+      Rep{code, std::move(parameter), std::move(detail), std::move(message)});
+}
+
+const std::string& Status::Empty() {
+  static const std::string empty;
+  return empty;
+}
+
 std::string Status::ToString() const {
   if (ok()) return "ok";
-  return std::string(ErrorCodeName(code_)) + ": " + message_;
+  return std::string(ErrorCodeName(rep_->code)) + ": " + rep_->message;
 }
 
 }  // namespace attnkit
