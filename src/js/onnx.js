@@ -176,8 +176,8 @@ function graphValues(g, c, opset, cache) {
   const { numHeads: h, numKvHeads: kvh, dK } = c;
   const k = { config: c, opset, scale: c.scaleBySqrtDk ? 1 / Math.sqrt(dK) : 1 };
   const scalar = (v) => g.int64("const", [v], { scalar: true });
-  const zero = scalar(0),
-    one = scalar(1);
+  const zero = !cache || opset < ATTENTION_OPSET ? scalar(0) : null;
+  const one = scalar(1);
   const seq = g.node("Gather", [g.node("Shape", ["input_ids"]), one]);
   const past = cache
     ? g.node("Gather", [g.node("Shape", ["past_key_values.0.key"]), scalar(2)])
@@ -196,7 +196,7 @@ function graphValues(g, c, opset, cache) {
     const rows = g.node("Unsqueeze", [k.positions, g.int64("const", [1])]); // [S, 1]
     k.visible = g.node("LessOrEqual", [keys, rows]); // [S, T]
     k.minusInfinity = g.scalar("const", -Infinity);
-    k.scaleValue = g.scalar("const", k.scale);
+    if (k.scale !== 1) k.scaleValue = g.scalar("const", k.scale);
     k.splitShape = { [h]: g.int64("const", [0, 0, h, dK]) };
     k.splitShape[kvh] ??= g.int64("const", [0, 0, kvh, dK]);
     k.mergeShape = g.int64("const", [0, 0, h * dK]);

@@ -40,7 +40,7 @@ const int64 = (values, dims) => new ort.Tensor("int64", BigInt64Array.from(value
 
 /** A session of the ONNX file `bytes` at graph optimisation level `level`. */
 const session = (bytes, level) =>
-  ort.InferenceSession.create(bytes, { graphOptimizationLevel: level });
+  ort.InferenceSession.create(bytes, { graphOptimizationLevel: level, logSeverityLevel: 3 });
 
 /** The empty past of each layer ([1, g, 0, dK]) for a model of config `c`. */
 function emptyPast(c, batch = 1) {
@@ -60,6 +60,7 @@ function emptyPast(c, batch = 1) {
  */
 async function assertSameLogits(model, sequences, options = {}) {
   const bytes = await model.exportOnnx(options);
+  assert.deepEqual(readBack(bytes).unused, [], "initializers that no node reads");
   const B = sequences.length,
     T = sequences[0].length;
   const want = attnkitLogits(model, sequences);
@@ -124,6 +125,9 @@ function readBack(bytes) {
     inputs: proto.graph.input.map((v) => v.name),
     outputs: proto.graph.output.map((v) => v.name),
     initializers: proto.graph.initializer.map((t) => t.name),
+    unused: proto.graph.initializer
+      .map((t) => t.name)
+      .filter((name) => !proto.graph.node.some((n) => n.input.includes(name))),
   };
 }
 
