@@ -125,17 +125,20 @@ JS
       done
       # The model layer's JS is its own file, loaded with a model build; the
       # checkpoint reader (openCheckpoint's code) another, loaded on the first
-      # call; GPT-2's tokenizer (a dependency) stays the app's to resolve: a
-      # bundler that splits loads each only when it is used. In browsers the
-      # tokenizer's ranks are a file the reader fetches (gpt2-ranks.json, from
-      # js-tiktoken's), which no bundle holds.
-      web_builds+=("--external:./model-layer.mjs" "--external:./checkpoint.mjs" "--external:js-tiktoken/*")
-      node_builds+=("--external:./model-layer.node.cjs" "--external:./checkpoint.node.cjs" "--external:js-tiktoken/*")
-      for part in model-layer checkpoint; do
-        src=$part.js; [[ $part == checkpoint ]] && src=web-checkpoint.js
+      # call, and the ONNX writer (model.exportOnnx's code, with the protobuf
+      # code it bundles) a third; GPT-2's tokenizer (a dependency) stays the
+      # app's to resolve: a bundler that splits loads each only when it is used.
+      # In browsers the tokenizer's ranks are a file the reader fetches
+      # (gpt2-ranks.json, from js-tiktoken's), which no bundle holds.
+      web_builds+=("--external:./model-layer.mjs" "--external:./checkpoint.mjs" "--external:./onnx.mjs"
+        "--external:js-tiktoken/*")
+      node_builds+=("--external:./model-layer.node.cjs" "--external:./checkpoint.node.cjs"
+        "--external:./onnx.node.cjs" "--external:js-tiktoken/*")
+      for part in model-layer checkpoint onnx; do
+        src=$part.js; [[ $part != onnx ]] && src=web-$part.js
         npx esbuild "src/js/$src" --bundle --format=esm --log-level=warning "$define" \
           --minify --keep-names "${web_builds[@]}" --outfile="dist/$part.mjs"
-        src=$part.js; [[ $part == checkpoint ]] && src=node-checkpoint.js
+        src=$part.js; [[ $part != onnx ]] && src=node-$part.js
         npx esbuild "src/js/$src" --bundle --format=cjs --platform=node --log-level=warning \
           "$define" "${node_builds[@]}" --outfile="dist/$part.node.cjs"
       done

@@ -750,10 +750,36 @@ export interface Model extends Record<DisposeSymbol, () => void> {
     tokens: Int32Array | readonly number[],
     targets?: Int32Array | readonly number[],
   ): Inspection;
+  /**
+   * The model as an ONNX file (docs/onnx.md): input `input_ids` [batch,
+   * sequence] int64, output `logits` [batch, sequence, vocabSize] float32; with
+   * `options.cache` also `past_key_values.{i}.key/value` in and `present.{i}.key/value`
+   * out. The weights are this model's, as parameters() reads them. Its code
+   * loads on the first call (dist/onnx.mjs). Errors name "options.opset" (17 ..
+   * 24), "options.cache", "model" (over 2 GiB of weights: one protobuf's limit).
+   */
+  exportOnnx(options?: OnnxExportOptions): Promise<Uint8Data>;
   /** The versioned weights file (docs/model.md). */
   exportWeights(): Uint8Data;
   /** Frees the wasm memory. Any later call throws. Safe to call twice. */
   dispose(): void;
+}
+
+/** What {@link Model.exportOnnx} writes. */
+export interface OnnxExportOptions {
+  /**
+   * The ONNX opset, 17 to 24 (default 23): from 23 attention is one `Attention`
+   * node, below it MatMul, Where and Softmax; from 20 GELU is one `Gelu` node,
+   * below it the tanh formula.
+   */
+  opset?: number | undefined;
+  /**
+   * The KV cache as inputs `past_key_values.{i}.key`, `.value` [batch,
+   * numKvHeads, past_sequence, dK] and outputs `present.{i}.key`, `.value`
+   * [batch, numKvHeads, past_sequence + sequence, dK], for generating token by
+   * token (the new tokens' positions follow the past's). Default false.
+   */
+  cache?: boolean | undefined;
 }
 
 /** AdamW with a linear warm-up and a cosine decay; defaults as the C++ AdamWConfig. */

@@ -103,6 +103,7 @@ export const HELD_OBJECTS = Object.freeze({
       attentionWeights: PLAIN,
       parameters: PLAIN,
       inspect: PLAIN,
+      exportOnnx: PLAIN,
       exportWeights: PLAIN,
       dispose: PLAIN,
     },

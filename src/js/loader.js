@@ -13,8 +13,9 @@ import { loaderVariant } from "./load-options.js";
 import { AttnkitError, rangeError } from "./errors.js";
 import { simdSupported } from "./simd.js";
 
-/** The package's version (package.json), set by the build (esbuild --define). */
-export const version = typeof __ATTNKIT_VERSION__ === "string" ? __ATTNKIT_VERSION__ : "0.0.0-dev";
+import { version } from "./version.js";
+
+export { version };
 
 /** True if SharedArrayBuffer is usable here (Node, or a cross-origin isolated page). */
 function sharedMemory() {

@@ -10,9 +10,16 @@ import { checkCount, checkKeys, isObject } from "./convert.js";
 import { CORE_NAMES, bitsFloat, floatBits, names, scalarWord, seedWords } from "./marshal.js";
 import { TRAINER_OPTIONS, checkObject, coreNames, resolveOptions } from "./options.js";
 import { handles } from "./handles.js";
-import { intArray, readsVocabulary, languageContext, vocabularyCodePoints } from "./language.js";
+import {
+  Tokenizer,
+  intArray,
+  readsVocabulary,
+  languageContext,
+  vocabularyCodePoints,
+} from "./language.js";
 import { referenceLosses } from "./text-stats.js";
 import { FILL } from "./calls.js";
+import { checkOnnxOptions, checkOnnxSize } from "./onnx-options.js";
 
 export const TASK_KINDS = ["copy", "reverse", "sort", "induction", "majority"];
 // A checkpoint tensor's element types, in the order of model::DType.
@@ -427,8 +434,12 @@ function fillModel(ctx, Model, config) {
   };
 }
 
-/** The Model class over a model context. */
-function defineModel(ctx, language) {
+/** The tokenizer a Model's ONNX file names: "characters", "gpt2" (a checkpoint's BPE) or null. */
+const tokenizerName = (model) =>
+  model.tokenizer ? (model.tokenizer instanceof Tokenizer ? "characters" : "gpt2") : null;
+
+/** The Model class over a model context; `onnx()` loads the ONNX writer (onnx.js). */
+function defineModel(ctx, language, onnx) {
   const { M, objects } = ctx;
   const live = (model) => objects.live(model, "Model", "model");
   return class Model {
@@ -490,6 +501,18 @@ function defineModel(ctx, language) {
      */
     inspect(tokens, targets) {
       return inspectSequence(ctx, live(this), this.config, tokens, targets);
+    }
+    /**
+     * The model as an ONNX file (docs/onnx.md): a promise of a JS-owned
+     * Uint8Array. The options are checked before the writer loads.
+     */
+    async exportOnnx(options) {
+      live(this);
+      checkOnnxOptions(options);
+      checkOnnxSize(this);
+      const writer = await onnx();
+      live(this);
+      return writer.exportOnnx(this, tokenizerName(this), options);
     }
     /** The weights file (docs/model.md) as a JS-owned Uint8Array. */
     exportWeights() {
@@ -628,13 +651,13 @@ function defineTaskGenerator(ctx) {
  * createModel, loadModel, createTrainer, createTaskGenerator, makeBatch,
  * taskSeqLen, taskMinVocab, createTokenizer, createTextDataset and the module's
  * FILL over a model build's module of `mem` (its Marshal); `module` tells
- * whether the module is live.
+ * whether the module is live; `onnx()` loads the ONNX writer (model.exportOnnx).
  */
-export function modelMethods(mem, module) {
+export function modelMethods(mem, module, onnx) {
   const M = mem.M;
   const ctx = modelContext(mem, module);
   const language = languageContext(ctx);
-  const Model = defineModel(ctx, language);
+  const Model = defineModel(ctx, language, onnx);
   const Trainer = defineTrainer(ctx);
   const TaskGenerator = defineTaskGenerator(ctx);
   return {

@@ -183,11 +183,12 @@ function nodeBundleTests() {
       const entryFile = entry === "attnkit" ? "attnkit" : entry.slice("attnkit/".length);
       // An entry point with the model builds also holds the model layer's JS, the
       // checkpoint reader and, after it, GPT-2's tokenizer (js-tiktoken's ranks),
-      // loaded by openCheckpoint.
+      // loaded by openCheckpoint, and the ONNX writer, loaded by exportOnnx.
       const checkpoint = builds.some((b) => b.endsWith("-model"))
         ? [
             join(dist, "model-layer.node.cjs"),
             join(dist, "checkpoint.node.cjs"),
+            join(dist, "onnx.node.cjs"),
             ...["dist/lite.cjs", "dist/ranks/gpt2.cjs"].map((f) =>
               join(app, "node_modules/js-tiktoken", f),
             ),

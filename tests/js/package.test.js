@@ -322,6 +322,8 @@ function tarballTests() {
       "dist/model.mjs",
       "dist/model.node.cjs",
       "dist/model.node.mjs",
+      "dist/onnx.mjs",
+      "dist/onnx.node.cjs",
       "dist/simd.mjs",
       "dist/simd.node.cjs",
       "dist/simd.node.mjs",

@@ -42,6 +42,7 @@ import type {
   ModelConfig,
   ModelMetrics,
   ModelParameters,
+  OnnxExportOptions,
   MultiHeadBackwardOptions,
   MultiHeadGradients,
   MultiHeadGradientsWithOutput,
@@ -705,6 +706,11 @@ use(inspected.input.cols, inspected.Q.shape, inspected.K, inspected.V, inspected
 use(dScores, loss, inspection.accuracy, inspection.predictions[0], inspection.logits, seen.tokens);
 const bytes: Uint8Array<ArrayBuffer> = model.exportWeights();
 const reloaded: Model = withModel.loadModel(bytes);
+const onnxOptions: OnnxExportOptions = { opset: 20, cache: true };
+const onnxFile: Promise<Uint8Array<ArrayBuffer>> = model.exportOnnx(onnxOptions);
+// @ts-expect-error an opset is a number
+void model.exportOnnx({ opset: "23" });
+use(onnxFile, model.exportOnnx());
 use(stepMetrics.loss, evalMetrics.accuracy, heads, trainer.steps, trainer.learningRate(1));
 use(
   withModel.makeBatch(task, { batch: 4, seed: 7 }).tokens,

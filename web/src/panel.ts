@@ -72,6 +72,11 @@ export function setRanges(fields: readonly NumberField[]): void {
   }
 }
 
+/** The "Download ONNX" button `<prefix>-onnx`: the model as an ONNX file (docs/onnx.md). */
+export function onnxButtonHtml(prefix: string): string {
+  return `<button type="button" id="${prefix}-onnx" data-testid="${prefix}-onnx" title="Download ONNX: the model as an ONNX file, for onnxruntime (Python, Node, web) or Netron (.onnx)">⤓ ONNX</button>`;
+}
+
 /** The run's buttons of the panel whose ids start with `prefix` ("train", "lang"). */
 export function runButtonsHtml(
   prefix: string,
@@ -81,6 +86,7 @@ export function runButtonsHtml(
     `<button type="button" id="${prefix}-${name}" data-testid="${prefix}-${name}">${text}</button>`;
   return `${b("go", "▶ Train")} ${b("pause", "❚❚ Pause")} ${b("step", "Step")} ${b("reset", "↺ Reset")}
     <button type="button" id="${prefix}-download" data-testid="${prefix}-download" title="${weights.downloadTitle}">⤓ weights</button>
+    ${onnxButtonHtml(prefix)}
     <label class="file-button" title="${weights.loadTitle}">⤒ load weights <input type="file" id="${weights.loadId}" data-testid="${weights.loadId}" accept=".atkmodel" /></label>`;
 }
 

@@ -48,6 +48,9 @@ export async function overloads(): Promise<void> {
     { vocabulary: ["a", "b", "c"] },
   );
   const scoredInspection = await model.inspect([1, 2], [2, -1]);
+  // A held Model's async method: one promise, not a promise of one.
+  const onnxFile: Uint8Array = await model.exportOnnx({ cache: true });
+  void onnxFile;
   // An async call of the model module: a held Model, its progress across the worker.
   const gpt2 = await w.openCheckpoint("openai-community/gpt2", {
     onProgress: ({ loadedBytes }) => void loadedBytes,

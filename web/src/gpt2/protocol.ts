@@ -113,7 +113,9 @@ export type ToWorker =
   | { type: "sentence"; id: number; text: string }
   | { type: "generate"; id: number; options: GenOptions; delayMs: number }
   | { type: "stop-generate" }
-  | { type: "layer"; layer: number; text: string };
+  | { type: "layer"; layer: number; text: string }
+  /** The model as an ONNX file (docs/onnx.md). */
+  | { type: "onnx" };
 
 export type FromWorker =
   | { type: "info"; id: number; info: SourceInfo }
@@ -125,4 +127,5 @@ export type FromWorker =
   | { type: "gen-step"; step: GenStep }
   | { type: "gen-done"; check: GenCheck }
   | { type: "layer"; layer: LayerNumbers }
+  | { type: "onnx"; bytes: Uint8Array }
   | { type: "error"; message: string };

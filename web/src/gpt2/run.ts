@@ -49,6 +49,7 @@ let redrawPanel: () => void = () => {};
 /** A panel redraw asked for in this frame (the download's progress comes in many messages). */
 let panelPending = false;
 let onLayer: ((l: LayerNumbers) => void) | null = null;
+let onOnnx: ((bytes: Uint8Array) => void) | null = null;
 let requests = 0;
 let sentenceId = 0;
 let sentenceText = "";
@@ -107,6 +108,9 @@ function receive(msg: FromWorker): void {
       break;
     case "layer":
       onLayer?.(msg.layer);
+      return;
+    case "onnx":
+      onOnnx?.(msg.bytes);
       return;
     case "error":
       run.error = msg.message;
@@ -182,4 +186,10 @@ export function stopGenerate(): void {
 export function requestLayer(layer: number, then: (l: LayerNumbers) => void): void {
   onLayer = then;
   worker.send({ type: "layer", layer, text: sentenceText });
+}
+
+/** The model in use as an ONNX file (docs/onnx.md). */
+export function requestOnnx(then: (bytes: Uint8Array) => void): void {
+  onOnnx = then;
+  worker.send({ type: "onnx" });
 }

@@ -22,6 +22,7 @@ import { charLabel, headMatrix } from "../language/view";
 import { requestWeights, run as languageRun } from "../language/run";
 import { reducedMotion } from "../motion";
 import { saveUrl } from "../page";
+import { downloadBytes, onnxButtonHtml } from "../panel";
 import { set } from "../render";
 import { openTrained } from "../trained";
 import type { SceneCtx, SceneResult } from "../scenes/common";
@@ -33,11 +34,16 @@ import {
   generate,
   pick,
   requestLayer,
+  requestOnnx,
   run,
   setSentence,
   stopGenerate,
 } from "./run";
 import { gpt2Settings as settings, SCORE_KINDS, type ScoreKind } from "./settings";
+
+/** The ONNX file's name after where the model came from ("the file model.safetensors"). */
+const onnxName = (from: string) =>
+  `attnkit-gpt2-${from.replace(/^the (file|Hugging Face repository) /, "").replace(/[^\w.-]+/g, "-")}.onnx`;
 
 /** The least induction score that names a head an induction head (an even spread scores ~1 / t). */
 export const INDUCTION_AT = 0.3;
@@ -475,6 +481,7 @@ function panelHtml(): string {
     </div>
     <p id="gpt2-refused" class="adj error" data-testid="gpt2-refused" role="alert"></p>
     <p id="gpt2-status" class="hint" data-testid="gpt2-status" role="status"></p>
+    <p>${onnxButtonHtml("gpt2")}</p>
   </fieldset>
   <div class="train-settings gpt2-settings">
     <label class="gpt2-wide">Sentence
@@ -574,6 +581,9 @@ function bindPanel(): void {
   $("gpt2-heads").addEventListener("change", () => {
     if (lastFiles && !run.model?.from.includes(lastFiles[0].name)) void openFiles(lastFiles);
   });
+  $("gpt2-onnx").addEventListener("click", () =>
+    requestOnnx((bytes) => downloadBytes(bytes, onnxName(run.model?.from ?? "model"))),
+  );
   $("gpt2-use-language").addEventListener("click", () =>
     requestWeights((bytes) => pick({ kind: "weights", bytes, name: "the Language view's model" })),
   );
@@ -731,6 +741,7 @@ function syncPanel(): void {
     ? `In use: ${m.from} (${m.numLayers} layers × ${m.numHeads} heads, ${count(m.parameterCount)} weights).`
     : "";
   $<HTMLButtonElement>("gpt2-use-language").disabled = !languageRun.ready;
+  $<HTMLButtonElement>("gpt2-onnx").disabled = !m;
   for (const id of ["gpt2-steps", "gpt2-generate"])
     $<HTMLButtonElement>(id).disabled = !m || !run.sentence;
   document

@@ -390,6 +390,9 @@ function handle(msg: ToWorker): void {
     case "layer":
       post({ type: "layer", layer: layer(msg.layer, msg.text) });
       return;
+    case "onnx":
+      void model.exportOnnx().then((bytes) => post({ type: "onnx", bytes }, [bytes.buffer]), fail);
+      return;
   }
 }
 

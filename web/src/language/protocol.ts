@@ -153,7 +153,8 @@ export type ToWorker =
   /** Generate with snapshot `index`'s model (-1: the live one); `delayMs` between characters. */
   | { type: "generate"; id: number; options: GenOptions; index: number; delayMs: number }
   | { type: "stop-generate" }
-  | { type: "export" }
+  /** The model's weights file, or (format "onnx") its ONNX file (docs/onnx.md). */
+  | { type: "export"; format?: "weights" | "onnx" }
   | { type: "load"; id: number; bytes: Uint8Array }
   | { type: "layer"; layer: number; text: string; index: number };
 

@@ -350,9 +350,12 @@ export function stopGenerate(): void {
   send({ type: "stop-generate" });
 }
 
-export function requestWeights(then: (bytes: Uint8Array, step: number) => void): void {
+export function requestWeights(
+  then: (bytes: Uint8Array, step: number) => void,
+  format: "weights" | "onnx" = "weights",
+): void {
   onWeights = then;
-  send({ type: "export" });
+  send({ type: "export", format });
 }
 
 /** Loads a weights file named `name`; a refused one leaves the run as it was (run.weightsError says why). */

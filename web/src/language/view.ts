@@ -741,6 +741,9 @@ function bindPanel(): void {
   $("lang-download").addEventListener("click", () =>
     requestWeights((bytes, s) => downloadBytes(bytes, `attnkit-language-step${s}.atkmodel`)),
   );
+  $("lang-onnx").addEventListener("click", () =>
+    requestWeights((bytes, s) => downloadBytes(bytes, `attnkit-language-step${s}.onnx`), "onnx"),
+  );
   $("lang-open").addEventListener("click", (e) => {
     const b = (e.target as HTMLElement).closest<HTMLButtonElement>("button[data-layer]");
     if (b) requestLayer(Number(b.dataset.layer), openLayer);
@@ -1021,6 +1024,7 @@ function syncPanel(): void {
   syncRunButtons("lang", run, ready);
   setDisabled("lang-reset", !run.text);
   setDisabled("lang-download", !ready);
+  setDisabled("lang-onnx", !ready);
   setDisabled("lang-generate", !ready);
   const own = $<HTMLInputElement>("lang-src-own").checked;
   // A refused text keeps the field open, to fix it or paste another.

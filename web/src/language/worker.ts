@@ -377,6 +377,13 @@ function handle(msg: ToWorker): void {
       stopGenerate();
       return;
     case "export": {
+      if (msg.format === "onnx") {
+        void model!.exportOnnx().then(
+          (bytes) => post({ type: "weights", bytes, step: steps() }, [bytes.buffer]),
+          (err) => post({ type: "error", message: String(err) }),
+        );
+        return;
+      }
       const bytes = model!.exportWeights();
       post({ type: "weights", bytes, step: steps() }, [bytes.buffer]);
       return;

@@ -84,7 +84,8 @@ export type ToWorker =
   | { type: "step" }
   /** Inspect snapshot `index` (-1: the live model). */
   | { type: "inspect"; index: number }
-  | { type: "export" }
+  /** The model's weights file, or (format "onnx") its ONNX file (docs/onnx.md). */
+  | { type: "export"; format?: "weights" | "onnx" }
   /**
    * Continue from a weights file (a loadModel() of it) saved at `step`, from which the
    * run's steps count on; the task stays the configured one.

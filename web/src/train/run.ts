@@ -304,9 +304,12 @@ export function scrubTo(index: number): void {
   send({ type: "inspect", index: run.scrub });
 }
 
-export function requestWeights(then: (bytes: Uint8Array, step: number) => void): void {
+export function requestWeights(
+  then: (bytes: Uint8Array, step: number) => void,
+  format: "weights" | "onnx" = "weights",
+): void {
   onWeights = then;
-  send({ type: "export" });
+  send({ type: "export", format });
 }
 
 /** Continues from a weights file saved at `step` (null: unknown, counted from 0). */

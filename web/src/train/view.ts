@@ -625,6 +625,12 @@ function bindPanel(): void {
       downloadBytes(bytes, `attnkit-${run.config.task}-step${s}.atkmodel`),
     ),
   );
+  $("train-onnx").addEventListener("click", () =>
+    requestWeights(
+      (bytes, s) => downloadBytes(bytes, `attnkit-${run.config.task}-step${s}.onnx`),
+      "onnx",
+    ),
+  );
   $("train-open").addEventListener("click", (e) => {
     const b = (e.target as HTMLElement).closest<HTMLButtonElement>("button[data-layer]");
     if (b) requestLayer(Number(b.dataset.layer), openLayer);
@@ -674,6 +680,7 @@ function syncPanel(): void {
   syncThreadsControl("train", run.threads, threadsPending());
   syncRunButtons("train", run, ready && !pending);
   setDisabled("train-download", !ready);
+  setDisabled("train-onnx", !ready);
   syncScrub("train", run);
   const ins = run.inspection;
   const layers = ins?.layers.length ?? run.config.numLayers;

@@ -249,7 +249,15 @@ function handle(msg: ToWorker): void {
       inspect(msg.index);
       return;
     case "export": {
-      const bytes = runs[0].model.exportWeights();
+      const model = runs[0].model;
+      if (msg.format === "onnx") {
+        void model.exportOnnx().then(
+          (bytes) => post({ type: "weights", bytes, step: steps() }, [bytes.buffer]),
+          (err) => post({ type: "error", message: String(err) }),
+        );
+        return;
+      }
+      const bytes = model.exportWeights();
       post({ type: "weights", bytes, step: steps() }, [bytes.buffer]);
       return;
     }

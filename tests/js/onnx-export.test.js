@@ -1,0 +1,334 @@
+// model.exportOnnx(): every kind of model the model layer holds (attention-only
+// task models, GPT language models, GPT-2 opened from a checkpoint; grouped K/V
+// heads, the scale switch off, tied and untied unembeddings, 1 to 8 layers) as
+// an ONNX file that onnxruntime-web (its wasm, in Node) loads with its graph
+// optimisations off and at their highest, and that gives attnkit's logits
+// within 1e-4 relative; with the KV cache as inputs and outputs, 20 tokens
+// generated greedily through onnxruntime equal model.generate's. The files are
+// read back with ONNX's schema (onnx-buf) for their opset and metadata.
+//
+// onnxruntime-node is not used: its install script fetches CUDA libraries from
+// outside the npm registry; onnxruntime-web runs the same CPU kernels as wasm.
+import { describe, it, before } from "node:test";
+import assert from "node:assert/strict";
+import { fromBinary } from "@bufbuild/protobuf";
+import { ModelProtoSchema } from "onnx-buf";
+import * as ort from "onnxruntime-web";
+import { createAttnkit, AttnkitError, AttnkitTypeError } from "attnkit";
+import { createAttnkitWorker } from "attnkit/worker";
+import { gpt2Checkpoint } from "./lib/gpt2-checkpoint.js";
+import { checkOnnxSize } from "../../src/js/onnx-options.js";
+import { assertClose } from "./helpers.js";
+
+ort.env.wasm.numThreads = 1;
+ort.env.logLevel = "error";
+
+const VOCABULARY = ["\uFFFD", ..." .abcdefghijklmnopqrstuvwxyz"];
+// The Language view's default preset (web/src/language/protocol.ts).
+const LANGUAGE_DEFAULT = { maxSeqLen: 64, dModel: 96, numLayers: 3, numHeads: 4, dFF: 288 };
+const LEVELS = ["disabled", "all"];
+
+/** The model's logits for each of `sequences` (equal lengths) through model.inspect: [B * T * V]. */
+function attnkitLogits(model, sequences) {
+  const parts = sequences.map((s) => model.inspect(s).logits.data);
+  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+  parts.reduce((at, p) => (out.set(p, at), at + p.length), 0);
+  return out;
+}
+
+const int64 = (values, dims) => new ort.Tensor("int64", BigInt64Array.from(values, BigInt), dims);
+
+/** A session of the ONNX file `bytes` at graph optimisation level `level`. */
+const session = (bytes, level) =>
+  ort.InferenceSession.create(bytes, { graphOptimizationLevel: level, logSeverityLevel: 3 });
+
+/** The empty past of each layer ([1, g, 0, dK]) for a model of config `c`. */
+function emptyPast(c, batch = 1) {
+  const feeds = {};
+  for (let l = 0; l < c.numLayers; ++l) {
+    for (const part of ["key", "value"]) {
+      const dims = [batch, c.numKvHeads, 0, c.dK];
+      feeds[`past_key_values.${l}.${part}`] = new ort.Tensor("float32", new Float32Array(0), dims);
+    }
+  }
+  return feeds;
+}
+
+/**
+ * Runs `model`'s ONNX file (options `options`) on `sequences` at every
+ * optimisation level and asserts onnxruntime's logits are attnkit's.
+ */
+async function assertSameLogits(model, sequences, options = {}) {
+  const bytes = await model.exportOnnx(options);
+  assert.deepEqual(readBack(bytes).unused, [], "initializers that no node reads");
+  const B = sequences.length,
+    T = sequences[0].length;
+  const want = attnkitLogits(model, sequences);
+  for (const level of LEVELS) {
+    const s = await session(bytes, level);
+    const feeds = { input_ids: int64(sequences.flat(), [B, T]) };
+    if (options.cache) Object.assign(feeds, emptyPast(model.config, B));
+    const out = await s.run(feeds);
+    assert.deepEqual(out.logits.dims, [B, T, model.config.vocabSize]);
+    assertClose(out.logits.data, want, `${level}, opset ${options.opset ?? 23}: logits`, {
+      abs: 1e-5,
+      rel: 1e-4,
+    });
+    await s.release();
+  }
+  return bytes;
+}
+
+/** The argmax of row `row` of [rows, V] logits. */
+function argmax(data, row, V) {
+  let best = 0;
+  for (let i = 1; i < V; ++i) if (data[row * V + i] > data[row * V + best]) best = i;
+  return best;
+}
+
+/** `length` tokens generated greedily after `prompt` (token ids) through the cached ONNX file. */
+async function generateOnnx(bytes, c, prompt, length) {
+  const s = await session(bytes, "all");
+  const feeds = emptyPast(c);
+  let ids = Array.from(prompt);
+  const tokens = [];
+  for (let step = 0; step < length; ++step) {
+    feeds.input_ids = int64(ids, [1, ids.length]);
+    const out = await s.run(feeds);
+    const next = argmax(out.logits.data, ids.length - 1, c.vocabSize);
+    tokens.push(next);
+    for (let l = 0; l < c.numLayers; ++l) {
+      for (const part of ["key", "value"]) {
+        const present = out[`present.${l}.${part}`];
+        assert.deepEqual(present.dims, [
+          1,
+          c.numKvHeads,
+          ids.length + feeds[`past_key_values.${l}.${part}`].dims[2],
+          c.dK,
+        ]);
+        feeds[`past_key_values.${l}.${part}`] = present;
+      }
+    }
+    ids = [next];
+  }
+  await s.release();
+  return tokens;
+}
+
+/** The metadata_props of an ONNX file as an object, with its opset and producer. */
+function readBack(bytes) {
+  const proto = fromBinary(ModelProtoSchema, bytes);
+  return {
+    opset: Number(proto.opsetImport.find((o) => o.domain === "").version),
+    producer: `${proto.producerName} ${proto.producerVersion}`,
+    metadata: Object.fromEntries(proto.metadataProps.map((p) => [p.key, p.value])),
+    inputs: proto.graph.input.map((v) => v.name),
+    outputs: proto.graph.output.map((v) => v.name),
+    initializers: proto.graph.initializer.map((t) => t.name),
+    unused: proto.graph.initializer
+      .map((t) => t.name)
+      .filter((name) => !proto.graph.node.some((n) => n.input.includes(name))),
+  };
+}
+
+const sequences = (B, T, V, seed) =>
+  Array.from({ length: B }, (_, b) =>
+    Array.from({ length: T }, (_, t) => (seed + 7 * b + 3 * t * t) % V),
+  );
+
+describe("model.exportOnnx", () => {
+  let attn;
+  before(async () => {
+    attn = await createAttnkit({ model: true });
+  });
+
+  const MODELS = [
+    ["a tiny attention-only task model", { vocabSize: 8, maxSeqLen: 12, dModel: 16, numHeads: 2 }],
+    [
+      "grouped K/V heads (8 query heads on 2), LayerNorm, biases",
+      {
+        vocabSize: 10,
+        maxSeqLen: 12,
+        dModel: 32,
+        numHeads: 8,
+        numKvHeads: 2,
+        layerNorm: true,
+        bias: true,
+      },
+    ],
+    [
+      "one K/V head, the scale switch off",
+      {
+        vocabSize: 10,
+        maxSeqLen: 12,
+        dModel: 16,
+        numHeads: 4,
+        numKvHeads: 1,
+        scaleBySqrtDk: false,
+      },
+    ],
+    [
+      "8 GPT layers with biases and a tied unembedding",
+      {
+        vocabSize: 12,
+        maxSeqLen: 12,
+        dModel: 16,
+        numLayers: 8,
+        numHeads: 2,
+        dFF: 32,
+        layerNorm: true,
+        bias: true,
+        tiedUnembedding: true,
+      },
+    ],
+  ];
+  for (const [what, config] of MODELS) {
+    it(`${what}: onnxruntime's logits are attnkit's (opsets 23, 17 and 20; with the cache)`, async () => {
+      const model = attn.createModel(config, { seed: 11 });
+      try {
+        const seqs = sequences(2, 9, config.vocabSize, 1);
+        for (const opset of [23, 17, 20]) await assertSameLogits(model, seqs, { opset });
+        await assertSameLogits(model, seqs, { cache: true });
+        await assertSameLogits(model, seqs, { cache: true, opset: 17 });
+      } finally {
+        model.dispose();
+      }
+    });
+  }
+
+  it("the Language view's default preset: logits, 20 greedy tokens through the cache, metadata", async () => {
+    const model = attn.createModel(
+      { ...LANGUAGE_DEFAULT, layerNorm: true },
+      { seed: 5, vocabulary: VOCABULARY },
+    );
+    try {
+      const bytes = await assertSameLogits(model, sequences(2, 64, VOCABULARY.length, 3));
+      const back = readBack(bytes);
+      assert.equal(back.opset, 23);
+      assert.equal(back.producer, `attnkit ${attn.version}`);
+      assert.equal(back.metadata.producer, `attnkit ${attn.version}`);
+      assert.equal(back.metadata.tokenizer, "characters");
+      assert.deepEqual(JSON.parse(back.metadata.vocabulary), VOCABULARY);
+      assert.deepEqual(JSON.parse(back.metadata.config), model.config);
+      assert.deepEqual(back.inputs, ["input_ids"]);
+      assert.deepEqual(back.outputs, ["logits"]);
+      const prompt = "the whale ";
+      const want = model.generate(prompt, { length: 20, temperature: 0 });
+      for (const opset of [23, 17]) {
+        const cached = await model.exportOnnx({ cache: true, opset });
+        const got = await generateOnnx(cached, model.config, model.tokenizer.encode(prompt), 20);
+        assert.deepEqual(got, Array.from(want.tokens), `opset ${opset}`);
+        const io = readBack(cached);
+        assert.equal(io.opset, opset);
+        assert.deepEqual(io.inputs.slice(0, 3), [
+          "input_ids",
+          "past_key_values.0.key",
+          "past_key_values.0.value",
+        ]);
+        assert.deepEqual(io.outputs.slice(0, 3), ["logits", "present.0.key", "present.0.value"]);
+        assert.equal(io.inputs.length, 1 + 2 * LANGUAGE_DEFAULT.numLayers);
+      }
+    } finally {
+      model.dispose();
+    }
+  });
+
+  for (const head of ["absent", "untied"]) {
+    it(`a tiny GPT-2 checkpoint (${head === "absent" ? "tied" : "untied"} head): logits, greedy tokens, the tokenizer named`, async () => {
+      const c = gpt2Checkpoint({
+        numLayers: 2,
+        dModel: 16,
+        numHeads: 2,
+        vocabSize: 300,
+        nPositions: 32,
+        head,
+        seed: 4,
+      });
+      const model = await attn.openCheckpoint(c.safetensors, { config: c.config });
+      try {
+        const bytes = await assertSameLogits(model, sequences(2, 12, 300, 5));
+        await assertSameLogits(model, sequences(1, 12, 300, 6), { opset: 17 });
+        const back = readBack(bytes);
+        assert.equal(back.metadata.tokenizer, "gpt2");
+        assert.equal(back.metadata.vocabulary, undefined);
+        assert.equal(back.initializers.includes("unembedding"), head === "untied");
+        const prompt = [5, 17, 42];
+        const cached = await model.exportOnnx({ cache: true });
+        const got = await generateOnnx(cached, model.config, prompt, 20);
+        // generate() reads text; the same greedy steps from the model's own logits.
+        const want = [];
+        let context = [...prompt];
+        for (let i = 0; i < 20; ++i) {
+          const { logits } = model.inspect(context);
+          want.push(argmax(logits.data, context.length - 1, model.config.vocabSize));
+          context.push(want.at(-1));
+        }
+        assert.deepEqual(got, want);
+      } finally {
+        model.dispose();
+      }
+    });
+  }
+
+  it("through attnkit/worker: the same bytes", async () => {
+    const worker = await createAttnkitWorker({ model: true });
+    try {
+      const config = { vocabSize: 8, maxSeqLen: 8, dModel: 8, numHeads: 2 };
+      const remote = await worker.createModel(config, { seed: 2 });
+      const local = attn.createModel(config, { seed: 2 });
+      assert.deepEqual(
+        await remote.exportOnnx({ opset: 20 }),
+        await local.exportOnnx({ opset: 20 }),
+      );
+      local.dispose();
+    } finally {
+      worker.dispose();
+    }
+  });
+
+  it("bad requests: named errors, and the model keeps working", async () => {
+    const model = attn.createModel({ vocabSize: 8, maxSeqLen: 8, dModel: 8 }, { seed: 1 });
+    const refuses = (options, parameter, type = AttnkitError) =>
+      assert.rejects(model.exportOnnx(options), (e) => {
+        assert.ok(e instanceof type, `${e}`);
+        assert.equal(e.parameter, parameter);
+        assert.match(e.message, new RegExp(`^${parameter.replace(".", "\\.")}: expected `));
+        return true;
+      });
+    await refuses({ opset: 16 }, "options.opset");
+    await refuses({ opset: 25 }, "options.opset");
+    await refuses({ opset: 23.5 }, "options.opset");
+    await refuses({ opset: "23" }, "options.opset", AttnkitTypeError);
+    await refuses({ cache: 1 }, "options.cache", AttnkitTypeError);
+    await refuses({ opsets: 23 }, "options.opsets");
+    await refuses("23", "options", AttnkitTypeError);
+    await assert.rejects(
+      model.exportOnnx({ opset: 16 }),
+      /opset from 17 \(LayerNormalization\) to 24, got 16/,
+    );
+    assert.ok((await model.exportOnnx()).length > 0);
+    model.dispose();
+    await assert.rejects(model.exportOnnx(), { code: "disposed" });
+  });
+
+  it("a model over protobuf's 2 GiB is refused before anything is written", () => {
+    // The check exportOnnx makes first (a model of 2^29 parameters takes minutes
+    // to create in wasm): the most parameters whose file fits, and one more.
+    const fits = { parameterCount: Math.floor((2 ** 31 - 1 - 2 ** 20) / 4) };
+    checkOnnxSize(fits);
+    const over = { parameterCount: fits.parameterCount + 1 };
+    assert.throws(
+      () => checkOnnxSize(over),
+      (e) => {
+        assert.ok(e instanceof AttnkitError);
+        assert.equal(e.parameter, "model");
+        assert.match(
+          e.message,
+          /^model: expected a model whose ONNX file fits one protobuf message \(2 GiB/,
+        );
+        assert.match(e.message, new RegExp(`got ${over.parameterCount} parameters`));
+        return true;
+      },
+    );
+  });
+});
