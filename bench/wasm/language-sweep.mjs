@@ -9,13 +9,28 @@
 // bench/wasm/language.mjs. A run stops at 2.0 (with --go-on: goes on, for the loss after 180 s
 // of CPU), at its CPU budget or at its step cap.
 //
+// --init-sweep: the default preset's initialisation chosen by measurement, natively (the fastest
+// engine; step counts do not depend on the machine's load): attnkit_language_bench --preset
+// default --init NAME --seed S --steps N, one process after the other at nice 10, on Moby-Dick
+// and on a second English text of its size (the State of the Union addresses from 1985 on). Per
+// text, initialisation and model seed: the initial validation loss, the steps to a validation
+// loss of 2.0 nats/char (linearly between the evaluations around it) and the validation loss at
+// fixed steps (the same held-out windows as above, every 50 steps). The initialisations are the
+// native bench's kInits (docs/model.md, "Initialisation").
+//
 // Usage: node bench/wasm/language-sweep.mjs [--only name,name] [--cpu-core 1] [--budget S] [--go-on]
 //          > build/language-sweep.json  (a dated record of a run goes to bench/results/history.md)
 //        node --single-threaded-gc bench/wasm/language-sweep.mjs --run name   (one, JSON out)
+//        node bench/wasm/language-sweep.mjs --init-sweep [--native build/bench/attnkit_language_bench]
+//          [--inits a,b] [--seeds 1,2] [--texts moby-dick,sotu] [--steps 1500]
+//          > build/init-sweep.json  (the table on stderr)
+//        node bench/wasm/language-sweep.mjs --init-table a.json[,b.json]  (the runs' table again)
 import os from "node:os";
+import path from "node:path";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { mobyDick } from "../lib/engines.mjs";
+import { mobyDick, stateOfTheUnion } from "../lib/engines.mjs";
 
 const args = process.argv.slice(2);
 const option = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
@@ -192,7 +207,105 @@ async function run(name, maxBudget, maxSteps) {
   return record;
 }
 
-if (option("--run")) {
+const TEXTS = { "moby-dick": mobyDick, sotu: stateOfTheUnion };
+const INITS = [
+  "gpt2",
+  "normal-0.02",
+  "torch",
+  "torch-emb-0.02",
+  "fan-in",
+  "fan-in-res",
+  "fan-in-emb-0.3",
+  "fan-in-emb-0.1",
+  "fan-in-emb-0.02",
+  "fan-in-res-emb-0.02",
+];
+const AT_STEPS = [250, 500, 1000, 1500];
+
+/** The step at which a run's validation curve crosses `target`, linearly between evaluations. */
+function crossing({ validation, initialValidation }, target) {
+  const curve = [[0, initialValidation], ...validation];
+  const i = curve.findIndex(([, v]) => v <= target);
+  if (i < 1) return null;
+  const [[s0, v0], [s1, v1]] = [curve[i - 1], curve[i]];
+  return Math.round(s0 + ((s1 - s0) * (v0 - target)) / (v0 - v1));
+}
+
+/** The initialisation sweep's table (markdown): per initialisation and text, over the seeds. */
+function initTable(results) {
+  const rank = (init) => (INITS.includes(init) ? INITS.indexOf(init) : INITS.length);
+  const inits = [...new Set(results.map((r) => r.init))].sort((a, b) => rank(a) - rank(b));
+  const texts = [...new Set(results.map((r) => r.text))];
+  const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const head = ["initialisation"];
+  for (const t of texts) {
+    head.push(`${t}: initial loss`, `${t}: steps to 2.0`, `${t}: loss at ${AT_STEPS.join(" / ")}`);
+  }
+  const rows = [head, head.map(() => "---")];
+  for (const init of inits) {
+    const row = [init];
+    for (const text of texts) {
+      const runs = results.filter((r) => r.init === init && r.text === text);
+      const at = (step) =>
+        mean(runs.map((r) => r.validation.find(([s]) => s === step)?.[1] ?? NaN));
+      row.push(
+        mean(runs.map((r) => r.initialValidation)).toFixed(2),
+        runs.map((r) => crossing(r, 2.0) ?? "-").join(", "),
+        AT_STEPS.map((s) => at(s).toFixed(3)).join(" / "),
+      );
+    }
+    rows.push(row);
+  }
+  return rows.map((r) => `| ${r.join(" | ")} |`).join("\n");
+}
+
+function initSweep() {
+  const binary = option("--native") ?? "build/bench/attnkit_language_bench";
+  const inits = option("--inits")?.split(",") ?? INITS;
+  const seeds = (option("--seeds") ?? "1,2").split(",");
+  const texts = (option("--texts") ?? "moby-dick,sotu").split(",");
+  const steps = option("--steps") ?? String(AT_STEPS.at(-1));
+  const dir = mkdtempSync(path.join(os.tmpdir(), "attnkit-init-sweep-"));
+  const results = [];
+  try {
+    for (const text of texts) {
+      if (!TEXTS[text]) throw new Error(`--texts: no text "${text}" (${Object.keys(TEXTS)})`);
+      const file = path.join(dir, `${text}.txt`);
+      writeFileSync(file, TEXTS[text]());
+      for (const init of inits) {
+        for (const seed of seeds) {
+          const argv = [binary, "--text", file, "--preset", "default", "--init", init];
+          argv.push("--seed", seed, "--steps", steps);
+          const out = execFileSync("nice", ["-n", "10", ...argv], {
+            encoding: "utf8",
+            stdio: ["ignore", "pipe", "ignore"],
+            maxBuffer: 1 << 26,
+          });
+          const r = { text, ...JSON.parse(out) };
+          if (r.error) throw new Error(`${init} seed ${seed} on ${text}: ${r.error}`);
+          results.push(r);
+          console.error(
+            `${text} ${init} seed ${seed}: initial ${r.initialValidation.toFixed(3)}, ` +
+              `2.0 at ${r["stepsTo2.0"] || "-"}, last ${r.validation.at(-1)[1].toFixed(3)}`,
+          );
+        }
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  console.error(initTable(results));
+  const commit = execFileSync("git", ["describe", "--always", "--dirty"], { encoding: "utf8" });
+  const record = { date: new Date().toISOString(), commit: commit.trim(), cpu: os.cpus()[0].model };
+  process.stdout.write(JSON.stringify({ ...record, steps: +steps, results }, null, 1) + "\n");
+}
+
+if (args.includes("--init-sweep")) {
+  initSweep();
+} else if (option("--init-table")) {
+  const files = option("--init-table").split(",");
+  console.log(initTable(files.flatMap((f) => JSON.parse(readFileSync(f, "utf8")).results)));
+} else if (option("--run")) {
   const r = await run(
     option("--run"),
     Number(option("--budget") ?? 240),

@@ -58,6 +58,7 @@ struct ModelConfig {
   bool scale_by_sqrt_dk = true;   // false: scores are Q K^T unscaled (the scale experiment)
   bool bias = false;              // every linear layer adds a bias row (b_Q ... b_2; GPT-2's)
   bool tied_unembedding = false;  // logits = f token_embedding^T; no unembedding tensor
+  bool gpt2_init = false;         // InitParameters draws GPT-2's scales, not the default ones
   float layer_norm_epsilon = 1e-5f;  // every LayerNorm's; > 0 and finite
 };
 
@@ -72,10 +73,8 @@ constexpr size_t ModelConfig::*kConfigSizes[] = {
     &ModelConfig::d_k,        &ModelConfig::d_ff,
 };
 constexpr bool ModelConfig::*kConfigFlags[] = {
-    &ModelConfig::layer_norm,
-    &ModelConfig::scale_by_sqrt_dk,
-    &ModelConfig::bias,
-    &ModelConfig::tied_unembedding,
+    &ModelConfig::layer_norm,       &ModelConfig::scale_by_sqrt_dk, &ModelConfig::bias,
+    &ModelConfig::tied_unembedding, &ModelConfig::gpt2_init,
 };
 constexpr float ModelConfig::*kConfigFloats[] = {&ModelConfig::layer_norm_epsilon};
 constexpr size_t kConfigSizeWords = sizeof(kConfigSizes) / sizeof(kConfigSizes[0]);
@@ -127,14 +126,13 @@ struct Parameters {
   size_t Count() const;  // total floats
 };
 
-// The initialisation, from one seed (docs/model.md says why these scales).
-// Attention-only models (d_ff 0):
-//   token and position embeddings  N(0, 1)
-//   W_Q, W_K, W_V                  N(0, 1 / d_model)
-//   W_O                            N(0, 1 / (h d_k))
-//   unembedding                    N(0, 1 / d_model)
+// The initialisation, from one seed (docs/model.md says why these scales,
+// and the sweep that chose them):
+//   token and position embeddings  N(0, 1); GPT models (d_ff > 0): N(0, 0.3^2)
+//   every matrix [fan_in, fan_out]  N(0, 1 / fan_in): W_Q, W_K, W_V, W_1 and the
+//                                  unembedding 1 / d_model, W_O 1 / (h d_k), W_2 1 / d_ff
 //   biases                         0
-// GPT models (d_ff > 0), as GPT-2 and nanoGPT:
+// With gpt2_init, GPT-2's (and nanoGPT's):
 //   every matrix and embedding     N(0, 0.02^2)
 //   but W_O and W_2                N(0, (0.02 / sqrt(2 num_layers))^2)
 // LayerNorm gains 1, biases 0.

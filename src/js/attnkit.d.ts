@@ -531,6 +531,11 @@ export interface ModelConfig {
   bias?: boolean | undefined;
   /** Logits = f tokenEmbedding^T (GPT-2's tied lm_head); no unembedding tensor. Default false. */
   tiedUnembedding?: boolean | undefined;
+  /**
+   * createModel draws GPT-2's initial weights (N(0, 0.02^2), W_O and W_2 divided by
+   * sqrt(2 numLayers)) instead of the default ones (docs/model.md, "Initialisation"). Default false.
+   */
+  gpt2Init?: boolean | undefined;
   /** Every LayerNorm's epsilon, finite and > 0, kept as a float32. Default 1e-5. */
   layerNormEpsilon?: number | undefined;
 }

@@ -40,7 +40,7 @@ const CONFIG_WORDS = [
   "dK",
   "dFF",
 ];
-const CONFIG_FLAGS = ["layerNorm", "scaleBySqrtDk", "bias", "tiedUnembedding"];
+const CONFIG_FLAGS = ["layerNorm", "scaleBySqrtDk", "bias", "tiedUnembedding", "gpt2Init"];
 const CONFIG_FLOATS = ["layerNormEpsilon"];
 const CONFIG_KEYS = [...CONFIG_WORDS, ...CONFIG_FLAGS, ...CONFIG_FLOATS];
 const CONFIG_WORD_COUNT = CONFIG_WORDS.length + 1 + CONFIG_FLOATS.length;
@@ -115,6 +115,7 @@ function checkModelConfig(config) {
     scaleBySqrtDk: checkBool("config.scaleBySqrtDk", config.scaleBySqrtDk, true),
     bias: checkBool("config.bias", config.bias, false),
     tiedUnembedding: checkBool("config.tiedUnembedding", config.tiedUnembedding, false),
+    gpt2Init: checkBool("config.gpt2Init", config.gpt2Init, false),
     // A float32 in the core (which checks it is finite and > 0).
     layerNormEpsilon: checkNumber("config.layerNormEpsilon", config.layerNormEpsilon, 1e-5),
   };

@@ -185,6 +185,28 @@ size_t Parameters::Count() const {
   return n;
 }
 
+namespace {
+
+// GPT models' (d_ff > 0) token and position embeddings: N(0, kGptEmbeddingStd^2)
+// (docs/model.md, "Initialisation": the sweep that chose it).
+constexpr double kGptEmbeddingStd = 0.3;
+
+// The standard deviation of the normal that tensor `name` ([fan_in, fan_out]
+// for a matrix: x W) starts from; the LayerNorm gains and every bias are not drawn.
+double InitStd(const ModelConfig& c, const std::string& name, const Matrix& m) {
+  if (c.gpt2_init) {
+    // GPT-2: N(0, 0.02); the projections into the residual stream (W_O,
+    // W_2) scaled by 1 / sqrt(2 num_layers), as 2 num_layers of them add up.
+    const bool residual = EndsWith(name, ".W_O") || EndsWith(name, ".W_2");
+    return residual ? 0.02 / std::sqrt(2.0 * double(c.num_layers)) : 0.02;
+  }
+  if (EndsWith(name, "_embedding")) return c.d_ff > 0 ? kGptEmbeddingStd : 1.0;
+  // Every matrix by its fan-in (LeCun): each output keeps its input's variance.
+  return 1.0 / std::sqrt(double(m.rows()));
+}
+
+}  // namespace
+
 Status InitParameters(const ModelConfig& config, uint64_t seed, Parameters* params) {
   ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("params", params));
   ModelConfig c;
@@ -197,24 +219,12 @@ Status InitParameters(const ModelConfig& config, uint64_t seed, Parameters* para
     Rng rng(SplitMix64(&stream));
     const std::string& name = names[i];
     Matrix& m = *tensors[i];
-    double std_dev = 1.0;
     if (EndsWith(name, "_gain")) {
       for (size_t k = 0; k < m.size(); ++k) m.data()[k] = 1.0f;
       continue;
     }
     if (EndsWith(name, "_bias") || name.find(".b_") != std::string::npos) continue;
-    if (c.d_ff > 0) {
-      // GPT-2: N(0, 0.02); the projections into the residual stream (W_O,
-      // W_2) scaled by 1 / sqrt(2 num_layers), as 2 num_layers of them add up.
-      std_dev = 0.02;
-      if (EndsWith(name, ".W_O") || EndsWith(name, ".W_2")) {
-        std_dev /= std::sqrt(2.0 * double(c.num_layers));
-      }
-    } else if (name.find("W_O") != std::string::npos) {
-      std_dev = 1.0 / std::sqrt(double(c.num_heads * c.d_k));
-    } else if (name.find(".W_") != std::string::npos || name == "unembedding") {
-      std_dev = 1.0 / std::sqrt(double(c.d_model));
-    }
+    const double std_dev = InitStd(c, name, m);
     for (size_t k = 0; k < m.size(); ++k) m.data()[k] = float(rng.Normal() * std_dev);
   }
   return Status::Ok();

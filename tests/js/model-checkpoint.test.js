@@ -1,5 +1,5 @@
 // GPT-2's details in the JS model layer (src/js/model.js): the config keys
-// bias, tiedUnembedding and layerNormEpsilon (createModel, the resolved
+// bias, tiedUnembedding, gpt2Init and layerNormEpsilon (createModel, the resolved
 // config, the weights file's round trip, their errors), and the package's
 // internal filler of a model from a checkpoint (attnkit[FILL], over
 // model::CheckpointLoader): a c_attn tensor loaded from f16 bytes read back
@@ -79,7 +79,7 @@ function loadAll(fill, c, skip = []) {
   }
 }
 
-describe("model config: bias, tiedUnembedding, layerNormEpsilon", () => {
+describe("model config: bias, tiedUnembedding, gpt2Init, layerNormEpsilon", () => {
   let attn;
   before(async () => {
     attn = await createAttnkit({ model: true });
@@ -89,11 +89,18 @@ describe("model config: bias, tiedUnembedding, layerNormEpsilon", () => {
     const model = attn.createModel({ vocabSize: 5, maxSeqLen: 4, dModel: 4 });
     assert.equal(model.config.bias, false);
     assert.equal(model.config.tiedUnembedding, false);
+    assert.equal(model.config.gpt2Init, false);
     assert.equal(model.config.layerNormEpsilon, Math.fround(1e-5));
     assert.ok(model.parameters().unembedding);
     model.dispose();
 
-    const config = { ...GPT2, tiedUnembedding: true, layerNormEpsilon: 1e-3, numKvHeads: 1 };
+    const config = {
+      ...GPT2,
+      tiedUnembedding: true,
+      gpt2Init: true,
+      layerNormEpsilon: 1e-3,
+      numKvHeads: 1,
+    };
     const gpt = attn.createModel(config, { seed: 4 });
     assert.deepEqual(gpt.config, {
       ...config,
@@ -114,10 +121,28 @@ describe("model config: bias, tiedUnembedding, layerNormEpsilon", () => {
     gpt.dispose();
   });
 
+  it("gpt2Init draws GPT-2's scales; by default every matrix by its fan-in", () => {
+    const config = { ...GPT2, dModel: 64, numHeads: 4, dFF: 256, vocabSize: 64, maxSeqLen: 64 };
+    const rms = ({ data }) => Math.sqrt(data.reduce((s, x) => s + x * x, 0) / data.length);
+    const [fanIn, gpt2] = [false, true].map((gpt2Init) => {
+      const model = attn.createModel({ ...config, gpt2Init }, { seed: 3 });
+      const p = model.parameters();
+      model.dispose();
+      return p;
+    });
+    // docs/model.md, "Initialisation".
+    const near = (m, std) => Math.abs(rms(m) / std - 1) < 0.05;
+    assert.ok(near(fanIn.tokenEmbedding, 0.3) && near(gpt2.tokenEmbedding, 0.02));
+    assert.ok(near(fanIn.layers[1].W_Q, 1 / 8) && near(gpt2.layers[1].W_Q, 0.02));
+    assert.ok(near(fanIn.layers[1].W_2, 1 / 16) && near(gpt2.layers[1].W_2, 0.02 / 2));
+    assert.ok(near(fanIn.unembedding, 1 / 8) && near(gpt2.unembedding, 0.02));
+  });
+
   it("are checked, named as the caller wrote them", () => {
     for (const [key, value, Type] of [
       ["bias", 1, AttnkitTypeError],
       ["tiedUnembedding", "yes", AttnkitTypeError],
+      ["gpt2Init", 1, AttnkitTypeError],
       ["layerNormEpsilon", "1e-5", AttnkitTypeError],
       ["layerNormEpsilon", 0, AttnkitError],
       ["layerNormEpsilon", -1, AttnkitError],
@@ -164,6 +189,7 @@ describe("attnkit[FILL]: a model filled from a GPT-2 checkpoint", () => {
       dK: 2,
       scaleBySqrtDk: true,
       tiedUnembedding: false,
+      gpt2Init: false,
       layerNormEpsilon: Math.fround(1e-5),
     });
     const { W_Q, W_K, W_V } = model.parameters().layers[1];

@@ -7,7 +7,7 @@ import { describe } from "node:test";
 import { useDriver } from "./smoke.mjs";
 import { poll } from "./wait.mjs";
 
-// Measured in Chromium: 2.45 to 2.48 nats/char at step 200 (the bigram model's 2.44 is near).
+// Measured in Chromium: 2.44 nats/char at step 200 (the bigram model's 2.44 is near).
 const STEPS = 200;
 const THRESHOLD = 2.6;
 
