@@ -11,13 +11,14 @@
 
 #include "attnkit/generate.h"
 #include "attnkit/model.h"
-#include "attnkit/random.h"
 #include "tests/model_test_util.h"
 
 namespace {
 
 using namespace attnkit;
 using namespace attnkit::model;
+using model_test::LastLogits;
+using model_test::Perturb;
 
 // GPT-2's kind of block (biases, tied unembedding) with grouped K/V heads,
 // a context long enough for the caches to grow several times.
@@ -34,33 +35,6 @@ ModelConfig LongConfig() {
   c.bias = true;
   c.tied_unembedding = true;
   return c;
-}
-
-// Every weight moved by N(0, 0.5^2) (biases and gains by N(0, 0.3^2)), so that
-// every part of the model shows in the logits.
-void Perturb(Model* m, uint64_t seed) {
-  Rng rng(seed);
-  for (Matrix* t : m->params().Tensors()) {
-    const bool vector = t->rows() == 1;
-    for (size_t k = 0; k < t->size(); ++k) {
-      t->data()[k] = vector ? t->data()[k] + float(0.3 * rng.Normal()) : float(0.5 * rng.Normal());
-    }
-  }
-}
-
-// The logits of the last position of a full forward of `tokens`.
-std::vector<float> LastLogits(Model* m, const std::vector<int32_t>& tokens) {
-  Batch b;
-  b.batch = 1;
-  b.seq_len = tokens.size();
-  b.tokens = tokens;
-  b.targets.assign(tokens.size(), -1);
-  Matrix logits;
-  Metrics metrics;
-  REQUIRE_OK(m->Forward(b, &metrics, &logits));
-  const size_t V = m->config().vocab_size;
-  return std::vector<float>(logits.data() + (tokens.size() - 1) * V,
-                            logits.data() + tokens.size() * V);
 }
 
 // The generator's logits equal a full forward's of its context before the token.
