@@ -7,6 +7,7 @@
 #             layer     the multi-head layer and its time split
 #             small     the small calls, with the plain loops in the same rounds
 #             gpt2      GPT-2 small's prefill and tokens through the Generator
+#                       (native only here)
 # A's source is an export of REV (git archive) in build/ab/src-REV. Both sides
 # are built the same way: natively by bench/CMakeLists.txt as a project of its
 # own (-DATTNKIT_SOURCE: REV's export, or this tree), which compiles this
@@ -38,7 +39,8 @@ case $question in
   backward | small) rounds=${rounds:-21} own_js=0 ;;
   heads) rounds=${rounds:-11} own_js=1 ;;
   layer) rounds=${rounds:-15} own_js=1 ;;
-  gpt2) rounds=${rounds:-7} own_js=0 ;;
+  # wasm: bench/wasm/gpt2_ab.mjs DIST_A DIST_B (two package builds' dist/ folders).
+  gpt2) rounds=${rounds:-7} own_js=0 wasm=0 ;;
   *) echo "ab.sh: QUESTION: expected backward, heads, layer, small or gpt2, got '$question'" >&2; exit 2 ;;
 esac
 commit=$(git rev-parse --short "$rev^{commit}")
