@@ -35,23 +35,13 @@ namespace {
 
 using namespace attnkit;
 using namespace attnkit::model;
+using model_test::LastLogits;
+using model_test::Perturb;
 using model_test::RequireGradientsMatchReference;
 using model_test::RequireNames;
 using model_test::RequireScoreGradientsMatchReference;
 using model_test::SmallBatch;
 using model_test::SmallConfig;
-
-// Weights large enough that every part of the model matters to the loss:
-// GPT-2's N(0, 0.02) would leave the gradients of a tiny model near zero.
-void Perturb(Model* m, uint64_t seed) {
-  Rng rng(seed);
-  for (Matrix* t : m->params().Tensors()) {
-    const bool vector = t->rows() == 1;  // LayerNorm gains and biases
-    for (size_t k = 0; k < t->size(); ++k) {
-      t->data()[k] = vector ? t->data()[k] + float(0.3 * rng.Normal()) : float(0.5 * rng.Normal());
-    }
-  }
-}
 
 TEST_CASE("gpt: GELU and its derivative match float64 on every target", "[gpt]") {
   // u on [-12, 12] in steps of 1/64 and beyond (where GELU is 0 or u), in rows
@@ -540,21 +530,6 @@ TEST_CASE("gpt: weights v4 carry bias, a tied unembedding and the LayerNorm epsi
     INFO(s.ToString());
     CHECK(s.detail().find("layer_norm_epsilon") != std::string::npos);
   }
-}
-
-// The logits of the last position of a full forward of `tokens`.
-std::vector<float> LastLogits(Model* m, const std::vector<int32_t>& tokens) {
-  Batch b;
-  b.batch = 1;
-  b.seq_len = tokens.size();
-  b.tokens = tokens;
-  b.targets.assign(tokens.size(), -1);
-  Matrix logits;
-  Metrics metrics;
-  REQUIRE_OK(m->Forward(b, &metrics, &logits));
-  const size_t V = m->config().vocab_size;
-  return std::vector<float>(logits.data() + (tokens.size() - 1) * V,
-                            logits.data() + tokens.size() * V);
 }
 
 ModelConfig GenerationConfig() {

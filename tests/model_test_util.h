@@ -10,10 +10,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "attnkit/model.h"
+#include "attnkit/random.h"
 #include "tests/model_reference.h"
 #include "tests/test_util.h"
 
@@ -26,6 +28,34 @@ inline void RequireNames(const attnkit::Status& s, const std::string& parameter)
   CHECK(s.parameter() == parameter);
   // No word doubled in ToString() (test_util.h's ErrorMismatch).
   CHECK(attnkit_test::ErrorMismatch(s, attnkit_test::Err(s.code())).empty());
+}
+
+// Weights large enough that every part of the model matters to the loss:
+// GPT-2's N(0, 0.02) would leave the gradients of a tiny model near zero.
+// Every matrix N(0, 0.5^2); LayerNorm gains and biases moved by N(0, 0.3^2).
+inline void Perturb(attnkit::model::Model* m, uint64_t seed) {
+  attnkit::model::Rng rng(seed);
+  for (attnkit::Matrix* t : m->params().Tensors()) {
+    const bool vector = t->rows() == 1;  // LayerNorm gains and biases
+    for (size_t k = 0; k < t->size(); ++k) {
+      t->data()[k] = vector ? t->data()[k] + float(0.3 * rng.Normal()) : float(0.5 * rng.Normal());
+    }
+  }
+}
+
+// The logits of the last position of a full forward of `tokens`.
+inline std::vector<float> LastLogits(attnkit::model::Model* m, const std::vector<int32_t>& tokens) {
+  attnkit::model::Batch b;
+  b.batch = 1;
+  b.seq_len = tokens.size();
+  b.tokens = tokens;
+  b.targets.assign(tokens.size(), -1);
+  attnkit::Matrix logits;
+  attnkit::model::Metrics metrics;
+  REQUIRE_OK(m->Forward(b, &metrics, &logits));
+  const size_t V = m->config().vocab_size;
+  return std::vector<float>(logits.data() + (tokens.size() - 1) * V,
+                            logits.data() + tokens.size() * V);
 }
 
 // 2 layers, 2 query heads sharing 1 K/V head of d_k 3, d_model 6, 5 tokens,

@@ -183,6 +183,31 @@ TEST_CASE("MatMul with B packed in panels (many rows) matches the reference and 
   });
 }
 
+TEST_CASE("MatMul of one row gives the bits of that row in a taller product", "[ops][matmul]") {
+  // A one-row product (a decoding step's) sums B's rows weighted by A's
+  // values, row after row; the register tiles of a taller product sum the
+  // same terms in the same order, so each row of C is the same either way.
+  ForEachTarget([](int64_t) {
+    uint32_t seed = 500;
+    for (size_t K : {size_t{1}, size_t{7}, size_t{64}, size_t{67}, size_t{300}}) {
+      for (size_t N : {size_t{1}, size_t{3}, size_t{15}, size_t{17}, size_t{33}, size_t{65},
+                       size_t{97}, size_t{130}}) {
+        const Layout layout = ((K + N) % 2) ? Layout::kStrided : Layout::kContiguous;
+        INFO("K=" << K << " N=" << N << " " << LayoutName(layout));
+        const TestMatrix A = Random(9, K, seed += 2, layout);
+        const TestMatrix B = Random(K, N, seed + 1, layout, -2.0f, 2.0f);
+        TestMatrix C(9, N, layout), row(1, N, layout);
+        REQUIRE_OK(attnkit::MatMul(A, B, C));
+        for (size_t r = 0; r < 9; ++r) {
+          REQUIRE_OK(attnkit::MatMul(A.cview().Block(r, 1, 0, K), B, row));
+          CHECK_CLOSE(row, C.ToRef().Block(r, 1, 0, N), kExact);
+          CHECK(row.PaddingIntact());
+        }
+      }
+    }
+  });
+}
+
 TEST_CASE("MatMul overwrites the output instead of accumulating into it", "[ops][matmul]") {
   ForEachTarget([](int64_t) {
     TestMatrix A = Random(4, 9, 1), B = Random(9, 7, 2);

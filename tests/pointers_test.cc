@@ -107,6 +107,7 @@ std::vector<NullCall> NullCalls() {
       {"model.h:Backward(grads)", [] { return model::Model().Backward(nullptr); }},
       {"model.h:AttentionWeights(weights)",
        [] { return model::Model().AttentionWeights(0, nullptr); }},
+      {"model.h:FusedWeights(out)", [] { return model::Model().FusedWeights(nullptr); }},
       {"model.h:Inspect(out)",
        [] {
          return model::Model().Inspect({1, 2}, nullptr, nullptr);

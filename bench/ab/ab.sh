@@ -6,6 +6,8 @@
 #             heads     the head layouts (bshd, bhsd) against one head
 #             layer     the multi-head layer and its time split
 #             small     the small calls, with the plain loops in the same rounds
+#             gpt2      GPT-2 small's prefill and tokens through the Generator
+#                       (native only here)
 # A's source is an export of REV (git archive) in build/ab/src-REV. Both sides
 # are built the same way: natively by bench/CMakeLists.txt as a project of its
 # own (-DATTNKIT_SOURCE: REV's export, or this tree), which compiles this
@@ -20,7 +22,7 @@
 # Usage: bench/ab/ab.sh QUESTION REV [--rounds N] [--native | --wasm] [--own-js]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-question=${1:?QUESTION: backward, heads, layer or small} rev=${2:?REV: the revision to compare with}
+question=${1:?QUESTION: backward, heads, layer, small or gpt2} rev=${2:?REV: the revision to compare with}
 shift 2
 rounds='' native=1 wasm=1 own=0
 while (($#)); do
@@ -37,7 +39,9 @@ case $question in
   backward | small) rounds=${rounds:-21} own_js=0 ;;
   heads) rounds=${rounds:-11} own_js=1 ;;
   layer) rounds=${rounds:-15} own_js=1 ;;
-  *) echo "ab.sh: QUESTION: expected backward, heads, layer or small, got '$question'" >&2; exit 2 ;;
+  # wasm: bench/wasm/gpt2_ab.mjs DIST_A DIST_B (two package builds' dist/ folders).
+  gpt2) rounds=${rounds:-7} own_js=0 wasm=0 ;;
+  *) echo "ab.sh: QUESTION: expected backward, heads, layer, small or gpt2, got '$question'" >&2; exit 2 ;;
 esac
 commit=$(git rev-parse --short "$rev^{commit}")
 out=build/ab

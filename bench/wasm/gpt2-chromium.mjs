@@ -57,12 +57,18 @@ import "/out/entry.js";
 window.attn = await window.createAttnkit({ model: true });
 window.ready = true;
 </script></body></html>`;
-const TYPES = { ".js": "text/javascript", ".wasm": "application/wasm" };
-// /out/* the bundle; the wasm modules beside it, as the package's loader asks for them.
+const TYPES = {
+  ".js": "text/javascript",
+  ".wasm": "application/wasm",
+  ".json": "application/json",
+};
+// /out/* the bundle; the wasm modules and GPT-2's ranks (gpt2-ranks.json) beside it, as the
+// package's loader and checkpoint reader ask for them.
 const server = createServer((req, res) => {
   const name = path.basename(new URL(req.url ?? "/", "http://x").pathname);
   if (req.url === "/") return void res.writeHead(200, { "content-type": "text/html" }).end(html);
-  const file = name.endsWith(".wasm") ? `${root}dist/${name}` : `${pageDir}out/${name}`;
+  const fromDist = name.endsWith(".wasm") || name === "gpt2-ranks.json";
+  const file = fromDist ? `${root}dist/${name}` : `${pageDir}out/${name}`;
   if (!existsSync(file)) return void res.writeHead(404).end();
   res.writeHead(200, {
     "content-type": TYPES[path.extname(file)] ?? "",
@@ -82,8 +88,14 @@ hub.add(REPO, {
 });
 
 // --- the renderer's memory from /proc -----------------------------------------------------
+// A renderer that has ended (Chromium closes spare ones) reads as 0 bytes.
 const status = (pid) => {
-  const text = readFileSync(`/proc/${pid}/status`, "utf8");
+  let text;
+  try {
+    text = readFileSync(`/proc/${pid}/status`, "utf8");
+  } catch {
+    return { rss: 0, hwm: 0 };
+  }
   const kb = (key) =>
     Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? NaN) * 1024;
   return { rss: kb("VmRSS"), hwm: kb("VmHWM") };
@@ -141,7 +153,13 @@ try {
     rss: Object.fromEntries(pids.map((p) => [p, status(p).rss])),
   };
   // The peak resident set from here on: writing 5 to clear_refs resets VmHWM to VmRSS.
-  for (const p of pids) writeFileSync(`/proc/${p}/clear_refs`, "5");
+  for (const p of pids) {
+    try {
+      writeFileSync(`/proc/${p}/clear_refs`, "5");
+    } catch {
+      // ended since
+    }
+  }
   const samples = [];
   let sampling = true;
   const sampler = (async () => {

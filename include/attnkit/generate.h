@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "attnkit/kv_cache.h"
@@ -46,7 +47,9 @@ struct GeneratedToken {
 class Generator {
  public:
   // Keeps a reference to `model` (it must outlive the generator and not
-  // change while generating) and prefills every layer's KV cache with
+  // change while generating), shares its fused W_Q | W_K | W_V
+  // (Model::FusedWeights, made on the first Start after the weights last
+  // changed) and prefills every layer's KV cache with
   // `prompt` (1 .. any number of tokens, each < vocab_size; a prompt longer
   // than max_seq_len keeps its last max_seq_len / 2 tokens, as a re-prefill).
   // The RNG of sampling is seeded with `seed`. Errors name "prompt" or
@@ -65,11 +68,19 @@ class Generator {
   // appending to the caches; leaves the last token's logits and weights.
   Status Advance(size_t from);
   Status Prefill();
+  // Room for `tokens` in every layer's cache: each made, or grown with its
+  // contents kept, to min(max_seq_len, max(tokens, 2 capacity)) rows, so
+  // that a cache holds about what the context needs and grows by copies of
+  // amortised O(1) rows per token.
+  Status Reserve(size_t tokens);
 
   const Model* model_ = nullptr;
+  // The model's fused W_QKV per layer (Model::FusedWeights) at Start.
+  std::shared_ptr<const std::vector<FusedQKV>> fused_;
   std::vector<KVCache> caches_;  // one per layer
-  // One per layer: its fused W_QKV (from Start) and the last Advance's activations.
-  std::vector<BlockActivations> blocks_;
+  // The last Advance's activations of a layer, reused by every layer and call.
+  BlockActivations block_;
+  Matrix x_, next_, all_weights_;  // Advance's residual stream and weights of every new row
   std::vector<int32_t> context_;
   std::vector<float> logits_;    // of the context's last position
   std::vector<Matrix> weights_;  // [num_heads, context length] per layer

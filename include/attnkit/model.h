@@ -32,6 +32,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -187,12 +188,23 @@ struct LayerNormActivations {
   Matrix y;           // LayerNorm(x) [N, d_model]
   Matrix mean, rstd;  // its statistics [N, 1]
 };
+// A layer's W_Q | W_K | W_V side by side [d_model, (h + 2g) d_k] and, with
+// bias, b_Q | b_K | b_V [1, (h + 2g) d_k] (else empty): Q | K | V in one
+// product (FuseQKV, src/model/blocks.h).
+struct FusedQKV {
+  Matrix W, b;
+};
 struct BlockActivations {
   Matrix input;               // x before the block [N, d_model] (Model's; unused in generation)
   LayerNormActivations norm;  // a = LayerNorm(x); empty without layer_norm
   Matrix W_QKV;               // W_Q | W_K | W_V side by side [d_model, (h + 2g) d_k]
   Matrix b_QKV;               // b_Q | b_K | b_V side by side [1, (h + 2g) d_k]; with bias
-  Matrix QKV;                 // a W_QKV (+ b_QKV): Q | K | V side by side [N, (h + 2g) d_k]
+  // The fused weights the attention block reads: W_QKV and b_QKV above, or
+  // when set the layer's of those a model keeps (generation, Model::FusedWeights).
+  const FusedQKV* kept = nullptr;
+  const Matrix& QKVWeights() const { return kept ? kept->W : W_QKV; }
+  const Matrix& QKVBias() const { return kept ? kept->b : b_QKV; }
+  Matrix QKV;                      // a W_QKV (+ b_QKV): Q | K | V side by side [N, (h + 2g) d_k]
   size_t q_cols = 0, kv_cols = 0;  // h d_k, g d_k
   ConstMatrixView Q() const { return QKV.view().Block(0, QKV.rows(), 0, q_cols); }
   ConstMatrixView K() const { return QKV.view().Block(0, QKV.rows(), q_cols, kv_cols); }
@@ -216,8 +228,21 @@ class Model {
   // for weights that are filled right after (a checkpoint, a weights file).
   Status Allocate(const ModelConfig& config);
   const ModelConfig& config() const { return config_; }
-  Parameters& params() { return params_; }
+  // For writing: the model then forgets its fused weights (FusedWeights).
+  // Write through params() itself: a reference kept from an earlier call
+  // does not tell the model that its weights change.
+  Parameters& params() {
+    fused_.reset();
+    return params_;
+  }
   const Parameters& params() const { return params_; }
+  // Every layer's W_Q | W_K | W_V and biases side by side (FusedQKV), made
+  // on the first call after the weights last changed (params() for writing,
+  // Init, Allocate, ImportWeights, a checkpoint) and kept with the model
+  // until they change again: each Generator::Start shares them instead of
+  // copying W_Q, W_K and W_V. Calls from several threads at once are safe
+  // (each may make a copy; one is kept). Errors: kOverflow (memory).
+  Status FusedWeights(std::shared_ptr<const std::vector<FusedQKV>>* out) const;
   // Threads for the attention operations (not owned; null = caller's thread).
   // Results are bit-identical with any pool.
   void set_pool(ThreadPool* pool) { pool_ = pool; }
@@ -275,6 +300,8 @@ class Model {
   Matrix dlogits_;
   BlockBackwardScratch backward_scratch_;  // kept so that its memory is reused
   bool have_forward_ = false;
+  // FusedWeights' copy, or null when not made since the weights last changed.
+  mutable std::shared_ptr<const std::vector<FusedQKV>> fused_;
 };
 
 // AdamW (Loshchilov and Hutter 2019) with a linear learning-rate warm-up and

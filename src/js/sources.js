@@ -13,8 +13,11 @@ import { abortError } from "./worker-wire.js";
 export const DEFAULT_HUB = "https://huggingface.co";
 const WEIGHTS = "model.safetensors";
 const CONFIG = "config.json";
-// A Blob is read in slices of at most this many bytes.
-const BLOB_SLICE = 16 << 20;
+// A file on disk is read in slices of at most this many bytes.
+const FILE_SLICE = 16 << 20;
+// A byte stream (a response's body, a Blob's) is read into one reused buffer
+// of this many bytes.
+const BYOB_BYTES = 1 << 20;
 // A gap between two reads of a streamed response shorter than this is read
 // through; a longer one starts a new request.
 const SKIP_THROUGH = 16 << 20;
@@ -68,7 +71,43 @@ class BytesSource {
   close() {}
 }
 
-/** A Blob or File, read in slices. */
+/**
+ * The bytes of a stream (a response's body, a Blob's) chunk by chunk: through
+ * a BYOB reader into one reused buffer where it is a byte stream (fetch's
+ * bodies and Blob streams in Chromium, Firefox and Node), so that a long
+ * read leaves no chunks behind for the collector; else the default reader's
+ * chunks.
+ */
+class ChunkReader {
+  constructor(stream) {
+    try {
+      this.reader = stream.getReader({ mode: "byob" });
+      this.buffer = new ArrayBuffer(BYOB_BYTES);
+    } catch {
+      this.reader = stream.getReader();
+      this.buffer = null;
+    }
+  }
+  /**
+   * The next chunk, or null at the stream's end: at most `max` bytes from
+   * the BYOB reader (valid until the next call), any length from the default one.
+   */
+  async next(max) {
+    if (!this.buffer) {
+      const { value, done } = await this.reader.read();
+      return done ? null : value;
+    }
+    const size = Math.min(max, this.buffer.byteLength);
+    const { value, done } = await this.reader.read(new Uint8Array(this.buffer, 0, size));
+    if (value) this.buffer = value.buffer; // the same memory, handed back
+    return done ? null : value;
+  }
+  cancel() {
+    return this.reader.cancel();
+  }
+}
+
+/** A Blob or File, its slices streamed. */
 class BlobSource {
   constructor(blob) {
     this.blob = blob;
@@ -79,16 +118,21 @@ class BlobSource {
     return { first, total: this.blob.size };
   }
   async read(begin, view, { signal, onBytes } = {}) {
-    for (let at = 0; at < view.length;) {
-      checkAborted(signal);
-      const n = Math.min(BLOB_SLICE, view.length - at);
-      const slice = new Uint8Array(await this.blob.slice(begin + at, begin + at + n).arrayBuffer());
-      if (slice.length !== n) {
-        throw loadFailed(`expected ${n} bytes at ${begin + at} of the Blob, got ${slice.length}`);
+    const chunks = new ChunkReader(this.blob.slice(begin, begin + view.length).stream());
+    try {
+      for (let at = 0; at < view.length;) {
+        checkAborted(signal);
+        const chunk = await chunks.next(view.length - at);
+        if (!chunk) {
+          throw loadFailed(`expected ${view.length} bytes at ${begin} of the Blob, got ${at}`);
+        }
+        const n = Math.min(chunk.length, view.length - at);
+        writeInto(view, at, chunk.subarray(0, n));
+        at += n;
+        onBytes?.(n);
       }
-      writeInto(view, at, slice);
-      at += n;
-      onBytes?.(n);
+    } finally {
+      chunks.cancel().catch(() => {});
     }
   }
   async config() {
@@ -135,7 +179,7 @@ class FileSource {
   async read(begin, view, { signal, onBytes } = {}) {
     for (let at = 0; at < view.length;) {
       checkAborted(signal);
-      const n = Math.min(BLOB_SLICE, view.length - at);
+      const n = Math.min(FILE_SLICE, view.length - at);
       const { bytesRead } = await this.handle.read(view, at, n, begin + at);
       if (bytesRead === 0) {
         throw loadFailed(`expected ${view.length} bytes at ${begin} of ${this.path}, got its end`);
@@ -284,7 +328,7 @@ class HttpFile {
       );
     }
     this.total = total;
-    return { reader: response.body.getReader(), skip };
+    return { reader: new ChunkReader(response.body), skip };
   }
 
   /** The first 8 bytes (fewer if the file is smaller) and the file's size. */
@@ -305,9 +349,10 @@ class HttpFile {
       let chunk = stream.rest;
       stream.rest = null;
       if (!chunk) {
-        let result;
+        // At most what this read still wants: a skip's bytes, else the view's.
+        const want = stream.at < base ? base - stream.at : view.length - at;
         try {
-          result = await stream.reader.read();
+          chunk = await stream.reader.next(want);
         } catch (e) {
           if (signal?.aborted) throw aborted(signal);
           throw loadFailed(
@@ -315,12 +360,11 @@ class HttpFile {
             e,
           );
         }
-        if (result.done) {
+        if (!chunk) {
           throw loadFailed(
             `expected ${view.length - at} more bytes of ${this.url} (byte ${base + at} of ${this.total}), got the end of the response`,
           );
         }
-        chunk = result.value;
       }
       if (stream.at < base) {
         // Bytes before the read's start (a 200's prefix, a skipped gap).

@@ -76,18 +76,22 @@ void EmbedBackward(const int32_t* tokens, size_t seq_len, ConstMatrixView dx, Pa
   kernels::EmbedBackward(tokens, seq_len, dx, grads->token_embedding, grads->position_embedding);
 }
 
-Status FuseQKV(const LayerParameters& p, BlockActivations* a) {
+Status FuseQKV(const LayerParameters& p, Matrix* W_QKV, Matrix* b_QKV) {
   const size_t d = p.W_Q.rows(), hd = p.W_Q.cols(), gd = p.W_K.cols();
-  ATTNKIT_RETURN_IF_ERROR(Shape(&a->W_QKV, d, hd + 2 * gd));
-  CopyBlock(p.W_Q, a->W_QKV.view().Block(0, d, 0, hd));
-  CopyBlock(p.W_K, a->W_QKV.view().Block(0, d, hd, gd));
-  CopyBlock(p.W_V, a->W_QKV.view().Block(0, d, hd + gd, gd));
+  ATTNKIT_RETURN_IF_ERROR(Shape(W_QKV, d, hd + 2 * gd));
+  CopyBlock(p.W_Q, W_QKV->view().Block(0, d, 0, hd));
+  CopyBlock(p.W_K, W_QKV->view().Block(0, d, hd, gd));
+  CopyBlock(p.W_V, W_QKV->view().Block(0, d, hd + gd, gd));
   if (p.b_Q.size() == 0) return Status::Ok();
-  ATTNKIT_RETURN_IF_ERROR(Shape(&a->b_QKV, 1, hd + 2 * gd));
-  CopyBlock(p.b_Q, a->b_QKV.view().Block(0, 1, 0, hd));
-  CopyBlock(p.b_K, a->b_QKV.view().Block(0, 1, hd, gd));
-  CopyBlock(p.b_V, a->b_QKV.view().Block(0, 1, hd + gd, gd));
+  ATTNKIT_RETURN_IF_ERROR(Shape(b_QKV, 1, hd + 2 * gd));
+  CopyBlock(p.b_Q, b_QKV->view().Block(0, 1, 0, hd));
+  CopyBlock(p.b_K, b_QKV->view().Block(0, 1, hd, gd));
+  CopyBlock(p.b_V, b_QKV->view().Block(0, 1, hd + gd, gd));
   return Status::Ok();
+}
+
+Status FuseQKV(const LayerParameters& p, BlockActivations* a) {
+  return FuseQKV(p, &a->W_QKV, &a->b_QKV);
 }
 
 Status AttentionBlock(const ModelConfig& c, const LayerParameters& p, const Matrix& x, size_t batch,
@@ -100,8 +104,8 @@ Status AttentionBlock(const ModelConfig& c, const LayerParameters& p, const Matr
   a->kv_cols = gd;
   ATTNKIT_RETURN_IF_ERROR(Shape(&a->QKV, N, hd + 2 * gd));
   ATTNKIT_RETURN_IF_ERROR(Shape(&a->z, N, hd));
-  ATTNKIT_RETURN_IF_ERROR(MatMul(Normed(c, x, a->norm), a->W_QKV, a->QKV, kFinite));
-  if (c.bias) kernels::AddBias(a->b_QKV.data(), a->QKV);
+  ATTNKIT_RETURN_IF_ERROR(MatMul(Normed(c, x, a->norm), a->QKVWeights(), a->QKV, kFinite));
+  if (c.bias) kernels::AddBias(a->QKVBias().data(), a->QKV);
   if (cache) {
     ATTNKIT_RETURN_IF_ERROR(cache->Append(a->K(), a->V()));
     ATTNKIT_RETURN_IF_ERROR(AttendCached(a->Q(), *cache, c.num_heads, options, a->z, weights));

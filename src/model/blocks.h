@@ -73,12 +73,14 @@ void Embed(const Parameters& p, const int32_t* tokens, size_t seq_len, size_t fi
 // grads' embeddings += dx [N, d] scattered back to the rows Embed read (first_position 0).
 void EmbedBackward(const int32_t* tokens, size_t seq_len, ConstMatrixView dx, Parameters* grads);
 
-// a's W_QKV [d, (h + 2g) d_k] = W_Q | W_K | W_V side by side: Q | K | V in
-// one product; with biases also b_QKV [1, (h + 2g) d_k] = b_Q | b_K | b_V.
+// W_QKV [d, (h + 2g) d_k] = W_Q | W_K | W_V side by side: Q | K | V in one
+// product; with biases also b_QKV [1, (h + 2g) d_k] = b_Q | b_K | b_V.
+Status FuseQKV(const LayerParameters& p, Matrix* W_QKV, Matrix* b_QKV);
+// Into a's W_QKV and b_QKV.
 Status FuseQKV(const LayerParameters& p, BlockActivations* a);
 
 // x_out [N, d] = x [N, d] + z W_O (+ b_O), z [N, h d_k] = MultiHead(Q, K, V),
-// Q | K | V = a W_QKV (+ b_QKV) (a->W_QKV, b_QKV from FuseQKV), a = LayerNorm(x).
+// Q | K | V = a W_QKV (+ b_QKV) (a->QKVWeights(), QKVBias(): FuseQKV's), a = LayerNorm(x).
 // Without a cache: the N rows are `batch` sequences, each attending causally
 // to itself, and a->lse [B h T, 1] is kept for the backward. With a cache
 // (batch 1): K and V join it and the rows' queries attend everything cached,

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "attnkit/attention.h"
 #include "attnkit/multihead.h"
@@ -12,6 +14,21 @@
 
 namespace attnkit {
 namespace model {
+Status Model::FusedWeights(std::shared_ptr<const std::vector<FusedQKV>>* out) const {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("out", out));
+  std::shared_ptr<const std::vector<FusedQKV>> kept = std::atomic_load(&fused_);
+  if (!kept) {
+    auto made = std::make_shared<std::vector<FusedQKV>>(params_.layers.size());
+    for (size_t l = 0; l < params_.layers.size(); ++l) {
+      ATTNKIT_RETURN_IF_ERROR(FuseQKV(params_.layers[l], &(*made)[l].W, &(*made)[l].b));
+    }
+    kept = std::move(made);
+    std::atomic_store(&fused_, kept);
+  }
+  *out = std::move(kept);
+  return Status::Ok();
+}
+
 Status Generator::Start(const Model& model, const std::vector<int32_t>& prompt, uint64_t seed) {
   const ModelConfig& c = model.config();
   if (model.params().layers.empty()) {
@@ -27,16 +44,11 @@ Status Generator::Start(const Model& model, const std::vector<int32_t>& prompt, 
                         ", expected 0 .. " + std::to_string(c.vocab_size - 1));
     }
   }
-  std::vector<KVCache> caches(c.num_layers);
-  std::vector<BlockActivations> blocks(c.num_layers);
-  for (size_t l = 0; l < c.num_layers; ++l) {
-    ATTNKIT_RETURN_IF_ERROR(
-        KVCache::Create(1, c.num_kv_heads, c.d_k, c.d_k, c.max_seq_len, &caches[l]));
-    ATTNKIT_RETURN_IF_ERROR(FuseQKV(model.params().layers[l], &blocks[l]));
-  }
+  std::shared_ptr<const std::vector<FusedQKV>> fused;
+  ATTNKIT_RETURN_IF_ERROR(model.FusedWeights(&fused));
   model_ = &model;
-  caches_ = std::move(caches);
-  blocks_ = std::move(blocks);
+  fused_ = std::move(fused);
+  caches_.clear();  // made for this model by Reserve
   context_ = prompt;
   rng_ = Rng(seed);
   const Status s = Prefill();
@@ -56,44 +68,71 @@ Status Generator::Prefill() {
   return Advance(0);
 }
 
+Status Generator::Reserve(size_t tokens) {
+  const ModelConfig& c = model_->config();
+  const size_t have = caches_.empty() ? 0 : caches_[0].capacity();
+  if (tokens <= have) return Status::Ok();
+  constexpr size_t kMinCapacity = 64;
+  const size_t capacity = std::min(c.max_seq_len, std::max({tokens, 2 * have, kMinCapacity}));
+  const size_t g = c.num_kv_heads, d_k = c.d_k;
+  std::vector<KVCache> grown(c.num_layers);
+  Matrix K, V;  // a cache's rows in the layout Append takes: [size, g d_k], head j at column j d_k
+  for (size_t l = 0; l < c.num_layers; ++l) {
+    ATTNKIT_RETURN_IF_ERROR(KVCache::Create(1, g, d_k, d_k, capacity, &grown[l]));
+    const size_t size = caches_.empty() ? 0 : caches_[l].size();
+    if (size == 0) continue;
+    ATTNKIT_RETURN_IF_ERROR(Shape(&K, size, g * d_k));
+    ATTNKIT_RETURN_IF_ERROR(Shape(&V, size, g * d_k));
+    for (size_t j = 0; j < g; ++j) {
+      const ConstMatrixView keys = caches_[l].Keys(0, j), values = caches_[l].Values(0, j);
+      for (size_t t = 0; t < size; ++t) {
+        std::copy(keys.Row(t), keys.Row(t) + d_k, K.data() + t * g * d_k + j * d_k);
+        std::copy(values.Row(t), values.Row(t) + d_k, V.data() + t * g * d_k + j * d_k);
+      }
+    }
+    ATTNKIT_RETURN_IF_ERROR(grown[l].Append(K, V));
+  }
+  caches_ = std::move(grown);
+  return Status::Ok();
+}
+
 Status Generator::Advance(size_t from) {
   const ModelConfig& c = model_->config();
   const Parameters& params = model_->params();
   const size_t n = context_.size() - from, d = c.d_model;
+  ATTNKIT_RETURN_IF_ERROR(Reserve(context_.size()));
   // Causal with the cache's size before these tokens as the offset.
   const AttentionOptions options = CausalOptions(c, nullptr);
 
   // The model's blocks on the new tokens at positions from .. from + n - 1,
-  // x [n, d] the residual stream.
-  Matrix x, next;
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&x, n, d));
-  Embed(params, context_.data() + from, n, from, x);
+  // x_ [n, d] the residual stream.
+  ATTNKIT_RETURN_IF_ERROR(Shape(&x_, n, d));
+  Embed(params, context_.data() + from, n, from, x_);
   // Each layer's heads' weights over the cache for the last new token, rows
   // n - 1 of the heads' blocks [n, size] of the attention's weights (written
   // straight into weights_ for one new token).
   weights_.assign(c.num_layers, Matrix());
-  Matrix all_weights;
   for (size_t l = 0; l < c.num_layers; ++l) {
     const LayerParameters& p = params.layers[l];
-    BlockActivations& a = blocks_[l];
+    block_.kept = &(*fused_)[l];
     const size_t size = caches_[l].size() + n;
     ATTNKIT_RETURN_IF_ERROR(Alloc(&weights_[l], c.num_heads, size));
-    if (n > 1) ATTNKIT_RETURN_IF_ERROR(Shape(&all_weights, c.num_heads * n, size));
-    ATTNKIT_RETURN_IF_ERROR(AttentionBlock(c, p, x, 1, options, &caches_[l], &a,
-                                           c.d_ff > 0 ? &a.mid : &next,
-                                           n > 1 ? all_weights.view() : weights_[l].view()));
+    if (n > 1) ATTNKIT_RETURN_IF_ERROR(Shape(&all_weights_, c.num_heads * n, size));
+    ATTNKIT_RETURN_IF_ERROR(AttentionBlock(c, p, x_, 1, options, &caches_[l], &block_,
+                                           c.d_ff > 0 ? &block_.mid : &next_,
+                                           n > 1 ? all_weights_.view() : weights_[l].view()));
     for (size_t head = 0; n > 1 && head < c.num_heads; ++head) {
-      const float* row = all_weights.data() + (head * n + n - 1) * size;
+      const float* row = all_weights_.data() + (head * n + n - 1) * size;
       std::copy(row, row + size, weights_[l].data() + head * size);
     }
-    if (c.d_ff > 0) ATTNKIT_RETURN_IF_ERROR(MlpBlock(c, p, a.mid, &a, &next));
-    std::swap(x, next);
+    if (c.d_ff > 0) ATTNKIT_RETURN_IF_ERROR(MlpBlock(c, p, block_.mid, &block_, &next_));
+    std::swap(x_, next_);
   }
   // The logits of the last new token only.
   Matrix last, logits;
   LayerNormActivations f;
   ATTNKIT_RETURN_IF_ERROR(Alloc(&last, 1, d));
-  std::copy(x.data() + (n - 1) * d, x.data() + n * d, last.data());
+  std::copy(x_.data() + (n - 1) * d, x_.data() + n * d, last.data());
   ATTNKIT_RETURN_IF_ERROR(FinalNorm(c, params, last, &f));
   ATTNKIT_RETURN_IF_ERROR(Unembed(c, params, Normed(c, last, f), &logits));
   logits_.assign(logits.data(), logits.data() + c.vocab_size);
@@ -117,16 +156,22 @@ Status Generator::Next(const SampleOptions& options, GeneratedToken* out) {
                       std::to_string(options.top_k));
   }
   // The candidates: every token, or the top_k largest logits (ties to the
-  // lower index), best first.
-  std::vector<int32_t> order(V);
-  for (size_t j = 0; j < V; ++j) order[j] = int32_t(j);
-  const auto better = [&](int32_t i, int32_t j) {
-    return logits_[i] > logits_[j] || (logits_[i] == logits_[j] && i < j);
-  };
+  // lower index), best first; argmax alone (the first candidate) without
+  // sampling.
   const size_t k = options.top_k == 0 ? V : options.top_k;
-  std::partial_sort(order.begin(), order.begin() + ptrdiff_t(k), order.end(), better);
-  int32_t token = order[0];
+  int32_t token = int32_t(Argmax(logits_.data(), V));
   if (options.temperature > 0 && k > 1) {
+    std::vector<int32_t> order(V);
+    for (size_t j = 0; j < V; ++j) order[j] = int32_t(j);
+    // A strict total order: every sort gives the same candidates in the same order.
+    const auto better = [&](int32_t i, int32_t j) {
+      return logits_[i] > logits_[j] || (logits_[i] == logits_[j] && i < j);
+    };
+    if (k == V) {
+      std::sort(order.begin(), order.end(), better);
+    } else {
+      std::partial_sort(order.begin(), order.begin() + ptrdiff_t(k), order.end(), better);
+    }
     // p_j ~ exp((logit_j - max) / temperature) over the candidates; one
     // uniform draw walks their cumulative sum.
     std::vector<double> p(k);
@@ -147,8 +192,8 @@ Status Generator::Next(const SampleOptions& options, GeneratedToken* out) {
   }
   GeneratedToken result;
   result.token = token;
-  result.logits = logits_;
-  result.weights = weights_;
+  result.logits = std::move(logits_);  // Advance makes the next ones
+  result.weights = std::move(weights_);
   // The token joins the context: one more row of every cache, or a re-prefill
   // when the context would pass max_seq_len.
   context_.push_back(token);

@@ -254,6 +254,7 @@ void Model::Adopt(const ModelConfig& c, Parameters&& p) {
   vocabulary_.clear();
   trained_steps_ = 0;
   have_forward_ = false;
+  fused_.reset();
 }
 
 namespace {

@@ -250,6 +250,53 @@ describe("GPT-2 checkpoints", () => {
       await same(`${hub.url}/tiny/gpt2-2l/resolve/main/model.safetensors`);
       await same(new URL(`${hub.url}/tiny/gpt2-2l/resolve/main/model.safetensors`));
     });
+    it("a download and a Blob are read into one reused buffer (BYOB), no chunk left per read", async () => {
+      // Each stream the reader gets is a byte stream that records, per pull,
+      // whether the reader brought its own buffer (a BYOB read) or left the
+      // stream to allocate each chunk (the default reader).
+      const pulls = [];
+      const recording = (source) => {
+        const reader = source.getReader();
+        return new ReadableStream({
+          type: "bytes",
+          async pull(controller) {
+            pulls.push(controller.byobRequest !== null);
+            const { value, done } = await reader.read();
+            if (done) {
+              controller.close();
+              controller.byobRequest?.respond(0);
+            } else {
+              controller.enqueue(value);
+            }
+          },
+          cancel: (reason) => reader.cancel(reason),
+        });
+      };
+      const realFetch = globalThis.fetch;
+      globalThis.fetch = async (...args) => {
+        const r = await realFetch(...args);
+        if (!r.body || String(args[0]).endsWith("config.json")) return r; // read whole by text()
+        return new Response(recording(r.body), { status: r.status, headers: r.headers });
+      };
+      try {
+        await same("tiny/gpt2-2l", { hubUrl: hub.url });
+      } finally {
+        globalThis.fetch = realFetch;
+      }
+      class RecordingBlob extends Blob {
+        slice(...range) {
+          const part = super.slice(...range);
+          part.stream = () => recording(Blob.prototype.stream.call(part));
+          return part;
+        }
+      }
+      await same(new RecordingBlob([c.safetensors]), { config: c.config });
+      assert.ok(pulls.length > 4, `${pulls.length} pulls`);
+      assert.deepEqual(
+        pulls.filter((byob) => !byob),
+        [],
+      );
+    });
     it("a server that ignores Range: the whole file, read through", async () => {
       hub.fault("tinygpt", "model.safetensors", { ignoreRange: true });
       try {
