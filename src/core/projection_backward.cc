@@ -28,8 +28,10 @@ Status BandedProduct(ProductKind kind, ConstMatrixView A, ConstMatrixView B, Mat
   // A's rows (A^T B: its columns) are C's.
   const size_t K = kind == ProductKind::kAtB ? A.rows : A.cols;
   pool = PoolFor(pool, double(C.rows) * K * C.cols);
+  // kTasksPerThread bands per thread, of whole register tiles (8 rows).
   const size_t threads = pool ? pool->num_threads() : 1;
-  const size_t band = std::max<size_t>(8, (C.rows + threads - 1) / threads);
+  const size_t tasks = threads > 1 ? threads * kTasksPerThread : 1;
+  const size_t band = std::max<size_t>(8, RoundUp((C.rows + tasks - 1) / tasks, 8));
   const size_t bands = std::max<size_t>(1, (C.rows + band - 1) / band);
   // Whether B is packed in panels is decided for all of C, as the public
   // MatMul decides it, never per band: the packed path sums in another
@@ -89,6 +91,11 @@ Status Product(ConstMatrixView A, ConstMatrixView B, MatrixView C, bool transpos
                const char* source, const char* what, ThreadPool* pool) {
   return BandedProduct(transposed ? ProductKind::kABt : ProductKind::kAB, A, B, C, source, what,
                        pool);
+}
+
+Status ProductTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C, const char* source,
+                          const char* what, ThreadPool* pool) {
+  return BandedProduct(ProductKind::kAtB, A, B, C, source, what, pool);
 }
 
 Status Transpose(const char* parameter, const char* what, ConstMatrixView m, Matrix* t) {
