@@ -106,12 +106,11 @@ Status RunAttentionJob(const AttentionJob& job);
 // The multiply-adds below which a call leaves its pool idle and runs on the
 // caller's thread: handing tasks to the workers and waiting for the last one
 // costs more than they save on less work (tasks of unequal size, as a causal
-// head's query blocks, save less than that). Measured with
-// `attnkit_train_bench --threads` (bench/native/train.cc): products and GPT
-// training steps of several sizes on one thread and on two, the call's size
-// where two threads start to win. The model layer applies it to a whole
-// training step (model::StepPool) as well as to each call.
-constexpr double kPoolMinMultiplyAdds = 1e8;
+// head's query blocks, save less than half). `attnkit_train_bench --threads`
+// (bench/native/train.cc) measures it: the pool's cost per call, products of
+// several sizes and GPT training steps on one thread and on two. The model
+// layer applies it to each call and to a pass's row kernels (RowsPool).
+constexpr double kPoolMinMultiplyAdds = 1e6;
 // The cut-off PoolFor applies: kPoolMinMultiplyAdds, unless a test or the
 // benchmark that measures it sets another (0: every call given a pool uses
 // it). Set it before calls that use a pool run.

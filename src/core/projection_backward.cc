@@ -38,6 +38,20 @@ Status BandedProduct(ProductKind kind, ConstMatrixView A, ConstMatrixView B, Mat
   // order, and the result must not depend on the thread count.
   size_t room = 0;  // per band: B (B^T) in panels
   FloatBuffer packed;
+  Matrix Bt;
+  if (C.rows >= kPackMinRows && kind == ProductKind::kABt && bands > 1) {
+    // Each band would pack B^T from B's rows one float at a time: B^T is
+    // written once (by bands of its rows), and the bands pack it as A B's
+    // do, into the same panels (the same sums).
+    ATTNKIT_RETURN_IF_ERROR(Allocate(source, "B^T", B.cols, B.rows, &Bt));
+    ParallelRanges(pool, B.cols, 16, [&](size_t k0, size_t k1) {
+      for (size_t n = 0; n < B.rows; ++n) {
+        for (size_t k = k0; k < k1; ++k) Bt(k, n) = B(n, k);
+      }
+    });
+    kind = ProductKind::kAB;
+    B = Bt.view();
+  }
   if (C.rows >= kPackMinRows) {
     const bool bt = kind == ProductKind::kABt;
     const size_t rows = bt ? B.cols : B.rows, cols = bt ? B.rows : B.cols;

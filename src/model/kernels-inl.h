@@ -139,11 +139,9 @@ void LayerNormT(ConstMatrixView x, const float* HWY_RESTRICT gain, const float* 
 
 // Per row, with xhat = (x - mean) rstd and g = dy gain:
 //   dx += rstd (g - mean(g) - xhat mean(g xhat)), dgain += dy xhat, dbias += dy.
-// kDx: dx (each row needs its whole row: a split over rows); kParams: dgain
-// and dbias (each column sums its rows in order: a split over columns, x,
-// dy, gain, dgain and dbias then views of a band of columns). Both in one
-// pass on one thread.
-template <bool kDx, bool kParams>
+// With kParams also dgain and dbias in the same pass (one thread); without,
+// dx alone (a band of rows), LayerNormBackwardParamsT doing the rest.
+template <bool kParams>
 HWY_INLINE void LayerNormBackwardPart(ConstMatrixView x, const float* HWY_RESTRICT mean,
                                       const float* HWY_RESTRICT rstd,
                                       const float* HWY_RESTRICT gain, ConstMatrixView dy,
@@ -157,14 +155,6 @@ HWY_INLINE void LayerNormBackwardPart(ConstMatrixView x, const float* HWY_RESTRI
     const auto xhat = [&](auto d, size_t i) HWY_ATTR {
       return hn::Mul(hn::Sub(hn::LoadU(d, xr + i), hn::Set(d, mu)), hn::Set(d, rs));
     };
-    if constexpr (!kDx) {
-      ForEachVector(n, [&](auto d, size_t i) HWY_ATTR {
-        const auto dyv = hn::LoadU(d, dyr + i);
-        hn::StoreU(hn::MulAdd(dyv, xhat(d, i), hn::LoadU(d, dgain + i)), d, dgain + i);
-        hn::StoreU(hn::Add(dyv, hn::LoadU(d, dbias + i)), d, dbias + i);
-      });
-      continue;
-    }
     float* HWY_RESTRICT dxr = dx.Row(r);
     const float mean_g =
         SumOfVectors(
@@ -197,21 +187,34 @@ void LayerNormBackwardT(ConstMatrixView x, const float* HWY_RESTRICT mean,
                         const float* HWY_RESTRICT rstd, const float* HWY_RESTRICT gain,
                         ConstMatrixView dy, MatrixView dx, float* HWY_RESTRICT dgain,
                         float* HWY_RESTRICT dbias) {
-  LayerNormBackwardPart<true, true>(x, mean, rstd, gain, dy, dx, dgain, dbias);
+  LayerNormBackwardPart<true>(x, mean, rstd, gain, dy, dx, dgain, dbias);
 }
 
 // dx alone, for a band of rows.
 void LayerNormBackwardDxT(ConstMatrixView x, const float* HWY_RESTRICT mean,
                           const float* HWY_RESTRICT rstd, const float* HWY_RESTRICT gain,
                           ConstMatrixView dy, MatrixView dx) {
-  LayerNormBackwardPart<true, false>(x, mean, rstd, gain, dy, dx, nullptr, nullptr);
+  LayerNormBackwardPart<false>(x, mean, rstd, gain, dy, dx, nullptr, nullptr);
 }
 
-// dgain and dbias alone, for a band of columns (x, dy, dgain, dbias its views).
+// dgain and dbias alone, for a band of columns (x, dy, dgain, dbias its
+// views): each column's sums over the rows, in the rows' order, held in
+// registers (the operations of LayerNormBackwardPart<true>, the same sums).
 void LayerNormBackwardParamsT(ConstMatrixView x, const float* HWY_RESTRICT mean,
                               const float* HWY_RESTRICT rstd, ConstMatrixView dy,
                               float* HWY_RESTRICT dgain, float* HWY_RESTRICT dbias) {
-  LayerNormBackwardPart<false, true>(x, mean, rstd, nullptr, dy, MatrixView(), dgain, dbias);
+  ForEachVector(x.cols, [&](auto d, size_t i) HWY_ATTR {
+    auto g = hn::LoadU(d, dgain + i), b = hn::LoadU(d, dbias + i);
+    for (size_t r = 0; r < x.rows; ++r) {
+      const auto dyv = hn::LoadU(d, dy.Row(r) + i);
+      const auto xh =
+          hn::Mul(hn::Sub(hn::LoadU(d, x.Row(r) + i), hn::Set(d, mean[r])), hn::Set(d, rstd[r]));
+      g = hn::MulAdd(dyv, xh, g);
+      b = hn::Add(dyv, b);
+    }
+    hn::StoreU(g, d, dgain + i);
+    hn::StoreU(b, d, dbias + i);
+  });
 }
 
 // GELU's tanh approximation: inner(u) = sqrt(2/pi) (u + 0.044715 u^3),
