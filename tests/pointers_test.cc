@@ -217,6 +217,7 @@ const std::set<std::string>& NotCalledNull() {
       "model.h:Inspect(targets)",
       "model.h:TrainStep(metrics)",
       "model.h:Step(metrics)",
+      "model.h:Step(pool)",
       "tasks.h:CheckTask(model)",
       // No Status to return: false for a null pointer (checked below).
       "checkpoint.h:DTypeFromName(dtype)",

@@ -9,6 +9,7 @@
 
 #include "attnkit/attnkit.h"
 #include "attnkit/model.h"
+#include "attnkit/random.h"
 #include "attnkit/tasks.h"
 #include "bench/native/harness.h"
 
@@ -189,6 +190,35 @@ int main(int argc, char** argv) {
     Metrics m;
     if (trainer.Init(c, 1, adam).ok() && data.Init(task, 1234).ok() && data.Next(32, &batch).ok()) {
       Time("model_train_step_induction", budget, [&] { return trainer.Step(batch, &m).ok(); });
+    }
+  }
+  {
+    // One training step of a GPT of the Language view's default preset (3
+    // layers, 4 heads, d_model 96, d_ff 288, context 64, batch 12), on one
+    // seeded batch of an 81-character vocabulary.
+    using namespace attnkit::model;
+    ModelConfig c;
+    c.vocab_size = 81;
+    c.max_seq_len = 64;
+    c.d_model = 96;
+    c.num_layers = 3;
+    c.num_heads = 4;
+    c.d_ff = 288;
+    c.layer_norm = true;
+    AdamWConfig adam;
+    adam.learning_rate = 3e-3f;
+    Trainer trainer;
+    Batch batch;
+    batch.batch = 12;
+    batch.seq_len = 64;
+    attnkit::model::Rng rng(5);
+    for (size_t i = 0; i < batch.batch * batch.seq_len; ++i) {
+      batch.tokens.push_back(int32_t(rng.Below(c.vocab_size)));
+      batch.targets.push_back(int32_t(rng.Below(c.vocab_size)));
+    }
+    Metrics m;
+    if (trainer.Init(c, 1, adam).ok()) {
+      Time("model_train_step_gpt_default", 0.2, [&] { return trainer.Step(batch, &m).ok(); });
     }
   }
   return 0;

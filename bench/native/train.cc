@@ -12,7 +12,17 @@
 // (CLOCK_PROCESS_CPUTIME_ID: on a shared machine the wall time also counts
 // other processes' turns; with the pool it also counts the workers' spinning).
 // Usage: attnkit_train_bench [--quick] > bench/results/train-native.json
+//
+// --threads [ROUNDS]: where two threads start to pay (the pool's cut-off,
+// internal::kPoolMinMultiplyAdds). A table on stdout: the pool's cost per
+// Run; products [768, K] x [K, N] of several sizes; and GPT training steps of
+// several shapes (the Language presets, nanoGPT's), each on one thread and on
+// a pool of two in turns, round by round (ROUNDS, default 7), with the
+// cut-off at 0 (every call splits) and as built. Per row the medians and the
+// median of the rounds' ratios t1 / t2 (the speed of two threads), and
+// whether the two runs' losses and weights are bit-identical.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -23,9 +33,11 @@
 
 #include "attnkit/model.h"
 #include "attnkit/ops.h"
+#include "attnkit/random.h"
 #include "attnkit/tasks.h"
 #include "attnkit/thread_pool.h"
 #include "bench/native/harness.h"
+#include "src/core/internal.h"
 
 namespace {
 
@@ -137,9 +149,178 @@ void PrintRun(const Result& r, size_t threads, bool last) {
               last ? "" : ",");
 }
 
+// ---- --threads: one thread against two ----
+
+// The median over rounds of t1 / t2 and the medians of t1 and t2 (ms).
+struct Paired {
+  double ratio, one, two;
+};
+Paired PairedMedians(const std::vector<double>& one, const std::vector<double>& two) {
+  std::vector<double> ratios;
+  for (size_t i = 0; i < one.size(); ++i) ratios.push_back(one[i] / two[i]);
+  return {Median(ratios), Median(one), Median(two)};
+}
+
+// Sets internal::PoolCutoff() for the scope.
+struct CutoffFor {
+  double saved;
+  explicit CutoffFor(double c) : saved(attnkit::internal::PoolCutoff()) {
+    attnkit::internal::PoolCutoff() = c;
+  }
+  ~CutoffFor() { attnkit::internal::PoolCutoff() = saved; }
+};
+
+// Microseconds per Run of `tasks` empty tasks on `pool`, back to back.
+double RunMicros(attnkit::ThreadPool& pool, size_t tasks) {
+  const size_t calls = 20000;
+  std::atomic<size_t> sink{0};
+  const double t0 = harness::WallSeconds();
+  for (size_t i = 0; i < calls; ++i) {
+    pool.Run(tasks, [&](size_t t, size_t) { sink.fetch_add(t, std::memory_order_relaxed); });
+  }
+  return (harness::WallSeconds() - t0) * 1e6 / calls;
+}
+
+// The products C [M, N] = A [M, K] B [K, N] (the model's, banded over the
+// pool), every call splitting.
+void ThreadsProducts(attnkit::ThreadPool& pool, size_t rounds) {
+  const CutoffFor every_call(0);
+  std::printf(
+      "\n| product M x K x N | multiply-adds | 1 thread us | 2 threads us | 2 threads' speed |\n");
+  std::printf("|---|---:|---:|---:|---:|\n");
+  const size_t shapes[][3] = {{16, 16, 16},   {32, 32, 32},    {64, 32, 64},   {128, 32, 64},
+                              {128, 64, 96},  {256, 64, 96},   {768, 32, 96},  {768, 96, 96},
+                              {768, 96, 288}, {768, 128, 512}, {768, 512, 128}};
+  for (const auto& shape : shapes) {
+    const size_t M = shape[0], K = shape[1], N = shape[2];
+    const std::vector<float> a = harness::Random(M * K, 1), b = harness::Random(K * N, 2);
+    std::vector<float> c(M * N);
+    const attnkit::ConstMatrixView A(a.data(), M, K), B(b.data(), K, N);
+    const attnkit::MatrixView C(c.data(), M, N);
+    std::vector<double> one, two;
+    for (size_t r = 0; r < rounds; ++r) {
+      for (attnkit::ThreadPool* p : {static_cast<attnkit::ThreadPool*>(nullptr), &pool}) {
+        const double us = harness::BestWallMicros(
+            0.02, [&] { (void)attnkit::internal::Product(A, B, C, false, "A", "A B", p); });
+        (p ? two : one).push_back(us);
+      }
+    }
+    const Paired m = PairedMedians(one, two);
+    std::printf("| %zu x %zu x %zu | %.3g | %.2f | %.2f | %.2fx |\n", M, K, N, double(M * K * N),
+                m.one, m.two, m.ratio);
+  }
+}
+
+struct GptShape {
+  const char* name;
+  size_t num_layers, num_heads, d_model, d_ff, seq_len, batch, vocab;
+};
+
+// One round: `steps` steps of each trainer in turns (one thread, then two),
+// on the same batches; the wall ms per step of each.
+void GptRound(Trainer* one, Trainer* two, const GptShape& g, Rng* rng, size_t steps, double* ms_one,
+              double* ms_two, bool* ok) {
+  Batch batch;
+  batch.batch = g.batch;
+  batch.seq_len = g.seq_len;
+  double sum[2] = {0, 0};
+  for (size_t s = 0; s < steps; ++s) {
+    batch.tokens.clear();
+    batch.targets.clear();
+    for (size_t i = 0; i < g.batch * g.seq_len; ++i) {
+      batch.tokens.push_back(int32_t(rng->Below(g.vocab)));
+      batch.targets.push_back(int32_t(rng->Below(g.vocab)));
+    }
+    Metrics m[2];
+    Trainer* trainers[2] = {one, two};
+    for (size_t t = 0; t < 2; ++t) {
+      const double t0 = harness::WallSeconds();
+      *ok &= trainers[t]->Step(batch, &m[t]).ok();
+      sum[t] += (harness::WallSeconds() - t0) * 1e3;
+    }
+    *ok &= std::memcmp(&m[0].loss, &m[1].loss, sizeof(float)) == 0;
+  }
+  *ms_one = sum[0] / double(steps);
+  *ms_two = sum[1] / double(steps);
+}
+
+void ThreadsGpt(attnkit::ThreadPool& pool, size_t rounds) {
+  const GptShape shapes[] = {
+      {"tiny", 1, 2, 32, 128, 32, 4, 81},
+      {"small", 2, 4, 64, 256, 32, 16, 81},
+      {"default", 3, 4, 96, 288, 64, 12, 81},
+      {"nanogpt", 4, 4, 128, 512, 64, 12, 84},
+  };
+  std::printf(
+      "\n| GPT step | cut-off | multiply-adds of x W_O | 1 thread ms | 2 threads ms | "
+      "2 threads' speed | identical |\n");
+  std::printf("|---|---|---:|---:|---:|---:|---|\n");
+  for (const GptShape& g : shapes) {
+    for (const bool every_call : {true, false}) {
+      const CutoffFor cutoff(every_call ? 0 : attnkit::internal::kPoolMinMultiplyAdds);
+      ModelConfig c;
+      c.vocab_size = g.vocab;
+      c.max_seq_len = g.seq_len;
+      c.d_model = g.d_model;
+      c.num_layers = g.num_layers;
+      c.num_heads = g.num_heads;
+      c.d_ff = g.d_ff;
+      c.layer_norm = true;  // no biases, as the page's models
+      AdamWConfig adam;
+      adam.learning_rate = 3e-3f;
+      Trainer one, two;
+      bool ok = one.Init(c, 1, adam).ok() && two.Init(c, 1, adam).ok();
+      two.model().set_pool(&pool);
+      Rng rng(5);
+      const size_t steps = g.d_model >= 96 ? 4 : 16;
+      double warm1, warm2;
+      GptRound(&one, &two, g, &rng, 2, &warm1, &warm2, &ok);  // buffers sized
+      std::vector<double> t1, t2;
+      for (size_t r = 0; r < rounds && ok; ++r) {
+        double a, b;
+        GptRound(&one, &two, g, &rng, steps, &a, &b, &ok);
+        t1.push_back(a);
+        t2.push_back(b);
+      }
+      std::vector<uint8_t> w1, w2;
+      ok = ok && ExportWeights(one.model(), &w1).ok() && ExportWeights(two.model(), &w2).ok() &&
+           w1 == w2;
+      const Paired m = PairedMedians(t1, t2);
+      std::printf(
+          "| %s (%zu layers, d %zu, d_ff %zu, T %zu, B %zu) | %s | %.3g | %.3f | %.3f | "
+          "%.2fx | %s |\n",
+          g.name, g.num_layers, g.d_model, g.d_ff, g.seq_len, g.batch,
+          every_call ? "0 (every call)" : "as built",
+          double(g.batch * g.seq_len) * double(g.d_model) * double(g.d_model), m.one, m.two,
+          m.ratio, ok ? "yes" : "NO");
+    }
+  }
+}
+
+int Threads(size_t rounds) {
+  double load[1] = {-1};
+  if (getloadavg(load, 1) != 1) load[0] = -1;
+  attnkit::ThreadPool pool(2);
+  std::printf(
+      "# attnkit_train_bench --threads: target %s, %zu threads on this machine, load %.2f, "
+      "cut-off as built %.3g multiply-adds\n",
+      attnkit::targets::Name(attnkit::targets::Current()), attnkit::ThreadPool::MaxThreads(),
+      load[0], attnkit::internal::kPoolMinMultiplyAdds);
+  std::printf("\npool of 2: %.2f us per Run of 2 empty tasks, %.2f us of 16 (back to back)\n",
+              RunMicros(pool, 2), RunMicros(pool, 16));
+  ThreadsProducts(pool, rounds);
+  ThreadsGpt(pool, rounds);
+  if (getloadavg(load, 1) != 1) load[0] = -1;
+  std::printf("\nload at the end %.2f\n", load[0]);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--threads") == 0) {
+    return Threads(argc > 2 ? size_t(std::atoi(argv[2])) : 7);
+  }
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   std::vector<Setting> settings(2);
   const size_t min_steps = quick ? 100 : 300;

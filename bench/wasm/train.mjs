@@ -36,6 +36,13 @@
 //
 // Usage: node --expose-gc --single-threaded-gc bench/wasm/train.mjs [--quick]
 //          > bench/results/train.json
+//
+// --threads [ROUNDS]: the GPT training step of the Language view's presets and nanoGPT's
+// shape on the model build (one thread) against the threads model build with 2 threads,
+// in turns round by round (ROUNDS, default 7) on the same batches: a table of the medians
+// (wall ms per step), the median of the rounds' ratios t1 / t2 (the speed of two threads),
+// whether the losses and weights are bit-identical, and the load average (node without
+// --single-threaded-gc: the process's CPU time counts the pool's threads).
 import os from "node:os";
 import { performance } from "node:perf_hooks";
 // The built package's Node entry (what `import "attnkit"` resolves to in Node).
@@ -363,8 +370,84 @@ async function main() {
   );
 }
 
+// The GPT shapes of --threads: the Language view's presets (web/src/language/protocol.ts)
+// and nanoGPT's (bench/wasm/language.mjs), on a vocabulary of Moby-Dick's size.
+const GPT_SHAPES = [
+  { name: "small", numLayers: 2, numHeads: 4, dModel: 64, dFF: 256, seqLen: 32, batch: 16 },
+  { name: "default", numLayers: 3, numHeads: 4, dModel: 96, dFF: 288, seqLen: 64, batch: 12 },
+  { name: "nanogpt", numLayers: 4, numHeads: 4, dModel: 128, dFF: 512, seqLen: 64, batch: 12 },
+];
+
+async function threadsMain(rounds) {
+  const one = await createAttnkit({ model: true });
+  const two = await createAttnkit({ model: true, threads: 2 });
+  const vocabSize = 81;
+  console.log(
+    `# bench/wasm/train.mjs --threads: ${one.target}, model build against the threads model ` +
+      `build with ${two.threads} threads; load ${os.loadavg()[0].toFixed(2)}`,
+  );
+  console.log("\n| GPT step | 1 thread ms | 2 threads ms | 2 threads' speed | identical |");
+  console.log("|---|---:|---:|---:|---|");
+  for (const g of GPT_SHAPES) {
+    const setup = (ak) => {
+      const model = ak.createModel(
+        {
+          vocabSize,
+          maxSeqLen: g.seqLen,
+          dModel: g.dModel,
+          numLayers: g.numLayers,
+          numHeads: g.numHeads,
+          dFF: g.dFF,
+          layerNorm: true,
+        },
+        { seed: MODEL_SEED },
+      );
+      return { model, trainer: ak.createTrainer(model, { learningRate: 3e-3, clipNorm: 1 }) };
+    };
+    const runs = [setup(one), setup(two)];
+    let seed = 5;
+    const next = () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) % vocabSize;
+    const steps = g.dModel >= 96 ? 4 : 16;
+    const t = [[], []];
+    let identical = true;
+    for (let r = -1; r < rounds; r++) {
+      const sums = [0, 0];
+      for (let s = 0; s < steps; s++) {
+        const tokens = Int32Array.from({ length: g.batch * g.seqLen }, next);
+        const batch = { batch: g.batch, seqLen: g.seqLen, tokens, targets: tokens.map(next) };
+        const losses = runs.map(({ trainer }, i) => {
+          const t0 = performance.now();
+          const loss = trainer.step(batch).loss;
+          sums[i] += performance.now() - t0;
+          return loss;
+        });
+        identical &&= Object.is(losses[0], losses[1]);
+      }
+      if (r >= 0) sums.forEach((x, i) => t[i].push(x / steps)); // round -1 sizes the buffers
+    }
+    const [w0, w1] = runs.map(({ model }) => model.exportWeights());
+    identical &&= w0.length === w1.length && w0.every((b, i) => b === w1[i]);
+    for (const { model, trainer } of runs) {
+      trainer.dispose();
+      model.dispose();
+    }
+    const ratio = median(t[0].map((x, i) => x / t[1][i]));
+    console.log(
+      `| ${g.name} (${g.numLayers} layers, d ${g.dModel}, d_ff ${g.dFF}, T ${g.seqLen}, B ${g.batch}) ` +
+        `| ${median(t[0]).toFixed(2)} | ${median(t[1]).toFixed(2)} | ${ratio.toFixed(2)}x | ` +
+        `${identical ? "yes" : "NO"} |`,
+    );
+  }
+  console.log(`\nload at the end ${os.loadavg()[0].toFixed(2)}`);
+  two.dispose();
+}
+
 try {
-  await main();
+  if (args.includes("--threads")) {
+    await threadsMain(Number(args[args.indexOf("--threads") + 1]) || 7);
+  } else {
+    await main();
+  }
 } catch (err) {
   console.error(`bench: ${err?.stack ?? err}`);
   process.exit(1);

@@ -243,7 +243,9 @@ class Model {
   // copying W_Q, W_K and W_V. Calls from several threads at once are safe
   // (each may make a copy; one is kept). Errors: kOverflow (memory).
   Status FusedWeights(std::shared_ptr<const std::vector<FusedQKV>>* out) const;
-  // Threads for the attention operations (not owned; null = caller's thread).
+  // Threads for the model's passes (not owned; null = caller's thread): the
+  // products, attention and row kernels of Forward and Backward, and
+  // TrainStep's AdamW update, each where its size repays the threads.
   // Results are bit-identical with any pool.
   void set_pool(ThreadPool* pool) { pool_ = pool; }
   ThreadPool* pool() const { return pool_; }
@@ -329,8 +331,9 @@ Status CheckAdamWConfig(const AdamWConfig& config);
 class AdamW {
  public:
   Status Init(const AdamWConfig& config, const Parameters& like);
-  // One update of params from grads (shaped alike).
-  Status Step(const Parameters& grads, Parameters* params);
+  // One update of params from grads (shaped alike), split over `pool`'s
+  // threads if given (bit-identical with any pool or none).
+  Status Step(const Parameters& grads, Parameters* params, ThreadPool* pool = nullptr);
   size_t steps() const { return step_; }
   float LearningRate(size_t step) const;  // the rate used at step (1-based)
 

@@ -5,6 +5,7 @@
 #ifndef ATTNKIT_INTERNAL_H_
 #define ATTNKIT_INTERNAL_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <functional>
 #include <vector>
@@ -103,16 +104,20 @@ struct AttentionJob {
 Status RunAttentionJob(const AttentionJob& job);
 
 // The multiply-adds below which a call leaves its pool idle and runs on the
-// caller's thread: waking the workers and waiting for the last one costs
-// more than they save on less work (tasks of unequal size, as a causal
-// head's query blocks, save less than half). Measured with
-// bench/native/backward_ab.cc --pool: a pool of 2 against none, causal heads
-// of d 64 by T. Every split is fixed by the shapes, so the results are the
-// same either way.
-constexpr double kPoolMinMultiplyAdds = 1e8;
-// `pool`, or null (the caller's thread) for less work than that.
+// caller's thread: handing tasks to the workers and waiting for the last one
+// costs more than they save on less work (tasks of unequal size, as a causal
+// head's query blocks, save less than half). `attnkit_train_bench --threads`
+// (bench/native/train.cc) measures it: the pool's cost per call, products of
+// several sizes and GPT training steps on one thread and on two. The model
+// layer applies it to each call and to a pass's row kernels (RowsPool).
+constexpr double kPoolMinMultiplyAdds = 1e6;
+// The cut-off PoolFor applies: kPoolMinMultiplyAdds, unless a test or the
+// benchmark that measures it sets another (0: every call given a pool uses
+// it). Set it before calls that use a pool run.
+double& PoolCutoff();
+// `pool`, or null (the caller's thread) for less work than the cut-off.
 inline ThreadPool* PoolFor(ThreadPool* pool, double multiply_adds) {
-  return multiply_adds < kPoolMinMultiplyAdds ? nullptr : pool;
+  return multiply_adds < PoolCutoff() ? nullptr : pool;
 }
 // The multiply-adds of one head's forward: Q K^T and P V, T_q T_k (d_k + d_v)
 // (masks ignored). Its backward takes S, dP, dV, dQ and dK: T_q T_k (3 d_k +
@@ -134,6 +139,25 @@ inline void ParallelFor(ThreadPool* pool, size_t n, const Fn& fn) {
   } else {
     for (size_t i = 0; i < n; ++i) fn(i, 0);
   }
+}
+
+// Tasks per thread of a split whose cut may depend on the thread count (each
+// element's result is the same wherever the cut falls): a few each, so that a
+// thread the system holds up leaves its share to the others.
+constexpr size_t kTasksPerThread = 4;
+// Calls fn(begin, end) for ranges that cover [0, n) once, on the pool's
+// threads (ParallelFor): kTasksPerThread per thread, each of at least `grain`
+// (rounded to multiples of it: columns in whole vectors), one range with one
+// thread. Only for work whose results do not depend on the cut.
+template <class Fn>
+inline void ParallelRanges(ThreadPool* pool, size_t n, size_t grain, const Fn& fn) {
+  if (n == 0) return;
+  const size_t threads = pool ? pool->num_threads() : 1;
+  const size_t grains = (n + grain - 1) / grain;
+  const size_t tasks = threads > 1 ? std::min(threads * kTasksPerThread, grains) : 1;
+  const size_t chunk = (grains + tasks - 1) / tasks * grain;
+  ParallelFor(pool, (n + chunk - 1) / chunk,
+              [&](size_t t, size_t) { fn(t * chunk, std::min(n, (t + 1) * chunk)); });
 }
 
 // Each returns false if a result overflowed float; outputs are then unspecified.
@@ -166,6 +190,10 @@ Status RunProjectionBackward(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrix
 // same bit for bit.
 Status Product(ConstMatrixView A, ConstMatrixView B, MatrixView C, bool transposed,
                const char* source, const char* what, ThreadPool* pool = nullptr);
+// C = A^T B for A [K, M] read in place, as Product: bands of C's rows (A's
+// columns) to the threads, each computed as on one thread.
+Status ProductTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C, const char* source,
+                          const char* what, ThreadPool* pool = nullptr);
 // Forces the target named by the environment variable ATTNKIT_TARGET, if set
 // (targets.cc; ops.h): once when the library loads (dispatch.cc), again in
 // tests. Its result is also what targets::EnvironmentStatus() returns.

@@ -28,14 +28,30 @@ Status BandedProduct(ProductKind kind, ConstMatrixView A, ConstMatrixView B, Mat
   // A's rows (A^T B: its columns) are C's.
   const size_t K = kind == ProductKind::kAtB ? A.rows : A.cols;
   pool = PoolFor(pool, double(C.rows) * K * C.cols);
+  // kTasksPerThread bands per thread, of whole register tiles (8 rows).
   const size_t threads = pool ? pool->num_threads() : 1;
-  const size_t band = std::max<size_t>(8, (C.rows + threads - 1) / threads);
+  const size_t tasks = threads > 1 ? threads * kTasksPerThread : 1;
+  const size_t band = std::max<size_t>(8, RoundUp((C.rows + tasks - 1) / tasks, 8));
   const size_t bands = std::max<size_t>(1, (C.rows + band - 1) / band);
   // Whether B is packed in panels is decided for all of C, as the public
   // MatMul decides it, never per band: the packed path sums in another
   // order, and the result must not depend on the thread count.
   size_t room = 0;  // per band: B (B^T) in panels
   FloatBuffer packed;
+  Matrix Bt;
+  if (C.rows >= kPackMinRows && kind == ProductKind::kABt && bands > 1) {
+    // Each band would pack B^T from B's rows one float at a time: B^T is
+    // written once (by bands of its rows), and the bands pack it as A B's
+    // do, into the same panels (the same sums).
+    ATTNKIT_RETURN_IF_ERROR(Allocate(source, "B^T", B.cols, B.rows, &Bt));
+    ParallelRanges(pool, B.cols, 16, [&](size_t k0, size_t k1) {
+      for (size_t n = 0; n < B.rows; ++n) {
+        for (size_t k = k0; k < k1; ++k) Bt(k, n) = B(n, k);
+      }
+    });
+    kind = ProductKind::kAB;
+    B = Bt.view();
+  }
   if (C.rows >= kPackMinRows) {
     const bool bt = kind == ProductKind::kABt;
     const size_t rows = bt ? B.cols : B.rows, cols = bt ? B.rows : B.cols;
@@ -89,6 +105,11 @@ Status Product(ConstMatrixView A, ConstMatrixView B, MatrixView C, bool transpos
                const char* source, const char* what, ThreadPool* pool) {
   return BandedProduct(transposed ? ProductKind::kABt : ProductKind::kAB, A, B, C, source, what,
                        pool);
+}
+
+Status ProductTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C, const char* source,
+                          const char* what, ThreadPool* pool) {
+  return BandedProduct(ProductKind::kAtB, A, B, C, source, what, pool);
 }
 
 Status Transpose(const char* parameter, const char* what, ConstMatrixView m, Matrix* t) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "attnkit/backward.h"
 #include "src/core/internal.h"
@@ -18,7 +19,31 @@ void CopyBlock(ConstMatrixView src, MatrixView dst) {
   for (size_t r = 0; r < src.rows; ++r) std::copy(src.Row(r), src.Row(r) + src.cols, dst.Row(r));
 }
 
+// The model's products, C = A B, A B^T and A^T B, on `pool` (the core's
+// banded products: bands of C's rows, each computed as on one thread; a call
+// too small for threads runs on the caller's). Their inputs are the weights
+// (finite: initialised, imported and updated only when finite) and
+// activations computed from them, so nothing scans them for NaN and inf; an
+// overflow of C is still reported, naming x (the stream the block reads) and
+// the product.
+Status Product(ConstMatrixView A, ConstMatrixView B, MatrixView C, const char* what,
+               ThreadPool* pool) {
+  return internal::Product(A, B, C, /*transposed=*/false, "x", what, pool);
+}
+Status ProductTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C, const char* what,
+                         ThreadPool* pool) {
+  return internal::Product(A, B, C, /*transposed=*/true, "x", what, pool);
+}
+Status ProductTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C, const char* what,
+                          ThreadPool* pool) {
+  return internal::ProductTransposedA(A, B, C, "x", what, pool);
+}
+
 }  // namespace
+
+ThreadPool* RowsPool(const ModelConfig& c, size_t rows, ThreadPool* pool) {
+  return internal::PoolFor(pool, double(rows) * double(c.d_model) * double(c.num_heads * c.d_k));
+}
 
 Status Alloc(Matrix* m, size_t rows, size_t cols) {
   if (!m->Reset(rows, cols)) {
@@ -51,12 +76,12 @@ AttentionOptions CausalOptions(const ModelConfig& c, ThreadPool* pool) {
 }
 
 Status LayerNormForward(const ModelConfig& c, const Matrix& x, const Matrix& gain,
-                        const Matrix& bias, LayerNormActivations* out) {
+                        const Matrix& bias, LayerNormActivations* out, ThreadPool* pool) {
   ATTNKIT_RETURN_IF_ERROR(Shape(&out->y, x.rows(), x.cols()));
   ATTNKIT_RETURN_IF_ERROR(Shape(&out->mean, x.rows(), 1));
   ATTNKIT_RETURN_IF_ERROR(Shape(&out->rstd, x.rows(), 1));
   kernels::LayerNorm(x, gain.data(), bias.data(), c.layer_norm_epsilon, out->y, out->mean.data(),
-                     out->rstd.data());
+                     out->rstd.data(), RowsPool(c, x.rows(), pool));
   return Status::Ok();
 }
 
@@ -67,13 +92,15 @@ size_t Argmax(const float* row, size_t n) {
 }
 
 void Embed(const Parameters& p, const int32_t* tokens, size_t seq_len, size_t first_position,
-           MatrixView x) {
+           MatrixView x, ThreadPool* pool) {
   kernels::Embed(tokens, seq_len, p.token_embedding,
-                 p.position_embedding.view().Block(first_position, seq_len, 0, x.cols), x);
+                 p.position_embedding.view().Block(first_position, seq_len, 0, x.cols), x, pool);
 }
 
-void EmbedBackward(const int32_t* tokens, size_t seq_len, ConstMatrixView dx, Parameters* grads) {
-  kernels::EmbedBackward(tokens, seq_len, dx, grads->token_embedding, grads->position_embedding);
+void EmbedBackward(const int32_t* tokens, size_t seq_len, ConstMatrixView dx, Parameters* grads,
+                   ThreadPool* pool) {
+  kernels::EmbedBackward(tokens, seq_len, dx, grads->token_embedding, grads->position_embedding,
+                         pool);
 }
 
 Status FuseQKV(const LayerParameters& p, Matrix* W_QKV, Matrix* b_QKV) {
@@ -99,13 +126,17 @@ Status AttentionBlock(const ModelConfig& c, const LayerParameters& p, const Matr
                       Matrix* x_out, MatrixView weights) {
   const size_t N = x.rows(), d = c.d_model;
   const size_t hd = c.num_heads * c.d_k, gd = c.num_kv_heads * c.d_k;
-  if (c.layer_norm) ATTNKIT_RETURN_IF_ERROR(LayerNormForward(c, x, p.ln_gain, p.ln_bias, &a->norm));
+  ThreadPool *const pool = options.pool, *const rows_pool = RowsPool(c, N, pool);
+  if (c.layer_norm) {
+    ATTNKIT_RETURN_IF_ERROR(LayerNormForward(c, x, p.ln_gain, p.ln_bias, &a->norm, pool));
+  }
   a->q_cols = hd;
   a->kv_cols = gd;
   ATTNKIT_RETURN_IF_ERROR(Shape(&a->QKV, N, hd + 2 * gd));
   ATTNKIT_RETURN_IF_ERROR(Shape(&a->z, N, hd));
-  ATTNKIT_RETURN_IF_ERROR(MatMul(Normed(c, x, a->norm), a->QKVWeights(), a->QKV, kFinite));
-  if (c.bias) kernels::AddBias(a->QKVBias().data(), a->QKV);
+  ATTNKIT_RETURN_IF_ERROR(
+      Product(Normed(c, x, a->norm), a->QKVWeights(), a->QKV, "a W_QKV", pool));
+  if (c.bias) kernels::AddBias(a->QKVBias().data(), a->QKV, rows_pool);
   if (cache) {
     ATTNKIT_RETURN_IF_ERROR(cache->Append(a->K(), a->V()));
     ATTNKIT_RETURN_IF_ERROR(AttendCached(a->Q(), *cache, c.num_heads, options, a->z, weights));
@@ -115,9 +146,9 @@ Status AttentionBlock(const ModelConfig& c, const LayerParameters& p, const Matr
                                                              Heads(c), options, a->z, a->lse));
   }
   ATTNKIT_RETURN_IF_ERROR(Shape(x_out, N, d));
-  ATTNKIT_RETURN_IF_ERROR(MatMul(a->z, p.W_O, *x_out, kFinite));
-  if (c.bias) kernels::AddBias(p.b_O.data(), *x_out);
-  kernels::AddTo(x.data(), x_out->data(), N * d);
+  ATTNKIT_RETURN_IF_ERROR(Product(a->z, p.W_O, *x_out, "z W_O", pool));
+  if (c.bias) kernels::AddBias(p.b_O.data(), *x_out, rows_pool);
+  kernels::AddTo(x.data(), x_out->data(), N * d, rows_pool);
   return Status::Ok();
 }
 
@@ -127,11 +158,12 @@ Status AttentionBlockBackward(const ModelConfig& c, const LayerParameters& p, co
                               BlockBackwardScratch* s, Matrix* dx, Matrix* dz) {
   const size_t N = x.rows(), d = c.d_model;
   const size_t hd = c.num_heads * c.d_k, gd = c.num_kv_heads * c.d_k;
+  ThreadPool *const pool = options.pool, *const rows_pool = RowsPool(c, N, pool);
   // x_out = x + z W_O + b_O: dx flows on unchanged and into z W_O + b_O.
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a.z, *dx, g->W_O, kFinite));
-  if (c.bias) kernels::ColumnSums(*dx, g->b_O.data());
+  ATTNKIT_RETURN_IF_ERROR(ProductTransposedA(a.z, *dx, g->W_O, "dW_O = z^T dx", pool));
+  if (c.bias) kernels::ColumnSums(*dx, g->b_O.data(), rows_pool);
   ATTNKIT_RETURN_IF_ERROR(Shape(&s->dz, N, hd));
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(*dx, p.W_O, s->dz, kFinite));
+  ATTNKIT_RETURN_IF_ERROR(ProductTransposed(*dx, p.W_O, s->dz, "dz = dx W_O^T", pool));
   // dQ | dK | dV side by side, then Q | K | V = a W_QKV backwards in one
   // product for the weights and one for a.
   Matrix& dQKV = s->dQKV;
@@ -142,9 +174,9 @@ Status AttentionBlockBackward(const ModelConfig& c, const LayerParameters& p, co
       dQKV.view().Block(0, N, hd + gd, gd)));
   if (dz) *dz = s->dz;
   if (c.bias) {
-    kernels::ColumnSums(dQKV.view().Block(0, N, 0, hd), g->b_Q.data());
-    kernels::ColumnSums(dQKV.view().Block(0, N, hd, gd), g->b_K.data());
-    kernels::ColumnSums(dQKV.view().Block(0, N, hd + gd, gd), g->b_V.data());
+    kernels::ColumnSums(dQKV.view().Block(0, N, 0, hd), g->b_Q.data(), rows_pool);
+    kernels::ColumnSums(dQKV.view().Block(0, N, hd, gd), g->b_K.data(), rows_pool);
+    kernels::ColumnSums(dQKV.view().Block(0, N, hd + gd, gd), g->b_V.data(), rows_pool);
   }
   // The core's projection backward: with W_Q | W_K | W_V, dQ | dK | dV and
   // dW_Q | dW_K | dW_V side by side it takes dW_QKV = a^T dQKV and da = dQKV
@@ -155,64 +187,67 @@ Status AttentionBlockBackward(const ModelConfig& c, const LayerParameters& p, co
   const MatrixView dW = s->dW_QKV.view();
   ATTNKIT_RETURN_IF_ERROR(internal::RunProjectionBackward(
       Normed(c, x, a.norm), W.Block(0, d, 0, hd), W.Block(0, d, hd, gd), W.Block(0, d, hd + gd, gd),
-      dY.Block(0, N, 0, hd), dY.Block(0, N, hd, gd), dY.Block(0, N, hd + gd, gd), "dx",
-      options.pool, s->da, dW.Block(0, d, 0, hd), dW.Block(0, d, hd, gd),
-      dW.Block(0, d, hd + gd, gd)));
+      dY.Block(0, N, 0, hd), dY.Block(0, N, hd, gd), dY.Block(0, N, hd + gd, gd), "dx", pool, s->da,
+      dW.Block(0, d, 0, hd), dW.Block(0, d, hd, gd), dW.Block(0, d, hd + gd, gd)));
   CopyBlock(dW.Block(0, d, 0, hd), g->W_Q);
   CopyBlock(dW.Block(0, d, hd, gd), g->W_K);
   CopyBlock(dW.Block(0, d, hd + gd, gd), g->W_V);
   if (c.layer_norm) {
     kernels::LayerNormBackward(x, a.norm.mean.data(), a.norm.rstd.data(), p.ln_gain.data(), s->da,
-                               *dx, g->ln_gain.data(), g->ln_bias.data());
+                               *dx, g->ln_gain.data(), g->ln_bias.data(), rows_pool);
   } else {
-    kernels::AddTo(s->da.data(), dx->data(), N * d);
+    kernels::AddTo(s->da.data(), dx->data(), N * d, rows_pool);
   }
   return Status::Ok();
 }
 
 Status MlpBlock(const ModelConfig& c, const LayerParameters& p, const Matrix& mid,
-                BlockActivations* a, Matrix* x_out) {
+                BlockActivations* a, Matrix* x_out, ThreadPool* pool) {
   const size_t N = mid.rows(), d = c.d_model;
-  ATTNKIT_RETURN_IF_ERROR(LayerNormForward(c, mid, p.ln2_gain, p.ln2_bias, &a->norm2));
+  ThreadPool* const rows_pool = RowsPool(c, N, pool);
+  ATTNKIT_RETURN_IF_ERROR(LayerNormForward(c, mid, p.ln2_gain, p.ln2_bias, &a->norm2, pool));
   ATTNKIT_RETURN_IF_ERROR(Shape(&a->u, N, c.d_ff));
   ATTNKIT_RETURN_IF_ERROR(Shape(&a->act, N, c.d_ff));
-  ATTNKIT_RETURN_IF_ERROR(MatMul(a->norm2.y, p.W_1, a->u, kFinite));
-  if (c.bias) kernels::AddBias(p.b_1.data(), a->u);
-  kernels::Gelu(a->u, a->act);
+  ATTNKIT_RETURN_IF_ERROR(Product(a->norm2.y, p.W_1, a->u, "u = LayerNorm2(x) W_1", pool));
+  if (c.bias) kernels::AddBias(p.b_1.data(), a->u, rows_pool);
+  kernels::Gelu(a->u, a->act, rows_pool);
   ATTNKIT_RETURN_IF_ERROR(Shape(x_out, N, d));
-  ATTNKIT_RETURN_IF_ERROR(MatMul(a->act, p.W_2, *x_out, kFinite));
-  if (c.bias) kernels::AddBias(p.b_2.data(), *x_out);
-  kernels::AddTo(mid.data(), x_out->data(), N * d);
+  ATTNKIT_RETURN_IF_ERROR(Product(a->act, p.W_2, *x_out, "GELU(u) W_2", pool));
+  if (c.bias) kernels::AddBias(p.b_2.data(), *x_out, rows_pool);
+  kernels::AddTo(mid.data(), x_out->data(), N * d, rows_pool);
   return Status::Ok();
 }
 
 Status MlpBlockBackward(const ModelConfig& c, const LayerParameters& p, const Matrix& mid,
                         const BlockActivations& a, LayerParameters* g, BlockBackwardScratch* s,
-                        Matrix* dx) {
+                        Matrix* dx, ThreadPool* pool) {
   const size_t N = mid.rows(), d = c.d_model;
+  ThreadPool* const rows_pool = RowsPool(c, N, pool);
   // dx flows on unchanged and back through W_2, GELU, W_1 and LayerNorm2.
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a.act, *dx, g->W_2, kFinite));
-  if (c.bias) kernels::ColumnSums(*dx, g->b_2.data());
+  ATTNKIT_RETURN_IF_ERROR(ProductTransposedA(a.act, *dx, g->W_2, "dW_2 = GELU(u)^T dx", pool));
+  if (c.bias) kernels::ColumnSums(*dx, g->b_2.data(), rows_pool);
   ATTNKIT_RETURN_IF_ERROR(Shape(&s->dact, N, c.d_ff));
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(*dx, p.W_2, s->dact, kFinite));
-  kernels::GeluBackward(a.u, s->dact);  // now du
-  if (c.bias) kernels::ColumnSums(s->dact, g->b_1.data());
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(a.norm2.y, s->dact, g->W_1, kFinite));
+  ATTNKIT_RETURN_IF_ERROR(ProductTransposed(*dx, p.W_2, s->dact, "dx W_2^T", pool));
+  kernels::GeluBackward(a.u, s->dact, rows_pool);  // now du
+  if (c.bias) kernels::ColumnSums(s->dact, g->b_1.data(), rows_pool);
+  ATTNKIT_RETURN_IF_ERROR(
+      ProductTransposedA(a.norm2.y, s->dact, g->W_1, "dW_1 = LayerNorm2(x)^T du", pool));
   ATTNKIT_RETURN_IF_ERROR(Shape(&s->db, N, d));
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposed(s->dact, p.W_1, s->db, kFinite));
+  ATTNKIT_RETURN_IF_ERROR(ProductTransposed(s->dact, p.W_1, s->db, "du W_1^T", pool));
   kernels::LayerNormBackward(mid, a.norm2.mean.data(), a.norm2.rstd.data(), p.ln2_gain.data(),
-                             s->db, *dx, g->ln2_gain.data(), g->ln2_bias.data());
+                             s->db, *dx, g->ln2_gain.data(), g->ln2_bias.data(), rows_pool);
   return Status::Ok();
 }
 
 Status FinalNorm(const ModelConfig& c, const Parameters& p, const Matrix& x,
-                 LayerNormActivations* f) {
+                 LayerNormActivations* f, ThreadPool* pool) {
   if (!c.layer_norm) return Status::Ok();
-  return LayerNormForward(c, x, p.final_gain, p.final_bias, f);
+  return LayerNormForward(c, x, p.final_gain, p.final_bias, f, pool);
 }
 
 Status FinalNormBackward(const ModelConfig& c, const Parameters& p, const Matrix& x,
-                         const LayerNormActivations& f, Matrix* df, Parameters* grads, Matrix* dx) {
+                         const LayerNormActivations& f, Matrix* df, Parameters* grads, Matrix* dx,
+                         ThreadPool* pool) {
   if (!c.layer_norm) {
     std::swap(*dx, *df);
     return Status::Ok();
@@ -220,51 +255,62 @@ Status FinalNormBackward(const ModelConfig& c, const Parameters& p, const Matrix
   ATTNKIT_RETURN_IF_ERROR(Shape(dx, x.rows(), x.cols()));
   std::fill(dx->data(), dx->data() + dx->size(), 0.0f);  // LayerNormBackward adds
   kernels::LayerNormBackward(x, f.mean.data(), f.rstd.data(), p.final_gain.data(), *df, *dx,
-                             grads->final_gain.data(), grads->final_bias.data());
+                             grads->final_gain.data(), grads->final_bias.data(),
+                             RowsPool(c, x.rows(), pool));
   return Status::Ok();
 }
 
-Status Unembed(const ModelConfig& c, const Parameters& p, const Matrix& f, Matrix* logits) {
+Status Unembed(const ModelConfig& c, const Parameters& p, const Matrix& f, Matrix* logits,
+               ThreadPool* pool) {
   ATTNKIT_RETURN_IF_ERROR(Alloc(logits, f.rows(), c.vocab_size));
-  if (c.tied_unembedding) return MatMulTransposed(f, p.token_embedding, *logits, kFinite);
-  return MatMul(f, p.unembedding, *logits, kFinite);
+  if (c.tied_unembedding) {
+    return ProductTransposed(f, p.token_embedding, *logits, "logits = f E^T", pool);
+  }
+  return Product(f, p.unembedding, *logits, "logits = f unembedding", pool);
 }
 
 Status UnembedBackward(const ModelConfig& c, const Parameters& p, const Matrix& f,
-                       const Matrix& dlogits, Parameters* grads, Matrix* df) {
+                       const Matrix& dlogits, Parameters* grads, Matrix* df, ThreadPool* pool) {
   ATTNKIT_RETURN_IF_ERROR(Shape(df, f.rows(), f.cols()));
   if (c.tied_unembedding) {
     // logits = f E^T: dE = dlogits^T f [V, d], df = dlogits E.
-    ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(dlogits, f, grads->token_embedding, kFinite));
-    return MatMul(dlogits, p.token_embedding, *df, kFinite);
+    ATTNKIT_RETURN_IF_ERROR(
+        ProductTransposedA(dlogits, f, grads->token_embedding, "dE = dlogits^T f", pool));
+    return Product(dlogits, p.token_embedding, *df, "df = dlogits E", pool);
   }
-  ATTNKIT_RETURN_IF_ERROR(MatMulTransposedA(f, dlogits, grads->unembedding, kFinite));
-  return MatMulTransposed(dlogits, p.unembedding, *df, kFinite);
+  ATTNKIT_RETURN_IF_ERROR(
+      ProductTransposedA(f, dlogits, grads->unembedding, "dunembedding = f^T dlogits", pool));
+  return ProductTransposed(dlogits, p.unembedding, *df, "df = dlogits unembedding^T", pool);
 }
 
-Status Loss(const Batch& batch, const Matrix& logits, Metrics* metrics, Matrix* dlogits) {
-  const size_t B = batch.batch, T = batch.seq_len, V = logits.cols();
+Status Loss(const Batch& batch, const Matrix& logits, Metrics* metrics, Matrix* dlogits,
+            ThreadPool* pool) {
+  const size_t B = batch.batch, T = batch.seq_len, N = B * T, V = logits.cols();
+  // Whether each scored row's argmax is its target, by bands of rows.
+  std::vector<char> hit(N, 0);
+  internal::ParallelRanges(pool, N, 8, [&](size_t r0, size_t r1) {
+    for (size_t r = r0; r < r1; ++r) {
+      const int32_t target = batch.targets[r];
+      hit[r] = target >= 0 && Argmax(logits.data() + r * V, V) == size_t(target);
+    }
+  });
   Metrics m;
   for (size_t b = 0; b < B; ++b) {
     bool any = false, all = true;
     for (size_t t = 0; t < T; ++t) {
       const size_t r = b * T + t;
-      const int32_t target = batch.targets[r];
-      if (target < 0) continue;
+      if (batch.targets[r] < 0) continue;
       ++m.scored;
       any = true;
-      if (Argmax(logits.data() + r * V, V) == size_t(target)) {
-        ++m.correct;
-      } else {
-        all = false;
-      }
+      m.correct += hit[r];
+      all = all && hit[r];
     }
     m.sequences += any;
     m.sequences_correct += any && all;
   }
-  ATTNKIT_RETURN_IF_ERROR(Shape(dlogits, B * T, V));
+  ATTNKIT_RETURN_IF_ERROR(Shape(dlogits, N, V));
   const double loss = kernels::SoftmaxCrossEntropy(
-      logits, batch.targets.data(), m.scored ? 1.0f / float(m.scored) : 0.0f, *dlogits);
+      logits, batch.targets.data(), m.scored ? 1.0f / float(m.scored) : 0.0f, *dlogits, pool);
   m.loss = m.scored ? float(loss / double(m.scored)) : 0.0f;
   *metrics = m;
   return Status::Ok();

@@ -21,6 +21,13 @@
 // generation (Generator, the same blocks on the new rows with a KV cache per
 // layer) run these steps and nothing else of the model's maths. Without
 // layer_norm the LayerNorms are the identity (a = x, f = x).
+//
+// Threads: a step given the model's pool (`pool`, or options.pool; null: the
+// caller's thread) splits its products and attention over it where each call
+// is large enough (internal::PoolFor), and its row kernels (LayerNorm, GELU,
+// the biases, the residual adds, the loss, the embeddings) where the pass is
+// (RowsPool). Every split keeps each output's sums in their order: results
+// are bit-identical with any pool.
 #ifndef ATTNKIT_SRC_MODEL_BLOCKS_H_
 #define ATTNKIT_SRC_MODEL_BLOCKS_H_
 
@@ -38,11 +45,6 @@
 namespace attnkit {
 namespace model {
 
-// The products' inputs are the weights (finite: initialised, imported and
-// updated only when finite) and activations computed from them: the products
-// skip their scans for NaN and inf, and still report an overflow of C.
-constexpr FiniteInputs kFinite{};
-
 // m [rows, cols], newly allocated (zero).
 Status Alloc(Matrix* m, size_t rows, size_t cols);
 // m [rows, cols], reusing its memory when it has that shape already: for
@@ -54,10 +56,16 @@ Status Shape(Matrix* m, size_t rows, size_t cols);
 HeadConfig Heads(const ModelConfig& c);
 AttentionOptions CausalOptions(const ModelConfig& c, ThreadPool* pool);
 
+// The pool for the row kernels of a pass over `rows` rows: `pool`, or null
+// when the pass's smallest product (x W_O, rows d_model h d_k multiply-adds)
+// is below the cut-off (internal::PoolFor): a pass too small for its products
+// to gain from threads gains nothing on its lighter row kernels either.
+ThreadPool* RowsPool(const ModelConfig& c, size_t rows, ThreadPool* pool);
+
 // y = LayerNorm(x) [N, d] with gain and bias [1, d] and c's
 // layer_norm_epsilon; keeps mean and rstd [N, 1].
 Status LayerNormForward(const ModelConfig& c, const Matrix& x, const Matrix& gain,
-                        const Matrix& bias, LayerNormActivations* out);
+                        const Matrix& bias, LayerNormActivations* out, ThreadPool* pool = nullptr);
 // What a LayerNorm step hands on: its output with layer_norm, else x itself.
 inline const Matrix& Normed(const ModelConfig& c, const Matrix& x, const LayerNormActivations& n) {
   return c.layer_norm ? n.y : x;
@@ -68,10 +76,12 @@ size_t Argmax(const float* row, size_t n);
 
 // x [N, d]: row r = token_embedding[tokens[r]] + position_embedding[first_position
 // + r % seq_len] (N a multiple of seq_len: the batch's sequences one after another).
+// Here and in EmbedBackward `pool` is the rows' (RowsPool).
 void Embed(const Parameters& p, const int32_t* tokens, size_t seq_len, size_t first_position,
-           MatrixView x);
+           MatrixView x, ThreadPool* pool = nullptr);
 // grads' embeddings += dx [N, d] scattered back to the rows Embed read (first_position 0).
-void EmbedBackward(const int32_t* tokens, size_t seq_len, ConstMatrixView dx, Parameters* grads);
+void EmbedBackward(const int32_t* tokens, size_t seq_len, ConstMatrixView dx, Parameters* grads,
+                   ThreadPool* pool = nullptr);
 
 // W_QKV [d, (h + 2g) d_k] = W_Q | W_K | W_V side by side: Q | K | V in one
 // product; with biases also b_QKV [1, (h + 2g) d_k] = b_Q | b_K | b_V.
@@ -105,34 +115,38 @@ Status AttentionBlockBackward(const ModelConfig& c, const LayerParameters& p, co
 // (+ b_1) [N, d_ff].
 // Fills a's norm2, u and act; x_out must not be mid.
 Status MlpBlock(const ModelConfig& c, const LayerParameters& p, const Matrix& mid,
-                BlockActivations* a, Matrix* x_out);
+                BlockActivations* a, Matrix* x_out, ThreadPool* pool = nullptr);
 // dx [N, d]: d loss / d x_out in, d loss / d mid out; grads' ln2_gain,
 // ln2_bias += and W_1, W_2 (and b_1, b_2) = theirs.
 Status MlpBlockBackward(const ModelConfig& c, const LayerParameters& p, const Matrix& mid,
                         const BlockActivations& a, LayerParameters* g, BlockBackwardScratch* s,
-                        Matrix* dx);
+                        Matrix* dx, ThreadPool* pool = nullptr);
 
 // f = LayerNorm_final(x) [N, d] into *f (nothing without layer_norm: f = x, see Normed).
 Status FinalNorm(const ModelConfig& c, const Parameters& p, const Matrix& x,
-                 LayerNormActivations* f);
+                 LayerNormActivations* f, ThreadPool* pool = nullptr);
 // df [N, d] = d loss / d f in; *dx = d loss / d x out (df's memory without
 // layer_norm); grads' final_gain, final_bias += theirs.
 Status FinalNormBackward(const ModelConfig& c, const Parameters& p, const Matrix& x,
-                         const LayerNormActivations& f, Matrix* df, Parameters* grads, Matrix* dx);
+                         const LayerNormActivations& f, Matrix* df, Parameters* grads, Matrix* dx,
+                         ThreadPool* pool = nullptr);
 
 // logits [N, vocab_size] = f [N, d] unembedding, or f token_embedding^T
 // with tied_unembedding (allocated).
-Status Unembed(const ModelConfig& c, const Parameters& p, const Matrix& f, Matrix* logits);
+Status Unembed(const ModelConfig& c, const Parameters& p, const Matrix& f, Matrix* logits,
+               ThreadPool* pool = nullptr);
 // grads' unembedding = f^T dlogits, df [N, d] = dlogits unembedding^T; tied:
 // grads' token_embedding = dlogits^T f (overwritten: EmbedBackward's
 // scatter adds to it after), df = dlogits token_embedding.
 Status UnembedBackward(const ModelConfig& c, const Parameters& p, const Matrix& f,
-                       const Matrix& dlogits, Parameters* grads, Matrix* df);
+                       const Matrix& dlogits, Parameters* grads, Matrix* df,
+                       ThreadPool* pool = nullptr);
 
 // Over the batch's scored positions (target >= 0): the mean cross-entropy and
 // the accuracy of the logits' argmax into *m; dlogits [N, V] = (softmax -
-// onehot(target)) / scored, the loss's gradient.
-Status Loss(const Batch& batch, const Matrix& logits, Metrics* m, Matrix* dlogits);
+// onehot(target)) / scored, the loss's gradient. `pool`: the rows' (RowsPool).
+Status Loss(const Batch& batch, const Matrix& logits, Metrics* m, Matrix* dlogits,
+            ThreadPool* pool = nullptr);
 
 // weights [B h T_q, T_k] = softmax(scale Q K^T) of every (item, head), block
 // (b, head) at row (b h + head) T_q, from the core's MultiHeadAttentionQKV

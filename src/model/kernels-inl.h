@@ -139,19 +139,23 @@ void LayerNormT(ConstMatrixView x, const float* HWY_RESTRICT gain, const float* 
 
 // Per row, with xhat = (x - mean) rstd and g = dy gain:
 //   dx += rstd (g - mean(g) - xhat mean(g xhat)), dgain += dy xhat, dbias += dy.
-void LayerNormBackwardT(ConstMatrixView x, const float* HWY_RESTRICT mean,
-                        const float* HWY_RESTRICT rstd, const float* HWY_RESTRICT gain,
-                        ConstMatrixView dy, MatrixView dx, float* HWY_RESTRICT dgain,
-                        float* HWY_RESTRICT dbias) {
+// With kParams also dgain and dbias in the same pass (one thread); without,
+// dx alone (a band of rows), LayerNormBackwardParamsT doing the rest.
+template <bool kParams>
+HWY_INLINE void LayerNormBackwardPart(ConstMatrixView x, const float* HWY_RESTRICT mean,
+                                      const float* HWY_RESTRICT rstd,
+                                      const float* HWY_RESTRICT gain, ConstMatrixView dy,
+                                      MatrixView dx, float* HWY_RESTRICT dgain,
+                                      float* HWY_RESTRICT dbias) {
   const size_t n = x.cols;
   for (size_t r = 0; r < x.rows; ++r) {
     const float* HWY_RESTRICT xr = x.Row(r);
     const float* HWY_RESTRICT dyr = dy.Row(r);
-    float* HWY_RESTRICT dxr = dx.Row(r);
     const float mu = mean[r], rs = rstd[r];
     const auto xhat = [&](auto d, size_t i) HWY_ATTR {
       return hn::Mul(hn::Sub(hn::LoadU(d, xr + i), hn::Set(d, mu)), hn::Set(d, rs));
     };
+    float* HWY_RESTRICT dxr = dx.Row(r);
     const float mean_g =
         SumOfVectors(
             n, [&](auto d, size_t i)
@@ -171,10 +175,46 @@ void LayerNormBackwardT(ConstMatrixView x, const float* HWY_RESTRICT mean,
       // rstd (g - mean_g - xhat mean_gx)
       const auto centred = hn::Sub(hn::NegMulAdd(xh, hn::Set(d, mean_gx), g), hn::Set(d, mean_g));
       hn::StoreU(hn::MulAdd(centred, hn::Set(d, rs), hn::LoadU(d, dxr + i)), d, dxr + i);
-      hn::StoreU(hn::MulAdd(dyv, xh, hn::LoadU(d, dgain + i)), d, dgain + i);
-      hn::StoreU(hn::Add(dyv, hn::LoadU(d, dbias + i)), d, dbias + i);
+      if constexpr (kParams) {
+        hn::StoreU(hn::MulAdd(dyv, xh, hn::LoadU(d, dgain + i)), d, dgain + i);
+        hn::StoreU(hn::Add(dyv, hn::LoadU(d, dbias + i)), d, dbias + i);
+      }
     });
   }
+}
+
+void LayerNormBackwardT(ConstMatrixView x, const float* HWY_RESTRICT mean,
+                        const float* HWY_RESTRICT rstd, const float* HWY_RESTRICT gain,
+                        ConstMatrixView dy, MatrixView dx, float* HWY_RESTRICT dgain,
+                        float* HWY_RESTRICT dbias) {
+  LayerNormBackwardPart<true>(x, mean, rstd, gain, dy, dx, dgain, dbias);
+}
+
+// dx alone, for a band of rows.
+void LayerNormBackwardDxT(ConstMatrixView x, const float* HWY_RESTRICT mean,
+                          const float* HWY_RESTRICT rstd, const float* HWY_RESTRICT gain,
+                          ConstMatrixView dy, MatrixView dx) {
+  LayerNormBackwardPart<false>(x, mean, rstd, gain, dy, dx, nullptr, nullptr);
+}
+
+// dgain and dbias alone, for a band of columns (x, dy, dgain, dbias its
+// views): each column's sums over the rows, in the rows' order, held in
+// registers (the operations of LayerNormBackwardPart<true>, the same sums).
+void LayerNormBackwardParamsT(ConstMatrixView x, const float* HWY_RESTRICT mean,
+                              const float* HWY_RESTRICT rstd, ConstMatrixView dy,
+                              float* HWY_RESTRICT dgain, float* HWY_RESTRICT dbias) {
+  ForEachVector(x.cols, [&](auto d, size_t i) HWY_ATTR {
+    auto g = hn::LoadU(d, dgain + i), b = hn::LoadU(d, dbias + i);
+    for (size_t r = 0; r < x.rows; ++r) {
+      const auto dyv = hn::LoadU(d, dy.Row(r) + i);
+      const auto xh =
+          hn::Mul(hn::Sub(hn::LoadU(d, x.Row(r) + i), hn::Set(d, mean[r])), hn::Set(d, rstd[r]));
+      g = hn::MulAdd(dyv, xh, g);
+      b = hn::Add(dyv, b);
+    }
+    hn::StoreU(g, d, dgain + i);
+    hn::StoreU(b, d, dbias + i);
+  });
 }
 
 // GELU's tanh approximation: inner(u) = sqrt(2/pi) (u + 0.044715 u^3),
@@ -234,15 +274,15 @@ void GeluBackwardT(ConstMatrixView u, MatrixView dd) {
 }
 
 // Per scored row: max, e = exp(row - max) and its sum, then
-// dlogits = (e / sum - onehot) * inv_scored; the loss term is
-// log(sum) + max - row[target].
-double SoftmaxCrossEntropyT(ConstMatrixView logits, const int32_t* HWY_RESTRICT targets,
-                            float inv_scored, MatrixView dlogits) {
+// dlogits = (e / sum - onehot) * inv_scored; the row's loss, losses [N], is
+// log(sum) + max - row[target] (0 for a row not scored).
+void SoftmaxCrossEntropyT(ConstMatrixView logits, const int32_t* HWY_RESTRICT targets,
+                          float inv_scored, MatrixView dlogits, double* HWY_RESTRICT losses) {
   const size_t V = logits.cols;
-  double loss = 0;
   for (size_t r = 0; r < logits.rows; ++r) {
     const float* row = logits.Row(r);
     float* out = dlogits.Row(r);
+    losses[r] = 0;
     if (targets[r] < 0) {
       ForEachVector(V, [&](auto d, size_t i) HWY_ATTR { hn::StoreU(hn::Zero(d), d, out + i); });
       continue;
@@ -265,9 +305,8 @@ double SoftmaxCrossEntropyT(ConstMatrixView logits, const int32_t* HWY_RESTRICT 
       hn::StoreU(hn::Mul(hn::LoadU(dv, out + i), hn::Set(dv, scale)), dv, out + i);
     });
     out[targets[r]] -= inv_scored;
-    loss += std::log(double(sum)) + double(max) - double(target_logit);
+    losses[r] = std::log(double(sum)) + double(max) - double(target_logit);
   }
-  return loss;
 }
 
 void AdamWUpdateT(const kernels::AdamWStep& s, const float* HWY_RESTRICT g, float* HWY_RESTRICT w,

@@ -296,6 +296,7 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
   have_forward_ = false;
   batch_ = batch;
   const AttentionOptions options = CausalOptions(c, pool_);
+  ThreadPool* const rows_pool = RowsPool(c, N, pool_);
 
   // The residual stream: block l reads blocks_[l].input and writes the next
   // block's input, the last final_input_ (a GPT block's attention half
@@ -304,7 +305,7 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
   // it came from (no copies of the stream).
   blocks_.resize(c.num_layers);
   ATTNKIT_RETURN_IF_ERROR(Shape(&blocks_[0].input, N, d));
-  Embed(params_, batch.tokens.data(), T, 0, blocks_[0].input);
+  Embed(params_, batch.tokens.data(), T, 0, blocks_[0].input, rows_pool);
   for (size_t l = 0; l < c.num_layers; ++l) {
     const LayerParameters& p = params_.layers[l];
     BlockActivations& a = blocks_[l];
@@ -312,13 +313,14 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
     ATTNKIT_RETURN_IF_ERROR(FuseQKV(p, &a));
     ATTNKIT_RETURN_IF_ERROR(
         AttentionBlock(c, p, a.input, B, options, nullptr, &a, c.d_ff > 0 ? &a.mid : &next));
-    if (c.d_ff > 0) ATTNKIT_RETURN_IF_ERROR(MlpBlock(c, p, a.mid, &a, &next));
+    if (c.d_ff > 0) ATTNKIT_RETURN_IF_ERROR(MlpBlock(c, p, a.mid, &a, &next, pool_));
   }
-  ATTNKIT_RETURN_IF_ERROR(FinalNorm(c, params_, final_input_, &final_norm_));
+  ATTNKIT_RETURN_IF_ERROR(FinalNorm(c, params_, final_input_, &final_norm_, pool_));
   Matrix logits;
-  ATTNKIT_RETURN_IF_ERROR(Unembed(c, params_, Normed(c, final_input_, final_norm_), &logits));
+  ATTNKIT_RETURN_IF_ERROR(
+      Unembed(c, params_, Normed(c, final_input_, final_norm_), &logits, pool_));
   Metrics m;
-  ATTNKIT_RETURN_IF_ERROR(Loss(batch, logits, &m, &dlogits_));
+  ATTNKIT_RETURN_IF_ERROR(Loss(batch, logits, &m, &dlogits_, rows_pool));
   if (metrics) *metrics = m;
   if (logits_out) *logits_out = std::move(logits);
   have_forward_ = true;
@@ -361,21 +363,23 @@ Status Model::Backward(Parameters* grads, std::vector<Matrix>* d_attention) {
   // The steps of Forward in reverse; dlogits_ is Loss's gradient.
   // First: with a tied unembedding it writes token_embedding's gradient,
   // which EmbedBackward then adds to.
+  ATTNKIT_RETURN_IF_ERROR(UnembedBackward(c, params_, Normed(c, final_input_, final_norm_),
+                                          dlogits_, grads, &s.df, pool_));
   ATTNKIT_RETURN_IF_ERROR(
-      UnembedBackward(c, params_, Normed(c, final_input_, final_norm_), dlogits_, grads, &s.df));
-  ATTNKIT_RETURN_IF_ERROR(
-      FinalNormBackward(c, params_, final_input_, final_norm_, &s.df, grads, &s.dx));
+      FinalNormBackward(c, params_, final_input_, final_norm_, &s.df, grads, &s.dx, pool_));
   if (d_attention) d_attention->assign(c.num_layers, Matrix());
   for (size_t l = c.num_layers; l-- > 0;) {
     const LayerParameters& p = params_.layers[l];
     LayerParameters& g = grads->layers[l];
     const BlockActivations& a = blocks_[l];
-    if (c.d_ff > 0) ATTNKIT_RETURN_IF_ERROR(MlpBlockBackward(c, p, a.mid, a, &g, &s, &s.dx));
+    if (c.d_ff > 0) {
+      ATTNKIT_RETURN_IF_ERROR(MlpBlockBackward(c, p, a.mid, a, &g, &s, &s.dx, pool_));
+    }
     ATTNKIT_RETURN_IF_ERROR(AttentionBlockBackward(c, p, a.input, a, batch_.batch, options, &g, &s,
                                                    &s.dx,
                                                    d_attention ? &(*d_attention)[l] : nullptr));
   }
-  EmbedBackward(batch_.tokens.data(), batch_.seq_len, s.dx, grads);
+  EmbedBackward(batch_.tokens.data(), batch_.seq_len, s.dx, grads, RowsPool(c, s.dx.rows(), pool_));
   return Status::Ok();
 }
 

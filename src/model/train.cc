@@ -3,9 +3,12 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "attnkit/model.h"
+#include "src/core/internal.h"
 #include "src/core/validate.h"
+#include "src/model/blocks.h"
 #include "src/model/kernels.h"
 
 namespace attnkit {
@@ -86,7 +89,7 @@ float AdamW::LearningRate(size_t step) const {
                (double(c.learning_rate) - double(c.min_learning_rate)) * cosine);
 }
 
-Status AdamW::Step(const Parameters& grads, Parameters* params) {
+Status AdamW::Step(const Parameters& grads, Parameters* params, ThreadPool* pool) {
   ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("params", params));
   std::vector<Matrix*> p = params->Tensors(), m = m_.Tensors(), v = v_.Tensors();
   std::vector<const Matrix*> g = grads.Tensors();
@@ -94,14 +97,20 @@ Status AdamW::Step(const Parameters& grads, Parameters* params) {
   if (g.size() != p.size() || m.size() != p.size()) {
     return Status(ErrorCode::kShapeMismatch, "grads", "tensors differ from the parameters'");
   }
-  double norm2 = 0;
   for (size_t i = 0; i < p.size(); ++i) {
     if (g[i]->rows() != p[i]->rows() || g[i]->cols() != p[i]->cols() ||
         m[i]->size() != p[i]->size()) {
       return Status(ErrorCode::kShapeMismatch, "grads", names[i] + " has another shape");
     }
-    norm2 += kernels::SumOfSquares(g[i]->data(), g[i]->size());
   }
+  // The gradient's squared norm: each tensor's sum of squares (a task each),
+  // added in the tensors' order.
+  std::vector<double> squares(p.size());
+  internal::ParallelFor(pool, p.size(), [&](size_t i, size_t) {
+    squares[i] = kernels::SumOfSquares(g[i]->data(), g[i]->size());
+  });
+  double norm2 = 0;
+  for (const double s : squares) norm2 += s;
   if (!std::isfinite(norm2)) {
     return Status(ErrorCode::kNonFinite, "grads", "the gradient is not finite");
   }
@@ -120,11 +129,30 @@ Status AdamW::Step(const Parameters& grads, Parameters* params) {
   update.c2 = float(1.0 / (1.0 - beta2_power_));
   update.lr = float(lr);
   update.epsilon = config_.epsilon;
+  // The update goes element by element: pieces of the tensors, a few per
+  // thread (one per tensor on one thread), give the same result.
+  struct Piece {
+    size_t tensor, begin, end;
+  };
+  const size_t threads = pool ? pool->num_threads() : 1;
+  size_t total = 0;
+  for (const Matrix* t : p) total += t->size();
+  const size_t piece =
+      threads > 1 ? std::max<size_t>(4096, total / (threads * internal::kTasksPerThread)) : total;
+  std::vector<Piece> pieces;
   for (size_t i = 0; i < p.size(); ++i) {
-    update.decay = Decays(names[i]) ? float(lr * config_.weight_decay) : 0.0f;
-    kernels::AdamWUpdate(update, g[i]->data(), p[i]->data(), m[i]->data(), v[i]->data(),
-                         p[i]->size());
+    for (size_t b = 0; b < p[i]->size(); b += piece) {
+      pieces.push_back({i, b, std::min(p[i]->size(), b + piece)});
+    }
   }
+  internal::ParallelFor(pool, pieces.size(), [&](size_t k, size_t) {
+    const Piece& q = pieces[k];
+    kernels::AdamWStep u = update;
+    u.decay = Decays(names[q.tensor]) ? float(lr * config_.weight_decay) : 0.0f;
+    kernels::AdamWUpdate(u, g[q.tensor]->data() + q.begin, p[q.tensor]->data() + q.begin,
+                         m[q.tensor]->data() + q.begin, v[q.tensor]->data() + q.begin,
+                         q.end - q.begin);
+  });
   return Status::Ok();
 }
 
@@ -142,7 +170,9 @@ Status TrainStep(const Batch& batch, Model* model, Parameters* grads, AdamW* ada
   ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("adam", adam));
   ATTNKIT_RETURN_IF_ERROR(model->Forward(batch, metrics));
   ATTNKIT_RETURN_IF_ERROR(model->Backward(grads));
-  ATTNKIT_RETURN_IF_ERROR(adam->Step(*grads, &model->params()));
+  ATTNKIT_RETURN_IF_ERROR(
+      adam->Step(*grads, &model->params(),
+                 RowsPool(model->config(), batch.batch * batch.seq_len, model->pool())));
   model->set_trained_steps(model->trained_steps() + 1);
   return Status::Ok();
 }

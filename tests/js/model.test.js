@@ -165,8 +165,8 @@ describe("model: determinism and builds", () => {
     const two = await createAttnkit({ model: true, threads: 2 });
     assert.equal(two.model, true);
     assert.equal(two.threads, Math.min(2, availableParallelism()));
-    // Large enough that the core splits its attention and products over the pool (its
-    // cut-off is 1e8 multiply-adds a call: here 8 x 4 heads x 256^2 x 64 in attention).
+    // Large enough that every call of the step splits over the pool (the core's cut-off,
+    // kPoolMinMultiplyAdds in src/core/internal.h, is far below 8 x 4 heads x 256^2 x 64).
     const config = { vocabSize: 32, maxSeqLen: 256, dModel: 128, numLayers: 1, numHeads: 4 };
     const rng = (seed) => () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) % 32;
     const next = rng(7);
