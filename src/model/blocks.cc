@@ -134,8 +134,7 @@ Status AttentionBlock(const ModelConfig& c, const LayerParameters& p, const Matr
   a->kv_cols = gd;
   ATTNKIT_RETURN_IF_ERROR(Shape(&a->QKV, N, hd + 2 * gd));
   ATTNKIT_RETURN_IF_ERROR(Shape(&a->z, N, hd));
-  ATTNKIT_RETURN_IF_ERROR(
-      Product(Normed(c, x, a->norm), a->QKVWeights(), a->QKV, "a W_QKV", pool));
+  ATTNKIT_RETURN_IF_ERROR(Product(Normed(c, x, a->norm), a->QKVWeights(), a->QKV, "a W_QKV", pool));
   if (c.bias) kernels::AddBias(a->QKVBias().data(), a->QKV, rows_pool);
   if (cache) {
     ATTNKIT_RETURN_IF_ERROR(cache->Append(a->K(), a->V()));
