@@ -154,8 +154,10 @@ test("the default preset learns Moby-Dick below the measured threshold and shows
   assert.match(await p.textContent('[data-testid="lang-text-info"]'), /1,190,317 characters/);
   // The reference lines: the package's numbers, the bigram below the unigram.
   assert.ok(h0.text.bigram < h0.text.unigram - 0.3, JSON.stringify(h0.text));
-  // An untrained model guesses among the 84 characters: about ln 84 = 4.43 nats.
-  assert.ok(Math.abs(h0.validation[0][1] - Math.log(84)) < 0.2, `${h0.validation[0][1]}`);
+  // An untrained model guesses among the 84 characters: ln 84 = 4.43 nats, plus half
+  // the logits' variance (about 1 with the fan-in initialisation, docs/model.md).
+  const untrained = h0.validation[0][1];
+  assert.ok(untrained > Math.log(84) - 0.25 && untrained < Math.log(84) + 1, `${untrained}`);
   await shot("before");
   // Responsiveness while it trains: main-thread tasks over 50 ms (Long Tasks API) and the
   // lateness of a 20 ms timer, reported; the screenshot's capture is left out.
