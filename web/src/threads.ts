@@ -12,12 +12,10 @@ export interface WorkerStart {
 }
 
 /**
- * The default's cap, the count measured (bench/results/history.md, "threads in the page"):
- * a training step of the page's presets takes as long on 2 threads as on 1, since the core
- * splits a call over its pool only from kPoolMinMultiplyAdds multiply-adds
- * (src/core/internal.h) and only the validation pass reaches it; more threads would idle the
- * same way, each costing a worker's memory and start-up. To be measured again once the
- * training step itself splits over threads.
+ * The default's cap (bench/results/history.md, "the training step over threads"): the
+ * training step splits its products, row kernels and attention over the pool, and a second
+ * thread shortens the default Language preset's step; more than 2 threads are not yet
+ * measured on a machine that has them, and each costs a worker's memory and start-up.
  */
 export const DEFAULT_THREADS_CAP = 2;
 
