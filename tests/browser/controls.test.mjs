@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { watch } from "./lib/launch.mjs";
 import { usePage } from "./lib/page.mjs";
-import { stateWalk } from "./lib/walk.mjs";
+import { stateWalk, WALK_STEPS } from "./lib/walk.mjs";
 
 let server, browser, context, page, problems;
 const { ready, state, shot, gotoStep, typeInto, settledSearch } = usePage(
@@ -234,7 +234,7 @@ test("adjusted settings: the field shows the value used and the reason sits next
 });
 
 test(
-  "state consistency: 200 seeded random control changes, each page equal to its fresh load",
+  `state consistency: ${WALK_STEPS} seeded random control changes, each page equal to its fresh load`,
   // A guard against a hang only: the walk's time grows with the machine's load.
   { timeout: 600000 },
   async () => {
@@ -244,10 +244,13 @@ test(
       evaluate: (fn, arg) => page.evaluate(fn, arg),
       problems: async () => problems,
       seed,
-      steps: 200,
+      steps: WALK_STEPS,
       label: "Chromium",
     });
     console.log(`# Chromium: ${r.done} changes (${r.loads} fresh loads) in ${r.ms} ms`);
-    assert.ok(r.done >= 200, `only ${r.done} of ${3 * 200} actions changed a control`);
+    assert.ok(
+      r.done >= WALK_STEPS,
+      `only ${r.done} of ${3 * WALK_STEPS} actions changed a control`,
+    );
   },
 );

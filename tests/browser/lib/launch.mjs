@@ -25,13 +25,18 @@ export async function openChromium(contextOptions = {}) {
   return { server, browser, context };
 }
 
-/** Collects page p's console errors and warnings and its uncaught errors into `into`. */
+/**
+ * Collects page p's console errors and warnings (with where they came from), its
+ * uncaught errors and a crash of its renderer into `into`.
+ */
 export function watch(p, into) {
   p.on("console", (m) => {
-    if (m.type() === "error" || m.type() === "warning")
-      into.push(`console ${m.type()}: ${m.text()}`);
+    if (m.type() !== "error" && m.type() !== "warning") return;
+    const { url, lineNumber } = m.location();
+    into.push(`console ${m.type()}: ${m.text()}${url ? ` (${url}:${lineNumber})` : ""}`);
   });
   p.on("pageerror", (e) => into.push(`page error: ${e.message}`));
+  p.on("crash", () => into.push("the page's renderer crashed"));
 }
 
 /**

@@ -32,7 +32,7 @@ import {
   setValue,
 } from "./reads.mjs";
 import { serve } from "./server.mjs";
-import { stateWalk } from "./walk.mjs";
+import { CROSS_BROWSER_WALK_STEPS, stateWalk } from "./walk.mjs";
 import { poll } from "./wait.mjs";
 
 /**
@@ -352,7 +352,7 @@ function drawingSteps(s, todo) {
   );
 
   s.test(
-    `${name}: state consistency: 200 seeded random control changes, each page equal to its fresh load`,
+    `${name}: state consistency: ${CROSS_BROWSER_WALK_STEPS} seeded random control changes, each page equal to its fresh load`,
     // A guard against a hang only: the walk's time grows with the machine's load.
     { timeout: 600000, todo: todo.stateWalk },
     async () => {
@@ -365,11 +365,14 @@ function drawingSteps(s, todo) {
         evaluate: (fn, arg) => s.d.evaluate(fn, arg),
         problems: () => s.d.problems(),
         seed,
-        steps: 200,
+        steps: CROSS_BROWSER_WALK_STEPS,
         label: s.d.label,
       });
       console.log(`${s.d.label}: ${r.done} changes (${r.loads} fresh loads) in ${r.ms} ms`);
-      assert.ok(r.done >= 200, `only ${r.done} of ${3 * 200} actions changed a control`);
+      assert.ok(
+        r.done >= CROSS_BROWSER_WALK_STEPS,
+        `only ${r.done} of ${3 * CROSS_BROWSER_WALK_STEPS} actions changed a control`,
+      );
     },
   );
 }

@@ -246,6 +246,14 @@ function walkAction(rnd) {
 }
 
 /**
+ * Changes per walk: Chromium's walk is the long one; Firefox's and WebKit's check
+ * the same page in their engines with fewer. Each run draws a new seed, so runs
+ * add up to more than one walk covers. WALK_STEPS=N sets both, for a longer walk.
+ */
+export const WALK_STEPS = Number(process.env.WALK_STEPS ?? 120);
+export const CROSS_BROWSER_WALK_STEPS = Number(process.env.WALK_STEPS ?? 50);
+
+/**
  * The state-consistency walk: from the page as loaded, `steps` seeded random
  * control changes; after each, (a) no new problem (uncaught error, console error),
  * (b) the stage is drawn with the active view's caption, (c) the page equals the
@@ -255,7 +263,7 @@ function walkAction(rnd) {
  * on a control not on screen changes nothing). The walk has no time budget: a busy
  * machine makes it slower, not shorter.
  */
-export async function stateWalk({ evaluate, problems, seed, steps = 200, label = "" }) {
+export async function stateWalk({ evaluate, problems, seed, steps = WALK_STEPS, label = "" }) {
   const rnd = prng(seed);
   const log = [];
   const t0 = Date.now();
