@@ -156,6 +156,26 @@ else
   record fuzz "0 passed, 1 failed"; total_fail=$((total_fail + 1))
 fi
 
+# Each failing test with its error, last, where a log's tail shows it: node's
+# TAP blocks up to the stack, ctest's list of failed tests.
+failures() {
+  local log
+  for log in build/node-node.tap build/node-browser.tap; do
+    [[ -f $log ]] || continue
+    awk '/^ *not ok [0-9]+ - /{on=1; n=0; print; next}
+         on && /^ *(stack|\.\.\.)/{on=0}
+         on && n++ < 30{print}' "$log"
+  done
+  for log in build/ctest-native.log build/ctest-wasm.log build/ctest-asan.log; do
+    [[ -f $log ]] && sed -n '/The following tests FAILED/,$p' "$log"
+  done
+}
+if ((total_fail)); then
+  echo
+  echo "== failures"
+  failures
+fi
+
 echo
 echo "== summary"
 for i in "${!names[@]}"; do printf '  %-8s %-24s %s\n' "${names[$i]}" "${results[$i]}" "${times[$i]}"; done
