@@ -9,7 +9,9 @@
 // ONNX's schema (onnx-buf) for their opset and metadata.
 import { describe, it, before } from "node:test";
 import assert from "node:assert/strict";
-import { fromBinary } from "@bufbuild/protobuf";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { ModelProtoSchema } from "onnx-buf";
 import ortNode from "onnxruntime-node";
 import * as ortWeb from "onnxruntime-web";
@@ -83,6 +85,8 @@ function emptyPast(engine, c, batch = 1) {
 async function assertSameLogits(model, sequences, options = {}) {
   const bytes = await model.exportOnnx(options);
   assert.deepEqual(readBack(bytes).unused, [], "initializers that no node reads");
+  // Written by parts into one buffer, the file is still toBinary's encoding of what it holds.
+  assert.deepEqual(toBinary(ModelProtoSchema, fromBinary(ModelProtoSchema, bytes)), bytes);
   const B = sequences.length,
     T = sequences[0].length;
   const want = attnkitLogits(model, sequences);
@@ -151,6 +155,38 @@ function readBack(bytes) {
       .map((t) => t.name)
       .filter((name) => !proto.graph.node.some((n) => n.input.includes(name))),
   };
+}
+
+/**
+ * A model of `config` exported in a Node process of its own: {weights, file}
+ * (bytes), `grown`, the growth of the process's peak resident size during
+ * exportOnnx(), and `wasmGrown`, of the module's memory.
+ */
+function exportMemory(config) {
+  const code = `
+    import { createAttnkit } from "attnkit";
+    const attn = await createAttnkit({ model: true });
+    const warm = attn.createModel({ vocabSize: 4, maxSeqLen: 4, dModel: 4 });
+    await warm.exportOnnx(); // the writer loaded and compiled
+    warm.dispose();
+    const model = attn.createModel(${JSON.stringify(config)}, { seed: 1 });
+    const memory = attn.memoryBytes();
+    globalThis.gc();
+    const rss = process.memoryUsage().rss;
+    const bytes = await model.exportOnnx();
+    const peak = process.resourceUsage().maxRSS * 1024;
+    console.log(JSON.stringify({
+      weights: 4 * model.parameterCount,
+      file: bytes.length,
+      grown: peak - rss,
+      wasmGrown: attn.memoryBytes() - memory,
+    }));`;
+  const r = spawnSync(process.execPath, ["--expose-gc", "--input-type=module", "-e", code], {
+    cwd: fileURLToPath(new URL("../..", import.meta.url)),
+    encoding: "utf8",
+  });
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout);
 }
 
 const sequences = (B, T, V, seed) =>
@@ -336,6 +372,28 @@ describe("model.exportOnnx", () => {
     assert.ok((await model.exportOnnx()).length > 0);
     model.dispose();
     await assert.rejects(model.exportOnnx(), { code: "disposed" });
+  });
+
+  it("memory: the file's bytes besides the model, each weight copied once", () => {
+    // 12.6M parameters (50 MB of weights) exported in a process of its own:
+    // its peak resident size grows by the file (the weights once), not by
+    // copies of the weights or a growing buffer; wasm memory does not grow.
+    const config = {
+      vocabSize: 8,
+      maxSeqLen: 8,
+      dModel: 512,
+      numLayers: 4,
+      numHeads: 8,
+      dFF: 2048,
+      layerNorm: true,
+    };
+    const m = exportMemory(config);
+    assert.ok(m.file > m.weights, `file ${m.file} bytes, weights ${m.weights}`);
+    assert.equal(m.wasmGrown, 0, "wasm memory grew");
+    assert.ok(
+      m.grown < 1.25 * m.weights,
+      `peak resident size grew by ${m.grown} bytes: ${(m.grown / m.weights).toFixed(2)}x the weights`,
+    );
   });
 
   it("a model over protobuf's 2 GiB is refused before anything is written", () => {
