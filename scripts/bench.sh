@@ -126,12 +126,11 @@ bash scripts/build.sh package
 cmake --build build/bench-wasm -j"$(nproc)"
 
 # The peers, from the lockfile, only when bench/node_modules is missing or stale.
-# bench/.npmrc sets ignore-scripts: onnxruntime-node ships its CPU binary for
-# linux x64 in its npm tarball; its postinstall would only fetch CUDA libraries
-# from outside the npm registry (ONNXRUNTIME_NODE_INSTALL=skip says so too).
+# onnxruntime-node is the top-level package's devDependency (installed by
+# setup.sh above; the top-level .npmrc says how).
 if [[ ! -f bench/node_modules/.package-lock.json || bench/package-lock.json -nt bench/node_modules/.package-lock.json ]]; then
   echo "bench: npm ci in bench/"
-  (cd bench && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund)
+  (cd bench && npm ci --no-audit --no-fund)
 fi
 # Debian's python3-onnx is importable by Debian's python3 (not by another python3 on PATH).
 /usr/bin/python3 bench/make_models.py bench/models

@@ -12,10 +12,16 @@ import { cpuMs } from "./stats.mjs";
 
 const benchDir = fileURLToPath(new URL("..", import.meta.url));
 
-/** The version of a package installed in bench/node_modules (a peer). */
-export const packageVersion = (name) =>
-  JSON.parse(readFileSync(path.join(benchDir, "node_modules", name, "package.json"), "utf8"))
-    .version;
+/**
+ * The version of a peer's package: bench/node_modules's, else the top-level
+ * package's (onnxruntime-node, a devDependency of the tests too).
+ */
+export const packageVersion = (name) => {
+  const file = [benchDir, path.join(benchDir, "..")]
+    .map((dir) => path.join(dir, "node_modules", name, "package.json"))
+    .find(existsSync);
+  return JSON.parse(readFileSync(file, "utf8")).version;
+};
 
 /**
  * tfjs on its wasm backend, one thread: the threaded build does not initialise

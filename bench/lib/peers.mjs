@@ -12,7 +12,8 @@
 //                     shape: Q*scale @ K^T with matMul(transposeB) or with an
 //                     explicit tf.transpose(K), + a -1e9 band when causal,
 //                     softmax, @ V
-// They live in bench/package.json (npm ci in bench/), never in the top-level package.
+// They live in bench/package.json (npm ci in bench/), never in the top-level package,
+// but for onnxruntime-node: a devDependency of the top-level package (its tests).
 //
 // The other shapes (bench/wasm/bench.mjs's otherShapes): a multi-head layer (8 heads,
 // d_model = 512, weights held by the engine: constants in the ONNX models, tensors made

@@ -141,6 +141,13 @@ export class Cursor {
     const [ptr, rows, cols] = this.words(3);
     return readMatrix(this.M, ptr, rows, cols);
   }
+  /** A view (not a copy: read it before the next call) of the matrix whose [address, rows, cols] come next. */
+  matrixView() {
+    const [ptr, rows, cols] = this.words(3);
+    const start = ptr >>> 2;
+    const data = ptr ? this.M.HEAPF32.subarray(start, start + rows * cols) : new Float32Array(0);
+    return matrix(data, rows, cols);
+  }
   /** A copy of the `Type` array whose [address, count] come next. */
   array(Type) {
     return this.arrayAt(Type, this.word(), this.word());

@@ -324,15 +324,19 @@ function inspectSequence(ctx, handle, config, tokens, targets) {
   }
 }
 
-/** JS-owned copies of every parameter of the model of `handle`, by name (ModelParameters). */
-function readParameters(ctx, handle) {
+/**
+ * Every parameter of the model of `handle`, by name (ModelParameters): JS-owned
+ * copies, or with `views` views of the model's memory (read them before the
+ * next call into the module).
+ */
+function readParameters(ctx, handle, { views = false } = {}) {
   const result = { layers: [] };
   ctx.M.modelTensorNames(handle)
     .split(",")
     .forEach((name, i) => {
       const out = ctx.args("model");
       ctx.M.modelTensor(handle, i, out.start);
-      const m = out.matrix();
+      const m = views ? out.matrixView() : out.matrix();
       const layer = /^layers\.(\d+)\.(\w+)$/.exec(name);
       if (layer) {
         const l = Number(layer[1]);
@@ -512,8 +516,10 @@ function defineModel(ctx, language, onnx) {
       checkOnnxOptions(options);
       checkOnnxSize(this);
       const writer = await onnx();
-      live(this);
-      return writer.exportOnnx(this, tokenizerName(this), options);
+      const handle = live(this);
+      // Each weight goes from the model's memory straight into the file.
+      const views = () => readParameters(ctx, handle, { views: true });
+      return writer.exportOnnx(this, tokenizerName(this), options, views);
     }
     /** The weights file (docs/model.md) as a JS-owned Uint8Array. */
     exportWeights() {

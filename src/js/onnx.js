@@ -4,14 +4,17 @@
 // (the opset-23 Attention operator, or MatMul/Softmax/Where below opset 23),
 // W_O and the residual, the MLP with GELU (Gelu from opset 20, else its tanh
 // formula), the final LayerNormalization and the unembedding. The weights are
-// the model's own, as Model.parameters() reads them, stored as initializers.
+// the model's own, as Model.parameters() reads them, stored as initializers
+// and copied once, from the model's memory straight into the file's bytes.
 // Built as a file of its own (dist/onnx.mjs, onnx.node.cjs) that
 // model.exportOnnx() loads on its first call, with the protobuf code
 // (@bufbuild/protobuf and ONNX's schema, onnx-buf) bundled into it.
 import { create, toBinary } from "@bufbuild/protobuf";
 import {
   AttributeProto_AttributeType as AttributeType,
+  GraphProtoSchema,
   ModelProtoSchema,
+  TensorProtoSchema,
   TensorProto_DataType as DataType,
 } from "onnx-buf";
 import { ATTENTION_OPSET, GELU_OPSET, checkOnnxOptions, checkOnnxSize } from "./onnx-options.js";
@@ -254,18 +257,105 @@ function graphInterface(c, cache) {
   return { inputs, outputs };
 }
 
+/** The size of protobuf's varint of n (0 <= n < 2^32). */
+function varintSize(n) {
+  let size = 1;
+  for (; n >= 0x80; n >>>= 7) ++size;
+  return size;
+}
+
+/** Writes protobuf's varint of n (0 <= n < 2^32) into `out` at `at`; returns the index after it. */
+function putVarint(out, at, n) {
+  for (; n >= 0x80; n >>>= 7) out[at++] = (n & 0x7f) | 0x80;
+  out[at++] = n;
+  return at;
+}
+
+/** A length-delimited field's key: its number and wire type 2. */
+const lengthKey = (field) => (field.number << 3) | 2;
+
+/** The size of length-delimited field `field` holding `length` bytes: key, length, bytes. */
+const fieldSize = (field, length) => varintSize(lengthKey(field)) + varintSize(length) + length;
+
+/**
+ * toBinary of the fields of message `init` (of `schema`) numbered below
+ * `field`, and of those numbered above it: [head, tail].
+ */
+function around(schema, init, field) {
+  const part = (keep) => {
+    const fields = Object.entries(init).filter(([key]) => keep(schema.field[key].number));
+    return toBinary(schema, create(schema, Object.fromEntries(fields)));
+  };
+  return [part((n) => n < field.number), part((n) => n > field.number)];
+}
+
+/**
+ * The bytes of ModelProto `model` (its fields, not its graph) whose graph is
+ * `graph` (its fields, not its initializers) with `initializers` (TensorProto
+ * fields, each with its rawData), written into one buffer of the file's size.
+ * A message's encoding is its fields' one after the other: toBinary writes
+ * the fields around the graph (field 7), around the initializers (5) and each
+ * tensor's before raw_data (9); the weights are copied from their rawData
+ * straight into place. Fields stay in number order, as toBinary writes them:
+ * the bytes are toBinary's of the whole message, without its growing buffer.
+ */
+function encodeModel(model, graph, initializers) {
+  const { graph: graphField } = ModelProtoSchema.field;
+  const { initializer } = GraphProtoSchema.field;
+  const { rawData } = TensorProtoSchema.field;
+  const tensors = initializers.map(({ rawData: data, ...fields }) => {
+    const [head, tail] = around(TensorProtoSchema, fields, rawData);
+    return { head, data, tail, size: head.length + fieldSize(rawData, data.length) + tail.length };
+  });
+  const [graphHead, graphTail] = around(GraphProtoSchema, graph, initializer);
+  const graphSize = tensors.reduce(
+    (n, t) => n + fieldSize(initializer, t.size),
+    graphHead.length + graphTail.length,
+  );
+  const [modelHead, modelTail] = around(ModelProtoSchema, model, graphField);
+  const out = new Uint8Array(
+    modelHead.length + fieldSize(graphField, graphSize) + modelTail.length,
+  );
+  let at = 0;
+  const put = (bytes) => (out.set(bytes, at), (at += bytes.length));
+  const key = (field, length) =>
+    (at = putVarint(out, putVarint(out, at, lengthKey(field)), length));
+  put(modelHead);
+  key(graphField, graphSize);
+  put(graphHead);
+  for (const t of tensors) {
+    key(initializer, t.size);
+    put(t.head);
+    key(rawData, t.data.length);
+    put(t.data);
+    put(t.tail);
+  }
+  put(graphTail);
+  put(modelTail);
+  return out;
+}
+
 /**
  * The ONNX file of `model` (a Model of the model layer) as a Uint8Array.
  * `tokenizer`: "characters" (a language model: its vocabulary goes in the
  * metadata), "gpt2" (GPT-2's BPE) or null (a task model). Options: opset
  * (MIN_OPSET .. MAX_OPSET, default 23), cache (the KV cache as inputs and
- * outputs).
+ * outputs). `parameters()`: the model's parameters as Model.parameters()
+ * gives them, or views of the model's memory (no copies), which the writer
+ * reads last, after every other call into the model, and copies into the file.
  */
-export function exportOnnx(model, tokenizer, options) {
+export function exportOnnx(model, tokenizer, options, parameters = () => model.parameters()) {
   const { opset, cache } = checkOnnxOptions(options);
   checkOnnxSize(model);
   const c = model.config;
-  const p = model.parameters();
+  const metadata = {
+    producer: `attnkit ${version}`,
+    config: JSON.stringify(c),
+    trained_steps: String(model.trainedSteps),
+  };
+  if (tokenizer) metadata.tokenizer = tokenizer;
+  if (tokenizer === "characters") metadata.vocabulary = JSON.stringify(model.vocabulary);
+  const p = parameters();
   const g = new Graph();
   const k = graphValues(g, c, opset, cache);
   const embedding = weight(g, "token_embedding", p.tokenEmbedding);
@@ -289,27 +379,14 @@ export function exportOnnx(model, tokenizer, options) {
     : weight(g, "unembedding", p.unembedding);
   g.node("MatMul", [x, unembedding], {}, ["logits"]);
   const { inputs, outputs } = graphInterface(c, cache);
-  const metadata = {
-    producer: `attnkit ${version}`,
-    config: JSON.stringify(c),
-    trained_steps: String(model.trainedSteps),
-  };
-  if (tokenizer) metadata.tokenizer = tokenizer;
-  if (tokenizer === "characters") metadata.vocabulary = JSON.stringify(model.vocabulary);
-  const proto = create(ModelProtoSchema, {
+  const modelFields = {
     irVersion: BigInt(IR_VERSION[opset]),
     opsetImport: [{ domain: "", version: BigInt(opset) }],
     producerName: "attnkit",
     producerVersion: version,
     docString: "A transformer trained or loaded by attnkit (docs/onnx.md)",
-    graph: {
-      name: "attnkit",
-      node: g.nodes,
-      initializer: g.initializers,
-      input: inputs,
-      output: outputs,
-    },
     metadataProps: Object.entries(metadata).map(([key, value]) => ({ key, value })),
-  });
-  return toBinary(ModelProtoSchema, proto);
+  };
+  const graph = { name: "attnkit", node: g.nodes, input: inputs, output: outputs };
+  return encodeModel(modelFields, graph, g.initializers);
 }

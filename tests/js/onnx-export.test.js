@@ -1,27 +1,41 @@
 // model.exportOnnx(): every kind of model the model layer holds (attention-only
 // task models, GPT language models, GPT-2 opened from a checkpoint; grouped K/V
 // heads, the scale switch off, tied and untied unembeddings, 1 to 8 layers) as
-// an ONNX file that onnxruntime-web (its wasm, in Node) loads with its graph
-// optimisations off and at their highest, and that gives attnkit's logits
-// within 1e-4 relative; with the KV cache as inputs and outputs, 20 tokens
-// generated greedily through onnxruntime equal model.generate's. The files are
-// read back with ONNX's schema (onnx-buf) for their opset and metadata.
-//
-// onnxruntime-node is not used: its install script fetches CUDA libraries from
-// outside the npm registry; onnxruntime-web runs the same CPU kernels as wasm.
+// an ONNX file that both onnxruntimes (onnxruntime-node's native CPU provider
+// and onnxruntime-web's wasm, in Node) load with their graph optimisations off
+// and at their highest, and that gives attnkit's logits within 1e-4 relative
+// in each; with the KV cache as inputs and outputs, 20 tokens generated
+// greedily through each equal model.generate's. The files are read back with
+// ONNX's schema (onnx-buf) for their opset and metadata.
 import { describe, it, before } from "node:test";
 import assert from "node:assert/strict";
-import { fromBinary } from "@bufbuild/protobuf";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { ModelProtoSchema } from "onnx-buf";
-import * as ort from "onnxruntime-web";
+import ortNode from "onnxruntime-node";
+import * as ortWeb from "onnxruntime-web";
 import { createAttnkit, AttnkitError, AttnkitTypeError } from "attnkit";
 import { createAttnkitWorker } from "attnkit/worker";
 import { gpt2Checkpoint } from "./lib/gpt2-checkpoint.js";
 import { checkOnnxSize } from "../../src/js/onnx-options.js";
 import { assertClose } from "./helpers.js";
 
-ort.env.wasm.numThreads = 1;
-ort.env.logLevel = "error";
+ortWeb.env.wasm.numThreads = 1;
+ortWeb.env.logLevel = "error";
+
+// The onnxruntimes each file runs in, each on one thread with its own
+// execution provider named (each package registers its backends in its own
+// copy of onnxruntime-common; naming the provider picks the right one even if
+// they shared it). `ort` makes the engine's tensors.
+const ENGINES = [
+  {
+    name: "onnxruntime-node",
+    ort: ortNode,
+    options: { executionProviders: ["cpu"], intraOpNumThreads: 1, interOpNumThreads: 1 },
+  },
+  { name: "onnxruntime-web", ort: ortWeb, options: { executionProviders: ["wasm"] } },
+];
 
 const VOCABULARY = ["\uFFFD", ..." .abcdefghijklmnopqrstuvwxyz"];
 // The Language view's default preset (web/src/language/protocol.ts).
@@ -36,45 +50,57 @@ function attnkitLogits(model, sequences) {
   return out;
 }
 
-const int64 = (values, dims) => new ort.Tensor("int64", BigInt64Array.from(values, BigInt), dims);
+/** An int64 tensor of `engine` holding `values` with `dims`. */
+const int64 = (engine, values, dims) =>
+  new engine.ort.Tensor("int64", BigInt64Array.from(values, BigInt), dims);
 
-/** A session of the ONNX file `bytes` at graph optimisation level `level`. */
-const session = (bytes, level) =>
-  ort.InferenceSession.create(bytes, { graphOptimizationLevel: level, logSeverityLevel: 3 });
+/** A session of `engine` on the ONNX file `bytes` at graph optimisation level `level`. */
+const session = (engine, bytes, level) =>
+  engine.ort.InferenceSession.create(bytes, {
+    ...engine.options,
+    graphOptimizationLevel: level,
+    logSeverityLevel: 3,
+  });
 
-/** The empty past of each layer ([1, g, 0, dK]) for a model of config `c`. */
-function emptyPast(c, batch = 1) {
+/** The empty past of each layer ([1, g, 0, dK]) for a model of config `c`, as `engine`'s tensors. */
+function emptyPast(engine, c, batch = 1) {
   const feeds = {};
   for (let l = 0; l < c.numLayers; ++l) {
     for (const part of ["key", "value"]) {
       const dims = [batch, c.numKvHeads, 0, c.dK];
-      feeds[`past_key_values.${l}.${part}`] = new ort.Tensor("float32", new Float32Array(0), dims);
+      feeds[`past_key_values.${l}.${part}`] = new engine.ort.Tensor(
+        "float32",
+        new Float32Array(0),
+        dims,
+      );
     }
   }
   return feeds;
 }
 
 /**
- * Runs `model`'s ONNX file (options `options`) on `sequences` at every
- * optimisation level and asserts onnxruntime's logits are attnkit's.
+ * Runs `model`'s ONNX file (options `options`) on `sequences` in every engine
+ * at every optimisation level and asserts onnxruntime's logits are attnkit's.
  */
 async function assertSameLogits(model, sequences, options = {}) {
   const bytes = await model.exportOnnx(options);
   assert.deepEqual(readBack(bytes).unused, [], "initializers that no node reads");
+  // Written by parts into one buffer, the file is still toBinary's encoding of what it holds.
+  assert.deepEqual(toBinary(ModelProtoSchema, fromBinary(ModelProtoSchema, bytes)), bytes);
   const B = sequences.length,
     T = sequences[0].length;
   const want = attnkitLogits(model, sequences);
-  for (const level of LEVELS) {
-    const s = await session(bytes, level);
-    const feeds = { input_ids: int64(sequences.flat(), [B, T]) };
-    if (options.cache) Object.assign(feeds, emptyPast(model.config, B));
-    const out = await s.run(feeds);
-    assert.deepEqual(out.logits.dims, [B, T, model.config.vocabSize]);
-    assertClose(out.logits.data, want, `${level}, opset ${options.opset ?? 23}: logits`, {
-      abs: 1e-5,
-      rel: 1e-4,
-    });
-    await s.release();
+  for (const engine of ENGINES) {
+    for (const level of LEVELS) {
+      const s = await session(engine, bytes, level);
+      const feeds = { input_ids: int64(engine, sequences.flat(), [B, T]) };
+      if (options.cache) Object.assign(feeds, emptyPast(engine, model.config, B));
+      const out = await s.run(feeds);
+      assert.deepEqual(out.logits.dims, [B, T, model.config.vocabSize]);
+      const what = `${engine.name}, ${level}, opset ${options.opset ?? 23}: logits`;
+      assertClose(out.logits.data, want, what, { abs: 1e-5, rel: 1e-4 });
+      await s.release();
+    }
   }
   return bytes;
 }
@@ -86,14 +112,14 @@ function argmax(data, row, V) {
   return best;
 }
 
-/** `length` tokens generated greedily after `prompt` (token ids) through the cached ONNX file. */
-async function generateOnnx(bytes, c, prompt, length) {
-  const s = await session(bytes, "all");
-  const feeds = emptyPast(c);
+/** `length` tokens generated greedily after `prompt` (token ids) through the cached ONNX file in `engine`. */
+async function generateOnnx(engine, bytes, c, prompt, length) {
+  const s = await session(engine, bytes, "all");
+  const feeds = emptyPast(engine, c);
   let ids = Array.from(prompt);
   const tokens = [];
   for (let step = 0; step < length; ++step) {
-    feeds.input_ids = int64(ids, [1, ids.length]);
+    feeds.input_ids = int64(engine, ids, [1, ids.length]);
     const out = await s.run(feeds);
     const next = argmax(out.logits.data, ids.length - 1, c.vocabSize);
     tokens.push(next);
@@ -129,6 +155,38 @@ function readBack(bytes) {
       .map((t) => t.name)
       .filter((name) => !proto.graph.node.some((n) => n.input.includes(name))),
   };
+}
+
+/**
+ * A model of `config` exported in a Node process of its own: {weights, file}
+ * (bytes), `grown`, the growth of the process's peak resident size during
+ * exportOnnx(), and `wasmGrown`, of the module's memory.
+ */
+function exportMemory(config) {
+  const code = `
+    import { createAttnkit } from "attnkit";
+    const attn = await createAttnkit({ model: true });
+    const warm = attn.createModel({ vocabSize: 4, maxSeqLen: 4, dModel: 4 });
+    await warm.exportOnnx(); // the writer loaded and compiled
+    warm.dispose();
+    const model = attn.createModel(${JSON.stringify(config)}, { seed: 1 });
+    const memory = attn.memoryBytes();
+    globalThis.gc();
+    const rss = process.memoryUsage().rss;
+    const bytes = await model.exportOnnx();
+    const peak = process.resourceUsage().maxRSS * 1024;
+    console.log(JSON.stringify({
+      weights: 4 * model.parameterCount,
+      file: bytes.length,
+      grown: peak - rss,
+      wasmGrown: attn.memoryBytes() - memory,
+    }));`;
+  const r = spawnSync(process.execPath, ["--expose-gc", "--input-type=module", "-e", code], {
+    cwd: fileURLToPath(new URL("../..", import.meta.url)),
+    encoding: "utf8",
+  });
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout);
 }
 
 const sequences = (B, T, V, seed) =>
@@ -216,8 +274,11 @@ describe("model.exportOnnx", () => {
       const want = model.generate(prompt, { length: 20, temperature: 0 });
       for (const opset of [23, 17]) {
         const cached = await model.exportOnnx({ cache: true, opset });
-        const got = await generateOnnx(cached, model.config, model.tokenizer.encode(prompt), 20);
-        assert.deepEqual(got, Array.from(want.tokens), `opset ${opset}`);
+        const ids = model.tokenizer.encode(prompt);
+        for (const engine of ENGINES) {
+          const got = await generateOnnx(engine, cached, model.config, ids, 20);
+          assert.deepEqual(got, Array.from(want.tokens), `${engine.name}, opset ${opset}`);
+        }
         const io = readBack(cached);
         assert.equal(io.opset, opset);
         assert.deepEqual(io.inputs.slice(0, 3), [
@@ -254,7 +315,6 @@ describe("model.exportOnnx", () => {
         assert.equal(back.initializers.includes("unembedding"), head === "untied");
         const prompt = [5, 17, 42];
         const cached = await model.exportOnnx({ cache: true });
-        const got = await generateOnnx(cached, model.config, prompt, 20);
         // generate() reads text; the same greedy steps from the model's own logits.
         const want = [];
         let context = [...prompt];
@@ -263,7 +323,10 @@ describe("model.exportOnnx", () => {
           want.push(argmax(logits.data, context.length - 1, model.config.vocabSize));
           context.push(want.at(-1));
         }
-        assert.deepEqual(got, want);
+        for (const engine of ENGINES) {
+          const got = await generateOnnx(engine, cached, model.config, prompt, 20);
+          assert.deepEqual(got, want, engine.name);
+        }
       } finally {
         model.dispose();
       }
@@ -309,6 +372,28 @@ describe("model.exportOnnx", () => {
     assert.ok((await model.exportOnnx()).length > 0);
     model.dispose();
     await assert.rejects(model.exportOnnx(), { code: "disposed" });
+  });
+
+  it("memory: the file's bytes besides the model, each weight copied once", () => {
+    // 12.6M parameters (50 MB of weights) exported in a process of its own:
+    // its peak resident size grows by the file (the weights once), not by
+    // copies of the weights or a growing buffer; wasm memory does not grow.
+    const config = {
+      vocabSize: 8,
+      maxSeqLen: 8,
+      dModel: 512,
+      numLayers: 4,
+      numHeads: 8,
+      dFF: 2048,
+      layerNorm: true,
+    };
+    const m = exportMemory(config);
+    assert.ok(m.file > m.weights, `file ${m.file} bytes, weights ${m.weights}`);
+    assert.equal(m.wasmGrown, 0, "wasm memory grew");
+    assert.ok(
+      m.grown < 1.25 * m.weights,
+      `peak resident size grew by ${m.grown} bytes: ${(m.grown / m.weights).toFixed(2)}x the weights`,
+    );
   });
 
   it("a model over protobuf's 2 GiB is refused before anything is written", () => {
