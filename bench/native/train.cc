@@ -161,15 +161,6 @@ Paired PairedMedians(const std::vector<double>& one, const std::vector<double>& 
   return {Median(ratios), Median(one), Median(two)};
 }
 
-// Sets internal::PoolCutoff() for the scope.
-struct CutoffFor {
-  double saved;
-  explicit CutoffFor(double c) : saved(attnkit::internal::PoolCutoff()) {
-    attnkit::internal::PoolCutoff() = c;
-  }
-  ~CutoffFor() { attnkit::internal::PoolCutoff() = saved; }
-};
-
 // Microseconds per Run of `tasks` empty tasks on `pool`, back to back.
 double RunMicros(attnkit::ThreadPool& pool, size_t tasks) {
   const size_t calls = 20000;
@@ -184,7 +175,7 @@ double RunMicros(attnkit::ThreadPool& pool, size_t tasks) {
 // The products C [M, N] = A [M, K] B [K, N] (the model's, banded over the
 // pool), every call splitting.
 void ThreadsProducts(attnkit::ThreadPool& pool, size_t rounds) {
-  const CutoffFor every_call(0);
+  const attnkit::internal::PoolCutoffScope every_call(0);
   std::printf(
       "\n| product M x K x N | multiply-adds | 1 thread us | 2 threads us | 2 threads' speed |\n");
   std::printf("|---|---:|---:|---:|---:|\n");
@@ -257,7 +248,8 @@ void ThreadsGpt(attnkit::ThreadPool& pool, size_t rounds) {
   std::printf("|---|---|---:|---:|---:|---:|---|\n");
   for (const GptShape& g : shapes) {
     for (const bool every_call : {true, false}) {
-      const CutoffFor cutoff(every_call ? 0 : attnkit::internal::kPoolMinMultiplyAdds);
+      const attnkit::internal::PoolCutoffScope cutoff(
+          every_call ? 0 : attnkit::internal::kPoolMinMultiplyAdds);
       ModelConfig c;
       c.vocab_size = g.vocab;
       c.max_seq_len = g.seq_len;
