@@ -26,18 +26,6 @@ namespace {
 using namespace attnkit;
 using namespace attnkit::model;
 
-// Sets the pool's cut-off for the scope (0: every call with a pool splits).
-class PoolCutoffFor {
- public:
-  explicit PoolCutoffFor(double cutoff) : saved_(internal::PoolCutoff()) {
-    internal::PoolCutoff() = cutoff;
-  }
-  ~PoolCutoffFor() { internal::PoolCutoff() = saved_; }
-
- private:
-  double saved_;
-};
-
 // 13 tokens, d_model 21 (3 heads of d_k 7 over 1 K/V head, or 7 of 3 over
 // 7), d_ff 37, 3 layers; biases and a tied unembedding as asked.
 ModelConfig OddConfig(bool bias, bool tied, bool grouped) {
@@ -95,7 +83,7 @@ Trained Train(const ModelConfig& c, size_t threads, size_t steps) {
 }
 
 TEST_CASE("threads: a GPT's training is bit-identical with 1, 2 and 3 threads", "[threads]") {
-  const PoolCutoffFor every_call(0);
+  const internal::PoolCutoffScope every_call(0);
   for (const bool bias : {false, true}) {
     for (const bool tied : {false, true}) {
       for (const bool grouped : {false, true}) {
@@ -135,7 +123,7 @@ bool Same(const Matrix& a, const Matrix& b) {
 }
 
 TEST_CASE("threads: each row kernel split over a pool equals one thread", "[threads]") {
-  const PoolCutoffFor every_call(0);
+  const internal::PoolCutoffScope every_call(0);
   ThreadPool pool(3);
   // 45 rows, 37 columns: row and column bands end inside a vector.
   const size_t N = 45, n = 37, V = 13, T = 9;

@@ -114,6 +114,60 @@ TEST_CASE("Multi-head attention with a thread pool: batch, grouped heads, paddin
   });
 }
 
+TEST_CASE("The multi-head training forward and backward over a pool: bit-identical, any groups",
+          "[threads][backward]") {
+  // Every call splits (cut-off 0). Items x K/V groups from 1 (fewer than the
+  // threads: key and query blocks split) to 6 (whole groups per thread,
+  // uneven over 2 and 3 threads), each against no pool; 70 queries and keys:
+  // two key blocks, three query blocks, the last ones partial.
+  const internal::PoolCutoffScope every_call(0);
+  ThreadPool single(1), two(2), three(3);
+  ForEachTarget([&](int64_t) {
+    const size_t T = 70, d_k = 7, d_v = 5;
+    for (const size_t batch : {size_t{1}, size_t{2}, size_t{3}}) {
+      for (const size_t kv : {size_t{1}, size_t{2}}) {
+        const size_t h = 2 * kv, N = batch * T;
+        const HeadConfig c{h, kv, d_k, d_v};
+        const TestMatrix Q = Random(N, h * d_k, 40, Layout::kStrided, -2.0f, 2.0f);
+        const TestMatrix K = Random(N, kv * d_k, 41, Layout::kStrided, -2.0f, 2.0f);
+        const TestMatrix V = Random(N, kv * d_v, 42, Layout::kStrided);
+        const TestMatrix dO = Random(N, h * d_v, 43, Layout::kStrided);
+        AttentionOptions o;
+        o.causal = true;
+        o.key_lengths.assign(batch, T);
+        o.key_lengths.back() = 51;  // the last item's keys cut short
+        struct Grads {
+          TestMatrix out, lse, dQ, dK, dV;
+        };
+        auto run = [&](ThreadPool* pool) {
+          o.pool = pool;
+          Grads g{TestMatrix(N, h * d_v, Layout::kStrided), TestMatrix(N * h, 1),
+                  TestMatrix(N, h * d_k, Layout::kStrided),
+                  TestMatrix(N, kv * d_k, Layout::kStrided),
+                  TestMatrix(N, kv * d_v, Layout::kStrided)};
+          REQUIRE_OK(MultiHeadAttentionQKVForTraining(Q, K, V, batch, c, o, g.out, g.lse));
+          REQUIRE_OK(MultiHeadAttentionQKVBackward(Q, K, V, g.out, dO, g.lse, batch, c, o, g.dQ,
+                                                   g.dK, g.dV));
+          return g;
+        };
+        const Grads one = run(nullptr);
+        for (ThreadPool* pool : {&single, &two, &three}) {
+          INFO("batch " << batch << ", K/V heads " << kv << ", threads " << pool->num_threads());
+          const Grads g = run(pool);
+          CHECK(g.out.SameValues(one.out));
+          CHECK(g.lse.SameValues(one.lse));
+          CHECK(g.dQ.SameValues(one.dQ));
+          CHECK(g.dK.SameValues(one.dK));
+          CHECK(g.dV.SameValues(one.dV));
+          CHECK(g.dQ.PaddingIntact());
+          CHECK(g.dK.PaddingIntact());
+          CHECK(g.dV.PaddingIntact());
+        }
+      }
+    }
+  });
+}
+
 TEST_CASE("Decoding against a long KV cache with a thread pool (split-K over key chunks)",
           "[threads][decode]") {
   ForEachTarget([](int64_t) {

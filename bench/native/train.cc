@@ -15,7 +15,8 @@
 //
 // --threads [ROUNDS]: where two threads start to pay (the pool's cut-off,
 // internal::kPoolMinMultiplyAdds). A table on stdout: the pool's cost per
-// Run; products [768, K] x [K, N] of several sizes; and GPT training steps of
+// Run; products [768, K] x [K, N] of several sizes; the multi-head attention's
+// training forward and backward at the presets' shapes; and GPT training steps of
 // several shapes (the Language presets, nanoGPT's), each on one thread and on
 // a pool of two in turns, round by round (ROUNDS, default 7), with the
 // cut-off at 0 (every call splits) and as built. Per row the medians and the
@@ -31,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "attnkit/backward.h"
 #include "attnkit/model.h"
 #include "attnkit/ops.h"
 #include "attnkit/random.h"
@@ -161,15 +163,6 @@ Paired PairedMedians(const std::vector<double>& one, const std::vector<double>& 
   return {Median(ratios), Median(one), Median(two)};
 }
 
-// Sets internal::PoolCutoff() for the scope.
-struct CutoffFor {
-  double saved;
-  explicit CutoffFor(double c) : saved(attnkit::internal::PoolCutoff()) {
-    attnkit::internal::PoolCutoff() = c;
-  }
-  ~CutoffFor() { attnkit::internal::PoolCutoff() = saved; }
-};
-
 // Microseconds per Run of `tasks` empty tasks on `pool`, back to back.
 double RunMicros(attnkit::ThreadPool& pool, size_t tasks) {
   const size_t calls = 20000;
@@ -184,7 +177,7 @@ double RunMicros(attnkit::ThreadPool& pool, size_t tasks) {
 // The products C [M, N] = A [M, K] B [K, N] (the model's, banded over the
 // pool), every call splitting.
 void ThreadsProducts(attnkit::ThreadPool& pool, size_t rounds) {
-  const CutoffFor every_call(0);
+  const attnkit::internal::PoolCutoffScope every_call(0);
   std::printf(
       "\n| product M x K x N | multiply-adds | 1 thread us | 2 threads us | 2 threads' speed |\n");
   std::printf("|---|---:|---:|---:|---:|\n");
@@ -208,6 +201,60 @@ void ThreadsProducts(attnkit::ThreadPool& pool, size_t rounds) {
     const Paired m = PairedMedians(one, two);
     std::printf("| %zu x %zu x %zu | %.3g | %.2f | %.2f | %.2fx |\n", M, K, N, double(M * K * N),
                 m.one, m.two, m.ratio);
+  }
+}
+
+// The GPT's attention at the presets' shapes (causal, bshd, d_v = d_k): the
+// training forward and the backward from its O and lse, as the model calls
+// them (the cut-off as built), each on one thread and on the pool in turns.
+void ThreadsAttention(attnkit::ThreadPool& pool, size_t rounds) {
+  struct Shape {
+    const char* name;
+    size_t batch, seq_len, num_heads, d_k;
+  };
+  const Shape shapes[] = {{"small", 16, 32, 4, 16},
+                          {"default", 12, 64, 4, 24},
+                          {"nanogpt", 12, 64, 4, 32},
+                          {"one head of T 256", 1, 256, 1, 64}};
+  std::printf(
+      "\n| attention (B x T, heads x d_k) | pass | 1 thread us | 2 threads us | 2 threads' speed |"
+      "\n|---|---|---:|---:|---:|\n");
+  for (const Shape& s : shapes) {
+    const size_t N = s.batch * s.seq_len, cols = s.num_heads * s.d_k;
+    const std::vector<float> q = harness::Random(N * cols, 1), k = harness::Random(N * cols, 2),
+                             v = harness::Random(N * cols, 3), dout = harness::Random(N * cols, 4);
+    std::vector<float> out(N * cols), lse(N * s.num_heads), dq(N * cols), dk(N * cols),
+        dv(N * cols);
+    const attnkit::ConstMatrixView Q(q.data(), N, cols), K(k.data(), N, cols), V(v.data(), N, cols),
+        dO(dout.data(), N, cols);
+    const attnkit::MatrixView O(out.data(), N, cols), L(lse.data(), N * s.num_heads, 1),
+        dQ(dq.data(), N, cols), dK(dk.data(), N, cols), dV(dv.data(), N, cols);
+    attnkit::HeadConfig heads;
+    heads.num_heads = heads.num_kv_heads = s.num_heads;
+    heads.d_k = heads.d_v = s.d_k;
+    for (const bool backward : {false, true}) {
+      std::vector<double> one, two;
+      for (size_t r = 0; r < rounds; ++r) {
+        for (attnkit::ThreadPool* p : {static_cast<attnkit::ThreadPool*>(nullptr), &pool}) {
+          attnkit::AttentionOptions o;
+          o.causal = true;
+          o.pool = p;
+          const double us = harness::BestWallMicros(0.05, [&] {
+            if (backward) {
+              (void)attnkit::MultiHeadAttentionQKVBackward(Q, K, V, O, dO, L, s.batch, heads, o, dQ,
+                                                           dK, dV);
+            } else {
+              (void)attnkit::MultiHeadAttentionQKVForTraining(Q, K, V, s.batch, heads, o, O, L);
+            }
+          });
+          (p ? two : one).push_back(us);
+        }
+      }
+      const Paired m = PairedMedians(one, two);
+      std::printf("| %s (%zu x %zu, %zu x %zu) | %s | %.2f | %.2f | %.2fx |\n", s.name, s.batch,
+                  s.seq_len, s.num_heads, s.d_k, backward ? "backward" : "forward", m.one, m.two,
+                  m.ratio);
+    }
   }
 }
 
@@ -257,7 +304,8 @@ void ThreadsGpt(attnkit::ThreadPool& pool, size_t rounds) {
   std::printf("|---|---|---:|---:|---:|---:|---|\n");
   for (const GptShape& g : shapes) {
     for (const bool every_call : {true, false}) {
-      const CutoffFor cutoff(every_call ? 0 : attnkit::internal::kPoolMinMultiplyAdds);
+      const attnkit::internal::PoolCutoffScope cutoff(
+          every_call ? 0 : attnkit::internal::kPoolMinMultiplyAdds);
       ModelConfig c;
       c.vocab_size = g.vocab;
       c.max_seq_len = g.seq_len;
@@ -309,6 +357,7 @@ int Threads(size_t rounds) {
   std::printf("\npool of 2: %.2f us per Run of 2 empty tasks, %.2f us of 16 (back to back)\n",
               RunMicros(pool, 2), RunMicros(pool, 16));
   ThreadsProducts(pool, rounds);
+  ThreadsAttention(pool, rounds);
   ThreadsGpt(pool, rounds);
   if (getloadavg(load, 1) != 1) load[0] = -1;
   std::printf("\nload at the end %.2f\n", load[0]);

@@ -104,10 +104,12 @@ Status MultiHeadAttentionQKVForTraining(ConstMatrixView Q, ConstMatrixView K, Co
 // block read and written in place; dK and dV sum over the query heads of
 // each K/V group. O and lse are MultiHeadAttentionQKVForTraining's
 // outputs for the same inputs and options. Every option of the forward.
-// options.pool splits (item, K/V group, key block) for dK, dV and (item,
-// head, query block) for dQ over its threads, bit-identical to one thread.
-// Memory: O((T_q + T_k) d) per head in flight (the heads of 2 x threads K/V
-// groups at a time), never a [T_q, T_k] matrix.
+// options.pool gives each thread whole (item, K/V group)s when there are at
+// least as many as threads; fewer are split into (item, K/V group, key
+// block) tasks for dK, dV and (item, head, query block) tasks for dQ. Either
+// way bit-identical to one thread. Memory: O((T_q + T_k) d) per head in
+// flight (the heads of min(groups, threads) K/V groups at a time), never a
+// [T_q, T_k] matrix.
 Status MultiHeadAttentionQKVBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                                      ConstMatrixView O, ConstMatrixView dO, ConstMatrixView lse,
                                      size_t batch, const HeadConfig& config,

@@ -35,8 +35,10 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <limits>
+#include <vector>
 
 #include "hwy/highway.h"
 #include "src/core/internal.h"
@@ -437,64 +439,90 @@ HWY_INLINE bool Backward(const internal::GradTask& task) {
   return AllFinite(task.dQ) && AllFinite(task.dK) && AllFinite(task.dV);
 }
 
-// The tasks of groups [g0, g0 + count) of a multi-head call, each on its
-// shared region of the chunk.
-HWY_INLINE std::vector<internal::GradTask> Chunk(const internal::MultiGradTask& job, size_t g0,
-                                                 size_t count) {
-  std::vector<internal::GradTask> chunk(job.tasks.begin() + g0 * job.group,
-                                        job.tasks.begin() + (g0 + count) * job.group);
-  for (size_t k = 0; k < chunk.size(); ++k) {
-    chunk[k].workspace = job.shared + k * chunk[k].layout.threads_at;
+// tasks [count] = the tasks of groups [g0, g0 + count / job.group) of a
+// multi-head call, each on its own region of `shared` (layout.threads_at
+// floats), in order.
+HWY_INLINE void PlaceTasks(const internal::MultiGradTask& job, size_t g0, size_t count,
+                           float* shared, internal::GradTask* tasks) {
+  for (size_t k = 0; k < count; ++k) {
+    tasks[k] = job.tasks[g0 * job.group + k];
+    tasks[k].workspace = shared + k * tasks[k].layout.threads_at;
   }
-  return chunk;
 }
 
-// The backward of the heads of one chunk (whole K/V groups). One thread: per
-// group, per key block, every query head of the group. Threads: (group, key
-// block) for dK and dV, then (head, query block) for dQ, each tile's
-// additions in the one-thread order, so that the results are bit-identical.
-HWY_INLINE void ChunkBackward(const internal::MultiGradTask& job,
-                              const std::vector<internal::GradTask>& tasks) {
-  const size_t n = tasks.size(), group = job.group;
+// K/V group g of a multi-head call, whole, on one thread (`thread`'s shared
+// region and block; `tasks` [job.group] its room for the group's tasks): its
+// heads' operands packed, then per key block every query head of the group,
+// then dQ written out: the one-thread pass. Returns true if every gradient it
+// wrote is finite.
+HWY_INLINE bool GroupBackward(const internal::MultiGradTask& job, size_t g, size_t thread,
+                              internal::GradTask* tasks) {
+  const size_t group = job.group;
+  const internal::GradLayout& w = job.tasks[0].layout;
+  PlaceTasks(job, g, group, job.shared + thread * group * w.threads_at, tasks);
+  float* HWY_RESTRICT scratch = job.threads + thread * w.thread_floats;
+  const size_t T_k = tasks[0].head.K.rows;
+  for (size_t h = 0; h < group; ++h) PrepareBackward(tasks[h]);
+  for (size_t j0 = 0; j0 < T_k; j0 += kGradKeys) {
+    BackwardKeyBlock(tasks, group, scratch, j0, TileGrads::kAll);
+  }
+  bool finite = AllFinite(tasks[0].dK) && AllFinite(tasks[0].dV);
+  for (size_t h = 0; h < group; ++h) {
+    WriteQueryGradients(tasks[h]);
+    finite = finite && AllFinite(tasks[h].dQ);
+  }
+  return finite;
+}
+
+// The backward of few K/V groups (fewer than threads), all in flight: their
+// (group, key block) tiles for dK and dV, then (head, query block) for dQ,
+// each tile's additions in the one-thread order, so that the results are
+// bit-identical. Returns false if a gradient overflowed.
+HWY_INLINE bool SplitGroupsBackward(const internal::MultiGradTask& job) {
+  const size_t n = job.tasks.size(), group = job.group, groups = n / group;
+  std::vector<internal::GradTask> tasks(n);
+  PlaceTasks(job, 0, n, job.shared, tasks.data());
   const internal::GradLayout& w = tasks[0].layout;
   const size_t T_q = tasks[0].head.Q.rows, T_k = tasks[0].head.K.rows;
   const size_t key_blocks = (T_k + kGradKeys - 1) / kGradKeys;
   const size_t query_blocks = (T_q + kGradQueries - 1) / kGradQueries;
-  const size_t groups = n / group;
   internal::ParallelFor(job.pool, n, [&](size_t k, size_t) HWY_ATTR { PrepareBackward(tasks[k]); });
-  if (job.pool == nullptr || job.pool->num_threads() == 1) {
-    for (size_t k = 0; k < groups * key_blocks; ++k) {
-      BackwardKeyBlock(&tasks[k / key_blocks * group], group, job.threads,
-                       k % key_blocks * kGradKeys, TileGrads::kAll);
-    }
-  } else {
-    internal::ParallelFor(job.pool, groups * key_blocks, [&](size_t k, size_t thread) HWY_ATTR {
-      BackwardKeyBlock(&tasks[k / key_blocks * group], group,
-                       job.threads + thread * w.thread_floats, k % key_blocks * kGradKeys,
-                       TileGrads::kKeys);
-    });
-    internal::ParallelFor(job.pool, n * query_blocks, [&](size_t k, size_t thread) HWY_ATTR {
-      BackwardQueryBlock(tasks[k / query_blocks], job.threads + thread * w.thread_floats,
-                         k % query_blocks * kGradQueries);
-    });
-  }
-  for (const internal::GradTask& task : tasks) WriteQueryGradients(task);
-}
-
-// The backward of every head of a multi-head call, chunk by chunk, from the
-// forward's O and lse. Returns false if a result overflowed.
-HWY_INLINE bool MultiBackward(const internal::MultiGradTask& job) {
-  const size_t groups = job.tasks.size() / job.group;
-  for (size_t g0 = 0; g0 < groups; g0 += job.chunk) {
-    ChunkBackward(job, Chunk(job, g0, std::min(job.chunk, groups - g0)));
-  }
+  internal::ParallelFor(job.pool, groups * key_blocks, [&](size_t k, size_t thread) HWY_ATTR {
+    BackwardKeyBlock(&tasks[k / key_blocks * group], group, job.threads + thread * w.thread_floats,
+                     k % key_blocks * kGradKeys, TileGrads::kKeys);
+  });
+  internal::ParallelFor(job.pool, n * query_blocks, [&](size_t k, size_t thread) HWY_ATTR {
+    BackwardQueryBlock(tasks[k / query_blocks], job.threads + thread * w.thread_floats,
+                       k % query_blocks * kGradQueries);
+  });
   bool finite = true;
-  for (size_t k = 0; k < job.tasks.size(); ++k) {
-    const internal::GradTask& task = job.tasks[k];
+  for (size_t k = 0; k < n; ++k) {
+    const internal::GradTask& task = tasks[k];
+    WriteQueryGradients(task);
     finite = finite && AllFinite(task.dQ);
-    if (k % job.group == 0) finite = finite && AllFinite(task.dK) && AllFinite(task.dV);
+    if (k % group == 0) finite = finite && AllFinite(task.dK) && AllFinite(task.dV);
   }
   return finite;
+}
+
+// The backward of every head of a multi-head call from the forward's O and
+// lse: whole K/V groups per thread (job.whole_groups: one thread, or at
+// least as many groups as threads), each computed as one thread computes
+// it; else SplitGroupsBackward. Returns false if a result overflowed.
+HWY_INLINE bool MultiBackward(const internal::MultiGradTask& job) {
+  if (job.tasks.empty()) return true;
+  if (!job.whole_groups) return SplitGroupsBackward(job);
+  // Each thread's room for the tasks of the group it runs.
+  const size_t threads = job.pool ? job.pool->num_threads() : 1;
+  std::vector<internal::GradTask> placed(threads * job.group);
+  std::atomic<bool> finite{true};
+  internal::ParallelFor(job.pool, job.tasks.size() / job.group,
+                        [&](size_t g, size_t thread) HWY_ATTR {
+                          if (!GroupBackward(job, g, thread, &placed[thread * job.group])) {
+                            finite.store(false, std::memory_order_relaxed);
+                          }
+                        });
+  return finite.load();
 }
 
 }  // namespace HWY_NAMESPACE

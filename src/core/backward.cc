@@ -320,14 +320,15 @@ Status PrepareMultiTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
   ThreadPool* const pool = internal::PoolFor(
       options.pool, double(n) * internal::BackwardMultiplyAdds(m.T_q, m.T_k, heads.d_k, heads.d_v));
   const size_t threads = pool ? pool->num_threads() : 1;
-  const size_t chunk = internal::GroupsInFlight(n / heads.group(), threads);
+  const size_t groups = n / heads.group();
+  const size_t in_flight_groups = internal::GroupsInFlight(groups, threads);
   const uint64_t max_floats = std::numeric_limits<size_t>::max() / sizeof(float) / 2;
   internal::GradLayout layout;
   const bool fits =
       internal::PlanGradLayout(m.T_q, m.T_k, heads.d_k, heads.d_v, threads, max_floats, &layout);
   // The heads in flight and the threads are few, each region below
   // max_floats: the sum fits in 64 bits.
-  const uint64_t in_flight = static_cast<uint64_t>(chunk) * heads.group();
+  const uint64_t in_flight = static_cast<uint64_t>(in_flight_groups) * heads.group();
   const uint64_t total =
       in_flight * layout.threads_at + static_cast<uint64_t>(threads) * layout.thread_floats;
   if (!fits || total > max_floats || !buffer->AllocateUninitialized(static_cast<size_t>(total))) {
@@ -343,7 +344,7 @@ Status PrepareMultiTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
     t.layout = layout;
   }
   job->group = heads.group();
-  job->chunk = chunk;
+  job->whole_groups = internal::WholeGroups(groups, threads);
   job->shared = buffer->data();
   job->threads = buffer->data() + in_flight * layout.threads_at;
   job->pool = pool;

@@ -115,6 +115,17 @@ constexpr double kPoolMinMultiplyAdds = 1e6;
 // benchmark that measures it sets another (0: every call given a pool uses
 // it). Set it before calls that use a pool run.
 double& PoolCutoff();
+// Sets PoolCutoff() for its scope (tests, benchmarks).
+class PoolCutoffScope {
+ public:
+  explicit PoolCutoffScope(double cutoff) : saved_(PoolCutoff()) { PoolCutoff() = cutoff; }
+  ~PoolCutoffScope() { PoolCutoff() = saved_; }
+  PoolCutoffScope(const PoolCutoffScope&) = delete;
+  PoolCutoffScope& operator=(const PoolCutoffScope&) = delete;
+
+ private:
+  double saved_;
+};
 // `pool`, or null (the caller's thread) for less work than the cut-off.
 inline ThreadPool* PoolFor(ThreadPool* pool, double multiply_adds) {
   return multiply_adds < PoolCutoff() ? nullptr : pool;

@@ -249,10 +249,13 @@ struct GradLayout {
 bool PlanGradLayout(size_t T_q, size_t T_k, size_t d_k, size_t d_v, size_t threads,
                     uint64_t max_floats, GradLayout* w);
 
-// How many K/V groups a multi-head backward keeps in flight: enough to give
-// every thread work when a head has a single key block.
+// Whether a multi-head backward gives each thread whole K/V groups (at least
+// as many groups as threads) or splits the key and query blocks of fewer
+// groups over the threads (MultiBackward, backward-inl.h). Either way it keeps
+// min(groups, threads) groups in flight.
+inline bool WholeGroups(size_t groups, size_t threads) { return groups >= threads; }
 inline size_t GroupsInFlight(size_t groups, size_t threads) {
-  return std::min(groups, 2 * std::max<size_t>(threads, 1));
+  return std::min(groups, std::max<size_t>(threads, 1));
 }
 
 // One head's backward, checked by backward.cc. head holds Q, K, V, the masks
@@ -287,14 +290,16 @@ bool UseSmallBackward(size_t T_q, size_t T_k, size_t d_k, size_t d_v);
 // Every (item, query head) of a multi-head backward, checked by backward.cc:
 // tasks[b * num_heads + h], all of one layout. The query heads of K/V group
 // g of item b are tasks [b * num_heads + g * group, + group), which all
-// write dK and dV of that group. Groups run in chunks of `chunk` groups,
-// each task of a chunk on its own shared region of `shared` (layout.threads_at
-// floats), so memory grows with the heads in flight, not with batch * heads;
-// the per-thread blocks (layout.thread_floats each) start at `threads`.
+// write dK and dV of that group. With `whole_groups` (WholeGroups) each
+// thread takes whole groups, their tasks on the thread's shared region of
+// `shared` (group regions of layout.threads_at floats); otherwise every task
+// has its own region there. So memory grows with the heads in flight
+// (GroupsInFlight), not with batch * heads; the per-thread blocks
+// (layout.thread_floats each) start at `threads`.
 struct MultiGradTask {
-  std::vector<GradTask> tasks;  // workspace set per chunk
+  std::vector<GradTask> tasks;  // workspace set where they run
   size_t group = 1;
-  size_t chunk = 1;
+  bool whole_groups = true;
   float* shared = nullptr;
   float* threads = nullptr;
   ThreadPool* pool = nullptr;
