@@ -3,10 +3,10 @@
 // (bench/results/results.md, also copied into docs/benchmarks.md between the
 // bench markers, and the README's performance table between the perf markers)
 // and an SVG plot of GFLOP/s against T for every engine; then the backward's,
-// the training's, the language model's and GPT-2's sections from their own JSON. Only a
-// fit run (bench/fitness.mjs) is written into the README and docs; an unfit one
-// goes to bench/results/ alone, as a record, and the reasons are printed. Each
-// section is a module of bench/lib/report.
+// the training's, the page's, the language model's and GPT-2's sections from
+// their own JSON. Only a fit run (bench/fitness.mjs) is written into the README
+// and docs; an unfit one goes to bench/results/ alone, as a record, and the
+// reasons are printed. Each section is a module of bench/lib/report.
 //
 // Usage: node bench/report.mjs [--results DIR] [--docs FILE] [--readme FILE] [--language]
 //          [--gpt2]
@@ -19,6 +19,7 @@ import { appendSection, publisher } from "./lib/report/format.mjs";
 import { forwardMarkdown, forwardRun } from "./lib/report/forward.mjs";
 import { gpt2Report } from "./lib/report/gpt2.mjs";
 import { languageReport } from "./lib/report/language.mjs";
+import { pageMarkdown } from "./lib/report/page.mjs";
 import { forwardReadmeRows, publishReadme } from "./lib/report/readme.mjs";
 import { smallMarkdown } from "./lib/report/small.mjs";
 import { gflopsSvg } from "./lib/report/svg.mjs";
@@ -56,6 +57,7 @@ function report() {
   for (const [heading, marker, section] of [
     ["Backward", "backward", backwardMarkdown(dir)],
     ["Training", "train", trainMarkdown(dir)],
+    ["The page", "page", pageMarkdown(dir)],
   ]) {
     readmeRows.push(...section.readmeRows);
     if (!section.md) continue;

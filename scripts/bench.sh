@@ -30,6 +30,8 @@ Usage: npm run bench [-- FLAGS]   (or bash scripts/bench.sh FLAGS)
                      gpt2      GPT-2 small (random weights) against PyTorch and
                                onnxruntime-web, prefill and generation; opening it in
                                Chromium (memory): gpt2.json, gpt2-chromium.json, gpt2.md
+                     page      the web page's control changes at its largest layer
+                               (Chromium; needs only the package): page.json
                    (default: all of them, then bench/report.mjs)
   --ab REV         the paired A/B of revision REV (A) against this tree (B), natively
                    and in wasm (bench/ab/ab.sh); --only names the question:
@@ -64,13 +66,19 @@ if [[ -n $ab ]]; then
   ((quick)) && rounds=${rounds:-3}
   exec bash bench/ab/ab.sh "${only:-small}" "$ab" ${rounds:+--rounds "$rounds"} "${platform[@]}"
 fi
-parts=(native node queries small tiles async backward train language gpt2)
+parts=(native node queries small tiles async backward train language gpt2 page)
 for part in ${only//,/ }; do
   [[ " ${parts[*]} " == *" $part "* ]] ||
     { echo "bench: --only: unknown part '$part' (${parts[*]})" >&2; exit 2; }
 done
 # wants PART: whether this run times PART (the function part_PART below).
 wants() { [[ -z $only || ",$only," == *",$1,"* ]]; }
+# bench_builds: whether a part this run times needs more than the package: the native
+# benchmarks, the standalone wasm modules, the peers and Debian's benchmark packages.
+bench_builds=0
+for part in "${parts[@]}"; do
+  [[ $part != page ]] && wants "$part" && bench_builds=1
+done
 quick_flag() { ((quick)) && echo --quick || true; }
 
 # Every engine runs as on a user's machine: variables that force a library's
@@ -101,39 +109,41 @@ if ((${#forced[@]})); then
   unset "${forced[@]}"
 fi
 bash scripts/setup.sh
-missing=()
-# python3-torch: the backward's native peer (bench/torch_bench.py), for Debian's python3.
-for pkg in libbenchmark-dev libopenblas-dev python3-onnx python3-torch; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
-if ((${#missing[@]})); then
-  echo "bench: installing Debian packages: ${missing[*]}"
-  sudo=(); [[ $(id -u) -ne 0 ]] && sudo=(sudo)
-  "${sudo[@]}" apt-get update -q
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
-[[ -f build/bench/CMakeCache.txt ]] ||
-  CXX=g++ cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DATTNKIT_BUILD_TESTS=OFF -DATTNKIT_BUILD_BENCH=ON \
-    $(command -v ccache >/dev/null && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-cmake --build build/bench -j"$(nproc)"
 # The wasm package (incremental: a stale dist/ would time old code).
 bash scripts/build.sh package
+if ((bench_builds)); then
+  missing=()
+  # python3-torch: the backward's native peer (bench/torch_bench.py), for Debian's python3.
+  for pkg in libbenchmark-dev libopenblas-dev python3-onnx python3-torch; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  if ((${#missing[@]})); then
+    echo "bench: installing Debian packages: ${missing[*]}"
+    sudo=(); [[ $(id -u) -ne 0 ]] && sudo=(sudo)
+    "${sudo[@]}" apt-get update -q
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+  [[ -f build/bench/CMakeCache.txt ]] ||
+    CXX=g++ cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DATTNKIT_BUILD_TESTS=OFF -DATTNKIT_BUILD_BENCH=ON \
+      $(command -v ccache >/dev/null && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  cmake --build build/bench -j"$(nproc)"
 
-# The wasm machine limit (a SIMD128 mul + add loop) and the GEMM micro-kernel's
-# tile shapes: standalone modules (no JS glue) built by bench/CMakeLists.txt.
-[[ -f build/bench-wasm/CMakeCache.txt ]] ||
-  emcmake cmake -S bench -B build/bench-wasm -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build/bench-wasm -j"$(nproc)"
+  # The wasm machine limit (a SIMD128 mul + add loop) and the GEMM micro-kernel's
+  # tile shapes: standalone modules (no JS glue) built by bench/CMakeLists.txt.
+  [[ -f build/bench-wasm/CMakeCache.txt ]] ||
+    emcmake cmake -S bench -B build/bench-wasm -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build build/bench-wasm -j"$(nproc)"
 
-# The peers, from the lockfile, only when bench/node_modules is missing or stale.
-# onnxruntime-node is the top-level package's devDependency (installed by
-# setup.sh above; the top-level .npmrc says how).
-if [[ ! -f bench/node_modules/.package-lock.json || bench/package-lock.json -nt bench/node_modules/.package-lock.json ]]; then
-  echo "bench: npm ci in bench/"
-  (cd bench && npm ci --no-audit --no-fund)
+  # The peers, from the lockfile, only when bench/node_modules is missing or stale.
+  # onnxruntime-node is the top-level package's devDependency (installed by
+  # setup.sh above; the top-level .npmrc says how).
+  if [[ ! -f bench/node_modules/.package-lock.json || bench/package-lock.json -nt bench/node_modules/.package-lock.json ]]; then
+    echo "bench: npm ci in bench/"
+    (cd bench && npm ci --no-audit --no-fund)
+  fi
+  # Debian's python3-onnx is importable by Debian's python3 (not by another python3 on PATH).
+  /usr/bin/python3 bench/make_models.py bench/models
 fi
-# Debian's python3-onnx is importable by Debian's python3 (not by another python3 on PATH).
-/usr/bin/python3 bench/make_models.py bench/models
 
 mkdir -p bench/results
 # The forward's benchmarks; the backward's (FwdBwd, Bwd, MultiHeadTrain) run below.
@@ -227,6 +237,14 @@ part_gpt2() {
     > bench/results/gpt2.json
   echo "== gpt2: opening its checkpoint in Chromium (memory), its prefill and generation in the page"
   taskset -c "$cpu" node bench/wasm/gpt2-chromium.mjs > bench/results/gpt2-chromium.json
+}
+part_page() {
+  echo "== chromium: the page's control changes at T = 64, d_model = 128, 8 heads"
+  # The page as users get it, built from this tree's package (incremental). Not
+  # pinned: the page's renderer, browser and compositor run side by side, as on a
+  # user's machine.
+  npx vite build web --logLevel warn
+  node bench/wasm/page.mjs $(quick_flag) > bench/results/page.json
 }
 for part in "${parts[@]}"; do
   wants "$part" || continue

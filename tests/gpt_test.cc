@@ -35,6 +35,7 @@ namespace {
 
 using namespace attnkit;
 using namespace attnkit::model;
+using model_test::GptConfig;
 using model_test::LastLogits;
 using model_test::Perturb;
 using model_test::RequireGradientsMatchReference;
@@ -195,15 +196,8 @@ TEST_CASE("gpt: loss and gradients agree on every compiled SIMD target", "[gpt]"
 }
 
 TEST_CASE("gpt: the initialisation has the documented scales, GPT-2's with gpt2_init", "[gpt]") {
-  ModelConfig c;
-  c.vocab_size = 64;
-  c.max_seq_len = 64;
-  c.d_model = 64;
-  c.num_layers = 8;
-  c.num_heads = 4;
+  ModelConfig c = GptConfig(64, 64, 64, 8, 4, 0, 256);
   c.d_k = 8;
-  c.d_ff = 256;
-  c.layer_norm = true;
   auto std_of = [](const Matrix& t) {
     double s2 = 0;
     for (size_t k = 0; k < t.size(); ++k) s2 += double(t.data()[k]) * t.data()[k];
@@ -234,15 +228,7 @@ TEST_CASE("gpt: the initialisation has the documented scales, GPT-2's with gpt2_
 // Trains a GPT for `steps` steps on a fixed pattern with a pool of `threads`
 // and returns the exported weights.
 std::vector<uint8_t> TrainGptWithThreads(size_t threads, size_t steps) {
-  ModelConfig c;
-  c.vocab_size = 11;
-  c.max_seq_len = 12;
-  c.d_model = 16;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.d_ff = 40;
-  c.layer_norm = true;
+  const ModelConfig c = GptConfig(11, 12, 16, 2, 4, 2, 40);
   AdamWConfig opt;
   opt.learning_rate = 3e-3f;
   opt.warmup_steps = 3;
@@ -532,18 +518,8 @@ TEST_CASE("gpt: weights v4 carry bias, a tied unembedding and the LayerNorm epsi
   }
 }
 
-ModelConfig GenerationConfig() {
-  ModelConfig c;
-  c.vocab_size = 13;
-  c.max_seq_len = 10;
-  c.d_model = 24;
-  c.num_layers = 3;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.d_ff = 48;
-  c.layer_norm = true;
-  return c;
-}
+// 13 tokens, 10 positions, d_model 24, 3 blocks of 4 heads over 2 K/V heads, d_ff 48.
+ModelConfig GenerationConfig() { return GptConfig(13, 10, 24, 3, 4, 2, 48); }
 
 TEST_CASE("gpt: cached generation equals a full forward of the same context", "[gpt][generate]") {
   // 30 tokens from a 3-token prompt with max_seq_len 10: the context fills,
@@ -676,14 +652,7 @@ TEST_CASE("gpt: a 2-layer GPT lowers its loss on a repetitive string", "[gpt][tr
   std::string alphabet = text;
   std::sort(alphabet.begin(), alphabet.end());
   alphabet.erase(std::unique(alphabet.begin(), alphabet.end()), alphabet.end());
-  ModelConfig c;
-  c.vocab_size = alphabet.size();
-  c.max_seq_len = 16;
-  c.d_model = 32;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.d_ff = 128;
-  c.layer_norm = true;
+  const ModelConfig c = GptConfig(alphabet.size(), 16, 32, 2, 4, 0, 128);
   AdamWConfig opt;
   opt.learning_rate = 1e-2f;
   opt.warmup_steps = 10;

@@ -30,6 +30,7 @@ namespace {
 
 using namespace attnkit;
 using namespace attnkit::model;
+using model_test::GptConfig;
 using model_test::RequireGradientsMatchReference;
 using model_test::RequireNames;
 using model_test::RequireScoreGradientsMatchReference;
@@ -69,14 +70,7 @@ TEST_CASE("model: every gradient matches finite differences of the float64 refer
 
 // Trains `steps` steps of the copy task and returns the exported weights.
 std::vector<uint8_t> TrainWithThreads(size_t threads, size_t steps) {
-  ModelConfig c;
-  c.vocab_size = 8;
-  c.max_seq_len = 12;
-  c.d_model = 16;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.layer_norm = true;
+  const ModelConfig c = GptConfig(8, 12, 16, 2, 4, 2, 0);
   AdamWConfig opt;
   opt.learning_rate = 3e-3f;
   opt.warmup_steps = 5;
@@ -122,13 +116,8 @@ TEST_CASE("model: training is bit-identical with 1 and 3 threads", "[model]") {
 }
 
 TEST_CASE("model: the initialisation has the documented scales", "[model]") {
-  ModelConfig c;
-  c.vocab_size = 64;
-  c.max_seq_len = 64;
-  c.d_model = 64;
-  c.num_heads = 4;
+  ModelConfig c = GptConfig(64, 64, 64, 1, 4, 0, 0);
   c.d_k = 8;
-  c.layer_norm = true;
   Model m;
   REQUIRE_OK(m.Init(c, 1));
   auto std_of = [](const Matrix& t) {
@@ -586,6 +575,14 @@ HeadScores Scores(const Matrix& weights, const Batch& batch, size_t num_heads) {
   return s;
 }
 
+// The attention-only model the tasks train (docs/model.md's settings):
+// d_model 32, 2 heads, no LayerNorm, over the task's tokens and positions.
+ModelConfig TaskModelConfig(const TaskConfig& task, size_t num_layers) {
+  ModelConfig c = GptConfig(task.vocab_size, TaskSeqLen(task), 32, num_layers, 2, 0, 0);
+  c.layer_norm = false;
+  return c;
+}
+
 struct Run {
   size_t steps = 0;
   double seconds = 0;
@@ -623,12 +620,7 @@ TEST_CASE("model: trains the copy task", "[model][train]") {
   task.kind = TaskKind::kCopy;
   task.length = 6;
   task.vocab_size = 10;
-  ModelConfig c;
-  c.vocab_size = 10;
-  c.max_seq_len = TaskSeqLen(task);
-  c.d_model = 32;
-  c.num_layers = 1;
-  c.num_heads = 2;
+  const ModelConfig c = TaskModelConfig(task, 1);
   AdamWConfig opt;
   opt.learning_rate = 1e-2f;
   opt.warmup_steps = 20;
@@ -653,12 +645,7 @@ TEST_CASE("model: trains the reverse and sort and majority tasks", "[model][trai
     task.kind = k.kind;
     task.length = k.length;
     task.vocab_size = k.vocab_size;
-    ModelConfig c;
-    c.vocab_size = k.vocab_size;
-    c.max_seq_len = TaskSeqLen(task);
-    c.d_model = 32;
-    c.num_layers = k.num_layers;
-    c.num_heads = 2;
+    const ModelConfig c = TaskModelConfig(task, k.num_layers);
     AdamWConfig opt;
     opt.learning_rate = 1e-2f;
     opt.warmup_steps = 50;
@@ -681,12 +668,7 @@ TEST_CASE("model: a 2-layer model learns induction and the heads take their role
   task.length = 8;
   task.padding = 8;
   task.vocab_size = 24;
-  ModelConfig c;
-  c.vocab_size = task.vocab_size;
-  c.max_seq_len = TaskSeqLen(task);
-  c.d_model = 32;
-  c.num_layers = 2;
-  c.num_heads = 2;
+  ModelConfig c = TaskModelConfig(task, 2);
   AdamWConfig opt;
   opt.learning_rate = 1e-2f;
   opt.warmup_steps = 50;

@@ -1,7 +1,7 @@
-// attnkit model tests: the small model, batch and error check that the model,
-// GPT and text tests share (test_util.h's REQUIRE_OK beside them), and the
-// one finite-difference check of the model's gradients against the float64
-// reference (model_reference.h).
+// attnkit model tests: a model by its sizes, the small model, batch and error
+// check that the model, GPT and text tests share (test_util.h's REQUIRE_OK
+// beside them), and the one finite-difference check of the model's gradients
+// against the float64 reference (model_reference.h).
 #ifndef ATTNKIT_TESTS_MODEL_TEST_UTIL_H_
 #define ATTNKIT_TESTS_MODEL_TEST_UTIL_H_
 
@@ -58,18 +58,31 @@ inline std::vector<float> LastLogits(attnkit::model::Model* m, const std::vector
                             logits.data() + tokens.size() * V);
 }
 
+// A test's model by its sizes, in ModelConfig's order: vocab_size tokens,
+// max_seq_len positions, d_model, num_layers blocks of num_heads query heads
+// over num_kv_heads K/V heads (0: one each), and an MLP of d_ff (0: attention-
+// only blocks). Pre-LayerNorm (GPT blocks need it); d_k = d_model / num_heads,
+// no biases, an unembedding of its own: change other fields after.
+inline attnkit::model::ModelConfig GptConfig(size_t vocab_size, size_t max_seq_len, size_t d_model,
+                                             size_t num_layers, size_t num_heads,
+                                             size_t num_kv_heads, size_t d_ff) {
+  attnkit::model::ModelConfig c;
+  c.vocab_size = vocab_size;
+  c.max_seq_len = max_seq_len;
+  c.d_model = d_model;
+  c.num_layers = num_layers;
+  c.num_heads = num_heads;
+  c.num_kv_heads = num_kv_heads;
+  c.d_ff = d_ff;
+  c.layer_norm = true;
+  return c;
+}
+
 // 2 layers, 2 query heads sharing 1 K/V head of d_k 3, d_model 6, 5 tokens,
 // 6 positions; attention-only (d_ff 0) or GPT blocks with an MLP of d_ff.
 inline attnkit::model::ModelConfig SmallConfig(bool layer_norm, bool scaled, size_t d_ff = 0) {
-  attnkit::model::ModelConfig c;
-  c.vocab_size = 5;
-  c.max_seq_len = 6;
-  c.d_model = 6;
-  c.num_layers = 2;
-  c.num_heads = 2;
-  c.num_kv_heads = 1;
+  attnkit::model::ModelConfig c = GptConfig(5, 6, 6, 2, 2, 1, d_ff);
   c.d_k = 3;
-  c.d_ff = d_ff;
   c.layer_norm = layer_norm;
   c.scale_by_sqrt_dk = scaled;
   return c;

@@ -15,6 +15,7 @@ import "@tensorflow/tfjs-backend-cpu";
 import createAttnkit, { AttnkitError, AttnkitTypeError } from "attnkit";
 import { createAttnkitWorker } from "attnkit/worker";
 import { assertClose } from "./helpers.js";
+import { ONE_BLOCK_GPT } from "./lib/models.js";
 import * as ref from "./reference.js";
 
 /** A seeded [rows, cols] matrix of values in [-1, 1). */
@@ -475,9 +476,8 @@ function heldObjectTests() {
     const run = async (api) => {
       const tokenizer = await api.createTokenizer("hello, world");
       const data = await api.createTextDataset(text, { seqLen: 16, seed: 3 });
-      const config = { vocabSize: data.vocabSize, maxSeqLen: 16, dModel: 16, numLayers: 1 };
       const model = await api.createModel(
-        { ...config, numHeads: 2, dFF: 32, layerNorm: true },
+        { ...ONE_BLOCK_GPT, vocabSize: data.vocabSize },
         { seed: 1, vocabulary: data.vocabulary },
       );
       const trainer = await api.createTrainer(model, { learningRate: 1e-2 });

@@ -265,3 +265,39 @@ test("report: the language model's tokens/s join the README's table of a fit run
   });
   assert.equal(unfit.readmeChanged, false);
 });
+
+test("report: the page's control changes make a section of the record, over-budget times bold", () => {
+  const change = (render, renderMax, firstRender, frame) => ({
+    render,
+    renderMax,
+    frame,
+    attnkit: 2.5,
+    firstRender,
+  });
+  const page = {
+    config: "T=64, d_model=128, d_k=d_v=16, 8 heads",
+    chromium: "156.0.0.0",
+    budgetMs: 16,
+    firstRenderMs: 812.4,
+    worstRenderMs: 21.5,
+    overBudget: ["step6/head"],
+    loadAverage: [1.25, 1.5],
+    commit: "abc1234",
+    quick: false,
+    results: {
+      "step6/temperature": change(9.1, 12.4, 30.2, 17.1),
+      "step6/head": change(21.5, 25, 14, 29.5),
+    },
+  };
+  const out = runReport(run(), { "page.json": page });
+  assert.match(out.record, /\n## The page\n/);
+  assert.match(
+    out.record,
+    /\| step6\/temperature \| 9\.1 \| 12\.4 \| \*\*30\.2\*\* \| 2\.5 \| 17\.1 \|/,
+  );
+  assert.match(
+    out.record,
+    /\| step6\/head \| \*\*21\.5\*\* \| \*\*25\*\* \| 14 \| 2\.5 \| 29\.5 \|/,
+  );
+  assert.match(out.record, /worst median 21\.5 ms \(over the budget: step6\/head\); load average/);
+});

@@ -2,6 +2,7 @@
 // errors.test.js (the synchronous calls, each build) and worker-parity.test.js
 // (the same calls through attnkit/worker). Each case calls the API it is given,
 // sync or async, so that one list feeds both.
+import { INDUCTION_MODEL, INDUCTION_TASK, LANGUAGE_GPT } from "./lib/models.js";
 
 export const Q = [
   [1, 0, 0],
@@ -1615,20 +1616,11 @@ export const CACHE_CASES = [
 // ---- The model layer (a model build): [label, (attn, held) => call,
 // { parameter, message, type }] where `held` is what modelFixtures(attn)
 // made; `type`: an AttnkitTypeError (else an AttnkitError of any code).
-export const MODEL_TASK = { kind: "induction", length: 8, padding: 8, vocabSize: 24 };
-export const MODEL_CONFIG = {
-  vocabSize: 24,
-  maxSeqLen: 24,
-  dModel: 32,
-  numLayers: 2,
-  numHeads: 2,
-};
-
-/** A model of MODEL_CONFIG, its weights file and a batch of MODEL_TASK (awaited: sync or worker). */
+/** A model of INDUCTION_MODEL, its weights file and a batch of INDUCTION_TASK (awaited: sync or worker). */
 export async function modelFixtures(a) {
-  const model = await a.createModel(MODEL_CONFIG, { seed: 1 });
+  const model = await a.createModel(INDUCTION_MODEL, { seed: 1 });
   const bytes = await model.exportWeights();
-  const batch = await a.makeBatch(MODEL_TASK, { batch: 2, seed: 1 });
+  const batch = await a.makeBatch(INDUCTION_TASK, { batch: 2, seed: 1 });
   const long = await a.makeBatch(
     { kind: "copy", length: 13, vocabSize: 24 },
     { batch: 2, seed: 1 },
@@ -1647,8 +1639,8 @@ const badConfig = (label, config, options, parameter, message) => [
   (a) => a.createModel(config, options),
   { parameter, message },
 ];
-const C = MODEL_CONFIG;
-const TASK = MODEL_TASK;
+const C = INDUCTION_MODEL;
+const TASK = INDUCTION_TASK;
 
 export const MODEL_CASES = [
   // ---- weights files
@@ -1804,27 +1796,18 @@ export const MODEL_CASES = [
 // { parameter, message, type }] as MODEL_CASES; `held` is what
 // languageFixtures(attn, text) made from a text of a few thousand characters
 // or more (language.test.js: a slice of Moby-Dick).
-export const LANGUAGE_CONFIG = {
-  maxSeqLen: 32,
-  dModel: 48,
-  numLayers: 2,
-  numHeads: 4,
-  dFF: 192,
-  layerNorm: true,
-};
-
 /** A tokenizer of "ab", a dataset of `text`, models of its vocabulary (awaited: sync or worker). */
 export async function languageFixtures(a, text) {
   const tokenizer = await a.createTokenizer("ab");
   const data = await a.createTextDataset(text, { seqLen: 8 });
   const { vocabulary } = data;
-  const config = { ...LANGUAGE_CONFIG, vocabSize: vocabulary.length };
+  const config = { ...LANGUAGE_GPT, vocabSize: vocabulary.length };
   const model = await a.createModel(config, { seed: 1, vocabulary });
   const other = await a.createModel(
-    { ...LANGUAGE_CONFIG, maxSeqLen: 8 },
+    { ...LANGUAGE_GPT, maxSeqLen: 8 },
     { vocabulary: ["\uFFFD", "a"] },
   );
-  const short = await a.createModel({ ...LANGUAGE_CONFIG, maxSeqLen: 4 }, { vocabulary });
+  const short = await a.createModel({ ...LANGUAGE_GPT, maxSeqLen: 4 }, { vocabulary });
   const held = { text, tokenizer, data, model, other, short, vocabSize: vocabulary.length };
   held.dispose = async () => {
     for (const o of [data, model, other, short]) await o.dispose();
@@ -1838,7 +1821,7 @@ const textCase = (label, call, parameter, message, type = false) => [
   { parameter, message, type },
 ];
 const MANY = Array.from({ length: 513 }, (_, i) => String.fromCodePoint(0x100 + i)).join("");
-const L = LANGUAGE_CONFIG;
+const L = LANGUAGE_GPT;
 
 export const LANGUAGE_CASES = [
   // ---- the tokenizer

@@ -16,6 +16,7 @@ import { Worker } from "node:worker_threads";
 import { createAttnkit, AttnkitError, AttnkitTypeError } from "attnkit";
 import { VARIANTS as BUILDS } from "./helpers.js";
 import { LANGUAGE_CASES, languageFixtures } from "./error-cases.js";
+import { LANGUAGE_GPT, ONE_BLOCK_GPT } from "./lib/models.js";
 
 const VARIANTS = BUILDS.map((v) => ({ ...v, options: { ...v.options, model: true } }));
 const SIMD_MODEL = { simd: true, model: true };
@@ -38,15 +39,8 @@ const NATIVE_TOLERANCE = 1e-5;
 const SLICE = MOBY_DICK.slice(0, 60_000);
 
 // A small GPT that learns the slice's letters in a few hundred steps.
-const SEQ_LEN = 32;
-const CONFIG = {
-  maxSeqLen: SEQ_LEN,
-  dModel: 48,
-  numLayers: 2,
-  numHeads: 4,
-  dFF: 192,
-  layerNorm: true,
-};
+const CONFIG = LANGUAGE_GPT;
+const SEQ_LEN = CONFIG.maxSeqLen;
 const ADAM = { learningRate: 3e-3, warmupSteps: 20, decaySteps: 300, minLearningRate: 3e-4 };
 const BATCH = 16;
 const STEPS = 300;
@@ -366,7 +360,7 @@ describe("language: training, the weights file and generation (simd build)", () 
   });
 
   it("frees everything, also after errors", () => {
-    const small = { maxSeqLen: 16, dModel: 16, numHeads: 2, dFF: 32, layerNorm: true };
+    const small = ONE_BLOCK_GPT;
     const round = () => {
       const tokenizer = attn.createTokenizer(SLICE);
       tokenizer.decode(tokenizer.encode(SLICE.slice(0, 5000)));

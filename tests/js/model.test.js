@@ -16,14 +16,15 @@ import { Worker } from "node:worker_threads";
 import { fileURLToPath } from "node:url";
 import { VARIANTS as BUILDS } from "./helpers.js";
 import { MODEL_CASES, modelFixtures } from "./error-cases.js";
+import { INDUCTION_MODEL, INDUCTION_TASK } from "./lib/models.js";
 
 // The SIMD and scalar model builds.
 const VARIANTS = BUILDS.map((v) => ({ ...v, options: { ...v.options, model: true } }));
 const SIMD_MODEL = { simd: true, model: true };
 
 // The settings of docs/model.md ("Settings that train").
-const TASK = { kind: "induction", length: 8, padding: 8, vocabSize: 24 };
-const CONFIG = { vocabSize: 24, maxSeqLen: 24, dModel: 32, numLayers: 2, numHeads: 2 };
+const TASK = INDUCTION_TASK;
+const CONFIG = INDUCTION_MODEL;
 const ADAM = { learningRate: 1e-2, warmupSteps: 50 };
 const MODEL_SEED = 1;
 const DATA_SEED = 1234;

@@ -1,9 +1,32 @@
 // What the browser tests read in the page: functions run in the page (through
 // Playwright, WebDriver BiDi or classic WebDriver alike, so each takes one
-// JSON argument and returns JSON), and the page's presets, views and the
-// pages a phone test visits.
+// JSON argument and returns JSON), and the page's presets, views, the
+// pages a phone test visits and the query of its largest layer.
 export const PRESETS = ["seed001", "train", "bank", "flies", "fox"];
 export const VIEWS = ["headview", "grid", "saturation", "decoding"];
+
+/**
+ * The page's query for its largest layer: T = 64 tokens, d_model = 128, d_k = d_v = 16,
+ * 8 heads, random embeddings and weights (its matrices drawn on canvases). The tests
+ * read it; bench/wasm/page.mjs times its controls.
+ */
+export const BIG_LAYER = (() => {
+  const words = Array.from(
+    { length: 64 },
+    (_, i) => ["the", "train", "left", "station", "on", "time", "bank", "check"][i % 8],
+  );
+  return new URLSearchParams({
+    t: words.join(" "),
+    p: "custom",
+    e: "random",
+    dm: "128",
+    w: "random",
+    dk: "16",
+    dv: "16",
+    h: "8",
+    kvh: "8",
+  });
+})();
 
 /** Every step, then every other view: what a phone test visits. */
 export const PHONE_PAGES = [

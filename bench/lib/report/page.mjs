@@ -1,0 +1,32 @@
+// The page's report: control changes in the built web page at its largest
+// layer (T = 64, d_model = 128, 8 heads), from bench/results/page.json
+// (bench/wasm/page.mjs, Chromium).
+import { readJson, tableHead } from "./format.mjs";
+
+/** The page's section's markdown ("" without results); it has no README row. */
+export function pageMarkdown(dir) {
+  const run = readJson(dir, "page.json");
+  if (!run) return { md: "", readmeRows: [] };
+  const over = (ms) => (ms > run.budgetMs ? `**${ms}**` : `${ms}`);
+  let md =
+    `Control changes in the built page (\`bench/wasm/page.mjs\`, Chromium ${run.chromium}): ` +
+    `${run.config}. Milliseconds, timed in the page: recompute + redraw is attnkit's calls and ` +
+    `the redraw with style and layout (**bold**: over the ${run.budgetMs} ms of one frame at ` +
+    "60 Hz); to the next frame adds the paint.\n\n";
+  md += tableHead("page / control", [
+    "recompute + redraw",
+    "largest",
+    "first change",
+    "of it attnkit",
+    "to the next frame",
+  ]);
+  for (const [name, r] of Object.entries(run.results))
+    md += `| ${name} | ${over(r.render)} | ${over(r.renderMax)} | ${over(r.firstRender)} | ${r.attnkit} | ${r.frame} |\n`;
+  const loads = run.loadAverage ?? [];
+  md +=
+    `\nFirst render ${run.firstRenderMs.toFixed(0)} ms after navigation start; the worst median ` +
+    `${run.worstRenderMs} ms${run.overBudget.length ? ` (over the budget: ${run.overBudget.join(", ")})` : ""}` +
+    `${loads.length ? `; load average (1 min) ${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)}` : ""}` +
+    `${run.commit ? `; commit ${run.commit}` : ""}${run.quick ? "; a --quick run" : ""}.\n`;
+  return { md, readmeRows: [] };
+}

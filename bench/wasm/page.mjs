@@ -1,0 +1,145 @@
+// The page's responsiveness: how long a control change takes in the built page
+// (web/dist, `npx vite build web`) at its largest layer, T = 64, d_model = 128,
+// d_k = d_v = 16, 8 heads, random embeddings and weights (tests/browser/lib's
+// BIG_LAYER). The page is served from 127.0.0.1 and opened in Debian's Chromium
+// under Playwright with the browser tests' own server and launch
+// (tests/browser/lib). Each control of each step and view: one first change
+// after the page loaded (it pays for compiling the code paths; reported apart),
+// then 9 changes, their median and largest. Timed in the page: `render`, the
+// recompute (attnkit's calls, `attnkit`) and redraw with style and layout, as
+// the page's timing hook reports it; `frame`, from the event to the next frame
+// (paint included). A change within one frame at 60 Hz takes at most 16 ms.
+//
+// Usage: node bench/wasm/page.mjs [--quick] > bench/results/page.json
+//   --quick: steps 3 and 6 and the grid view only
+import { execFileSync } from "node:child_process";
+import os from "node:os";
+import { fileURLToPath } from "node:url";
+import { BIG_LAYER } from "../../tests/browser/lib/reads.mjs";
+import { openChromium, watch } from "../../tests/browser/lib/launch.mjs";
+import { pageActions } from "../../tests/browser/lib/page.mjs";
+import { cpuModel } from "../lib/engines.mjs";
+import { median } from "../lib/stats.mjs";
+
+const quick = process.argv.includes("--quick");
+const log = (...xs) => console.error("page:", ...xs);
+/** The budget of one change: one frame at 60 Hz. */
+const FRAME_MS = 16;
+const STEPS = quick ? [3, 6] : [1, 2, 3, 4, 5, 6, 7, 8];
+const VIEWS = quick ? ["grid"] : ["grid", "headview", "decoding", "saturation"];
+
+// Each control's values in turn: the first change, then the 9 timed ones.
+const TEMPERATURE = ["0.8", "1.2", "1.5", "2", "0.5", "1", "0.7", "1.3", "0.9", "1.1"];
+const CONTROLS = [
+  ["temperature", '[data-testid="temperature"]', TEMPERATURE],
+  ["softcap", '[data-testid="softcap"]', ["5", "10", "2.5", "0", "7.5", "0", "4", "0", "6", "0"]],
+  [
+    "mask",
+    '[data-testid="mask"]',
+    ["causal", "none", "causal", "none", "causal", "none", "causal", "none", "causal", "none"],
+  ],
+  ["query", '[data-testid="query"]', ["5", "20", "40", "63", "1", "2", "9", "30", "50", "3"]],
+  ["head", '[data-testid="head"]', ["1", "2", "3", "4", "5", "0", "6", "7", "1", "0"]],
+];
+const SATURATION = ["5", "20", "50", "100", "2", "70", "10", "35", "90", "1"];
+
+/** Run in the page: sets control `sel` to `value` as an input event does; the change's times. */
+async function changeControl({ sel, value }) {
+  const el = document.querySelector(sel);
+  const t0 = performance.now();
+  el.value = value;
+  el.dispatchEvent(new Event(el.tagName === "SELECT" ? "change" : "input", { bubbles: true }));
+  await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+  const t = window.__attnkit.timing;
+  return { frame: performance.now() - t0, render: t.lastRenderMs, attnkit: t.lastComputeMs };
+}
+
+/** The changes of one control: the first's render, then the others' medians and largest render. */
+async function measure(page, sel, values) {
+  const changes = [];
+  for (const value of values) changes.push(await page.evaluate(changeControl, { sel, value }));
+  const [first, ...rest] = changes;
+  const of = (key) => rest.map((c) => c[key]);
+  return {
+    render: +median(of("render")).toFixed(1),
+    renderMax: +Math.max(...of("render")).toFixed(1),
+    frame: +median(of("frame")).toFixed(1),
+    attnkit: +median(of("attnkit")).toFixed(2),
+    firstRender: +first.render.toFixed(1),
+  };
+}
+
+const { server, browser, context } = await openChromium({ viewport: { width: 1280, height: 800 } });
+const chromium = browser.version();
+const page = await context.newPage();
+const problems = [];
+watch(page, problems);
+const { open } = pageActions(
+  () => page,
+  () => server.url,
+);
+const results = {};
+const loads = [os.loadavg()[0]];
+let firstRenderMs;
+try {
+  await open(`${BIG_LAYER}&st=6`);
+  firstRenderMs = await page.evaluate(() => window.__attnkit.timing.firstRenderMs);
+  for (const step of STEPS) {
+    await open(`${BIG_LAYER}&st=${step}`);
+    for (const [name, sel, values] of CONTROLS)
+      results[`step${step}/${name}`] = await measure(page, sel, values);
+    log(`step ${step} done`);
+  }
+  for (const view of VIEWS) {
+    await open(`${BIG_LAYER}&v=${view}`);
+    results[`${view}/temperature`] = await measure(
+      page,
+      '[data-testid="temperature"]',
+      TEMPERATURE,
+    );
+    if (view === "saturation")
+      results["saturation/slider"] = await measure(page, '[data-testid="sat-slider"]', SATURATION);
+    log(`${view} done`);
+  }
+  loads.push(os.loadavg()[0]);
+  if (problems.length) throw new Error(`the page reported problems: ${problems.join("; ")}`);
+} finally {
+  await browser.close();
+  await server.close();
+}
+
+const over = Object.keys(results).filter((k) => results[k].render > FRAME_MS);
+const worstRenderMs = Math.max(...Object.values(results).map((r) => r.render));
+for (const [k, r] of Object.entries(results))
+  log(
+    `${k.padEnd(22)} recompute+redraw ${String(r.render).padStart(5)} ms (max ${String(r.renderMax).padStart(5)}, first ${String(r.firstRender).padStart(5)}; attnkit ${r.attnkit} ms), to next frame ${String(r.frame).padStart(6)} ms`,
+  );
+log(
+  `first render ${firstRenderMs.toFixed(0)} ms; worst median recompute+redraw ${worstRenderMs} ms (budget ${FRAME_MS} ms)${over.length ? `; over: ${over.join(", ")}` : ""}`,
+);
+// The commit measured (dirty: with uncommitted changes).
+const commit = execFileSync("git", ["describe", "--always", "--dirty"], {
+  cwd: fileURLToPath(new URL("../..", import.meta.url)),
+  encoding: "utf8",
+}).trim();
+console.log(
+  JSON.stringify(
+    {
+      config:
+        "T=64, d_model=128, d_k=d_v=16, 8 heads, random embeddings and weights; per control: a first change, then the median and max of 9",
+      note: "render = recompute (attnkit) + redraw incl. style and layout, measured in the page; frame = event to the next frame (paint included)",
+      commit,
+      chromium,
+      cpu: cpuModel(),
+      loadAverage: loads,
+      quick,
+      budgetMs: FRAME_MS,
+      firstRenderMs,
+      worstRenderMs,
+      overBudget: over,
+      results,
+    },
+    null,
+    2,
+  ),
+);
