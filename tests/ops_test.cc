@@ -208,6 +208,32 @@ TEST_CASE("MatMul of one row gives the bits of that row in a taller product", "[
   });
 }
 
+TEST_CASE("MatMulTransposed of one row gives the bits of that row in a taller product",
+          "[ops][matmul]") {
+  // A one-row C = a B^T (a decoding step's unembedding) takes B's rows many
+  // at a time, a taller one (below the packed products' rows) four at a
+  // time: each row's dot product is summed the same way either way.
+  ForEachTarget([](int64_t) {
+    uint32_t seed = 900;
+    for (size_t K : {size_t{1}, size_t{7}, size_t{64}, size_t{67}}) {
+      for (size_t N : {size_t{1}, size_t{3}, size_t{12}, size_t{15}, size_t{17}, size_t{29},
+                       size_t{50}, size_t{130}}) {
+        const Layout layout = ((K + N) % 2) ? Layout::kStrided : Layout::kContiguous;
+        INFO("K=" << K << " N=" << N << " " << LayoutName(layout));
+        const TestMatrix A = Random(9, K, seed += 2, layout);
+        const TestMatrix B = Random(N, K, seed + 1, layout, -2.0f, 2.0f);
+        TestMatrix C(9, N, layout), row(1, N, layout);
+        REQUIRE_OK(attnkit::MatMulTransposed(A, B, C));
+        for (size_t r = 0; r < 9; ++r) {
+          REQUIRE_OK(attnkit::MatMulTransposed(A.cview().Block(r, 1, 0, K), B, row));
+          CHECK_CLOSE(row, C.ToRef().Block(r, 1, 0, N), kExact);
+          CHECK(row.PaddingIntact());
+        }
+      }
+    }
+  });
+}
+
 TEST_CASE("MatMul overwrites the output instead of accumulating into it", "[ops][matmul]") {
   ForEachTarget([](int64_t) {
     TestMatrix A = Random(4, 9, 1), B = Random(9, 7, 2);
