@@ -292,6 +292,28 @@ TEST_CASE("Checkpoint files: a tiny GPT-2 opens as the loader fills it, bit for 
   }
 }
 
+TEST_CASE("Checkpoint files: tensors over a staged part open as the loader fills them whole",
+          "[model][checkpoint]") {
+  // wte [300000, 4] and lm_head as much: 4.8 MB each in F32, over the 4 MB
+  // OpenCheckpoint stages at once; 2.4 MB in F16 (one part).
+  ModelConfig c = TinyGpt2(false);
+  c.vocab_size = 300000;
+  for (DType dtype : {DType::kF32, DType::kF16}) {
+    INFO(attnkit::model::DTypeName(dtype));
+    const std::map<std::string, HfTensor> hf = Gpt2Checkpoint(c, 23);
+    Layout layout;
+    layout.dtype = dtype;
+    TempDir dir;
+    WriteFile(dir / "model.safetensors", Safetensors(Entries(hf, layout)));
+    WriteFile(dir / "config.json", ConfigJson(c));
+    Model opened;
+    REQUIRE_OK(OpenCheckpoint(dir.path(), CheckpointOptions(), &opened));
+    RequireFilledFrom(opened, hf);
+    Model direct = LoadDirectly(c, hf, dtype);
+    CHECK(BitEqual(Logits(&opened), Logits(&direct)));
+  }
+}
+
 TEST_CASE("Checkpoint files: SafetensorsFile reads the header and each tensor's bytes",
           "[model][checkpoint]") {
   TempDir dir;
@@ -325,6 +347,13 @@ TEST_CASE("Checkpoint files: SafetensorsFile reads the header and each tensor's 
     REQUIRE_OK(file.Read(t[i], &data));
     CHECK(std::string(data.begin(), data.end()) == entries[i].bytes);
   }
+  // A part of a tensor's bytes, and one that runs past them.
+  std::vector<uint8_t> part;
+  REQUIRE_OK(file.Read(t[0], 2, 6, &part));
+  CHECK(std::string(part.begin(), part.end()) == entries[0].bytes.substr(2, 6));
+  Status past = file.Read(t[0], 8, 5, &part);
+  RequireNames(past, dir / "x.safetensors" + " tensor \"b\"");
+  CHECK(past.detail() == "expected a part within its 12 bytes, got 5 bytes from byte 8");
   // A file cut short after Open: the read comes short, named.
   const SafetensorsTensor last_full = t[2];
   fs::resize_file(dir / "x.safetensors", bytes.size() - 2);

@@ -176,6 +176,97 @@ TEST_CASE("Checkpoint: every error names the tensor, and the loader keeps workin
   RequireFilledFrom(m, hf);
 }
 
+// Tensor `t` of `hf` through LoadPart in parts of `part` values (the last
+// one shorter), as `dtype`.
+Status LoadInParts(CheckpointLoader* loader, const std::string& name, const HfTensor& t,
+                   DType dtype, size_t part) {
+  const std::vector<uint8_t> bytes = checkpoint_test::Bytes(dtype, t.values);
+  const size_t n = t.values.size(), size = attnkit::model::DTypeBytes(dtype);
+  for (size_t first = 0; first < n; first += part) {
+    const Status s = loader->LoadPart(name, dtype, t.shape, first, std::min(part, n - first),
+                                      bytes.data() + first * size);
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+TEST_CASE("Checkpoint: tensors in parts fill the model as whole ones", "[model][checkpoint]") {
+  // Parts that end inside a row, across W_Q | W_K | W_V's columns, and down
+  // lm_head's transposed columns; one value at a time; every dtype.
+  for (size_t part : {1, 3, 5, 13, 1000}) {
+    for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+      INFO("part " << part << " dtype " << attnkit::model::DTypeName(dtype));
+      const ModelConfig c = TinyGpt2(false);
+      const std::map<std::string, HfTensor> hf = Gpt2Checkpoint(c, 5);
+      CheckpointLoader loader;
+      REQUIRE_OK(loader.Init(c));
+      for (const auto& [name, t] : hf) {
+        INFO(name);
+        REQUIRE_OK(LoadInParts(&loader, name, t, dtype, part));
+      }
+      Model m;
+      REQUIRE_OK(loader.Finish(&m));
+      RequireFilledFrom(m, hf);
+    }
+  }
+}
+
+TEST_CASE("Checkpoint: parts out of order, mixed or past the end are refused",
+          "[model][checkpoint]") {
+  const ModelConfig c = TinyGpt2(false);
+  const std::map<std::string, HfTensor> hf = Gpt2Checkpoint(c, 9);
+  const HfTensor& c_attn = hf.at("transformer.h.0.attn.c_attn.weight");  // [4, 12]
+  const std::vector<uint8_t> bytes = checkpoint_test::Bytes(DType::kF32, c_attn.values);
+  const std::string name = "h.0.attn.c_attn.weight";
+  CheckpointLoader loader;
+  REQUIRE_OK(loader.Init(c));
+  // Not from value 0, then a gap.
+  Status s = loader.LoadPart(name, DType::kF32, c_attn.shape, 4, 4, bytes.data() + 16);
+  RequireNames(s, name);
+  CHECK(s.detail() == "expected a part from value 0, got one from value 4");
+  REQUIRE_OK(loader.LoadPart(name, DType::kF32, c_attn.shape, 0, 10, bytes.data()));
+  s = loader.LoadPart(name, DType::kF32, c_attn.shape, 11, 4, bytes.data() + 44);
+  CHECK(s.detail() ==
+        "expected a part from value 10 (the values of it loaded so far) or 0, got one from "
+        "value 11");
+  // A failed part starts the tensor over: value 10 is now refused, 0 taken.
+  s = loader.LoadPart(name, DType::kF32, c_attn.shape, 10, 4, bytes.data() + 40);
+  CHECK(s.detail() == "expected a part from value 0, got one from value 10");
+  REQUIRE_OK(loader.LoadPart(name, DType::kF32, c_attn.shape, 0, 10, bytes.data()));
+  // Another tensor in between; another dtype; past the shape's values.
+  s = Load(&loader, "wpe.weight", hf.at("transformer.wpe.weight"));
+  RequireNames(s, "wpe.weight");
+  CHECK(s.detail() ==
+        "expected the rest of h.0.attn.c_attn.weight first (a tensor's parts one after "
+        "another), got a part of this one");
+  REQUIRE_OK(loader.LoadPart(name, DType::kF32, c_attn.shape, 0, 10, bytes.data()));
+  const std::vector<uint8_t> half = checkpoint_test::Bytes(DType::kF16, c_attn.values);
+  s = loader.LoadPart(name, DType::kF16, c_attn.shape, 10, 4, half.data() + 20);
+  CHECK(s.detail() == "expected the dtype of its first part, F32, got F16");
+  REQUIRE_OK(loader.LoadPart(name, DType::kF32, c_attn.shape, 0, 40, bytes.data()));
+  s = loader.LoadPart(name, DType::kF32, c_attn.shape, 40, 9, bytes.data() + 160);
+  RequireNames(s, name);
+  CHECK(s.code() == attnkit::ErrorCode::kShapeMismatch);
+  CHECK(s.detail() == "expected values up to 48 (the shape's), got 9 from value 40");
+  // A value that is not finite names its index in the whole tensor.
+  HfTensor bad = c_attn;
+  bad.values[45] = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<uint8_t> bad_bytes = checkpoint_test::Bytes(DType::kF32, bad.values);
+  REQUIRE_OK(loader.LoadPart(name, DType::kF32, c_attn.shape, 0, 40, bytes.data()));
+  s = loader.LoadPart(name, DType::kF32, c_attn.shape, 40, 8, bad_bytes.data() + 160);
+  CHECK(s.detail() == "expected finite values, got nan at element 45");
+  // Most of a tensor is not loaded: Finish names it; it starts over from 0.
+  for (const auto& [n, t] : hf) {
+    if (n != "transformer.h.0.attn.c_attn.weight") REQUIRE_OK(Load(&loader, n, t));
+  }
+  REQUIRE_OK(loader.LoadPart(name, DType::kF32, c_attn.shape, 0, 47, bytes.data()));
+  Model m;
+  RequireNames(loader.Finish(&m), "h.0.attn.c_attn.weight");
+  REQUIRE_OK(LoadInParts(&loader, name, c_attn, DType::kF32, 7));
+  REQUIRE_OK(loader.Finish(&m));
+  RequireFilledFrom(m, hf);
+}
+
 TEST_CASE("Checkpoint: tensors a config leaves out are refused", "[model][checkpoint]") {
   ModelConfig c = TinyGpt2(false);
   c.bias = false;

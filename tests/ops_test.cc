@@ -187,6 +187,9 @@ TEST_CASE("MatMul of one row gives the bits of that row in a taller product", "[
   // A one-row product (a decoding step's) sums B's rows weighted by A's
   // values, row after row; the register tiles of a taller product sum the
   // same terms in the same order, so each row of C is the same either way.
+  // A one-row A B^T (a decoding step's unembedding) takes B's rows many at
+  // a time, a taller one (below the packed products' rows) four at a time:
+  // each row's dot product is summed the same way either way.
   ForEachTarget([](int64_t) {
     uint32_t seed = 500;
     for (size_t K : {size_t{1}, size_t{7}, size_t{64}, size_t{67}, size_t{300}}) {
@@ -197,10 +200,16 @@ TEST_CASE("MatMul of one row gives the bits of that row in a taller product", "[
         const TestMatrix A = Random(9, K, seed += 2, layout);
         const TestMatrix B = Random(K, N, seed + 1, layout, -2.0f, 2.0f);
         TestMatrix C(9, N, layout), row(1, N, layout);
+        const TestMatrix Bt = Random(N, K, seed + 3, layout, -2.0f, 2.0f);
+        TestMatrix Ct(9, N, layout);
         REQUIRE_OK(attnkit::MatMul(A, B, C));
+        REQUIRE_OK(attnkit::MatMulTransposed(A, Bt, Ct));
         for (size_t r = 0; r < 9; ++r) {
           REQUIRE_OK(attnkit::MatMul(A.cview().Block(r, 1, 0, K), B, row));
           CHECK_CLOSE(row, C.ToRef().Block(r, 1, 0, N), kExact);
+          CHECK(row.PaddingIntact());
+          REQUIRE_OK(attnkit::MatMulTransposed(A.cview().Block(r, 1, 0, K), Bt, row));
+          CHECK_CLOSE(row, Ct.ToRef().Block(r, 1, 0, N), kExact);
           CHECK(row.PaddingIntact());
         }
       }

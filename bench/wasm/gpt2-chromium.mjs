@@ -100,6 +100,20 @@ const status = (pid) => {
     Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? NaN) * 1024;
   return { rss: kb("VmRSS"), hwm: kb("VmHWM") };
 };
+// The kinds of a process's resident memory (/proc/PID/smaps_rollup): anonymous
+// (the heaps, wasm memory), file-backed (code, fonts) and shared memory (IPC
+// buffers, e.g. the network's data pipes), each its proportional share.
+const kinds = (pid) => {
+  let text;
+  try {
+    text = readFileSync(`/proc/${pid}/smaps_rollup`, "utf8");
+  } catch {
+    return null;
+  }
+  const kb = (key) =>
+    Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? NaN) * 1024;
+  return { anon: kb("Pss_Anon"), file: kb("Pss_File"), shmem: kb("Pss_Shmem") };
+};
 const parentOf = (pid) => {
   try {
     return Number(
@@ -151,6 +165,7 @@ try {
     heap: await heap(),
     wasmBytes: await page.evaluate(() => window.attn.memoryBytes()),
     rss: Object.fromEntries(pids.map((p) => [p, status(p).rss])),
+    kinds: Object.fromEntries(pids.map((p) => [p, kinds(p)])),
   };
   // The peak resident set from here on: writing 5 to clear_refs resets VmHWM to VmRSS.
   for (const p of pids) {
@@ -166,9 +181,12 @@ try {
     while (sampling) {
       const t = performance.now();
       const h = await heap().catch(() => null);
+      const rss = pids.map((p) => status(p).rss);
+      const top = pids[rss.indexOf(Math.max(...rss))];
       samples.push({
         ms: t,
-        rss: Math.max(...pids.map((p) => status(p).rss)),
+        rss: Math.max(...rss),
+        kinds: kinds(top),
         jsUsed: h?.usedSize ?? null,
         jsBacking: h?.backingStorageSize ?? null,
       });
@@ -248,6 +266,9 @@ try {
       peakBackingSampledBytes: Math.max(...samples.map((s) => s.jsBacking ?? 0)),
     },
     // The targets' quantities, over the file's size.
+    // The largest sample's resident memory by kind, and before the load.
+    kindsBefore: before.kinds,
+    kindsAtLargestSample: samples.reduce((a, b) => (b.rss > a.rss ? b : a)).kinds,
     peakGrowthOverFile: peakGrowth / fileBytes,
     peakBeyondWasmOverFile: (peakGrowth - wasmGrowth) / fileBytes,
     speed,

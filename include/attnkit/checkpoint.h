@@ -87,6 +87,17 @@ class CheckpointLoader {
   // not loaded (it may be loaded again).
   Status Load(const std::string& name, DType dtype, const std::vector<size_t>& shape,
               const void* data);
+  // Part of one tensor, so that a reader needs no room for a whole tensor:
+  // values [first, first + count) of its prod(shape) values (row-major, as
+  // Load reads them) at data. A tensor's parts come in order, one after
+  // another: first = the values of it loaded so far, or 0 to start it over;
+  // a part of another tensor in between is refused. Each part checks what
+  // Load checks, the later ones also the first one's dtype; the last one
+  // marks the tensor loaded. A failed part leaves its tensor (and one whose
+  // parts were arriving) not loaded, to be loaded again from value 0. Load
+  // is the one part of all the values.
+  Status LoadPart(const std::string& name, DType dtype, const std::vector<size_t>& shape,
+                  size_t first, size_t count, const void* data);
   // Whether Load reads the data of `name`: false for the mask buffers and,
   // with tied_unembedding, lm_head.weight (which Load skips), so that a
   // reader need not fetch their bytes; true for any other name (Load then
@@ -100,6 +111,11 @@ class CheckpointLoader {
  private:
   Model model_;
   std::vector<uint8_t> loaded_;  // per (table entry, layer): 1 once loaded
+  // The tensor whose parts are arriving (its index in loaded_, its dtype)
+  // and how many of its values have; part_next_ 0: none.
+  size_t part_index_ = 0;
+  DType part_dtype_ = DType::kF32;
+  size_t part_next_ = 0;
   bool ready_ = false;
 };
 

@@ -68,6 +68,10 @@ class SafetensorsFile {
   // tensors(). Errors: a file that is not open, `bytes` null, a read that
   // comes short (the file changed since Open).
   Status Read(const SafetensorsTensor& tensor, std::vector<uint8_t>* bytes);
+  // The same for `size` of its bytes from `offset` (counted from its begin),
+  // which must lie within it.
+  Status Read(const SafetensorsTensor& tensor, uint64_t offset, uint64_t size,
+              std::vector<uint8_t>* bytes);
 
  private:
   void Close();
@@ -106,10 +110,11 @@ struct CheckpointOptions {
 // Opens a Hugging Face GPT-2 checkpoint as a Model: `path` is a directory
 // holding model.safetensors (and config.json, optional) or the .safetensors
 // file itself (config.json beside it, optional). Reads the header, the
-// config, then each tensor the model takes, in file order, into one staging
-// buffer (the largest tensor's bytes) and through CheckpointLoader::Load,
-// which widens F16 and BF16 to float; the mask buffers and a tied lm_head
-// are not read. Memory: the model's float32 weights plus that buffer. On
+// config, then each tensor the model takes, in file order and in parts of at
+// most 4 MB, into one staging buffer and through CheckpointLoader::LoadPart,
+// which widens F16 and BF16 to float into the model; the mask buffers and a
+// tied lm_head are not read. Memory: the model's float32 weights plus that
+// buffer. On
 // success *out is the model (its thread pool kept); on error *out is left as
 // it was. Errors: every error of SafetensorsFile::Open, ReadConfigJson,
 // ConfigFromShapes ("options.num_heads") and CheckpointLoader (a tensor the

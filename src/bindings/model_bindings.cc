@@ -186,22 +186,22 @@ uintptr_t CheckpointStaging(uintptr_t h, uint32_t bytes) {
   c->staged = bytes;
   return reinterpret_cast<uintptr_t>(c->staging.get());
 }
-// [dtype (model::DType), staged byte length, ndim, dims...]: the staged bytes
-// as tensor `name`, which they must fill exactly.
+// [dtype (model::DType), staged byte length, first value, ndim, dims...]:
+// the staged bytes as values first, first + 1, ... of tensor `name`
+// (CheckpointLoader::LoadPart), which they must fill with whole values.
 int CheckpointLoad(uintptr_t h, std::string name, uintptr_t args) {
   CheckpointHandle* c = AsCheckpoint(h);
   const uint32_t* w = Words(args);
   const model::DType dtype = static_cast<model::DType>(w[0]);
-  const std::vector<size_t> shape(w + 3, w + 3 + w[2]);
-  uint64_t bytes = model::DTypeBytes(dtype);
-  for (size_t n : shape) bytes = std::min<uint64_t>(bytes * n, uint64_t(1) << 40);
-  if (!c->staging || w[1] != c->staged || bytes != c->staged) {
+  const std::vector<size_t> shape(w + 4, w + 4 + w[3]);
+  const size_t bytes = model::DTypeBytes(dtype);
+  if (!c->staging || w[1] != c->staged || c->staged % bytes != 0) {
     return Report(Status(ErrorCode::kShapeMismatch, name,
-                         std::string("expected the staged bytes to hold the shape's values (") +
-                             std::to_string(bytes) + " bytes of " + model::DTypeName(dtype) +
+                         std::string("expected staged bytes holding whole values (") +
+                             std::to_string(bytes) + " bytes each, " + model::DTypeName(dtype) +
                              "), got " + std::to_string(c->staging ? w[1] : 0) + " staged"));
   }
-  return Report(c->loader.Load(name, dtype, shape, c->staging.get()));
+  return Report(c->loader.LoadPart(name, dtype, shape, w[2], c->staged / bytes, c->staging.get()));
 }
 // The filled model's handle (as ModelCreate's); 0 on error. The loader is
 // freed by CheckpointFree either way.

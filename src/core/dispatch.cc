@@ -35,22 +35,28 @@ bool RunAttentionJobT(const internal::AttentionJob& job, const internal::Attenti
 // C = A B, with B packed in panels first if there is room for it (`packed`).
 // The register tiles check C's finiteness as they store it. One row of A (a
 // token of decoding) is B's rows weighted by its values and summed, row
-// after row: the register tiles' sums in their order, with four vectors of C
-// per pass over B's rows instead of two.
+// after row (AddVecMat): the register tiles' sums in their order, B read in
+// its memory order.
 bool MatMulT(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) {
   if (packed) return MatMulPanels(A, PackPanels(B, packed), C);
   if (A.rows == 1) {
     ZeroRow(C.Row(0), C.cols);
-    AddWeightedRows(A.Row(0), A.cols, B.data, B.stride, C.Row(0), C.cols);
+    AddVecMat<kVecMatRows>(A.Row(0), A.cols, B.data, B.stride, C.Row(0), C.cols);
     return AllFiniteOnce(C);
   }
   return MatMul(A, B, C);
 }
 
-// C = A B^T, with B^T packed in panels first if there is room for it.
+// C = A B^T, with B^T packed in panels first if there is room for it. One
+// row of A (a decoding step's unembedding) takes B's rows kDotRowsOfOneRow
+// at a time: the same sums as MatMulTransposed's.
 bool MatMulTransposedT(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) {
   if (packed) return MatMulPanels(A, PackPanelsTransposed(B, packed), C);
-  MatMulTransposed(A, B, C);
+  if (A.rows == 1) {
+    DotRows<kDotRowsOfOneRow>(A.Row(0), B.data, B.stride, B.rows, A.cols, C.Row(0));
+  } else {
+    MatMulTransposed(A, B, C);
+  }
   return AllFiniteOnce(C);
 }
 

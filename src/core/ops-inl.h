@@ -96,15 +96,42 @@ HWY_INLINE hn::Vec<hn::Full128<float>> SumOfLanes4(D d, V v0, V v1, V v2, V v3) 
 // Four rows at a time share the loads of q and end in one SumOfLanes4: per
 // row, Dot's horizontal sum costs as much as its d / Lanes FMAs (4 with
 // AVX-512 at d = 64). The scores of decoding and of traces (Scores in
-// steps-inl.h).
+// steps-inl.h). With kRows > 4 (a multiple of 4), kRows rows at a time
+// first: more streams of memory at once, for the long products of one row
+// (a decoding step's unembedding, kVecMatRows rows). Each row's sum is the
+// same whatever kRows: its own accumulator, its own SumOfLanes4; the last
+// n % 4 rows take Dot.
+template <size_t kRows = 4>
 ATTNKIT_OUT_OF_LINE_IN_WASM void DotRows(const float* HWY_RESTRICT q,
                                          const float* HWY_RESTRICT rows, size_t stride, size_t n,
                                          size_t d, float* HWY_RESTRICT out) {
+  static_assert(kRows % 4 == 0, "DotRows takes rows four at a time");
   size_t j = 0;
 #if HWY_TARGET != HWY_SCALAR
   const DF df;
   const hn::Full128<float> d4;
   const size_t N = hn::Lanes(df);
+  if constexpr (kRows > 4) {
+    for (; j + kRows <= n; j += kRows) {
+      const float* HWY_RESTRICT r[kRows];
+      hn::Vec<DF> s[kRows];
+      for (size_t k = 0; k < kRows; ++k) {
+        r[k] = rows + (j + k) * stride;
+        s[k] = hn::Zero(df);
+      }
+      size_t i = 0;
+      for (; i + N <= d; i += N) {
+        const auto qv = hn::LoadU(df, q + i);
+        for (size_t k = 0; k < kRows; ++k) s[k] = hn::MulAdd(qv, hn::LoadU(df, r[k] + i), s[k]);
+      }
+      for (size_t k = 0; k < kRows; k += 4) {
+        hn::StoreU(SumOfLanes4(df, s[k], s[k + 1], s[k + 2], s[k + 3]), d4, out + j + k);
+      }
+      for (; i < d; ++i) {
+        for (size_t k = 0; k < kRows; ++k) out[j + k] += q[i] * r[k][i];
+      }
+    }
+  }
   for (; j + 4 <= n; j += 4) {
     const float* HWY_RESTRICT r0 = rows + j * stride;
     const float* HWY_RESTRICT r1 = r0 + stride;
@@ -186,6 +213,58 @@ ATTNKIT_OUT_OF_LINE_IN_WASM void AddWeightedRows(const float* HWY_RESTRICT w, si
       yv = hn::MulAdd(hn::Set(d1, w[j]), hn::LoadU(d1, x + j * stride + i), yv);
     hn::StoreU(yv, d1, y + i);
   }
+}
+
+// The rows of B a one-row product, c = a B (AddVecMat) or a B^T (DotRows),
+// reads at a time: so many streams of memory keep a decoding step's weights,
+// far larger than the caches, streaming; more spill the registers (16 of
+// them in WebAssembly and AVX2, where AddVecMat keeps its weights in memory
+// operands, DotRows its sums in registers).
+#if HWY_TARGET == HWY_WASM
+constexpr size_t kVecMatRows = 16;
+#else
+constexpr size_t kVecMatRows = 12;
+#endif
+constexpr size_t kDotRowsOfOneRow = 12;
+
+// y [n] += w [rows] x [rows, n] (rows `stride` floats apart), the sums of
+// AddWeightedRows in the same order, but reading x in its memory order:
+// kRows rows at a time, each a stream from left to right, with y (in the
+// first level of cache) loaded and stored once per kRows rows. For an x far
+// larger than the caches (the weights of a decoding step's products) this
+// keeps the memory streaming: AddWeightedRows walks down x's columns, one
+// cache line per row, a page apart when rows are long, which the hardware's
+// prefetchers do not follow.
+template <size_t kRows>
+ATTNKIT_OUT_OF_LINE_IN_WASM void AddVecMat(const float* HWY_RESTRICT w, size_t rows,
+                                           const float* HWY_RESTRICT x, size_t stride,
+                                           float* HWY_RESTRICT y, size_t n) {
+  const DF d;
+  const DF1 d1;
+  const size_t N = hn::Lanes(d);
+  size_t j = 0;
+  for (; j + kRows <= rows; j += kRows) {
+    hn::Vec<DF> wv[kRows];
+    const float* HWY_RESTRICT xr[kRows];
+    for (size_t r = 0; r < kRows; ++r) {
+      wv[r] = hn::Set(d, w[j + r]);
+      xr[r] = x + (j + r) * stride;
+    }
+    size_t i = 0;
+    for (; i + N <= n; i += N) {
+      auto v = hn::LoadU(d, y + i);
+      for (size_t r = 0; r < kRows; ++r) v = hn::MulAdd(wv[r], hn::LoadU(d, xr[r] + i), v);
+      hn::StoreU(v, d, y + i);
+    }
+    for (; i < n; ++i) {
+      auto v = hn::LoadU(d1, y + i);
+      for (size_t r = 0; r < kRows; ++r) {
+        v = hn::MulAdd(hn::Set(d1, w[j + r]), hn::LoadU(d1, xr[r] + i), v);
+      }
+      hn::StoreU(v, d1, y + i);
+    }
+  }
+  for (; j < rows; ++j) MulAddRow(w[j], x + j * stride, y, n);
 }
 
 // x [n] = 0, in whole vectors and the tail in one masked store where the

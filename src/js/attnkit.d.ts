@@ -1056,7 +1056,7 @@ export interface CheckpointInfo {
   parameters: number;
   /**
    * Module memory the model takes, roughly: its float32 weights, the staging of
-   * the largest tensor, and a forward over a full context.
+   * a tensor's part (at most 4 MB) while it loads, and a forward over a full context.
    */
   memoryBytes: number;
   source: CheckpointSourceInfo;

@@ -2,9 +2,10 @@
 // (attnkit.openCheckpoint, attnkit.checkpointInfo on the model module). The
 // config comes from config.json (or the tensors' shapes), the header from the
 // safetensors file (safetensors.js), the bytes from a source (sources.js);
-// each tensor goes, in file order, into a staging view of module memory and is
-// handed by its Hugging Face name to the model layer's loader (model.js's
-// FILL: it knows GPT-2's names and widens F16/BF16). The tokenizer is GPT-2's
+// each tensor goes, in file order and in parts of at most PART_BYTES, into a
+// staging view of module memory and is handed by its Hugging Face name to the
+// model layer's loader (model.js's FILL: it knows GPT-2's names and widens
+// F16/BF16 into the model's own matrices). The tokenizer is GPT-2's
 // (bpe.js), made on the first open. Built as its own file of dist/ for each
 // platform (web-checkpoint.js as checkpoint.mjs, node-checkpoint.js as
 // checkpoint.node.cjs), loaded by the entry points on the first call
@@ -13,6 +14,8 @@ import { AttnkitError, typeError } from "./errors.js";
 import { checkObject } from "./options.js";
 import { gpt2Tokenizer } from "./bpe.js";
 import {
+  DTYPE_BYTES,
+  PART_BYTES,
   checkpointSizes,
   configFromJson,
   configFromShapes,
@@ -145,16 +148,24 @@ async function streamTensors(head, fill, o) {
       continue;
     }
     tensor = t.name;
-    const view = fill.staging(t.end - t.begin);
-    await src.read(t.begin, view, {
-      signal: o.signal,
-      onBytes: (n) => {
-        loaded += n;
-        report();
-      },
-    });
-    checkAborted(o.signal);
-    fill.load(t.name, t.dtype, t.shape);
+    // In parts of at most PART_BYTES (whole values), each read into the
+    // staging view and widened into its place in the model.
+    const valueBytes = DTYPE_BYTES[t.dtype],
+      part = Math.floor(PART_BYTES / valueBytes) * valueBytes;
+    let at = t.begin;
+    do {
+      const size = Math.min(part, t.end - at);
+      await src.read(at, fill.staging(size), {
+        signal: o.signal,
+        onBytes: (n) => {
+          loaded += n;
+          report();
+        },
+      });
+      checkAborted(o.signal);
+      fill.load(t.name, t.dtype, t.shape, (at - t.begin) / valueBytes);
+      at += size;
+    } while (at < t.end);
   }
   if (loaded !== total) {
     loaded = total;

@@ -383,9 +383,11 @@ function checkShape(shape) {
 /**
  * attnkit[FILL](config): a model of `config` filled tensor by tensor from a
  * Hugging Face GPT-2 checkpoint (model::CheckpointLoader, whose table knows
- * the names). staging(byteLength) gives a view on module memory for one
- * tensor's bytes (valid until the next staging() or load()); load(name,
- * dtype, shape) reads the staged bytes as that tensor; finish() returns the
+ * the names). staging(byteLength) gives a view on module memory for a
+ * tensor's bytes or a part of them (valid until the next staging() or
+ * load()); load(name, dtype, shape, first = 0) reads the staged bytes as that
+ * tensor's values from value `first` on (its parts in order, one after
+ * another: CheckpointLoader::LoadPart); finish() returns the
  * Model and frees the rest; dispose() gives up. After finish() or dispose()
  * the loader's calls throw "disposed".
  */
@@ -407,7 +409,7 @@ function fillModel(ctx, Model, config) {
       staged = byteLength;
       return M.HEAPU8.subarray(at, at + byteLength);
     },
-    load(name, dtype, shape) {
+    load(name, dtype, shape, first = 0) {
       const handle = live();
       if (typeof name !== "string") throw typeError("name", "a tensor name (a string)", name);
       const code = DTYPES.indexOf(dtype);
@@ -420,7 +422,8 @@ function fillModel(ctx, Model, config) {
         );
       }
       const dims = checkShape(shape);
-      const args = ctx.args("shape").put(code, staged, dims.length, dims);
+      checkCount("first", first, { allowZero: true });
+      const args = ctx.args("shape").put(code, staged, first, dims.length, dims);
       if (M.checkpointLoad(handle, name, args.start) !== 0) ctx.fail();
     },
     finish(tokenizer) {

@@ -12,6 +12,9 @@ import { AttnkitError, describe, rangeError } from "./errors.js";
 export const MAX_HEADER_BYTES = 100_000_000;
 // Bytes per element of the dtypes attnkit widens to float32.
 export const DTYPE_BYTES = Object.freeze({ F32: 4, F16: 2, BF16: 2 });
+// The most bytes of a tensor a load stages at once (checkpoint.js reads
+// larger ones in parts): the module holds the model and this much beside it.
+export const PART_BYTES = 4 << 20;
 // Hugging Face's GPT-2 buffers, not parameters: the causal mask and the
 // masked score. The model layer skips them too; the reader does not even read them.
 const BUFFER = /(^|\.)attn\.(masked_)?bias$/;
@@ -280,8 +283,9 @@ export const isRead = (t, tied) => !t.buffer && !(tied && bare(t.name) === HEAD)
 /**
  * What a checkpoint holds and takes: its parameters (floats the model holds),
  * the dtype of its tensors ("F32", "F16", "BF16", or "mixed"), and the bytes
- * of module memory the model needs: its float32 weights, the staging of the
- * largest tensor, and the work memory of a forward over maxSeqLen tokens.
+ * of module memory the model needs: its float32 weights, the staging of a
+ * tensor's part (at most PART_BYTES), and the work memory of a forward over
+ * maxSeqLen tokens.
  */
 export function checkpointSizes(tensors, config, tied) {
   let parameters = 0,
@@ -300,6 +304,6 @@ export function checkpointSizes(tensors, config, tied) {
   return {
     parameters,
     dtype: dtypes.size === 1 ? [...dtypes][0] : "mixed",
-    memoryBytes: 4 * parameters + largest + work,
+    memoryBytes: 4 * parameters + Math.min(largest, PART_BYTES) + work,
   };
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <string>
@@ -197,6 +198,45 @@ Status CheckFinite(const std::string& name, const float* out, size_t n, size_t f
   return Status::Ok();
 }
 
+// Values [first, first + count) of a tensor laid out as `layout` over
+// `targets` (row-major in the file: see ExpectedShape), `dtype` at data,
+// widened into the targets. Errors name the tensor and the first value that
+// is not finite (its index in the whole tensor).
+Status WriteValues(const std::string& name, Layout layout, const std::vector<Matrix*>& targets,
+                   DType dtype, size_t first, size_t count, const void* data) {
+  const uint8_t* src = static_cast<const uint8_t*>(data);
+  const size_t bytes = DTypeBytes(dtype), end = first + count;
+  if (layout == Layout::kTransposed) {
+    // Source row j [rows] is column j of the target [rows, cols].
+    Matrix& m = *targets[0];
+    const size_t rows = m.rows();
+    std::vector<float> run(std::min(count, rows));
+    for (size_t k = first; k < end;) {
+      const size_t j = k / rows, r = k % rows, n = std::min(rows - r, end - k);
+      WidenToFloat(dtype, src + (k - first) * bytes, n, run.data());
+      ATTNKIT_RETURN_IF_ERROR(CheckFinite(name, run.data(), n, k));
+      for (size_t i = 0; i < n; ++i) m(r + i, j) = run[i];
+      k += n;
+    }
+    return Status::Ok();
+  }
+  // Each source row holds the targets' rows side by side.
+  size_t cols = 0;
+  for (const Matrix* m : targets) cols += m->cols();
+  for (size_t k = first; k < end;) {
+    const size_t r = k / cols;
+    size_t c = k % cols, i = 0;
+    for (; c >= targets[i]->cols(); ++i) c -= targets[i]->cols();
+    Matrix& m = *targets[i];
+    const size_t n = std::min(m.cols() - c, end - k);
+    float* out = m.data() + r * m.cols() + c;
+    WidenToFloat(dtype, src + (k - first) * bytes, n, out);
+    ATTNKIT_RETURN_IF_ERROR(CheckFinite(name, out, n, k));
+    k += n;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 bool IsMaskBuffer(const std::string& name) {
@@ -273,12 +313,26 @@ Status CheckpointLoader::Init(const ModelConfig& config) {
   ready_ = false;
   ATTNKIT_RETURN_IF_ERROR(model_.Allocate(config));
   loaded_.assign(kNumGpt2Tensors * model_.config().num_layers, 0);
+  part_next_ = 0;
   ready_ = true;
   return Status::Ok();
 }
 
 Status CheckpointLoader::Load(const std::string& name, DType dtype,
                               const std::vector<size_t>& shape, const void* data) {
+  // A shape that overflows the count cannot be the expected one: LoadPart
+  // refuses it before it reads the count.
+  size_t count = 1;
+  for (size_t n : shape) count *= n;
+  return LoadPart(name, dtype, shape, 0, count, data);
+}
+
+Status CheckpointLoader::LoadPart(const std::string& name, DType dtype,
+                                  const std::vector<size_t>& shape, size_t first, size_t count,
+                                  const void* data) {
+  const size_t next_before = part_next_;
+  const size_t pending = next_before ? part_index_ : SIZE_MAX;
+  part_next_ = 0;  // until this part has arrived whole: a failed part starts its tensor over
   if (!ready_) {
     return Status(ErrorCode::kInvalidArgument, "loader",
                   "expected Init before Load, got a loader with no model");
@@ -296,15 +350,25 @@ Status CheckpointLoader::Load(const std::string& name, DType dtype,
                   "expected layer 0 .. " + std::to_string(c.num_layers - 1) +
                       " (num_layers - 1), got layer " + std::to_string(layer));
   }
-  if (t->layout == Layout::kBuffer) return Status::Ok();
-  if (t->global == &Parameters::unembedding && c.tied_unembedding) return Status::Ok();
+  if (t->layout == Layout::kBuffer ||
+      (t->global == &Parameters::unembedding && c.tied_unembedding)) {
+    part_next_ = next_before;  // skipped: a tensor whose parts are arriving goes on
+    return Status::Ok();
+  }
   const std::vector<Matrix*> targets = Targets(*t, layer, &model_.params());
   if (targets[0]->size() == 0) {
     return Status(ErrorCode::kInvalidArgument, name,
                   std::string("expected a config with ") + t->needs +
                       ", got one without: no tensor of the model takes it");
   }
-  uint8_t& loaded = loaded_[size_t(t - kGpt2Tensors) * c.num_layers + layer];
+  const size_t index = size_t(t - kGpt2Tensors) * c.num_layers + layer;
+  if (pending != SIZE_MAX && pending != index) {
+    const HfTensor& other = kGpt2Tensors[pending / c.num_layers];
+    return Status(ErrorCode::kInvalidArgument, name,
+                  "expected the rest of " + FullName(other, pending % c.num_layers) +
+                      " first (a tensor's parts one after another), got a part of this one");
+  }
+  uint8_t& loaded = loaded_[index];
   if (loaded) {
     return Status(ErrorCode::kInvalidArgument, name,
                   "expected each tensor once, got this one a second time");
@@ -314,32 +378,35 @@ Status CheckpointLoader::Load(const std::string& name, DType dtype,
     return Status(ErrorCode::kShapeMismatch, name,
                   "expected shape " + ShapeText(expected) + ", got " + ShapeText(shape));
   }
-  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("data", data));
-  const uint8_t* src = static_cast<const uint8_t*>(data);
-  const size_t bytes = DTypeBytes(dtype);
-  if (t->layout == Layout::kTransposed) {
-    // Source row j [rows] is column j of the target [rows, cols].
-    Matrix& m = *targets[0];
-    std::vector<float> row(m.rows());
-    for (size_t j = 0; j < m.cols(); ++j) {
-      WidenToFloat(dtype, src + j * m.rows() * bytes, m.rows(), row.data());
-      ATTNKIT_RETURN_IF_ERROR(CheckFinite(name, row.data(), m.rows(), j * m.rows()));
-      for (size_t r = 0; r < m.rows(); ++r) m(r, j) = row[r];
-    }
-  } else {
-    // Each source row holds the targets' rows side by side.
-    const size_t rows = targets[0]->rows();
-    size_t at = 0;
-    for (size_t r = 0; r < rows; ++r) {
-      for (Matrix* m : targets) {
-        float* out = m->data() + r * m->cols();
-        WidenToFloat(dtype, src + at * bytes, m->cols(), out);
-        ATTNKIT_RETURN_IF_ERROR(CheckFinite(name, out, m->cols(), at));
-        at += m->cols();
-      }
-    }
+  // The next part, or the tensor over again from value 0.
+  const size_t next = pending == index ? next_before : 0;
+  if (first != next && first != 0) {
+    return Status(ErrorCode::kInvalidArgument, name,
+                  "expected a part from value " +
+                      (next ? std::to_string(next) + " (the values of it loaded so far) or 0"
+                            : std::string("0")) +
+                      ", got one from value " + std::to_string(first));
   }
-  loaded = 1;
+  if (first > 0 && dtype != part_dtype_) {
+    return Status(ErrorCode::kInvalidArgument, name,
+                  std::string("expected the dtype of its first part, ") + DTypeName(part_dtype_) +
+                      ", got " + DTypeName(dtype));
+  }
+  const size_t total = expected[0] * (expected.size() > 1 ? expected[1] : 1);
+  if (count > total - first) {
+    return Status(ErrorCode::kShapeMismatch, name,
+                  "expected values up to " + std::to_string(total) + " (the shape's), got " +
+                      std::to_string(count) + " from value " + std::to_string(first));
+  }
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("data", data));
+  ATTNKIT_RETURN_IF_ERROR(WriteValues(name, t->layout, targets, dtype, first, count, data));
+  if (first + count == total) {
+    loaded = 1;
+  } else {
+    part_index_ = index;
+    part_dtype_ = dtype;
+    part_next_ = first + count;
+  }
   return Status::Ok();
 }
 
@@ -373,6 +440,7 @@ Status CheckpointLoader::Finish(Model* out) {
   *out = std::move(model_);
   model_ = Model();
   loaded_.clear();
+  part_next_ = 0;
   ready_ = false;
   return Status::Ok();
 }

@@ -369,6 +369,11 @@ Status SafetensorsFile::Open(const std::string& path) {
 }
 
 Status SafetensorsFile::Read(const SafetensorsTensor& tensor, std::vector<uint8_t>* bytes) {
+  return Read(tensor, 0, tensor.end >= tensor.begin ? tensor.end - tensor.begin : 0, bytes);
+}
+
+Status SafetensorsFile::Read(const SafetensorsTensor& tensor, uint64_t offset, uint64_t size,
+                             std::vector<uint8_t>* bytes) {
   ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("bytes", bytes));
   if (!file_.is_open()) {
     return Status(ErrorCode::kInvalidArgument, "file",
@@ -380,10 +385,15 @@ Status SafetensorsFile::Read(const SafetensorsTensor& tensor, std::vector<uint8_
                "bytes " + OffsetsText(tensor.begin, tensor.end));
   }
   const uint64_t n = tensor.end - tensor.begin;
-  bytes->resize(size_t(n));
-  const uint64_t got = n ? ReadAt(&file_, tensor.begin, n, bytes->data()) : 0;
-  if (got != n) {
-    return Bad(at, std::to_string(n) + " bytes at offset " + std::to_string(tensor.begin),
+  if (offset > n || size > n - offset) {
+    return Bad(at, "a part within its " + std::to_string(n) + " bytes",
+               std::to_string(size) + " bytes from byte " + std::to_string(offset));
+  }
+  bytes->resize(size_t(size));
+  const uint64_t from = tensor.begin + offset;
+  const uint64_t got = size ? ReadAt(&file_, from, size, bytes->data()) : 0;
+  if (got != size) {
+    return Bad(at, std::to_string(size) + " bytes at offset " + std::to_string(from),
                std::to_string(got) + " (the file changed since it was opened?)");
   }
   return Status::Ok();
@@ -445,15 +455,24 @@ Status OpenCheckpoint(const std::string& path, const CheckpointOptions& options,
   }
   CheckpointLoader loader;
   ATTNKIT_RETURN_IF_ERROR(loader.Init(config));
-  // One staging buffer, grown to the largest tensor read.
+  // One staging buffer of at most kPartBytes: each tensor in parts of whole values.
+  constexpr uint64_t kPartBytes = uint64_t(4) << 20;
   std::vector<uint8_t> bytes;
   for (const SafetensorsTensor& t : st.tensors()) {
     if (!loader.Reads(t.name)) continue;
     DType dtype = DType::kF32;
     DTypeFromName(t.dtype, &dtype);  // Open refused any other dtype outside the mask buffers
-    ATTNKIT_RETURN_IF_ERROR(st.Read(t, &bytes));
-    const Status s = loader.Load(t.name, dtype, t.shape, bytes.data());
-    if (!s.ok()) return Status(s.code(), TensorAt(file, s.parameter()), s.detail());
+    const uint64_t value = DTypeBytes(dtype), part = kPartBytes / value * value;
+    const uint64_t size = t.end - t.begin;  // Open checked the offsets
+    uint64_t at = 0;
+    do {
+      const uint64_t n = std::min(part, size - at);
+      ATTNKIT_RETURN_IF_ERROR(st.Read(t, at, n, &bytes));
+      const Status s = loader.LoadPart(t.name, dtype, t.shape, size_t(at / value),
+                                       size_t(n / value), bytes.data());
+      if (!s.ok()) return Status(s.code(), TensorAt(file, s.parameter()), s.detail());
+      at += n;
+    } while (at < size);
   }
   const Status s = loader.Finish(out);
   if (!s.ok()) return Status(s.code(), TensorAt(file, s.parameter()), s.detail());

@@ -878,3 +878,47 @@ describe("a model module past 2 GiB", () => {
     }
   });
 });
+
+describe("tensors larger than a staged part", () => {
+  // Apart from the hub's tests: a long test between two requests can outlast
+  // the server's keep-alive and reset the client's reused connection.
+  let attn;
+  before(async () => {
+    attn = await createAttnkit({ model: true });
+  });
+  after(() => attn.dispose());
+  it("arrive in parts: the module holds no second copy of one", async () => {
+    // wte [40000, 64] is 10 MB in F32 and 5 MB in F16, lm_head (untied,
+    // stored transposed) as much: each over the 4 MB a load stages at once.
+    for (const dtype of ["F32", "F16"]) {
+      const big = gpt2Checkpoint({
+        numLayers: 1,
+        dModel: 64,
+        numHeads: 2,
+        vocabSize: 40000,
+        head: "untied",
+        dtype,
+        seed: 31,
+      });
+      const base = attn.heapBytesInUse();
+      let peak = 0;
+      const model = await attn.openCheckpoint(new Blob([big.safetensors]), {
+        config: big.config,
+        onProgress: () => (peak = Math.max(peak, attn.heapBytesInUse() - base)),
+      });
+      try {
+        const weights =
+          4 * (await attn.checkpointInfo(big.safetensors, { config: big.config })).parameters;
+        assert.ok(
+          peak < weights + (4 << 20) + (1 << 20),
+          `${dtype}: ${peak} bytes in use during the load, weights ${weights}`,
+        );
+        const p = model.parameters();
+        assert.deepEqual(p.tokenEmbedding.data, big.weights.get("wte.weight"));
+        assertForward(model, big, [5, 6, 7, 8, 39999], `in parts, ${dtype}`);
+      } finally {
+        model.dispose();
+      }
+    }
+  });
+});

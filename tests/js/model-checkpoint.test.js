@@ -253,7 +253,7 @@ describe("attnkit[FILL]: a model filled from a GPT-2 checkpoint", () => {
           fill.load("wte.weight", "F32", [7, 4]);
         },
         "wte.weight",
-        /expected the staged bytes to hold the shape's values \(112 bytes of F32\), got 10 staged$/,
+        /expected staged bytes holding whole values \(4 bytes each, F32\), got 10 staged$/,
         "shape_mismatch",
       );
       const inf = new Uint8Array(new Uint16Array([0x3c00, 0x7c00, 0, 0]).buffer);
