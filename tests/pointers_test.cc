@@ -93,6 +93,12 @@ std::vector<NullCall> NullCalls() {
          REQUIRE(loader.Init(model_test::SmallConfig(false, true)).ok());
          return loader.Load("wte.weight", model::DType::kF32, {5, 6}, nullptr);
        }},
+      {"checkpoint.h:LoadPart(data)",
+       [] {
+         model::CheckpointLoader loader;
+         REQUIRE(loader.Init(model_test::SmallConfig(false, true)).ok());
+         return loader.LoadPart("wte.weight", model::DType::kF32, {5, 6}, 0, 6, nullptr);
+       }},
       {"checkpoint.h:Finish(out)", [] { return model::CheckpointLoader().Finish(nullptr); }},
       {"generate.h:Next(out)", [] { return model::Generator().Next({}, nullptr); }},
       {"model.h:ConfigFromWords(words)",
