@@ -235,8 +235,11 @@ HWY_INLINE bool ScoresGradQ(const GradTile& t) {
 // operands are the layout's: K^T, V^T and K packed, Q and dO in place or
 // padded, dQ in place or its padded accumulator; the GEMMs that add to the
 // padded sums run over whole vectors of d (the columns past hold zeros).
-HWY_INLINE void BackwardTile(const internal::GradTask& task, float* HWY_RESTRICT scratch, size_t i0,
-                             size_t rows, size_t j0, TileGrads grads) {
+// Out of line in WebAssembly: one copy for its five callers, whose code the
+// page downloads (a call per tile of up to 64 x 64 scores costs nothing).
+ATTNKIT_OUT_OF_LINE_IN_WASM void BackwardTile(const internal::GradTask& task,
+                                              float* HWY_RESTRICT scratch, size_t i0, size_t rows,
+                                              size_t j0, TileGrads grads) {
   const internal::GradLayout& w = task.layout;
   const internal::HeadTask& h = task.head;
   size_t visible[kGradQueries];
