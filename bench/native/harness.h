@@ -64,9 +64,18 @@ inline double Median(std::vector<double> v) {
 }
 
 // Mean microseconds of CPU time per call of fn: one untimed call, then
-// batches of `batch` calls until `budget` seconds have passed.
+// batches of calls until `budget` seconds have passed. A batch is at least
+// `batch` calls and at least kMinBatchSeconds long: reading the process's CPU
+// clock is a system call that costs more than a small call itself.
+constexpr double kMinBatchSeconds = 50e-6;
 inline double MicrosPerCall(double budget, const std::function<void()>& fn, size_t batch = 1) {
   fn();
+  for (double t0 = CpuSeconds();; batch *= 2) {
+    for (size_t i = 0; i < batch; ++i) fn();
+    const double t1 = CpuSeconds();
+    if (t1 - t0 >= kMinBatchSeconds) break;
+    t0 = t1;
+  }
   const double start = CpuSeconds();
   size_t calls = 0;
   double now = start;
