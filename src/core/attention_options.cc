@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "src/core/validate.h"
 
@@ -179,10 +180,27 @@ constexpr AttentionOptionEntry kAttentionOptions[] = {
      }},
 };
 
+constexpr size_t kNumAttentionOptions = sizeof(kAttentionOptions) / sizeof(kAttentionOptions[0]);
+
+// The checks of entries I..., each a direct call the compiler can inline (the
+// table is constexpr): every call walks them, so a loop of indirect calls
+// would be a measurable part of a small call.
+template <size_t... I>
+Status CheckEntries(const AttentionOptions& o, const OptionShapes& shapes,
+                    std::index_sequence<I...>) {
+  Status status;
+  (void)((kAttentionOptions[I].check == nullptr ||
+          (status = kAttentionOptions[I].check(o, shapes)).ok()) &&
+         ...);
+  return status;
+}
+
 }  // namespace
 
-AttentionOptionTable AttentionOptionEntries() {
-  return {kAttentionOptions, sizeof(kAttentionOptions) / sizeof(kAttentionOptions[0])};
+AttentionOptionTable AttentionOptionEntries() { return {kAttentionOptions, kNumAttentionOptions}; }
+
+Status CheckAttentionOptions(const AttentionOptions& o, const OptionShapes& shapes) {
+  return CheckEntries(o, shapes, std::make_index_sequence<kNumAttentionOptions>());
 }
 
 }  // namespace internal

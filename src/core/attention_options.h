@@ -94,6 +94,9 @@ struct AttentionOptionTable {
 };
 AttentionOptionTable AttentionOptionEntries();
 
+// Every entry's check in the table's order; the first error.
+Status CheckAttentionOptions(const AttentionOptions& o, const OptionShapes& shapes);
+
 }  // namespace internal
 }  // namespace attnkit
 

@@ -204,11 +204,7 @@ ScoreParams ScoreParamsOf(const AttentionOptions& o, size_t default_scale_dim) {
 
 Status CheckOptions(const AttentionOptions& o, size_t T_q, size_t T_k, bool batched, size_t batch,
                     size_t num_heads) {
-  const OptionShapes shapes{T_q, T_k, batched, batch, num_heads};
-  for (const AttentionOptionEntry& option : AttentionOptionEntries()) {
-    if (option.check) ATTNKIT_RETURN_IF_ERROR(option.check(o, shapes));
-  }
-  return Status::Ok();
+  return CheckAttentionOptions(o, OptionShapes{T_q, T_k, batched, batch, num_heads});
 }
 
 size_t KeyLength(const AttentionOptions& o, size_t item, size_t T_k) {
