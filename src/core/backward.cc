@@ -95,6 +95,27 @@ float* SmallWorkspace() {
   return small_workspace;
 }
 
+// The most floats of a backward's packed operands that a thread keeps
+// between calls (4 MiB): an allocator that gives a freed block back to the
+// system would make every call of a multi-head backward fault its pages in
+// again, a cost of the order of the call's work.
+constexpr size_t kCachedWorkspaceFloats = size_t{1} << 20;
+
+// The workspace of a backward whose packed operands take `floats`: this
+// thread's small block, else this thread's kept block (grown as needed) up to
+// kCachedWorkspaceFloats, else `owned`, allocated for the call. Null if an
+// allocation failed. The calling thread's blocks serve one call at a time:
+// no backward runs inside another's tasks.
+float* GradWorkspace(size_t floats, FloatBuffer* owned) {
+  if (floats <= kSmallWorkspaceFloats) return SmallWorkspace();
+  if (floats <= kCachedWorkspaceFloats) {
+    thread_local FloatBuffer kept;
+    if (kept.size() < floats && !kept.AllocateUninitialized(floats)) return nullptr;
+    return kept.data();
+  }
+  return owned->AllocateUninitialized(floats) ? owned->data() : nullptr;
+}
+
 // The lean paths of small calls, as Attention's (plan.h, UseSmallPath): true
 // if every check of the call but its inputs' finiteness would pass (the
 // checks' twins of validate.h, in the checked path's order) and the small
@@ -148,24 +169,19 @@ Status RunBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, Matr
   task.dQ = dQ;
   task.dK = dK;
   task.dV = dV;
-  // Small calls reuse this thread's workspace: no allocation per call. The
-  // smallest take the small backward, which needs no layout.
-  float* small_workspace = SmallWorkspace();
+  // Calls up to kCachedWorkspaceFloats reuse this thread's workspace: no
+  // allocation per call. The smallest take the small backward, which needs no
+  // layout.
   const size_t threads = task.pool ? task.pool->num_threads() : 1;
   const uint64_t max_floats =
       std::numeric_limits<size_t>::max() / sizeof(float) / 2;  // room for size arithmetic
   FloatBuffer workspace;
   if (internal::UseSmallBackward(Q.rows, K.rows, Q.cols, V.cols)) {
     task.small = true;
-    task.workspace = small_workspace;
+    task.workspace = SmallWorkspace();
   } else if (!internal::PlanGradLayout(Q.rows, K.rows, Q.cols, V.cols, threads, max_floats,
-                                       &task.layout)) {
-    return internal::OutOfMemory("dO", "the packed operands of the gradients", task.layout.total);
-  } else if (task.layout.total <= kSmallWorkspaceFloats) {
-    task.workspace = small_workspace;
-  } else if (workspace.AllocateUninitialized(task.layout.total)) {
-    task.workspace = workspace.data();
-  } else {
+                                       &task.layout) ||
+             (task.workspace = GradWorkspace(task.layout.total, &workspace)) == nullptr) {
     return internal::OutOfMemory("dO", "the packed operands of the gradients", task.layout.total);
   }
   // The small backward through its own entry (inputs checked again, in one
@@ -309,8 +325,9 @@ Status RunMultiForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView
   return internal::RunAttentionJob(job);
 }
 
-// One GradTask per head task (MultiHeadTasks); `buffer` holds the packed
-// operands of the heads in flight (GroupsInFlight) and the threads' blocks.
+// One GradTask per head task (MultiHeadTasks); the workspace (GradWorkspace:
+// the thread's, or `buffer`) holds the packed operands of the heads in flight
+// (GroupsInFlight) and the threads' blocks.
 Status PrepareMultiTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, MatrixView O,
                         MatrixView lse, const MultiShape& m, const AttentionOptions& options,
                         const char* source, internal::MultiGradTask* job, FloatBuffer* buffer) {
@@ -331,7 +348,9 @@ Status PrepareMultiTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
   const uint64_t in_flight = static_cast<uint64_t>(in_flight_groups) * heads.group();
   const uint64_t total =
       in_flight * layout.threads_at + static_cast<uint64_t>(threads) * layout.thread_floats;
-  if (!fits || total > max_floats || !buffer->AllocateUninitialized(static_cast<size_t>(total))) {
+  float* const workspace =
+      fits && total <= max_floats ? GradWorkspace(static_cast<size_t>(total), buffer) : nullptr;
+  if (workspace == nullptr) {
     return internal::OutOfMemory(source, "the packed operands of the gradients",
                                  static_cast<size_t>(std::min<uint64_t>(total, max_floats)));
   }
@@ -345,8 +364,8 @@ Status PrepareMultiTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
   }
   job->group = heads.group();
   job->whole_groups = internal::WholeGroups(groups, threads);
-  job->shared = buffer->data();
-  job->threads = buffer->data() + in_flight * layout.threads_at;
+  job->shared = workspace;
+  job->threads = workspace + in_flight * layout.threads_at;
   job->pool = pool;
   return Status::Ok();
 }
