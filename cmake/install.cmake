@@ -1,9 +1,9 @@
 # attnkit's install rules (native builds; included by CMakeLists.txt when
 # ATTNKIT_INSTALL is on). `cmake --install build --prefix P` puts:
-#   P/lib/libattnkit_core.a, libattnkit_model.a
+#   P/lib/libattnkit_core.a, libattnkit_model.a (and libattnkit_onnx.a with ATTNKIT_ONNX)
 #   P/include/attnkit/*.h                       the public headers
 #   P/lib/cmake/attnkit/attnkitConfig.cmake     find_package(attnkit): attnkit::core,
-#     attnkitConfigVersion.cmake, attnkitTargets.cmake   attnkit::model
+#     attnkitConfigVersion.cmake, attnkitTargets.cmake   attnkit::model (attnkit::onnx)
 #   P/lib/pkgconfig/attnkit.pc                  pkg-config attnkit
 # (lib is CMAKE_INSTALL_LIBDIR: lib/<multiarch> when the prefix is /usr on Debian.)
 include(GNUInstallDirs)
@@ -12,7 +12,11 @@ include(CMakePackageConfigHelpers)
 set(attnkit_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/attnkit)
 
 target_include_directories(attnkit_core PUBLIC $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
-install(TARGETS attnkit_core attnkit_model EXPORT attnkitTargets
+set(attnkit_installed attnkit_core attnkit_model)
+if(ATTNKIT_ONNX)
+  list(APPEND attnkit_installed attnkit_onnx)
+endif()
+install(TARGETS ${attnkit_installed} EXPORT attnkitTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/attnkit DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.h")
@@ -38,6 +42,18 @@ string(REGEX REPLACE "/$" "" attnkit_pc_to_prefix "${attnkit_pc_to_prefix}")
 set(ATTNKIT_PC_THREADS "")
 if(CMAKE_THREAD_LIBS_INIT)
   set(ATTNKIT_PC_THREADS " ${CMAKE_THREAD_LIBS_INIT}")
+endif()
+# With the ONNX export, its library and what it links (ONNX's messages and
+# protobuf) too, and ATTNKIT_HAS_ONNX as for attnkit::onnx's users.
+set(ATTNKIT_PC_ONNX "")
+set(ATTNKIT_PC_ONNX_LIBS "")
+set(ATTNKIT_PC_ONNX_REQUIRES "")
+set(ATTNKIT_PC_ONNX_CFLAGS "")
+if(ATTNKIT_ONNX)
+  set(ATTNKIT_PC_ONNX " -lattnkit_onnx")
+  set(ATTNKIT_PC_ONNX_LIBS " -lonnx_proto")
+  set(ATTNKIT_PC_ONNX_REQUIRES ", protobuf")
+  set(ATTNKIT_PC_ONNX_CFLAGS " -DATTNKIT_HAS_ONNX=1")
 endif()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/attnkit.pc.in ${PROJECT_BINARY_DIR}/attnkit.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/attnkit.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

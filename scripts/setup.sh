@@ -10,7 +10,9 @@ cd "$(dirname "$0")/.."
 # libwebkit2gtk-4.1-0 ships MiniBrowser) + xvfb: the page's browser tests.
 # clang-format: the C++ half of the format check (scripts/format.sh).
 # nlohmann-json3-dev: the JSON of checkpoint files (src/model/checkpoint_file.cc).
+# libonnx-dev, libprotobuf-dev: the native ONNX export (src/model/onnx_export.cc).
 packages=(cmake make g++ clang clang-format libclang-rt-14-dev emscripten libhwy-dev nlohmann-json3-dev
+  libonnx-dev libprotobuf-dev
   catch2 chromium firefox-esr webkit2gtk-driver xvfb)
 missing=()
 for pkg in "${packages[@]}"; do

@@ -24,6 +24,9 @@
 #endif
 #include "attnkit/generate.h"
 #include "attnkit/kv_cache.h"
+#if defined(ATTNKIT_HAS_ONNX)
+#include "attnkit/onnx.h"
+#endif
 #include "attnkit/model.h"
 #include "attnkit/multihead.h"
 #include "attnkit/ops.h"
@@ -207,6 +210,13 @@ std::vector<NullCall> NullCalls() {
   };
   calls.insert(calls.end(), files.begin(), files.end());
 #endif
+#if defined(ATTNKIT_HAS_ONNX)
+  // The ONNX export: native builds with ONNX (attnkit::onnx).
+  calls.push_back({"onnx.h:ExportOnnx(bytes)", [] {
+                     model::Model m;
+                     return model::ExportOnnx(m, model::OnnxOptions(), nullptr);
+                   }});
+#endif
   return calls;
 }
 
@@ -383,6 +393,9 @@ TEST_CASE("Null pointers: the list covers every pointer parameter of the public 
     "thread_pool.h",
 #if !defined(__EMSCRIPTEN__)
     "checkpoint_file.h",
+#endif
+#if defined(ATTNKIT_HAS_ONNX)
+    "onnx.h",
 #endif
   };
   std::set<std::string> declared;

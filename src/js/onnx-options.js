@@ -4,7 +4,9 @@ import { describe, rangeError, typeError } from "./errors.js";
 import { checkObject } from "./options.js";
 
 // The opsets the writer builds: 17 (LayerNormalization) up to 24. From 20 GELU
-// is one Gelu node, from 23 attention one Attention node.
+// is one Gelu node, from 23 attention one Attention node. The C++ writer's
+// include/attnkit/onnx.h repeats these limits; tests/js/onnx-native.test.js
+// keeps the two equal.
 export const MIN_OPSET = 17;
 export const MAX_OPSET = 24;
 export const DEFAULT_OPSET = 23;
@@ -12,8 +14,8 @@ export const GELU_OPSET = 20;
 export const ATTENTION_OPSET = 23;
 // One protobuf message is at most 2^31 - 1 bytes; the graph's nodes, names
 // and metadata take less than GRAPH_BYTES besides the weights.
-const MAX_MESSAGE_BYTES = 2 ** 31 - 1;
-const GRAPH_BYTES = 2 ** 20;
+export const MAX_MESSAGE_BYTES = 2 ** 31 - 1;
+export const GRAPH_BYTES = 2 ** 20;
 
 /** exportOnnx's options, checked: {opset, cache} with their defaults. */
 export function checkOnnxOptions(options) {

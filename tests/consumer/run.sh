@@ -10,7 +10,9 @@
 #                                   rebuild attnkit: the other two link and run)
 #   run.sh docs                     docs/api-cpp.md shows main.cc, this
 #                                   CMakeLists.txt's lines and main's output
-# Environment: CMAKE, CXX (the build's), VERSION (attnkit's), LIBDIR (CMAKE_INSTALL_LIBDIR).
+# Environment: CMAKE, CXX (the build's), VERSION (attnkit's), LIBDIR (CMAKE_INSTALL_LIBDIR),
+# ONNX (ATTNKIT_ONNX: ON when the build has the ONNX export; find_package and
+# pkg_config then also build onnx.cc and check the file it writes).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source_dir=$(cd "$here/../.." && pwd)
@@ -35,6 +37,14 @@ doc_block() {
 # main's output, its first line's target name made generic ("AVX3" -> TARGET):
 # the doc shows one host's.
 normalise() { sed -E '1s/^(attnkit [^ ]+ on ).*/\1TARGET/'; }
+
+# onnx.cc's program `$1` (with ONNX=ON): its file written, and the same bytes as its string.
+check_onnx() {
+  [[ ${ONNX:-OFF} == ON ]] || return 0
+  [[ -x $1 ]] || fail "expected $1 (attnkit built with ONNX)"
+  "$1" "$work/hello.onnx" || fail "$1 failed"
+  [[ -s $work/hello.onnx ]] || fail "expected $work/hello.onnx"
+}
 
 check_output() {
   local out=$1
@@ -64,6 +74,10 @@ case "$mode" in
       lib/pkgconfig/attnkit.pc; do
       [[ -f $work/prefix/${f/#lib/$LIBDIR} ]] || fail "expected ${f/#lib/$LIBDIR} in the prefix"
     done
+    if [[ ${ONNX:-OFF} == ON ]]; then
+      [[ -f $work/prefix/$LIBDIR/libattnkit_onnx.a && -f $work/prefix/include/attnkit/onnx.h ]] ||
+        fail "expected $LIBDIR/libattnkit_onnx.a and include/attnkit/onnx.h in the prefix (ONNX=ON)"
+    fi
     # Nothing of the source or build tree, nor the in-tree helper targets.
     if grep -nF -e "$source_dir" -e "$build" -e attnkit_hwy -e attnkit_internal \
       "$work/prefix/$LIBDIR"/cmake/attnkit/*.cmake "$work/prefix/$LIBDIR/pkgconfig/attnkit.pc"; then
@@ -72,7 +86,8 @@ case "$mode" in
   find_package)
     configure "$work/find_package" -DCMAKE_PREFIX_PATH="$work/prefix"
     "$cmake" --build "$work/find_package"
-    check_output "$("$work/find_package/hello")" ;;
+    check_output "$("$work/find_package/hello")"
+    check_onnx "$work/find_package/hello_onnx" ;;
   pkg_config)
     export PKG_CONFIG_PATH=$work/prefix/$LIBDIR/pkgconfig
     [[ $(pkg-config --modversion attnkit) == "$VERSION" ]] ||
@@ -80,7 +95,12 @@ case "$mode" in
     mkdir -p "$work/pkg_config"
     # shellcheck disable=SC2046 # pkg-config's flags are words
     "$CXX" -std=c++17 "$here/main.cc" -o "$work/pkg_config/hello" $(pkg-config --cflags --libs attnkit)
-    check_output "$("$work/pkg_config/hello")" ;;
+    check_output "$("$work/pkg_config/hello")"
+    if [[ ${ONNX:-OFF} == ON ]]; then
+      # shellcheck disable=SC2046 # pkg-config's flags are words
+      "$CXX" -std=c++17 "$here/onnx.cc" -o "$work/pkg_config/hello_onnx" $(pkg-config --cflags --libs attnkit)
+      check_onnx "$work/pkg_config/hello_onnx"
+    fi ;;
   subdirectory)
     # CMAKE_DISABLE_FIND_PACKAGE_Catch2: as on a machine without Catch2.
     configure "$work/subdirectory" -DATTNKIT_SUBDIRECTORY="$source_dir" \

@@ -18,6 +18,7 @@ import * as ortWeb from "onnxruntime-web";
 import { createAttnkit, AttnkitError, AttnkitTypeError } from "attnkit";
 import { createAttnkitWorker } from "attnkit/worker";
 import { gpt2Checkpoint } from "./lib/gpt2-checkpoint.js";
+import { ONNX_GPT2, ONNX_MODELS, attnkitLogits, emptyPast, sequences } from "./lib/onnx.js";
 import { checkOnnxSize } from "../../src/js/onnx-options.js";
 import { assertClose } from "./helpers.js";
 
@@ -42,14 +43,6 @@ const VOCABULARY = ["\uFFFD", ..." .abcdefghijklmnopqrstuvwxyz"];
 const LANGUAGE_DEFAULT = { maxSeqLen: 64, dModel: 96, numLayers: 3, numHeads: 4, dFF: 288 };
 const LEVELS = ["disabled", "all"];
 
-/** The model's logits for each of `sequences` (equal lengths) through model.inspect: [B * T * V]. */
-function attnkitLogits(model, sequences) {
-  const parts = sequences.map((s) => model.inspect(s).logits.data);
-  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-  parts.reduce((at, p) => (out.set(p, at), at + p.length), 0);
-  return out;
-}
-
 /** An int64 tensor of `engine` holding `values` with `dims`. */
 const int64 = (engine, values, dims) =>
   new engine.ort.Tensor("int64", BigInt64Array.from(values, BigInt), dims);
@@ -61,22 +54,6 @@ const session = (engine, bytes, level) =>
     graphOptimizationLevel: level,
     logSeverityLevel: 3,
   });
-
-/** The empty past of each layer ([1, g, 0, dK]) for a model of config `c`, as `engine`'s tensors. */
-function emptyPast(engine, c, batch = 1) {
-  const feeds = {};
-  for (let l = 0; l < c.numLayers; ++l) {
-    for (const part of ["key", "value"]) {
-      const dims = [batch, c.numKvHeads, 0, c.dK];
-      feeds[`past_key_values.${l}.${part}`] = new engine.ort.Tensor(
-        "float32",
-        new Float32Array(0),
-        dims,
-      );
-    }
-  }
-  return feeds;
-}
 
 /**
  * Runs `model`'s ONNX file (options `options`) on `sequences` in every engine
@@ -94,7 +71,7 @@ async function assertSameLogits(model, sequences, options = {}) {
     for (const level of LEVELS) {
       const s = await session(engine, bytes, level);
       const feeds = { input_ids: int64(engine, sequences.flat(), [B, T]) };
-      if (options.cache) Object.assign(feeds, emptyPast(engine, model.config, B));
+      if (options.cache) Object.assign(feeds, emptyPast(engine.ort, model.config, B));
       const out = await s.run(feeds);
       assert.deepEqual(out.logits.dims, [B, T, model.config.vocabSize]);
       const what = `${engine.name}, ${level}, opset ${options.opset ?? 23}: logits`;
@@ -115,7 +92,7 @@ function argmax(data, row, V) {
 /** `length` tokens generated greedily after `prompt` (token ids) through the cached ONNX file in `engine`. */
 async function generateOnnx(engine, bytes, c, prompt, length) {
   const s = await session(engine, bytes, "all");
-  const feeds = emptyPast(engine, c);
+  const feeds = emptyPast(engine.ort, c);
   let ids = Array.from(prompt);
   const tokens = [];
   for (let step = 0; step < length; ++step) {
@@ -189,58 +166,13 @@ function exportMemory(config) {
   return JSON.parse(r.stdout);
 }
 
-const sequences = (B, T, V, seed) =>
-  Array.from({ length: B }, (_, b) =>
-    Array.from({ length: T }, (_, t) => (seed + 7 * b + 3 * t * t) % V),
-  );
-
 describe("model.exportOnnx", () => {
   let attn;
   before(async () => {
     attn = await createAttnkit({ model: true });
   });
 
-  const MODELS = [
-    ["a tiny attention-only task model", { vocabSize: 8, maxSeqLen: 12, dModel: 16, numHeads: 2 }],
-    [
-      "grouped K/V heads (8 query heads on 2), LayerNorm, biases",
-      {
-        vocabSize: 10,
-        maxSeqLen: 12,
-        dModel: 32,
-        numHeads: 8,
-        numKvHeads: 2,
-        layerNorm: true,
-        bias: true,
-      },
-    ],
-    [
-      "one K/V head, the scale switch off",
-      {
-        vocabSize: 10,
-        maxSeqLen: 12,
-        dModel: 16,
-        numHeads: 4,
-        numKvHeads: 1,
-        scaleBySqrtDk: false,
-      },
-    ],
-    [
-      "8 GPT layers with biases and a tied unembedding",
-      {
-        vocabSize: 12,
-        maxSeqLen: 12,
-        dModel: 16,
-        numLayers: 8,
-        numHeads: 2,
-        dFF: 32,
-        layerNorm: true,
-        bias: true,
-        tiedUnembedding: true,
-      },
-    ],
-  ];
-  for (const [what, config] of MODELS) {
+  for (const [what, config] of ONNX_MODELS) {
     it(`${what}: onnxruntime's logits are attnkit's (opsets 23, 17 and 20; with the cache)`, async () => {
       const model = attn.createModel(config, { seed: 11 });
       try {
@@ -296,15 +228,7 @@ describe("model.exportOnnx", () => {
 
   for (const head of ["absent", "untied"]) {
     it(`a tiny GPT-2 checkpoint (${head === "absent" ? "tied" : "untied"} head): logits, greedy tokens, the tokenizer named`, async () => {
-      const c = gpt2Checkpoint({
-        numLayers: 2,
-        dModel: 16,
-        numHeads: 2,
-        vocabSize: 300,
-        nPositions: 32,
-        head,
-        seed: 4,
-      });
+      const c = gpt2Checkpoint({ ...ONNX_GPT2, head });
       const model = await attn.openCheckpoint(c.safetensors, { config: c.config });
       try {
         const bytes = await assertSameLogits(model, sequences(2, 12, 300, 5));
