@@ -17,6 +17,7 @@
 
 #include "attnkit/checkpoint.h"
 #include "attnkit/model.h"
+#include "tests/model_test_util.h"
 
 namespace checkpoint_test {
 
@@ -29,14 +30,7 @@ using attnkit::model::ModelConfig;
 
 // A GPT-2 of 2 layers: d_model 4, 2 heads, d_ff 8, 7 tokens, 5 positions.
 inline ModelConfig TinyGpt2(bool tied) {
-  ModelConfig c;
-  c.vocab_size = 7;
-  c.max_seq_len = 5;
-  c.d_model = 4;
-  c.num_layers = 2;
-  c.num_heads = 2;
-  c.d_ff = 8;
-  c.layer_norm = true;
+  ModelConfig c = model_test::GptConfig(7, 5, 4, 2, 2, 0, 8);
   c.bias = true;
   c.tied_unembedding = tied;
   return c;

@@ -17,21 +17,14 @@ namespace {
 
 using namespace attnkit;
 using namespace attnkit::model;
+using model_test::GptConfig;
 using model_test::LastLogits;
 using model_test::Perturb;
 
 // GPT-2's kind of block (biases, tied unembedding) with grouped K/V heads,
 // a context long enough for the caches to grow several times.
 ModelConfig LongConfig() {
-  ModelConfig c;
-  c.vocab_size = 11;
-  c.max_seq_len = 300;
-  c.d_model = 16;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.d_ff = 32;
-  c.layer_norm = true;
+  ModelConfig c = GptConfig(11, 300, 16, 2, 4, 2, 32);
   c.bias = true;
   c.tied_unembedding = true;
   return c;
@@ -127,11 +120,10 @@ TEST_CASE("generate: a generator started again on another model", "[gpt][generat
   Model big, small;
   REQUIRE_OK(big.Init(LongConfig(), 7));
   Perturb(&big, 8);
-  ModelConfig c = LongConfig();
-  c.d_model = 8;
-  c.num_heads = 2;
-  c.num_kv_heads = 0;
-  c.max_seq_len = 20;
+  // LongConfig's kind of block, smaller.
+  ModelConfig c = GptConfig(11, 20, 8, 2, 2, 0, 32);
+  c.bias = true;
+  c.tied_unembedding = true;
   REQUIRE_OK(small.Init(c, 9));
   Perturb(&small, 10);
   Model reference = small;

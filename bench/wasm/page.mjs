@@ -9,6 +9,9 @@
 // recompute (attnkit's calls, `attnkit`) and redraw with style and layout, as
 // the page's timing hook reports it; `frame`, from the event to the next frame
 // (paint included). A change within one frame at 60 Hz takes at most 16 ms.
+// Then the main thread while the Train and Language views train in their worker:
+// its tasks over 50 ms (Long Tasks API) and the largest lateness of a 20 ms timer
+// (the browser tests assert only the order of events, tests/browser/lib/training.mjs).
 //
 // Usage: node bench/wasm/page.mjs [--quick] > bench/results/page.json
 //   --quick: steps 3 and 6 and the grid view only
@@ -20,6 +23,7 @@ import { openChromium, watch } from "../../tests/browser/lib/launch.mjs";
 import { pageActions } from "../../tests/browser/lib/page.mjs";
 import { cpuModel } from "../lib/engines.mjs";
 import { median } from "../lib/stats.mjs";
+import { poll } from "../../tests/browser/lib/wait.mjs";
 
 const quick = process.argv.includes("--quick");
 const log = (...xs) => console.error("page:", ...xs);
@@ -69,6 +73,76 @@ async function measure(page, sel, values) {
   };
 }
 
+/** Run in the page: records main-thread tasks over 50 ms and the lateness of a 20 ms timer. */
+function watchMainThread() {
+  const w = (window.__main = { long: [], lateness: 0, t0: performance.now() });
+  w.observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) w.long.push(e.duration);
+  });
+  w.observer.observe({ type: "longtask" });
+  let last = performance.now();
+  w.timer = setInterval(() => {
+    const now = performance.now();
+    w.lateness = Math.max(w.lateness, now - last - 20);
+    last = now;
+  }, 20);
+}
+
+/** Run in the page: stops watchMainThread; what it saw. */
+function mainThreadSeen() {
+  const w = window.__main;
+  for (const e of w.observer.takeRecords()) w.long.push(e.duration);
+  w.observer.disconnect();
+  clearInterval(w.timer);
+  return {
+    seconds: +((performance.now() - w.t0) / 1000).toFixed(1),
+    longTasks: w.long.length,
+    longestTaskMs: Math.round(Math.max(0, ...w.long)),
+    timerLatenessMs: Math.round(w.lateness),
+  };
+}
+
+// The views that train in a worker: their hook, buttons and when a run is done.
+const TRAINING = {
+  "train: induction to 90%": {
+    query: "v=train",
+    hook: "train",
+    prefix: "train",
+    done: (h) => h.lastEval?.accuracy >= 0.9,
+  },
+  "language: small preset, 200 steps": {
+    query: "v=language&lp=small",
+    hook: "language",
+    prefix: "lang",
+    done: (h) => h.step >= 200,
+  },
+};
+
+/** The main thread while a view trains (TRAINING's entry): from Train to done. */
+async function whileTraining(page, { query, hook, prefix, done }) {
+  await page.goto(`${server.url}?${query}`);
+  const read = () =>
+    page.evaluate((k) => {
+      const h = window.__attnkit?.[k]();
+      return h && { ready: h.ready, training: h.training, step: h.step, lastEval: h.lastEval };
+    }, hook);
+  await poll(async () => (await read())?.ready, `${hook}: ready`, 90000, 200);
+  await page.evaluate(watchMainThread);
+  await page.click(`[data-testid="${prefix}-go"]`);
+  const h = await poll(
+    async () => {
+      const h = await read();
+      return done(h) && h;
+    },
+    `${hook}: done`,
+    600000,
+    250,
+  );
+  const seen = await page.evaluate(mainThreadSeen);
+  await page.click(`[data-testid="${prefix}-pause"]`);
+  return { steps: h.step, ...seen };
+}
+
 const { server, browser, context } = await openChromium({ viewport: { width: 1280, height: 800 } });
 const chromium = browser.version();
 const page = await context.newPage();
@@ -79,6 +153,7 @@ const { open } = pageActions(
   () => server.url,
 );
 const results = {};
+const training = {};
 const loads = [os.loadavg()[0]];
 let firstRenderMs;
 try {
@@ -101,6 +176,10 @@ try {
       results["saturation/slider"] = await measure(page, '[data-testid="sat-slider"]', SATURATION);
     log(`${view} done`);
   }
+  for (const [name, view] of Object.entries(TRAINING)) {
+    training[name] = await whileTraining(page, view);
+    log(`${name} done`);
+  }
   loads.push(os.loadavg()[0]);
   if (problems.length) throw new Error(`the page reported problems: ${problems.join("; ")}`);
 } finally {
@@ -113,6 +192,10 @@ const worstRenderMs = Math.max(...Object.values(results).map((r) => r.render));
 for (const [k, r] of Object.entries(results))
   log(
     `${k.padEnd(22)} recompute+redraw ${String(r.render).padStart(5)} ms (max ${String(r.renderMax).padStart(5)}, first ${String(r.firstRender).padStart(5)}; attnkit ${r.attnkit} ms), to next frame ${String(r.frame).padStart(6)} ms`,
+  );
+for (const [k, t] of Object.entries(training))
+  log(
+    `${k}: ${t.steps} steps in ${t.seconds} s; main thread: ${t.longTasks} tasks over 50 ms (longest ${t.longestTaskMs} ms), a 20 ms timer at most ${t.timerLatenessMs} ms late`,
   );
 log(
   `first render ${firstRenderMs.toFixed(0)} ms; worst median recompute+redraw ${worstRenderMs} ms (budget ${FRAME_MS} ms)${over.length ? `; over: ${over.join(", ")}` : ""}`,
@@ -138,6 +221,7 @@ console.log(
       worstRenderMs,
       overBudget: over,
       results,
+      training,
     },
     null,
     2,

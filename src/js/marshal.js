@@ -77,10 +77,53 @@ function heapOf(M, Type) {
   return M.HEAPU8;
 }
 
-/** A JS-owned Matrix copy of the [rows, cols] matrix at address `ptr` of M (0: empty). */
-export function readMatrix(M, ptr, rows, cols) {
-  const data = ptr ? M.HEAPF32.slice(ptr >>> 2, (ptr >>> 2) + rows * cols) : new Float32Array(0);
+/**
+ * The [rows, cols] matrix at address `ptr` of M (0: empty): a JS-owned copy, or with `view` a
+ * view of M's memory (withViews is the only one to ask for views).
+ */
+export function readMatrix(M, ptr, rows, cols, { view = false } = {}) {
+  const start = ptr >>> 2;
+  const end = start + rows * cols;
+  const data = !ptr
+    ? new Float32Array(0)
+    : view
+      ? M.HEAPF32.subarray(start, end)
+      : M.HEAPF32.slice(start, end);
   return matrix(data, rows, cols);
+}
+
+/**
+ * Runs fn(views) and returns its result; fn is synchronous. views.matrix(cursor) reads the
+ * matrix whose [address, rows, cols] come next in `cursor` as a view of the module's memory
+ * (no copy). A view lasts until the memory grows (any call that allocates may grow it), which
+ * detaches it: fn must make no such call after reading its views. If one grew the memory all
+ * the same, fn read a detached view as empty (or failed on it), and withViews throws an
+ * AttnkitError naming `name` (what fn calls the views) instead of fn's result or error.
+ */
+export function withViews(name, fn) {
+  const read = [];
+  const views = {
+    matrix(cursor) {
+      const [ptr, rows, cols] = cursor.words(3);
+      const m = readMatrix(cursor.M, ptr, rows, cols, { view: true });
+      read.push(m);
+      return m;
+    },
+  };
+  let result, failure;
+  try {
+    result = fn(views);
+  } catch (err) {
+    failure = err; // a detached view's own TypeError is replaced below
+  }
+  const lost = read.filter((m) => m.data.length !== m.rows * m.cols).length;
+  if (lost)
+    throw new AttnkitError(
+      `${name}: views of the module's memory, read before a call that grew that memory (${lost} of ${read.length} detached); read them after every other call`,
+      { parameter: name },
+    );
+  if (failure) throw failure;
+  return result;
 }
 
 /**
@@ -140,13 +183,6 @@ export class Cursor {
   matrix() {
     const [ptr, rows, cols] = this.words(3);
     return readMatrix(this.M, ptr, rows, cols);
-  }
-  /** A view (not a copy: read it before the next call) of the matrix whose [address, rows, cols] come next. */
-  matrixView() {
-    const [ptr, rows, cols] = this.words(3);
-    const start = ptr >>> 2;
-    const data = ptr ? this.M.HEAPF32.subarray(start, start + rows * cols) : new Float32Array(0);
-    return matrix(data, rows, cols);
   }
   /** A copy of the `Type` array whose [address, count] come next. */
   array(Type) {

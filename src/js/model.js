@@ -7,7 +7,15 @@
 // Worker.
 import { describe, rangeError, typeError } from "./errors.js";
 import { checkCount, checkKeys, isObject } from "./convert.js";
-import { CORE_NAMES, bitsFloat, floatBits, names, scalarWord, seedWords } from "./marshal.js";
+import {
+  CORE_NAMES,
+  bitsFloat,
+  floatBits,
+  names,
+  scalarWord,
+  seedWords,
+  withViews,
+} from "./marshal.js";
 import { TRAINER_OPTIONS, checkObject, coreNames, resolveOptions } from "./options.js";
 import { handles } from "./handles.js";
 import {
@@ -326,17 +334,16 @@ function inspectSequence(ctx, handle, config, tokens, targets) {
 
 /**
  * Every parameter of the model of `handle`, by name (ModelParameters): JS-owned
- * copies, or with `views` views of the model's memory (read them before the
- * next call into the module).
+ * copies, or with `views` (withViews's) views of the model's memory.
  */
-function readParameters(ctx, handle, { views = false } = {}) {
+function readParameters(ctx, handle, views = null) {
   const result = { layers: [] };
   ctx.M.modelTensorNames(handle)
     .split(",")
     .forEach((name, i) => {
       const out = ctx.args("model");
       ctx.M.modelTensor(handle, i, out.start);
-      const m = views ? out.matrixView() : out.matrix();
+      const m = views ? views.matrix(out) : out.matrix();
       const layer = /^layers\.(\d+)\.(\w+)$/.exec(name);
       if (layer) {
         const l = Number(layer[1]);
@@ -521,8 +528,11 @@ function defineModel(ctx, language, onnx) {
       const writer = await onnx();
       const handle = live(this);
       // Each weight goes from the model's memory straight into the file.
-      const views = () => readParameters(ctx, handle, { views: true });
-      return writer.exportOnnx(this, tokenizerName(this), options, views);
+      return withViews("parameters", (views) =>
+        writer.exportOnnx(this, tokenizerName(this), options, () =>
+          readParameters(ctx, handle, views),
+        ),
+      );
     }
     /** The weights file (docs/model.md) as a JS-owned Uint8Array. */
     exportWeights() {

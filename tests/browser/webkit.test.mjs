@@ -23,7 +23,7 @@ import { createServer } from "node:net";
 import path from "node:path";
 import { Builder, By } from "selenium-webdriver";
 import { root } from "./lib/paths.mjs";
-import { CONSOLE_HOOK, serveWithScript } from "./lib/server.mjs";
+import { CONSOLE_HOOK, serve } from "./lib/server.mjs";
 import { smokeTests, useDriver } from "./lib/smoke.mjs";
 import { languageSmoke } from "./lib/smoke-language.mjs";
 import { gpt2Smoke } from "./lib/smoke-gpt2.mjs";
@@ -265,7 +265,7 @@ exit $status
   };
 }
 
-const options = { serveDist: (dir) => serveWithScript(dir, CONSOLE_HOOK) };
+const options = { serveDist: (dir) => serve(dir, { script: CONSOLE_HOOK }) };
 smokeTests(useDriver("webkit", openWebKit, options));
 trainSmoke("webkit", openWebKit, options);
 languageSmoke("webkit", openWebKit, options);

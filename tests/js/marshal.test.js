@@ -13,7 +13,9 @@ import {
   floatBits,
   names,
   readMatrix,
+  withViews,
 } from "../../src/js/marshal.js";
+import { AttnkitError } from "../../src/js/errors.js";
 
 /** A stand-in for an Embind module: one buffer of memory and a bump allocator. */
 function plainModule(bytes = 1 << 20) {
@@ -31,6 +33,19 @@ function plainModule(bytes = 1 << 20) {
     },
     _free() {},
   };
+}
+
+/** What a module's memory growth does: new heaps over a larger buffer, the old one detached. */
+function grow(M) {
+  const bigger = new ArrayBuffer(M.HEAPU8.length * 2);
+  new Uint8Array(bigger).set(M.HEAPU8);
+  structuredClone(M.HEAPU8.buffer, { transfer: [M.HEAPU8.buffer] });
+  Object.assign(M, {
+    HEAPU8: new Uint8Array(bigger),
+    HEAP32: new Int32Array(bigger),
+    HEAPU32: new Uint32Array(bigger),
+    HEAPF32: new Float32Array(bigger),
+  });
 }
 
 test("a name table looks a name up in itself, then in its base, else keeps it", () => {
@@ -73,6 +88,47 @@ test("a Cursor writes an argument block in order and reads what follows it", () 
   const empty = args.matrix();
   assert.deepEqual([empty.rows, empty.cols, empty.data.length], [0, 0, 0]);
   assert.deepEqual(readMatrix(M, 0, 3, 4).data, new Float32Array(0));
+});
+
+test("withViews hands out views of the memory, and refuses a result read from detached ones", () => {
+  const M = plainModule();
+  M.HEAPF32.set([1, 2, 3, 4, 5, 6], 1024 >> 2);
+  const words = [1024, 2, 3, 0, 0, 0];
+  const block = () => new Cursor(M, 256).put(words).skip(-words.length);
+  // Views, not copies: they see the memory as it is when read; address 0 is an empty matrix.
+  const sums = withViews("parameters", (views) => {
+    const args = block();
+    const [m, empty] = [views.matrix(args), views.matrix(args)];
+    M.HEAPF32[1024 >> 2] = 10;
+    assert.deepEqual([empty.rows, empty.cols, empty.data.length], [0, 0, 0]);
+    return m.data.reduce((a, b) => a + b, 0);
+  });
+  assert.equal(sums, 30);
+  // A call that grows the memory after the views were read detaches them: fn reads them as
+  // empty (a length of 0), or fails on them (a detached array's reduce throws); either way
+  // the views' error is thrown instead.
+  const detached = (e) =>
+    e instanceof AttnkitError &&
+    e.parameter === "parameters" &&
+    /^parameters: views of the module's memory, read before a call that grew that memory \(1 of 2 detached\)/.test(
+      e.message,
+    );
+  for (const use of [(m) => m.data.length, (m) => m.data.reduce((a, b) => a + b, 0)])
+    assert.throws(
+      () =>
+        withViews("parameters", (views) => {
+          const args = block();
+          const [m] = [views.matrix(args), views.matrix(args)];
+          grow(M);
+          return use(m);
+        }),
+      detached,
+    );
+  // Views read after the growth are of the new memory.
+  assert.equal(
+    withViews("parameters", (views) => views.matrix(block()).data[1]),
+    2,
+  );
 });
 
 test("Marshal.layout puts the argument block first, then each array aligned", () => {

@@ -1,6 +1,7 @@
 // The page's report: control changes in the built web page at its largest
 // layer (T = 64, d_model = 128, 8 heads), from bench/results/page.json
-// (bench/wasm/page.mjs, Chromium).
+// (bench/wasm/page.mjs, Chromium), and the main thread while the Train and Language
+// views train.
 import { readJson, tableHead } from "./format.mjs";
 
 /** The page's section's markdown ("" without results); it has no README row. */
@@ -28,5 +29,13 @@ export function pageMarkdown(dir) {
     `${run.worstRenderMs} ms${run.overBudget.length ? ` (over the budget: ${run.overBudget.join(", ")})` : ""}` +
     `${loads.length ? `; load average (1 min) ${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)}` : ""}` +
     `${run.commit ? `; commit ${run.commit}` : ""}${run.quick ? "; a --quick run" : ""}.\n`;
+  if (run.training) {
+    md +=
+      "\nThe main thread while a view trains in its worker, from Train to done: its tasks over " +
+      "50 ms (Long Tasks API) and the largest lateness of a 20 ms timer.\n\n";
+    md += tableHead("view: run", ["steps", "s", "tasks > 50 ms", "longest, ms", "timer late, ms"]);
+    for (const [name, t] of Object.entries(run.training))
+      md += `| ${name} | ${t.steps} | ${t.seconds} | ${t.longTasks} | ${t.longestTaskMs} | ${t.timerLatenessMs} |\n`;
+  }
   return { md, readmeRows: [] };
 }

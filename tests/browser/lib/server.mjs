@@ -1,6 +1,6 @@
-// The built page (web/dist) served on 127.0.0.1: a tiny static file server, and the same
-// behind a pass-through that injects a script (for drivers that report no console events).
-import { createReadStream, existsSync, statSync } from "node:fs";
+// The built page (web/dist) served on 127.0.0.1: a tiny static file server, optionally
+// cross-origin isolated or injecting a script (for drivers that report no console events).
+import { createReadStream, existsSync, readFileSync, statSync } from "node:fs";
 import { createServer } from "node:http";
 import path from "node:path";
 
@@ -15,46 +15,56 @@ const TYPES = {
   ".json": "application/json",
 };
 
+/** The headers that make a page cross-origin isolated (web/vite.config.ts sends them). */
+export const ISOLATION_HEADERS = {
+  "cross-origin-opener-policy": "same-origin",
+  "cross-origin-embedder-policy": "require-corp",
+};
+
 /**
  * Serves `root`, and the files a test hands it with `add(name, bytes)` (kept in memory,
  * resolves to their URL on this server: a page fetches a test's input from its own
- * origin); resolves to { url, add, close }. Port 0 = any free port.
+ * origin); resolves to { url, add, close }. `isolated`: every answer carries
+ * ISOLATION_HEADERS; `script`: inserted at the start of every HTML page's <head>.
  */
-export function serve(root, port = 0) {
+export function serve(root, { isolated = false, script = "" } = {}) {
   // The files given to add(), by their path (as the request gives it, encoded).
   const held = new Map();
+  const answer = (res, status, type) =>
+    res.writeHead(status, {
+      ...(type && { "content-type": type }),
+      "cache-control": "no-store",
+      ...(isolated && ISOLATION_HEADERS),
+    });
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
     const bytes = held.get(url.pathname);
     if (bytes) {
-      res.writeHead(200, {
-        "content-type": "application/octet-stream",
-        "content-length": String(bytes.length),
-        "cache-control": "no-store",
-      });
-      res.end(bytes);
+      res.setHeader("content-length", String(bytes.length));
+      answer(res, 200, "application/octet-stream").end(bytes);
       return;
     }
     let file = path.join(root, decodeURIComponent(url.pathname));
     if (!file.startsWith(root)) {
-      res.writeHead(403).end();
+      answer(res, 403).end();
       return;
     }
     if (existsSync(file) && statSync(file).isDirectory()) file = path.join(file, "index.html");
     if (!existsSync(file)) {
-      res.writeHead(404).end("not found");
+      answer(res, 404).end("not found");
       return;
     }
-    res.writeHead(200, {
-      "content-type": TYPES[path.extname(file)] ?? "application/octet-stream",
-      "cache-control": "no-store",
-    });
-    createReadStream(file).pipe(res);
+    const type = TYPES[path.extname(file)] ?? "application/octet-stream";
+    if (script && type.startsWith("text/html")) {
+      const html = readFileSync(file, "utf8").replace("<head>", `<head><script>${script}</script>`);
+      answer(res, 200, type).end(html);
+      return;
+    }
+    createReadStream(file).pipe(answer(res, 200, type));
   });
   return new Promise((resolve) => {
-    server.listen(port, "127.0.0.1", () => {
-      const { port: p } = server.address();
-      const base = `http://127.0.0.1:${p}/`;
+    server.listen(0, "127.0.0.1", () => {
+      const base = `http://127.0.0.1:${server.address().port}/`;
       resolve({
         url: base,
         add(name, data) {
@@ -62,7 +72,10 @@ export function serve(root, port = 0) {
           held.set(at, data);
           return new URL(at, base).href;
         },
-        close: () => new Promise((r) => server.close(r)),
+        close: () => {
+          server.closeAllConnections?.();
+          return new Promise((r) => server.close(r));
+        },
       });
     });
   });
@@ -92,37 +105,3 @@ export const CONSOLE_HOOK = `(() => {
   const f = window.fetch.bind(window);
   window.fetch = (...a) => f(...a).then((r) => { if (!r.ok) problems.push("HTTP " + r.status + ": " + r.url); return r; });
 })();`;
-
-/**
- * serve() behind a pass-through server that inserts `script` at
- * the start of every HTML page's <head>. Resolves to { url, add, close }.
- */
-export async function serveWithScript(dir, script) {
-  const inner = await serve(dir);
-  const outer = createServer(async (req, res) => {
-    try {
-      const r = await fetch(new URL(req.url ?? "/", inner.url));
-      const type = r.headers.get("content-type") ?? "application/octet-stream";
-      let body = Buffer.from(await r.arrayBuffer());
-      if (type.startsWith("text/html"))
-        body = Buffer.from(
-          body.toString("utf8").replace("<head>", `<head><script>${script}</script>`),
-        );
-      res.writeHead(r.status, { "content-type": type, "cache-control": "no-store" }).end(body);
-    } catch (e) {
-      res.writeHead(502).end(String(e));
-    }
-  });
-  await new Promise((r) => outer.listen(0, "127.0.0.1", r));
-  const url = `http://127.0.0.1:${outer.address().port}/`;
-  return {
-    url,
-    // Served through this server, as every other file.
-    add: (name, data) => new URL(new URL(inner.add(name, data)).pathname, url).href,
-    close: async () => {
-      outer.closeAllConnections?.();
-      await new Promise((r) => outer.close(r));
-      await inner.close();
-    },
-  };
-}
