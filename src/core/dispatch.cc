@@ -68,12 +68,6 @@ bool MatMulTransposedAT(ConstMatrixView A, ConstMatrixView B, MatrixView C, floa
   return MatMul<false, GemmATransposed>(At, B, C);
 }
 
-// C = A B, B already in panels of `width` columns (any target's width: the
-// register tiles take it in tiles of their own).
-bool MatMulPanelsT(ConstMatrixView A, const float* panels, size_t width, MatrixView C) {
-  return MatMulPanels(A, PanelView{panels, width, width, A.cols * width}, C);
-}
-
 bool ScaleScoresT(MatrixView x, float scale, float softcap, MatrixView slope) {
   for (size_t r = 0; r < x.rows; ++r) {
     ScaleSoftcap(x.Row(r), x.cols, scale, softcap, slope.empty() ? nullptr : slope.Row(r));
@@ -123,7 +117,6 @@ HWY_EXPORT(RunAttentionJobT);
 HWY_EXPORT(MatMulT);
 HWY_EXPORT(MatMulTransposedT);
 HWY_EXPORT(MatMulTransposedAT);
-HWY_EXPORT(MatMulPanelsT);
 HWY_EXPORT(ScaleScoresT);
 HWY_EXPORT(SoftmaxRowsT);
 HWY_EXPORT(AllFiniteT);
@@ -204,9 +197,6 @@ bool RunMatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C, flo
 }
 bool RunMatMulTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) {
   return ATTNKIT_DISPATCH(MatMulTransposedAT)(A, B, C, packed);
-}
-bool RunMatMulPanels(ConstMatrixView A, const float* panels, size_t panel_width, MatrixView C) {
-  return ATTNKIT_DISPATCH(MatMulPanelsT)(A, panels, panel_width, C);
 }
 bool RunScaleScores(MatrixView x, float scale, float softcap, MatrixView slope) {
   return ATTNKIT_DISPATCH(ScaleScoresT)(x, scale, softcap, slope);

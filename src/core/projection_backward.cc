@@ -19,15 +19,12 @@ namespace internal {
 
 namespace {
 
-// What a banded product computes from A and B: kAPanels is A B with B
-// packed once in panels (ProductPanels).
-enum class ProductKind { kAB, kABt, kAtB, kAPanels };
+// What a banded product computes from A and B.
+enum class ProductKind { kAB, kABt, kAtB };
 
 // C = A B, A B^T or A^T B (see Product), bands of C's rows over the threads.
-// kAPanels reads B [A.cols, C.cols] from `panels` of `panel_width` columns.
 Status BandedProduct(ProductKind kind, ConstMatrixView A, ConstMatrixView B, MatrixView C,
-                     const char* source, const char* what, ThreadPool* pool,
-                     const float* panels = nullptr, size_t panel_width = 0) {
+                     const char* source, const char* what, ThreadPool* pool) {
   // A's rows (A^T B: its columns) are C's.
   const size_t K = kind == ProductKind::kAtB ? A.rows : A.cols;
   pool = PoolFor(pool, double(C.rows) * K * C.cols);
@@ -55,7 +52,7 @@ Status BandedProduct(ProductKind kind, ConstMatrixView A, ConstMatrixView B, Mat
     kind = ProductKind::kAB;
     B = Bt.view();
   }
-  if (C.rows >= kPackMinRows && kind != ProductKind::kAPanels) {
+  if (C.rows >= kPackMinRows) {
     const bool bt = kind == ProductKind::kABt;
     const size_t rows = bt ? B.cols : B.rows, cols = bt ? B.rows : B.cols;
     size_t all;
@@ -79,9 +76,6 @@ Status BandedProduct(ProductKind kind, ConstMatrixView A, ConstMatrixView B, Mat
         break;
       case ProductKind::kAtB:
         ok[b] = RunMatMulTransposedA(A.Block(0, A.rows, r0, rows), B, c, room_b);
-        break;
-      case ProductKind::kAPanels:
-        ok[b] = RunMatMulPanels(A.Block(r0, rows, 0, A.cols), panels, panel_width, c);
         break;
     }
   };
@@ -111,12 +105,6 @@ Status Product(ConstMatrixView A, ConstMatrixView B, MatrixView C, bool transpos
                const char* source, const char* what, ThreadPool* pool) {
   return BandedProduct(transposed ? ProductKind::kABt : ProductKind::kAB, A, B, C, source, what,
                        pool);
-}
-
-Status ProductPanels(ConstMatrixView A, const float* panels, size_t panel_width, MatrixView C,
-                     const char* source, const char* what, ThreadPool* pool) {
-  return BandedProduct(ProductKind::kAPanels, A, ConstMatrixView(), C, source, what, pool, panels,
-                       panel_width);
 }
 
 Status ProductTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C, const char* source,
