@@ -217,6 +217,22 @@ function parseConfig(text, where) {
   }
 }
 
+/**
+ * fetch(url, init) for an idempotent request (GET or HEAD): a network error
+ * before any response is tried once more. A server may close an idle
+ * keep-alive connection just as the next request goes out on it (the request
+ * then fails with ECONNRESET or "other side closed", though the server is up):
+ * the second try opens a new connection. A cancellation is never retried.
+ */
+async function fetchIdempotent(url, init, signal) {
+  try {
+    return await fetch(url, { ...init, signal });
+  } catch (e) {
+    if (signal?.aborted) throw e;
+    return await fetch(url, { ...init, signal });
+  }
+}
+
 /** The [begin, end, total] of a Content-Range header "bytes a-b/total", or null. */
 function contentRange(header) {
   const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(header ?? "");
@@ -240,7 +256,7 @@ class HttpFile {
   async fetch(init, signal) {
     let response;
     try {
-      response = await fetch(this.url, { ...init, signal });
+      response = await fetchIdempotent(this.url, init, signal);
     } catch (e) {
       if (signal?.aborted) throw aborted(signal);
       throw loadFailed(
@@ -423,7 +439,7 @@ class UrlSource {
     if (!this.configUrl) return null;
     let response;
     try {
-      response = await fetch(this.configUrl, { signal });
+      response = await fetchIdempotent(this.configUrl, {}, signal);
     } catch (e) {
       if (signal?.aborted) throw aborted(signal);
       throw loadFailed(

@@ -297,6 +297,13 @@ describe("GPT-2 checkpoints", () => {
         [],
       );
     });
+    it("a keep-alive connection the server closed as a request reused it: asked again", async () => {
+      hub.reset();
+      hub.fault("tiny/gpt2-2l", "model.safetensors", { dropReused: 1 });
+      await same("tiny/gpt2-2l", { hubUrl: hub.url });
+      assert.equal(hub.requests.filter((r) => r.dropped).length, 1);
+      hub.reset();
+    });
     it("a server that ignores Range: the whole file, read through", async () => {
       hub.fault("tinygpt", "model.safetensors", { ignoreRange: true });
       try {

@@ -68,10 +68,20 @@ export async function startHub({ host = "127.0.0.1", cdnHost } = {}) {
     res.end();
   }
 
+  // Requests served per connection, to tell a reused keep-alive connection.
+  const servedOn = new WeakMap();
+
   function cdn(req, res, repo, revision, file) {
     const bytes = lookup(repo, revision, file);
     if (!bytes) return notFound(res, `${repo}/${file}@${revision}`);
     const fault = faults.get(key(repo, revision, file)) ?? {};
+    if (fault.dropReused > 0 && servedOn.get(req.socket) > 1) {
+      // The server closed this idle keep-alive connection as the request came.
+      fault.dropReused -= 1;
+      requests[requests.length - 1].dropped = true;
+      req.socket.destroy();
+      return;
+    }
     const size = bytes.length;
     const range = fault.ignoreRange ? null : parseRange(req.headers.range, size);
     if (range === "unsatisfiable") {
@@ -119,6 +129,7 @@ export async function startHub({ host = "127.0.0.1", cdnHost } = {}) {
     const url = new URL(req.url, "http://x");
     const path = decodeURIComponent(url.pathname);
     requests.push({ method: req.method, path, range: req.headers.range ?? null });
+    servedOn.set(req.socket, (servedOn.get(req.socket) ?? 0) + 1);
     if (req.method === "OPTIONS") {
       res.writeHead(204, {
         ...CORS,
@@ -153,7 +164,9 @@ export async function startHub({ host = "127.0.0.1", cdnHost } = {}) {
      * the connection stays open: a download to cancel), {shortBy: n} (n bytes fewer than asked), {contentRange:
      * "bytes a-b/size"} (a Content-Range that lies), {hideContentRange: true} (a
      * 206 without it, as a browser sees a server that does not expose it),
-     * {ignoreRange: true}.
+     * {ignoreRange: true}, {dropReused: n} (the next n requests for it
+     * that arrive on a connection that served one before find it closed: the
+     * race of a server closing an idle keep-alive connection).
      */
     fault(repo, file, fault, { revision = "main" } = {}) {
       if (fault) faults.set(key(repo, revision, file), fault);
@@ -162,7 +175,7 @@ export async function startHub({ host = "127.0.0.1", cdnHost } = {}) {
     },
     /** Body bytes served of one file so far. */
     served: (repo, file, { revision = "main" } = {}) => served.get(key(repo, revision, file)) ?? 0,
-    /** Every request so far: {method, path, range}. */
+    /** Every request so far: {method, path, range, dropped (dropReused)}. */
     requests,
     /** Forgets the counts, the log and the faults (the files stay). */
     reset() {
