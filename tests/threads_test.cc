@@ -226,6 +226,36 @@ TEST_CASE("An overflow found on a worker thread is reported, and the pool keeps 
   CHECK(AllFinite(out));
 }
 
+TEST_CASE("Products of packed bands over a pool equal one thread bit for bit", "[threads]") {
+  // At least kPackMinRows rows of C: B (B^T) is packed in panels once, by
+  // ranges of panels over the threads, and every band reads it. 70 columns
+  // of C: the last range of panels ends inside a panel; 203 rows: the last
+  // band is short.
+  const internal::PoolCutoffScope every_call(0);
+  ThreadPool two(2), three(3);
+  ForEachTarget([&](int64_t) {
+    const size_t M = 203, K = 37, N = 70;
+    const TestMatrix A = Random(M, K, 50, Layout::kStrided), B = Random(K, N, 51);
+    const TestMatrix Bt = Random(N, K, 52, Layout::kStrided), At = Random(K, M, 53);
+    auto run = [&](ThreadPool* pool) {
+      std::vector<TestMatrix> c(3, TestMatrix(M, N, Layout::kStrided));
+      REQUIRE_OK(internal::Product(A, B, c[0], false, "A", "A B", pool));
+      REQUIRE_OK(internal::Product(A, Bt, c[1], true, "A", "A B^T", pool));
+      REQUIRE_OK(internal::ProductTransposedA(At, B, c[2], "A", "A^T B", pool));
+      return c;
+    };
+    const std::vector<TestMatrix> one = run(nullptr);
+    for (ThreadPool* pool : {&two, &three}) {
+      const std::vector<TestMatrix> c = run(pool);
+      for (size_t i = 0; i < c.size(); ++i) {
+        INFO("product " << i << ", threads " << pool->num_threads());
+        CHECK(c[i].SameValues(one[i]));
+        CHECK(c[i].PaddingIntact());
+      }
+    }
+  });
+}
+
 TEST_CASE("Sums that overflow on the fused paths are found, any pool", "[threads][overflow]") {
   // 70 queries and keys (the fused forward and the blocked backward), V and
   // dO near the float limit, causal. The forward's running sums pass it
