@@ -226,6 +226,70 @@ TEST_CASE("An overflow found on a worker thread is reported, and the pool keeps 
   CHECK(AllFinite(out));
 }
 
+TEST_CASE("Products of packed bands over a pool equal one thread bit for bit", "[threads]") {
+  // At least kPackMinRows rows of C: B (B^T) is packed in panels once, by
+  // ranges of panels over the threads, and every band reads it. 70 columns
+  // of C: the last range of panels ends inside a panel; 203 rows: the last
+  // band is short.
+  const internal::PoolCutoffScope every_call(0);
+  ThreadPool two(2), three(3);
+  ForEachTarget([&](int64_t) {
+    const size_t M = 203, K = 37, N = 70;
+    const TestMatrix A = Random(M, K, 50, Layout::kStrided), B = Random(K, N, 51);
+    const TestMatrix Bt = Random(N, K, 52, Layout::kStrided), At = Random(K, M, 53);
+    auto run = [&](ThreadPool* pool) {
+      std::vector<TestMatrix> c(3, TestMatrix(M, N, Layout::kStrided));
+      REQUIRE_OK(internal::Product(A, B, c[0], false, "A", "A B", pool));
+      REQUIRE_OK(internal::Product(A, Bt, c[1], true, "A", "A B^T", pool));
+      REQUIRE_OK(internal::ProductTransposedA(At, B, c[2], "A", "A^T B", pool));
+      return c;
+    };
+    const std::vector<TestMatrix> one = run(nullptr);
+    for (ThreadPool* pool : {&two, &three}) {
+      const std::vector<TestMatrix> c = run(pool);
+      for (size_t i = 0; i < c.size(); ++i) {
+        INFO("product " << i << ", threads " << pool->num_threads());
+        CHECK(c[i].SameValues(one[i]));
+        CHECK(c[i].PaddingIntact());
+      }
+    }
+  });
+}
+
+TEST_CASE("Sums that overflow on the fused paths are found, any pool", "[threads][overflow]") {
+  // 70 queries and keys (the fused forward and the blocked backward), V and
+  // dO near the float limit, causal. The forward's running sums pass it
+  // where the outputs (weighted means of V) do not: found, the call reruns
+  // on scaled values and succeeds. The gradients pass it: kOverflow. Each
+  // path checks what it writes as it writes it.
+  const internal::PoolCutoffScope every_call(0);
+  ThreadPool two(2);
+  ForEachTarget([&](int64_t) {
+    const size_t T = 70, d = 5;
+    const TestMatrix Q = Random(T, 2 * d, 60, Layout::kStrided, -0.1f, 0.1f);
+    const TestMatrix K = Random(T, 2 * d, 61, Layout::kStrided, -0.1f, 0.1f);
+    const TestMatrix V = Random(T, 2 * d, 62, Layout::kStrided, 3e38f, 3.4e38f);
+    const TestMatrix small_V = Random(T, 2 * d, 63, Layout::kStrided);
+    const TestMatrix dO = Random(T, 2 * d, 64, Layout::kStrided, 3e38f, 3.4e38f);
+    const HeadConfig heads{2, 2, d, d};
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two}) {
+      INFO("pool " << (pool ? 2 : 0));
+      AttentionOptions o;
+      o.pool = pool;
+      o.causal = true;
+      TestMatrix out(T, 2 * d, Layout::kStrided), lse(2 * T, 1);
+      REQUIRE_OK(MultiHeadAttentionQKVForTraining(Q, K, V, 1, heads, o, out, lse));
+      CHECK(AllFinite(out));
+      REQUIRE_OK(MultiHeadAttentionQKVForTraining(Q, K, small_V, 1, heads, o, out, lse));
+      TestMatrix dQ(T, 2 * d, Layout::kStrided), dK(T, 2 * d, Layout::kStrided),
+          dV(T, 2 * d, Layout::kStrided);
+      CHECK_ERROR(
+          MultiHeadAttentionQKVBackward(Q, K, small_V, out, dO, lse, 1, heads, o, dQ, dK, dV),
+          Err(ErrorCode::kOverflow).Name("dO"));
+    }
+  });
+}
+
 TEST_CASE("A job below the pool's cut-off runs on the calling thread, a larger one on the pool",
           "[threads]") {
   ThreadPool pool(2);

@@ -137,6 +137,32 @@ int main(int argc, char** argv) {
     }
   }
   {
+    // The multi-head training forward and backward at the Language view's
+    // default preset's shape (batch 12, T 64, 4 heads of d_k 24, causal,
+    // Q | K | V side by side as the model holds them).
+    const size_t B = 12, T = 64, heads = 4, d_k = 24, N = B * T, cols = heads * d_k;
+    const auto qkv = Random(N * 3 * cols, 11), dout = Random(N * cols, 12);
+    std::vector<float> out(N * cols), lse(N * heads), dqkv(N * 3 * cols);
+    const attnkit::ConstMatrixView QKV(qkv.data(), N, 3 * cols), dO(dout.data(), N, cols);
+    const attnkit::MatrixView dQKV(dqkv.data(), N, 3 * cols), O(out.data(), N, cols),
+        L(lse.data(), N * heads, 1);
+    const attnkit::HeadConfig config{heads, heads, d_k, d_k};
+    attnkit::AttentionOptions o;
+    o.causal = true;
+    const auto part = [&](auto m, size_t i) { return m.Block(0, N, i * cols, cols); };
+    Time("mh_train_fwd_B=12_T=64_h=4_dk=24_causal", budget, [&] {
+      return attnkit::MultiHeadAttentionQKVForTraining(part(QKV, 0), part(QKV, 1), part(QKV, 2), B,
+                                                       config, o, O, L)
+          .ok();
+    });
+    Time("mh_bwd_saved_B=12_T=64_h=4_dk=24_causal", budget, [&] {
+      return attnkit::MultiHeadAttentionQKVBackward(part(QKV, 0), part(QKV, 1), part(QKV, 2), O, dO,
+                                                    L, B, config, o, part(dQKV, 0), part(dQKV, 1),
+                                                    part(dQKV, 2))
+          .ok();
+    });
+  }
+  {
     Head h(256, 64);
     attnkit::AttentionOptions o;
     o.softcap = 30.0f;

@@ -13,6 +13,9 @@
 // other processes' turns; with the pool it also counts the workers' spinning).
 // Usage: attnkit_train_bench [--quick] > bench/results/train-native.json
 //
+// --profile NAME [THREADS] [STEPS]: training steps of one GPT shape of
+// --threads, for a profiler (bench/native/phases.mjs).
+//
 // --threads [ROUNDS]: where two threads start to pay (the pool's cut-off,
 // internal::kPoolMinMultiplyAdds). A table on stdout: the pool's cost per
 // Run; products [768, K] x [K, N] of several sizes; the multi-head attention's
@@ -263,21 +266,47 @@ struct GptShape {
   size_t num_layers, num_heads, d_model, d_ff, seq_len, batch, vocab;
 };
 
+// The GPT shapes of --threads and --profile: the Language presets and nanoGPT's.
+constexpr GptShape kGptShapes[] = {
+    {"tiny", 1, 2, 32, 128, 32, 4, 81},
+    {"small", 2, 4, 64, 256, 32, 16, 81},
+    {"default", 3, 4, 96, 288, 64, 12, 81},
+    {"nanogpt", 4, 4, 128, 512, 64, 12, 84},
+};
+
+// The model of shape g: LayerNorm, no biases, as the page's models.
+ModelConfig GptConfig(const GptShape& g) {
+  ModelConfig c;
+  c.vocab_size = g.vocab;
+  c.max_seq_len = g.seq_len;
+  c.d_model = g.d_model;
+  c.num_layers = g.num_layers;
+  c.num_heads = g.num_heads;
+  c.d_ff = g.d_ff;
+  c.layer_norm = true;
+  return c;
+}
+
+// A batch of g's shape, tokens and targets uniform from rng.
+void RandomBatch(const GptShape& g, Rng* rng, Batch* batch) {
+  batch->batch = g.batch;
+  batch->seq_len = g.seq_len;
+  batch->tokens.clear();
+  batch->targets.clear();
+  for (size_t i = 0; i < g.batch * g.seq_len; ++i) {
+    batch->tokens.push_back(int32_t(rng->Below(g.vocab)));
+    batch->targets.push_back(int32_t(rng->Below(g.vocab)));
+  }
+}
+
 // One round: `steps` steps of each trainer in turns (one thread, then two),
 // on the same batches; the wall ms per step of each.
 void GptRound(Trainer* one, Trainer* two, const GptShape& g, Rng* rng, size_t steps, double* ms_one,
               double* ms_two, bool* ok) {
   Batch batch;
-  batch.batch = g.batch;
-  batch.seq_len = g.seq_len;
   double sum[2] = {0, 0};
   for (size_t s = 0; s < steps; ++s) {
-    batch.tokens.clear();
-    batch.targets.clear();
-    for (size_t i = 0; i < g.batch * g.seq_len; ++i) {
-      batch.tokens.push_back(int32_t(rng->Below(g.vocab)));
-      batch.targets.push_back(int32_t(rng->Below(g.vocab)));
-    }
+    RandomBatch(g, rng, &batch);
     Metrics m[2];
     Trainer* trainers[2] = {one, two};
     for (size_t t = 0; t < 2; ++t) {
@@ -292,28 +321,15 @@ void GptRound(Trainer* one, Trainer* two, const GptShape& g, Rng* rng, size_t st
 }
 
 void ThreadsGpt(attnkit::ThreadPool& pool, size_t rounds) {
-  const GptShape shapes[] = {
-      {"tiny", 1, 2, 32, 128, 32, 4, 81},
-      {"small", 2, 4, 64, 256, 32, 16, 81},
-      {"default", 3, 4, 96, 288, 64, 12, 81},
-      {"nanogpt", 4, 4, 128, 512, 64, 12, 84},
-  };
   std::printf(
       "\n| GPT step | cut-off | multiply-adds of x W_O | 1 thread ms | 2 threads ms | "
       "2 threads' speed | identical |\n");
   std::printf("|---|---|---:|---:|---:|---:|---|\n");
-  for (const GptShape& g : shapes) {
+  for (const GptShape& g : kGptShapes) {
     for (const bool every_call : {true, false}) {
       const attnkit::internal::PoolCutoffScope cutoff(
           every_call ? 0 : attnkit::internal::kPoolMinMultiplyAdds);
-      ModelConfig c;
-      c.vocab_size = g.vocab;
-      c.max_seq_len = g.seq_len;
-      c.d_model = g.d_model;
-      c.num_layers = g.num_layers;
-      c.num_heads = g.num_heads;
-      c.d_ff = g.d_ff;
-      c.layer_norm = true;  // no biases, as the page's models
+      const ModelConfig c = GptConfig(g);
       AdamWConfig adam;
       adam.learning_rate = 3e-3f;
       Trainer one, two;
@@ -364,11 +380,57 @@ int Threads(size_t rounds) {
   return 0;
 }
 
+// --profile: `steps` training steps of the GPT shape `name` (kGptShapes) on
+// `threads` threads (1: no pool), for a profiler to sample
+// (bench/native/phases.mjs); the median wall and CPU ms per step on stderr.
+int Profile(const char* name, size_t threads, size_t steps) {
+  const GptShape* g = nullptr;
+  for (const GptShape& s : kGptShapes) g = std::strcmp(s.name, name) == 0 ? &s : g;
+  if (!g) {
+    std::fprintf(stderr, "--profile: no GPT shape named %s (tiny, small, default, nanogpt)\n",
+                 name);
+    return 2;
+  }
+  AdamWConfig adam;
+  adam.learning_rate = 3e-3f;
+  Trainer trainer;
+  attnkit::Status st = trainer.Init(GptConfig(*g), 1, adam);
+  std::optional<attnkit::ThreadPool> pool;
+  if (threads > 1) pool.emplace(threads);
+  trainer.model().set_pool(pool ? &*pool : nullptr);
+  Rng rng(5);
+  Batch batch;
+  std::vector<double> wall, cpu;
+  for (size_t s = 0; st.ok() && s < steps; ++s) {
+    RandomBatch(*g, &rng, &batch);
+    Metrics m;
+    const double t0 = harness::WallSeconds(), c0 = CpuMs();
+    st = trainer.Step(batch, &m);
+    cpu.push_back(CpuMs() - c0);
+    wall.push_back((harness::WallSeconds() - t0) * 1e3);
+  }
+  if (!st.ok()) {
+    std::fprintf(stderr, "--profile: %s\n", st.ToString().c_str());
+    return 1;
+  }
+  double load[1] = {-1};
+  if (getloadavg(load, 1) != 1) load[0] = -1;
+  std::fprintf(stderr,
+               "profile %s: %zu threads, %zu steps, median %.3f ms per step (CPU %.3f ms), "
+               "load %.2f\n",
+               g->name, threads, steps, TimedMedian(wall), TimedMedian(cpu), load[0]);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--threads") == 0) {
     return Threads(argc > 2 ? size_t(std::atoi(argv[2])) : 7);
+  }
+  if (argc > 2 && std::strcmp(argv[1], "--profile") == 0) {
+    return Profile(argv[2], argc > 3 ? size_t(std::atoi(argv[3])) : 1,
+                   argc > 4 ? size_t(std::atoi(argv[4])) : 200);
   }
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   std::vector<Setting> settings(2);

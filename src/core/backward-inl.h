@@ -285,8 +285,9 @@ ATTNKIT_OUT_OF_LINE_IN_WASM void BackwardTile(const internal::GradTask& task,
 // The key block at j0 of the backward for `count` tasks that share K and V
 // (the query heads of one K/V group): their tiles with every query block,
 // head by head in order, summed into one dK and dV block, then written out
-// to the first task's dK and dV rows.
-HWY_INLINE void BackwardKeyBlock(const internal::GradTask* tasks, size_t count,
+// to the first task's dK and dV rows. Returns whether the rows written are
+// finite (checked as they are written).
+HWY_INLINE bool BackwardKeyBlock(const internal::GradTask* tasks, size_t count,
                                  float* HWY_RESTRICT scratch, size_t j0, TileGrads grads) {
   const internal::GradTask& task = tasks[0];
   const internal::GradLayout& w = task.layout;
@@ -303,10 +304,12 @@ HWY_INLINE void BackwardKeyBlock(const internal::GradTask* tasks, size_t count,
       BackwardTile(tasks[h], scratch, i0, std::min(kGradQueries, T_q - i0), j0, grads);
     }
   }
+  bool finite = true;
   for (size_t j = j0; j < std::min(T_k, j0 + kGradKeys); ++j) {
-    CopyRow(dkb + (j - j0) * w.dk_p, d_k, task.dK.Row(j));
-    CopyRow(dvb + (j - j0) * w.dv_p, d_v, task.dV.Row(j));
+    finite &= CopyRowFinite(dkb + (j - j0) * w.dk_p, d_k, task.dK.Row(j));
+    finite &= CopyRowFinite(dvb + (j - j0) * w.dv_p, d_v, task.dV.Row(j));
   }
+  return finite;
 }
 
 // The query block at i0 of the backward (threads only): its tiles with every
@@ -340,14 +343,17 @@ HWY_INLINE void PrepareBackward(const internal::GradTask& task) {
   for (size_t i = 0; i < T_q; ++i) ws[w.D + i] = SoftmaxGradD(task.dO.Row(i), t.out.Row(i), d_v);
 }
 
-// dQ rows out of the accumulator (unless summed in place).
-HWY_INLINE void WriteQueryGradients(const internal::GradTask& task) {
-  if (task.layout.q_in_place) return;
+// dQ rows out of the accumulator (unless summed in place); returns whether
+// every value of dQ is finite.
+HWY_INLINE bool WriteQueryGradients(const internal::GradTask& task) {
+  if (task.layout.q_in_place) return AllFinite(task.dQ);
   const float* dq = task.workspace + task.layout.dqp;
   const size_t dk_p = task.layout.dk_p, d_k = task.head.Q.cols;
+  bool finite = true;
   for (size_t i = 0; i < task.head.Q.rows; ++i) {
-    CopyRow(dq + i * dk_p, d_k, task.dQ.Row(i));
+    finite &= CopyRowFinite(dq + i * dk_p, d_k, task.dQ.Row(i));
   }
+  return finite;
 }
 
 // SmallBackward: the backward of a head that is one tile (T_q <=
@@ -425,21 +431,25 @@ HWY_INLINE bool Backward(const internal::GradTask& task) {
   float* threads = task.workspace + w.threads_at;
   const size_t key_blocks = (T_k + kGradKeys - 1) / kGradKeys;
   const size_t query_blocks = (T_q + kGradQueries - 1) / kGradQueries;
+  bool finite = true;
   if (task.pool == nullptr || task.pool->num_threads() == 1) {
     for (size_t b = 0; b < key_blocks; ++b) {
-      BackwardKeyBlock(&task, 1, threads, b * kGradKeys, TileGrads::kAll);
+      finite &= BackwardKeyBlock(&task, 1, threads, b * kGradKeys, TileGrads::kAll);
     }
   } else {
+    std::atomic<bool> keys_finite{true};
     internal::ParallelFor(task.pool, key_blocks, [&](size_t b, size_t thread) HWY_ATTR {
-      BackwardKeyBlock(&task, 1, threads + thread * w.thread_floats, b * kGradKeys,
-                       TileGrads::kKeys);
+      if (!BackwardKeyBlock(&task, 1, threads + thread * w.thread_floats, b * kGradKeys,
+                            TileGrads::kKeys)) {
+        keys_finite.store(false, std::memory_order_relaxed);
+      }
     });
     internal::ParallelFor(task.pool, query_blocks, [&](size_t b, size_t thread) HWY_ATTR {
       BackwardQueryBlock(task, threads + thread * w.thread_floats, b * kGradQueries);
     });
+    finite = keys_finite.load();
   }
-  WriteQueryGradients(task);
-  return AllFinite(task.dQ) && AllFinite(task.dK) && AllFinite(task.dV);
+  return WriteQueryGradients(task) && finite;
 }
 
 // tasks [count] = the tasks of groups [g0, g0 + count / job.group) of a
@@ -466,14 +476,11 @@ HWY_INLINE bool GroupBackward(const internal::MultiGradTask& job, size_t g, size
   float* HWY_RESTRICT scratch = job.threads + thread * w.thread_floats;
   const size_t T_k = tasks[0].head.K.rows;
   for (size_t h = 0; h < group; ++h) PrepareBackward(tasks[h]);
+  bool finite = true;
   for (size_t j0 = 0; j0 < T_k; j0 += kGradKeys) {
-    BackwardKeyBlock(tasks, group, scratch, j0, TileGrads::kAll);
+    finite &= BackwardKeyBlock(tasks, group, scratch, j0, TileGrads::kAll);
   }
-  bool finite = AllFinite(tasks[0].dK) && AllFinite(tasks[0].dV);
-  for (size_t h = 0; h < group; ++h) {
-    WriteQueryGradients(tasks[h]);
-    finite = finite && AllFinite(tasks[h].dQ);
-  }
+  for (size_t h = 0; h < group; ++h) finite &= WriteQueryGradients(tasks[h]);
   return finite;
 }
 
@@ -490,21 +497,20 @@ HWY_INLINE bool SplitGroupsBackward(const internal::MultiGradTask& job) {
   const size_t key_blocks = (T_k + kGradKeys - 1) / kGradKeys;
   const size_t query_blocks = (T_q + kGradQueries - 1) / kGradQueries;
   internal::ParallelFor(job.pool, n, [&](size_t k, size_t) HWY_ATTR { PrepareBackward(tasks[k]); });
+  std::atomic<bool> keys_finite{true};
   internal::ParallelFor(job.pool, groups * key_blocks, [&](size_t k, size_t thread) HWY_ATTR {
-    BackwardKeyBlock(&tasks[k / key_blocks * group], group, job.threads + thread * w.thread_floats,
-                     k % key_blocks * kGradKeys, TileGrads::kKeys);
+    if (!BackwardKeyBlock(&tasks[k / key_blocks * group], group,
+                          job.threads + thread * w.thread_floats, k % key_blocks * kGradKeys,
+                          TileGrads::kKeys)) {
+      keys_finite.store(false, std::memory_order_relaxed);
+    }
   });
   internal::ParallelFor(job.pool, n * query_blocks, [&](size_t k, size_t thread) HWY_ATTR {
     BackwardQueryBlock(tasks[k / query_blocks], job.threads + thread * w.thread_floats,
                        k % query_blocks * kGradQueries);
   });
-  bool finite = true;
-  for (size_t k = 0; k < n; ++k) {
-    const internal::GradTask& task = tasks[k];
-    WriteQueryGradients(task);
-    finite = finite && AllFinite(task.dQ);
-    if (k % group == 0) finite = finite && AllFinite(task.dK) && AllFinite(task.dV);
-  }
+  bool finite = keys_finite.load();
+  for (size_t k = 0; k < n; ++k) finite &= WriteQueryGradients(tasks[k]);
   return finite;
 }
 

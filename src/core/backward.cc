@@ -267,22 +267,33 @@ namespace {
 
 using MultiShape = internal::MultiHeadShape;
 
+// The pool a multi-head call's checks of its inputs' values split over: the
+// call's, if its heads' forward is large enough for it (PoolFor).
+ThreadPool* ChecksPool(const MultiShape& m, const AttentionOptions& options) {
+  const internal::Heads& h = m.heads;
+  return internal::PoolFor(
+      options.pool,
+      double(m.batch * h.num_heads) * internal::ForwardMultiplyAdds(m.T_q, m.T_k, h.d_k, h.d_v));
+}
+
 // Q, K and V as MultiHeadAttentionQKV checks them (CheckMultiHeadQKV, then
 // their values), and the options.
 Status CheckMultiQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, size_t batch,
                      const HeadConfig& config, const AttentionOptions& options, MultiShape* m) {
   ATTNKIT_RETURN_IF_ERROR(internal::CheckMultiHeadQKV(Q, K, V, batch, config, m));
-  ATTNKIT_RETURN_IF_ERROR(CheckFinite("Q", Q));
-  ATTNKIT_RETURN_IF_ERROR(CheckFinite("K", K));
-  ATTNKIT_RETURN_IF_ERROR(CheckFinite("V", V));
+  ThreadPool* const pool = ChecksPool(*m, options);
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("Q", Q, false, pool));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("K", K, false, pool));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("V", V, false, pool));
   return internal::CheckOptions(options, m->T_q, m->T_k, /*batched=*/true, batch,
                                 m->heads.num_heads);
 }
 
-// dO shaped as the output (m.OutCols) finite, dQ, dK, dV shaped as Q, K, V.
+// dO shaped as the output (m.OutCols) finite, dQ, dK, dV shaped as Q, K, V;
+// `pool` splits the check of dO's values (ChecksPool).
 Status CheckMultiGradients(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                            ConstMatrixView dO, const char* dO_name, const MultiShape& m,
-                           MatrixView dQ, MatrixView dK, MatrixView dV) {
+                           ThreadPool* pool, MatrixView dQ, MatrixView dK, MatrixView dV) {
   ATTNKIT_RETURN_IF_ERROR(
       CheckShape(dO_name, dO, Q.rows, m.OutCols(), m.OutRowsNote(), m.OutColsNote()));
   ATTNKIT_RETURN_IF_ERROR(
@@ -291,7 +302,7 @@ Status CheckMultiGradients(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView
       CheckShape("dK", dK, K.rows, K.cols, "the rows of K", "the columns of K"));
   ATTNKIT_RETURN_IF_ERROR(
       CheckShape("dV", dV, V.rows, V.cols, "the rows of V", "the columns of V"));
-  return CheckFinite(dO_name, dO);
+  return CheckFinite(dO_name, dO, false, pool);
 }
 
 // One head task per (item, query head) of checked Q, K and V in m's layout,
@@ -470,13 +481,14 @@ Status MultiHeadAttentionQKVBackward(ConstMatrixView Q, ConstMatrixView K, Const
                                      MatrixView dV) {
   MultiShape m;
   ATTNKIT_RETURN_IF_ERROR(CheckMultiQKV(Q, K, V, batch, config, options, &m));
-  ATTNKIT_RETURN_IF_ERROR(CheckMultiGradients(Q, K, V, dO, "dO", m, dQ, dK, dV));
+  ThreadPool* const pool = ChecksPool(m, options);
+  ATTNKIT_RETURN_IF_ERROR(CheckMultiGradients(Q, K, V, dO, "dO", m, pool, dQ, dK, dV));
   ATTNKIT_RETURN_IF_ERROR(
       CheckShape("O", O, Q.rows, m.OutCols(), m.OutRowsNote(), m.OutColsNote()));
   ATTNKIT_RETURN_IF_ERROR(CheckShape("lse", lse, m.query_head_rows, 1, "batch * num_heads * T_q",
                                      "one log-sum-exp per row"));
-  ATTNKIT_RETURN_IF_ERROR(CheckFinite("O", O));
-  ATTNKIT_RETURN_IF_ERROR(CheckFinite("lse", lse, /*allow_neg_inf=*/true));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("O", O, false, pool));
+  ATTNKIT_RETURN_IF_ERROR(CheckFinite("lse", lse, /*allow_neg_inf=*/true, pool));
   ATTNKIT_RETURN_IF_ERROR(
       CheckOutputsApart({{"dQ", dQ}, {"dK", dK}, {"dV", dV}},
                         {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"dO", dO}, {"lse", lse}}));
@@ -491,7 +503,8 @@ Status MultiHeadAttentionQKVBackward(ConstMatrixView Q, ConstMatrixView K, Const
                                      MatrixView dV) {
   MultiShape m;
   ATTNKIT_RETURN_IF_ERROR(CheckMultiQKV(Q, K, V, batch, config, options, &m));
-  ATTNKIT_RETURN_IF_ERROR(CheckMultiGradients(Q, K, V, dO, "dO", m, dQ, dK, dV));
+  ATTNKIT_RETURN_IF_ERROR(
+      CheckMultiGradients(Q, K, V, dO, "dO", m, ChecksPool(m, options), dQ, dK, dV));
   ATTNKIT_RETURN_IF_ERROR(CheckOutputsApart({{"dQ", dQ}, {"dK", dK}, {"dV", dV}},
                                             {{"Q", Q}, {"K", K}, {"V", V}, {"dO", dO}}));
   Matrix O, lse;

@@ -68,6 +68,30 @@ bool MatMulTransposedAT(ConstMatrixView A, ConstMatrixView B, MatrixView C, floa
   return MatMul<false, GemmATransposed>(At, B, C);
 }
 
+// B [K, N]'s columns [j0, j1) (j0 a multiple of kMaxPanel), or with
+// `transposed` B [N, K]'s rows [j0, j1) as columns of B^T, packed in panels
+// into `packed` where MatMulT and MatMulTransposedT pack all of B: panel p
+// at packed + p K W (W = GemmPanelWidth(), which divides kMaxPanel). Ranges
+// packed by several threads make up one packed B.
+void PackPanelsT(ConstMatrixView B, bool transposed, size_t j0, size_t j1, float* packed) {
+  if (transposed) {
+    (void)PackPanelsTransposed(B.Block(j0, j1 - j0, 0, B.cols), packed + j0 * B.cols);
+  } else {
+    (void)PackPanels(B.Block(0, B.rows, j0, j1 - j0), packed + j0 * B.rows);
+  }
+}
+
+// C = A B, or with `transposed_a` A^T B for A [K, M], from B [K, N] packed by
+// PackPanelsT: the sums of MatMulT and MatMulTransposedAT with B packed.
+bool MatMulPackedT(ConstMatrixView A, bool transposed_a, const float* packed, MatrixView C) {
+  const size_t W = GemmPanelWidth();
+  if (transposed_a) {
+    const ConstMatrixView At(A.data, A.cols, A.rows, A.stride);
+    return MatMulPanels<GemmATransposed>(At, PanelView{packed, W, W, A.rows * W}, C);
+  }
+  return MatMulPanels(A, PanelView{packed, W, W, A.cols * W}, C);
+}
+
 bool ScaleScoresT(MatrixView x, float scale, float softcap, MatrixView slope) {
   for (size_t r = 0; r < x.rows; ++r) {
     ScaleSoftcap(x.Row(r), x.cols, scale, softcap, slope.empty() ? nullptr : slope.Row(r));
@@ -117,6 +141,8 @@ HWY_EXPORT(RunAttentionJobT);
 HWY_EXPORT(MatMulT);
 HWY_EXPORT(MatMulTransposedT);
 HWY_EXPORT(MatMulTransposedAT);
+HWY_EXPORT(PackPanelsT);
+HWY_EXPORT(MatMulPackedT);
 HWY_EXPORT(ScaleScoresT);
 HWY_EXPORT(SoftmaxRowsT);
 HWY_EXPORT(AllFiniteT);
@@ -197,6 +223,12 @@ bool RunMatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C, flo
 }
 bool RunMatMulTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) {
   return ATTNKIT_DISPATCH(MatMulTransposedAT)(A, B, C, packed);
+}
+void RunPackPanels(ConstMatrixView B, bool transposed, size_t j0, size_t j1, float* packed) {
+  ATTNKIT_DISPATCH(PackPanelsT)(B, transposed, j0, j1, packed);
+}
+bool RunMatMulPacked(ConstMatrixView A, bool transposed_a, const float* packed, MatrixView C) {
+  return ATTNKIT_DISPATCH(MatMulPackedT)(A, transposed_a, packed, C);
 }
 bool RunScaleScores(MatrixView x, float scale, float softcap, MatrixView slope) {
   return ATTNKIT_DISPATCH(ScaleScoresT)(x, scale, softcap, slope);

@@ -1,6 +1,7 @@
 // attnkit: the finiteness check of a row of floats, per target (Highway),
 // shared by the forward's kernels (ops-inl.h) and the backward's
-// (backward-inl.h). Toggled include guard, as theirs.
+// (backward-inl.h), alone or as a row is written. Toggled include guard, as
+// theirs.
 
 #if defined(ATTNKIT_FINITE_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef ATTNKIT_FINITE_INL_H_
@@ -53,6 +54,44 @@ HWY_INLINE bool AllFinite(const float* HWY_RESTRICT x, size_t n) {
     if (!(x[i] - x[i] == 0.0f) && !(kAllowNegInf && x[i] == neg_inf)) return false;
   }
   return true;
+}
+
+// to [n] = op(from [n]), op applied to whole vectors, then to single lanes
+// (op(d, v) for a tag d and a vector v of it); returns whether every value
+// stored is finite. Checks an output as it is written (the sum of v - v, as
+// AllFinite), where a second pass over it would cost as much as the write.
+// from may be to (in place).
+template <class Op>
+HWY_INLINE bool StoreRowFinite(const float* from, size_t n, float* to, const Op& op) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  auto diff = hn::Zero(d);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto v = op(d, hn::LoadU(d, from + i));
+    hn::StoreU(v, d, to + i);
+    diff = hn::Add(diff, hn::Sub(v, v));
+  }
+  const hn::CappedTag<float, 1> d1;
+  auto diff1 = hn::Zero(d1);
+  for (; i < n; ++i) {
+    const auto v = op(d1, hn::LoadU(d1, from + i));
+    hn::StoreU(v, d1, to + i);
+    diff1 = hn::Add(diff1, hn::Sub(v, v));
+  }
+  return hn::AllTrue(d, hn::Eq(diff, hn::Zero(d))) && hn::GetLane(diff1) == 0.0f;
+}
+
+// to [n] = from [n]; returns whether every value is finite.
+HWY_INLINE bool CopyRowFinite(const float* from, size_t n, float* to) {
+  return StoreRowFinite(from, n, to, [](auto, auto v) HWY_ATTR { return v; });
+}
+
+// x [n] *= scale (lane for lane the products of ScaleRow without a softcap);
+// returns whether every product is finite.
+HWY_INLINE bool ScaleRowFinite(float* x, size_t n, float scale) {
+  return StoreRowFinite(x, n, x,
+                        [scale](auto d, auto v) HWY_ATTR { return hn::Mul(v, hn::Set(d, scale)); });
 }
 
 }  // namespace HWY_NAMESPACE

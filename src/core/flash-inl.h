@@ -263,22 +263,25 @@ struct FlashBlock {
 
   // out rows /= l (rows that saw no key stay zero); for the training forward
   // lse rows = m + log l, the log-sum-exp the backward recomputes P from
-  // (-inf for rows that saw no key).
-  HWY_INLINE void Finish(const internal::HeadTask& t) {
+  // (-inf for rows that saw no key). Returns false if an output overflowed
+  // (the zero rows cannot).
+  HWY_INLINE bool Finish(const internal::HeadTask& t) {
+    bool finite = true;
     for (size_t r = 0; r < kRows; ++r) {
-      if (l[r] > 0.0f) ScaleRow(t.out.Row(i0 + r), t.V.cols, 1.0f / l[r], 0.0f);
+      if (l[r] > 0.0f) finite &= ScaleRowFinite(t.out.Row(i0 + r), t.V.cols, 1.0f / l[r]);
     }
-    if (t.lse.empty()) return;
+    if (t.lse.empty()) return finite;
     for (size_t r = 0; r < kRows; ++r) {
       t.lse(i0 + r, 0) =
           l[r] > 0.0f ? m[r] + std::log(l[r]) : -std::numeric_limits<float>::infinity();
     }
+    return finite;
   }
 };
 
 // Query rows [i0, i0 + kRows) of one head, tile after tile; qt is room for
-// their queries packed [d_k, kRows]. Returns false if a visible score
-// overflowed.
+// their queries packed [d_k, kRows]. Returns false if a visible score or an
+// output overflowed.
 template <size_t kRows>
 HWY_INLINE bool FlashRows(const internal::HeadTask& t, const internal::ScoreParams& p,
                           const PackedKeys& packed, size_t i0, float* HWY_RESTRICT qt) {
@@ -288,15 +291,14 @@ HWY_INLINE bool FlashRows(const internal::HeadTask& t, const internal::ScorePara
   for (size_t j0 = 0; j0 < block.keys; j0 += kTileKeys) {
     if (!block.Step(t, p, packed, j0, s)) return false;
   }
-  block.Finish(t);
-  return true;
+  return block.Finish(t);
 }
 
 // Up to kMaxBlocks full blocks of kBlockRows queries, starting at row i0,
 // with the key tiles in the outer loop: each K^T and V tile is read from
 // memory once for all the blocks, not once per block (long sequences do not
 // fit in cache); qt is room for their queries packed, [num_blocks, d_k,
-// kBlockRows]. Returns false if a visible score overflowed.
+// kBlockRows]. Returns false if a visible score or an output overflowed.
 constexpr size_t kMaxBlocks = internal::kTaskQueries / kBlockRows;
 HWY_INLINE bool FlashBlocks(const internal::HeadTask& t, const internal::ScoreParams& p,
                             const PackedKeys& packed, size_t i0, size_t num_blocks,
@@ -313,8 +315,9 @@ HWY_INLINE bool FlashBlocks(const internal::HeadTask& t, const internal::ScorePa
       if (j0 < blocks[b].keys && !blocks[b].Step(t, p, packed, j0, s)) return false;
     }
   }
-  for (size_t b = 0; b < num_blocks; ++b) blocks[b].Finish(t);
-  return true;
+  bool finite = true;
+  for (size_t b = 0; b < num_blocks; ++b) finite &= blocks[b].Finish(t);
+  return finite;
 }
 
 // Query rows [r0, r1) of one head, fused. `scratch` is the thread's room
@@ -323,7 +326,7 @@ HWY_INLINE bool FlashBlocks(const internal::HeadTask& t, const internal::ScorePa
 // are reused across calls while they hold enough keys of the same K and V
 // (query heads of one K/V group, and the query blocks of one head, share
 // them).
-// Returns false if scores overflowed.
+// Returns false if a visible score or an output overflowed.
 HWY_INLINE bool FlashHead(const internal::HeadTask& t, const internal::ScoreParams& p, size_t r0,
                           size_t r1, float* HWY_RESTRICT scratch, PackedKeys* packed) {
   // The keys the head's queries can see (the last query sees the most); keys

@@ -180,6 +180,15 @@ inline void ParallelRanges(ThreadPool* pool, size_t n, size_t grain, const Fn& f
 bool RunMatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed);
 bool RunMatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed);
 bool RunMatMulTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed);
+// RunPackPanels: B [K, N]'s columns [j0, j1) (B [N, K]'s rows with
+// `transposed`: B^T's columns), j0 a multiple of kMaxPanel, into `packed`
+// ([K, N] rounded up to kMaxPanel columns) as RunMatMul packs B (and
+// RunMatMulTransposed B^T): ranges packed by several threads make one
+// packed B. RunMatMulPacked: C = A B (A^T B for A [K, M] with
+// `transposed_a`) from that packed B, the sums of RunMatMul (and
+// RunMatMulTransposed, RunMatMulTransposedA) with room to pack.
+void RunPackPanels(ConstMatrixView B, bool transposed, size_t j0, size_t j1, float* packed);
+bool RunMatMulPacked(ConstMatrixView A, bool transposed_a, const float* packed, MatrixView C);
 // RunScaleScores: x = ScaleSoftcap(x); with `slope` (not empty, shaped as x),
 // also the softcap's slope 1 - tanh^2 that the backward keeps.
 bool RunScaleScores(MatrixView x, float scale, float softcap, MatrixView slope = MatrixView());

@@ -78,8 +78,8 @@ HWY_INLINE bool RunHeadTask(const internal::AttentionJob& job, const internal::A
              (job.keep_stage == internal::KeepStage::kMasked || AllFiniteOnce(t.scores));
     case internal::HeadPath::kFused:
       if (plan.heads[hw.head].small) return SmallHeadOnce(t, job.params);  // the whole head
-      return FlashHead(t, job.params, hw.begin, hw.end, scratch, packed) &&
-             AllFiniteOnce(t.out.Block(hw.begin, hw.end - hw.begin, 0, t.out.cols));
+      // FlashHead checks its outputs as it finishes them.
+      return FlashHead(t, job.params, hw.begin, hw.end, scratch, packed);
     case internal::HeadPath::kSplitK: {
       const size_t chunk_floats = t.Q.rows * (2 + t.V.cols);
       return SplitKChunk(t, job.params, hw.begin, scratch,

@@ -35,47 +35,39 @@ Status BandedProduct(ProductKind kind, ConstMatrixView A, ConstMatrixView B, Mat
   const size_t bands = std::max<size_t>(1, (C.rows + band - 1) / band);
   // Whether B is packed in panels is decided for all of C, as the public
   // MatMul decides it, never per band: the packed path sums in another
-  // order, and the result must not depend on the thread count.
-  size_t room = 0;  // per band: B (B^T) in panels
+  // order, and the result must not depend on the thread count. Packed, B
+  // (B^T) [K, C.cols] is packed once, by ranges of panels over the threads,
+  // for every band to read (the same panels as one thread's: the same sums).
   FloatBuffer packed;
-  Matrix Bt;
-  if (C.rows >= kPackMinRows && kind == ProductKind::kABt && bands > 1) {
-    // Each band would pack B^T from B's rows one float at a time: B^T is
-    // written once (by bands of its rows), and the bands pack it as A B's
-    // do, into the same panels (the same sums).
-    ATTNKIT_RETURN_IF_ERROR(Allocate(source, "B^T", B.cols, B.rows, &Bt));
-    ParallelRanges(pool, B.cols, 16, [&](size_t k0, size_t k1) {
-      for (size_t n = 0; n < B.rows; ++n) {
-        for (size_t k = k0; k < k1; ++k) Bt(k, n) = B(n, k);
-      }
-    });
-    kind = ProductKind::kAB;
-    B = Bt.view();
-  }
   if (C.rows >= kPackMinRows) {
-    const bool bt = kind == ProductKind::kABt;
-    const size_t rows = bt ? B.cols : B.rows, cols = bt ? B.rows : B.cols;
     size_t all;
     ATTNKIT_RETURN_IF_ERROR(
-        CheckedProduct(source, "B packed in panels", rows, RoundUp(cols, kMaxPanel), &room));
-    ATTNKIT_RETURN_IF_ERROR(CheckedProduct(source, "B packed in panels", room, bands, &all));
+        CheckedProduct(source, "B packed in panels", K, RoundUp(C.cols, kMaxPanel), &all));
     // Every float the kernels read is written by the packing.
     if (!packed.AllocateUninitialized(all)) return OutOfMemory(source, "B packed in panels", all);
+    ParallelRanges(pool, C.cols, kMaxPanel, [&](size_t j0, size_t j1) {
+      RunPackPanels(B, kind == ProductKind::kABt, j0, j1, packed.data());
+    });
   }
   std::vector<char> ok(bands, 0);
   auto run = [&](size_t b, size_t) {
     const size_t r0 = b * band, rows = std::min(band, C.rows - r0);
     const MatrixView c(C.data + r0 * C.stride, rows, C.cols, C.stride);
-    float* room_b = room ? packed.data() + b * room : nullptr;
+    const ConstMatrixView a =
+        kind == ProductKind::kAtB ? A.Block(0, A.rows, r0, rows) : A.Block(r0, rows, 0, A.cols);
+    if (packed.data()) {
+      ok[b] = RunMatMulPacked(a, kind == ProductKind::kAtB, packed.data(), c);
+      return;
+    }
     switch (kind) {
       case ProductKind::kAB:
-        ok[b] = RunMatMul(A.Block(r0, rows, 0, A.cols), B, c, room_b);
+        ok[b] = RunMatMul(a, B, c, nullptr);
         break;
       case ProductKind::kABt:
-        ok[b] = RunMatMulTransposed(A.Block(r0, rows, 0, A.cols), B, c, room_b);
+        ok[b] = RunMatMulTransposed(a, B, c, nullptr);
         break;
       case ProductKind::kAtB:
-        ok[b] = RunMatMulTransposedA(A.Block(0, A.rows, r0, rows), B, c, room_b);
+        ok[b] = RunMatMulTransposedA(a, B, c, nullptr);
         break;
     }
   };

@@ -1,6 +1,7 @@
 #include "src/core/validate.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -116,8 +117,14 @@ template Status CheckShape(const char*, MatrixViewT<const float>, size_t, size_t
 template Status CheckShape(const char*, MatrixViewT<const uint8_t>, size_t, size_t, const char*,
                            const char*);
 
-Status CheckFinite(const char* name, ConstMatrixView v, bool allow_neg_inf) {
-  if (RunAllFinite(v)) return Status::Ok();
+Status CheckFinite(const char* name, ConstMatrixView v, bool allow_neg_inf, ThreadPool* pool) {
+  std::atomic<bool> finite{true};
+  ParallelRanges(pool, v.rows, 16, [&](size_t r0, size_t r1) {
+    if (!RunAllFinite(v.Block(r0, r1 - r0, 0, v.cols))) {
+      finite.store(false, std::memory_order_relaxed);
+    }
+  });
+  if (finite.load()) return Status::Ok();
   // Find the first value not allowed, row by row.
   for (size_t r = 0; r < v.rows; ++r) {
     const float* row = v.Row(r);

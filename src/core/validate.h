@@ -57,8 +57,11 @@ template <typename T>
 Status CheckShape(const char* name, MatrixViewT<T> v, size_t rows, size_t cols,
                   const char* rows_note, const char* cols_note);
 
-// Every value finite (additive masks may also hold -inf).
-Status CheckFinite(const char* name, ConstMatrixView v, bool allow_neg_inf = false);
+// Every value finite (additive masks may also hold -inf). With a pool (a
+// call large enough for it, PoolFor), bands of rows are checked on its
+// threads; the error is the same.
+Status CheckFinite(const char* name, ConstMatrixView v, bool allow_neg_inf = false,
+                   ThreadPool* pool = nullptr);
 
 // Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v] of one head: shapes and finite values.
 Status CheckQKV(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V);
