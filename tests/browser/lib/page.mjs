@@ -39,12 +39,12 @@ export function pageActions(current, origin, { prefix = "", fullPage = false } =
   const ready = (p = current()) => p.waitForSelector(READY, { timeout: 30000 });
   const language = (p = current()) => p.evaluate(() => window.__attnkit.language());
   const train = (p = current()) => p.evaluate(() => window.__attnkit.train());
-  /** Waits for the Language view's text and model to be ready, nothing training; its hook. */
+  /** Waits for the Language view's text and model to be ready and drawn, nothing training; its hook. */
   const languageReady = (what = "the model to be ready", p = current()) =>
     poll(
       async () => {
         const h = await language(p);
-        return h.ready && h.sentence && !h.training && !h.textPending && h;
+        return h.ready && h.drawn && h.sentence && !h.training && !h.textPending && h;
       },
       what,
       60000,
@@ -59,7 +59,7 @@ export function pageActions(current, origin, { prefix = "", fullPage = false } =
       poll(
         async () => {
           const h = await train(p);
-          return h.ready && h.inspectionStep !== null && !h.training && h;
+          return h.ready && h.drawn && h.inspectionStep !== null && !h.training && h;
         },
         what,
         60000,

@@ -111,6 +111,9 @@ function schedule(full: boolean): void {
   );
 }
 
+/** Whether a redraw is scheduled: the state is ahead of the screen until it runs. */
+export const redrawPending = () => timer !== undefined;
+
 let requests = 0;
 /** The latest "text" and "reset"/"load" requests: older answers are dropped. */
 let textId = 0;

@@ -38,6 +38,7 @@ import {
   loadWeights,
   offerText,
   pause,
+  redrawPending,
   requestLayer,
   requestWeights,
   reset,
@@ -1108,6 +1109,8 @@ function syncPanel(): void {
 export function languageHook() {
   return {
     ready: !!run.ready,
+    /** The screen shows this state (no redraw is pending). */
+    drawn: !redrawPending(),
     training: run.training,
     step: run.step,
     /** The threads the worker's module runs (0 until ready). */

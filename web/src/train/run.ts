@@ -136,6 +136,9 @@ function scheduleRedraw(full: boolean): void {
   );
 }
 
+/** Whether a redraw is due: the state is ahead of the screen until it runs. */
+export const redrawPending = () => timer !== undefined || fullPending;
+
 function receive(msg: FromWorker): void {
   if (msg.type === "ready") {
     if (msg.id !== awaiting) return;

@@ -39,6 +39,7 @@ import {
   DEFAULT_CONFIG,
   loadWeights,
   pause,
+  redrawPending,
   requestLayer,
   requestWeights,
   reset,
@@ -724,6 +725,8 @@ export function trainHook() {
     training: run.training,
     step: run.step,
     ready: !!run.ready,
+    /** The screen shows this state (no redraw is due). */
+    drawn: !redrawPending(),
     threads: run.threads,
     error: run.error,
     runs: run.curves.length,
