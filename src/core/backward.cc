@@ -15,6 +15,7 @@
 #include "src/core/heads.h"
 #include "src/core/internal.h"
 #include "src/core/plan.h"
+#include "src/core/scratch.h"
 #include "src/core/validate.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -48,6 +49,14 @@ using internal::CheckView;
 
 using internal::CheckOutputsApart;
 using internal::NamedView;
+using internal::ScratchMatrix;
+
+// A call's temporary [rows, cols] matrix, every float written before it is
+// read (scratch.h).
+Status Scratch(const char* parameter, const char* what, size_t rows, size_t cols,
+               ScratchMatrix* m) {
+  return internal::AllocateScratch(parameter, what, rows, cols, /*zero=*/false, m);
+}
 
 // Q, K, V (CheckQKV), dO [T_q, d_v] finite, and the shapes of dQ [T_q, d_k],
 // dK [T_k, d_k] and dV [T_k, d_v]: what both backward overloads take.
@@ -95,25 +104,13 @@ float* SmallWorkspace() {
   return small_workspace;
 }
 
-// The most floats of a backward's packed operands that a thread keeps
-// between calls (4 MiB): an allocator that gives a freed block back to the
-// system would make every call of a multi-head backward fault its pages in
-// again, a cost of the order of the call's work.
-constexpr size_t kCachedWorkspaceFloats = size_t{1} << 20;
-
 // The workspace of a backward whose packed operands take `floats`: this
-// thread's small block, else this thread's kept block (grown as needed) up to
-// kCachedWorkspaceFloats, else `owned`, allocated for the call. Null if an
-// allocation failed. The calling thread's blocks serve one call at a time:
-// no backward runs inside another's tasks.
-float* GradWorkspace(size_t floats, FloatBuffer* owned) {
+// thread's small block, else `owned` (scratch kept by the thread between
+// calls). Null if the memory is not there. The calling thread's small block
+// serves one call at a time: no backward runs inside another's tasks.
+float* GradWorkspace(size_t floats, internal::ScratchBuffer* owned) {
   if (floats <= kSmallWorkspaceFloats) return SmallWorkspace();
-  if (floats <= kCachedWorkspaceFloats) {
-    thread_local FloatBuffer kept;
-    if (kept.size() < floats && !kept.AllocateUninitialized(floats)) return nullptr;
-    return kept.data();
-  }
-  return owned->AllocateUninitialized(floats) ? owned->data() : nullptr;
+  return owned->Allocate(floats) ? owned->data() : nullptr;
 }
 
 // The lean paths of small calls, as Attention's (plan.h, UseSmallPath): true
@@ -169,13 +166,11 @@ Status RunBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, Matr
   task.dQ = dQ;
   task.dK = dK;
   task.dV = dV;
-  // Calls up to kCachedWorkspaceFloats reuse this thread's workspace: no
-  // allocation per call. The smallest take the small backward, which needs no
-  // layout.
+  // The smallest calls take the small backward, which needs no layout.
   const size_t threads = task.pool ? task.pool->num_threads() : 1;
   const uint64_t max_floats =
       std::numeric_limits<size_t>::max() / sizeof(float) / 2;  // room for size arithmetic
-  FloatBuffer workspace;
+  internal::ScratchBuffer workspace;
   if (internal::UseSmallBackward(Q.rows, K.rows, Q.cols, V.cols)) {
     task.small = true;
     task.workspace = SmallWorkspace();
@@ -257,9 +252,9 @@ Status AttentionBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V
   const size_t T_q = Q.rows, d_v = V.cols;
   ATTNKIT_RETURN_IF_ERROR(CheckOutputsApart({{"dQ", dQ}, {"dK", dK}, {"dV", dV}},
                                             {{"Q", Q}, {"K", K}, {"V", V}, {"dO", dO}}));
-  Matrix O, lse;
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("Q", "O [T_q, d_v]", T_q, d_v, &O));
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("Q", "lse [T_q, 1]", T_q, 1, &lse));
+  ScratchMatrix O, lse;
+  ATTNKIT_RETURN_IF_ERROR(Scratch("Q", "O [T_q, d_v]", T_q, d_v, &O));
+  ATTNKIT_RETURN_IF_ERROR(Scratch("Q", "lse [T_q, 1]", T_q, 1, &lse));
   return RunBackward(Q, K, V, O.view(), dO, lse.view(), /*recompute=*/true, options, dQ, dK, dV);
 }
 
@@ -341,7 +336,8 @@ Status RunMultiForTraining(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView
 // (GroupsInFlight) and the threads' blocks.
 Status PrepareMultiTask(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, MatrixView O,
                         MatrixView lse, const MultiShape& m, const AttentionOptions& options,
-                        const char* source, internal::MultiGradTask* job, FloatBuffer* buffer) {
+                        const char* source, internal::MultiGradTask* job,
+                        internal::ScratchBuffer* buffer) {
   const internal::Heads& heads = m.heads;
   const std::vector<internal::HeadTask> head_tasks = MultiHeadTasks(Q, K, V, O, lse, m, options);
   const size_t n = head_tasks.size();
@@ -390,7 +386,7 @@ Status RunMultiBackward(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
                         MatrixView dK, MatrixView dV) {
   if (recompute) ATTNKIT_RETURN_IF_ERROR(RunMultiForTraining(Q, K, V, O, lse, m, options));
   internal::MultiGradTask job;
-  FloatBuffer workspace;
+  internal::ScratchBuffer workspace;
   ATTNKIT_RETURN_IF_ERROR(PrepareMultiTask(Q, K, V, O, lse, m, options, source, &job, &workspace));
   const internal::Heads& heads = m.heads;
   for (size_t k = 0; k < job.tasks.size(); ++k) {
@@ -438,15 +434,15 @@ Status SelfAttentionBackward(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrix
   ATTNKIT_RETURN_IF_ERROR(CheckOutputsApart(
       {{"dX", grads.dX}, {"dW_Q", grads.dW_Q}, {"dW_K", grads.dW_K}, {"dW_V", grads.dW_V}},
       {{"X", X}, {"W_Q", W_Q}, {"W_K", W_K}, {"W_V", W_V}, {"dO", dO}}));
-  Matrix Q, K, V, O, lse, dQ, dK, dV;
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "Q [T, d_k]", T, d_k, &Q));
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "K [T, d_k]", T, d_k, &K));
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "V [T, d_v]", T, d_v, &V));
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "O [T, d_v]", T, d_v, &O));
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "lse [T, 1]", T, 1, &lse));
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "dQ [T, d_k]", T, d_k, &dQ));
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "dK [T, d_k]", T, d_k, &dK));
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "dV [T, d_v]", T, d_v, &dV));
+  ScratchMatrix Q, K, V, O, lse, dQ, dK, dV;
+  ATTNKIT_RETURN_IF_ERROR(Scratch("X", "Q [T, d_k]", T, d_k, &Q));
+  ATTNKIT_RETURN_IF_ERROR(Scratch("X", "K [T, d_k]", T, d_k, &K));
+  ATTNKIT_RETURN_IF_ERROR(Scratch("X", "V [T, d_v]", T, d_v, &V));
+  ATTNKIT_RETURN_IF_ERROR(Scratch("X", "O [T, d_v]", T, d_v, &O));
+  ATTNKIT_RETURN_IF_ERROR(Scratch("X", "lse [T, 1]", T, 1, &lse));
+  ATTNKIT_RETURN_IF_ERROR(Scratch("X", "dQ [T, d_k]", T, d_k, &dQ));
+  ATTNKIT_RETURN_IF_ERROR(Scratch("X", "dK [T, d_k]", T, d_k, &dK));
+  ATTNKIT_RETURN_IF_ERROR(Scratch("X", "dV [T, d_v]", T, d_v, &dV));
   ATTNKIT_RETURN_IF_ERROR(
       internal::Product(X, W_Q, Q.view(), false, "X", "Q = X W_Q", options.pool));
   ATTNKIT_RETURN_IF_ERROR(
@@ -507,11 +503,10 @@ Status MultiHeadAttentionQKVBackward(ConstMatrixView Q, ConstMatrixView K, Const
       CheckMultiGradients(Q, K, V, dO, "dO", m, ChecksPool(m, options), dQ, dK, dV));
   ATTNKIT_RETURN_IF_ERROR(CheckOutputsApart({{"dQ", dQ}, {"dK", dK}, {"dV", dV}},
                                             {{"Q", Q}, {"K", K}, {"V", V}, {"dO", dO}}));
-  Matrix O, lse;
+  ScratchMatrix O, lse;
+  ATTNKIT_RETURN_IF_ERROR(Scratch("Q", "O, shaped as the output", Q.rows, m.OutCols(), &O));
   ATTNKIT_RETURN_IF_ERROR(
-      internal::Allocate("Q", "O, shaped as the output", Q.rows, m.OutCols(), &O));
-  ATTNKIT_RETURN_IF_ERROR(
-      internal::Allocate("Q", "lse [batch * num_heads * T_q, 1]", m.query_head_rows, 1, &lse));
+      Scratch("Q", "lse [batch * num_heads * T_q, 1]", m.query_head_rows, 1, &lse));
   return RunMultiBackward(Q, K, V, O.view(), dO, lse.view(), /*recompute=*/true, m, options, "dO",
                           dQ, dK, dV);
 }
@@ -573,16 +568,16 @@ Status MultiHeadAttentionBackward(ConstMatrixView X, size_t batch, const MultiHe
   const size_t rows = X.rows, hk = m.heads.num_heads * m.heads.d_k;
   const size_t gk = m.heads.num_kv_heads * m.heads.d_k, gv = m.heads.num_kv_heads * m.heads.d_v;
   const size_t hv = m.heads.num_heads * m.heads.d_v;
-  Matrix Q, K, V, merged, lse, dMerged, dQ, dK, dV;
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "Q [batch*T, num_heads*d_k]", rows, hk, &Q));
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "K [batch*T, num_kv_heads*d_k]", rows, gk, &K));
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "V [batch*T, num_kv_heads*d_v]", rows, gv, &V));
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "merged heads", rows, hv, &merged));
+  ScratchMatrix Q, K, V, merged, lse, dMerged, dQ, dK, dV;
+  ATTNKIT_RETURN_IF_ERROR(Scratch("X", "Q [batch*T, num_heads*d_k]", rows, hk, &Q));
+  ATTNKIT_RETURN_IF_ERROR(Scratch("X", "K [batch*T, num_kv_heads*d_k]", rows, gk, &K));
+  ATTNKIT_RETURN_IF_ERROR(Scratch("X", "V [batch*T, num_kv_heads*d_v]", rows, gv, &V));
+  ATTNKIT_RETURN_IF_ERROR(Scratch("X", "merged heads", rows, hv, &merged));
   ATTNKIT_RETURN_IF_ERROR(
-      internal::Allocate("X", "lse [batch*num_heads*T, 1]", rows * m.heads.num_heads, 1, &lse));
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "dQ", rows, hk, &dQ));
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "dK", rows, gk, &dK));
-  ATTNKIT_RETURN_IF_ERROR(internal::Allocate("X", "dV", rows, gv, &dV));
+      Scratch("X", "lse [batch*num_heads*T, 1]", rows * m.heads.num_heads, 1, &lse));
+  ATTNKIT_RETURN_IF_ERROR(Scratch("X", "dQ", rows, hk, &dQ));
+  ATTNKIT_RETURN_IF_ERROR(Scratch("X", "dK", rows, gk, &dK));
+  ATTNKIT_RETURN_IF_ERROR(Scratch("X", "dV", rows, gv, &dV));
   ThreadPool* pool = options.pool;
   ATTNKIT_RETURN_IF_ERROR(
       internal::Product(X, weights.W_Q, Q.view(), false, "X", "Q = X W_Q", pool));
@@ -593,7 +588,7 @@ Status MultiHeadAttentionBackward(ConstMatrixView X, size_t batch, const MultiHe
   // dMerged = dOut W_O^T (dOut itself without W_O).
   ConstMatrixView d_merged = dOut;
   if (!weights.W_O.empty()) {
-    ATTNKIT_RETURN_IF_ERROR(internal::Allocate("dOut", "dMerged", rows, hv, &dMerged));
+    ATTNKIT_RETURN_IF_ERROR(Scratch("dOut", "dMerged", rows, hv, &dMerged));
     ATTNKIT_RETURN_IF_ERROR(internal::Product(dOut, weights.W_O, dMerged.view(), true, "dOut",
                                               "dMerged = dOut W_O^T", pool));
     d_merged = dMerged.view();
@@ -602,7 +597,7 @@ Status MultiHeadAttentionBackward(ConstMatrixView X, size_t batch, const MultiHe
                                            /*recompute=*/true, m, options, "dOut", dQ.view(),
                                            dK.view(), dV.view()));
   if (!weights.W_O.empty()) {
-    Matrix merged_t;
+    ScratchMatrix merged_t;
     ATTNKIT_RETURN_IF_ERROR(internal::Transpose("X", "merged heads transposed", merged, &merged_t));
     ATTNKIT_RETURN_IF_ERROR(
         internal::Product(merged_t, dOut, grads.dW_O, false, "dOut", "dW_O = merged^T dOut", pool));

@@ -17,6 +17,8 @@
 namespace attnkit {
 namespace internal {
 
+class ScratchMatrix;  // scratch.h
+
 // How raw scores become masked scores, for every head (see
 // AttentionOptions); the masks are per head (HeadTask).
 struct ScoreParams {
@@ -220,7 +222,7 @@ Status ProductTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C, co
 Status ForceFromEnvironment();
 
 // *t = m^T, allocated (errors name `parameter` and `what`).
-Status Transpose(const char* parameter, const char* what, ConstMatrixView m, Matrix* t);
+Status Transpose(const char* parameter, const char* what, ConstMatrixView m, ScratchMatrix* t);
 
 // The stable name of enum value `e`: names[e] for values counted from 0,
 // "unknown" past the table (a value cast from an out-of-range integer).

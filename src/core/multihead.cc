@@ -11,6 +11,7 @@
 #include "src/core/heads.h"
 #include "src/core/internal.h"
 #include "src/core/plan.h"
+#include "src/core/scratch.h"
 #include "src/core/validate.h"
 
 namespace attnkit {
@@ -324,8 +325,8 @@ Status MultiHeadLayer(ConstMatrixView X, size_t batch, size_t T, const internal:
     at[i] = floats;
     floats += internal::RoundUp(n, 16);  // each on a cache line of its own
   }
-  FloatBuffer memory;
-  if (!memory.AllocateUninitialized(floats)) {
+  internal::ScratchBuffer memory;
+  if (!memory.Allocate(floats)) {
     return internal::OutOfMemory("X", "Q, K, V and the merged heads", floats);
   }
   const auto part = [&](size_t i) { return MatrixView(memory.data() + at[i], rows, cols[i]); };

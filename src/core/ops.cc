@@ -7,6 +7,7 @@
 
 #include "src/core/internal.h"
 #include "src/core/plan.h"
+#include "src/core/scratch.h"
 #include "src/core/validate.h"
 
 namespace attnkit {
@@ -69,12 +70,12 @@ Status RunProduct(Product kind, ConstMatrixView A, ConstMatrixView B, MatrixView
   const size_t K = kind == Product::kABt ? B.cols : B.rows;
   const size_t N = kind == Product::kABt ? B.rows : B.cols;
   const char* packed_name = kind == Product::kABt ? "B^T packed in panels" : "B packed in panels";
-  FloatBuffer packed;  // every float the kernels read is written by the packing
+  internal::ScratchBuffer packed;  // every float the kernels read is written by the packing
   if (C.rows >= internal::kPackMinRows) {
     size_t n;
     ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct(
         "B", packed_name, K, internal::RoundUp(N, internal::kMaxPanel), &n));
-    if (!packed.AllocateUninitialized(n)) return internal::OutOfMemory("B", packed_name, n);
+    if (!packed.Allocate(n)) return internal::OutOfMemory("B", packed_name, n);
   }
   switch (kind) {
     case Product::kAB:

@@ -176,7 +176,7 @@ Status PlanAttention(const AttentionJob& job, AttentionPlan* plan) {
   }
   // Every float of it is written before it is read (the packed keys and
   // weights hold only what the GEMMs read): no zeroing.
-  if (!plan->memory.AllocateUninitialized(total + shared)) {
+  if (!plan->memory.Allocate(total + shared)) {
     return OutOfMemory(job.source, "scratch", total + shared);
   }
   plan->scratch = plan->memory.data();

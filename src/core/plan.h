@@ -15,6 +15,7 @@
 #include "attnkit/matrix.h"
 #include "attnkit/status.h"
 #include "src/core/internal.h"
+#include "src/core/scratch.h"
 
 namespace attnkit {
 namespace internal {
@@ -196,7 +197,7 @@ struct AttentionPlan {
   size_t scratch_floats = 0;
   // The split-K partial results [chunks, T_q, 2 + d_v] of every kSplitK head.
   float* partials = nullptr;
-  FloatBuffer memory;  // scratch, partials and packed weights
+  ScratchBuffer memory;  // scratch, partials and packed weights
   // job.pool, or null when the job is too small to share (PoolFor).
   ThreadPool* pool = nullptr;
 };

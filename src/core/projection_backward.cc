@@ -12,6 +12,7 @@
 #include "attnkit/backward.h"
 #include "src/core/internal.h"
 #include "src/core/plan.h"
+#include "src/core/scratch.h"
 #include "src/core/validate.h"
 
 namespace attnkit {
@@ -38,13 +39,13 @@ Status BandedProduct(ProductKind kind, ConstMatrixView A, ConstMatrixView B, Mat
   // order, and the result must not depend on the thread count. Packed, B
   // (B^T) [K, C.cols] is packed once, by ranges of panels over the threads,
   // for every band to read (the same panels as one thread's: the same sums).
-  FloatBuffer packed;
+  ScratchBuffer packed;
   if (C.rows >= kPackMinRows) {
     size_t all;
     ATTNKIT_RETURN_IF_ERROR(
         CheckedProduct(source, "B packed in panels", K, RoundUp(C.cols, kMaxPanel), &all));
     // Every float the kernels read is written by the packing.
-    if (!packed.AllocateUninitialized(all)) return OutOfMemory(source, "B packed in panels", all);
+    if (!packed.Allocate(all)) return OutOfMemory(source, "B packed in panels", all);
     ParallelRanges(pool, C.cols, kMaxPanel, [&](size_t j0, size_t j1) {
       RunPackPanels(B, kind == ProductKind::kABt, j0, j1, packed.data());
     });
@@ -104,10 +105,11 @@ Status ProductTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C, co
   return BandedProduct(ProductKind::kAtB, A, B, C, source, what, pool);
 }
 
-Status Transpose(const char* parameter, const char* what, ConstMatrixView m, Matrix* t) {
-  ATTNKIT_RETURN_IF_ERROR(Allocate(parameter, what, m.cols, m.rows, t));
+Status Transpose(const char* parameter, const char* what, ConstMatrixView m, ScratchMatrix* t) {
+  ATTNKIT_RETURN_IF_ERROR(AllocateScratch(parameter, what, m.cols, m.rows, /*zero=*/false, t));
+  const MatrixView v = t->view();
   for (size_t r = 0; r < m.rows; ++r) {
-    for (size_t c = 0; c < m.cols; ++c) (*t)(c, r) = m(r, c);
+    for (size_t c = 0; c < m.cols; ++c) v(c, r) = m(r, c);
   }
   return Status::Ok();
 }
@@ -132,14 +134,15 @@ Status RunProjectionBackward(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrix
     ATTNKIT_RETURN_IF_ERROR(
         BandedProduct(ProductKind::kAtB, X, dW[i].first, dW[i].second, source, what[i], pool));
   }
-  Matrix part;
-  ATTNKIT_RETURN_IF_ERROR(Allocate("X", "dX [rows of X, d_model]", X.rows, X.cols, &part));
+  ScratchMatrix part;
+  ATTNKIT_RETURN_IF_ERROR(
+      AllocateScratch("X", "dX [rows of X, d_model]", X.rows, X.cols, /*zero=*/false, &part));
   ATTNKIT_RETURN_IF_ERROR(Product(dQ, W_Q, dX, true, source, "dX = dQ W_Q^T", pool));
   for (const auto& [d, W] : {std::pair<ConstMatrixView, ConstMatrixView>{dK, W_K}, {dV, W_V}}) {
     ATTNKIT_RETURN_IF_ERROR(
         Product(d, W, part.view(), true, source, "dX = dK W_K^T + dV W_V^T", pool));
     for (size_t r = 0; r < X.rows; ++r) {
-      for (size_t c = 0; c < X.cols; ++c) dX(r, c) += part(r, c);
+      for (size_t c = 0; c < X.cols; ++c) dX(r, c) += part.view()(r, c);
     }
   }
   if (!RunAllFinite(dX)) return OverflowStatus(source, "dX");
