@@ -81,6 +81,8 @@ class Generator {
   // The last Advance's activations of a layer, reused by every layer and call.
   BlockActivations block_;
   Matrix x_, next_, all_weights_;  // Advance's residual stream and weights of every new row
+  Matrix last_, last_logits_;      // the last new row [1, d_model] and its logits [1, vocab]
+  LayerNormActivations last_norm_;
   std::vector<int32_t> context_;
   std::vector<float> logits_;    // of the context's last position
   std::vector<Matrix> weights_;  // [num_heads, context length] per layer

@@ -294,12 +294,12 @@ class Model {
   ThreadPool* pool_ = nullptr;
   // The last forward: each block's activations (blocks_[l].input is layer
   // l's input, the embeddings for layer 0), the final norm's input and
-  // activations, and d loss / d logits [N, vocab_size].
+  // activations, the logits and d loss / d logits [N, vocab_size].
   Batch batch_;
   std::vector<BlockActivations> blocks_;
   Matrix final_input_;
   LayerNormActivations final_norm_;
-  Matrix dlogits_;
+  Matrix logits_, dlogits_;
   BlockBackwardScratch backward_scratch_;  // kept so that its memory is reused
   bool have_forward_ = false;
   // FusedWeights' copy, or null when not made since the weights last changed.

@@ -8,6 +8,7 @@
 
 #include "attnkit/backward.h"
 #include "src/core/internal.h"
+#include "src/core/scratch.h"
 #include "src/model/kernels.h"
 
 namespace attnkit {
@@ -261,7 +262,7 @@ Status FinalNormBackward(const ModelConfig& c, const Parameters& p, const Matrix
 
 Status Unembed(const ModelConfig& c, const Parameters& p, const Matrix& f, Matrix* logits,
                ThreadPool* pool) {
-  ATTNKIT_RETURN_IF_ERROR(Alloc(logits, f.rows(), c.vocab_size));
+  ATTNKIT_RETURN_IF_ERROR(Shape(logits, f.rows(), c.vocab_size));  // written whole
   if (c.tied_unembedding) {
     return ProductTransposed(f, p.token_embedding, *logits, "logits = f E^T", pool);
   }
@@ -318,12 +319,13 @@ Status Loss(const Batch& batch, const Matrix& logits, Metrics* metrics, Matrix* 
 Status AttentionWeightsOf(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V, size_t batch,
                           const HeadConfig& heads, const AttentionOptions& options,
                           MatrixView weights) {
-  Matrix out;  // the attention's output, not wanted here
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&out, Q.rows, heads.num_heads * heads.d_v));
+  internal::ScratchMatrix out;  // the attention's output, not wanted here
+  ATTNKIT_RETURN_IF_ERROR(internal::AllocateScratch(
+      "Q", "the attention's output", Q.rows, heads.num_heads * heads.d_v, /*zero=*/false, &out));
   MultiHeadExtras extras;
   extras.scores_stage = ScoresStage::kWeights;
   extras.scores = weights;
-  return MultiHeadAttentionQKV(Q, K, V, batch, heads, options, extras, out);
+  return MultiHeadAttentionQKV(Q, K, V, batch, heads, options, extras, out.view());
 }
 
 }  // namespace model

@@ -129,13 +129,11 @@ Status Generator::Advance(size_t from) {
     std::swap(x_, next_);
   }
   // The logits of the last new token only.
-  Matrix last, logits;
-  LayerNormActivations f;
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&last, 1, d));
-  std::copy(x_.data() + (n - 1) * d, x_.data() + n * d, last.data());
-  ATTNKIT_RETURN_IF_ERROR(FinalNorm(c, params, last, &f));
-  ATTNKIT_RETURN_IF_ERROR(Unembed(c, params, Normed(c, last, f), &logits));
-  logits_.assign(logits.data(), logits.data() + c.vocab_size);
+  ATTNKIT_RETURN_IF_ERROR(Shape(&last_, 1, d));
+  std::copy(x_.data() + (n - 1) * d, x_.data() + n * d, last_.data());
+  ATTNKIT_RETURN_IF_ERROR(FinalNorm(c, params, last_, &last_norm_));
+  ATTNKIT_RETURN_IF_ERROR(Unembed(c, params, Normed(c, last_, last_norm_), &last_logits_));
+  logits_.assign(last_logits_.data(), last_logits_.data() + c.vocab_size);
   return Status::Ok();
 }
 

@@ -316,13 +316,14 @@ Status Model::Forward(const Batch& batch, Metrics* metrics, Matrix* logits_out) 
     if (c.d_ff > 0) ATTNKIT_RETURN_IF_ERROR(MlpBlock(c, p, a.mid, &a, &next, pool_));
   }
   ATTNKIT_RETURN_IF_ERROR(FinalNorm(c, params_, final_input_, &final_norm_, pool_));
-  Matrix logits;
   ATTNKIT_RETURN_IF_ERROR(
-      Unembed(c, params_, Normed(c, final_input_, final_norm_), &logits, pool_));
+      Unembed(c, params_, Normed(c, final_input_, final_norm_), &logits_, pool_));
   Metrics m;
-  ATTNKIT_RETURN_IF_ERROR(Loss(batch, logits, &m, &dlogits_, rows_pool));
+  ATTNKIT_RETURN_IF_ERROR(Loss(batch, logits_, &m, &dlogits_, rows_pool));
   if (metrics) *metrics = m;
-  if (logits_out) *logits_out = std::move(logits);
+  // The caller's matrix is taken in exchange: a caller that passes the same
+  // one every step reuses its memory, as training reuses logits_.
+  if (logits_out) std::swap(*logits_out, logits_);
   have_forward_ = true;
   return Status::Ok();
 }
