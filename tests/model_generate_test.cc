@@ -1,16 +1,20 @@
 // Generation's own state (include/attnkit/generate.h): the KV caches sized to
 // the context and grown as it grows, and the fused W_Q | W_K | W_V a model
-// keeps for its generators (Model::FusedWeights) until its weights change.
+// keeps for its generators (Model::FusedWeights) until its weights change,
+// and the weights packed in panels for long prefills (Model::PackedLayerWeights).
 // Each against full forwards of the same context (gpt_test.cc covers the
 // re-prefill at max_seq_len, sampling and the errors).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <vector>
 
 #include "attnkit/generate.h"
 #include "attnkit/model.h"
+#include "src/core/plan.h"
+#include "src/model/blocks.h"
 #include "tests/model_test_util.h"
 
 namespace {
@@ -136,6 +140,76 @@ TEST_CASE("generate: a generator started again on another model", "[gpt][generat
   for (size_t step = 0; step < 30; ++step) {
     const std::vector<int32_t> context = gen.context();
     REQUIRE_OK(gen.Next(options, &token));
+    RequireLogitsOfFullForward(&reference, context, token);
+  }
+}
+
+TEST_CASE("generate: the layers' weights packed once give the blocks' outputs bit for bit",
+          "[gpt][generate]") {
+  for (const size_t d_ff : {size_t(32), size_t(0)}) {
+    INFO("d_ff " << d_ff);
+    ModelConfig config = LongConfig();
+    config.d_ff = d_ff;
+    Model m;
+    REQUIRE_OK(m.Init(config, 11));
+    Perturb(&m, 12);
+    const ModelConfig c = m.config();  // resolved: d_k filled in
+    const Model& view = m;
+    std::shared_ptr<const PackedLayers> a, b;
+    REQUIRE_OK(m.PackedLayerWeights(&a));
+    REQUIRE_OK(m.PackedLayerWeights(&b));
+    CHECK(a == b);  // made once
+    REQUIRE(a->layers.size() == c.num_layers);
+    const PackedLayer& packed = a->layers[1];
+    const LayerParameters& p = view.params().layers[1];
+    CHECK(packed.W_QKV.rows == c.d_model);
+    CHECK(packed.W_QKV.cols == (c.num_heads + 2 * c.num_kv_heads) * c.d_k);
+    CHECK(packed.W_O.panels[0] == p.W_O(0, 0));
+    CHECK(packed.W_1.empty() == (d_ff == 0));
+
+    // A block of more rows than kPackMinRows (a long prefill), with the
+    // weights packed per product and read from the pack: the same bits.
+    const size_t N = internal::kPackMinRows + 5;
+    Matrix x(N, c.d_model);
+    Rng rng(13);
+    for (size_t k = 0; k < x.size(); ++k) x.data()[k] = float(rng.Normal());
+    Matrix out[2], mlp_out[2];
+    for (int use_pack = 0; use_pack < 2; ++use_pack) {
+      BlockActivations act;
+      REQUIRE_OK(FuseQKV(p, &act));
+      act.packed = use_pack ? &packed : nullptr;
+      REQUIRE_OK(
+          AttentionBlock(c, p, x, 1, CausalOptions(c, nullptr), nullptr, &act, &out[use_pack]));
+      if (d_ff > 0) REQUIRE_OK(MlpBlock(c, p, out[use_pack], &act, &mlp_out[use_pack]));
+    }
+    REQUIRE(out[0].size() == N * c.d_model);
+    CHECK(std::equal(out[0].data(), out[0].data() + out[0].size(), out[1].data()));
+    CHECK(std::equal(mlp_out[0].data(), mlp_out[0].data() + mlp_out[0].size(), mlp_out[1].data()));
+
+    // New weights: a new pack.
+    Perturb(&m, 14);
+    REQUIRE_OK(m.PackedLayerWeights(&b));
+    CHECK(a != b);
+    CHECK(b->layers[1].W_O.panels[0] == view.params().layers[1].W_O(0, 0));
+  }
+}
+
+TEST_CASE("generate: a prompt of kPackMinRows tokens and more, then tokens: full forwards",
+          "[gpt][generate]") {
+  Model m;
+  REQUIRE_OK(m.Init(LongConfig(), 15));
+  Perturb(&m, 16);
+  Model reference = m;
+  std::vector<int32_t> prompt(internal::kPackMinRows + 3);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t(i * 7 % 11);
+  Generator gen;
+  REQUIRE_OK(gen.Start(m, prompt, 1));
+  SampleOptions greedy;
+  greedy.temperature = 0;
+  for (int step = 0; step < 3; ++step) {
+    const std::vector<int32_t> context = gen.context();
+    GeneratedToken token;
+    REQUIRE_OK(gen.Next(greedy, &token));
     RequireLogitsOfFullForward(&reference, context, token);
   }
 }

@@ -195,5 +195,33 @@ TEST_CASE("Packed weights: many packs made and freed", "[multihead][packed]") {
   CHECK(kept.size() >= 3 * 32 * 16);
 }
 
+TEST_CASE("PackMatrices: each matrix in panels, an empty one left empty", "[packed]") {
+  const TestMatrix a = Random(5, 37, 9401), b = Random(3, 1, 9402, Layout::kStrided);
+  attnkit::PackedMatrices packed;
+  REQUIRE_OK(attnkit::PackMatrices({a, attnkit::ConstMatrixView(), b}, &packed));
+  REQUIRE(packed.count() == 3);
+  CHECK(packed[1].empty());
+  size_t floats = 0;
+  for (const size_t i : {size_t{0}, size_t{2}}) {
+    const attnkit::PanelMatrix& p = packed[i];
+    const TestMatrix& m = i == 0 ? a : b;
+    REQUIRE(p.rows == m.rows());
+    REQUIRE(p.cols == m.cols());
+    const size_t w = p.panel_width;
+    for (size_t k = 0; k < p.rows; ++k) {
+      for (size_t j = 0; j < p.cols; ++j)
+        CHECK(p.panels[j / w * p.rows * w + k * w + j % w] == m(k, j));
+    }
+    floats += p.rows * ((p.cols + w - 1) / w * w);
+  }
+  CHECK(packed.size() == floats);
+  // A matrix that is not one: named.
+  const float x = 1;
+  const attnkit::Status s = attnkit::PackMatrices({attnkit::ConstMatrixView(&x, 1, 2, 1)}, &packed);
+  CHECK(s.code() == attnkit::ErrorCode::kInvalidArgument);
+  CHECK(s.parameter() == "matrices");
+  CHECK(packed.count() == 3);  // kept
+}
+
 }  // namespace
 }  // namespace attnkit_test

@@ -89,6 +89,7 @@ std::vector<NullCall> NullCalls() {
        }},
       {"packed_weights.h:PackMultiHeadWeights(packed)",
        [w, heads] { return attnkit::PackMultiHeadWeights(w, heads, nullptr); }},
+      {"packed_weights.h:PackMatrices(packed)", [] { return attnkit::PackMatrices({}, nullptr); }},
       {"ops.h:ForceByName(name)", [] { return attnkit::targets::ForceByName(nullptr); }},
       {"checkpoint.h:Load(data)",
        [] {
@@ -117,6 +118,8 @@ std::vector<NullCall> NullCalls() {
       {"model.h:AttentionWeights(weights)",
        [] { return model::Model().AttentionWeights(0, nullptr); }},
       {"model.h:FusedWeights(out)", [] { return model::Model().FusedWeights(nullptr); }},
+      {"model.h:PackedLayerWeights(out)",
+       [] { return model::Model().PackedLayerWeights(nullptr); }},
       {"model.h:Inspect(out)",
        [] {
          return model::Model().Inspect({1, 2}, nullptr, nullptr);

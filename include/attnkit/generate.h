@@ -77,6 +77,9 @@ class Generator {
   const Model* model_ = nullptr;
   // The model's fused W_QKV per layer (Model::FusedWeights) at Start.
   std::shared_ptr<const std::vector<FusedQKV>> fused_;
+  // The model's packed weights (Model::PackedLayerWeights), taken natively
+  // by the first prefill of at least kPackMinRows (128) tokens.
+  std::shared_ptr<const PackedLayers> packed_;
   std::vector<KVCache> caches_;  // one per layer
   // The last Advance's activations of a layer, reused by every layer and call.
   BlockActivations block_;

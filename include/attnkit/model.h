@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "attnkit/matrix.h"
+#include "attnkit/packed_weights.h"
 #include "attnkit/status.h"
 #include "attnkit/thread_pool.h"
 
@@ -194,6 +195,17 @@ struct LayerNormActivations {
 struct FusedQKV {
   Matrix W, b;
 };
+// A layer's W_QKV (FusedQKV's W), W_O, W_1 and W_2 (the last two empty
+// without an MLP) packed once in panels (PanelMatrix, packed_weights.h), as
+// the products of many rows read them: Model::PackedLayerWeights.
+struct PackedLayer {
+  PanelMatrix W_QKV, W_O, W_1, W_2;
+};
+// Every layer's PackedLayer, pointing into `matrices` (four per layer).
+struct PackedLayers {
+  std::vector<PackedLayer> layers;
+  PackedMatrices matrices;
+};
 struct BlockActivations {
   Matrix input;               // x before the block [N, d_model] (Model's; unused in generation)
   LayerNormActivations norm;  // a = LayerNorm(x); empty without layer_norm
@@ -204,6 +216,10 @@ struct BlockActivations {
   const FusedQKV* kept = nullptr;
   const Matrix& QKVWeights() const { return kept ? kept->W : W_QKV; }
   const Matrix& QKVBias() const { return kept ? kept->b : b_QKV; }
+  // When set, the products of more than one row read the layer's weights
+  // from these panels (a long prefill, Model::PackedLayerWeights) instead of
+  // packing them per call: the same sums.
+  const PackedLayer* packed = nullptr;
   Matrix QKV;                      // a W_QKV (+ b_QKV): Q | K | V side by side [N, (h + 2g) d_k]
   size_t q_cols = 0, kv_cols = 0;  // h d_k, g d_k
   ConstMatrixView Q() const { return QKV.view().Block(0, QKV.rows(), 0, q_cols); }
@@ -233,6 +249,7 @@ class Model {
   // does not tell the model that its weights change.
   Parameters& params() {
     fused_.reset();
+    packed_.reset();
     return params_;
   }
   const Parameters& params() const { return params_; }
@@ -243,6 +260,12 @@ class Model {
   // copying W_Q, W_K and W_V. Calls from several threads at once are safe
   // (each may make a copy; one is kept). Errors: kOverflow (memory).
   Status FusedWeights(std::shared_ptr<const std::vector<FusedQKV>>* out) const;
+  // Every layer's W_QKV, W_O, W_1 and W_2 packed in panels (PackedLayers),
+  // made on the first call after the weights last changed and kept as
+  // FusedWeights are: a Generator's prefill of many tokens reads them instead
+  // of packing each weight matrix per product. They cost as much memory as
+  // those matrices (GPT-2 small: 340 MB). Errors: kOverflow (memory).
+  Status PackedLayerWeights(std::shared_ptr<const PackedLayers>* out) const;
   // Threads for the model's passes (not owned; null = caller's thread): the
   // products, attention and row kernels of Forward and Backward, and
   // TrainStep's AdamW update, each where its size repays the threads.
@@ -304,6 +327,8 @@ class Model {
   bool have_forward_ = false;
   // FusedWeights' copy, or null when not made since the weights last changed.
   mutable std::shared_ptr<const std::vector<FusedQKV>> fused_;
+  // PackedLayerWeights', likewise.
+  mutable std::shared_ptr<const PackedLayers> packed_;
 };
 
 // AdamW (Loshchilov and Hutter 2019) with a linear learning-rate warm-up and

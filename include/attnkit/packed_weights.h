@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <utility>
+#include <vector>
 
 #include "attnkit/attention.h"
 #include "attnkit/matrix.h"
@@ -23,6 +24,37 @@ struct PanelMatrix {
   size_t rows = 0, cols = 0, panel_width = 0;
   bool empty() const { return panels == nullptr; }
 };
+
+// Any matrices packed in panels as PackMultiHeadWeights packs its weights,
+// in one buffer: for products of many rows that read the same constant
+// matrices again and again (a model's layers in a long prefill: the model
+// layer's Model::PackedLayerWeights). Immutable once packed; owns its memory
+// (a copy). Move-only.
+class PackedMatrices {
+ public:
+  PackedMatrices() = default;
+  PackedMatrices(PackedMatrices&&) noexcept = default;
+  PackedMatrices& operator=(PackedMatrices&&) noexcept = default;
+  PackedMatrices(const PackedMatrices&) = delete;
+  PackedMatrices& operator=(const PackedMatrices&) = delete;
+
+  // The matrices in the order given; an empty one given stays empty.
+  size_t count() const { return matrices_.size(); }
+  const PanelMatrix& operator[](size_t i) const { return matrices_[i]; }
+  // The floats the pack holds.
+  size_t size() const { return memory_.size(); }
+
+ private:
+  friend Status PackMatrices(const std::vector<ConstMatrixView>& matrices, PackedMatrices* packed);
+  std::vector<PanelMatrix> matrices_;
+  FloatBuffer memory_;
+};
+
+// Packs each of `matrices` (empty ones stay empty) into *packed, in panels as
+// wide as the register tiles of the best SIMD target of this CPU (as
+// PackMultiHeadWeights). Errors: kOverflow naming "matrices" if the memory
+// is not there; *packed is replaced only on success.
+Status PackMatrices(const std::vector<ConstMatrixView>& matrices, PackedMatrices* packed);
 
 // W_Q, W_K, W_V and W_O (if given) of one multi-head layer, checked (shapes,
 // finite values) and packed in panels as the projections' register tiles read

@@ -92,6 +92,12 @@ bool MatMulPackedT(ConstMatrixView A, bool transposed_a, const float* packed, Ma
   return MatMulPanels(A, PanelView{packed, W, W, A.cols * W}, C);
 }
 
+// C = A B, B already in panels of `width` columns (any target's width: the
+// register tiles take it in tiles of their own).
+bool MatMulPanelsT(ConstMatrixView A, const float* panels, size_t width, MatrixView C) {
+  return MatMulPanels(A, PanelView{panels, width, width, A.cols * width}, C);
+}
+
 bool ScaleScoresT(MatrixView x, float scale, float softcap, MatrixView slope) {
   for (size_t r = 0; r < x.rows; ++r) {
     ScaleSoftcap(x.Row(r), x.cols, scale, softcap, slope.empty() ? nullptr : slope.Row(r));
@@ -143,6 +149,7 @@ HWY_EXPORT(MatMulTransposedT);
 HWY_EXPORT(MatMulTransposedAT);
 HWY_EXPORT(PackPanelsT);
 HWY_EXPORT(MatMulPackedT);
+HWY_EXPORT(MatMulPanelsT);
 HWY_EXPORT(ScaleScoresT);
 HWY_EXPORT(SoftmaxRowsT);
 HWY_EXPORT(AllFiniteT);
@@ -229,6 +236,9 @@ void RunPackPanels(ConstMatrixView B, bool transposed, size_t j0, size_t j1, flo
 }
 bool RunMatMulPacked(ConstMatrixView A, bool transposed_a, const float* packed, MatrixView C) {
   return ATTNKIT_DISPATCH(MatMulPackedT)(A, transposed_a, packed, C);
+}
+bool RunMatMulPanels(ConstMatrixView A, const float* panels, size_t panel_width, MatrixView C) {
+  return ATTNKIT_DISPATCH(MatMulPanelsT)(A, panels, panel_width, C);
 }
 bool RunScaleScores(MatrixView x, float scale, float softcap, MatrixView slope) {
   return ATTNKIT_DISPATCH(ScaleScoresT)(x, scale, softcap, slope);

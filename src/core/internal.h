@@ -191,6 +191,10 @@ bool RunMatMulTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C, fl
 // RunMatMulTransposed, RunMatMulTransposedA) with room to pack.
 void RunPackPanels(ConstMatrixView B, bool transposed, size_t j0, size_t j1, float* packed);
 bool RunMatMulPacked(ConstMatrixView A, bool transposed_a, const float* packed, MatrixView C);
+// RunMatMulPanels: C [M, N] = A [M, K] B for B packed once in panels of
+// `panel_width` columns ([ceil(N / w), K, w], PanelMatrix in
+// packed_weights.h): the sums of RunMatMul, in the same order.
+bool RunMatMulPanels(ConstMatrixView A, const float* panels, size_t panel_width, MatrixView C);
 // RunScaleScores: x = ScaleSoftcap(x); with `slope` (not empty, shaped as x),
 // also the softcap's slope 1 - tanh^2 that the backward keeps.
 bool RunScaleScores(MatrixView x, float scale, float softcap, MatrixView slope = MatrixView());
@@ -212,6 +216,11 @@ Status RunProjectionBackward(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrix
 // same bit for bit.
 Status Product(ConstMatrixView A, ConstMatrixView B, MatrixView C, bool transposed,
                const char* source, const char* what, ThreadPool* pool = nullptr);
+// C = A B as Product, B [A.cols, C.cols] packed once in panels of
+// `panel_width` columns (RunMatMulPanels): nothing packed per call, the
+// same sums.
+Status ProductPanels(ConstMatrixView A, const float* panels, size_t panel_width, MatrixView C,
+                     const char* source, const char* what, ThreadPool* pool = nullptr);
 // C = A^T B for A [K, M] read in place, as Product: bands of C's rows (A's
 // columns) to the threads, each computed as on one thread.
 Status ProductTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C, const char* source,

@@ -52,6 +52,37 @@ PanelMatrix PackPanels(ConstMatrixView W, size_t w, float* dst) {
   return m;
 }
 
+// Packs the named `parts` (an empty one's PanelMatrix left empty) in panels
+// of the best target's width into one buffer, *memory, and out[i].
+Status PackParts(const std::vector<std::pair<const char*, ConstMatrixView>>& parts,
+                 FloatBuffer* memory, PanelMatrix* out) {
+  const size_t w = PanelWidth();
+  std::vector<size_t> at(parts.size());
+  size_t total = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    size_t n = 0;
+    if (!parts[i].second.empty()) {
+      ATTNKIT_RETURN_IF_ERROR(PanelFloats(parts[i].first, parts[i].second, w, &n));
+    }
+    if (n > std::numeric_limits<size_t>::max() - total) {
+      return internal::OutOfMemory(parts[i].first, "packed weights", n);
+    }
+    at[i] = total;
+    total += n;
+  }
+  FloatBuffer m;
+  if (!m.AllocateUninitialized(total)) {
+    return internal::OutOfMemory(parts.empty() ? "matrices" : parts[0].first, "packed weights",
+                                 total);
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    out[i] =
+        parts[i].second.empty() ? PanelMatrix() : PackPanels(parts[i].second, w, m.data() + at[i]);
+  }
+  *memory = std::move(m);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status PackMultiHeadWeights(const MultiHeadWeights& weights, const HeadConfig& config,
@@ -65,33 +96,32 @@ Status PackMultiHeadWeights(const MultiHeadWeights& weights, const HeadConfig& c
   size_t d_out;
   ATTNKIT_RETURN_IF_ERROR(internal::CheckMultiHeadWeights(weights, d_model, heads, &d_out));
   // One buffer: W_Q, W_K, W_V, then W_O, each in panels.
-  const size_t w = PanelWidth();
-  const std::pair<const char*, ConstMatrixView> parts[] = {
-      {"W_Q", weights.W_Q}, {"W_K", weights.W_K}, {"W_V", weights.W_V}, {"W_O", weights.W_O}};
-  size_t at[4], total = 0;
-  for (size_t i = 0; i < 4; ++i) {
-    size_t n = 0;
-    if (!parts[i].second.empty()) {
-      ATTNKIT_RETURN_IF_ERROR(PanelFloats(parts[i].first, parts[i].second, w, &n));
-    }
-    if (n > std::numeric_limits<size_t>::max() - total) {
-      return internal::OutOfMemory(parts[i].first, "packed weights", n);
-    }
-    at[i] = total;
-    total += n;
-  }
   PackedMultiHeadWeights p;
-  if (!p.memory_.AllocateUninitialized(total)) {
-    return internal::OutOfMemory("W_Q", "packed weights", total);
-  }
-  PanelMatrix* dst[4] = {&p.W_Q_, &p.W_K_, &p.W_V_, &p.W_O_};
-  for (size_t i = 0; i < 4; ++i) {
-    if (!parts[i].second.empty())
-      *dst[i] = PackPanels(parts[i].second, w, p.memory_.data() + at[i]);
-  }
+  PanelMatrix panels[4];
+  ATTNKIT_RETURN_IF_ERROR(PackParts(
+      {{"W_Q", weights.W_Q}, {"W_K", weights.W_K}, {"W_V", weights.W_V}, {"W_O", weights.W_O}},
+      &p.memory_, panels));
+  p.W_Q_ = panels[0];
+  p.W_K_ = panels[1];
+  p.W_V_ = panels[2];
+  p.W_O_ = panels[3];
   p.d_model_ = d_model;
   p.d_out_ = d_out;
   p.config_ = HeadConfig{heads.num_heads, heads.num_kv_heads, heads.d_k, heads.d_v};
+  *packed = std::move(p);
+  return Status::Ok();
+}
+
+Status PackMatrices(const std::vector<ConstMatrixView>& matrices, PackedMatrices* packed) {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("packed", packed));
+  std::vector<std::pair<const char*, ConstMatrixView>> parts;
+  for (const ConstMatrixView& m : matrices) {
+    if (!m.empty()) ATTNKIT_RETURN_IF_ERROR(internal::CheckView("matrices", m));
+    parts.emplace_back("matrices", m);
+  }
+  PackedMatrices p;
+  p.matrices_.resize(matrices.size());
+  ATTNKIT_RETURN_IF_ERROR(PackParts(parts, &p.memory_, p.matrices_.data()));
   *packed = std::move(p);
   return Status::Ok();
 }

@@ -20,12 +20,15 @@ namespace internal {
 
 namespace {
 
-// What a banded product computes from A and B.
-enum class ProductKind { kAB, kABt, kAtB };
+// What a banded product computes from A and B: kAPanels is A B with B
+// packed once in panels (ProductPanels).
+enum class ProductKind { kAB, kABt, kAtB, kAPanels };
 
 // C = A B, A B^T or A^T B (see Product), bands of C's rows over the threads.
+// kAPanels reads B [A.cols, C.cols] from `panels` of `panel_width` columns.
 Status BandedProduct(ProductKind kind, ConstMatrixView A, ConstMatrixView B, MatrixView C,
-                     const char* source, const char* what, ThreadPool* pool) {
+                     const char* source, const char* what, ThreadPool* pool,
+                     const float* panels = nullptr, size_t panel_width = 0) {
   // A's rows (A^T B: its columns) are C's.
   const size_t K = kind == ProductKind::kAtB ? A.rows : A.cols;
   pool = PoolFor(pool, double(C.rows) * K * C.cols);
@@ -40,7 +43,7 @@ Status BandedProduct(ProductKind kind, ConstMatrixView A, ConstMatrixView B, Mat
   // (B^T) [K, C.cols] is packed once, by ranges of panels over the threads,
   // for every band to read (the same panels as one thread's: the same sums).
   ScratchBuffer packed;
-  if (C.rows >= kPackMinRows) {
+  if (C.rows >= kPackMinRows && kind != ProductKind::kAPanels) {
     size_t all;
     ATTNKIT_RETURN_IF_ERROR(
         CheckedProduct(source, "B packed in panels", K, RoundUp(C.cols, kMaxPanel), &all));
@@ -70,6 +73,9 @@ Status BandedProduct(ProductKind kind, ConstMatrixView A, ConstMatrixView B, Mat
       case ProductKind::kAtB:
         ok[b] = RunMatMulTransposedA(a, B, c, nullptr);
         break;
+      case ProductKind::kAPanels:
+        ok[b] = RunMatMulPanels(a, panels, panel_width, c);
+        break;
     }
   };
   ParallelFor(pool, bands, run);
@@ -98,6 +104,12 @@ Status Product(ConstMatrixView A, ConstMatrixView B, MatrixView C, bool transpos
                const char* source, const char* what, ThreadPool* pool) {
   return BandedProduct(transposed ? ProductKind::kABt : ProductKind::kAB, A, B, C, source, what,
                        pool);
+}
+
+Status ProductPanels(ConstMatrixView A, const float* panels, size_t panel_width, MatrixView C,
+                     const char* source, const char* what, ThreadPool* pool) {
+  return BandedProduct(ProductKind::kAPanels, A, ConstMatrixView(), C, source, what, pool, panels,
+                       panel_width);
 }
 
 Status ProductTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C, const char* source,

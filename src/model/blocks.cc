@@ -31,6 +31,13 @@ Status Product(ConstMatrixView A, ConstMatrixView B, MatrixView C, const char* w
                ThreadPool* pool) {
   return internal::Product(A, B, C, /*transposed=*/false, "x", what, pool);
 }
+// C = A B as above, B read from `packed`, its panels (PackedLayer), when
+// given and A has more than one row: nothing packed per call, the same sums.
+Status Product(ConstMatrixView A, ConstMatrixView B, const PanelMatrix* packed, MatrixView C,
+               const char* what, ThreadPool* pool) {
+  if (packed == nullptr || A.rows < 2) return Product(A, B, C, what, pool);
+  return internal::ProductPanels(A, packed->panels, packed->panel_width, C, "x", what, pool);
+}
 Status ProductTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C, const char* what,
                          ThreadPool* pool) {
   return internal::Product(A, B, C, /*transposed=*/true, "x", what, pool);
@@ -135,7 +142,9 @@ Status AttentionBlock(const ModelConfig& c, const LayerParameters& p, const Matr
   a->kv_cols = gd;
   ATTNKIT_RETURN_IF_ERROR(Shape(&a->QKV, N, hd + 2 * gd));
   ATTNKIT_RETURN_IF_ERROR(Shape(&a->z, N, hd));
-  ATTNKIT_RETURN_IF_ERROR(Product(Normed(c, x, a->norm), a->QKVWeights(), a->QKV, "a W_QKV", pool));
+  ATTNKIT_RETURN_IF_ERROR(Product(Normed(c, x, a->norm), a->QKVWeights(),
+                                  a->packed ? &a->packed->W_QKV : nullptr, a->QKV, "a W_QKV",
+                                  pool));
   if (c.bias) kernels::AddBias(a->QKVBias().data(), a->QKV, rows_pool);
   if (cache) {
     ATTNKIT_RETURN_IF_ERROR(cache->Append(a->K(), a->V()));
@@ -146,7 +155,8 @@ Status AttentionBlock(const ModelConfig& c, const LayerParameters& p, const Matr
                                                              Heads(c), options, a->z, a->lse));
   }
   ATTNKIT_RETURN_IF_ERROR(Shape(x_out, N, d));
-  ATTNKIT_RETURN_IF_ERROR(Product(a->z, p.W_O, *x_out, "z W_O", pool));
+  ATTNKIT_RETURN_IF_ERROR(
+      Product(a->z, p.W_O, a->packed ? &a->packed->W_O : nullptr, *x_out, "z W_O", pool));
   if (c.bias) kernels::AddBias(p.b_O.data(), *x_out, rows_pool);
   kernels::AddTo(x.data(), x_out->data(), N * d, rows_pool);
   return Status::Ok();
@@ -208,11 +218,13 @@ Status MlpBlock(const ModelConfig& c, const LayerParameters& p, const Matrix& mi
   ATTNKIT_RETURN_IF_ERROR(LayerNormForward(c, mid, p.ln2_gain, p.ln2_bias, &a->norm2, pool));
   ATTNKIT_RETURN_IF_ERROR(Shape(&a->u, N, c.d_ff));
   ATTNKIT_RETURN_IF_ERROR(Shape(&a->act, N, c.d_ff));
-  ATTNKIT_RETURN_IF_ERROR(Product(a->norm2.y, p.W_1, a->u, "u = LayerNorm2(x) W_1", pool));
+  ATTNKIT_RETURN_IF_ERROR(Product(a->norm2.y, p.W_1, a->packed ? &a->packed->W_1 : nullptr, a->u,
+                                  "u = LayerNorm2(x) W_1", pool));
   if (c.bias) kernels::AddBias(p.b_1.data(), a->u, rows_pool);
   kernels::Gelu(a->u, a->act, rows_pool);
   ATTNKIT_RETURN_IF_ERROR(Shape(x_out, N, d));
-  ATTNKIT_RETURN_IF_ERROR(Product(a->act, p.W_2, *x_out, "GELU(u) W_2", pool));
+  ATTNKIT_RETURN_IF_ERROR(
+      Product(a->act, p.W_2, a->packed ? &a->packed->W_2 : nullptr, *x_out, "GELU(u) W_2", pool));
   if (c.bias) kernels::AddBias(p.b_2.data(), *x_out, rows_pool);
   kernels::AddTo(mid.data(), x_out->data(), N * d, rows_pool);
   return Status::Ok();

@@ -9,6 +9,7 @@
 #include "attnkit/attention.h"
 #include "attnkit/multihead.h"
 #include "attnkit/ops.h"
+#include "src/core/plan.h"
 #include "src/core/validate.h"
 #include "src/model/blocks.h"
 
@@ -24,6 +25,30 @@ Status Model::FusedWeights(std::shared_ptr<const std::vector<FusedQKV>>* out) co
     }
     kept = std::move(made);
     std::atomic_store(&fused_, kept);
+  }
+  *out = std::move(kept);
+  return Status::Ok();
+}
+
+Status Model::PackedLayerWeights(std::shared_ptr<const PackedLayers>* out) const {
+  ATTNKIT_RETURN_IF_ERROR(internal::CheckPointer("out", out));
+  std::shared_ptr<const PackedLayers> kept = std::atomic_load(&packed_);
+  if (!kept) {
+    std::shared_ptr<const std::vector<FusedQKV>> fused;
+    ATTNKIT_RETURN_IF_ERROR(FusedWeights(&fused));
+    std::vector<ConstMatrixView> matrices;
+    for (size_t l = 0; l < params_.layers.size(); ++l) {
+      const LayerParameters& p = params_.layers[l];
+      matrices.insert(matrices.end(), {(*fused)[l].W, p.W_O, p.W_1, p.W_2});
+    }
+    auto made = std::make_shared<PackedLayers>();
+    ATTNKIT_RETURN_IF_ERROR(PackMatrices(matrices, &made->matrices));
+    for (size_t l = 0; l < params_.layers.size(); ++l) {
+      const PackedMatrices& m = made->matrices;
+      made->layers.push_back({m[4 * l], m[4 * l + 1], m[4 * l + 2], m[4 * l + 3]});
+    }
+    kept = std::move(made);
+    std::atomic_store(&packed_, kept);
   }
   *out = std::move(kept);
   return Status::Ok();
@@ -48,6 +73,7 @@ Status Generator::Start(const Model& model, const std::vector<int32_t>& prompt, 
   ATTNKIT_RETURN_IF_ERROR(model.FusedWeights(&fused));
   model_ = &model;
   fused_ = std::move(fused);
+  packed_.reset();  // the model's, taken by the first long prefill
   caches_.clear();  // made for this model by Reserve
   context_ = prompt;
   rng_ = Rng(seed);
@@ -103,6 +129,14 @@ Status Generator::Advance(size_t from) {
   ATTNKIT_RETURN_IF_ERROR(Reserve(context_.size()));
   // Causal with the cache's size before these tokens as the offset.
   const AttentionOptions options = CausalOptions(c, nullptr);
+  // Natively, a prefill of many tokens reads the weights packed once (kept
+  // with the model); in WebAssembly, where memory is the limit, and without
+  // the memory for the pack, each product packs its weights.
+#if !defined(__wasm__)
+  if (n >= internal::kPackMinRows && !packed_ && !model_->PackedLayerWeights(&packed_).ok()) {
+    packed_.reset();
+  }
+#endif
 
   // The model's blocks on the new tokens at positions from .. from + n - 1,
   // x_ [n, d] the residual stream.
@@ -115,6 +149,7 @@ Status Generator::Advance(size_t from) {
   for (size_t l = 0; l < c.num_layers; ++l) {
     const LayerParameters& p = params.layers[l];
     block_.kept = &(*fused_)[l];
+    block_.packed = packed_ && n > 1 ? &packed_->layers[l] : nullptr;
     const size_t size = caches_[l].size() + n;
     ATTNKIT_RETURN_IF_ERROR(Alloc(&weights_[l], c.num_heads, size));
     if (n > 1) ATTNKIT_RETURN_IF_ERROR(Shape(&all_weights_, c.num_heads * n, size));

@@ -255,6 +255,7 @@ void Model::Adopt(const ModelConfig& c, Parameters&& p) {
   trained_steps_ = 0;
   have_forward_ = false;
   fused_.reset();
+  packed_.reset();
 }
 
 namespace {
