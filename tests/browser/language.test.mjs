@@ -196,7 +196,8 @@ test("the default preset learns Moby-Dick below the measured threshold and shows
   // The model build loads in the worker only: the page's own resources hold none.
   assert.equal(await p.evaluate(loadedModelBuild), false, "the page itself loaded the model build");
   await shot("after");
-  // A learner sees a named head (measured at step 500: layer 1's head 1, previous character 0.62).
+  // A learner sees a named head (measured after 425 steps: layer 1's heads 1 and 3 the previous
+  // character, head 2 two characters back).
   const named = h.sentence.kinds.flatMap((heads, l) =>
     heads.flatMap((k, hh) => (k.kind ? [`L${l + 1} h${hh}: ${HEAD_NAMES[k.kind]}`] : [])),
   );
