@@ -26,10 +26,11 @@ const CONFIG = {
 const BATCH = 12;
 const SCHEDULE_STEPS = 2000;
 const ADAM = {
-  learningRate: 3e-3,
+  learningRate: 5e-3,
+  beta1: 0.7,
   warmupSteps: 100,
   decaySteps: 1500,
-  minLearningRate: 3e-4,
+  minLearningRate: 5e-4,
   weightDecay: 0.1,
   beta2: 0.99,
   clipNorm: 1,

@@ -23,6 +23,8 @@
 //        node --single-threaded-gc bench/wasm/language-sweep.mjs --run name   (one, JSON out)
 //        node bench/wasm/language-sweep.mjs --init-sweep [--native build/bench/attnkit_language_bench]
 //          [--inits a,b] [--seeds 1,2] [--texts moby-dick,sotu] [--steps 1500]
+//          [--settings "lr=5e-3,beta1=0.7;beta1=0.8"]  (the optimiser sweep: each group of
+//          attnkit_language_bench's --set KEY=VALUE against each initialisation)
 //          > build/init-sweep.json  (the table on stderr)
 //        node bench/wasm/language-sweep.mjs --init-table a.json[,b.json]  (the runs' table again)
 import os from "node:os";
@@ -265,6 +267,9 @@ function initSweep() {
   const seeds = (option("--seeds") ?? "1,2").split(",");
   const texts = (option("--texts") ?? "moby-dick,sotu").split(",");
   const steps = option("--steps") ?? String(AT_STEPS.at(-1));
+  // Each ";"-separated group of KEY=VALUE,... changes the preset's training settings
+  // (attnkit_language_bench --set); "" (the default) trains the preset as it is.
+  const settings = (option("--settings") ?? "").split(";");
   const dir = mkdtempSync(path.join(os.tmpdir(), "attnkit-init-sweep-"));
   const results = [];
   try {
@@ -272,16 +277,18 @@ function initSweep() {
       if (!TEXTS[text]) throw new Error(`--texts: no text "${text}" (${Object.keys(TEXTS)})`);
       const file = path.join(dir, `${text}.txt`);
       writeFileSync(file, TEXTS[text]());
-      for (const init of inits) {
+      for (const [init, group] of inits.flatMap((i) => settings.map((g) => [i, g]))) {
         for (const seed of seeds) {
           const argv = [binary, "--text", file, "--preset", "default", "--init", init];
           argv.push("--seed", seed, "--steps", steps);
+          for (const set of group ? group.split(",") : []) argv.push("--set", set);
           const out = execFileSync("nice", ["-n", "10", ...argv], {
             encoding: "utf8",
             stdio: ["ignore", "pipe", "ignore"],
             maxBuffer: 1 << 26,
           });
           const r = { text, ...JSON.parse(out) };
+          if (group) r.init = `${init} ${group}`;
           if (r.error) throw new Error(`${init} seed ${seed} on ${text}: ${r.error}`);
           results.push(r);
           console.error(

@@ -81,14 +81,14 @@ const DEFAULT_SEQ_LEN = 64,
     layerNorm: true,
   },
   DEFAULT_ADAM = {
-    learningRate: 3e-3,
-    beta1: 0.9,
+    learningRate: 5e-3,
+    beta1: 0.7,
     beta2: 0.99,
     epsilon: 1e-8,
     weightDecay: 0.1,
     warmupSteps: 100,
     decaySteps: 1500,
-    minLearningRate: 3e-4,
+    minLearningRate: 5e-4,
     clipNorm: 1,
   };
 // nanoGPT's CPU recipe (bench/native/language.cc's NanoGpt()), and the default preset.

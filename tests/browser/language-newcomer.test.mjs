@@ -469,6 +469,19 @@ test("23: labels, layout, the loss axis, number formats and button widths", asyn
   assert.deepEqual(exported, onScreen, "the exported labels differ from the page's");
   assert.equal(onScreen[0], "12px");
   assert.match(onScreen[1], /monospace/);
+  // The default preset's cosine ends at 5e-4; a learning rate below that, from a link or the
+  // box, takes the floor down with it (AdamW's floor is at most its rate), and the model trains.
+  let d = await open("&lp=default&llr=3e-4");
+  assert.equal(await p.inputValue('[data-testid="lang-lr"]'), "0.0003");
+  assert.match(await text("lang-schedule"), /cosine to 3e-4 at step 1,500/);
+  assert.deepEqual([d.config.learningRate, d.config.minLearningRate], [3e-4, 3e-4]);
+  await p.selectOption('[data-testid="lang-lr"]', "0.005");
+  await poll(async () => (await hook()).config.learningRate === 5e-3, "the run at 5e-3");
+  d = await waitReady("the run at 5e-3");
+  assert.equal(d.config.minLearningRate, 5e-4);
+  assert.match(await text("lang-schedule"), /cosine to 5e-4 at step 1,500/);
+  await steps(1);
+  assert.equal((await hook()).error, "");
   // The steps view's sidebar shows the hand-designed heads' whole name.
   await p.goto(`${server.url}?w=designed`);
   await p.waitForSelector("body[data-ready]");

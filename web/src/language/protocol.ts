@@ -14,6 +14,8 @@ export interface LangConfig {
   seqLen: number;
   batch: number;
   learningRate: number;
+  /** AdamW's first-moment (momentum) decay. */
+  beta1: number;
   warmupSteps: number;
   /** The cosine reaches minLearningRate at this step. */
   decaySteps: number;
@@ -24,7 +26,8 @@ export type PresetId = "small" | "default" | "large";
 
 /**
  * docs/language.md's default (chosen by bench/wasm/language-sweep.mjs: the least CPU time to a
- * validation loss of 2.0 with a context that holds the default sentence), a smaller one that
+ * validation loss of 2.0 with a context that holds the default sentence; its learning rate and
+ * beta1 by the optimiser sweep of docs/language.md: the fewest steps to 2.0), a smaller one that
  * learns words in a tab within a minute, and a larger one (nanoGPT's CPU shape).
  */
 export const PRESETS: Record<PresetId, LangConfig> = {
@@ -36,6 +39,7 @@ export const PRESETS: Record<PresetId, LangConfig> = {
     seqLen: 32,
     batch: 16,
     learningRate: 3e-3,
+    beta1: 0.9,
     warmupSteps: 50,
     decaySteps: 1500,
     minLearningRate: 3e-4,
@@ -47,10 +51,11 @@ export const PRESETS: Record<PresetId, LangConfig> = {
     dFF: 288,
     seqLen: 64,
     batch: 12,
-    learningRate: 3e-3,
+    learningRate: 5e-3,
+    beta1: 0.7,
     warmupSteps: 100,
     decaySteps: 1500,
-    minLearningRate: 3e-4,
+    minLearningRate: 5e-4,
   },
   large: {
     numLayers: 4,
@@ -60,6 +65,7 @@ export const PRESETS: Record<PresetId, LangConfig> = {
     seqLen: 64,
     batch: 12,
     learningRate: 3e-3,
+    beta1: 0.9,
     warmupSteps: 100,
     decaySteps: 1200,
     minLearningRate: 3e-4,

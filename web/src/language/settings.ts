@@ -19,6 +19,7 @@ export const NUMBER_FIELDS: readonly NumberField<NumberKey>[] = [
 ];
 
 export const LEARNING_RATES: readonly [number, string][] = [
+  [5e-3, "5e-3"],
   [3e-3, "3e-3"],
   [1e-3, "1e-3"],
   [3e-4, "3e-4"],
@@ -65,6 +66,14 @@ export const LANGUAGE_PARAMS: readonly string[] = [
   ...NUMBER_FIELDS.map((f) => f.param),
   ...GEN_FIELDS.map((f) => f.param),
 ];
+
+/**
+ * `c` trained at learning rate `lr`: the cosine's floor stays the preset's, or `lr` itself where
+ * that is lower (the floor is at most the rate).
+ */
+export function withLearningRate(c: LangConfig, lr: number, preset: PresetId): LangConfig {
+  return { ...c, learningRate: lr, minLearningRate: Math.min(PRESETS[preset].minLearningRate, lr) };
+}
 
 /** d_model must split into the heads: the nearest multiple of numHeads in range, and why. */
 export function fitHeads(c: LangConfig): [LangConfig, string] {
@@ -128,7 +137,7 @@ export function settingsFromQuery(query: string): LangSettings {
   const lr = p.get(PARAMS.lr);
   if (lr !== null) {
     const known = LEARNING_RATES.find(([v]) => v === Number(lr) && lr.trim() !== "");
-    if (known) config.learningRate = known[0];
+    if (known) config = withLearningRate(config, known[0], preset);
     else
       notes["lang-lr"] =
         `${link(PARAMS.lr, lr)} is not one of the rates offered: using ${config.learningRate}.`;

@@ -86,6 +86,7 @@ import {
   PRESET_IDS,
   settingsFromQuery,
   settingsQuery,
+  withLearningRate,
   type GenSettings,
 } from "./settings";
 
@@ -516,7 +517,7 @@ function writeGen(g: GenSettings = settings.gen): void {
 
 /** The settings as the fields say (clamped); the note of field `changed` says what was used. */
 function readConfig(changed: string): LangConfig {
-  let c: LangConfig = { ...run.config, learningRate: num("lang-lr") };
+  let c = withLearningRate(run.config, num("lang-lr"), settings.preset);
   for (const f of NUMBER_FIELDS) {
     const [v, why] = fieldValue(f, $<HTMLInputElement>(f.id).value, run.config[f.key]);
     c[f.key] = v;

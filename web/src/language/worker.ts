@@ -141,6 +141,7 @@ function reset(id: number, c: LangConfig, loaded?: Model): void {
     );
   trainer = attn.createTrainer(model, {
     learningRate: c.learningRate,
+    beta1: c.beta1,
     warmupSteps: c.warmupSteps,
     decaySteps: c.decaySteps,
     minLearningRate: c.minLearningRate,
