@@ -164,8 +164,13 @@ class ByteRanks {
   constructor(ranks) {
     const text = ranks?.bpe_ranks,
       specials = ranks?.special_tokens;
-    if (typeof text !== "string" || specials === null || typeof specials !== "object") {
-      throw badRanks("an object without bpe_ranks and special_tokens");
+    if (
+      typeof text !== "string" ||
+      typeof ranks?.pat_str !== "string" ||
+      specials === null ||
+      typeof specials !== "object"
+    ) {
+      throw badRanks("an object without pat_str, bpe_ranks and special_tokens");
     }
     const special = Object.entries(specials).map(([s, id]) => [encoder.encode(s), id]);
     // The ids first (the count and the ranked tokens), then each token's
@@ -267,8 +272,9 @@ const escapeRegex = (s) => s.replace(/[\\^$*+?.()|[\]{}]/g, "\\$&");
  */
 export class Gpt2Tokenizer {
   #ranks;
-  #pattern;
-  #special;
+  #source;
+  #pattern = null;
+  #special = null;
   /** Over js-tiktoken's "gpt2" ranks object ({pat_str, special_tokens, bpe_ranks}). */
   constructor(ranks) {
     const r = new ByteRanks(ranks);
@@ -281,7 +287,7 @@ export class Gpt2Tokenizer {
       unknownToken: { value: -1, enumerable: true },
     });
     this.#ranks = r;
-    this.#pattern = ranks.pat_str;
+    this.#source = ranks.pat_str;
     brand(this, "Tokenizer");
   }
   /**
@@ -290,8 +296,8 @@ export class Gpt2Tokenizer {
    * classes load the engine's tables: not while a checkpoint loads).
    */
   #patterns() {
-    if (typeof this.#pattern === "string") {
-      this.#pattern = new RegExp(this.#pattern, "gu");
+    if (!this.#pattern) {
+      this.#pattern = new RegExp(this.#source, "gu");
       const names = [...this.#ranks.specials.keys()];
       this.#special = names.length ? new RegExp(names.map(escapeRegex).join("|"), "g") : null;
     }
