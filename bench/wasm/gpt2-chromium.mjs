@@ -61,7 +61,7 @@ await build({
 // allocated), each tenth of the file, the load's end (the tokenizer made) and
 // the first prefill.
 const html = `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,">
-<title>attnkit GPT-2 memory</title></head><body><script type="module">
+<title>attnkit GPT-2 memory</title></head><body><input type="file"><script type="module">
 window.mark = (stage) => {
   const x = new XMLHttpRequest();
   x.open("GET", "/mark?stage=" + encodeURIComponent(stage) +
@@ -96,7 +96,9 @@ const TYPES = {
 };
 // /out/* the bundle; the wasm modules and GPT-2's ranks (gpt2-ranks.json) beside it, as the
 // package's loader and checkpoint reader ask for them.
-const stages = [];
+const stages = [],
+  fileStages = [];
+let stageList = stages;
 const server = createServer((req, res) => {
   const url = new URL(req.url ?? "/", "http://x");
   const name = path.basename(url.pathname);
@@ -106,7 +108,7 @@ const server = createServer((req, res) => {
     const rss = renderers().map((pid) => ({ pid, ...status(pid) }));
     const top = rss.reduce((a, b) => (b.rss > a.rss ? b : a), { rss: 0 });
     const heap = url.searchParams.get("heap");
-    stages.push({
+    stageList.push({
       stage: url.searchParams.get("stage"),
       ms: Math.round(performance.now()),
       rss: top.rss,
@@ -195,6 +197,51 @@ function renderers() {
     }
   }
   return out;
+}
+
+/**
+ * Opens the checkpoint from a file the learner opens (an <input>'s File, with its
+ * config.json's object) in a new page (a renderer of its own, none of `pids`):
+ * {ms, rssBeforeBytes, peakGrowthBytes, stages}, or {error} where the page failed or
+ * its renderer ended (recorded, so that the run keeps the other figures).
+ */
+async function loadFromFile(browser, pids) {
+  const page = await (await browser.newContext()).newPage();
+  const problems = [];
+  page.on("pageerror", (e) => problems.push(e.message));
+  page.on("crash", () => problems.push("the renderer crashed"));
+  stageList = fileStages;
+  try {
+    await page.goto(`http://127.0.0.1:${server.address().port}/`);
+    await page.waitForFunction(() => window.ready === true, null, { timeout: 120_000 });
+    await (await page.context().newCDPSession(page)).send("HeapProfiler.collectGarbage");
+    const pid = renderers()
+      .filter((p) => !pids.includes(p))
+      .reduce((a, b) => (status(b).rss > status(a).rss ? b : a));
+    await page.setInputFiles("input", `${dir}model.safetensors`);
+    const rssBeforeBytes = status(pid).rss;
+    writeFileSync(`/proc/${pid}/clear_refs`, "5");
+    const { ms } = await page.evaluate(
+      async (config) => {
+        const t = performance.now();
+        const file = document.querySelector("input").files[0];
+        const model = await window.attn.openCheckpoint(file, { config });
+        const ms = performance.now() - t;
+        model.dispose();
+        return { ms };
+      },
+      JSON.parse(readFileSync(`${dir}config.json`, "utf8")),
+    );
+    if (problems.length) throw new Error(problems.join("; "));
+    const peakGrowthBytes = status(pid).hwm - rssBeforeBytes;
+    return { ms, rssBeforeBytes, peakGrowthBytes, stages: fileStages };
+  } catch (e) {
+    const error = [...problems, e.message].join("; ");
+    log(`the load from a File failed: ${error}`);
+    return { error, stages: fileStages };
+  } finally {
+    await page.close().catch(() => {});
+  }
 }
 
 const { chromium } = await import("playwright-core");
@@ -335,6 +382,9 @@ try {
     return { bytes, ms: performance.now() - t };
   }, `${hub.url}/${REPO}/resolve/main/model.safetensors`);
   fetchOnly.peakGrowthBytes = status(pid).hwm - rssBeforeFetch;
+  // The same checkpoint from a file the learner opens, in a page of its own.
+  await page.close();
+  const fromFile = await loadFromFile(browser, pids);
   if (errors.length) throw new Error(`the page failed: ${errors.join("; ")}`);
   const peakGrowth = peaks[pid].hwm - before.rss[pid];
   const wasmGrowth = load.wasmBytes - before.wasmBytes;
@@ -368,6 +418,7 @@ try {
     weightsBytes: info.parameters * 4,
     modelMemoryBytes: info.memoryBytes,
     fetchOnly,
+    fromFile,
     stages,
     samples: samples.map((s) => ({ ...s, ms: Math.round(s.ms) })),
   };
@@ -382,7 +433,11 @@ try {
     `${(fileBytes / 1e6).toFixed(0)} MB in ${(load.ms / 1e3).toFixed(1)} s; renderer peak +${(peakGrowth / 1e6).toFixed(0)} MB ` +
       `(${result.peakGrowthOverFile.toFixed(3)}x the file), wasm memory +${(wasmGrowth / 1e6).toFixed(0)} MB, ` +
       `beyond it ${((peakGrowth - wasmGrowth) / 1e6).toFixed(0)} MB; JS heap peak ${(result.jsHeap.peakUsedSampledBytes / 1e6).toFixed(1)} MB; ` +
-      `the file fetched alone: peak +${(fetchOnly.peakGrowthBytes / 1e6).toFixed(0)} MB in ${(fetchOnly.ms / 1e3).toFixed(1)} s`,
+      `the file fetched alone: peak +${(fetchOnly.peakGrowthBytes / 1e6).toFixed(0)} MB in ${(fetchOnly.ms / 1e3).toFixed(1)} s; ` +
+      (fromFile.error
+        ? `from a File: failed (${fromFile.error})`
+        : `from a File: ${(fromFile.ms / 1e3).toFixed(1)} s, peak +${(fromFile.peakGrowthBytes / 1e6).toFixed(0)} MB ` +
+          `(${(fromFile.peakGrowthBytes / fileBytes).toFixed(3)}x the file)`),
   );
 } finally {
   await browser.close();
