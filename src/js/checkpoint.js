@@ -6,7 +6,8 @@
 // staging view of module memory and is handed by its Hugging Face name to the
 // model layer's loader (model.js's FILL: it knows GPT-2's names and widens
 // F16/BF16 into the model's own matrices). The tokenizer is GPT-2's
-// (bpe.js), made on the first open. Built as its own file of dist/ for each
+// (bpe.js), its ranks loaded before the data and the tokenizer made after
+// them on the first open. Built as its own file of dist/ for each
 // platform (web-checkpoint.js as checkpoint.mjs, node-checkpoint.js as
 // checkpoint.node.cjs), loaded by the entry points on the first call
 // (checkpoint-calls.js), so that no other load carries it.
@@ -187,7 +188,7 @@ async function openCheckpoint(attnkit, fill, loadRanks, source, options) {
     checkAborted(o.signal);
     loader = fill(head.config);
     await streamTensors(head, loader, o);
-    const model = loader.finish(tokenizer);
+    const model = loader.finish(tokenizer());
     loader = null;
     return model;
   } catch (e) {

@@ -182,17 +182,14 @@ function nodeBundleTests() {
       // reindented by esbuild (a few %), nothing else.
       const entryFile = entry === "attnkit" ? "attnkit" : entry.slice("attnkit/".length);
       // An entry point with the model builds also holds the model layer's JS, the
-      // checkpoint reader and, after it, GPT-2's tokenizer (js-tiktoken's ranks),
+      // checkpoint reader and, after it, GPT-2's tokenizer's ranks (js-tiktoken's),
       // loaded by openCheckpoint, and the ONNX writer, loaded by exportOnnx.
       const checkpoint = builds.some((b) => b.endsWith("-model"))
         ? [
             join(dist, "model-layer.node.cjs"),
             join(dist, "checkpoint.node.cjs"),
             join(dist, "onnx.node.cjs"),
-            ...["dist/lite.cjs", "dist/ranks/gpt2.cjs"].map((f) =>
-              join(app, "node_modules/js-tiktoken", f),
-            ),
-            join(app, "node_modules/base64-js/index.js"),
+            join(app, "node_modules/js-tiktoken/dist/ranks/gpt2.cjs"),
           ]
         : [];
       const most = [`${entryFile}.node.cjs`, ...builds.map((b) => `attnkit-${b}.node.cjs`)]

