@@ -258,10 +258,12 @@ test("the weights download as an .atkmodel file and load back", async () => {
   // Loaded: a fresh trainer on the downloaded weights of step 1 (the file's name says so),
   // whose maps are those of step 1.
   const same = (a, b) => a.length === b.length && a.every((v, i) => v === b[i]);
+  // The hook is read after the inspection: the load's "ready" comes before its inspection,
+  // so a hook read later holds the loaded run's step (read first, it may still be the reset's).
   const loaded = await poll(async () => {
+    const ins = await inspection();
     const h = await hook();
-    const ins = h.ready && (await inspection());
-    return ins && same(ins.layers[1].weights, before.layers[1].weights) && h;
+    return h.ready && ins && same(ins.layers[1].weights, before.layers[1].weights) && h;
   }, "the loaded weights' maps (those of step 1)");
   assert.equal(loaded.step, 1);
   // A file that is not a weights file is refused with the package's error.
