@@ -89,10 +89,13 @@ run_node() {
   node --test --test-concurrency="$(test_files_at_once)" \
     --test-reporter=spec --test-reporter-destination=stdout \
     --test-reporter=tap --test-reporter-destination="$log" "$dir"
-  local pass fail
+  local pass fail cancelled
   pass=$(grep -E '^# pass [0-9]+' "$log" | tail -1 | awk '{print $3}')
   fail=$(grep -E '^# fail [0-9]+' "$log" | tail -1 | awk '{print $3}')
+  # A test cancelled (its suite's hook failed, or its file ended early) did not pass.
+  cancelled=$(grep -E '^# cancelled [0-9]+' "$log" | tail -1 | awk '{print $3}')
   [[ -n $pass && -n $fail ]] || { pass=0; fail=1; }
+  fail=$((fail + ${cancelled:-0}))
   [[ $pass -gt 0 ]] || fail=$((fail + 1))  # a suite that ran nothing has failed
   record "$suite" "$pass passed, $fail failed"
   total_pass=$((total_pass + pass)); total_fail=$((total_fail + fail))

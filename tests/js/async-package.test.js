@@ -7,26 +7,13 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { copyFileSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import createAttnkit from "attnkit";
 import { ARGS, CHROMIUM } from "../chromium.mjs";
 import { serve } from "../browser/lib/server.mjs";
-
-const root = fileURLToPath(new URL("../..", import.meta.url));
-
-function run(cmd, args, cwd) {
-  const r = spawnSync(cmd, args, {
-    cwd,
-    encoding: "utf8",
-    env: { ...process.env, npm_config_update_notifier: "false" },
-  });
-  assert.equal(r.status, 0, `${cmd} ${args.join(" ")} failed:\n${r.stdout}\n${r.stderr}`);
-  return r.stdout;
-}
+import { installPacked, root, run } from "./lib/packed.js";
 
 // What every consumer computes through the worker: causal attention on fixed
 // inputs, an error, a KV cache's size after an append.
@@ -46,19 +33,7 @@ describe("attnkit/worker, packed and installed", () => {
   let tmp, app, expected;
   const servers = [];
   before(async () => {
-    tmp = mkdtempSync(join(tmpdir(), "attnkit-async-pack-"));
-    const packed = JSON.parse(run("npm", ["pack", "--json", "--pack-destination", tmp], root));
-    app = join(tmp, "app");
-    mkdirSync(app);
-    writeFileSync(
-      join(app, "package.json"),
-      JSON.stringify({ name: "app", version: "1.0.0", private: true, type: "module" }),
-    );
-    run(
-      "npm",
-      ["install", join(tmp, packed[0].filename), "--no-audit", "--no-fund", "--offline"],
-      app,
-    );
+    ({ tmp, app } = installPacked("attnkit-async-pack-"));
     const attn = await createAttnkit({ simd: true });
     const Q = {
       data: Float32Array.from([0.1, -0.2, 0.3, 0.4, 0.5, 0.6, -0.7, 0.8, -0.9, 1, 1.1, -1.2]),

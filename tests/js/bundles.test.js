@@ -7,23 +7,12 @@
 // lean entry points' refusals of options that pick a build they do not hold.
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import {
-  copyFileSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { AttnkitError } from "attnkit";
+import { installPacked, root, run } from "./lib/packed.js";
 
-const root = fileURLToPath(new URL("../..", import.meta.url));
 const esbuild = join(root, "node_modules/.bin/esbuild");
 const BUILDS = ["simd", "scalar", "threads", "simd-model", "scalar-model", "threads-model"];
 const BUDGET_GZIP = 150 * 1024;
@@ -51,20 +40,6 @@ const ENTRIES = [
   },
   { entry: "attnkit", options: {}, builds: BUILDS },
 ];
-
-function run(cmd, args, cwd) {
-  const r = spawnSync(cmd, args, {
-    cwd,
-    encoding: "utf8",
-    env: { ...process.env, npm_config_update_notifier: "false" },
-  });
-  assert.equal(
-    r.status,
-    0,
-    `${cmd} ${args.join(" ")} failed (${r.status}):\n${r.stdout}\n${r.stderr}`,
-  );
-  return r.stdout;
-}
 
 /** The app: loads `entry` with `options`, prints what attention([[1]], [[1]], [[2]]) gives. */
 function appSource(entry, options, print) {
@@ -104,26 +79,7 @@ const record = (row, entry, files) => {
 
 describe("lean bundles from the packed tarball", () => {
   before(() => {
-    tmp = mkdtempSync(join(tmpdir(), "attnkit-bundles-"));
-    const packed = JSON.parse(run("npm", ["pack", "--json", "--pack-destination", tmp], root));
-    app = join(tmp, "app");
-    mkdirSync(app);
-    writeFileSync(
-      join(app, "package.json"),
-      JSON.stringify({ name: "app", version: "1.0.0", private: true, type: "module" }),
-    );
-    run(
-      "npm",
-      [
-        "install",
-        join(tmp, packed[0].filename),
-        "--no-audit",
-        "--no-fund",
-        "--offline",
-        "--no-package-lock",
-      ],
-      app,
-    );
+    ({ tmp, app } = installPacked("attnkit-bundles-"));
     dist = join(app, "node_modules/attnkit/dist");
     const embedded = {};
     for (const b of BUILDS) {

@@ -11,24 +11,22 @@ import {
   copyFileSync,
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readFileSync,
   readdirSync,
   rmSync,
   statSync,
   writeFileSync,
 } from "node:fs";
-import { availableParallelism, tmpdir } from "node:os";
+import { availableParallelism } from "node:os";
 import { extname, join, normalize, posix, resolve, sep } from "node:path";
-import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { chromium } from "playwright-core";
 import { createAttnkit } from "attnkit";
 import * as ref from "./reference.js";
 import { assertClose } from "./helpers.js";
 import { ARGS as CHROMIUM_ARGS, CHROMIUM } from "../chromium.mjs";
+import { installPacked, root, run } from "./lib/packed.js";
 
-const root = fileURLToPath(new URL("../..", import.meta.url));
 const BUDGET_GZIP = 150 * 1024;
 
 // The computation every consumer runs: causal attention on fixed inputs, its gradient dQ
@@ -116,20 +114,6 @@ async function serve(dir, { isolated = false } = {}) {
   });
   await new Promise((r) => server.listen(0, "127.0.0.1", r));
   return { server, url: `http://127.0.0.1:${server.address().port}` };
-}
-
-function run(cmd, args, cwd) {
-  const r = spawnSync(cmd, args, {
-    cwd,
-    encoding: "utf8",
-    env: { ...process.env, npm_config_update_notifier: "false" },
-  });
-  assert.equal(
-    r.status,
-    0,
-    `${cmd} ${args.join(" ")} failed (${r.status}):\n${r.stdout}\n${r.stderr}`,
-  );
-  return r.stdout;
 }
 
 /**
@@ -226,21 +210,7 @@ function checkModel(out, label) {
 
 describe("the npm package, packed and installed", () => {
   before(async () => {
-    tmp = mkdtempSync(join(tmpdir(), "attnkit-pack-"));
-    const packed = JSON.parse(run("npm", ["pack", "--json", "--pack-destination", tmp], root));
-    tarball = join(tmp, packed[0].filename);
-    tarballFiles = packed[0].files.map((f) => f.path);
-    app = join(tmp, "app");
-    mkdirSync(app);
-    writeFileSync(
-      join(app, "package.json"),
-      JSON.stringify({ name: "app", version: "1.0.0", private: true, type: "module" }, null, 2),
-    );
-    run(
-      "npm",
-      ["install", tarball, "--no-audit", "--no-fund", "--offline", "--no-package-lock"],
-      app,
-    );
+    ({ tmp, app, tarball, files: tarballFiles } = installPacked("attnkit-pack-"));
     // What the repo's own build computes (SIMD), and the float64 reference.
     const attn = await createAttnkit({ simd: true });
     expected = Array.from(attn.attention(INPUT.Q, INPUT.K, INPUT.V, { causal: true }).data);
