@@ -207,24 +207,29 @@ HWY_INLINE void WeightGrads(const GradTile& t, const size_t* visible, const floa
 
 // WeightedSumVGrad, dV [key_rows, d_v] += P^T [key_rows, rows] dO rows
 // [rows, d_v]: each value row collects the output gradients of the queries
-// that weighted it. Returns true if every sum is finite.
+// that weighted it. Returns true if every sum is finite. The three products
+// below add to their gradients (kAccumulate), or where a head is one tile
+// store them (the same sums: a register tile starts from zero either way).
+template <bool kAccumulate = true>
 HWY_INLINE bool WeightedSumVGradV(const GradTile& t) {
-  return MatMul<true, GemmARows, TileTransposedA, kGemmShortK>(
+  return MatMul<kAccumulate, TileTransposedA, TileTransposedA, kGemmShortK>(
       ConstMatrixView(t.s, t.dV.rows, t.rows), Operand(t.dO.data, t.rows, t.dV.cols, t.dO.stride),
       t.dV);
 }
 
 // ScoresGrad, dK [key_rows, d_k] += dS^T [key_rows, rows] Q rows [rows, d_k]
 // (the scale is in dS).
+template <bool kAccumulate = true>
 HWY_INLINE bool ScoresGradK(const GradTile& t) {
-  return MatMul<true, GemmARows, TileTransposedA, kGemmShortK>(
+  return MatMul<kAccumulate, TileTransposedA, TileTransposedA, kGemmShortK>(
       ConstMatrixView(t.dp, t.dK.rows, t.rows), Operand(t.Q.data, t.rows, t.dK.cols, t.Q.stride),
       t.dK);
 }
 
 // ScoresGrad, dQ rows [rows, d_k] += dS [rows, key_rows] K [key_rows, d_k].
+template <bool kAccumulate = true>
 HWY_INLINE bool ScoresGradQ(const GradTile& t) {
-  return MatMul<true, GemmARows, TileA, kGemmShortK>(
+  return MatMul<kAccumulate, TileA, TileA, kGemmShortK>(
       ConstMatrixView(t.dp, t.rows, t.K.rows, kGradKeys),
       Operand(t.K.data, t.K.rows, t.dQ.cols, t.K.stride), t.dQ);
 }
@@ -370,13 +375,16 @@ inline HWY_NOINLINE bool SmallBackward(const internal::GradTask& task) {
   const internal::HeadTask& h = task.head;
   const size_t T_q = h.Q.rows, T_k = h.K.rows, d_k = h.Q.cols, d_v = h.V.cols;
   // Keys no query sees get no gradient; nothing past them is packed or read.
+  // The products below store dQ and the seen keys' dK, dV.
   const size_t keys = VisibleKeys(h, task.params, T_q - 1);
-  for (size_t j = 0; j < T_k; ++j) {
+  for (size_t j = keys; j < T_k; ++j) {
     ZeroRow(task.dK.Row(j), d_k);
     ZeroRow(task.dV.Row(j), d_v);
   }
-  for (size_t i = 0; i < T_q; ++i) ZeroRow(task.dQ.Row(i), d_k);
-  if (keys == 0) return true;
+  if (keys == 0) {
+    for (size_t i = 0; i < T_q; ++i) ZeroRow(task.dQ.Row(i), d_k);
+    return true;
+  }
   const size_t tk = WholeVectors(keys);
   float* HWY_RESTRICT kt = task.workspace;
   float* HWY_RESTRICT vt = kt + internal::kSmallMaxDim * kGradKeys;
@@ -411,9 +419,9 @@ inline HWY_NOINLINE bool SmallBackward(const internal::GradTask& task) {
   RecomputeScores<kGemmUnroll>(t);
   WeightedSumVGradP<kGemmUnroll>(t);
   WeightGrads(t, visible, D);
-  bool finite = WeightedSumVGradV(t);
-  finite &= ScoresGradK(t);
-  finite &= ScoresGradQ(t);
+  bool finite = WeightedSumVGradV</*kAccumulate=*/false>(t);
+  finite &= ScoresGradK</*kAccumulate=*/false>(t);
+  finite &= ScoresGradQ</*kAccumulate=*/false>(t);
   return finite;
 }
 

@@ -880,18 +880,22 @@ inline HWY_NOINLINE void TransposeScaled(ConstMatrixView src, float scale, size_
 // multiple of the lanes; see TransposeScaled), zeros past the last key up to
 // whole vectors, the most a GEMM reads. The packed keys of the fused kernel
 // (K^T, kb = GemmPanelWidth()) and of the backward (K^T and V^T). The padding
-// is cleared one run per row of the block.
+// is cleared one vector per row of the block before the keys are written
+// over it: runs of a few floats each became a call to memset apiece, which
+// cost a small head as much as its products.
 HWY_INLINE void PackTransposed(ConstMatrixView src, float scale, size_t kb,
                                float* HWY_RESTRICT dst) {
-  TransposeScaled(src, scale, kb, dst);
   const size_t rows = src.rows, cols = src.cols;
-  // Zeros up to whole vectors: [rows, end) lies in one block (kb is a
-  // multiple of the lanes), one run per row of it.
   const size_t end = WholeVectors(rows);
   if (rows < end) {
-    float* HWY_RESTRICT block = dst + rows / kb * cols * kb + rows % kb;
-    for (size_t c = 0; c < cols; ++c) ZeroRow(block + c * kb, end - rows);
+    // The last vector [end - N, end) lies in one block (kb is a multiple of
+    // the lanes).
+    const DF d;
+    const size_t start = end - hn::Lanes(d);
+    float* HWY_RESTRICT block = dst + start / kb * cols * kb + start % kb;
+    for (size_t c = 0; c < cols; ++c) hn::StoreU(hn::Zero(d), d, block + c * kb);
   }
+  TransposeScaled(src, scale, kb, dst);
 }
 
 // C [M, N] = A [M, K] B with B [K, N] in panels (see PackPanels), A read as

@@ -10,6 +10,7 @@
 
 #include "attnkit/matrix.h"
 #include "attnkit/status.h"
+#include "hwy/base.h"  // HWY_INLINE
 #include "src/core/internal.h"
 
 namespace attnkit {
@@ -92,7 +93,7 @@ inline bool QKVUsable(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V) {
 // a and b (usable views) share no element when their address ranges do not
 // meet, tested here, else the exact test (strided views may interleave).
 bool DisjointInterleaved(ConstMatrixView a, ConstMatrixView b);
-inline bool Disjoint(ConstMatrixView a, ConstMatrixView b) {
+HWY_INLINE bool Disjoint(ConstMatrixView a, ConstMatrixView b) {
   // Compare as integers: pointers into different arrays are not ordered.
   const auto a0 = reinterpret_cast<uintptr_t>(a.data), b0 = reinterpret_cast<uintptr_t>(b.data);
   const auto a1 = reinterpret_cast<uintptr_t>(a.data + (a.rows - 1) * a.stride + a.cols);
