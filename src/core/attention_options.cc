@@ -185,13 +185,21 @@ constexpr size_t kNumAttentionOptions = sizeof(kAttentionOptions) / sizeof(kAtte
 // The checks of entries I..., each a direct call the compiler can inline (the
 // table is constexpr): every call walks them, so a loop of indirect calls
 // would be a measurable part of a small call.
+template <size_t I>
+bool EntryPasses(const AttentionOptions& o, const OptionShapes& shapes, Status* status) {
+  constexpr auto check = kAttentionOptions[I].check;  // a constant: a direct call
+  if constexpr (check == nullptr) {
+    return true;
+  } else {
+    *status = check(o, shapes);
+    return status->ok();
+  }
+}
 template <size_t... I>
 Status CheckEntries(const AttentionOptions& o, const OptionShapes& shapes,
                     std::index_sequence<I...>) {
   Status status;
-  (void)((kAttentionOptions[I].check == nullptr ||
-          (status = kAttentionOptions[I].check(o, shapes)).ok()) &&
-         ...);
+  (void)(EntryPasses<I>(o, shapes, &status) && ...);
   return status;
 }
 
