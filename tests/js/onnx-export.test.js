@@ -149,9 +149,17 @@ function exportMemory(config) {
     const model = attn.createModel(${JSON.stringify(config)}, { seed: 1 });
     const memory = attn.memoryBytes();
     globalThis.gc();
-    const rss = process.memoryUsage().rss;
+    // The peak of the export alone: Linux's high-water mark reset here (an
+    // earlier peak, such as the model's creation, would count otherwise).
+    const { readFileSync, writeFileSync } = await import("node:fs");
+    const kB = (field) => {
+      const line = readFileSync("/proc/self/status", "utf8").split("\\n").find((l) => l.startsWith(field + ":"));
+      return 1024 * parseInt(line.slice(field.length + 1), 10);
+    };
+    writeFileSync("/proc/self/clear_refs", "5");
+    const rss = kB("VmRSS");
     const bytes = await model.exportOnnx();
-    const peak = process.resourceUsage().maxRSS * 1024;
+    const peak = kB("VmHWM");
     console.log(JSON.stringify({
       weights: 4 * model.parameterCount,
       file: bytes.length,
@@ -314,8 +322,11 @@ describe("model.exportOnnx", () => {
     const m = exportMemory(config);
     assert.ok(m.file > m.weights, `file ${m.file} bytes, weights ${m.weights}`);
     assert.equal(m.wasmGrown, 0, "wasm memory grew");
+    // One copy is 1.0x; a second copy of the weights, or a buffer grown by
+    // doubling, 2x or more. What lies between is garbage V8 has not swept yet
+    // (up to 1.31x while other test files load both cores).
     assert.ok(
-      m.grown < 1.25 * m.weights,
+      m.grown < 1.5 * m.weights,
       `peak resident size grew by ${m.grown} bytes: ${(m.grown / m.weights).toFixed(2)}x the weights`,
     );
   });
