@@ -411,6 +411,12 @@ test("a tiny GPT-2 checkpoint dropped: its tokens GPT-2's pieces, its maps equal
     assert.match(text, /the file model\.safetensors/);
     assert.match(text, /a GPT-2-family model of 2 layers × 3 heads/);
     assert.match(text, /Read \d+(\.\d)? MB and open it \(it needs [\d.]+ MB of memory\)/);
+    // The cleared heads field loses focus (to the click on Open): the files are not read again,
+    // so the confirmation the learner clicks stays the one shown.
+    const asked = (await hook()).pending.id;
+    await p.dispatchEvent('[data-testid="gpt2-heads"]', "change");
+    await p.waitForTimeout(300);
+    assert.equal((await hook()).pending?.id, asked);
     const h = await confirmAndWait();
     await shot("checkpoint");
     assert.deepEqual(h.sentence.tokens, Array.from(model.tokenizer.encode(SENTENCE)));

@@ -577,9 +577,14 @@ function bindPanel(): void {
     const files = [...(e.dataTransfer?.files ?? [])];
     if (files.length) void openFiles(files);
   });
-  // Heads typed after a safetensors file alone was refused for the lack of them: that file again.
+  // Heads typed for a safetensors file that came without its config.json: that file again.
+  // Files with their config (which names the heads) and a cleared field read nothing: the
+  // field's change comes when it loses focus, e.g. to the click on "Open" of other files.
   $("gpt2-heads").addEventListener("change", () => {
-    if (lastFiles && !run.model?.from.includes(lastFiles[0].name)) void openFiles(lastFiles);
+    const heads = Number($<HTMLInputElement>("gpt2-heads").value);
+    const alone = lastFiles && !lastFiles.some((f) => f.name.endsWith(".json"));
+    if (!alone || !Number.isInteger(heads) || heads < 1) return;
+    if (!run.model?.from.includes(lastFiles![0].name)) void openFiles(lastFiles!);
   });
   $("gpt2-onnx").addEventListener("click", () =>
     requestOnnx((bytes) => downloadBytes(bytes, onnxName(run.model?.from ?? "model"))),
@@ -763,7 +768,7 @@ export function gpt2Hook() {
   const s = run.sentence;
   return {
     loaded: true,
-    pending: run.pending && { info: run.pending.info },
+    pending: run.pending && { id: run.pending.id, info: run.pending.info },
     loading: run.loading && { ...run.loading },
     refused: run.refused,
     error: run.error,
