@@ -39,16 +39,20 @@ namespace HWY_NAMESPACE {
 // in place.
 // Chunk c of head t, keys [c * kDecodeChunkKeys, +kDecodeChunkKeys) clamped
 // to T_k: for each query row i, partials + i * (2 + d_v) receives
-// [m, l, o [d_v]]. `s` is scratch [kDecodeChunkKeys]. Returns false if a
-// visible score overflowed.
+// [m, l, o [d_v]]. With `partials` null, the one chunk is all of T_k
+// (T_k <= kDecodeChunkKeys): each row's softmax is finished in place, out =
+// o / l and the weights exp(s - m) / l, the bits MergeChunks of one chunk
+// gives (its factor exp(0) is 1). `s` is scratch [kDecodeChunkKeys].
+// Returns false if a visible score overflowed.
 HWY_INLINE bool DecodeChunk(const internal::HeadTask& t, const internal::ScoreParams& p,
                             size_t chunk, float* HWY_RESTRICT s, float* HWY_RESTRICT partials) {
   const size_t d_v = t.V.cols;
   const size_t j0 = chunk * internal::kDecodeChunkKeys;
   const size_t j1 = std::min(t.K.rows, j0 + internal::kDecodeChunkKeys);
+  float whole[2];  // [m, l] of a row when the chunk is the whole row
   for (size_t i = 0; i < t.Q.rows; ++i) {
-    float* HWY_RESTRICT part = partials + i * (2 + d_v);
-    float* HWY_RESTRICT o = part + 2;
+    float* HWY_RESTRICT part = partials ? partials + i * (2 + d_v) : whole;
+    float* HWY_RESTRICT o = partials ? part + 2 : t.out.Row(i);
     part[0] = -std::numeric_limits<float>::infinity();
     part[1] = 0.0f;
     ZeroRow(o, d_v);
@@ -71,6 +75,10 @@ HWY_INLINE bool DecodeChunk(const internal::HeadTask& t, const internal::ScorePa
     part[1] = SoftmaxUnnormalised(s, n, max);
     if (w) CopyRow(s, n, w);
     WeightedSumV(t, s, j0, n, o);
+    if (partials) continue;
+    const float inv_l = 1.0f / part[1];  // l >= 1: the key of score m adds 1
+    ScaleRow(o, d_v, inv_l, 0.0f);
+    if (w) ScaleRow(w, n, inv_l, 0.0f);
   }
   return true;
 }

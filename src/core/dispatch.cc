@@ -123,9 +123,7 @@ internal::SmallResult SmallAttentionT(const internal::HeadTask& t,
     return SmallHeadOnce(t, params) ? internal::SmallResult::kOk : internal::SmallResult::kOverflow;
   }
   HWY_ALIGN float scores[internal::kDecodeChunkKeys];
-  HWY_ALIGN float partials[internal::kSmallPartialFloats];
-  if (!SplitKChunk(t, params, 0, scores, partials)) return internal::SmallResult::kOverflow;
-  SplitKMerge(t, 1, partials);
+  if (!SplitKChunk(t, params, 0, scores, nullptr)) return internal::SmallResult::kOverflow;
   return AllFiniteOnce(t.out) ? internal::SmallResult::kOk : internal::SmallResult::kOverflow;
 }
 

@@ -81,6 +81,9 @@ HWY_INLINE bool RunHeadTask(const internal::AttentionJob& job, const internal::A
       // FlashHead checks its outputs as it finishes them.
       return FlashHead(t, job.params, hw.begin, hw.end, scratch, packed);
     case internal::HeadPath::kSplitK: {
+      // One chunk is the whole head: finished in place, nothing to merge.
+      if (internal::DecodeChunks(t.K.rows) == 1)
+        return SplitKChunk(t, job.params, 0, scratch, nullptr);
       const size_t chunk_floats = t.Q.rows * (2 + t.V.cols);
       return SplitKChunk(t, job.params, hw.begin, scratch,
                          plan.partials + plan.heads[hw.head].partials_at + hw.begin * chunk_floats);
@@ -125,7 +128,8 @@ HWY_INLINE bool RunAttentionJobInline(const internal::AttentionJob& job,
   for (size_t h = 0; h < job.heads.size(); ++h) {
     if (plan.heads[h].path != internal::HeadPath::kSplitK) continue;
     const internal::HeadTask& t = job.heads[h];
-    SplitKMerge(t, internal::DecodeChunks(t.K.rows), plan.partials + plan.heads[h].partials_at);
+    const size_t chunks = internal::DecodeChunks(t.K.rows);
+    if (chunks > 1) SplitKMerge(t, chunks, plan.partials + plan.heads[h].partials_at);
     if (!AllFiniteOnce(t.out)) return false;
   }
   if (job.output.W.empty()) return true;

@@ -27,7 +27,7 @@ void AddProjectionWork(size_t index, size_t rows, std::vector<ProjectionWork>* w
 // ([d_k + d_v rounded up to a panel, T_k rounded up to the tile]) and a
 // task's queries packed ([kTaskQueries, d_k]) on the fused path, a chunk of
 // scores on the split-K path. Split-K partials, [chunks, T_q, 2 + d_v] per
-// head, are counted in *partials.
+// head of more than one chunk, are counted in *partials.
 Status PlanHead(const AttentionJob& job, size_t h, AttentionPlan* plan, size_t* floats,
                 size_t* partials) {
   const HeadTask& t = job.heads[h];
@@ -68,7 +68,8 @@ Status PlanHead(const AttentionJob& job, size_t h, AttentionPlan* plan, size_t* 
     *floats = kDecodeChunkKeys;
     const size_t chunks = DecodeChunks(t.K.rows);
     for (size_t c = 0; c < chunks; ++c) plan->head_work.push_back({h, c, c + 1});
-    size_t head_partials;  // chunks * T_q: split-K heads have few queries per key
+    if (chunks == 1) return Status::Ok();  // the whole head in place: no partials
+    size_t head_partials;                  // chunks * T_q: split-K heads have few queries per key
     ATTNKIT_RETURN_IF_ERROR(CheckedProduct(job.source, "split-K partials", chunks * t.Q.rows,
                                            2 + t.V.cols, &head_partials));
     plan->heads[h].partials_at = *partials;
@@ -115,10 +116,9 @@ bool UseSmallPath(ConstMatrixView Q, ConstMatrixView K, ConstMatrixView V,
   const size_t T_q = Q.rows, T_k = K.rows, d_k = Q.cols, d_v = V.cols;
   if (!QKVUsable(Q, K, V) || !ShapeUsable(out, T_q, d_v)) return false;
   // The small-shape kernel, or else split-K with one chunk where the general
-  // path would take it, its partials within their room.
+  // path would take it.
   const bool small = UseSmallKernelForAttention(T_q, T_k, d_k, d_v);
   if (!small && (T_k > kDecodeChunkKeys || UseFusedPath(T_q, T_k, d_k, d_v))) return false;
-  if (!small && T_q > kSmallPartialFloats / (2 + d_v)) return false;
   // One output: OutputsApart's tests, without its lists (a tenth of a
   // one-token call).
   return Disjoint(out, Q) && Disjoint(out, K) && Disjoint(out, V) &&

@@ -92,9 +92,7 @@ inline bool UseFusedPath(size_t T_q, size_t T_k, size_t d_k, size_t d_v) {
 // AttentionJob, a plan or any allocation. Either the small-shape kernel, or
 // split-K's kernels on one chunk where the general path would take split-K
 // with one chunk: the same sums as the general path's fused kernel or
-// split-K, bit for bit. Split-K's partial results, [T_q, 2 + d_v], take at
-// most kSmallPartialFloats.
-constexpr size_t kSmallPartialFloats = 4096;
+// split-K, bit for bit.
 
 // Whether Attention(Q, K, V, options, out) takes the lean path: every check
 // but the inputs' finiteness passes (so that errors come from the general
