@@ -387,10 +387,11 @@ HWY_INLINE bool SmallHead(const internal::HeadTask& t, const internal::ScorePara
   const size_t T_q = t.Q.rows, d_k = t.Q.cols, d_v = t.V.cols;
   // The last query sees the most keys; none past them is packed or read.
   const size_t keys = VisibleKeys(t, p, T_q - 1);
+  const bool keep_lse = !t.lse.empty();
   if (keys == 0) {
     for (size_t i = 0; i < T_q; ++i) {
       ZeroRow(t.out.Row(i), d_v);
-      if (!t.lse.empty()) t.lse(i, 0) = kNegInf;
+      if (keep_lse) t.lse(i, 0) = kNegInf;
     }
     return true;
   }
@@ -421,7 +422,7 @@ HWY_INLINE bool SmallHead(const internal::HeadTask& t, const internal::ScorePara
                              PanelView::Whole(t.V.Block(0, keys, 0, d_v)), t.out);
   for (size_t i = 0; i < T_q; ++i) {
     if (l[i] > 0.0f) ScaleRow</*kShortRows=*/true>(t.out.Row(i), d_v, 1.0f / l[i], 0.0f);
-    if (!t.lse.empty()) t.lse(i, 0) = l[i] > 0.0f ? m[i] + std::log(l[i]) : kNegInf;
+    if (keep_lse) t.lse(i, 0) = l[i] > 0.0f ? m[i] + std::log(l[i]) : kNegInf;
   }
   return finite;
 }

@@ -40,6 +40,13 @@ using DF1 = hn::CappedTag<float, 1>;  // one lane, for the tails
 #define ATTNKIT_OUT_OF_LINE_IN_WASM HWY_INLINE
 #endif
 
+// A lambda's attributes that inline it into its caller, as HWY_INLINE does
+// for a function: a kernel's inner step written as a lambda is otherwise
+// called out of line once the kernel around it outgrows GCC's inlining budget.
+#ifndef ATTNKIT_INLINE_LAMBDA
+#define ATTNKIT_INLINE_LAMBDA HWY_ATTR __attribute__((always_inline))
+#endif
+
 // a [n] . b [n]. Two independent accumulators hide FMA latency (4 cycles, 2
 // ports); more did not help at the head sizes attention uses (d_k <= 256).
 HWY_INLINE float Dot(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, size_t n) {
@@ -510,17 +517,20 @@ HWY_INLINE float ExpSubtractSum(float* HWY_RESTRICT x, size_t n, float max) {
     vsum = hn::Add(vsum, e);
     hn::StoreU(e, d, x + i);
   }
+  float tail = 0.0f;
   if (kWholeVectors && i < n) {
     const auto e = exp(d, hn::Sub(hn::LoadU(d, x + i), hn::Set(d, max)));
     hn::StoreU(hn::IfThenElseZero(hn::FirstN(d, n - i), e), d, x + i);
-    for (; i < n; ++i) vsum1 = hn::Add(vsum1, hn::LoadU(d1, x + i));
+    // The last lanes added in order, as the loop below adds them; a plain
+    // float sum, which the compiler unrolls (one-lane vectors it does not).
+    for (; i < n; ++i) tail += x[i];
   }
   for (; i < n; ++i) {
     const auto e = exp(d1, hn::Sub(hn::LoadU(d1, x + i), hn::Set(d1, max)));
     vsum1 = hn::Add(vsum1, e);
     hn::StoreU(e, d1, x + i);
   }
-  return hn::GetLane(hn::SumOfLanes(d, vsum)) + hn::GetLane(vsum1);
+  return hn::GetLane(hn::SumOfLanes(d, vsum)) + (hn::GetLane(vsum1) + tail);
 }
 
 // Row softmax of x [n] in place, numerically stable: p_j = exp(x_j - max) /
@@ -620,7 +630,7 @@ HWY_INLINE bool GemmTile(D d, ConstMatrixView A, const float* HWY_RESTRICT b, si
   }
   // One step: acc[r][:] += a[r][u] * B row (k + u). The pointers advance once
   // per kUnroll steps (see kGemmUnroll).
-  const auto step = [&](size_t u, const float* HWY_RESTRICT brow) HWY_ATTR {
+  const auto step = [&](size_t u, const float* HWY_RESTRICT brow) ATTNKIT_INLINE_LAMBDA {
     V bv[kCols];
     for (size_t c = 0; c < kCols; ++c) bv[c] = hn::LoadU(d, brow + c * N);
     for (size_t r = 0; r < kRows; ++r) {
