@@ -97,6 +97,11 @@ const label = (c) =>
 
 let tmp;
 const tmpDir = () => (tmp ??= mkdtempSync(join(tmpdir(), "attnkit-checkpoint-")));
+// The files of every suite below, removed once all have run.
+after(() => {
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+  tmp = undefined;
+});
 let folders = 0;
 /** A folder holding the checkpoint's files (config.json unless `config` false). */
 function folderOf(c, { config = true } = {}) {
@@ -170,8 +175,6 @@ describe("GPT-2 checkpoints", () => {
   });
   after(async () => {
     await hub?.close();
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
-    tmp = undefined;
   });
 
   describe("the forward equals GPT-2's (float64 reference), greedy generation its argmax chain", () => {
