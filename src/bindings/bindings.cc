@@ -86,9 +86,7 @@ class Args : public internal::ArgWords {
 AttentionOptions Args::Options() {
   AttentionOptions o;
   o.pool = Pool().get();
-  for (const internal::AttentionOptionEntry& option : internal::AttentionOptionEntries()) {
-    option.read(*this, &o);
-  }
+  internal::ReadAttentionOptions(*this, &o);
   return o;
 }
 

@@ -203,9 +203,19 @@ Status CheckEntries(const AttentionOptions& o, const OptionShapes& shapes,
   return status;
 }
 
+// The reads of entries I..., direct calls for the same reason.
+template <size_t... I>
+void ReadEntries(ArgWords& a, AttentionOptions* o, std::index_sequence<I...>) {
+  (..., kAttentionOptions[I].read(a, o));
+}
+
 }  // namespace
 
 AttentionOptionTable AttentionOptionEntries() { return {kAttentionOptions, kNumAttentionOptions}; }
+
+void ReadAttentionOptions(ArgWords& a, AttentionOptions* o) {
+  ReadEntries(a, o, std::make_index_sequence<kNumAttentionOptions>());
+}
 
 Status CheckAttentionOptions(const AttentionOptions& o, const OptionShapes& shapes) {
   return CheckEntries(o, shapes, std::make_index_sequence<kNumAttentionOptions>());

@@ -94,6 +94,9 @@ struct AttentionOptionTable {
 };
 AttentionOptionTable AttentionOptionEntries();
 
+// Every entry's words read into *o, in the table's order.
+void ReadAttentionOptions(ArgWords& a, AttentionOptions* o);
+
 // Every entry's check in the table's order; the first error.
 Status CheckAttentionOptions(const AttentionOptions& o, const OptionShapes& shapes);
 
