@@ -49,6 +49,14 @@ Status CheckMask(const char* name, const char* layout_name, MatrixViewT<T> m, Ma
 
 using Shapes = OptionShapes;
 
+// f(), called out of line: the rest of a check past its quick test (a
+// refusal's message, a mask's full check), so that each check stays a few
+// instructions that CheckEntries inlines on every call's path.
+template <typename F>
+[[gnu::noinline]] Status OutOfLine(F f) {
+  return f();
+}
+
 // An option of one value per batch item given n `noun`s (n > 0): refused for
 // a single sequence, whose option is `single`.
 Status CheckBatched(const char* name, size_t n, const Shapes& c, const char* single,
@@ -81,14 +89,18 @@ constexpr AttentionOptionEntry kAttentionOptions[] = {
        if (!o.scale.has_value() || (std::isfinite(*o.scale) && *o.scale > 0.0f)) {
          return Status::Ok();
        }
-       return Status(ErrorCode::kInvalidArgument, "scale",
-                     "expected a finite number > 0, got " + FloatString(*o.scale));
+       return OutOfLine([&] {
+         return Status(ErrorCode::kInvalidArgument, "scale",
+                       "expected a finite number > 0, got " + FloatString(*o.scale));
+       });
      }},
     {"softcap", [](ArgWords& a, AttentionOptions* o) { o->softcap = a.Float(); },
      [](const AttentionOptions& o, const Shapes&) {
        if (std::isfinite(o.softcap) && o.softcap >= 0.0f) return Status::Ok();
-       return Status(ErrorCode::kInvalidArgument, "softcap",
-                     "expected 0 (off) or a finite number > 0, got " + FloatString(o.softcap));
+       return OutOfLine([&] {
+         return Status(ErrorCode::kInvalidArgument, "softcap",
+                       "expected 0 (off) or a finite number > 0, got " + FloatString(o.softcap));
+       });
      }},
     {"causal", [](ArgWords& a, AttentionOptions* o) { o->causal = a.Word() != 0; }, nullptr},
     {"causal_alignment",
@@ -101,9 +113,11 @@ constexpr AttentionOptionEntry kAttentionOptions[] = {
            o.causal_alignment == CausalAlignment::kUpperLeft) {
          return Status::Ok();
        }
-       return Status(ErrorCode::kInvalidArgument, "causal_alignment",
-                     "expected kLowerRight (0) or kUpperLeft (1), got " +
-                         std::to_string(static_cast<int>(o.causal_alignment)));
+       return OutOfLine([&] {
+         return Status(ErrorCode::kInvalidArgument, "causal_alignment",
+                       "expected kLowerRight (0) or kUpperLeft (1), got " +
+                           std::to_string(static_cast<int>(o.causal_alignment)));
+       });
      }},
     {"causal_offset",
      [](ArgWords& a, AttentionOptions* o) { o->causal_offset = static_cast<int32_t>(a.Word()); },
@@ -111,24 +125,28 @@ constexpr AttentionOptionEntry kAttentionOptions[] = {
        if (o.causal_offset == 0 || o.causal_alignment == CausalAlignment::kUpperLeft) {
          return Status::Ok();
        }
-       return Status(ErrorCode::kInvalidArgument, "causal_offset",
-                     "expected 0 with causal_alignment kLowerRight (the offset moves the "
-                     "kUpperLeft frontier: set causal_alignment = kUpperLeft), got " +
-                         std::to_string(o.causal_offset));
+       return OutOfLine([&] {
+         return Status(ErrorCode::kInvalidArgument, "causal_offset",
+                       "expected 0 with causal_alignment kLowerRight (the offset moves the "
+                       "kUpperLeft frontier: set causal_alignment = kUpperLeft), got " +
+                           std::to_string(o.causal_offset));
+       });
      }},
     {"causal_offsets,causal_offsets.count",
      [](ArgWords& a, AttentionOptions* o) { a.Array<int32_t>(&o->causal_offsets); },
      [](const AttentionOptions& o, const Shapes& c) {
        const size_t n = o.causal_offsets.size();
        if (n == 0) return Status::Ok();
-       ATTNKIT_RETURN_IF_ERROR(CheckBatched("causal_offsets", n, c, "causal_offset", "offset"));
-       if (o.causal_alignment != CausalAlignment::kUpperLeft) {
-         return Status(ErrorCode::kInvalidArgument, "causal_offsets",
-                       "expected empty with causal_alignment kLowerRight (offsets apply to "
-                       "kUpperLeft), got " +
-                           CountString(n, "offset"));
-       }
-       return CheckPerItem("causal_offsets", n, c, "offset");
+       return OutOfLine([&] {
+         ATTNKIT_RETURN_IF_ERROR(CheckBatched("causal_offsets", n, c, "causal_offset", "offset"));
+         if (o.causal_alignment != CausalAlignment::kUpperLeft) {
+           return Status(ErrorCode::kInvalidArgument, "causal_offsets",
+                         "expected empty with causal_alignment kLowerRight (offsets apply to "
+                         "kUpperLeft), got " +
+                             CountString(n, "offset"));
+         }
+         return CheckPerItem("causal_offsets", n, c, "offset");
+       });
      }},
     {"key_length",
      [](ArgWords& a, AttentionOptions* o) {
@@ -137,25 +155,29 @@ constexpr AttentionOptionEntry kAttentionOptions[] = {
      },
      [](const AttentionOptions& o, const Shapes& c) {
        if (!o.key_length.has_value() || *o.key_length <= c.T_k) return Status::Ok();
-       return Status(ErrorCode::kInvalidArgument, "key_length",
-                     "expected at most T_k = " + std::to_string(c.T_k) + ", got " +
-                         std::to_string(*o.key_length));
+       return OutOfLine([&] {
+         return Status(ErrorCode::kInvalidArgument, "key_length",
+                       "expected at most T_k = " + std::to_string(c.T_k) + ", got " +
+                           std::to_string(*o.key_length));
+       });
      }},
     {"key_lengths,key_lengths.count",
      [](ArgWords& a, AttentionOptions* o) { a.Array<uint32_t>(&o->key_lengths); },
      [](const AttentionOptions& o, const Shapes& c) {
        const size_t n = o.key_lengths.size();
        if (n == 0) return Status::Ok();
-       ATTNKIT_RETURN_IF_ERROR(CheckBatched("key_lengths", n, c, "key_length", "length"));
-       ATTNKIT_RETURN_IF_ERROR(CheckPerItem("key_lengths", n, c, "length"));
-       for (size_t b = 0; b < n; ++b) {
-         if (o.key_lengths[b] > c.T_k) {
-           return Status(ErrorCode::kInvalidArgument, "key_lengths[" + std::to_string(b) + "]",
-                         "expected at most T_k = " + std::to_string(c.T_k) + ", got " +
-                             std::to_string(o.key_lengths[b]));
+       return OutOfLine([&] {
+         ATTNKIT_RETURN_IF_ERROR(CheckBatched("key_lengths", n, c, "key_length", "length"));
+         ATTNKIT_RETURN_IF_ERROR(CheckPerItem("key_lengths", n, c, "length"));
+         for (size_t b = 0; b < n; ++b) {
+           if (o.key_lengths[b] > c.T_k) {
+             return Status(ErrorCode::kInvalidArgument, "key_lengths[" + std::to_string(b) + "]",
+                           "expected at most T_k = " + std::to_string(c.T_k) + ", got " +
+                               std::to_string(o.key_lengths[b]));
+           }
          }
-       }
-       return Status::Ok();
+         return Status::Ok();
+       });
      }},
     {"bool_mask,bool_mask.rows,bool_mask.cols,bool_mask_layout.batch,bool_mask_layout.heads",
      [](ArgWords& a, AttentionOptions* o) {
@@ -164,7 +186,9 @@ constexpr AttentionOptionEntry kAttentionOptions[] = {
      },
      [](const AttentionOptions& o, const Shapes& c) {
        if (o.bool_mask.empty()) return Status::Ok();
-       return CheckMask("bool_mask", "bool_mask_layout", o.bool_mask, o.bool_mask_layout, c);
+       return OutOfLine([&] {
+         return CheckMask("bool_mask", "bool_mask_layout", o.bool_mask, o.bool_mask_layout, c);
+       });
      }},
     {"additive_mask,additive_mask.rows,additive_mask.cols,additive_mask_layout.batch,"
      "additive_mask_layout.heads",
@@ -174,9 +198,11 @@ constexpr AttentionOptionEntry kAttentionOptions[] = {
      },
      [](const AttentionOptions& o, const Shapes& c) {
        if (o.additive_mask.empty()) return Status::Ok();
-       ATTNKIT_RETURN_IF_ERROR(CheckMask("additive_mask", "additive_mask_layout", o.additive_mask,
-                                         o.additive_mask_layout, c));
-       return CheckFinite("additive_mask", o.additive_mask, /*allow_neg_inf=*/true);
+       return OutOfLine([&] {
+         ATTNKIT_RETURN_IF_ERROR(CheckMask("additive_mask", "additive_mask_layout", o.additive_mask,
+                                           o.additive_mask_layout, c));
+         return CheckFinite("additive_mask", o.additive_mask, /*allow_neg_inf=*/true);
+       });
      }},
 };
 

@@ -50,7 +50,11 @@ class ArgWords {
   void Array(std::vector<T>* values) {
     const W* const data = Address<const W>();
     const uint32_t count = Word();
-    values->assign(data, data + count);
+    if (count == 0) {
+      values->clear();  // the usual case: no call into the vector's assign
+    } else {
+      values->assign(data, data + count);
+    }
   }
   // The next word to read.
   const uint32_t* position() const { return w_; }
