@@ -43,7 +43,12 @@ using DF1 = hn::CappedTag<float, 1>;  // one lane, for the tails
 // A lambda's attributes that inline it into its caller, as HWY_INLINE does
 // for a function: a kernel's inner step written as a lambda is otherwise
 // called out of line once the kernel around it outgrows GCC's inlining budget.
-#ifndef ATTNKIT_INLINE_LAMBDA
+// Not in wasm: there the register tiles' products slowed by a third with
+// their steps forced inline (V8 spills what its 15 vector registers miss).
+#undef ATTNKIT_INLINE_LAMBDA
+#if HWY_TARGET == HWY_WASM
+#define ATTNKIT_INLINE_LAMBDA HWY_ATTR
+#else
 #define ATTNKIT_INLINE_LAMBDA HWY_ATTR __attribute__((always_inline))
 #endif
 
