@@ -40,18 +40,6 @@ using DF1 = hn::CappedTag<float, 1>;  // one lane, for the tails
 #define ATTNKIT_OUT_OF_LINE_IN_WASM HWY_INLINE
 #endif
 
-// A lambda's attributes that inline it into its caller, as HWY_INLINE does
-// for a function: a kernel's inner step written as a lambda is otherwise
-// called out of line once the kernel around it outgrows GCC's inlining budget.
-// Not in wasm: there the register tiles' products slowed by a third with
-// their steps forced inline (V8 spills what its 15 vector registers miss).
-#undef ATTNKIT_INLINE_LAMBDA
-#if HWY_TARGET == HWY_WASM
-#define ATTNKIT_INLINE_LAMBDA HWY_ATTR
-#else
-#define ATTNKIT_INLINE_LAMBDA HWY_ATTR __attribute__((always_inline))
-#endif
-
 // a [n] . b [n]. Two independent accumulators hide FMA latency (4 cycles, 2
 // ports); more did not help at the head sizes attention uses (d_k <= 256).
 HWY_INLINE float Dot(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, size_t n) {
@@ -635,7 +623,7 @@ HWY_INLINE bool GemmTile(D d, ConstMatrixView A, const float* HWY_RESTRICT b, si
   }
   // One step: acc[r][:] += a[r][u] * B row (k + u). The pointers advance once
   // per kUnroll steps (see kGemmUnroll).
-  const auto step = [&](size_t u, const float* HWY_RESTRICT brow) ATTNKIT_INLINE_LAMBDA {
+  const auto step = [&](size_t u, const float* HWY_RESTRICT brow) HWY_ATTR {
     V bv[kCols];
     for (size_t c = 0; c < kCols; ++c) bv[c] = hn::LoadU(d, brow + c * N);
     for (size_t r = 0; r < kRows; ++r) {
