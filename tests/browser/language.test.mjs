@@ -589,9 +589,10 @@ test("reduced motion: generated text appears at once, nothing moves; with motion
   await watchMotion();
   // With motion: the characters come one by one (a person reads them appear).
   await p.emulateMedia({ reducedMotion: "no-preference" });
-  const slow = await generateWatched("The ", 30);
+  // 60 characters, 35 ms apart: about 2 s, for a stage that redraws slowly on a busy core.
+  const slow = await generateWatched("The ", 60);
   // (How many depends on how fast the stage redraws: on a busy core, a few.)
-  const partial = new Set(slow.filter((t) => t.length > 0 && t.length < 30).map((t) => t.length));
+  const partial = new Set(slow.filter((t) => t.length > 0 && t.length < 60).map((t) => t.length));
   assert.ok(partial.size >= 3, `with motion, ${partial.size} partial texts shown`);
   // Reduced motion: the output shows the prompt, then the whole text, nothing in between.
   await p.emulateMedia({ reducedMotion: "reduce" });
