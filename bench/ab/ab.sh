@@ -16,7 +16,8 @@
 # bench/ab/pair.mjs runs the two programs alternately, one process per round
 # and side. Wasm: bench/wasm/QUESTION_ab.mjs loads both modules into one Node
 # process, each beside a bundled JS layer (the side's own for heads and layer,
-# whose JS handles the layouts; this tree's for the others).
+# whose JS handles the layouts; this tree's for the others), once with A loaded
+# first and once with B: B's speed is the geometric mean of the two runs' B/A.
 # --own-js: each wasm side beside its own JS layer (a REV whose argument
 # words differ from this tree's: the whole call, JS and wasm, is compared).
 # Usage: bench/ab/ab.sh QUESTION REV [--rounds N] [--native | --wasm] [--own-js]
@@ -91,8 +92,14 @@ if ((wasm)); then
   ((own_js || own)) && js_a=$src_a
   wasm_side "$commit" "$src_a" "$js_a"
   wasm_side this . .
-  echo "## wasm SIMD128 (Node $(node --version)), $rounds paired rounds in one process, load $(load)"
-  node --single-threaded-gc "bench/wasm/${question}_ab.mjs" "$out/wasm-$commit/side" \
-    "$out/wasm-this/side" "$rounds"
+  # Both load orders (see bench/lib/paired.mjs): the one loaded second runs slower.
+  for order in AB BA; do
+    echo "## wasm SIMD128 (Node $(node --version)), $rounds paired rounds in one process," \
+      "${order:0:1} loaded first, load $(load)"
+    ATTNKIT_AB_LOAD_ORDER=$order node --single-threaded-gc "bench/wasm/${question}_ab.mjs" \
+      "$out/wasm-$commit/side" "$out/wasm-this/side" "$rounds" | tee "$out/wasm-$order.txt"
+  done
+  echo "## wasm, both load orders"
+  node bench/ab/orders.mjs "$out/wasm-AB.txt" "$out/wasm-BA.txt"
 fi
 echo "## load at the end $(load)"

@@ -5,7 +5,11 @@
 // entries in rounds whose order turns every round, so that both builds meet
 // the same machine. Times are process CPU time (Node runs with
 // --single-threaded-gc, so no GC thread adds to it) in batches of at least
-// BATCH_MS, per call in microseconds.
+// BATCH_MS, per call in microseconds. The module loaded second runs a few
+// percent slower on some entries whatever its code (the same pair in both
+// orders shows it), so bench/ab/ab.sh runs each question in both load orders
+// (ATTNKIT_AB_LOAD_ORDER=BA loads B first); a build's speed is the geometric
+// mean of the two runs' B/A (bench/ab/orders.mjs).
 import { createRequire } from "node:module";
 import path from "node:path";
 
@@ -13,11 +17,25 @@ const require = createRequire(import.meta.url);
 
 import { cpuMs, median, quartile } from "./stats.mjs";
 
-/** The SIMD128 module of each build folder, loaded through its own JS layer. */
+/**
+ * The SIMD128 module of each build folder, loaded through its own JS layer, in the order
+ * given, or the reverse with ATTNKIT_AB_LOAD_ORDER=BA; returned in the order given.
+ */
 export async function loadBuilds(...dirs) {
-  return Promise.all(
-    dirs.map((dir) => require(path.resolve(dir, "attnkit.node.cjs")).createAttnkit()),
-  );
+  const reversed = process.env.ATTNKIT_AB_LOAD_ORDER === "BA";
+  const load = (dir) => require(path.resolve(dir, "attnkit.node.cjs")).createAttnkit();
+  const modules = [];
+  for (const dir of reversed ? [...dirs].reverse() : dirs) modules.push(await load(dir));
+  return reversed ? modules.reverse() : modules;
+}
+
+/**
+ * `make()` once per build: each side of a pair its own input objects with the same values, so
+ * that neither JS layer meets objects that the other has shaped (hidden classes, inline
+ * caches), as a program that loads one build never does.
+ */
+export function inputsPerSide(make) {
+  return [make(), make()];
 }
 
 /** Calls of `run` that fill a batch of `batchMs` (at least `min`). */

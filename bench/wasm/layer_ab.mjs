@@ -16,7 +16,7 @@
 // part the medians and the median of the per-round ratios A / B (B's speed:
 // above 1, B is faster) with quartiles, and the largest |A - B| of the layer.
 // Usage: node --single-threaded-gc bench/wasm/layer_ab.mjs DIR_A DIR_B [ROUNDS]
-import { callsPerBatch, loadBuilds, pairedRounds, row } from "../lib/paired.mjs";
+import { callsPerBatch, inputsPerSide, loadBuilds, pairedRounds, row } from "../lib/paired.mjs";
 import { cpuMs, random } from "../lib/stats.mjs";
 
 const [dirA, dirB, roundsArg] = process.argv.slice(2);
@@ -28,17 +28,20 @@ const D_MODEL = 512,
 const matrix = (data, rows, cols) => ({ data, rows, cols });
 
 const weightScale = 1 / Math.sqrt(D_MODEL);
-const weights = Object.fromEntries(
-  ["W_Q", "W_K", "W_V", "W_O"].map((k, i) => [
-    k,
-    matrix(random(D_MODEL * D_MODEL, 5 + i, weightScale), D_MODEL, D_MODEL),
-  ]),
+// Each build its own weights and inputs, the same values (see inputsPerSide).
+const [weightsA, weightsB] = inputsPerSide(() =>
+  Object.fromEntries(
+    ["W_Q", "W_K", "W_V", "W_O"].map((k, i) => [
+      k,
+      matrix(random(D_MODEL * D_MODEL, 5 + i, weightScale), D_MODEL, D_MODEL),
+    ]),
+  ),
 );
-const config = { numHeads: HEADS };
 
-/** [name, run] of every part on module `ak`; `extras` also the parts only B has. */
-function parts(ak) {
+/** [name, run] of every part on module `ak` with its own `weights`. */
+function parts(ak, weights) {
   const out = [];
+  const config = { numHeads: HEADS };
   const packed = ak.packWeights?.(weights, config);
   for (const T of [32, 512]) {
     const X = matrix(random(T * D_MODEL, 4), T, D_MODEL);
@@ -59,14 +62,15 @@ function parts(ak) {
 }
 
 const [akA, akB] = await loadBuilds(dirA, dirB);
-const A = parts(akA),
-  B = parts(akB);
+const A = parts(akA, weightsA),
+  B = parts(akB, weightsB);
 {
   const X = matrix(random(512 * D_MODEL, 4), 512, D_MODEL);
-  const a = akA.multiHeadAttention(X, weights, config).data,
+  const config = { numHeads: HEADS };
+  const a = akA.multiHeadAttention(X, weightsA, config).data,
     b = akB.packWeights
-      ? akB.multiHeadAttention(X, akB.packWeights(weights, config), config).data
-      : akB.multiHeadAttention(X, weights, config).data;
+      ? akB.multiHeadAttention(X, akB.packWeights(weightsB, config), config).data
+      : akB.multiHeadAttention(X, weightsB, config).data;
   let m = 0;
   for (let i = 0; i < a.length; ++i) m = Math.max(m, Math.abs(a[i] - b[i]));
   console.log(`# max |A - B| of the layer at T=512 (B packed where it can): ${m}`);
@@ -76,7 +80,7 @@ if (akB.packWeights) {
   const t0 = cpuMs();
   let n = 0;
   while (cpuMs() - t0 < 300 || n < 2) {
-    akB.packWeights(weights, config).dispose();
+    akB.packWeights(weightsB, { numHeads: HEADS }).dispose();
     ++n;
   }
   console.log(`# B pack_weights: ${(((cpuMs() - t0) / n) * 1e3).toFixed(1)} us per pack`);

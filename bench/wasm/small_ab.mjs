@@ -10,7 +10,7 @@
 // B is faster) with quartiles, and plain JS's median over B's (above 1,
 // attnkit is faster than plain JS). A's and B's results are compared first.
 // Usage: node --single-threaded-gc bench/wasm/small_ab.mjs DIR_A DIR_B [ROUNDS]
-import { callsPerBatch, loadBuilds, pairedRounds, speed } from "../lib/paired.mjs";
+import { callsPerBatch, inputsPerSide, loadBuilds, pairedRounds, speed } from "../lib/paired.mjs";
 import { maxDiff, median, random } from "../lib/stats.mjs";
 import { jsAttention, plainBackward, plainForTraining, plainWorkspace } from "./plain.mjs";
 
@@ -28,22 +28,27 @@ for (const d of [8, 64]) {
       k = random(T * d, 2),
       v = random(T * d, 3),
       g = random(T * d, 4);
-    const Q = { data: q, rows: T, cols: d },
-      K = { data: k, rows: T, cols: d },
-      V = { data: v, rows: T, cols: d },
-      G = { data: g, rows: T, cols: d };
+    // Each build its own input objects, the same values (see inputsPerSide).
+    const [a, b] = inputsPerSide(() =>
+      Object.fromEntries(
+        Object.entries({ Q: q, K: k, V: v, G: g }).map(([n, x]) => [
+          n,
+          { data: x.slice(), rows: T, cols: d },
+        ]),
+      ),
+    );
     const ws = plainWorkspace(T, d);
     const out = new Float32Array(T * d);
-    const savedA = akA.attentionForTraining(Q, K, V),
-      savedB = akB.attentionForTraining(Q, K, V);
+    const savedA = akA.attentionForTraining(a.Q, a.K, a.V),
+      savedB = akB.attentionForTraining(b.Q, b.K, b.V);
     plainForTraining(q, k, v, T, d, ws);
     const shape = `d=${d} T=${T}`;
     for (const [x, y, what] of [
-      [akA.attention(Q, K, V).data, akB.attention(Q, K, V).data, "attention"],
+      [akA.attention(a.Q, a.K, a.V).data, akB.attention(b.Q, b.K, b.V).data, "attention"],
       [savedA.out.data, savedB.out.data, "attentionForTraining"],
       [
-        akA.attentionBackward(Q, K, V, G, { saved: savedA }).dK.data,
-        akB.attentionBackward(Q, K, V, G, { saved: savedB }).dK.data,
+        akA.attentionBackward(a.Q, a.K, a.V, a.G, { saved: savedA }).dK.data,
+        akB.attentionBackward(b.Q, b.K, b.V, b.G, { saved: savedB }).dK.data,
         "attentionBackward dK",
       ],
     ]) {
@@ -52,20 +57,20 @@ for (const d of [8, 64]) {
     shapes.push(
       [
         `attention ${shape}`,
-        () => akA.attention(Q, K, V),
-        () => akB.attention(Q, K, V),
+        () => akA.attention(a.Q, a.K, a.V),
+        () => akB.attention(b.Q, b.K, b.V),
         () => jsAttention(q, k, v, T, T, 1, false, out, d),
       ],
       [
         `train_fwd ${shape}`,
-        () => akA.attentionForTraining(Q, K, V),
-        () => akB.attentionForTraining(Q, K, V),
+        () => akA.attentionForTraining(a.Q, a.K, a.V),
+        () => akB.attentionForTraining(b.Q, b.K, b.V),
         () => plainForTraining(q, k, v, T, d, ws),
       ],
       [
         `bwd_saved ${shape}`,
-        () => akA.attentionBackward(Q, K, V, G, { saved: savedA }),
-        () => akB.attentionBackward(Q, K, V, G, { saved: savedB }),
+        () => akA.attentionBackward(a.Q, a.K, a.V, a.G, { saved: savedA }),
+        () => akB.attentionBackward(b.Q, b.K, b.V, b.G, { saved: savedB }),
         () => plainBackward(q, k, v, g, T, d, ws),
       ],
     );
