@@ -342,4 +342,25 @@ TEST_CASE("Model::Allocate: zero weights, no random draws", "[model][checkpoint]
   RequireNames(m.Allocate(c), "num_layers");
 }
 
+TEST_CASE("Model::Allocate unzeroed: the same tensors for the loader to fill", "[model][checkpoint]") {
+  const ModelConfig c = TinyGpt2(false);
+  Model zeroed, unset;
+  REQUIRE_OK(zeroed.Allocate(c));
+  REQUIRE_OK(unset.Allocate(c, /*zeroed=*/false));
+  const std::vector<Matrix*> a = zeroed.params().Tensors(), b = unset.params().Tensors();
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i]->rows() == b[i]->rows());
+    CHECK(a[i]->cols() == b[i]->cols());
+    CHECK(b[i]->data() != nullptr);
+  }
+  // A shape whose count overflows is refused before any allocation, as Reset's.
+  Matrix m(2, 3);
+  CHECK_FALSE(m.ResetForOverwrite(SIZE_MAX / 2, 4));
+  CHECK(m.rows() == 0);
+  CHECK(m.cols() == 0);
+  REQUIRE(m.ResetForOverwrite(3, 5));
+  CHECK(m.size() == 15);
+}
+
 }  // namespace

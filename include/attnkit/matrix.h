@@ -117,6 +117,11 @@ class Matrix {
   // Changes the shape; contents become zero. Returns false (matrix empty) if
   // the memory is not there.
   bool Reset(size_t rows, size_t cols);
+  // As Reset, with the contents left unset: for a caller that writes every
+  // value before it reads any, where zeroing would make all of a large
+  // matrix's memory resident at once (a checkpoint's weights, which arrive
+  // one tensor after another).
+  bool ResetForOverwrite(size_t rows, size_t cols);
 
  private:
   size_t rows_ = 0;

@@ -114,8 +114,10 @@ struct Parameters {
   Matrix final_gain, final_bias;  // [1, d_model] each; empty without layer_norm
   Matrix unembedding;             // [d_model, vocab_size]; empty with tied_unembedding
 
-  // Allocates every tensor of `config` (resolved), zero-filled.
-  Status Allocate(const ModelConfig& config);
+  // Allocates every tensor of `config` (resolved), zero-filled; with
+  // `zeroed` false their values are left unset, for a caller that writes
+  // every one (a checkpoint's loader).
+  Status Allocate(const ModelConfig& config, bool zeroed = true);
   // The tensors in their fixed order (that of the weights file): token
   // embedding, position embedding, then per layer [ln_gain, ln_bias,] W_Q,
   // [b_Q,] W_K, [b_K,] W_V, [b_V,] W_O, [b_O,] [ln2_gain, ln2_bias, W_1,
@@ -242,7 +244,11 @@ class Model {
   Status Init(const ModelConfig& config, uint64_t seed);
   // The config is checked and every weight is zero, with no random draws:
   // for weights that are filled right after (a checkpoint, a weights file).
-  Status Allocate(const ModelConfig& config);
+  // With `zeroed` false the weights are left unset: for a caller that writes
+  // every one before the model is used (CheckpointLoader, which finishes only
+  // once every tensor has come whole), so that the weights' memory becomes
+  // resident as they arrive rather than all at once.
+  Status Allocate(const ModelConfig& config, bool zeroed = true);
   const ModelConfig& config() const { return config_; }
   // For writing: the model then forgets its fused weights (FusedWeights).
   // Write through params() itself: a reference kept from an earlier call

@@ -35,4 +35,12 @@ bool Matrix::Reset(size_t rows, size_t cols) {
   return ok;
 }
 
+bool Matrix::ResetForOverwrite(size_t rows, size_t cols) {
+  const bool ok =
+      (cols == 0 || rows <= SIZE_MAX / cols) && data_.AllocateUninitialized(rows * cols);
+  rows_ = ok ? rows : 0;
+  cols_ = ok ? cols : 0;
+  return ok;
+}
+
 }  // namespace attnkit

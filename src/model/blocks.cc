@@ -53,8 +53,8 @@ ThreadPool* RowsPool(const ModelConfig& c, size_t rows, ThreadPool* pool) {
   return internal::PoolFor(pool, double(rows) * double(c.d_model) * double(c.num_heads * c.d_k));
 }
 
-Status Alloc(Matrix* m, size_t rows, size_t cols) {
-  if (!m->Reset(rows, cols)) {
+Status Alloc(Matrix* m, size_t rows, size_t cols, bool zeroed) {
+  if (!(zeroed ? m->Reset(rows, cols) : m->ResetForOverwrite(rows, cols))) {
     return Status(ErrorCode::kOverflow, "memory",
                   "cannot allocate " + std::to_string(rows) + " x " + std::to_string(cols));
   }

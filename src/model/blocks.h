@@ -45,8 +45,9 @@
 namespace attnkit {
 namespace model {
 
-// m [rows, cols], newly allocated (zero).
-Status Alloc(Matrix* m, size_t rows, size_t cols);
+// m [rows, cols], newly allocated: zero, or with `zeroed` false unset (for
+// a matrix whose every value is written before any is read).
+Status Alloc(Matrix* m, size_t rows, size_t cols, bool zeroed = true);
 // m [rows, cols], reusing its memory when it has that shape already: for
 // outputs that are overwritten whole (the contents are not zeroed then).
 Status Shape(Matrix* m, size_t rows, size_t cols);

@@ -311,7 +311,9 @@ Status ConfigFromShapes(const std::map<std::string, std::vector<size_t>>& shapes
 
 Status CheckpointLoader::Init(const ModelConfig& config) {
   ready_ = false;
-  ATTNKIT_RETURN_IF_ERROR(model_.Allocate(config));
+  // Unset, not zeroed: Finish refuses the model until every tensor has come
+  // whole, and the weights' memory then becomes resident as they arrive.
+  ATTNKIT_RETURN_IF_ERROR(model_.Allocate(config, /*zeroed=*/false));
   loaded_.assign(kNumGpt2Tensors * model_.config().num_layers, 0);
   part_next_ = 0;
   ready_ = true;

@@ -83,25 +83,25 @@ Status CheckConfig(const ModelConfig& config, ModelConfig* resolved) {
   return Status::Ok();
 }
 
-Status Parameters::Allocate(const ModelConfig& config) {
+Status Parameters::Allocate(const ModelConfig& config, bool zeroed) {
   ModelConfig c;
   ATTNKIT_RETURN_IF_ERROR(CheckConfig(config, &c));
   const size_t d = c.d_model, hd = c.num_heads * c.d_k, gd = c.num_kv_heads * c.d_k;
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&token_embedding, c.vocab_size, d));
-  ATTNKIT_RETURN_IF_ERROR(Alloc(&position_embedding, c.max_seq_len, d));
+  ATTNKIT_RETURN_IF_ERROR(Alloc(&token_embedding, c.vocab_size, d, zeroed));
+  ATTNKIT_RETURN_IF_ERROR(Alloc(&position_embedding, c.max_seq_len, d, zeroed));
   layers.assign(c.num_layers, LayerParameters());
   // Each tensor [rows, cols], allocated when `on`.
-  auto alloc_if = [](bool on, Matrix* m, size_t rows, size_t cols) {
-    return on ? Alloc(m, rows, cols) : Status::Ok();
+  auto alloc_if = [zeroed](bool on, Matrix* m, size_t rows, size_t cols) {
+    return on ? Alloc(m, rows, cols, zeroed) : Status::Ok();
   };
   const bool mlp = c.d_ff > 0;
   for (LayerParameters& l : layers) {
     ATTNKIT_RETURN_IF_ERROR(alloc_if(c.layer_norm, &l.ln_gain, 1, d));
     ATTNKIT_RETURN_IF_ERROR(alloc_if(c.layer_norm, &l.ln_bias, 1, d));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_Q, d, hd));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_K, d, gd));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_V, d, gd));
-    ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_O, hd, d));
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_Q, d, hd, zeroed));
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_K, d, gd, zeroed));
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_V, d, gd, zeroed));
+    ATTNKIT_RETURN_IF_ERROR(Alloc(&l.W_O, hd, d, zeroed));
     ATTNKIT_RETURN_IF_ERROR(alloc_if(c.bias, &l.b_Q, 1, hd));
     ATTNKIT_RETURN_IF_ERROR(alloc_if(c.bias, &l.b_K, 1, gd));
     ATTNKIT_RETURN_IF_ERROR(alloc_if(c.bias, &l.b_V, 1, gd));
@@ -239,11 +239,11 @@ Status Model::Init(const ModelConfig& config, uint64_t seed) {
   return Status::Ok();
 }
 
-Status Model::Allocate(const ModelConfig& config) {
+Status Model::Allocate(const ModelConfig& config, bool zeroed) {
   ModelConfig c;
   ATTNKIT_RETURN_IF_ERROR(CheckConfig(config, &c));
   Parameters p;
-  ATTNKIT_RETURN_IF_ERROR(p.Allocate(c));
+  ATTNKIT_RETURN_IF_ERROR(p.Allocate(c, zeroed));
   Adopt(c, std::move(p));
   return Status::Ok();
 }
