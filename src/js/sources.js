@@ -18,6 +18,10 @@ const FILE_SLICE = 16 << 20;
 // A byte stream (a response's body, a Blob's) is read into one reused buffer
 // of this many bytes.
 const BYOB_BYTES = 1 << 20;
+// A Blob's stream that gives no bytes for this long is started again from
+// where it stopped, at most BLOB_STALLS times in one read.
+const BLOB_STALL_MS = 5000;
+const BLOB_STALLS = 8;
 // A gap between two reads of a streamed response shorter than this is read
 // through; a longer one starts a new request.
 const SKIP_THROUGH = 16 << 20;
@@ -107,6 +111,21 @@ class ChunkReader {
   }
 }
 
+const STALLED = Symbol("stalled");
+
+/** `promise`'s value, or STALLED if it has not settled within `ms`. */
+async function settleWithin(promise, ms) {
+  let timer;
+  const late = new Promise((resolve) => {
+    timer = setTimeout(() => resolve(STALLED), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** A Blob or File, its slices streamed. */
 class BlobSource {
   constructor(blob) {
@@ -118,21 +137,32 @@ class BlobSource {
     return { first, total: this.blob.size };
   }
   async read(begin, view, { signal, onBytes } = {}) {
-    const chunks = new ChunkReader(this.blob.slice(begin, begin + view.length).stream());
-    try {
-      for (let at = 0; at < view.length;) {
-        checkAborted(signal);
-        const chunk = await chunks.next(view.length - at);
-        if (!chunk) {
-          throw loadFailed(`expected ${view.length} bytes at ${begin} of the Blob, got ${at}`);
+    // Chromium's stream of a large file's Blob now and then stops giving
+    // bytes partway, its read never settling: a read with no bytes for
+    // BLOB_STALL_MS is given up and the rest of the slice streamed anew.
+    for (let at = 0, stalls = 0; at < view.length;) {
+      const chunks = new ChunkReader(this.blob.slice(begin + at, begin + view.length).stream());
+      try {
+        while (at < view.length) {
+          checkAborted(signal);
+          const chunk = await settleWithin(chunks.next(view.length - at), BLOB_STALL_MS);
+          if (chunk === STALLED) break;
+          if (!chunk) {
+            throw loadFailed(`expected ${view.length} bytes at ${begin} of the Blob, got ${at}`);
+          }
+          const n = Math.min(chunk.length, view.length - at);
+          writeInto(view, at, chunk.subarray(0, n));
+          at += n;
+          onBytes?.(n);
         }
-        const n = Math.min(chunk.length, view.length - at);
-        writeInto(view, at, chunk.subarray(0, n));
-        at += n;
-        onBytes?.(n);
+      } finally {
+        chunks.cancel().catch(() => {});
       }
-    } finally {
-      chunks.cancel().catch(() => {});
+      if (at < view.length && ++stalls > BLOB_STALLS) {
+        throw loadFailed(
+          `expected the Blob's bytes from ${begin + at}, got none for ${BLOB_STALL_MS / 1e3} s, ${stalls} times`,
+        );
+      }
     }
   }
   async config() {

@@ -305,6 +305,39 @@ describe("GPT-2 checkpoints", () => {
         [],
       );
     });
+    it("a Blob's stream that stops giving bytes partway is started again from where it stopped", async () => {
+      // The first stream of the slice at the data's start gives 100 bytes, then a read
+      // that never settles (as Chromium's stream of a large file's Blob now and then does).
+      const opened = [];
+      let stalls = 0;
+      class StallingBlob extends Blob {
+        slice(...range) {
+          const part = super.slice(...range);
+          opened.push(range[0]);
+          // The first slice of the data (past the header's length) with more than 100 bytes.
+          if (stalls === 0 && range[0] > 8 && range[1] - range[0] > 100) {
+            ++stalls;
+            part.stream = () => {
+              let given = false;
+              return new ReadableStream({
+                type: "bytes",
+                async pull(controller) {
+                  if (given) return new Promise(() => {}); // never settles
+                  given = true;
+                  const bytes = new Uint8Array(await part.slice(0, 100).arrayBuffer());
+                  controller.enqueue(bytes);
+                },
+              });
+            };
+          }
+          return part;
+        }
+      }
+      await same(new StallingBlob([c.safetensors]), { config: c.config });
+      assert.equal(stalls, 1);
+      const stalled = opened.findIndex((at) => at > 8);
+      assert.equal(opened[stalled + 1], opened[stalled] + 100, `slices from ${opened.join(", ")}`);
+    });
     it("a keep-alive connection the server closed as a request reused it: asked again", async () => {
       hub.reset();
       hub.fault("tiny/gpt2-2l", "model.safetensors", { dropReused: 1 });
