@@ -342,7 +342,8 @@ TEST_CASE("Model::Allocate: zero weights, no random draws", "[model][checkpoint]
   RequireNames(m.Allocate(c), "num_layers");
 }
 
-TEST_CASE("Model::Allocate unzeroed: the same tensors for the loader to fill", "[model][checkpoint]") {
+TEST_CASE("Model::Allocate unzeroed: the same tensors for the loader to fill",
+          "[model][checkpoint]") {
   const ModelConfig c = TinyGpt2(false);
   Model zeroed, unset;
   REQUIRE_OK(zeroed.Allocate(c));
