@@ -101,8 +101,8 @@ run_node() {
   total_pass=$((total_pass + pass)); total_fail=$((total_fail + fail))
 }
 
-# The sanitizer build is the longest (clang compiling the backward's kernels
-# for every target with ASan and UBSan): it runs in the background at low
+# The sanitizer build is the longest (clang compiling the kernels with ASan
+# and UBSan): it runs in the background at low
 # priority from the start, filling the cores the other suites leave idle, and
 # its tests run there as soon as it is done (the same priority: the other
 # suites' pages are never slowed by them); their counts are read at the end.
