@@ -108,15 +108,8 @@ onnx::ModelProto RequireExports(const Model& m, const OnnxOptions& options) {
   const std::vector<const attnkit::Matrix*> tensors = m.params().Tensors();
   const std::vector<std::string> names = m.params().Names();
   for (size_t i = 0; i < tensors.size(); ++i) {
-    // The package's names: layers.0.lnGain for layers.0.ln_gain, final_gain.
-    std::string name = names[i];
-    for (const auto& [cc, js] : std::map<std::string, std::string>{{"ln_gain", "lnGain"},
-                                                                   {"ln_bias", "lnBias"},
-                                                                   {"ln2_gain", "ln2Gain"},
-                                                                   {"ln2_bias", "ln2Bias"}}) {
-      const size_t at = name.find("." + cc);
-      if (at != std::string::npos) name = name.substr(0, at + 1) + js;
-    }
+    // The weights file's names (layers.0.ln_gain, final_gain, ...).
+    const std::string& name = names[i];
     INFO(name);
     REQUIRE(initializers.count(name) == 1);
     const onnx::TensorProto& t = *initializers[name];

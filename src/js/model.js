@@ -28,6 +28,7 @@ import {
 import { referenceLosses } from "./text-stats.js";
 import { FILL } from "./calls.js";
 import { checkOnnxOptions, checkOnnxSize } from "./onnx-options.js";
+import { LAYER_KEYS, PARAMETER_KEYS } from "./parameter-names.js";
 
 export const TASK_KINDS = ["copy", "reverse", "sort", "induction", "majority"];
 // A checkpoint tensor's element types, in the order of model::DType.
@@ -159,33 +160,6 @@ function checkTask(task) {
   };
 }
 const taskWords = (t) => [t.code, t.length, t.vocabSize, t.padding];
-
-// The weights file's tensor names -> ModelParameters keys.
-const PARAMETER_KEYS = {
-  token_embedding: "tokenEmbedding",
-  position_embedding: "positionEmbedding",
-  final_gain: "finalGain",
-  final_bias: "finalBias",
-  unembedding: "unembedding",
-};
-const LAYER_KEYS = {
-  W_Q: "W_Q",
-  W_K: "W_K",
-  W_V: "W_V",
-  W_O: "W_O",
-  ln_gain: "lnGain",
-  ln_bias: "lnBias",
-  ln2_gain: "ln2Gain",
-  ln2_bias: "ln2Bias",
-  W_1: "W_1",
-  W_2: "W_2",
-  b_Q: "b_Q",
-  b_K: "b_K",
-  b_V: "b_V",
-  b_O: "b_O",
-  b_1: "b_1",
-  b_2: "b_2",
-};
 
 /**
  * A batch {batch, seqLen, tokens, targets, vocabulary?} for `model`: its

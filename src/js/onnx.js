@@ -18,6 +18,7 @@ import {
   TensorProto_DataType as DataType,
 } from "onnx-buf";
 import { ATTENTION_OPSET, GELU_OPSET, checkOnnxOptions, checkOnnxSize } from "./onnx-options.js";
+import { LAYER_KEYS } from "./parameter-names.js";
 import { version } from "./version.js";
 
 // The IR version each opset came with (onnx/onnx's docs/Versioning.md).
@@ -215,8 +216,12 @@ function graphValues(g, c, opset, cache) {
 /** One layer's nodes on the residual stream x: the attention block, then the MLP (dFF > 0). */
 function layerNodes(g, x, l, p, k, cache) {
   const c = k.config;
-  const w = (key) => (p[key] ? weight(g, `layers.${l}.${key}`, p[key]) : null);
-  const a = c.layerNorm ? layerNorm(g, x, w("lnGain"), w("lnBias"), c) : x;
+  // Each weight by its name in the weights file (that of its initializer).
+  const w = (name) => {
+    const m = p[LAYER_KEYS[name]];
+    return m ? weight(g, `layers.${l}.${name}`, m) : null;
+  };
+  const a = c.layerNorm ? layerNorm(g, x, w("ln_gain"), w("ln_bias"), c) : x;
   const Q = linear(g, a, w("W_Q"), w("b_Q"));
   const K = linear(g, a, w("W_K"), w("b_K"));
   const V = linear(g, a, w("W_V"), w("b_V"));
@@ -231,7 +236,7 @@ function layerNodes(g, x, l, p, k, cache) {
   const z = attention(g, Q, K, V, past, k);
   x = g.node("Add", [x, linear(g, z, w("W_O"), w("b_O"))]);
   if (c.dFF > 0) {
-    const b = layerNorm(g, x, w("ln2Gain"), w("ln2Bias"), c);
+    const b = layerNorm(g, x, w("ln2_gain"), w("ln2_bias"), c);
     const u = gelu(g, linear(g, b, w("W_1"), w("b_1")), k);
     x = g.node("Add", [x, linear(g, u, w("W_2"), w("b_2"))]);
   }

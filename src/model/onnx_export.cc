@@ -395,8 +395,8 @@ std::string LayerNodes(Graph& g, std::string x, size_t l, const LayerParameters&
   // which a call's arguments are evaluated is unspecified in C++).
   std::string a = x;
   if (c.layer_norm) {
-    const std::string gain = w("lnGain", p.ln_gain, true);
-    a = LayerNorm(g, x, gain, w("lnBias", p.ln_bias, true), c);
+    const std::string gain = w("ln_gain", p.ln_gain, true);
+    a = LayerNorm(g, x, gain, w("ln_bias", p.ln_bias, true), c);
   }
   auto projection = [&](const char* W, const Matrix& Wm, const char* b, const Matrix& bm) {
     const std::string weight = w(W, Wm);
@@ -415,8 +415,8 @@ std::string LayerNodes(Graph& g, std::string x, size_t l, const LayerParameters&
   const std::string W_O = w("W_O", p.W_O);
   x = g.Node("Add", {x, Linear(g, z, W_O, w("b_O", p.b_O, true))});
   if (c.d_ff > 0) {
-    const std::string gain = w("ln2Gain", p.ln2_gain, true);
-    const std::string b = LayerNorm(g, x, gain, w("ln2Bias", p.ln2_bias, true), c);
+    const std::string gain = w("ln2_gain", p.ln2_gain, true);
+    const std::string b = LayerNorm(g, x, gain, w("ln2_bias", p.ln2_bias, true), c);
     const std::string W_1 = w("W_1", p.W_1);
     const std::string u = Gelu(g, Linear(g, b, W_1, w("b_1", p.b_1, true)), k);
     const std::string W_2 = w("W_2", p.W_2);

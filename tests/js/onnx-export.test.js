@@ -5,7 +5,7 @@
 // and onnxruntime-web's wasm, in Node) load with their graph optimisations off
 // and at their highest, and that gives attnkit's logits within 1e-4 relative
 // in each; with the KV cache as inputs and outputs, 20 tokens generated
-// greedily through each equal model.generate's. The files are read back with
+// greedily through each (at both levels) equal attnkit's. The files are read back with
 // ONNX's schema (onnx-buf) for their opset and metadata.
 import { describe, it, before } from "node:test";
 import assert from "node:assert/strict";
@@ -89,9 +89,12 @@ function argmax(data, row, V) {
   return best;
 }
 
-/** `length` tokens generated greedily after `prompt` (token ids) through the cached ONNX file in `engine`. */
-async function generateOnnx(engine, bytes, c, prompt, length) {
-  const s = await session(engine, bytes, "all");
+/**
+ * `length` tokens generated greedily after `prompt` (token ids) through the
+ * cached ONNX file in `engine` at graph optimisation level `level`.
+ */
+async function generateOnnx(engine, bytes, c, prompt, length, level) {
+  const s = await session(engine, bytes, level);
   const feeds = emptyPast(engine.ort, c);
   let ids = Array.from(prompt);
   const tokens = [];
@@ -116,6 +119,32 @@ async function generateOnnx(engine, bytes, c, prompt, length) {
   }
   await s.release();
   return tokens;
+}
+
+/** `length` tokens generated greedily after `prompt` (token ids) by `model`'s own logits (inspect). */
+function greedyTokens(model, prompt, length) {
+  const context = Array.from(prompt);
+  for (let i = 0; i < length; ++i) {
+    const { logits } = model.inspect(context);
+    context.push(argmax(logits.data, context.length - 1, model.config.vocabSize));
+  }
+  return context.slice(prompt.length);
+}
+
+/**
+ * Asserts that greedy generation through `model`'s cached ONNX file at each
+ * of `opsets`, in every engine at every optimisation level, gives `want`.
+ */
+async function assertSameGeneration(model, prompt, want, opsets) {
+  for (const opset of opsets) {
+    const cached = await model.exportOnnx({ cache: true, opset });
+    for (const engine of ENGINES) {
+      for (const level of LEVELS) {
+        const got = await generateOnnx(engine, cached, model.config, prompt, want.length, level);
+        assert.deepEqual(got, Array.from(want), `${engine.name}, ${level}, opset ${opset}`);
+      }
+    }
+  }
 }
 
 /** The metadata_props of an ONNX file as an object, with its opset and producer. */
@@ -181,13 +210,16 @@ describe("model.exportOnnx", () => {
   });
 
   for (const [what, config] of ONNX_MODELS) {
-    it(`${what}: onnxruntime's logits are attnkit's (opsets 23, 17 and 20; with the cache)`, async () => {
+    it(`${what}: onnxruntime's logits are attnkit's (opsets 23, 17 and 20); 20 tokens through the cache`, async () => {
       const model = attn.createModel(config, { seed: 11 });
       try {
         const seqs = sequences(2, 9, config.vocabSize, 1);
         for (const opset of [23, 17, 20]) await assertSameLogits(model, seqs, { opset });
         await assertSameLogits(model, seqs, { cache: true });
         await assertSameLogits(model, seqs, { cache: true, opset: 17 });
+        // A past that grows to 22 positions: the cache's heads (grouped or not) in every step.
+        const prompt = [1, 4, 2];
+        await assertSameGeneration(model, prompt, greedyTokens(model, prompt, 20), [23, 17]);
       } finally {
         model.dispose();
       }
@@ -212,14 +244,10 @@ describe("model.exportOnnx", () => {
       assert.deepEqual(back.outputs, ["logits"]);
       const prompt = "the whale ";
       const want = model.generate(prompt, { length: 20, temperature: 0 });
+      const ids = model.tokenizer.encode(prompt);
+      await assertSameGeneration(model, ids, want.tokens, [23, 17]);
       for (const opset of [23, 17]) {
-        const cached = await model.exportOnnx({ cache: true, opset });
-        const ids = model.tokenizer.encode(prompt);
-        for (const engine of ENGINES) {
-          const got = await generateOnnx(engine, cached, model.config, ids, 20);
-          assert.deepEqual(got, Array.from(want.tokens), `${engine.name}, opset ${opset}`);
-        }
-        const io = readBack(cached);
+        const io = readBack(await model.exportOnnx({ cache: true, opset }));
         assert.equal(io.opset, opset);
         assert.deepEqual(io.inputs.slice(0, 3), [
           "input_ids",
@@ -245,20 +273,9 @@ describe("model.exportOnnx", () => {
         assert.equal(back.metadata.tokenizer, "gpt2");
         assert.equal(back.metadata.vocabulary, undefined);
         assert.equal(back.initializers.includes("unembedding"), head === "untied");
-        const prompt = [5, 17, 42];
-        const cached = await model.exportOnnx({ cache: true });
         // generate() reads text; the same greedy steps from the model's own logits.
-        const want = [];
-        let context = [...prompt];
-        for (let i = 0; i < 20; ++i) {
-          const { logits } = model.inspect(context);
-          want.push(argmax(logits.data, context.length - 1, model.config.vocabSize));
-          context.push(want.at(-1));
-        }
-        for (const engine of ENGINES) {
-          const got = await generateOnnx(engine, cached, model.config, prompt, 20);
-          assert.deepEqual(got, want, engine.name);
-        }
+        const prompt = [5, 17, 42];
+        await assertSameGeneration(model, prompt, greedyTokens(model, prompt, 20), [23, 17]);
       } finally {
         model.dispose();
       }

@@ -4,14 +4,15 @@
 /**
  * The kinds of model both writers' tests export, [what, config]: attention-only,
  * grouped K/V heads, the scale switch off, 8 GPT layers with a tied unembedding.
+ * Their context holds a prompt of 3 tokens and 20 generated.
  */
 export const ONNX_MODELS = [
-  ["a tiny attention-only task model", { vocabSize: 8, maxSeqLen: 12, dModel: 16, numHeads: 2 }],
+  ["a tiny attention-only task model", { vocabSize: 8, maxSeqLen: 24, dModel: 16, numHeads: 2 }],
   [
     "grouped K/V heads (8 query heads on 2), LayerNorm, biases",
     {
       vocabSize: 10,
-      maxSeqLen: 12,
+      maxSeqLen: 24,
       dModel: 32,
       numHeads: 8,
       numKvHeads: 2,
@@ -23,7 +24,7 @@ export const ONNX_MODELS = [
     "one K/V head, the scale switch off",
     {
       vocabSize: 10,
-      maxSeqLen: 12,
+      maxSeqLen: 24,
       dModel: 16,
       numHeads: 4,
       numKvHeads: 1,
@@ -34,7 +35,7 @@ export const ONNX_MODELS = [
     "8 GPT layers with biases and a tied unembedding",
     {
       vocabSize: 12,
-      maxSeqLen: 12,
+      maxSeqLen: 24,
       dModel: 16,
       numLayers: 8,
       numHeads: 2,
