@@ -16,13 +16,13 @@
 // --profile NAME [THREADS] [STEPS]: training steps of one GPT shape of
 // --threads, for a profiler (bench/native/phases.mjs).
 //
-// --threads [ROUNDS]: where two threads start to pay (the pool's cut-off,
+// --threads [ROUNDS [CUTOFF...]]: where two threads start to pay (the pool's cut-off,
 // internal::kPoolMinMultiplyAdds). A table on stdout: the pool's cost per
 // Run; products [768, K] x [K, N] of several sizes; the multi-head attention's
 // training forward and backward at the presets' shapes; and GPT training steps of
 // several shapes (the Language presets, nanoGPT's), each on one thread and on
-// a pool of two in turns, round by round (ROUNDS, default 7), with the
-// cut-off at 0 (every call splits) and as built. Per row the medians and the
+// a pool of two in turns, round by round (ROUNDS, default 7), with each
+// CUTOFF given (default: 0, every call splits, and the one built in). Per row the medians and the
 // median of the rounds' ratios t1 / t2 (the speed of two threads), and
 // whether the two runs' losses and weights are bit-identical.
 #include <algorithm>
@@ -320,15 +320,14 @@ void GptRound(Trainer* one, Trainer* two, const GptShape& g, Rng* rng, size_t st
   *ms_two = sum[1] / double(steps);
 }
 
-void ThreadsGpt(attnkit::ThreadPool& pool, size_t rounds) {
+void ThreadsGpt(attnkit::ThreadPool& pool, size_t rounds, const std::vector<double>& cutoffs) {
   std::printf(
       "\n| GPT step | cut-off | multiply-adds of x W_O | 1 thread ms | 2 threads ms | "
       "2 threads' speed | identical |\n");
   std::printf("|---|---|---:|---:|---:|---:|---|\n");
   for (const GptShape& g : kGptShapes) {
-    for (const bool every_call : {true, false}) {
-      const attnkit::internal::PoolCutoffScope cutoff(
-          every_call ? 0 : attnkit::internal::kPoolMinMultiplyAdds);
+    for (const double cutoff_ : cutoffs) {
+      const attnkit::internal::PoolCutoffScope cutoff(cutoff_);
       const ModelConfig c = GptConfig(g);
       AdamWConfig adam;
       adam.learning_rate = 3e-3f;
@@ -350,18 +349,22 @@ void ThreadsGpt(attnkit::ThreadPool& pool, size_t rounds) {
       ok = ok && ExportWeights(one.model(), &w1).ok() && ExportWeights(two.model(), &w2).ok() &&
            w1 == w2;
       const Paired m = PairedMedians(t1, t2);
+      char label[48];
+      std::snprintf(label, sizeof(label), "%.3g%s", cutoff_,
+                    cutoff_ == 0                                         ? " (every call)"
+                    : cutoff_ == attnkit::internal::kPoolMinMultiplyAdds ? " (as built)"
+                                                                         : "");
       std::printf(
           "| %s (%zu layers, d %zu, d_ff %zu, T %zu, B %zu) | %s | %.3g | %.3f | %.3f | "
           "%.2fx | %s |\n",
-          g.name, g.num_layers, g.d_model, g.d_ff, g.seq_len, g.batch,
-          every_call ? "0 (every call)" : "as built",
+          g.name, g.num_layers, g.d_model, g.d_ff, g.seq_len, g.batch, label,
           double(g.batch * g.seq_len) * double(g.d_model) * double(g.d_model), m.one, m.two,
           m.ratio, ok ? "yes" : "NO");
     }
   }
 }
 
-int Threads(size_t rounds) {
+int Threads(size_t rounds, const std::vector<double>& cutoffs) {
   double load[1] = {-1};
   if (getloadavg(load, 1) != 1) load[0] = -1;
   attnkit::ThreadPool pool(2);
@@ -374,7 +377,7 @@ int Threads(size_t rounds) {
               RunMicros(pool, 2), RunMicros(pool, 16));
   ThreadsProducts(pool, rounds);
   ThreadsAttention(pool, rounds);
-  ThreadsGpt(pool, rounds);
+  ThreadsGpt(pool, rounds, cutoffs);
   if (getloadavg(load, 1) != 1) load[0] = -1;
   std::printf("\nload at the end %.2f\n", load[0]);
   return 0;
@@ -426,7 +429,10 @@ int Profile(const char* name, size_t threads, size_t steps) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--threads") == 0) {
-    return Threads(argc > 2 ? size_t(std::atoi(argv[2])) : 7);
+    std::vector<double> cutoffs;
+    for (int i = 3; i < argc; ++i) cutoffs.push_back(std::atof(argv[i]));
+    if (cutoffs.empty()) cutoffs = {0, attnkit::internal::kPoolMinMultiplyAdds};
+    return Threads(argc > 2 ? size_t(std::atoi(argv[2])) : 7, cutoffs);
   }
   if (argc > 2 && std::strcmp(argv[1], "--profile") == 0) {
     return Profile(argv[2], argc > 3 ? size_t(std::atoi(argv[3])) : 1,

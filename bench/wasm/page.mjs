@@ -15,11 +15,21 @@
 //
 // Usage: node bench/wasm/page.mjs [--quick] > bench/results/page.json
 //   --quick: steps 3 and 6 and the grid view only
+//
+// --to-2 [ROUNDS]: instead, the Language view's default preset trained on Moby-Dick until
+// its validation loss reaches 2.0 nats/char, in the built page served cross-origin isolated
+// (npm start's headers) so that its worker may run the threads build: on 1 thread and on
+// 2 (the threads control, as a learner picks it) in turns, ROUNDS each (default 2). Per run
+// the page's own "2.0 nats/char after" time (its training time), the step of the first
+// validation at or below 2.0, and the load average; JSON on stdout.
 import { execFileSync } from "node:child_process";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
 import { BIG_LAYER } from "../../tests/browser/lib/reads.mjs";
-import { openChromium, watch } from "../../tests/browser/lib/launch.mjs";
+import { chromium } from "playwright-core";
+import { ARGS, CHROMIUM, openChromium, watch } from "../../tests/browser/lib/launch.mjs";
+import { dist } from "../../tests/browser/lib/paths.mjs";
+import { serveIsolated } from "../../tests/browser/lib/threads.mjs";
 import { pageActions } from "../../tests/browser/lib/page.mjs";
 import { cpuModel } from "../lib/engines.mjs";
 import { median } from "../lib/stats.mjs";
@@ -143,8 +153,98 @@ async function whileTraining(page, { query, hook, prefix, done }) {
   return { steps: h.step, ...seen };
 }
 
+/** One run of --to-2 on `threads` threads in a new context of `browser`: what the page says. */
+async function trainTo2(browser, url, threads) {
+  const context = await browser.newContext({
+    viewport: { width: 1280, height: 800 },
+    reducedMotion: "reduce",
+  });
+  const page = await context.newPage();
+  const problems = [];
+  watch(page, problems);
+  try {
+    await page.goto(`${url}?v=language`);
+    const read = () =>
+      page.evaluate(() => {
+        const h = window.__attnkit?.language();
+        return h && { ...h, sentence: undefined };
+      });
+    await poll(async () => (await read())?.ready, "language: ready", 90000, 200);
+    await page.selectOption('[data-testid="lang-threads"]', String(threads));
+    await poll(
+      async () => {
+        const h = await read();
+        return h.ready && h.threads === threads && h;
+      },
+      `language: the worker on ${threads} threads`,
+      90000,
+      200,
+    );
+    await page.click('[data-testid="lang-go"]');
+    const h = await poll(
+      async () => {
+        const h = await read();
+        return h.reached2Ms !== null && h;
+      },
+      "language: 2.0 nats/char",
+      600000,
+      250,
+    );
+    await page.click('[data-testid="lang-pause"]');
+    if (problems.length) throw new Error(`the page reported problems: ${problems.join("; ")}`);
+    return {
+      threads,
+      seconds: +(h.reached2Ms / 1000).toFixed(1),
+      step: h.validation.find(([, loss]) => loss <= 2)[0],
+      load: +os.loadavg()[0].toFixed(2),
+    };
+  } finally {
+    await context.close();
+  }
+}
+
+/** --to-2: the default preset to 2.0 nats/char on 1 and 2 threads, `rounds` of each in turns. */
+async function to2(rounds) {
+  const server = await serveIsolated(dist);
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+  const version = browser.version();
+  const runs = [];
+  try {
+    for (let r = 0; r < rounds; r++) {
+      for (const threads of [1, 2]) {
+        runs.push(await trainTo2(browser, server.url, threads));
+        log(JSON.stringify(runs.at(-1)));
+      }
+    }
+  } finally {
+    await browser.close();
+    await server.close();
+  }
+  const of = (n) => median(runs.filter((x) => x.threads === n).map((x) => x.seconds));
+  console.log(
+    JSON.stringify(
+      {
+        config: "the Language view's default preset on Moby-Dick, to validation <= 2.0 nats/char",
+        chromium: version,
+        cpu: cpuModel(),
+        runs,
+        medianSeconds: { 1: of(1), 2: of(2) },
+        twoThreadsSpeed: +(of(1) / of(2)).toFixed(2),
+      },
+      null,
+      2,
+    ),
+  );
+}
+
+if (process.argv.includes("--to-2")) {
+  const at = process.argv.indexOf("--to-2");
+  await to2(Number(process.argv[at + 1]) || 2);
+  process.exit(0);
+}
+
 const { server, browser, context } = await openChromium({ viewport: { width: 1280, height: 800 } });
-const chromium = browser.version();
+const chromiumVersion = browser.version();
 const page = await context.newPage();
 const problems = [];
 watch(page, problems);
@@ -212,7 +312,7 @@ console.log(
         "T=64, d_model=128, d_k=d_v=16, 8 heads, random embeddings and weights; per control: a first change, then the median and max of 9",
       note: "render = recompute (attnkit) + redraw incl. style and layout, measured in the page; frame = event to the next frame (paint included)",
       commit,
-      chromium,
+      chromium: chromiumVersion,
       cpu: cpuModel(),
       loadAverage: loads,
       quick,
