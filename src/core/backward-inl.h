@@ -533,12 +533,15 @@ HWY_INLINE bool MultiBackward(const internal::MultiGradTask& job) {
   const size_t threads = job.pool ? job.pool->num_threads() : 1;
   std::vector<internal::GradTask> placed(threads * job.group);
   std::atomic<bool> finite{true};
-  internal::ParallelFor(job.pool, job.tasks.size() / job.group,
-                        [&](size_t g, size_t thread) HWY_ATTR {
-                          if (!GroupBackward(job, g, thread, &placed[thread * job.group])) {
-                            finite.store(false, std::memory_order_relaxed);
-                          }
-                        });
+  // Neighbouring groups write the same rows' cache lines (SpreadTask).
+  const size_t groups = job.tasks.size() / job.group;
+  const bool spread = threads > 1 && job.pool != nullptr;
+  internal::ParallelFor(job.pool, groups, [&](size_t k, size_t thread) HWY_ATTR {
+    const size_t g = internal::SpreadTask(k, groups, spread);
+    if (!GroupBackward(job, g, thread, &placed[thread * job.group])) {
+      finite.store(false, std::memory_order_relaxed);
+    }
+  });
   return finite.load();
 }
 

@@ -154,6 +154,16 @@ inline void ParallelFor(ThreadPool* pool, size_t n, const Fn& fn) {
   }
 }
 
+// The task the k-th taken of n is, for tasks that write neighbouring columns
+// of the same rows (the heads of one item, bshd): with `spread` (threads), k
+// even takes task k / 2 of the first half and k odd one of the second, so
+// that threads taking tasks one after another write distant rows, and no
+// cache line of an output passes back and forth between them. Each task owns
+// its outputs: the order changes no value.
+inline size_t SpreadTask(size_t k, size_t n, bool spread) {
+  return spread ? (k % 2 == 0 ? k / 2 : (n + 1) / 2 + k / 2) : k;
+}
+
 // Tasks per thread of a split whose cut may depend on the thread count (each
 // element's result is the same wherever the cut falls): a few each, so that a
 // thread the system holds up leaves its share to the others.

@@ -110,16 +110,11 @@ HWY_INLINE bool RunAttentionJobInline(const internal::AttentionJob& job,
   PackedKeys one;
   std::vector<PackedKeys> per_thread(threads > 1 ? threads : 0);
   PackedKeys* packed = threads > 1 ? per_thread.data() : &one;
-  // With threads, the k-th task taken is head task k / 2 of the first half
-  // (k even) or of the second (k odd): threads taking tasks one after the
-  // other then write distant rows of the outputs. In task order they would
-  // run neighbouring heads of one item, whose columns share the cache lines
-  // of each row in the bshd layout, and each write would take the line from
-  // the other thread. Each task owns its outputs: the order changes no value.
-  const size_t tasks = plan.head_work.size(), half = (tasks + 1) / 2;
+  // Neighbouring head tasks write the same rows' cache lines (SpreadTask).
+  const size_t tasks = plan.head_work.size();
   const bool spread = threads > 1 && plan.pool != nullptr;
   internal::ParallelFor(plan.pool, tasks, [&](size_t k, size_t thread) HWY_ATTR {
-    const size_t w = spread ? (k % 2 == 0 ? k / 2 : half + k / 2) : k;
+    const size_t w = internal::SpreadTask(k, tasks, spread);
     if (!RunHeadTask(job, plan, plan.head_work[w], thread, &packed[thread])) {
       ok.store(false, std::memory_order_relaxed);
     }
