@@ -30,8 +30,10 @@ Usage: npm run bench [-- FLAGS]   (or bash scripts/bench.sh FLAGS)
                      gpt2      GPT-2 small (random weights) against PyTorch and
                                onnxruntime-web, prefill and generation; opening it in
                                Chromium (memory): gpt2.json, gpt2-chromium.json, gpt2.md
-                     page      the web page's control changes at its largest layer
-                               (Chromium; needs only the package): page.json
+                     page      the web page's control changes at its largest layer, and
+                               the default language preset to 2.0 nats/char on 1 and 2
+                               threads (Chromium; needs only the package): page.json,
+                               page-threads.json
                    (default: all of them, then bench/report.mjs)
   --ab REV         the paired A/B of revision REV (A) against this tree (B), natively
                    and in wasm (bench/ab/ab.sh); --only names the question:
@@ -245,6 +247,8 @@ part_page() {
   # user's machine.
   npx vite build web --logLevel warn
   node bench/wasm/page.mjs $(quick_flag) > bench/results/page.json
+  echo "== chromium: the default language preset to 2.0 nats/char on 1 and 2 threads"
+  node bench/wasm/page.mjs --to-2 "$( ((quick)) && echo 1 || echo 2)" > bench/results/page-threads.json
 }
 for part in "${parts[@]}"; do
   wants "$part" || continue

@@ -153,6 +153,13 @@ async function whileTraining(page, { query, hook, prefix, done }) {
   return { steps: h.step, ...seen };
 }
 
+/** The commit measured (dirty: with uncommitted changes). */
+const commitMeasured = () =>
+  execFileSync("git", ["describe", "--always", "--dirty"], {
+    cwd: fileURLToPath(new URL("../..", import.meta.url)),
+    encoding: "utf8",
+  }).trim();
+
 /** One run of --to-2 on `threads` threads in a new context of `browser`: what the page says. */
 async function trainTo2(browser, url, threads) {
   const context = await browser.newContext({
@@ -225,6 +232,7 @@ async function to2(rounds) {
     JSON.stringify(
       {
         config: "the Language view's default preset on Moby-Dick, to validation <= 2.0 nats/char",
+        commit: commitMeasured(),
         chromium: version,
         cpu: cpuModel(),
         runs,
@@ -300,11 +308,7 @@ for (const [k, t] of Object.entries(training))
 log(
   `first render ${firstRenderMs.toFixed(0)} ms; worst median recompute+redraw ${worstRenderMs} ms (budget ${FRAME_MS} ms)${over.length ? `; over: ${over.join(", ")}` : ""}`,
 );
-// The commit measured (dirty: with uncommitted changes).
-const commit = execFileSync("git", ["describe", "--always", "--dirty"], {
-  cwd: fileURLToPath(new URL("../..", import.meta.url)),
-  encoding: "utf8",
-}).trim();
+const commit = commitMeasured();
 console.log(
   JSON.stringify(
     {

@@ -1,7 +1,8 @@
 // The page's report: control changes in the built web page at its largest
 // layer (T = 64, d_model = 128, 8 heads), from bench/results/page.json
-// (bench/wasm/page.mjs, Chromium), and the main thread while the Train and Language
-// views train.
+// (bench/wasm/page.mjs, Chromium), the main thread while the Train and Language
+// views train, and the default preset's time to 2.0 nats/char on 1 and 2 threads
+// (page-threads.json, page.mjs --to-2).
 import { readJson, tableHead } from "./format.mjs";
 
 /** The page's section's markdown ("" without results); it has no README row. */
@@ -37,5 +38,26 @@ export function pageMarkdown(dir) {
     for (const [name, t] of Object.entries(run.training))
       md += `| ${name} | ${t.steps} | ${t.seconds} | ${t.longTasks} | ${t.longestTaskMs} | ${t.timerLatenessMs} |\n`;
   }
+  md += threadsMarkdown(readJson(dir, "page-threads.json"));
   return { md, readmeRows: [] };
+}
+
+/** The default preset to 2.0 nats/char on 1 and 2 threads (page.mjs --to-2), or "". */
+function threadsMarkdown(run) {
+  if (!run) return "";
+  let md =
+    `
+The Language view's default preset trained on Moby-Dick in the page served cross-origin ` +
+    `isolated (\`bench/wasm/page.mjs --to-2\`, Chromium ${run.chromium}) until its validation loss ` +
+    `reached 2.0 nats/char, on 1 and on 2 threads in turns: the page's own training time.\n\n`;
+  md += tableHead("threads", ["runs, s", "median, s", "step"]);
+  for (const threads of [1, 2]) {
+    const runs = run.runs.filter((r) => r.threads === threads);
+    md += `| ${threads} | ${runs.map((r) => r.seconds).join(", ")} | ${run.medianSeconds[threads]} | ${runs.map((r) => r.step).join(", ")} |\n`;
+  }
+  const loads = run.runs.map((r) => r.load);
+  md +=
+    `\nTwo threads: ${run.twoThreadsSpeed}x; load average (1 min) ` +
+    `${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)}.\n`;
+  return md;
 }
