@@ -40,6 +40,8 @@ Usage: npm run bench [-- FLAGS]   (or bash scripts/bench.sh FLAGS)
                    backward, heads, layer or small (default: small)
   --rounds N       --ab: paired rounds (default per question; --quick: 3)
   --native, --wasm --ab: that platform only
+  --processes      --ab in wasm: each side alone in a process of its own per round
+                   (backward, heads, layer), as natively
   --help           this text
 
 Examples:
@@ -58,7 +60,7 @@ while (($#)); do
     --only) only=${2:?--only: expected a comma-separated list}; shift ;;
     --ab) ab=${2:?--ab: expected a revision}; shift ;;
     --rounds) rounds=${2:?--rounds: expected a number}; shift ;;
-    --native | --wasm) platform+=("$1") ;;
+    --native | --wasm | --processes) platform+=("$1") ;;
     -h | --help) usage; exit 0 ;;
     *) echo "bench: unknown option $1 (--help lists them)" >&2; exit 2 ;;
   esac

@@ -20,19 +20,28 @@
 # first and once with B: B's speed is the geometric mean of the two runs' B/A.
 # --own-js: each wasm side beside its own JS layer (a REV whose argument
 # words differ from this tree's: the whole call, JS and wasm, is compared).
-# Usage: bench/ab/ab.sh QUESTION REV [--rounds N] [--native | --wasm] [--own-js]
+# --processes (backward, heads, layer): each wasm side alone in a process of
+# its own per round (bench/wasm/QUESTION_ab.mjs --side DIR), paired by
+# bench/ab/pair.mjs as natively: two modules in one process share its heap and
+# memory, which can move a row by several percent whatever the code.
+# Node runs with glibc's malloc thresholds fixed: by default they move with the
+# heap's history, and a side whose result buffers happen to be trimmed back to
+# the system takes page faults the other does not (20,000 against 50,000 in
+# one run of the same calls).
+# Usage: bench/ab/ab.sh QUESTION REV [--rounds N] [--native | --wasm] [--own-js] [--processes]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 question=${1:?QUESTION: backward, heads, layer, small or gpt2} rev=${2:?REV: the revision to compare with}
 shift 2
-rounds='' native=1 wasm=1 own=0
+rounds='' native=1 wasm=1 own=0 processes=0
 while (($#)); do
   case $1 in
     --rounds) rounds=$2; shift ;;
     --native) wasm=0 ;;
     --wasm) native=0 ;;
     --own-js) own=1 ;;
-    *) echo "ab.sh: unknown option $1 (--rounds N, --native, --wasm, --own-js)" >&2; exit 2 ;;
+    --processes) processes=1 ;;
+    *) echo "ab.sh: unknown option $1 (--rounds N, --native, --wasm, --own-js, --processes)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -92,6 +101,15 @@ if ((wasm)); then
   ((own_js || own)) && js_a=$src_a
   wasm_side "$commit" "$src_a" "$js_a"
   wasm_side this . .
+  export GLIBC_TUNABLES=glibc.malloc.trim_threshold=268435456:glibc.malloc.mmap_threshold=33554432
+  if ((processes)); then
+    [[ $question == small ]] && { echo "ab.sh: --processes: small has no --side" >&2; exit 2; }
+    echo "## wasm SIMD128 (Node $(node --version)), $rounds paired rounds, one process per round and side, load $(load)"
+    side="node --single-threaded-gc bench/wasm/${question}_ab.mjs --side"
+    node bench/ab/pair.mjs "$rounds" "$side $out/wasm-$commit/side" "$side $out/wasm-this/side"
+    echo "## load at the end $(load)"
+    exit 0
+  fi
   # Both load orders (see bench/lib/paired.mjs): the one loaded second runs slower.
   for order in AB BA; do
     echo "## wasm SIMD128 (Node $(node --version)), $rounds paired rounds in one process," \

@@ -2,7 +2,8 @@
 // (lower is better; bench/native/*_ab.cc): runs A and B alternately, the order
 // reversed every other round, then prints per name the medians of A and B and
 // the median of the per-round ratios A / B (B's speed: above 1, B is faster)
-// with its quartiles, and the lowest of those medians.
+// with its quartiles, and the lowest of those medians. A program may carry
+// its arguments, separated by spaces ("node bench/wasm/layer_ab.mjs --side DIR").
 // Usage: node bench/ab/pair.mjs ROUNDS A_PROGRAM B_PROGRAM
 import { execFileSync } from "node:child_process";
 import { median, quartile } from "../lib/stats.mjs";
@@ -10,7 +11,8 @@ import { median, quartile } from "../lib/stats.mjs";
 /** One run of a program: name -> value. */
 function run(program) {
   const values = new Map();
-  for (const line of execFileSync(program, { encoding: "utf8" }).split("\n")) {
+  const [file, ...args] = program.split(" ");
+  for (const line of execFileSync(file, args, { encoding: "utf8" }).split("\n")) {
     const at = line.lastIndexOf(" ");
     if (at > 0) values.set(line.slice(0, at), Number(line.slice(at + 1)));
   }

@@ -9,7 +9,10 @@
 // percent slower on some entries whatever its code (the same pair in both
 // orders shows it), so bench/ab/ab.sh runs each question in both load orders
 // (ATTNKIT_AB_LOAD_ORDER=BA loads B first); a build's speed is the geometric
-// mean of the two runs' B/A (bench/ab/orders.mjs).
+// mean of the two runs' B/A (bench/ab/orders.mjs). With --processes, ab.sh
+// runs each build alone instead (QUESTION_ab.mjs --side DIR, timeSide()), one
+// process per round and side, paired by bench/ab/pair.mjs as natively: no
+// second module then shares the process's heap, memory or load order.
 import { createRequire } from "node:module";
 import path from "node:path";
 
@@ -23,10 +26,44 @@ import { cpuMs, median, quartile } from "./stats.mjs";
  */
 export async function loadBuilds(...dirs) {
   const reversed = process.env.ATTNKIT_AB_LOAD_ORDER === "BA";
-  const load = (dir) => require(path.resolve(dir, "attnkit.node.cjs")).createAttnkit();
   const modules = [];
-  for (const dir of reversed ? [...dirs].reverse() : dirs) modules.push(await load(dir));
+  for (const dir of reversed ? [...dirs].reverse() : dirs) modules.push(await loadBuild(dir));
   return reversed ? modules.reverse() : modules;
+}
+
+/** The SIMD128 module of one build folder, through its own JS layer. */
+export function loadBuild(dir) {
+  return require(path.resolve(dir, "attnkit.node.cjs")).createAttnkit();
+}
+
+// Batches per entry of a build timed alone (timeSide).
+const SIDE_BATCHES = 7;
+
+/**
+ * One build alone (QUESTION_ab.mjs --side DIR, for bench/ab/pair.mjs): every
+ * entry [name, run, per?] warmed up (its batch size found) before any is
+ * timed, so that none is timed while the module's code still tiers up; then
+ * SIDE_BATCHES rounds over the entries of one batch each (at least
+ * `batchMs`). Prints "name us" lines, the median batch's microseconds per
+ * call (divided by `per`).
+ */
+export function timeSide(entries, batchMs) {
+  const calls = entries.map(([, run]) => callsPerBatch(run, batchMs));
+  const times = entries.map(() => []);
+  for (let b = 0; b < SIDE_BATCHES; ++b) {
+    entries.forEach(([, run, per = 1], i) => times[i].push(batch(run, calls[i], per)));
+  }
+  entries.forEach(([name], i) => console.log(`${name} ${median(times[i])}`));
+}
+
+/**
+ * With the arguments `--side DIR` (bench/ab/ab.sh --processes), times DIR's build
+ * alone (timeSide on entriesOf(its module)) and exits; else returns.
+ */
+export async function sideIfAsked(args, entriesOf, batchMs) {
+  if (args[0] !== "--side") return;
+  timeSide(entriesOf(await loadBuild(args[1])), batchMs);
+  process.exit(0);
 }
 
 /**

@@ -6,7 +6,8 @@
 // shape the medians and the median of the per-round ratios A / B (B's speed:
 // above 1, B is faster) with quartiles. A and B's gradients are compared.
 // Usage: node --single-threaded-gc bench/wasm/backward_ab.mjs DIR_A DIR_B [ROUNDS]
-import { callsPerBatch, loadBuilds, pairedRounds, row } from "../lib/paired.mjs";
+// --side DIR: that build alone, "name us" lines for bench/ab/pair.mjs (ab.sh --processes).
+import { callsPerBatch, loadBuilds, pairedRounds, row, sideIfAsked } from "../lib/paired.mjs";
 import { maxDiff, random } from "../lib/stats.mjs";
 
 const [dirA, dirB, roundsArg] = process.argv.slice(2);
@@ -58,6 +59,7 @@ function shapes(ak) {
 const gradientsDiff = (a, b) =>
   Math.max(...["dQ", "dK", "dV"].map((k) => maxDiff(a[k].data ?? a[k], b[k].data ?? b[k])));
 
+await sideIfAsked(process.argv.slice(2), shapes, BATCH_MS);
 const [akA, akB] = await loadBuilds(dirA, dirB);
 const A = shapes(akA),
   B = shapes(akB);

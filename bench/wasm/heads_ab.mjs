@@ -14,7 +14,8 @@
 // entry the medians and the median of the per-round ratios A / B (B's speed:
 // above 1, B is faster) with quartiles. A's and B's outputs are compared.
 // Usage: node --single-threaded-gc bench/wasm/heads_ab.mjs DIR_A DIR_B [ROUNDS]
-import { callsPerBatch, loadBuilds, pairedRounds, row } from "../lib/paired.mjs";
+// --side DIR: that build alone, "name us" lines for bench/ab/pair.mjs (ab.sh --processes).
+import { callsPerBatch, loadBuilds, pairedRounds, row, sideIfAsked } from "../lib/paired.mjs";
 import { random } from "../lib/stats.mjs";
 
 const [dirA, dirB, roundsArg] = process.argv.slice(2);
@@ -60,6 +61,11 @@ function entries(ak, T) {
   ].map(([name, fn, per]) => [`${name}_T=${T}`, fn, per]);
 }
 
+await sideIfAsked(
+  process.argv.slice(2),
+  (ak) => [64, 512].flatMap((T) => entries(ak, T)),
+  BATCH_MS,
+);
 const [akA, akB] = await loadBuilds(dirA, dirB);
 const A = [64, 512].flatMap((T) => entries(akA, T)),
   B = [64, 512].flatMap((T) => entries(akB, T));

@@ -16,7 +16,15 @@
 // part the medians and the median of the per-round ratios A / B (B's speed:
 // above 1, B is faster) with quartiles, and the largest |A - B| of the layer.
 // Usage: node --single-threaded-gc bench/wasm/layer_ab.mjs DIR_A DIR_B [ROUNDS]
-import { callsPerBatch, inputsPerSide, loadBuilds, pairedRounds, row } from "../lib/paired.mjs";
+// --side DIR: that build alone, "name us" lines for bench/ab/pair.mjs (ab.sh --processes).
+import {
+  callsPerBatch,
+  inputsPerSide,
+  loadBuilds,
+  pairedRounds,
+  row,
+  sideIfAsked,
+} from "../lib/paired.mjs";
 import { cpuMs, random } from "../lib/stats.mjs";
 
 const [dirA, dirB, roundsArg] = process.argv.slice(2);
@@ -61,6 +69,7 @@ function parts(ak, weights) {
   return out;
 }
 
+await sideIfAsked(process.argv.slice(2), (ak) => parts(ak, weightsA), BATCH_MS);
 const [akA, akB] = await loadBuilds(dirA, dirB);
 const A = parts(akA, weightsA),
   B = parts(akB, weightsB);
