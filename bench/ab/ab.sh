@@ -26,8 +26,7 @@
 # memory, which can move a row by several percent whatever the code.
 # Node runs with glibc's malloc thresholds fixed: by default they move with the
 # heap's history, and a side whose result buffers happen to be trimmed back to
-# the system takes page faults the other does not (20,000 against 50,000 in
-# one run of the same calls).
+# the system takes page faults the other does not.
 # Usage: bench/ab/ab.sh QUESTION REV [--rounds N] [--native | --wasm] [--own-js] [--processes]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
