@@ -227,10 +227,11 @@ TEST_CASE("An overflow found on a worker thread is reported, and the pool keeps 
 }
 
 TEST_CASE("Products of packed bands over a pool equal one thread bit for bit", "[threads]") {
-  // At least kPackMinRows rows of C: B (B^T) is packed in panels once, by
-  // ranges of panels over the threads, and every band reads it. 70 columns
-  // of C: the last range of panels ends inside a panel; 203 rows: the last
-  // band is short.
+  // At least kPackMinRows rows of C: over a pool, B (B^T) is packed in
+  // panels once, by ranges of panels over the threads, and every band reads
+  // it; one thread packs kMaxPanel columns at a time as it reads them. 70
+  // columns of C: the last range of panels (and the last columns packed
+  // together) ends inside a panel; 203 rows: the last band is short.
   const internal::PoolCutoffScope every_call(0);
   ThreadPool two(2), three(3);
   ForEachTarget([&](int64_t) {

@@ -32,13 +32,15 @@ bool RunAttentionJobT(const internal::AttentionJob& job, const internal::Attenti
   return RunAttentionJobInline(job, plan);
 }
 
-// C = A B, with B packed in panels first if there is room for it (`packed`).
+// C = A B, with B packed panel by panel into `packed` if there is room.
 // The register tiles check C's finiteness as they store it. One row of A (a
 // token of decoding) is B's rows weighted by its values and summed, row
 // after row (AddVecMat): the register tiles' sums in their order, B read in
 // its memory order.
 bool MatMulT(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) {
-  if (packed) return MatMulPanels(A, PackPanels(B, packed), C);
+  if (packed) {
+    return MatMulPackingPanels(A, B, /*transposed=*/false, internal::kMaxPanel, packed, C);
+  }
   if (A.rows == 1) {
     ZeroRow(C.Row(0), C.cols);
     AddVecMat<kVecMatRows>(A.Row(0), A.cols, B.data, B.stride, C.Row(0), C.cols);
@@ -47,11 +49,11 @@ bool MatMulT(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) 
   return MatMul(A, B, C);
 }
 
-// C = A B^T, with B^T packed in panels first if there is room for it. One
+// C = A B^T, with B^T packed panel by panel if there is room. One
 // row of A (a decoding step's unembedding) takes B's rows kDotRowsOfOneRow
 // at a time: the same sums as MatMulTransposed's.
 bool MatMulTransposedT(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) {
-  if (packed) return MatMulPanels(A, PackPanelsTransposed(B, packed), C);
+  if (packed) return MatMulPackingPanels(A, B, /*transposed=*/true, internal::kMaxPanel, packed, C);
   if (A.rows == 1) {
     DotRows<kDotRowsOfOneRow>(A.Row(0), B.data, B.stride, B.rows, A.cols, C.Row(0));
   } else {
@@ -61,10 +63,12 @@ bool MatMulTransposedT(ConstMatrixView A, ConstMatrixView B, MatrixView C, float
 }
 
 // C [M, N] = A^T B for A [K, M], B [K, N]: the register tiles read A^T in
-// place (GemmATransposed), B packed in panels first if there is room for it.
+// place (GemmATransposed), B packed panel by panel if there is room.
 bool MatMulTransposedAT(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed) {
   const ConstMatrixView At(A.data, A.cols, A.rows, A.stride);
-  if (packed) return MatMulPanels<GemmATransposed>(At, PackPanels(B, packed), C);
+  if (packed)
+    return MatMulPackingPanels<GemmATransposed>(At, B, /*transposed=*/false, internal::kMaxPanel,
+                                                packed, C);
   return MatMul<false, GemmATransposed>(At, B, C);
 }
 

@@ -184,11 +184,13 @@ inline void ParallelRanges(ThreadPool* pool, size_t n, size_t grain, const Fn& f
 }
 
 // Each returns false if a result overflowed float; outputs are then unspecified.
-// RunMatMul: C = A B; `packed` is room for B in panels ([K, N] rounded up to
-// kMaxPanel columns, plan.h), or null to read B in place (fewer than
-// kPackMinRows rows). RunMatMulTransposed: C = A B^T, `packed` room for B^T
-// likewise ([K, N] for B [N, K]), or null. RunMatMulTransposedA: C = A^T B
-// for A [K, M] read in place, `packed` room for B in panels as RunMatMul's.
+// RunMatMul: C = A B; `packed` is room for kMaxPanel columns of B in
+// panels ([K, kMaxPanel], plan.h), packed that many columns at a time as the
+// rows of A run over them, or null to read B in place (fewer than
+// kPackMinRows rows). RunMatMulTransposed: C = A B^T, `packed` room for
+// columns of B^T likewise ([K, kMaxPanel] for B [N, K]), or null.
+// RunMatMulTransposedA: C = A^T B for A [K, M] read in place, `packed` as
+// RunMatMul's.
 bool RunMatMul(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed);
 bool RunMatMulTransposed(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed);
 bool RunMatMulTransposedA(ConstMatrixView A, ConstMatrixView B, MatrixView C, float* packed);

@@ -800,13 +800,21 @@ HWY_INLINE size_t GemmPanelWidth() { return 2 * hn::Lanes(DF()); }
 // W), K, W]: panel p holds columns [p W, p W + W) with its rows contiguous,
 // so that a register tile of MatMulPanels reads one stream from top to bottom
 // instead of W columns of rows N floats apart. The last panel's columns past N
-// are never written nor read.
+// are never written nor read. Row by row across the panels, B read in memory
+// order; a whole panel's row copied as two vectors of a width known here (a
+// copy of a width known only at run time is compiled to a call of memcpy per
+// row, which in WebAssembly costs more than the row).
 HWY_INLINE PanelView PackPanels(ConstMatrixView B, float* HWY_RESTRICT dst) {
-  const size_t W = GemmPanelWidth(), K = B.rows;
-  for (size_t j = 0; j < B.cols; j += W) {
-    const size_t w = std::min(W, B.cols - j);
-    float* HWY_RESTRICT panel = dst + j * K;
-    for (size_t k = 0; k < K; ++k) CopyRow(B.Row(k) + j, w, panel + k * W);
+  const DF d;
+  const size_t N = hn::Lanes(d), W = 2 * N, K = B.rows, whole = B.cols / W * W;
+  for (size_t k = 0; k < K; ++k) {
+    const float* HWY_RESTRICT row = B.Row(k);
+    for (size_t j = 0; j < whole; j += W) {
+      float* HWY_RESTRICT to = dst + j * K + k * W;
+      hn::StoreU(hn::LoadU(d, row + j), d, to);
+      hn::StoreU(hn::LoadU(d, row + j + N), d, to + N);
+    }
+    if (whole < B.cols) CopyRow(row + whole, B.cols - whole, dst + whole * K + k * W);
   }
   return {dst, W, W, K * W};
 }
@@ -913,6 +921,33 @@ HWY_INLINE bool MatMulPanels(ConstMatrixView A, const PanelView& B, MatrixView C
     finite &= MatMul<false, Layout>(
         A, ConstMatrixView(B.data + j / B.width * B.panel_stride, A.cols, w, B.stride),
         C.Block(0, C.rows, j, w));
+  }
+  return finite;
+}
+
+// C [M, N] = A [M, K] B for B [K, N] (with `transposed`, B^T for B [N, K]),
+// B packed `group` columns (a multiple of W = GemmPanelWidth()) at a time
+// into `panels` [group / W, K, W] just before every row of A runs over each
+// of their panels: the panels are read back from cache, no packed copy of
+// all of B is written to memory and read again, and every row of B is read
+// in whole cache lines. The panels and sums of PackPanels
+// (PackPanelsTransposed) then MatMulPanels. Returns true if every value of C
+// is finite.
+template <class Layout = GemmARows>
+HWY_INLINE bool MatMulPackingPanels(ConstMatrixView A, ConstMatrixView B, bool transposed,
+                                    size_t group, float* HWY_RESTRICT panels, MatrixView C) {
+  const size_t K = A.cols;
+  bool finite = true;
+  for (size_t j0 = 0; j0 < C.cols; j0 += group) {
+    const size_t n = std::min(group, C.cols - j0);
+    const PanelView p = transposed ? PackPanelsTransposed(B.Block(j0, n, 0, K), panels)
+                                   : PackPanels(B.Block(0, K, j0, n), panels);
+    for (size_t j = 0; j < n; j += p.width) {
+      const size_t w = std::min(p.width, n - j);
+      finite &= MatMul<false, Layout>(
+          A, ConstMatrixView(p.data + j / p.width * p.panel_stride, K, w, p.stride),
+          C.Block(0, C.rows, j0 + j, w));
+    }
   }
   return finite;
 }

@@ -26,7 +26,10 @@ namespace internal {
 // calls skip most masked keys.
 constexpr size_t kFlashTileKeys = 128;
 // The widest panel of any target (two vectors: 32 floats with AVX-512), for
-// sizing the room of packed matrices.
+// sizing the room of packed matrices; also the columns of B that a product of
+// one thread packs at a time (MatMulPackingPanels in ops-inl.h): 128 bytes of
+// each row, read in whole cache lines, and the packed panels small enough to
+// stay in cache until read (more columns at a time measured slower).
 constexpr size_t kMaxPanel = 32;
 // Projections (and MatMul) with at least this many rows pack W in panels
 // first (PackPanels in ops-inl.h). Packing costs a pass over W, as much as a

@@ -39,16 +39,21 @@ Status BandedProduct(ProductKind kind, ConstMatrixView A, ConstMatrixView B, Mat
   const size_t bands = std::max<size_t>(1, (C.rows + band - 1) / band);
   // Whether B is packed in panels is decided for all of C, as the public
   // MatMul decides it, never per band: the packed path sums in another
-  // order, and the result must not depend on the thread count. Packed, B
-  // (B^T) [K, C.cols] is packed once, by ranges of panels over the threads,
-  // for every band to read (the same panels as one thread's: the same sums).
+  // order, and the result must not depend on the thread count. Packed over
+  // several bands, B (B^T) [K, C.cols] is packed once, by ranges of panels
+  // over the threads, for every band to read; one band packs a few panels
+  // at a time ([K, kMaxPanel]) just before it reads them. The same
+  // panels either way: the same sums.
   ScratchBuffer packed;
-  if (C.rows >= kPackMinRows && kind != ProductKind::kAPanels) {
-    size_t all;
-    ATTNKIT_RETURN_IF_ERROR(
-        CheckedProduct(source, "B packed in panels", K, RoundUp(C.cols, kMaxPanel), &all));
+  const bool pack = C.rows >= kPackMinRows && kind != ProductKind::kAPanels;
+  if (pack) {
+    size_t n;
+    ATTNKIT_RETURN_IF_ERROR(CheckedProduct(source, "B packed in panels", K,
+                                           bands > 1 ? RoundUp(C.cols, kMaxPanel) : kMaxPanel, &n));
     // Every float the kernels read is written by the packing.
-    if (!packed.Allocate(all)) return OutOfMemory(source, "B packed in panels", all);
+    if (!packed.Allocate(n)) return OutOfMemory(source, "B packed in panels", n);
+  }
+  if (pack && bands > 1) {
     ParallelRanges(pool, C.cols, kMaxPanel, [&](size_t j0, size_t j1) {
       RunPackPanels(B, kind == ProductKind::kABt, j0, j1, packed.data());
     });
@@ -59,19 +64,19 @@ Status BandedProduct(ProductKind kind, ConstMatrixView A, ConstMatrixView B, Mat
     const MatrixView c(C.data + r0 * C.stride, rows, C.cols, C.stride);
     const ConstMatrixView a =
         kind == ProductKind::kAtB ? A.Block(0, A.rows, r0, rows) : A.Block(r0, rows, 0, A.cols);
-    if (packed.data()) {
+    if (pack && bands > 1) {
       ok[b] = RunMatMulPacked(a, kind == ProductKind::kAtB, packed.data(), c);
       return;
     }
     switch (kind) {
       case ProductKind::kAB:
-        ok[b] = RunMatMul(a, B, c, nullptr);
+        ok[b] = RunMatMul(a, B, c, packed.data());
         break;
       case ProductKind::kABt:
-        ok[b] = RunMatMulTransposed(a, B, c, nullptr);
+        ok[b] = RunMatMulTransposed(a, B, c, packed.data());
         break;
       case ProductKind::kAtB:
-        ok[b] = RunMatMulTransposedA(a, B, c, nullptr);
+        ok[b] = RunMatMulTransposedA(a, B, c, packed.data());
         break;
       case ProductKind::kAPanels:
         ok[b] = RunMatMulPanels(a, panels, panel_width, c);
