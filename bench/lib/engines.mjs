@@ -93,7 +93,7 @@ const peakUrl = new URL("../../build/bench-wasm/peak.wasm", import.meta.url);
  */
 export function wasmPeak() {
   if (!existsSync(peakUrl)) return null;
-  const { exports } = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(peakUrl)), {});
+  const { exports } = peakInstance();
   let best = null;
   for (const n of [8, 10, 12, 14]) {
     const f = exports[`muladd${n}`];
@@ -119,6 +119,29 @@ export function wasmPeak() {
   };
   return best;
 }
+
+/**
+ * The limit of reading wasm memory (GB per CPU second) of build/bench-wasm/peak.wasm,
+ * null where it is not built: `bytes` (written once) summed in f32x4 loads, the best
+ * of `passes` passes, for a ceiling on any engine that streams that many bytes.
+ */
+export function wasmReadLimit(bytes, passes = 5) {
+  if (!existsSync(peakUrl)) return null;
+  const { readsum } = peakInstance().exports;
+  if (readsum(bytes) < 0) return null;
+  let best = 0;
+  for (let k = 0; k < passes; ++k) {
+    const c0 = cpuMs();
+    readsum(bytes);
+    best = Math.max(best, bytes / ((cpuMs() - c0) * 1e6));
+  }
+  return best;
+}
+
+let peakModule = null;
+// peak.wasm's one instance (readsum's memory grows once and stays).
+const peakInstance = () =>
+  (peakModule ??= new WebAssembly.Instance(new WebAssembly.Module(readFileSync(peakUrl)), {}));
 
 /** The CPU's model name and the SIMD extensions the engines may pick from (null off Linux). */
 export function cpuModel() {

@@ -41,7 +41,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
 import { createAttnkit } from "../../dist/attnkit.node.mjs";
-import { cpuModel, wasmPeak } from "../lib/engines.mjs";
+import { cpuModel, wasmPeak, wasmReadLimit } from "../lib/engines.mjs";
 import { childEngine, gpt2Checkpoint124M, gpt2Dir, prompts } from "../lib/gpt2.mjs";
 import { loadOrtWeb, ortWebInfo, ortWebOptions } from "../lib/peers.mjs";
 import { cpuMs, maxDiff, median } from "../lib/stats.mjs";
@@ -285,11 +285,17 @@ const workloads = [
 for (const w of workloads)
   w.engines = Object.fromEntries(engines.map((e) => [e.name, { cpuMs: [], wallMs: [] }]));
 const peak = wasmPeak();
+// A token reads every weight once: the limit of reading that many bytes of wasm
+// memory bounds every engine's generation.
+const weightBytes = Math.ceil((model.parameterCount * 4) / 128) * 128;
 const peaks = [],
+  readLimits = [],
   loads = [];
 for (let round = 0; round < ROUNDS; ++round) {
   loads.push(os.loadavg()[0]);
   if (peak) peaks.push(peak.measure());
+  const gbs = wasmReadLimit(weightBytes);
+  if (gbs) readLimits.push(gbs);
   for (const w of workloads) {
     for (let k = 0; k < engines.length; ++k) {
       const e = engines[(k + round) % engines.length];
@@ -336,6 +342,7 @@ console.log(
       node: process.version,
       loadAverage: loads,
       wasmPeakGflops: peaks,
+      wasmRead: { bytes: weightBytes, gbPerSecond: readLimits },
       attnkitWasmMemoryBytes: memoryBytes,
       engines: engines.map((e) => ({ name: e.name, clock: e.clock, info: e.info })),
       check: { prompt: CHECK_PROMPT, tokens: CHECK_TOKENS, engines: check },

@@ -54,6 +54,33 @@ export function gpt2SpeedTable(run) {
   return md;
 }
 
+/**
+ * Generation's ceiling: a token reads every weight once, so no engine in wasm takes less
+ * than the weights' bytes over the limit of reading wasm memory (bench/lib/engines.mjs's
+ * wasmReadLimit, measured in each round); the wasm engines' shares of it.
+ */
+function readLimitText(run) {
+  const read = run.wasmRead;
+  const w = run.workloads.find((x) => x.kind === "generate");
+  if (!read?.gbPerSecond?.length || !w) return "";
+  const best = median(read.gbPerSecond),
+    floorMs = read.bytes / (best * 1e6);
+  const share = (name) => {
+    const t = timesOf(run, w, name);
+    return t ? `${name} ${((100 * floorMs) / (median(t) / w.tokens)).toFixed(0)}%` : null;
+  };
+  const ort = timesOf(run, w, ORT);
+  const needed = ort ? (100 * floorMs * 1.5) / (median(ort) / w.tokens) : null;
+  return (
+    `- Generation's ceiling: a token reads every weight once (${MB(read.bytes)} in float32). Reading that ` +
+    `many bytes of wasm memory ran at ${best.toFixed(1)} GB/s (the median of the rounds' best passes, ` +
+    `${Math.min(...read.gbPerSecond).toFixed(1)}-${Math.max(...read.gbPerSecond).toFixed(1)}), so no engine ` +
+    `in wasm generates a token in less than ${floorMs.toFixed(1)} ms (${num(1e3 / floorMs)} tokens/s). ` +
+    `Shares of that ceiling, ${workloadName(run, w)}: ${[share(WASM), share(ORT)].filter(Boolean).join(", ")}` +
+    (needed ? `; 1.5× onnxruntime-web would be ${needed.toFixed(0)}% of it.\n\n` : ".\n\n")
+  );
+}
+
 /** The stages of the load in Chromium: the renderer's resident set at each (gpt2-chromium.mjs's marks). */
 function stagesTable(c) {
   const stages = (c.stages ?? []).filter((s) => !s.stage.startsWith("memory.grow"));
@@ -170,7 +197,8 @@ export function gpt2Report(dir, docsUrl) {
         ? `; SIMD128 peak per round ${Math.min(...run.wasmPeakGflops).toFixed(1)}-${Math.max(...run.wasmPeakGflops).toFixed(1)} GFLOP/s`
         : "") +
       `. attnkit opened the checkpoint in Node in ${(info[WASM]?.openMs / 1e3).toFixed(1)} s; ` +
-      `onnxruntime-web its ONNX model in ${(info[ORT]?.loadMs / 1e3).toFixed(1)} s.\n\n`;
+      `onnxruntime-web its ONNX model in ${(info[ORT]?.loadMs / 1e3).toFixed(1)} s.\n`;
+    md += readLimitText(run) || "\n";
     const pick = (w) => run.workloads.find((x) => x.kind === w.kind && x.T === w.T);
     const wanted = [
       { kind: "prefill", T: 128 },
