@@ -24,7 +24,10 @@
 // a pool of two in turns, round by round (ROUNDS, default 7), with each
 // CUTOFF given (default: 0, every call splits, and the one built in). Per row the medians and the
 // median of the rounds' ratios t1 / t2 (the speed of two threads), and
-// whether the two runs' losses and weights are bit-identical.
+// whether the two runs' losses and weights are bit-identical. The header and
+// the last line give the round trip of a cache line between two threads, at
+// the start and at the end: what a pool's threads pay to hand data over,
+// which moves with where the host places them.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -33,6 +36,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "attnkit/backward.h"
@@ -164,6 +168,29 @@ Paired PairedMedians(const std::vector<double>& one, const std::vector<double>& 
   std::vector<double> ratios;
   for (size_t i = 0; i < one.size(); ++i) ratios.push_back(one[i] / two[i]);
   return {Median(ratios), Median(one), Median(two)};
+}
+
+// Nanoseconds per round trip of one cache line between this thread and
+// another, each waiting for the other's write.
+double RoundTripNs() {
+  constexpr int kTrips = 100000;
+  std::atomic<int> flag{0};
+  std::thread other([&] {
+    for (int i = 0; i < kTrips; ++i) {
+      while (flag.load(std::memory_order_acquire) != 2 * i + 1) {
+      }
+      flag.store(2 * i + 2, std::memory_order_release);
+    }
+  });
+  const double t0 = harness::WallSeconds();
+  for (int i = 0; i < kTrips; ++i) {
+    flag.store(2 * i + 1, std::memory_order_release);
+    while (flag.load(std::memory_order_acquire) != 2 * i + 2) {
+    }
+  }
+  const double ns = (harness::WallSeconds() - t0) * 1e9 / kTrips;
+  other.join();
+  return ns;
 }
 
 // Microseconds per Run of `tasks` empty tasks on `pool`, back to back.
@@ -370,16 +397,18 @@ int Threads(size_t rounds, const std::vector<double>& cutoffs) {
   attnkit::ThreadPool pool(2);
   std::printf(
       "# attnkit_train_bench --threads: target %s, %zu threads on this machine, load %.2f, "
-      "cut-off as built %.3g multiply-adds\n",
+      "cut-off as built %.3g multiply-adds, a cache line's round trip between two threads "
+      "%.0f ns\n",
       attnkit::targets::Name(attnkit::targets::Current()), attnkit::ThreadPool::MaxThreads(),
-      load[0], attnkit::internal::kPoolMinMultiplyAdds);
+      load[0], attnkit::internal::kPoolMinMultiplyAdds, RoundTripNs());
   std::printf("\npool of 2: %.2f us per Run of 2 empty tasks, %.2f us of 16 (back to back)\n",
               RunMicros(pool, 2), RunMicros(pool, 16));
   ThreadsProducts(pool, rounds);
   ThreadsAttention(pool, rounds);
   ThreadsGpt(pool, rounds, cutoffs);
   if (getloadavg(load, 1) != 1) load[0] = -1;
-  std::printf("\nload at the end %.2f\n", load[0]);
+  std::printf("\nload at the end %.2f, a cache line's round trip %.0f ns\n", load[0],
+              RoundTripNs());
   return 0;
 }
 
