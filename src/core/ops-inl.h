@@ -942,12 +942,7 @@ HWY_INLINE bool MatMulPackingPanels(ConstMatrixView A, ConstMatrixView B, bool t
     const size_t n = std::min(group, C.cols - j0);
     const PanelView p = transposed ? PackPanelsTransposed(B.Block(j0, n, 0, K), panels)
                                    : PackPanels(B.Block(0, K, j0, n), panels);
-    for (size_t j = 0; j < n; j += p.width) {
-      const size_t w = std::min(p.width, n - j);
-      finite &= MatMul<false, Layout>(
-          A, ConstMatrixView(p.data + j / p.width * p.panel_stride, K, w, p.stride),
-          C.Block(0, C.rows, j0 + j, w));
-    }
+    finite &= MatMulPanels<Layout>(A, p, C.Block(0, C.rows, j0, n));
   }
   return finite;
 }
