@@ -293,14 +293,15 @@ TEST_CASE("MatMulTransposed matches the float64 reference on every target", "[op
 }
 
 TEST_CASE("MatMulTransposedA matches the float64 reference on every target", "[ops][matmul]") {
-  // C = A^T B for A [K, M], B [K, N]: below and from kPackMinRows (128)
-  // columns of A (rows of A^T, where B is packed in panels), strided views,
-  // K around the register tiles' four steps per pass. The tiles read A^T in
+  // C = A^T B for A [K, M], B [K, N]: below and from
+  // kPackMinRowsTransposedA (64) columns of A (rows of A^T, where B is packed
+  // in panels; 70: packed here, not in MatMul of A^T), strided views, K
+  // around the register tiles' four steps per pass. The tiles read A^T in
   // place with the sums of MatMul of a transposed copy, in the same order:
   // the same bits.
   ForEachTarget([](int64_t) {
     uint32_t seed = 300;
-    for (size_t M : {size_t{1}, size_t{17}, size_t{130}}) {
+    for (size_t M : {size_t{1}, size_t{17}, size_t{70}, size_t{130}}) {
       for (size_t K : {size_t{1}, size_t{16}, size_t{33}}) {
         for (size_t N : {size_t{3}, size_t{32}, size_t{41}}) {
           const Layout layout = ((M + K + N) % 2) ? Layout::kStrided : Layout::kContiguous;

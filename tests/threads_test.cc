@@ -6,6 +6,8 @@
 #include <thread>
 #include <vector>
 
+#include "attnkit/packed_weights.h"
+#include "src/core/internal.h"
 #include "src/core/plan.h"
 #include "src/core/validate.h"
 #include "tests/test_util.h"
@@ -227,31 +229,50 @@ TEST_CASE("An overflow found on a worker thread is reported, and the pool keeps 
 }
 
 TEST_CASE("Products of packed bands over a pool equal one thread bit for bit", "[threads]") {
-  // At least kPackMinRows rows of C: over a pool, B (B^T) is packed in
-  // panels once, by ranges of panels over the threads, and every band reads
-  // it; one thread packs kMaxPanel columns at a time as it reads them. 70
-  // columns of C: the last range of panels (and the last columns packed
-  // together) ends inside a panel; 203 rows: the last band is short.
+  // From kPackMinRows rows of C (A^T B: kPackMinRowsTransposedA), B (B^T) is
+  // packed in panels. Over a pool, ranges of C's columns go to the threads
+  // when its panels share out evenly (133 columns: 5 panels), each thread
+  // packing its own; else bands of C's rows (70 columns: 3 panels), reading
+  // B packed once by ranges over the threads (203 rows) or in place (an
+  // A^T B of 70 rows). One thread packs kMaxPanel columns at a time as it
+  // reads them. The last range ends inside a panel; the last band is short.
+  // A B from weights packed once (ProductPanels) splits the same way.
   const internal::PoolCutoffScope every_call(0);
   ThreadPool two(2), three(3);
   ForEachTarget([&](int64_t) {
-    const size_t M = 203, K = 37, N = 70;
-    const TestMatrix A = Random(M, K, 50, Layout::kStrided), B = Random(K, N, 51);
-    const TestMatrix Bt = Random(N, K, 52, Layout::kStrided), At = Random(K, M, 53);
-    auto run = [&](ThreadPool* pool) {
-      std::vector<TestMatrix> c(3, TestMatrix(M, N, Layout::kStrided));
-      REQUIRE_OK(internal::Product(A, B, c[0], false, "A", "A B", pool));
-      REQUIRE_OK(internal::Product(A, Bt, c[1], true, "A", "A B^T", pool));
-      REQUIRE_OK(internal::ProductTransposedA(At, B, c[2], "A", "A^T B", pool));
-      return c;
-    };
-    const std::vector<TestMatrix> one = run(nullptr);
-    for (ThreadPool* pool : {&two, &three}) {
-      const std::vector<TestMatrix> c = run(pool);
-      for (size_t i = 0; i < c.size(); ++i) {
-        INFO("product " << i << ", threads " << pool->num_threads());
-        CHECK(c[i].SameValues(one[i]));
-        CHECK(c[i].PaddingIntact());
+    for (const size_t M : {size_t{203}, size_t{70}}) {
+      for (const size_t N : {size_t{70}, size_t{133}}) {
+        const size_t K = 37;
+        const TestMatrix A = Random(M, K, 50, Layout::kStrided), B = Random(K, N, 51);
+        const TestMatrix Bt = Random(N, K, 52, Layout::kStrided), At = Random(K, M, 53);
+        PackedMatrices packed;
+        REQUIRE_OK(PackMatrices({B.cview()}, &packed));
+        auto run = [&](ThreadPool* pool) {
+          std::vector<TestMatrix> c(4, TestMatrix(M, N, Layout::kStrided));
+          REQUIRE_OK(internal::Product(A, B, c[0], false, "A", "A B", pool));
+          REQUIRE_OK(internal::Product(A, Bt, c[1], true, "A", "A B^T", pool));
+          REQUIRE_OK(internal::ProductTransposedA(At, B, c[2], "A", "A^T B", pool));
+          REQUIRE_OK(internal::ProductPanels(A, packed[0].panels, packed[0].panel_width, c[3], "A",
+                                             "A B", pool));
+          return c;
+        };
+        const std::vector<TestMatrix> one = run(nullptr);
+        for (ThreadPool* pool : {&two, &three}) {
+          const std::vector<TestMatrix> c = run(pool);
+          for (size_t i = 0; i < c.size(); ++i) {
+            INFO("M " << M << ", N " << N << ", product " << i << ", threads "
+                      << pool->num_threads());
+            CHECK(c[i].SameValues(one[i]));
+            CHECK(c[i].PaddingIntact());
+          }
+        }
+        // And the public products (one thread) give the same bits.
+        TestMatrix pub(M, N, Layout::kStrided);
+        REQUIRE_OK(MatMulTransposedA(At, B, pub));
+        CHECK(pub.SameValues(one[2]));
+        REQUIRE_OK(MatMul(A, B, pub));
+        CHECK(pub.SameValues(one[0]));
+        CHECK(pub.SameValues(one[3]));
       }
     }
   });

@@ -204,33 +204,48 @@ double RunMicros(attnkit::ThreadPool& pool, size_t tasks) {
   return (harness::WallSeconds() - t0) * 1e6 / calls;
 }
 
-// The products C [M, N] = A [M, K] B [K, N] (the model's, banded over the
-// pool), every call splitting.
+// The products C [M, N] = A B (A [M, K], B [K, N]), A B^T (B [N, K]) and
+// A^T B (A [K, M]) at the model's shapes (banded over the pool), every call
+// splitting.
 void ThreadsProducts(attnkit::ThreadPool& pool, size_t rounds) {
   const attnkit::internal::PoolCutoffScope every_call(0);
   std::printf(
-      "\n| product M x K x N | multiply-adds | 1 thread us | 2 threads us | 2 threads' speed |\n");
-  std::printf("|---|---:|---:|---:|---:|\n");
-  const size_t shapes[][3] = {{16, 16, 16},   {32, 32, 32},    {64, 32, 64},   {128, 32, 64},
-                              {128, 64, 96},  {256, 64, 96},   {768, 32, 96},  {768, 96, 96},
-                              {768, 96, 288}, {768, 128, 512}, {768, 512, 128}};
+      "\n| product | M x K x N | multiply-adds | 1 thread us | 2 threads us | 2 threads' speed "
+      "|\n");
+  std::printf("|---|---|---:|---:|---:|---:|\n");
+  enum Kind { kAB, kABt, kAtB };
+  const char* kNames[] = {"A B", "A B^T", "A^T B"};
+  const size_t shapes[][4] = {
+      {kAB, 16, 16, 16},     {kAB, 32, 32, 32},     {kAB, 64, 32, 64},    {kAB, 128, 32, 64},
+      {kAB, 128, 64, 96},    {kAB, 256, 64, 96},    {kAB, 768, 32, 96},   {kAB, 768, 96, 96},
+      {kAB, 768, 96, 288},   {kAB, 768, 128, 512},  {kAB, 768, 512, 128}, {kABt, 768, 288, 96},
+      {kABt, 768, 512, 128}, {kAtB, 64, 768, 256},  {kAtB, 96, 768, 96},  {kAtB, 96, 768, 288},
+      {kAtB, 128, 768, 384}, {kAtB, 128, 768, 512}, {kAtB, 288, 768, 96}, {kAtB, 512, 768, 128}};
   for (const auto& shape : shapes) {
-    const size_t M = shape[0], K = shape[1], N = shape[2];
+    const size_t kind = shape[0], M = shape[1], K = shape[2], N = shape[3];
     const std::vector<float> a = harness::Random(M * K, 1), b = harness::Random(K * N, 2);
     std::vector<float> c(M * N);
-    const attnkit::ConstMatrixView A(a.data(), M, K), B(b.data(), K, N);
+    const attnkit::ConstMatrixView A = kind == kAtB ? attnkit::ConstMatrixView(a.data(), K, M)
+                                                    : attnkit::ConstMatrixView(a.data(), M, K);
+    const attnkit::ConstMatrixView B = kind == kABt ? attnkit::ConstMatrixView(b.data(), N, K)
+                                                    : attnkit::ConstMatrixView(b.data(), K, N);
     const attnkit::MatrixView C(c.data(), M, N);
     std::vector<double> one, two;
     for (size_t r = 0; r < rounds; ++r) {
       for (attnkit::ThreadPool* p : {static_cast<attnkit::ThreadPool*>(nullptr), &pool}) {
-        const double us = harness::BestWallMicros(
-            0.02, [&] { (void)attnkit::internal::Product(A, B, C, false, "A", "A B", p); });
+        const double us = harness::BestWallMicros(0.02, [&] {
+          if (kind == kAtB) {
+            (void)attnkit::internal::ProductTransposedA(A, B, C, "A", "A^T B", p);
+          } else {
+            (void)attnkit::internal::Product(A, B, C, kind == kABt, "A", "A B", p);
+          }
+        });
         (p ? two : one).push_back(us);
       }
     }
     const Paired m = PairedMedians(one, two);
-    std::printf("| %zu x %zu x %zu | %.3g | %.2f | %.2f | %.2fx |\n", M, K, N, double(M * K * N),
-                m.one, m.two, m.ratio);
+    std::printf("| %s | %zu x %zu x %zu | %.3g | %.2f | %.2f | %.2fx |\n", kNames[kind], M, K, N,
+                double(M * K * N), m.one, m.two, m.ratio);
   }
 }
 

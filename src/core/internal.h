@@ -186,8 +186,8 @@ inline void ParallelRanges(ThreadPool* pool, size_t n, size_t grain, const Fn& f
 // Each returns false if a result overflowed float; outputs are then unspecified.
 // RunMatMul: C = A B; `packed` is room for kMaxPanel columns of B in
 // panels ([K, kMaxPanel], plan.h), packed that many columns at a time as the
-// rows of A run over them, or null to read B in place (fewer than
-// kPackMinRows rows). RunMatMulTransposed: C = A B^T, `packed` room for
+// rows of A run over them, or null to read B in place (PacksB false).
+// RunMatMulTransposed: C = A B^T, `packed` room for
 // columns of B^T likewise ([K, kMaxPanel] for B [N, K]), or null.
 // RunMatMulTransposedA: C = A^T B for A [K, M] read in place, `packed` as
 // RunMatMul's.
@@ -223,9 +223,10 @@ Status RunProjectionBackward(ConstMatrixView X, ConstMatrixView W_Q, ConstMatrix
                              ConstMatrixView dV, const char* source, ThreadPool* pool,
                              MatrixView dX, MatrixView dW_Q, MatrixView dW_K, MatrixView dW_V);
 // C = A B (or A B^T with `transposed`) on checked views, an overflow naming
-// `source` and `what`. With a pool, bands of rows of A and C go to the
-// threads: each row of C is computed as on one thread, so the result is the
-// same bit for bit.
+// `source` and `what`. With a pool, bands of rows of A and C, or ranges of
+// C's columns (B packed, its panels enough to share), go to the threads:
+// each value of C is computed as on one thread, so the result is the same
+// bit for bit.
 Status Product(ConstMatrixView A, ConstMatrixView B, MatrixView C, bool transposed,
                const char* source, const char* what, ThreadPool* pool = nullptr);
 // C = A B as Product, B [A.cols, C.cols] packed once in panels of

@@ -63,14 +63,14 @@ Status NonFiniteProduct(const char* what, bool scanned_inputs) {
 
 // The product after its checks: the right-hand factor packed in panels, a
 // few at a time into room for kMaxPanel columns, when C has enough rows to
-// repay the pass (internal::kPackMinRows), then one dispatch. The kernels
+// repay the pass (internal::PacksB), then one dispatch. The kernels
 // check C's finiteness as they store it.
 Status RunProduct(Product kind, ConstMatrixView A, ConstMatrixView B, MatrixView C,
                   bool scanned_inputs) {
   const size_t K = kind == Product::kABt ? B.cols : B.rows;
   const char* packed_name = kind == Product::kABt ? "B^T packed in panels" : "B packed in panels";
   internal::ScratchBuffer packed;  // every float the kernels read is written by the packing
-  if (C.rows >= internal::kPackMinRows) {
+  if (internal::PacksB(C.rows, kind == Product::kAtB)) {
     size_t n;
     ATTNKIT_RETURN_IF_ERROR(internal::CheckedProduct("B", packed_name, K, internal::kMaxPanel, &n));
     if (!packed.Allocate(n)) return internal::OutOfMemory("B", packed_name, n);

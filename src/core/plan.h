@@ -36,6 +36,19 @@ constexpr size_t kMaxPanel = 32;
 // decoding step's whole projection, so only projections of many rows repay
 // it (bench/results).
 constexpr size_t kPackMinRows = 128;
+// A^T B (a weight's gradient X^T dY: few rows, a long K) packs B from this
+// many rows of C on: the tiles read A^T down A's columns, and B packed next
+// to it repays its pass from fewer rows (bench/results).
+constexpr size_t kPackMinRowsTransposedA = 64;
+// A product over threads with B packed splits C's columns when A holds at
+// most this many floats (384 KB: a core's L2 keeps it while each thread runs
+// all of A over its panels), else C's rows (projection_backward.cc).
+constexpr size_t kColumnSplitMaxA = size_t{96} << 10;
+// Whether a product of C [rows, ...] packs B in panels: A^T B (transposed_a)
+// from kPackMinRowsTransposedA rows, A B and A B^T from kPackMinRows.
+inline bool PacksB(size_t rows, bool transposed_a) {
+  return rows >= (transposed_a ? kPackMinRowsTransposedA : kPackMinRows);
+}
 
 inline size_t RoundUp(size_t n, size_t multiple) {
   return (n + multiple - 1) / multiple * multiple;

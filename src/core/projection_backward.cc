@@ -24,7 +24,68 @@ namespace {
 // packed once in panels (ProductPanels).
 enum class ProductKind { kAB, kABt, kAtB, kAPanels };
 
-// C = A B, A B^T or A^T B (see Product), bands of C's rows over the threads.
+// Whether C's columns go over the threads (ColumnProduct) rather than its
+// rows, B packed: when each thread can keep all of A in its core's cache
+// while it runs every row of A over its panels (kColumnSplitMaxA), and the
+// panels share out evenly enough (the busiest thread's at most 1.25 times
+// the mean). Bands of rows each read all of packed B, half of it packed by
+// another core; ranges of columns read B once, by the thread that packed
+// it, and A again for every few panels.
+bool SplitColumns(ConstMatrixView A, size_t cols, size_t threads) {
+  const size_t panels = (cols + kMaxPanel - 1) / kMaxPanel;
+  const size_t busiest = (panels + threads - 1) / threads;
+  return threads > 1 && A.rows * A.cols <= kColumnSplitMaxA && 5 * panels >= 4 * threads * busiest;
+}
+
+// C = A B, A B^T or A^T B with B packed, or A B from `panels` (kAPanels,
+// `panel_width` columns each, B [K, C.cols]): ranges of whole kMaxPanel
+// columns of C over the threads. Each task packs its columns a few at a
+// time into its thread's room [K, kMaxPanel] just before every row of A
+// reads them: the panels and sums of one thread's MatMulPackingPanels, whose
+// groups start at multiples of kMaxPanel, as the ranges do.
+Status ColumnProduct(ProductKind kind, ConstMatrixView A, ConstMatrixView B, MatrixView C, size_t K,
+                     const char* source, const char* what, ThreadPool* pool, const float* panels,
+                     size_t panel_width) {
+  const size_t threads = pool->num_threads();
+  ScratchBuffer rooms;
+  if (kind != ProductKind::kAPanels) {
+    size_t n;
+    ATTNKIT_RETURN_IF_ERROR(CheckedProduct(source, "B packed in panels, a room per thread", K,
+                                           kMaxPanel * threads, &n));
+    if (!rooms.Allocate(n)) return OutOfMemory(source, "B packed in panels, a room per thread", n);
+  }
+  const size_t groups = (C.cols + kMaxPanel - 1) / kMaxPanel;
+  const size_t tasks = std::min(threads * kTasksPerThread, groups);
+  const size_t chunk = (groups + tasks - 1) / tasks * kMaxPanel;
+  const size_t ranges = (C.cols + chunk - 1) / chunk;
+  std::vector<char> ok(ranges, 0);
+  ParallelFor(pool, ranges, [&](size_t t, size_t thread) {
+    const size_t j0 = t * chunk, cols = std::min(chunk, C.cols - j0);
+    float* room = rooms.data() + thread * K * kMaxPanel;
+    const MatrixView c = C.Block(0, C.rows, j0, cols);
+    switch (kind) {
+      case ProductKind::kAB:
+        ok[t] = RunMatMul(A, B.Block(0, K, j0, cols), c, room);
+        break;
+      case ProductKind::kABt:
+        ok[t] = RunMatMulTransposed(A, B.Block(j0, cols, 0, K), c, room);
+        break;
+      case ProductKind::kAtB:
+        ok[t] = RunMatMulTransposedA(A, B.Block(0, K, j0, cols), c, room);
+        break;
+      case ProductKind::kAPanels:
+        ok[t] = RunMatMulPanels(A, panels + j0 * K, panel_width, c);
+        break;
+    }
+  });
+  for (char range_ok : ok) {
+    if (!range_ok) return OverflowStatus(source, what);
+  }
+  return Status::Ok();
+}
+
+// C = A B, A B^T or A^T B (see Product), bands of C's rows over the threads
+// (or, B packed, ranges of its columns: SplitColumns).
 // kAPanels reads B [A.cols, C.cols] from `panels` of `panel_width` columns.
 Status BandedProduct(ProductKind kind, ConstMatrixView A, ConstMatrixView B, MatrixView C,
                      const char* source, const char* what, ThreadPool* pool,
@@ -37,15 +98,19 @@ Status BandedProduct(ProductKind kind, ConstMatrixView A, ConstMatrixView B, Mat
   const size_t tasks = threads > 1 ? threads * kTasksPerThread : 1;
   const size_t band = std::max<size_t>(8, RoundUp((C.rows + tasks - 1) / tasks, 8));
   const size_t bands = std::max<size_t>(1, (C.rows + band - 1) / band);
-  // Whether B is packed in panels is decided for all of C, as the public
-  // MatMul decides it, never per band: the packed path sums in another
-  // order, and the result must not depend on the thread count. Packed over
-  // several bands, B (B^T) [K, C.cols] is packed once, by ranges of panels
-  // over the threads, for every band to read; one band packs a few panels
-  // at a time ([K, kMaxPanel]) just before it reads them. The same
-  // panels either way: the same sums.
+  bool pack = kind != ProductKind::kAPanels && PacksB(C.rows, kind == ProductKind::kAtB);
+  if ((pack || kind == ProductKind::kAPanels) && SplitColumns(A, C.cols, threads)) {
+    return ColumnProduct(kind, A, B, C, K, source, what, pool, panels, panel_width);
+  }
+  // Packed or read in place, B gives the same sums (ops_test), so the
+  // choice is one of speed. Bands of a short C (an A^T B of fewer than
+  // kPackMinRows rows) read B in place: packed, every band of a few rows
+  // would read all of it, half packed by another core. Packed over several
+  // bands, B (B^T) [K, C.cols] is packed once, by ranges of panels over the
+  // threads, for every band to read; one band packs a few panels at a time
+  // ([K, kMaxPanel]) just before it reads them.
+  if (bands > 1 && C.rows < kPackMinRows) pack = false;
   ScratchBuffer packed;
-  const bool pack = C.rows >= kPackMinRows && kind != ProductKind::kAPanels;
   if (pack) {
     size_t n;
     ATTNKIT_RETURN_IF_ERROR(CheckedProduct(source, "B packed in panels", K,

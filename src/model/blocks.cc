@@ -21,12 +21,11 @@ void CopyBlock(ConstMatrixView src, MatrixView dst) {
 }
 
 // The model's products, C = A B, A B^T and A^T B, on `pool` (the core's
-// banded products: bands of C's rows, each computed as on one thread; a call
-// too small for threads runs on the caller's). Their inputs are the weights
-// (finite: initialised, imported and updated only when finite) and
-// activations computed from them, so nothing scans them for NaN and inf; an
-// overflow of C is still reported, naming x (the stream the block reads) and
-// the product.
+// banded products: bands of C's rows or ranges of its columns, each computed
+// as on one thread; a call too small for threads runs on the caller's). Their inputs are the
+// weights (finite: initialised, imported and updated only when finite) and activations computed
+// from them, so nothing scans them for NaN and inf; an overflow of C is still reported, naming x
+// (the stream the block reads) and the product.
 Status Product(ConstMatrixView A, ConstMatrixView B, MatrixView C, const char* what,
                ThreadPool* pool) {
   return internal::Product(A, B, C, /*transposed=*/false, "x", what, pool);
