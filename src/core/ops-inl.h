@@ -803,8 +803,10 @@ HWY_INLINE size_t GemmPanelWidth() { return 2 * hn::Lanes(DF()); }
 // are never written nor read. Row by row across the panels, B read in memory
 // order; a whole panel's row copied as two vectors of a width known here (a
 // copy of a width known only at run time is compiled to a call of memcpy per
-// row, which in WebAssembly costs more than the row).
-HWY_INLINE PanelView PackPanels(ConstMatrixView B, float* HWY_RESTRICT dst) {
+// row, which in WebAssembly costs more than the row). Out of line in wasm, as
+// PackPanelsTransposed: one call per kMaxPanel columns, and one copy in the
+// module instead of one per product.
+ATTNKIT_OUT_OF_LINE_IN_WASM PanelView PackPanels(ConstMatrixView B, float* HWY_RESTRICT dst) {
   const DF d;
   const size_t N = hn::Lanes(d), W = 2 * N, K = B.rows, whole = B.cols / W * W;
   for (size_t k = 0; k < K; ++k) {
@@ -823,7 +825,8 @@ HWY_INLINE PanelView PackPanels(ConstMatrixView B, float* HWY_RESTRICT dst) {
 // panel p holds rows [p W, p W + W) of B as its columns, so that C = A B^T
 // runs on the register tiles of MatMulPanels instead of a dot product (and a
 // sum across lanes) per value of C.
-HWY_INLINE PanelView PackPanelsTransposed(ConstMatrixView B, float* HWY_RESTRICT dst) {
+ATTNKIT_OUT_OF_LINE_IN_WASM PanelView PackPanelsTransposed(ConstMatrixView B,
+                                                           float* HWY_RESTRICT dst) {
   const size_t W = GemmPanelWidth(), K = B.cols;
   for (size_t j = 0; j < B.rows; j += W) {
     const size_t w = std::min(W, B.rows - j);
