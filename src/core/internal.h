@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <functional>
+#include <type_traits>
 #include <vector>
 
 #include "attnkit/matrix.h"
@@ -168,10 +169,11 @@ inline size_t SpreadTask(size_t k, size_t n, bool spread) {
 // element's result is the same wherever the cut falls): a few each, so that a
 // thread the system holds up leaves its share to the others.
 constexpr size_t kTasksPerThread = 4;
-// Calls fn(begin, end) for ranges that cover [0, n) once, on the pool's
-// threads (ParallelFor): kTasksPerThread per thread, each of at least `grain`
-// (rounded to multiples of it: columns in whole vectors), one range with one
-// thread. Only for work whose results do not depend on the cut.
+// Calls fn(begin, end) (or fn(begin, end, thread)) for ranges that cover
+// [0, n) once, on the pool's threads (ParallelFor): kTasksPerThread per
+// thread, each of at least `grain` (rounded to multiples of it: columns in
+// whole vectors), one range with one thread. Only for work whose results do
+// not depend on the cut.
 template <class Fn>
 inline void ParallelRanges(ThreadPool* pool, size_t n, size_t grain, const Fn& fn) {
   if (n == 0) return;
@@ -179,8 +181,14 @@ inline void ParallelRanges(ThreadPool* pool, size_t n, size_t grain, const Fn& f
   const size_t grains = (n + grain - 1) / grain;
   const size_t tasks = threads > 1 ? std::min(threads * kTasksPerThread, grains) : 1;
   const size_t chunk = (grains + tasks - 1) / tasks * grain;
-  ParallelFor(pool, (n + chunk - 1) / chunk,
-              [&](size_t t, size_t) { fn(t * chunk, std::min(n, (t + 1) * chunk)); });
+  ParallelFor(pool, (n + chunk - 1) / chunk, [&](size_t t, size_t thread) {
+    const size_t begin = t * chunk, end = std::min(n, begin + chunk);
+    if constexpr (std::is_invocable_v<const Fn&, size_t, size_t, size_t>) {
+      fn(begin, end, thread);
+    } else {
+      fn(begin, end);
+    }
+  });
 }
 
 // Each returns false if a result overflowed float; outputs are then unspecified.

@@ -5,6 +5,7 @@
 // W_V side by side and so takes the fused form below. Plain C++ on the
 // dispatched GEMMs (RunMatMul, RunMatMulTransposed, RunMatMulTransposedA).
 #include <algorithm>
+#include <atomic>
 #include <iterator>
 #include <utility>
 #include <vector>
@@ -54,33 +55,29 @@ Status ColumnProduct(ProductKind kind, ConstMatrixView A, ConstMatrixView B, Mat
                                            kMaxPanel * threads, &n));
     if (!rooms.Allocate(n)) return OutOfMemory(source, "B packed in panels, a room per thread", n);
   }
-  const size_t groups = (C.cols + kMaxPanel - 1) / kMaxPanel;
-  const size_t tasks = std::min(threads * kTasksPerThread, groups);
-  const size_t chunk = (groups + tasks - 1) / tasks * kMaxPanel;
-  const size_t ranges = (C.cols + chunk - 1) / chunk;
-  std::vector<char> ok(ranges, 0);
-  ParallelFor(pool, ranges, [&](size_t t, size_t thread) {
-    const size_t j0 = t * chunk, cols = std::min(chunk, C.cols - j0);
+  std::atomic<bool> finite{true};
+  ParallelRanges(pool, C.cols, kMaxPanel, [&](size_t j0, size_t j1, size_t thread) {
+    const size_t cols = j1 - j0;
     float* room = rooms.data() + thread * K * kMaxPanel;
     const MatrixView c = C.Block(0, C.rows, j0, cols);
+    bool ok = true;
     switch (kind) {
       case ProductKind::kAB:
-        ok[t] = RunMatMul(A, B.Block(0, K, j0, cols), c, room);
+        ok = RunMatMul(A, B.Block(0, K, j0, cols), c, room);
         break;
       case ProductKind::kABt:
-        ok[t] = RunMatMulTransposed(A, B.Block(j0, cols, 0, K), c, room);
+        ok = RunMatMulTransposed(A, B.Block(j0, cols, 0, K), c, room);
         break;
       case ProductKind::kAtB:
-        ok[t] = RunMatMulTransposedA(A, B.Block(0, K, j0, cols), c, room);
+        ok = RunMatMulTransposedA(A, B.Block(0, K, j0, cols), c, room);
         break;
       case ProductKind::kAPanels:
-        ok[t] = RunMatMulPanels(A, panels + j0 * K, panel_width, c);
+        ok = RunMatMulPanels(A, panels + j0 * K, panel_width, c);
         break;
     }
+    if (!ok) finite.store(false, std::memory_order_relaxed);
   });
-  for (char range_ok : ok) {
-    if (!range_ok) return OverflowStatus(source, what);
-  }
+  if (!finite.load()) return OverflowStatus(source, what);
   return Status::Ok();
 }
 
