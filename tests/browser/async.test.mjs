@@ -122,8 +122,11 @@ describe("attnkit/worker in Chromium", () => {
       c.abort();
       const cancelled = await queued.catch((e) => [e.name, e.code]);
       const ran = (await running).rows;
+      // Long enough (T = 8192: 16 times the work of T = 2048) to be running
+      // still when terminate comes, on a fast core too.
+      const longest = random(8192, 64, 4);
       const w = await attnkit.createAttnkitWorker({ simd: true });
-      const long = w.attention(big, big, big);
+      const long = w.attention(longest, longest, longest);
       await new Promise((res) => setTimeout(res, 20));
       w.terminate();
       const terminated = await long.catch((e) => [e.name, e.code, e.parameter]);
