@@ -83,10 +83,15 @@ class BytesSource {
  * chunks.
  */
 class ChunkReader {
-  constructor(stream) {
+  /**
+   * `spare`: a buffer of BYOB_BYTES an earlier reader handed back (see
+   * `spare()`), so that a source read in many slices reuses one buffer
+   * instead of leaving one per slice for the collector.
+   */
+  constructor(stream, spare = null) {
     try {
       this.reader = stream.getReader({ mode: "byob" });
-      this.buffer = new ArrayBuffer(BYOB_BYTES);
+      this.buffer = spare?.byteLength === BYOB_BYTES ? spare : new ArrayBuffer(BYOB_BYTES);
     } catch {
       this.reader = stream.getReader();
       this.buffer = null;
@@ -108,6 +113,10 @@ class ChunkReader {
   }
   cancel() {
     return this.reader.cancel();
+  }
+  /** The buffer for the next reader, once this one is done; null if a read still holds it. */
+  spare() {
+    return this.buffer?.byteLength === BYOB_BYTES ? this.buffer : null;
   }
 }
 
@@ -131,6 +140,7 @@ class BlobSource {
   constructor(blob) {
     this.blob = blob;
     this.description = { kind: "blob", name: typeof blob.name === "string" ? blob.name : null };
+    this.spare = null;
   }
   async start() {
     const first = new Uint8Array(await this.blob.slice(0, 8).arrayBuffer());
@@ -141,7 +151,9 @@ class BlobSource {
     // bytes partway, its read never settling: a read with no bytes for
     // BLOB_STALL_MS is given up and the rest of the slice streamed anew.
     for (let at = 0, stalls = 0; at < view.length;) {
-      const chunks = new ChunkReader(this.blob.slice(begin + at, begin + view.length).stream());
+      const stream = this.blob.slice(begin + at, begin + view.length).stream();
+      const chunks = new ChunkReader(stream, this.spare);
+      this.spare = null;
       try {
         while (at < view.length) {
           checkAborted(signal);
@@ -157,6 +169,7 @@ class BlobSource {
         }
       } finally {
         chunks.cancel().catch(() => {});
+        this.spare = chunks.spare();
       }
       if (at < view.length && ++stalls > BLOB_STALLS) {
         throw loadFailed(
@@ -168,7 +181,9 @@ class BlobSource {
   async config() {
     return null;
   }
-  close() {}
+  close() {
+    this.spare = null;
+  }
 }
 
 /**
