@@ -56,7 +56,7 @@ def arg(name, default=None):
     return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
 
 
-# --- attnkit's weights file (docs/model.md, versions 2 and 3) ---
+# --- attnkit's weights file (docs/model.md, versions 2 to 4) ---
 CONFIG_WORDS = (
     "vocab_size",
     "max_seq_len",
@@ -75,15 +75,22 @@ def read_weights(path):
     if data[:8] != b"ATKMODEL":
         raise ValueError(f"{path}: not an attnkit weights file")
     (version,) = struct.unpack_from("<I", data, 8)
-    if version not in (2, 3):
-        raise ValueError(f"{path}: version {version} (expected 2 or 3)")
+    if version not in (2, 3, 4):
+        raise ValueError(f"{path}: version {version} (expected 2 to 4)")
     words = struct.unpack_from("<9I", data, 12)
     config = dict(zip(CONFIG_WORDS, words[:8]))
     config["layer_norm"] = bool(words[8] & 1)
     config["scale_by_sqrt_dk"] = bool(words[8] & 2)
     if not config["layer_norm"] or config["d_ff"] == 0:
         raise ValueError(f"{path}: this benchmark's model is the GPT block (layer_norm, d_ff > 0)")
+    # Version 4: bit 2 biases, bit 3 a tied unembedding, then the LayerNorm's epsilon.
+    if words[8] & (4 | 8):
+        raise ValueError(f"{path}: this benchmark's model has no biases and its own unembedding")
     at = 48
+    config["layer_norm_epsilon"] = 1e-5
+    if version >= 4:
+        (config["layer_norm_epsilon"],) = struct.unpack_from("<f", data, at)
+        at += 4
     (vocab_len,) = struct.unpack_from("<I", data, at)
     at += 4 + 4 * vocab_len
     if version >= 3:
@@ -133,10 +140,10 @@ class Block(torch.nn.Module):
         D, h, g, dk, dff = c["d_model"], c["num_heads"], c["num_kv_heads"], c["d_k"], c["d_ff"]
         self.h, self.g, self.dk = h, g, dk
         self.scale = 1 / math.sqrt(dk) if c["scale_by_sqrt_dk"] else 1.0
-        self.ln_1 = torch.nn.LayerNorm(D, eps=1e-5)
+        self.ln_1 = torch.nn.LayerNorm(D, eps=c["layer_norm_epsilon"])
         self.c_attn = torch.nn.Linear(D, (h + 2 * g) * dk, bias=False)  # Q, K, V fused
         self.c_proj = torch.nn.Linear(h * dk, D, bias=False)
-        self.ln_2 = torch.nn.LayerNorm(D, eps=1e-5)
+        self.ln_2 = torch.nn.LayerNorm(D, eps=c["layer_norm_epsilon"])
         self.c_fc = torch.nn.Linear(D, dff, bias=False)
         self.mlp_proj = torch.nn.Linear(dff, D, bias=False)
 
@@ -176,7 +183,7 @@ class GPT(torch.nn.Module):
         self.wte = torch.nn.Embedding(V, D)
         self.wpe = torch.nn.Embedding(P, D)
         self.blocks = torch.nn.ModuleList(Block(c) for _ in range(c["num_layers"]))
-        self.ln_f = torch.nn.LayerNorm(D, eps=1e-5)
+        self.ln_f = torch.nn.LayerNorm(D, eps=c["layer_norm_epsilon"])
         self.lm_head = torch.nn.Linear(D, V, bias=False)
         self.register_buffer("mask", torch.tril(torch.ones(P, P)).view(1, 1, P, P))
         with torch.no_grad():

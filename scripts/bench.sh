@@ -230,8 +230,10 @@ part_language() {
     --attnkit ./build/bench/attnkit_language_bench --text build/bench/moby-dick.txt \
     --preset nanogpt,default $(quick_flag) > bench/results/language-native.json
   echo "== language model: attnkit wasm and tfjs-backend-wasm, the same model and batches"
+  # tfjs-backend-wasm takes ~1.8 s a step: 200 steps time it and check its losses,
+  # where training it to 2.0 nats/char would take half an hour.
   taskset -c "$cpu" node --expose-gc --single-threaded-gc bench/wasm/language.mjs \
-    $(quick_flag) > bench/results/language-wasm.json
+    --peer-steps 200 $(quick_flag) > bench/results/language-wasm.json
 }
 part_gpt2() {
   echo "== gpt2: GPT-2 small, attnkit wasm and native, onnxruntime-web, PyTorch (1 and every thread), in turns"
