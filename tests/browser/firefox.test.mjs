@@ -1,13 +1,15 @@
 // The web page (web/dist) in Debian's Firefox ESR, headless, driven over
 // WebDriver BiDi by puppeteer-core (no browser download: it launches
-// /usr/bin/firefox-esr), a browser for each of the four suites. The smoke steps are in
+// /usr/bin/firefox-esr), a browser for each of the five suites. The smoke steps are in
 // lib/smoke.mjs, the Train view's in lib/smoke-train.mjs, the Language view's in
-// lib/smoke-language.mjs, the GPT-2 view's in lib/smoke-gpt2.mjs.
+// lib/smoke-language.mjs, the GPT-2 view's in lib/smoke-gpt2.mjs, threads on an isolated
+// page in lib/smoke-threads.mjs.
 import { existsSync } from "node:fs";
 import puppeteer from "puppeteer-core";
 import { smokeTests, useDriver } from "./lib/smoke.mjs";
 import { languageSmoke } from "./lib/smoke-language.mjs";
 import { gpt2Smoke } from "./lib/smoke-gpt2.mjs";
+import { threadsSmoke } from "./lib/smoke-threads.mjs";
 import { trainSmoke } from "./lib/smoke-train.mjs";
 
 const FIREFOX = process.env.FIREFOX ?? "/usr/bin/firefox-esr";
@@ -70,3 +72,4 @@ smokeTests(useDriver("firefox", openFirefox));
 trainSmoke("firefox", openFirefox);
 languageSmoke("firefox", openFirefox);
 gpt2Smoke("firefox", openFirefox);
+threadsSmoke("firefox", openFirefox);

@@ -13,15 +13,16 @@ import { ARGS, CHROMIUM, watch } from "./lib/launch.mjs";
 import { pageActions } from "./lib/page.mjs";
 import { dist, requireBuiltPage } from "./lib/paths.mjs";
 import { serve } from "./lib/server.mjs";
-import { buildWithServiceWorker, serveIsolated } from "./lib/threads.mjs";
+import {
+  buildWithServiceWorker,
+  POOLED,
+  serveIsolated,
+  stepRun as stepRunIn,
+} from "./lib/threads.mjs";
 import { poll } from "./lib/wait.mjs";
 
 // Steps each run takes with the Step button (each one step, then the sentence's maps).
 const STEPS = 4;
-// The isolated runs' model: the small preset with one layer, d_model 128 and a context of 256,
-// so that each attention call (12 x 4 heads x 256^2 x 64 multiply-adds) is past the core's
-// cut-off for its pool and 2 threads really split it.
-const POOLED = "v=language&lp=small&ll=1&ldm=128&lctx=256&lb=12";
 
 let browser;
 const servers = [];
@@ -65,22 +66,13 @@ async function openPage(url, options = {}) {
   return { context, page, problems };
 }
 
-/** STEPS presses of Step, as a person does: the run's losses and its sentence's maps after. */
-async function stepRun(p) {
-  for (let s = 1; s <= STEPS; ++s) {
-    await p.click('[data-testid="lang-step"]');
-    await poll(async () => (await hook(p)).step === s, `step ${s}`, 30000);
-  }
-  const h = await poll(
-    async () => {
-      const x = await hook(p);
-      return x.sentence?.step === STEPS && x.losses.length === STEPS && x;
-    },
-    `the sentence's maps at step ${STEPS}`,
-    30000,
+/** STEPS presses of Step in page `p` (lib/threads.mjs's stepRun). */
+const stepRun = (p) =>
+  stepRunIn(
+    (sel) => p.click(sel),
+    () => hook(p),
+    STEPS,
   );
-  return { threads: h.threads, losses: h.losses, maps: h.sentence.layers };
-}
 
 test("served isolated: 2 threads stated, then 1 picked in the control; losses and maps equal bit for bit", async () => {
   const server = await serveIsolated(dist);

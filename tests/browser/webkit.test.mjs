@@ -6,9 +6,9 @@
 // which records console errors and warnings, uncaught errors and failed loads.
 // If MiniBrowser dies mid-suite, the test it died in is reported with what
 // MiniBrowser and the driver printed, and runs once more in a new browser.
-// A browser for each of the four suites. The smoke steps are in lib/smoke.mjs, the Train view's in
+// A browser for each of the five suites. The smoke steps are in lib/smoke.mjs, the Train view's in
 // lib/smoke-train.mjs, the Language view's in lib/smoke-language.mjs, the GPT-2 view's in
-// lib/smoke-gpt2.mjs.
+// lib/smoke-gpt2.mjs, threads on an isolated page in lib/smoke-threads.mjs.
 import { execFileSync, spawn } from "node:child_process";
 import {
   existsSync,
@@ -27,6 +27,7 @@ import { CONSOLE_HOOK, serve } from "./lib/server.mjs";
 import { smokeTests, useDriver } from "./lib/smoke.mjs";
 import { languageSmoke } from "./lib/smoke-language.mjs";
 import { gpt2Smoke } from "./lib/smoke-gpt2.mjs";
+import { threadsSmoke } from "./lib/smoke-threads.mjs";
 import { trainSmoke } from "./lib/smoke-train.mjs";
 import { poll } from "./lib/wait.mjs";
 
@@ -270,3 +271,6 @@ smokeTests(useDriver("webkit", openWebKit, options));
 trainSmoke("webkit", openWebKit, options);
 languageSmoke("webkit", openWebKit, options);
 gpt2Smoke("webkit", openWebKit, options);
+threadsSmoke("webkit", openWebKit, {
+  serveDist: (dir) => serve(dir, { isolated: true, script: CONSOLE_HOOK }),
+});

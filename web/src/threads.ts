@@ -53,6 +53,17 @@ export interface Engine {
   target: string;
   simd: boolean;
   threads: number;
+  /** Why the threads asked for did not load, one thread instead (empty: they did). */
+  fallback: string;
+}
+
+// Why a view's worker got one thread where more were asked: the browser's, so the same
+// for every view; shown beside each threads control.
+let fallbackWhy = "";
+
+/** Notes what a view's worker runs on (its fallback's reason, if any). */
+export function noteEngine(e: Engine): void {
+  if (e.fallback) fallbackWhy = e.fallback;
 }
 
 /** "WASM, SIMD128, 2 threads". */
@@ -93,7 +104,7 @@ export function syncThreadsControl(prefix: string, running: number, pending: boo
     : pending
       ? `${escapeHtml(threadsText(running))} until the next run (Reset starts one on ${threadsText(threadChoice.count)}).`
       : running && running !== threadChoice.count
-        ? `${threadsText(threadChoice.count)} asked, ${threadsText(running)} loaded.`
+        ? `${threadsText(threadChoice.count)} asked, ${threadsText(running)} loaded${fallbackWhy ? `: ${escapeHtml(fallbackWhy)}` : ""}.`
         : "";
   if (note.innerHTML !== html) note.innerHTML = html;
 }

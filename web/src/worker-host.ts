@@ -11,11 +11,15 @@ export function errorMessage(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
 }
 
+// Why the threads build did not load in this worker (loadAttnkit), or empty.
+let fallback = "";
+
 /** What runs the model, as the views state it (engineText, threads.ts). */
 export const engineOf = (attn: AttnkitWithModel): Engine => ({
   target: attn.target,
   simd: attn.simd,
   threads: attn.threads,
+  fallback,
 });
 
 /** A Tensor as a plain { shape, data } object (what crosses to the page). */
@@ -30,6 +34,7 @@ async function loadAttnkit(threads: number): Promise<AttnkitWithModel> {
     try {
       return await createAttnkit({ model: true, threads });
     } catch (err) {
+      fallback = `the threads build did not load in this browser (${errorMessage(err)})`;
       console.warn(`attnkit: ${threads} threads did not load, one instead: ${errorMessage(err)}`);
     }
   }

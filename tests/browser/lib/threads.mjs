@@ -1,12 +1,39 @@
 // The built page served cross-origin isolated (the COOP/COEP headers npm start's preview
-// sends), and a copy of the page built with its service worker
-// (ATTNKIT_WEB_SW=1), for tests/browser/threads.test.mjs.
+// sends), a copy of the page built with its service worker (ATTNKIT_WEB_SW=1), and the
+// Language view's run that threads.test.mjs (Chromium) and lib/smoke-threads.mjs (Firefox,
+// WebKit) compare across thread counts.
 import { execFileSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { root } from "./paths.mjs";
 import { serve } from "./server.mjs";
+import { poll } from "./wait.mjs";
+
+// The isolated runs' model: the small preset with one layer, d_model 128 and a context of 256,
+// so that each attention call (12 x 4 heads x 256^2 x 64 multiply-adds) is past the core's
+// cut-off for its pool and 2 threads really split it.
+export const POOLED = "v=language&lp=small&ll=1&ldm=128&lctx=256&lb=12";
+
+/**
+ * `steps` presses of the Language view's Step, as a person does (`click(selector)`; `hook()`
+ * reads window.__attnkit.language()): the run's losses and its sentence's maps after.
+ */
+export async function stepRun(click, hook, steps) {
+  for (let k = 1; k <= steps; ++k) {
+    await click('[data-testid="lang-step"]');
+    await poll(async () => (await hook()).step === k, `step ${k}`, 60000, 100);
+  }
+  const h = await poll(
+    async () => {
+      const x = await hook();
+      return x.sentence?.step === steps && x.losses.length === steps && x;
+    },
+    `the sentence's maps at step ${steps}`,
+    60000,
+  );
+  return { threads: h.threads, losses: h.losses, maps: h.sentence.layers };
+}
 
 /** The built page served cross-origin isolated (server.mjs's serve with `isolated`). */
 export const serveIsolated = (dir) => serve(dir, { isolated: true });

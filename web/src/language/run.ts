@@ -12,7 +12,7 @@ import type {
   TextInfo,
   ToWorker,
 } from "./protocol";
-import { engineText } from "../threads";
+import { engineText, noteEngine } from "../threads";
 import { workerLink } from "../worker-link";
 
 export interface LangRun {
@@ -145,6 +145,7 @@ function receive(msg: FromWorker): void {
       run.ready = { parameterCount: msg.parameterCount };
       run.target = engineText(msg.engine);
       run.threads = msg.engine.threads;
+      noteEngine(msg.engine);
       run.curve = { step: [], loss: [] };
       run.validation = { step: [msg.step], loss: [msg.validationLoss] };
       run.snapshots = [];

@@ -9,7 +9,7 @@ import type {
   TaskShape,
   ToWorker,
 } from "./protocol";
-import { engineText } from "../threads";
+import { engineText, noteEngine } from "../threads";
 import { workerLink } from "../worker-link";
 
 /** The defaults train induction to >= 90% (docs/model.md, "Settings that train"). */
@@ -164,6 +164,7 @@ function receive(msg: FromWorker): void {
       };
       run.target = engineText(msg.engine);
       run.threads = msg.engine.threads;
+      noteEngine(msg.engine);
       run.step = msg.step;
       run.loaded = loading && loading.id === msg.id ? loading.file : null;
       loading = null;
