@@ -15,6 +15,7 @@ import { dist, requireBuiltPage } from "./lib/paths.mjs";
 import { serve } from "./lib/server.mjs";
 import {
   buildWithServiceWorker,
+  freshRunOn,
   POOLED,
   serveIsolated,
   stepRun as stepRunIn,
@@ -79,7 +80,7 @@ test("served isolated: 2 threads stated, then 1 picked in the control; losses an
   servers.push(server);
   const { context, page: p, problems } = await openPage(`${server.url}?${POOLED}`);
   assert.equal(await p.evaluate(() => crossOriginIsolated), true);
-  let h = await languageReady("the model on 2 threads");
+  const h = await languageReady("the model on 2 threads");
   assert.equal(h.threads, 2, "the worker loaded the threads build with 2 threads");
   assert.deepEqual([h.config.numLayers, h.config.dModel, h.config.seqLen], [1, 128, 256]);
   assert.equal(await p.inputValue('[data-testid="lang-threads"]'), "2");
@@ -92,14 +93,7 @@ test("served isolated: 2 threads stated, then 1 picked in the control; losses an
   await p.selectOption('[data-testid="lang-threads"]', "1");
   await p.waitForSelector('[data-testid="lang-threads-note"]:has-text("until the next run")');
   await p.click('[data-testid="lang-reset"]');
-  h = await poll(
-    async () => {
-      const x = await languageReady("the model on 1 thread");
-      return x.threads === 1 && x.step === 0 && x;
-    },
-    "the new run on 1 thread",
-    60000,
-  );
+  await freshRunOn(1, languageReady);
   assert.match(await p.locator("#lang-status").textContent(), /1 thread in a worker/);
   const one = await stepRun(p);
   assert.deepEqual(one.losses, two.losses, "the losses of 1 and 2 threads");

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { describe } from "node:test";
 import { useDriver } from "./smoke.mjs";
-import { POOLED, serveIsolated, stepRun as stepRunIn } from "./threads.mjs";
+import { freshRunOn, POOLED, serveIsolated, stepRun as stepRunIn } from "./threads.mjs";
 import { poll } from "./wait.mjs";
 
 // Steps each run takes with the Step button.
@@ -40,7 +40,7 @@ export function threadsSmoke(name, open, { serveDist = serveIsolated } = {}) {
         await s.d.goto(`${s.server.url}?${POOLED}`);
         const isolated = await s.d.evaluate(() => globalThis.crossOriginIsolated === true);
         const cores = await s.d.evaluate(() => navigator.hardwareConcurrency);
-        let h = await ready("the Language view's model");
+        const h = await ready("the Language view's model");
         const status = await s.text("#lang-status");
         console.log(
           `# ${name}: crossOriginIsolated ${isolated}, ${cores} cores, ${h.threads} threads`,
@@ -65,14 +65,7 @@ export function threadsSmoke(name, open, { serveDist = serveIsolated } = {}) {
           await s.shot("threads-2");
           await s.d.select('[data-testid="lang-threads"]', "1");
           await s.d.click('[data-testid="lang-reset"]');
-          h = await poll(
-            async () => {
-              const x = await ready("the model on 1 thread");
-              return x.threads === 1 && x.step === 0 && x;
-            },
-            "the new run on 1 thread",
-            90000,
-          );
+          await freshRunOn(1, ready);
           assert.match(await s.text("#lang-status"), /1 thread in a worker/);
           const one = await stepRun();
           assert.deepEqual(one.losses, two.losses, "the losses of 1 and 2 threads");

@@ -48,3 +48,14 @@ export function buildWithServiceWorker() {
   });
   return out;
 }
+
+/** Waits for a fresh run (step 0) on `threads` threads; `ready(what)` waits for the view's model. */
+export const freshRunOn = (threads, ready) =>
+  poll(
+    async () => {
+      const x = await ready(`the model on ${threads} thread${threads === 1 ? "" : "s"}`);
+      return x.threads === threads && x.step === 0 && x;
+    },
+    `the new run on ${threads} thread${threads === 1 ? "" : "s"}`,
+    90000,
+  );
