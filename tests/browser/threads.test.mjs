@@ -83,6 +83,7 @@ test("served isolated: 2 threads stated, then 1 picked in the control; losses an
   const h = await languageReady("the model on 2 threads");
   assert.equal(h.threads, 2, "the worker loaded the threads build with 2 threads");
   assert.deepEqual([h.config.numLayers, h.config.dModel, h.config.seqLen], [1, 128, 256]);
+  assert.match(await p.locator("#caption").textContent(), /A small GPT \(1 layer of 4 heads,/);
   assert.equal(await p.inputValue('[data-testid="lang-threads"]'), "2");
   const status = await p.locator("#lang-status").textContent();
   assert.match(status, /2 threads in a worker/, `the page states it: ${status}`);

@@ -138,7 +138,7 @@ export const languageView: Scene = {
   caption: () => {
     const c = run.config;
     const t = run.text;
-    return `<p>A small GPT (${c.numLayers} layers of ${c.numHeads} heads, d<sub>model</sub> ${c.dModel}, d<sub>ff</sub> ${c.dFF}, context ${c.seqLen}${run.ready ? `, ${count(run.ready.parameterCount)} weights` : ""}) learns to predict the next character of ${t ? (t.source === "moby-dick" ? "<i>Moby-Dick</i>" : escapeHtml(t.name)) : "a text"}, trained by attnkit in a Web Worker on ${threadsText(run.threads || threadChoice.count)}.
+    return `<p>A small GPT (${c.numLayers} layer${c.numLayers > 1 ? "s" : ""} of ${c.numHeads} head${c.numHeads > 1 ? "s" : ""}, d<sub>model</sub> ${c.dModel}, d<sub>ff</sub> ${c.dFF}, context ${c.seqLen}${run.ready ? `, ${count(run.ready.parameterCount)} weights` : ""}) learns to predict the next character of ${t ? (t.source === "moby-dick" ? "<i>Moby-Dick</i>" : escapeHtml(t.name)) : "a text"}, trained by attnkit in a Web Worker on ${threadsText(run.threads || threadChoice.count)}.
       Below, on the sentence you type: every head's attention, named by what it measurably does; a head view of one layer; and, while text is generated, each head's attention over the cache for the character being generated.</p>`;
   },
   render: (g) => {
